@@ -1,0 +1,9 @@
+// Registration of the CUDA backend's implementations (built only when CUDA is found).
+#pragma once
+
+#include "harness/family.hpp"
+
+namespace opcts {
+/// cuda.flash and cuda.math (sdpa).
+void register_cuda_sdpa(Registry& reg);
+}  // namespace opcts

@@ -1,0 +1,67 @@
+// RAII device memory and CUDA error checks for the impl glue (host code, no kernels).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "harness/errors.hpp"
+#include "harness/tensor.hpp"
+
+namespace opcts::cuda {
+
+/// Throws DeviceLost for sticky errors (the context is unusable: the worker must restart)
+/// and std::runtime_error for the rest, both naming the call and CUDA's error name.
+inline void check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  const std::string msg = std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorLaunchTimeout:
+      throw DeviceLost(msg);
+    default:
+      throw std::runtime_error(msg);
+  }
+}
+
+/// A cudaMalloc'd buffer freed on scope exit.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (bytes_) check(cudaMalloc(&ptr_, bytes_), "cudaMalloc");
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);
+  }
+  void* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+  /// A buffer holding a copy of the tensor's storage.
+  static DeviceBuffer upload(const HostTensor& t) {
+    DeviceBuffer b(t.nbytes());
+    if (t.nbytes()) check(cudaMemcpy(b.get(), t.data(), t.nbytes(), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    return b;
+  }
+  /// Copies the buffer into the tensor's storage (sizes must agree).
+  void download(HostTensor& t) const {
+    if (t.nbytes() != bytes_) throw std::logic_error("download: size mismatch");
+    if (bytes_) check(cudaMemcpy(t.data(), ptr_, bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; o.bytes_ = 0; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace opcts::cuda

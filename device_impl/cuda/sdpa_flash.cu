@@ -1,0 +1,560 @@
+// Tiled flash-attention-2 style SDPA forward for fp16/bf16 on tensor cores (mma.sync m16n8k16).
+//
+// One thread block owns kBlockM query rows of one (batch, query head); each of its 4 warps
+// owns 16 or 32 of those rows (one or two m16 tiles, per head dim). Key/value tiles of kBlockN rows stream through shared memory with
+// cp.async (K and V in separate buffers so the V load overlaps Q·Kᵀ and the next K load
+// overlaps P·V). Scores stay in registers: the S accumulator fragment of m16n8k16 is
+// re-packed as the A operand of the P·V product, so no score ever touches shared memory.
+// The softmax is the online (running max / running sum) form in fp32, in the log2 domain
+// with the softmax scale folded into log2(e) so each probability costs one ex2.approx.
+#include "sdpa_kernels.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace opcts::cuda {
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Inline-PTX building blocks (sm_80+).
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte global->shared copy; src_bytes = 0 zero-fills the destination without reading,
+// which is how rows past Sq/Sk become zeros (zeros, not garbage: 0·NaN would poison P·V).
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// 2^x with flush-to-zero: exp2(-inf) = +0, and the result never needs the slow denormal
+// path that a plain exp2f carries without -use_fast_math.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// 1/x without the IEEE-division slow-path subroutine, whose call makes ptxas spill around
+// it; x is a softmax denominator >= 1, far from the range where the approximation differs.
+__device__ __forceinline__ float fast_rcp(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <typename T>
+struct Mma;
+
+template <>
+struct Mma<__half> {
+  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+};
+
+template <>
+struct Mma<__nv_bfloat16> {
+  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// Tile configuration per head dimension. Shared memory rows are padded by 8 elements
+// (16 bytes): with a row pitch of D+8 halves, the 8 row addresses of one ldmatrix 8x8 land
+// in 8 distinct 4-bank groups for every D that is a multiple of 32, so no bank conflicts
+// without a swizzle.
+
+template <int D>
+struct Cfg {
+  static constexpr int kWarps = 4;
+  // m16 tiles per warp. Two tiles (32 query rows per warp) let every K/V fragment read
+  // from shared memory feed twice as many MMAs, which is what bounds mma.sync attention;
+  // the cost is a second O accumulator, which D=256 cannot afford. Measured on H200
+  // (bf16, S=4096, causal): D=128 242 vs 217 TFLOP/s, D=96 216 vs 211; at D<=64 one tile
+  // with kBlockN=64 was as fast or faster (D=64 225 vs 216).
+  static constexpr int kMT = (D == 96 || D == 128) ? 2 : 1;
+  static constexpr int kBlockM = 16 * kMT * kWarps;
+  // Two m-tiles need kBlockN=32 to keep S and O within 255 registers without spills.
+  // D=256 also keeps kBlockN at 32 so Q+K+V fit in 99 KiB (sm_86/sm_89 opt-in limit) and
+  // the 16x256 fp32 O accumulator plus the S tile still fit in the register file.
+  static constexpr int kBlockN = D <= 64 ? 64 : 32;
+  // With one m-tile and D <= 128 the Q fragments live in registers for the whole key loop;
+  // otherwise they would crowd out the accumulators, so Q is re-read from shared memory.
+  static constexpr bool kQInRegs = kMT == 1 && D <= 128;
+  static constexpr int kPitch = D + 8;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr size_t kSmemBytes = size_t(kBlockM + 2 * kBlockN) * kPitch * 2;
+};
+
+struct KernelArgs {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;
+  SdpaStrides qs, ks, vs, os;
+  int64_t heads_q, group;  // group = Hq / Hkv
+  int64_t seq_q, seq_k;
+  int64_t num_q_tiles, num_bh;
+  int64_t diag_offset;  // key j is kept for query i when j <= i + diag_offset
+  bool causal;
+  float scale_log2;  // scale * log2(e)
+};
+
+// Copies `rows` rows (from row0, clipped at `limit`) of D elements into a padded smem tile.
+template <typename T, int D, int kRows, int kThreads>
+__device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_stride,
+                                          int64_t row0, int64_t limit, int tid) {
+  constexpr int kChunksPerRow = D / 8;
+  constexpr int kChunks = kRows * kChunksPerRow;
+  static_assert(kChunks % kThreads == 0, "tile must split evenly over the block");
+#pragma unroll
+  for (int it = 0; it < kChunks / kThreads; ++it) {
+    const int chunk = it * kThreads + tid;
+    const int r = chunk / kChunksPerRow;
+    const int c = chunk % kChunksPerRow;
+    const int64_t grow = row0 + r;
+    const bool in = grow < limit;
+    const T* src = in ? gbase + grow * row_stride + c * 8 : gbase;
+    cp_async_16(smem_addr(smem + r * (D + 8) + c * 8), src, in ? 16 : 0);
+  }
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(Cfg<D>::kThreads)
+    flash_fwd_kernel(const KernelArgs a) {
+  using C = Cfg<D>;
+  constexpr int BM = C::kBlockM, BN = C::kBlockN, P = C::kPitch, MT = C::kMT;
+  constexpr int kWarpRows = 16 * MT;
+  constexpr int kDT = D / 8;    // 8-wide n-tiles of the O accumulator
+  constexpr int kNT = BN / 8;   // 8-wide n-tiles of the S accumulator
+  constexpr int kDK = D / 16;   // k-steps of Q·Kᵀ
+  constexpr int kNK = BN / 16;  // k-steps of P·V
+
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);
+  T* sK = sQ + BM * P;
+  T* sV = sK + BN * P;
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const int g = lane >> 2;  // fragment row within the 8-row group
+  const int t = lane & 3;   // fragment column pair
+
+  // Heaviest (last, for causal) query tiles first for better tail balance; (b, h) on the
+  // fast axis so that consecutive blocks share K/V of one head group in L2.
+  const int64_t bid = blockIdx.x;
+  const int64_t bh = bid % a.num_bh;
+  const int64_t q_tile = a.num_q_tiles - 1 - bid / a.num_bh;
+  const int64_t b = bh / a.heads_q;
+  const int64_t h = bh % a.heads_q;
+  const int64_t hk = h / a.group;
+  const int64_t m0 = q_tile * BM;
+
+  const T* qg = static_cast<const T*>(a.q) + b * a.qs.batch + h * a.qs.head;
+  const T* kg = static_cast<const T*>(a.k) + b * a.ks.batch + hk * a.ks.head;
+  const T* vg = static_cast<const T*>(a.v) + b * a.vs.batch + hk * a.vs.head;
+  T* og = static_cast<T*>(a.o) + b * a.os.batch + h * a.os.head;
+  float* lseg = a.lse + bh * a.seq_q;
+
+  // Key range this block needs: past the diagonal of its last row nothing is visible.
+  int64_t n_end = a.seq_k;
+  if (a.causal) {
+    const int64_t last_row = m0 + BM - 1 < a.seq_q - 1 ? m0 + BM - 1 : a.seq_q - 1;
+    const int64_t lim = last_row + a.diag_offset + 1;
+    n_end = lim < n_end ? lim : n_end;
+    if (n_end < 0) n_end = 0;
+  }
+  const int num_n_tiles = static_cast<int>((n_end + BN - 1) / BN);
+
+  float o_acc[MT][kDT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int i = 0; i < kDT; ++i)
+      o_acc[mt][i][0] = o_acc[mt][i][1] = o_acc[mt][i][2] = o_acc[mt][i][3] = 0.f;
+  // Running max (log2 domain, scaled) and partial row sums for rows g and g+8 of each m-tile.
+  float row_max[MT][2], row_sum[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    row_max[mt][0] = row_max[mt][1] = -INFINITY;
+    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  }
+
+  // Row of this thread's fragment row g in m-tile 0; m-tile mt adds 16*mt, the second
+  // half of a fragment adds 8.
+  const int64_t row_g = m0 + warp * kWarpRows + g;
+
+  load_tile<T, D, BM, C::kThreads>(sQ, qg, a.qs.seq, m0, a.seq_q, tid);
+  if (num_n_tiles > 0) load_tile<T, D, BN, C::kThreads>(sK, kg, a.ks.seq, 0, a.seq_k, tid);
+  cp_async_commit();
+
+  uint32_t q_frag[C::kQInRegs ? kDK : 1][4];
+  T* sQw = sQ + warp * kWarpRows * P;  // this warp's rows, read and later written by it only
+  // ldmatrix lane -> address maps (see the fragment layouts of m16n8k16 in the PTX ISA).
+  const int a_row = lane & 15, a_col = (lane >> 4) * 8;                          // A, Q
+  const int kb_row = (lane & 7) + ((lane >> 4) << 3), kb_col = ((lane >> 3) & 1) * 8;  // B, K
+  const int vb_row = (lane & 7) + (((lane >> 3) & 1) << 3), vb_col = (lane >> 4) * 8;  // B, V
+
+  for (int nt = 0; nt < num_n_tiles; ++nt) {
+    const int64_t n0 = int64_t(nt) * BN;
+    cp_async_wait_all();
+    __syncthreads();  // K(nt) visible to all; every warp has finished reading V(nt-1)
+    load_tile<T, D, BN, C::kThreads>(sV, vg, a.vs.seq, n0, a.seq_k, tid);
+    cp_async_commit();
+
+    if constexpr (C::kQInRegs) {
+      if (nt == 0) {
+#pragma unroll
+        for (int kk = 0; kk < kDK; ++kk)
+          ldmatrix_x4(q_frag[kk], smem_addr(sQw + a_row * P + kk * 16 + a_col));
+      }
+    }
+
+    float s[MT][kNT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int i = 0; i < kNT; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < kDK; ++kk) {
+      uint32_t qa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (C::kQInRegs) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) qa[mt][i] = q_frag[kk][i];
+        } else {
+          ldmatrix_x4(qa[mt], smem_addr(sQw + (mt * 16 + a_row) * P + kk * 16 + a_col));
+        }
+      }
+#pragma unroll
+      for (int np = 0; np < kNT / 2; ++np) {
+        uint32_t kb[4];
+        ldmatrix_x4(kb, smem_addr(sK + (np * 16 + kb_row) * P + kk * 16 + kb_col));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          Mma<T>::run(s[mt][2 * np], qa[mt], kb[0], kb[1]);
+          Mma<T>::run(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+        }
+      }
+    }
+
+    // Scale into the log2 domain; mask only on tiles that cross Sk or the diagonal.
+    const bool need_mask =
+        n0 + BN > a.seq_k || (a.causal && n0 + BN - 1 > m0 + a.diag_offset);
+    // Tile-relative 32-bit limits (clamped, so they fit an int) keep the per-element test
+    // cheap in registers: column c of the tile is kept when c < kv_lim and, for causal,
+    // c <= diag_lim + (row offset of the element within this thread's rows).
+    int kv_lim = BN, diag_lim = BN + kWarpRows;
+    if (need_mask) {
+      const int64_t kv_left = a.seq_k - n0;
+      kv_lim = kv_left < BN ? static_cast<int>(kv_left) : BN;
+      if (a.causal) {
+        int64_t d = row_g + a.diag_offset - n0;
+        d = d < -kWarpRows ? -kWarpRows : (d > BN ? BN : d);
+        diag_lim = static_cast<int>(d);
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int i = 0; i < kNT; ++i) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float x = s[mt][i][e] * a.scale_log2;
+          if (need_mask) {
+            const int col = i * 8 + 2 * t + (e & 1);
+            if (col >= kv_lim || col > diag_lim + mt * 16 + ((e >> 1) << 3)) x = -INFINITY;
+          }
+          s[mt][i][e] = x;
+        }
+      }
+    }
+
+    // Online softmax update for rows g (r=0) and g+8 (r=1) of every m-tile.
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = row_max[mt][r];
+#pragma unroll
+        for (int i = 0; i < kNT; ++i)
+          mx = fmaxf(mx, fmaxf(s[mt][i][2 * r], s[mt][i][2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        // A row with nothing visible yet keeps max -inf; subtracting 0 instead keeps
+        // exp2(-inf - base) = 0 rather than NaN.
+        const float base = mx == -INFINITY ? 0.f : mx;
+        const float alpha = fast_exp2(row_max[mt][r] - base);
+        row_max[mt][r] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int i = 0; i < kNT; ++i) {
+          s[mt][i][2 * r] = fast_exp2(s[mt][i][2 * r] - base);
+          s[mt][i][2 * r + 1] = fast_exp2(s[mt][i][2 * r + 1] - base);
+          sum += s[mt][i][2 * r] + s[mt][i][2 * r + 1];
+        }
+        row_sum[mt][r] = row_sum[mt][r] * alpha + sum;
+#pragma unroll
+        for (int i = 0; i < kDT; ++i) {
+          o_acc[mt][i][2 * r] *= alpha;
+          o_acc[mt][i][2 * r + 1] *= alpha;
+        }
+      }
+    }
+
+    cp_async_wait_all();
+    __syncthreads();  // V(nt) visible to all; every warp has finished reading K(nt)
+    if (nt + 1 < num_n_tiles) {
+      load_tile<T, D, BN, C::kThreads>(sK, kg, a.ks.seq, n0 + BN, a.seq_k, tid);
+      cp_async_commit();
+    }
+
+    // O += P·V: the S accumulator of n-tiles (2kk, 2kk+1) is exactly the A fragment of
+    // k-step kk once packed to 16-bit pairs.
+#pragma unroll
+    for (int kk = 0; kk < kNK; ++kk) {
+      uint32_t pa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        pa[mt][0] = Mma<T>::pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = Mma<T>::pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = Mma<T>::pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = Mma<T>::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < kDT / 2; ++dp) {
+        uint32_t vb[4];
+        ldmatrix_x4_trans(vb, smem_addr(sV + (kk * 16 + vb_row) * P + dp * 16 + vb_col));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          Mma<T>::run(o_acc[mt][2 * dp], pa[mt], vb[0], vb[1]);
+          Mma<T>::run(o_acc[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+        }
+      }
+    }
+  }
+  // With no key tile at all, the Q load above is the only outstanding group.
+  cp_async_wait_all();
+  __syncwarp();  // every lane is done reading sQw before it is overwritten below
+
+  // Finish the row sums across the quad and normalise. A row with no visible key has sum 0:
+  // it writes O = 0 and lse = -inf. The normalised O goes to this warp's own rows of sQ so
+  // that the global stores are full 16-byte rows.
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float sum = row_sum[mt][r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const bool empty = !(sum > 0.f);
+      inv[r] = empty ? 0.f : fast_rcp(sum);
+      const int64_t row = row_g + mt * 16 + 8 * r;
+      if (t == 0 && row < a.seq_q)
+        lseg[row] = empty ? -INFINITY : (row_max[mt][r] + log2f(sum)) * 0.69314718055994530942f;
+    }
+#pragma unroll
+    for (int i = 0; i < kDT; ++i) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const uint32_t packed =
+            Mma<T>::pack(o_acc[mt][i][2 * r] * inv[r], o_acc[mt][i][2 * r + 1] * inv[r]);
+        *reinterpret_cast<uint32_t*>(sQw + (mt * 16 + g + 8 * r) * P + i * 8 + 2 * t) = packed;
+      }
+    }
+  }
+  __syncwarp();
+  constexpr int kChunksPerRow = D / 8;
+#pragma unroll
+  for (int it = 0; it < kWarpRows * kChunksPerRow / 32; ++it) {
+    const int chunk = it * 32 + lane;
+    const int r = chunk / kChunksPerRow;
+    const int c = chunk % kChunksPerRow;
+    const int64_t row = m0 + warp * kWarpRows + r;
+    if (row < a.seq_q)
+      *reinterpret_cast<uint4*>(og + row * a.os.seq + c * 8) =
+          *reinterpret_cast<const uint4*>(sQw + r * P + c * 8);
+  }
+}
+
+// Sk = 0: every row sees no key.
+template <typename T>
+__global__ void empty_rows_kernel(void* o, float* lse, SdpaStrides os, int64_t heads_q,
+                                  int64_t seq_q, int64_t head_dim, int64_t rows) {
+  const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  if (row >= rows) return;
+  const int64_t b = row / (heads_q * seq_q);
+  const int64_t h = (row / seq_q) % heads_q;
+  const int64_t i = row % seq_q;
+  T* dst = static_cast<T*>(o) + b * os.batch + h * os.head + i * os.seq;
+  for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) dst[d] = T(0.f);
+  if (threadIdx.x == 0) lse[row] = -INFINITY;
+}
+
+void check_launch(const char* what) {
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string("sdpa_flash_forward: ") + what + ": " +
+                             cudaGetErrorString(err));
+}
+
+template <typename T, int D>
+void launch(const SdpaParams& p, cudaStream_t stream) {
+  using C = Cfg<D>;
+  const int64_t num_q_tiles = (p.seq_q + C::kBlockM - 1) / C::kBlockM;
+  const int64_t num_bh = p.batch * p.heads_q;
+  const int64_t blocks = num_q_tiles * num_bh;
+  if (blocks > 0x7fffffffLL)
+    throw std::invalid_argument("sdpa_flash_forward: B*Hq*ceil(Sq/block_m) exceeds the grid limit");
+
+  // The opt-in for more than 48 KiB of dynamic shared memory is per kernel and per device;
+  // setting it every call is cheap and keeps multi-device processes correct.
+  if (C::kSmemBytes > 48 * 1024) {
+    const cudaError_t err = cudaFuncSetAttribute(
+        flash_fwd_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(C::kSmemBytes));
+    if (err != cudaSuccess)
+      throw std::runtime_error(std::string("sdpa_flash_forward: cudaFuncSetAttribute: ") +
+                               cudaGetErrorString(err));
+  }
+
+  KernelArgs a;
+  a.q = p.q;
+  a.k = p.k;
+  a.v = p.v;
+  a.o = p.o;
+  a.lse = p.lse;
+  a.qs = p.q_strides;
+  a.ks = p.k_strides;
+  a.vs = p.v_strides;
+  a.os = p.o_strides;
+  a.heads_q = p.heads_q;
+  a.group = p.heads_q / p.heads_kv;
+  a.seq_q = p.seq_q;
+  a.seq_k = p.seq_k;
+  a.num_q_tiles = num_q_tiles;
+  a.num_bh = num_bh;
+  a.causal = p.mask != SdpaMask::none;
+  a.diag_offset = p.mask == SdpaMask::causal_lower_right ? p.seq_k - p.seq_q : 0;
+  a.scale_log2 = p.scale * 1.44269504088896340736f;
+
+  flash_fwd_kernel<T, D><<<static_cast<unsigned>(blocks), C::kThreads, C::kSmemBytes, stream>>>(a);
+  check_launch("flash_fwd_kernel launch");
+}
+
+template <typename T>
+void dispatch_head_dim(const SdpaParams& p, cudaStream_t stream) {
+  switch (p.head_dim) {
+    case 32: return launch<T, 32>(p, stream);
+    case 64: return launch<T, 64>(p, stream);
+    case 96: return launch<T, 96>(p, stream);
+    case 128: return launch<T, 128>(p, stream);
+    case 256: return launch<T, 256>(p, stream);
+    default: throw std::invalid_argument("sdpa_flash_forward: unsupported head_dim");
+  }
+}
+
+bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+
+// Every row start must be 16-byte aligned for cp.async/vector stores: base pointer aligned
+// and every stride a multiple of 8 elements (2-byte dtypes).
+bool strides_ok(const SdpaStrides& s) {
+  return s.batch % 8 == 0 && s.head % 8 == 0 && s.seq % 8 == 0;
+}
+
+}  // namespace
+
+bool sdpa_flash_supports(const SdpaParams& p, const char** why) {
+  const char* reason = nullptr;
+  if (p.dtype == SdpaDType::fp32)
+    reason = "flash kernel supports fp16 and bf16 only, not fp32";
+  else if (p.dtype != SdpaDType::fp16 && p.dtype != SdpaDType::bf16)
+    reason = "flash kernel: unknown dtype";
+  else if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 &&
+           p.head_dim != 256)
+    reason = "flash kernel supports head_dim 32, 64, 96, 128 and 256 only";
+  else if (p.batch < 0 || p.heads_q < 0 || p.heads_kv < 0 || p.seq_q < 0 || p.seq_k < 0)
+    reason = "flash kernel: negative dimension";
+  else if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
+    reason = "flash kernel needs heads_q to be a multiple of heads_kv (heads_kv > 0)";
+  else if (!strides_ok(p.q_strides) || !strides_ok(p.k_strides) || !strides_ok(p.v_strides) ||
+           !strides_ok(p.o_strides))
+    reason = "flash kernel needs batch/head/seq strides that are multiples of 8 elements";
+  else if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
+    reason = "flash kernel needs 16-byte aligned q, k, v and o pointers";
+  if (why) *why = reason;
+  return reason == nullptr;
+}
+
+void sdpa_flash_forward(const SdpaParams& p, CUstream_st* stream) {
+  const char* why = nullptr;
+  if (!sdpa_flash_supports(p, &why)) throw std::invalid_argument(why);
+  if (p.batch == 0 || p.heads_q == 0 || p.seq_q == 0) return;
+  const cudaStream_t s = stream;
+  if (p.seq_k == 0) {
+    const int64_t rows = p.batch * p.heads_q * p.seq_q;
+    const dim3 block(32, 8);
+    const int64_t blocks = (rows + block.y - 1) / block.y;
+    if (blocks > 0x7fffffffLL)
+      throw std::invalid_argument("sdpa_flash_forward: too many rows for one grid");
+    if (p.dtype == SdpaDType::fp16)
+      empty_rows_kernel<__half><<<static_cast<unsigned>(blocks), block, 0, s>>>(
+          p.o, p.lse, p.o_strides, p.heads_q, p.seq_q, p.head_dim, rows);
+    else
+      empty_rows_kernel<__nv_bfloat16><<<static_cast<unsigned>(blocks), block, 0, s>>>(
+          p.o, p.lse, p.o_strides, p.heads_q, p.seq_q, p.head_dim, rows);
+    check_launch("empty_rows_kernel launch");
+    return;
+  }
+  if (p.dtype == SdpaDType::fp16)
+    dispatch_head_dim<__half>(p, s);
+  else
+    dispatch_head_dim<__nv_bfloat16>(p, s);
+}
+
+}  // namespace opcts::cuda

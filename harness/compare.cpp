@@ -1,0 +1,108 @@
+// Element-wise error statistics and bounds for the three metrics.
+#include "harness/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace opcts {
+
+std::string_view to_string(Metric m) {
+  switch (m) {
+    case Metric::exact: return "exact";
+    case Metric::allclose: return "allclose";
+    case Metric::ref_relative: return "ref_relative";
+  }
+  return "?";
+}
+
+Metric parse_metric(std::string_view s) {
+  if (s == "exact") return Metric::exact;
+  if (s == "allclose") return Metric::allclose;
+  if (s == "ref_relative") return Metric::ref_relative;
+  throw std::invalid_argument("unknown metric '" + std::string(s) + "' (expected exact, allclose or ref_relative)");
+}
+
+namespace {
+
+// Same special value in the same place: both NaN, or both the same infinity.
+bool specials_agree(double g, double w) {
+  if (std::isnan(g) || std::isnan(w)) return std::isnan(g) && std::isnan(w);
+  if (std::isinf(g) || std::isinf(w)) return g == w;
+  return true;
+}
+
+struct Candidate {
+  double key;  // larger is worse; +inf for special-value mismatches
+  int64_t index;
+};
+
+}  // namespace
+
+OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
+                           const std::vector<double>* lowp, const Tolerance& tol,
+                           std::vector<WorstElement>& worst, size_t max_worst) {
+  const int64_t n = got.numel();
+  if (static_cast<int64_t>(want.size()) != n)
+    throw std::invalid_argument("output '" + name + "': " + std::to_string(n) + " elements, reference has " +
+                                std::to_string(want.size()));
+  if (tol.metric == Metric::ref_relative && (!lowp || static_cast<int64_t>(lowp->size()) != n))
+    throw std::invalid_argument("output '" + name + "': ref_relative needs a same-precision reference");
+
+  const std::vector<double> g = got.to_f64();
+  OutputStats s;
+  s.out = name;
+  s.metric = std::string(to_string(tol.metric));
+  s.elements = n;
+
+  double max_ref = 0;
+  for (double w : want)
+    if (std::isfinite(w)) max_ref = std::max(max_ref, std::fabs(w));
+  const double floor = tol.atol + tol.atol_eps * dtype_info(got.dtype()).epsilon * max_ref;
+
+  if (tol.metric == Metric::ref_relative) {
+    double lp = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (std::isfinite(want[i]) && std::isfinite((*lowp)[i])) lp = std::max(lp, std::fabs((*lowp)[i] - want[i]));
+    s.lowp_err = lp;
+    s.bound = tol.factor * lp + floor;
+  } else if (tol.metric == Metric::allclose) {
+    s.bound = floor;  // the per-element bound adds rtol·|want|
+  }
+
+  std::vector<Candidate> cands;
+  for (int64_t i = 0; i < n; ++i) {
+    const double gi = g[i], wi = want[i];
+    if (!specials_agree(gi, wi)) {
+      ++s.mismatches;
+      cands.push_back({INFINITY, i});
+      continue;
+    }
+    if (!std::isfinite(wi)) continue;
+    const double err = std::fabs(gi - wi);
+    s.max_abs_err = std::max(s.max_abs_err, err);
+    if (wi != 0) s.max_rel_err = std::max(s.max_rel_err, err / std::fabs(wi));
+    bool bad = false;
+    switch (tol.metric) {
+      case Metric::exact: bad = gi != wi; break;
+      case Metric::allclose: bad = err > floor + tol.rtol * std::fabs(wi); break;
+      case Metric::ref_relative: bad = err > s.bound; break;
+    }
+    if (bad) ++s.mismatches;
+    if (err > 0) cands.push_back({err, i});
+    // Keep the candidate list short: only the largest errors matter.
+    if (cands.size() > 4 * max_worst + 64) {
+      std::nth_element(cands.begin(), cands.begin() + max_worst, cands.end(),
+                       [](const Candidate& a, const Candidate& b) { return a.key > b.key; });
+      cands.resize(max_worst);
+    }
+  }
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    return a.key != b.key ? a.key > b.key : a.index < b.index;
+  });
+  for (size_t k = 0; k < cands.size() && k < max_worst; ++k)
+    worst.push_back({name, got.unravel(cands[k].index), g[cands[k].index], want[cands[k].index]});
+  return s;
+}
+
+}  // namespace opcts

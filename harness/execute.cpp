@@ -1,0 +1,96 @@
+// One case end to end inside a worker (or `opcts repro`).
+#include "harness/execute.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "harness/compare.hpp"
+#include "harness/errors.hpp"
+#include "harness/rng.hpp"
+
+namespace opcts {
+
+const ReferenceCache::Entry& ReferenceCache::get(const Case& c) {
+  const std::string key = std::string(c.family->name()) + "/" + c.family->problem_id(*c.problem);
+  if (!last_ || last_->key != key) {
+    last_.reset();  // free the old buffers before making the new ones
+    auto e = std::make_unique<Entry>();
+    e->key = key;
+    e->inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
+    e->refs = c.family->reference(*c.problem, e->inputs);
+    last_ = std::move(e);
+  }
+  return *last_;
+}
+
+namespace {
+
+std::string describe_failure(const ResultRecord& r) {
+  std::ostringstream m;
+  for (const auto& o : r.outputs) {
+    if (!o.mismatches) continue;
+    m << o.out << ": " << o.mismatches << "/" << o.elements << " mismatches, max abs err " << o.max_abs_err
+      << " > bound " << o.bound;
+    if (o.metric == "ref_relative") m << " (same-precision reference err " << o.lowp_err << ")";
+    m << "; ";
+  }
+  if (!r.worst.empty()) {
+    const auto& w = r.worst.front();
+    m << "worst " << w.out << "[";
+    for (size_t i = 0; i < w.index.size(); ++i) m << (i ? "," : "") << w.index[i];
+    m << "] got " << w.got << " want " << w.want;
+  }
+  return m.str();
+}
+
+}  // namespace
+
+ResultRecord execute_case(const Suite& suite, const Case& c, int device, ReferenceCache& cache) {
+  ResultRecord r;
+  r.id = c.id;
+  r.family = std::string(c.family->name());
+  r.impl = std::string(c.impl->name());
+  r.arch = suite.arch().name;
+  r.device = suite.arch().backend == "host" ? -1 : device;
+  r.seed = seed_hex(case_seed(*c.family, *c.problem));
+  r.tier = std::string(to_string(c.tier));
+  r.repro = repro_command(c.id, r.arch);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    const auto& ref = cache.get(c);
+    RunContext ctx{&suite.arch(), device};
+    const TensorMap out = c.impl->run(*c.problem, ref.inputs, ctx);
+    bool ok = true;
+    for (const auto& spec : c.family->outputs(*c.problem)) {
+      auto it = out.find(spec.name);
+      if (it == out.end()) throw std::runtime_error("impl returned no output '" + spec.name + "'");
+      const Tolerance tol = suite.tolerances().resolve(r.family, spec.name, spec.dtype, r.impl, r.arch, c.id,
+                                                       &suite.manifest());
+      const auto lp = ref.refs.lowp.find(spec.name);
+      OutputStats s = compare_output(spec.name, it->second, ref.refs.exact.at(spec.name),
+                                     lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst);
+      ok = ok && s.mismatches == 0;
+      r.outputs.push_back(std::move(s));
+    }
+    // Worst elements: special-value mismatches first, then by error.
+    std::stable_sort(r.worst.begin(), r.worst.end(), [](const WorstElement& a, const WorstElement& b) {
+      const double ea = std::isfinite(a.got - a.want) ? std::fabs(a.got - a.want) : INFINITY;
+      const double eb = std::isfinite(b.got - b.want) ? std::fabs(b.got - b.want) : INFINITY;
+      return ea > eb;
+    });
+    if (r.worst.size() > 5) r.worst.resize(5);
+    r.raw_outcome = ok ? Outcome::PASS : Outcome::FAIL;
+    if (!ok) r.message = describe_failure(r);
+  } catch (const DeviceLost&) {
+    throw;
+  } catch (const std::exception& e) {
+    r.raw_outcome = Outcome::ERROR;
+    r.message = e.what();
+  }
+  r.outcome = r.raw_outcome;
+  r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace opcts

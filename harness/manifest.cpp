@@ -1,0 +1,129 @@
+// Manifest parsing, matching and the expectation table.
+#include "harness/manifest.hpp"
+
+#include <filesystem>
+#include <set>
+
+#include "harness/catalog.hpp"
+#include "harness/yaml_util.hpp"
+
+namespace opcts {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(EntryKind k) {
+  switch (k) {
+    case EntryKind::skip: return "skip";
+    case EntryKind::xfail: return "xfail";
+    case EntryKind::flaky: return "flaky";
+    case EntryKind::tolerance: return "tolerance";
+  }
+  return "?";
+}
+
+namespace {
+
+ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::Node& n) {
+  switch (kind) {
+    case EntryKind::skip: check_keys(path, n, {"match", "reason", "link"}); break;
+    case EntryKind::xfail: check_keys(path, n, {"match", "reason", "link", "strict"}); break;
+    case EntryKind::flaky: check_keys(path, n, {"match", "reason", "link", "reruns"}); break;
+    case EntryKind::tolerance:
+      check_keys(path, n, {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps"});
+      break;
+  }
+  ManifestEntry e;
+  e.kind = kind;
+  e.source = where(path, n);
+  try {
+    if (!n["match"]) yaml_fail(path, n, std::string(to_string(kind)) + " entry needs 'match:' (a glob over case ids)");
+    e.match = n["match"].as<std::string>();
+    if (!n["reason"] || n["reason"].as<std::string>().empty())
+      yaml_fail(path, n, std::string(to_string(kind)) + " entry '" + e.match + "' needs a 'reason:'");
+    e.reason = n["reason"].as<std::string>();
+    e.link = n["link"] ? n["link"].as<std::string>() : "";
+    if (n["strict"]) e.strict = n["strict"].as<bool>();
+    if (n["reruns"]) e.reruns = n["reruns"].as<int>();
+    if (n["output"]) e.output = n["output"].as<std::string>();
+    if (n["factor"]) e.factor = n["factor"].as<double>();
+    if (n["atol"]) e.atol = n["atol"].as<double>();
+    if (n["rtol"]) e.rtol = n["rtol"].as<double>();
+    if (n["atol_eps"]) e.atol_eps = n["atol_eps"].as<double>();
+  } catch (const YAML::Exception& ex) {
+    yaml_fail(path, n, ex.msg);
+  }
+  if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps)
+    yaml_fail(path, n, "tolerance entry '" + e.match + "' sets none of factor, atol, rtol, atol_eps");
+  return e;
+}
+
+void load_into(const std::string& path, std::vector<ManifestEntry>& out, std::string* arch, std::set<std::string>& chain) {
+  const std::string canon = fs::weakly_canonical(path).string();
+  if (!chain.insert(canon).second) throw YamlError(path + ": extends cycle");
+  const YAML::Node root = load_yaml_file(path);
+  if (root.IsNull()) return;  // an empty file is an empty manifest
+  check_keys(path, root, {"arch", "extends", "skip", "xfail", "flaky", "tolerance", "description"});
+  if (arch && root["arch"]) *arch = root["arch"].as<std::string>();
+  const std::pair<const char*, EntryKind> kinds[] = {{"skip", EntryKind::skip},
+                                                     {"xfail", EntryKind::xfail},
+                                                     {"flaky", EntryKind::flaky},
+                                                     {"tolerance", EntryKind::tolerance}};
+  for (const auto& [key, kind] : kinds) {
+    if (!root[key]) continue;
+    if (!root[key].IsSequence()) yaml_fail(path, root[key], std::string("'") + key + "' must be a list");
+    for (const auto& n : root[key]) out.push_back(parse_entry(path, kind, n));
+  }
+  if (root["extends"]) {
+    if (!root["extends"].IsSequence()) yaml_fail(path, root["extends"], "'extends' must be a list of manifest names");
+    for (const auto& x : root["extends"]) {
+      const fs::path parent = fs::path(path).parent_path() / (x.as<std::string>() + ".yaml");
+      if (!fs::exists(parent)) yaml_fail(path, x, "extends '" + x.as<std::string>() + "': no file " + parent.string());
+      load_into(parent.string(), out, nullptr, chain);
+    }
+  }
+}
+
+}  // namespace
+
+Manifest Manifest::load(const std::string& path) {
+  Manifest m;
+  m.path_ = path;
+  std::set<std::string> chain;
+  load_into(path, m.entries_, &m.arch_, chain);
+  return m;
+}
+
+Manifest Manifest::empty(std::string arch) {
+  Manifest m;
+  m.arch_ = std::move(arch);
+  return m;
+}
+
+const ManifestEntry* Manifest::find(EntryKind kind, const std::string& id, const std::string& output) const {
+  for (const auto& e : entries_) {
+    if (e.kind != kind || !glob_match(e.match, id)) continue;
+    if (kind == EntryKind::tolerance && !e.output.empty() && e.output != output) continue;
+    return &e;
+  }
+  return nullptr;
+}
+
+std::vector<const ManifestEntry*> Manifest::stale(const std::vector<std::string>& ids) const {
+  std::vector<const ManifestEntry*> out;
+  for (const auto& e : entries_) {
+    bool any = false;
+    for (const auto& id : ids)
+      if ((any = glob_match(e.match, id))) break;
+    if (!any) out.push_back(&e);
+  }
+  return out;
+}
+
+Outcome apply_expectation(Outcome raw, const ManifestEntry* xfail) {
+  if (!xfail) return raw;
+  if (is_failure(raw)) return Outcome::XFAIL;
+  if (raw == Outcome::PASS) return xfail->strict ? Outcome::XPASS : Outcome::PASS;
+  return raw;  // SKIP stays SKIP; XFAIL/XPASS are already resolved
+}
+
+}  // namespace opcts

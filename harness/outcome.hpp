@@ -1,0 +1,31 @@
+// The closed set of case outcomes and their JUnit meaning (DESIGN.md "One case, start to end").
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace opcts {
+
+/// What happened to one case. Raw outcomes come from running it; XFAIL and XPASS only
+/// arise when the arch's manifest expects a failure (see manifest.hpp apply_expectation).
+enum class Outcome {
+  PASS,     // every output within its bound
+  FAIL,     // an output outside its bound, or NaN/Inf in the wrong place
+  ERROR,    // an unexpected exception (a typed error where none was expected)
+  CRASH,    // the worker process died while running the case
+  TIMEOUT,  // the case ran past --timeout; its worker was killed
+  SKIP,     // cannot or must not run here: capability or manifest, always with a reason
+  XFAIL,    // failed (FAIL/ERROR/CRASH/TIMEOUT) under a manifest xfail entry
+  XPASS,    // passed under a strict xfail entry: the entry is stale, remove it
+};
+
+std::string_view to_string(Outcome o);
+/// Parses "PASS", "FAIL", ...; std::nullopt for anything else.
+std::optional<Outcome> parse_outcome(std::string_view s);
+
+/// True for the outcomes that make a run (and a CTest shard, and the gate) fail.
+bool is_gate_failure(Outcome o);
+/// True for FAIL, ERROR, CRASH and TIMEOUT: the outcomes an xfail entry may absorb.
+bool is_failure(Outcome o);
+
+}  // namespace opcts

@@ -1,0 +1,75 @@
+// Philox-based tensor fills.
+#include "harness/rng.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include <Random123/philox.h>
+#include <Random123/uniform.hpp>
+
+namespace opcts {
+
+namespace {
+
+r123::Philox4x32::ctr_type draw(uint64_t seed, uint32_t stream, uint64_t block) {
+  r123::Philox4x32 gen;
+  r123::Philox4x32::key_type key = {{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
+  r123::Philox4x32::ctr_type ctr = {
+      {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), stream, 0}};
+  return gen(ctr, key);
+}
+
+}  // namespace
+
+uint64_t seed_of(std::string_view text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string seed_hex(uint64_t seed) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(seed));
+  return buf;
+}
+
+double uniform01(uint64_t seed, uint32_t stream, uint64_t i) {
+  const auto r = draw(seed, stream, i / 4);
+  return r123::u01<double>(r[i % 4]);  // (0, 1] with 32 random bits; shifted below
+}
+
+void fill_uniform(HostTensor& t, uint64_t seed, uint32_t stream, double lo, double hi) {
+  const int64_t n = t.numel();
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (int64_t b = 0; b < (n + 3) / 4; ++b) {
+    const auto r = draw(seed, stream, static_cast<uint64_t>(b));
+    for (int lane = 0; lane < 4 && b * 4 + lane < n; ++lane) {
+      // u01 gives (0,1]; 1 - u is [0,1).
+      const double u = 1.0 - r123::u01<double>(r[lane]);
+      t.set(b * 4 + lane, lo + (hi - lo) * u);
+    }
+  }
+}
+
+void fill_normal(HostTensor& t, uint64_t seed, uint32_t stream, double sigma) {
+  const int64_t n = t.numel();
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (int64_t b = 0; b < (n + 3) / 4; ++b) {
+    const auto r = draw(seed, stream, static_cast<uint64_t>(b));
+    for (int pair = 0; pair < 2; ++pair) {
+      const double u1 = r123::u01<double>(r[2 * pair]);  // (0,1]: log is finite
+      const double u2 = r123::u01<double>(r[2 * pair + 1]);
+      const double rad = std::sqrt(-2.0 * std::log(u1));
+      const double z[2] = {rad * std::cos(2 * M_PI * u2), rad * std::sin(2 * M_PI * u2)};
+      for (int k = 0; k < 2; ++k) {
+        const int64_t i = b * 4 + pair * 2 + k;
+        if (i < n) t.set(i, sigma * z[k]);
+      }
+    }
+  }
+}
+
+}  // namespace opcts

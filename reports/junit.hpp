@@ -1,0 +1,30 @@
+// JUnit XML for result records: written for CI consumers (GitLab, Jenkins), read back for merging.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/result.hpp"
+
+namespace opcts {
+
+/// Writes `records` as JUnit XML to `path`, atomically (a temporary file renamed over it).
+/// One <testsuite> per family, one <testcase classname="<family>.<arch>" name="<id after
+/// 'family.'>"> per record; FAIL/XPASS become <failure>, ERROR/CRASH/TIMEOUT <error>,
+/// SKIP <skipped>, XFAIL <skipped type="xfail"> (pytest's convention). Every testcase
+/// carries <properties> from which read_junit rebuilds the record. Any bytes in messages
+/// are made valid XML 1.0 with sanitize_xml_text. Throws std::runtime_error on I/O failure.
+void write_junit(const std::vector<ResultRecord>& records, const std::string& path,
+                 const std::string& suite_name);
+
+/// Reads a file written by write_junit back into records (from the testcase properties),
+/// in file order. Throws std::runtime_error naming the file and what is wrong.
+std::vector<ResultRecord> read_junit(const std::string& path);
+
+/// Makes arbitrary bytes valid, readable XML 1.0 text: valid UTF-8 is kept; C0 controls other
+/// than tab/LF/CR become "\xNN"; bytes that are not valid UTF-8 (stray, overlong, truncated,
+/// surrogates) become "\xNN" too; U+FFFE and U+FFFF (not XML characters) become "\u{fffe}".
+std::string sanitize_xml_text(std::string_view bytes);
+
+}  // namespace opcts

@@ -1,0 +1,21 @@
+// Merging result files (JUnit or JSON lines) from several shards or runs into one record set.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/result.hpp"
+
+namespace opcts {
+
+/// Loads every path: a `.xml` file as JUnit written by write_junit, a `.jsonl` or `.json`
+/// file as result lines (read_results_file), a directory as every `*.xml` beneath it
+/// (recursively). Records with the same id and arch are one case: identical copies are kept
+/// once, differing ones throw std::runtime_error naming both files. The result is sorted by
+/// id, then arch, whatever the order of the paths.
+std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths);
+
+/// True when two records hold the same values in every field (NaN equals NaN).
+bool same_record(const ResultRecord& a, const ResultRecord& b);
+
+}  // namespace opcts

@@ -1,0 +1,183 @@
+// Markdown summary of result records, and the atomic file writer the reports share.
+#include "reports/summary.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <system_error>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace opcts {
+
+namespace {
+
+constexpr std::array<Outcome, 8> kOrder{Outcome::PASS,    Outcome::FAIL, Outcome::ERROR,
+                                        Outcome::CRASH,   Outcome::TIMEOUT, Outcome::SKIP,
+                                        Outcome::XFAIL,   Outcome::XPASS};
+constexpr std::size_t kTopReasons = 20;
+// A job summary page has a size limit (GitHub: 1 MiB); the JUnit file holds every failure.
+constexpr std::size_t kMaxFailuresListed = 500;
+constexpr std::size_t kMaxMessageChars = 200;
+
+std::size_t slot(Outcome o) {
+  return static_cast<std::size_t>(std::find(kOrder.begin(), kOrder.end(), o) - kOrder.begin());
+}
+
+using Counts = std::array<std::size_t, kOrder.size()>;
+
+// One line of at most kMaxMessageChars bytes, cut at a UTF-8 character boundary.
+std::string one_line(std::string s) {
+  std::replace_if(s.begin(), s.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; }, ' ');
+  if (s.size() > kMaxMessageChars) {
+    std::size_t cut = kMaxMessageChars;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    s = s.substr(0, cut) + "…";
+  }
+  return s;
+}
+
+// Table cells may not hold '|'.
+std::string cell(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+// A Markdown code span that survives backticks inside the text: the fence is one backtick
+// longer than the longest run inside, and padded with spaces when the text touches it.
+std::string code_span(const std::string& text) {
+  std::size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = !text.empty() && (text.front() == '`' || text.back() == '`');
+  return fence + (pad ? " " : "") + text + (pad ? " " : "") + fence;
+}
+
+std::string short_message(const ResultRecord& r) {
+  std::string msg;
+  if (r.outcome == Outcome::XPASS)
+    msg = "passes under a strict xfail entry: remove the entry";
+  else
+    msg = one_line(r.message);
+  const std::string stats = stats_line(r);
+  if (!stats.empty()) msg = msg.empty() ? stats : msg + "; " + stats;
+  return msg;
+}
+
+void reasons_section(std::string& md, const std::vector<const ResultRecord*>& cases,
+                     const std::string& title) {
+  if (cases.empty()) return;
+  std::map<std::string, std::size_t> by_reason;
+  for (const auto* r : cases) by_reason[r->message.empty() ? "(no reason given)" : one_line(r->message)]++;
+  std::vector<std::pair<std::string, std::size_t>> sorted(by_reason.begin(), by_reason.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  md += fmt::format("\n## {} ({})\n\n| cases | reason |\n|---:|---|\n", title, cases.size());
+  for (std::size_t i = 0; i < sorted.size() && i < kTopReasons; ++i)
+    md += fmt::format("| {} | {} |\n", sorted[i].second, cell(sorted[i].first));
+  if (sorted.size() > kTopReasons) {
+    std::size_t rest = 0;
+    for (std::size_t i = kTopReasons; i < sorted.size(); ++i) rest += sorted[i].second;
+    md += fmt::format("\n…and {} more reasons ({} cases).\n", sorted.size() - kTopReasons, rest);
+  }
+}
+
+}  // namespace
+
+std::string stats_line(const ResultRecord& r) {
+  if (r.outputs.empty()) return "";
+  const double err = max_abs_err(r), b = bound(r);
+  const char* rel = (err > b || std::isnan(err)) ? ">" : "<=";
+  return fmt::format("max abs err {:.3g} {} bound {:.3g} ({} mismatches)", err, rel, b, mismatches(r));
+}
+
+std::string summary_markdown(const std::vector<ResultRecord>& records) {
+  Counts total{};
+  std::map<std::pair<std::string, std::string>, Counts> table;
+  std::vector<const ResultRecord*> failures, skips, xfails;
+  for (const auto& r : records) {
+    total[slot(r.outcome)]++;
+    table[{r.family, r.impl}][slot(r.outcome)]++;
+    if (is_gate_failure(r.outcome)) failures.push_back(&r);
+    if (r.outcome == Outcome::SKIP) skips.push_back(&r);
+    if (r.outcome == Outcome::XFAIL) xfails.push_back(&r);
+  }
+  std::vector<std::size_t> columns;
+  for (std::size_t k = 0; k < kOrder.size(); ++k)
+    if (total[k]) columns.push_back(k);
+
+  std::string md = "# opcts results\n\n";
+  md += fmt::format("**{} cases**", records.size());
+  for (std::size_t k : columns) md += fmt::format(" · {} {}", total[k], to_string(kOrder[k]));
+  md += failures.empty() ? " — no gate failures\n" : fmt::format(" — **{} gate failures**\n", failures.size());
+
+  if (!records.empty()) {
+    md += "\n| family | impl |";
+    for (std::size_t k : columns) md += fmt::format(" {} |", to_string(kOrder[k]));
+    md += "\n|---|---|";
+    for (std::size_t i = 0; i < columns.size(); ++i) md += "---:|";
+    md += "\n";
+    for (const auto& [key, counts] : table) {
+      md += fmt::format("| {} | {} |", cell(key.first), cell(key.second));
+      for (std::size_t k : columns) md += fmt::format(" {} |", counts[k]);
+      md += "\n";
+    }
+  }
+
+  if (!failures.empty()) {
+    std::stable_sort(failures.begin(), failures.end(),
+                     [](const auto* a, const auto* b) { return std::tie(a->id, a->arch) < std::tie(b->id, b->arch); });
+    md += fmt::format("\n## Failures ({})\n\n", failures.size());
+    for (std::size_t i = 0; i < failures.size() && i < kMaxFailuresListed; ++i) {
+      const auto& r = *failures[i];
+      md += fmt::format("- {} on {} **{}**", code_span(r.id), r.arch.empty() ? "?" : r.arch,
+                        to_string(r.outcome));
+      const std::string msg = short_message(r);
+      if (!msg.empty()) md += ": " + msg;
+      md += "\n";
+      if (!r.repro.empty()) md += "  repro: " + code_span(r.repro) + "\n";
+    }
+    if (failures.size() > kMaxFailuresListed)
+      md += fmt::format("\n…and {} more; see the JUnit report.\n", failures.size() - kMaxFailuresListed);
+  }
+  reasons_section(md, skips, "Skipped");
+  reasons_section(md, xfails, "Expected failures");
+  return md;
+}
+
+void write_text_file(const std::string& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  const fs::path tmp = target.string() + fmt::format(".tmp.{}", static_cast<long>(getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(path + ": cannot create temporary file " + tmp.string());
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    if (!out) {
+      fs::remove(tmp, ec);
+      throw std::runtime_error(path + ": write failed");
+    }
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw std::runtime_error(path + ": cannot rename temporary file into place: " + ec.message());
+  }
+}
+
+}  // namespace opcts

@@ -1,0 +1,26 @@
+// Markdown summary of a run for humans (CI job summaries, PR comments), plus atomic text output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/result.hpp"
+
+namespace opcts {
+
+/// A Markdown summary: counts per outcome; a family × impl table with one column per outcome
+/// that occurs (in the order PASS FAIL ERROR CRASH TIMEOUT SKIP XFAIL XPASS); a "Failures"
+/// section listing each FAIL/ERROR/CRASH/TIMEOUT/XPASS case with a short message and its
+/// repro line; skipped and expected-failure cases grouped by reason (top 20 reasons each).
+std::string summary_markdown(const std::vector<ResultRecord>& records);
+
+/// The error statistics of a record in one phrase, e.g. "max abs err 0.031 > bound 0.004
+/// (64 mismatches)"; empty when the record has no compared outputs.
+std::string stats_line(const ResultRecord& r);
+
+/// Writes `content` to `path` atomically: a temporary file beside it, renamed over it, so a
+/// reader never sees half a file. Creates missing parent directories. Throws
+/// std::runtime_error naming the path on failure.
+void write_text_file(const std::string& path, const std::string& content);
+
+}  // namespace opcts

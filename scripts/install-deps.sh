@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages opcts builds with, skipping those already present.
+# CUDA (nvcc, cuBLAS) is optional and not installed here: the build uses it when found.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  libgtest-dev            # GoogleTest: the worker and the harness's own tests
+  libeigen3-dev           # CPU references
+  libyaml-cpp-dev         # catalogs, manifests, tolerances
+  libpugixml-dev          # JUnit writing and reading
+  libcli11-dev            # the opcts command line
+  libfmt-dev              # formatting (header-only use)
+  librandom123-dev        # counter-based RNG (Philox)
+  nlohmann-json3-dev      # result lines
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,144 @@
+// The runner end to end with the real opcts binary: crash and hang isolation, complete reports,
+// manifest expectations, sharding that covers every case exactly once.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "harness/result.hpp"
+#include "reports/junit.hpp"
+
+namespace opcts {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Shell {
+  int status;
+  std::string output;
+};
+
+Shell sh(const std::string& cmd) {
+  Shell r{0, ""};
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+class Supervisor : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("opcts_sup_" + std::to_string(::getpid()) + "_" +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    // A catalog of three tiny problems in a folder of its own (passed with --catalog);
+    // --filter keeps the run to these cases.
+    std::ofstream(dir_ / "mine.yaml") << R"(family: sdpa
+grids:
+  - name: mine
+    tier: smoke
+    axes:
+      dtype: [fp32]
+      heads: [{q: 2, kv: 1}]
+      seq: [{q: 3, k: 5}, {q: 4, k: 6}, {q: 5, k: 7}]
+      head_dim: [8]
+)";
+  }
+  std::string run_cmd(const std::string& extra, const std::string& env = "") {
+    return env + " " + OPCTS_BINARY + " run --arch host --tier smoke --catalog " + (dir_ / "mine.yaml").string() +
+           " --filter 'sdpa.host_flash/fp32_b1_hq2_hkv1_sq*_d8_nomask' --junit " + (dir_ / "j.xml").string() +
+           " --results " + (dir_ / "r.jsonl").string() + " " + extra;
+  }
+  std::map<std::string, Outcome> outcomes() {
+    std::map<std::string, Outcome> m;
+    for (const auto& r : read_results_file((dir_ / "r.jsonl").string())) m[r.id] = r.outcome;
+    return m;
+  }
+  fs::path dir_;
+};
+
+const std::string kA = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq3_sk5_d8_nomask";
+const std::string kB = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq4_sk6_d8_nomask";
+const std::string kC = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq5_sk7_d8_nomask";
+
+TEST_F(Supervisor, AllPass) {
+  const Shell r = sh(run_cmd(""));
+  EXPECT_EQ(r.status, 0) << r.output;
+  const auto o = outcomes();
+  ASSERT_EQ(o.size(), 3u) << r.output;
+  for (const auto& [id, out] : o) EXPECT_EQ(out, Outcome::PASS) << id;
+  EXPECT_EQ(read_junit((dir_ / "j.xml").string()).size(), 3u);
+}
+
+TEST_F(Supervisor, CrashCostsOnlyTheCaseInFlight) {
+  const Shell r = sh(run_cmd("", "OPCTS_FAULT_CRASH='*sq4_sk6*'"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  const auto o = outcomes();
+  ASSERT_EQ(o.size(), 3u) << r.output;
+  EXPECT_EQ(o.at(kA), Outcome::PASS);
+  EXPECT_EQ(o.at(kB), Outcome::CRASH);
+  EXPECT_EQ(o.at(kC), Outcome::PASS);  // a new worker resumed after the crash
+  const auto j = read_junit((dir_ / "j.xml").string());
+  ASSERT_EQ(j.size(), 3u);
+  for (const auto& rec : j)
+    if (rec.id == kB) EXPECT_NE(rec.message.find("signal 11"), std::string::npos) << rec.message;
+  EXPECT_NE(r.output.find("opcts repro '" + kB + "' --arch host"), std::string::npos) << r.output;
+}
+
+TEST_F(Supervisor, HangBecomesTimeout) {
+  const Shell r = sh(run_cmd("--timeout 2", "OPCTS_FAULT_HANG='*sq3_sk5*'"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  const auto o = outcomes();
+  ASSERT_EQ(o.size(), 3u) << r.output;
+  EXPECT_EQ(o.at(kA), Outcome::TIMEOUT);
+  EXPECT_EQ(o.at(kB), Outcome::PASS);
+  EXPECT_EQ(o.at(kC), Outcome::PASS);
+}
+
+TEST_F(Supervisor, ManifestXfailSkipAndXpass) {
+  std::ofstream(dir_ / "host.yaml") << "arch: host\n"
+                                       "skip:\n  - match: '*sq5_sk7*'\n    reason: testing skip\n"
+                                       "xfail:\n  - match: '*sq4_sk6*'\n    reason: known crash\n"
+                                       "  - match: '*sq3_sk5*'\n    reason: fixed already\n";
+  const Shell r = sh(run_cmd("--manifest " + (dir_ / "host.yaml").string(), "OPCTS_FAULT_CRASH='*sq4_sk6*'"));
+  EXPECT_EQ(r.status, 1) << r.output;  // the XPASS fails the run
+  const auto o = outcomes();
+  EXPECT_EQ(o.at(kA), Outcome::XPASS);
+  EXPECT_EQ(o.at(kB), Outcome::XFAIL);
+  EXPECT_EQ(o.at(kC), Outcome::SKIP);
+}
+
+TEST_F(Supervisor, ShardsCoverEveryCaseOnce) {
+  std::multiset<std::string> seen;
+  for (int i = 1; i <= 3; ++i) {
+    const Shell r = sh(std::string(OPCTS_BINARY) + " list --arch sm90 --tier default --shard " + std::to_string(i) + "/3");
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::istringstream in(r.output);
+    for (std::string line; std::getline(in, line);) seen.insert(line);
+  }
+  const Shell all = sh(std::string(OPCTS_BINARY) + " list --arch sm90 --tier default");
+  std::istringstream in(all.output);
+  std::multiset<std::string> want;
+  for (std::string line; std::getline(in, line);) want.insert(line);
+  EXPECT_GE(want.size(), 1000u);
+  EXPECT_EQ(seen, want);
+}
+
+TEST_F(Supervisor, MalformedCatalogNamesFileAndLine) {
+  std::ofstream(dir_ / "bad.yaml") << "family: sdpa\nedges:\n  - name: x\n    why: y\n    problem: {dtype: bf17, heads: 1, seq: 1, head_dim: 8}\n";
+  const Shell r = sh(std::string(OPCTS_BINARY) + " list --arch host --catalog " + (dir_ / "bad.yaml").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("bad.yaml:5"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bf17"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace opcts
