@@ -124,6 +124,22 @@ double decode(DType t, uint64_t bits) {
   }
 }
 
+double next_below(DType t, double x) {
+  switch (t) {
+    case DType::fp64: return std::nextafter(x, -INFINITY);
+    case DType::fp32: return std::nextafter(static_cast<float>(x), -INFINITY);
+    default: break;
+  }
+  const FloatFormat& f = dtype_info(t).format;
+  const double r = round_to_format(x, f);
+  if (r < x) return r;
+  const uint64_t bits = encode_format(r, f);
+  const uint64_t sign_bit = uint64_t{1} << (f.exponent_bits + f.mantissa_bits);
+  if (r > 0) return decode_format(bits - 1, f);
+  if (r == 0) return decode_format(sign_bit | 1, f);  // the smallest negative subnormal
+  return decode_format(bits + 1, f);                    // more negative: the magnitude grows
+}
+
 uint16_t fp32_to_fp16_bits(float x) { return static_cast<uint16_t>(encode_format(x, kFp16)); }
 uint16_t fp32_to_bf16_bits(float x) { return static_cast<uint16_t>(encode_format(x, kBf16)); }
 float fp16_bits_to_fp32(uint16_t b) { return static_cast<float>(decode_format(b, kFp16)); }

@@ -55,6 +55,9 @@ double round_to(DType t, double x);
 uint64_t encode(DType t, double x);
 double decode(DType t, uint64_t bits);
 
+/// The largest value of dtype t strictly below x (finite x).
+double next_below(DType t, double x);
+
 /// Convenience forms for the 16-bit formats, from fp32, used by host impls.
 uint16_t fp32_to_fp16_bits(float x);
 uint16_t fp32_to_bf16_bits(float x);

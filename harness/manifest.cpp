@@ -57,11 +57,19 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
   return e;
 }
 
-void load_into(const std::string& path, std::vector<ManifestEntry>& out, std::string* arch, std::set<std::string>& chain) {
+// `chain` holds the files being loaded (a repeat is a cycle); `done` the files already
+// loaded, so a manifest reached twice (a diamond of extends) adds its entries once.
+void load_into(const std::string& path, std::vector<ManifestEntry>& out, std::string* arch, std::set<std::string>& chain,
+               std::set<std::string>& done) {
   const std::string canon = fs::weakly_canonical(path).string();
-  if (!chain.insert(canon).second) throw YamlError(path + ": extends cycle");
+  if (chain.count(canon)) throw YamlError(path + ": extends cycle");
+  if (!done.insert(canon).second) return;
+  chain.insert(canon);
   const YAML::Node root = load_yaml_file(path);
-  if (root.IsNull()) return;  // an empty file is an empty manifest
+  if (root.IsNull()) {  // an empty file is an empty manifest
+    chain.erase(canon);
+    return;
+  }
   check_keys(path, root, {"arch", "extends", "skip", "xfail", "flaky", "tolerance", "description"});
   if (arch && root["arch"]) *arch = root["arch"].as<std::string>();
   const std::pair<const char*, EntryKind> kinds[] = {{"skip", EntryKind::skip},
@@ -78,9 +86,10 @@ void load_into(const std::string& path, std::vector<ManifestEntry>& out, std::st
     for (const auto& x : root["extends"]) {
       const fs::path parent = fs::path(path).parent_path() / (x.as<std::string>() + ".yaml");
       if (!fs::exists(parent)) yaml_fail(path, x, "extends '" + x.as<std::string>() + "': no file " + parent.string());
-      load_into(parent.string(), out, nullptr, chain);
+      load_into(parent.string(), out, nullptr, chain, done);
     }
   }
+  chain.erase(canon);
 }
 
 }  // namespace
@@ -88,8 +97,8 @@ void load_into(const std::string& path, std::vector<ManifestEntry>& out, std::st
 Manifest Manifest::load(const std::string& path) {
   Manifest m;
   m.path_ = path;
-  std::set<std::string> chain;
-  load_into(path, m.entries_, &m.arch_, chain);
+  std::set<std::string> chain, done;
+  load_into(path, m.entries_, &m.arch_, chain, done);
   return m;
 }
 

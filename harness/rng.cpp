@@ -22,7 +22,7 @@ r123::Philox4x32::ctr_type draw(uint64_t seed, uint32_t stream, uint64_t block) 
 }  // namespace
 
 uint64_t seed_of(std::string_view text) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 14695981039346656037ull;
   for (unsigned char c : text) {
     h ^= c;
     h *= 1099511628211ull;
@@ -38,7 +38,7 @@ std::string seed_hex(uint64_t seed) {
 
 double uniform01(uint64_t seed, uint32_t stream, uint64_t i) {
   const auto r = draw(seed, stream, i / 4);
-  return r123::u01<double>(r[i % 4]);  // (0, 1] with 32 random bits; shifted below
+  return 1.0 - r123::u01<double>(r[i % 4]);  // u01 is (0, 1]; 1 − u01 is [0, 1)
 }
 
 void fill_uniform(HostTensor& t, uint64_t seed, uint32_t stream, double lo, double hi) {
@@ -47,9 +47,10 @@ void fill_uniform(HostTensor& t, uint64_t seed, uint32_t stream, double lo, doub
   for (int64_t b = 0; b < (n + 3) / 4; ++b) {
     const auto r = draw(seed, stream, static_cast<uint64_t>(b));
     for (int lane = 0; lane < 4 && b * 4 + lane < n; ++lane) {
-      // u01 gives (0,1]; 1 - u is [0,1).
-      const double u = 1.0 - r123::u01<double>(r[lane]);
-      t.set(b * 4 + lane, lo + (hi - lo) * u);
+      const double u = 1.0 - r123::u01<double>(r[lane]);  // as uniform01: [0, 1)
+      double x = round_to(t.dtype(), lo + (hi - lo) * u);
+      if (x >= hi) x = next_below(t.dtype(), hi);
+      t.set(b * 4 + lane, x);
     }
   }
 }

@@ -1,1 +1,262 @@
-// placeholder
+// Catalog loading: grid expansion, edges, errors with file:line, tier merging, case selection and the built-in catalog.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness/arch.hpp"
+#include "harness/catalog.hpp"
+#include "harness/yaml_util.hpp"
+
+namespace opcts {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kCases = fs::path(__FILE__).parent_path().parent_path() / "cases";
+
+std::string temp_dir() {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path d = fs::path(testing::TempDir()) / "opcts_catalog" / (std::string(info->test_suite_name()) + "." + info->name());
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+std::string write(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string p = (fs::path(dir) / name).string();
+  std::ofstream(p) << text;
+  return p;
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    load_catalogs(builtin_registry(), {path});
+  } catch (const YamlError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kCatalog =
+    "family: sdpa\n"                                              // 1
+    "description: a small test catalog\n"                         // 2
+    "grids:\n"                                                    // 3
+    "  - name: small\n"                                           // 4
+    "    tier: smoke\n"                                           // 5
+    "    why: two dtypes by three shapes\n"                       // 6
+    "    axes:\n"                                                 // 7
+    "      dtype: [bf16, fp16]\n"                                 // 8
+    "      seq: [{q: 16, k: 16}, {q: 1, k: 32}, {q: 8, k: 64}]\n"  // 9
+    "    fixed:\n"                                                // 10
+    "      heads: {q: 4, kv: 2}\n"                                // 11
+    "      head_dim: 64\n"                                        // 12
+    "      mask: causal_lower_right\n"                            // 13
+    "edges:\n"                                                    // 14
+    "  - name: odd_shape\n"                                       // 15
+    "    tier: full\n"                                            // 16
+    "    why: sequence lengths that fill no tile\n"               // 17
+    "    problem: {dtype: fp32, heads: 2, seq: {q: 3, k: 5}, head_dim: 32}\n";  // 18
+
+TEST(CatalogLoad, ExpandsGridWithFixedFieldsAndEdges) {
+  const std::string dir = temp_dir();
+  const std::string path = write(dir, "t.yaml", kCatalog);
+  const auto entries = load_catalogs(builtin_registry(), {path});
+  ASSERT_EQ(entries.size(), 7u);
+  std::set<std::string> ids;
+  for (size_t i = 0; i < 6; ++i) {
+    const auto& e = entries[i];
+    ids.insert(e.problem_id);
+    EXPECT_EQ(e.family->name(), "sdpa");
+    EXPECT_EQ(e.tier, Tier::smoke);
+    EXPECT_EQ(e.source, path + ":4 (grid small)");
+    EXPECT_EQ(e.why, "two dtypes by three shapes");
+    // The fixed fields reach every point.
+    EXPECT_NE(e.problem_id.find("_hq4_hkv2_"), std::string::npos) << e.problem_id;
+    EXPECT_NE(e.problem_id.find("_d64_causal_lr"), std::string::npos) << e.problem_id;
+  }
+  EXPECT_EQ(ids.size(), 6u);  // distinct
+  for (const char* dt : {"bf16", "fp16"})
+    for (const char* s : {"_sq16_sk16_", "_sq1_sk32_", "_sq8_sk64_"})
+      EXPECT_EQ(ids.count(std::string(dt) + "_b1_hq4_hkv2" + s + "d64_causal_lr"), 1u) << dt << s;
+  const auto& edge = entries[6];
+  EXPECT_EQ(edge.problem_id, "fp32_b1_hq2_hkv2_sq3_sk5_d32_nomask");
+  EXPECT_EQ(edge.tier, Tier::full);
+  EXPECT_EQ(edge.why, "sequence lengths that fill no tile");
+  EXPECT_EQ(edge.source, path + ":15 (edge odd_shape)");
+  // The parsed problem is the one the id names.
+  EXPECT_EQ(edge.family->problem_id(*edge.problem), edge.problem_id);
+}
+
+TEST(CatalogErrors, EdgeWithoutWhyNamesItsLine) {
+  const std::string dir = temp_dir();
+  const std::string path = write(dir, "t.yaml",
+                                 "family: sdpa\n"
+                                 "edges:\n"
+                                 "  - name: ok\n"
+                                 "    why: fine\n"
+                                 "    problem: {dtype: bf16, heads: 1, seq: 4, head_dim: 64}\n"
+                                 "  - name: no_reason\n"
+                                 "    problem: {dtype: bf16, heads: 1, seq: 8, head_dim: 64}\n");
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find(path + ":6:"), std::string::npos) << err;
+  EXPECT_NE(err.find("why"), std::string::npos) << err;
+}
+
+TEST(CatalogErrors, UnknownFieldNamesFieldAndLine) {
+  const std::string dir = temp_dir();
+  // An unknown problem field inside an edge: the error points at the problem map.
+  const std::string a = write(dir, "a.yaml",
+                              "family: sdpa\n"
+                              "edges:\n"
+                              "  - name: e\n"
+                              "    why: w\n"
+                              "    problem: {dtype: bf16, seq: 4, head_dim: 64, dropout: 0.1}\n");
+  const std::string ea = load_error(a);
+  EXPECT_NE(ea.find(a + ":5:"), std::string::npos) << ea;
+  EXPECT_NE(ea.find("'dropout'"), std::string::npos) << ea;
+  // An unknown key of a grid.
+  const std::string b = write(dir, "b.yaml",
+                              "family: sdpa\n"
+                              "grids:\n"
+                              "  - name: g\n"
+                              "    axes: {dtype: [bf16], head_dim: [64]}\n"
+                              "    tiers: smoke\n");
+  const std::string eb = load_error(b);
+  EXPECT_NE(eb.find(b + ":5:"), std::string::npos) << eb;
+  EXPECT_NE(eb.find("'tiers'"), std::string::npos) << eb;
+  // An unknown field as a grid axis: the error points at the grid and names the field.
+  const std::string c = write(dir, "c.yaml",
+                              "family: sdpa\n"
+                              "grids:\n"
+                              "  - name: g\n"
+                              "    axes: {dtype: [bf16], head_dim: [64], window: [128]}\n");
+  const std::string ec = load_error(c);
+  EXPECT_NE(ec.find(c + ":3:"), std::string::npos) << ec;
+  EXPECT_NE(ec.find("'window'"), std::string::npos) << ec;
+  // An unknown family.
+  const std::string d = write(dir, "d.yaml", "family: gemm\n");
+  EXPECT_NE(load_error(d).find(d + ":1:"), std::string::npos) << load_error(d);
+}
+
+TEST(CatalogErrors, MalformedYamlNamesALine) {
+  const std::string dir = temp_dir();
+  const std::string path = write(dir, "t.yaml",
+                                 "family: sdpa\n"
+                                 "grids:\n"
+                                 "  - name: g\n"
+                                 "    axes: {dtype: [bf16, head_dim: [64]}\n");  // unclosed '['
+  const std::string err = load_error(path);
+  EXPECT_EQ(err.rfind(path + ":4:", 0), 0u) << err;
+  // A folder with a malformed catalog reports it too, instead of skipping it.
+  EXPECT_EQ(load_error(dir).rfind(path + ":4:", 0), 0u) << load_error(dir);
+  EXPECT_NE(load_error((fs::path(dir) / "missing.yaml").string()).find("missing.yaml"), std::string::npos);
+}
+
+TEST(CatalogLoad, DuplicateProblemKeepsLowestTier) {
+  const std::string dir = temp_dir();
+  const std::string path = write(dir, "t.yaml",
+                                 "family: sdpa\n"
+                                 "grids:\n"
+                                 "  - name: wide\n"
+                                 "    tier: full\n"
+                                 "    axes: {dtype: [bf16, fp16], head_dim: [64]}\n"
+                                 "    fixed: {heads: 1, seq: 1}\n"
+                                 "  - name: narrow\n"
+                                 "    tier: smoke\n"
+                                 "    axes: {dtype: [fp16], head_dim: [64], heads: [1], seq: [1]}\n"
+                                 "edges:\n"
+                                 "  - name: again\n"
+                                 "    tier: full\n"
+                                 "    why: listed a third time at a higher tier\n"
+                                 "    problem: {dtype: fp16, heads: 1, seq: 1, head_dim: 64}\n"
+                                 "  - name: bf16_default\n"
+                                 "    why: tier defaults to default\n"
+                                 "    problem: {dtype: bf16, heads: 1, seq: 1, head_dim: 64}\n");
+  const auto entries = load_catalogs(builtin_registry(), {path});
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].problem_id, "bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask");
+  EXPECT_EQ(entries[0].tier, Tier::default_);
+  EXPECT_EQ(entries[1].problem_id, "fp16_b1_hq1_hkv1_sq1_sk1_d64_nomask");
+  EXPECT_EQ(entries[1].tier, Tier::smoke);
+}
+
+std::vector<Case> host_cases(const std::string& catalog) {
+  const auto archs = ArchTable::load((kCases / "archs.yaml").string());
+  return make_cases(builtin_registry(), load_catalogs(builtin_registry(), {catalog}), archs.get("host"));
+}
+
+std::set<std::string> ids_of(const std::vector<Case>& cases) {
+  std::set<std::string> s;
+  for (const auto& c : cases) s.insert(c.id);
+  return s;
+}
+
+TEST(CatalogSelect, TierFilterAndExclude) {
+  const std::string dir = temp_dir();
+  const auto all = host_cases(write(dir, "t.yaml", kCatalog));
+  const size_t impls = builtin_registry().impls_of("sdpa").size();
+  ASSERT_FALSE(all.empty());
+  ASSERT_EQ(all.size() % 7, 0u);
+  for (const auto& c : all) EXPECT_EQ(c.impl->backend(), "host") << c.id;
+  EXPECT_LE(all.size() / 7, impls);
+
+  EXPECT_EQ(select_cases(all, Tier::full, {}, {}).size(), all.size());
+  const auto smoke = select_cases(all, Tier::smoke, {}, {});
+  EXPECT_EQ(smoke.size(), all.size() / 7 * 6);  // the edge is full tier
+  for (const auto& c : smoke) EXPECT_EQ(c.tier, Tier::smoke);
+
+  const auto fp16 = select_cases(all, Tier::full, {"*/fp16_*"}, {});
+  EXPECT_EQ(fp16.size(), all.size() / 7 * 3);
+  for (const auto& c : fp16) EXPECT_NE(c.id.find("/fp16_"), std::string::npos);
+
+  const auto two = select_cases(all, Tier::full, {"*/fp16_*", "*/fp32_*"}, {"*_sq1_*"});
+  EXPECT_EQ(two.size(), all.size() / 7 * 3);  // 3 fp16 + 1 fp32 − 1 fp16 with sq1
+  for (const auto& c : two) EXPECT_EQ(c.id.find("_sq1_"), std::string::npos) << c.id;
+
+  EXPECT_TRUE(select_cases(all, Tier::full, {"nothing*"}, {}).empty());
+  EXPECT_TRUE(select_cases(all, Tier::full, {}, {"*"}).empty());
+}
+
+TEST(CatalogSelect, MakeCasesSortedWithCaseIds) {
+  const std::string dir = temp_dir();
+  const auto cases = host_cases(write(dir, "t.yaml", kCatalog));
+  ASSERT_FALSE(cases.empty());
+  for (size_t i = 1; i < cases.size(); ++i) EXPECT_LT(cases[i - 1].id, cases[i].id);
+  for (const auto& c : cases) EXPECT_EQ(c.id, case_id(*c.family, *c.impl, *c.problem));
+  EXPECT_EQ(ids_of(cases).size(), cases.size());
+}
+
+TEST(CatalogGlob, StarAndQuestionMarkCrossSlash) {
+  EXPECT_TRUE(glob_match("sdpa.*fp16*", "sdpa.cuda_flash/fp16_b1_hq1"));
+  EXPECT_TRUE(glob_match("*", "sdpa.cuda_flash/fp16"));
+  EXPECT_TRUE(glob_match("sdpa.cuda_flash?fp16*", "sdpa.cuda_flash/fp16_b1"));
+  EXPECT_TRUE(glob_match("*/bf16_*_causal_lr", "sdpa.host_flash/bf16_b1_d64_causal_lr"));
+  EXPECT_FALSE(glob_match("sdpa.host*", "sdpa.cuda_flash/fp16"));
+  EXPECT_FALSE(glob_match("*/fp16", "sdpa.cuda_flash/fp16_b1"));  // anchored at both ends
+  EXPECT_TRUE(glob_match("sdpa.[ch]*/fp16_*", "sdpa.host_flash/fp16_b1"));
+  EXPECT_FALSE(glob_match("sdpa.[c]*/fp16_*", "sdpa.host_flash/fp16_b1"));
+}
+
+std::vector<std::string> builtin_default_ids() {
+  const auto archs = ArchTable::load((kCases / "archs.yaml").string());
+  const auto entries = load_catalogs(builtin_registry(), {kCases.string()});
+  const auto cases = select_cases(make_cases(builtin_registry(), entries, archs.get("sm90")), Tier::default_, {}, {});
+  std::vector<std::string> ids;
+  for (const auto& c : cases) ids.push_back(c.id);
+  return ids;
+}
+
+TEST(CatalogBuiltin, Sm90DefaultTierHasAThousandUniqueStableCases) {
+  const auto ids = builtin_default_ids();
+  EXPECT_GE(ids.size(), 1000u);
+  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size()) << "duplicate case ids";
+  for (const auto& id : ids) EXPECT_EQ(id.rfind("sdpa.cuda_", 0), 0u) << id;
+  EXPECT_EQ(builtin_default_ids(), ids);  // a second load gives the same ids in the same order
+}
+
+}  // namespace
+}  // namespace opcts

@@ -1,1 +1,202 @@
-// placeholder
+// compare_output: the three metrics' bounds, NaN/Inf position rules, worst elements and argument checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "harness/compare.hpp"
+
+namespace opcts {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+HostTensor tensor(DType t, std::vector<int64_t> shape, const std::vector<double>& values) {
+  HostTensor h(t, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) h.set(static_cast<int64_t>(i), values[i]);
+  return h;
+}
+
+Tolerance tol_of(Metric m, double atol = 0, double rtol = 0, double factor = 0, double atol_eps = 0) {
+  Tolerance t;
+  t.metric = m;
+  t.atol = atol;
+  t.rtol = rtol;
+  t.factor = factor;
+  t.atol_eps = atol_eps;
+  return t;
+}
+
+OutputStats run(const HostTensor& got, const std::vector<double>& want, const Tolerance& tol,
+                const std::vector<double>* lowp = nullptr) {
+  std::vector<WorstElement> worst;
+  return compare_output("O", got, want, lowp, tol, worst);
+}
+
+TEST(CompareExact, PassesOnEqualAndSignedZeroFailsOnOneUlp) {
+  const std::vector<double> want = {1.0, -2.5, 0.0, 1024.0};
+  auto s = run(tensor(DType::fp32, {4}, {1.0, -2.5, -0.0, 1024.0}), want, tol_of(Metric::exact));
+  EXPECT_EQ(s.mismatches, 0);
+  EXPECT_EQ(s.max_abs_err, 0.0);
+  EXPECT_EQ(s.metric, "exact");
+  EXPECT_EQ(s.elements, 4);
+
+  auto f = run(tensor(DType::fp32, {4}, {1.0, -2.5, 0.0, 1024.0 + 1.0 / 8192}), want, tol_of(Metric::exact));
+  EXPECT_EQ(f.mismatches, 1);
+  EXPECT_EQ(f.max_abs_err, 1.0 / 8192);
+}
+
+TEST(CompareAllclose, AtolBoundsAbsoluteError) {
+  const std::vector<double> want = {0.0, 0.0, 0.0};
+  EXPECT_EQ(run(tensor(DType::fp64, {3}, {0.0, 0.01, -0.01}), want, tol_of(Metric::allclose, 0.01)).mismatches, 0);
+  EXPECT_EQ(run(tensor(DType::fp64, {3}, {0.0, 0.0101, -0.0101}), want, tol_of(Metric::allclose, 0.01)).mismatches, 2);
+}
+
+TEST(CompareAllclose, RtolScalesWithEachElement) {
+  // Dyadic values keep every error and bound exact.
+  const std::vector<double> want = {128.0, 1.0};
+  const auto t = tol_of(Metric::allclose, 0, 1.0 / 64);
+  EXPECT_EQ(run(tensor(DType::fp64, {2}, {130.0, 1.0 + 1.0 / 64}), want, t).mismatches, 0);  // on the bound
+  // 0.5 off is fine at 128 but not at 1: the bound is per element.
+  auto s = run(tensor(DType::fp64, {2}, {128.5, 1.5}), want, t);
+  EXPECT_EQ(s.mismatches, 1);
+  EXPECT_EQ(s.max_rel_err, 0.5);
+  EXPECT_EQ(s.max_abs_err, 0.5);
+  EXPECT_EQ(run(tensor(DType::fp64, {2}, {130.0 + 1.0 / 256, 1.0}), want, t).mismatches, 1);
+}
+
+TEST(CompareAllclose, AtolEpsCountsOutputDtypeRoundingsAtMaxReference) {
+  // fp16 output: eps = 2^-10; max|want| = 512, so atol_eps = 1 gives a floor of 0.5.
+  const std::vector<double> want = {512.0, 3.0};
+  const auto t = tol_of(Metric::allclose, 0, 0, 0, 1.0);
+  auto ok = run(tensor(DType::fp16, {2}, {512.0, 3.5}), want, t);
+  EXPECT_EQ(ok.mismatches, 0);
+  EXPECT_DOUBLE_EQ(ok.bound, 0.5);
+  auto bad = run(tensor(DType::fp16, {2}, {512.0, 3.75}), want, t);
+  EXPECT_EQ(bad.mismatches, 1);
+  // The same errors in fp32 get a floor 2^13 times smaller.
+  EXPECT_EQ(run(tensor(DType::fp32, {2}, {512.0, 3.5}), want, t).mismatches, 1);
+}
+
+TEST(CompareRefRelative, BoundIsFactorTimesLowpErrorPlusFloor) {
+  const std::vector<double> want = {1.0, 2.0, 4.0};
+  const std::vector<double> lowp = {1.0, 2.0 + 1.0 / 128, 4.0 - 1.0 / 64};  // max|lowp - want| = 1/64
+  const auto t = tol_of(Metric::ref_relative, 1.0 / 1024, 0, 2.0);
+  const double bound = 2.0 / 64 + 1.0 / 1024;
+  auto ok = run(tensor(DType::fp64, {3}, {1.0 + bound, 2.0, 4.0 - bound}), want, t, &lowp);  // errors on the bound
+  EXPECT_EQ(ok.lowp_err, 1.0 / 64);
+  EXPECT_EQ(ok.bound, bound);
+  EXPECT_EQ(ok.mismatches, 0);
+  EXPECT_EQ(ok.metric, "ref_relative");
+  auto bad = run(tensor(DType::fp64, {3}, {1.0 + bound + 1.0 / 4096, 2.0 - 1.0 / 16, 4.0}), want, t, &lowp);
+  EXPECT_EQ(bad.mismatches, 2);
+  EXPECT_EQ(bad.max_abs_err, 1.0 / 16);
+  // A larger factor admits the same output.
+  EXPECT_EQ(run(tensor(DType::fp64, {3}, {1.0 + bound + 1.0 / 4096, 2.0 - 1.0 / 16, 4.0}), want,
+                tol_of(Metric::ref_relative, 1.0 / 1024, 0, 4.0), &lowp).mismatches, 0);
+}
+
+TEST(CompareRefRelative, ExactLowpLeavesOnlyTheFloor) {
+  const std::vector<double> want = {256.0, 1.0};
+  const std::vector<double> lowp = want;  // lowp error 0
+  const auto t = tol_of(Metric::ref_relative, 0, 0, 2.0, 0.5);  // floor 0.5 · 2^-7 · 256 = 1 in bf16
+  auto ok = run(tensor(DType::bf16, {2}, {256.0, 2.0}), want, t, &lowp);
+  EXPECT_DOUBLE_EQ(ok.bound, 1.0);
+  EXPECT_EQ(ok.mismatches, 0);
+  EXPECT_EQ(run(tensor(DType::bf16, {2}, {256.0, 2.5}), want, t, &lowp).mismatches, 1);
+}
+
+TEST(CompareSpecials, NaNAtTheSamePositionPasses) {
+  const std::vector<double> want = {1.0, kNaN, 3.0};
+  auto s = run(tensor(DType::fp32, {3}, {1.0, kNaN, 3.0}), want, tol_of(Metric::exact));
+  EXPECT_EQ(s.mismatches, 0);
+  EXPECT_EQ(s.max_abs_err, 0.0);
+}
+
+TEST(CompareSpecials, NaNAtDifferentPositionsFailsAndIsListedFirst) {
+  const std::vector<double> want = {1.0, kNaN, 3.0, 4.0};
+  std::vector<WorstElement> worst;
+  // Element 3 is off by 100, far more than anything else, yet the NaN mismatches come first.
+  const HostTensor got = tensor(DType::fp32, {2, 2}, {kNaN, 2.0, 3.0, 104.0});
+  auto s = compare_output("O", got, want, nullptr, tol_of(Metric::allclose, 1e-3), worst);
+  EXPECT_EQ(s.mismatches, 3);  // NaN at 0, NaN missing at 1, element 3
+  ASSERT_EQ(worst.size(), 3u);
+  EXPECT_TRUE(std::isnan(worst[0].got));
+  EXPECT_EQ(worst[0].index, (std::vector<int64_t>{0, 0}));
+  EXPECT_TRUE(std::isnan(worst[1].want));
+  EXPECT_EQ(worst[1].index, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(worst[2].index, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(worst[2].got, 104.0);
+  EXPECT_EQ(worst[0].out, "O");
+}
+
+TEST(CompareSpecials, InfinitiesMustMatchInSign) {
+  const std::vector<double> want = {kInf, -kInf};
+  EXPECT_EQ(run(tensor(DType::fp32, {2}, {kInf, -kInf}), want, tol_of(Metric::exact)).mismatches, 0);
+  EXPECT_EQ(run(tensor(DType::fp32, {2}, {-kInf, -kInf}), want, tol_of(Metric::exact)).mismatches, 1);
+  EXPECT_EQ(run(tensor(DType::fp32, {2}, {kInf, kInf}), want, tol_of(Metric::allclose, 1e9)).mismatches, 1);
+  // A finite value where the reference is infinite (and the reverse) is a mismatch too.
+  EXPECT_EQ(run(tensor(DType::fp32, {2}, {1e30, -kInf}), want, tol_of(Metric::allclose, 1e38)).mismatches, 1);
+  EXPECT_EQ(run(tensor(DType::fp32, {2}, {kInf, 0.0}), std::vector<double>{kInf, 0.0}, tol_of(Metric::exact)).mismatches, 0);
+  EXPECT_EQ(run(tensor(DType::fp32, {2}, {kInf, kInf}), std::vector<double>{kInf, 0.0}, tol_of(Metric::allclose, 1e38)).mismatches, 1);
+}
+
+TEST(CompareWorst, SortedByErrorWithMultiIndicesAndCapped) {
+  // Shape [2,3,4]; errors placed at a few linear indices.
+  std::vector<double> want(24, 1.0), got = want;
+  got[23] += 0.5;  // [1,2,3]
+  got[5] += 4.0;   // [0,1,1]
+  got[14] -= 2.0;  // [1,0,2]
+  got[0] += 1.0;   // [0,0,0]
+  got[9] += 0.25;  // [0,2,1]
+  got[17] += 3.0;  // [1,1,1]
+  std::vector<WorstElement> worst;
+  auto s = compare_output("lse", tensor(DType::fp64, {2, 3, 4}, got), want, nullptr, tol_of(Metric::exact), worst, 4);
+  EXPECT_EQ(s.mismatches, 6);
+  EXPECT_EQ(s.max_abs_err, 4.0);
+  ASSERT_EQ(worst.size(), 4u);
+  EXPECT_EQ(worst[0].index, (std::vector<int64_t>{0, 1, 1}));
+  EXPECT_EQ(worst[1].index, (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(worst[2].index, (std::vector<int64_t>{1, 0, 2}));
+  EXPECT_EQ(worst[3].index, (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(worst[0].got, 5.0);
+  EXPECT_EQ(worst[0].want, 1.0);
+  EXPECT_EQ(worst[2].got, -1.0);
+  EXPECT_EQ(worst[0].out, "lse");
+}
+
+TEST(CompareWorst, KeepsTheLargestErrorsOfALongOutput) {
+  // More candidates than the internal pruning threshold: the largest must survive.
+  const int n = 10000;
+  std::vector<double> want(n, 0.0), got(n);
+  for (int i = 0; i < n; ++i) got[i] = 1e-3 * ((i * 7919) % n);  // a permutation of error sizes
+  std::vector<WorstElement> worst;
+  compare_output("O", tensor(DType::fp64, {n}, got), want, nullptr, tol_of(Metric::exact), worst, 3);
+  ASSERT_EQ(worst.size(), 3u);
+  EXPECT_DOUBLE_EQ(worst[0].got, 1e-3 * (n - 1));
+  EXPECT_DOUBLE_EQ(worst[1].got, 1e-3 * (n - 2));
+  EXPECT_DOUBLE_EQ(worst[2].got, 1e-3 * (n - 3));
+}
+
+TEST(CompareArgs, SizeMismatchAndMissingLowpThrow) {
+  const HostTensor got = tensor(DType::fp32, {3}, {1, 2, 3});
+  std::vector<WorstElement> worst;
+  EXPECT_THROW(compare_output("O", got, {1, 2}, nullptr, tol_of(Metric::exact), worst), std::invalid_argument);
+  EXPECT_THROW(compare_output("O", got, {1, 2, 3}, nullptr, tol_of(Metric::ref_relative, 0, 0, 2), worst),
+               std::invalid_argument);
+  const std::vector<double> short_lowp = {1, 2};
+  EXPECT_THROW(compare_output("O", got, {1, 2, 3}, &short_lowp, tol_of(Metric::ref_relative, 0, 0, 2), worst),
+               std::invalid_argument);
+  EXPECT_NO_THROW(compare_output("O", got, {1, 2, 3}, nullptr, tol_of(Metric::allclose), worst));
+}
+
+TEST(CompareMetric, ParseAndPrintRoundTrip) {
+  for (Metric m : {Metric::exact, Metric::allclose, Metric::ref_relative}) EXPECT_EQ(parse_metric(to_string(m)), m);
+  EXPECT_THROW(parse_metric("close"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace opcts

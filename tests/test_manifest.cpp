@@ -1,1 +1,250 @@
-// placeholder
+// Manifest: parsing of skip/xfail/flaky/tolerance entries, errors with file:line, extends, stale, apply_expectation.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "harness/manifest.hpp"
+#include "harness/yaml_util.hpp"
+
+namespace opcts {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder per test under gtest's temp dir.
+std::string temp_dir() {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path d = fs::path(testing::TempDir()) / "opcts_manifest" / (std::string(info->test_suite_name()) + "." + info->name());
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+std::string write(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string p = (fs::path(dir) / name).string();
+  std::ofstream(p) << text;
+  return p;
+}
+
+// The message of the YamlError that loading `path` throws, or "" when it loads.
+std::string load_error(const std::string& path) {
+  try {
+    Manifest::load(path);
+  } catch (const YamlError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kFull =
+    "arch: sm90\n"                                    // 1
+    "description: test manifest\n"                    // 2
+    "skip:\n"                                         // 3
+    "  - match: \"sdpa.*/fp32_*\"\n"                  // 4
+    "    reason: no fp32 path\n"                      // 5
+    "    link: https://example.invalid/1\n"           // 6
+    "xfail:\n"                                        // 7
+    "  - match: \"sdpa.cuda_flash/*_d256_*\"\n"       // 8
+    "    reason: head dim 256 overflows smem\n"       // 9
+    "  - match: \"sdpa.cuda_math/*\"\n"               // 10
+    "    reason: known rounding issue\n"              // 11
+    "    strict: false\n"                             // 12
+    "flaky:\n"                                        // 13
+    "  - match: \"sdpa.*_b8_*\"\n"                    // 14
+    "    reason: races on the split-k path\n"         // 15
+    "    reruns: 3\n"                                 // 16
+    "tolerance:\n"                                    // 17
+    "  - match: \"sdpa.cuda_flash/bf16_*\"\n"         // 18
+    "    reason: another summation order\n"           // 19
+    "    output: O\n"                                 // 20
+    "    factor: 4\n";                                // 21
+
+TEST(ManifestLoad, ParsesEveryEntryKind) {
+  const std::string dir = temp_dir();
+  const std::string path = write(dir, "sm90.yaml", kFull);
+  const Manifest m = Manifest::load(path);
+  EXPECT_EQ(m.arch(), "sm90");
+  EXPECT_EQ(m.path(), path);
+  ASSERT_EQ(m.entries().size(), 5u);
+
+  const ManifestEntry* skip = m.find(EntryKind::skip, "sdpa.cuda_flash/fp32_b1_hq1_hkv1_sq1_sk1_d64_nomask");
+  ASSERT_NE(skip, nullptr);
+  EXPECT_EQ(skip->reason, "no fp32 path");
+  EXPECT_EQ(skip->link, "https://example.invalid/1");
+  EXPECT_EQ(skip->source, path + ":4");
+  EXPECT_EQ(m.find(EntryKind::skip, "sdpa.cuda_flash/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask"), nullptr);
+
+  const ManifestEntry* strict = m.find(EntryKind::xfail, "sdpa.cuda_flash/bf16_b1_hq1_hkv1_sq1_sk1_d256_nomask");
+  ASSERT_NE(strict, nullptr);
+  EXPECT_TRUE(strict->strict);  // the default
+  const ManifestEntry* loose = m.find(EntryKind::xfail, "sdpa.cuda_math/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask");
+  ASSERT_NE(loose, nullptr);
+  EXPECT_FALSE(loose->strict);
+  EXPECT_EQ(loose->source, path + ":10");
+
+  const ManifestEntry* flaky = m.find(EntryKind::flaky, "sdpa.host_flash/bf16_b8_hq1");
+  ASSERT_NE(flaky, nullptr);
+  EXPECT_EQ(flaky->reruns, 3);
+
+  const std::string id = "sdpa.cuda_flash/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask";
+  const ManifestEntry* tol = m.find(EntryKind::tolerance, id, "O");
+  ASSERT_NE(tol, nullptr);
+  EXPECT_EQ(tol->output, "O");
+  ASSERT_TRUE(tol->factor.has_value());
+  EXPECT_EQ(*tol->factor, 4.0);
+  EXPECT_FALSE(tol->atol.has_value());
+  EXPECT_FALSE(tol->rtol.has_value());
+  EXPECT_FALSE(tol->atol_eps.has_value());
+  EXPECT_EQ(m.find(EntryKind::tolerance, id, "lse"), nullptr);  // the entry names output O only
+  EXPECT_EQ(m.find(EntryKind::xfail, id), nullptr);                // kinds do not mix
+}
+
+TEST(ManifestLoad, EmptyFileAndEmptyManifest) {
+  const std::string dir = temp_dir();
+  EXPECT_TRUE(Manifest::load(write(dir, "e.yaml", "")).entries().empty());
+  const Manifest m = Manifest::empty("host");
+  EXPECT_EQ(m.arch(), "host");
+  EXPECT_TRUE(m.entries().empty());
+  EXPECT_EQ(m.find(EntryKind::skip, "anything"), nullptr);
+}
+
+TEST(ManifestErrors, MissingReasonNamesFileAndLine) {
+  const std::string dir = temp_dir();
+  const std::string path = write(dir, "m.yaml",
+                                 "arch: sm90\n"
+                                 "xfail:\n"
+                                 "  - match: \"a*\"\n"
+                                 "    reason: fine\n"
+                                 "  - match: \"b*\"\n"
+                                 "    strict: true\n");
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find(path + ":5:"), std::string::npos) << err;
+  EXPECT_NE(err.find("reason"), std::string::npos) << err;
+  // An empty reason is as bad as none.
+  const std::string p2 = write(dir, "m2.yaml", "skip:\n  - match: x\n    reason: \"\"\n");
+  EXPECT_NE(load_error(p2).find(p2 + ":2:"), std::string::npos) << load_error(p2);
+}
+
+TEST(ManifestErrors, UnknownKeyNamesKeyAndLine) {
+  const std::string dir = temp_dir();
+  const std::string path = write(dir, "m.yaml",
+                                 "arch: sm90\n"
+                                 "skip:\n"
+                                 "  - match: \"a*\"\n"
+                                 "    reason: r\n"
+                                 "    reruns: 2\n");  // reruns belongs to flaky entries
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find(path + ":5:"), std::string::npos) << err;
+  EXPECT_NE(err.find("'reruns'"), std::string::npos) << err;
+  const std::string top = write(dir, "t.yaml", "arch: sm90\nxfails: []\n");
+  EXPECT_NE(load_error(top).find(top + ":2:"), std::string::npos) << load_error(top);
+}
+
+TEST(ManifestErrors, MissingMatchAndEmptyToleranceEntry) {
+  const std::string dir = temp_dir();
+  const std::string a = write(dir, "a.yaml", "skip:\n  - reason: r\n");
+  EXPECT_NE(load_error(a).find(a + ":2:"), std::string::npos) << load_error(a);
+  const std::string b = write(dir, "b.yaml", "tolerance:\n  - match: x\n    reason: r\n    output: O\n");
+  EXPECT_NE(load_error(b).find(b + ":2:"), std::string::npos) << load_error(b);
+}
+
+TEST(ManifestExtends, LoadsParentFromTheSameFolderAndChildWins) {
+  const std::string dir = temp_dir();
+  write(dir, "common.yaml",
+        "arch: common\n"
+        "xfail:\n"
+        "  - match: \"sdpa.*\"\n"
+        "    reason: parent says strict\n"
+        "skip:\n"
+        "  - match: \"sdpa.*/fp32_*\"\n"
+        "    reason: parent skip\n");
+  const std::string child = write(dir, "sm90.yaml",
+                                  "arch: sm90\n"
+                                  "extends: [common]\n"
+                                  "xfail:\n"
+                                  "  - match: \"sdpa.cuda_math/*\"\n"
+                                  "    reason: child says non-strict\n"
+                                  "    strict: false\n");
+  const Manifest m = Manifest::load(child);
+  EXPECT_EQ(m.arch(), "sm90");  // the parent's arch does not override
+  ASSERT_EQ(m.entries().size(), 3u);
+  const ManifestEntry* x = m.find(EntryKind::xfail, "sdpa.cuda_math/bf16_x");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->reason, "child says non-strict");
+  EXPECT_FALSE(x->strict);
+  const ManifestEntry* p = m.find(EntryKind::xfail, "sdpa.cuda_flash/bf16_x");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->reason, "parent says strict");
+  EXPECT_NE(p->source.find("common.yaml:3"), std::string::npos) << p->source;
+  ASSERT_NE(m.find(EntryKind::skip, "sdpa.cuda_flash/fp32_x"), nullptr);
+}
+
+TEST(ManifestExtends, MissingParentAndCyclesError) {
+  const std::string dir = temp_dir();
+  const std::string lone = write(dir, "lone.yaml", "extends: [nothere]\n");
+  EXPECT_NE(load_error(lone).find("nothere"), std::string::npos) << load_error(lone);
+  EXPECT_NE(load_error(lone).find(lone + ":1:"), std::string::npos) << load_error(lone);
+
+  write(dir, "a.yaml", "extends: [b]\n");
+  write(dir, "b.yaml", "extends: [c]\n");
+  write(dir, "c.yaml", "extends: [a]\n");
+  EXPECT_NE(load_error((fs::path(dir) / "a.yaml").string()).find("cycle"), std::string::npos);
+  const std::string self = write(dir, "self.yaml", "extends: [self]\n");
+  EXPECT_NE(load_error(self).find("cycle"), std::string::npos) << load_error(self);
+}
+
+TEST(ManifestExtends, SharedAncestorLoadsOnce) {
+  // a extends b and c; b extends c: a diamond, not a cycle, and c's entries appear once.
+  const std::string d = temp_dir();
+  write(d, "c.yaml", "skip:\n  - match: 'from_c'\n    reason: c\n");
+  write(d, "b.yaml", "extends: [c]\nskip:\n  - match: 'from_b'\n    reason: b\n");
+  const std::string a = write(d, "a.yaml", "arch: sm90\nextends: [b, c]\n");
+  EXPECT_EQ(load_error(a), "");
+  const Manifest m = Manifest::load(a);
+  ASSERT_EQ(m.entries().size(), 2u);
+  EXPECT_EQ(m.stale({"x"}).size(), 2u);
+}
+
+TEST(ManifestStale, ReportsEntriesMatchingNoId) {
+  const std::string dir = temp_dir();
+  const Manifest m = Manifest::load(write(dir, "sm90.yaml", kFull));
+  const std::vector<std::string> ids = {
+      "sdpa.cuda_flash/fp32_b1_hq1_hkv1_sq1_sk1_d64_nomask",   // the skip entry
+      "sdpa.cuda_math/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask",    // the non-strict xfail
+      "sdpa.cuda_flash/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask"};  // the tolerance entry
+  const auto stale = m.stale(ids);
+  ASSERT_EQ(stale.size(), 2u);  // the d256 xfail and the b8 flaky entry
+  EXPECT_EQ(stale[0]->match, "sdpa.cuda_flash/*_d256_*");
+  EXPECT_EQ(stale[1]->match, "sdpa.*_b8_*");
+  EXPECT_EQ(m.stale({}).size(), m.entries().size());
+}
+
+TEST(ManifestExpectation, FullTable) {
+  ManifestEntry strict{.kind = EntryKind::xfail, .match = "*", .reason = "r"};
+  strict.strict = true;
+  ManifestEntry loose = strict;
+  loose.strict = false;
+  struct Row {
+    Outcome raw, none, under_strict, under_loose;
+  };
+  const Row rows[] = {
+      {Outcome::PASS, Outcome::PASS, Outcome::XPASS, Outcome::PASS},
+      {Outcome::FAIL, Outcome::FAIL, Outcome::XFAIL, Outcome::XFAIL},
+      {Outcome::ERROR, Outcome::ERROR, Outcome::XFAIL, Outcome::XFAIL},
+      {Outcome::CRASH, Outcome::CRASH, Outcome::XFAIL, Outcome::XFAIL},
+      {Outcome::TIMEOUT, Outcome::TIMEOUT, Outcome::XFAIL, Outcome::XFAIL},
+      {Outcome::SKIP, Outcome::SKIP, Outcome::SKIP, Outcome::SKIP},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(std::string(to_string(r.raw)));
+    EXPECT_EQ(apply_expectation(r.raw, nullptr), r.none);
+    EXPECT_EQ(apply_expectation(r.raw, &strict), r.under_strict);
+    EXPECT_EQ(apply_expectation(r.raw, &loose), r.under_loose);
+  }
+}
+
+}  // namespace
+}  // namespace opcts

@@ -1,1 +1,130 @@
-// placeholder
+// Counter-based RNG: FNV-1a seeds, uniform and normal fills, and per-element determinism.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "harness/rng.hpp"
+
+namespace opcts {
+namespace {
+
+TEST(RngSeed, IsFnv1a64) {
+  EXPECT_EQ(seed_of(""), 0xcbf29ce484222325ull);  // the FNV-1a offset basis
+  EXPECT_EQ(seed_of("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(seed_of("foobar"), 0x85944171f73967e8ull);
+  EXPECT_NE(seed_of("sdpa/bf16_b1"), seed_of("sdpa/bf16_b2"));
+  EXPECT_EQ(seed_hex(0xaf63dc4c8601ec8cull), "0xaf63dc4c8601ec8c");
+  EXPECT_EQ(seed_hex(1), "0x0000000000000001");
+}
+
+// Checks every element of a uniform fill of `t` over [-2, 3): in range, a value of the dtype,
+// the range covered and the mean near 0.5 (5 σ of the mean: 5·(5/√12)/√n ≈ 0.023).
+void expect_uniform_fill_in_range(DType t) {
+  SCOPED_TRACE(std::string(name(t)));
+  HostTensor x(t, {100003});
+  fill_uniform(x, seed_of("uniform"), 0, -2.0, 3.0);
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t out_of_range = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = x.get(i);
+    out_of_range += !(v >= -2.0 && v < 3.0);
+    ASSERT_EQ(round_to(t, v), v) << i;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  EXPECT_EQ(out_of_range, 0) << "values outside [lo, hi); the largest is " << hi;
+  EXPECT_LT(lo, -1.9);
+  EXPECT_GT(hi, 2.9);
+  EXPECT_NEAR(sum / x.numel(), 0.5, 0.023);
+}
+
+TEST(RngUniform, ValuesLieInRangeAndAreRoundedToTheDtype) {
+  expect_uniform_fill_in_range(DType::fp64);
+  expect_uniform_fill_in_range(DType::fp32);
+}
+
+// Rounding to a 16-bit dtype must not carry a value near hi onto hi itself.
+TEST(RngUniform, SixteenBitValuesStayBelowHi) {
+  expect_uniform_fill_in_range(DType::bf16);
+  expect_uniform_fill_in_range(DType::fp16);
+}
+
+TEST(RngUniform, Fp64FillIsTheAffineMapOfItsDraw) {
+  // Element i of a fp64 fill is lo + (hi − lo)·u for some u in [0, 1) that depends on (seed, stream, i):
+  // two fills over different ranges agree after undoing the map.
+  HostTensor a(DType::fp64, {1000}), b(DType::fp64, {1000});
+  fill_uniform(a, 7, 3, 0.0, 1.0);
+  fill_uniform(b, 7, 3, 10.0, 14.0);
+  for (int64_t i = 0; i < 1000; ++i) EXPECT_NEAR((b.get(i) - 10.0) / 4.0, a.get(i), 1e-15) << i;
+  for (int64_t i = 0; i < 1000; ++i) {
+    const double u = uniform01(7, 3, i);
+    EXPECT_GE(u, 0.0);
+    EXPECT_LT(u, 1.0);
+  }
+}
+
+TEST(RngUniform, ElementDependsOnlyOnSeedStreamAndIndex) {
+  for (DType t : {DType::fp16, DType::fp32}) {
+    SCOPED_TRACE(std::string(name(t)));
+    HostTensor small(t, {7}), mid(t, {3, 333}), large(t, {300001});  // large crosses the parallel threshold
+    fill_uniform(small, 42, 1, -1.0, 1.0);
+    fill_uniform(mid, 42, 1, -1.0, 1.0);
+    fill_uniform(large, 42, 1, -1.0, 1.0);
+    for (int64_t i = 0; i < small.numel(); ++i) EXPECT_EQ(small.get(i), large.get(i)) << i;
+    for (int64_t i = 0; i < mid.numel(); ++i) ASSERT_EQ(mid.get(i), large.get(i)) << i;
+    HostTensor again(t, {300001});
+    fill_uniform(again, 42, 1, -1.0, 1.0);
+    EXPECT_EQ(again.to_f64(), large.to_f64());
+  }
+}
+
+int64_t count_equal(const HostTensor& a, const HostTensor& b) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) n += a.get(i) == b.get(i);
+  return n;
+}
+
+TEST(RngUniform, DifferentStreamsAndSeedsDiffer) {
+  HostTensor s0(DType::fp32, {4096}), s1(DType::fp32, {4096}), other(DType::fp32, {4096});
+  fill_uniform(s0, 42, 0, 0.0, 1.0);
+  fill_uniform(s1, 42, 1, 0.0, 1.0);
+  fill_uniform(other, 43, 0, 0.0, 1.0);
+  // Independent fp32 uniforms coincide with probability about 2^-24 per element.
+  EXPECT_LT(count_equal(s0, s1), 4);
+  EXPECT_LT(count_equal(s0, other), 4);
+}
+
+TEST(RngNormal, MeanAndStdMatchSigma) {
+  const double sigma = 2.5;
+  HostTensor x(DType::fp32, {100001});  // odd: the last Box-Muller pair is cut
+  fill_normal(x, seed_of("normal"), 5, sigma);
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = x.get(i);
+    ASSERT_TRUE(std::isfinite(v)) << i;
+    sum += v;
+    sq += v * v;
+  }
+  const double n = static_cast<double>(x.numel());
+  const double mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+  // 5 standard errors: σ/√n ≈ 0.0079 for the mean, σ/√(2n) ≈ 0.0056 for the std.
+  EXPECT_NEAR(mean, 0.0, 5 * sigma / std::sqrt(n));
+  EXPECT_NEAR(sd, sigma, 5 * sigma / std::sqrt(2 * n));
+}
+
+TEST(RngNormal, PrefixStableAndStreamsDiffer) {
+  HostTensor small(DType::bf16, {5}), large(DType::bf16, {70001}), other(DType::bf16, {70001});
+  fill_normal(small, 9, 2, 1.0);
+  fill_normal(large, 9, 2, 1.0);
+  fill_normal(other, 9, 3, 1.0);
+  for (int64_t i = 0; i < small.numel(); ++i) EXPECT_EQ(small.get(i), large.get(i)) << i;
+  for (int64_t i = 0; i < large.numel(); ++i) ASSERT_EQ(round_to(DType::bf16, large.get(i)), large.get(i));
+  // bf16 normals collide more often (8 significant bits), but far from always.
+  EXPECT_LT(count_equal(large, other), large.numel() / 20);
+}
+
+}  // namespace
+}  // namespace opcts

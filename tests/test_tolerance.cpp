@@ -1,1 +1,202 @@
-// placeholder
+// ToleranceTable: loading, last-matching-rule resolution with dtype/impl/arch filters, manifest overrides, errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "harness/tolerance.hpp"
+#include "harness/yaml_util.hpp"
+
+namespace opcts {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kCases = fs::path(__FILE__).parent_path().parent_path() / "cases";
+
+std::string temp_dir() {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path d = fs::path(testing::TempDir()) / "opcts_tolerance" / (std::string(info->test_suite_name()) + "." + info->name());
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+std::string write(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string p = (fs::path(dir) / name).string();
+  std::ofstream(p) << text;
+  return p;
+}
+
+const char* kTable =
+    "tolerances:\n"                                     // 1
+    "  - family: sdpa\n"                                // 2
+    "    metric: allclose\n"                            // 3
+    "    atol: 0.5\n"                                   // 4
+    "    why: catch-all for every output\n"             // 5
+    "  - family: sdpa\n"                                // 6
+    "    output: O\n"                                   // 7
+    "    dtype: [bf16, fp16]\n"                         // 8
+    "    metric: ref_relative\n"                        // 9
+    "    factor: 2\n"                                   // 10
+    "    atol_eps: 0.5\n"                               // 11
+    "    why: 16-bit outputs against the lowp reference\n"  // 12
+    "  - family: sdpa\n"                                // 13
+    "    output: O\n"                                   // 14
+    "    dtype: bf16\n"                                 // 15
+    "    impl: \"cuda.*\"\n"                            // 16
+    "    arch: \"sm9*\"\n"                              // 17
+    "    metric: ref_relative\n"                        // 18
+    "    factor: 3\n"                                   // 19
+    "    atol: 0.001\n"                                 // 20
+    "    why: another blocking on Hopper\n"             // 21
+    "  - family: gemm\n"                                // 22
+    "    output: D\n"                                   // 23
+    "    metric: exact\n"                               // 24
+    "    why: integer inputs make products exact\n";    // 25
+
+class ToleranceFixture : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_dir();
+    path_ = write(dir_, "tolerances.yaml", kTable);
+    table_ = ToleranceTable::load(path_);
+  }
+  Tolerance resolve(const std::string& output, DType dt, const std::string& impl, const std::string& arch,
+                    const Manifest* m = nullptr, const std::string& id = "sdpa.x/y") const {
+    return table_.resolve("sdpa", output, dt, impl, arch, id, m);
+  }
+  std::string dir_, path_;
+  ToleranceTable table_;
+};
+
+TEST_F(ToleranceFixture, LoadsEveryRule) {
+  ASSERT_EQ(table_.rules().size(), 4u);
+  const auto& r = table_.rules()[1];
+  EXPECT_EQ(r.family, "sdpa");
+  EXPECT_EQ(r.output, "O");
+  EXPECT_EQ(r.dtypes, (std::vector<std::string>{"bf16", "fp16"}));
+  EXPECT_EQ(r.tol.metric, Metric::ref_relative);
+  EXPECT_EQ(r.tol.factor, 2.0);
+  EXPECT_EQ(r.tol.atol_eps, 0.5);
+  EXPECT_EQ(r.tol.source, path_ + ":6");
+  EXPECT_EQ(table_.rules()[2].dtypes, (std::vector<std::string>{"bf16"}));
+  EXPECT_EQ(table_.rules()[3].why, "integer inputs make products exact");
+}
+
+TEST_F(ToleranceFixture, LastMatchingRuleWins) {
+  // lse matches only the catch-all.
+  const Tolerance lse = resolve("lse", DType::fp32, "cuda.flash", "sm90");
+  EXPECT_EQ(lse.metric, Metric::allclose);
+  EXPECT_EQ(lse.atol, 0.5);
+  EXPECT_EQ(lse.source, path_ + ":2");
+  // fp16 O: rule 2 refines the catch-all.
+  const Tolerance o16 = resolve("O", DType::fp16, "cuda.flash", "sm90");
+  EXPECT_EQ(o16.metric, Metric::ref_relative);
+  EXPECT_EQ(o16.factor, 2.0);
+  EXPECT_EQ(o16.atol, 0.0);  // a rule's unset fields are 0, not inherited from earlier rules
+  // bf16 O on a CUDA impl on sm90: rule 3 refines rule 2.
+  const Tolerance o_bf = resolve("O", DType::bf16, "cuda.flash", "sm90");
+  EXPECT_EQ(o_bf.factor, 3.0);
+  EXPECT_EQ(o_bf.atol, 0.001);
+  EXPECT_EQ(o_bf.source, path_ + ":13");
+}
+
+TEST_F(ToleranceFixture, DtypeImplAndArchFilters) {
+  EXPECT_EQ(resolve("O", DType::fp32, "cuda.flash", "sm90").metric, Metric::allclose);  // fp32 not in rule 2
+  EXPECT_EQ(resolve("O", DType::bf16, "host.flash", "host").factor, 2.0);               // impl glob misses
+  EXPECT_EQ(resolve("O", DType::bf16, "cuda.math", "sm80").factor, 2.0);                // arch glob misses
+  EXPECT_EQ(resolve("O", DType::bf16, "cuda.math", "sm90a").factor, 3.0);
+  EXPECT_EQ(resolve("O", DType::fp16, "cuda.math", "sm90").factor, 2.0);                // dtype misses rule 3
+}
+
+TEST_F(ToleranceFixture, ManifestToleranceOverridesOnlyItsFields) {
+  const std::string mpath = write(dir_, "sm90.yaml",
+                                  "arch: sm90\n"
+                                  "tolerance:\n"
+                                  "  - match: \"sdpa.cuda_flash/bf16_*\"\n"
+                                  "    reason: split-k summation order\n"
+                                  "    output: O\n"
+                                  "    factor: 8\n");
+  const Manifest m = Manifest::load(mpath);
+  const std::string id = "sdpa.cuda_flash/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask";
+  const Tolerance t = resolve("O", DType::bf16, "cuda.flash", "sm90", &m, id);
+  EXPECT_EQ(t.metric, Metric::ref_relative);
+  EXPECT_EQ(t.factor, 8.0);
+  EXPECT_EQ(t.atol, 0.001);  // kept from the table
+  EXPECT_EQ(t.atol_eps, 0.0);
+  EXPECT_NE(t.source.find(path_ + ":13"), std::string::npos) << t.source;
+  EXPECT_NE(t.source.find(mpath + ":3"), std::string::npos) << t.source;
+  // Another output or another case keeps the table's value.
+  EXPECT_EQ(resolve("lse", DType::fp32, "cuda.flash", "sm90", &m, id).atol, 0.5);
+  EXPECT_EQ(resolve("O", DType::bf16, "cuda.flash", "sm90", &m, "sdpa.cuda_math/bf16_x").factor, 3.0);
+}
+
+TEST_F(ToleranceFixture, NoRuleThrowsNamingTheOutput) {
+  try {
+    table_.resolve("gemm", "C", DType::fp32, "cuda.cublas", "sm90", "gemm.x/y", nullptr);
+    FAIL() << "resolve did not throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'C'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(table_.resolve("conv", "O", DType::fp32, "cuda.x", "sm90", "conv.x/y", nullptr), std::runtime_error);
+  EXPECT_EQ(table_.resolve("gemm", "D", DType::fp32, "cuda.cublas", "sm90", "gemm.x/y", nullptr).metric, Metric::exact);
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    ToleranceTable::load(path);
+  } catch (const YamlError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ToleranceErrors, RuleWithoutWhyNamesItsLine) {
+  const std::string dir = temp_dir();
+  const std::string p = write(dir, "t.yaml",
+                              "tolerances:\n"
+                              "  - family: sdpa\n"
+                              "    metric: exact\n"
+                              "    why: fine\n"
+                              "  - family: sdpa\n"
+                              "    output: O\n"
+                              "    metric: exact\n");
+  const std::string err = load_error(p);
+  EXPECT_NE(err.find(p + ":5:"), std::string::npos) << err;
+  EXPECT_NE(err.find("why"), std::string::npos) << err;
+}
+
+TEST(ToleranceErrors, BadFieldsNameTheirLine) {
+  const std::string dir = temp_dir();
+  const std::string unknown = write(dir, "u.yaml", "tolerances:\n  - family: sdpa\n    metric: exact\n    why: w\n    fator: 2\n");
+  EXPECT_NE(load_error(unknown).find(unknown + ":5:"), std::string::npos) << load_error(unknown);
+  const std::string dtype = write(dir, "d.yaml", "tolerances:\n  - family: sdpa\n    dtype: fp8\n    metric: exact\n    why: w\n");
+  EXPECT_NE(load_error(dtype).find(dtype + ":2:"), std::string::npos) << load_error(dtype);
+  EXPECT_NE(load_error(dtype).find("'fp8'"), std::string::npos) << load_error(dtype);
+  const std::string rr = write(dir, "r.yaml", "tolerances:\n  - family: sdpa\n    metric: ref_relative\n    why: w\n");
+  EXPECT_NE(load_error(rr).find(rr + ":2:"), std::string::npos) << load_error(rr);
+  const std::string empty = write(dir, "e.yaml", "rules: []\n");
+  EXPECT_NE(load_error(empty).find("tolerances"), std::string::npos) << load_error(empty);
+}
+
+TEST(ToleranceBuiltin, CoversSdpaOutputsForEveryInputDtype) {
+  const ToleranceTable t = ToleranceTable::load((kCases / "tolerances.yaml").string());
+  for (DType dt : {DType::bf16, DType::fp16, DType::fp32}) {
+    SCOPED_TRACE(std::string(name(dt)));
+    for (const char* impl : {"cuda.flash", "cuda.math", "host.flash"}) {
+      const Tolerance o = t.resolve("sdpa", "O", dt, impl, "sm90", "sdpa.x/y", nullptr);
+      EXPECT_EQ(o.metric, Metric::ref_relative);
+      EXPECT_GT(o.factor, 0.0);
+      // lse is fp32 whatever the input dtype.
+      const Tolerance lse = t.resolve("sdpa", "lse", DType::fp32, impl, "sm90", "sdpa.x/y", nullptr);
+      EXPECT_GT(lse.factor, 0.0);
+    }
+  }
+  for (const auto& r : t.rules()) EXPECT_FALSE(r.why.empty()) << r.tol.source;
+}
+
+}  // namespace
+}  // namespace opcts

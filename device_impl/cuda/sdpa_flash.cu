@@ -377,9 +377,12 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
       }
     }
   }
-  // With no key tile at all, the Q load above is the only outstanding group.
+  // With no key tile at all, the Q load above is still in flight, and cp.async.wait_group
+  // only covers this thread's own copies: the barrier makes sure no other thread's Q copy
+  // lands in the rows this warp is about to overwrite with O (compute-sanitizer racecheck
+  // flagged it). With key tiles it also orders the last P·V reads before the epilogue.
   cp_async_wait_all();
-  __syncwarp();  // every lane is done reading sQw before it is overwritten below
+  __syncthreads();
 
   // Finish the row sums across the quad and normalise. A row with no visible key has sum 0:
   // it writes O = 0 and lse = -inf. The normalised O goes to this warp's own rows of sQ so
