@@ -119,6 +119,26 @@ void check_arch_matches(const Suite& suite, int device, bool allow) {
                               " is " + found + " (" + why + "); pass --allow-arch-mismatch to run anyway");
 }
 
+// A failure under a manifest `flaky` entry is run again up to `reruns` times (default 2);
+// if a rerun passes, the case is PASS and its message keeps the first failure, so a known
+// flake neither fails the run nor hides what it did.
+void rerun_flaky(const Suite& suite, const SupervisorOptions& so, std::vector<ResultRecord>& ran) {
+  for (auto& r : ran) {
+    const ManifestEntry* e = suite.manifest().find(EntryKind::flaky, r.id);
+    if (!e || !is_failure(r.raw_outcome)) continue;
+    const int reruns = e->reruns > 0 ? e->reruns : 2;
+    for (int k = 1; k <= reruns; ++k) {
+      const ResultRecord again = supervise(so, {r.id}, nullptr).front();
+      if (again.raw_outcome == Outcome::PASS) {
+        const std::string first = std::string(to_string(r.raw_outcome)) + ": " + r.message;
+        r = again;
+        r.message = "flaky (" + e->source + "): passed on rerun " + std::to_string(k) + " after " + first;
+        break;
+      }
+    }
+  }
+}
+
 int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
   const int device = resolve_device(f.device);
   const std::string arch = resolve_arch(s.arch, device);
@@ -171,6 +191,7 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
                    isatty(STDERR_FILENO) && done < to_run.size() ? "" : "\n");
   };
   auto ran = supervise(so, to_run, progress);
+  rerun_flaky(suite, so, ran);
 
   for (auto& r : ran) {
     const Case& c = *by_id.at(r.id);

@@ -31,9 +31,17 @@ void write_line(int fd, const std::string& line) {
 
 // Fault injection for the runner's own tests (tests/test_supervisor.cpp), like deqp-runner's
 // fake binaries: a case whose id matches $OPCTS_FAULT_CRASH dies by SIGSEGV, one matching
-// $OPCTS_FAULT_HANG never returns. Unset in every real run.
+// $OPCTS_FAULT_HANG never returns. With $OPCTS_FAULT_ONCE naming a file, the crash happens
+// only while that file does not exist (it is created first): a flake. Unset in real runs.
 void inject_faults(const std::string& id) {
-  if (const char* g = std::getenv("OPCTS_FAULT_CRASH"); g && *g && glob_match(g, id)) raise(SIGSEGV);
+  if (const char* g = std::getenv("OPCTS_FAULT_CRASH"); g && *g && glob_match(g, id)) {
+    const char* once = std::getenv("OPCTS_FAULT_ONCE");
+    if (!once || !*once) raise(SIGSEGV);
+    if (std::FILE* f = std::fopen(once, "wx")) {  // exclusive create: only the first run crashes
+      std::fclose(f);
+      raise(SIGSEGV);
+    }
+  }
   if (const char* g = std::getenv("OPCTS_FAULT_HANG"); g && *g && glob_match(g, id))
     for (;;) pause();
 }

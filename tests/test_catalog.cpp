@@ -1,6 +1,8 @@
 // Catalog loading: grid expansion, edges, errors with file:line, tier merging, case selection and the built-in catalog.
 #include <gtest/gtest.h>
 
+#include "tests/test_util.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -15,22 +17,10 @@ namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::temp_dir;
+using testutil::write;
 
-const fs::path kCases = fs::path(__FILE__).parent_path().parent_path() / "cases";
-
-std::string temp_dir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path d = fs::path(testing::TempDir()) / "opcts_catalog" / (std::string(info->test_suite_name()) + "." + info->name());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
-
-std::string write(const std::string& dir, const std::string& name, const std::string& text) {
-  const std::string p = (fs::path(dir) / name).string();
-  std::ofstream(p) << text;
-  return p;
-}
+const fs::path kCases = testutil::cases_dir();
 
 std::string load_error(const std::string& path) {
   try {

@@ -1,6 +1,8 @@
 // Manifest: parsing of skip/xfail/flaky/tolerance entries, errors with file:line, extends, stale, apply_expectation.
 #include <gtest/gtest.h>
 
+#include "tests/test_util.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,21 +15,8 @@ namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A fresh folder per test under gtest's temp dir.
-std::string temp_dir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path d = fs::path(testing::TempDir()) / "opcts_manifest" / (std::string(info->test_suite_name()) + "." + info->name());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
-
-std::string write(const std::string& dir, const std::string& name, const std::string& text) {
-  const std::string p = (fs::path(dir) / name).string();
-  std::ofstream(p) << text;
-  return p;
-}
+using testutil::temp_dir;
+using testutil::write;
 
 // The message of the YamlError that loading `path` throws, or "" when it loads.
 std::string load_error(const std::string& path) {

@@ -116,6 +116,26 @@ TEST_F(Supervisor, ManifestXfailSkipAndXpass) {
   EXPECT_EQ(o.at(kC), Outcome::SKIP);
 }
 
+TEST_F(Supervisor, FlakyEntryRerunsAndAStableFailureStays) {
+  // The crash is injected on every run of kB, so reruns cannot rescue it: still CRASH.
+  std::ofstream(dir_ / "host.yaml") << "arch: host\nflaky:\n  - match: '*sq4_sk6*'\n    reason: seen flaking\n    reruns: 2\n";
+  const Shell r = sh(run_cmd("--manifest " + (dir_ / "host.yaml").string(), "OPCTS_FAULT_CRASH='*sq4_sk6*'"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(outcomes().at(kB), Outcome::CRASH);
+}
+
+TEST_F(Supervisor, FlakyEntryPassesOnRerun) {
+  std::ofstream(dir_ / "host.yaml") << "arch: host\nflaky:\n  - match: '*sq4_sk6*'\n    reason: seen flaking\n";
+  const std::string env = "OPCTS_FAULT_CRASH='*sq4_sk6*' OPCTS_FAULT_ONCE=" + (dir_ / "crashed").string();
+  const Shell r = sh(run_cmd("--manifest " + (dir_ / "host.yaml").string(), env));
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (const auto& rec : read_results_file((dir_ / "r.jsonl").string()))
+    if (rec.id == kB) {
+      EXPECT_EQ(rec.outcome, Outcome::PASS);
+      EXPECT_NE(rec.message.find("passed on rerun 1 after CRASH"), std::string::npos) << rec.message;
+    }
+}
+
 TEST_F(Supervisor, ShardsCoverEveryCaseOnce) {
   std::multiset<std::string> seen;
   for (int i = 1; i <= 3; ++i) {
