@@ -1,61 +1,64 @@
-// Element types and their exact round-to-nearest-even encodings (fp64, fp32, fp16, bf16).
+// Element types: names, storage widths and formats, and exact encode/decode through refimpl's codecs.
 //
-// Every format is described by a FloatFormat (sign/exponent/mantissa widths, bias, which
-// special values exist), and encode/decode work from that description, so the narrow
-// formats (fp8 e4m3fn/e5m2 and their FNUZ twins, e8m0, fp6, fp4, int4) slot in as new
-// DType members with a FloatFormat or integer codec, without changing any caller:
-// callers only use dtype_info(), encode()/decode() and HostTensor's double accessors.
+// Callers use dtype_info(), encode()/decode() and HostTensor's double accessors, whatever the
+// format: fp64/fp32/fp16/bf16, the fp8 pairs (OCP e4m3fn/e5m2, AMD e4m3fnuz/e5m2fnuz), the
+// scale formats e8m0fnu and ue4m3, fp6 (e2m3fn, e3m2fn; one per byte, low 6 bits), fp4
+// e2m1fn and int4/uint4 (two per byte, element 2i in the low nibble; spec/numerics.md §1).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "refimpl/codec.hpp"
 
 namespace opcts {
 
-enum class DType : uint8_t { fp64, fp32, fp16, bf16 };
-
-/// A binary floating-point format. IEEE 754 semantics when has_inf: the all-ones exponent
-/// holds Inf (mantissa 0) and NaN; gradual underflow through subnormals.
-struct FloatFormat {
-  int exponent_bits;
-  int mantissa_bits;  // explicit fraction bits
-  int bias;
-  bool has_inf;
+enum class DType : uint8_t {
+  fp64, fp32, fp16, bf16,
+  e4m3fn, e5m2, e4m3fnuz, e5m2fnuz,
+  e8m0fnu, ue4m3,
+  e2m3fn, e3m2fn, e2m1fn,
+  int4, uint4,
 };
 
 struct DTypeInfo {
   DType dtype;
-  std::string_view name;   // the id spelling: "fp32", "bf16", ...
-  int bits;                // storage bits per element
-  FloatFormat format;
-  double epsilon;          // 2^-mantissa_bits: the gap between 1 and the next value
+  std::string_view name;  // the id spelling: "fp32", "e4m3fn", ...
+  int bits;               // storage bits per element (8 for fp6: one element per byte)
+  bool is_integer;        // int4 / uint4
+  FloatFormat format;     // floating formats only
+  double epsilon;         // 2^-mantissa_bits (1 for integers)
   double max_finite;
   double min_normal;
+  bool is_signed;
 };
 
 const DTypeInfo& dtype_info(DType t);
-/// "fp16", "bf16", "fp32", "fp64" (also "float16", "bfloat16", "float32", "float64").
-/// Throws std::invalid_argument quoting the text.
+/// Every dtype, in enum order.
+const std::vector<DType>& all_dtypes();
+/// Names above plus common aliases ("float16", "bfloat16", "float8_e4m3fn", ...). Throws
+/// std::invalid_argument quoting the text and listing the names.
 DType parse_dtype(std::string_view s);
 inline std::string_view name(DType t) { return dtype_info(t).name; }
+/// Bytes that hold n elements (4-bit types pack two per byte).
+int64_t storage_bytes_for(DType t, int64_t n);
+/// Whole bytes per element (1 for 4-bit types; use storage_bytes_for for buffers).
 inline int storage_bytes(DType t) { return (dtype_info(t).bits + 7) / 8; }
 
-/// x rounded to the nearest value of format f, ties to even, overflow to ±Inf (IEEE).
-/// Exact for any f narrower than fp64: one rounding, never two.
-double round_to_format(double x, const FloatFormat& f);
-/// Bits of x in format f after round_to_format (NaN → canonical quiet NaN, sign kept).
-uint64_t encode_format(double x, const FloatFormat& f);
-/// The value of a code of format f.
-double decode_format(uint64_t bits, const FloatFormat& f);
+/// The policy HostTensor::set uses: IEEE overflow (to Inf) for formats with Inf, satfinite
+/// for the rest, so generated inputs never become NaN codes by accident.
+Overflow default_overflow(DType t);
 
-/// x rounded to dtype t (identity for fp64).
-double round_to(DType t, double x);
-/// Storage bits of x in dtype t (fp64 and fp32 use the machine's own encoding).
-uint64_t encode(DType t, double x);
+/// x rounded to dtype t with the policy (identity for fp64).
+double round_to(DType t, double x, Overflow ov);
+inline double round_to(DType t, double x) { return round_to(t, x, default_overflow(t)); }
+/// Storage code of x in dtype t.
+uint64_t encode(DType t, double x, Overflow ov);
+inline uint64_t encode(DType t, double x) { return encode(t, x, default_overflow(t)); }
 double decode(DType t, uint64_t bits);
-
-/// The largest value of dtype t strictly below x (finite x).
+/// The largest value of dtype t strictly below x (finite x, floating types).
 double next_below(DType t, double x);
 
 /// Convenience forms for the 16-bit formats, from fp32, used by host impls.

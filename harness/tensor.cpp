@@ -34,7 +34,7 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape, std::vector<int6
                        int64_t storage_elements)
     : dtype_(dtype), shape_(std::move(shape)), strides_(std::move(strides)), numel_(product(shape_)) {
   if (strides_.size() != shape_.size()) throw std::invalid_argument("strides and shape differ in rank");
-  bytes_.assign(static_cast<size_t>(storage_elements) * storage_bytes(dtype_), std::byte{0});
+  bytes_.assign(static_cast<size_t>(storage_bytes_for(dtype_, storage_elements)), std::byte{0});
 }
 
 bool HostTensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }
@@ -57,7 +57,12 @@ std::vector<int64_t> HostTensor::unravel(int64_t i) const {
   return idx;
 }
 
+// 4-bit types pack element 2i in the low nibble of byte i (MX FP4 order, spec/numerics.md §1).
 uint64_t HostTensor::raw(int64_t pos) const {
+  if (dtype_info(dtype_).bits == 4) {
+    const auto byte = static_cast<uint8_t>(bytes_[static_cast<size_t>(pos / 2)]);
+    return pos % 2 ? byte >> 4 : byte & 0xF;
+  }
   uint64_t bits = 0;
   const int nb = storage_bytes(dtype_);
   std::memcpy(&bits, bytes_.data() + pos * nb, nb);  // little-endian hosts only
@@ -65,6 +70,13 @@ uint64_t HostTensor::raw(int64_t pos) const {
 }
 
 void HostTensor::put_raw(int64_t pos, uint64_t bits) {
+  if (dtype_info(dtype_).bits == 4) {
+    auto& byte = bytes_[static_cast<size_t>(pos / 2)];
+    const auto b = static_cast<uint8_t>(byte);
+    const uint8_t nib = bits & 0xF;
+    byte = std::byte(pos % 2 ? (b & 0x0F) | (nib << 4) : (b & 0xF0) | nib);
+    return;
+  }
   const int nb = storage_bytes(dtype_);
   std::memcpy(bytes_.data() + pos * nb, &bits, nb);
 }

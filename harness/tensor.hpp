@@ -12,7 +12,8 @@
 namespace opcts {
 
 /// A dense host buffer viewed through shape and strides (both in elements). The bytes hold
-/// elements in their storage encoding (fp16 bits, bf16 bits, ...), ready to upload.
+/// elements in their storage encoding (fp16 bits, e4m3fn codes, ...), ready to upload;
+/// 4-bit types pack two elements per byte, element 2i in the low nibble.
 /// Elements are addressed by a linear index in row-major order over the shape; `offset`
 /// maps that to the storage position through the strides.
 class HostTensor {
@@ -34,8 +35,11 @@ class HostTensor {
   int64_t offset(int64_t i) const;
   /// Element i (row-major linear index) decoded to double.
   double get(int64_t i) const;
-  /// Stores x rounded to the dtype (round to nearest even) at linear index i.
+  /// Stores x rounded to the dtype (round to nearest even, default_overflow) at linear index i.
   void set(int64_t i, double x);
+  /// The storage code of element i, and storing a code directly.
+  uint64_t code(int64_t i) const { return raw(offset(i)); }
+  void set_code(int64_t i, uint64_t bits) { put_raw(offset(i), bits); }
 
   /// Every element decoded to double, row-major.
   std::vector<double> to_f64() const;
