@@ -78,7 +78,7 @@ void expand_grid(const Family& f, const std::string& path, const YAML::Node& gri
     try {
       p = f.parse(point);
     } catch (const std::exception& e) {
-      yaml_fail(path, grid, "grid '" + name + "' point " + YAML::Dump(point).substr(0, 200) + ": " + e.what());
+      yaml_fail(path, grid, "grid '" + name + "' point " + one_line(point).substr(0, 200) + ": " + e.what());
     }
     add_entry(out, seen, {&f, p, f.problem_id(*p), tier, source, grid["why"] ? grid["why"].as<std::string>() : ""});
     size_t a = ax.size();

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -96,8 +97,9 @@ int cmd_list(const Selection& s, bool verbose, bool count_only) {
       continue;
     }
     const auto skip = suite.skip_reason(c);
-    std::cout << c.id << "\t" << to_string(c.tier) << "\t" << c.source << "\t" << (skip ? "SKIP: " + *skip : "run")
-              << "\n";
+    const ManifestEntry* xf = suite.manifest().find(EntryKind::xfail, c.id);
+    const std::string what = skip ? "SKIP: " + *skip : xf ? "run, xfail (" + xf->source + "): " + xf->reason : "run";
+    std::cout << c.id << "\t" << to_string(c.tier) << "\t" << c.source << "\t" << what << "\n";
   }
   return 0;
 }
@@ -107,7 +109,22 @@ struct RunFlags {
   int device = -1;
   double timeout = 600;
   bool allow_arch_mismatch = false;
+  bool allow_empty = false;
 };
+
+// Fails before any case runs when a report could not be written afterwards: creates the
+// folder and a probe file next to each path.
+void check_writable(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  const fs::path p(path);
+  if (fs::is_directory(p)) throw std::invalid_argument(std::string(flag) + " " + path + ": is a directory");
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const fs::path probe = dir / (".opcts_probe_" + std::to_string(getpid()));
+  if (!std::ofstream(probe)) throw std::invalid_argument(std::string(flag) + " " + path + ": cannot write in " + dir.string());
+  fs::remove(probe, ec);
+}
 
 // Makes sure a GPU manifest is not judged on a GPU of another arch.
 void check_arch_matches(const Suite& suite, int device, bool allow) {
@@ -142,10 +159,20 @@ void rerun_flaky(const Suite& suite, const SupervisorOptions& so, std::vector<Re
 int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
   const int device = resolve_device(f.device);
   const std::string arch = resolve_arch(s.arch, device);
+  if (!(f.timeout > 0) || !std::isfinite(f.timeout))
+    throw std::invalid_argument("--timeout must be a positive number of seconds");
+  check_writable(f.junit, "--junit");
+  check_writable(f.results, "--results");
+  check_writable(f.summary, "--summary");
   Suite suite(suite_options(s, arch));
   check_arch_matches(suite, device, f.allow_arch_mismatch);
   const auto cases = selected(suite, s);
-
+  // A filter typo must not gate green: an empty selection is an error unless allowed
+  // (CTest shards allow it: a small tier may leave a shard empty).
+  if (cases.empty() && !f.allow_empty)
+    throw std::invalid_argument("no case of arch " + arch + " matches the selection (tier " + s.tier +
+                                (s.filters.empty() ? "" : ", --filter " + s.filters.front()) +
+                                ", shard " + s.shard + "); pass --allow-empty if that is expected");
   std::vector<ResultRecord> records;
   std::vector<std::string> to_run;
   std::map<std::string, const Case*> by_id;
@@ -165,8 +192,10 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
       to_run.push_back(c.id);
     }
   }
-  std::fprintf(stderr, "opcts: arch %s, device %d, %zu cases (%zu to run, %zu skipped), shard %s, tier %s\n",
-               arch.c_str(), device, cases.size(), to_run.size(), records.size(), s.shard.c_str(), s.tier.c_str());
+  const std::string dev = suite.arch().backend == "host" ? "host" : "GPU " + std::to_string(device);
+  std::fprintf(stderr, "opcts: arch %s on %s, %zu cases (%zu to run, %zu skipped), shard %s, tier %s\n",
+               arch.c_str(), dev.c_str(), cases.size(), to_run.size(), records.size(), s.shard.c_str(),
+               s.tier.c_str());
 
   const std::string work = f.results.empty() ? fs::temp_directory_path().string()
                                              : (fs::path(f.results).parent_path().empty() ? std::string(".")
@@ -180,8 +209,10 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
     const Outcome o = apply_expectation(r.raw_outcome, xf);
     if (is_gate_failure(o)) {
       ++failures;
-      std::fprintf(stderr, "%s %s: %s\n  repro: %s\n", std::string(to_string(o)).c_str(), r.id.c_str(),
-                   r.message.substr(0, 300).c_str(), repro_command(r.id, arch).c_str());
+      const std::string why = o == Outcome::XPASS ? "passed under strict xfail " + xf->source + ": remove the entry"
+                                                  : r.message.substr(0, 300);
+      std::fprintf(stderr, "%s %s: %s\n  repro: %s\n", std::string(to_string(o)).c_str(), r.id.c_str(), why.c_str(),
+                   repro_command(r.id, arch, s.manifest).c_str());
     }
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (isatty(STDERR_FILENO) || done == to_run.size() || done % 100 == 0)
@@ -208,7 +239,7 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
     const Case& c = *by_id.at(r.id);
     r.tier = std::string(to_string(c.tier));
     r.seed = seed_hex(case_seed(*c.family, *c.problem));
-    r.repro = repro_command(r.id, arch);
+    r.repro = repro_command(r.id, arch, s.manifest);
   }
   std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
 
@@ -244,6 +275,9 @@ int cmd_repro(const std::string& id, const Selection& s, int device_flag, const 
   SuiteOptions so = suite_options(s, arch);
   Suite suite(so);
   const Case c = case_from_id(suite.registry(), id);
+  if (c.impl->backend() != suite.arch().backend)
+    throw std::invalid_argument("impl " + std::string(c.impl->name()) + " runs on " + std::string(c.impl->backend()) +
+                                " archs, not on " + arch + " (" + suite.arch().backend + ")");
   std::printf("case   %s\narch   %s (device %d)\nseed   %s\n", c.id.c_str(), arch.c_str(), device,
               seed_hex(case_seed(*c.family, *c.problem)).c_str());
   if (auto why = suite.skip_reason(c)) {
@@ -277,6 +311,8 @@ int cmd_repro(const std::string& id, const Selection& s, int device_flag, const 
 int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, const std::string& summary,
               const std::string& results) {
   const auto records = load_reports(inputs);
+  // An empty merge usually means the shards never wrote their reports: never a green gate.
+  if (records.empty()) throw std::runtime_error("no results found in the given reports");
   if (!junit.empty()) write_junit(records, junit, "opcts");
   if (!summary.empty()) write_text_file(summary, summary_markdown(records));
   if (!results.empty()) {
@@ -284,7 +320,7 @@ int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, 
     for (const auto& r : records) lines += to_json_line(r) + "\n";
     write_text_file(results, lines);
   }
-  std::printf("merged %zu results from %zu inputs\n", records.size(), inputs.size());
+  std::printf("merged %zu results\n", records.size());
   return 0;
 }
 
@@ -303,7 +339,8 @@ int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, i
       const std::string name = "opcts." + arch + ".shard" + std::to_string(i) + "of" + std::to_string(shards);
       const std::string stem = reports_dir + "/" + arch + "/shard" + std::to_string(i) + "of" + std::to_string(shards);
       cm << "add_test(" << name << " \"" << exe << "\" run --arch " << arch << " --tier " << s.tier << " --shard " << i
-         << "/" << shards << " --junit \"" << stem << ".xml\" --results \"" << stem << ".jsonl\" --timeout " << timeout;
+         << "/" << shards << " --allow-empty --junit \"" << stem << ".xml\" --results \"" << stem
+         << ".jsonl\" --timeout " << timeout;
       for (const auto& c : s.catalogs) cm << " --catalog \"" << c << "\"";
       if (!s.times.empty()) cm << " --times \"" << s.times << "\"";
       cm << ")\n";
@@ -338,6 +375,7 @@ int main(int argc, char** argv) {
   run->add_option("--device", rf.device, "GPU ordinal (default: CTest's resource allocation, else 0)");
   run->add_option("--timeout", rf.timeout, "seconds one case may take before it is TIMEOUT");
   run->add_flag("--allow-arch-mismatch", rf.allow_arch_mismatch, "run a GPU arch's cases on a GPU of another arch");
+  run->add_flag("--allow-empty", rf.allow_empty, "succeed when the selection holds no case (else an error)");
 
   std::string repro_id, repro_json;
   int repro_device = -1;

@@ -85,8 +85,9 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     bool bad = false;
     switch (tol.metric) {
       case Metric::exact: bad = gi != wi; break;
-      case Metric::allclose: bad = err > floor + tol.rtol * std::fabs(wi); break;
-      case Metric::ref_relative: bad = err > s.bound; break;
+      // Written as !(err <= bound) so that a NaN bound fails every element instead of none.
+      case Metric::allclose: bad = !(err <= floor + tol.rtol * std::fabs(wi)); break;
+      case Metric::ref_relative: bad = !(err <= s.bound); break;
     }
     if (bad) ++s.mismatches;
     if (err > 0) cands.push_back({err, i});

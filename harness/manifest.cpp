@@ -1,6 +1,7 @@
 // Manifest parsing, matching and the expectation table.
 #include "harness/manifest.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -54,6 +55,10 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
   }
   if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps)
     yaml_fail(path, n, "tolerance entry '" + e.match + "' sets none of factor, atol, rtol, atol_eps");
+  for (const auto& [key, v] : {std::pair{"factor", e.factor}, {"atol", e.atol}, {"rtol", e.rtol}, {"atol_eps", e.atol_eps}})
+    if (v && (!std::isfinite(*v) || *v < 0 || (std::string(key) == "factor" && *v == 0)))
+      yaml_fail(path, n[key], std::string("'") + key + "' must be finite and " + (std::string(key) == "factor" ? "> 0" : ">= 0"));
+  if (kind == EntryKind::flaky && e.reruns < 0) yaml_fail(path, n["reruns"], "'reruns' must be >= 0");
   return e;
 }
 

@@ -67,8 +67,8 @@ Case case_from_id(const Registry& reg, const std::string& id) {
   return c;
 }
 
-std::string repro_command(const std::string& id, const std::string& arch) {
-  return "opcts repro '" + id + "' --arch " + arch;
+std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest) {
+  return "opcts repro '" + id + "' --arch " + arch + (manifest.empty() ? "" : " --manifest '" + manifest + "'");
 }
 
 }  // namespace opcts

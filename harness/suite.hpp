@@ -56,7 +56,7 @@ class Suite {
 /// `opcts repro` and the worker use. Throws std::invalid_argument naming the bad part.
 Case case_from_id(const Registry& reg, const std::string& id);
 
-/// The one-line command that reproduces a case.
-std::string repro_command(const std::string& id, const std::string& arch);
+/// The one-line command that reproduces a case (with --manifest when the run named one).
+std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest = "");
 
 }  // namespace opcts

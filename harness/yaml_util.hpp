@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include <yaml-cpp/yaml.h>
 
@@ -31,6 +32,25 @@ inline YAML::Node load_yaml_file(const std::string& path) {
   } catch (const YAML::Exception& e) {
     throw YamlError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
+}
+
+/// n[field] converted to T; the error names the field and its text ("bad conversion" does not).
+template <typename T>
+T field_as(const YAML::Node& n, const char* field) {
+  try {
+    return n[field].as<T>();
+  } catch (const YAML::Exception&) {
+    throw std::runtime_error(std::string("field '") + field + "': cannot read '" +
+                             (n[field].IsScalar() ? n[field].Scalar() : std::string("<") + (n[field].IsMap() ? "map" : "list") + ">") +
+                             "' as " + (std::is_integral_v<T> ? "an integer" : std::is_floating_point_v<T> ? "a number" : "text"));
+  }
+}
+
+/// A node on one line (flow style), for error messages.
+inline std::string one_line(const YAML::Node& n) {
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
 }
 
 /// Rejects keys of a map that are not in `allowed` (a typo must not pass silently).

@@ -15,10 +15,13 @@ using sdpa::Problem;
 std::pair<int64_t, int64_t> pair_field(const YAML::Node& n, const char* field, const char* a, const char* b) {
   const YAML::Node v = n[field];
   if (!v) throw std::runtime_error(std::string("missing field '") + field + "'");
-  if (v.IsScalar()) return {v.as<int64_t>(), v.as<int64_t>()};
+  if (v.IsScalar()) {
+    const auto x = field_as<int64_t>(n, field);
+    return {x, x};
+  }
   if (!v.IsMap() || !v[a] || !v[b])
     throw std::runtime_error(std::string("field '") + field + "' must be a number or {" + a + ": N, " + b + ": N}");
-  return {v[a].as<int64_t>(), v[b].as<int64_t>()};
+  return {field_as<int64_t>(v, a), field_as<int64_t>(v, b)};
 }
 
 class SdpaFamily final : public Family {
@@ -35,14 +38,14 @@ class SdpaFamily final : public Family {
     }
     auto p = std::make_shared<Problem>();
     if (!n["dtype"]) throw std::runtime_error("missing field 'dtype'");
-    p->dtype = parse_dtype(n["dtype"].as<std::string>());
-    p->batch = n["batch"] ? n["batch"].as<int64_t>() : 1;
+    p->dtype = parse_dtype(field_as<std::string>(n, "dtype"));
+    p->batch = n["batch"] ? field_as<int64_t>(n, "batch") : 1;
     std::tie(p->heads_q, p->heads_kv) = pair_field(n, "heads", "q", "kv");
     std::tie(p->seq_q, p->seq_k) = pair_field(n, "seq", "q", "k");
     if (!n["head_dim"]) throw std::runtime_error("missing field 'head_dim'");
-    p->head_dim = n["head_dim"].as<int64_t>();
-    p->mask = n["mask"] ? sdpa::parse_mask(n["mask"].as<std::string>()) : sdpa::Mask::none;
-    if (n["scale"]) p->scale = n["scale"].as<double>();
+    p->head_dim = field_as<int64_t>(n, "head_dim");
+    p->mask = n["mask"] ? sdpa::parse_mask(field_as<std::string>(n, "mask")) : sdpa::Mask::none;
+    if (n["scale"]) p->scale = field_as<double>(n, "scale");
     p->validate();
     return p;
   }

@@ -83,10 +83,12 @@ std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths) {
         const auto it = merged.find(key);
         if (it == merged.end()) {
           merged.emplace(std::move(key), std::make_pair(std::move(r), file));
-        } else if (!same_record(it->second.first, r)) {
-          throw std::runtime_error("case '" + r.id + "' on arch '" + r.arch +
-                                   "' has different results in " + it->second.second + " and " +
-                                   file);
+        } else if (it->second.first.outcome != r.outcome || it->second.first.raw_outcome != r.raw_outcome) {
+          // The same case reported twice (a retried shard, a rerun) merges when the outcome
+          // agrees — timings and error statistics may differ — and is a conflict otherwise.
+          throw std::runtime_error("case '" + r.id + "' on arch '" + r.arch + "' is " +
+                                   std::string(to_string(it->second.first.outcome)) + " in " + it->second.second +
+                                   " but " + std::string(to_string(r.outcome)) + " in " + file);
         }
       }
     }

@@ -10,8 +10,9 @@ namespace opcts {
 
 /// Loads every path: a `.xml` file as JUnit written by write_junit, a `.jsonl` or `.json`
 /// file as result lines (read_results_file), a directory as every `*.xml` beneath it
-/// (recursively). Records with the same id and arch are one case: identical copies are kept
-/// once, differing ones throw std::runtime_error naming both files. The result is sorted by
+/// (recursively). Records with the same id and arch are one case: copies with the same
+/// outcome are kept once (the first; timings may differ), differing outcomes throw
+/// std::runtime_error naming both files. The result is sorted by
 /// id, then arch, whatever the order of the paths.
 std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths);
 

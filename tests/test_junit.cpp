@@ -421,6 +421,18 @@ TEST(Merge, ConflictNamesBothFiles) {
   }
 }
 
+TEST(Merge, SameOutcomeWithOtherTimingsMergesOnce) {
+  const auto dir = test_dir();
+  auto a = make("sdpa", "x", Outcome::PASS);
+  auto b = a;
+  b.ms = a.ms + 17;  // a retried shard: same case, same outcome, another timing
+  write_junit({a}, (dir / "a.xml").string(), "s");
+  std::ofstream(dir / "b.jsonl") << to_json_line(b) << "\n";
+  const auto merged = load_reports({(dir / "a.xml").string(), (dir / "b.jsonl").string()});
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(merged[0].ms, a.ms);
+}
+
 TEST(Merge, RejectsUnknownFilesAndMissingPaths) {
   const auto dir = test_dir();
   std::ofstream(dir / "notes.txt") << "x";
