@@ -9,6 +9,7 @@
 namespace opcts {
 
 void register_sdpa_family(Registry& reg);
+void register_cast_family(Registry& reg);
 
 namespace {
 
@@ -36,11 +37,15 @@ class UnavailableImpl final : public Impl {
 Registry make() {
   Registry reg;
   register_sdpa_family(reg);
+  register_cast_family(reg);
   register_host_sdpa(reg);
+  register_host_cast(reg);
 #if OPCTS_HAVE_CUDA
   register_cuda_sdpa(reg);
+  register_cuda_cast(reg);
 #else
   for (const char* impl : {"cuda.flash", "cuda.math"}) reg.add(std::make_unique<UnavailableImpl>("sdpa", impl));
+  reg.add(std::make_unique<UnavailableImpl>("cast", "cuda.cvt"));
 #endif
   return reg;
 }

@@ -146,11 +146,12 @@ std::vector<CatalogEntry> load_catalogs(const Registry& reg, const std::vector<s
   return out;
 }
 
-std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry>& entries, const ArchInfo& arch) {
+std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry>& entries, const ArchInfo& arch,
+                             bool include_planted) {
   std::vector<Case> cases;
   for (const auto& e : entries) {
     for (const Impl* impl : reg.impls_of(e.family->name())) {
-      if (impl->backend() != arch.backend) continue;
+      if (impl->backend() != arch.backend || (impl->planted() && !include_planted)) continue;
       cases.push_back({case_id(*e.family, *impl, *e.problem), e.family, impl, e.problem, e.tier, e.source, e.why});
     }
   }

@@ -28,8 +28,10 @@ struct CatalogEntry {
 /// Throws YamlError ("path:line: ...") on a malformed catalog, an unknown family or field.
 std::vector<CatalogEntry> load_catalogs(const Registry& reg, const std::vector<std::string>& paths);
 
-/// Every case of the entries for the impls of the arch's backend, sorted by id.
-std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry>& entries, const ArchInfo& arch);
+/// Every case of the entries for the impls of the arch's backend, sorted by id; planted
+/// impls (Impl::planted) only when `include_planted`.
+std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry>& entries, const ArchInfo& arch,
+                             bool include_planted = false);
 
 /// Keeps the cases of tier <= `tier` whose id matches any of `filters` (all when empty) and
 /// none of `excludes`. Globs are fnmatch(3) patterns where '*' also matches '/'.

@@ -37,6 +37,7 @@ struct Selection {
   std::string times;
   std::string cases_dir = default_cases_dir();
   std::string manifest;
+  bool include_planted = false;
 };
 
 void add_selection(CLI::App* app, Selection& s) {
@@ -49,6 +50,8 @@ void add_selection(CLI::App* app, Selection& s) {
   app->add_option("--times", s.times, "test-times file (JSON {case id: seconds}) for balancing shards");
   app->add_option("--cases-dir", s.cases_dir, "folder of built-in catalogs, archs.yaml, tolerances.yaml, manifests/");
   app->add_option("--manifest", s.manifest, "manifest file (default: <cases-dir>/manifests/<arch>.yaml)");
+  app->add_flag("--include-planted", s.include_planted,
+                "add the cases of planted-bug impls, which prove the suite catches their bug (they must FAIL)");
 }
 
 // The GPU of this process: --device, else CTest's resource allocation
@@ -69,7 +72,9 @@ std::string resolve_arch(const std::string& arch, int device) {
 }
 
 SuiteOptions suite_options(const Selection& s, const std::string& arch) {
-  return {s.cases_dir, s.catalogs, arch, s.manifest};
+  SuiteOptions o{s.cases_dir, s.catalogs, arch, s.manifest};
+  o.include_planted = s.include_planted;
+  return o;
 }
 
 std::vector<Case> selected(const Suite& suite, const Selection& s) {

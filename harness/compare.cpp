@@ -9,6 +9,7 @@ namespace opcts {
 
 std::string_view to_string(Metric m) {
   switch (m) {
+    case Metric::bitexact: return "bitexact";
     case Metric::exact: return "exact";
     case Metric::allclose: return "allclose";
     case Metric::ref_relative: return "ref_relative";
@@ -17,10 +18,11 @@ std::string_view to_string(Metric m) {
 }
 
 Metric parse_metric(std::string_view s) {
+  if (s == "bitexact") return Metric::bitexact;
   if (s == "exact") return Metric::exact;
   if (s == "allclose") return Metric::allclose;
   if (s == "ref_relative") return Metric::ref_relative;
-  throw std::invalid_argument("unknown metric '" + std::string(s) + "' (expected exact, allclose or ref_relative)");
+  throw std::invalid_argument("unknown metric '" + std::string(s) + "' (expected bitexact, exact, allclose or ref_relative)");
 }
 
 namespace {
@@ -84,6 +86,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     if (wi != 0) s.max_rel_err = std::max(s.max_rel_err, err / std::fabs(wi));
     bool bad = false;
     switch (tol.metric) {
+      case Metric::bitexact: bad = gi != wi || std::signbit(gi) != std::signbit(wi); break;
       case Metric::exact: bad = gi != wi; break;
       // Written as !(err <= bound) so that a NaN bound fails every element instead of none.
       case Metric::allclose: bad = !(err <= floor + tol.rtol * std::fabs(wi)); break;

@@ -10,6 +10,7 @@
 namespace opcts {
 
 enum class Metric {
+  bitexact,      // same value and same sign of zero; NaN matches any NaN (the code up to NaN payload)
   exact,         // every element equal (NaN matches NaN; +0 matches -0)
   allclose,      // |got − want| <= atol + rtol·|want| per element
   ref_relative,  // max|got − want| <= factor·max|lowp − want| + atol (FlashAttention's method)

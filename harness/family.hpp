@@ -89,6 +89,9 @@ class Impl {
   virtual Support supports(const Problem& p, const ArchInfo& arch) const = 0;
   /// Runs the problem; returns the outputs named by Family::outputs. Throws on errors.
   virtual TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const = 0;
+  /// A deliberately wrong impl that proves the suite catches a bug class; its cases exist only
+  /// when asked for (--include-planted) and must FAIL.
+  virtual bool planted() const { return false; }
 };
 
 enum class Tier { smoke, default_, full };

@@ -32,7 +32,7 @@ Suite::Suite(const SuiteOptions& opt)
   if (!opt.load_catalogs) return;
   std::vector<std::string> paths{opt.cases_dir};
   paths.insert(paths.end(), opt.catalogs.begin(), opt.catalogs.end());
-  cases_ = make_cases(*reg_, load_catalogs(*reg_, paths), arch_);
+  cases_ = make_cases(*reg_, load_catalogs(*reg_, paths), arch_, opt.include_planted);
 }
 
 std::optional<std::string> Suite::skip_reason(const Case& c) const {

@@ -19,6 +19,7 @@ struct SuiteOptions {
   std::string arch;                   // resolved arch name ("sm90", "host")
   std::string manifest;               // --manifest; default <cases_dir>/manifests/<arch>.yaml if it exists
   bool load_catalogs = true;          // workers rebuild cases from ids and need no catalogs
+  bool include_planted = false;       // add the cases of planted-bug impls (they must FAIL)
 };
 
 /// The default cases folder: $OPCTS_CASES_DIR, else the source tree's cases/ compiled in.

@@ -242,9 +242,12 @@ std::vector<std::string> builtin_default_ids() {
 
 TEST(CatalogBuiltin, Sm90DefaultTierHasAThousandUniqueStableCases) {
   const auto ids = builtin_default_ids();
-  EXPECT_GE(ids.size(), 1000u);
+  size_t sdpa = 0;
+  for (const auto& id : ids) sdpa += id.rfind("sdpa.", 0) == 0;
+  EXPECT_GE(sdpa, 1000u);
   EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size()) << "duplicate case ids";
-  for (const auto& id : ids) EXPECT_EQ(id.rfind("sdpa.cuda_", 0), 0u) << id;
+  // sm90 is a CUDA arch: only cuda impls make its cases.
+  for (const auto& id : ids) EXPECT_NE(id.find(".cuda_"), std::string::npos) << id;
   EXPECT_EQ(builtin_default_ids(), ids);  // a second load gives the same ids in the same order
 }
 

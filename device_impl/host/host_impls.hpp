@@ -6,4 +6,6 @@
 namespace opcts {
 /// host.flash (sdpa).
 void register_host_sdpa(Registry& reg);
+/// host.cvt and the planted host.cvt_ties_up (cast).
+void register_host_cast(Registry& reg);
 }  // namespace opcts

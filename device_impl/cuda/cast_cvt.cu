@@ -1,0 +1,133 @@
+// CUDA conversion kernels: CUDA's own fp8/fp6/fp4/e8m0 intrinsics, one element per thread.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp4.h>
+#include <cuda_fp6.h>
+#include <cuda_fp8.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "device_impl/common/minifloat_bits.hpp"
+#include "device_impl/cuda/cast_kernels.hpp"
+
+namespace opcts::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ uint8_t encode_one(float x, CvtNarrow to, __nv_saturation_t sat, cudaRoundMode rm) {
+  switch (to) {
+    case CvtNarrow::e4m3: return __nv_cvt_float_to_fp8(x, sat, __NV_E4M3);
+    case CvtNarrow::e5m2: return __nv_cvt_float_to_fp8(x, sat, __NV_E5M2);
+    case CvtNarrow::e8m0: return __nv_cvt_float_to_e8m0(x, sat, rm);
+    case CvtNarrow::e2m3: return __nv_cvt_float_to_fp6(x, __NV_E2M3, cudaRoundNearest);
+    case CvtNarrow::e3m2: return __nv_cvt_float_to_fp6(x, __NV_E3M2, cudaRoundNearest);
+    case CvtNarrow::e2m1: return __nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest);
+  }
+  return 0;
+}
+
+__device__ __forceinline__ uint8_t encode_one(__half_raw x, CvtNarrow to, __nv_saturation_t sat, cudaRoundMode rm) {
+  switch (to) {
+    case CvtNarrow::e4m3: return __nv_cvt_halfraw_to_fp8(x, sat, __NV_E4M3);
+    case CvtNarrow::e5m2: return __nv_cvt_halfraw_to_fp8(x, sat, __NV_E5M2);
+    case CvtNarrow::e8m0: return __nv_cvt_float_to_e8m0(__half2float(__half(x)), sat, rm);  // exact widening
+    case CvtNarrow::e2m3: return __nv_cvt_halfraw_to_fp6(x, __NV_E2M3, cudaRoundNearest);
+    case CvtNarrow::e3m2: return __nv_cvt_halfraw_to_fp6(x, __NV_E3M2, cudaRoundNearest);
+    case CvtNarrow::e2m1: return __nv_cvt_halfraw_to_fp4(x, __NV_E2M1, cudaRoundNearest);
+  }
+  return 0;
+}
+
+__device__ __forceinline__ uint8_t encode_one(__nv_bfloat16_raw x, CvtNarrow to, __nv_saturation_t sat,
+                                              cudaRoundMode rm) {
+  switch (to) {
+    case CvtNarrow::e4m3: return __nv_cvt_bfloat16raw_to_fp8(x, sat, __NV_E4M3);
+    case CvtNarrow::e5m2: return __nv_cvt_bfloat16raw_to_fp8(x, sat, __NV_E5M2);
+    case CvtNarrow::e8m0: return __nv_cvt_bfloat16raw_to_e8m0(x, sat, rm);
+    case CvtNarrow::e2m3: return __nv_cvt_bfloat16raw_to_fp6(x, __NV_E2M3, cudaRoundNearest);
+    case CvtNarrow::e3m2: return __nv_cvt_bfloat16raw_to_fp6(x, __NV_E3M2, cudaRoundNearest);
+    case CvtNarrow::e2m1: return __nv_cvt_bfloat16raw_to_fp4(x, __NV_E2M1, cudaRoundNearest);
+  }
+  return 0;
+}
+
+template <typename T>
+__global__ void encode_kernel(const T* in, uint8_t* out, size_t n, CvtNarrow to, __nv_saturation_t sat,
+                              cudaRoundMode rm) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = encode_one(in[i], to, sat, rm);
+}
+
+__global__ void decode_kernel(const uint8_t* in, float* out, size_t n, CvtNarrow from) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint8_t c = in[i];
+  switch (from) {
+    case CvtNarrow::e4m3: out[i] = __half2float(__half(__nv_cvt_fp8_to_halfraw(c, __NV_E4M3))); break;
+    case CvtNarrow::e5m2: out[i] = __half2float(__half(__nv_cvt_fp8_to_halfraw(c, __NV_E5M2))); break;
+    case CvtNarrow::e8m0: out[i] = __bfloat162float(__nv_bfloat16(__nv_cvt_e8m0_to_bf16raw(c))); break;
+    case CvtNarrow::e2m3: out[i] = __half2float(__half(__nv_cvt_fp6_to_halfraw(c, __NV_E2M3))); break;
+    case CvtNarrow::e3m2: out[i] = __half2float(__half(__nv_cvt_fp6_to_halfraw(c, __NV_E3M2))); break;
+    case CvtNarrow::e2m1: out[i] = __half2float(__half(__nv_cvt_fp4_to_halfraw(c, __NV_E2M1))); break;
+  }
+}
+
+__global__ void encode_ties_up_kernel(const float* in, uint8_t* out, size_t n, bits::MiniFormat f, bool sat) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = static_cast<uint8_t>(bits::encode_fp32(__float_as_uint(in[i]), f, sat, /*ties_up=*/true));
+}
+
+unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+
+void check_launch(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+}  // namespace
+
+void cvt_encode(CvtWide from, CvtNarrow to, bool satfinite, CvtScaleRound rounding, const void* in, uint8_t* out,
+                size_t n, CUstream_st* stream) {
+  if (n == 0) return;
+  const __nv_saturation_t sat = satfinite ? __NV_SATFINITE : __NV_NOSAT;
+  const cudaRoundMode rm = rounding == CvtScaleRound::floor ? cudaRoundZero : cudaRoundPosInf;
+  switch (from) {
+    case CvtWide::fp32:
+      encode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(in), out, n, to, sat, rm);
+      break;
+    case CvtWide::fp16:
+      encode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __half_raw*>(in), out, n, to, sat, rm);
+      break;
+    case CvtWide::bf16:
+      encode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __nv_bfloat16_raw*>(in), out, n, to,
+                                                            sat, rm);
+      break;
+  }
+  check_launch("cvt_encode");
+}
+
+void cvt_decode(CvtNarrow from, const uint8_t* in, float* out, size_t n, CUstream_st* stream) {
+  if (n == 0) return;
+  decode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n, from);
+  check_launch("cvt_decode");
+}
+
+void cvt_encode_ties_up(CvtNarrow to, bool satfinite, const float* in, uint8_t* out, size_t n, CUstream_st* stream) {
+  if (n == 0) return;
+  bits::MiniFormat f{};
+  switch (to) {
+    case CvtNarrow::e4m3: f = {4, 3, 7, bits::kFn, true}; break;
+    case CvtNarrow::e5m2: f = {5, 2, 15, bits::kIeee, true}; break;
+    case CvtNarrow::e2m3: f = {2, 3, 1, bits::kFinite, true}; break;
+    case CvtNarrow::e3m2: f = {3, 2, 3, bits::kFinite, true}; break;
+    case CvtNarrow::e2m1: f = {2, 1, 1, bits::kFinite, true}; break;
+    case CvtNarrow::e8m0: throw std::invalid_argument("cvt_encode_ties_up: e8m0 has no ties of this kind");
+  }
+  encode_ties_up_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n, f, satfinite);
+  check_launch("cvt_encode_ties_up");
+}
+
+}  // namespace opcts::cuda

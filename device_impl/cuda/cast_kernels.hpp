@@ -1,0 +1,32 @@
+// Launch interface of the CUDA conversion kernels (CUDA's own cvt intrinsics); no harness types.
+//
+// Codes travel one per byte (fp4 and fp6 in the low bits); the glue packs them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+struct CUstream_st;
+
+namespace opcts::cuda {
+
+enum class CvtWide { fp32, fp16, bf16 };
+enum class CvtNarrow { e4m3, e5m2, e8m0, e2m3, e3m2, e2m1 };
+enum class CvtScaleRound { floor, ceil };  // e8m0: cudaRoundZero, cudaRoundPosInf
+
+/// Encodes n wide values (fp32 or fp16/bf16 bits, device pointer `in`) to narrow codes (`out`,
+/// one byte each) with CUDA's conversion intrinsics (__nv_cvt_*: hardware cvt on sm_89+ for
+/// fp8, on sm_100 for fp4/fp6/e8m0, CUDA's software path elsewhere). `satfinite` picks
+/// __NV_SATFINITE over __NV_NOSAT (fp8, e8m0; fp4/fp6 always saturate).
+void cvt_encode(CvtWide from, CvtNarrow to, bool satfinite, CvtScaleRound rounding, const void* in, uint8_t* out,
+                size_t n, CUstream_st* stream);
+
+/// Decodes n narrow codes (one byte each) to fp32 with CUDA's intrinsics (fp8/fp6/fp4 through
+/// __half, e8m0 through __nv_bfloat16: both exact).
+void cvt_decode(CvtNarrow from, const uint8_t* in, float* out, size_t n, CUstream_st* stream);
+
+/// A planted bug for the suite to catch: fp32 → fp8/fp6/fp4 by opcts's integer encoder
+/// (device_impl/common/minifloat_bits.hpp) with ties rounded away from zero.
+void cvt_encode_ties_up(CvtNarrow to, bool satfinite, const float* in, uint8_t* out, size_t n, CUstream_st* stream);
+
+}  // namespace opcts::cuda
