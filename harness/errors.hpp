@@ -2,8 +2,24 @@
 #pragma once
 
 #include <stdexcept>
+#include <string>
 
 namespace opcts {
+
+/// An impl refused its arguments: `argument` names the one at fault ("K", "lda",
+/// "scale_b"), the message says why. Negative cases expect it (Family::expected_error).
+struct InvalidArgument : std::invalid_argument {
+  InvalidArgument(std::string arg, const std::string& message)
+      : std::invalid_argument("invalid argument '" + arg + "': " + message), argument(std::move(arg)) {}
+  std::string argument;
+};
+
+/// A vendor library refused a combination it does not implement (cuBLASLt status 15,
+/// CUBLAS_STATUS_NOT_SUPPORTED): an ERROR unless the case expects it; never a silent SKIP,
+/// since the capability table said the arch supports it.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// The device context is unusable (a sticky CUDA error such as an illegal address): the
 /// case is recorded as CRASH and the worker process exits so that a fresh one continues.

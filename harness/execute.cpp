@@ -57,6 +57,27 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
   r.tier = std::string(to_string(c.tier));
   r.repro = repro_command(c.id, r.arch);
   const auto t0 = std::chrono::steady_clock::now();
+  const std::string expected = c.family->expected_error(*c.problem);
+  if (!expected.empty()) {
+    try {
+      const TensorMap inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
+      RunContext ctx{&suite.arch(), device};
+      c.impl->run(*c.problem, inputs, ctx);
+      r.raw_outcome = Outcome::FAIL;
+      r.message = "accepted an invalid '" + expected + "': expected InvalidArgument naming it";
+    } catch (const InvalidArgument& e) {
+      r.raw_outcome = e.argument == expected ? Outcome::PASS : Outcome::FAIL;
+      r.message = e.argument == expected ? std::string() : std::string("refused the wrong argument: ") + e.what();
+    } catch (const DeviceLost&) {
+      throw;
+    } catch (const std::exception& e) {
+      r.raw_outcome = Outcome::FAIL;
+      r.message = std::string("expected InvalidArgument naming '") + expected + "', got: " + e.what();
+    }
+    r.outcome = r.raw_outcome;
+    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  }
   try {
     const auto& ref = cache.get(c);
     RunContext ctx{&suite.arch(), device};

@@ -66,6 +66,10 @@ class Family {
   /// Inputs from the counter-based RNG; a pure function of (problem, seed).
   virtual TensorMap make_inputs(const Problem& p, uint64_t seed) const = 0;
   virtual References reference(const Problem& p, const TensorMap& inputs) const = 0;
+  /// For a negative case: the argument whose refusal (InvalidArgument) is the right result.
+  /// The case then PASSes when the impl throws InvalidArgument naming that argument, and
+  /// FAILs when it runs or blames another one. Empty for ordinary problems.
+  virtual std::string expected_error(const Problem&) const { return {}; }
 };
 
 /// What an impl is given besides the problem.
