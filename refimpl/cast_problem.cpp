@@ -69,11 +69,12 @@ void Problem::validate() const {
 }
 
 std::string problem_id(const Problem& p) {
-  std::string id = std::string(name(p.from)) + "_to_" + std::string(name(p.to));
-  if (p.decoding()) return id + "_allcodes";
-  if (p.to == DType::e8m0fnu) id += "_" + std::string(rounding_name(p.rounding));
-  id += "_" + std::string(overflow_name(p.overflow)) + "_" + std::string(to_string(p.input));
-  if (p.input == Input::random) id += std::to_string(p.count);
+  std::string id(name(p.from));
+  id.append("_to_").append(name(p.to));
+  if (p.decoding()) return id.append("_allcodes");
+  if (p.to == DType::e8m0fnu) id.append("_").append(rounding_name(p.rounding));
+  id.append("_").append(overflow_name(p.overflow)).append("_").append(to_string(p.input));
+  if (p.input == Input::random) id.append(std::to_string(p.count));
   return id;
 }
 
