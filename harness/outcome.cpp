@@ -7,7 +7,7 @@
 namespace opcts {
 
 namespace {
-constexpr std::array<std::pair<Outcome, std::string_view>, 8> kNames{{
+constexpr std::array<std::pair<Outcome, std::string_view>, 11> kNames{{
     {Outcome::PASS, "PASS"},
     {Outcome::FAIL, "FAIL"},
     {Outcome::ERROR, "ERROR"},
@@ -16,6 +16,9 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 8> kNames{{
     {Outcome::SKIP, "SKIP"},
     {Outcome::XFAIL, "XFAIL"},
     {Outcome::XPASS, "XPASS"},
+    {Outcome::FLAKE, "FLAKE"},
+    {Outcome::MISTRUSTED, "MISTRUSTED"},
+    {Outcome::MISSING, "MISSING"},
 }};
 }  // namespace
 
@@ -35,6 +38,9 @@ bool is_failure(Outcome o) {
   return o == Outcome::FAIL || o == Outcome::ERROR || o == Outcome::CRASH || o == Outcome::TIMEOUT;
 }
 
-bool is_gate_failure(Outcome o) { return is_failure(o) || o == Outcome::XPASS; }
+bool is_gate_failure(Outcome o) {
+  return is_failure(o) || o == Outcome::XPASS || o == Outcome::FLAKE || o == Outcome::MISTRUSTED ||
+         o == Outcome::MISSING;
+}
 
 }  // namespace opcts

@@ -17,6 +17,11 @@ enum class Outcome {
   SKIP,     // cannot or must not run here: capability or manifest, always with a reason
   XFAIL,    // failed (FAIL/ERROR/CRASH/TIMEOUT) under a manifest xfail entry
   XPASS,    // passed under a strict xfail entry: the entry is stale, remove it
+  FLAKE,       // reruns of a failure disagreed (both outcomes are in the message); fails the
+               // gate unless a manifest `flaky` entry covers the case
+  MISTRUSTED,  // within tolerance but untrustworthy (all zeros, norm 0, more zeros than the
+               // family allows: benchdnn's trust check); cannot PASS, fails the gate
+  MISSING,     // the plan expected the case but no report holds it (the gate's verdict only)
 };
 
 std::string_view to_string(Outcome o);

@@ -156,7 +156,10 @@ std::string join_nonempty(const std::string& a, const std::string& b) {
 const char* result_element(Outcome o) {
   switch (o) {
     case Outcome::FAIL:
-    case Outcome::XPASS: return "failure";
+    case Outcome::XPASS:
+    case Outcome::FLAKE:
+    case Outcome::MISTRUSTED:
+    case Outcome::MISSING: return "failure";
     case Outcome::ERROR:
     case Outcome::CRASH:
     case Outcome::TIMEOUT: return "error";
@@ -174,6 +177,9 @@ void add_result(pugi::xml_node tc, const ResultRecord& r) {
   const std::string outcome(to_string(r.outcome));
   switch (r.outcome) {
     case Outcome::FAIL:
+    case Outcome::FLAKE:
+    case Outcome::MISTRUSTED:
+    case Outcome::MISSING:
       set_attr(e, "message", join_nonempty(r.message, stats_line(r)));
       set_attr(e, "type", outcome);
       add_text(e, details(r));
