@@ -70,6 +70,14 @@ int cuda_device_count() {
 #endif
 }
 
+void use_cuda_device(int device) {
+#if OPCTS_HAVE_CUDA
+  if (device >= 0 && device < cuda_device_count()) cudaSetDevice(device);
+#else
+  (void)device;
+#endif
+}
+
 std::string detect_arch(int device, std::string* why) {
 #if OPCTS_HAVE_CUDA
   int n = 0;

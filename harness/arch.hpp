@@ -46,4 +46,8 @@ std::string detect_arch(int device, std::string* why = nullptr);
 /// Number of CUDA devices visible (0 without CUDA or GPU).
 int cuda_device_count();
 
+/// Makes `device` this process's current CUDA device, so that impls' supports() checks (free
+/// memory) look at the GPU the run uses; a no-op without CUDA, a GPU or with device < 0.
+void use_cuda_device(int device);
+
 }  // namespace opcts

@@ -10,6 +10,11 @@ namespace opcts {
 
 void register_sdpa_family(Registry& reg);
 void register_cast_family(Registry& reg);
+void register_scaled_mm_family(Registry& reg);
+#if OPCTS_HAVE_CUDA
+/// cuda.cublaslt and cuda.mx_kernel (device_impl/cuda/scaled_mm_impls.cpp).
+void register_cuda_scaled_mm(Registry& reg);
+#endif
 
 namespace {
 
@@ -38,14 +43,18 @@ Registry make() {
   Registry reg;
   register_sdpa_family(reg);
   register_cast_family(reg);
+  register_scaled_mm_family(reg);
   register_host_sdpa(reg);
   register_host_cast(reg);
+  register_host_scaled_mm(reg);
 #if OPCTS_HAVE_CUDA
   register_cuda_sdpa(reg);
   register_cuda_cast(reg);
+  register_cuda_scaled_mm(reg);
 #else
   for (const char* impl : {"cuda.flash", "cuda.math"}) reg.add(std::make_unique<UnavailableImpl>("sdpa", impl));
   reg.add(std::make_unique<UnavailableImpl>("cast", "cuda.cvt"));
+  for (const char* impl : {"cuda.cublaslt", "cuda.mx_kernel"}) reg.add(std::make_unique<UnavailableImpl>("scaled_mm", impl));
 #endif
   return reg;
 }

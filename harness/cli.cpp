@@ -1,4 +1,4 @@
-// opcts: the command line (CLI11) — list, run, repro, report merge, ctest-tests and the worker.
+// opcts: the command line (CLI11) — list, run, repro, gate, report merge/matrix/times/html, ctest-tests and the worker.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,17 +10,23 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "harness/errors.hpp"
 #include "harness/execute.hpp"
+#include "harness/ref_disk_cache.hpp"
 #include "harness/rng.hpp"
 #include "harness/supervisor.hpp"
 #include "harness/worker.hpp"
 #include "harness/yaml_util.hpp"
+#include "reports/gate.hpp"
+#include "reports/html.hpp"
 #include "reports/junit.hpp"
+#include "reports/matrix.hpp"
 #include "reports/merge.hpp"
 #include "reports/summary.hpp"
+#include "reports/times.hpp"
 #include "sharding/shard_cases.hpp"
 
 namespace fs = std::filesystem;
@@ -115,6 +121,11 @@ struct RunFlags {
   double timeout = 600;
   bool allow_arch_mismatch = false;
   bool allow_empty = false;
+  int reruns = 1;             // reruns of an unexpected failure (a manifest flaky entry may set its own)
+  std::string artifacts;      // failure artifacts folder ("" = next to --results)
+  bool bitwise = false;       // run deterministic impls twice, require identical bytes
+  std::string ref_cache;      // on-disk reference cache ("" = the default folder)
+  bool no_ref_cache = false;
 };
 
 // Fails before any case runs when a report could not be written afterwards: creates the
@@ -141,23 +152,49 @@ void check_arch_matches(const Suite& suite, int device, bool allow) {
                               " is " + found + " (" + why + "); pass --allow-arch-mismatch to run anyway");
 }
 
-// A failure under a manifest `flaky` entry is run again up to `reruns` times (default 2);
-// if a rerun passes, the case is PASS and its message keeps the first failure, so a known
-// flake neither fails the run nor hides what it did.
-void rerun_flaky(const Suite& suite, const SupervisorOptions& so, std::vector<ResultRecord>& ran) {
-  for (auto& r : ran) {
-    const ManifestEntry* e = suite.manifest().find(EntryKind::flaky, r.id);
-    if (!e || !is_failure(r.raw_outcome)) continue;
-    const int reruns = e->reruns > 0 ? e->reruns : 2;
-    for (int k = 1; k <= reruns; ++k) {
-      const ResultRecord again = supervise(so, {r.id}, nullptr).front();
-      if (again.raw_outcome == Outcome::PASS) {
-        const std::string first = std::string(to_string(r.raw_outcome)) + ": " + r.message;
-        r = again;
-        r.message = "flaky (" + e->source + "): passed on rerun " + std::to_string(k) + " after " + first;
-        break;
+// An unexpected failure (a gate failure no xfail entry expects) is run again, as deqp-runner
+// does: --reruns times, or as often as a manifest `flaky` entry says. Reruns stop at the first
+// outcome that differs from the first run's: the case becomes FLAKE, its message lists every
+// outcome and the first failure's message, and the record keeps the first failure's
+// statistics. A failure that repeats on every rerun stays what it was.
+void rerun_failures(const Suite& suite, const SupervisorOptions& so, int default_reruns,
+                    std::vector<ResultRecord>& ran) {
+  std::vector<size_t> pending;
+  std::map<size_t, int> budget;
+  std::map<size_t, std::vector<Outcome>> seen;
+  for (size_t i = 0; i < ran.size(); ++i) {
+    const Outcome o = ran[i].raw_outcome;
+    if (!is_gate_failure(o) || suite.manifest().find(EntryKind::xfail, ran[i].id)) continue;
+    const ManifestEntry* e = suite.manifest().find(EntryKind::flaky, ran[i].id);
+    const int n = e && e->reruns > 0 ? e->reruns : default_reruns;
+    if (n <= 0) continue;
+    pending.push_back(i);
+    budget[i] = n;
+    seen[i] = {o};
+  }
+  if (!pending.empty()) std::fprintf(stderr, "opcts: re-running %zu failed cases\n", pending.size());
+  for (int round = 1; !pending.empty(); ++round) {
+    std::vector<std::string> ids;
+    for (size_t i : pending) ids.push_back(ran[i].id);
+    const auto again = supervise(so, ids, nullptr);
+    std::vector<size_t> still;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      const size_t i = pending[k];
+      seen[i].push_back(again[k].raw_outcome);
+      if (again[k].raw_outcome != ran[i].raw_outcome) {
+        ResultRecord& r = ran[i];
+        std::string outcomes;
+        for (Outcome o : seen[i]) outcomes += (outcomes.empty() ? "" : ", ") + std::string(to_string(o));
+        const ManifestEntry* e = suite.manifest().find(EntryKind::flaky, r.id);
+        r.message = "flaky: runs gave " + outcomes + (e ? " (known flaky, " + e->source + ": " + e->reason + ")" : "") +
+                    "; first " + std::string(to_string(r.raw_outcome)) + ": " + r.message;
+        r.raw_outcome = r.outcome = Outcome::FLAKE;
+        std::fprintf(stderr, "FLAKE %s: %s\n", r.id.c_str(), r.message.substr(0, 300).c_str());
+      } else if (round < budget[i]) {
+        still.push_back(i);
       }
     }
+    pending = std::move(still);
   }
 }
 
@@ -171,6 +208,7 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
   check_writable(f.summary, "--summary");
   Suite suite(suite_options(s, arch));
   check_arch_matches(suite, device, f.allow_arch_mismatch);
+  if (suite.arch().backend == "cuda") use_cuda_device(device);  // skip checks read this GPU's free memory
   const auto cases = selected(suite, s);
   // A filter typo must not gate green: an empty selection is an error unless allowed
   // (CTest shards allow it: a small tier may leave a shard empty).
@@ -207,6 +245,13 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
                                                 : fs::path(f.results).parent_path().string());
   fs::create_directories(work);
   SupervisorOptions so{suite_options(s, arch), self_exe(argv0), work, device, f.timeout};
+  // Failure artifacts go next to the reports unless --artifacts names a folder.
+  const std::string report = !f.results.empty() ? f.results : f.junit;
+  so.exec.artifacts_dir = !f.artifacts.empty() ? f.artifacts
+                          : report.empty()     ? std::string()
+                                               : (fs::path(report).parent_path() / "artifacts").string();
+  so.exec.bitwise = f.bitwise;
+  so.exec.ref_cache_dir = f.no_ref_cache ? std::string() : !f.ref_cache.empty() ? f.ref_cache : default_ref_cache_dir();
   const auto t0 = std::chrono::steady_clock::now();
   size_t failures = 0;
   auto progress = [&](const ResultRecord& r, size_t done) {
@@ -216,7 +261,8 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
       ++failures;
       const std::string why = o == Outcome::XPASS ? "passed under strict xfail " + xf->source + ": remove the entry"
                                                   : r.message.substr(0, 300);
-      std::fprintf(stderr, "%s %s: %s\n  repro: %s\n", std::string(to_string(o)).c_str(), r.id.c_str(), why.c_str(),
+      std::fprintf(stderr, "%s%s %s: %s\n  repro: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "",
+                   std::string(to_string(o)).c_str(), r.id.c_str(), why.c_str(),
                    repro_command(r.id, arch, s.manifest).c_str());
     }
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -227,7 +273,7 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
                    isatty(STDERR_FILENO) && done < to_run.size() ? "" : "\n");
   };
   auto ran = supervise(so, to_run, progress);
-  rerun_flaky(suite, so, ran);
+  rerun_failures(suite, so, f.reruns, ran);
 
   for (auto& r : ran) {
     const Case& c = *by_id.at(r.id);
@@ -264,14 +310,40 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
 
   std::map<Outcome, size_t> counts;
   for (const auto& r : records) ++counts[r.outcome];
-  size_t gate = 0;
-  for (const auto& [o, n] : counts)
-    if (is_gate_failure(o)) gate += n;
-  std::printf("opcts %s: %zu PASS, %zu FAIL, %zu ERROR, %zu CRASH, %zu TIMEOUT, %zu SKIP, %zu XFAIL, %zu XPASS\n",
+  std::printf("opcts %s: %zu PASS, %zu FAIL, %zu ERROR, %zu CRASH, %zu TIMEOUT, %zu SKIP, %zu XFAIL, %zu XPASS, "
+              "%zu FLAKE, %zu MISTRUSTED\n",
               arch.c_str(), counts[Outcome::PASS], counts[Outcome::FAIL], counts[Outcome::ERROR],
               counts[Outcome::CRASH], counts[Outcome::TIMEOUT], counts[Outcome::SKIP], counts[Outcome::XFAIL],
-              counts[Outcome::XPASS]);
-  return gate ? 1 : 0;
+              counts[Outcome::XPASS], counts[Outcome::FLAKE], counts[Outcome::MISTRUSTED]);
+  // The exit code is the gate's verdict (reports/gate.hpp), so a shard fails exactly when
+  // `opcts gate` would: e.g. FLAKE (or a failure) under a manifest `flaky` entry is a note.
+  std::vector<std::string> planned;
+  for (const auto& c : cases) planned.push_back(c.id);
+  const GateVerdict verdict = gate(records, suite.manifest(), planned, all_ids);
+  for (const auto& n : verdict.notes)
+    std::fprintf(stderr, "opcts: note: %s %s: %s\n", std::string(to_string(n.outcome)).c_str(), n.id.c_str(),
+                 n.why.c_str());
+  return verdict.passed() ? 0 : 1;
+}
+
+// Writes a CTest resource spec file (version 1.0) with one `gpus` resource per CUDA device,
+// one slot each, so `ctest -j N --resource-spec-file gpus.json` gives each GPU shard its GPU.
+int cmd_resources(const std::string& out) {
+  const int n = cuda_device_count();
+  nlohmann::json gpus = nlohmann::json::array();
+  for (int i = 0; i < n; ++i) gpus.push_back({{"id", std::to_string(i)}, {"slots", 1}});
+  if (n == 0) {
+    std::string why;
+    detect_arch(0, &why);
+    std::fprintf(stderr, "opcts resources: no CUDA device found (%s); the gpus list is empty\n", why.c_str());
+  }
+  const nlohmann::json spec = {{"version", {{"major", 1}, {"minor", 0}}}, {"local", {{{"gpus", gpus}}}}};
+  const std::string text = spec.dump(2) + "\n";
+  if (out.empty())
+    std::fputs(text.c_str(), stdout);
+  else
+    write_text_file(out, text);
+  return 0;
 }
 
 int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out) {
@@ -329,6 +401,58 @@ int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, 
   return 0;
 }
 
+// Judges merged reports of one arch against its manifest and plan (the tier/filter/shard
+// selection): exit 1 naming each offending case, 0 when the arch is green.
+int cmd_gate(const Selection& s, const std::vector<std::string>& inputs) {
+  if (s.arch == "auto") throw std::invalid_argument("gate needs --arch");
+  Suite suite(suite_options(s, s.arch));
+  std::vector<ResultRecord> records;
+  size_t other = 0;
+  for (auto& r : load_reports(inputs)) {
+    if (r.arch.empty() || r.arch == s.arch) records.push_back(std::move(r));
+    else ++other;
+  }
+  if (other) std::fprintf(stderr, "opcts gate: ignoring %zu results of other archs\n", other);
+  std::vector<std::string> planned, all_ids;
+  for (const auto& c : selected(suite, s)) planned.push_back(c.id);
+  for (const auto& c : suite.all_cases()) all_ids.push_back(c.id);
+  const GateVerdict v = gate(records, suite.manifest(), planned, all_ids);
+  std::fputs(format_verdict(v, s.arch).c_str(), stdout);
+  return v.passed() ? 0 : 1;
+}
+
+// report matrix / times / html: views of merged reports of one or more archs.
+int cmd_report_matrix(const std::vector<std::string>& inputs, const std::string& markdown) {
+  const std::string md = matrix_markdown(enablement_matrix(load_reports(inputs)));
+  if (markdown.empty()) std::fputs(md.c_str(), stdout);
+  else write_text_file(markdown, md);
+  return 0;
+}
+
+int cmd_report_times(const std::vector<std::string>& inputs, const std::string& out, const std::string& arch) {
+  auto by_arch = times_by_arch(load_reports(inputs));
+  if (!arch.empty()) {
+    if (!by_arch.count(arch)) throw std::runtime_error("no results of arch " + arch + " in the given reports");
+    by_arch = {{arch, by_arch.at(arch)}};
+  }
+  if (by_arch.size() > 1 && out.find("{arch}") == std::string::npos)
+    throw std::invalid_argument("reports hold " + std::to_string(by_arch.size()) +
+                                " archs: put {arch} in --out (e.g. cases/times/{arch}.json) or pass --arch");
+  for (const auto& [a, times] : by_arch) {
+    write_text_file(times_path(out, a), times_json(times));
+    std::printf("%s: %zu case times -> %s\n", a.c_str(), times.size(), times_path(out, a).c_str());
+  }
+  return by_arch.empty() ? 1 : 0;
+}
+
+int cmd_report_html(const std::vector<std::string>& inputs, const std::string& out, const std::string& title) {
+  const auto records = load_reports(inputs);
+  if (records.empty()) throw std::runtime_error("no results found in the given reports");
+  write_text_file(out, html_report(records, title));
+  std::printf("wrote %s (%zu results)\n", out.c_str(), records.size());
+  return 0;
+}
+
 // Writes the CTest script of the shard tests: one test per arch and shard, labelled with
 // the arch, gpu or cpu, and the families the shard holds; GPU shards ask for one GPU.
 int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, int shards, const std::string& exe,
@@ -381,6 +505,15 @@ int main(int argc, char** argv) {
   run->add_option("--timeout", rf.timeout, "seconds one case may take before it is TIMEOUT");
   run->add_flag("--allow-arch-mismatch", rf.allow_arch_mismatch, "run a GPU arch's cases on a GPU of another arch");
   run->add_flag("--allow-empty", rf.allow_empty, "succeed when the selection holds no case (else an error)");
+  run->add_option("--reruns", rf.reruns, "re-run an unexpected failure this often; differing outcomes make it FLAKE (manifest flaky entries may set their own)");
+  run->add_option("--artifacts", rf.artifacts, "folder for failure artifacts (default: artifacts/ next to --results)");
+  run->add_flag("--bitwise", rf.bitwise, "run each case twice; deterministic impls must give identical output bytes");
+  run->add_option("--ref-cache", rf.ref_cache, "on-disk reference cache folder (default: $XDG_CACHE_HOME/opcts or ~/.cache/opcts)");
+  run->add_flag("--no-ref-cache", rf.no_ref_cache, "compute every reference; neither read nor write the cache");
+
+  std::string resources_out;
+  auto* resources = app.add_subcommand("resources", "write a CTest resource spec (JSON) with the CUDA devices found");
+  resources->add_option("--out", resources_out, "file to write (default: stdout)");
 
   std::string repro_id, repro_json;
   int repro_device = -1;
@@ -401,6 +534,24 @@ int main(int argc, char** argv) {
   merge->add_option("--junit", merge_junit, "merged JUnit path");
   merge->add_option("--summary", merge_summary, "Markdown summary path");
   merge->add_option("--results", merge_results, "merged results (JSON lines) path");
+  std::vector<std::string> view_inputs;
+  std::string matrix_md, times_out, times_arch, html_out, html_title = "opcts report";
+  auto* matrix = report->add_subcommand("matrix", "enablement matrix family × impl × arch (Markdown)");
+  matrix->add_option("inputs", view_inputs, "reports or folders")->required();
+  matrix->add_option("--markdown", matrix_md, "write the Markdown here (default: stdout)");
+  auto* times = report->add_subcommand("times", "per-arch test-times files ({case id: seconds}) for --times");
+  times->add_option("inputs", view_inputs, "reports or folders")->required();
+  times->add_option("--out", times_out, "times file; {arch} is replaced by each arch (cases/times/{arch}.json)")
+      ->required();
+  times->add_option("--arch", times_arch, "only this arch's results");
+  auto* html = report->add_subcommand("html", "one self-contained HTML report");
+  html->add_option("inputs", view_inputs, "reports or folders")->required();
+  html->add_option("--out", html_out, "HTML path")->required();
+  html->add_option("--title", html_title, "page title");
+  std::vector<std::string> gate_inputs;
+  auto* gate_cmd = app.add_subcommand("gate", "judge reports of one arch against its manifest and plan (exit 1 on anything unexpected)");
+  add_selection(gate_cmd, sel);
+  gate_cmd->add_option("reports", gate_inputs, "reports (JUnit .xml, results .jsonl) or folders")->required();
 
   std::vector<std::string> ctest_archs;
   int ctest_shards = 4;
@@ -425,13 +576,21 @@ int main(int argc, char** argv) {
   worker->add_option("--start", wo.start);
   worker->add_option("--device", wo.device);
   worker->add_option("--result-fd", wo.result_fd);
+  worker->add_option("--artifacts", wo.exec.artifacts_dir);
+  worker->add_option("--ref-cache", wo.exec.ref_cache_dir);
+  worker->add_flag("--bitwise", wo.exec.bitwise);
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (*list) return cmd_list(sel, verbose, count_only);
     if (*run) return cmd_run(sel, rf, argv[0]);
     if (*repro) return cmd_repro(repro_id, sel, repro_device, repro_json);
+    if (*resources) return cmd_resources(resources_out);
     if (*merge) return cmd_merge(merge_inputs, merge_junit, merge_summary, merge_results);
+    if (*matrix) return cmd_report_matrix(view_inputs, matrix_md);
+    if (*times) return cmd_report_times(view_inputs, times_out, times_arch);
+    if (*html) return cmd_report_html(view_inputs, html_out, html_title);
+    if (*gate_cmd) return cmd_gate(sel, gate_inputs);
     if (*ctest) {
       std::vector<std::string> archs;
       for (auto& a : ctest_archs) {

@@ -13,6 +13,7 @@ std::string_view to_string(Metric m) {
     case Metric::exact: return "exact";
     case Metric::allclose: return "allclose";
     case Metric::ref_relative: return "ref_relative";
+    case Metric::bounded: return "bounded";
   }
   return "?";
 }
@@ -22,7 +23,9 @@ Metric parse_metric(std::string_view s) {
   if (s == "exact") return Metric::exact;
   if (s == "allclose") return Metric::allclose;
   if (s == "ref_relative") return Metric::ref_relative;
-  throw std::invalid_argument("unknown metric '" + std::string(s) + "' (expected bitexact, exact, allclose or ref_relative)");
+  if (s == "bounded") return Metric::bounded;
+  throw std::invalid_argument("unknown metric '" + std::string(s) +
+                              "' (expected bitexact, exact, allclose, ref_relative or bounded)");
 }
 
 namespace {
@@ -43,13 +46,16 @@ struct Candidate {
 
 OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
                            const std::vector<double>* lowp, const Tolerance& tol,
-                           std::vector<WorstElement>& worst, size_t max_worst) {
+                           std::vector<WorstElement>& worst, size_t max_worst,
+                           const std::vector<double>* bound) {
   const int64_t n = got.numel();
   if (static_cast<int64_t>(want.size()) != n)
     throw std::invalid_argument("output '" + name + "': " + std::to_string(n) + " elements, reference has " +
                                 std::to_string(want.size()));
   if (tol.metric == Metric::ref_relative && (!lowp || static_cast<int64_t>(lowp->size()) != n))
     throw std::invalid_argument("output '" + name + "': ref_relative needs a same-precision reference");
+  if (tol.metric == Metric::bounded && (!bound || static_cast<int64_t>(bound->size()) != n))
+    throw std::invalid_argument("output '" + name + "': bounded needs the reference's per-element bound");
 
   const std::vector<double> g = got.to_f64();
   OutputStats s;
@@ -91,6 +97,16 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
       // Written as !(err <= bound) so that a NaN bound fails every element instead of none.
       case Metric::allclose: bad = !(err <= floor + tol.rtol * std::fabs(wi)); break;
       case Metric::ref_relative: bad = !(err <= s.bound); break;
+      case Metric::bounded: {
+        // factor·E is the accumulation error the reference allows; a non-zero one may move
+        // the final rounding to the output dtype by one spacing (|RN(v) − RN(x)| <= E +
+        // ulp(|x| + E)). E = 0 (exact fills) leaves nothing: the result must be exact.
+        const double e = tol.factor * (*bound)[i];
+        const double b = e + floor + (e > 0 ? spacing_at(got.dtype(), std::fabs(wi) + e) : 0.0);
+        s.bound = std::max(s.bound, b);  // reported: the largest per-element bound
+        bad = !(err <= b);
+        break;
+      }
     }
     if (bad) ++s.mismatches;
     if (err > 0) cands.push_back({err, i});

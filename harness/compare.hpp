@@ -14,6 +14,8 @@ enum class Metric {
   exact,         // every element equal (NaN matches NaN; +0 matches -0)
   allclose,      // |got − want| <= atol + rtol·|want| per element
   ref_relative,  // max|got − want| <= factor·max|lowp − want| + atol (FlashAttention's method)
+  bounded,       // |got − want| <= factor·E[i] + atol + ulp_out(|want| + factor·E[i]) per element, E[i] the
+                 // accumulation error the reference's model allows (0: exact); ulp_out = one output rounding
 };
 
 std::string_view to_string(Metric m);
@@ -33,13 +35,15 @@ struct Tolerance {
 };
 
 /// Compares `got` (any dtype, row-major over its shape) with `want` (the fp64 reference, same
-/// element order). `lowp` is the same-precision reference, required for ref_relative.
+/// element order). `lowp` is the same-precision reference, required for ref_relative; `bound`
+/// the per-element bound (References::bound), required for bounded.
 /// NaN and ±Inf must sit at the same positions with the same sign in got and want; each
 /// position that differs counts as a mismatch and is listed first among the worst elements.
 /// `worst` receives up to `max_worst` elements with the largest errors.
 /// Throws std::invalid_argument when sizes differ or lowp is missing for ref_relative.
 OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
                            const std::vector<double>* lowp, const Tolerance& tol,
-                           std::vector<WorstElement>& worst, size_t max_worst = 5);
+                           std::vector<WorstElement>& worst, size_t max_worst = 5,
+                           const std::vector<double>* bound = nullptr);
 
 }  // namespace opcts

@@ -134,6 +134,15 @@ double decode(DType t, uint64_t bits) {
   }
 }
 
+double spacing_at(DType t, double y) {
+  const auto& info = dtype_info(t);
+  y = std::min(y, info.max_finite);
+  if (!(y >= info.min_normal)) return info.min_normal * info.epsilon;
+  int e = 0;
+  std::frexp(y, &e);  // y = f·2^e, f in [0.5, 1): the binade starts at 2^(e-1)
+  return std::ldexp(info.epsilon, e - 1);
+}
+
 double next_below(DType t, double x) {
   switch (t) {
     case DType::fp64: return std::nextafter(x, -INFINITY);

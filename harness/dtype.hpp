@@ -58,6 +58,9 @@ inline double round_to(DType t, double x) { return round_to(t, x, default_overfl
 uint64_t encode(DType t, double x, Overflow ov);
 inline uint64_t encode(DType t, double x) { return encode(t, x, default_overflow(t)); }
 double decode(DType t, uint64_t bits);
+/// The spacing of dtype t's values at magnitude y >= 0 (its subnormal spacing below the
+/// smallest normal, its top binade's spacing above max_finite): one output ulp.
+double spacing_at(DType t, double y);
 /// The largest value of dtype t strictly below x (finite x, floating types).
 double next_below(DType t, double x);
 

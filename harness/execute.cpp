@@ -5,9 +5,12 @@
 #include <cmath>
 #include <sstream>
 
+#include "harness/artifacts.hpp"
 #include "harness/compare.hpp"
 #include "harness/errors.hpp"
+#include "harness/ref_disk_cache.hpp"
 #include "harness/rng.hpp"
+#include "harness/trust.hpp"
 
 namespace opcts {
 
@@ -15,10 +18,21 @@ const ReferenceCache::Entry& ReferenceCache::get(const Case& c) {
   const std::string key = std::string(c.family->name()) + "/" + c.family->problem_id(*c.problem);
   if (!last_ || last_->key != key) {
     last_.reset();  // free the old buffers before making the new ones
+    const auto t0 = std::chrono::steady_clock::now();
     auto e = std::make_unique<Entry>();
     e->key = key;
     e->inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
-    e->refs = c.family->reference(*c.problem, e->inputs);
+    const RefDiskCache disk(disk_dir_);
+    const std::string disk_key = disk.enabled() ? RefDiskCache::key(*c.family, *c.problem) : std::string();
+    if (auto stored = disk.load(disk_key)) {
+      e->refs = std::move(*stored);
+      ++stats_.loaded;
+    } else {
+      e->refs = c.family->reference(*c.problem, e->inputs);
+      disk.store(disk_key, e->refs);
+      ++stats_.computed;
+    }
+    stats_.ref_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     last_ = std::move(e);
   }
   return *last_;
@@ -44,9 +58,32 @@ std::string describe_failure(const ResultRecord& r) {
   return m.str();
 }
 
+// The first element whose stored bits differ between two runs' outputs, described; "" if none.
+std::string first_bit_difference(const TensorMap& a, const TensorMap& b) {
+  for (const auto& [name, x] : a) {
+    const auto it = b.find(name);
+    if (it == b.end()) return "output " + name + " missing from the second run";
+    const HostTensor& y = it->second;
+    if (x.numel() != y.numel()) return "output " + name + " changed size between runs";
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (x.code(i) == y.code(i)) continue;
+      std::ostringstream m;
+      m.precision(9);
+      m << "--bitwise: " << name << "[";
+      const auto idx = x.unravel(i);
+      for (size_t k = 0; k < idx.size(); ++k) m << (k ? "," : "") << idx[k];
+      m << "] differs between two runs of a deterministic impl: " << x.get(i) << " (bits 0x" << std::hex << x.code(i)
+        << ") then " << std::dec << y.get(i) << " (bits 0x" << std::hex << y.code(i) << ")";
+      return m.str();
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
-ResultRecord execute_case(const Suite& suite, const Case& c, int device, ReferenceCache& cache) {
+ResultRecord execute_case(const Suite& suite, const Case& c, int device, ReferenceCache& cache,
+                          const ExecOptions& opts) {
   ResultRecord r;
   r.id = c.id;
   r.family = std::string(c.family->name());
@@ -89,8 +126,10 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       const Tolerance tol = suite.tolerances().resolve(r.family, spec.name, spec.dtype, r.impl, r.arch, c.id,
                                                        &suite.manifest());
       const auto lp = ref.refs.lowp.find(spec.name);
+      const auto bd = ref.refs.bound.find(spec.name);
       OutputStats s = compare_output(spec.name, it->second, ref.refs.exact.at(spec.name),
-                                     lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst);
+                                     lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst, 5,
+                                     bd == ref.refs.bound.end() ? nullptr : &bd->second);
       ok = ok && s.mismatches == 0;
       r.outputs.push_back(std::move(s));
     }
@@ -103,6 +142,32 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     if (r.worst.size() > 5) r.worst.resize(5);
     r.raw_outcome = ok ? Outcome::PASS : Outcome::FAIL;
     if (!ok) r.message = describe_failure(r);
+    // Trust check: within tolerance is not enough when the output is (mostly) zeros.
+    for (const auto& spec : c.family->outputs(*c.problem)) {
+      if (!ok) break;
+      const auto why = trust_check(spec.name, out.at(spec.name).to_f64(), ref.refs.exact.at(spec.name),
+                                   c.family->max_zero_fraction(*c.problem, spec.name));
+      if (why) {
+        r.raw_outcome = Outcome::MISTRUSTED;
+        r.message = "mistrusted: " + *why;
+        ok = false;
+      }
+    }
+    if (ok && opts.bitwise && c.impl->deterministic()) {
+      const TensorMap again = c.impl->run(*c.problem, ref.inputs, ctx);
+      const std::string diff = first_bit_difference(out, again);
+      if (!diff.empty()) {
+        r.raw_outcome = Outcome::FAIL;
+        r.message = diff;
+      }
+    }
+    if ((r.raw_outcome == Outcome::FAIL || r.raw_outcome == Outcome::MISTRUSTED) && !opts.artifacts_dir.empty()) {
+      try {
+        write_failure_artifacts(opts.artifacts_dir, r, ref.inputs, ref.refs, out);
+      } catch (const std::exception& e) {
+        r.message += std::string(" (artifacts not written: ") + e.what() + ")";
+      }
+    }
   } catch (const DeviceLost&) {
     throw;
   } catch (const std::exception& e) {

@@ -43,10 +43,12 @@ struct OutputSpec {
   DType dtype;
 };
 
-/// The fp64 reference and, for the ref_relative metric, a same-precision reference.
+/// The fp64 reference and, for the ref_relative metric, a same-precision reference; for the
+/// bounded metric, a per-element absolute error bound the family derives from its error model.
 struct References {
   std::map<std::string, std::vector<double>> exact;
   std::map<std::string, std::vector<double>> lowp;
+  std::map<std::string, std::vector<double>> bound;
 };
 
 /// One operator family: owns its problem type, YAML parser, stable id, inputs, reference.
@@ -70,6 +72,15 @@ class Family {
   /// The case then PASSes when the impl throws InvalidArgument naming that argument, and
   /// FAILs when it runs or blames another one. Empty for ordinary problems.
   virtual std::string expected_error(const Problem&) const { return {}; }
+  /// Trust check (benchdnn's zero_trust_percent): the fraction of an output's elements that
+  /// may be exactly zero whatever the reference holds. The case is MISTRUSTED when the output
+  /// has more zeros than max(this, the reference's own zero fraction) + 1% (harness/trust.hpp).
+  virtual double max_zero_fraction(const Problem&, const std::string& /*output*/) const { return 0.3; }
+  /// Names the reference's algorithm for the on-disk reference cache: bump it whenever
+  /// `reference` (or `make_inputs`) changes, so stale cached references are recomputed.
+  virtual std::string reference_version() const { return "1"; }
+  /// Device memory a run needs (inputs plus outputs), for the fits-in-memory SKIP.
+  virtual double device_bytes(const Problem& p) const { return cost(p).bytes; }
 };
 
 /// What an impl is given besides the problem.
@@ -96,6 +107,9 @@ class Impl {
   /// A deliberately wrong impl that proves the suite catches a bug class; its cases exist only
   /// when asked for (--include-planted) and must FAIL.
   virtual bool planted() const { return false; }
+  /// Same inputs give the same output bytes on every run (`opcts run --bitwise` checks it).
+  /// True unless the impl reduces in a run-dependent order (atomics, split-K with atomics).
+  virtual bool deterministic() const { return true; }
 };
 
 enum class Tier { smoke, default_, full };

@@ -1,6 +1,7 @@
 // The closed set of case outcomes and their JUnit meaning (DESIGN.md "One case, start to end").
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string_view>
 
@@ -23,6 +24,11 @@ enum class Outcome {
                // family allows: benchdnn's trust check); cannot PASS, fails the gate
   MISSING,     // the plan expected the case but no report holds it (the gate's verdict only)
 };
+
+/// Every outcome, in the order reports list them (PASS first, MISSING last).
+inline constexpr std::array<Outcome, 11> kAllOutcomes{
+    Outcome::PASS,  Outcome::FAIL,  Outcome::ERROR, Outcome::CRASH,      Outcome::TIMEOUT, Outcome::SKIP,
+    Outcome::XFAIL, Outcome::XPASS, Outcome::FLAKE, Outcome::MISTRUSTED, Outcome::MISSING};
 
 std::string_view to_string(Outcome o);
 /// Parses "PASS", "FAIL", ...; std::nullopt for anything else.

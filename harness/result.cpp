@@ -155,8 +155,11 @@ double bound(const ResultRecord& r) {
   return o ? o->bound : 0;
 }
 int64_t mismatches(const ResultRecord& r) {
+  // Saturating: records read back from files (merge) may hold any int64; overflow is UB.
   int64_t n = 0;
-  for (const auto& o : r.outputs) n += o.mismatches;
+  for (const auto& o : r.outputs)
+    if (__builtin_add_overflow(n, o.mismatches, &n))
+      n = o.mismatches > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
   return n;
 }
 

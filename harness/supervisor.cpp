@@ -38,6 +38,9 @@ Worker spawn(const SupervisorOptions& opt, const std::string& ids_file, size_t s
     args.push_back("--manifest");
     args.push_back(opt.suite.manifest);
   }
+  if (!opt.exec.artifacts_dir.empty()) args.insert(args.end(), {"--artifacts", opt.exec.artifacts_dir});
+  if (!opt.exec.ref_cache_dir.empty()) args.insert(args.end(), {"--ref-cache", opt.exec.ref_cache_dir});
+  if (opt.exec.bitwise) args.push_back("--bitwise");
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {

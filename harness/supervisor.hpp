@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/execute.hpp"
 #include "harness/result.hpp"
 #include "harness/suite.hpp"
 
@@ -16,6 +17,7 @@ struct SupervisorOptions {
   std::string work_dir;   // where the case list for workers is written
   int device = 0;
   double timeout_s = 600;  // per case
+  ExecOptions exec;        // passed on to each worker (--artifacts, --bitwise, --ref-cache)
 };
 
 /// Runs `ids` (in order) in worker processes and returns one raw record per id, in order.

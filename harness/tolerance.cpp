@@ -48,8 +48,8 @@ ToleranceTable ToleranceTable::load(const std::string& path) {
     for (const auto& [key, v] : {std::pair{"atol", r.tol.atol}, {"rtol", r.tol.rtol}, {"factor", r.tol.factor},
                                  {"atol_eps", r.tol.atol_eps}})
       if (!std::isfinite(v) || v < 0) yaml_fail(path, n, std::string("'") + key + "' must be finite and >= 0");
-    if (r.tol.metric == Metric::ref_relative && !(r.tol.factor > 0))
-      yaml_fail(path, n, "ref_relative needs a positive 'factor:'");
+    if ((r.tol.metric == Metric::ref_relative || r.tol.metric == Metric::bounded) && !(r.tol.factor > 0))
+      yaml_fail(path, n, std::string(to_string(r.tol.metric)) + " needs a positive 'factor:'");
     if (r.tol.metric != Metric::allclose && r.tol.rtol != 0)
       yaml_fail(path, n, "'rtol' only applies to the allclose metric");
     t.rules_.push_back(std::move(r));

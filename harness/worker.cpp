@@ -51,6 +51,7 @@ struct WorkerState {
   ReferenceCache cache;
   int device;
   int fd;
+  ExecOptions exec;
 };
 
 class CaseTest : public testing::Test {
@@ -63,7 +64,7 @@ class CaseTest : public testing::Test {
     ResultRecord r;
     try {
       const Case c = case_from_id(st_->suite->registry(), id_);
-      r = execute_case(*st_->suite, c, st_->device, st_->cache);
+      r = execute_case(*st_->suite, c, st_->device, st_->cache, st_->exec);
     } catch (const DeviceLost& e) {
       r.id = id_;
       r.arch = st_->suite->arch().name;
@@ -79,7 +80,8 @@ class CaseTest : public testing::Test {
       r.message = e.what();
     }
     write_line(st_->fd, "RESULT " + to_json_line(r));
-    if (r.raw_outcome == Outcome::FAIL || r.raw_outcome == Outcome::ERROR) ADD_FAILURE() << id_ << ": " << r.message;
+    if (r.raw_outcome == Outcome::FAIL || r.raw_outcome == Outcome::ERROR || r.raw_outcome == Outcome::MISTRUSTED)
+      ADD_FAILURE() << id_ << ": " << r.message;
   }
 
  private:
@@ -101,7 +103,7 @@ int worker_main(const WorkerOptions& opt, const char* argv0) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) ids.push_back(line);
 
-  static WorkerState state{&suite, {}, opt.device, opt.result_fd};
+  static WorkerState state{&suite, ReferenceCache(opt.exec.ref_cache_dir), opt.device, opt.result_fd, opt.exec};
   int argc = 1;
   char* argv[] = {const_cast<char*>(argv0), nullptr};
   testing::InitGoogleTest(&argc, argv);

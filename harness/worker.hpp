@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/execute.hpp"
 #include "harness/suite.hpp"
 
 namespace opcts {
@@ -18,6 +19,7 @@ struct WorkerOptions {
   size_t start = 0;      // index of the first case to run
   int device = 0;
   int result_fd = 3;
+  ExecOptions exec;
 };
 
 /// Registers the cases from `start` on as GoogleTest tests (RegisterTest) and runs them.

@@ -234,6 +234,10 @@ Quantized quantize(const HostTensor& x, const Scheme& s, ScaleLayout layout) {
   if (s.recipe == Recipe::nvfp4 && s.global_scale) global = nvfp4_global_scale(block_amax(x, K, 0, R, 0, K));
   q.global_scale = global;
 
+  // Blocks are independent; threads share no byte of the data unless 4-bit codes of two
+  // rows meet in one byte (odd K), so that case stays serial.
+  const bool parallel = dtype_info(s.element).bits >= 8 || K % 2 == 0;
+#pragma omp parallel for collapse(2) schedule(dynamic, 16) if (parallel && R * K > (1 << 16))
   for (int64_t br = 0; br < g.rows; ++br)
     for (int64_t bc = 0; bc < g.cols; ++bc) {
       const int64_t r0 = br * g.block_rows, r1 = std::min(R, r0 + g.block_rows);

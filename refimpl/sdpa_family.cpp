@@ -86,6 +86,27 @@ class SdpaFamily final : public Family {
     return sdpa::reference(get(p), inputs);
   }
 
+  // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
+  std::string reference_version() const override { return "sdpa-ref-1"; }
+
+  // O is exactly zero only in rows that see no key (causal_lower_right with Sq > Sk): that
+  // fraction of the rows, and nothing more (O is a convex combination of N(0, 1) V rows, never
+  // exactly 0 otherwise). lse is -inf there, never 0.
+  double max_zero_fraction(const opcts::Problem& pp, const std::string& output) const override {
+    const auto& p = get(pp);
+    if (output != "O" || p.seq_q == 0) return 0;
+    int64_t empty = 0;
+    for (int64_t i = 0; i < p.seq_q; ++i) empty += p.keys_of_row(i) == 0;
+    return static_cast<double>(empty) / static_cast<double>(p.seq_q);
+  }
+
+  // q, k, v and O in the problem's dtype, lse in fp32.
+  double device_bytes(const opcts::Problem& pp) const override {
+    const auto& p = get(pp);
+    const double lse = static_cast<double>(p.batch) * p.heads_q * p.seq_q * 4;
+    return cost(p).bytes + lse;
+  }
+
  private:
   static const Problem& get(const opcts::Problem& p) { return dynamic_cast<const Problem&>(p); }
 };

@@ -321,9 +321,9 @@ ResultRecord parse_testcase(pugi::xml_node tc, const std::string& family) {
       const auto k = static_cast<std::size_t>(parse_int(name.substr(6, dot - 6), name));
       set_worst_field(worst[k], name.substr(dot + 1), value, name);
     } else if (name.rfind("out.", 0) == 0) {
-      // out.<output name>.<field>; the output name may itself hold dots.
+      // out.<output name>.<field>; the output name may itself hold dots, or be empty.
       const auto dot = name.rfind('.');
-      if (dot <= 4) throw std::runtime_error("malformed property name '" + name + "'");
+      if (dot < 4) throw std::runtime_error("malformed property name '" + name + "'");
       const std::string out = name.substr(4, dot - 4);
       if (!outputs.count(out)) {
         output_order.push_back(out);
@@ -408,12 +408,19 @@ void write_junit(const std::vector<ResultRecord>& records, const std::string& pa
   Counts total;
   for (const auto& r : records) total.add(r);
   total.write(root);
+  root.remove_attribute("skipped");  // not allowed on <testsuites> by the Ant/Jenkins schemas
 
   const std::string timestamp = iso8601_utc_now();
   const std::string host = host_name();
+  int suite_id = 0;
   for (const auto& [family, cases] : by_family) {
     auto suite = root.append_child("testsuite");
     set_attr(suite, "name", family);
+    // The Ant schema's aggregated form: package and id required, then properties, the
+    // testcases, system-out and system-err (tests/data/junit_ant.xsd).
+    set_attr(suite, "package", family);
+    suite.append_attribute("id").set_value(suite_id++);
+    suite.append_child("properties");
     Counts counts;
     for (const auto* r : cases) counts.add(*r);
     counts.write(suite);
@@ -427,6 +434,8 @@ void write_junit(const std::vector<ResultRecord>& records, const std::string& pa
       add_properties(tc, *r);
       add_result(tc, *r);
     }
+    suite.append_child("system-out");
+    suite.append_child("system-err");
   }
   std::ostringstream os;
   doc.save(os, "  ", pugi::format_default, pugi::encoding_utf8);

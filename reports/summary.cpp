@@ -19,9 +19,7 @@ namespace opcts {
 
 namespace {
 
-constexpr std::array<Outcome, 11> kOrder{Outcome::PASS,  Outcome::FAIL,  Outcome::ERROR,      Outcome::CRASH,
-                                         Outcome::TIMEOUT, Outcome::SKIP, Outcome::XFAIL,     Outcome::XPASS,
-                                         Outcome::FLAKE, Outcome::MISTRUSTED, Outcome::MISSING};
+constexpr const auto& kOrder = kAllOutcomes;
 constexpr std::size_t kTopReasons = 20;
 // A job summary page has a size limit (GitHub: 1 MiB); the JUnit file holds every failure.
 constexpr std::size_t kMaxFailuresListed = 500;

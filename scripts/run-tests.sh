@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, then runs the harness's own tests and the host suite's smoke tier.
+# Installs what is missing, builds, then runs the harness's own tests, the host suite's smoke tier
+# and the libFuzzer targets for a bounded time (scripts/run-fuzz.sh).
 # With nvcc present the CUDA impls are compiled too (for one arch, OPCTS_TEST_CUDA_ARCH, default 90).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -20,3 +21,6 @@ mkdir -p "$build/reports/host-smoke"
   --junit "$build/reports/host-smoke/junit.xml" \
   --results "$build/reports/host-smoke/results.jsonl" \
   --summary "$build/reports/host-smoke/summary.md"
+
+# libFuzzer targets (fuzz/, clang + ASan/UBSan), OPCTS_FUZZ_SECONDS each (default 20; 0 skips).
+if [ "${OPCTS_FUZZ_SECONDS:-20}" != 0 ]; then scripts/run-fuzz.sh "${OPCTS_FUZZ_SECONDS:-20}"; fi

@@ -180,7 +180,7 @@ TEST(Junit, CountsAndNamesFollowTheMapping) {
   EXPECT_EQ(root.attribute("tests").as_int(), 8);
   EXPECT_EQ(root.attribute("failures").as_int(), 2);  // FAIL, XPASS
   EXPECT_EQ(root.attribute("errors").as_int(), 3);    // ERROR, CRASH, TIMEOUT
-  EXPECT_EQ(root.attribute("skipped").as_int(), 2);   // SKIP, XFAIL
+  EXPECT_FALSE(root.attribute("skipped"));  // the Ant schema forbids it there; suites count skips
 
   std::map<std::string, pugi::xml_node> suites;
   for (auto s : root.children("testsuite")) suites[s.attribute("name").value()] = s;

@@ -6,6 +6,7 @@
 #include "device_impl/cuda/cast_kernels.hpp"
 #include "device_impl/cuda/cuda_impls.hpp"
 #include "device_impl/cuda/device_buffer.hpp"
+#include "device_impl/cuda/device_memory.hpp"
 #include "refimpl/cast.hpp"
 
 namespace opcts {
@@ -49,7 +50,7 @@ class CudaCvt final : public Impl {
       return Support::no("cuda.cvt: CUDA's e8m0 conversion rounds toward zero or +inf only, not to nearest");
     if (ties_up_ && (p.decoding() || p.from != DType::fp32 || p.to == DType::e8m0fnu))
       return Support::no("cuda.cvt_ties_up plants its bug in fp32 → fp8/fp6/fp4 encoding only");
-    return Support::yes();
+    return cuda::fits_device_memory(builtin_registry().family("cast")->device_bytes(p), name());
   }
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext& ctx) const override {

@@ -3,6 +3,7 @@
 
 #include "device_impl/cuda/cuda_impls.hpp"
 #include "device_impl/cuda/device_buffer.hpp"
+#include "device_impl/cuda/device_memory.hpp"
 #include "device_impl/cuda/sdpa_kernels.hpp"
 #include "refimpl/sdpa.hpp"
 
@@ -61,10 +62,13 @@ class CudaSdpa final : public Impl {
 
   Support supports(const Problem& pp, const ArchInfo&) const override {
     const auto& p = dynamic_cast<const sdpa::Problem&>(pp);
-    if (kernel_ == Kernel::math) return Support::yes();
-    const char* why = nullptr;
-    if (!cuda::sdpa_flash_supports(params_of(p), &why)) return Support::no(std::string("cuda.flash: ") + why);
-    return Support::yes();
+    if (kernel_ == Kernel::flash) {
+      const char* why = nullptr;
+      if (!cuda::sdpa_flash_supports(params_of(p), &why)) return Support::no(std::string("cuda.flash: ") + why);
+    }
+    // math also holds S (P in place): B·Hq·Sq·Sk elements of the input dtype, counted at 4 bytes.
+    const double scores = kernel_ == Kernel::math ? 4.0 * p.batch * p.heads_q * p.seq_q * p.seq_k : 0;
+    return cuda::fits_device_memory(builtin_registry().family("sdpa")->device_bytes(p) + scores, name());
   }
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext& ctx) const override {

@@ -8,4 +8,6 @@ namespace opcts {
 void register_host_sdpa(Registry& reg);
 /// host.cvt and the planted host.cvt_ties_up (cast).
 void register_host_cast(Registry& reg);
+/// host.emulated and its planted variants (scaled_mm).
+void register_host_scaled_mm(Registry& reg);
 }  // namespace opcts

@@ -1,0 +1,25 @@
+// benchdnn's trust check: an output of zeros (all zero, norm 0, too many zeros) cannot PASS.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace opcts {
+
+/// Outputs smaller than this are not judged (benchdnn: nelems >= 10).
+constexpr int64_t kTrustMinElements = 10;
+/// Zeros the output may hold beyond what the family and the reference allow: room for a few
+/// elements within tolerance of zero that an impl rounds to exactly zero.
+constexpr double kTrustZeroMargin = 0.01;
+
+/// Why an output within tolerance is still not trusted, or nullopt. `got` and `want` are the
+/// output and its fp64 reference, element by element; `family_allowance` is
+/// Family::max_zero_fraction. MISTRUSTED when the output is all zero (norm 0) while the
+/// reference is not, or when its zero fraction exceeds
+/// max(family_allowance, reference zero fraction) + kTrustZeroMargin.
+std::optional<std::string> trust_check(const std::string& name, const std::vector<double>& got,
+                                       const std::vector<double>& want, double family_allowance);
+
+}  // namespace opcts

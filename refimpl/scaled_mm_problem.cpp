@@ -1,0 +1,509 @@
+// scaled_mm problems: names, validation, the argument contract, ids and inputs.
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
+
+#include "harness/rng.hpp"
+#include "refimpl/scaled_mm.hpp"
+
+namespace opcts::scaled_mm {
+
+namespace {
+
+constexpr const char* kRecipeNames[] = {"tensorwise", "rowwise", "blockwise_1x128_128x128", "blockwise_1x128_1x128",
+                                        "mxfp8", "mxfp4", "nvfp4"};
+
+bool is_ocp_fp8(DType t) { return t == DType::e4m3fn || t == DType::e5m2; }
+bool is_fnuz_fp8(DType t) { return t == DType::e4m3fnuz || t == DType::e5m2fnuz; }
+
+// Shortest round-trip decimal with '.'→'p', '-'→'m' and no '+': a valid gtest name piece.
+std::string num_token(double x) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, x);
+  std::string s;
+  for (const char* c = buf; c != r.ptr; ++c) {
+    if (*c == '.') s += 'p';
+    else if (*c == '-') s += 'm';
+    else if (*c != '+') s += *c;
+  }
+  return s;
+}
+
+double parse_num_token(const std::string& tok) {
+  std::string s;
+  for (char c : tok) s += c == 'p' ? '.' : c == 'm' ? '-' : c;
+  double v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) throw std::invalid_argument("not a number");
+  return v;
+}
+
+int64_t parse_int_after(const std::string& tok, size_t prefix) {
+  std::string s = tok.substr(prefix);
+  if (!s.empty() && s[0] == 'm') s[0] = '-';
+  int64_t v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size())
+    throw std::invalid_argument("token '" + tok + "': expected a number after '" + tok.substr(0, prefix) + "'");
+  return v;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Largest integer n such that every integer in [0, n] is representable in t.
+int integer_range(DType t) {
+  switch (t) {
+    case DType::e4m3fn:
+    case DType::e4m3fnuz: return 16;
+    case DType::e5m2:
+    case DType::e5m2fnuz: return 8;
+    case DType::e2m1fn: return 4;
+    default: return 1;
+  }
+}
+
+// Bytes of `elements` codes of the operand dtype (e2m1: two per byte).
+int64_t row_bytes(DType t, int64_t elements) { return elements * dtype_info(t).bits / 8; }
+
+}  // namespace
+
+std::string_view to_string(Recipe r) { return kRecipeNames[static_cast<int>(r)]; }
+
+Recipe parse_recipe(std::string_view s) {
+  for (Recipe r : all_recipes())
+    if (s == to_string(r)) return r;
+  throw std::invalid_argument("unknown recipe '" + std::string(s) +
+                              "' (expected tensorwise, rowwise, blockwise_1x128_128x128, blockwise_1x128_1x128, "
+                              "mxfp8, mxfp4, nvfp4)");
+}
+
+const std::vector<Recipe>& all_recipes() {
+  static const std::vector<Recipe> r = {Recipe::tensorwise, Recipe::rowwise, Recipe::blockwise_1x128_128x128,
+                                        Recipe::blockwise_1x128_1x128, Recipe::mxfp8, Recipe::mxfp4, Recipe::nvfp4};
+  return r;
+}
+
+std::string_view to_string(Defect d) {
+  switch (d) {
+    case Defect::none: return "none";
+    case Defect::a_scale_shape: return "ascaleshape";
+    case Defect::b_scale_shape: return "bscaleshape";
+    case Defect::a_scale_dtype: return "ascaledtype";
+    case Defect::b_scale_dtype: return "bscaledtype";
+  }
+  return "?";
+}
+
+Defect parse_defect(std::string_view s) {
+  for (Defect d : {Defect::none, Defect::a_scale_shape, Defect::b_scale_shape, Defect::a_scale_dtype,
+                   Defect::b_scale_dtype})
+    if (s == to_string(d)) return d;
+  throw std::invalid_argument("unknown defect '" + std::string(s) +
+                              "' (expected ascaleshape, bscaleshape, ascaledtype, bscaledtype)");
+}
+
+int64_t Problem::eff_lda() const { return lda ? lda : a_layout == Layout::row ? k : m; }
+int64_t Problem::eff_ldb() const { return ldb ? ldb : b_layout == Layout::col ? k : n; }
+
+quant::Scheme Problem::a_scheme() const {
+  quant::Scheme s;
+  s.element = a_elem;
+  switch (recipe) {
+    case Recipe::tensorwise: s.recipe = quant::Recipe::tensorwise; break;
+    case Recipe::rowwise: s.recipe = quant::Recipe::rowwise; break;
+    case Recipe::blockwise_1x128_128x128:
+    case Recipe::blockwise_1x128_1x128: s.recipe = quant::Recipe::blockwise_1x128; break;
+    case Recipe::mxfp8:
+    case Recipe::mxfp4: s.recipe = quant::Recipe::mx; s.mx_mode = mx_mode; break;
+    case Recipe::nvfp4: s.recipe = quant::Recipe::nvfp4; s.global_scale = true; break;
+  }
+  return s;
+}
+
+quant::Scheme Problem::b_scheme() const {
+  quant::Scheme s = a_scheme();
+  s.element = b_elem;
+  if (recipe == Recipe::blockwise_1x128_128x128) s.recipe = quant::Recipe::blockwise_128x128;
+  return s;
+}
+
+quant::ScaleLayout Problem::a_scale_layout() const {
+  if (block_scaled()) return scale_layout;
+  if (recipe == Recipe::blockwise_1x128_128x128 || recipe == Recipe::blockwise_1x128_1x128)
+    return quant::ScaleLayout::column_major;  // cuBLASLt VEC128_32F: [R, ceil(K/128)], strides (1, R)
+  return quant::ScaleLayout::row_major;
+}
+
+quant::ScaleLayout Problem::b_scale_layout() const {
+  if (recipe == Recipe::blockwise_1x128_128x128) return quant::ScaleLayout::row_major;  // BLK128x128_32F
+  return a_scale_layout();
+}
+
+int64_t k_multiple(const Problem& p) { return p.is_mx() || p.is_fp4() ? 32 : 16; }
+
+int64_t scale_block_k(const Problem& p) {
+  switch (p.recipe) {
+    case Recipe::tensorwise:
+    case Recipe::rowwise: return 0;
+    case Recipe::blockwise_1x128_128x128:
+    case Recipe::blockwise_1x128_1x128: return 128;
+    case Recipe::mxfp8:
+    case Recipe::mxfp4: return 32;
+    case Recipe::nvfp4: return 16;
+  }
+  return 0;
+}
+
+std::optional<Violation> contract_violation(const Problem& p) {
+  if (p.is_fp4() && (p.a_layout != Layout::row || p.b_layout != Layout::col))
+    return Violation{"layout", "packed e2m1 operands must be K-major (A row-major, B column-major: TN)"};
+  if (p.k % k_multiple(p) != 0)
+    return Violation{"K", "K = " + std::to_string(p.k) + " is not a multiple of " + std::to_string(k_multiple(p)) +
+                              (p.is_mx() || p.is_fp4() ? " (MX / fp4 recipes)" : " (16-byte aligned fp8 rows)")};
+  const int64_t a_tight = p.a_layout == Layout::row ? p.k : p.m, b_tight = p.b_layout == Layout::col ? p.k : p.n;
+  if (p.eff_lda() < a_tight) return Violation{"lda", "lda = " + std::to_string(p.eff_lda()) + " < " + std::to_string(a_tight)};
+  if (row_bytes(p.a_elem, p.eff_lda()) % 16 != 0)
+    return Violation{"lda", "lda = " + std::to_string(p.eff_lda()) + " elements is not a multiple of 16 bytes"};
+  if (p.eff_ldb() < b_tight) return Violation{"ldb", "ldb = " + std::to_string(p.eff_ldb()) + " < " + std::to_string(b_tight)};
+  if (row_bytes(p.b_elem, p.eff_ldb()) % 16 != 0)
+    return Violation{"ldb", "ldb = " + std::to_string(p.eff_ldb()) + " elements is not a multiple of 16 bytes"};
+  switch (p.defect) {
+    case Defect::none: break;
+    case Defect::a_scale_shape: return Violation{"a_scale", "the A scale tensor has the wrong number of scales"};
+    case Defect::b_scale_shape: return Violation{"b_scale", "the B scale tensor has the wrong number of scales"};
+    case Defect::a_scale_dtype: return Violation{"a_scale", "the A scale tensor has the wrong dtype"};
+    case Defect::b_scale_dtype: return Violation{"b_scale", "the B scale tensor has the wrong dtype"};
+  }
+  return std::nullopt;
+}
+
+void Problem::validate() const {
+  auto bad = [](const std::string& why) { throw std::invalid_argument(why); };
+  if (m < 0 || n < 0 || k < 0) bad("m, n and k must be >= 0");
+  if (lda < 0 || ldb < 0) bad("lda and ldb must be >= 0 (0 = tight)");
+  switch (recipe) {
+    case Recipe::tensorwise:
+    case Recipe::rowwise:
+      if (!((is_ocp_fp8(a_elem) && is_ocp_fp8(b_elem)) || (is_fnuz_fp8(a_elem) && is_fnuz_fp8(b_elem))))
+        bad("a and b of " + std::string(to_string(recipe)) +
+            " must both be OCP fp8 (e4m3fn, e5m2) or both FNUZ (e4m3fnuz, e5m2fnuz)");
+      break;
+    case Recipe::blockwise_1x128_128x128:
+    case Recipe::blockwise_1x128_1x128:
+      if (!((a_elem == DType::e4m3fn && b_elem == DType::e4m3fn) || (a_elem == DType::e4m3fnuz && b_elem == DType::e4m3fnuz)))
+        bad("blockwise recipes take e4m3fn (or e4m3fnuz) a and b");
+      break;
+    case Recipe::mxfp8:
+      if (!is_ocp_fp8(a_elem) || !is_ocp_fp8(b_elem)) bad("mxfp8 takes e4m3fn or e5m2 a and b");
+      break;
+    case Recipe::mxfp4:
+    case Recipe::nvfp4:
+      if (a_elem != DType::e2m1fn || b_elem != DType::e2m1fn) bad(std::string(to_string(recipe)) + " takes e2m1fn a and b");
+      break;
+  }
+  if (!is_mx() && mx_mode != quant::MxScaleMode::floor) bad("mx_mode applies to mxfp8 and mxfp4 only");
+  if (block_scaled()) {
+    if (scale_layout != quant::ScaleLayout::swizzled && scale_layout != quant::ScaleLayout::row_major)
+      bad("MX / NVFP4 scale_layout is swizzled or row_major");
+  } else if (scale_layout != quant::ScaleLayout::swizzled) {
+    bad("scale_layout applies to mxfp8, mxfp4 and nvfp4 only (fp32 recipes have one layout each)");
+  }
+  if (out != DType::bf16 && out != DType::fp16 && out != DType::fp32 && out != DType::e4m3fn)
+    bad("out must be bf16, fp16, fp32 or e4m3fn");
+  if (!(std::isfinite(out_scale) && out_scale > 0)) bad("out_scale must be finite and > 0");
+  if (out != DType::e4m3fn && out_scale != 1.0) bad("out_scale applies to an e4m3fn output only");
+  if (bias && out != DType::bf16 && out != DType::fp16) bad("bias applies to bf16 and fp16 outputs only");
+  if (fast_accum && recipe != Recipe::tensorwise && recipe != Recipe::rowwise && recipe != Recipe::mxfp8)
+    bad("fast_accum applies to tensorwise, rowwise and mxfp8 only (cuBLASLt refuses it with block scales, "
+        "PyTorch with fp4)");
+  if (scale_exp < -48 || scale_exp > 48) bad("scale_exp must lie in [-48, 48]");
+  if (fill == Fill::exact) {
+    int e = 0;
+    if (std::frexp(out_scale, &e) != 0.5) bad("an exact fill needs a power-of-two out_scale");
+  }
+  const auto v = contract_violation(*this);
+  if (v && expect_error != v->argument)
+    bad("the problem breaks the argument contract (" + v->why + "): it needs expect_error: " + v->argument);
+  if (!v && !expect_error.empty()) bad("expect_error: " + expect_error + " given, but the problem is valid");
+}
+
+std::string problem_id(const Problem& p) {
+  std::string id = std::string(to_string(p.recipe)) + "_" + std::string(name(p.a_elem)) + "_" + std::string(name(p.b_elem));
+  id += "_";
+  id += p.a_layout == Layout::row ? 't' : 'n';
+  id += p.b_layout == Layout::col ? 'n' : 't';
+  id += "_m" + std::to_string(p.m) + "_n" + std::to_string(p.n) + "_k" + std::to_string(p.k);
+  if (p.lda) id += "_lda" + std::to_string(p.lda);
+  if (p.ldb) id += "_ldb" + std::to_string(p.ldb);
+  if (p.is_mx()) id += p.mx_mode == quant::MxScaleMode::floor ? "_floor" : "_rceil";
+  if (p.block_scaled() && p.scale_layout == quant::ScaleLayout::row_major) id += "_scalerm";
+  id += "_out_" + std::string(name(p.out));
+  if (p.out == DType::e4m3fn) id += "_os" + num_token(p.out_scale);
+  if (p.bias) id += "_bias";
+  if (p.fast_accum) id += "_fastacc";
+  if (p.scale_exp) id += "_sexp" + std::string(p.scale_exp < 0 ? "m" : "") + std::to_string(std::abs(p.scale_exp));
+  id += p.fill == Fill::exact ? "_exact" : "_random";
+  if (p.defect != Defect::none) id += "_defect_" + std::string(to_string(p.defect));
+  if (!p.expect_error.empty()) id += "_expect_" + p.expect_error;
+  return id;
+}
+
+Problem parse_problem_id(std::string_view id_view) {
+  const std::string id(id_view);
+  auto fail = [&](const std::string& why) -> Problem {
+    throw std::invalid_argument("scaled_mm id '" + id + "': " + why);
+  };
+  Problem p;
+  size_t pos = std::string::npos;
+  // The longest recipe name that prefixes the id (blockwise names hold underscores).
+  size_t best = 0;
+  for (Recipe r : all_recipes()) {
+    const std::string nm(to_string(r));
+    if (id.size() > nm.size() && id.compare(0, nm.size(), nm) == 0 && id[nm.size()] == '_' && nm.size() > best) {
+      best = nm.size();
+      p.recipe = r;
+    }
+  }
+  if (!best) return fail("expected a recipe first (tensorwise, rowwise, blockwise_1x128_128x128, ...)");
+  pos = best + 1;
+  std::vector<std::string> t;
+  for (size_t s = pos, e; s <= id.size(); s = e + 1) {
+    e = id.find('_', s);
+    if (e == std::string::npos) e = id.size();
+    t.push_back(id.substr(s, e - s));
+  }
+  size_t i = 0;
+  auto next = [&](const char* what) -> const std::string& {
+    if (i >= t.size()) fail(std::string("ends before ") + what);
+    return t[i++];
+  };
+  try {
+    p.a_elem = parse_dtype(next("the A element"));
+    p.b_elem = parse_dtype(next("the B element"));
+    const std::string& lay = next("the layout");
+    if (lay.size() != 2 || (lay[0] != 't' && lay[0] != 'n') || (lay[1] != 't' && lay[1] != 'n'))
+      return fail("token '" + lay + "': expected a layout tn, nn, nt or tt");
+    p.a_layout = lay[0] == 't' ? Layout::row : Layout::col;
+    p.b_layout = lay[1] == 'n' ? Layout::col : Layout::row;
+    for (const char* dim : {"m", "n", "k"}) {
+      const std::string& tok = next(dim);
+      if (tok.rfind(dim, 0) != 0) return fail("token '" + tok + "': expected " + dim + "<N>");
+      (dim[0] == 'm' ? p.m : dim[0] == 'n' ? p.n : p.k) = parse_int_after(tok, 1);
+    }
+    if (i < t.size() && t[i].rfind("lda", 0) == 0) p.lda = parse_int_after(t[i++], 3);
+    if (i < t.size() && t[i].rfind("ldb", 0) == 0) p.ldb = parse_int_after(t[i++], 3);
+    if (i < t.size() && (t[i] == "floor" || t[i] == "rceil"))
+      p.mx_mode = t[i++] == "floor" ? quant::MxScaleMode::floor : quant::MxScaleMode::rceil;
+    if (i < t.size() && t[i] == "scalerm") {
+      p.scale_layout = quant::ScaleLayout::row_major;
+      ++i;
+    }
+    if (next("out") != "out") return fail("token '" + t[i - 1] + "': expected out_<dtype>");
+    p.out = parse_dtype(next("the output dtype"));
+    if (i < t.size() && t[i].rfind("os", 0) == 0) {
+      const std::string tok = t[i++];
+      try {
+        p.out_scale = parse_num_token(tok.substr(2));
+      } catch (const std::exception&) {
+        return fail("token '" + tok + "': expected os<number>");
+      }
+    }
+    if (i < t.size() && t[i] == "bias") p.bias = (++i, true);
+    if (i < t.size() && t[i] == "fastacc") p.fast_accum = (++i, true);
+    if (i < t.size() && t[i].rfind("sexp", 0) == 0) p.scale_exp = static_cast<int>(parse_int_after(t[i++], 4));
+    const std::string& fill = next("the fill");
+    if (fill == "exact") p.fill = Fill::exact;
+    else if (fill == "random") p.fill = Fill::random;
+    else return fail("token '" + fill + "': expected random or exact");
+    if (i < t.size() && t[i] == "defect") {
+      ++i;
+      p.defect = parse_defect(next("the defect"));
+    }
+    if (i < t.size() && t[i] == "expect") {
+      ++i;
+      std::string arg;
+      while (i < t.size()) arg += (arg.empty() ? "" : "_") + t[i++];
+      if (arg.empty()) return fail("expect_ needs an argument name");
+      p.expect_error = arg;
+    }
+    if (i != t.size()) return fail("unexpected token '" + t[i] + "'");
+    p.validate();
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    if (what.rfind("scaled_mm id", 0) == 0) throw;
+    return fail(what);
+  }
+  return p;
+}
+
+ExactRanges exact_ranges(const Problem& p) {
+  ExactRanges r;
+  r.exp_span = 1;
+  r.exp_lo = p.recipe == Recipe::nvfp4 ? -2 : p.scale_exp - 2;  // nvfp4 moves scale_exp into g (ue4m3's range is narrow)
+  int kbits = 0;
+  while ((int64_t{1} << kbits) < std::max<int64_t>(p.k, 1)) ++kbits;
+  // 23 (not 24) bits: one bit of headroom for the bias, an integer multiple of the same quantum.
+  const int budget = std::max(0, 23 - kbits - 2 * r.exp_span);
+  const int each = 1 << (budget / 2);
+  r.a_max = std::max(1, std::min(integer_range(p.a_elem), each));
+  r.b_max = std::max(1, std::min(integer_range(p.b_elem), each));
+  return r;
+}
+
+namespace {
+
+// A row-major [rows, cols] scale tensor rewritten in the layout the device reads.
+HostTensor in_layout(const HostTensor& rm, quant::ScaleLayout layout) {
+  switch (layout) {
+    case quant::ScaleLayout::row_major: return rm;
+    case quant::ScaleLayout::swizzled: return quant::swizzle(rm);
+    case quant::ScaleLayout::column_major: {
+      const int64_t rows = rm.dim(0), cols = rm.dim(1);
+      HostTensor t(rm.dtype(), {rows, cols}, {1, rows}, rows * cols);
+      for (int64_t i = 0; i < rows * cols; ++i) t.set_code(i, rm.code(i));
+      return t;
+    }
+  }
+  return rm;
+}
+
+struct Operand {
+  HostTensor codes;  // [R, K] row-major
+  HostTensor scale;  // in the device layout
+  double global = 1.0;
+};
+
+// Random operand: N(0,1) values whose magnitude varies by 2^0..2^3 per row and per 32-wide K
+// chunk (so neighbouring scale blocks of every recipe get different scales, as outlier
+// channels do in real activations), times 2^scale_exp, quantized by refimpl/quant.
+Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLayout layout, int64_t R, uint64_t seed,
+                       uint32_t stream) {
+  HostTensor x(DType::fp32, {R, p.k});
+  fill_normal(x, seed, stream, 1.0);
+  const int64_t K = p.k;
+  for (int64_t r = 0; r < R; ++r) {
+    const int er = static_cast<int>(uniform01(seed, stream + 100, static_cast<uint64_t>(r)) * 4);
+    for (int64_t k = 0; k < K; ++k) {
+      const int ec = static_cast<int>(uniform01(seed, stream + 200, static_cast<uint64_t>(k / 32)) * 4);
+      x.set(r * K + k, std::ldexp(x.get(r * K + k), er + ec + p.scale_exp));
+    }
+  }
+  quant::Quantized q = quant::quantize(x, s, layout);
+  return {std::move(q.data), std::move(q.scale), q.global_scale};
+}
+
+// Exact operand: integer codes in [-max, max] and scales 2^e, e in [lo, lo + span], per block.
+Operand exact_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLayout layout, int64_t R, int max_code,
+                      const ExactRanges& er, uint64_t seed, uint32_t stream) {
+  Operand o;
+  o.codes = HostTensor(s.element, {R, p.k});
+  const int64_t n = R * p.k;
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = uniform01(seed, stream, static_cast<uint64_t>(i));
+    o.codes.set(i, std::floor(u * (2 * max_code + 1)) - max_code);
+  }
+  const quant::ScaleGrid g = quant::scale_grid(s, R, p.k);
+  HostTensor rm(quant::scale_dtype(s), {g.rows, g.cols});
+  for (int64_t i = 0; i < g.rows * g.cols; ++i) {
+    const double u = uniform01(seed, stream + 10, static_cast<uint64_t>(i));
+    rm.set(i, std::ldexp(1.0, er.exp_lo + static_cast<int>(u * (er.exp_span + 1))));
+  }
+  o.scale = in_layout(rm, layout);
+  return o;
+}
+
+// Codes [R, K] row-major placed in a device buffer: K contiguous (strides (ld, 1)) or R
+// contiguous (strides (1, ld)).
+HostTensor place(const HostTensor& codes, bool k_major, int64_t ld) {
+  const int64_t R = codes.dim(0), K = codes.dim(1);
+  HostTensor t = k_major ? HostTensor(codes.dtype(), {R, K}, {ld, 1}, std::max<int64_t>(R * ld, 0))
+                         : HostTensor(codes.dtype(), {R, K}, {1, ld}, std::max<int64_t>(K * ld, 0));
+  for (int64_t i = 0; i < R * K; ++i) t.set_code(i, codes.code(i));
+  return t;
+}
+
+// A negative case's scale tensor: one scale too many, or fp32 scales given as bf16 and
+// e8m0 / ue4m3 scales given as fp32 (the usual mistake).
+HostTensor defective(const HostTensor& s, bool shape) {
+  if (shape) {
+    HostTensor t(s.dtype(), {s.numel() + 1});
+    for (int64_t i = 0; i < s.numel(); ++i) t.set_code(i, s.code(i));
+    return t;
+  }
+  HostTensor t(s.dtype() == DType::fp32 ? DType::bf16 : DType::fp32, s.shape());
+  for (int64_t i = 0; i < s.numel(); ++i) t.set(i, s.get(i));
+  return t;
+}
+
+}  // namespace
+
+TensorMap make_inputs(const Problem& p, uint64_t seed) {
+  Operand a, b;
+  if (p.fill == Fill::exact) {
+    const ExactRanges er = exact_ranges(p);
+    a = exact_operand(p, p.a_scheme(), p.a_scale_layout(), p.m, er.a_max, er, seed, 3);
+    b = exact_operand(p, p.b_scheme(), p.b_scale_layout(), p.n, er.b_max, er, seed, 4);
+    if (p.recipe == Recipe::nvfp4) {  // powers of two, so g = g_A·g_B is exact
+      a.global = std::ldexp(1.0, p.scale_exp - 1);
+      b.global = 0.5;
+    }
+  } else {
+    a = random_operand(p, p.a_scheme(), p.a_scale_layout(), p.m, seed, 0);
+    b = random_operand(p, p.b_scheme(), p.b_scale_layout(), p.n, seed, 1);
+  }
+  TensorMap in;
+  in.emplace("a", place(a.codes, p.a_layout == Layout::row, p.eff_lda()));
+  in.emplace("b", place(b.codes, p.b_layout == Layout::col, p.eff_ldb()));
+  const bool a_def = p.defect == Defect::a_scale_shape || p.defect == Defect::a_scale_dtype;
+  const bool b_def = p.defect == Defect::b_scale_shape || p.defect == Defect::b_scale_dtype;
+  const bool shape_def = p.defect == Defect::a_scale_shape || p.defect == Defect::b_scale_shape;
+  in.emplace("a_scale", a_def ? defective(a.scale, shape_def) : std::move(a.scale));
+  in.emplace("b_scale", b_def ? defective(b.scale, shape_def) : std::move(b.scale));
+  if (p.recipe == Recipe::nvfp4) {
+    HostTensor g(DType::fp32, {1});
+    g.set(0, static_cast<double>(static_cast<float>(a.global) * static_cast<float>(b.global)));  // cuBLASLt alpha, fp32
+    in.emplace("global_scale", std::move(g));
+  }
+  if (p.out == DType::e4m3fn) {
+    HostTensor os(DType::fp32, {1});
+    os.set(0, p.out_scale);
+    in.emplace("out_scale", std::move(os));
+  }
+  if (p.bias) {
+    HostTensor bias(p.out, {p.n});
+    if (p.fill == Fill::exact) {
+      // Integers in [-8, 8] times the quantum of the sum (2^(2·exp_lo)·g): exact in the bias
+      // dtype and in the fp32 epilogue (exact_ranges keeps a bit of headroom for it).
+      const ExactRanges er = exact_ranges(p);
+      const double g = p.recipe == Recipe::nvfp4 ? in.at("global_scale").get(0) : 1.0;
+      for (int64_t j = 0; j < p.n; ++j)
+        bias.set(j, (std::floor(uniform01(seed, 2, static_cast<uint64_t>(j)) * 17) - 8) * std::ldexp(g, 2 * er.exp_lo));
+    } else {
+      fill_normal(bias, seed, 2, std::ldexp(1.0, p.scale_exp));
+    }
+    in.emplace("bias", std::move(bias));
+  }
+  return in;
+}
+
+double scale_at(const Problem& p, const TensorMap& in, char which, int64_t r, int64_t kb) {
+  const HostTensor& t = in.at(which == 'a' ? "a_scale" : "b_scale");
+  const quant::ScaleLayout layout = which == 'a' ? p.a_scale_layout() : p.b_scale_layout();
+  const int64_t blk = scale_block_k(p);
+  const int64_t cols = blk ? ceil_div(p.k, blk) : 1;
+  switch (p.recipe) {
+    case Recipe::tensorwise: return t.get(0);
+    case Recipe::rowwise: return t.get(r);
+    default: break;
+  }
+  if (layout == quant::ScaleLayout::swizzled)
+    return t.get(static_cast<int64_t>(quant::swizzled_offset(static_cast<size_t>(r), static_cast<size_t>(kb),
+                                                             static_cast<size_t>(cols))));
+  const bool block128_rows = which == 'b' && p.recipe == Recipe::blockwise_1x128_128x128;
+  // row_major and column_major: the tensor's strides place (row, block).
+  return t.get((block128_rows ? r / 128 : r) * cols + kb);
+}
+
+}  // namespace opcts::scaled_mm

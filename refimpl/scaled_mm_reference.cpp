@@ -1,0 +1,99 @@
+// scaled_mm reference: exact dequantization, an fp64 Eigen GEMM (OpenMP), one rounding to the output dtype, and the error bound.
+//
+// The bound ("d" in References::bound, metric `bounded`): what a correct device may differ by.
+// A device accumulates in fp32 (unit roundoff u = 2^-24): products of two codes are exact in
+// fp32 (at most 4 + 4 significant bits), partial sums over a K block, the multiplications by
+// the two block scales, the adds into the accumulator, the global scale, the bias add and the
+// output scale are each one fp32 rounding, in whatever order the device sums. Every path from
+// a product to the result passes through at most K − 1 additions and 5 multiplications or
+// additions besides, so (Higham, "Accuracy and Stability of Numerical Algorithms", §3.1, for
+// any summation order) the fp32 value v before the output rounding satisfies
+//     |v − x| <= E = γ_{K+5} · os · (|g| · Σ_k |a_k|·|b_k| + |bias|),   γ_n = n·u / (1 − n·u),
+// with x the exact value and a_k, b_k the dequantized operands. The device then rounds v to the
+// output dtype once, the reference rounds x once; rounding is monotone and moves a value by at
+// most half the spacing of its binade, so
+//     |RN(v) − RN(x)| <= E + ulp_out(|x| + E),
+// where ulp_out(y) is the output format's spacing at magnitude y (its subnormal spacing below
+// the smallest normal). The reference supplies E per element; the `bounded` metric scales it
+// by the tolerance's factor (an accumulator model of another precision, e.g. Hopper's FP8
+// tensor cores) and adds the ulp_out term.
+// fast_accum ("no periodic promotion", cuBLASLt FAST_ACCUM; DeepSeek-V3 reports that H800's FP8
+// tensor cores keep about 14 significant bits while accumulating): the model is a 14-bit
+// accumulator that truncates (a full ulp, u = 2^-13) once per 32-deep MMA, and products aligned
+// to the largest of their 32-element chunk, losing up to 2^-13 of it each:
+//     E = ((ceil(K/32) + 5)·2^-13 + 32·2^-13) · os · (|g| Σ |a_k||b_k| + |bias|).
+// Exact fills without fast_accum: every partial sum is an exactly representable fp32 value
+// (exact_ranges), so v = x and the bound is 0: the comparison is exact.
+#include <cmath>
+
+#include <Eigen/Dense>
+
+#include "refimpl/scaled_mm.hpp"
+
+namespace opcts::scaled_mm {
+
+namespace {
+
+using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Dequantized operand [R, K]: code value times its block's scale, exact in double.
+RowMajor dequantized(const Problem& p, const TensorMap& in, char which, int64_t R) {
+  const HostTensor& codes = in.at(which == 'a' ? "a" : "b");
+  const int64_t K = p.k, blk = scale_block_k(p);
+  RowMajor x(R, K);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t k = 0; k < K; ++k)
+      x(r, k) = codes.get(r * K + k) * scale_at(p, in, which, r, blk ? k / blk : 0);
+  return x;
+}
+
+
+}  // namespace
+
+References reference(const Problem& p, const TensorMap& in) {
+  const int64_t M = p.m, N = p.n;
+  RowMajor a = dequantized(p, in, 'a', M);
+  RowMajor bt = dequantized(p, in, 'b', N);
+  const double g = in.count("global_scale") ? in.at("global_scale").get(0) : 1.0;
+  const double os = in.count("out_scale") ? in.at("out_scale").get(0) : 1.0;
+  const HostTensor* bias = in.count("bias") ? &in.at("bias") : nullptr;
+
+  RowMajor c(M, N);
+  c.noalias() = a * bt.transpose();
+  const bool exact = p.fill == Fill::exact && !p.fast_accum;
+  RowMajor mag;
+  if (!exact) {
+    a = a.cwiseAbs();
+    bt = bt.cwiseAbs();
+    mag.resize(M, N);
+    mag.noalias() = a * bt.transpose();
+  }
+  const double u = std::ldexp(1.0, -24);
+  const double kn = static_cast<double>(p.k);
+  double coef;
+  if (p.fast_accum) coef = (std::ceil(kn / 32) + 5 + 32) * std::ldexp(1.0, -13);
+  else coef = (kn + 5) * u / (1 - (kn + 5) * u);
+
+  References r;
+  auto& want = r.exact["d"];
+  auto& bound = r.bound["d"];
+  want.assign(static_cast<size_t>(M * N), 0.0);
+  bound.assign(want.size(), 0.0);
+  const Overflow ov = p.out == DType::e4m3fn ? Overflow::satfinite : default_overflow(p.out);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      const double bj = bias ? bias->get(j) : 0.0;
+      const double x = os * (g * c(i, j) + bj);
+      const size_t idx = static_cast<size_t>(i * N + j);
+      want[idx] = round_to(p.out, x, ov);
+      if (!exact) {
+        const double e = coef * os * (std::fabs(g) * mag(i, j) + std::fabs(bj));
+        bound[idx] = e;  // the metric adds the one output rounding (compare.hpp, bounded)
+      }
+    }
+  return r;
+}
+
+}  // namespace opcts::scaled_mm

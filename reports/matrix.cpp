@@ -1,0 +1,168 @@
+// Building and printing the enablement matrix.
+#include "reports/matrix.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace opcts {
+
+std::string_view to_string(CellState s) {
+  switch (s) {
+    case CellState::enabled: return "enabled";
+    case CellState::partial: return "partial";
+    case CellState::unsupported: return "unsupported";
+    case CellState::skipped: return "skipped";
+    case CellState::failing: return "failing";
+    case CellState::not_run: return "not run";
+  }
+  return "?";
+}
+
+SkipKind skip_kind(const std::string& message) {
+  if (message.rfind("manifest skip", 0) == 0) return SkipKind::manifest;
+  if (message.find("built without") != std::string::npos) return SkipKind::not_built;
+  return SkipKind::capability;  // a missing capability or the impl's own supports()
+}
+
+namespace {
+
+std::string family_of(const ResultRecord& r) {
+  if (!r.family.empty()) return r.family;
+  return r.id.substr(0, r.id.find('.'));
+}
+
+std::string impl_of(const ResultRecord& r) {
+  if (!r.impl.empty()) return r.impl;
+  const auto dot = r.id.find('.'), slash = r.id.find('/');
+  return dot == std::string::npos || slash == std::string::npos ? "?" : r.id.substr(dot + 1, slash - dot - 1);
+}
+
+// The reason behind an XFAIL message "xfail (<source>): <reason> — <failure>": the entry's
+// reason, so that cases of one entry group together.
+std::string xfail_reason(const std::string& message) {
+  std::string s = message;
+  if (s.rfind("xfail (", 0) == 0) {
+    const auto colon = s.find("): ");
+    if (colon != std::string::npos) s = s.substr(colon + 3);
+  }
+  const auto dash = s.find(" — ");
+  return dash == std::string::npos ? s : s.substr(0, dash);
+}
+
+void classify(MatrixCell& c) {
+  const std::size_t skips = c.skip_capability + c.skip_manifest + c.skip_not_built;
+  if (c.total == 0) c.state = CellState::not_run;
+  else if (c.failing > 0) c.state = CellState::failing;
+  else if (c.xfail > 0) c.state = CellState::partial;
+  else if (c.pass > 0) c.state = CellState::enabled;
+  else if (skips == c.total && c.skip_not_built == c.total) c.state = CellState::not_run;
+  else if (skips == c.total && c.skip_manifest > 0) c.state = CellState::skipped;
+  else c.state = CellState::unsupported;
+}
+
+std::string md_cell(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '|') out += "\\|";
+    else if (ch == '\n' || ch == '\r') out += ' ';
+    else out += ch;
+  }
+  return out;
+}
+
+}  // namespace
+
+const MatrixCell& EnablementMatrix::cell(const std::string& family, const std::string& impl,
+                                         const std::string& arch) const {
+  static const MatrixCell kNotRun;
+  const auto it = cells.find({family, impl, arch});
+  return it == cells.end() ? kNotRun : it->second;
+}
+
+EnablementMatrix enablement_matrix(const std::vector<ResultRecord>& records) {
+  EnablementMatrix m;
+  std::set<std::string> archs;
+  std::set<std::pair<std::string, std::string>> rows;
+  for (const auto& r : records) {
+    const std::string fam = family_of(r), impl = impl_of(r);
+    archs.insert(r.arch);
+    rows.insert({fam, impl});
+    MatrixCell& c = m.cells[{fam, impl, r.arch}];
+    ++c.total;
+    switch (r.outcome) {
+      case Outcome::PASS: ++c.pass; break;
+      case Outcome::XFAIL: ++c.xfail, ++c.xfail_reasons[xfail_reason(r.message)]; break;
+      case Outcome::SKIP:
+        switch (skip_kind(r.message)) {
+          case SkipKind::capability: ++c.skip_capability; break;
+          case SkipKind::manifest: ++c.skip_manifest; break;
+          case SkipKind::not_built: ++c.skip_not_built; break;
+        }
+        ++c.skip_reasons[r.message];
+        break;
+      default:
+        if (is_gate_failure(r.outcome)) ++c.failing;
+        break;
+    }
+  }
+  for (auto& [key, c] : m.cells) classify(c);
+  m.archs.assign(archs.begin(), archs.end());
+  m.rows.assign(rows.begin(), rows.end());
+  return m;
+}
+
+std::string cell_text(const MatrixCell& c) {
+  switch (c.state) {
+    case CellState::enabled: return fmt::format("enabled ({})", c.pass);
+    case CellState::partial: return fmt::format("partial: {}/{} xfail", c.xfail, c.total);
+    case CellState::unsupported: return "unsupported";
+    case CellState::skipped: return fmt::format("skipped ({} by manifest)", c.skip_manifest);
+    case CellState::failing: return fmt::format("failing: {}/{}", c.failing, c.total);
+    case CellState::not_run: return "not run";
+  }
+  return "?";
+}
+
+std::string matrix_markdown(const EnablementMatrix& m) {
+  static const std::map<CellState, std::string> kIcon{
+      {CellState::enabled, "✅"}, {CellState::partial, "🟡"}, {CellState::unsupported, "⛔"},
+      {CellState::skipped, "⏭️"}, {CellState::failing, "❌"},  {CellState::not_run, "—"}};
+  std::string s = "## Enablement matrix\n\n";
+  s += "✅ enabled: every case that ran passed · 🟡 partial: some cases are expected failures (xfail) · "
+       "⛔ unsupported: every case skipped for a capability or the impl's support · ⏭️ skipped by the manifest · "
+       "❌ failing the gate · — not run\n\n";
+  if (m.rows.empty()) return s + "_no results_\n";
+  s += "| family | impl |";
+  for (const auto& a : m.archs) s += " " + md_cell(a) + " |";
+  s += "\n|---|---|";
+  for (std::size_t i = 0; i < m.archs.size(); ++i) s += "---|";
+  s += "\n";
+  for (const auto& [fam, impl] : m.rows) {
+    s += "| " + md_cell(fam) + " | " + md_cell(impl) + " |";
+    for (const auto& a : m.archs) {
+      const MatrixCell& c = m.cell(fam, impl, a);
+      s += " " + kIcon.at(c.state) + (c.state == CellState::not_run ? "" : " " + cell_text(c)) + " |";
+    }
+    s += "\n";
+  }
+  std::string details;
+  for (const auto& [fam, impl] : m.rows)
+    for (const auto& a : m.archs) {
+      const MatrixCell& c = m.cell(fam, impl, a);
+      if (c.state != CellState::partial && c.state != CellState::unsupported && c.state != CellState::skipped) continue;
+      std::vector<std::pair<std::size_t, std::string>> top;
+      for (const auto& [why, n] : c.state == CellState::partial ? c.xfail_reasons : c.skip_reasons)
+        top.push_back({n, why});
+      std::stable_sort(top.begin(), top.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+      details += fmt::format("- **{} {} on {}** ({}):\n", md_cell(fam), md_cell(impl), md_cell(a), cell_text(c));
+      for (std::size_t i = 0; i < top.size() && i < 5; ++i)
+        details += fmt::format("  - {} × {}\n", top[i].first, md_cell(top[i].second));
+      if (top.size() > 5) details += fmt::format("  - … {} more reasons\n", top.size() - 5);
+    }
+  if (!details.empty()) s += "\n### Why cells are partial, unsupported or skipped\n\n" + details;
+  return s;
+}
+
+}  // namespace opcts

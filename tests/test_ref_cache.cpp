@@ -1,0 +1,89 @@
+// The on-disk reference cache: round trip, key mismatch, truncation, and the worker's cache using it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "harness/execute.hpp"
+#include "harness/ref_disk_cache.hpp"
+#include "test_util.hpp"
+
+namespace opcts {
+namespace {
+
+namespace fs = std::filesystem;
+
+References sample() {
+  References r;
+  r.exact["O"] = {1.0, -2.5, 3e-300};
+  r.exact["lse"] = {-INFINITY, 0.5};
+  r.lowp["O"] = {1.0, -2.5, 0.0};
+  r.bound["O"] = {1e-3, 1e-3, 1e-3};
+  return r;
+}
+
+TEST(RefDiskCache, RoundTrip) {
+  const RefDiskCache c(testutil::temp_dir());
+  EXPECT_FALSE(c.load("sdpa/x@1"));
+  c.store("sdpa/x@1", sample());
+  const auto got = c.load("sdpa/x@1");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->exact, sample().exact);
+  EXPECT_EQ(got->lowp, sample().lowp);
+  EXPECT_EQ(got->bound, sample().bound);
+  EXPECT_FALSE(c.load("sdpa/x@2"));  // another reference version is another key
+}
+
+TEST(RefDiskCache, AnotherKeyInTheFileIsAMiss) {
+  const RefDiskCache c(testutil::temp_dir());
+  c.store("sdpa/a@1", sample());
+  // Plant a's file where b's would be: a hash collision must not hand out a's references.
+  fs::create_directories(fs::path(c.path_of("sdpa/b@1")).parent_path());
+  fs::copy_file(c.path_of("sdpa/a@1"), c.path_of("sdpa/b@1"), fs::copy_options::overwrite_existing);
+  EXPECT_FALSE(c.load("sdpa/b@1"));
+  EXPECT_TRUE(c.load("sdpa/a@1"));
+}
+
+TEST(RefDiskCache, TruncatedOrCorruptFilesAreMisses) {
+  const RefDiskCache c(testutil::temp_dir());
+  c.store("cast/t@1", sample());
+  const std::string p = c.path_of("cast/t@1");
+  const auto size = fs::file_size(p);
+  for (uintmax_t cut : {uintmax_t{0}, uintmax_t{5}, size / 2, size - 1}) {
+    c.store("cast/t@1", sample());
+    fs::resize_file(p, cut);
+    EXPECT_FALSE(c.load("cast/t@1")) << "cut at " << cut;
+  }
+  c.store("cast/t@1", sample());
+  {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size - 20));
+    f.put('\x7f');
+  }
+  EXPECT_FALSE(c.load("cast/t@1"));
+  c.store("cast/t@1", sample());  // rewritten, valid again
+  EXPECT_TRUE(c.load("cast/t@1"));
+  EXPECT_FALSE(RefDiskCache("").load("cast/t@1"));  // disabled
+}
+
+TEST(RefDiskCache, WorkerCacheLoadsWhatAnEarlierRunComputed) {
+  const std::string dir = testutil::temp_dir();
+  const Case c = case_from_id(builtin_registry(), "sdpa.host_flash/fp32_b1_hq2_hkv1_sq3_sk5_d8_nomask");
+  ReferenceCache first(dir);
+  const References computed = first.get(c).refs;
+  EXPECT_EQ(first.stats().computed, 1);
+  EXPECT_EQ(first.stats().loaded, 0);
+  ReferenceCache second(dir);
+  const References loaded = second.get(c).refs;
+  EXPECT_EQ(second.stats().computed, 0);
+  EXPECT_EQ(second.stats().loaded, 1);
+  EXPECT_EQ(loaded.exact, computed.exact);
+  EXPECT_EQ(loaded.lowp, computed.lowp);
+  ReferenceCache off;  // no folder: computes
+  off.get(c);
+  EXPECT_EQ(off.stats().computed, 1);
+}
+
+}  // namespace
+}  // namespace opcts

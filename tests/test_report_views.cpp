@@ -1,0 +1,153 @@
+// Tests of the report views: enablement matrix, times files, and the HTML report (rendered in headless Chromium when present).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "reports/html.hpp"
+#include "reports/matrix.hpp"
+#include "reports/summary.hpp"
+#include "reports/times.hpp"
+#include "sharding/plan.hpp"
+#include "tests/test_util.hpp"
+
+namespace opcts {
+namespace {
+
+namespace fs = std::filesystem;
+
+ResultRecord rec(const std::string& family, const std::string& impl, const std::string& arch, const std::string& p,
+                 Outcome o, const std::string& message = "", double ms = 2.0) {
+  ResultRecord r;
+  r.family = family;
+  r.impl = impl;
+  r.arch = arch;
+  std::string tok = impl;
+  for (char& c : tok) c = c == '.' ? '_' : c;
+  r.id = family + "." + tok + "/" + p;
+  r.outcome = r.raw_outcome = o;
+  if (o == Outcome::XFAIL) r.raw_outcome = Outcome::FAIL;
+  r.message = message;
+  r.ms = ms;
+  r.repro = "opcts repro '" + r.id + "' --arch " + arch;
+  return r;
+}
+
+// Two archs; each impl is in one state on each arch.
+std::vector<ResultRecord> records() {
+  return {
+      rec("sdpa", "cuda.flash", "sm90", "a", Outcome::PASS),
+      rec("sdpa", "cuda.flash", "sm90", "b", Outcome::SKIP, "arch sm90 lacks nothing: impl does not support d=512"),
+      rec("sdpa", "cuda.flash", "sm80", "a", Outcome::PASS),
+      rec("sdpa", "cuda.flash", "sm80", "b", Outcome::XFAIL, "xfail (sm80.yaml:4): bf16 atomics are slow — FAIL: x"),
+      rec("sdpa", "cuda.flash", "sm80", "c", Outcome::XFAIL, "xfail (sm80.yaml:4): bf16 atomics are slow — FAIL: y"),
+      rec("scaled_mm", "cuda.mx", "sm80", "a", Outcome::SKIP, "arch sm80 lacks capability 'mx_mma' needed by cuda.mx"),
+      rec("scaled_mm", "cuda.mx", "sm90", "a", Outcome::SKIP, "manifest skip (sm90.yaml:9): hangs the driver"),
+      rec("scaled_mm", "cuda.mx", "sm90", "b", Outcome::SKIP, "arch sm90 lacks capability 'mx_mma' needed by cuda.mx"),
+      rec("cast", "cuda.cvt", "sm90", "a", Outcome::FAIL, "mismatch <b>&amp;", 40.0),
+      rec("cast", "cuda.cvt", "sm90", "b", Outcome::PASS),
+      rec("cast", "cuda.cvt", "sm80", "a", Outcome::SKIP, "this opcts was built without CUDA (OPCTS_CUDA=OFF)"),
+  };
+}
+
+TEST(Matrix, CellsTakeTheirStateFromTheOutcomes) {
+  const EnablementMatrix m = enablement_matrix(records());
+  EXPECT_EQ(m.archs, (std::vector<std::string>{"sm80", "sm90"}));
+  ASSERT_EQ(m.rows.size(), 3u);
+  EXPECT_EQ(m.cell("sdpa", "cuda.flash", "sm90").state, CellState::enabled);
+  const MatrixCell& partial = m.cell("sdpa", "cuda.flash", "sm80");
+  EXPECT_EQ(partial.state, CellState::partial);
+  EXPECT_EQ(partial.xfail, 2u);
+  ASSERT_EQ(partial.xfail_reasons.size(), 1u);
+  EXPECT_EQ(partial.xfail_reasons.begin()->first, "bf16 atomics are slow");
+  EXPECT_EQ(m.cell("scaled_mm", "cuda.mx", "sm80").state, CellState::unsupported);
+  EXPECT_EQ(m.cell("scaled_mm", "cuda.mx", "sm90").state, CellState::skipped);
+  EXPECT_EQ(m.cell("cast", "cuda.cvt", "sm90").state, CellState::failing);
+  EXPECT_EQ(m.cell("cast", "cuda.cvt", "sm80").state, CellState::not_run);  // built without CUDA
+  EXPECT_EQ(m.cell("cast", "host.cvt", "sm80").state, CellState::not_run);  // no record at all
+}
+
+TEST(Matrix, MarkdownHasOneRowPerImplAndTheReasons) {
+  const std::string md = matrix_markdown(enablement_matrix(records()));
+  EXPECT_NE(md.find("| family | impl | sm80 | sm90 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| sdpa | cuda.flash | 🟡 partial: 2/3 xfail | ✅ enabled (1) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| cast | cuda.cvt | — | ❌ failing: 1/2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("2 × bf16 atomics are slow"), std::string::npos) << md;
+  EXPECT_NE(md.find("lacks capability 'mx_mma'"), std::string::npos) << md;
+}
+
+TEST(Times, OneFilePerArchThatThePlannerReads) {
+  const auto dir = testutil::temp_dir();
+  const auto by_arch = times_by_arch(records());
+  ASSERT_EQ(by_arch.size(), 2u);
+  const std::string path = times_path(dir + "/times/{arch}.json", "sm90");
+  EXPECT_EQ(path, dir + "/times/sm90.json");
+  write_text_file(path, times_json(by_arch.at("sm90")));
+  const auto back = read_times_file(path);
+  EXPECT_EQ(back.size(), 6u);
+  EXPECT_DOUBLE_EQ(back.at("cast.cuda_cvt/a"), 0.04);
+  EXPECT_DOUBLE_EQ(back.at("sdpa.cuda_flash/b"), 0.0);  // skipped: costs a shard nothing
+}
+
+TEST(Html, SelfContainedEscapedAndComplete) {
+  auto rs = records();
+  rs[8].outputs.push_back({"y", "allclose", 10, 0.3, 0.1, 0.01, 0, 3});
+  rs[9].outputs.push_back({"y", "bitexact", 10, 0, 0, 0, 0, 0});
+  rs[0].outputs.push_back({"O", "ref_relative", 10, 1e-4, 1e-3, 1e-2, 1e-4, 0});
+  rs[8].message += " <script>alert(1)</script> \x01\xff";
+  const std::string h = html_report(rs, "sm80 & sm90 <report>");
+  EXPECT_EQ(h.find("<script"), std::string::npos);
+  EXPECT_NE(h.find("&lt;script&gt;"), std::string::npos);
+  EXPECT_EQ(h.find("<b>&amp;"), std::string::npos) << "record text is escaped";
+  EXPECT_NE(h.find("mismatch &lt;b&gt;&amp;amp;"), std::string::npos);
+  EXPECT_NE(h.find("<title>sm80 &amp; sm90 &lt;report&gt;</title>"), std::string::npos);
+  for (const char* ext : {"src=", "href=", "@import", "url("}) EXPECT_EQ(h.find(ext), std::string::npos) << ext;
+  EXPECT_NE(h.find("3 PASS"), std::string::npos);
+  EXPECT_NE(h.find("1 FAIL"), std::string::npos);
+  EXPECT_NE(h.find("opcts repro &#39;cast.cuda_cvt/a&#39; --arch sm90"), std::string::npos) << "failure repro";
+  EXPECT_NE(h.find("id=\"matrix\""), std::string::npos);
+  EXPECT_NE(h.find("partial: 2/3 xfail"), std::string::npos);
+  EXPECT_NE(h.find("aria-label=\"error over bound per family\""), std::string::npos);
+  EXPECT_NE(h.find("aria-label=\"slowest cases\""), std::string::npos);
+  EXPECT_NE(h.find("<circle"), std::string::npos);
+  EXPECT_EQ(h.find('\x01'), std::string::npos);
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Renders the page in headless Chromium: the DOM holds the counts and the matrix, and a
+// screenshot is a non-empty PNG. SKIP without /usr/bin/chromium (scripts/screenshot-report.sh
+// installs it).
+TEST(Html, RendersInHeadlessChromium) {
+  const std::string chromium = "/usr/bin/chromium";
+  if (!fs::exists(chromium)) GTEST_SKIP() << chromium << " absent (Debian package chromium; see scripts/screenshot-report.sh)";
+  const auto dir = testutil::temp_dir();
+  const std::string html = testutil::write(dir, "report.html", html_report(records(), "opcts test report"));
+  const std::string flags = " --headless --no-sandbox --disable-gpu --disable-background-networking "
+                            "--disable-component-update --no-first-run --disable-sync --user-data-dir='" + dir +
+                            "/profile'";
+  const std::string dom = dir + "/dom.html", png = dir + "/shot.png";
+  ASSERT_EQ(std::system((chromium + flags + " --dump-dom 'file://" + html + "' >'" + dom + "' 2>/dev/null").c_str()), 0);
+  const std::string d = slurp(dom);
+  EXPECT_NE(d.find("3 PASS"), std::string::npos) << d.substr(0, 2000);
+  EXPECT_NE(d.find("1 FAIL"), std::string::npos);
+  EXPECT_NE(d.find("partial: 2/3 xfail"), std::string::npos);
+  EXPECT_NE(d.find("<svg"), std::string::npos);
+  ASSERT_EQ(std::system((chromium + flags + " --screenshot='" + png + "' --window-size=1280,1600 'file://" + html +
+                         "' >/dev/null 2>&1").c_str()), 0);
+  const std::string p = slurp(png);
+  ASSERT_GT(p.size(), 1000u);
+  EXPECT_EQ(p.substr(1, 3), "PNG");
+}
+
+}  // namespace
+}  // namespace opcts
