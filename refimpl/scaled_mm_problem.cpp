@@ -383,12 +383,14 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
   HostTensor x(DType::fp32, {R, p.k});
   fill_normal(x, seed, stream, 1.0);
   const int64_t K = p.k;
+  std::vector<int> ec(static_cast<size_t>((K + 31) / 32));
+  for (size_t c = 0; c < ec.size(); ++c) ec[c] = static_cast<int>(uniform01(seed, stream + 200, c) * 4);
+  float* xs = reinterpret_cast<float*>(x.data());  // contiguous fp32 [R, K]
+#pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < R; ++r) {
     const int er = static_cast<int>(uniform01(seed, stream + 100, static_cast<uint64_t>(r)) * 4);
-    for (int64_t k = 0; k < K; ++k) {
-      const int ec = static_cast<int>(uniform01(seed, stream + 200, static_cast<uint64_t>(k / 32)) * 4);
-      x.set(r * K + k, std::ldexp(x.get(r * K + k), er + ec + p.scale_exp));
-    }
+    for (int64_t k = 0; k < K; ++k)  // a power of two in double, rounded once to fp32
+      xs[r * K + k] = static_cast<float>(std::ldexp(static_cast<double>(xs[r * K + k]), er + ec[k / 32] + p.scale_exp));
   }
   quant::Quantized q = quant::quantize(x, s, layout);
   return {std::move(q.data), std::move(q.scale), q.global_scale};
@@ -420,6 +422,14 @@ HostTensor place(const HostTensor& codes, bool k_major, int64_t ld) {
   const int64_t R = codes.dim(0), K = codes.dim(1);
   HostTensor t = k_major ? HostTensor(codes.dtype(), {R, K}, {ld, 1}, std::max<int64_t>(R * ld, 0))
                          : HostTensor(codes.dtype(), {R, K}, {1, ld}, std::max<int64_t>(K * ld, 0));
+  if (dtype_info(codes.dtype()).bits == 8) {  // one byte a code: copy bytes, not decoded values
+    const auto* src = reinterpret_cast<const uint8_t*>(codes.data());
+    auto* dst = reinterpret_cast<uint8_t*>(t.data());
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t k = 0; k < K; ++k) dst[k_major ? r * ld + k : k * ld + r] = src[r * K + k];
+    return t;
+  }
   for (int64_t i = 0; i < R * K; ++i) t.set_code(i, codes.code(i));
   return t;
 }

@@ -36,15 +36,30 @@ namespace {
 
 using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// Dequantized operand [R, K]: code value times its block's scale, exact in double.
+// Dequantized operand [R, K]: code value times its block's scale, exact in double. Codes are
+// read straight from the storage through the 2-D strides and decoded by a table, and each
+// block's scale is looked up once: this runs over tens of millions of weights per problem.
 RowMajor dequantized(const Problem& p, const TensorMap& in, char which, int64_t R) {
   const HostTensor& codes = in.at(which == 'a' ? "a" : "b");
   const int64_t K = p.k, blk = scale_block_k(p);
+  const int bits = dtype_info(codes.dtype()).bits;
+  std::vector<double> value(size_t{1} << bits);
+  for (size_t c = 0; c < value.size(); ++c) value[c] = decode(codes.dtype(), c);
+  const int64_t s0 = codes.strides()[0], s1 = codes.strides()[1];
+  const auto* bytes = reinterpret_cast<const uint8_t*>(codes.data());
+  auto code_at = [&](int64_t r, int64_t k) -> unsigned {
+    const int64_t pos = r * s0 + k * s1;
+    if (bits == 4) return pos % 2 ? bytes[pos / 2] >> 4 : bytes[pos / 2] & 0xF;  // element 2i: low nibble
+    return bytes[pos];
+  };
+  const int64_t block = blk ? blk : std::max<int64_t>(K, 1);
   RowMajor x(R, K);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < R; ++r)
-    for (int64_t k = 0; k < K; ++k)
-      x(r, k) = codes.get(r * K + k) * scale_at(p, in, which, r, blk ? k / blk : 0);
+    for (int64_t k0 = 0; k0 < K; k0 += block) {
+      const double scale = scale_at(p, in, which, r, blk ? k0 / blk : 0);
+      for (int64_t k = k0; k < std::min(K, k0 + block); ++k) x(r, k) = value[code_at(r, k)] * scale;
+    }
   return x;
 }
 
