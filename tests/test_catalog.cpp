@@ -23,12 +23,7 @@ using testutil::write;
 const fs::path kCases = testutil::cases_dir();
 
 std::string load_error(const std::string& path) {
-  try {
-    load_catalogs(builtin_registry(), {path});
-  } catch (const YamlError& e) {
-    return e.what();
-  }
-  return "";
+  return testutil::yaml_error_of([&] { load_catalogs(builtin_registry(), {path}); });
 }
 
 const char* kCatalog =

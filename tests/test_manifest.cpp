@@ -20,12 +20,7 @@ using testutil::write;
 
 // The message of the YamlError that loading `path` throws, or "" when it loads.
 std::string load_error(const std::string& path) {
-  try {
-    Manifest::load(path);
-  } catch (const YamlError& e) {
-    return e.what();
-  }
-  return "";
+  return testutil::yaml_error_of([&] { Manifest::load(path); });
 }
 
 const char* kFull =

@@ -136,12 +136,7 @@ TEST_F(ToleranceFixture, NoRuleThrowsNamingTheOutput) {
 }
 
 std::string load_error(const std::string& path) {
-  try {
-    ToleranceTable::load(path);
-  } catch (const YamlError& e) {
-    return e.what();
-  }
-  return "";
+  return testutil::yaml_error_of([&] { ToleranceTable::load(path); });
 }
 
 TEST(ToleranceErrors, RuleWithoutWhyNamesItsLine) {

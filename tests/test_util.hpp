@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include "harness/yaml_util.hpp"
+
 namespace opcts::testutil {
 
 /// The source tree's cases/ folder.
@@ -27,6 +29,17 @@ inline std::string write(const std::string& dir, const std::string& name, const 
   const std::string p = (std::filesystem::path(dir) / name).string();
   std::ofstream(p) << text;
   return p;
+}
+
+/// The message of the YamlError that `load` throws, or "" when it loads.
+template <typename Load>
+std::string yaml_error_of(Load load) {
+  try {
+    load();
+  } catch (const YamlError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace opcts::testutil
