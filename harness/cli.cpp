@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     if (*matrix) return cmd_report_matrix(view_inputs, matrix_md);
     if (*times) return cmd_report_times(view_inputs, times_out, times_arch);
     if (*html) return cmd_report_html(view_inputs, html_out, html_title);
-    if (*gate_cmd) return cmd_gate(sel, gate_inputs);
+    if (*gate_cmd) return cmd_gate(sel, gate_inputs, gate_cmd->count("--tier") > 0);
     if (*ctest) {
       std::vector<std::string> archs;
       for (auto& a : ctest_archs) {

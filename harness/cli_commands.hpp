@@ -54,7 +54,8 @@ int cmd_repro(const std::string& id, const Selection& s, int device_flag, const 
 int cmd_resources(const std::string& out);
 int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, const std::string& summary,
               const std::string& results);
-int cmd_gate(const Selection& s, const std::vector<std::string>& inputs);
+/// `tier_given`: --tier was on the command line; otherwise the plan takes the reports' tier.
+int cmd_gate(const Selection& s, const std::vector<std::string>& inputs, bool tier_given);
 int cmd_report_matrix(const std::vector<std::string>& inputs, const std::string& markdown);
 int cmd_report_times(const std::vector<std::string>& inputs, const std::string& out, const std::string& arch);
 int cmd_report_html(const std::vector<std::string>& inputs, const std::string& out, const std::string& title);

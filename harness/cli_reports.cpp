@@ -50,8 +50,9 @@ int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, 
 
 // Judges merged reports of one arch against its manifest and plan (the tier/filter/shard
 // selection): exit 1 naming each offending case, 0 when the arch is green.
-int cmd_gate(const Selection& s, const std::vector<std::string>& inputs) {
-  if (s.arch == "auto") throw std::invalid_argument("gate needs --arch");
+int cmd_gate(const Selection& sel, const std::vector<std::string>& inputs, bool tier_given) {
+  if (sel.arch == "auto") throw std::invalid_argument("gate needs --arch");
+  Selection s = sel;
   Suite suite(suite_options(s, s.arch));
   std::vector<ResultRecord> records;
   size_t other = 0;
@@ -60,6 +61,14 @@ int cmd_gate(const Selection& s, const std::vector<std::string>& inputs) {
     else ++other;
   }
   if (other) std::fprintf(stderr, "opcts gate: ignoring %zu results of other archs\n", other);
+  // Without --tier the plan is the tier the reports were run at (the widest one they hold),
+  // so gating a smoke run does not call the default tier's cases MISSING.
+  if (!tier_given) {
+    Tier widest = Tier::smoke;
+    for (const auto& r : records)
+      if (!r.tier.empty()) widest = std::max(widest, parse_tier(r.tier));
+    s.tier = std::string(to_string(widest));
+  }
   std::vector<std::string> planned, all_ids;
   for (const auto& c : selected(suite, s)) planned.push_back(c.id);
   for (const auto& c : suite.all_cases()) all_ids.push_back(c.id);

@@ -288,7 +288,8 @@ int cmd_repro(const std::string& id, const Selection& s, int device_flag, const 
   if (c.impl->backend() != suite.arch().backend)
     throw std::invalid_argument("impl " + std::string(c.impl->name()) + " runs on " + std::string(c.impl->backend()) +
                                 " archs, not on " + arch + " (" + suite.arch().backend + ")");
-  std::printf("case   %s\narch   %s (device %d)\nseed   %s\n", c.id.c_str(), arch.c_str(), device,
+  const std::string on = suite.arch().backend == "host" ? "the host" : "GPU " + std::to_string(device);
+  std::printf("case   %s\narch   %s on %s\nseed   %s\n", c.id.c_str(), arch.c_str(), on.c_str(),
               seed_hex(case_seed(*c.family, *c.problem)).c_str());
   if (auto why = suite.skip_reason(c)) {
     std::printf("SKIP   %s\n", why->c_str());

@@ -80,6 +80,24 @@ TEST_F(Supervisor, AllPass) {
   EXPECT_EQ(read_junit((dir_ / "j.xml").string()).size(), 3u);
 }
 
+TEST_F(Supervisor, GateTakesThePlanFromTheReportsTier) {
+  ASSERT_EQ(sh(run_cmd("")).status, 0);
+  const std::string gate = std::string(OPCTS_BINARY) + " gate --arch host --catalog " + (dir_ / "mine.yaml").string() +
+                           " --filter 'sdpa.host_flash/fp32_b1_hq2_hkv1_sq*_d8_nomask' ";
+  // The run was at the smoke tier; without --tier the gate plans that tier, not the default.
+  const Shell ok = sh(gate + (dir_ / "r.jsonl").string());
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  // One case missing from the reports is MISSING.
+  std::ifstream in(dir_ / "r.jsonl");
+  std::string first, line, rest;
+  std::getline(in, first);
+  while (std::getline(in, line)) rest += line + "\n";
+  std::ofstream(dir_ / "partial.jsonl") << rest;
+  const Shell missing = sh(gate + (dir_ / "partial.jsonl").string());
+  EXPECT_EQ(missing.status, 1) << missing.output;
+  EXPECT_NE(missing.output.find("MISSING"), std::string::npos) << missing.output;
+}
+
 TEST_F(Supervisor, CrashCostsOnlyTheCaseInFlight) {
   const Shell r = sh(run_cmd("", "OPCTS_FAULT_CRASH='*sq4_sk6*'"));
   EXPECT_EQ(r.status, 1) << r.output;
