@@ -44,8 +44,10 @@ std::string describe_failure(const ResultRecord& r) {
   std::ostringstream m;
   for (const auto& o : r.outputs) {
     if (!o.mismatches) continue;
-    m << o.out << ": " << o.mismatches << "/" << o.elements << " mismatches, max abs err " << o.max_abs_err
-      << " > bound " << o.bound;
+    m << o.out << ": " << o.mismatches << "/" << o.elements << " mismatches, max abs err " << o.max_abs_err;
+    // `bounded` compares each element with its own bound: the largest one says little.
+    m << (o.metric == "bounded" ? " (per-element bounds, largest " : " > bound ") << o.bound
+      << (o.metric == "bounded" ? ")" : "");
     if (o.metric == "ref_relative") m << " (same-precision reference err " << o.lowp_err << ")";
     m << "; ";
   }

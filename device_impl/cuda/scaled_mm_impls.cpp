@@ -90,17 +90,11 @@ PreparedScaledMm prepare_scaled_mm(const scaled_mm::Problem& p, const TensorMap&
   const HostTensor& b = in.at("b");
   check_scale(p, in.at("a_scale"), 'a');
   check_scale(p, in.at("b_scale"), 'b');
-  // MX/NVFP4 kernels read the cuBLAS swizzled scale layout; a case with row-major scales
-  // uploads them swizzled, so the kernels see the same scales in the layout they take.
-  auto scales_of = [&](const char* key) {
-    const HostTensor& s = in.at(key);
-    if (p.block_scaled() && p.scale_layout == quant::ScaleLayout::row_major) return cuda::DeviceBuffer::upload(quant::swizzle(s));
-    return cuda::DeviceBuffer::upload(s);
-  };
   // D rows padded to 16 bytes: cuBLASLt needs an aligned leading dimension (numerics.md §3).
   const int64_t per16 = std::max<int64_t>(1, 16 / storage_bytes(p.out));
   const int64_t ldd = (p.n + per16 - 1) / per16 * per16;
-  PreparedScaledMm r{cuda::DeviceBuffer::upload(a), cuda::DeviceBuffer::upload(b), scales_of("a_scale"), scales_of("b_scale"),
+  PreparedScaledMm r{cuda::DeviceBuffer::upload(a), cuda::DeviceBuffer::upload(b), cuda::DeviceBuffer::upload(in.at("a_scale")),
+                     cuda::DeviceBuffer::upload(in.at("b_scale")),
                      std::nullopt, std::nullopt, cuda::DeviceBuffer(storage_bytes_for(p.out, p.m * ldd)), {}};
   if (in.count("out_scale")) r.out_scale.emplace(cuda::DeviceBuffer::upload(in.at("out_scale")));
   if (in.count("bias")) r.bias.emplace(cuda::DeviceBuffer::upload(in.at("bias")));
@@ -166,13 +160,15 @@ class CudaScaledMm final : public Impl {
     const double bytes = static_cast<double>(storage_bytes_for(p.a_elem, p.m * p.k) + storage_bytes_for(p.b_elem, p.n * p.k) +
                                              storage_bytes_for(p.out, p.m * (p.n + 16))) * 1.05;
     if (const Support fits = cuda::fits_device_memory(bytes, name()); !fits.ok) return fits;
+    // The kernel interface reads VEC32_UE8M0 / VEC16_UE4M3 scales in cuBLAS's swizzled layout
+    // only (scaled_mm_kernels.hpp); a row-major case is a layout these impls do not take.
+    if (p.block_scaled() && p.scale_layout != quant::ScaleLayout::swizzled)
+      return Support::no(std::string(name()) + ": VEC32_UE8M0 / VEC16_UE4M3 scales are read only in the swizzled layout");
     if (backend_ == Backend::mx_kernel) return Support::yes();
     const std::string cap = recipe_cap(p.recipe);
     if (!arch.has(cap))
       return Support::no("cuda.cublaslt: " + std::string(to_string(p.recipe)) + " needs capability '" + cap + "', which " +
                          arch.name + " lacks");
-    if (p.block_scaled() && p.scale_layout != quant::ScaleLayout::swizzled)
-      return Support::no("cuda.cublaslt: VEC32_UE8M0 / VEC16_UE4M3 scales are read only in the swizzled layout");
     if (p.a_elem == DType::e5m2 && p.b_elem == DType::e5m2)
       return Support::no("cuda.cublaslt: no e5m2 × e5m2 kernel (status 15 on sm90; PyTorch raises ValueError)");
     const bool tn = p.a_layout == scaled_mm::Layout::row && p.b_layout == scaled_mm::Layout::col;
