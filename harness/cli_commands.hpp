@@ -14,6 +14,7 @@ struct Selection {
   std::string arch = "auto";
   std::string tier = "default";
   std::vector<std::string> filters, excludes, catalogs;
+  std::vector<std::string> families;  // empty: every family
   std::string shard = "1/1";
   std::string times;
   std::string cases_dir = default_cases_dir();
@@ -21,8 +22,8 @@ struct Selection {
   bool include_planted = false;
 };
 
-/// Adds the selection options (--arch --tier --filter --exclude --catalog --shard --times
-/// --cases-dir --manifest --include-planted) to a subcommand.
+/// Adds the selection options (--arch --tier --family --filter --exclude --catalog --shard
+/// --times --cases-dir --manifest --include-planted) to a subcommand.
 void add_selection(CLI::App* app, Selection& s);
 /// The GPU of this process: --device, else CTest's resource allocation
 /// (CTEST_RESOURCE_GROUP_0_GPUS = "id:N,slots:1"), else 0.
@@ -30,7 +31,9 @@ int resolve_device(int flag);
 /// `auto` becomes the arch of the GPU present (detect_arch), else the name is kept.
 std::string resolve_arch(const std::string& arch, int device);
 SuiteOptions suite_options(const Selection& s, const std::string& arch);
-/// The cases of the selection: tier, filters, then the shard.
+/// The cases of the selection: tier, families, filters, then the shard.
+/// The selection's cases before sharding: tier, families, filters.
+std::vector<Case> unsharded(const Suite& suite, const Selection& s);
 std::vector<Case> selected(const Suite& suite, const Selection& s);
 /// This binary's path (workers are the same binary).
 std::string self_exe(const char* argv0);

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -38,6 +39,7 @@ namespace opcts::cli {
 void add_selection(CLI::App* app, Selection& s) {
   app->add_option("--arch", s.arch, "arch to plan for (sm80, sm90, host, ...; auto = the GPU present, else host)");
   app->add_option("--tier", s.tier, "smoke, default or full (each includes the tiers before it)");
+  app->add_option("--family", s.families, "family to select (repeatable; default: all)");
   app->add_option("--filter", s.filters, "glob over case ids to include (repeatable)");
   app->add_option("--exclude", s.excludes, "glob over case ids to leave out (repeatable)");
   app->add_option("--catalog", s.catalogs, "extra catalog file or folder (repeatable)");
@@ -72,8 +74,19 @@ SuiteOptions suite_options(const Selection& s, const std::string& arch) {
   return o;
 }
 
-std::vector<Case> selected(const Suite& suite, const Selection& s) {
+std::vector<Case> unsharded(const Suite& suite, const Selection& s) {
+  for (const auto& f : s.families)
+    if (!builtin_registry().family(f)) throw std::invalid_argument("--family: unknown family '" + f + "'");
   auto cases = select_cases(suite.all_cases(), parse_tier(s.tier), s.filters, s.excludes);
+  if (!s.families.empty())
+    std::erase_if(cases, [&](const Case& c) {
+      return std::find(s.families.begin(), s.families.end(), c.family->name()) == s.families.end();
+    });
+  return cases;
+}
+
+std::vector<Case> selected(const Suite& suite, const Selection& s) {
+  auto cases = unsharded(suite, s);
   return shard_cases(cases, parse_shard(s.shard), s.times, suite.arch().backend != "host");
 }
 

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "harness/errors.hpp"
@@ -109,8 +110,9 @@ int cmd_report_html(const std::vector<std::string>& inputs, const std::string& o
   return 0;
 }
 
-// Writes the CTest script of the shard tests: one test per arch and shard, labelled with
-// the arch, gpu or cpu, and the families the shard holds; GPU shards ask for one GPU.
+// Writes the CTest script of the shard tests: per arch and family, `shards` tests
+// opcts.<arch>.<family>.shard<i>of<N>, labelled with the arch, gpu or cpu, and the family,
+// so `ctest -L sm90 -L scaled_mm` runs exactly that family; GPU shards ask for one GPU.
 int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, int shards, const std::string& exe,
                     const std::string& reports_dir, const std::string& out, double timeout) {
   std::ostringstream cm;
@@ -118,21 +120,26 @@ int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, i
   for (const auto& arch : archs) {
     Suite suite(suite_options(s, arch));
     const bool gpu = suite.arch().backend != "host";
-    const auto cases = select_cases(suite.all_cases(), parse_tier(s.tier), s.filters, s.excludes);
-    const auto fams = shard_families(cases, shards, s.times, gpu);
-    for (int i = 1; i <= shards; ++i) {
-      const std::string name = "opcts." + arch + ".shard" + std::to_string(i) + "of" + std::to_string(shards);
-      const std::string stem = reports_dir + "/" + arch + "/shard" + std::to_string(i) + "of" + std::to_string(shards);
-      cm << "add_test(" << name << " \"" << exe << "\" run --arch " << arch << " --tier " << s.tier << " --shard " << i
-         << "/" << shards << " --allow-empty --junit \"" << stem << ".xml\" --results \"" << stem
-         << ".jsonl\" --timeout " << timeout;
-      for (const auto& c : s.catalogs) cm << " --catalog \"" << c << "\"";
-      if (!s.times.empty()) cm << " --times \"" << s.times << "\"";
-      cm << ")\n";
-      std::string labels = arch + ";" + (gpu ? "gpu" : "cpu");
-      for (const auto& fam : fams[i - 1]) labels += ";" + fam;
-      cm << "set_tests_properties(" << name << " PROPERTIES LABELS \"" << labels << "\" ENVIRONMENT \"OPCTS_CASES_DIR="
-         << s.cases_dir << "\"" << (gpu ? " RESOURCE_GROUPS \"gpus:1\"" : "") << ")\n";
+    std::set<std::string> fams;
+    for (const auto& c : unsharded(suite, s)) fams.insert(std::string(c.family->name()));
+    for (const auto& fam : fams) {
+      for (int i = 1; i <= shards; ++i) {
+        const std::string part = fam + ".shard" + std::to_string(i) + "of" + std::to_string(shards);
+        const std::string name = "opcts." + arch + "." + part;
+        const std::string stem = reports_dir + "/" + arch + "/" + part;
+        cm << "add_test(" << name << " \"" << exe << "\" run --arch " << arch << " --tier " << s.tier
+           << " --family " << fam << " --shard " << i << "/" << shards << " --allow-empty --junit \"" << stem
+           << ".xml\" --results \"" << stem << ".jsonl\" --timeout " << timeout;
+        for (const auto& c : s.catalogs) cm << " --catalog \"" << c << "\"";
+        for (const auto& f : s.filters) cm << " --filter \"" << f << "\"";
+        for (const auto& x : s.excludes) cm << " --exclude \"" << x << "\"";
+        if (!s.times.empty()) cm << " --times \"" << s.times << "\"";
+        cm << ")\n";
+        const std::string labels = arch + ";" + (gpu ? "gpu" : "cpu") + ";" + fam;
+        cm << "set_tests_properties(" << name << " PROPERTIES LABELS \"" << labels
+           << "\" ENVIRONMENT \"OPCTS_CASES_DIR=" << s.cases_dir << "\"" << (gpu ? " RESOURCE_GROUPS \"gpus:1\"" : "")
+           << ")\n";
+      }
     }
   }
   write_text_file(out, cm.str());

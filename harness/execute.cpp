@@ -7,6 +7,9 @@
 
 #include "harness/artifacts.hpp"
 #include "harness/compare.hpp"
+#include <cstdlib>
+#include <fstream>
+
 #include "harness/errors.hpp"
 #include "harness/ref_disk_cache.hpp"
 #include "harness/rng.hpp"
@@ -22,6 +25,10 @@ const ReferenceCache::Entry& ReferenceCache::get(const Case& c) {
     auto e = std::make_unique<Entry>();
     e->key = key;
     e->inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
+    // Test hook: one line per problem whose inputs were made, so a test can prove that the
+    // impls of a problem share them (tests/test_supervisor.cpp).
+    if (const char* trace = std::getenv("OPCTS_TRACE_INPUTS"); trace && *trace)
+      std::ofstream(trace, std::ios::app) << key << "\n";
     const RefDiskCache disk(disk_dir_);
     const std::string disk_key = disk.enabled() ? RefDiskCache::key(*c.family, *c.problem) : std::string();
     if (auto stored = disk.load(disk_key)) {

@@ -112,9 +112,11 @@ int worker_main(const WorkerOptions& opt, const char* argv0) {
       testing::UnitTest::GetInstance()->listeners().default_result_printer());
   for (size_t i = opt.start; i < ids.size(); ++i) {
     const std::string& id = ids[i];
-    const auto slash = id.find('/');
-    const std::string suite_name = id.substr(0, slash);
-    const std::string test_name = id.substr(slash + 1);
+    // One test suite per case: GoogleTest runs a suite's tests together, so suites named by
+    // impl would run every case of one impl before the next impl's and defeat the
+    // ReferenceCache, which keeps one problem's inputs and reference for its impls in a row.
+    const std::string suite_name = "case" + std::to_string(i);
+    const std::string& test_name = id;
     testing::RegisterTest(suite_name.c_str(), test_name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
                           [i, id]() -> testing::Test* { return new CaseTest(&state, i, id); });
   }

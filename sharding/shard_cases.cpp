@@ -79,17 +79,4 @@ std::vector<Case> shard_cases(const std::vector<Case>& cases, ShardSpec spec, co
   return out;
 }
 
-std::vector<std::vector<std::string>> shard_families(const std::vector<Case>& cases, int count,
-                                                     const std::string& times_file, bool on_gpu) {
-  const Groups g = group(cases);
-  const auto shards = plan(g, count, times_file, on_gpu);
-  std::vector<std::vector<std::string>> out;
-  for (const auto& s : shards) {
-    std::set<std::string> fams;
-    for (size_t gi : s) fams.insert(std::string(g.members[gi].front()->family->name()));
-    out.emplace_back(fams.begin(), fams.end());
-  }
-  return out;
-}
-
 }  // namespace opcts

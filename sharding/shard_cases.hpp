@@ -17,8 +17,4 @@ namespace opcts {
 std::vector<Case> shard_cases(const std::vector<Case>& cases, ShardSpec spec, const std::string& times_file,
                               bool on_gpu);
 
-/// The families present in each of `count` shards (for CTest labels).
-std::vector<std::vector<std::string>> shard_families(const std::vector<Case>& cases, int count,
-                                                     const std::string& times_file, bool on_gpu);
-
 }  // namespace opcts

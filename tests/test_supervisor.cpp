@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -78,6 +79,29 @@ TEST_F(Supervisor, AllPass) {
   ASSERT_EQ(o.size(), 3u) << r.output;
   for (const auto& [id, out] : o) EXPECT_EQ(out, Outcome::PASS) << id;
   EXPECT_EQ(read_junit((dir_ / "j.xml").string()).size(), 3u);
+}
+
+// The impls of one problem run one after another in a worker, so its inputs and reference
+// are made once (GoogleTest groups tests by suite; a suite per impl once broke this).
+TEST_F(Supervisor, ImplsOfAProblemShareItsInputs) {
+  std::ofstream(dir_ / "mm.yaml") << R"(family: scaled_mm
+grids:
+  - name: tiny
+    tier: smoke
+    axes:
+      recipe: [tensorwise]
+      m: [3, 5]
+    fixed: {n: 16, k: 32}
+)";
+  const std::string trace = (dir_ / "inputs.txt").string();
+  const Shell r = sh("OPCTS_TRACE_INPUTS=" + trace + " " + OPCTS_BINARY + " run --arch host --tier smoke --catalog " +
+                     (dir_ / "mm.yaml").string() + " --filter 'scaled_mm.*_tn_m[35]_n16_k32_*' --include-planted" +
+                     " --no-ref-cache --reruns 0 --results " + (dir_ / "r.jsonl").string());
+  ASSERT_EQ(read_results_file((dir_ / "r.jsonl").string()).size(), 8u) << r.output;  // 2 problems x 4 impls
+  std::ifstream in(trace);
+  std::vector<std::string> made;
+  for (std::string line; std::getline(in, line);) made.push_back(line);
+  EXPECT_EQ(made.size(), 2u) << "inputs made once per problem, not per case";
 }
 
 TEST_F(Supervisor, GateTakesThePlanFromTheReportsTier) {
