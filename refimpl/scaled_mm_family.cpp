@@ -17,6 +17,9 @@ constexpr const char* kFields[] = {"m", "n", "k", "nk", "layout", "lda", "ldb", 
 class ScaledMmFamily final : public Family {
  public:
   std::string_view name() const override { return "scaled_mm"; }
+  // Bump when the reference or the inputs change: cached references are then recomputed.
+  // 2: values beyond the output's range are kept unrounded for the bounded metric.
+  std::string reference_version() const override { return "scaled_mm-ref-2"; }
 
   // Fields: m, n, k (or nk: {n, k}); recipe; elem (one dtype for both, or {a, b}; default
   // e4m3fn, e2m1fn for fp4 recipes); layout tn | nn | nt | tt (default tn); lda, ldb;

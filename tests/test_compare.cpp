@@ -193,6 +193,22 @@ TEST(CompareArgs, SizeMismatchAndMissingLowpThrow) {
   EXPECT_NO_THROW(compare_output("O", got, {1, 2, 3}, nullptr, tol_of(Metric::allclose), worst));
 }
 
+// bounded: a reference beyond the output's range is stored unrounded; the device may give
+// the largest finite value (when within the bound) or inf (when x + E reaches the overflow
+// threshold 65504 + 16 of fp16), but not a saturated value far below x.
+TEST(CompareBounded, OverflowNearTheEdgeMayRoundEitherWay) {
+  auto t = tol_of(Metric::bounded);
+  t.factor = 1;
+  std::vector<WorstElement> worst;
+  const std::vector<double> bound = {8.0, 8.0, 8.0};
+  const auto cmp = [&](std::vector<double> got, std::vector<double> want) {
+    return compare_output("d", tensor(DType::fp16, {3}, got), want, nullptr, t, worst, 5, &bound).mismatches;
+  };
+  EXPECT_EQ(cmp({65504, kInf, -kInf}, {65530, 65530, -65515}), 0);  // 65515 + 8 >= 65520
+  EXPECT_EQ(cmp({65504, 65504, -kInf}, {65530, 1e6, -65500}), 2);   // saturated 1e6; -65500 cannot overflow
+  EXPECT_EQ(cmp({kInf, 65504, 65504}, {-65530, 65504, 65504}), 1);  // wrong sign
+}
+
 TEST(CompareMetric, ParseAndPrintRoundTrip) {
   for (Metric m : {Metric::exact, Metric::allclose, Metric::ref_relative}) EXPECT_EQ(parse_metric(to_string(m)), m);
   EXPECT_THROW(parse_metric("close"), std::invalid_argument);
