@@ -18,24 +18,27 @@ void register_cuda_scaled_mm(Registry& reg);
 
 namespace {
 
-#if !OPCTS_HAVE_CUDA
-// Without a CUDA toolkit the CUDA impls still exist as cases, each a SKIP saying why, so
-// `opcts list --arch sm90` shows the same ids on every build and nothing silently vanishes.
+#if !OPCTS_HAVE_CUDA || !OPCTS_HAVE_CUDNN
+// Without a CUDA toolkit (or cuDNN) the CUDA impls still exist as cases, each a SKIP saying
+// why, so `opcts list --arch sm90` shows the same ids on every build and nothing silently
+// vanishes.
 class UnavailableImpl final : public Impl {
  public:
-  UnavailableImpl(std::string family, std::string name) : family_(std::move(family)), name_(std::move(name)) {}
+  UnavailableImpl(std::string family, std::string name,
+                  std::string why = "this opcts was built without CUDA (OPCTS_CUDA=OFF or no CUDA toolkit found)")
+      : family_(std::move(family)), name_(std::move(name)), why_(std::move(why)) {}
   std::string_view family() const override { return family_; }
   std::string_view name() const override { return name_; }
   std::string_view backend() const override { return "cuda"; }
   Support supports(const Problem&, const ArchInfo&) const override {
-    return Support::no("this opcts was built without CUDA (OPCTS_CUDA=OFF or no CUDA toolkit found)");
+    return Support::no(name_ + ": " + why_);
   }
   TensorMap run(const Problem&, const TensorMap&, const RunContext&) const override {
     throw std::logic_error(name_ + " is not built into this binary");
   }
 
  private:
-  std::string family_, name_;
+  std::string family_, name_, why_;
 };
 #endif
 
@@ -45,14 +48,20 @@ Registry make() {
   register_cast_family(reg);
   register_scaled_mm_family(reg);
   register_host_sdpa(reg);
+  register_host_sdpa_planted(reg);
   register_host_cast(reg);
   register_host_scaled_mm(reg);
 #if OPCTS_HAVE_CUDA
   register_cuda_sdpa(reg);
+#if OPCTS_HAVE_CUDNN
+  register_cuda_sdpa_cudnn(reg);
+#else
+  reg.add(std::make_unique<UnavailableImpl>("sdpa", "cuda.cudnn", "this opcts was built without cuDNN (no cudnn_graph.h / libcudnn found)"));
+#endif
   register_cuda_cast(reg);
   register_cuda_scaled_mm(reg);
 #else
-  for (const char* impl : {"cuda.flash", "cuda.math"}) reg.add(std::make_unique<UnavailableImpl>("sdpa", impl));
+  for (const char* impl : {"cuda.flash", "cuda.math", "cuda.cudnn"}) reg.add(std::make_unique<UnavailableImpl>("sdpa", impl));
   reg.add(std::make_unique<UnavailableImpl>("cast", "cuda.cvt"));
   for (const char* impl : {"cuda.cublaslt", "cuda.mx_kernel"}) reg.add(std::make_unique<UnavailableImpl>("scaled_mm", impl));
 #endif

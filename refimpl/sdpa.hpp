@@ -1,10 +1,21 @@
-// SDPA forward: the problem type, its id and YAML forms, and the fp64 / same-precision references.
+// SDPA forward and backward: the problem type, its id and YAML forms, and the fp64 /
+// same-precision references.
 //
-// Semantics (spec/numerics.md §5): O = softmax(scale·Q·Kᵀ + mask)·V per (batch, query head),
-// query head h reads KV head h / (Hq/Hkv) (GQA, PyTorch enable_gqa), logsumexp is the natural
-// log of Σ_j exp(scale·q_i·k_j) over the keys row i sees, fp32, [B, Hq, Sq]. A row that sees
-// no key gives O = 0 and logsumexp = -inf (PyTorch ≥ 2.5 _safe_softmax, FlashAttention-3).
-// Layout: Q [B, Hq, Sq, D]; K, V [B, Hkv, Sk, D]; O [B, Hq, Sq, D]; all contiguous (BHSD).
+// Semantics (spec/numerics.md §5; the same contract as device_impl/cuda/sdpa_kernels.hpp):
+// s = scale·q_i·k_j; softcap > 0 gives s = softcap·tanh(s/softcap); an additive mask is
+// added; keys outside the causal mask, the window or a boolean mask get s = -inf;
+// O = softmax(s)·V per (batch, query head); query head h reads KV head h / (Hq/Hkv) (GQA,
+// PyTorch enable_gqa). logsumexp is the natural log of Σ_j exp(s_ij) over the keys row i
+// sees, fp32, [B, Hq, Sq]. A row that sees no key gives O = 0 and logsumexp = -inf
+// (PyTorch ≥ 2.5 _safe_softmax, FlashAttention-3) and zero gradients.
+// Window: FlashAttention-2's window_size (left, right), bottom-right aligned, inclusive:
+// keeps j ∈ [i + Sk − Sq − left, i + Sk − Sq + right]; −1 = unbounded; intersects with the
+// causal mask. cuDNN's left bound is left + 1 (spec/numerics.md §4).
+// Backward (direction backward): inputs q, k, v, dO; outputs dQ, dK, dV from
+// dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = scale·dS·K, dK = scale·dSᵀ·Q,
+// dV = Pᵀ·dO (FlashAttention-2, Dao 2023, Algorithm 2), with GQA heads summed into dK, dV.
+// Layout: logical Q [B, Hq, Sq, Dqk]; K [B, Hkv, Sk, Dqk]; V [B, Hkv, Sk, Dv];
+// O [B, Hq, Sq, Dv]; stored BHSD, or BSHD ([B, S, H, D]) when layout is bshd.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +36,11 @@ std::string_view to_string(Mask m);
 /// "none", "causal_upper_left", "causal_lower_right"; throws std::invalid_argument.
 Mask parse_mask(std::string_view s);
 
+/// An explicit attn_mask input: boolean (true = attend) or additive (in the input dtype).
+enum class MaskTensor { none, boolean, additive };
+enum class Layout { bhsd, bshd };
+enum class Direction { forward, backward };
+
 struct Problem final : opcts::Problem {
   DType dtype = DType::bf16;
   int64_t batch = 1;
@@ -32,34 +48,133 @@ struct Problem final : opcts::Problem {
   int64_t heads_kv = 1;
   int64_t seq_q = 1;
   int64_t seq_k = 1;
-  int64_t head_dim = 64;
+  int64_t head_dim = 64;    // Dqk
+  int64_t head_dim_v = 64;  // Dv (YAML `head_dim: {qk: 192, v: 128}`; a number sets both)
   std::optional<double> scale;  // unset: 1/sqrt(head_dim)
   Mask mask = Mask::none;
+  int64_t window_left = -1;   // -1: unbounded
+  int64_t window_right = -1;  // -1: unbounded
+  double softcap = 0;         // 0: off
+  MaskTensor mask_tensor = MaskTensor::none;
+  bool mask_per_batch = false;  // attn_mask is [B or 1, Hq or 1, Sq, Sk]
+  bool mask_per_head = false;
+  bool poison_masked = false;   // NaN written into K/V rows that no query may see
+  Layout layout = Layout::bhsd;
+  Direction direction = Direction::forward;
 
   double effective_scale() const;
-  /// Whether key j is visible to query row i under the mask.
+  /// The keys row i may see under the causal mask and the window: the inclusive range
+  /// [first_key(i), last_key(i)], clamped to [0, Sk − 1]; empty when last_key(i) < first_key(i).
+  /// (A window makes the range start after 0; a boolean or additive attn_mask is data, applied
+  /// by the references and impls on top of this range.) Negative windows count as unbounded.
+  int64_t first_key(int64_t i) const;
+  int64_t last_key(int64_t i) const;
+  /// Whether key j is visible to query row i under the causal mask and the window.
   bool visible(int64_t i, int64_t j) const;
   /// The number of keys of row i: sum over j of visible(i, j), in O(1).
   int64_t keys_of_row(int64_t i) const;
-  /// Throws std::invalid_argument naming the field: negative sizes, heads_q % heads_kv != 0, ...
+  /// Throws std::invalid_argument naming the field for a malformed problem (negative sizes,
+  /// head dims <= 0, fp64, a non-finite scale or softcap, attn_mask flags without a mask,
+  /// poison_masked where every key is visible to some row). A broken argument contract
+  /// (contract_violation below) is not malformed: it is a negative case.
   void validate() const;
 };
 
-/// "bf16_b2_hq32_hkv8_sq4096_sk4096_d128_causal_lr" (+ "_scale0p125" when the scale is set;
-/// 'p' for the decimal point and 'm' for a minus sign keep the id a valid gtest name).
+/// A break of the operator's argument contract that a user can write and every impl must
+/// refuse with opcts::InvalidArgument naming `argument` (Family::expected_error):
+///   "heads_kv"      heads_q % heads_kv != 0 (PyTorch enable_gqa, FlashAttention-2, cuDNN)
+///   "window_left"   window_left < -1 (FlashAttention-2 takes -1 as unbounded, nothing lower)
+///   "window_right"  window_right < -1
+///   "softcap"       softcap < 0 (0 is off)
+/// A wrongly broadcast attn_mask cannot be written: per_batch / per_head are flags and the
+/// mask's shape follows from them. YAML negative cases say `expect_error: <argument>`.
+struct Violation {
+  std::string argument;
+  std::string why;
+};
+std::optional<Violation> contract_violation(const Problem& p);
+/// Throws opcts::InvalidArgument for contract_violation(p); every impl calls it first.
+void check_contract(const Problem& p);
+
+/// The bug classes of the planted impls (host.flash_* and cuda.flash_*).
+enum class PlantedBug { window_off_by_one, gqa_modulo, drop_rowsum, masked_row_nan };
+/// Why a problem cannot show the planted bug (so the planted impl SKIPs it and each of its
+/// cases must FAIL), or "" when it can: negative cases, empty problems, rows that see no
+/// key, no key left of a window, no GQA, the wrong direction.
+std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
+
+/// Keys that no query row can see under the causal mask and the window (1 = unseen), Sk
+/// entries. poison_masked writes NaN into exactly these rows of K and V.
+std::vector<char> unseen_keys(const Problem& p);
+
+std::string_view to_string(MaskTensor m);
+std::string_view to_string(Layout l);
+std::string_view to_string(Direction d);
+
+/// The id: DTYPE_bB_hqHQ_hkvHKV_sqSQ_skSK_dD[vDV]_MASK, then optional tokens, each only when
+/// its field is not the default, in this order:
+///   _scaleX        scale set (X: shortest round-trip decimal, 'p' = '.', 'm' = '-')
+///   _winLxR        window (left L, right R; m for minus: _win4095xm1 = (4095, -1))
+///   _capX          softcap X > 0 (or a negative one: a negative case), written like scale
+///   _bmask[b][h]   boolean attn_mask; b: per batch, h: per head (neither: broadcast over B, H)
+///   _amask[b][h]   additive attn_mask, likewise
+///   _poison        NaN in the K/V rows no query row can see
+///   _bshd          BSHD storage
+///   _bwd           backward
+/// "bf16_b2_hq32_hkv8_sq4096_sk4096_d128_causal_lr" (problems of the forward-only era keep
+/// their ids), "bf16_b1_hq16_hkv8_sq512_sk512_d256_causal_lr_win4095x0_cap50_bwd",
+/// "bf16_b1_hq128_hkv128_sq256_sk256_d192v128_causal_lr". MASK: nomask | causal_ul | causal_lr.
+/// Only lowercase letters, digits and '_': a valid gtest name.
 std::string problem_id(const Problem& p);
-/// Inverse of problem_id; throws std::invalid_argument naming the token it cannot read.
+/// Inverse of problem_id; throws std::invalid_argument naming the token it cannot read (and
+/// any id that is not the canonical spelling of its problem, so the round trip is exact).
 Problem parse_problem_id(std::string_view id);
 
-/// Shapes of the tensors.
+/// Shapes of the tensors as stored (row-major, contiguous): [B, H, S, D] for bhsd and
+/// [B, S, H, D] for bshd. q: [.., Hq, Sq, Dqk]; k: [.., Hkv, Sk, Dqk]; v: [.., Hkv, Sk, Dv];
+/// O and dO: [.., Hq, Sq, Dv]; dQ, dK, dV have the shapes of q, k, v.
 std::vector<int64_t> q_shape(const Problem& p);
-std::vector<int64_t> kv_shape(const Problem& p);
+std::vector<int64_t> k_shape(const Problem& p);
+std::vector<int64_t> kv_shape(const Problem& p);  // = k_shape (K; V has head_dim_v)
+std::vector<int64_t> v_shape(const Problem& p);
+std::vector<int64_t> o_shape(const Problem& p);
+/// [B, Hq, Sq], fp32, whatever the layout.
 std::vector<int64_t> lse_shape(const Problem& p);
+/// The attn_mask input: [B or 1, Hq or 1, Sq, Sk] (per_batch, per_head), contiguous.
+std::vector<int64_t> mask_shape(const Problem& p);
 
-/// The fp64 reference on inputs q, k, v (any dtype; their rounded values are used):
+/// Element strides of a stored tensor for the logical (batch, head, seq) indices, D contiguous
+/// (the same numbers as device_impl/cuda/sdpa_kernels.hpp's SdpaStrides).
+struct Strides {
+  int64_t batch, head, seq;
+  int64_t at(int64_t b, int64_t h, int64_t s) const { return b * batch + h * head + s * seq; }
+};
+Strides q_strides(const Problem& p);  // also dQ
+Strides k_strides(const Problem& p);  // also dK
+Strides v_strides(const Problem& p);  // also dV
+Strides o_strides(const Problem& p);  // also dO
+/// attn_mask strides (batch, head; seq = Sk): 0 where the mask broadcasts.
+Strides mask_strides(const Problem& p);
+
+/// Inputs (refimpl/sdpa_family.cpp), a pure function of the seed:
+///   q, k, v (and dO for backward): N(0, 1) in the dtype and the layout.
+///   attn_mask boolean: fp32 holding 1 (attend) or 0; each element kept with probability 0.8
+///     (Philox uniform < 0.8), and every row i ≡ 3 (mod 8) fully masked (PyTorch's
+///     test_fully_masked_out_rows class). Read it with get(i), nonzero = attend.
+///   attn_mask additive: in the dtype, N(0, 1) where the boolean rule keeps the element and
+///     -inf exactly where it masks it.
+///   poison_masked: K and V rows of unseen_keys(p) are NaN (every batch and KV head).
+/// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
+/// "dV" (dtype, shapes of q, k, v).
+
+/// The forward fp64 reference on inputs q, k, v (any dtype; their rounded values are used):
 /// scores, softmax and both products in double with Eigen, (batch, head) pairs in parallel
-/// with OpenMP, a fixed summation order. Outputs "O" and "lse", row-major.
+/// with OpenMP, a fixed summation order; `lowp` the same-precision pipeline. Outputs "O"
+/// and "lse", row-major in storage order.
 References reference(const Problem& p, const TensorMap& inputs);
+/// The backward references (refimpl/sdpa_backward_reference.cpp): fp64 gradients dQ, dK, dV
+/// of the forward above at dO, and the math backend's same-precision pipeline as `lowp`.
+References backward_reference(const Problem& p, const TensorMap& inputs);
 
 }  // namespace opcts::sdpa
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "harness/errors.hpp"
 #include "refimpl/sdpa.hpp"
 
 namespace opcts::sdpa {
@@ -29,21 +30,68 @@ double Problem::effective_scale() const {
   return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
 
-bool Problem::visible(int64_t i, int64_t j) const {
-  switch (mask) {
-    case Mask::none: return true;
-    case Mask::causal_upper_left: return j <= i;
-    case Mask::causal_lower_right: return j <= i + seq_k - seq_q;
-  }
-  return true;
+int64_t Problem::first_key(int64_t i) const {
+  if (window_left < 0) return 0;
+  return std::max<int64_t>(0, i + seq_k - seq_q - window_left);
 }
 
-int64_t Problem::keys_of_row(int64_t i) const {
-  int64_t last = seq_k - 1;  // the last visible key
+int64_t Problem::last_key(int64_t i) const {
+  int64_t last = seq_k - 1;
   if (mask == Mask::causal_upper_left) last = std::min(last, i);
   if (mask == Mask::causal_lower_right) last = std::min(last, i + seq_k - seq_q);
-  return std::max<int64_t>(0, last + 1);
+  if (window_right >= 0) last = std::min(last, i + seq_k - seq_q + window_right);
+  return last;
 }
+
+bool Problem::visible(int64_t i, int64_t j) const { return j >= first_key(i) && j <= last_key(i); }
+
+int64_t Problem::keys_of_row(int64_t i) const { return std::max<int64_t>(0, last_key(i) - first_key(i) + 1); }
+
+std::optional<Violation> contract_violation(const Problem& p) {
+  if (p.heads_kv > 0 && p.heads_q % p.heads_kv != 0)
+    return Violation{"heads_kv", "heads_q (" + std::to_string(p.heads_q) + ") must be a multiple of heads_kv (" +
+                                     std::to_string(p.heads_kv) + ") for GQA"};
+  if (p.window_left < -1)
+    return Violation{"window_left", "window_left = " + std::to_string(p.window_left) + " (>= 0, or -1 for unbounded)"};
+  if (p.window_right < -1)
+    return Violation{"window_right", "window_right = " + std::to_string(p.window_right) + " (>= 0, or -1 for unbounded)"};
+  if (p.softcap < 0) return Violation{"softcap", "softcap must be >= 0 (0 = off), got " + std::to_string(p.softcap)};
+  return std::nullopt;
+}
+
+void check_contract(const Problem& p) {
+  if (const auto v = contract_violation(p)) throw InvalidArgument(v->argument, v->why);
+}
+
+std::vector<char> unseen_keys(const Problem& p) {
+  // first_key and last_key never decrease with i, so the seen keys are a union of ranges
+  // marked with a difference array.
+  std::vector<int64_t> diff(static_cast<size_t>(std::max<int64_t>(p.seq_k, 0)) + 1, 0);
+  for (int64_t i = 0; i < p.seq_q; ++i) {
+    const int64_t f = p.first_key(i), l = p.last_key(i);
+    if (l < f) continue;
+    ++diff[f];
+    --diff[l + 1];
+  }
+  std::vector<char> unseen(static_cast<size_t>(std::max<int64_t>(p.seq_k, 0)));
+  int64_t run = 0;
+  for (int64_t j = 0; j < p.seq_k; ++j) {
+    run += diff[j];
+    unseen[j] = run == 0;
+  }
+  return unseen;
+}
+
+std::string_view to_string(MaskTensor m) {
+  switch (m) {
+    case MaskTensor::none: return "none";
+    case MaskTensor::boolean: return "bool";
+    case MaskTensor::additive: return "additive";
+  }
+  return "?";
+}
+std::string_view to_string(Layout l) { return l == Layout::bshd ? "bshd" : "bhsd"; }
+std::string_view to_string(Direction d) { return d == Direction::backward ? "backward" : "forward"; }
 
 void Problem::validate() const {
   auto nonneg = [](const char* name, int64_t v) {
@@ -53,12 +101,21 @@ void Problem::validate() const {
   nonneg("seq.q", seq_q);
   nonneg("seq.k", seq_k);
   if (heads_q <= 0 || heads_kv <= 0) throw std::invalid_argument("heads.q and heads.kv must be > 0");
-  if (heads_q % heads_kv != 0)
-    throw std::invalid_argument("heads.q (" + std::to_string(heads_q) + ") must be a multiple of heads.kv (" +
-                                std::to_string(heads_kv) + ") for GQA");
   if (head_dim <= 0) throw std::invalid_argument("head_dim must be > 0, got " + std::to_string(head_dim));
-  if (dtype == DType::fp64) throw std::invalid_argument("dtype fp64 is not an SDPA input type (fp16, bf16, fp32)");
+  if (head_dim_v <= 0) throw std::invalid_argument("head_dim.v must be > 0, got " + std::to_string(head_dim_v));
+  if (dtype != DType::bf16 && dtype != DType::fp16 && dtype != DType::fp32)
+    throw std::invalid_argument("dtype " + std::string(name(dtype)) + " is not an SDPA input type (fp16, bf16, fp32)");
   if (scale && !std::isfinite(*scale)) throw std::invalid_argument("scale must be finite");
+  if (!std::isfinite(softcap)) throw std::invalid_argument("softcap must be finite");
+  if (mask_tensor == MaskTensor::none && (mask_per_batch || mask_per_head))
+    throw std::invalid_argument("attn_mask.per_batch / per_head given without an attn_mask");
+  if (poison_masked && contract_violation(*this) == std::nullopt) {
+    const auto unseen = unseen_keys(*this);
+    if (std::find(unseen.begin(), unseen.end(), 1) == unseen.end() && batch > 0 && seq_k > 0)
+      throw std::invalid_argument(
+          "poison_masked: every key is visible to some query row, so there is nowhere to put the NaN (use a "
+          "window, or causal_upper_left with seq.k > seq.q)");
+  }
 }
 
 namespace {
@@ -103,12 +160,46 @@ int64_t parse_int_after(std::string_view tok, std::string_view prefix) {
 
 }  // namespace
 
+namespace {
+
+std::string int_token(int64_t v) {
+  std::string s = std::to_string(v);
+  if (v < 0) s[0] = 'm';
+  return s;
+}
+
+int64_t parse_signed(std::string_view s) {
+  bool neg = false;
+  if (!s.empty() && s[0] == 'm') neg = true, s.remove_prefix(1);
+  int64_t v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || s.empty()) throw std::invalid_argument("bad integer");
+  return neg ? -v : v;
+}
+
+std::string mask_tensor_token(const Problem& p) {
+  std::string t = p.mask_tensor == MaskTensor::boolean ? "bmask" : "amask";
+  if (p.mask_per_batch) t += 'b';
+  if (p.mask_per_head) t += 'h';
+  return t;
+}
+
+}  // namespace
+
 std::string problem_id(const Problem& p) {
   std::string id = std::string(name(p.dtype)) + "_b" + std::to_string(p.batch) + "_hq" + std::to_string(p.heads_q) +
                    "_hkv" + std::to_string(p.heads_kv) + "_sq" + std::to_string(p.seq_q) + "_sk" +
-                   std::to_string(p.seq_k) + "_d" + std::to_string(p.head_dim) + "_" +
-                   std::string(mask_token(p.mask));
-  if (p.scale) id += "_scale" + scale_token(*p.scale);
+                   std::to_string(p.seq_k) + "_d" + std::to_string(p.head_dim);
+  if (p.head_dim_v != p.head_dim) id.append("v").append(std::to_string(p.head_dim_v));
+  id.append("_").append(mask_token(p.mask));
+  if (p.scale) id.append("_scale").append(scale_token(*p.scale));
+  if (p.window_left != -1 || p.window_right != -1)
+    id.append("_win").append(int_token(p.window_left)).append("x").append(int_token(p.window_right));
+  if (p.softcap != 0) id.append("_cap").append(scale_token(p.softcap));
+  if (p.mask_tensor != MaskTensor::none) id.append("_").append(mask_tensor_token(p));
+  if (p.poison_masked) id += "_poison";
+  if (p.layout == Layout::bshd) id += "_bshd";
+  if (p.direction == Direction::backward) id += "_bwd";
   return id;
 }
 
@@ -131,12 +222,14 @@ Problem parse_problem_id(std::string_view id) {
       t.push_back(tok[i]);
     }
   }
-  if (t.size() < 8 || t.size() > 9)
-    throw std::invalid_argument("sdpa id '" + std::string(id) + "': expected DTYPE_bN_hqN_hkvN_sqN_skN_dN_MASK[_scaleX]");
+  if (t.size() < 8)
+    throw std::invalid_argument("sdpa id '" + std::string(id) +
+                                "': expected DTYPE_bN_hqN_hkvN_sqN_skN_dN[vN]_MASK[_scaleX][_winLxR][_capX]"
+                                "[_bmask|_amask][_poison][_bshd][_bwd]");
   Problem p;
   size_t i = 0;
   auto fail = [&](const std::string& why) {
-    throw std::invalid_argument("sdpa id '" + std::string(id) + "': token '" + t[i] + "': " + why);
+    throw std::invalid_argument("sdpa id '" + std::string(id) + "': token '" + t[std::min(i, t.size() - 1)] + "': " + why);
   };
   try {
     p.dtype = parse_dtype(t[i]);
@@ -146,26 +239,109 @@ Problem parse_problem_id(std::string_view id) {
     p.heads_kv = parse_int_after(t[i], "hkv"), ++i;
     p.seq_q = parse_int_after(t[i], "sq"), ++i;
     p.seq_k = parse_int_after(t[i], "sk"), ++i;
-    p.head_dim = parse_int_after(t[i], "d"), ++i;
+    if (const size_t v = t[i].find('v'); v != std::string::npos) {
+      p.head_dim = parse_int_after(t[i].substr(0, v), "d");
+      p.head_dim_v = parse_int_after(t[i].substr(v), "v");
+    } else {
+      p.head_dim = p.head_dim_v = parse_int_after(t[i], "d");
+    }
+    ++i;
     if (t[i] == "nomask") p.mask = Mask::none;
     else if (t[i] == "causal_ul") p.mask = Mask::causal_upper_left;
     else if (t[i] == "causal_lr") p.mask = Mask::causal_lower_right;
     else fail("expected nomask, causal_ul or causal_lr");
     ++i;
-    if (i < t.size()) {
-      if (t[i].rfind("scale", 0) != 0) fail("expected scaleX");
-      p.scale = parse_scale_token(t[i].substr(5));
+    // Optional tokens, in problem_id's order (the canonical check below rejects another order).
+    auto has = [&](std::string_view prefix) { return i < t.size() && t[i].rfind(prefix, 0) == 0; };
+    if (has("scale")) p.scale = parse_scale_token(t[i].substr(5)), ++i;
+    if (has("win")) {
+      const std::string w = t[i].substr(3);
+      const size_t x = w.find('x');
+      if (x == std::string::npos) fail("expected winLxR");
+      p.window_left = parse_signed(std::string_view(w).substr(0, x));
+      p.window_right = parse_signed(std::string_view(w).substr(x + 1));
+      ++i;
     }
+    if (has("cap")) p.softcap = parse_scale_token(t[i].substr(3)), ++i;
+    if (has("bmask") || has("amask")) {
+      p.mask_tensor = t[i][0] == 'b' ? MaskTensor::boolean : MaskTensor::additive;
+      const std::string f = t[i].substr(5);
+      if (f == "b") p.mask_per_batch = true;
+      else if (f == "h") p.mask_per_head = true;
+      else if (f == "bh") p.mask_per_batch = p.mask_per_head = true;
+      else if (!f.empty()) fail("expected bmask or amask with an optional b, h or bh");
+      ++i;
+    }
+    if (i < t.size() && t[i] == "poison") p.poison_masked = true, ++i;
+    if (i < t.size() && t[i] == "bshd") p.layout = Layout::bshd, ++i;
+    if (i < t.size() && t[i] == "bwd") p.direction = Direction::backward, ++i;
+    if (i < t.size()) fail("unexpected token (optional tokens: scaleX, winLxR, capX, bmask/amask[b][h], poison, bshd, bwd, in this order)");
   } catch (const std::invalid_argument& e) {
     if (std::string(e.what()).rfind("sdpa id", 0) == 0) throw;
     fail(e.what());
   }
   p.validate();
+  if (problem_id(p) != id)
+    throw std::invalid_argument("sdpa id '" + std::string(id) + "' is not canonical: the problem's id is '" +
+                                problem_id(p) + "'");
   return p;
 }
 
-std::vector<int64_t> q_shape(const Problem& p) { return {p.batch, p.heads_q, p.seq_q, p.head_dim}; }
-std::vector<int64_t> kv_shape(const Problem& p) { return {p.batch, p.heads_kv, p.seq_k, p.head_dim}; }
+namespace {
+std::vector<int64_t> stored(const Problem& p, int64_t heads, int64_t seq, int64_t d) {
+  if (p.layout == Layout::bshd) return {p.batch, seq, heads, d};
+  return {p.batch, heads, seq, d};
+}
+Strides strides_of(const Problem& p, int64_t heads, int64_t seq, int64_t d) {
+  if (p.layout == Layout::bshd) return {seq * heads * d, d, heads * d};
+  return {heads * seq * d, seq * d, d};
+}
+}  // namespace
+
+std::vector<int64_t> q_shape(const Problem& p) { return stored(p, p.heads_q, p.seq_q, p.head_dim); }
+std::vector<int64_t> k_shape(const Problem& p) { return stored(p, p.heads_kv, p.seq_k, p.head_dim); }
+std::vector<int64_t> kv_shape(const Problem& p) { return k_shape(p); }
+std::vector<int64_t> v_shape(const Problem& p) { return stored(p, p.heads_kv, p.seq_k, p.head_dim_v); }
+std::vector<int64_t> o_shape(const Problem& p) { return stored(p, p.heads_q, p.seq_q, p.head_dim_v); }
 std::vector<int64_t> lse_shape(const Problem& p) { return {p.batch, p.heads_q, p.seq_q}; }
+std::vector<int64_t> mask_shape(const Problem& p) {
+  return {p.mask_per_batch ? p.batch : 1, p.mask_per_head ? p.heads_q : 1, p.seq_q, p.seq_k};
+}
+Strides q_strides(const Problem& p) { return strides_of(p, p.heads_q, p.seq_q, p.head_dim); }
+Strides k_strides(const Problem& p) { return strides_of(p, p.heads_kv, p.seq_k, p.head_dim); }
+Strides v_strides(const Problem& p) { return strides_of(p, p.heads_kv, p.seq_k, p.head_dim_v); }
+Strides o_strides(const Problem& p) { return strides_of(p, p.heads_q, p.seq_q, p.head_dim_v); }
+Strides mask_strides(const Problem& p) {
+  const int64_t hs = p.seq_q * p.seq_k;
+  return {p.mask_per_batch ? (p.mask_per_head ? p.heads_q : 1) * hs : 0, p.mask_per_head ? hs : 0, p.seq_k};
+}
+
+std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
+  if (contract_violation(p)) return "planted impls run valid problems only";
+  if (p.batch == 0 || p.seq_q == 0 || p.seq_k == 0) return "empty problem: nothing to get wrong";
+  bool any_key = false;
+  for (int64_t i = 0; i < p.seq_q && !any_key; ++i) any_key = p.keys_of_row(i) > 0;
+  if (!any_key && bug != PlantedBug::masked_row_nan) return "no row sees a key: nothing to get wrong";
+  switch (bug) {
+    case PlantedBug::window_off_by_one:
+      // Some row must have a key just left of its window.
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (p.window_left >= 0 && p.keys_of_row(i) > 0 && p.first_key(i) > 0) return "";
+      return "no row has a key left of its window";
+    case PlantedBug::gqa_modulo:
+      if (p.heads_kv > 1 && p.heads_q > p.heads_kv) return "";
+      return "h % Hkv equals h / (Hq / Hkv) without GQA or with one KV head";
+    case PlantedBug::drop_rowsum:
+      if (p.direction == Direction::backward) return "";
+      return "the rowsum term is a backward bug";
+    case PlantedBug::masked_row_nan:
+      if (p.direction != Direction::forward) return "the NaN row is planted in the forward";
+      if (p.mask_tensor != MaskTensor::none && p.seq_q > 3) return "";  // rows i = 3 (mod 8) see nothing
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (p.keys_of_row(i) == 0) return "";
+      return "every row sees a key";
+  }
+  return "not a planted bug";
+}
 
 }  // namespace opcts::sdpa

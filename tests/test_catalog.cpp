@@ -118,10 +118,10 @@ TEST(CatalogErrors, UnknownFieldNamesFieldAndLine) {
                               "family: sdpa\n"
                               "grids:\n"
                               "  - name: g\n"
-                              "    axes: {dtype: [bf16], head_dim: [64], window: [128]}\n");
+                              "    axes: {dtype: [bf16], head_dim: [64], alibi: [128]}\n");
   const std::string ec = load_error(c);
   EXPECT_NE(ec.find(c + ":3:"), std::string::npos) << ec;
-  EXPECT_NE(ec.find("'window'"), std::string::npos) << ec;
+  EXPECT_NE(ec.find("'alibi'"), std::string::npos) << ec;
   // An unknown family.
   const std::string d = write(dir, "d.yaml", "family: gemm\n");
   EXPECT_NE(load_error(d).find(d + ":1:"), std::string::npos) << load_error(d);

@@ -4,8 +4,11 @@
 #include "harness/family.hpp"
 
 namespace opcts {
-/// cuda.flash and cuda.math (sdpa).
+/// cuda.flash, cuda.math and the planted cuda.flash_window_off_by_one, cuda.flash_gqa_modulo,
+/// cuda.flash_drop_rowsum, cuda.flash_masked_row_nan (sdpa).
 void register_cuda_sdpa(Registry& reg);
+/// cuda.cudnn (sdpa): the cuDNN 9 backend-graph SDPA, forward and backward (sdpa_cudnn_impls.cpp).
+void register_cuda_sdpa_cudnn(Registry& reg);
 /// cuda.cvt and the planted cuda.cvt_ties_up (cast).
 void register_cuda_cast(Registry& reg);
 }  // namespace opcts

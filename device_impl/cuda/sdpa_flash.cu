@@ -7,6 +7,20 @@
 // re-packed as the A operand of the P·V product, so no score ever touches shared memory.
 // The softmax is the online (running max / running sum) form in fp32, in the log2 domain
 // with the softmax scale folded into log2(e) so each probability costs one ex2.approx.
+//
+// Masks (sdpa_kernels.hpp): the causal mask and the window are one key interval per row
+// (flash::KeyInterval); a block loads only the key tiles that some of its rows may see, and
+// tiles crossing an interval bound, Sk or holding a mask tensor are masked per element.
+// Softcap and the additive mask take a general score path (natural domain, then log2).
+//
+// NaN in K/V rows that are masked (the guarantee): key rows outside the block's visible
+// range [k0, k1) are zero-filled on load (never read from memory), so they cannot reach
+// the tensor cores; inside it, masked scores are replaced (not added) by -inf, so a NaN
+// K row never reaches the softmax; with a mask tensor, V rows of a tile that no row of the
+// block sees (every score -inf) are zeroed in shared memory before P·V, so a NaN V row
+// under P = 0 gives 0, not 0·NaN. A NaN in a K/V row that some row of the block sees is a
+// genuine NaN of those rows' outputs.
+#include "sdpa_flash_common.cuh"
 #include "sdpa_kernels.hpp"
 
 #include <cuda_bf16.h>
@@ -100,31 +114,35 @@ struct Mma<__nv_bfloat16> {
 };
 
 // ---------------------------------------------------------------------------------------
-// Tile configuration per head dimension. Shared memory rows are padded by 8 elements
+// Tile configuration per head dimension pair. Shared memory rows are padded by 8 elements
 // (16 bytes): with a row pitch of D+8 halves, the 8 row addresses of one ldmatrix 8x8 land
-// in 8 distinct 4-bank groups for every D that is a multiple of 32, so no bank conflicts
+// in 8 distinct 4-bank groups for every D that is a multiple of 16, so no bank conflicts
 // without a swizzle.
 
-template <int D>
+template <int DQK, int DV>
 struct Cfg {
   static constexpr int kWarps = 4;
+  static constexpr int kDMax = DQK > DV ? DQK : DV;
   // m16 tiles per warp. Two tiles (32 query rows per warp) let every K/V fragment read
   // from shared memory feed twice as many MMAs, which is what bounds mma.sync attention;
   // the cost is a second O accumulator, which D=256 cannot afford. Measured on H200
   // (bf16, S=4096, causal): D=128 242 vs 217 TFLOP/s, D=96 216 vs 211; at D<=64 one tile
   // with kBlockN=64 was as fast or faster (D=64 225 vs 216).
-  static constexpr int kMT = (D == 96 || D == 128) ? 2 : 1;
+  static constexpr int kMT = (DQK == DV && (DQK == 96 || DQK == 128)) ? 2 : 1;
   static constexpr int kBlockM = 16 * kMT * kWarps;
   // Two m-tiles need kBlockN=32 to keep S and O within 255 registers without spills.
   // D=256 also keeps kBlockN at 32 so Q+K+V fit in 99 KiB (sm_86/sm_89 opt-in limit) and
   // the 16x256 fp32 O accumulator plus the S tile still fit in the register file.
-  static constexpr int kBlockN = D <= 64 ? 64 : 32;
+  static constexpr int kBlockN = kDMax <= 64 ? 64 : 32;
   // With one m-tile and D <= 128 the Q fragments live in registers for the whole key loop;
   // otherwise they would crowd out the accumulators, so Q is re-read from shared memory.
-  static constexpr bool kQInRegs = kMT == 1 && D <= 128;
-  static constexpr int kPitch = D + 8;
+  static constexpr bool kQInRegs = kMT == 1 && DQK <= 128;
+  static constexpr int kPitchQK = DQK + 8;
+  static constexpr int kPitchV = DV + 8;
+  static constexpr int kPitchMax = kDMax + 8;  // the Q region also stages O (pitch DV + 8)
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr size_t kSmemBytes = size_t(kBlockM + 2 * kBlockN) * kPitch * 2;
+  static constexpr size_t kSmemBytes =
+      (size_t(kBlockM) * kPitchMax + size_t(kBlockN) * kPitchQK + size_t(kBlockN) * kPitchV) * 2;
 };
 
 struct KernelArgs {
@@ -134,48 +152,63 @@ struct KernelArgs {
   void* o;
   float* lse;
   SdpaStrides qs, ks, vs, os;
-  int64_t heads_q, group;  // group = Hq / Hkv
+  int64_t heads_q, heads_kv, group;  // group = Hq / Hkv
   int64_t seq_q, seq_k;
   int64_t num_q_tiles, num_bh;
-  int64_t diag_offset;  // key j is kept for query i when j <= i + diag_offset
-  bool causal;
-  float scale_log2;  // scale * log2(e)
+  flash::KeyInterval iv;  // causal mask and window
+  bool interval;          // iv bounded on some side
+  SdpaMaskTensor mask_kind;
+  const void* mask;
+  SdpaStrides ms;
+  float scale, scale_log2, softcap;
+  bool general;     // softcap or additive mask: scores take the natural-domain path
+  bool gqa_modulo;  // planted
+  bool nan_rows;    // planted masked_row_nan
 };
 
-// Copies `rows` rows (from row0, clipped at `limit`) of D elements into a padded smem tile.
+// Copies rows [row0, row0 + kRows) of D elements into a padded smem tile; rows outside
+// [lo, hi) are zero-filled without reading global memory.
 template <typename T, int D, int kRows, int kThreads>
 __device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_stride,
-                                          int64_t row0, int64_t limit, int tid) {
+                                          int64_t row0, int64_t lo, int64_t hi, int tid) {
   constexpr int kChunksPerRow = D / 8;
   constexpr int kChunks = kRows * kChunksPerRow;
-  static_assert(kChunks % kThreads == 0, "tile must split evenly over the block");
+  constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
 #pragma unroll
-  for (int it = 0; it < kChunks / kThreads; ++it) {
+  for (int it = 0; it < kIters; ++it) {
     const int chunk = it * kThreads + tid;
+    if (kChunks % kThreads != 0 && chunk >= kChunks) break;
     const int r = chunk / kChunksPerRow;
     const int c = chunk % kChunksPerRow;
     const int64_t grow = row0 + r;
-    const bool in = grow < limit;
+    const bool in = grow >= lo && grow < hi;
     const T* src = in ? gbase + grow * row_stride + c * 8 : gbase;
     cp_async_16(smem_addr(smem + r * (D + 8) + c * 8), src, in ? 16 : 0);
   }
 }
 
-template <typename T, int D>
-__global__ void __launch_bounds__(Cfg<D>::kThreads)
+// kGeneral: the problem has a mask tensor or a softcap. The plain variant (causal, window
+// or no mask) compiles without that per-score code: as one kernel with runtime branches
+// the extra registers spilled at D = 128 and cost ~2.6x (H200, bf16 S=4096 causal: 93 vs
+// 242 TFLOP/s).
+template <typename T, int DQK, int DV, bool kGeneral>
+__global__ void __launch_bounds__(Cfg<DQK, DV>::kThreads)
     flash_fwd_kernel(const KernelArgs a) {
-  using C = Cfg<D>;
-  constexpr int BM = C::kBlockM, BN = C::kBlockN, P = C::kPitch, MT = C::kMT;
+  using C = Cfg<DQK, DV>;
+  constexpr int BM = C::kBlockM, BN = C::kBlockN, PQ = C::kPitchQK, PV = C::kPitchV,
+                MT = C::kMT;
   constexpr int kWarpRows = 16 * MT;
-  constexpr int kDT = D / 8;    // 8-wide n-tiles of the O accumulator
-  constexpr int kNT = BN / 8;   // 8-wide n-tiles of the S accumulator
-  constexpr int kDK = D / 16;   // k-steps of Q·Kᵀ
-  constexpr int kNK = BN / 16;  // k-steps of P·V
+  constexpr int kDT = DV / 8;    // 8-wide n-tiles of the O accumulator
+  constexpr int kNT = BN / 8;    // 8-wide n-tiles of the S accumulator
+  constexpr int kDK = DQK / 16;  // k-steps of Q·Kᵀ
+  constexpr int kNK = BN / 16;   // k-steps of P·V
+  constexpr float kLog2e = 1.44269504088896340736f;
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
-  T* sK = sQ + BM * P;
-  T* sV = sK + BN * P;
+  T* sK = sQ + BM * C::kPitchMax;
+  T* sV = sK + BN * PQ;
+  __shared__ uint32_t sSeen[2];  // keys of the tile some row of the block sees (mask tensor)
 
   const int tid = threadIdx.x;
   const int warp = tid / 32;
@@ -190,7 +223,7 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
   const int64_t q_tile = a.num_q_tiles - 1 - bid / a.num_bh;
   const int64_t b = bh / a.heads_q;
   const int64_t h = bh % a.heads_q;
-  const int64_t hk = h / a.group;
+  const int64_t hk = a.gqa_modulo ? h % a.heads_kv : h / a.group;
   const int64_t m0 = q_tile * BM;
 
   const T* qg = static_cast<const T*>(a.q) + b * a.qs.batch + h * a.qs.head;
@@ -198,16 +231,18 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
   const T* vg = static_cast<const T*>(a.v) + b * a.vs.batch + hk * a.vs.head;
   T* og = static_cast<T*>(a.o) + b * a.os.batch + h * a.os.head;
   float* lseg = a.lse + bh * a.seq_q;
+  const int64_t mask_off = b * a.ms.batch + h * a.ms.head;
+  const uint8_t* mbool = static_cast<const uint8_t*>(a.mask) + mask_off;
+  const T* madd = static_cast<const T*>(a.mask) + mask_off;
+  const bool has_mt = kGeneral && a.mask_kind != SdpaMaskTensor::none;
 
-  // Key range this block needs: past the diagonal of its last row nothing is visible.
-  int64_t n_end = a.seq_k;
-  if (a.causal) {
-    const int64_t last_row = m0 + BM - 1 < a.seq_q - 1 ? m0 + BM - 1 : a.seq_q - 1;
-    const int64_t lim = last_row + a.diag_offset + 1;
-    n_end = lim < n_end ? lim : n_end;
-    if (n_end < 0) n_end = 0;
-  }
-  const int num_n_tiles = static_cast<int>((n_end + BN - 1) / BN);
+  // Keys some row of this block may see: [k0, k1). Tiles outside it are skipped (both
+  // ends); rows outside it inside a loaded tile are zero-filled.
+  const int64_t m_last = m0 + BM - 1 < a.seq_q - 1 ? m0 + BM - 1 : a.seq_q - 1;
+  int64_t k0, k1;
+  flash::keys_of_rows(a.iv, m0, m_last, a.seq_k, &k0, &k1);
+  const int nt_begin = k0 < k1 ? static_cast<int>(k0 / BN) : 0;
+  const int nt_end = k0 < k1 ? static_cast<int>((k1 + BN - 1) / BN) : 0;
 
   float o_acc[MT][kDT][4];
 #pragma unroll
@@ -227,29 +262,31 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
   // half of a fragment adds 8.
   const int64_t row_g = m0 + warp * kWarpRows + g;
 
-  load_tile<T, D, BM, C::kThreads>(sQ, qg, a.qs.seq, m0, a.seq_q, tid);
-  if (num_n_tiles > 0) load_tile<T, D, BN, C::kThreads>(sK, kg, a.ks.seq, 0, a.seq_k, tid);
+  if (tid == 0) sSeen[0] = sSeen[1] = 0u;  // ordered before use by the loop's first barrier
+  load_tile<T, DQK, BM, C::kThreads>(sQ, qg, a.qs.seq, m0, 0, a.seq_q, tid);
+  if (nt_begin < nt_end)
+    load_tile<T, DQK, BN, C::kThreads>(sK, kg, a.ks.seq, int64_t(nt_begin) * BN, k0, k1, tid);
   cp_async_commit();
 
   uint32_t q_frag[C::kQInRegs ? kDK : 1][4];
-  T* sQw = sQ + warp * kWarpRows * P;  // this warp's rows, read and later written by it only
+  T* sQw = sQ + warp * kWarpRows * PQ;  // this warp's Q rows, read by it only
   // ldmatrix lane -> address maps (see the fragment layouts of m16n8k16 in the PTX ISA).
   const int a_row = lane & 15, a_col = (lane >> 4) * 8;                          // A, Q
   const int kb_row = (lane & 7) + ((lane >> 4) << 3), kb_col = ((lane >> 3) & 1) * 8;  // B, K
   const int vb_row = (lane & 7) + (((lane >> 3) & 1) << 3), vb_col = (lane >> 4) * 8;  // B, V
 
-  for (int nt = 0; nt < num_n_tiles; ++nt) {
+  for (int nt = nt_begin; nt < nt_end; ++nt) {
     const int64_t n0 = int64_t(nt) * BN;
     cp_async_wait_all();
     __syncthreads();  // K(nt) visible to all; every warp has finished reading V(nt-1)
-    load_tile<T, D, BN, C::kThreads>(sV, vg, a.vs.seq, n0, a.seq_k, tid);
+    load_tile<T, DV, BN, C::kThreads>(sV, vg, a.vs.seq, n0, k0, k1, tid);
     cp_async_commit();
 
     if constexpr (C::kQInRegs) {
-      if (nt == 0) {
+      if (nt == nt_begin) {
 #pragma unroll
         for (int kk = 0; kk < kDK; ++kk)
-          ldmatrix_x4(q_frag[kk], smem_addr(sQw + a_row * P + kk * 16 + a_col));
+          ldmatrix_x4(q_frag[kk], smem_addr(sQw + a_row * PQ + kk * 16 + a_col));
       }
     }
 
@@ -267,13 +304,13 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
 #pragma unroll
           for (int i = 0; i < 4; ++i) qa[mt][i] = q_frag[kk][i];
         } else {
-          ldmatrix_x4(qa[mt], smem_addr(sQw + (mt * 16 + a_row) * P + kk * 16 + a_col));
+          ldmatrix_x4(qa[mt], smem_addr(sQw + (mt * 16 + a_row) * PQ + kk * 16 + a_col));
         }
       }
 #pragma unroll
       for (int np = 0; np < kNT / 2; ++np) {
         uint32_t kb[4];
-        ldmatrix_x4(kb, smem_addr(sK + (np * 16 + kb_row) * P + kk * 16 + kb_col));
+        ldmatrix_x4(kb, smem_addr(sK + (np * 16 + kb_row) * PQ + kk * 16 + kb_col));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           Mma<T>::run(s[mt][2 * np], qa[mt], kb[0], kb[1]);
@@ -282,35 +319,70 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
       }
     }
 
-    // Scale into the log2 domain; mask only on tiles that cross Sk or the diagonal.
+    // Scale into the log2 domain; the interval and Sk are tested only on tiles that cross
+    // them (for any row of the block), a mask tensor on every tile.
     const bool need_mask =
-        n0 + BN > a.seq_k || (a.causal && n0 + BN - 1 > m0 + a.diag_offset);
-    // Tile-relative 32-bit limits (clamped, so they fit an int) keep the per-element test
-    // cheap in registers: column c of the tile is kept when c < kv_lim and, for causal,
-    // c <= diag_lim + (row offset of the element within this thread's rows).
-    int kv_lim = BN, diag_lim = BN + kWarpRows;
+        n0 + BN > a.seq_k ||
+        (a.interval && (n0 < m0 + BM - 1 + a.iv.lo_off || n0 + BN - 1 > m0 + a.iv.hi_off));
+    // Tile-relative 32-bit limits (clamped, so they fit an int): column c of the tile is
+    // kept for the element at row offset ro of this thread's rows when c < kv_lim,
+    // c >= lo_lim + ro and c <= hi_lim + ro.
+    int kv_lim = BN, lo_lim = -kWarpRows - 1, hi_lim = BN;
     if (need_mask) {
       const int64_t kv_left = a.seq_k - n0;
       kv_lim = kv_left < BN ? static_cast<int>(kv_left) : BN;
-      if (a.causal) {
-        int64_t d = row_g + a.diag_offset - n0;
-        d = d < -kWarpRows ? -kWarpRows : (d > BN ? BN : d);
-        diag_lim = static_cast<int>(d);
-      }
+      int64_t d = row_g + a.iv.lo_off - n0;
+      d = d < -kWarpRows - 1 ? -kWarpRows - 1 : (d > BN ? BN : d);
+      lo_lim = static_cast<int>(d);
+      d = row_g + a.iv.hi_off - n0;
+      d = d < -kWarpRows - 1 ? -kWarpRows - 1 : (d > BN ? BN : d);
+      hi_lim = static_cast<int>(d);
     }
+    uint64_t seen = 0;  // columns of this thread that a valid row sees (mask tensor only)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int i = 0; i < kNT; ++i) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          float x = s[mt][i][e] * a.scale_log2;
-          if (need_mask) {
-            const int col = i * 8 + 2 * t + (e & 1);
-            if (col >= kv_lim || col > diag_lim + mt * 16 + ((e >> 1) << 3)) x = -INFINITY;
+          const int col = i * 8 + 2 * t + (e & 1);
+          const int ro = mt * 16 + ((e >> 1) << 3);
+          bool vis = true;
+          if (need_mask)
+            vis = col < kv_lim && col >= lo_lim + ro && col <= hi_lim + ro;
+          float add = 0.f;
+          if (has_mt) {
+            const int64_t row = row_g + ro;
+            if (vis && row < a.seq_q) {
+              const int64_t j = n0 + col;
+              if (a.mask_kind == SdpaMaskTensor::boolean) {
+                vis = mbool[row * a.ms.seq + j] != 0;
+              } else {
+                add = flash::to_f32(madd[row * a.ms.seq + j]);
+                if (add == -INFINITY) vis = false;
+              }
+            }
           }
+          float x;
+          if (kGeneral && a.general) {
+            x = s[mt][i][e] * a.scale;
+            if (a.softcap > 0.f) x = a.softcap * tanhf(x / a.softcap);
+            x = (x + add) * kLog2e;
+          } else {
+            x = s[mt][i][e] * a.scale_log2;
+          }
+          if (!vis) x = -INFINITY;
+          if (has_mt && vis && row_g + ro < a.seq_q) seen |= uint64_t(1) << col;
           s[mt][i][e] = x;
         }
+      }
+    }
+    if (has_mt) {
+      const uint32_t lo_bits = __reduce_or_sync(0xffffffffu, static_cast<uint32_t>(seen));
+      const uint32_t hi_bits = __reduce_or_sync(0xffffffffu, static_cast<uint32_t>(seen >> 32));
+      if (lane == 0) {
+        atomicOr(&sSeen[0], lo_bits);
+        if (BN > 32) atomicOr(&sSeen[1], hi_bits);
       }
     }
 
@@ -326,7 +398,7 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         // A row with nothing visible yet keeps max -inf; subtracting 0 instead keeps
-        // exp2(-inf - base) = 0 rather than NaN.
+        // exp2(-inf - base) = 0 rather than NaN (-inf - -inf) for a wholly masked tile.
         const float base = mx == -INFINITY ? 0.f : mx;
         const float alpha = fast_exp2(row_max[mt][r] - base);
         row_max[mt][r] = mx;
@@ -348,9 +420,23 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
 
     cp_async_wait_all();
     __syncthreads();  // V(nt) visible to all; every warp has finished reading K(nt)
-    if (nt + 1 < num_n_tiles) {
-      load_tile<T, D, BN, C::kThreads>(sK, kg, a.ks.seq, n0 + BN, a.seq_k, tid);
+    if (nt + 1 < nt_end) {
+      load_tile<T, DQK, BN, C::kThreads>(sK, kg, a.ks.seq, n0 + BN, k0, k1, tid);
       cp_async_commit();
+    }
+    if (has_mt) {
+      // V rows that no row of the block sees get P = 0 everywhere: zero them so that a NaN
+      // there cannot turn 0·NaN into NaN on the tensor cores.
+      const uint64_t all = uint64_t(sSeen[0]) | (uint64_t(sSeen[1]) << 32);
+      constexpr int kChunksPerRow = DV / 8;
+      for (int chunk = tid; chunk < BN * kChunksPerRow; chunk += C::kThreads) {
+        const int r = chunk / kChunksPerRow;
+        if (!((all >> r) & 1u))
+          *reinterpret_cast<uint4*>(sV + r * PV + (chunk % kChunksPerRow) * 8) =
+              make_uint4(0u, 0u, 0u, 0u);
+      }
+      __syncthreads();
+      if (tid == 0) sSeen[0] = sSeen[1] = 0u;  // every thread has read it
     }
 
     // O += P·V: the S accumulator of n-tiles (2kk, 2kk+1) is exactly the A fragment of
@@ -368,7 +454,7 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
 #pragma unroll
       for (int dp = 0; dp < kDT / 2; ++dp) {
         uint32_t vb[4];
-        ldmatrix_x4_trans(vb, smem_addr(sV + (kk * 16 + vb_row) * P + dp * 16 + vb_col));
+        ldmatrix_x4_trans(vb, smem_addr(sV + (kk * 16 + vb_row) * PV + dp * 16 + vb_col));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           Mma<T>::run(o_acc[mt][2 * dp], pa[mt], vb[0], vb[1]);
@@ -380,13 +466,15 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
   // With no key tile at all, the Q load above is still in flight, and cp.async.wait_group
   // only covers this thread's own copies: the barrier makes sure no other thread's Q copy
   // lands in the rows this warp is about to overwrite with O (compute-sanitizer racecheck
-  // flagged it). With key tiles it also orders the last P·V reads before the epilogue.
+  // flagged it). With key tiles it also orders the last P·V (and Q) reads before the
+  // epilogue, which stages O over the Q region with another pitch.
   cp_async_wait_all();
   __syncthreads();
 
   // Finish the row sums across the quad and normalise. A row with no visible key has sum 0:
-  // it writes O = 0 and lse = -inf. The normalised O goes to this warp's own rows of sQ so
-  // that the global stores are full 16-byte rows.
+  // it writes O = 0 and lse = -inf. The normalised O goes to this warp's rows of the Q
+  // region (pitch DV + 8) so that the global stores are full 16-byte rows.
+  T* sOw = sQ + warp * kWarpRows * PV;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     float inv[2];
@@ -396,7 +484,7 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const bool empty = !(sum > 0.f);
-      inv[r] = empty ? 0.f : fast_rcp(sum);
+      inv[r] = empty ? (a.nan_rows ? __int_as_float(0x7fc00000) : 0.f) : fast_rcp(sum);
       const int64_t row = row_g + mt * 16 + 8 * r;
       if (t == 0 && row < a.seq_q)
         lseg[row] = empty ? -INFINITY : (row_max[mt][r] + log2f(sum)) * 0.69314718055994530942f;
@@ -407,12 +495,12 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
       for (int r = 0; r < 2; ++r) {
         const uint32_t packed =
             Mma<T>::pack(o_acc[mt][i][2 * r] * inv[r], o_acc[mt][i][2 * r + 1] * inv[r]);
-        *reinterpret_cast<uint32_t*>(sQw + (mt * 16 + g + 8 * r) * P + i * 8 + 2 * t) = packed;
+        *reinterpret_cast<uint32_t*>(sOw + (mt * 16 + g + 8 * r) * PV + i * 8 + 2 * t) = packed;
       }
     }
   }
   __syncwarp();
-  constexpr int kChunksPerRow = D / 8;
+  constexpr int kChunksPerRow = DV / 8;
 #pragma unroll
   for (int it = 0; it < kWarpRows * kChunksPerRow / 32; ++it) {
     const int chunk = it * 32 + lane;
@@ -421,21 +509,22 @@ __global__ void __launch_bounds__(Cfg<D>::kThreads)
     const int64_t row = m0 + warp * kWarpRows + r;
     if (row < a.seq_q)
       *reinterpret_cast<uint4*>(og + row * a.os.seq + c * 8) =
-          *reinterpret_cast<const uint4*>(sQw + r * P + c * 8);
+          *reinterpret_cast<const uint4*>(sOw + r * PV + c * 8);
   }
 }
 
 // Sk = 0: every row sees no key.
 template <typename T>
 __global__ void empty_rows_kernel(void* o, float* lse, SdpaStrides os, int64_t heads_q,
-                                  int64_t seq_q, int64_t head_dim, int64_t rows) {
+                                  int64_t seq_q, int64_t head_dim_v, int64_t rows, bool nan_rows) {
   const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   if (row >= rows) return;
   const int64_t b = row / (heads_q * seq_q);
   const int64_t h = (row / seq_q) % heads_q;
   const int64_t i = row % seq_q;
   T* dst = static_cast<T*>(o) + b * os.batch + h * os.head + i * os.seq;
-  for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) dst[d] = T(0.f);
+  const float z = nan_rows ? __int_as_float(0x7fc00000) : 0.f;
+  for (int64_t d = threadIdx.x; d < head_dim_v; d += blockDim.x) dst[d] = T(z);
   if (threadIdx.x == 0) lse[row] = -INFINITY;
 }
 
@@ -446,25 +535,32 @@ void check_launch(const char* what) {
                              cudaGetErrorString(err));
 }
 
-template <typename T, int D>
-void launch(const SdpaParams& p, cudaStream_t stream) {
-  using C = Cfg<D>;
-  const int64_t num_q_tiles = (p.seq_q + C::kBlockM - 1) / C::kBlockM;
-  const int64_t num_bh = p.batch * p.heads_q;
-  const int64_t blocks = num_q_tiles * num_bh;
-  if (blocks > 0x7fffffffLL)
-    throw std::invalid_argument("sdpa_flash_forward: B*Hq*ceil(Sq/block_m) exceeds the grid limit");
-
+template <typename T, int DQK, int DV, bool kGeneral>
+void launch_variant(const KernelArgs& a, int64_t blocks, cudaStream_t stream) {
+  using C = Cfg<DQK, DV>;
   // The opt-in for more than 48 KiB of dynamic shared memory is per kernel and per device;
   // setting it every call is cheap and keeps multi-device processes correct.
   if (C::kSmemBytes > 48 * 1024) {
     const cudaError_t err = cudaFuncSetAttribute(
-        flash_fwd_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        flash_fwd_kernel<T, DQK, DV, kGeneral>, cudaFuncAttributeMaxDynamicSharedMemorySize,
         static_cast<int>(C::kSmemBytes));
     if (err != cudaSuccess)
       throw std::runtime_error(std::string("sdpa_flash_forward: cudaFuncSetAttribute: ") +
                                cudaGetErrorString(err));
   }
+  flash_fwd_kernel<T, DQK, DV, kGeneral>
+      <<<static_cast<unsigned>(blocks), C::kThreads, C::kSmemBytes, stream>>>(a);
+  check_launch("flash_fwd_kernel launch");
+}
+
+template <typename T, int DQK, int DV>
+void launch(const SdpaParams& p, cudaStream_t stream) {
+  using C = Cfg<DQK, DV>;
+  const int64_t num_q_tiles = (p.seq_q + C::kBlockM - 1) / C::kBlockM;
+  const int64_t num_bh = p.batch * p.heads_q;
+  const int64_t blocks = num_q_tiles * num_bh;
+  if (blocks > 0x7fffffffLL)
+    throw std::invalid_argument("sdpa_flash_forward: B*Hq*ceil(Sq/block_m) exceeds the grid limit");
 
   KernelArgs a;
   a.q = p.q;
@@ -477,28 +573,44 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   a.vs = p.v_strides;
   a.os = p.o_strides;
   a.heads_q = p.heads_q;
+  a.heads_kv = p.heads_kv;
   a.group = p.heads_q / p.heads_kv;
   a.seq_q = p.seq_q;
   a.seq_k = p.seq_k;
   a.num_q_tiles = num_q_tiles;
   a.num_bh = num_bh;
-  a.causal = p.mask != SdpaMask::none;
-  a.diag_offset = p.mask == SdpaMask::causal_lower_right ? p.seq_k - p.seq_q : 0;
+  a.iv = flash::key_interval(p);
+  a.interval = a.iv.lo_off != -flash::kUnbounded || a.iv.hi_off != flash::kUnbounded;
+  a.mask_kind = p.attn_mask ? p.mask_kind : SdpaMaskTensor::none;
+  a.mask = p.attn_mask;
+  a.ms = p.mask_strides;
+  a.scale = p.scale;
   a.scale_log2 = p.scale * 1.44269504088896340736f;
+  a.softcap = p.softcap;
+  a.general = p.softcap > 0.f || a.mask_kind == SdpaMaskTensor::additive;
+  a.gqa_modulo = p.plant == SdpaPlant::gqa_modulo;
+  a.nan_rows = p.plant == SdpaPlant::masked_row_nan;
 
-  flash_fwd_kernel<T, D><<<static_cast<unsigned>(blocks), C::kThreads, C::kSmemBytes, stream>>>(a);
-  check_launch("flash_fwd_kernel launch");
+  if (a.general || a.mask_kind != SdpaMaskTensor::none)
+    launch_variant<T, DQK, DV, true>(a, blocks, stream);
+  else
+    launch_variant<T, DQK, DV, false>(a, blocks, stream);
 }
 
 template <typename T>
 void dispatch_head_dim(const SdpaParams& p, cudaStream_t stream) {
-  switch (p.head_dim) {
-    case 32: return launch<T, 32>(p, stream);
-    case 64: return launch<T, 64>(p, stream);
-    case 96: return launch<T, 96>(p, stream);
-    case 128: return launch<T, 128>(p, stream);
-    case 256: return launch<T, 256>(p, stream);
-    default: throw std::invalid_argument("sdpa_flash_forward: unsupported head_dim");
+  const int64_t dqk = p.head_dim, dv = p.head_dim_v;
+  if (dqk == 192 && dv == 128) return launch<T, 192, 128>(p, stream);
+  if (dqk != dv) throw std::invalid_argument(flash::kHeadDimsWhy);
+  switch (dqk) {
+    case 32: return launch<T, 32, 32>(p, stream);
+    case 64: return launch<T, 64, 64>(p, stream);
+    case 80: return launch<T, 80, 80>(p, stream);
+    case 96: return launch<T, 96, 96>(p, stream);
+    case 128: return launch<T, 128, 128>(p, stream);
+    case 192: return launch<T, 192, 192>(p, stream);
+    case 256: return launch<T, 256, 256>(p, stream);
+    default: throw std::invalid_argument(flash::kHeadDimsWhy);
   }
 }
 
@@ -518,13 +630,19 @@ bool sdpa_flash_supports(const SdpaParams& p, const char** why) {
     reason = "flash kernel supports fp16 and bf16 only, not fp32";
   else if (p.dtype != SdpaDType::fp16 && p.dtype != SdpaDType::bf16)
     reason = "flash kernel: unknown dtype";
-  else if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 &&
-           p.head_dim != 256)
-    reason = "flash kernel supports head_dim 32, 64, 96, 128 and 256 only";
+  else if (!flash::is_supported_head_dims(p.head_dim, p.head_dim_v))
+    reason = flash::kHeadDimsWhy;
   else if (p.batch < 0 || p.heads_q < 0 || p.heads_kv < 0 || p.seq_q < 0 || p.seq_k < 0)
     reason = "flash kernel: negative dimension";
   else if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
     reason = "flash kernel needs heads_q to be a multiple of heads_kv (heads_kv > 0)";
+  else if (p.window_left < -1 || p.window_right < -1)
+    reason = "flash kernel: window bounds must be >= -1";
+  else if (!(p.softcap >= 0.f) || p.softcap == INFINITY)
+    reason = "flash kernel: softcap must be finite and >= 0";
+  else if (p.mask_kind != SdpaMaskTensor::none && p.q && !p.attn_mask && p.batch > 0 && p.seq_q > 0 &&
+           p.seq_k > 0)  // an empty mask has no storage
+    reason = "flash kernel: mask_kind set without an attn_mask pointer";
   else if (!strides_ok(p.q_strides) || !strides_ok(p.k_strides) || !strides_ok(p.v_strides) ||
            !strides_ok(p.o_strides))
     reason = "flash kernel needs batch/head/seq strides that are multiples of 8 elements";
@@ -545,12 +663,13 @@ void sdpa_flash_forward(const SdpaParams& p, CUstream_st* stream) {
     const int64_t blocks = (rows + block.y - 1) / block.y;
     if (blocks > 0x7fffffffLL)
       throw std::invalid_argument("sdpa_flash_forward: too many rows for one grid");
+    const bool nan_rows = p.plant == SdpaPlant::masked_row_nan;
     if (p.dtype == SdpaDType::fp16)
       empty_rows_kernel<__half><<<static_cast<unsigned>(blocks), block, 0, s>>>(
-          p.o, p.lse, p.o_strides, p.heads_q, p.seq_q, p.head_dim, rows);
+          p.o, p.lse, p.o_strides, p.heads_q, p.seq_q, p.head_dim_v, rows, nan_rows);
     else
       empty_rows_kernel<__nv_bfloat16><<<static_cast<unsigned>(blocks), block, 0, s>>>(
-          p.o, p.lse, p.o_strides, p.heads_q, p.seq_q, p.head_dim, rows);
+          p.o, p.lse, p.o_strides, p.heads_q, p.seq_q, p.head_dim_v, rows, nan_rows);
     check_launch("empty_rows_kernel launch");
     return;
   }

@@ -1,12 +1,25 @@
-// Launch interface of opcts's own SDPA forward kernels (flash and math); no harness types.
+// Launch interface of opcts's own SDPA kernels (flash and math, forward and backward); no
+// harness types, so the kernels build without the harness and a HIP port can share it.
 //
-// Layout: Q [B, Hq, Sq, D], K and V [B, Hkv, Sk, D], O [B, Hq, Sq, D], each with element
-// strides for the batch, head and sequence dimensions and D contiguous (stride 1).
-// logsumexp [B, Hq, Sq] fp32, contiguous, natural log of sum_j exp(scale * q_i . k_j) over
-// the keys row i may see; a row that sees no key gets O = 0 and logsumexp = -inf.
+// Layout: Q [B, Hq, Sq, Dqk], K [B, Hkv, Sk, Dqk], V [B, Hkv, Sk, Dv], O [B, Hq, Sq, Dv]
+// in the logical BHSD order; each tensor has element strides for the batch, head and
+// sequence dimensions and D contiguous (stride 1), so BSHD storage is the same call with
+// other strides. logsumexp [B, Hq, Sq] fp32, contiguous, the natural log of
+// Σ_j exp(s_ij) over the keys row i may see, where s is the final score below.
+//
+// Scores (spec/numerics.md §5): s = scale · q_i·k_j; with softcap > 0, s = softcap ·
+// tanh(s / softcap) (FlashAttention-2's softcap, Gemma-2); then the additive mask is added;
+// then keys outside the causal mask, the window or the boolean mask get s = -inf.
+// A row that sees no key (all -inf) gets O = 0 and logsumexp = -inf, never NaN.
 // GQA: query head h reads KV head h / (Hq / Hkv) (PyTorch enable_gqa, FlashAttention-2).
-// Masks (spec/numerics.md §5): causal_upper_left keeps j <= i (PyTorch is_causal);
-// causal_lower_right keeps j <= i + Sk - Sq (FlashAttention-2 causal, cuDNN BOTTOM_RIGHT).
+// Causal masks: causal_upper_left keeps j <= i (PyTorch is_causal); causal_lower_right
+// keeps j <= i + Sk - Sq (FlashAttention-2 causal, cuDNN BOTTOM_RIGHT).
+// Window (FlashAttention-2 window_size, always bottom-right aligned): keeps
+// j in [i + Sk - Sq - window_left, i + Sk - Sq + window_right], inclusive; -1 = unbounded
+// on that side. It intersects with the causal mask. cuDNN's left bound is window_left + 1.
+// Explicit mask [Bm, Hm, Sq, Sk] (Bm ∈ {1, B}, Hm ∈ {1, Hq}; a broadcast dimension has
+// stride 0): boolean as uint8 (nonzero = attend, PyTorch's convention), additive in the
+// input dtype (added to the score after the softcap; may hold -inf).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +30,16 @@ namespace opcts::cuda {
 
 enum class SdpaDType { fp16, bf16, fp32 };
 enum class SdpaMask { none, causal_upper_left, causal_lower_right };
+enum class SdpaMaskTensor { none, boolean, additive };
+
+/// Deliberate bugs a planted impl asks the kernels for (each must make its cases FAIL).
+enum class SdpaPlant {
+  none,
+  window_off_by_one,   // the left window bound keeps one key too many
+  gqa_modulo,          // query head h reads KV head h % Hkv instead of h / (Hq / Hkv)
+  drop_rowsum,         // backward: dS = P ⊙ dP, without subtracting rowsum(dO ⊙ O)
+  masked_row_nan,      // a row that sees no key divides 0 by 0 (O = NaN) instead of O = 0
+};
 
 struct SdpaStrides {
   int64_t batch, head, seq;  // in elements; the D dimension is contiguous
@@ -24,20 +47,44 @@ struct SdpaStrides {
 
 struct SdpaParams {
   SdpaDType dtype;
-  int64_t batch, heads_q, heads_kv, seq_q, seq_k, head_dim;
-  float scale;  // multiplies q . k before the softmax
+  int64_t batch, heads_q, heads_kv, seq_q, seq_k;
+  int64_t head_dim;    // Dqk: Q and K
+  int64_t head_dim_v;  // Dv: V and O
+  float scale;         // multiplies q . k before the softcap
+  float softcap;       // 0 = off
   SdpaMask mask;
+  int64_t window_left, window_right;  // -1 = unbounded
+  SdpaMaskTensor mask_kind;
+  const void* attn_mask;  // null when mask_kind == none
+  SdpaStrides mask_strides;  // batch and head strides 0 when broadcast; seq = row stride
   const void* q;
   const void* k;
   const void* v;
   void* o;
   float* lse;
   SdpaStrides q_strides, k_strides, v_strides, o_strides;
+  SdpaPlant plant;
+};
+
+/// Gradients of the forward above for a given dO. `fwd` holds the forward's inputs and its
+/// outputs O and logsumexp (as the forward wrote them); dQ has Q's shape, dK K's and dV V's.
+/// With GQA, dK and dV sum the contributions of every query head that reads the KV head.
+struct SdpaBackwardParams {
+  SdpaParams fwd;
+  const void* d_o;
+  void* d_q;
+  void* d_k;
+  void* d_v;
+  SdpaStrides do_strides, dq_strides, dk_strides, dv_strides;
 };
 
 /// Contiguous BHSD strides for a [B, H, S, D] tensor.
 inline SdpaStrides contiguous_bhsd(int64_t heads, int64_t seq, int64_t head_dim) {
   return {heads * seq * head_dim, seq * head_dim, head_dim};
+}
+/// Strides of a contiguous BSHD buffer [B, S, H, D] addressed in BHSD order.
+inline SdpaStrides contiguous_bshd(int64_t heads, int64_t seq, int64_t head_dim) {
+  return {seq * heads * head_dim, head_dim, heads * head_dim};
 }
 
 /// Whether sdpa_flash_forward handles these parameters; when not, `why` says which one.
@@ -48,11 +95,24 @@ bool sdpa_flash_supports(const SdpaParams& p, const char** why);
 /// std::runtime_error carrying the CUDA error string when a launch fails.
 void sdpa_flash_forward(const SdpaParams& p, CUstream_st* stream);
 
+/// Whether sdpa_flash_backward handles these parameters; when not, `why` says which one.
+bool sdpa_flash_backward_supports(const SdpaBackwardParams& p, const char** why);
+
+/// Our flash-attention backward (FlashAttention-2, Dao 2023, Algorithm 2: recompute P from
+/// logsumexp, D_i = rowsum(dO ⊙ O), dS = P ⊙ (dP − D)). Throws like sdpa_flash_forward.
+void sdpa_flash_backward(const SdpaBackwardParams& p, CUstream_st* stream);
+
 /// PyTorch-math-backend-style forward: S = scale·Q·Kᵀ and O = P·V as cuBLAS strided
 /// batched GEMMs (S and P stored in the input dtype, fp32 accumulation), softmax with the
-/// mask in a CUDA kernel in fp32. Needs contiguous BHSD tensors. Scratch memory for S is
-/// allocated inside. Throws like sdpa_flash_forward, and std::runtime_error on a cuBLAS
-/// status other than success, naming the status.
+/// masks in a CUDA kernel in fp32. Scratch memory for S is allocated inside. Throws like
+/// sdpa_flash_forward, and std::runtime_error on a cuBLAS status other than success,
+/// naming the status.
 void sdpa_math_forward(const SdpaParams& p, CUstream_st* stream);
+
+/// The math backend's backward: P recomputed with cuBLAS and the softmax kernel, then
+/// dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = scale·dS·K,
+/// dK = scale·dSᵀ·Q (times the softcap derivative 1 − tanh² when softcap > 0), GQA heads
+/// summed into dK and dV. Throws like sdpa_math_forward.
+void sdpa_math_backward(const SdpaBackwardParams& p, CUstream_st* stream);
 
 }  // namespace opcts::cuda

@@ -1,0 +1,177 @@
+// Device helpers shared by the flash forward (sdpa_flash.cu) and backward
+// (sdpa_flash_backward.cu): the visibility rule of sdpa_kernels.hpp reduced to a per-row key
+// interval, and the host-side checks both kernels share.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "sdpa_kernels.hpp"
+
+namespace opcts::cuda::flash {
+
+/// Causal mask and window as one interval: key j is visible to query row i iff
+/// i + lo_off <= j <= i + hi_off (and 0 <= j < Sk); +-2^62 stands for "unbounded".
+struct KeyInterval {
+  int64_t lo_off, hi_off;
+};
+
+constexpr int64_t kUnbounded = int64_t(1) << 62;
+
+inline KeyInterval key_interval(const SdpaParams& p) {
+  KeyInterval r{-kUnbounded, kUnbounded};
+  const int64_t off = p.seq_k - p.seq_q;
+  if (p.mask == SdpaMask::causal_upper_left) r.hi_off = 0;
+  if (p.mask == SdpaMask::causal_lower_right) r.hi_off = off;
+  if (p.window_right >= 0 && off + p.window_right < r.hi_off) r.hi_off = off + p.window_right;
+  if (p.window_left >= 0) {
+    r.lo_off = off - p.window_left;
+    if (p.plant == SdpaPlant::window_off_by_one) r.lo_off -= 1;  // planted: one key too many
+  }
+  return r;
+}
+
+/// The keys some row in [r0, r1] (clipped to [0, Sq)) may see under the interval, clipped to
+/// [0, Sk): [*k0, *k1), empty when *k0 >= *k1.
+inline __host__ __device__ void keys_of_rows(const KeyInterval& iv, int64_t r0, int64_t r1,
+                                             int64_t seq_k, int64_t* k0, int64_t* k1) {
+  // lo_off > hi_off (upper-left causal with a window starting right of the diagonal):
+  // every row's interval is empty. Otherwise the union over consecutive rows is one
+  // interval, so every key of the result is seen by some row of [r0, r1].
+  if (iv.lo_off > iv.hi_off || r0 > r1) {
+    *k0 = *k1 = 0;
+    return;
+  }
+  int64_t lo = r0 + iv.lo_off, hi = r1 + iv.hi_off + 1;
+  if (lo < 0) lo = 0;
+  if (hi > seq_k) hi = seq_k;
+  *k0 = lo;
+  *k1 = hi;
+}
+
+/// The query rows that may see some key in [c0, c1] under the interval, clipped to [0, Sq):
+/// [*q0, *q1).
+inline __host__ __device__ void rows_of_keys(const KeyInterval& iv, int64_t c0, int64_t c1,
+                                             int64_t seq_q, int64_t* q0, int64_t* q1) {
+  // j visible to i  <=>  j - hi_off <= i <= j - lo_off
+  if (iv.lo_off > iv.hi_off || c0 > c1) {
+    *q0 = *q1 = 0;
+    return;
+  }
+  int64_t lo = c0 - iv.hi_off, hi = c1 - iv.lo_off + 1;
+  if (lo < 0) lo = 0;
+  if (hi > seq_q) hi = seq_q;
+  *q0 = lo;
+  *q1 = hi;
+}
+
+template <typename T>
+__device__ __forceinline__ float to_f32(T x) {
+  return static_cast<float>(x);
+}
+
+inline bool is_supported_head_dims(int64_t dqk, int64_t dv) {
+  auto one = [](int64_t d) {
+    return d == 32 || d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256;
+  };
+  return (one(dqk) && dqk == dv) || (dqk == 192 && dv == 128);
+}
+
+constexpr const char* kHeadDimsWhy =
+    "flash kernel supports head_dim 32, 64, 80, 96, 128, 192 and 256 (Dv = Dqk), and "
+    "Dqk 192 with Dv 128";
+
+// ---------------------------------------------------------------------------------------
+// Inline-PTX building blocks (sm_80+) for the tensor-core kernels. The forward
+// (sdpa_flash.cu) still carries its own copies of the same helpers in its anonymous
+// namespace; these are the ones the tensor-core backward uses (same code, same semantics).
+namespace ptx {
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte global->shared copy; src_bytes = 0 zero-fills the destination without reading.
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+// 4-byte global->shared copy (L1-allocating .ca: .cg takes 16 bytes only); src_bytes = 0
+// zero-fills.
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// 2^x with flush-to-zero: exp2(-inf) = +0.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// D += A·B for mma.sync.m16n8k16, row.col, fp32 accumulation. Fragments (PTX ISA, with
+// g = lane / 4, t = lane % 4): A 16x16 row-major: a[0] = A[g][2t..2t+1],
+// a[1] = A[g+8][2t..2t+1], a[2] = A[g][2t+8..2t+9], a[3] = A[g+8][2t+8..2t+9];
+// B 16x8: b0 = B[2t..2t+1][g], b1 = B[2t+8..2t+9][g]; C 16x8: c[0..1] = C[g][2t..2t+1],
+// c[2..3] = C[g+8][2t..2t+1].
+template <typename T>
+struct Mma;
+
+template <>
+struct Mma<__half> {
+  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+  __device__ __forceinline__ static uint16_t one(float x) { return __half_as_ushort(__float2half_rn(x)); }
+};
+
+template <>
+struct Mma<__nv_bfloat16> {
+  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+  __device__ __forceinline__ static uint16_t one(float x) {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+  }
+};
+
+}  // namespace ptx
+
+}  // namespace opcts::cuda::flash

@@ -1,0 +1,190 @@
+// SDPA backward: the fp64 gradients against central finite differences of the forward
+// reference for every variant, fully masked rows and poison, GQA sums, the same-precision
+// reference, host.flash's backward within the tolerances, and drop_rowsum caught.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "refimpl/sdpa.hpp"
+#include "tests/test_sdpa_util.hpp"
+
+namespace opcts {
+namespace {
+
+using sdpa::Mask;
+using sdpatest::family;
+using sdpatest::inputs_of;
+using sdpatest::make;
+
+sdpa::Problem bwd(sdpa::Problem p) {
+  p.direction = sdpa::Direction::backward;
+  return p;
+}
+
+// L = Σ O ⊙ dO through the fp64 forward reference (the forward problem of p).
+double loss(const sdpa::Problem& p, const TensorMap& in) {
+  auto f = p;
+  f.direction = sdpa::Direction::forward;
+  const References r = sdpa::reference(f, in);
+  const auto d_o = in.at("dO").to_f64();
+  double l = 0;
+  for (size_t e = 0; e < d_o.size(); ++e) l += r.exact.at("O")[e] * d_o[e];
+  return l;
+}
+
+class SdpaBackwardFd : public ::testing::TestWithParam<sdpa::Problem> {};
+
+// dL/dx by central differences: x ± h stored in fp32 inputs, divided by the difference of the
+// values actually stored (so rounding the perturbation costs nothing); h = 2^-10 gives a
+// truncation error of O(h²·|x'''|) ≈ 1e-6 on these unit-scale inputs.
+TEST_P(SdpaBackwardFd, GradientsAreFiniteDifferencesOfTheForward) {
+  const sdpa::Problem p = GetParam();
+  ASSERT_EQ(p.dtype, DType::fp32);
+  const TensorMap in = inputs_of(p);
+  const References r = family().reference(p, in);
+  double scale = 0;
+  for (const char* g : {"dQ", "dK", "dV"})
+    for (double x : r.exact.at(g)) scale = std::max(scale, std::fabs(x));
+  ASSERT_GT(scale, 0);
+  const double h = std::ldexp(1.0, -10);
+  for (const auto& [name, grad] : {std::pair{"q", "dQ"}, std::pair{"k", "dK"}, std::pair{"v", "dV"}}) {
+    const HostTensor& x = in.at(name);
+    for (int64_t e = 0; e < x.numel(); ++e) {
+      const double x0 = x.get(e);
+      if (std::isnan(x0)) {  // poison: no gradient flows into rows nobody sees
+        EXPECT_EQ(r.exact.at(grad)[e], 0.0) << grad << "[" << e << "]";
+        continue;
+      }
+      TensorMap plus = in, minus = in;
+      plus.at(name).set(e, x0 + h);
+      minus.at(name).set(e, x0 - h);
+      const double fd = (loss(p, plus) - loss(p, minus)) / (plus.at(name).get(e) - minus.at(name).get(e));
+      EXPECT_NEAR(r.exact.at(grad)[e], fd, 2e-5 * scale) << grad << "[" << e << "] of " << sdpa::problem_id(p);
+    }
+  }
+  for (const auto* refs : {&r.exact, &r.lowp})
+    for (const auto& [n, v] : *refs)
+      for (double z : v) ASSERT_TRUE(std::isfinite(z)) << n;
+}
+
+std::vector<sdpa::Problem> fd_problems() {
+  std::vector<sdpa::Problem> v;
+  for (auto p : sdpatest::variants(DType::fp32)) v.push_back(bwd(p));
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, SdpaBackwardFd, ::testing::ValuesIn(fd_problems()),
+                         [](const auto& info) { return sdpa::problem_id(info.param); });
+
+TEST(SdpaBackward, FullyMaskedRowsHaveZeroGradients) {
+  // Rows 0..1 see no key (lower-right, Sq > Sk); rows i ≡ 3 (mod 8) of the mask see none.
+  auto lr = bwd(make(DType::bf16, 1, 2, 1, 6, 4, 8, Mask::causal_lower_right));
+  auto bm = bwd(make(DType::fp16, 1, 2, 1, 20, 9, 8, Mask::none));
+  bm.mask_tensor = sdpa::MaskTensor::additive;
+  for (const auto& p : {lr, bm}) {
+    const References r = family().reference(p, inputs_of(p));
+    for (const auto* refs : {&r.exact, &r.lowp}) {
+      for (const auto& [n, v] : *refs)
+        for (double z : v) ASSERT_TRUE(std::isfinite(z)) << n;
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t i = 0; i < p.seq_q; ++i) {
+          const bool empty = p.mask_tensor == sdpa::MaskTensor::none ? i < 2 : i % 8 == 3;
+          double norm = 0;
+          for (int64_t d = 0; d < 8; ++d) norm += std::fabs(refs->at("dQ")[(h * p.seq_q + i) * 8 + d]);
+          if (empty) EXPECT_EQ(norm, 0.0) << sdpa::problem_id(p) << " row " << i;
+          // Rows with two keys or more have a gradient (a row with one key has dQ = 0 exactly).
+          if (p.mask_tensor == sdpa::MaskTensor::none && p.keys_of_row(i) >= 2)
+            EXPECT_GT(norm, 0.0) << sdpa::problem_id(p) << " row " << i;
+        }
+    }
+    EXPECT_EQ(sdpatest::mismatches_of("host.flash", p), 0) << sdpa::problem_id(p);
+  }
+}
+
+TEST(SdpaBackward, KeysNobodySeesHaveZeroDkDv) {
+  auto p = bwd(make(DType::bf16, 1, 4, 2, 5, 12, 8, Mask::causal_upper_left));
+  p.poison_masked = true;
+  const References r = family().reference(p, inputs_of(p));
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t j = 0; j < 12; ++j)
+      for (int64_t d = 0; d < 8; ++d) {
+        const double dk = r.exact.at("dK")[(h * 12 + j) * 8 + d], dv = r.exact.at("dV")[(h * 12 + j) * 8 + d];
+        if (j >= 5) EXPECT_TRUE(dk == 0 && dv == 0) << j;
+        else EXPECT_NE(dv, 0) << j;
+      }
+  EXPECT_NEAR(family().max_zero_fraction(p, "dK"), 7.0 / 12, 1e-12);
+  EXPECT_EQ(sdpatest::mismatches_of("host.flash", p), 0);
+}
+
+TEST(SdpaBackward, GqaSumsTheGroupsGradients) {
+  // dK, dV of Hkv = 2 under Hq = 4 equal the sums over head pairs of Hkv = 4 with each KV
+  // head repeated (repeat_interleave's backward).
+  const auto p = bwd(make(DType::fp32, 1, 4, 2, 5, 7, 8, Mask::causal_upper_left));
+  const TensorMap in = inputs_of(p);
+  auto wide = p;
+  wide.heads_kv = 4;
+  TensorMap in2;
+  in2.emplace("q", in.at("q"));
+  in2.emplace("dO", in.at("dO"));
+  for (const char* name : {"k", "v"}) {
+    HostTensor t(DType::fp32, {1, 4, 7, 8});
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t e = 0; e < 56; ++e) t.set(h * 56 + e, in.at(name).get((h / 2) * 56 + e));
+    in2.emplace(name, t);
+  }
+  const References a = family().reference(p, in), b = family().reference(wide, in2);
+  EXPECT_EQ(a.exact.at("dQ"), b.exact.at("dQ"));
+  for (const char* g : {"dK", "dV"})
+    for (int64_t hk = 0; hk < 2; ++hk)
+      for (int64_t e = 0; e < 56; ++e)
+        EXPECT_NEAR(a.exact.at(g)[hk * 56 + e], b.exact.at(g)[(2 * hk) * 56 + e] + b.exact.at(g)[(2 * hk + 1) * 56 + e],
+                    1e-12);
+}
+
+TEST(SdpaBackward, SamePrecisionReferenceIsCloseButNotExact) {
+  // The lowp pipeline's error against fp64 is what the dtype costs: nonzero for bf16, within a
+  // few percent of max|grad|, and tiny for fp32.
+  for (DType t : {DType::bf16, DType::fp32}) {
+    const auto p = bwd(make(t, 1, 4, 2, 33, 70, 64, Mask::causal_lower_right));
+    const References r = family().reference(p, inputs_of(p));
+    for (const char* g : {"dQ", "dK", "dV"}) {
+      double err = 0, mx = 0;
+      for (size_t e = 0; e < r.exact.at(g).size(); ++e) {
+        err = std::max(err, std::fabs(r.exact.at(g)[e] - r.lowp.at(g)[e]));
+        mx = std::max(mx, std::fabs(r.exact.at(g)[e]));
+      }
+      if (t == DType::bf16) {
+        EXPECT_GT(err, 1e-4 * mx) << g;
+        EXPECT_LT(err, 5e-2 * mx) << g;
+      } else {
+        EXPECT_LT(err, 1e-5 * mx) << g;
+      }
+    }
+  }
+}
+
+class SdpaBackwardHostFlash : public ::testing::TestWithParam<sdpa::Problem> {};
+
+TEST_P(SdpaBackwardHostFlash, PassesAndDropRowsumFails) {
+  const sdpa::Problem p = GetParam();
+  std::string why;
+  EXPECT_EQ(sdpatest::mismatches_of("host.flash", p, &why), 0) << why;
+  const ArchInfo host{"host", "host"};
+  ASSERT_TRUE(builtin_registry().impl("host.flash_drop_rowsum")->supports(p, host).ok);
+  EXPECT_GT(sdpatest::mismatches_of("host.flash_drop_rowsum", p), 0) << sdpa::problem_id(p);
+}
+
+std::vector<sdpa::Problem> host_problems() {
+  std::vector<sdpa::Problem> v;
+  for (DType t : {DType::bf16, DType::fp16, DType::fp32})
+    for (const auto& p : sdpatest::variants(t)) v.push_back(bwd(p));
+  v.push_back(bwd(make(DType::bf16, 2, 6, 2, 130, 65, 128, Mask::causal_upper_left)));
+  v.push_back(bwd(make(DType::fp16, 1, 12, 1, 65, 200, 64, Mask::none)));
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, SdpaBackwardHostFlash, ::testing::ValuesIn(host_problems()),
+                         [](const auto& info) { return sdpa::problem_id(info.param); });
+
+}  // namespace
+}  // namespace opcts
