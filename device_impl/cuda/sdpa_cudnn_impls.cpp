@@ -19,6 +19,7 @@
 #include "device_impl/cuda/device_buffer.hpp"
 #include "device_impl/cuda/device_memory.hpp"
 #include "device_impl/cuda/sdpa_cudnn.hpp"
+#include "device_impl/cuda/sdpa_params.hpp"
 #include "harness/errors.hpp"
 #include "refimpl/sdpa.hpp"
 
@@ -31,39 +32,11 @@ std::string version_text() {
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
-cuda::SdpaStrides strides_of(const sdpa::Problem& p, int64_t heads, int64_t seq, int64_t d) {
-  return p.layout == sdpa::Layout::bshd ? cuda::contiguous_bshd(heads, seq, d) : cuda::contiguous_bhsd(heads, seq, d);
-}
-
 // Kernel parameters with null pointers (enough for support checks). A boolean mask is presented
 // as additive, since run() converts it.
 cuda::SdpaParams params_of(const sdpa::Problem& p) {
-  cuda::SdpaParams k{};
-  k.dtype = p.dtype == DType::fp16 ? cuda::SdpaDType::fp16
-            : p.dtype == DType::bf16 ? cuda::SdpaDType::bf16
-                                     : cuda::SdpaDType::fp32;
-  k.batch = p.batch;
-  k.heads_q = p.heads_q;
-  k.heads_kv = p.heads_kv;
-  k.seq_q = p.seq_q;
-  k.seq_k = p.seq_k;
-  k.head_dim = p.head_dim;
-  k.head_dim_v = p.head_dim_v;
-  k.scale = static_cast<float>(p.effective_scale());
-  k.softcap = static_cast<float>(p.softcap);
-  k.mask = p.mask == sdpa::Mask::causal_upper_left    ? cuda::SdpaMask::causal_upper_left
-           : p.mask == sdpa::Mask::causal_lower_right ? cuda::SdpaMask::causal_lower_right
-                                                      : cuda::SdpaMask::none;
-  k.window_left = p.window_left;
-  k.window_right = p.window_right;
-  k.mask_kind = p.mask_tensor == sdpa::MaskTensor::none ? cuda::SdpaMaskTensor::none : cuda::SdpaMaskTensor::additive;
-  k.mask_strides = {p.mask_per_batch ? (p.mask_per_head ? p.heads_q : 1) * p.seq_q * p.seq_k : 0,
-                    p.mask_per_head ? p.seq_q * p.seq_k : 0, p.seq_k};
-  k.q_strides = strides_of(p, p.heads_q, p.seq_q, p.head_dim);
-  k.o_strides = strides_of(p, p.heads_q, p.seq_q, p.head_dim_v);
-  k.k_strides = strides_of(p, p.heads_kv, p.seq_k, p.head_dim);
-  k.v_strides = strides_of(p, p.heads_kv, p.seq_k, p.head_dim_v);
-  k.plant = cuda::SdpaPlant::none;
+  cuda::SdpaParams k = sdpa_kernel_params(p);
+  if (k.mask_kind == cuda::SdpaMaskTensor::boolean) k.mask_kind = cuda::SdpaMaskTensor::additive;
   return k;
 }
 
@@ -98,6 +71,11 @@ class CudnnSdpa final : public Impl {
     if (sdpa::contract_violation(p)) return Support::yes();
     if (p.dtype != DType::fp16 && p.dtype != DType::bf16)
       return Support::no("cuda.cudnn: cuDNN SDPA takes fp16/bf16 only");
+    // cuDNN's tensor descriptors need positive dimensions (CUDNN_STATUS_BAD_PARAM otherwise);
+    // PyTorch returns empty outputs before it calls cuDNN. The result of an empty problem is
+    // then not cuDNN's, so the case does not run here (cuda.flash and cuda.math run it).
+    if (p.batch == 0 || p.seq_q == 0 || p.seq_k == 0)
+      return Support::no("cuda.cudnn: cuDNN descriptors take no zero-size dimension (B, Sq or Sk = 0)");
     if (arch.compute_major > 0 && arch.compute_major < 8) return Support::no("cuda.cudnn: cuDNN fp16/bf16 SDPA needs sm80+");
     std::string why;
     if (!cuda::sdpa_cudnn_supports(params_of(p), p.direction == sdpa::Direction::backward, &why))

@@ -85,9 +85,7 @@ constexpr const char* kHeadDimsWhy =
     "Dqk 192 with Dv 128";
 
 // ---------------------------------------------------------------------------------------
-// Inline-PTX building blocks (sm_80+) for the tensor-core kernels. The forward
-// (sdpa_flash.cu) still carries its own copies of the same helpers in its anonymous
-// namespace; these are the ones the tensor-core backward uses (same code, same semantics).
+// Inline-PTX building blocks (sm_80+) of the tensor-core kernels, forward and backward.
 namespace ptx {
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {

@@ -10,6 +10,7 @@
 #include "device_impl/cuda/device_buffer.hpp"
 #include "device_impl/cuda/device_memory.hpp"
 #include "device_impl/cuda/sdpa_kernels.hpp"
+#include "device_impl/cuda/sdpa_params.hpp"
 #include "harness/errors.hpp"
 #include "refimpl/sdpa.hpp"
 
@@ -50,8 +51,9 @@ cuda::SdpaStrides to_kernel(const sdpa::Strides& s) { return {s.batch, s.head, s
 
 bool is_backward(const sdpa::Problem& p) { return p.direction == sdpa::Direction::backward; }
 
-// Kernel parameters of a problem with null pointers (enough for support checks).
-cuda::SdpaParams params_of(const sdpa::Problem& p, SdpaPlant plant) {
+}  // namespace
+
+cuda::SdpaParams sdpa_kernel_params(const sdpa::Problem& p, SdpaPlant plant) {
   cuda::SdpaParams k{};
   k.dtype = to_kernel(p.dtype);
   k.batch = p.batch;
@@ -78,15 +80,17 @@ cuda::SdpaParams params_of(const sdpa::Problem& p, SdpaPlant plant) {
   return k;
 }
 
-cuda::SdpaBackwardParams backward_params_of(const sdpa::Problem& p, SdpaPlant plant) {
+cuda::SdpaBackwardParams sdpa_kernel_backward_params(const sdpa::Problem& p, SdpaPlant plant) {
   cuda::SdpaBackwardParams b{};
-  b.fwd = params_of(p, plant);
+  b.fwd = sdpa_kernel_params(p, plant);
   b.do_strides = b.fwd.o_strides;
   b.dq_strides = b.fwd.q_strides;
   b.dk_strides = b.fwd.k_strides;
   b.dv_strides = b.fwd.v_strides;
   return b;
 }
+
+namespace {
 
 // The attn_mask as the kernels take it: boolean as uint8 (nonzero = attend), additive in
 // the input dtype.
@@ -162,8 +166,8 @@ class CudaSdpa final : public Impl {
     const bool bwd = is_backward(p);
     if (v_.kernel == Kernel::flash) {
       const char* why = nullptr;
-      const bool ok = bwd ? cuda::sdpa_flash_backward_supports(backward_params_of(p, v_.plant), &why)
-                          : cuda::sdpa_flash_supports(params_of(p, v_.plant), &why);
+      const bool ok = bwd ? cuda::sdpa_flash_backward_supports(sdpa_kernel_backward_params(p, v_.plant), &why)
+                          : cuda::sdpa_flash_supports(sdpa_kernel_params(p, v_.plant), &why);
       if (!ok) return Support::no(std::string(name()) + ": " + why);
     }
     double scratch = 0;
@@ -204,7 +208,7 @@ class CudaSdpa final : public Impl {
     HostTensor o(p.dtype, sdpa::o_shape(p));
     HostTensor lse(DType::fp32, sdpa::lse_shape(p));
     cuda::DeviceBuffer o_dev = poisoned(o.nbytes()), lse_dev = poisoned(lse.nbytes());
-    cuda::SdpaParams kp = params_of(p, v_.plant);
+    cuda::SdpaParams kp = sdpa_kernel_params(p, v_.plant);
     kp.q = q.get();
     kp.k = k.get();
     kp.v = v.get();
@@ -231,7 +235,7 @@ class CudaSdpa final : public Impl {
     const auto d_o = cuda::DeviceBuffer::upload(do_in);
     HostTensor dq(p.dtype, q_in.shape()), dk(p.dtype, k_in.shape()), dv(p.dtype, v_in.shape());
     cuda::DeviceBuffer dq_dev = poisoned(dq.nbytes()), dk_dev = poisoned(dk.nbytes()), dv_dev = poisoned(dv.nbytes());
-    cuda::SdpaBackwardParams bp = backward_params_of(p, v_.plant);
+    cuda::SdpaBackwardParams bp = sdpa_kernel_backward_params(p, v_.plant);
     bp.fwd = kp;
     bp.d_o = d_o.get();
     bp.d_q = dq_dev.get();
