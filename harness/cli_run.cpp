@@ -192,8 +192,9 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
     const Outcome o = apply_expectation(r.raw_outcome, xf);
     if (is_gate_failure(o)) {
       ++failures;
-      const std::string why = o == Outcome::XPASS ? "passed under strict xfail " + xf->source + ": remove the entry"
-                                                  : r.message.substr(0, 300);
+      const std::string why = o != Outcome::XPASS ? r.message.substr(0, 300)
+                              : xf->planted      ? "planted bug NOT caught: " + xf->source + " passed"
+                                                 : "passed under strict xfail " + xf->source + ": remove the entry";
       std::fprintf(stderr, "%s%s %s: %s\n  repro: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "",
                    std::string(to_string(o)).c_str(), r.id.c_str(), why.c_str(),
                    repro_command(r.id, arch, s.manifest).c_str());

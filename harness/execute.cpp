@@ -52,9 +52,12 @@ std::string describe_failure(const ResultRecord& r) {
   for (const auto& o : r.outputs) {
     if (!o.mismatches) continue;
     m << o.out << ": " << o.mismatches << "/" << o.elements << " mismatches, max abs err " << o.max_abs_err;
-    // `bounded` compares each element with its own bound: the largest one says little.
-    m << (o.metric == "bounded" ? " (per-element bounds, largest " : " > bound ") << o.bound
-      << (o.metric == "bounded" ? ")" : "");
+    // `bounded` compares each element with its own bound: the largest one says little. The
+    // error is taken over finite pairs, so when it is within the bound the mismatches are
+    // NaN or inf where the reference holds another value.
+    if (o.metric == "bounded") m << " (per-element bounds, largest " << o.bound << ")";
+    else if (o.max_abs_err <= o.bound) m << " (finite elements within bound " << o.bound << "; the mismatches are NaN/inf)";
+    else m << " > bound " << o.bound;
     if (o.metric == "ref_relative") m << " (same-precision reference err " << o.lowp_err << ")";
     m << "; ";
   }

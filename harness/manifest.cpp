@@ -1,6 +1,8 @@
 // Manifest parsing, matching and the expectation table.
 #include "harness/manifest.hpp"
 
+#include <cctype>
+
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -42,6 +44,8 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     if (!n["reason"] || n["reason"].as<std::string>().empty())
       yaml_fail(path, n, std::string(to_string(kind)) + " entry '" + e.match + "' needs a 'reason:'");
     e.reason = n["reason"].as<std::string>();
+    // A folded (>) reason ends in a newline; reports and `list -v` print it on one line.
+    while (!e.reason.empty() && std::isspace(static_cast<unsigned char>(e.reason.back()))) e.reason.pop_back();
     e.link = n["link"] ? n["link"].as<std::string>() : "";
     if (n["strict"]) e.strict = n["strict"].as<bool>();
     if (n["reruns"]) e.reruns = n["reruns"].as<int>();
@@ -125,6 +129,7 @@ const ManifestEntry* Manifest::find(EntryKind kind, const std::string& id, const
 std::vector<const ManifestEntry*> Manifest::stale(const std::vector<std::string>& ids) const {
   std::vector<const ManifestEntry*> out;
   for (const auto& e : entries_) {
+    if (e.planted) continue;  // implied by an impl, not written in a file: nothing to remove
     bool any = false;
     for (const auto& id : ids)
       if ((any = glob_match(e.match, id))) break;
@@ -135,6 +140,8 @@ std::vector<const ManifestEntry*> Manifest::stale(const std::vector<std::string>
 
 Outcome apply_expectation(Outcome raw, const ManifestEntry* xfail) {
   if (!xfail) return raw;
+  // A planted bug is caught by a wrong result (FAIL), not by an error, crash or timeout.
+  if (xfail->planted && is_failure(raw) && raw != Outcome::FAIL) return raw;
   if (is_failure(raw)) return Outcome::XFAIL;
   if (raw == Outcome::PASS) return xfail->strict ? Outcome::XPASS : Outcome::PASS;
   return raw;  // SKIP stays SKIP; XFAIL/XPASS are already resolved

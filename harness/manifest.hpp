@@ -20,6 +20,7 @@ struct ManifestEntry {
   std::string link;    // optional tracking link
   std::string source;  // "path:line"
   bool strict = true;  // xfail: an unexpected pass is XPASS (fails the gate)
+  bool planted = false;  // xfail implied by a planted-bug impl (Impl::planted), not by a file
   int reruns = 0;      // flaky: how often a failure is re-run
   // tolerance: overrides of the table's values (unset fields keep the table's)
   std::string output;  // "" = every output
@@ -41,6 +42,8 @@ class Manifest {
   const std::vector<ManifestEntry>& entries() const { return entries_; }
   /// The first entry of the kind whose glob matches `id` (and `output` for tolerances).
   const ManifestEntry* find(EntryKind kind, const std::string& id, const std::string& output = "") const;
+  /// Appends an entry after the file's (so a file entry matching the same case wins).
+  void append(ManifestEntry e) { entries_.push_back(std::move(e)); }
   /// Entries that match none of `ids` (the whole catalog of the arch): stale, to be removed.
   std::vector<const ManifestEntry*> stale(const std::vector<std::string>& ids) const;
 
@@ -52,7 +55,8 @@ class Manifest {
 /// The outcome of a case given its raw outcome and the xfail entry matching it (or null).
 /// The whole table, as deqp-runner's baseline rules: failures (FAIL/ERROR/CRASH/TIMEOUT)
 /// under an xfail are XFAIL; PASS under a strict xfail is XPASS, under a non-strict one PASS;
-/// SKIP stays SKIP; without an entry the raw outcome stands.
+/// SKIP stays SKIP; without an entry the raw outcome stands. An entry implied by a planted
+/// impl expects FAIL only: its ERROR, CRASH and TIMEOUT stand.
 Outcome apply_expectation(Outcome raw, const ManifestEntry* xfail);
 
 }  // namespace opcts

@@ -1,6 +1,8 @@
 // Loading the suite's data files and deciding skips.
 #include "harness/suite.hpp"
 
+#include <set>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -33,6 +35,21 @@ Suite::Suite(const SuiteOptions& opt)
   std::vector<std::string> paths{opt.cases_dir};
   paths.insert(paths.end(), opt.catalogs.begin(), opt.catalogs.end());
   cases_ = make_cases(*reg_, load_catalogs(*reg_, paths), arch_, opt.include_planted);
+  // A planted impl exists to fail: each of its cases is an implied strict xfail, so a caught
+  // bug is XFAIL (neither rerun nor a gate failure) and a missed one is XPASS, which fails
+  // the run and the gate.
+  std::set<std::string> planted;
+  for (const auto& c : cases_)
+    if (c.impl->planted() && planted.insert(c.id.substr(0, c.id.find('/'))).second) {
+      ManifestEntry e;
+      e.kind = EntryKind::xfail;
+      e.match = c.id.substr(0, c.id.find('/')) + "/*";
+      e.reason = "planted bug: " + std::string(c.impl->name()) +
+                 " exists to fail; every case it runs must FAIL (a PASS means the suite missed its bug)";
+      e.source = "planted impl " + std::string(c.impl->name());
+      e.planted = true;
+      manifest_.append(std::move(e));
+    }
 }
 
 std::optional<std::string> Suite::skip_reason(const Case& c) const {

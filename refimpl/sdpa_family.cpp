@@ -24,6 +24,11 @@ std::pair<int64_t, int64_t> pair_field(const YAML::Node& n, const char* field, c
   }
   if (!v.IsMap() || !v[a] || !v[b])
     throw std::runtime_error(std::string("field '") + field + "' must be a number or {" + a + ": N, " + b + ": N}");
+  for (const auto& kv : v) {
+    const auto k = kv.first.as<std::string>();
+    if (k != a && k != b)
+      throw std::runtime_error(std::string("field '") + field + "': unknown key '" + k + "' (expected " + a + ", " + b + ")");
+  }
   return {field_as<int64_t>(v, a), field_as<int64_t>(v, b)};
 }
 

@@ -61,8 +61,9 @@ GateVerdict gate(const std::vector<ResultRecord>& results, const Manifest& manif
     switch (o) {
       case Outcome::XPASS: {
         const ManifestEntry* x = manifest.find(EntryKind::xfail, r.id);
-        why = fmt::format("remove this entry: the case now passes (strict xfail {} '{}')", x ? x->source : "?",
-                          x ? x->match : "");
+        why = x && x->planted ? "planted bug NOT caught: the planted impl passed (" + x->source + ")"
+                              : fmt::format("remove this entry: the case now passes (strict xfail {} '{}')",
+                                            x ? x->source : "?", x ? x->match : "");
         break;
       }
       case Outcome::FLAKE: why = "reruns disagreed and no manifest flaky entry covers the case"; break;

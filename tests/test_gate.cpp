@@ -30,9 +30,18 @@ flaky:
     reruns: 3
 )yaml";
 
+// The file's entries plus the xfail a planted impl implies (harness/suite.cpp).
 Manifest manifest() {
   const auto dir = testutil::temp_dir();
-  return Manifest::load(testutil::write(dir, "sm90.yaml", kManifest));
+  Manifest m = Manifest::load(testutil::write(dir, "sm90.yaml", kManifest));
+  ManifestEntry planted;
+  planted.kind = EntryKind::xfail;
+  planted.match = "gate.host_x/e_planted_*";
+  planted.reason = "planted bug: must fail";
+  planted.source = "planted impl host.x";
+  planted.planted = true;
+  m.append(planted);
+  return m;
 }
 
 ResultRecord rec(const std::string& entry, Outcome raw) {
@@ -47,7 +56,7 @@ ResultRecord rec(const std::string& entry, Outcome raw) {
 }
 
 struct Row {
-  const char* entry;  // none, strict, lenient, skip, flaky
+  const char* entry;  // none, strict, lenient, planted, skip, flaky
   Outcome raw;
   Outcome judged;     // the gate's outcome
   bool fatal;
@@ -82,6 +91,16 @@ const std::vector<Row> kTable = {
     {"lenient", Outcome::SKIP, Outcome::SKIP, false},
     {"lenient", Outcome::FLAKE, Outcome::FLAKE, true},
     {"lenient", Outcome::MISTRUSTED, Outcome::MISTRUSTED, true},
+
+    // A planted impl's case: caught only by a wrong result (FAIL); a PASS missed the bug.
+    {"planted", Outcome::PASS, Outcome::XPASS, true},
+    {"planted", Outcome::FAIL, Outcome::XFAIL, false},
+    {"planted", Outcome::ERROR, Outcome::ERROR, true},
+    {"planted", Outcome::CRASH, Outcome::CRASH, true},
+    {"planted", Outcome::TIMEOUT, Outcome::TIMEOUT, true},
+    {"planted", Outcome::SKIP, Outcome::SKIP, false},
+    {"planted", Outcome::FLAKE, Outcome::FLAKE, true},
+    {"planted", Outcome::MISTRUSTED, Outcome::MISTRUSTED, true},
 
     {"skip", Outcome::PASS, Outcome::SKIP, false},  // ran under another manifest: a note
     {"skip", Outcome::FAIL, Outcome::SKIP, false},
@@ -127,7 +146,7 @@ TEST(Gate, EveryOutcomeUnderEveryEntryRawOrAlreadyMapped) {
 }
 
 TEST(Gate, TableCoversEveryRunOutcomeUnderEveryEntry) {
-  for (const char* entry : {"none", "strict", "lenient", "skip", "flaky"})
+  for (const char* entry : {"none", "strict", "lenient", "planted", "skip", "flaky"})
     for (Outcome o : {Outcome::PASS, Outcome::FAIL, Outcome::ERROR, Outcome::CRASH, Outcome::TIMEOUT, Outcome::SKIP,
                       Outcome::FLAKE, Outcome::MISTRUSTED}) {
       int n = 0;
@@ -141,6 +160,12 @@ TEST(Gate, XpassSaysRemoveTheEntry) {
   const GateVerdict v = gate({rec("strict", Outcome::PASS)}, m, {});
   ASSERT_EQ(v.offending.size(), 1u);
   EXPECT_NE(v.offending[0].why.find("remove this entry: the case now passes"), std::string::npos);
+}
+
+TEST(Gate, APlantedPassSaysTheBugWasNotCaught) {
+  const GateVerdict v = gate({rec("planted", Outcome::PASS)}, manifest(), {});
+  ASSERT_EQ(v.offending.size(), 1u);
+  EXPECT_NE(v.offending[0].why.find("planted bug NOT caught"), std::string::npos) << v.offending[0].why;
 }
 
 TEST(Gate, AMappedRecordIsJudgedByThisManifestNotTheRunsOne) {

@@ -50,6 +50,10 @@ class CudaCvt final : public Impl {
       return Support::no("cuda.cvt: CUDA's e8m0 conversion rounds toward zero or +inf only, not to nearest");
     if (ties_up_ && (p.decoding() || p.from != DType::fp32 || p.to == DType::e8m0fnu))
       return Support::no("cuda.cvt_ties_up plants its bug in fp32 → fp8/fp6/fp4 encoding only");
+    // Its cases must FAIL; random inputs hit an exact tie only by chance (6 random cases
+    // passed on the H200).
+    if (ties_up_ && p.input == cast::Input::random)
+      return Support::no("cuda.cvt_ties_up: random inputs need not hold an exact tie");
     return cuda::fits_device_memory(builtin_registry().family("cast")->device_bytes(p), name());
   }
 

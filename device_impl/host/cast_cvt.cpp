@@ -45,6 +45,9 @@ class HostCvt final : public Impl {
     const auto& p = dynamic_cast<const cast::Problem&>(pp);
     if (ties_up_ && (p.decoding() || p.to == DType::e8m0fnu || dtype_info(p.to).is_integer))
       return Support::no("host.cvt_ties_up plants its bug in encoding to fp8/fp6/fp4 only");
+    // Its cases must FAIL; random inputs hit an exact tie only by chance.
+    if (ties_up_ && p.input == cast::Input::random)
+      return Support::no("host.cvt_ties_up: random inputs need not hold an exact tie");
     return Support::yes();
   }
 

@@ -173,7 +173,28 @@ class HostScaledMm final : public Impl {
   }
   std::string_view backend() const override { return "host"; }
   bool planted() const override { return bug_ != Bug::none; }
-  Support supports(const opcts::Problem&, const ArchInfo&) const override { return Support::yes(); }
+  // A planted impl runs only problems that probe its bug, so each of its cases must FAIL
+  // (its cases are implied strict xfails: a PASS is the bug going unnoticed).
+  Support supports(const opcts::Problem& pp, const ArchInfo&) const override {
+    if (bug_ == Bug::none) return Support::yes();
+    const auto& p = dynamic_cast<const Problem&>(pp);
+    if (!p.expect_error.empty()) return Support::no(std::string(name()) + ": planted impls run valid problems only");
+    const int64_t blk = scaled_mm::scale_block_k(p);
+    switch (bug_) {
+      case Bug::no_out_scale:
+        if (p.out == DType::e4m3fn && p.out_scale != 1.0) return Support::yes();
+        return Support::no(std::string(name()) + ": no output scale other than 1 to ignore");
+      case Bug::scale_transposed:
+        // Probed where both operands have several rows and several scale blocks along K.
+        if (blk > 0 && p.m >= 64 && p.n >= 64 && p.k >= 2 * blk && p.k > 128) return Support::yes();
+        return Support::no(std::string(name()) + ": too few scale rows and K blocks for a transposed read to differ");
+      case Bug::drop_partial_k:
+        if (p.k % (blk ? blk : 128) != 0 && p.m * p.n > 1) return Support::yes();
+        return Support::no(std::string(name()) + ": K has no partial last block to drop");
+      case Bug::none: break;
+    }
+    return Support::yes();
+  }
 
   TensorMap run(const opcts::Problem& pp, const TensorMap& in, const RunContext&) const override {
     const auto& p = dynamic_cast<const Problem&>(pp);
