@@ -104,7 +104,13 @@ int main(int argc, char** argv) {
   worker->add_option("--ref-cache", wo.exec.ref_cache_dir);
   worker->add_flag("--bitwise", wo.exec.bitwise);
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every usage error exits 2, as the commands' own errors do.
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
   try {
     if (*list) return cmd_list(sel, verbose, count_only);
     if (*run) return cmd_run(sel, rf, argv[0]);

@@ -76,7 +76,11 @@ SuiteOptions suite_options(const Selection& s, const std::string& arch) {
 
 std::vector<Case> unsharded(const Suite& suite, const Selection& s) {
   for (const auto& f : s.families)
-    if (!builtin_registry().family(f)) throw std::invalid_argument("--family: unknown family '" + f + "'");
+    if (!builtin_registry().family(f)) {
+      std::string known;
+      for (const Family* fam : builtin_registry().families()) known += (known.empty() ? "" : ", ") + std::string(fam->name());
+      throw std::invalid_argument("--family: unknown family '" + f + "' (known: " + known + ")");
+    }
   auto cases = select_cases(suite.all_cases(), parse_tier(s.tier), s.filters, s.excludes);
   if (!s.families.empty())
     std::erase_if(cases, [&](const Case& c) {

@@ -42,7 +42,10 @@ T field_as(const YAML::Node& n, const char* field) {
   } catch (const YAML::Exception&) {
     throw std::runtime_error(std::string("field '") + field + "': cannot read '" +
                              (n[field].IsScalar() ? n[field].Scalar() : std::string("<") + (n[field].IsMap() ? "map" : "list") + ">") +
-                             "' as " + (std::is_integral_v<T> ? "an integer" : std::is_floating_point_v<T> ? "a number" : "text"));
+                             "' as " + (std::is_same_v<T, bool>        ? "true or false"
+                                         : std::is_integral_v<T>       ? "an integer"
+                                         : std::is_floating_point_v<T> ? "a number"
+                                                                       : "text"));
   }
 }
 
