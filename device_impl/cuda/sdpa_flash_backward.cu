@@ -90,7 +90,8 @@ struct BwdCfg {
   static constexpr size_t kSmemBytes = kSmemWords * 4;
 };
 
-struct BwdArgs {
+// What both backward kernels (FMA and tensor-core) read: tensors, strides, sizes, masks.
+struct BwdTensors {
   const void* q;
   const void* k;
   const void* v;
@@ -101,12 +102,46 @@ struct BwdArgs {
   void* d_k;
   void* d_v;
   SdpaStrides qs, ks, vs, dos, dks, dvs;
-  int64_t heads_q, heads_kv, group, seq_q, seq_k, num_k_tiles;
+  int64_t heads_q, heads_kv, group, seq_q, seq_k;
   flash::KeyInterval iv;
+  float scale;
+};
+
+BwdTensors bwd_tensors(const SdpaBackwardParams& bp, const float* dl, float* dq_acc) {
+  const SdpaParams& p = bp.fwd;
+  BwdTensors t;
+  t.q = p.q;
+  t.k = p.k;
+  t.v = p.v;
+  t.d_o = bp.d_o;
+  t.lse = p.lse;
+  t.dl = dl;
+  t.dq_acc = dq_acc;
+  t.d_k = bp.d_k;
+  t.d_v = bp.d_v;
+  t.qs = p.q_strides;
+  t.ks = p.k_strides;
+  t.vs = p.v_strides;
+  t.dos = bp.do_strides;
+  t.dks = bp.dk_strides;
+  t.dvs = bp.dv_strides;
+  t.heads_q = p.heads_q;
+  t.heads_kv = p.heads_kv;
+  t.group = p.heads_q / p.heads_kv;
+  t.seq_q = p.seq_q;
+  t.seq_k = p.seq_k;
+  t.iv = flash::key_interval(p);
+  t.scale = p.scale;
+  return t;
+}
+
+// The FMA kernel's arguments.
+struct BwdArgs : BwdTensors {
+  int64_t num_k_tiles;
   SdpaMaskTensor mask_kind;
   const void* mask;
   SdpaStrides ms;
-  float scale, softcap;
+  float softcap;
 };
 
 // Rows [row0, row0 + 32) of D elements (D/2 words) into a word-pitched smem tile; rows for
@@ -352,21 +387,11 @@ struct Cfg {
 
 inline bool head_dim_ok(int64_t d) { return d == 32 || d == 64 || d == 96 || d == 128; }
 
-struct Args {
-  const void* q;
-  const void* k;
-  const void* v;
-  const void* d_o;
-  const float* lse;  // [B, Hq, Sq]
-  const float* dl;   // [B, Hq, Sq]: rowsum(dO ⊙ O)
-  float* dq_acc;     // [B, Hq, Sq, D] contiguous fp32
-  void* d_k;
-  void* d_v;
-  SdpaStrides qs, ks, vs, dos, dks, dvs;
-  int64_t heads_q, heads_kv, group, seq_q, seq_k, num_bhk;
-  flash::KeyInterval iv;
+// The tensor-core kernel's arguments.
+struct Args : BwdTensors {
+  int64_t num_bhk;
   int64_t key_lo, key_hi;  // the keys some query row may see: [key_lo, key_hi)
-  float scale, scale_log2;
+  float scale_log2;
 };
 
 // Rows [row0, row0 + 64) of D elements into a padded smem tile (pitch D + 8); rows outside
@@ -799,65 +824,26 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
         p.plant == SdpaPlant::drop_rowsum);
     check(cudaGetLastError(), "bwd_rowsum_kernel launch");
   }
-  if (p.seq_k > 0 && p.heads_kv > 0 && tc_takes(bp)) {
+  const bool any_key = p.seq_k > 0 && p.heads_kv > 0;
+  const BwdTensors tensors = any_key ? bwd_tensors(bp, static_cast<const float*>(dl.ptr), static_cast<float*>(dq_acc.ptr))
+                                     : BwdTensors{};
+  if (any_key && tc_takes(bp)) {
     tc::Args a;
-    a.q = p.q;
-    a.k = p.k;
-    a.v = p.v;
-    a.d_o = bp.d_o;
-    a.lse = p.lse;
-    a.dl = static_cast<const float*>(dl.ptr);
-    a.dq_acc = static_cast<float*>(dq_acc.ptr);
-    a.d_k = bp.d_k;
-    a.d_v = bp.d_v;
-    a.qs = p.q_strides;
-    a.ks = p.k_strides;
-    a.vs = p.v_strides;
-    a.dos = bp.do_strides;
-    a.dks = bp.dk_strides;
-    a.dvs = bp.dv_strides;
-    a.heads_q = p.heads_q;
-    a.heads_kv = p.heads_kv;
-    a.group = p.heads_q / p.heads_kv;
-    a.seq_q = p.seq_q;
-    a.seq_k = p.seq_k;
+    static_cast<BwdTensors&>(a) = tensors;
     a.num_bhk = p.batch * p.heads_kv;
-    a.iv = flash::key_interval(p);
     flash::keys_of_rows(a.iv, 0, p.seq_q - 1, p.seq_k, &a.key_lo, &a.key_hi);
-    a.scale = p.scale;
     a.scale_log2 = p.scale * 1.44269504088896340736f;
     const int64_t blocks = (p.seq_k + tc::kBN - 1) / tc::kBN * a.num_bhk;
     if (blocks > 0x7fffffffLL)
       throw std::invalid_argument("sdpa_flash_backward: B*Hkv*ceil(Sk/64) exceeds the grid limit");
     dispatch_tc<T>(a, p.head_dim, blocks, s);
-  } else if (p.seq_k > 0 && p.heads_kv > 0) {
+  } else if (any_key) {
     BwdArgs a;
-    a.q = p.q;
-    a.k = p.k;
-    a.v = p.v;
-    a.d_o = bp.d_o;
-    a.lse = p.lse;
-    a.dl = static_cast<const float*>(dl.ptr);
-    a.dq_acc = static_cast<float*>(dq_acc.ptr);
-    a.d_k = bp.d_k;
-    a.d_v = bp.d_v;
-    a.qs = p.q_strides;
-    a.ks = p.k_strides;
-    a.vs = p.v_strides;
-    a.dos = bp.do_strides;
-    a.dks = bp.dk_strides;
-    a.dvs = bp.dv_strides;
-    a.heads_q = p.heads_q;
-    a.heads_kv = p.heads_kv;
-    a.group = p.heads_q / p.heads_kv;
-    a.seq_q = p.seq_q;
-    a.seq_k = p.seq_k;
+    static_cast<BwdTensors&>(a) = tensors;
     a.num_k_tiles = (p.seq_k + kBN - 1) / kBN;
-    a.iv = flash::key_interval(p);
     a.mask_kind = p.attn_mask ? p.mask_kind : SdpaMaskTensor::none;
     a.mask = p.attn_mask;
     a.ms = p.mask_strides;
-    a.scale = p.scale;
     a.softcap = p.softcap;
     const int64_t blocks = a.num_k_tiles * p.batch * p.heads_kv;
     if (blocks > 0x7fffffffLL)
