@@ -96,8 +96,15 @@ std::optional<Violation> contract_violation(const Problem& p);
 /// Throws opcts::InvalidArgument for contract_violation(p); every impl calls it first.
 void check_contract(const Problem& p);
 
-/// The bug classes of the planted impls (host.flash_* and cuda.flash_*).
-enum class PlantedBug { window_off_by_one, gqa_modulo, drop_rowsum, masked_row_nan };
+/// The bug classes of the planted impls (host.flash_* and cuda.flash_*; the kernels'
+/// twin is device_impl/cuda/sdpa_kernels.hpp's SdpaPlant); none for the real impls.
+enum class PlantedBug {
+  none,
+  window_off_by_one,  // the left window bound keeps one key too many
+  gqa_modulo,         // query head h reads KV head h % Hkv instead of h / (Hq / Hkv)
+  drop_rowsum,        // backward: dS = P ⊙ dP, without subtracting rowsum(dO ⊙ O)
+  masked_row_nan,     // a row that sees no key divides 0 by 0 (O = NaN) instead of O = 0
+};
 /// Why a problem cannot show the planted bug (so the planted impl SKIPs it and each of its
 /// cases must FAIL), or "" when it can: negative cases, empty problems, rows that see no
 /// key, no key left of a window, no GQA, the wrong direction.

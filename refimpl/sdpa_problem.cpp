@@ -317,6 +317,7 @@ Strides mask_strides(const Problem& p) {
 }
 
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
+  if (bug == PlantedBug::none) return "not a planted bug";
   if (contract_violation(p)) return "planted impls run valid problems only";
   if (p.batch == 0 || p.seq_q == 0 || p.seq_k == 0) return "empty problem: nothing to get wrong";
   bool any_key = false;
@@ -340,6 +341,7 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       for (int64_t i = 0; i < p.seq_q; ++i)
         if (p.keys_of_row(i) == 0) return "";
       return "every row sees a key";
+    case PlantedBug::none: break;
   }
   return "not a planted bug";
 }

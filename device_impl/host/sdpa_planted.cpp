@@ -7,8 +7,6 @@
 //   host.flash_gqa_modulo         query head h reads KV head h % Hkv, not h / (Hq / Hkv)
 //   host.flash_drop_rowsum        backward without rowsum(dO ⊙ O): dS = P ⊙ dP
 //   host.flash_masked_row_nan     a row that sees no key gives 0/0 = NaN (PyTorch < 2.5)
-#include <stdexcept>
-
 #include "device_impl/host/host_impls.hpp"
 #include "device_impl/host/sdpa_flash.hpp"
 
@@ -36,19 +34,8 @@ class HostSdpaPlanted final : public Impl {
   bool planted() const override { return true; }
 
   Support supports(const Problem& pp, const ArchInfo&) const override {
-    const std::string why = sdpa::planted_bug_cannot_show(dynamic_cast<const sdpa::Problem&>(pp), bug());
+    const std::string why = sdpa::planted_bug_cannot_show(dynamic_cast<const sdpa::Problem&>(pp), plant_);
     return why.empty() ? Support::yes() : Support::no(why);
-  }
-
-  sdpa::PlantedBug bug() const {
-    switch (plant_) {
-      case Plant::window_off_by_one: return sdpa::PlantedBug::window_off_by_one;
-      case Plant::gqa_modulo: return sdpa::PlantedBug::gqa_modulo;
-      case Plant::drop_rowsum: return sdpa::PlantedBug::drop_rowsum;
-      case Plant::masked_row_nan: return sdpa::PlantedBug::masked_row_nan;
-      case Plant::none: break;
-    }
-    throw std::logic_error("host.flash planted impl without a bug");
   }
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext&) const override {
