@@ -81,6 +81,8 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   std::vector<Candidate> cands;
   for (int64_t i = 0; i < n; ++i) {
     const double gi = g[i], wi = want[i];
+    s.zeros += gi == 0.0;  // +0 and -0; NaN is not zero
+    s.ref_zeros += wi == 0.0;
     // bounded: a reference value beyond the output's range is stored unrounded (x, not inf;
     // refimpl/scaled_mm_reference.cpp), because a result within E of x may round to the
     // largest finite value or overflow. The device's inf is right when x + E reaches the

@@ -155,10 +155,10 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     r.raw_outcome = ok ? Outcome::PASS : Outcome::FAIL;
     if (!ok) r.message = describe_failure(r);
     // Trust check: within tolerance is not enough when the output is (mostly) zeros.
-    for (const auto& spec : c.family->outputs(*c.problem)) {
+    for (const auto& o : r.outputs) {
       if (!ok) break;
-      const auto why = trust_check(spec.name, out.at(spec.name).to_f64(), ref.refs.exact.at(spec.name),
-                                   c.family->max_zero_fraction(*c.problem, spec.name));
+      const auto why =
+          trust_check(o.out, o.elements, o.zeros, o.ref_zeros, c.family->max_zero_fraction(*c.problem, o.out));
       if (why) {
         r.raw_outcome = Outcome::MISTRUSTED;
         r.message = "mistrusted: " + *why;

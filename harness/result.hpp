@@ -28,6 +28,10 @@ struct OutputStats {
   double bound = 0;         // the largest error allowed (ref_relative: factor·lowp_err + atol)
   double lowp_err = 0;      // ref_relative only: max |same-precision reference − reference|
   int64_t mismatches = 0;   // elements beyond the bound, plus NaN/Inf position mismatches
+  // Exact zeros (+0 and -0) of the output and of the reference, for the trust check
+  // (harness/trust.hpp); counted during the comparison, not written to reports.
+  int64_t zeros = 0;
+  int64_t ref_zeros = 0;
 };
 
 /// The result line of one case (DESIGN.md, "A result line"). `raw_outcome` is what running

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace opcts {
 
@@ -14,12 +13,12 @@ constexpr int64_t kTrustMinElements = 10;
 /// elements within tolerance of zero that an impl rounds to exactly zero.
 constexpr double kTrustZeroMargin = 0.01;
 
-/// Why an output within tolerance is still not trusted, or nullopt. `got` and `want` are the
-/// output and its fp64 reference, element by element; `family_allowance` is
-/// Family::max_zero_fraction. MISTRUSTED when the output is all zero (norm 0) while the
-/// reference is not, or when its zero fraction exceeds
+/// Why an output within tolerance is still not trusted, or nullopt. `elements` is the
+/// output's size, `zeros` and `ref_zeros` its exact zeros and its fp64 reference's (counted
+/// by compare_output), `family_allowance` is Family::max_zero_fraction. MISTRUSTED when the
+/// output is all zero (norm 0) while the reference is not, or when its zero fraction exceeds
 /// max(family_allowance, reference zero fraction) + kTrustZeroMargin.
-std::optional<std::string> trust_check(const std::string& name, const std::vector<double>& got,
-                                       const std::vector<double>& want, double family_allowance);
+std::optional<std::string> trust_check(const std::string& name, int64_t elements, int64_t zeros, int64_t ref_zeros,
+                                       double family_allowance);
 
 }  // namespace opcts

@@ -3,8 +3,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "harness/artifacts.hpp"
+#include "harness/compare.hpp"
 #include "harness/execute.hpp"
 #include "harness/trust.hpp"
 #include "test_util.hpp"
@@ -108,22 +110,32 @@ class ExecuteTrust : public ::testing::Test {
 };
 
 TEST(TrustCheck, Rules) {
-  const std::vector<double> ref(20, 1.0), zeros(20, 0.0);
-  EXPECT_FALSE(trust_check("y", ref, ref, 0.3));
-  EXPECT_TRUE(trust_check("y", zeros, ref, 1.0));       // all zero while the reference is not: even at 100%
-  EXPECT_FALSE(trust_check("y", zeros, zeros, 0.3));    // the reference is zero too
-  EXPECT_FALSE(trust_check("y", std::vector<double>(9, 0.0), std::vector<double>(9, 1.0), 0.0));  // < 10 elements
-  std::vector<double> some = ref;
-  for (int i = 0; i < 7; ++i) some[i] = 0.0;            // 35% zeros
-  EXPECT_TRUE(trust_check("y", some, ref, 0.3));
-  EXPECT_FALSE(trust_check("y", some, ref, 0.4));
-  EXPECT_FALSE(trust_check("y", some, some, 0.0));       // as many zeros as the reference
-  std::vector<double> more = some;
-  more[10] = -0.0;                                      // -0 is a zero too
-  EXPECT_TRUE(trust_check("y", more, some, 0.0));
-  const auto why = trust_check("O", some, ref, 0.3);
+  EXPECT_FALSE(trust_check("y", 20, 0, 0, 0.3));
+  EXPECT_TRUE(trust_check("y", 20, 20, 0, 1.0));    // all zero while the reference is not: even at 100%
+  EXPECT_FALSE(trust_check("y", 20, 20, 20, 0.3));  // the reference is zero too
+  EXPECT_FALSE(trust_check("y", 9, 9, 0, 0.0));     // < 10 elements
+  EXPECT_TRUE(trust_check("y", 20, 7, 0, 0.3));     // 35% zeros
+  EXPECT_FALSE(trust_check("y", 20, 7, 0, 0.4));
+  EXPECT_FALSE(trust_check("y", 20, 7, 7, 0.0));    // as many zeros as the reference
+  EXPECT_TRUE(trust_check("y", 20, 8, 7, 0.0));
+  const auto why = trust_check("O", 20, 7, 0, 0.3);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("7/20 zeros"), std::string::npos) << *why;
+}
+
+// compare_output counts the zeros the trust check judges: +0 and -0, not NaN.
+TEST(TrustCheck, CompareCountsSignedZerosNotNaN) {
+  HostTensor got(DType::fp32, {4});
+  got.set(0, 0.0);
+  got.set(1, -0.0);
+  got.set(2, std::numeric_limits<double>::quiet_NaN());
+  got.set(3, 1.0);
+  Tolerance t;
+  t.metric = Metric::allclose;
+  std::vector<WorstElement> worst;
+  const OutputStats s = compare_output("y", got, {0.0, 1.0, 0.0, 1.0}, nullptr, t, worst);
+  EXPECT_EQ(s.zeros, 2);
+  EXPECT_EQ(s.ref_zeros, 2);
 }
 
 TEST_F(ExecuteTrust, RightOutputPasses) { EXPECT_EQ(run(Behaviour::copy).raw_outcome, Outcome::PASS); }
