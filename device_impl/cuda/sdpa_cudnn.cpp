@@ -456,6 +456,32 @@ Tensor bias_tensor(Graph& g, const SdpaParams& p) {
   return g.tensor(io_type(p.dtype), dims, strides, false, kBias);
 }
 
+// The scores as the frontend's composite nodes build them, shared by the forward and the
+// backward graph (the same ops in the same order): S = Q·Kᵀ (fp32), MUL scale, with a
+// softcap DIV cap, TANH_FWD, MUL cap (Softcap::forward), with an additive mask ADD bias.
+// The backward reuses the scale and cap scalars and the DIV's result (Softcap::backward).
+struct Scores {
+  Tensor s, scale, cap, pre_tanh;
+};
+
+Scores scores(Graph& g, const Tensor& q, const Tensor& kt, const SdpaParams& p, Overrides ov) {
+  Scores r;
+  r.s = g.matmul(q, kt, g.virt(CUDNN_DATA_FLOAT, {p.batch, p.heads_q, p.seq_q, p.seq_k}), ov);
+  r.scale = g.scalar_f(p.scale);
+  r.s = g.pwv(CUDNN_POINTWISE_MUL, r.s, &r.scale, r.s);
+  if (p.softcap > 0) {
+    r.cap = g.scalar_f(p.softcap);
+    r.pre_tanh = g.pwv(CUDNN_POINTWISE_DIV, r.s, &r.cap, r.s);
+    r.s = g.pwv(CUDNN_POINTWISE_TANH_FWD, r.pre_tanh, nullptr, r.s);
+    r.s = g.pwv(CUDNN_POINTWISE_MUL, r.s, &r.cap, r.s);
+  }
+  if (p.mask_kind == SdpaMaskTensor::additive) {
+    const Tensor bias = bias_tensor(g, p);
+    r.s = g.pwv(CUDNN_POINTWISE_ADD, r.s, &bias, r.s);
+  }
+  return r;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ plan
@@ -534,23 +560,9 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p) {
   const Tensor o = g.tensor(io, {B, Hq, Sq, Dv}, bhsd_strides(p.o_strides), false, kO);
   const Tensor stats = g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}, false, kStats);
 
-  // bmm1, attn_scale
-  Tensor s = g.matmul(q, kt, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, Sk}));
-  const Tensor scale = g.scalar_f(p.scale);
-  s = g.pwv(CUDNN_POINTWISE_MUL, s, &scale, s);
-  // score modifier: Softcap::forward
-  if (p.softcap > 0) {
-    const Tensor cap = g.scalar_f(p.softcap);
-    s = g.pwv(CUDNN_POINTWISE_DIV, s, &cap, s);
-    s = g.pwv(CUDNN_POINTWISE_TANH_FWD, s, nullptr, s);
-    s = g.pwv(CUDNN_POINTWISE_MUL, s, &cap, s);
-  }
-  // bias
-  if (p.mask_kind == SdpaMaskTensor::additive) {
-    const Tensor bias = bias_tensor(g, p);
-    s = g.pwv(CUDNN_POINTWISE_ADD, s, &bias, s);
-    im->has_bias = true;
-  }
+  // bmm1, attn_scale, score modifier, bias
+  Tensor s = scores(g, q, kt, p, {}).s;
+  im->has_bias = p.mask_kind == SdpaMaskTensor::additive;
   s = band_masks(g, s, p, nullptr, nullptr);
   // CompositeSoftmaxNode with Stats
   const Tensor max = g.reduction(CUDNN_REDUCE_TENSOR_MAX, s, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
@@ -611,21 +623,10 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
                                   g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}, false, kSoftmaxSum));
 
   // "Q @ KT => exp_softmax => dV"
-  Tensor s = g.matmul(q, kt, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, Sk}), {sq, skv, nullptr});
-  const Tensor scale = g.scalar_f(p.scale);
-  s = g.pwv(CUDNN_POINTWISE_MUL, s, &scale, s);
-  Tensor before_tanh, cap;
-  if (p.softcap > 0) {
-    cap = g.scalar_f(p.softcap);
-    before_tanh = g.pwv(CUDNN_POINTWISE_DIV, s, &cap, s);
-    s = g.pwv(CUDNN_POINTWISE_TANH_FWD, before_tanh, nullptr, s);
-    s = g.pwv(CUDNN_POINTWISE_MUL, s, &cap, s);
-  }
-  if (p.mask_kind == SdpaMaskTensor::additive) {
-    const Tensor bias = bias_tensor(g, p);
-    s = g.pwv(CUDNN_POINTWISE_ADD, s, &bias, s);
-    im->has_bias = true;
-  }
+  const Scores sc = scores(g, q, kt, p, {sq, skv, nullptr});
+  const Tensor &scale = sc.scale, &cap = sc.cap, &before_tanh = sc.pre_tanh;
+  Tensor s = sc.s;
+  im->has_bias = p.mask_kind == SdpaMaskTensor::additive;
   s = g.pwv(CUDNN_POINTWISE_SUB, s, &stats, s);
   if (workaround_padding) s = padding_mask(g, s, *sq, *skv);
   s = band_masks(g, s, p, sq, skv);
