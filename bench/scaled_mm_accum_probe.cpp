@@ -185,7 +185,7 @@ int main() {
     for (size_t c = 0; c < std::size(counts); ++c)
       std::printf("  c=%4d  %12.6g  %12.6g\n", counts[c], got[cnt0 + c] - 256.0, rows[cnt0 + c].exact() - 256.0);
     std::printf("rounding (256 + f*2^-5 at k=1): f, got - 256\n");
-    for (size_t i = rnd0; i < rows.size(); ++i)
+    for (size_t i = rnd0; i < rnd0 + 6; ++i)
       std::printf("  %8.4g  %12.6g\n", (rows[i].exact() - 256.0) / std::ldexp(1.0, -5), got[i] - 256.0);
   }
   return 0;
