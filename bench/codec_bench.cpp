@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "refimpl/codec.hpp"
-#include "refimpl/codec_fast.hpp"
+#include "core/codec.hpp"
+#include "core/codec_fast.hpp"
 
 namespace {
 

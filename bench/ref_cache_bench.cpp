@@ -10,7 +10,8 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "harness/execute.hpp"
+#include "app/builtins.hpp"
+#include "runner/execute.hpp"
 
 namespace fs = std::filesystem;
 using namespace opcts;
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
   SuiteOptions so;
   so.cases_dir = default_cases_dir();
   so.arch = "host";
-  Suite suite(so);
+  Suite suite(builtin_registry(), so);
   auto cases = select_cases(suite.all_cases(), parse_tier(tier), filters, {});
   if (limit && cases.size() > limit) cases.resize(limit);
   const bool temp = dir.empty();

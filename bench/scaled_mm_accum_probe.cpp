@@ -19,7 +19,7 @@
 
 #include "device_impl/cuda/device_buffer.hpp"
 #include "device_impl/cuda/scaled_mm_kernels.hpp"
-#include "harness/dtype.hpp"
+#include "core/dtype.hpp"
 
 using namespace opcts;
 

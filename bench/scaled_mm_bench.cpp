@@ -12,9 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "app/builtins.hpp"
 #include "device_impl/cuda/scaled_mm_prepared.hpp"
-#include "harness/family.hpp"
-#include "harness/rng.hpp"
+#include "core/family.hpp"
+#include "core/rng.hpp"
 
 using namespace opcts;
 

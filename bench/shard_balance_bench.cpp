@@ -17,12 +17,13 @@
 #include <unistd.h>
 #include <vector>
 
-#include "harness/catalog.hpp"
-#include "harness/suite.hpp"
+#include "app/builtins.hpp"
+#include "runner/catalog.hpp"
+#include "runner/suite.hpp"
 #include "reports/merge.hpp"
 #include "reports/summary.hpp"
 #include "reports/times.hpp"
-#include "sharding/shard_cases.hpp"
+#include "runner/shard_cases.hpp"
 
 namespace {
 
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     opcts::SuiteOptions so{cases_dir, {}, arch, ""};
-    opcts::Suite suite(so);
+    opcts::Suite suite(opcts::builtin_registry(), so);
     auto cases = opcts::select_cases(suite.all_cases(), opcts::parse_tier(tier), filters, {});
     const auto all_times = opcts::times_by_arch(opcts::load_reports({results}));
     if (!all_times.count(arch)) throw std::runtime_error("no results of arch " + arch + " in " + results);

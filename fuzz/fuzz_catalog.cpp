@@ -1,4 +1,4 @@
-// Fuzzes load_catalogs (harness/catalog.hpp) with builtin_registry(): every family's YAML
+// Fuzzes load_catalogs (runner/catalog.hpp) with builtin_registry(): every family's YAML
 // parser, grid expansion and problem ids. Beyond "no crash, no UB, no leak, no unexpected
 // exception", every problem a catalog yields must have an id that its family's parse_id reads
 // back to the same id (`opcts repro <id>` and case_from_id depend on it), and make_cases /
@@ -9,9 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "app/builtins.hpp"
 #include "fuzz/fuzz_util.hpp"
-#include "harness/arch.hpp"
-#include "harness/catalog.hpp"
+#include "core/arch.hpp"
+#include "runner/catalog.hpp"
 
 namespace {
 

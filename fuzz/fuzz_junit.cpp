@@ -29,7 +29,7 @@
 #include <pugixml.hpp>
 
 #include "fuzz/fuzz_util.hpp"
-#include "harness/result.hpp"
+#include "core/result.hpp"
 #include "reports/junit.hpp"
 
 namespace {

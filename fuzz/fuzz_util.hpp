@@ -16,7 +16,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "harness/yaml_util.hpp"
+#include "core/yaml_util.hpp"
 
 namespace opcts_fuzz {
 

@@ -3,7 +3,7 @@
 // A problem converts a vector of inputs of dtype `from` to dtype `to`. Encoding (a wide
 // `from`, a narrow `to`) rounds to nearest even under an overflow policy (and, for e8m0, a
 // scale rounding mode); decoding (a narrow `from`, `to` fp32) is exact. The reference is
-// opcts's own codec (refimpl/codec.hpp); the comparison is bit-exact up to NaN payloads.
+// opcts's own codec (core/codec.hpp); the comparison is bit-exact up to NaN payloads.
 // Inputs (spec/edge-cases.md, conversion rows):
 //   exhaustive  every code of a 16-bit `from` (fp16, bf16): 65536 values
 //   all_codes   every code of a narrow `from` (decoding)
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/family.hpp"
+#include "core/family.hpp"
 
 namespace opcts::cast {
 

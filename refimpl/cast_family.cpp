@@ -1,7 +1,7 @@
 // The cast family wired into the registry: YAML problems, ids, inputs and the codec reference.
 #include <yaml-cpp/yaml.h>
 
-#include "harness/yaml_util.hpp"
+#include "core/yaml_util.hpp"
 #include "refimpl/cast.hpp"
 
 namespace opcts {

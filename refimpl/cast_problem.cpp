@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "harness/rng.hpp"
+#include "core/rng.hpp"
 #include "refimpl/cast.hpp"
 
 namespace opcts::cast {

@@ -40,7 +40,7 @@
 //     Zero block (amax = 0): e = −127 under both modes, scale code 0x00 (2^-127), data ±0.
 //     Non-finite amax (any NaN or Inf in the block): scale code 0xFF (NaN), and every element is
 //     encoded from x·NaN = NaN: e4m3fn 0x7F, e5m2 0x7E, and +max for fp6/fp4 (0x1F, 0x1F, 0x7:
-//     those formats have no NaN; CUDA's cvt rule, refimpl/codec.hpp). The 0xFF scale makes the
+//     those formats have no NaN; CUDA's cvt rule, core/codec.hpp). The 0xFF scale makes the
 //     whole block NaN on decode (OCP MX §5.3), so these codes carry no value; torchao's eager
 //     fp4/fp6 cast has no NaN case and yields other codes there.
 //   nvfp4 (torchao nvfp4_quantize, spec/numerics.md §2), block 1×16, e2m1 elements, ue4m3 block
@@ -77,7 +77,7 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/tensor.hpp"
+#include "core/tensor.hpp"
 
 namespace opcts::quant {
 

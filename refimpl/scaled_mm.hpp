@@ -48,7 +48,7 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/family.hpp"
+#include "core/family.hpp"
 #include "refimpl/quant.hpp"
 
 namespace opcts::scaled_mm {

@@ -1,7 +1,7 @@
 // The scaled_mm family wired into the registry: YAML problems, ids, inputs, reference and negative cases.
 #include <yaml-cpp/yaml.h>
 
-#include "harness/yaml_util.hpp"
+#include "core/yaml_util.hpp"
 #include "refimpl/scaled_mm.hpp"
 
 namespace opcts {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "harness/rng.hpp"
+#include "core/rng.hpp"
 #include "refimpl/scaled_mm.hpp"
 
 namespace opcts::scaled_mm {

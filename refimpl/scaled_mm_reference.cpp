@@ -106,7 +106,7 @@ References reference(const Problem& p, const TensorMap& in) {
       if (!exact) {
         // Beyond the output's range the value is kept unrounded: within the accumulation
         // error a device may round to the largest finite value or to inf, and the bounded
-        // metric decides which it may (harness/compare.cpp).
+        // metric decides which it may (runner/compare.cpp).
         if (std::isinf(want[idx]) && std::isfinite(x)) want[idx] = x;
         const double e = coef * os * (std::fabs(g) * mag(i, j) + std::fabs(bj));
         bound[idx] = e;  // the metric adds the one output rounding (compare.hpp, bounded)

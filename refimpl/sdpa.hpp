@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/family.hpp"
+#include "core/family.hpp"
 
 namespace opcts::sdpa {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "harness/rng.hpp"
-#include "harness/yaml_util.hpp"
+#include "core/rng.hpp"
+#include "core/yaml_util.hpp"
 #include "refimpl/sdpa.hpp"
 
 namespace opcts {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "harness/errors.hpp"
+#include "core/errors.hpp"
 #include "refimpl/sdpa.hpp"
 
 namespace opcts::sdpa {

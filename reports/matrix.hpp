@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "harness/result.hpp"
+#include "core/result.hpp"
 
 namespace opcts {
 

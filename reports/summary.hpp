@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/result.hpp"
+#include "core/result.hpp"
 
 namespace opcts {
 

@@ -4,9 +4,10 @@
 
 #include <cmath>
 
-#include "harness/catalog.hpp"
-#include "harness/compare.hpp"
-#include "harness/family.hpp"
+#include "app/builtins.hpp"
+#include "runner/catalog.hpp"
+#include "runner/compare.hpp"
+#include "core/family.hpp"
 #include "refimpl/cast.hpp"
 #include "tests/test_util.hpp"
 

@@ -1,6 +1,7 @@
 // Catalog loading: grid expansion, edges, errors with file:line, tier merging, case selection and the built-in catalog.
 #include <gtest/gtest.h>
 
+#include "app/builtins.hpp"
 #include "tests/test_util.hpp"
 
 #include <filesystem>
@@ -9,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/arch.hpp"
-#include "harness/catalog.hpp"
-#include "harness/yaml_util.hpp"
+#include "core/arch.hpp"
+#include "runner/catalog.hpp"
+#include "core/yaml_util.hpp"
 
 namespace opcts {
 namespace {

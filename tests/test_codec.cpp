@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/dtype.hpp"
-#include "refimpl/codec.hpp"
-#include "refimpl/codec_fast.hpp"
+#include "core/dtype.hpp"
+#include "core/codec.hpp"
+#include "core/codec_fast.hpp"
 
 namespace opcts {
 namespace {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/dtype.hpp"
-#include "refimpl/codec.hpp"
+#include "core/dtype.hpp"
+#include "core/codec.hpp"
 
 namespace opcts {
 namespace {

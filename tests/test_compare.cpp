@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "harness/compare.hpp"
+#include "runner/compare.hpp"
 
 namespace opcts {
 namespace {

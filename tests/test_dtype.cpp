@@ -1,4 +1,4 @@
-// Exhaustive and randomized checks of the fp16/bf16 RNE codecs in harness/dtype.hpp against formulas written here.
+// Exhaustive and randomized checks of the fp16/bf16 RNE codecs in core/dtype.hpp against formulas written here.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/dtype.hpp"
+#include "core/dtype.hpp"
 
 namespace opcts {
 namespace {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/manifest.hpp"
-#include "reports/gate.hpp"
+#include "runner/manifest.hpp"
+#include "runner/gate.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {
@@ -30,7 +30,7 @@ flaky:
     reruns: 3
 )yaml";
 
-// The file's entries plus the xfail a planted impl implies (harness/suite.cpp).
+// The file's entries plus the xfail a planted impl implies (runner/suite.cpp).
 Manifest manifest() {
   const auto dir = testutil::temp_dir();
   Manifest m = Manifest::load(testutil::write(dir, "sm90.yaml", kManifest));

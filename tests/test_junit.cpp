@@ -15,7 +15,7 @@
 
 #include <pugixml.hpp>
 
-#include "harness/result.hpp"
+#include "core/result.hpp"
 #include "reports/junit.hpp"
 #include "reports/merge.hpp"
 

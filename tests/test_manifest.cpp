@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/manifest.hpp"
-#include "harness/yaml_util.hpp"
+#include "runner/manifest.hpp"
+#include "core/yaml_util.hpp"
 
 namespace opcts {
 namespace {

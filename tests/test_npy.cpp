@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "reports/npy.hpp"
+#include "core/npy.hpp"
 #include "test_util.hpp"
 
 namespace opcts {

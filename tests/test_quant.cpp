@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "harness/rng.hpp"
+#include "core/rng.hpp"
 
 namespace opcts::quant {
 

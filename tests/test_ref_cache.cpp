@@ -5,8 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "harness/execute.hpp"
-#include "harness/ref_disk_cache.hpp"
+#include "app/builtins.hpp"
+#include "runner/execute.hpp"
+#include "runner/ref_disk_cache.hpp"
 #include "test_util.hpp"
 
 namespace opcts {

@@ -14,7 +14,7 @@
 #include "reports/matrix.hpp"
 #include "reports/summary.hpp"
 #include "reports/times.hpp"
-#include "sharding/plan.hpp"
+#include "runner/shard_plan.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/rng.hpp"
+#include "core/rng.hpp"
 
 namespace opcts {
 namespace {

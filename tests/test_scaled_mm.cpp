@@ -4,10 +4,11 @@
 
 #include <cmath>
 
-#include "harness/catalog.hpp"
-#include "harness/compare.hpp"
-#include "harness/errors.hpp"
-#include "harness/family.hpp"
+#include "app/builtins.hpp"
+#include "runner/catalog.hpp"
+#include "runner/compare.hpp"
+#include "core/errors.hpp"
+#include "core/family.hpp"
 #include "refimpl/scaled_mm.hpp"
 #include "tests/test_util.hpp"
 

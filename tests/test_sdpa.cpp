@@ -8,11 +8,12 @@
 #include <cmath>
 #include <limits>
 
-#include "harness/compare.hpp"
-#include "harness/errors.hpp"
-#include "harness/family.hpp"
-#include "harness/rng.hpp"
-#include "harness/tolerance.hpp"
+#include "app/builtins.hpp"
+#include "runner/compare.hpp"
+#include "core/errors.hpp"
+#include "core/family.hpp"
+#include "core/rng.hpp"
+#include "runner/tolerance.hpp"
 #include "refimpl/sdpa.hpp"
 #include "tests/test_sdpa_util.hpp"
 #include <yaml-cpp/yaml.h>

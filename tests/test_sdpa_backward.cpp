@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "app/builtins.hpp"
 #include "refimpl/sdpa.hpp"
 #include "tests/test_sdpa_util.hpp"
 

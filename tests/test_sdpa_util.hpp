@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare.hpp"
-#include "harness/family.hpp"
-#include "harness/tolerance.hpp"
+#include "app/builtins.hpp"
+#include "runner/compare.hpp"
+#include "core/family.hpp"
+#include "runner/tolerance.hpp"
 #include "refimpl/sdpa.hpp"
 
 namespace opcts::sdpatest {

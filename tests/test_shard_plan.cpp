@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sharding/plan.hpp"
+#include "runner/shard_plan.hpp"
 
 namespace opcts {
 namespace {

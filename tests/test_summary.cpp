@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/result.hpp"
+#include "core/result.hpp"
 #include "reports/summary.hpp"
 
 namespace opcts {

@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/tolerance.hpp"
-#include "harness/yaml_util.hpp"
+#include "runner/tolerance.hpp"
+#include "core/yaml_util.hpp"
 
 namespace opcts {
 namespace {

@@ -5,10 +5,11 @@
 #include <fstream>
 #include <limits>
 
-#include "harness/artifacts.hpp"
-#include "harness/compare.hpp"
-#include "harness/execute.hpp"
-#include "harness/trust.hpp"
+#include "app/builtins.hpp"
+#include "runner/artifacts.hpp"
+#include "runner/compare.hpp"
+#include "runner/execute.hpp"
+#include "runner/trust.hpp"
 #include "test_util.hpp"
 
 namespace opcts {
@@ -88,7 +89,7 @@ class ExecuteTrust : public ::testing::Test {
     o.cases_dir = dir_ + "/cases";
     o.arch = "host";
     o.load_catalogs = false;
-    suite_ = std::make_unique<Suite>(o);
+    suite_ = std::make_unique<Suite>(builtin_registry(), o);
   }
   ResultRecord run(Behaviour b, int64_t zero_every = 0, ExecOptions opts = {}, bool det = true, int64_t n = 64) {
     auto p = std::make_shared<TrustProblem>();

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "harness/yaml_util.hpp"
+#include "core/yaml_util.hpp"
 
 namespace opcts::testutil {
 

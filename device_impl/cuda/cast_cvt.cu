@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "device_impl/common/minifloat_bits.hpp"
+#include "core/minifloat_bits.hpp"
 #include "device_impl/cuda/cast_kernels.hpp"
 
 namespace opcts::cuda {

@@ -54,7 +54,7 @@ class CudaCvt final : public Impl {
     // passed on the H200).
     if (ties_up_ && p.input == cast::Input::random)
       return Support::no("cuda.cvt_ties_up: random inputs need not hold an exact tie");
-    return cuda::fits_device_memory(builtin_registry().family("cast")->device_bytes(p), name());
+    return cuda::fits_device_memory(family_def().device_bytes(p), name());
   }
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext& ctx) const override {

@@ -1,7 +1,7 @@
 // Registration of the CUDA backend's implementations (built only when CUDA is found).
 #pragma once
 
-#include "harness/family.hpp"
+#include "core/family.hpp"
 
 namespace opcts {
 /// cuda.flash, cuda.math and the planted cuda.flash_window_off_by_one, cuda.flash_gqa_modulo,

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/errors.hpp"
-#include "harness/tensor.hpp"
+#include "core/errors.hpp"
+#include "core/tensor.hpp"
 
 namespace opcts::cuda {
 

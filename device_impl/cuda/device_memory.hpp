@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "harness/family.hpp"
+#include "core/family.hpp"
 
 namespace opcts::cuda {
 

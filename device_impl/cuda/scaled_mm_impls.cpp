@@ -7,8 +7,8 @@
 #include "device_impl/cuda/device_memory.hpp"
 #include "device_impl/cuda/scaled_mm_kernels.hpp"
 #include "device_impl/cuda/scaled_mm_prepared.hpp"
-#include "harness/errors.hpp"
-#include "harness/family.hpp"
+#include "core/errors.hpp"
+#include "core/family.hpp"
 #include "refimpl/scaled_mm.hpp"
 
 namespace opcts {

@@ -5,7 +5,7 @@
 
 #include "device_impl/cuda/device_buffer.hpp"
 #include "device_impl/cuda/scaled_mm_kernels.hpp"
-#include "harness/tensor.hpp"
+#include "core/tensor.hpp"
 #include "refimpl/scaled_mm.hpp"
 
 namespace opcts {

@@ -20,7 +20,7 @@
 #include "device_impl/cuda/device_memory.hpp"
 #include "device_impl/cuda/sdpa_cudnn.hpp"
 #include "device_impl/cuda/sdpa_params.hpp"
-#include "harness/errors.hpp"
+#include "core/errors.hpp"
 #include "refimpl/sdpa.hpp"
 
 namespace opcts {
@@ -85,7 +85,7 @@ class CudnnSdpa final : public Impl {
     if (p.direction == sdpa::Direction::backward)
       extra = 4.0 * p.batch * p.heads_q * p.seq_q * (1 + p.head_dim) +
               2.0 * 2.0 * (p.batch * p.heads_q * p.seq_q * (p.head_dim + p.head_dim_v));
-    return cuda::fits_device_memory(builtin_registry().family("sdpa")->device_bytes(p) + extra, name());
+    return cuda::fits_device_memory(family_def().device_bytes(p) + extra, name());
   }
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext& ctx) const override {

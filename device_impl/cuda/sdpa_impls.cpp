@@ -11,7 +11,7 @@
 #include "device_impl/cuda/device_memory.hpp"
 #include "device_impl/cuda/sdpa_kernels.hpp"
 #include "device_impl/cuda/sdpa_params.hpp"
-#include "harness/errors.hpp"
+#include "core/errors.hpp"
 #include "refimpl/sdpa.hpp"
 
 namespace opcts {
@@ -188,7 +188,7 @@ class CudaSdpa final : public Impl {
       scratch += 2.0 * static_cast<double>(p.batch) * p.heads_q * p.seq_q * p.head_dim_v * 2 +
                  4.0 * static_cast<double>(p.batch) * p.heads_q * p.seq_q;
     }
-    return cuda::fits_device_memory(builtin_registry().family("sdpa")->device_bytes(p) + scratch, name());
+    return cuda::fits_device_memory(family_def().device_bytes(p) + scratch, name());
   }
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext& ctx) const override {

@@ -1,12 +1,12 @@
-// host.cvt: the cast family on the CPU with integer bit manipulation (device_impl/common/minifloat_bits.hpp).
+// host.cvt: the cast family on the CPU with integer bit manipulation (core/minifloat_bits.hpp).
 //
-// Independent of the reference (refimpl/codec.cpp works in double with frexp/nearbyint), so
+// Independent of the reference (core/codec.cpp works in double with frexp/nearbyint), so
 // the two check each other. host.cvt_ties_up is the same code rounding ties away from zero:
 // a planted bug the suite must catch.
 #include <bit>
 #include <cmath>
 
-#include "device_impl/common/minifloat_formats.hpp"
+#include "core/minifloat_formats.hpp"
 #include "device_impl/host/host_impls.hpp"
 #include "refimpl/cast.hpp"
 

@@ -1,7 +1,7 @@
 // Registration of the host device's implementations.
 #pragma once
 
-#include "harness/family.hpp"
+#include "core/family.hpp"
 
 namespace opcts {
 /// host.flash (sdpa).

@@ -24,7 +24,7 @@
 #include <Eigen/Dense>
 
 #include "device_impl/host/host_impls.hpp"
-#include "harness/errors.hpp"
+#include "core/errors.hpp"
 #include "refimpl/scaled_mm.hpp"
 
 namespace opcts {

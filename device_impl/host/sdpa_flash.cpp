@@ -24,7 +24,7 @@
 #include <limits>
 
 #include "device_impl/host/host_impls.hpp"
-#include "harness/errors.hpp"
+#include "core/errors.hpp"
 
 namespace opcts {
 

@@ -1,7 +1,7 @@
 // host.flash's kernel, shared with its planted-bug variants (device_impl/host/sdpa_planted.cpp).
 #pragma once
 
-#include "harness/tensor.hpp"
+#include "core/tensor.hpp"
 #include "refimpl/sdpa.hpp"
 
 namespace opcts::host_sdpa {

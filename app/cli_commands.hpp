@@ -1,0 +1,68 @@
+// The opcts subcommands: shared option sets and one function per command (harness/cli*.cpp).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "runner/suite.hpp"
+
+namespace opcts::cli {
+
+// Options shared by list, run and ctest-tests.
+struct Selection {
+  std::string arch = "auto";
+  std::string tier = "default";
+  std::vector<std::string> filters, excludes, catalogs;
+  std::vector<std::string> families;  // empty: every family
+  std::string shard = "1/1";
+  std::string times;
+  std::string cases_dir = default_cases_dir();
+  std::string manifest;
+  bool include_planted = false;
+};
+
+/// Adds the selection options (--arch --tier --family --filter --exclude --catalog --shard
+/// --times --cases-dir --manifest --include-planted) to a subcommand.
+void add_selection(CLI::App* app, Selection& s);
+/// The GPU of this process: --device, else CTest's resource allocation
+/// (CTEST_RESOURCE_GROUP_0_GPUS = "id:N,slots:1"), else 0.
+int resolve_device(int flag);
+/// `auto` becomes the arch of the GPU present (detect_arch), else the name is kept.
+std::string resolve_arch(const std::string& arch, int device);
+SuiteOptions suite_options(const Selection& s, const std::string& arch);
+/// The cases of the selection: tier, families, filters, then the shard.
+/// The selection's cases before sharding: tier, families, filters.
+std::vector<Case> unsharded(const Suite& suite, const Selection& s);
+std::vector<Case> selected(const Suite& suite, const Selection& s);
+/// This binary's path (workers are the same binary).
+std::string self_exe(const char* argv0);
+
+struct RunFlags {
+  std::string junit, results, summary;
+  int device = -1;
+  double timeout = 600;
+  bool allow_arch_mismatch = false;
+  bool allow_empty = false;
+  int reruns = 1;             // reruns of an unexpected failure (a manifest flaky entry may set its own)
+  std::string artifacts;      // failure artifacts folder ("" = next to --results)
+  bool bitwise = false;       // run deterministic impls twice, require identical bytes
+  std::string ref_cache;      // on-disk reference cache ("" = the default folder)
+  bool no_ref_cache = false;
+};
+
+int cmd_list(const Selection& s, bool verbose, bool count_only);
+int cmd_run(const Selection& s, const RunFlags& f, const char* argv0);
+int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out);
+int cmd_resources(const std::string& out);
+int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, const std::string& summary,
+              const std::string& results);
+/// `tier_given`: --tier was on the command line; otherwise the plan takes the reports' tier.
+int cmd_gate(const Selection& s, const std::vector<std::string>& inputs, bool tier_given);
+int cmd_report_matrix(const std::vector<std::string>& inputs, const std::string& markdown);
+int cmd_report_times(const std::vector<std::string>& inputs, const std::string& out, const std::string& arch);
+int cmd_report_html(const std::vector<std::string>& inputs, const std::string& out, const std::string& title);
+int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, int shards, const std::string& exe,
+                    const std::string& reports_dir, const std::string& out, double timeout);
+
+}  // namespace opcts::cli

@@ -1,0 +1,151 @@
+// opcts report merge/matrix/times/html, gate and ctest-tests: views and verdicts of reports.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "app/builtins.hpp"
+#include "core/errors.hpp"
+#include "runner/execute.hpp"
+#include "runner/ref_disk_cache.hpp"
+#include "core/rng.hpp"
+#include "runner/supervisor.hpp"
+#include "runner/worker.hpp"
+#include "core/yaml_util.hpp"
+#include "runner/gate.hpp"
+#include "reports/html.hpp"
+#include "reports/junit.hpp"
+#include "reports/matrix.hpp"
+#include "reports/merge.hpp"
+#include "reports/summary.hpp"
+#include "reports/times.hpp"
+#include "runner/shard_cases.hpp"
+#include "app/cli_commands.hpp"
+
+namespace opcts::cli {
+
+int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, const std::string& summary,
+              const std::string& results) {
+  const auto records = load_reports(inputs);
+  // An empty merge usually means the shards never wrote their reports: never a green gate.
+  if (records.empty()) throw std::runtime_error("no results found in the given reports");
+  if (!junit.empty()) write_junit(records, junit, "opcts");
+  if (!summary.empty()) write_text_file(summary, summary_markdown(records));
+  if (!results.empty()) {
+    std::string lines;
+    for (const auto& r : records) lines += to_json_line(r) + "\n";
+    write_text_file(results, lines);
+  }
+  std::printf("merged %zu results\n", records.size());
+  return 0;
+}
+
+// Judges merged reports of one arch against its manifest and plan (the tier/filter/shard
+// selection): exit 1 naming each offending case, 0 when the arch is green.
+int cmd_gate(const Selection& sel, const std::vector<std::string>& inputs, bool tier_given) {
+  if (sel.arch == "auto") throw std::invalid_argument("gate needs --arch");
+  Selection s = sel;
+  Suite suite(builtin_registry(), suite_options(s, s.arch));
+  std::vector<ResultRecord> records;
+  size_t other = 0;
+  for (auto& r : load_reports(inputs)) {
+    if (r.arch.empty() || r.arch == s.arch) records.push_back(std::move(r));
+    else ++other;
+  }
+  if (other) std::fprintf(stderr, "opcts gate: ignoring %zu results of other archs\n", other);
+  // Without --tier the plan is the tier the reports were run at (the widest one they hold),
+  // so gating a smoke run does not call the default tier's cases MISSING.
+  if (!tier_given) {
+    Tier widest = Tier::smoke;
+    for (const auto& r : records)
+      if (!r.tier.empty()) widest = std::max(widest, parse_tier(r.tier));
+    s.tier = std::string(to_string(widest));
+  }
+  std::vector<std::string> planned, all_ids;
+  for (const auto& c : selected(suite, s)) planned.push_back(c.id);
+  for (const auto& c : suite.all_cases()) all_ids.push_back(c.id);
+  const GateVerdict v = gate(records, suite.manifest(), planned, all_ids);
+  std::fputs(format_verdict(v, s.arch).c_str(), stdout);
+  return v.passed() ? 0 : 1;
+}
+
+// report matrix / times / html: views of merged reports of one or more archs.
+int cmd_report_matrix(const std::vector<std::string>& inputs, const std::string& markdown) {
+  const std::string md = matrix_markdown(enablement_matrix(load_reports(inputs)));
+  if (markdown.empty()) std::fputs(md.c_str(), stdout);
+  else write_text_file(markdown, md);
+  return 0;
+}
+
+int cmd_report_times(const std::vector<std::string>& inputs, const std::string& out, const std::string& arch) {
+  auto by_arch = times_by_arch(load_reports(inputs));
+  if (!arch.empty()) {
+    if (!by_arch.count(arch)) throw std::runtime_error("no results of arch " + arch + " in the given reports");
+    by_arch = {{arch, by_arch.at(arch)}};
+  }
+  if (by_arch.size() > 1 && out.find("{arch}") == std::string::npos)
+    throw std::invalid_argument("reports hold " + std::to_string(by_arch.size()) +
+                                " archs: put {arch} in --out (e.g. cases/times/{arch}.json) or pass --arch");
+  for (const auto& [a, times] : by_arch) {
+    write_text_file(times_path(out, a), times_json(times));
+    std::printf("%s: %zu case times -> %s\n", a.c_str(), times.size(), times_path(out, a).c_str());
+  }
+  return by_arch.empty() ? 1 : 0;
+}
+
+int cmd_report_html(const std::vector<std::string>& inputs, const std::string& out, const std::string& title) {
+  const auto records = load_reports(inputs);
+  if (records.empty()) throw std::runtime_error("no results found in the given reports");
+  write_text_file(out, html_report(records, title));
+  std::printf("wrote %s (%zu results)\n", out.c_str(), records.size());
+  return 0;
+}
+
+// Writes the CTest script of the shard tests: per arch and family, `shards` tests
+// opcts.<arch>.<family>.shard<i>of<N>, labelled with the arch, gpu or cpu, and the family,
+// so `ctest -L sm90 -L scaled_mm` runs exactly that family; GPU shards ask for one GPU.
+int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, int shards, const std::string& exe,
+                    const std::string& reports_dir, const std::string& out, double timeout) {
+  std::ostringstream cm;
+  cm << "# Generated by opcts ctest-tests; do not edit.\n";
+  for (const auto& arch : archs) {
+    Suite suite(builtin_registry(), suite_options(s, arch));
+    const bool gpu = suite.arch().backend != "host";
+    std::set<std::string> fams;
+    for (const auto& c : unsharded(suite, s)) fams.insert(std::string(c.family->name()));
+    for (const auto& fam : fams) {
+      for (int i = 1; i <= shards; ++i) {
+        const std::string part = fam + ".shard" + std::to_string(i) + "of" + std::to_string(shards);
+        const std::string name = "opcts." + arch + "." + part;
+        const std::string stem = reports_dir + "/" + arch + "/" + part;
+        cm << "add_test(" << name << " \"" << exe << "\" run --arch " << arch << " --tier " << s.tier
+           << " --family " << fam << " --shard " << i << "/" << shards << " --allow-empty --junit \"" << stem
+           << ".xml\" --results \"" << stem << ".jsonl\" --timeout " << timeout;
+        for (const auto& c : s.catalogs) cm << " --catalog \"" << c << "\"";
+        for (const auto& f : s.filters) cm << " --filter \"" << f << "\"";
+        for (const auto& x : s.excludes) cm << " --exclude \"" << x << "\"";
+        if (!s.times.empty()) cm << " --times \"" << s.times << "\"";
+        cm << ")\n";
+        const std::string labels = arch + ";" + (gpu ? "gpu" : "cpu") + ";" + fam;
+        cm << "set_tests_properties(" << name << " PROPERTIES LABELS \"" << labels
+           << "\" ENVIRONMENT \"OPCTS_CASES_DIR=" << s.cases_dir << "\"" << (gpu ? " RESOURCE_GROUPS \"gpus:1\"" : "")
+           << ")\n";
+      }
+    }
+  }
+  write_text_file(out, cm.str());
+  return 0;
+}
+
+
+}  // namespace opcts::cli

@@ -1,0 +1,73 @@
+// Element types: names, storage widths and formats, and exact encode/decode through refimpl's codecs.
+//
+// Callers use dtype_info(), encode()/decode() and HostTensor's double accessors, whatever the
+// format: fp64/fp32/fp16/bf16, the fp8 pairs (OCP e4m3fn/e5m2, AMD e4m3fnuz/e5m2fnuz), the
+// scale formats e8m0fnu and ue4m3, fp6 (e2m3fn, e3m2fn; one per byte, low 6 bits), fp4
+// e2m1fn and int4/uint4 (two per byte, element 2i in the low nibble; spec/numerics.md §1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/codec.hpp"
+
+namespace opcts {
+
+enum class DType : uint8_t {
+  fp64, fp32, fp16, bf16,
+  e4m3fn, e5m2, e4m3fnuz, e5m2fnuz,
+  e8m0fnu, ue4m3,
+  e2m3fn, e3m2fn, e2m1fn,
+  int4, uint4,
+};
+
+struct DTypeInfo {
+  DType dtype;
+  std::string_view name;  // the id spelling: "fp32", "e4m3fn", ...
+  int bits;               // storage bits per element (8 for fp6: one element per byte)
+  bool is_integer;        // int4 / uint4
+  FloatFormat format;     // floating formats only
+  double epsilon;         // 2^-mantissa_bits (1 for integers)
+  double max_finite;
+  double min_normal;
+  bool is_signed;
+};
+
+const DTypeInfo& dtype_info(DType t);
+/// Every dtype, in enum order.
+const std::vector<DType>& all_dtypes();
+/// Names above plus common aliases ("float16", "bfloat16", "float8_e4m3fn", ...). Throws
+/// std::invalid_argument quoting the text and listing the names.
+DType parse_dtype(std::string_view s);
+inline std::string_view name(DType t) { return dtype_info(t).name; }
+/// Bytes that hold n elements (4-bit types pack two per byte).
+int64_t storage_bytes_for(DType t, int64_t n);
+/// Whole bytes per element (1 for 4-bit types; use storage_bytes_for for buffers).
+inline int storage_bytes(DType t) { return (dtype_info(t).bits + 7) / 8; }
+
+/// The policy HostTensor::set uses: IEEE overflow (to Inf) for formats with Inf, satfinite
+/// for the rest, so generated inputs never become NaN codes by accident.
+Overflow default_overflow(DType t);
+
+/// x rounded to dtype t with the policy (identity for fp64).
+double round_to(DType t, double x, Overflow ov);
+inline double round_to(DType t, double x) { return round_to(t, x, default_overflow(t)); }
+/// Storage code of x in dtype t.
+uint64_t encode(DType t, double x, Overflow ov);
+inline uint64_t encode(DType t, double x) { return encode(t, x, default_overflow(t)); }
+double decode(DType t, uint64_t bits);
+/// The spacing of dtype t's values at magnitude y >= 0 (its subnormal spacing below the
+/// smallest normal, its top binade's spacing above max_finite): one output ulp.
+double spacing_at(DType t, double y);
+/// The largest value of dtype t strictly below x (finite x, floating types).
+double next_below(DType t, double x);
+
+/// Convenience forms for the 16-bit formats, from fp32, used by host impls.
+uint16_t fp32_to_fp16_bits(float x);
+uint16_t fp32_to_bf16_bits(float x);
+float fp16_bits_to_fp32(uint16_t b);
+float bf16_bits_to_fp32(uint16_t b);
+
+}  // namespace opcts

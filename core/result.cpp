@@ -1,0 +1,166 @@
+// JSON-line serialisation of result records (nlohmann::json).
+#include "core/result.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace opcts {
+
+namespace {
+
+using nlohmann::json;
+
+// JSON has no Inf/NaN; errors can be either (a NaN where a number was due), so such
+// values travel as strings and come back as doubles.
+json num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+double as_num(const json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) {
+    const auto s = j.get<std::string>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  throw std::runtime_error("expected a number, got " + j.dump());
+}
+
+Outcome as_outcome(const json& j, const char* field) {
+  const auto o = parse_outcome(j.get<std::string>());
+  if (!o) throw std::runtime_error(std::string("unknown outcome in field '") + field + "': " + j.dump());
+  return *o;
+}
+
+// The output with the largest error relative to its bound speaks for the record.
+const OutputStats* decisive(const ResultRecord& r) {
+  const OutputStats* best = nullptr;
+  double best_ratio = -1;
+  for (const auto& o : r.outputs) {
+    const double ratio = o.bound > 0 ? o.max_abs_err / o.bound : (o.max_abs_err > 0 ? INFINITY : 0);
+    if (!best || ratio > best_ratio || std::isnan(ratio)) {
+      best = &o;
+      best_ratio = std::isnan(ratio) ? INFINITY : ratio;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string to_json_line(const ResultRecord& r) {
+  json j;
+  j["id"] = r.id;
+  j["family"] = r.family;
+  j["impl"] = r.impl;
+  j["outcome"] = std::string(to_string(r.outcome));
+  if (r.raw_outcome != r.outcome) j["raw_outcome"] = std::string(to_string(r.raw_outcome));
+  j["arch"] = r.arch;
+  j["device"] = r.device;
+  j["seed"] = r.seed;
+  j["ms"] = num(r.ms);
+  if (!r.tier.empty()) j["tier"] = r.tier;
+  if (!r.message.empty()) j["message"] = r.message;
+  json outs = json::array();
+  for (const auto& o : r.outputs) {
+    outs.push_back({{"out", o.out},
+                    {"metric", o.metric},
+                    {"elements", o.elements},
+                    {"max_abs_err", num(o.max_abs_err)},
+                    {"max_rel_err", num(o.max_rel_err)},
+                    {"bound", num(o.bound)},
+                    {"lowp_err", num(o.lowp_err)},
+                    {"mismatches", o.mismatches}});
+  }
+  if (!outs.empty()) j["outputs"] = outs;
+  json worst = json::array();
+  for (const auto& w : r.worst)
+    worst.push_back({{"out", w.out}, {"index", w.index}, {"got", num(w.got)}, {"want", num(w.want)}});
+  if (!worst.empty()) j["worst"] = worst;
+  j["repro"] = r.repro;
+  // Messages may hold any bytes (a kernel's error text); replace invalid UTF-8, never throw.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+ResultRecord parse_json_line(const std::string& line) {
+  const json j = json::parse(line);
+  ResultRecord r;
+  r.id = j.at("id").get<std::string>();
+  r.family = j.value("family", "");
+  r.impl = j.value("impl", "");
+  r.outcome = as_outcome(j.at("outcome"), "outcome");
+  r.raw_outcome = j.contains("raw_outcome") ? as_outcome(j["raw_outcome"], "raw_outcome") : r.outcome;
+  r.arch = j.value("arch", "");
+  r.device = j.value("device", -1);
+  r.seed = j.value("seed", "");
+  r.ms = j.contains("ms") ? as_num(j["ms"]) : 0;
+  r.tier = j.value("tier", "");
+  r.message = j.value("message", "");
+  if (j.contains("outputs")) {
+    for (const auto& o : j["outputs"]) {
+      OutputStats s;
+      s.out = o.at("out").get<std::string>();
+      s.metric = o.value("metric", "");
+      s.elements = o.value("elements", int64_t{0});
+      s.max_abs_err = as_num(o.at("max_abs_err"));
+      s.max_rel_err = as_num(o.at("max_rel_err"));
+      s.bound = as_num(o.at("bound"));
+      s.lowp_err = o.contains("lowp_err") ? as_num(o["lowp_err"]) : 0;
+      s.mismatches = o.value("mismatches", int64_t{0});
+      r.outputs.push_back(std::move(s));
+    }
+  }
+  if (j.contains("worst")) {
+    for (const auto& w : j["worst"])
+      r.worst.push_back({w.at("out").get<std::string>(), w.at("index").get<std::vector<int64_t>>(),
+                         as_num(w.at("got")), as_num(w.at("want"))});
+  }
+  r.repro = j.value("repro", "");
+  return r;
+}
+
+std::vector<ResultRecord> read_results_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open results file");
+  std::vector<ResultRecord> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    try {
+      out.push_back(parse_json_line(line));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ":" + std::to_string(n) + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+double max_abs_err(const ResultRecord& r) {
+  const auto* o = decisive(r);
+  return o ? o->max_abs_err : 0;
+}
+double max_rel_err(const ResultRecord& r) {
+  const auto* o = decisive(r);
+  return o ? o->max_rel_err : 0;
+}
+double bound(const ResultRecord& r) {
+  const auto* o = decisive(r);
+  return o ? o->bound : 0;
+}
+int64_t mismatches(const ResultRecord& r) {
+  // Saturating: records read back from files (merge) may hold any int64; overflow is UB.
+  int64_t n = 0;
+  for (const auto& o : r.outputs)
+    if (__builtin_add_overflow(n, o.mismatches, &n))
+      n = o.mismatches > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+  return n;
+}
+
+}  // namespace opcts

@@ -1,0 +1,70 @@
+// One result record per case: the single source from which JUnit, summaries and the gate are written.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "core/outcome.hpp"
+
+namespace opcts {
+
+/// One element where an output differs most from its reference.
+struct WorstElement {
+  std::string out;             // output name, e.g. "O" or "lse"
+  std::vector<int64_t> index;  // multi-index into the output's shape
+  double got = 0;
+  double want = 0;
+};
+
+/// Error statistics of one output against its reference (see compare.hpp).
+struct OutputStats {
+  std::string out;
+  std::string metric;  // "exact", "allclose" or "ref_relative"
+  int64_t elements = 0;
+  double max_abs_err = 0;
+  double max_rel_err = 0;
+  double bound = 0;         // the largest error allowed (ref_relative: factor·lowp_err + atol)
+  double lowp_err = 0;      // ref_relative only: max |same-precision reference − reference|
+  int64_t mismatches = 0;   // elements beyond the bound, plus NaN/Inf position mismatches
+  // Exact zeros (+0 and -0) of the output and of the reference, for the trust check
+  // (runner/trust.hpp); counted during the comparison, not written to reports.
+  int64_t zeros = 0;
+  int64_t ref_zeros = 0;
+};
+
+/// The result line of one case (DESIGN.md, "A result line"). `raw_outcome` is what running
+/// the case gave; `outcome` is after the manifest's expectation (XFAIL/XPASS).
+struct ResultRecord {
+  std::string id;
+  std::string family;
+  std::string impl;
+  std::string arch;
+  int device = -1;  // GPU ordinal, -1 on the host device
+  Outcome outcome = Outcome::ERROR;
+  Outcome raw_outcome = Outcome::ERROR;
+  std::string seed;     // hex, derived from the id
+  double ms = 0;        // wall time of the case in the worker
+  std::string message;  // skip/xfail reason, error text, or the failure summary
+  std::vector<OutputStats> outputs;
+  std::vector<WorstElement> worst;  // a few worst elements over all outputs
+  std::string repro;                // one shell command that reproduces the case
+  std::string tier;
+};
+
+/// One JSON object on one line, no trailing newline.
+std::string to_json_line(const ResultRecord& r);
+/// Parses a line written by to_json_line; throws std::runtime_error naming the bad field.
+ResultRecord parse_json_line(const std::string& line);
+/// Reads a results file (one JSON line per case); throws std::runtime_error with file:line.
+std::vector<ResultRecord> read_results_file(const std::string& path);
+
+/// Summary statistics of a record over its outputs: the output with the largest
+/// error-to-bound ratio gives max_abs_err and bound.
+double max_abs_err(const ResultRecord& r);
+double max_rel_err(const ResultRecord& r);
+double bound(const ResultRecord& r);
+int64_t mismatches(const ResultRecord& r);
+
+}  // namespace opcts

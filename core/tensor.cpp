@@ -1,0 +1,98 @@
+// HostTensor storage and element access.
+#include "core/tensor.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace opcts {
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+namespace {
+int64_t product(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) throw std::invalid_argument("negative tensor dimension " + std::to_string(d));
+    n *= d;
+  }
+  return n;
+}
+}  // namespace
+
+HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape)
+    : HostTensor(dtype, shape, contiguous_strides(shape), product(shape)) {}
+
+HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                       int64_t storage_elements)
+    : dtype_(dtype), shape_(std::move(shape)), strides_(std::move(strides)), numel_(product(shape_)) {
+  if (strides_.size() != shape_.size()) throw std::invalid_argument("strides and shape differ in rank");
+  bytes_.assign(static_cast<size_t>(storage_bytes_for(dtype_, storage_elements)), std::byte{0});
+}
+
+bool HostTensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }
+
+int64_t HostTensor::offset(int64_t i) const {
+  int64_t pos = 0;
+  for (size_t d = shape_.size(); d-- > 0;) {
+    pos += (i % shape_[d]) * strides_[d];
+    i /= shape_[d];
+  }
+  return pos;
+}
+
+std::vector<int64_t> HostTensor::unravel(int64_t i) const {
+  std::vector<int64_t> idx(shape_.size());
+  for (size_t d = shape_.size(); d-- > 0;) {
+    idx[d] = i % shape_[d];
+    i /= shape_[d];
+  }
+  return idx;
+}
+
+// 4-bit types pack element 2i in the low nibble of byte i (MX FP4 order, spec/numerics.md §1).
+uint64_t HostTensor::raw(int64_t pos) const {
+  if (dtype_info(dtype_).bits == 4) {
+    const auto byte = static_cast<uint8_t>(bytes_[static_cast<size_t>(pos / 2)]);
+    return pos % 2 ? byte >> 4 : byte & 0xF;
+  }
+  uint64_t bits = 0;
+  const int nb = storage_bytes(dtype_);
+  std::memcpy(&bits, bytes_.data() + pos * nb, nb);  // little-endian hosts only
+  return bits;
+}
+
+void HostTensor::put_raw(int64_t pos, uint64_t bits) {
+  if (dtype_info(dtype_).bits == 4) {
+    auto& byte = bytes_[static_cast<size_t>(pos / 2)];
+    const auto b = static_cast<uint8_t>(byte);
+    const uint8_t nib = bits & 0xF;
+    byte = std::byte(pos % 2 ? (b & 0x0F) | (nib << 4) : (b & 0xF0) | nib);
+    return;
+  }
+  const int nb = storage_bytes(dtype_);
+  std::memcpy(bytes_.data() + pos * nb, &bits, nb);
+}
+
+double HostTensor::get(int64_t i) const { return decode(dtype_, raw(offset(i))); }
+
+void HostTensor::set(int64_t i, double x) { put_raw(offset(i), encode(dtype_, x)); }
+
+std::vector<double> HostTensor::to_f64() const {
+  std::vector<double> out(static_cast<size_t>(numel_));
+  if (dtype_ == DType::fp64 && is_contiguous()) {
+    std::memcpy(out.data(), bytes_.data(), out.size() * sizeof(double));
+    return out;
+  }
+  for (int64_t i = 0; i < numel_; ++i) out[i] = get(i);
+  return out;
+}
+
+}  // namespace opcts

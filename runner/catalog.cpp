@@ -1,0 +1,175 @@
+// Catalog loading and grid expansion.
+#include "runner/catalog.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "core/yaml_util.hpp"
+
+namespace opcts {
+
+namespace fs = std::filesystem;
+
+bool glob_match(const std::string& pattern, const std::string& text) {
+  return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+namespace {
+
+Tier tier_of(const std::string& path, const YAML::Node& n) {
+  if (!n["tier"]) return Tier::default_;
+  try {
+    return parse_tier(n["tier"].as<std::string>());
+  } catch (const std::exception& e) {
+    yaml_fail(path, n["tier"], e.what());
+  }
+}
+
+ProblemPtr parse_problem(const Family& f, const std::string& path, const YAML::Node& n) {
+  try {
+    return f.parse(n);
+  } catch (const YamlError&) {
+    throw;
+  } catch (const YAML::Exception& e) {
+    yaml_fail(path, n, e.msg);
+  } catch (const std::exception& e) {
+    yaml_fail(path, n, e.what());
+  }
+}
+
+// Adds an entry, keeping the lowest tier of a problem listed more than once.
+void add_entry(std::vector<CatalogEntry>& out, std::map<std::string, size_t>& seen, CatalogEntry e) {
+  const std::string key = std::string(e.family->name()) + "/" + e.problem_id;
+  auto it = seen.find(key);
+  if (it == seen.end()) {
+    seen[key] = out.size();
+    out.push_back(std::move(e));
+  } else if (e.tier < out[it->second].tier) {
+    out[it->second].tier = e.tier;
+  }
+}
+
+void expand_grid(const Family& f, const std::string& path, const YAML::Node& grid, std::vector<CatalogEntry>& out,
+                 std::map<std::string, size_t>& seen) {
+  check_keys(path, grid, {"name", "tier", "axes", "fixed", "why"});
+  const std::string name = grid["name"] ? grid["name"].as<std::string>() : "";
+  if (name.empty()) yaml_fail(path, grid, "a grid needs a name");
+  const Tier tier = tier_of(path, grid);
+  const YAML::Node axes = grid["axes"];
+  if (!axes || !axes.IsMap() || axes.size() == 0) yaml_fail(path, grid, "grid '" + name + "' needs a map 'axes:'");
+  std::vector<std::pair<std::string, YAML::Node>> ax;
+  for (const auto& kv : axes) {
+    if (!kv.second.IsSequence() || kv.second.size() == 0)
+      yaml_fail(path, kv.second, "axis '" + kv.first.as<std::string>() + "' must be a non-empty list");
+    ax.emplace_back(kv.first.as<std::string>(), kv.second);
+  }
+  std::vector<size_t> pos(ax.size(), 0);
+  const std::string source = where(path, grid) + " (grid " + name + ")";
+  while (true) {
+    YAML::Node point(YAML::NodeType::Map);
+    if (grid["fixed"])
+      for (const auto& kv : grid["fixed"]) point[kv.first.as<std::string>()] = kv.second;
+    for (size_t a = 0; a < ax.size(); ++a) point[ax[a].first] = ax[a].second[pos[a]];
+    // Errors point at the grid; the point's own values say which combination failed.
+    ProblemPtr p;
+    try {
+      p = f.parse(point);
+    } catch (const std::exception& e) {
+      yaml_fail(path, grid, "grid '" + name + "' point " + one_line(point).substr(0, 200) + ": " + e.what());
+    }
+    add_entry(out, seen, {&f, p, f.problem_id(*p), tier, source, grid["why"] ? grid["why"].as<std::string>() : ""});
+    size_t a = ax.size();
+    while (a-- > 0) {
+      if (++pos[a] < ax[a].second.size()) break;
+      pos[a] = 0;
+    }
+    if (a == static_cast<size_t>(-1)) break;
+  }
+}
+
+void load_one(const Registry& reg, const std::string& path, std::vector<CatalogEntry>& out,
+              std::map<std::string, size_t>& seen) {
+  const YAML::Node root = load_yaml_file(path);
+  if (!root.IsMap() || !root["family"]) yaml_fail(path, root, "not a catalog: no top-level 'family:'");
+  check_keys(path, root, {"family", "grids", "edges", "description"});
+  const auto fname = root["family"].as<std::string>();
+  const Family* f = reg.family(fname);
+  if (!f) yaml_fail(path, root["family"], "unknown family '" + fname + "'");
+  if (root["grids"])
+    for (const auto& g : root["grids"]) expand_grid(*f, path, g, out, seen);
+  if (root["edges"]) {
+    for (const auto& e : root["edges"]) {
+      check_keys(path, e, {"name", "tier", "problem", "why"});
+      const std::string name = e["name"] ? e["name"].as<std::string>() : "";
+      if (name.empty()) yaml_fail(path, e, "an edge needs a name");
+      if (!e["why"]) yaml_fail(path, e, "edge '" + name + "' needs a 'why:' saying what it probes");
+      if (!e["problem"]) yaml_fail(path, e, "edge '" + name + "' needs a 'problem:'");
+      ProblemPtr p = parse_problem(*f, path, e["problem"]);
+      add_entry(out, seen,
+                {f, p, f->problem_id(*p), tier_of(path, e), where(path, e) + " (edge " + name + ")",
+                 e["why"].as<std::string>()});
+    }
+  }
+}
+
+bool is_catalog_file(const fs::path& p) {
+  if (p.extension() != ".yaml" && p.extension() != ".yml") return false;
+  try {
+    const YAML::Node root = YAML::LoadFile(p.string());
+    return root.IsMap() && root["family"];
+  } catch (const YAML::Exception&) {
+    return true;  // let load_one report the parse error with its line
+  }
+}
+
+}  // namespace
+
+std::vector<CatalogEntry> load_catalogs(const Registry& reg, const std::vector<std::string>& paths) {
+  std::vector<CatalogEntry> out;
+  std::map<std::string, size_t> seen;
+  for (const auto& p : paths) {
+    if (fs::is_directory(p)) {
+      std::vector<fs::path> files;
+      for (const auto& de : fs::directory_iterator(p))
+        if (de.is_regular_file() && is_catalog_file(de.path())) files.push_back(de.path());
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) load_one(reg, f.string(), out, seen);
+    } else if (fs::exists(p)) {
+      load_one(reg, p, out, seen);
+    } else {
+      throw YamlError(p + ": no such catalog file or folder");
+    }
+  }
+  return out;
+}
+
+std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry>& entries, const ArchInfo& arch,
+                             bool include_planted) {
+  std::vector<Case> cases;
+  for (const auto& e : entries) {
+    for (const Impl* impl : reg.impls_of(e.family->name())) {
+      if (impl->backend() != arch.backend || (impl->planted() && !include_planted)) continue;
+      cases.push_back({case_id(*e.family, *impl, *e.problem), e.family, impl, e.problem, e.tier, e.source, e.why});
+    }
+  }
+  std::sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) { return a.id < b.id; });
+  return cases;
+}
+
+std::vector<Case> select_cases(std::vector<Case> cases, Tier tier, const std::vector<std::string>& filters,
+                               const std::vector<std::string>& excludes) {
+  std::vector<Case> out;
+  for (auto& c : cases) {
+    if (c.tier > tier) continue;
+    bool in = filters.empty();
+    for (const auto& f : filters) in = in || glob_match(f, c.id);
+    for (const auto& x : excludes) in = in && !glob_match(x, c.id);
+    if (in) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace opcts

@@ -1,0 +1,139 @@
+// Element-wise error statistics and bounds for the three metrics.
+#include "runner/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace opcts {
+
+std::string_view to_string(Metric m) {
+  switch (m) {
+    case Metric::bitexact: return "bitexact";
+    case Metric::exact: return "exact";
+    case Metric::allclose: return "allclose";
+    case Metric::ref_relative: return "ref_relative";
+    case Metric::bounded: return "bounded";
+  }
+  return "?";
+}
+
+Metric parse_metric(std::string_view s) {
+  if (s == "bitexact") return Metric::bitexact;
+  if (s == "exact") return Metric::exact;
+  if (s == "allclose") return Metric::allclose;
+  if (s == "ref_relative") return Metric::ref_relative;
+  if (s == "bounded") return Metric::bounded;
+  throw std::invalid_argument("unknown metric '" + std::string(s) +
+                              "' (expected bitexact, exact, allclose, ref_relative or bounded)");
+}
+
+namespace {
+
+// Same special value in the same place: both NaN, or both the same infinity.
+bool specials_agree(double g, double w) {
+  if (std::isnan(g) || std::isnan(w)) return std::isnan(g) && std::isnan(w);
+  if (std::isinf(g) || std::isinf(w)) return g == w;
+  return true;
+}
+
+struct Candidate {
+  double key;  // larger is worse; +inf for special-value mismatches
+  int64_t index;
+};
+
+}  // namespace
+
+OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
+                           const std::vector<double>* lowp, const Tolerance& tol,
+                           std::vector<WorstElement>& worst, size_t max_worst,
+                           const std::vector<double>* bound) {
+  const int64_t n = got.numel();
+  if (static_cast<int64_t>(want.size()) != n)
+    throw std::invalid_argument("output '" + name + "': " + std::to_string(n) + " elements, reference has " +
+                                std::to_string(want.size()));
+  if (tol.metric == Metric::ref_relative && (!lowp || static_cast<int64_t>(lowp->size()) != n))
+    throw std::invalid_argument("output '" + name + "': ref_relative needs a same-precision reference");
+  if (tol.metric == Metric::bounded && (!bound || static_cast<int64_t>(bound->size()) != n))
+    throw std::invalid_argument("output '" + name + "': bounded needs the reference's per-element bound");
+
+  const std::vector<double> g = got.to_f64();
+  OutputStats s;
+  s.out = name;
+  s.metric = std::string(to_string(tol.metric));
+  s.elements = n;
+
+  double max_ref = 0;
+  for (double w : want)
+    if (std::isfinite(w)) max_ref = std::max(max_ref, std::fabs(w));
+  const double floor = tol.atol + tol.atol_eps * dtype_info(got.dtype()).epsilon * max_ref;
+
+  if (tol.metric == Metric::ref_relative) {
+    double lp = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (std::isfinite(want[i]) && std::isfinite((*lowp)[i])) lp = std::max(lp, std::fabs((*lowp)[i] - want[i]));
+    s.lowp_err = lp;
+    s.bound = tol.factor * lp + floor;
+  } else if (tol.metric == Metric::allclose) {
+    s.bound = floor;  // the per-element bound adds rtol·|want|
+  }
+
+  std::vector<Candidate> cands;
+  for (int64_t i = 0; i < n; ++i) {
+    const double gi = g[i], wi = want[i];
+    s.zeros += gi == 0.0;  // +0 and -0; NaN is not zero
+    s.ref_zeros += wi == 0.0;
+    // bounded: a reference value beyond the output's range is stored unrounded (x, not inf;
+    // refimpl/scaled_mm_reference.cpp), because a result within E of x may round to the
+    // largest finite value or overflow. The device's inf is right when x + E reaches the
+    // overflow threshold max + spacing(max)/2 (IEEE 754 round-to-nearest overflow rule).
+    if (tol.metric == Metric::bounded && std::isinf(gi) && std::isfinite(wi) && std::signbit(gi) == std::signbit(wi)) {
+      const double maxf = dtype_info(got.dtype()).max_finite;
+      const double e = tol.factor * (*bound)[i];
+      if (std::fabs(wi) + e >= maxf + spacing_at(got.dtype(), maxf) / 2) continue;
+    }
+    if (!specials_agree(gi, wi)) {
+      ++s.mismatches;
+      cands.push_back({INFINITY, i});
+      continue;
+    }
+    if (!std::isfinite(wi)) continue;
+    const double err = std::fabs(gi - wi);
+    s.max_abs_err = std::max(s.max_abs_err, err);
+    if (wi != 0) s.max_rel_err = std::max(s.max_rel_err, err / std::fabs(wi));
+    bool bad = false;
+    switch (tol.metric) {
+      case Metric::bitexact: bad = gi != wi || std::signbit(gi) != std::signbit(wi); break;
+      case Metric::exact: bad = gi != wi; break;
+      // Written as !(err <= bound) so that a NaN bound fails every element instead of none.
+      case Metric::allclose: bad = !(err <= floor + tol.rtol * std::fabs(wi)); break;
+      case Metric::ref_relative: bad = !(err <= s.bound); break;
+      case Metric::bounded: {
+        // factor·E is the accumulation error the reference allows; a non-zero one may move
+        // the final rounding to the output dtype by one spacing (|RN(v) − RN(x)| <= E +
+        // ulp(|x| + E)). E = 0 (exact fills) leaves nothing: the result must be exact.
+        const double e = tol.factor * (*bound)[i];
+        const double b = e + floor + (e > 0 ? spacing_at(got.dtype(), std::fabs(wi) + e) : 0.0);
+        s.bound = std::max(s.bound, b);  // reported: the largest per-element bound
+        bad = !(err <= b);
+        break;
+      }
+    }
+    if (bad) ++s.mismatches;
+    if (err > 0) cands.push_back({err, i});
+    // Keep the candidate list short: only the largest errors matter.
+    if (cands.size() > 4 * max_worst + 64) {
+      std::nth_element(cands.begin(), cands.begin() + max_worst, cands.end(),
+                       [](const Candidate& a, const Candidate& b) { return a.key > b.key; });
+      cands.resize(max_worst);
+    }
+  }
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    return a.key != b.key ? a.key > b.key : a.index < b.index;
+  });
+  for (size_t k = 0; k < cands.size() && k < max_worst; ++k)
+    worst.push_back({name, got.unravel(cands[k].index), g[cands[k].index], want[cands[k].index]});
+  return s;
+}
+
+}  // namespace opcts

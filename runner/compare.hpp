@@ -1,0 +1,49 @@
+// Comparison of an output against its reference: statistics, not a bool.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "core/tensor.hpp"
+
+namespace opcts {
+
+enum class Metric {
+  bitexact,      // same value and same sign of zero; NaN matches any NaN (the code up to NaN payload)
+  exact,         // every element equal (NaN matches NaN; +0 matches -0)
+  allclose,      // |got − want| <= atol + rtol·|want| per element
+  ref_relative,  // max|got − want| <= factor·max|lowp − want| + atol (FlashAttention's method)
+  bounded,       // |got − want| <= factor·E[i] + atol + ulp_out(|want| + factor·E[i]) per element, E[i] the
+                 // accumulation error the reference's model allows (0: exact); ulp_out = one output rounding
+};
+
+std::string_view to_string(Metric m);
+/// Throws std::invalid_argument quoting the text.
+Metric parse_metric(std::string_view s);
+
+/// A resolved tolerance for one output. The absolute floor of a bound is
+/// atol + atol_eps · eps(output dtype) · max|want|: atol_eps counts roundings to the output
+/// dtype at the output's own scale, so the floor follows the data instead of a bare number.
+struct Tolerance {
+  Metric metric = Metric::exact;
+  double atol = 0;
+  double rtol = 0;
+  double factor = 0;
+  double atol_eps = 0;
+  std::string source;  // where it came from: "cases/tolerances.yaml:12", "manifest sm90.yaml:4"
+};
+
+/// Compares `got` (any dtype, row-major over its shape) with `want` (the fp64 reference, same
+/// element order). `lowp` is the same-precision reference, required for ref_relative; `bound`
+/// the per-element bound (References::bound), required for bounded.
+/// NaN and ±Inf must sit at the same positions with the same sign in got and want; each
+/// position that differs counts as a mismatch and is listed first among the worst elements.
+/// `worst` receives up to `max_worst` elements with the largest errors.
+/// Throws std::invalid_argument when sizes differ or lowp is missing for ref_relative.
+OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
+                           const std::vector<double>* lowp, const Tolerance& tol,
+                           std::vector<WorstElement>& worst, size_t max_worst = 5,
+                           const std::vector<double>* bound = nullptr);
+
+}  // namespace opcts

@@ -1,0 +1,194 @@
+// One case end to end inside a worker (or `opcts repro`).
+#include "runner/execute.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "runner/artifacts.hpp"
+#include "runner/compare.hpp"
+#include <cstdlib>
+#include <fstream>
+
+#include "core/errors.hpp"
+#include "runner/ref_disk_cache.hpp"
+#include "core/rng.hpp"
+#include "runner/trust.hpp"
+
+namespace opcts {
+
+const ReferenceCache::Entry& ReferenceCache::get(const Case& c) {
+  const std::string key = std::string(c.family->name()) + "/" + c.family->problem_id(*c.problem);
+  if (!last_ || last_->key != key) {
+    last_.reset();  // free the old buffers before making the new ones
+    const auto t0 = std::chrono::steady_clock::now();
+    auto e = std::make_unique<Entry>();
+    e->key = key;
+    e->inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
+    // Test hook: one line per problem whose inputs were made, so a test can prove that the
+    // impls of a problem share them (tests/test_supervisor.cpp).
+    if (const char* trace = std::getenv("OPCTS_TRACE_INPUTS"); trace && *trace)
+      std::ofstream(trace, std::ios::app) << key << "\n";
+    const RefDiskCache disk(disk_dir_);
+    const std::string disk_key = disk.enabled() ? RefDiskCache::key(*c.family, *c.problem) : std::string();
+    if (auto stored = disk.load(disk_key)) {
+      e->refs = std::move(*stored);
+      ++stats_.loaded;
+    } else {
+      e->refs = c.family->reference(*c.problem, e->inputs);
+      disk.store(disk_key, e->refs);
+      ++stats_.computed;
+    }
+    stats_.ref_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    last_ = std::move(e);
+  }
+  return *last_;
+}
+
+namespace {
+
+std::string describe_failure(const ResultRecord& r) {
+  std::ostringstream m;
+  for (const auto& o : r.outputs) {
+    if (!o.mismatches) continue;
+    m << o.out << ": " << o.mismatches << "/" << o.elements << " mismatches, max abs err " << o.max_abs_err;
+    // `bounded` compares each element with its own bound: the largest one says little. The
+    // error is taken over finite pairs, so when it is within the bound the mismatches are
+    // NaN or inf where the reference holds another value.
+    if (o.metric == "bounded") m << " (per-element bounds, largest " << o.bound << ")";
+    else if (o.max_abs_err <= o.bound) m << " (finite elements within bound " << o.bound << "; the mismatches are NaN/inf)";
+    else m << " > bound " << o.bound;
+    if (o.metric == "ref_relative") m << " (same-precision reference err " << o.lowp_err << ")";
+    m << "; ";
+  }
+  if (!r.worst.empty()) {
+    const auto& w = r.worst.front();
+    m << "worst " << w.out << "[";
+    for (size_t i = 0; i < w.index.size(); ++i) m << (i ? "," : "") << w.index[i];
+    m << "] got " << w.got << " want " << w.want;
+  }
+  return m.str();
+}
+
+// The first element whose stored bits differ between two runs' outputs, described; "" if none.
+std::string first_bit_difference(const TensorMap& a, const TensorMap& b) {
+  for (const auto& [name, x] : a) {
+    const auto it = b.find(name);
+    if (it == b.end()) return "output " + name + " missing from the second run";
+    const HostTensor& y = it->second;
+    if (x.numel() != y.numel()) return "output " + name + " changed size between runs";
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (x.code(i) == y.code(i)) continue;
+      std::ostringstream m;
+      m.precision(9);
+      m << "--bitwise: " << name << "[";
+      const auto idx = x.unravel(i);
+      for (size_t k = 0; k < idx.size(); ++k) m << (k ? "," : "") << idx[k];
+      m << "] differs between two runs of a deterministic impl: " << x.get(i) << " (bits 0x" << std::hex << x.code(i)
+        << ") then " << std::dec << y.get(i) << " (bits 0x" << std::hex << y.code(i) << ")";
+      return m.str();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+ResultRecord execute_case(const Suite& suite, const Case& c, int device, ReferenceCache& cache,
+                          const ExecOptions& opts) {
+  ResultRecord r;
+  r.id = c.id;
+  r.family = std::string(c.family->name());
+  r.impl = std::string(c.impl->name());
+  r.arch = suite.arch().name;
+  r.device = suite.arch().backend == "host" ? -1 : device;
+  r.seed = seed_hex(case_seed(*c.family, *c.problem));
+  r.tier = std::string(to_string(c.tier));
+  r.repro = repro_command(c.id, r.arch);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string expected = c.family->expected_error(*c.problem);
+  if (!expected.empty()) {
+    try {
+      const TensorMap inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
+      RunContext ctx{&suite.arch(), device};
+      c.impl->run(*c.problem, inputs, ctx);
+      r.raw_outcome = Outcome::FAIL;
+      r.message = "accepted an invalid '" + expected + "': expected InvalidArgument naming it";
+    } catch (const InvalidArgument& e) {
+      r.raw_outcome = e.argument == expected ? Outcome::PASS : Outcome::FAIL;
+      r.message = e.argument == expected ? std::string() : std::string("refused the wrong argument: ") + e.what();
+    } catch (const DeviceLost&) {
+      throw;
+    } catch (const std::exception& e) {
+      r.raw_outcome = Outcome::FAIL;
+      r.message = std::string("expected InvalidArgument naming '") + expected + "', got: " + e.what();
+    }
+    r.outcome = r.raw_outcome;
+    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  }
+  try {
+    const auto& ref = cache.get(c);
+    RunContext ctx{&suite.arch(), device};
+    const TensorMap out = c.impl->run(*c.problem, ref.inputs, ctx);
+    bool ok = true;
+    for (const auto& spec : c.family->outputs(*c.problem)) {
+      auto it = out.find(spec.name);
+      if (it == out.end()) throw std::runtime_error("impl returned no output '" + spec.name + "'");
+      const Tolerance tol = suite.tolerances().resolve(r.family, spec.name, spec.dtype, r.impl, r.arch, c.id,
+                                                       &suite.manifest());
+      const auto lp = ref.refs.lowp.find(spec.name);
+      const auto bd = ref.refs.bound.find(spec.name);
+      OutputStats s = compare_output(spec.name, it->second, ref.refs.exact.at(spec.name),
+                                     lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst, 5,
+                                     bd == ref.refs.bound.end() ? nullptr : &bd->second);
+      ok = ok && s.mismatches == 0;
+      r.outputs.push_back(std::move(s));
+    }
+    // Worst elements: special-value mismatches first, then by error.
+    std::stable_sort(r.worst.begin(), r.worst.end(), [](const WorstElement& a, const WorstElement& b) {
+      const double ea = std::isfinite(a.got - a.want) ? std::fabs(a.got - a.want) : INFINITY;
+      const double eb = std::isfinite(b.got - b.want) ? std::fabs(b.got - b.want) : INFINITY;
+      return ea > eb;
+    });
+    if (r.worst.size() > 5) r.worst.resize(5);
+    r.raw_outcome = ok ? Outcome::PASS : Outcome::FAIL;
+    if (!ok) r.message = describe_failure(r);
+    // Trust check: within tolerance is not enough when the output is (mostly) zeros.
+    for (const auto& o : r.outputs) {
+      if (!ok) break;
+      const auto why =
+          trust_check(o.out, o.elements, o.zeros, o.ref_zeros, c.family->max_zero_fraction(*c.problem, o.out));
+      if (why) {
+        r.raw_outcome = Outcome::MISTRUSTED;
+        r.message = "mistrusted: " + *why;
+        ok = false;
+      }
+    }
+    if (ok && opts.bitwise && c.impl->deterministic()) {
+      const TensorMap again = c.impl->run(*c.problem, ref.inputs, ctx);
+      const std::string diff = first_bit_difference(out, again);
+      if (!diff.empty()) {
+        r.raw_outcome = Outcome::FAIL;
+        r.message = diff;
+      }
+    }
+    if ((r.raw_outcome == Outcome::FAIL || r.raw_outcome == Outcome::MISTRUSTED) && !opts.artifacts_dir.empty()) {
+      try {
+        write_failure_artifacts(opts.artifacts_dir, r, ref.inputs, ref.refs, out);
+      } catch (const std::exception& e) {
+        r.message += std::string(" (artifacts not written: ") + e.what() + ")";
+      }
+    }
+  } catch (const DeviceLost&) {
+    throw;
+  } catch (const std::exception& e) {
+    r.raw_outcome = Outcome::ERROR;
+    r.message = e.what();
+  }
+  r.outcome = r.raw_outcome;
+  r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace opcts

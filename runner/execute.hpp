@@ -1,0 +1,50 @@
+// Running one case in this process: inputs, reference, impl, comparison → a result record.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/family.hpp"
+#include "core/result.hpp"
+#include "runner/suite.hpp"
+
+namespace opcts {
+
+/// What a run asks of execute_case beyond the case (`opcts run` flags, passed to workers).
+struct ExecOptions {
+  std::string artifacts_dir;  // --artifacts: failure folders go here ("" = none)
+  bool bitwise = false;       // --bitwise: run deterministic impls twice, require equal bytes
+  std::string ref_cache_dir;  // --ref-cache: the on-disk reference cache ("" = off)
+};
+
+/// Keeps the inputs and reference of the last problem, so that the impls of one problem,
+/// run one after another, generate and compute them once; with a disk folder, references
+/// are also loaded from and stored to the on-disk cache (ref_disk_cache.hpp).
+class ReferenceCache {
+ public:
+  struct Entry {
+    std::string key;
+    TensorMap inputs;
+    References refs;
+  };
+  /// Time spent making references (computing or loading) and where they came from.
+  struct Stats {
+    double ref_ms = 0;
+    int computed = 0, loaded = 0;
+  };
+  explicit ReferenceCache(std::string disk_dir = "") : disk_dir_(std::move(disk_dir)) {}
+  const Entry& get(const Case& c);
+  const Stats& stats() const { return stats_; }
+
+ private:
+  std::string disk_dir_;
+  Stats stats_;
+  std::unique_ptr<Entry> last_;
+};
+
+/// Runs a case that passed the skip checks and returns its raw result (PASS, FAIL, ERROR or
+/// MISTRUSTED; outcome == raw_outcome). Throws DeviceLost when the device context died.
+ResultRecord execute_case(const Suite& suite, const Case& c, int device, ReferenceCache& cache,
+                          const ExecOptions& opts = {});
+
+}  // namespace opcts

@@ -1,0 +1,150 @@
+// Manifest parsing, matching and the expectation table.
+#include "runner/manifest.hpp"
+
+#include <cctype>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "runner/catalog.hpp"
+#include "core/yaml_util.hpp"
+
+namespace opcts {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(EntryKind k) {
+  switch (k) {
+    case EntryKind::skip: return "skip";
+    case EntryKind::xfail: return "xfail";
+    case EntryKind::flaky: return "flaky";
+    case EntryKind::tolerance: return "tolerance";
+  }
+  return "?";
+}
+
+namespace {
+
+ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::Node& n) {
+  switch (kind) {
+    case EntryKind::skip: check_keys(path, n, {"match", "reason", "link"}); break;
+    case EntryKind::xfail: check_keys(path, n, {"match", "reason", "link", "strict"}); break;
+    case EntryKind::flaky: check_keys(path, n, {"match", "reason", "link", "reruns"}); break;
+    case EntryKind::tolerance:
+      check_keys(path, n, {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps"});
+      break;
+  }
+  ManifestEntry e;
+  e.kind = kind;
+  e.source = where(path, n);
+  try {
+    if (!n["match"]) yaml_fail(path, n, std::string(to_string(kind)) + " entry needs 'match:' (a glob over case ids)");
+    e.match = n["match"].as<std::string>();
+    if (!n["reason"] || n["reason"].as<std::string>().empty())
+      yaml_fail(path, n, std::string(to_string(kind)) + " entry '" + e.match + "' needs a 'reason:'");
+    e.reason = n["reason"].as<std::string>();
+    // A folded (>) reason ends in a newline; reports and `list -v` print it on one line.
+    while (!e.reason.empty() && std::isspace(static_cast<unsigned char>(e.reason.back()))) e.reason.pop_back();
+    e.link = n["link"] ? n["link"].as<std::string>() : "";
+    if (n["strict"]) e.strict = n["strict"].as<bool>();
+    if (n["reruns"]) e.reruns = n["reruns"].as<int>();
+    if (n["output"]) e.output = n["output"].as<std::string>();
+    if (n["factor"]) e.factor = n["factor"].as<double>();
+    if (n["atol"]) e.atol = n["atol"].as<double>();
+    if (n["rtol"]) e.rtol = n["rtol"].as<double>();
+    if (n["atol_eps"]) e.atol_eps = n["atol_eps"].as<double>();
+  } catch (const YAML::Exception& ex) {
+    yaml_fail(path, n, ex.msg);
+  }
+  if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps)
+    yaml_fail(path, n, "tolerance entry '" + e.match + "' sets none of factor, atol, rtol, atol_eps");
+  for (const auto& [key, v] : {std::pair{"factor", e.factor}, {"atol", e.atol}, {"rtol", e.rtol}, {"atol_eps", e.atol_eps}})
+    if (v && (!std::isfinite(*v) || *v < 0 || (std::string(key) == "factor" && *v == 0)))
+      yaml_fail(path, n[key], std::string("'") + key + "' must be finite and " + (std::string(key) == "factor" ? "> 0" : ">= 0"));
+  if (kind == EntryKind::flaky && e.reruns < 0) yaml_fail(path, n["reruns"], "'reruns' must be >= 0");
+  return e;
+}
+
+// `chain` holds the files being loaded (a repeat is a cycle); `done` the files already
+// loaded, so a manifest reached twice (a diamond of extends) adds its entries once.
+void load_into(const std::string& path, std::vector<ManifestEntry>& out, std::string* arch, std::set<std::string>& chain,
+               std::set<std::string>& done) {
+  const std::string canon = fs::weakly_canonical(path).string();
+  if (chain.count(canon)) throw YamlError(path + ": extends cycle");
+  if (!done.insert(canon).second) return;
+  chain.insert(canon);
+  const YAML::Node root = load_yaml_file(path);
+  if (root.IsNull()) {  // an empty file is an empty manifest
+    chain.erase(canon);
+    return;
+  }
+  check_keys(path, root, {"arch", "extends", "skip", "xfail", "flaky", "tolerance", "description"});
+  if (arch && root["arch"]) *arch = root["arch"].as<std::string>();
+  const std::pair<const char*, EntryKind> kinds[] = {{"skip", EntryKind::skip},
+                                                     {"xfail", EntryKind::xfail},
+                                                     {"flaky", EntryKind::flaky},
+                                                     {"tolerance", EntryKind::tolerance}};
+  for (const auto& [key, kind] : kinds) {
+    if (!root[key]) continue;
+    if (!root[key].IsSequence()) yaml_fail(path, root[key], std::string("'") + key + "' must be a list");
+    for (const auto& n : root[key]) out.push_back(parse_entry(path, kind, n));
+  }
+  if (root["extends"]) {
+    if (!root["extends"].IsSequence()) yaml_fail(path, root["extends"], "'extends' must be a list of manifest names");
+    for (const auto& x : root["extends"]) {
+      const fs::path parent = fs::path(path).parent_path() / (x.as<std::string>() + ".yaml");
+      if (!fs::exists(parent)) yaml_fail(path, x, "extends '" + x.as<std::string>() + "': no file " + parent.string());
+      load_into(parent.string(), out, nullptr, chain, done);
+    }
+  }
+  chain.erase(canon);
+}
+
+}  // namespace
+
+Manifest Manifest::load(const std::string& path) {
+  Manifest m;
+  m.path_ = path;
+  std::set<std::string> chain, done;
+  load_into(path, m.entries_, &m.arch_, chain, done);
+  return m;
+}
+
+Manifest Manifest::empty(std::string arch) {
+  Manifest m;
+  m.arch_ = std::move(arch);
+  return m;
+}
+
+const ManifestEntry* Manifest::find(EntryKind kind, const std::string& id, const std::string& output) const {
+  for (const auto& e : entries_) {
+    if (e.kind != kind || !glob_match(e.match, id)) continue;
+    if (kind == EntryKind::tolerance && !e.output.empty() && e.output != output) continue;
+    return &e;
+  }
+  return nullptr;
+}
+
+std::vector<const ManifestEntry*> Manifest::stale(const std::vector<std::string>& ids) const {
+  std::vector<const ManifestEntry*> out;
+  for (const auto& e : entries_) {
+    if (e.planted) continue;  // implied by an impl, not written in a file: nothing to remove
+    bool any = false;
+    for (const auto& id : ids)
+      if ((any = glob_match(e.match, id))) break;
+    if (!any) out.push_back(&e);
+  }
+  return out;
+}
+
+Outcome apply_expectation(Outcome raw, const ManifestEntry* xfail) {
+  if (!xfail) return raw;
+  // A planted bug is caught by a wrong result (FAIL), not by an error, crash or timeout.
+  if (xfail->planted && is_failure(raw) && raw != Outcome::FAIL) return raw;
+  if (is_failure(raw)) return Outcome::XFAIL;
+  if (raw == Outcome::PASS) return xfail->strict ? Outcome::XPASS : Outcome::PASS;
+  return raw;  // SKIP stays SKIP; XFAIL/XPASS are already resolved
+}
+
+}  // namespace opcts

@@ -1,0 +1,62 @@
+// Per-arch expectations (cases/manifests/<arch>.yaml): skip, xfail, flaky and tolerance entries.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/outcome.hpp"
+
+namespace opcts {
+
+enum class EntryKind { skip, xfail, flaky, tolerance };
+std::string_view to_string(EntryKind k);
+
+/// One manifest entry: a glob over case ids, a required reason and kind-specific fields.
+struct ManifestEntry {
+  EntryKind kind;
+  std::string match;   // fnmatch glob over case ids
+  std::string reason;  // required: why the entry exists
+  std::string link;    // optional tracking link
+  std::string source;  // "path:line"
+  bool strict = true;  // xfail: an unexpected pass is XPASS (fails the gate)
+  bool planted = false;  // xfail implied by a planted-bug impl (Impl::planted), not by a file
+  int reruns = 0;      // flaky: how often a failure is re-run
+  // tolerance: overrides of the table's values (unset fields keep the table's)
+  std::string output;  // "" = every output
+  std::optional<double> factor, atol, rtol, atol_eps;
+};
+
+/// A parsed manifest with its `extends:` chain flattened: the file's own entries first, so
+/// they win over the ones it extends.
+class Manifest {
+ public:
+  /// Loads `path`; `extends: [name]` loads `<dir of path>/<name>.yaml`. Throws YamlError
+  /// ("path:line: ...") on unknown keys, a missing reason or match, a bad glob, a cycle.
+  static Manifest load(const std::string& path);
+  /// An empty manifest for archs that have none.
+  static Manifest empty(std::string arch);
+
+  const std::string& arch() const { return arch_; }
+  const std::string& path() const { return path_; }
+  const std::vector<ManifestEntry>& entries() const { return entries_; }
+  /// The first entry of the kind whose glob matches `id` (and `output` for tolerances).
+  const ManifestEntry* find(EntryKind kind, const std::string& id, const std::string& output = "") const;
+  /// Appends an entry after the file's (so a file entry matching the same case wins).
+  void append(ManifestEntry e) { entries_.push_back(std::move(e)); }
+  /// Entries that match none of `ids` (the whole catalog of the arch): stale, to be removed.
+  std::vector<const ManifestEntry*> stale(const std::vector<std::string>& ids) const;
+
+ private:
+  std::string arch_, path_;
+  std::vector<ManifestEntry> entries_;
+};
+
+/// The outcome of a case given its raw outcome and the xfail entry matching it (or null).
+/// The whole table, as deqp-runner's baseline rules: failures (FAIL/ERROR/CRASH/TIMEOUT)
+/// under an xfail are XFAIL; PASS under a strict xfail is XPASS, under a non-strict one PASS;
+/// SKIP stays SKIP; without an entry the raw outcome stands. An entry implied by a planted
+/// impl expects FAIL only: its ERROR, CRASH and TIMEOUT stand.
+Outcome apply_expectation(Outcome raw, const ManifestEntry* xfail);
+
+}  // namespace opcts

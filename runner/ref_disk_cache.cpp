@@ -1,0 +1,160 @@
+// Reading and writing the reference cache's binary files.
+#include "runner/ref_disk_cache.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace opcts {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMagic[8] = {'O', 'P', 'C', 'T', 'S', 'R', 'E', 'F'};
+constexpr uint32_t kFormat = 1;
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+template <class T>
+void put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void put_str(std::string& out, const std::string& s) {
+  put(out, static_cast<uint64_t>(s.size()));
+  out += s;
+}
+
+// A bounds-checked reader over the file's bytes: every read fails cleanly past the end.
+struct Reader {
+  const std::string& buf;
+  size_t pos = 0;
+  template <class T>
+  bool get(T& v) {
+    if (buf.size() - pos < sizeof v) return false;
+    std::memcpy(&v, buf.data() + pos, sizeof v);
+    pos += sizeof v;
+    return true;
+  }
+  bool get_str(std::string& s, uint64_t max) {
+    uint64_t n = 0;
+    if (!get(n) || n > max || buf.size() - pos < n) return false;
+    s.assign(buf.data() + pos, n);
+    pos += n;
+    return true;
+  }
+};
+
+using Maps = std::map<std::string, std::vector<double>>;
+
+void put_maps(std::string& out, const Maps& m) {
+  put(out, static_cast<uint64_t>(m.size()));
+  for (const auto& [name, v] : m) {
+    put_str(out, name);
+    put(out, static_cast<uint64_t>(v.size()));
+    out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double));
+  }
+}
+
+bool get_maps(Reader& r, Maps& m) {
+  uint64_t n = 0;
+  if (!r.get(n) || n > 1024) return false;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string name;
+    uint64_t count = 0;
+    if (!r.get_str(name, 4096) || !r.get(count) || count > (r.buf.size() - r.pos) / sizeof(double)) return false;
+    std::vector<double> v(count);
+    std::memcpy(v.data(), r.buf.data() + r.pos, count * sizeof(double));
+    r.pos += count * sizeof(double);
+    m.emplace(std::move(name), std::move(v));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string default_ref_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "opcts").string();
+  if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "opcts").string();
+  return "";
+}
+
+std::string RefDiskCache::key(const Family& f, const Problem& p) {
+  return std::string(f.name()) + "/" + f.problem_id(p) + "@" + f.reference_version();
+}
+
+std::string RefDiskCache::path_of(const std::string& key) const {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(key.data(), key.size())));
+  const std::string family = key.substr(0, key.find('/'));
+  return (fs::path(dir_) / family / (std::string(hex) + ".ref")).string();
+}
+
+std::optional<References> RefDiskCache::load(const std::string& key) const {
+  if (!enabled()) return std::nullopt;
+  std::ifstream f(path_of(key), std::ios::binary);
+  if (!f) return std::nullopt;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string buf = ss.str();
+  if (buf.size() < sizeof kMagic + sizeof(uint32_t) + sizeof(uint64_t)) return std::nullopt;
+  // The checksum (last 8 bytes) covers everything before it: a truncated or flipped file fails.
+  uint64_t sum = 0;
+  std::memcpy(&sum, buf.data() + buf.size() - sizeof sum, sizeof sum);
+  if (sum != fnv1a(buf.data(), buf.size() - sizeof sum)) return std::nullopt;
+  const std::string body = buf.substr(0, buf.size() - sizeof sum);
+  Reader r{body};
+  char magic[8];
+  uint32_t format = 0;
+  std::string stored_key;
+  if (!r.get(magic) || std::memcmp(magic, kMagic, sizeof kMagic) != 0 || !r.get(format) || format != kFormat ||
+      !r.get_str(stored_key, 1 << 16) || stored_key != key)
+    return std::nullopt;
+  References refs;
+  if (!get_maps(r, refs.exact) || !get_maps(r, refs.lowp) || !get_maps(r, refs.bound) || r.pos != body.size())
+    return std::nullopt;
+  return refs;
+}
+
+void RefDiskCache::store(const std::string& key, const References& refs) const {
+  if (!enabled()) return;
+  // A reference larger than this (a 4096² prefill's O is hundreds of MiB) costs about as
+  // much to write and read back as to compute, and would fill the disk: not cached.
+  constexpr size_t kMaxBytes = size_t{64} << 20;
+  size_t bytes = 0;
+  for (const auto* m : {&refs.exact, &refs.lowp, &refs.bound})
+    for (const auto& [name, v] : *m) bytes += v.size() * sizeof(double);
+  if (bytes > kMaxBytes) return;
+  std::string out;
+  out.append(kMagic, sizeof kMagic);
+  put(out, kFormat);
+  put_str(out, key);
+  put_maps(out, refs.exact);
+  put_maps(out, refs.lowp);
+  put_maps(out, refs.bound);
+  put(out, fnv1a(out.data(), out.size()));
+  const fs::path dst = path_of(key);
+  std::error_code ec;
+  fs::create_directories(dst.parent_path(), ec);
+  const fs::path tmp = dst.string() + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(out.data(), static_cast<std::streamsize>(out.size()));
+    if (!f) {
+      fs::remove(tmp, ec);
+      return;
+    }
+  }
+  fs::rename(tmp, dst, ec);  // atomic on one file system: readers see the old file or the new one
+  if (ec) fs::remove(tmp, ec);
+}
+
+}  // namespace opcts

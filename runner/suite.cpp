@@ -1,0 +1,91 @@
+// Loading the suite's data files and deciding skips.
+#include "runner/suite.hpp"
+
+#include <set>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace opcts {
+
+namespace fs = std::filesystem;
+
+std::string default_cases_dir() {
+  if (const char* env = std::getenv("OPCTS_CASES_DIR"); env && *env) return env;
+  return OPCTS_SOURCE_CASES_DIR;  // set by CMake to <source>/cases
+}
+
+Suite::Suite(const Registry& reg, const SuiteOptions& opt)
+    : reg_(&reg),
+      archs_(ArchTable::load(opt.cases_dir + "/archs.yaml")),
+      arch_(archs_.get(opt.arch)),
+      manifest_(Manifest::empty(opt.arch)),
+      tolerances_(ToleranceTable::load(opt.cases_dir + "/tolerances.yaml")) {
+  std::string mpath = opt.manifest;
+  if (mpath.empty()) {
+    const std::string def = opt.cases_dir + "/manifests/" + opt.arch + ".yaml";
+    if (fs::exists(def)) mpath = def;
+  }
+  if (!mpath.empty()) {
+    manifest_ = Manifest::load(mpath);
+    if (!manifest_.arch().empty() && manifest_.arch() != opt.arch)
+      throw std::invalid_argument(mpath + ": manifest is for arch '" + manifest_.arch() + "', not '" + opt.arch + "'");
+  }
+  if (!opt.load_catalogs) return;
+  std::vector<std::string> paths{opt.cases_dir};
+  paths.insert(paths.end(), opt.catalogs.begin(), opt.catalogs.end());
+  cases_ = make_cases(*reg_, load_catalogs(*reg_, paths), arch_, opt.include_planted);
+  // A planted impl exists to fail: each of its cases is an implied strict xfail, so a caught
+  // bug is XFAIL (neither rerun nor a gate failure) and a missed one is XPASS, which fails
+  // the run and the gate.
+  std::set<std::string> planted;
+  for (const auto& c : cases_)
+    if (c.impl->planted() && planted.insert(c.id.substr(0, c.id.find('/'))).second) {
+      ManifestEntry e;
+      e.kind = EntryKind::xfail;
+      e.match = c.id.substr(0, c.id.find('/')) + "/*";
+      e.reason = "planted bug: " + std::string(c.impl->name()) +
+                 " exists to fail; every case it runs must FAIL (a PASS means the suite missed its bug)";
+      e.source = "planted impl " + std::string(c.impl->name());
+      e.planted = true;
+      manifest_.append(std::move(e));
+    }
+}
+
+std::optional<std::string> Suite::skip_reason(const Case& c) const {
+  for (const auto& cap : c.impl->required_caps())
+    if (!arch_.has(cap)) return "arch " + arch_.name + " lacks capability '" + cap + "' needed by " + std::string(c.impl->name());
+  const Support s = c.impl->supports(*c.problem, arch_);
+  if (!s.ok) return s.reason;
+  if (const ManifestEntry* e = manifest_.find(EntryKind::skip, c.id))
+    return "manifest skip (" + e->source + "): " + e->reason;
+  return std::nullopt;
+}
+
+Case case_from_id(const Registry& reg, const std::string& id) {
+  const auto slash = id.find('/');
+  const auto dot = id.find('.');
+  if (slash == std::string::npos || dot == std::string::npos || dot > slash)
+    throw std::invalid_argument("case id '" + id + "': expected <family>.<impl>/<problem>");
+  const std::string fam = id.substr(0, dot);
+  const std::string impl_tok = id.substr(dot + 1, slash - dot - 1);
+  const Family* f = reg.family(fam);
+  if (!f) throw std::invalid_argument("case id '" + id + "': unknown family '" + fam + "'");
+  const Impl* impl = reg.impl_by_id_token(impl_tok);
+  if (!impl || impl->family() != f->name())
+    throw std::invalid_argument("case id '" + id + "': unknown impl '" + impl_tok + "' of family " + fam);
+  Case c;
+  c.family = f;
+  c.impl = impl;
+  c.problem = f->parse_id(id.substr(slash + 1));
+  c.id = case_id(*f, *impl, *c.problem);
+  if (c.id != id) throw std::invalid_argument("case id '" + id + "' is not canonical; did you mean '" + c.id + "'?");
+  c.source = "id";
+  return c;
+}
+
+std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest) {
+  return "opcts repro '" + id + "' --arch " + arch + (manifest.empty() ? "" : " --manifest '" + manifest + "'");
+}
+
+}  // namespace opcts

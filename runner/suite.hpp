@@ -1,0 +1,64 @@
+// The loaded suite: registry, arch table, tolerance table, manifest and the cases of one arch.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/catalog.hpp"
+#include "core/family.hpp"
+#include "runner/manifest.hpp"
+#include "runner/tolerance.hpp"
+
+namespace opcts {
+
+/// Where the suite's data lives and what to add to it.
+struct SuiteOptions {
+  std::string cases_dir;              // built-in catalogs, archs.yaml, tolerances.yaml, manifests/
+  std::vector<std::string> catalogs;  // --catalog: a user's own files or folders, added to the built-ins
+  std::string arch;                   // resolved arch name ("sm90", "host")
+  std::string manifest;               // --manifest; default <cases_dir>/manifests/<arch>.yaml if it exists
+  bool load_catalogs = true;          // workers rebuild cases from ids and need no catalogs
+  bool include_planted = false;       // add the cases of planted-bug impls (they must FAIL)
+};
+
+/// The default cases folder: $OPCTS_CASES_DIR, else the source tree's cases/ compiled in.
+std::string default_cases_dir();
+
+/// Everything a run needs, loaded once.
+class Suite {
+ public:
+  /// Loads archs.yaml, tolerances.yaml, the manifest and the catalogs of `reg`'s families
+  /// (the registry is the caller's: the composition root, a test's fake families, a plugin set). Throws YamlError
+  /// (file:line) or std::invalid_argument (unknown arch) with a message fit for the user.
+  Suite(const Registry& reg, const SuiteOptions& opt);
+
+  const Registry& registry() const { return *reg_; }
+  const ArchInfo& arch() const { return arch_; }
+  const ArchTable& archs() const { return archs_; }
+  const Manifest& manifest() const { return manifest_; }
+  const ToleranceTable& tolerances() const { return tolerances_; }
+  /// Every case of the arch (all tiers, unfiltered), sorted by id.
+  const std::vector<Case>& all_cases() const { return cases_; }
+
+  /// Capability, impl support and manifest skip, in that order: the SKIP reason, or
+  /// nullopt when the case must run.
+  std::optional<std::string> skip_reason(const Case& c) const;
+
+ private:
+  const Registry* reg_;
+  ArchTable archs_;
+  ArchInfo arch_;
+  Manifest manifest_;
+  ToleranceTable tolerances_;
+  std::vector<Case> cases_;
+};
+
+/// Rebuilds a case from its id alone ("<family>.<impl token>/<problem id>"): what
+/// `opcts repro` and the worker use. Throws std::invalid_argument naming the bad part.
+Case case_from_id(const Registry& reg, const std::string& id);
+
+/// The one-line command that reproduces a case (with --manifest when the run named one).
+std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest = "");
+
+}  // namespace opcts
