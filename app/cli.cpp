@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   add_selection(list, sel);
   list->add_flag("-v,--verbose", verbose, "show tier, catalog source and whether the case would run or SKIP");
   list->add_flag("--count", count_only, "print only the number of cases");
+  std::string fields_of;
+  list->add_option("--fields", fields_of, "print a family's problem fields (YAML keys, forms, id spelling) instead; 'all' for every family");
 
   RunFlags rf;
   auto* run = app.add_subcommand("run", "run cases in worker processes and write reports");
@@ -113,7 +115,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   try {
-    if (*list) return cmd_list(sel, verbose, count_only);
+    if (*list) return fields_of.empty() ? cmd_list(sel, verbose, count_only) : cmd_list_fields(fields_of);
     if (*run) return cmd_run(sel, rf, argv[0]);
     if (*repro) return cmd_repro(repro_id, sel, repro_device, repro_json);
     if (*resources) return cmd_resources(resources_out);

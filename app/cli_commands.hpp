@@ -52,6 +52,8 @@ struct RunFlags {
 };
 
 int cmd_list(const Selection& s, bool verbose, bool count_only);
+/// Prints the field table of `family` ("all": of every family).
+int cmd_list_fields(const std::string& family);
 int cmd_run(const Selection& s, const RunFlags& f, const char* argv0);
 int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out);
 int cmd_resources(const std::string& out);

@@ -59,6 +59,22 @@ int cmd_list(const Selection& s, bool verbose, bool count_only) {
 
 
 
+int cmd_list_fields(const std::string& family) {
+  const Registry& reg = builtin_registry();
+  bool any = false;
+  for (const Family* f : reg.families()) {
+    if (family != "all" && f->name() != family) continue;
+    std::cout << (any ? "\n" : "") << f->describe_fields();
+    any = true;
+  }
+  if (!any) {
+    std::string known;
+    for (const Family* f : reg.families()) known += (known.empty() ? "" : ", ") + std::string(f->name());
+    throw std::invalid_argument("--fields: unknown family '" + family + "' (known: " + known + ", or all)");
+  }
+  return 0;
+}
+
 namespace {
 
 // Fails before any case runs when a report could not be written afterwards: creates the

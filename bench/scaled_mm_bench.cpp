@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
                              "_k" + std::to_string(s.k) + "_out_bf16_random";
       const auto p = fam.parse_id(id);
       const TensorMap in = fam.make_inputs(*p, case_seed(fam, *p));
-      const auto prepared = prepare_scaled_mm(dynamic_cast<const scaled_mm::Problem&>(*p), in);
+      const auto prepared = prepare_scaled_mm((*p).as<scaled_mm::Problem>(), in);
       double lt = -1, mx = -1;
       try {
         lt = flops / time_ms([&] { launch_scaled_mm(prepared, true, nullptr); }) / 1e9;

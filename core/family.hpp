@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "core/arch.hpp"
@@ -17,11 +19,34 @@ class Node;
 
 namespace opcts {
 
-/// Base of every family's problem type; each family downcasts to its own aggregate.
-struct Problem {
-  virtual ~Problem() = default;
+/// Any family's problem: an immutable value of the family's own plain aggregate (sdpa::Problem,
+/// scaled_mm::Problem, ...), type-erased so that the runner holds problems without knowing
+/// their families. `as<P>()` gives the aggregate back. Any aggregate converts implicitly (a
+/// copy), so a test can hand `sdpa::Problem{...}` to a Family or Impl directly.
+class Problem {
+ public:
+  template <class P, std::enable_if_t<!std::is_same_v<std::decay_t<P>, Problem>, int> = 0>
+  Problem(P p) : value_(std::make_shared<const P>(std::move(p))), type_(&typeid(P)) {}  // implicit: see above
+  /// The aggregate; throws std::logic_error when the problem is of another type (a family
+  /// handed another family's problem: a bug in the caller).
+  template <class P>
+  const P& as() const {
+    if (*type_ != typeid(P))
+      throw std::logic_error(std::string("a problem of type ") + type_->name() + " read as " + typeid(P).name());
+    return *static_cast<const P*>(value_.get());
+  }
+
+ private:
+  std::shared_ptr<const void> value_;
+  const std::type_info* type_;
 };
 using ProblemPtr = std::shared_ptr<const Problem>;
+
+/// A shared problem holding a copy of `p`.
+template <class P>
+ProblemPtr make_problem(P p) {
+  return std::make_shared<const Problem>(std::move(p));
+}
 
 /// Work of a problem, for shard balancing: floating-point operations and bytes moved.
 struct Cost {
@@ -81,6 +106,10 @@ class Family {
   virtual std::string reference_version() const { return "1"; }
   /// Device memory a run needs (inputs plus outputs), for the fits-in-memory SKIP.
   virtual double device_bytes(const Problem& p) const { return cost(p).bytes; }
+  /// The problem's fields, one per line (`opcts list --fields FAMILY`; core/fields.hpp).
+  virtual std::string describe_fields() const = 0;
+  /// Whether two problems of this family are the same value (every field equal).
+  virtual bool equal(const Problem& a, const Problem& b) const = 0;
 };
 
 /// What an impl is given besides the problem.

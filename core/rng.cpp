@@ -1,5 +1,5 @@
 // Philox-based tensor fills.
-#include "harness/rng.hpp"
+#include "core/rng.hpp"
 
 #include <cmath>
 #include <cstdio>

@@ -19,14 +19,13 @@
 #include <vector>
 
 #include "core/family.hpp"
+#include "core/fields.hpp"
 
 namespace opcts::cast {
 
 enum class Input { exhaustive, all_codes, edges, random };
-std::string_view to_string(Input i);
-Input parse_input(std::string_view s);
 
-struct Problem final : opcts::Problem {
+struct Problem {
   DType from = DType::fp32;
   DType to = DType::e4m3fn;
   Overflow overflow = Overflow::satfinite;
@@ -38,7 +37,12 @@ struct Problem final : opcts::Problem {
   /// Throws std::invalid_argument naming the field: unsupported direction, a policy the
   /// target has no code for (finite formats and int4 only saturate), rounding off e8m0, ...
   void validate() const;
+  bool operator==(const Problem&) const = default;
 };
+
+/// The field table (refimpl/cast_fields.cpp): YAML keys from, to, overflow, rounding, input,
+/// count; the id below.
+const kit::FieldTable<Problem>& fields();
 
 /// "fp16_to_e4m3fn_satfinite_exhaustive", "fp32_to_e8m0fnu_ceil_nonsaturating_edges",
 /// "fp32_to_e5m2_satfinite_random4000000", "e2m1fn_to_fp32_allcodes".

@@ -1,7 +1,7 @@
 // The cast family wired into the registry: YAML problems, ids, inputs and the codec reference.
-#include <yaml-cpp/yaml.h>
+#include <cmath>
 
-#include "core/yaml_util.hpp"
+#include "core/kit_family.hpp"
 #include "refimpl/cast.hpp"
 
 namespace opcts {
@@ -10,44 +10,10 @@ namespace {
 
 using cast::Problem;
 
-class CastFamily final : public Family {
+class CastFamily final : public KitFamily<Problem> {
  public:
   std::string_view name() const override { return "cast"; }
-
-  ProblemPtr parse(const YAML::Node& n) const override {
-    if (!n.IsMap()) throw std::runtime_error("a cast problem must be a map");
-    for (const auto& kv : n) {
-      const auto k = kv.first.as<std::string>();
-      if (k != "from" && k != "to" && k != "overflow" && k != "rounding" && k != "input" && k != "count")
-        throw std::runtime_error("unknown cast field '" + k + "' (expected from, to, overflow, rounding, input, count)");
-    }
-    auto p = std::make_shared<Problem>();
-    if (!n["from"] || !n["to"] || !n["input"]) throw std::runtime_error("a cast problem needs from, to and input");
-    p->from = parse_dtype(field_as<std::string>(n, "from"));
-    p->to = parse_dtype(field_as<std::string>(n, "to"));
-    p->input = cast::parse_input(field_as<std::string>(n, "input"));
-    if (n["overflow"]) {
-      const auto o = field_as<std::string>(n, "overflow");
-      if (o == "satfinite") p->overflow = Overflow::satfinite;
-      else if (o == "nonsaturating") p->overflow = Overflow::nonsaturating;
-      else throw std::runtime_error("overflow '" + o + "': expected satfinite or nonsaturating");
-    }
-    if (n["rounding"]) {
-      const auto r = field_as<std::string>(n, "rounding");
-      if (r == "floor") p->rounding = ScaleRounding::floor;
-      else if (r == "ceil") p->rounding = ScaleRounding::ceil;
-      else if (r == "rne") p->rounding = ScaleRounding::rne;
-      else throw std::runtime_error("rounding '" + r + "': expected floor, ceil or rne");
-    }
-    if (n["count"]) p->count = field_as<int64_t>(n, "count");
-    p->validate();
-    return p;
-  }
-
-  std::string problem_id(const opcts::Problem& p) const override { return cast::problem_id(get(p)); }
-  ProblemPtr parse_id(std::string_view id) const override {
-    return std::make_shared<Problem>(cast::parse_problem_id(id));
-  }
+  const kit::FieldTable<Problem>& fields() const override { return cast::fields(); }
 
   Cost cost(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
@@ -85,9 +51,6 @@ class CastFamily final : public Family {
 
   // One input and one output element per value, each at most 4 bytes on the device.
   double device_bytes(const opcts::Problem& p) const override { return cost(p).bytes; }
-
- private:
-  static const Problem& get(const opcts::Problem& p) { return dynamic_cast<const Problem&>(p); }
 };
 
 }  // namespace

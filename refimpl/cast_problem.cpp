@@ -21,30 +21,7 @@ bool has_overflow_code(DType t) {
   return !i.is_integer && i.format.specials != Specials::finite;
 }
 
-std::string_view overflow_name(Overflow o) { return o == Overflow::satfinite ? "satfinite" : "nonsaturating"; }
-std::string_view rounding_name(ScaleRounding r) {
-  return r == ScaleRounding::floor ? "floor" : r == ScaleRounding::ceil ? "ceil" : "rne";
-}
-
 }  // namespace
-
-std::string_view to_string(Input i) {
-  switch (i) {
-    case Input::exhaustive: return "exhaustive";
-    case Input::all_codes: return "allcodes";
-    case Input::edges: return "edges";
-    case Input::random: return "random";
-  }
-  return "?";
-}
-
-Input parse_input(std::string_view s) {
-  if (s == "exhaustive") return Input::exhaustive;
-  if (s == "allcodes" || s == "all_codes") return Input::all_codes;
-  if (s == "edges") return Input::edges;
-  if (s == "random") return Input::random;
-  throw std::invalid_argument("unknown cast input '" + std::string(s) + "' (expected exhaustive, all_codes, edges, random)");
-}
 
 bool Problem::decoding() const { return is_narrow(from); }
 
@@ -68,75 +45,8 @@ void Problem::validate() const {
   if (input == Input::random && count <= 0) throw std::invalid_argument("random input needs count > 0");
 }
 
-std::string problem_id(const Problem& p) {
-  std::string id(name(p.from));
-  id.append("_to_").append(name(p.to));
-  if (p.decoding()) return id.append("_allcodes");
-  if (p.to == DType::e8m0fnu) id.append("_").append(rounding_name(p.rounding));
-  id.append("_").append(overflow_name(p.overflow)).append("_").append(to_string(p.input));
-  if (p.input == Input::random) id.append(std::to_string(p.count));
-  return id;
-}
-
-Problem parse_problem_id(std::string_view id) {
-  auto fail = [&](const std::string& why) -> Problem {
-    throw std::invalid_argument("cast id '" + std::string(id) + "': " + why);
-  };
-  const auto to_pos = id.find("_to_");
-  if (to_pos == std::string_view::npos) return fail("expected FROM_to_TO_...");
-  Problem p;
-  std::vector<std::string> rest;
-  std::string tail(id.substr(to_pos + 4));
-  for (size_t s = 0, e; s <= tail.size(); s = e + 1) {
-    e = tail.find('_', s);
-    if (e == std::string::npos) e = tail.size();
-    rest.push_back(tail.substr(s, e - s));
-  }
-  try {
-    p.from = parse_dtype(id.substr(0, to_pos));
-    p.to = parse_dtype(rest.at(0));
-  } catch (const std::exception& e) {
-    return fail(e.what());
-  }
-  size_t i = 1;
-  if (p.decoding()) {
-    if (rest.size() != 2 || rest[1] != "allcodes") return fail("a decoding id ends in _allcodes");
-    p.input = Input::all_codes;
-    p.validate();
-    return p;
-  }
-  if (p.to == DType::e8m0fnu) {
-    if (i >= rest.size()) return fail("missing rounding");
-    if (rest[i] == "floor") p.rounding = ScaleRounding::floor;
-    else if (rest[i] == "ceil") p.rounding = ScaleRounding::ceil;
-    else if (rest[i] == "rne") p.rounding = ScaleRounding::rne;
-    else return fail("token '" + rest[i] + "': expected floor, ceil or rne");
-    ++i;
-  }
-  if (i + 2 != rest.size()) return fail("expected _POLICY_INPUT after the target");
-  if (rest[i] == "satfinite") p.overflow = Overflow::satfinite;
-  else if (rest[i] == "nonsaturating") p.overflow = Overflow::nonsaturating;
-  else return fail("token '" + rest[i] + "': expected satfinite or nonsaturating");
-  const std::string& in = rest[i + 1];
-  if (in.rfind("random", 0) == 0) {
-    p.input = Input::random;
-    const auto digits = in.substr(6);
-    auto r = std::from_chars(digits.data(), digits.data() + digits.size(), p.count);
-    if (r.ec != std::errc() || r.ptr != digits.data() + digits.size()) return fail("token '" + in + "': expected randomN");
-  } else {
-    try {
-      p.input = parse_input(in);
-    } catch (const std::exception& e) {
-      return fail(e.what());
-    }
-  }
-  try {
-    p.validate();
-  } catch (const std::exception& e) {
-    return fail(e.what());
-  }
-  return p;
-}
+std::string problem_id(const Problem& p) { return fields().id(p); }
+Problem parse_problem_id(std::string_view id) { return fields().parse_id(id); }
 
 std::vector<float> edge_values(DType to) {
   const auto& info = dtype_info(to);

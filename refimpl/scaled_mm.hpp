@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "core/family.hpp"
+#include "core/fields.hpp"
 #include "refimpl/quant.hpp"
 
 namespace opcts::scaled_mm {
@@ -65,9 +66,8 @@ enum class Fill { random, exact };
 /// wrong dtype.
 enum class Defect { none, a_scale_shape, b_scale_shape, a_scale_dtype, b_scale_dtype };
 std::string_view to_string(Defect d);
-Defect parse_defect(std::string_view s);
 
-struct Problem final : opcts::Problem {
+struct Problem {
   int64_t m = 1, n = 1, k = 16;
   Layout a_layout = Layout::row;  // TN: A row-major (K contiguous) ...
   Layout b_layout = Layout::col;  // ... and B column-major (K contiguous), B passed as Bᵀ [N, K]
@@ -100,7 +100,13 @@ struct Problem final : opcts::Problem {
   /// recipe does not take, out_scale off e4m3fn, fast_accum where no library has it, ...), and
   /// for a contract violation whose expect_error does not name it.
   void validate() const;
+  bool operator==(const Problem&) const = default;
 };
+
+/// The field table (refimpl/scaled_mm_fields.cpp): YAML keys m, n, k (or nk: {n, k}),
+/// layout, lda, ldb, recipe, elem, mx_mode, scale_layout, out, out_scale, bias, fast_accum,
+/// fill, scale_exp, defect, expect_error; the id below.
+const kit::FieldTable<Problem>& fields();
 
 /// The first break of the operator's argument contract (the rules cuBLASLt documents and
 /// torch._scaled_mm checks): {argument, why}, or nullopt for a well-formed problem. Arguments:

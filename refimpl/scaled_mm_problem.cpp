@@ -18,38 +18,6 @@ constexpr const char* kRecipeNames[] = {"tensorwise", "rowwise", "blockwise_1x12
 bool is_ocp_fp8(DType t) { return t == DType::e4m3fn || t == DType::e5m2; }
 bool is_fnuz_fp8(DType t) { return t == DType::e4m3fnuz || t == DType::e5m2fnuz; }
 
-// Shortest round-trip decimal with '.'→'p', '-'→'m' and no '+': a valid gtest name piece.
-std::string num_token(double x) {
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, x);
-  std::string s;
-  for (const char* c = buf; c != r.ptr; ++c) {
-    if (*c == '.') s += 'p';
-    else if (*c == '-') s += 'm';
-    else if (*c != '+') s += *c;
-  }
-  return s;
-}
-
-double parse_num_token(const std::string& tok) {
-  std::string s;
-  for (char c : tok) s += c == 'p' ? '.' : c == 'm' ? '-' : c;
-  double v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) throw std::invalid_argument("not a number");
-  return v;
-}
-
-int64_t parse_int_after(const std::string& tok, size_t prefix) {
-  std::string s = tok.substr(prefix);
-  if (!s.empty() && s[0] == 'm') s[0] = '-';
-  int64_t v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size())
-    throw std::invalid_argument("token '" + tok + "': expected a number after '" + tok.substr(0, prefix) + "'");
-  return v;
-}
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Largest integer n such that every integer in [0, n] is representable in t.
@@ -94,14 +62,6 @@ std::string_view to_string(Defect d) {
     case Defect::b_scale_dtype: return "bscaledtype";
   }
   return "?";
-}
-
-Defect parse_defect(std::string_view s) {
-  for (Defect d : {Defect::none, Defect::a_scale_shape, Defect::b_scale_shape, Defect::a_scale_dtype,
-                   Defect::b_scale_dtype})
-    if (s == to_string(d)) return d;
-  throw std::invalid_argument("unknown defect '" + std::string(s) +
-                              "' (expected ascaleshape, bscaleshape, ascaledtype, bscaledtype)");
 }
 
 int64_t Problem::eff_lda() const { return lda ? lda : a_layout == Layout::row ? k : m; }
@@ -229,114 +189,8 @@ void Problem::validate() const {
   if (!v && !expect_error.empty()) bad("expect_error: " + expect_error + " given, but the problem is valid");
 }
 
-std::string problem_id(const Problem& p) {
-  std::string id = std::string(to_string(p.recipe)) + "_" + std::string(name(p.a_elem)) + "_" + std::string(name(p.b_elem));
-  id += "_";
-  id += p.a_layout == Layout::row ? 't' : 'n';
-  id += p.b_layout == Layout::col ? 'n' : 't';
-  id += "_m" + std::to_string(p.m) + "_n" + std::to_string(p.n) + "_k" + std::to_string(p.k);
-  if (p.lda) id += "_lda" + std::to_string(p.lda);
-  if (p.ldb) id += "_ldb" + std::to_string(p.ldb);
-  if (p.is_mx()) id += p.mx_mode == quant::MxScaleMode::floor ? "_floor" : "_rceil";
-  if (p.block_scaled() && p.scale_layout == quant::ScaleLayout::row_major) id += "_scalerm";
-  id += "_out_" + std::string(name(p.out));
-  if (p.out == DType::e4m3fn) id += "_os" + num_token(p.out_scale);
-  if (p.bias) id += "_bias";
-  if (p.fast_accum) id += "_fastacc";
-  if (p.scale_exp) id += "_sexp" + std::string(p.scale_exp < 0 ? "m" : "") + std::to_string(std::abs(p.scale_exp));
-  id += p.fill == Fill::exact ? "_exact" : "_random";
-  if (p.defect != Defect::none) id += "_defect_" + std::string(to_string(p.defect));
-  if (!p.expect_error.empty()) id += "_expect_" + p.expect_error;
-  return id;
-}
-
-Problem parse_problem_id(std::string_view id_view) {
-  const std::string id(id_view);
-  auto fail = [&](const std::string& why) -> Problem {
-    throw std::invalid_argument("scaled_mm id '" + id + "': " + why);
-  };
-  Problem p;
-  size_t pos = std::string::npos;
-  // The longest recipe name that prefixes the id (blockwise names hold underscores).
-  size_t best = 0;
-  for (Recipe r : all_recipes()) {
-    const std::string nm(to_string(r));
-    if (id.size() > nm.size() && id.compare(0, nm.size(), nm) == 0 && id[nm.size()] == '_' && nm.size() > best) {
-      best = nm.size();
-      p.recipe = r;
-    }
-  }
-  if (!best) return fail("expected a recipe first (tensorwise, rowwise, blockwise_1x128_128x128, ...)");
-  pos = best + 1;
-  std::vector<std::string> t;
-  for (size_t s = pos, e; s <= id.size(); s = e + 1) {
-    e = id.find('_', s);
-    if (e == std::string::npos) e = id.size();
-    t.push_back(id.substr(s, e - s));
-  }
-  size_t i = 0;
-  auto next = [&](const char* what) -> const std::string& {
-    if (i >= t.size()) fail(std::string("ends before ") + what);
-    return t[i++];
-  };
-  try {
-    p.a_elem = parse_dtype(next("the A element"));
-    p.b_elem = parse_dtype(next("the B element"));
-    const std::string& lay = next("the layout");
-    if (lay.size() != 2 || (lay[0] != 't' && lay[0] != 'n') || (lay[1] != 't' && lay[1] != 'n'))
-      return fail("token '" + lay + "': expected a layout tn, nn, nt or tt");
-    p.a_layout = lay[0] == 't' ? Layout::row : Layout::col;
-    p.b_layout = lay[1] == 'n' ? Layout::col : Layout::row;
-    for (const char* dim : {"m", "n", "k"}) {
-      const std::string& tok = next(dim);
-      if (tok.rfind(dim, 0) != 0) return fail("token '" + tok + "': expected " + dim + "<N>");
-      (dim[0] == 'm' ? p.m : dim[0] == 'n' ? p.n : p.k) = parse_int_after(tok, 1);
-    }
-    if (i < t.size() && t[i].rfind("lda", 0) == 0) p.lda = parse_int_after(t[i++], 3);
-    if (i < t.size() && t[i].rfind("ldb", 0) == 0) p.ldb = parse_int_after(t[i++], 3);
-    if (i < t.size() && (t[i] == "floor" || t[i] == "rceil"))
-      p.mx_mode = t[i++] == "floor" ? quant::MxScaleMode::floor : quant::MxScaleMode::rceil;
-    if (i < t.size() && t[i] == "scalerm") {
-      p.scale_layout = quant::ScaleLayout::row_major;
-      ++i;
-    }
-    if (next("out") != "out") return fail("token '" + t[i - 1] + "': expected out_<dtype>");
-    p.out = parse_dtype(next("the output dtype"));
-    if (i < t.size() && t[i].rfind("os", 0) == 0) {
-      const std::string tok = t[i++];
-      try {
-        p.out_scale = parse_num_token(tok.substr(2));
-      } catch (const std::exception&) {
-        return fail("token '" + tok + "': expected os<number>");
-      }
-    }
-    if (i < t.size() && t[i] == "bias") p.bias = (++i, true);
-    if (i < t.size() && t[i] == "fastacc") p.fast_accum = (++i, true);
-    if (i < t.size() && t[i].rfind("sexp", 0) == 0) p.scale_exp = static_cast<int>(parse_int_after(t[i++], 4));
-    const std::string& fill = next("the fill");
-    if (fill == "exact") p.fill = Fill::exact;
-    else if (fill == "random") p.fill = Fill::random;
-    else return fail("token '" + fill + "': expected random or exact");
-    if (i < t.size() && t[i] == "defect") {
-      ++i;
-      p.defect = parse_defect(next("the defect"));
-    }
-    if (i < t.size() && t[i] == "expect") {
-      ++i;
-      std::string arg;
-      while (i < t.size()) arg += (arg.empty() ? "" : "_") + t[i++];
-      if (arg.empty()) return fail("expect_ needs an argument name");
-      p.expect_error = arg;
-    }
-    if (i != t.size()) return fail("unexpected token '" + t[i] + "'");
-    p.validate();
-  } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    if (what.rfind("scaled_mm id", 0) == 0) throw;
-    return fail(what);
-  }
-  return p;
-}
+std::string problem_id(const Problem& p) { return fields().id(p); }
+Problem parse_problem_id(std::string_view id) { return fields().parse_id(id); }
 
 ExactRanges exact_ranges(const Problem& p) {
   ExactRanges r;

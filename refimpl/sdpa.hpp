@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/family.hpp"
+#include "core/fields.hpp"
 
 namespace opcts::sdpa {
 
@@ -33,15 +34,13 @@ enum class Mask {
   causal_lower_right,  // keep j <= i + Sk - Sq (FlashAttention-2 causal, cuDNN BOTTOM_RIGHT)
 };
 std::string_view to_string(Mask m);
-/// "none", "causal_upper_left", "causal_lower_right"; throws std::invalid_argument.
-Mask parse_mask(std::string_view s);
 
 /// An explicit attn_mask input: boolean (true = attend) or additive (in the input dtype).
 enum class MaskTensor { none, boolean, additive };
 enum class Layout { bhsd, bshd };
 enum class Direction { forward, backward };
 
-struct Problem final : opcts::Problem {
+struct Problem {
   DType dtype = DType::bf16;
   int64_t batch = 1;
   int64_t heads_q = 1;
@@ -78,7 +77,15 @@ struct Problem final : opcts::Problem {
   /// poison_masked where every key is visible to some row). A broken argument contract
   /// (contract_violation below) is not malformed: it is a negative case.
   void validate() const;
+  bool operator==(const Problem&) const = default;
 };
+
+/// The field table (refimpl/sdpa_fields.cpp): YAML keys dtype; batch (default 1); heads (N or
+/// {q, kv}); seq (N or {q, k}); head_dim (N or {qk, v}); mask none | causal_upper_left |
+/// causal_lower_right; scale; window {left, right} (-1 = unbounded) or none; softcap;
+/// attn_mask none | bool | additive or {kind, per_batch, per_head}; poison_masked; layout
+/// bhsd | bshd; direction forward | backward; expect_error (a negative case). The id below.
+const kit::FieldTable<Problem>& fields();
 
 /// A break of the operator's argument contract that a user can write and every impl must
 /// refuse with opcts::InvalidArgument naming `argument` (Family::expected_error):

@@ -1,11 +1,9 @@
 // The sdpa family: YAML problems, ids, inputs and references wired into the registry.
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <limits>
 
 #include "core/rng.hpp"
-#include "core/yaml_util.hpp"
+#include "core/kit_family.hpp"
 #include "refimpl/sdpa.hpp"
 
 namespace opcts {
@@ -14,133 +12,14 @@ namespace {
 
 using sdpa::Problem;
 
-// `heads: 12` or `heads: {q: 32, kv: 8}`; likewise `seq`.
-std::pair<int64_t, int64_t> pair_field(const YAML::Node& n, const char* field, const char* a, const char* b) {
-  const YAML::Node v = n[field];
-  if (!v) throw std::runtime_error(std::string("missing field '") + field + "'");
-  if (v.IsScalar()) {
-    const auto x = field_as<int64_t>(n, field);
-    return {x, x};
-  }
-  if (!v.IsMap() || !v[a] || !v[b])
-    throw std::runtime_error(std::string("field '") + field + "' must be a number or {" + a + ": N, " + b + ": N}");
-  for (const auto& kv : v) {
-    const auto k = kv.first.as<std::string>();
-    if (k != a && k != b)
-      throw std::runtime_error(std::string("field '") + field + "': unknown key '" + k + "' (expected " + a + ", " + b + ")");
-  }
-  return {field_as<int64_t>(v, a), field_as<int64_t>(v, b)};
-}
-
-bool bool_field(const YAML::Node& n, const char* field) { return field_as<bool>(n, field); }
-
-constexpr const char* kFields[] = {"dtype",  "batch",     "heads",  "seq",           "head_dim", "mask",
-                                   "scale",  "window",    "softcap", "attn_mask",    "poison_masked",
-                                   "layout", "direction", "expect_error"};
-
 // The boolean rule of the attn_mask inputs (sdpa.hpp): row i ≡ 3 (mod 8) fully masked, every
 // other element kept with probability 0.8, element e of the mask tensor drawing stream 4.
 bool mask_keeps(uint64_t seed, int64_t e, int64_t row) { return row % 8 != 3 && uniform01(seed, 4, e) < 0.8; }
 
-class SdpaFamily final : public Family {
+class SdpaFamily final : public KitFamily<Problem> {
  public:
   std::string_view name() const override { return "sdpa"; }
-
-  // Fields: dtype; batch (default 1); heads (N or {q, kv}); seq (N or {q, k}); head_dim (N or
-  // {qk, v}); mask none | causal_upper_left | causal_lower_right; scale; window {left, right}
-  // (-1 = unbounded, either may be left out) or none; softcap; attn_mask none | bool | additive
-  // or {kind: bool | additive, per_batch, per_head}; poison_masked; layout bhsd | bshd;
-  // direction forward | backward; expect_error (a negative case: the argument impls must refuse).
-  ProblemPtr parse(const YAML::Node& n) const override {
-    if (!n.IsMap()) throw std::runtime_error("an sdpa problem must be a map");
-    for (const auto& kv : n) {
-      const auto k = kv.first.as<std::string>();
-      bool ok = false;
-      for (const char* f : kFields) ok = ok || k == f;
-      if (!ok)
-        throw std::runtime_error("unknown sdpa field '" + k +
-                                 "' (expected dtype, batch, heads, seq, head_dim, mask, scale, window, softcap, "
-                                 "attn_mask, poison_masked, layout, direction, expect_error)");
-    }
-    auto p = std::make_shared<Problem>();
-    if (!n["dtype"]) throw std::runtime_error("missing field 'dtype'");
-    p->dtype = parse_dtype(field_as<std::string>(n, "dtype"));
-    p->batch = n["batch"] ? field_as<int64_t>(n, "batch") : 1;
-    std::tie(p->heads_q, p->heads_kv) = pair_field(n, "heads", "q", "kv");
-    std::tie(p->seq_q, p->seq_k) = pair_field(n, "seq", "q", "k");
-    if (!n["head_dim"]) throw std::runtime_error("missing field 'head_dim'");
-    std::tie(p->head_dim, p->head_dim_v) = pair_field(n, "head_dim", "qk", "v");
-    p->mask = n["mask"] ? sdpa::parse_mask(field_as<std::string>(n, "mask")) : sdpa::Mask::none;
-    if (n["scale"]) p->scale = field_as<double>(n, "scale");
-    if (const YAML::Node w = n["window"]) {
-      if (w.IsScalar() && w.Scalar() == "none") {
-      } else if (w.IsMap()) {
-        for (const auto& kv : w) {
-          const auto k = kv.first.as<std::string>();
-          if (k != "left" && k != "right") throw std::runtime_error("field 'window': unknown key '" + k + "' (expected left, right)");
-        }
-        if (w["left"]) p->window_left = field_as<int64_t>(w, "left");
-        if (w["right"]) p->window_right = field_as<int64_t>(w, "right");
-      } else {
-        throw std::runtime_error("field 'window' must be {left: L, right: R} (-1 = unbounded) or none");
-      }
-    }
-    if (n["softcap"]) p->softcap = field_as<double>(n, "softcap");
-    if (const YAML::Node m = n["attn_mask"]) {
-      auto kind = [&](const std::string& k) {
-        if (k == "none") return sdpa::MaskTensor::none;
-        if (k == "bool" || k == "boolean") return sdpa::MaskTensor::boolean;
-        if (k == "additive") return sdpa::MaskTensor::additive;
-        throw std::runtime_error("field 'attn_mask': unknown kind '" + k + "' (expected none, bool or additive)");
-      };
-      if (m.IsScalar()) {
-        p->mask_tensor = kind(m.Scalar());
-      } else if (m.IsMap()) {
-        for (const auto& kv : m) {
-          const auto k = kv.first.as<std::string>();
-          if (k != "kind" && k != "per_batch" && k != "per_head")
-            throw std::runtime_error("field 'attn_mask': unknown key '" + k + "' (expected kind, per_batch, per_head)");
-        }
-        if (!m["kind"]) throw std::runtime_error("field 'attn_mask': missing 'kind' (bool or additive)");
-        p->mask_tensor = kind(field_as<std::string>(m, "kind"));
-        if (m["per_batch"]) p->mask_per_batch = bool_field(m, "per_batch");
-        if (m["per_head"]) p->mask_per_head = bool_field(m, "per_head");
-      } else {
-        throw std::runtime_error("field 'attn_mask' must be none, bool, additive or {kind, per_batch, per_head}");
-      }
-    }
-    if (n["poison_masked"]) p->poison_masked = bool_field(n, "poison_masked");
-    if (n["layout"]) {
-      const auto l = field_as<std::string>(n, "layout");
-      if (l == "bhsd") p->layout = sdpa::Layout::bhsd;
-      else if (l == "bshd") p->layout = sdpa::Layout::bshd;
-      else throw std::runtime_error("field 'layout': unknown layout '" + l + "' (expected bhsd or bshd)");
-    }
-    if (n["direction"]) {
-      const auto d = field_as<std::string>(n, "direction");
-      if (d == "forward") p->direction = sdpa::Direction::forward;
-      else if (d == "backward") p->direction = sdpa::Direction::backward;
-      else throw std::runtime_error("field 'direction': unknown direction '" + d + "' (expected forward or backward)");
-    }
-    try {
-      p->validate();
-    } catch (const std::invalid_argument& e) {
-      throw std::runtime_error(e.what());
-    }
-    const std::string expect = n["expect_error"] ? field_as<std::string>(n, "expect_error") : "";
-    const auto v = sdpa::contract_violation(*p);
-    if (v && expect != v->argument)
-      throw std::runtime_error("the problem breaks the argument contract (" + v->why + "): it needs expect_error: " +
-                               v->argument);
-    if (!v && !expect.empty()) throw std::runtime_error("expect_error: " + expect + " given, but the problem is valid");
-    return p;
-  }
-
-  std::string problem_id(const opcts::Problem& p) const override { return sdpa::problem_id(get(p)); }
-
-  ProblemPtr parse_id(std::string_view id) const override {
-    return std::make_shared<Problem>(sdpa::parse_problem_id(id));
-  }
+  const kit::FieldTable<Problem>& fields() const override { return sdpa::fields(); }
 
   std::string expected_error(const opcts::Problem& p) const override {
     const auto v = sdpa::contract_violation(get(p));
@@ -250,11 +129,8 @@ class SdpaFamily final : public Family {
   double device_bytes(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
     const double lse = static_cast<double>(p.batch) * p.heads_q * p.seq_q * 4;
-    return cost(p).bytes + lse;
+    return cost(pp).bytes + lse;
   }
-
- private:
-  static const Problem& get(const opcts::Problem& p) { return dynamic_cast<const Problem&>(p); }
 };
 
 }  // namespace

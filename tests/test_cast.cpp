@@ -32,13 +32,9 @@ int64_t mismatches(const Impl& impl, const cast::Problem& p) {
   return compare_output("y", out.at("y"), ref.exact.at("y"), nullptr, bitexact, worst).mismatches;
 }
 
-TEST(CastId, EveryCatalogIdRoundTrips) {
-  const auto entries = catalog();
-  ASSERT_GE(entries.size(), 80u);
-  for (const auto& e : entries) {
-    const auto p = cast::parse_problem_id(e.problem_id);
-    EXPECT_EQ(cast::problem_id(p), e.problem_id);
-  }
+// Every catalog id round-trips in tests/test_family_kit.cpp (KitRoundTrip); here, the spellings.
+TEST(CastId, SpellsTheE8m0Rounding) {
+  ASSERT_GE(catalog().size(), 80u);
   EXPECT_EQ(cast::problem_id(cast::parse_problem_id("fp32_to_e8m0fnu_ceil_nonsaturating_edges")),
             "fp32_to_e8m0fnu_ceil_nonsaturating_edges");
 }
@@ -99,7 +95,7 @@ TEST(CastReference, E4m3fnOverflowPolicies) {
 TEST(CastHostCvt, AgreesWithTheCodecOnEveryCatalogProblem) {
   const Impl* impl = builtin_registry().impl("host.cvt");
   for (const auto& e : catalog()) {
-    const auto& p = dynamic_cast<const cast::Problem&>(*e.problem);
+    const auto& p = (*e.problem).as<cast::Problem>();
     EXPECT_EQ(mismatches(*impl, p), 0) << e.problem_id;
   }
 }
@@ -110,7 +106,7 @@ TEST(CastPlanted, TiesUpFailsEveryEdgeAndExhaustiveCase) {
   const ArchInfo host{"host", "host"};
   int probed = 0;
   for (const auto& e : catalog()) {
-    const auto& p = dynamic_cast<const cast::Problem&>(*e.problem);
+    const auto& p = (*e.problem).as<cast::Problem>();
     if (p.input == cast::Input::random || !planted->supports(p, host).ok) continue;
     EXPECT_GT(mismatches(*planted, p), 0) << e.problem_id << ": the planted ties-up bug passed";
     ++probed;

@@ -1,4 +1,4 @@
-// Proves refimpl/codec (and codec_fast) against the format definitions: every code, every fp16/bf16 input, random fp32, edge classes.
+// Proves core/codec (and codec_fast) against the format definitions: every code, every fp16/bf16 input, random fp32, edge classes.
 //
 // Everything expected here is computed from sign/exponent/mantissa fields by formulas written in
 // this file (spec/numerics.md §1, codec.hpp's policies), never by calling codec.cpp: a decoder
@@ -740,7 +740,7 @@ TEST(CodecInt4, EveryFp16Input) {
       }
 }
 
-// ---- The fast array encoders (refimpl/codec_fast) --------------------------------------------
+// ---- The fast array encoders (core/codec_fast) --------------------------------------------
 
 void check_fast(DType t, void (*fast)(const float*, uint8_t*, size_t, Overflow), const std::vector<double>& xs) {
   const FloatFormat f = format_of(spec(t));

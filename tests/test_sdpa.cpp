@@ -280,11 +280,11 @@ std::string parse_error(const std::string& yaml) {
 }
 
 TEST(SdpaYaml, NewFieldsParse) {
-  const auto p = std::dynamic_pointer_cast<const sdpa::Problem>(family().parse(YAML::Load(
+  const ProblemPtr pp = family().parse(YAML::Load(
       "{dtype: bf16, heads: {q: 16, kv: 8}, seq: 64, head_dim: {qk: 192, v: 128}, mask: causal_lower_right, "
       "window: {left: 4095, right: -1}, softcap: 50, attn_mask: {kind: additive, per_head: true}, layout: bshd, "
-      "direction: backward}")));
-  ASSERT_TRUE(p);
+      "direction: backward}"));
+  const auto* p = &pp->as<sdpa::Problem>();
   EXPECT_EQ(p->head_dim, 192);
   EXPECT_EQ(p->head_dim_v, 128);
   EXPECT_EQ(p->window_left, 4095);
@@ -295,8 +295,9 @@ TEST(SdpaYaml, NewFieldsParse) {
   EXPECT_TRUE(p->mask_per_head);
   EXPECT_EQ(p->layout, sdpa::Layout::bshd);
   EXPECT_EQ(p->direction, sdpa::Direction::backward);
-  const auto b = std::dynamic_pointer_cast<const sdpa::Problem>(
-      family().parse(YAML::Load("{dtype: fp16, heads: 2, seq: 4, head_dim: 64, attn_mask: bool, window: {left: 3}}")));
+  const ProblemPtr bp =
+      family().parse(YAML::Load("{dtype: fp16, heads: 2, seq: 4, head_dim: 64, attn_mask: bool, window: {left: 3}}"));
+  const auto* b = &bp->as<sdpa::Problem>();
   EXPECT_EQ(b->mask_tensor, sdpa::MaskTensor::boolean);
   EXPECT_FALSE(b->mask_per_batch || b->mask_per_head);
   EXPECT_EQ(b->head_dim_v, 64);

@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 // n values of 0.25 + i/(4n), every k-th one zero (k = 0: none): within atol 1 of zero, so
 // only the trust check can tell an all-zero output from a right one.
-struct TrustProblem : Problem {
+struct TrustProblem {
   int64_t n = 64;
   int64_t zero_every = 0;
 };
@@ -29,14 +29,19 @@ class TrustFamily final : public Family {
   std::string_view name() const override { return "trustme"; }
   ProblemPtr parse(const YAML::Node&) const override { throw std::logic_error("not parsed"); }
   std::string problem_id(const Problem& p) const override {
-    const auto& t = dynamic_cast<const TrustProblem&>(p);
+    const auto& t = p.as<TrustProblem>();
     return "n" + std::to_string(t.n) + "_z" + std::to_string(t.zero_every);
   }
   ProblemPtr parse_id(std::string_view) const override { throw std::logic_error("not parsed"); }
+  std::string describe_fields() const override { return "n, zero_every"; }
+  bool equal(const Problem& a, const Problem& b) const override {
+    return a.as<TrustProblem>().n == b.as<TrustProblem>().n &&
+           a.as<TrustProblem>().zero_every == b.as<TrustProblem>().zero_every;
+  }
   Cost cost(const Problem&) const override { return {}; }
   std::vector<OutputSpec> outputs(const Problem&) const override { return {{"y", DType::fp32}}; }
   TensorMap make_inputs(const Problem& p, uint64_t) const override {
-    const auto& t = dynamic_cast<const TrustProblem&>(p);
+    const auto& t = p.as<TrustProblem>();
     HostTensor x(DType::fp32, {t.n});
     for (int64_t i = 0; i < t.n; ++i)
       x.set(i, t.zero_every && i % t.zero_every == 0 ? 0.0 : 0.25 + static_cast<double>(i) / (4.0 * t.n));
@@ -92,9 +97,7 @@ class ExecuteTrust : public ::testing::Test {
     suite_ = std::make_unique<Suite>(builtin_registry(), o);
   }
   ResultRecord run(Behaviour b, int64_t zero_every = 0, ExecOptions opts = {}, bool det = true, int64_t n = 64) {
-    auto p = std::make_shared<TrustProblem>();
-    p->n = n;
-    p->zero_every = zero_every;
+    const ProblemPtr p = make_problem(TrustProblem{.n = n, .zero_every = zero_every});
     impl_ = std::make_unique<TestImpl>(b, det);
     Case c;
     c.family = &family_;

@@ -42,7 +42,7 @@ class CudaCvt final : public Impl {
   bool planted() const override { return ties_up_; }
 
   Support supports(const Problem& pp, const ArchInfo&) const override {
-    const auto& p = dynamic_cast<const cast::Problem&>(pp);
+    const auto& p = pp.as<cast::Problem>();
     const DType narrow = p.decoding() ? p.from : p.to;
     if (!narrow_of(narrow))
       return Support::no("cuda.cvt: CUDA has no conversion intrinsic for " + std::string(opcts::name(narrow)));
@@ -54,11 +54,11 @@ class CudaCvt final : public Impl {
     // passed on the H200).
     if (ties_up_ && p.input == cast::Input::random)
       return Support::no("cuda.cvt_ties_up: random inputs need not hold an exact tie");
-    return cuda::fits_device_memory(family_def().device_bytes(p), name());
+    return cuda::fits_device_memory(family_def().device_bytes(pp), name());
   }
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext& ctx) const override {
-    const auto& p = dynamic_cast<const cast::Problem&>(pp);
+    const auto& p = pp.as<cast::Problem>();
     cuda::check(cudaSetDevice(ctx.device < 0 ? 0 : ctx.device), "cudaSetDevice");
     const HostTensor& x = in.at("x");
     const size_t n = static_cast<size_t>(x.numel());

@@ -152,7 +152,7 @@ class CudaScaledMm final : public Impl {
   std::string_view backend() const override { return "cuda"; }
 
   Support supports(const opcts::Problem& pp, const ArchInfo& arch) const override {
-    const auto& p = dynamic_cast<const Problem&>(pp);
+    const auto& p = pp.as<Problem>();
     if (!elem_of(p.a_elem) || !elem_of(p.b_elem))
       return Support::no(std::string(name()) + ": FNUZ elements (" + std::string(opcts::name(p.a_elem)) + ", " +
                          std::string(opcts::name(p.b_elem)) + ") are AMD gfx942 formats; CUDA has no FNUZ matmul");
@@ -179,7 +179,7 @@ class CudaScaledMm final : public Impl {
   }
 
   TensorMap run(const opcts::Problem& pp, const TensorMap& in, const RunContext& ctx) const override {
-    const auto& p = dynamic_cast<const Problem&>(pp);
+    const auto& p = pp.as<Problem>();
     // The operator's argument contract (torch._scaled_mm, cuBLASLt) binds every impl, also
     // a kernel that could compute the product anyway.
     if (const auto v = scaled_mm::contract_violation(p)) throw InvalidArgument(v->argument, v->why);

@@ -66,7 +66,7 @@ class CudnnSdpa final : public Impl {
   std::vector<std::string> required_caps() const override { return {"mma_sync_bf16"}; }  // sm80+
 
   Support supports(const Problem& pp, const ArchInfo& arch) const override {
-    const auto& p = dynamic_cast<const sdpa::Problem&>(pp);
+    const auto& p = pp.as<sdpa::Problem>();
     // A negative case runs so that run() refuses it with InvalidArgument naming the argument.
     if (sdpa::contract_violation(p)) return Support::yes();
     if (p.dtype != DType::fp16 && p.dtype != DType::bf16)
@@ -85,11 +85,11 @@ class CudnnSdpa final : public Impl {
     if (p.direction == sdpa::Direction::backward)
       extra = 4.0 * p.batch * p.heads_q * p.seq_q * (1 + p.head_dim) +
               2.0 * 2.0 * (p.batch * p.heads_q * p.seq_q * (p.head_dim + p.head_dim_v));
-    return cuda::fits_device_memory(family_def().device_bytes(p) + extra, name());
+    return cuda::fits_device_memory(family_def().device_bytes(pp) + extra, name());
   }
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext& ctx) const override {
-    const auto& p = dynamic_cast<const sdpa::Problem&>(pp);
+    const auto& p = pp.as<sdpa::Problem>();
     sdpa::check_contract(p);  // InvalidArgument naming the argument (negative cases)
     cuda::check(cudaSetDevice(ctx.device < 0 ? 0 : ctx.device), "cudaSetDevice");
     try {

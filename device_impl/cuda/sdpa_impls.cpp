@@ -159,7 +159,7 @@ class CudaSdpa final : public Impl {
   }
 
   Support supports(const Problem& pp, const ArchInfo&) const override {
-    const auto& p = dynamic_cast<const sdpa::Problem&>(pp);
+    const auto& p = pp.as<sdpa::Problem>();
     if (const Support s = plant_applies(p); !s.ok) return s;
     // A negative case runs so that run() refuses it with InvalidArgument.
     if (sdpa::contract_violation(p)) return Support::yes();
@@ -188,11 +188,11 @@ class CudaSdpa final : public Impl {
       scratch += 2.0 * static_cast<double>(p.batch) * p.heads_q * p.seq_q * p.head_dim_v * 2 +
                  4.0 * static_cast<double>(p.batch) * p.heads_q * p.seq_q;
     }
-    return cuda::fits_device_memory(family_def().device_bytes(p) + scratch, name());
+    return cuda::fits_device_memory(family_def().device_bytes(pp) + scratch, name());
   }
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext& ctx) const override {
-    const auto& p = dynamic_cast<const sdpa::Problem&>(pp);
+    const auto& p = pp.as<sdpa::Problem>();
     sdpa::check_contract(p);  // InvalidArgument naming the argument (negative cases)
     cuda::check(cudaSetDevice(ctx.device < 0 ? 0 : ctx.device), "cudaSetDevice");
     const bool bwd = is_backward(p);

@@ -42,7 +42,7 @@ class HostCvt final : public Impl {
   std::string_view backend() const override { return "host"; }
   bool planted() const override { return ties_up_; }
   Support supports(const Problem& pp, const ArchInfo&) const override {
-    const auto& p = dynamic_cast<const cast::Problem&>(pp);
+    const auto& p = pp.as<cast::Problem>();
     if (ties_up_ && (p.decoding() || p.to == DType::e8m0fnu || dtype_info(p.to).is_integer))
       return Support::no("host.cvt_ties_up plants its bug in encoding to fp8/fp6/fp4 only");
     // Its cases must FAIL; random inputs hit an exact tie only by chance.
@@ -52,7 +52,7 @@ class HostCvt final : public Impl {
   }
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext&) const override {
-    const auto& p = dynamic_cast<const cast::Problem&>(pp);
+    const auto& p = pp.as<cast::Problem>();
     const HostTensor& x = in.at("x");
     TensorMap out;
     HostTensor& y = out.emplace("y", HostTensor(p.to, x.shape())).first->second;

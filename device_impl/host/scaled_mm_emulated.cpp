@@ -177,7 +177,7 @@ class HostScaledMm final : public Impl {
   // (its cases are implied strict xfails: a PASS is the bug going unnoticed).
   Support supports(const opcts::Problem& pp, const ArchInfo&) const override {
     if (bug_ == Bug::none) return Support::yes();
-    const auto& p = dynamic_cast<const Problem&>(pp);
+    const auto& p = pp.as<Problem>();
     if (!p.expect_error.empty()) return Support::no(std::string(name()) + ": planted impls run valid problems only");
     const int64_t blk = scaled_mm::scale_block_k(p);
     switch (bug_) {
@@ -197,7 +197,7 @@ class HostScaledMm final : public Impl {
   }
 
   TensorMap run(const opcts::Problem& pp, const TensorMap& in, const RunContext&) const override {
-    const auto& p = dynamic_cast<const Problem&>(pp);
+    const auto& p = pp.as<Problem>();
     check_arguments(p, in);
     const int64_t M = p.m, N = p.n, K = p.k;
     const MatF a = code_values(in.at("a"), M, K);

@@ -268,7 +268,7 @@ class HostSdpaFlash final : public Impl {
   std::string_view backend() const override { return "host"; }
   Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext&) const override {
-    return host_sdpa::flash_run(dynamic_cast<const sdpa::Problem&>(pp), in, host_sdpa::Plant::none);
+    return host_sdpa::flash_run(pp.as<sdpa::Problem>(), in, host_sdpa::Plant::none);
   }
 };
 

@@ -34,12 +34,12 @@ class HostSdpaPlanted final : public Impl {
   bool planted() const override { return true; }
 
   Support supports(const Problem& pp, const ArchInfo&) const override {
-    const std::string why = sdpa::planted_bug_cannot_show(dynamic_cast<const sdpa::Problem&>(pp), plant_);
+    const std::string why = sdpa::planted_bug_cannot_show(pp.as<sdpa::Problem>(), plant_);
     return why.empty() ? Support::yes() : Support::no(why);
   }
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext&) const override {
-    return host_sdpa::flash_run(dynamic_cast<const sdpa::Problem&>(pp), in, plant_);
+    return host_sdpa::flash_run(pp.as<sdpa::Problem>(), in, plant_);
   }
 
  private:

@@ -1,0 +1,155 @@
+// The family kit (core/fields.hpp): tokens, the id reader, the derived parsers, the round trip of
+// every family's every catalog problem, and the stable case ids of every arch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include "app/builtins.hpp"
+#include "core/fields.hpp"
+#include "core/kit_family.hpp"
+#include "runner/catalog.hpp"
+#include "runner/suite.hpp"
+#include "test_util.hpp"
+
+namespace opcts {
+namespace {
+
+TEST(KitTokens, NumbersRoundTripAndStayGtestNames) {
+  for (double x : {0.0, 1.0, 0.5, 0.0625, 4.0, 30.0, -30.0, 0.1, 1e20, -1e-20, 0.3})
+    EXPECT_EQ(kit::parse_num_token(kit::num_token(x)), x) << kit::num_token(x);
+  EXPECT_EQ(kit::num_token(0.0625), "0p0625");
+  EXPECT_EQ(kit::num_token(-30), "m30");
+  EXPECT_EQ(kit::num_token(1e20), "1e20");  // no '+': ids are [a-z0-9_]
+  for (const char* bad : {"", "p", "1x", "1.5", "-1"}) EXPECT_THROW(kit::parse_num_token(bad), std::invalid_argument) << bad;
+  EXPECT_EQ(kit::int_token(-1), "m1");
+  EXPECT_EQ(kit::parse_int_token("m4095"), -4095);
+  for (const char* bad : {"", "m", "-5", "+5", "5a", "mm5"}) EXPECT_THROW(kit::parse_int_token(bad), std::invalid_argument) << bad;
+}
+
+TEST(KitIdReader, TakesSequencesAndPrefixes) {
+  kit::IdReader in("causal_lr_win4095xm1_expect_b_scale");
+  EXPECT_FALSE(in.take_seq("causal_ul"));
+  EXPECT_EQ(in.position(), 0u);
+  EXPECT_TRUE(in.take_seq("causal_lr"));
+  EXPECT_FALSE(in.take_prefixed("win4095xm1x").has_value());
+  EXPECT_EQ(in.take_prefixed("win").value(), "4095xm1");
+  EXPECT_FALSE(in.take_prefixed("expect").has_value());  // a prefix needs something after it
+  EXPECT_TRUE(in.take_seq("expect"));
+  EXPECT_EQ(in.take_rest(), "b_scale");
+  EXPECT_TRUE(in.done());
+  EXPECT_THROW(in.take("a dtype"), std::invalid_argument);
+}
+
+// A toy problem: the builders alone, with their defaults and optional tokens.
+enum class Shade { light, dark, dark_blue };
+struct Toy {
+  DType dtype = DType::fp32;
+  int64_t n = 1;
+  int64_t pad = 0;
+  Shade shade = Shade::light;
+  bool fast = false;
+  bool operator==(const Toy&) const = default;
+};
+
+const kit::FieldTable<Toy>& toy_fields() {
+  static const kit::FieldTable<Toy> t(
+      "toy",
+      {kit::dtype_bare<Toy>("dtype", &Toy::dtype, "fp32 | bf16"), kit::int_always<Toy>("n", &Toy::n, "n", "N", true),
+       kit::int_unless<Toy, int64_t>("pad", &Toy::pad, 0, "pad", "P"),
+       kit::choice<Toy>("shade", &Toy::shade,
+                        {{Shade::light, "light", ""}, {Shade::dark, "dark", "dark"}, {Shade::dark_blue, "dark_blue", "dark_blue"}}),
+       kit::flag<Toy>("fast", &Toy::fast, "fast")},
+      [](const Toy& p) {
+        if (p.n < 0) throw std::invalid_argument("n must be >= 0");
+      });
+  return t;
+}
+
+TEST(KitTable, DerivesParserPrinterAndErrors) {
+  const auto& t = toy_fields();
+  const Toy p = t.parse_yaml(YAML::Load("{dtype: bf16, n: 3, shade: dark_blue, fast: true}"));
+  EXPECT_EQ(p, (Toy{.dtype = DType::bf16, .n = 3, .shade = Shade::dark_blue, .fast = true}));
+  EXPECT_EQ(t.id(p), "bf16_n3_dark_blue_fast");  // the longest choice, not "dark" + a stray "blue"
+  EXPECT_EQ(t.parse_id("bf16_n3_dark_blue_fast"), p);
+  EXPECT_EQ(t.id(Toy{}), "fp32_n1");  // defaults leave their optional tokens out
+  EXPECT_EQ(t.parse_id("fp32_n1_pad8"), (Toy{.pad = 8}));
+
+  auto yaml_error = [&](const char* y) {
+    try {
+      t.parse_yaml(YAML::Load(y));
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(yaml_error("{dtype: fp32, n: 1, colour: red}").find("unknown toy field 'colour' (expected dtype, n, pad, shade, fast)"),
+            std::string::npos);
+  EXPECT_NE(yaml_error("{dtype: fp32}").find("missing field 'n'"), std::string::npos);
+  EXPECT_NE(yaml_error("{dtype: fp32, n: x}").find("field 'n': cannot read 'x' as an integer"), std::string::npos);
+  EXPECT_NE(yaml_error("{dtype: fp32, n: 1, shade: red}").find("field 'shade': unknown value 'red'"), std::string::npos);
+  EXPECT_NE(yaml_error("{dtype: fp32, n: -1}").find("n must be >= 0"), std::string::npos);
+
+  auto id_error = [&](const char* id) {
+    try {
+      t.parse_id(id);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(id_error("fp32_n1_purple").find("unexpected token 'purple'"), std::string::npos);
+  EXPECT_NE(id_error("fp32_x1").find("expected nN"), std::string::npos);
+  EXPECT_NE(id_error("fp32_n01").find("is not canonical: the problem's id is 'fp32_n1'"), std::string::npos);
+  EXPECT_NE(id_error("fp32_n1_pad0").find("not canonical"), std::string::npos);  // a default spelled out
+  EXPECT_NE(t.describe().find("shade: light | dark | dark_blue; id [dark|dark_blue]"), std::string::npos);
+}
+
+// Every problem of every family's catalogs (all tiers) survives id → problem → id unchanged,
+// and parsing its id gives back the very problem the catalog's YAML gave.
+TEST(KitRoundTrip, EveryCatalogProblemOfEveryFamily) {
+  const Registry& reg = builtin_registry();
+  const auto entries = load_catalogs(reg, {testutil::cases_dir().string()});
+  std::set<std::string> families;
+  for (const auto& e : entries) {
+    const std::string id = e.family->problem_id(*e.problem);
+    ASSERT_EQ(id, e.problem_id);
+    const ProblemPtr back = e.family->parse_id(id);
+    EXPECT_TRUE(e.family->equal(*e.problem, *back)) << e.family->name() << " " << id << " (" << e.source << ")";
+    EXPECT_EQ(e.family->problem_id(*back), id);
+    families.insert(std::string(e.family->name()));
+  }
+  for (const Family* f : reg.families()) EXPECT_TRUE(families.count(std::string(f->name()))) << f->name() << " has no catalog problem";
+}
+
+// The case ids of every arch at the full tier, planted impls included, are the ones recorded in
+// tests/data/case_ids/<backend>.txt: ids are the suite's contract with its users (manifests,
+// CI filters, tracked failures), so a change to them must be deliberate. Regenerate with
+//   build/cuda/bin/opcts list --arch host --tier full --include-planted | LC_ALL=C sort > tests/data/case_ids/host.txt
+//   build/cuda/bin/opcts list --arch sm90 --tier full --include-planted | LC_ALL=C sort > tests/data/case_ids/cuda.txt
+// The ids do not depend on the build: a host build lists the CUDA impls (as SKIP) too.
+TEST(CaseIds, EveryArchListsTheRecordedIds) {
+  const ArchTable archs = ArchTable::load((testutil::cases_dir() / "archs.yaml").string());
+  const auto entries = load_catalogs(builtin_registry(), {testutil::cases_dir().string()});
+  for (const std::string& arch : archs.names()) {
+    std::vector<std::string> got;
+    for (const auto& c : make_cases(builtin_registry(), entries, archs.get(arch), true)) got.push_back(c.id);
+    const std::string file = std::string(OPCTS_SOURCE_DIR) + "/tests/data/case_ids/" + archs.get(arch).backend + ".txt";
+    std::vector<std::string> want;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) want.push_back(line);
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    std::vector<std::string> gone, added;
+    std::set_difference(want.begin(), want.end(), got.begin(), got.end(), std::back_inserter(gone));
+    std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(added));
+    EXPECT_TRUE(gone.empty() && added.empty())
+        << arch << ": " << gone.size() << " recorded ids gone (first: " << (gone.empty() ? "" : gone.front()) << "), "
+        << added.size() << " new (first: " << (added.empty() ? "" : added.front()) << ") against " << file;
+  }
+}
+
+}  // namespace
+}  // namespace opcts
