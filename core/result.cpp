@@ -68,6 +68,7 @@ std::string to_json_line(const ResultRecord& r) {
   j["ms"] = num(r.ms);
   if (!r.tier.empty()) j["tier"] = r.tier;
   if (!r.message.empty()) j["message"] = r.message;
+  if (!r.expectation.empty()) j["expectation"] = r.expectation;
   json outs = json::array();
   for (const auto& o : r.outputs) {
     outs.push_back({{"out", o.out},
@@ -103,6 +104,7 @@ ResultRecord parse_json_line(const std::string& line) {
   r.ms = j.contains("ms") ? as_num(j["ms"]) : 0;
   r.tier = j.value("tier", "");
   r.message = j.value("message", "");
+  r.expectation = j.value("expectation", "");
   if (j.contains("outputs")) {
     for (const auto& o : j["outputs"]) {
       OutputStats s;

@@ -46,7 +46,9 @@ struct ResultRecord {
   Outcome raw_outcome = Outcome::ERROR;
   std::string seed;     // hex, derived from the id
   double ms = 0;        // wall time of the case in the worker
-  std::string message;  // skip/xfail reason, error text, or the failure summary
+  std::string message;  // skip reason, error text, or the failure summary: what running the case said
+  std::string expectation;  // the manifest entry that judged it: "xfail sm90.yaml:40: reason", a
+                            // planted bug, an unmet xfail ("expects ERROR ..., got FAIL"), a known flake
   std::vector<OutputStats> outputs;
   std::vector<WorstElement> worst;  // a few worst elements over all outputs
   std::string repro;                // one shell command that reproduces the case

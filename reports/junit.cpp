@@ -97,6 +97,7 @@ void add_properties(pugi::xml_node tc, const ResultRecord& r) {
   add_prop(props, "ms", num(r.ms));
   // The record's own message; the failure/skipped element's message is a display form.
   if (!r.message.empty()) add_prop(props, "message", r.message);
+  if (!r.expectation.empty()) add_prop(props, "expectation", r.expectation);
   if (!r.outputs.empty()) {
     add_prop(props, "metric", metrics(r));
     add_prop(props, "max_abs_err", num(max_abs_err(r)));
@@ -180,21 +181,22 @@ void add_result(pugi::xml_node tc, const ResultRecord& r) {
     case Outcome::FLAKE:
     case Outcome::MISTRUSTED:
     case Outcome::MISSING:
-      set_attr(e, "message", join_nonempty(r.message, stats_line(r)));
+      set_attr(e, "message", join_nonempty(join_nonempty(r.expectation, r.message), stats_line(r)));
       set_attr(e, "type", outcome);
       add_text(e, details(r));
       break;
     case Outcome::XPASS:
       set_attr(e, "message",
                "remove this manifest entry: the case now passes" +
-                   (r.message.empty() ? std::string() : " (xfail reason: " + r.message + ")"));
+                   (r.expectation.empty() && r.message.empty() ? std::string()
+                                                               : " (" + join_nonempty(r.expectation, r.message) + ")"));
       set_attr(e, "type", outcome);
       add_text(e, details(r));
       break;
     case Outcome::ERROR:
     case Outcome::CRASH:
     case Outcome::TIMEOUT:
-      set_attr(e, "message", r.message.empty() ? outcome + " with no message" : r.message);
+      set_attr(e, "message", r.message.empty() ? outcome + " with no message" : join_nonempty(r.expectation, r.message));
       set_attr(e, "type", outcome);
       add_text(e, details(r));
       break;
@@ -205,7 +207,8 @@ void add_result(pugi::xml_node tc, const ResultRecord& r) {
       // pytest's convention; the message also says how it failed, so a change shows.
       const std::string how = join_nonempty(std::string(to_string(r.raw_outcome)), stats_line(r));
       set_attr(e, "type", "xfail");
-      set_attr(e, "message", r.message.empty() ? how : r.message + " [" + how + "]");
+      const std::string why = join_nonempty(r.expectation, r.message);
+      set_attr(e, "message", why.empty() ? how : why + " [" + how + "]");
       break;
     }
     case Outcome::PASS: break;
@@ -312,6 +315,7 @@ ResultRecord parse_testcase(pugi::xml_node tc, const std::string& family) {
     else if (name == "tier") r.tier = value;
     else if (name == "ms") r.ms = parse_double(value, name);
     else if (name == "message") r.message = value;
+    else if (name == "expectation") r.expectation = value;
     else if (name == "repro") r.repro = value;
     else if (name.rfind("first_mismatch.", 0) == 0) {
       set_worst_field(worst[0], name.substr(15), value, name);

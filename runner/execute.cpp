@@ -12,6 +12,7 @@
 
 #include "core/errors.hpp"
 #include "runner/ref_disk_cache.hpp"
+#include "runner/run.hpp"
 #include "core/rng.hpp"
 #include "runner/trust.hpp"
 
@@ -96,15 +97,7 @@ std::string first_bit_difference(const TensorMap& a, const TensorMap& b) {
 
 ResultRecord execute_case(const Suite& suite, const Case& c, int device, ReferenceCache& cache,
                           const ExecOptions& opts) {
-  ResultRecord r;
-  r.id = c.id;
-  r.family = std::string(c.family->name());
-  r.impl = std::string(c.impl->name());
-  r.arch = suite.arch().name;
-  r.device = suite.arch().backend == "host" ? -1 : device;
-  r.seed = seed_hex(case_seed(*c.family, *c.problem));
-  r.tier = std::string(to_string(c.tier));
-  r.repro = repro_command(c.id, r.arch);
+  ResultRecord r = base_record(suite, c, device);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string expected = c.family->expected_error(*c.problem);
   if (!expected.empty()) {

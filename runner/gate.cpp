@@ -30,7 +30,7 @@ std::string first_line(const std::string& s, std::size_t max = 200) {
 Outcome gate_outcome(const ResultRecord& r, const Manifest& manifest) {
   const Outcome raw = raw_of(r);
   if (raw == Outcome::SKIP || manifest.find(EntryKind::skip, r.id)) return Outcome::SKIP;
-  return apply_expectation(raw, manifest.find(EntryKind::xfail, r.id));
+  return apply_expectation(raw, r.message, manifest.find(EntryKind::xfail, r.id));
 }
 
 GateVerdict gate(const std::vector<ResultRecord>& results, const Manifest& manifest,
@@ -68,7 +68,11 @@ GateVerdict gate(const std::vector<ResultRecord>& results, const Manifest& manif
       }
       case Outcome::FLAKE: why = "reruns disagreed and no manifest flaky entry covers the case"; break;
       case Outcome::MISTRUSTED: why = "output cannot be trusted (trust check)"; break;
-      default: why = "unexpected (no xfail entry)"; break;
+      default: {
+        const ManifestEntry* x = manifest.find(EntryKind::xfail, r.id);
+        why = x ? "unexpected: " + unmet_expectation(raw, r.message, *x) : "unexpected (no xfail entry)";
+        break;
+      }
     }
     if (!r.message.empty()) why += ": " + first_line(r.message);
     v.offending.push_back({r.id, o, why});

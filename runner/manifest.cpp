@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include <cmath>
+#include <regex>
 #include <filesystem>
 #include <set>
 
@@ -29,7 +30,7 @@ namespace {
 ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::Node& n) {
   switch (kind) {
     case EntryKind::skip: check_keys(path, n, {"match", "reason", "link"}); break;
-    case EntryKind::xfail: check_keys(path, n, {"match", "reason", "link", "strict"}); break;
+    case EntryKind::xfail: check_keys(path, n, {"match", "reason", "link", "strict", "expect", "message"}); break;
     case EntryKind::flaky: check_keys(path, n, {"match", "reason", "link", "reruns"}); break;
     case EntryKind::tolerance:
       check_keys(path, n, {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps"});
@@ -48,6 +49,22 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     while (!e.reason.empty() && std::isspace(static_cast<unsigned char>(e.reason.back()))) e.reason.pop_back();
     e.link = n["link"] ? n["link"].as<std::string>() : "";
     if (n["strict"]) e.strict = n["strict"].as<bool>();
+    if (kind == EntryKind::xfail) {
+      if (!n["expect"])
+        yaml_fail(path, n, "xfail entry '" + e.match + "' needs 'expect:' (FAIL, ERROR, CRASH or TIMEOUT): the failure it expects");
+      const auto o = parse_outcome(n["expect"].as<std::string>());
+      if (!o || !is_failure(*o))
+        yaml_fail(path, n["expect"], "'expect' must be FAIL, ERROR, CRASH or TIMEOUT, not '" + n["expect"].as<std::string>() + "'");
+      e.expect = *o;
+      if (n["message"]) {
+        e.message = n["message"].as<std::string>();
+        try {
+          std::regex re(e.message);
+        } catch (const std::regex_error& ex) {
+          yaml_fail(path, n["message"], "'message' is not a valid regular expression: " + std::string(ex.what()));
+        }
+      }
+    }
     if (n["reruns"]) e.reruns = n["reruns"].as<int>();
     if (n["output"]) e.output = n["output"].as<std::string>();
     if (n["factor"]) e.factor = n["factor"].as<double>();
@@ -138,11 +155,22 @@ std::vector<const ManifestEntry*> Manifest::stale(const std::vector<std::string>
   return out;
 }
 
-Outcome apply_expectation(Outcome raw, const ManifestEntry* xfail) {
+std::string unmet_expectation(Outcome raw, const std::string& message, const ManifestEntry& xfail) {
+  if (!is_failure(raw)) return "";
+  const bool outcome_ok = raw == xfail.expect;
+  const bool message_ok = xfail.message.empty() || std::regex_search(message, std::regex(xfail.message));
+  if (outcome_ok && message_ok) return "";
+  std::string want = std::string(to_string(xfail.expect));
+  if (!xfail.message.empty()) want += " matching '" + xfail.message + "'";
+  return "xfail " + xfail.source + " expects " + want + ", got " + std::string(to_string(raw)) +
+         (outcome_ok ? " with another message" : "");
+}
+
+Outcome apply_expectation(Outcome raw, const std::string& message, const ManifestEntry* xfail) {
   if (!xfail) return raw;
-  // A planted bug is caught by a wrong result (FAIL), not by an error, crash or timeout.
-  if (xfail->planted && is_failure(raw) && raw != Outcome::FAIL) return raw;
-  if (is_failure(raw)) return Outcome::XFAIL;
+  // Only the failure the entry expects is XFAIL (a planted bug is caught by a FAIL, not by an
+  // error, crash or timeout); any other failure stands.
+  if (is_failure(raw)) return unmet_expectation(raw, message, *xfail).empty() ? Outcome::XFAIL : raw;
   if (raw == Outcome::PASS) return xfail->strict ? Outcome::XPASS : Outcome::PASS;
   return raw;  // SKIP stays SKIP; XFAIL/XPASS are already resolved
 }

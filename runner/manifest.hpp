@@ -21,6 +21,11 @@ struct ManifestEntry {
   std::string source;  // "path:line"
   bool strict = true;  // xfail: an unexpected pass is XPASS (fails the gate)
   bool planted = false;  // xfail implied by a planted-bug impl (Impl::planted), not by a file
+  // xfail: the failure it expects (required in files: FAIL, ERROR, CRASH or TIMEOUT) and,
+  // optionally, an ECMAScript regex the raw message must contain (e.g. "status 15"). Another
+  // outcome or message is an unexpected failure: the entry no longer describes what happens.
+  Outcome expect = Outcome::FAIL;
+  std::string message;
   int reruns = 0;      // flaky: how often a failure is re-run
   // tolerance: overrides of the table's values (unset fields keep the table's)
   std::string output;  // "" = every output
@@ -52,11 +57,16 @@ class Manifest {
   std::vector<ManifestEntry> entries_;
 };
 
-/// The outcome of a case given its raw outcome and the xfail entry matching it (or null).
-/// The whole table, as deqp-runner's baseline rules: failures (FAIL/ERROR/CRASH/TIMEOUT)
-/// under an xfail are XFAIL; PASS under a strict xfail is XPASS, under a non-strict one PASS;
-/// SKIP stays SKIP; without an entry the raw outcome stands. An entry implied by a planted
-/// impl expects FAIL only: its ERROR, CRASH and TIMEOUT stand.
-Outcome apply_expectation(Outcome raw, const ManifestEntry* xfail);
+/// The outcome of a case given its raw outcome and message and the xfail entry matching it (or
+/// null). The whole table, as deqp-runner's baseline rules, typed: the failure the entry
+/// expects (its `expect`, and its `message` pattern when given) is XFAIL; any other failure
+/// (FAIL/ERROR/CRASH/TIMEOUT) stands, so a refusal that turns into wrong numbers or a crash
+/// fails the gate; PASS under a strict xfail is XPASS, under a non-strict one PASS; SKIP stays
+/// SKIP; without an entry the raw outcome stands. Planted impls' implied entries expect FAIL.
+Outcome apply_expectation(Outcome raw, const std::string& message, const ManifestEntry* xfail);
+
+/// Why a failure does not meet its xfail entry ("" when it does, or when it is no failure):
+/// "xfail sm90.yaml:40 expects ERROR matching 'status 15', got FAIL".
+std::string unmet_expectation(Outcome raw, const std::string& message, const ManifestEntry& xfail);
 
 }  // namespace opcts

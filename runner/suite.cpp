@@ -17,6 +17,7 @@ std::string default_cases_dir() {
 
 Suite::Suite(const Registry& reg, const SuiteOptions& opt)
     : reg_(&reg),
+      options_(opt),
       archs_(ArchTable::load(opt.cases_dir + "/archs.yaml")),
       arch_(archs_.get(opt.arch)),
       manifest_(Manifest::empty(opt.arch)),

@@ -34,6 +34,7 @@ class Suite {
   Suite(const Registry& reg, const SuiteOptions& opt);
 
   const Registry& registry() const { return *reg_; }
+  const SuiteOptions& options() const { return options_; }
   const ArchInfo& arch() const { return arch_; }
   const ArchTable& archs() const { return archs_; }
   const Manifest& manifest() const { return manifest_; }
@@ -47,6 +48,7 @@ class Suite {
 
  private:
   const Registry* reg_;
+  SuiteOptions options_;
   ArchTable archs_;
   ArchInfo arch_;
   Manifest manifest_;

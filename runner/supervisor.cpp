@@ -83,8 +83,9 @@ ResultRecord synthetic(const std::string& id, Outcome o, std::string message) {
 
 }  // namespace
 
-std::vector<ResultRecord> supervise(const SupervisorOptions& opt, const std::vector<std::string>& ids,
-                                    const std::function<void(const ResultRecord&, size_t)>& on_result) {
+std::vector<ResultRecord> supervise(
+    const SupervisorOptions& opt, const std::vector<std::string>& ids,
+    const std::function<void(size_t index, const ResultRecord&, size_t done)>& on_result) {
   std::vector<ResultRecord> results(ids.size());
   std::vector<bool> have(ids.size(), false);
   if (ids.empty()) return results;
@@ -102,7 +103,7 @@ std::vector<ResultRecord> supervise(const SupervisorOptions& opt, const std::vec
     have[i] = true;
     results[i] = std::move(r);
     ++done;
-    if (on_result) on_result(results[i], done);
+    if (on_result) on_result(i, results[i], done);
   };
 
   while (next < ids.size()) {

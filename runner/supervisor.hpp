@@ -23,8 +23,10 @@ struct SupervisorOptions {
 /// Runs `ids` (in order) in worker processes and returns one raw record per id, in order.
 /// A worker that dies costs the case in flight (CRASH, with the signal or exit status); one
 /// that passes the time limit is killed (TIMEOUT); a new worker resumes at the next case.
-/// `on_result` is called as each record arrives (for progress output).
-std::vector<ResultRecord> supervise(const SupervisorOptions& opt, const std::vector<std::string>& ids,
-                                    const std::function<void(const ResultRecord&, size_t done)>& on_result);
+/// `on_result` is called as each record arrives with the case's index in `ids`, the record
+/// and how many records have arrived.
+std::vector<ResultRecord> supervise(
+    const SupervisorOptions& opt, const std::vector<std::string>& ids,
+    const std::function<void(size_t index, const ResultRecord&, size_t done)>& on_result);
 
 }  // namespace opcts

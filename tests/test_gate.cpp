@@ -19,11 +19,21 @@ skip:
 xfail:
   - match: "gate.host_x/e_strict_*"
     reason: "known bad (strict)"
+    expect: FAIL
   - match: "gate.host_x/e_lenient_*"
     reason: "known bad (not strict)"
+    expect: FAIL
     strict: false
+  - match: "gate.host_x/e_crash_*"
+    reason: "known crash"
+    expect: CRASH
+  - match: "gate.host_x/e_refused_*"
+    reason: "the library refuses this combination"
+    expect: ERROR
+    message: "status 15"
   - match: "gate.host_x/nothing_matches_this_*"
     reason: "a stale entry"
+    expect: FAIL
 flaky:
   - match: "gate.host_x/e_flaky_*"
     reason: "atomics order varies"
@@ -44,22 +54,23 @@ Manifest manifest() {
   return m;
 }
 
-ResultRecord rec(const std::string& entry, Outcome raw) {
+ResultRecord rec(const std::string& entry, Outcome raw, const std::string& message = "what happened") {
   ResultRecord r;
-  r.id = "gate.host_x/e_" + entry + "_" + std::string(to_string(raw));
+  r.id = "gate.host_x/e_" + entry + "_" + std::string(to_string(raw)) + (message == "what happened" ? "" : "_m");
   r.family = "gate";
   r.impl = "host.x";
   r.arch = "sm90";
   r.outcome = r.raw_outcome = raw;
-  r.message = "what happened";
+  r.message = message;
   return r;
 }
 
 struct Row {
-  const char* entry;  // none, strict, lenient, planted, skip, flaky
+  const char* entry;  // none, strict, lenient, crash, refused, planted, skip, flaky
   Outcome raw;
   Outcome judged;     // the gate's outcome
   bool fatal;
+  const char* message = "what happened";  // the raw message (the refused entry's pattern is "status 15")
 };
 
 // The whole table. Raw outcomes are those a run can give (XFAIL/XPASS only come from a
@@ -74,23 +85,46 @@ const std::vector<Row> kTable = {
     {"none", Outcome::FLAKE, Outcome::FLAKE, true},
     {"none", Outcome::MISTRUSTED, Outcome::MISTRUSTED, true},
 
+    // An xfail entry expects one failure (`expect: FAIL`); any other failure is unexpected:
+    // a wrong result is no refusal, and a crash hides behind no expected FAIL.
     {"strict", Outcome::PASS, Outcome::XPASS, true},
     {"strict", Outcome::FAIL, Outcome::XFAIL, false},
-    {"strict", Outcome::ERROR, Outcome::XFAIL, false},
-    {"strict", Outcome::CRASH, Outcome::XFAIL, false},
-    {"strict", Outcome::TIMEOUT, Outcome::XFAIL, false},
+    {"strict", Outcome::ERROR, Outcome::ERROR, true},
+    {"strict", Outcome::CRASH, Outcome::CRASH, true},
+    {"strict", Outcome::TIMEOUT, Outcome::TIMEOUT, true},
     {"strict", Outcome::SKIP, Outcome::SKIP, false},
     {"strict", Outcome::FLAKE, Outcome::FLAKE, true},  // xfail does not cover flakes: flaky does
     {"strict", Outcome::MISTRUSTED, Outcome::MISTRUSTED, true},
 
     {"lenient", Outcome::PASS, Outcome::PASS, false},
     {"lenient", Outcome::FAIL, Outcome::XFAIL, false},
-    {"lenient", Outcome::ERROR, Outcome::XFAIL, false},
-    {"lenient", Outcome::CRASH, Outcome::XFAIL, false},
-    {"lenient", Outcome::TIMEOUT, Outcome::XFAIL, false},
+    {"lenient", Outcome::ERROR, Outcome::ERROR, true},
+    {"lenient", Outcome::CRASH, Outcome::CRASH, true},
+    {"lenient", Outcome::TIMEOUT, Outcome::TIMEOUT, true},
     {"lenient", Outcome::SKIP, Outcome::SKIP, false},
     {"lenient", Outcome::FLAKE, Outcome::FLAKE, true},
     {"lenient", Outcome::MISTRUSTED, Outcome::MISTRUSTED, true},
+
+    {"crash", Outcome::PASS, Outcome::XPASS, true},
+    {"crash", Outcome::FAIL, Outcome::FAIL, true},
+    {"crash", Outcome::ERROR, Outcome::ERROR, true},
+    {"crash", Outcome::CRASH, Outcome::XFAIL, false},
+    {"crash", Outcome::TIMEOUT, Outcome::TIMEOUT, true},
+    {"crash", Outcome::SKIP, Outcome::SKIP, false},
+    {"crash", Outcome::FLAKE, Outcome::FLAKE, true},
+    {"crash", Outcome::MISTRUSTED, Outcome::MISTRUSTED, true},
+
+    // `expect: ERROR` with `message: "status 15"`: only that refusal; another error, or the
+    // library accepting the call and returning wrong numbers, fails the gate.
+    {"refused", Outcome::PASS, Outcome::XPASS, true},
+    {"refused", Outcome::FAIL, Outcome::FAIL, true},
+    {"refused", Outcome::ERROR, Outcome::ERROR, true},
+    {"refused", Outcome::ERROR, Outcome::XFAIL, false, "cuBLASLt status 15: NOT_SUPPORTED"},
+    {"refused", Outcome::CRASH, Outcome::CRASH, true},
+    {"refused", Outcome::TIMEOUT, Outcome::TIMEOUT, true},
+    {"refused", Outcome::SKIP, Outcome::SKIP, false},
+    {"refused", Outcome::FLAKE, Outcome::FLAKE, true},
+    {"refused", Outcome::MISTRUSTED, Outcome::MISTRUSTED, true},
 
     // A planted impl's case: caught only by a wrong result (FAIL); a PASS missed the bug.
     {"planted", Outcome::PASS, Outcome::XPASS, true},
@@ -126,10 +160,10 @@ std::string row_name(const Row& row) { return std::string(row.entry) + " × " + 
 TEST(Gate, EveryOutcomeUnderEveryEntryRawOrAlreadyMapped) {
   const Manifest m = manifest();
   for (const Row& row : kTable) {
-    ResultRecord raw = rec(row.entry, row.raw);
+    ResultRecord raw = rec(row.entry, row.raw, row.message);
     // The same result as a run with this manifest wrote it: outcome mapped, raw kept.
     ResultRecord mapped = raw;
-    mapped.outcome = apply_expectation(row.raw, m.find(EntryKind::xfail, raw.id));
+    mapped.outcome = apply_expectation(row.raw, row.message, m.find(EntryKind::xfail, raw.id));
     for (const ResultRecord& r : {raw, mapped}) {
       EXPECT_EQ(gate_outcome(r, m), row.judged) << row_name(row);
       const GateVerdict v = gate({r}, m, {r.id});
@@ -146,13 +180,23 @@ TEST(Gate, EveryOutcomeUnderEveryEntryRawOrAlreadyMapped) {
 }
 
 TEST(Gate, TableCoversEveryRunOutcomeUnderEveryEntry) {
-  for (const char* entry : {"none", "strict", "lenient", "planted", "skip", "flaky"})
+  for (const char* entry : {"none", "strict", "lenient", "crash", "refused", "planted", "skip", "flaky"})
     for (Outcome o : {Outcome::PASS, Outcome::FAIL, Outcome::ERROR, Outcome::CRASH, Outcome::TIMEOUT, Outcome::SKIP,
                       Outcome::FLAKE, Outcome::MISTRUSTED}) {
       int n = 0;
       for (const Row& row : kTable) n += std::string(row.entry) == entry && row.raw == o;
-      EXPECT_EQ(n, 1) << entry << " × " << to_string(o);
+      EXPECT_EQ(n, 1 + (std::string(entry) == "refused" && o == Outcome::ERROR)) << entry << " × " << to_string(o);
     }
+}
+
+TEST(Gate, AnUnmetXfailSaysWhatChanged) {
+  const GateVerdict v = gate({rec("refused", Outcome::FAIL)}, manifest(), {});
+  ASSERT_EQ(v.offending.size(), 1u);
+  EXPECT_NE(v.offending[0].why.find("expects ERROR matching 'status 15', got FAIL"), std::string::npos)
+      << v.offending[0].why;
+  const GateVerdict w = gate({rec("refused", Outcome::ERROR, "status 7")}, manifest(), {});
+  ASSERT_EQ(w.offending.size(), 1u);
+  EXPECT_NE(w.offending[0].why.find("got ERROR with another message"), std::string::npos) << w.offending[0].why;
 }
 
 TEST(Gate, XpassSaysRemoveTheEntry) {
@@ -217,14 +261,15 @@ TEST(Gate, StaleEntriesArePrintedNotFatal) {
                                         rec("flaky", Outcome::PASS)};
   const GateVerdict v = gate(rs, m, {});
   EXPECT_TRUE(v.passed());
-  ASSERT_EQ(v.stale.size(), 2u);  // the skip entry and "nothing_matches_this"
+  ASSERT_EQ(v.stale.size(), 4u);  // the skip entry, crash, refused and "nothing_matches_this"
   EXPECT_EQ(v.stale[0].kind, EntryKind::skip);
-  EXPECT_EQ(v.stale[1].match, "gate.host_x/nothing_matches_this_*");
+  EXPECT_EQ(v.stale[3].match, "gate.host_x/nothing_matches_this_*");
   const std::string text = format_verdict(v, "sm90");
   EXPECT_NE(text.find("stale manifest entry"), std::string::npos);
   EXPECT_NE(text.find("gate sm90: PASSED"), std::string::npos);
   // With the arch's whole catalog, an entry that matches some case there is not stale.
-  std::vector<std::string> catalog = {"gate.host_x/e_skip_PASS", "gate.host_x/nothing_matches_this_1"};
+  std::vector<std::string> catalog = {"gate.host_x/e_skip_PASS", "gate.host_x/nothing_matches_this_1",
+                                      "gate.host_x/e_crash_CRASH", "gate.host_x/e_refused_ERROR"};
   for (const auto& r : rs) catalog.push_back(r.id);
   const GateVerdict w = gate(rs, m, {}, catalog);
   EXPECT_TRUE(w.stale.empty());

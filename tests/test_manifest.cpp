@@ -33,18 +33,21 @@ const char* kFull =
     "xfail:\n"                                        // 7
     "  - match: \"sdpa.cuda_flash/*_d256_*\"\n"       // 8
     "    reason: head dim 256 overflows smem\n"       // 9
-    "  - match: \"sdpa.cuda_math/*\"\n"               // 10
-    "    reason: known rounding issue\n"              // 11
-    "    strict: false\n"                             // 12
-    "flaky:\n"                                        // 13
-    "  - match: \"sdpa.*_b8_*\"\n"                    // 14
-    "    reason: races on the split-k path\n"         // 15
-    "    reruns: 3\n"                                 // 16
-    "tolerance:\n"                                    // 17
-    "  - match: \"sdpa.cuda_flash/bf16_*\"\n"         // 18
-    "    reason: another summation order\n"           // 19
-    "    output: O\n"                                 // 20
-    "    factor: 4\n";                                // 21
+    "    expect: ERROR\n"                             // 10
+    "  - match: \"sdpa.cuda_math/*\"\n"               // 11
+    "    reason: known rounding issue\n"              // 12
+    "    strict: false\n"                             // 13
+    "    expect: FAIL\n"                              // 14
+    "    message: \"O: .* mismatches\"\n"             // 15
+    "flaky:\n"                                        // 16
+    "  - match: \"sdpa.*_b8_*\"\n"                    // 17
+    "    reason: races on the split-k path\n"         // 18
+    "    reruns: 3\n"                                 // 19
+    "tolerance:\n"                                    // 20
+    "  - match: \"sdpa.cuda_flash/bf16_*\"\n"         // 21
+    "    reason: another summation order\n"           // 22
+    "    output: O\n"                                 // 23
+    "    factor: 4\n";                                // 24
 
 TEST(ManifestLoad, ParsesEveryEntryKind) {
   const std::string dir = temp_dir();
@@ -67,7 +70,9 @@ TEST(ManifestLoad, ParsesEveryEntryKind) {
   const ManifestEntry* loose = m.find(EntryKind::xfail, "sdpa.cuda_math/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask");
   ASSERT_NE(loose, nullptr);
   EXPECT_FALSE(loose->strict);
-  EXPECT_EQ(loose->source, path + ":10");
+  EXPECT_EQ(loose->source, path + ":11");
+  EXPECT_EQ(loose->expect, Outcome::FAIL);
+  EXPECT_EQ(loose->message, "O: .* mismatches");
 
   const ManifestEntry* flaky = m.find(EntryKind::flaky, "sdpa.host_flash/bf16_b8_hq1");
   ASSERT_NE(flaky, nullptr);
@@ -102,10 +107,11 @@ TEST(ManifestErrors, MissingReasonNamesFileAndLine) {
                                  "xfail:\n"
                                  "  - match: \"a*\"\n"
                                  "    reason: fine\n"
+                                 "    expect: FAIL\n"
                                  "  - match: \"b*\"\n"
                                  "    strict: true\n");
   const std::string err = load_error(path);
-  EXPECT_NE(err.find(path + ":5:"), std::string::npos) << err;
+  EXPECT_NE(err.find(path + ":6:"), std::string::npos) << err;
   EXPECT_NE(err.find("reason"), std::string::npos) << err;
   // An empty reason is as bad as none.
   const std::string p2 = write(dir, "m2.yaml", "skip:\n  - match: x\n    reason: \"\"\n");
@@ -142,6 +148,7 @@ TEST(ManifestExtends, LoadsParentFromTheSameFolderAndChildWins) {
         "xfail:\n"
         "  - match: \"sdpa.*\"\n"
         "    reason: parent says strict\n"
+        "    expect: FAIL\n"
         "skip:\n"
         "  - match: \"sdpa.*/fp32_*\"\n"
         "    reason: parent skip\n");
@@ -151,6 +158,7 @@ TEST(ManifestExtends, LoadsParentFromTheSameFolderAndChildWins) {
                                   "xfail:\n"
                                   "  - match: \"sdpa.cuda_math/*\"\n"
                                   "    reason: child says non-strict\n"
+                                  "    expect: FAIL\n"
                                   "    strict: false\n");
   const Manifest m = Manifest::load(child);
   EXPECT_EQ(m.arch(), "sm90");  // the parent's arch does not override
@@ -206,28 +214,50 @@ TEST(ManifestStale, ReportsEntriesMatchingNoId) {
   EXPECT_EQ(m.stale({}).size(), m.entries().size());
 }
 
+TEST(ManifestErrors, AnXfailNamesTheFailureItExpects) {
+  const std::string dir = temp_dir();
+  const std::string none = write(dir, "n.yaml", "xfail:\n  - match: x\n    reason: r\n");
+  EXPECT_NE(load_error(none).find(none + ":2: xfail entry 'x' needs 'expect:'"), std::string::npos) << load_error(none);
+  const std::string pass = write(dir, "p.yaml", "xfail:\n  - match: x\n    reason: r\n    expect: PASS\n");
+  EXPECT_NE(load_error(pass).find(pass + ":4: 'expect' must be FAIL, ERROR, CRASH or TIMEOUT"), std::string::npos)
+      << load_error(pass);
+  const std::string re = write(dir, "r.yaml", "xfail:\n  - match: x\n    reason: r\n    expect: ERROR\n    message: \"(\"\n");
+  EXPECT_NE(load_error(re).find(re + ":5: 'message' is not a valid regular expression"), std::string::npos)
+      << load_error(re);
+}
+
+// The typed table: an entry expects one failure (and, when it says so, a message); any other
+// failure stands (so the gate sees what changed), PASS is XPASS or PASS by strictness.
 TEST(ManifestExpectation, FullTable) {
-  ManifestEntry strict{.kind = EntryKind::xfail, .match = "*", .reason = "r"};
-  strict.strict = true;
-  ManifestEntry loose = strict;
+  ManifestEntry fail{.kind = EntryKind::xfail, .match = "*", .reason = "r", .source = "m.yaml:3"};
+  ManifestEntry loose = fail;
   loose.strict = false;
+  ManifestEntry refused = fail;
+  refused.expect = Outcome::ERROR;
+  refused.message = "status 1[57]";
   struct Row {
-    Outcome raw, none, under_strict, under_loose;
+    Outcome raw;
+    const char* message;
+    Outcome none, under_fail, under_loose, under_refused;
   };
   const Row rows[] = {
-      {Outcome::PASS, Outcome::PASS, Outcome::XPASS, Outcome::PASS},
-      {Outcome::FAIL, Outcome::FAIL, Outcome::XFAIL, Outcome::XFAIL},
-      {Outcome::ERROR, Outcome::ERROR, Outcome::XFAIL, Outcome::XFAIL},
-      {Outcome::CRASH, Outcome::CRASH, Outcome::XFAIL, Outcome::XFAIL},
-      {Outcome::TIMEOUT, Outcome::TIMEOUT, Outcome::XFAIL, Outcome::XFAIL},
-      {Outcome::SKIP, Outcome::SKIP, Outcome::SKIP, Outcome::SKIP},
+      {Outcome::PASS, "", Outcome::PASS, Outcome::XPASS, Outcome::PASS, Outcome::XPASS},
+      {Outcome::FAIL, "O: 3 mismatches", Outcome::FAIL, Outcome::XFAIL, Outcome::XFAIL, Outcome::FAIL},
+      {Outcome::ERROR, "cuBLASLt status 15", Outcome::ERROR, Outcome::ERROR, Outcome::ERROR, Outcome::XFAIL},
+      {Outcome::ERROR, "cuBLASLt status 7", Outcome::ERROR, Outcome::ERROR, Outcome::ERROR, Outcome::ERROR},
+      {Outcome::CRASH, "signal 11", Outcome::CRASH, Outcome::CRASH, Outcome::CRASH, Outcome::CRASH},
+      {Outcome::TIMEOUT, "", Outcome::TIMEOUT, Outcome::TIMEOUT, Outcome::TIMEOUT, Outcome::TIMEOUT},
+      {Outcome::SKIP, "", Outcome::SKIP, Outcome::SKIP, Outcome::SKIP, Outcome::SKIP},
   };
   for (const Row& r : rows) {
-    SCOPED_TRACE(std::string(to_string(r.raw)));
-    EXPECT_EQ(apply_expectation(r.raw, nullptr), r.none);
-    EXPECT_EQ(apply_expectation(r.raw, &strict), r.under_strict);
-    EXPECT_EQ(apply_expectation(r.raw, &loose), r.under_loose);
+    SCOPED_TRACE(std::string(to_string(r.raw)) + " " + r.message);
+    EXPECT_EQ(apply_expectation(r.raw, r.message, nullptr), r.none);
+    EXPECT_EQ(apply_expectation(r.raw, r.message, &fail), r.under_fail);
+    EXPECT_EQ(apply_expectation(r.raw, r.message, &loose), r.under_loose);
+    EXPECT_EQ(apply_expectation(r.raw, r.message, &refused), r.under_refused);
   }
+  EXPECT_EQ(unmet_expectation(Outcome::CRASH, "", refused), "xfail m.yaml:3 expects ERROR matching 'status 1[57]', got CRASH");
+  EXPECT_EQ(unmet_expectation(Outcome::ERROR, "status 15", refused), "");
 }
 
 }  // namespace

@@ -1,0 +1,143 @@
+// The run pipeline: skip records, supervised workers, reruns and FLAKE, one judgement per record.
+#include "runner/run.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "core/rng.hpp"
+
+namespace opcts {
+
+ResultRecord base_record(const Suite& suite, const Case& c, int device) {
+  ResultRecord r;
+  r.id = c.id;
+  r.family = std::string(c.family->name());
+  r.impl = std::string(c.impl->name());
+  r.arch = suite.arch().name;
+  r.device = suite.arch().backend == "host" ? -1 : device;
+  r.seed = seed_hex(case_seed(*c.family, *c.problem));
+  r.tier = std::string(to_string(c.tier));
+  r.repro = repro_command(c.id, r.arch, suite.options().manifest);
+  return r;
+}
+
+void judge(const Suite& suite, ResultRecord& r) {
+  const ManifestEntry* xf = suite.manifest().find(EntryKind::xfail, r.id);
+  r.outcome = apply_expectation(r.raw_outcome, r.message, xf);
+  r.expectation.clear();
+  if (!xf) return;
+  if (r.outcome == Outcome::XFAIL || r.outcome == Outcome::XPASS) {
+    r.expectation = xf->planted ? "planted bug (" + xf->source + ")" : "xfail (" + xf->source + "): " + xf->reason;
+    if (r.outcome == Outcome::XPASS && xf->planted) r.expectation = "planted bug NOT caught: " + xf->source + " passed";
+  } else if (const std::string unmet = unmet_expectation(r.raw_outcome, r.message, *xf); !unmet.empty()) {
+    r.expectation = unmet;
+  }
+}
+
+std::optional<std::string> flake_of(const std::vector<Outcome>& outcomes) {
+  if (outcomes.empty() || std::all_of(outcomes.begin(), outcomes.end(), [&](Outcome o) { return o == outcomes.front(); }))
+    return std::nullopt;
+  std::string s = "runs gave ";
+  for (size_t i = 0; i < outcomes.size(); ++i) s += (i ? ", " : "") + std::string(to_string(outcomes[i]));
+  return s;
+}
+
+namespace {
+
+// The outcome part of a worker's (or the supervisor's synthetic) record on the case's own record.
+void take_outcome(ResultRecord& r, ResultRecord&& ran) {
+  r.raw_outcome = ran.raw_outcome;
+  r.message = std::move(ran.message);
+  r.outputs = std::move(ran.outputs);
+  r.worst = std::move(ran.worst);
+  r.ms = ran.ms;
+  if (ran.device >= 0) r.device = ran.device;
+}
+
+// An unexpected failure (a gate failure that no xfail entry expects) is run again, as
+// deqp-runner does: req.reruns times, or as often as a manifest `flaky` entry says. Reruns
+// stop at the first outcome that differs from the first run's: the case becomes FLAKE, its
+// message lists every outcome and the first failure's message, and the record keeps the first
+// failure's statistics. A failure that repeats on every rerun stays what it was.
+void rerun_failures(const Suite& suite, const RunRequest& req, std::vector<ResultRecord>& ran) {
+  std::vector<size_t> pending;
+  std::map<size_t, int> budget;
+  std::map<size_t, std::vector<Outcome>> seen;
+  for (size_t i = 0; i < ran.size(); ++i) {
+    if (!is_gate_failure(ran[i].outcome) || ran[i].outcome == Outcome::XPASS) continue;
+    const ManifestEntry* e = suite.manifest().find(EntryKind::flaky, ran[i].id);
+    const int n = e && e->reruns > 0 ? e->reruns : req.reruns;
+    if (n <= 0) continue;
+    pending.push_back(i);
+    budget[i] = n;
+    seen[i] = {ran[i].raw_outcome};
+  }
+  if (!pending.empty()) std::fprintf(stderr, "opcts: re-running %zu failed cases\n", pending.size());
+  for (int round = 1; !pending.empty(); ++round) {
+    std::vector<std::string> ids;
+    for (size_t i : pending) ids.push_back(ran[i].id);
+    const auto again = supervise(req.supervise, ids, nullptr);
+    std::vector<size_t> still;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      const size_t i = pending[k];
+      seen[i].push_back(again[k].raw_outcome);
+      if (const auto flake = flake_of(seen[i])) {
+        ResultRecord& r = ran[i];
+        r.message = "flaky: " + *flake + "; first " + std::string(to_string(r.raw_outcome)) + ": " + r.message;
+        r.raw_outcome = Outcome::FLAKE;
+        std::fprintf(stderr, "FLAKE %s: %s\n", r.id.c_str(), r.message.substr(0, 300).c_str());
+      } else if (round < budget[i]) {
+        still.push_back(i);
+      }
+    }
+    pending = std::move(still);
+  }
+}
+
+}  // namespace
+
+RunResult run_cases(const Suite& suite, const std::vector<Case>& cases, const RunRequest& req,
+                    const RunProgress& progress) {
+  const int device = req.supervise.device;
+  RunResult out;
+  std::vector<ResultRecord> ran;  // base records of the cases that run, in run order
+  std::vector<std::string> to_run;
+  for (const auto& c : cases) {
+    ResultRecord r = base_record(suite, c, device);
+    if (auto why = suite.skip_reason(c)) {
+      r.raw_outcome = r.outcome = Outcome::SKIP;
+      r.message = *why;
+      out.records.push_back(std::move(r));
+    } else {
+      to_run.push_back(c.id);
+      ran.push_back(std::move(r));
+    }
+  }
+  std::vector<bool> judged(ran.size(), false);
+  auto results = supervise(req.supervise, to_run, [&](size_t i, const ResultRecord& r, size_t done) {
+    ResultRecord copy = r;
+    take_outcome(ran[i], std::move(copy));
+    judge(suite, ran[i]);  // for the progress line; judged again once reruns are done
+    judged[i] = true;
+    if (progress) progress(ran[i], done, to_run.size());
+  });
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!judged[i]) take_outcome(ran[i], std::move(results[i]));
+  rerun_failures(suite, req, ran);
+  for (auto& r : ran) {
+    judge(suite, r);
+    const ManifestEntry* flaky = suite.manifest().find(EntryKind::flaky, r.id);
+    if (flaky && r.outcome == Outcome::FLAKE) r.expectation = "known flaky (" + flaky->source + "): " + flaky->reason;
+    out.records.push_back(std::move(r));
+  }
+  std::sort(out.records.begin(), out.records.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+
+  std::vector<std::string> planned, all_ids;
+  for (const auto& c : cases) planned.push_back(c.id);
+  for (const auto& c : suite.all_cases()) all_ids.push_back(c.id);
+  out.verdict = gate(out.records, suite.manifest(), planned, all_ids);
+  return out;
+}
+
+}  // namespace opcts
