@@ -1,7 +1,11 @@
 // The composition root: every family and impl this binary carries.
 #include "app/builtins.hpp"
-#include "device_impl/host/host_impls.hpp"
+
+#include <cstdio>
+
+#include "app/plugins.hpp"
 #include "core/family.hpp"
+#include "device_impl/host/host_impls.hpp"
 
 #if OPCTS_HAVE_CUDA
 #include "device_impl/cuda/cuda_impls.hpp"
@@ -43,8 +47,9 @@ class UnavailableImpl final : public Impl {
 };
 #endif
 
-Registry make() {
-  Registry reg;
+}  // namespace
+
+void register_builtins(Registry& reg) {
   register_sdpa_family(reg);
   register_cast_family(reg);
   register_scaled_mm_family(reg);
@@ -66,13 +71,27 @@ Registry make() {
   reg.add(std::make_unique<UnavailableImpl>("cast", "cuda.cvt"));
   for (const char* impl : {"cuda.cublaslt", "cuda.mx_kernel"}) reg.add(std::make_unique<UnavailableImpl>("scaled_mm", impl));
 #endif
+}
+
+const Registry& builtin_registry() {
+  static const Registry reg = [] {
+    Registry r;
+    register_builtins(r);
+    return r;
+  }();
   return reg;
 }
 
-}  // namespace
-
-const Registry& builtin_registry() {
-  static const Registry reg = make();
+const Registry& registry_for(const std::vector<std::string>& plugins) {
+  if (plugins.empty()) return builtin_registry();
+  static const Registry reg = [&] {
+    Registry r;
+    register_builtins(r);
+    for (const auto& p : plugins)
+      if (const std::string err = load_plugin(r, p); !err.empty())
+        std::fprintf(stderr, "opcts: %s; going on without it\n", err.c_str());
+    return r;
+  }();
   return reg;
 }
 

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   repro->add_option("id", repro_id, "case id")->required();
   repro->add_option("--arch", sel.arch, "arch (auto = the GPU present, else host)");
   repro->add_option("--device", repro_device, "GPU ordinal");
+  repro->add_option("--plugin", sel.plugins, "shared library of impls to load (repeatable)");
   repro->add_option("--cases-dir", sel.cases_dir, "folder of archs.yaml, tolerances.yaml, manifests/");
   repro->add_option("--manifest", sel.manifest, "manifest file");
   repro->add_option("--json", repro_json, "also write the result line to this file");
@@ -106,6 +107,7 @@ int main(int argc, char** argv) {
   worker->add_option("--artifacts", wo.exec.artifacts_dir);
   worker->add_option("--ref-cache", wo.exec.ref_cache_dir);
   worker->add_flag("--bitwise", wo.exec.bitwise);
+  worker->add_option("--plugin", wo.suite.plugins);
 
   try {
     app.parse(argc, argv);
@@ -135,7 +137,7 @@ int main(int argc, char** argv) {
     }
     if (*worker) {
       wo.suite.load_catalogs = false;
-      return worker_main(builtin_registry(), wo, argv[0]);
+      return worker_main(registry_for(wo.suite.plugins), wo, argv[0]);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "opcts: error: %s\n", e.what());

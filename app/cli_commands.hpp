@@ -20,6 +20,7 @@ struct Selection {
   std::string cases_dir = default_cases_dir();
   std::string manifest;
   bool include_planted = false;
+  std::vector<std::string> plugins;  // --plugin
 };
 
 /// Adds the selection options (--arch --tier --family --filter --exclude --catalog --shard

@@ -51,6 +51,7 @@ void add_selection(CLI::App* app, Selection& s) {
   app->add_option("--manifest", s.manifest, "manifest file (default: <cases-dir>/manifests/<arch>.yaml)");
   app->add_flag("--include-planted", s.include_planted,
                 "add the cases of planted-bug impls, which prove the suite catches their bug (they must FAIL)");
+  app->add_option("--plugin", s.plugins, "shared library of impls (include/opcts/plugin.h) to load (repeatable)");
 }
 
 // The GPU of this process: --device, else CTest's resource allocation
@@ -73,14 +74,15 @@ std::string resolve_arch(const std::string& arch, int device) {
 SuiteOptions suite_options(const Selection& s, const std::string& arch) {
   SuiteOptions o{s.cases_dir, s.catalogs, arch, s.manifest};
   o.include_planted = s.include_planted;
+  o.plugins = s.plugins;
   return o;
 }
 
 std::vector<Case> unsharded(const Suite& suite, const Selection& s) {
   for (const auto& f : s.families)
-    if (!builtin_registry().family(f)) {
+    if (!registry_for(s.plugins).family(f)) {
       std::string known;
-      for (const Family* fam : builtin_registry().families()) known += (known.empty() ? "" : ", ") + std::string(fam->name());
+      for (const Family* fam : registry_for(s.plugins).families()) known += (known.empty() ? "" : ", ") + std::string(fam->name());
       throw std::invalid_argument("--family: unknown family '" + f + "' (known: " + known + ")");
     }
   auto cases = select_cases(suite.all_cases(), parse_tier(s.tier), s.filters, s.excludes);

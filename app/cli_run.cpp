@@ -39,7 +39,7 @@ namespace opcts::cli {
 
 int cmd_list(const Selection& s, bool verbose, bool count_only) {
   const std::string arch = resolve_arch(s.arch, 0);
-  Suite suite(builtin_registry(), suite_options(s, arch));
+  Suite suite(registry_for(s.plugins), suite_options(s, arch));
   const auto cases = selected(suite, s);
   if (count_only) {
     std::cout << cases.size() << "\n";
@@ -112,7 +112,7 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
   check_writable(f.junit, "--junit");
   check_writable(f.results, "--results");
   check_writable(f.summary, "--summary");
-  Suite suite(builtin_registry(), suite_options(s, arch));
+  Suite suite(registry_for(s.plugins), suite_options(s, arch));
   check_arch_matches(suite, device, f.allow_arch_mismatch);
   if (suite.arch().backend == "cuda") use_cuda_device(device);  // skip checks read this GPU's free memory
   const auto cases = selected(suite, s);
@@ -214,7 +214,7 @@ int cmd_repro(const std::string& id, const Selection& s, int device_flag, const 
   const int device = resolve_device(device_flag);
   const std::string arch = resolve_arch(s.arch, device);
   SuiteOptions so = suite_options(s, arch);
-  Suite suite(builtin_registry(), so);
+  Suite suite(registry_for(s.plugins), so);
   const Case c = case_from_id(suite.registry(), id);
   if (c.impl->backend() != suite.arch().backend)
     throw std::invalid_argument("impl " + std::string(c.impl->name()) + " runs on " + std::string(c.impl->backend()) +

@@ -33,8 +33,8 @@ DTypeInfo integer(DType t, std::string_view n, bool is_signed) {
   return {t, n, 4, true, {}, 1.0, is_signed ? 7.0 : 15.0, 1.0, is_signed};
 }
 
-const std::array<DTypeInfo, 15>& table() {
-  static const std::array<DTypeInfo, 15> t{
+const std::array<DTypeInfo, 16>& table() {
+  static const std::array<DTypeInfo, 16> t{
       flt(DType::fp64, "fp64", 64, kFp64),
       flt(DType::fp32, "fp32", 32, kFp32),
       flt(DType::fp16, "fp16", 16, kFp16),
@@ -50,6 +50,7 @@ const std::array<DTypeInfo, 15>& table() {
       flt(DType::e2m1fn, "e2m1fn", 4, kE2m1),
       integer(DType::int4, "int4", true),
       integer(DType::uint4, "uint4", false),
+      {DType::bool8, "bool", 8, true, {}, 1.0, 1.0, 1.0, false},
   };
   return t;
 }
@@ -83,6 +84,7 @@ DType parse_dtype(std::string_view s) {
       {"float8_e5m2fnuz", DType::e5m2fnuz}, {"float8_e8m0fnu", DType::e8m0fnu},
       {"e8m0", DType::e8m0fnu},          {"float4_e2m1fn", DType::e2m1fn},
       {"float6_e2m3fn", DType::e2m3fn},  {"float6_e3m2fn", DType::e3m2fn},
+      {"bool8", DType::bool8},
   };
   for (const auto& a : kAliases)
     if (a.alias == s) return a.t;
@@ -102,6 +104,7 @@ Overflow default_overflow(DType t) {
 }
 
 double round_to(DType t, double x, Overflow ov) {
+  if (t == DType::bool8) return x != 0 ? 1.0 : 0.0;
   const auto& i = dtype_info(t);
   if (i.is_integer) return decode_int4(encode_int4(x, i.is_signed), i.is_signed);
   switch (t) {
@@ -115,6 +118,7 @@ double round_to(DType t, double x, Overflow ov) {
 }
 
 uint64_t encode(DType t, double x, Overflow ov) {
+  if (t == DType::bool8) return x != 0 ? 1 : 0;
   const auto& i = dtype_info(t);
   if (i.is_integer) return encode_int4(x, i.is_signed);
   switch (t) {
@@ -125,6 +129,7 @@ uint64_t encode(DType t, double x, Overflow ov) {
 }
 
 double decode(DType t, uint64_t bits) {
+  if (t == DType::bool8) return bits != 0 ? 1.0 : 0.0;
   const auto& i = dtype_info(t);
   if (i.is_integer) return decode_int4(static_cast<uint8_t>(bits), i.is_signed);
   switch (t) {

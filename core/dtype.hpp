@@ -21,13 +21,14 @@ enum class DType : uint8_t {
   e8m0fnu, ue4m3,
   e2m3fn, e3m2fn, e2m1fn,
   int4, uint4,
+  bool8,  // one byte, 0 or 1 (a boolean mask: DLPack kDLBool)
 };
 
 struct DTypeInfo {
   DType dtype;
   std::string_view name;  // the id spelling: "fp32", "e4m3fn", ...
   int bits;               // storage bits per element (8 for fp6: one element per byte)
-  bool is_integer;        // int4 / uint4
+  bool is_integer;        // int4 / uint4 / bool8
   FloatFormat format;     // floating formats only
   double epsilon;         // 2^-mantissa_bits (1 for integers)
   double max_finite;

@@ -21,6 +21,12 @@ struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// An impl broke the contract every impl is held to (it wrote into an input, or did its work
+/// off the stream it was handed): the case FAILs with the message, whatever its outputs.
+struct ContractBreach : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// The device context is unusable (a sticky CUDA error such as an illegal address): the
 /// case is recorded as CRASH and the worker process exits so that a fresh one continues.
 struct DeviceLost : std::runtime_error {

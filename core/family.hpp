@@ -62,10 +62,12 @@ struct Support {
   static Support no(std::string why) { return {false, std::move(why)}; }
 };
 
-/// An output a family produces and compares: its name and dtype (for the tolerance table).
+/// An output a family produces and compares: its name, dtype (for the tolerance table) and
+/// shape as stored (row-major, contiguous), which backends allocate for the impls they run.
 struct OutputSpec {
   std::string name;
   DType dtype;
+  std::vector<int64_t> shape;
 };
 
 /// The fp64 reference and, for the ref_relative metric, a same-precision reference; for the
@@ -108,6 +110,10 @@ class Family {
   virtual double device_bytes(const Problem& p) const { return cost(p).bytes; }
   /// The problem's fields, one per line (`opcts list --fields FAMILY`; core/fields.hpp).
   virtual std::string describe_fields() const = 0;
+  /// The family's parameter struct of the plugin ABI (include/opcts/plugin.h,
+  /// opcts_<family>_params) for a problem, as bytes; empty when the family has none (then no
+  /// ABI impl can be registered for it).
+  virtual std::vector<unsigned char> abi_params(const Problem&) const { return {}; }
   /// Whether two problems of this family are the same value (every field equal).
   virtual bool equal(const Problem& a, const Problem& b) const = 0;
 };
@@ -136,9 +142,10 @@ class Impl {
   /// A deliberately wrong impl that proves the suite catches a bug class; its cases exist only
   /// when asked for (--include-planted) and must FAIL.
   virtual bool planted() const { return false; }
-  /// Same inputs give the same output bytes on every run (`opcts run --bitwise` checks it).
-  /// True unless the impl reduces in a run-dependent order (atomics, split-K with atomics).
-  virtual bool deterministic() const { return true; }
+  /// Same inputs give the same output bytes on every run of this problem (`opcts run
+  /// --bitwise` checks it). True unless the impl reduces in a run-dependent order (atomics,
+  /// split-K with atomics) for this problem, e.g. only in one direction.
+  virtual bool deterministic(const Problem&) const { return true; }
 
   /// The family this impl belongs to, bound by Registry::add (impls never look it up
   /// globally). Throws std::logic_error before registration.

@@ -63,6 +63,10 @@ class HostTensor {
 /// Named tensors: a case's inputs ("q", "k", "v") or outputs ("O", "lse").
 using TensorMap = std::map<std::string, HostTensor>;
 
+/// A 64-bit fingerprint of a tensor's dtype, shape, strides and bytes (not cryptographic): equal
+/// tensors give equal fingerprints, and a changed byte changes it with overwhelming probability.
+uint64_t fingerprint(const HostTensor& t);
+
 /// Contiguous row-major strides of a shape.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
 

@@ -49,6 +49,11 @@ const kit::FieldTable<Problem>& fields();
 std::string problem_id(const Problem& p);
 Problem parse_problem_id(std::string_view id);
 
+/// How many values the problem converts (the length of x and y).
+int64_t input_count(const Problem& p);
+/// The plugin ABI's opcts_cast_params for a problem, as bytes (refimpl/cast_abi.cpp).
+std::vector<unsigned char> abi_params(const Problem& p);
+
 /// The input vector of a problem (dtype `from`), a pure function of (problem, seed).
 HostTensor make_input(const Problem& p, uint64_t seed);
 /// The reference output (dtype `to`): opcts's codec applied to every input.

@@ -28,7 +28,11 @@ class CastFamily final : public KitFamily<Problem> {
     return {50 * n, 8 * n};
   }
 
-  std::vector<OutputSpec> outputs(const opcts::Problem& p) const override { return {{"y", get(p).to}}; }
+  std::vector<OutputSpec> outputs(const opcts::Problem& p) const override {
+    return {{"y", get(p).to, {cast::input_count(get(p))}}};
+  }
+
+  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return cast::abi_params(get(p)); }
 
   TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
     TensorMap in;

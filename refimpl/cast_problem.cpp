@@ -90,6 +90,16 @@ std::vector<float> edge_values(DType to) {
   return signed_out;
 }
 
+int64_t input_count(const Problem& p) {
+  switch (p.input) {
+    case Input::exhaustive:
+    case Input::all_codes: return int64_t{1} << dtype_info(p.from).bits;
+    case Input::edges: return static_cast<int64_t>(edge_values(p.to).size());
+    case Input::random: return p.count;
+  }
+  return 0;
+}
+
 HostTensor make_input(const Problem& p, uint64_t seed) {
   switch (p.input) {
     case Input::exhaustive:

@@ -103,6 +103,9 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
+/// The plugin ABI's opcts_scaled_mm_params for a problem, as bytes (refimpl/scaled_mm_abi.cpp).
+std::vector<unsigned char> abi_params(const Problem& p);
+
 /// The field table (refimpl/scaled_mm_fields.cpp): YAML keys m, n, k (or nk: {n, k}),
 /// layout, lda, ldb, recipe, elem, mx_mode, scale_layout, out, out_scale, bias, fast_accum,
 /// fill, scale_exp, defect, expect_error; the id below.

@@ -24,7 +24,11 @@ class ScaledMmFamily final : public KitFamily<Problem> {
     return {4 * m * n * k, bytes};
   }
 
-  std::vector<OutputSpec> outputs(const opcts::Problem& p) const override { return {{"d", get(p).out}}; }
+  std::vector<OutputSpec> outputs(const opcts::Problem& p) const override {
+    return {{"d", get(p).out, {get(p).m, get(p).n}}};
+  }
+
+  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return scaled_mm::abi_params(get(p)); }
 
   TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
     return scaled_mm::make_inputs(get(p), seed);

@@ -80,6 +80,9 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
+/// The plugin ABI's opcts_sdpa_params for a problem, as bytes (refimpl/sdpa_abi.cpp).
+std::vector<unsigned char> abi_params(const Problem& p);
+
 /// The field table (refimpl/sdpa_fields.cpp): YAML keys dtype; batch (default 1); heads (N or
 /// {q, kv}); seq (N or {q, k}); head_dim (N or {qk, v}); mask none | causal_upper_left |
 /// causal_lower_right; scale; window {left, right} (-1 = unbounded) or none; softcap;
@@ -172,7 +175,7 @@ Strides mask_strides(const Problem& p);
 
 /// Inputs (refimpl/sdpa_family.cpp), a pure function of the seed:
 ///   q, k, v (and dO for backward): N(0, 1) in the dtype and the layout.
-///   attn_mask boolean: fp32 holding 1 (attend) or 0; each element kept with probability 0.8
+///   attn_mask boolean: bool8 holding 1 (attend) or 0; each element kept with probability 0.8
 ///     (Philox uniform < 0.8), and every row i ≡ 3 (mod 8) fully masked (PyTorch's
 ///     test_fully_masked_out_rows class). Read it with get(i), nonzero = attend.
 ///   attn_mask additive: in the dtype, N(0, 1) where the boolean rule keeps the element and

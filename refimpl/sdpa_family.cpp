@@ -49,9 +49,12 @@ class SdpaFamily final : public KitFamily<Problem> {
 
   std::vector<OutputSpec> outputs(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
-    if (p.direction == sdpa::Direction::backward) return {{"dQ", p.dtype}, {"dK", p.dtype}, {"dV", p.dtype}};
-    return {{"O", p.dtype}, {"lse", DType::fp32}};
+    if (p.direction == sdpa::Direction::backward)
+      return {{"dQ", p.dtype, sdpa::q_shape(p)}, {"dK", p.dtype, sdpa::k_shape(p)}, {"dV", p.dtype, sdpa::v_shape(p)}};
+    return {{"O", p.dtype, sdpa::o_shape(p)}, {"lse", DType::fp32, sdpa::lse_shape(p)}};
   }
+
+  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return sdpa::abi_params(get(p)); }
 
   TensorMap make_inputs(const opcts::Problem& pp, uint64_t seed) const override {
     const auto& p = get(pp);
@@ -70,7 +73,7 @@ class SdpaFamily final : public KitFamily<Problem> {
     }
     if (p.mask_tensor != sdpa::MaskTensor::none) {
       const bool boolean = p.mask_tensor == sdpa::MaskTensor::boolean;
-      HostTensor m(boolean ? DType::fp32 : p.dtype, sdpa::mask_shape(p));
+      HostTensor m(boolean ? DType::bool8 : p.dtype, sdpa::mask_shape(p));
       if (!boolean) fill_normal(m, seed, 5, 1.0);
       const int64_t n = m.numel();
       for (int64_t e = 0; e < n; ++e) {

@@ -93,6 +93,38 @@ std::string first_bit_difference(const TensorMap& a, const TensorMap& b) {
   return "";
 }
 
+// Runs the impl and refuses one that wrote into its inputs (every impl, built in or plugin:
+// the inputs are the reference's, and a kernel that scribbles on them may still match it).
+TensorMap run_checked(const Impl& impl, const Problem& p, const TensorMap& inputs, const RunContext& ctx) {
+  std::vector<std::pair<std::string, uint64_t>> before;
+  for (const auto& [name, t] : inputs) before.emplace_back(name, fingerprint(t));
+  TensorMap out = impl.run(p, inputs, ctx);
+  for (const auto& [name, h] : before)
+    if (fingerprint(inputs.at(name)) != h)
+      throw ContractBreach(std::string(impl.name()) + " wrote into its input '" + name + "' (inputs are read-only)");
+  return out;
+}
+
+constexpr uint64_t kSecondSeed = 0x5eed5eed5eed5eedull;
+
+bool same_bytes(const TensorMap& a, const TensorMap& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [name, t] : a) {
+    const auto it = b.find(name);
+    if (it == b.end() || fingerprint(t) != fingerprint(it->second)) return false;
+  }
+  return true;
+}
+
+// Outputs whose every element holds one code (all zero, all NaN): legitimately independent of
+// the inputs, so the second-seed check says nothing about them.
+bool constant_outputs(const TensorMap& out) {
+  for (const auto& [name, t] : out)
+    for (int64_t i = 1; i < t.numel(); ++i)
+      if (t.code(i) != t.code(0)) return false;
+  return true;
+}
+
 }  // namespace
 
 ResultRecord execute_case(const Suite& suite, const Case& c, int device, ReferenceCache& cache,
@@ -123,7 +155,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
   try {
     const auto& ref = cache.get(c);
     RunContext ctx{&suite.arch(), device};
-    const TensorMap out = c.impl->run(*c.problem, ref.inputs, ctx);
+    const TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx);
     bool ok = true;
     for (const auto& spec : c.family->outputs(*c.problem)) {
       auto it = out.find(spec.name);
@@ -158,12 +190,26 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
         ok = false;
       }
     }
-    if (ok && opts.bitwise && c.impl->deterministic()) {
-      const TensorMap again = c.impl->run(*c.problem, ref.inputs, ctx);
+    if (ok && opts.bitwise && c.impl->deterministic(*c.problem)) {
+      const TensorMap again = run_checked(*c.impl, *c.problem, ref.inputs, ctx);
       const std::string diff = first_bit_difference(out, again);
       if (!diff.empty()) {
         r.raw_outcome = Outcome::FAIL;
         r.message = diff;
+        ok = false;
+      }
+    }
+    // A result kept from an earlier call (a cache keyed on the problem, not on the data) passes
+    // any single comparison: the inputs of another seed must give other bytes.
+    if (ok && opts.bitwise) {
+      const TensorMap other = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem) ^ kSecondSeed);
+      if (!same_bytes(other, ref.inputs)) {
+        const TensorMap out2 = run_checked(*c.impl, *c.problem, other, ctx);
+        if (same_bytes(out, out2) && !constant_outputs(out)) {
+          r.raw_outcome = Outcome::FAIL;
+          r.message = "--bitwise: the inputs of a second seed gave the very same output bytes (a result reused "
+                      "from an earlier call?)";
+        }
       }
     }
     if ((r.raw_outcome == Outcome::FAIL || r.raw_outcome == Outcome::MISTRUSTED) && !opts.artifacts_dir.empty()) {
@@ -175,6 +221,9 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     }
   } catch (const DeviceLost&) {
     throw;
+  } catch (const ContractBreach& e) {
+    r.raw_outcome = Outcome::FAIL;
+    r.message = e.what();
   } catch (const std::exception& e) {
     r.raw_outcome = Outcome::ERROR;
     r.message = e.what();

@@ -85,8 +85,19 @@ Case case_from_id(const Registry& reg, const std::string& id) {
   return c;
 }
 
-std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest) {
-  return "opcts repro '" + id + "' --arch " + arch + (manifest.empty() ? "" : " --manifest '" + manifest + "'");
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest,
+                          const std::vector<std::string>& plugins) {
+  const bool plain_arch = !arch.empty() && arch.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789") == std::string::npos;
+  std::string cmd = "opcts repro " + shell_quote(id) + " --arch " + (plain_arch ? arch : shell_quote(arch));
+  if (!manifest.empty()) cmd += " --manifest " + shell_quote(manifest);
+  for (const auto& p : plugins) cmd += " --plugin " + shell_quote(p);
+  return cmd;
 }
 
 }  // namespace opcts

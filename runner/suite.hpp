@@ -20,6 +20,7 @@ struct SuiteOptions {
   std::string manifest;               // --manifest; default <cases_dir>/manifests/<arch>.yaml if it exists
   bool load_catalogs = true;          // workers rebuild cases from ids and need no catalogs
   bool include_planted = false;       // add the cases of planted-bug impls (they must FAIL)
+  std::vector<std::string> plugins;   // --plugin: shared libraries whose impls the registry holds (workers load them too)
 };
 
 /// The default cases folder: $OPCTS_CASES_DIR, else the source tree's cases/ compiled in.
@@ -60,7 +61,12 @@ class Suite {
 /// `opcts repro` and the worker use. Throws std::invalid_argument naming the bad part.
 Case case_from_id(const Registry& reg, const std::string& id);
 
-/// The one-line command that reproduces a case (with --manifest when the run named one).
-std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest = "");
+/// The one-line command that reproduces a case (with --manifest and --plugin when the run named
+/// them); every argument is quoted for POSIX shells, so pasting it runs nothing else.
+std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest = "",
+                          const std::vector<std::string>& plugins = {});
+
+/// `s` as one POSIX shell word: in single quotes, each ' written as '\''.
+std::string shell_quote(const std::string& s);
 
 }  // namespace opcts

@@ -41,6 +41,7 @@ Worker spawn(const SupervisorOptions& opt, const std::string& ids_file, size_t s
   if (!opt.exec.artifacts_dir.empty()) args.insert(args.end(), {"--artifacts", opt.exec.artifacts_dir});
   if (!opt.exec.ref_cache_dir.empty()) args.insert(args.end(), {"--ref-cache", opt.exec.ref_cache_dir});
   if (opt.exec.bitwise) args.push_back("--bitwise");
+  for (const auto& p : opt.suite.plugins) args.insert(args.end(), {"--plugin", p});
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {

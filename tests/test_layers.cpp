@@ -18,12 +18,12 @@ namespace fs = std::filesystem;
 const std::map<std::string, std::set<std::string>>& allowed() {
   static const std::map<std::string, std::set<std::string>> table = {
       {"include/opcts", {}},
-      {"core", {}},
-      {"refimpl", {"core"}},
-      {"device_impl/host", {"core", "refimpl"}},
+      {"core", {"include/opcts"}},
+      {"refimpl", {"core", "include/opcts"}},
+      {"device_impl/host", {"core", "refimpl", "include/opcts"}},
       {"device_impl/cuda", {"core", "refimpl", "include/opcts"}},
       {"runner", {"core", "include/opcts"}},
-      {"reports", {"core", "runner"}},
+      {"reports", {"core", "runner", "include/opcts"}},
       {"app", {"core", "refimpl", "device_impl/host", "device_impl/cuda", "runner", "reports", "include/opcts"}},
   };
   return table;

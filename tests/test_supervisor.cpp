@@ -15,26 +15,15 @@
 #include "app/builtins.hpp"
 #include "core/result.hpp"
 #include "reports/junit.hpp"
+#include "tests/test_util.hpp"
 
 namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Shell {
-  int status;
-  std::string output;
-};
-
-Shell sh(const std::string& cmd) {
-  Shell r{0, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using testutil::Shell;
+using testutil::sh;
 
 class Supervisor : public ::testing::Test {
  protected:

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -10,6 +13,22 @@
 #include "core/yaml_util.hpp"
 
 namespace opcts::testutil {
+
+/// What a shell command printed (stdout and stderr) and its exit status (-1 when signalled).
+struct Shell {
+  int status;
+  std::string output;
+};
+
+inline Shell sh(const std::string& cmd) {
+  Shell r{0, ""};
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
 
 /// The source tree's cases/ folder.
 inline std::filesystem::path cases_dir() { return OPCTS_SOURCE_CASES_DIR; }

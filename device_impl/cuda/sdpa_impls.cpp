@@ -151,7 +151,7 @@ class CudaSdpa final : public Impl {
   bool planted() const override { return v_.plant != SdpaPlant::none; }
   // The flash backward adds dQ with fp32 atomics, whose order (and so dQ's last bits) varies
   // from run to run; the forward and the math backend are reproducible.
-  bool deterministic() const override { return v_.kernel != Kernel::flash; }
+  bool deterministic(const opcts::Problem&) const override { return v_.kernel != Kernel::flash; }
   std::vector<std::string> required_caps() const override {
     // flash uses mma.sync m16n8k16 with bf16 operands (sm_80+); math needs only cuBLAS.
     if (v_.kernel == Kernel::flash) return {"mma_sync_bf16"};

@@ -1,0 +1,109 @@
+// dlopen'd plugins: the entry point, the version handshake and all-or-nothing registration.
+#include "app/plugins.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <set>
+
+#if OPCTS_HAVE_CUDA
+#include "device_impl/cuda/abi_backend.hpp"
+#endif
+
+namespace opcts {
+
+BackendChoice abi_backend_for(const std::string& backend) {
+  if (backend == "host") return {&host_abi_backend(), ""};
+  if (backend == "cuda") {
+#if OPCTS_HAVE_CUDA
+    return {&cuda::abi_backend(), ""};
+#else
+    return {nullptr, "this opcts was built without CUDA (OPCTS_CUDA=OFF or no CUDA toolkit found)"};
+#endif
+  }
+  if (backend == "hip") return {nullptr, "this opcts was built without HIP"};
+  return {nullptr, ""};
+}
+
+namespace {
+
+// What a plugin asked to add, checked before anything reaches the registry.
+struct Staging {
+  const Registry* reg = nullptr;
+  std::vector<std::unique_ptr<Impl>> impls;
+  std::set<std::string> names, tokens;
+  std::vector<std::string> errors;
+};
+
+std::string token_of(std::string name) {
+  for (char& c : name)
+    if (c == '.') c = '_';
+  return name;
+}
+
+bool valid_name(const std::string& n) {
+  if (n.empty() || n.find('.') == std::string::npos || n.front() == '.' || n.back() == '.') return false;
+  for (char c : n)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.')) return false;
+  return true;
+}
+
+int32_t add_impl(void* ctx, const opcts_impl_desc* d, char* error, size_t error_size) {
+  auto* st = static_cast<Staging*>(ctx);
+  auto refuse = [&](const std::string& why) {
+    st->errors.push_back(why);
+    if (error && error_size) std::snprintf(error, error_size, "%s", why.c_str());
+    return 1;
+  };
+  if (!d || d->struct_size < sizeof(opcts_impl_desc)) return refuse("an impl descriptor smaller than ABI 1's");
+  const std::string name = d->name ? d->name : "";
+  if (!valid_name(name))
+    return refuse("impl name '" + name + "' is not <prefix>.<name> of lowercase letters, digits, '_' and '.'");
+  if (!d->family || !st->reg->family(d->family))
+    return refuse("impl " + name + ": unknown family '" + std::string(d->family ? d->family : "") + "'");
+  const std::string backend = d->backend ? d->backend : "";
+  if (backend != "host" && backend != "cuda" && backend != "hip")
+    return refuse("impl " + name + ": backend '" + backend + "' is not host, cuda or hip");
+  if (!d->run) return refuse("impl " + name + ": no run callback");
+  if (st->reg->impl(name) || st->reg->impl_by_id_token(token_of(name)) || !st->names.insert(name).second ||
+      !st->tokens.insert(token_of(name)).second)
+    return refuse("impl " + name + ": another impl has this name (or its id spelling " + token_of(name) + ")");
+  if (d->n_caps < 0 || (d->n_caps > 0 && !d->caps)) return refuse("impl " + name + ": caps list is malformed");
+  const BackendChoice b = abi_backend_for(backend);
+  st->impls.push_back(std::make_unique<AbiImpl>(*d, b.backend, b.missing));
+  return 0;
+}
+
+}  // namespace
+
+std::string load_plugin(Registry& reg, const std::string& path) {
+  const std::string who = "plugin " + path;
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return who + ": cannot load: " + std::string(dlerror());
+  // The handle stays open for the process: the descriptors' callbacks live in the library.
+  auto init = reinterpret_cast<opcts_plugin_init_fn>(dlsym(h, OPCTS_PLUGIN_ENTRY));
+  if (!init) return who + ": no entry point '" + std::string(OPCTS_PLUGIN_ENTRY) + "' (see include/opcts/plugin.h)";
+  Staging st;
+  st.reg = &reg;
+  opcts_registrar r{};
+  r.struct_size = sizeof r;
+  r.ctx = &st;
+  r.add_impl = add_impl;
+  const int32_t rc = init(OPCTS_PLUGIN_ABI_VERSION, &r);
+  if (rc != 0)
+    st.errors.insert(st.errors.begin(), "its entry point returned " + std::to_string(rc) + " for ABI version " +
+                                            std::to_string(OPCTS_PLUGIN_ABI_VERSION) + " (a version it does not speak?)");
+  if (st.errors.empty() && st.impls.empty()) st.errors.push_back("it registered no impl");
+  if (!st.errors.empty()) {
+    std::string msg = who + " is not used:";
+    for (const auto& e : st.errors) msg += " " + e + ";";
+    msg.pop_back();
+    return msg;
+  }
+  for (auto& i : st.impls) reg.add(std::move(i));
+  return "";
+}
+
+}  // namespace opcts

@@ -1,0 +1,26 @@
+// Loading plugins (include/opcts/plugin.h) into a registry: dlopen, the ABI version, registration.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/abi_impl.hpp"
+#include "core/family.hpp"
+
+namespace opcts {
+
+/// The backend that runs ABI impls of one backend name in this build: host memory for "host",
+/// device memory for "cuda" when CUDA is built; null with the reason otherwise.
+struct BackendChoice {
+  const AbiBackend* backend = nullptr;
+  std::string missing;  // why there is none ("this opcts was built without CUDA ...")
+};
+BackendChoice abi_backend_for(const std::string& backend);
+
+/// Registers the impls of the plugin at `path` into `reg`. A plugin is all or nothing: one that
+/// cannot be opened, lacks the entry point, refuses the ABI version, or adds an impl that is
+/// malformed, of an unknown family or backend, or named like another impl adds nothing, and
+/// the returned message names the plugin and every reason ("" on success).
+std::string load_plugin(Registry& reg, const std::string& path);
+
+}  // namespace opcts

@@ -1,0 +1,97 @@
+// Impls behind the plugin ABI (include/opcts/plugin.h): a C descriptor as an opcts Impl, and the
+// backends that move a case's tensors to where the impl reads them.
+//
+// An AbiImpl converts the problem into its family's C parameter struct (Family::abi_params),
+// asks the descriptor's `supports`, and runs it through an AbiBackend: the host backend hands
+// host memory, the CUDA backend (device_impl/cuda/abi_backend.cpp) device memory on a stream of
+// its own. Both poison outputs with 0xFF bytes, refuse an impl that wrote into an input (naming
+// the tensor) and map the status: OPCTS_INVALID_ARGUMENT → InvalidArgument(argument),
+// OPCTS_UNSUPPORTED → Unsupported, anything else → std::runtime_error.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/family.hpp"
+#include "include/opcts/plugin.h"
+
+namespace opcts {
+
+/// DLPack's (code, bits) for a dtype (OPCTS_DL_* of plugin.h), and back; nullopt for none.
+opcts_dtype abi_dtype(DType t);
+std::optional<DType> dtype_of_abi(opcts_dtype t);
+
+/// An arch as the ABI sees it; owns the strings the C struct points to.
+class AbiArch {
+ public:
+  explicit AbiArch(const ArchInfo& a);
+  const opcts_arch& get() const { return arch_; }
+
+ private:
+  std::string name_, backend_;
+  std::vector<std::string> caps_;
+  std::vector<const char*> cap_ptrs_;
+  opcts_arch arch_{};
+};
+
+/// Descriptors of host tensors for a run: the names, shapes and strides the C structs point to.
+/// `data` of each descriptor is left for the backend to fill (host or device pointer).
+class AbiTensors {
+ public:
+  void add(const std::string& name, const HostTensor& t, bool is_output);
+  std::vector<opcts_tensor>& descriptors() { return descs_; }
+  size_t size() const { return descs_.size(); }
+
+ private:
+  struct Owned {
+    std::string name;
+    std::vector<int64_t> shape, strides;
+  };
+  std::vector<std::unique_ptr<Owned>> owned_;
+  std::vector<opcts_tensor> descs_;
+};
+
+/// Throws the error an ABI status stands for (nothing for OPCTS_OK); `who` names the impl.
+void throw_abi_status(opcts_status s, const opcts_report& report, const std::string& who);
+
+/// Where an ABI impl's tensors live. run() makes the outputs `outs` (0xFF-poisoned), hands
+/// inputs and outputs to the impl, and returns the outputs on the host; it throws FAIL-worthy
+/// problems (an input written, work off the given stream) as ContractBreach (core/errors.hpp).
+class AbiBackend {
+ public:
+  virtual ~AbiBackend() = default;
+  virtual TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
+                        const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device) const = 0;
+  /// Whether `bytes` of tensors fit where the impl runs (device memory); yes on the host.
+  virtual Support fits(double bytes, const std::string& who) const;
+};
+
+/// The host backend: host memory, no stream.
+const AbiBackend& host_abi_backend();
+
+/// An Impl backed by an ABI descriptor. The descriptor's strings are copied; `backend` is null
+/// when this build cannot run the descriptor's backend (every case is then a SKIP saying
+/// `missing_backend`, so the impl's ids are the same in every build).
+class AbiImpl final : public Impl {
+ public:
+  AbiImpl(const opcts_impl_desc& desc, const AbiBackend* backend, std::string missing_backend = "");
+
+  std::string_view family() const override { return family_; }
+  std::string_view name() const override { return name_; }
+  std::string_view backend() const override { return backend_name_; }
+  std::vector<std::string> required_caps() const override { return caps_; }
+  Support supports(const Problem& p, const ArchInfo& arch) const override;
+  TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const override;
+  bool planted() const override { return planted_; }
+  bool deterministic(const Problem& p) const override;
+
+ private:
+  std::string family_, name_, backend_name_, missing_;
+  std::vector<std::string> caps_;
+  bool planted_ = false;
+  opcts_impl_desc desc_{};
+  const AbiBackend* transport_ = nullptr;
+};
+
+}  // namespace opcts

@@ -1,0 +1,120 @@
+// The CUDA backend: uploads, a gated non-blocking stream, the impl's run, the stream and input checks, downloads.
+//
+// The stream check (KernelBench checks generated kernels the same way): the harness creates a
+// non-blocking stream and enqueues on it a gate kernel that waits for the host. Everything the
+// impl puts on that stream waits behind the gate. After the impl's run returns, the harness
+// synchronises the legacy default stream (which also waits for every blocking stream) and reads
+// the outputs on a second non-blocking stream: they must still hold their 0xFF poison, or the
+// impl wrote them from another stream — a kernel that would race with the caller's next work on
+// the stream it was given. Then the gate opens and the stream is synchronised.
+#include "device_impl/cuda/abi_backend.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <memory>
+
+#include "core/errors.hpp"
+#include "device_impl/cuda/device_buffer.hpp"
+#include "device_impl/cuda/device_memory.hpp"
+#include "device_impl/cuda/stream_gate_kernels.hpp"
+
+namespace opcts::cuda {
+
+namespace {
+
+// How long the gate waits for the impl's run to return before it lets the stream go (an impl
+// that synchronises its stream inside run would otherwise wait forever).
+constexpr int kGateTimeoutMs = 10000;
+
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"); }
+  ~Stream() {
+    if (s) cudaStreamDestroy(s);
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+};
+
+bool still_poisoned(const DeviceBuffer& d, cudaStream_t side) {
+  std::vector<unsigned char> host(d.bytes());
+  if (host.empty()) return true;
+  check(cudaMemcpyAsync(host.data(), d.get(), host.size(), cudaMemcpyDeviceToHost, side), "cudaMemcpyAsync D2H");
+  check(cudaStreamSynchronize(side), "cudaStreamSynchronize");
+  for (unsigned char b : host)
+    if (b != 0xFF) return false;
+  return true;
+}
+
+class CudaBackend final : public AbiBackend {
+ public:
+  TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
+                const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device) const override {
+    const std::string who = desc.name ? desc.name : "?";
+    check(cudaSetDevice(device < 0 ? 0 : device), "cudaSetDevice");
+    AbiTensors tensors;
+    std::vector<DeviceBuffer> in_bufs, out_bufs;
+    for (const auto& [name, t] : inputs) {
+      tensors.add(name, t, false);
+      in_bufs.push_back(DeviceBuffer::upload(t));
+    }
+    TensorMap out;
+    for (const auto& o : outs) {
+      HostTensor& t = out.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
+      tensors.add(o.name, t, true);
+      out_bufs.emplace_back(t.nbytes());
+      if (t.nbytes()) check(cudaMemset(out_bufs.back().get(), 0xFF, t.nbytes()), "cudaMemset (output poison)");
+    }
+    for (size_t i = 0; i < in_bufs.size(); ++i) tensors.descriptors()[i].data = in_bufs[i].get();
+    for (size_t i = 0; i < out_bufs.size(); ++i) tensors.descriptors()[in_bufs.size() + i].data = out_bufs[i].get();
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (uploads)");
+
+    Stream stream, side;
+    opcts_report report{};
+    opcts_status status = OPCTS_OK;
+    bool written_early = false, waited = false;
+    {
+      StreamGate gate(stream.s, kGateTimeoutMs);
+      opcts_run_args args{};
+      args.struct_size = sizeof args;
+      args.params = params;
+      args.tensors = tensors.descriptors().data();
+      args.n_tensors = static_cast<int32_t>(tensors.size());
+      args.stream = stream.s;
+      args.device = device;
+      args.arch = &arch;
+      status = desc.run(desc.impl_data, &args, &report);
+      check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize (legacy default stream)");
+      for (const auto& b : out_bufs) written_early = written_early || !still_poisoned(b, side.s);
+      gate.release();
+      check(cudaStreamSynchronize(stream.s), "cudaStreamSynchronize (the impl's stream)");
+      waited = gate.timed_out();
+    }
+    check(cudaGetLastError(), (who + " (after run)").c_str());
+    throw_abi_status(status, report, who);
+    if (written_early && !waited)
+      throw ContractBreach(who + " wrote its outputs before the stream it was handed could run: its work went to "
+                                 "another stream or the legacy default stream (impls must launch on args->stream)");
+    for (size_t i = 0; i < out_bufs.size(); ++i) out_bufs[i].download(out.at(outs[i].name));
+    size_t i = 0;
+    for (const auto& [name, t] : inputs) {
+      HostTensor after = t;
+      in_bufs[i++].download(after);
+      if (std::memcmp(after.data(), t.data(), t.nbytes()) != 0)
+        throw ContractBreach(who + " wrote into its input '" + name + "' (inputs are read-only)");
+    }
+    return out;
+  }
+
+  Support fits(double bytes, const std::string& who) const override { return fits_device_memory(bytes, who); }
+};
+
+}  // namespace
+
+const AbiBackend& abi_backend() {
+  static const CudaBackend b;
+  return b;
+}
+
+}  // namespace opcts::cuda

@@ -1,0 +1,246 @@
+/* The opcts plugin ABI: how a shared library hands implementations (impls) to opcts.
+ *
+ * A plugin exports one function, OPCTS_PLUGIN_ENTRY ("opcts_plugin_init"), which opcts calls
+ * once after dlopen with the ABI version it speaks and a registrar. The plugin checks the
+ * version (return non-zero to refuse) and adds one opcts_impl_desc per impl. opcts then treats
+ * those impls like built-in ones: they appear in `opcts list`, are judged by the same
+ * references, tolerances and manifests, and are reported in JUnit and the gate.
+ *
+ * Only C types cross this boundary. Every struct starts with its size in bytes so that a later
+ * minor version can append fields; the major version (OPCTS_PLUGIN_ABI_VERSION) changes when a
+ * field changes meaning or moves. The built-in CUDA impls use these same structs.
+ *
+ * Tensors are DLPack-style descriptors: a data pointer (device memory for "cuda" and "hip"
+ * impls, host memory for "host" impls), a dtype in DLPack's (code, bits, lanes) form, a shape
+ * and strides in ELEMENTS (not bytes), exactly as opcts stores the tensor. Sub-byte types
+ * declare their packing. Inputs must not be written; outputs arrive filled with NaN bytes
+ * (0xFF), so an element an impl skips cannot pass. Work goes on the stream in opcts_run_args
+ * (a cudaStream_t / hipStream_t that is NOT the legacy default stream); opcts synchronises it.
+ *
+ * Which tensors a family passes, their names, shapes and dtypes, and what its parameter struct
+ * means: docs/plugins.md, and the comments on each opcts_<family>_params below.
+ */
+#ifndef OPCTS_PLUGIN_H
+#define OPCTS_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OPCTS_PLUGIN_ABI_VERSION 1u
+#define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
+
+/* ---- Status ------------------------------------------------------------------------------ */
+
+typedef enum opcts_status {
+  OPCTS_OK = 0,
+  /* The impl refuses an argument (a negative case's right answer): set `argument` to its name
+   * ("heads_kv", "K", "a_scale", ...) and say why in `message`. */
+  OPCTS_INVALID_ARGUMENT = 1,
+  /* The impl (or its library) cannot run this valid problem: `message` says why. */
+  OPCTS_UNSUPPORTED = 2,
+  /* Anything else that went wrong (a failed allocation, a library error). */
+  OPCTS_INTERNAL = 3
+} opcts_status;
+
+/* What a run callback reports besides its status: fixed buffers opcts owns. */
+typedef struct opcts_report {
+  char argument[64];  /* OPCTS_INVALID_ARGUMENT: the argument's name, NUL-terminated */
+  char message[512];  /* any status: a human-readable explanation, NUL-terminated */
+} opcts_report;
+
+/* ---- Tensors ----------------------------------------------------------------------------- */
+
+/* DLPack's DLDataTypeCode (dlpack.h v1.1) where it has the type. */
+enum {
+  OPCTS_DL_INT = 0,
+  OPCTS_DL_UINT = 1,
+  OPCTS_DL_FLOAT = 2,
+  OPCTS_DL_BFLOAT = 4,
+  OPCTS_DL_BOOL = 6,
+  OPCTS_DL_FLOAT8_E4M3FN = 10,
+  OPCTS_DL_FLOAT8_E4M3FNUZ = 11,
+  OPCTS_DL_FLOAT8_E5M2 = 12,
+  OPCTS_DL_FLOAT8_E5M2FNUZ = 13,
+  OPCTS_DL_FLOAT8_E8M0FNU = 14,
+  OPCTS_DL_FLOAT6_E2M3FN = 15,
+  OPCTS_DL_FLOAT6_E3M2FN = 16,
+  OPCTS_DL_FLOAT4_E2M1FN = 17,
+  /* Not in DLPack: the unsigned e4m3 of NVFP4 block scales (OCP e4m3fn without the sign). */
+  OPCTS_DL_OPCTS_UE4M3 = 200
+};
+
+typedef struct opcts_dtype {
+  uint8_t code;   /* OPCTS_DL_* */
+  uint8_t bits;   /* 64, 32, 16, 8, 6 (one per byte, low 6 bits), 4 */
+  uint16_t lanes; /* always 1 */
+} opcts_dtype;
+
+/* How sub-byte elements sit in bytes. */
+enum {
+  OPCTS_PACKING_NONE = 0,            /* one element per byte or more */
+  OPCTS_PACKING_NIBBLES_LOW_FIRST = 1 /* two 4-bit elements per byte, element 2i in the low nibble */
+};
+
+typedef struct opcts_tensor {
+  const char* name;        /* "q", "k", "O", "a_scale", ...: the family's names (docs/plugins.md) */
+  void* data;              /* device memory for cuda/hip impls, host memory for host impls */
+  opcts_dtype dtype;
+  int32_t ndim;
+  const int64_t* shape;    /* ndim extents */
+  const int64_t* strides;  /* ndim strides in elements */
+  int32_t packing;         /* OPCTS_PACKING_* */
+  int32_t is_output;       /* 1: the impl writes it (filled with 0xFF bytes beforehand) */
+} opcts_tensor;
+
+/* ---- Where an impl runs ------------------------------------------------------------------- */
+
+typedef struct opcts_arch {
+  uint32_t struct_size;
+  const char* name;     /* "sm90", "gfx942", "host" */
+  const char* backend;  /* "cuda", "hip", "host" */
+  int32_t compute_major, compute_minor;  /* CUDA compute capability; 0 elsewhere */
+  int32_t warp_size;
+  int32_t smem_per_block_kib;
+  const char* const* caps;  /* capability names of cases/archs.yaml */
+  int32_t n_caps;
+} opcts_arch;
+
+typedef struct opcts_run_args {
+  uint32_t struct_size;
+  const void* params;        /* the family's parameter struct (opcts_<family>_params) */
+  opcts_tensor* tensors;     /* inputs then outputs, each named */
+  int32_t n_tensors;
+  void* stream;              /* cudaStream_t / hipStream_t; NULL for host impls */
+  int32_t device;            /* GPU ordinal, made current by opcts; -1 on the host */
+  const opcts_arch* arch;
+} opcts_run_args;
+
+/* ---- An impl ----------------------------------------------------------------------------- */
+
+/* Whether the impl runs a problem on an arch: non-zero = yes; 0 = no, with the reason in
+ * `reason` (a SKIP in the report). Must not touch the device beyond queries. */
+typedef int32_t (*opcts_supports_fn)(const void* impl_data, const void* params, const opcts_arch* arch, char* reason,
+                                     size_t reason_size);
+/* Runs the problem on the tensors, on args->stream. */
+typedef opcts_status (*opcts_run_fn)(const void* impl_data, const opcts_run_args* args, opcts_report* report);
+/* Whether two runs on the same inputs give the same output bytes (`opcts run --bitwise`
+ * checks it): non-zero = yes. NULL in the descriptor means always. */
+typedef int32_t (*opcts_deterministic_fn)(const void* impl_data, const void* params);
+
+typedef struct opcts_impl_desc {
+  uint32_t struct_size;      /* sizeof(opcts_impl_desc) */
+  const char* family;        /* "sdpa", "scaled_mm", "cast", ... */
+  const char* name;          /* unique over all impls, "<prefix>.<name>": "aten.sdpa_flash", "triton.sdpa";
+                                case ids spell it with '.' as '_' (letters, digits, '.', '_' only) */
+  const char* backend;       /* "cuda", "hip" or "host": the archs it runs on */
+  const char* const* caps;   /* capabilities it needs on every problem (cases/archs.yaml) */
+  int32_t n_caps;
+  int32_t planted;           /* 1: a deliberately wrong impl that must FAIL (docs/architecture.md) */
+  opcts_supports_fn supports;
+  opcts_run_fn run;
+  opcts_deterministic_fn deterministic;  /* may be NULL */
+  const void* impl_data;     /* handed back to the callbacks */
+} opcts_impl_desc;
+
+/* What opcts gives the plugin's entry point. add_impl copies the strings it needs; it returns
+ * 0, or non-zero with the reason in `error` (a duplicate name, an unknown family, ...). */
+typedef struct opcts_registrar {
+  uint32_t struct_size;
+  void* ctx;
+  int32_t (*add_impl)(void* ctx, const opcts_impl_desc* desc, char* error, size_t error_size);
+} opcts_registrar;
+
+/* The entry point: return 0 on success; non-zero (e.g. for an ABI version it does not speak)
+ * makes opcts refuse the plugin with a message naming it. */
+typedef int32_t (*opcts_plugin_init_fn)(uint32_t abi_version, const opcts_registrar* registrar);
+
+/* ---- Family parameter structs -------------------------------------------------------------- */
+
+/* sdpa: scaled dot-product attention, forward (O, lse) or backward (dQ, dK, dV).
+ * Tensors (shapes as stored: layout BHSD [B, H, S, D], BSHD [B, S, H, D]; contiguous):
+ *   inputs  q [.., Hq, Sq, Dqk], k [.., Hkv, Sk, Dqk], v [.., Hkv, Sk, Dv] in `dtype`;
+ *           attn_mask [B or 1, Hq or 1, Sq, Sk] when attn_mask != NONE (bool: one byte per
+ *           element, 1 = attend, dtype {OPCTS_DL_BOOL, 8}; additive: `dtype`, added to the scores);
+ *           backward: dO [.., Hq, Sq, Dv]
+ *   outputs forward: O [.., Hq, Sq, Dv] in `dtype`, lse [B, Hq, Sq] fp32 (natural log; -inf for a
+ *           row that sees no key, where O = 0); backward: dQ, dK, dV shaped as q, k, v.
+ * Semantics: refimpl/sdpa.hpp (GQA: query head h reads KV head h / (Hq / Hkv); windows are
+ * FlashAttention-2's window_size, bottom-right aligned, inclusive, -1 = unbounded). */
+enum { OPCTS_SDPA_MASK_NONE = 0, OPCTS_SDPA_CAUSAL_UPPER_LEFT = 1, OPCTS_SDPA_CAUSAL_LOWER_RIGHT = 2 };
+enum { OPCTS_SDPA_ATTN_MASK_NONE = 0, OPCTS_SDPA_ATTN_MASK_BOOL = 1, OPCTS_SDPA_ATTN_MASK_ADDITIVE = 2 };
+enum { OPCTS_SDPA_BHSD = 0, OPCTS_SDPA_BSHD = 1 };
+enum { OPCTS_SDPA_FORWARD = 0, OPCTS_SDPA_BACKWARD = 1 };
+typedef struct opcts_sdpa_params {
+  uint32_t struct_size;
+  opcts_dtype dtype;        /* of q, k, v, O (fp16, bf16, fp32) */
+  int64_t batch, heads_q, heads_kv, seq_q, seq_k, head_dim, head_dim_v;
+  double scale;             /* the scale applied to q·k (the default 1/sqrt(head_dim) resolved) */
+  int32_t mask;             /* OPCTS_SDPA_MASK_* */
+  int64_t window_left, window_right;  /* -1 = unbounded; < -1 is invalid (refuse it) */
+  double softcap;           /* 0 = off; s = softcap·tanh(s / softcap); < 0 is invalid */
+  int32_t attn_mask;        /* OPCTS_SDPA_ATTN_MASK_* */
+  int32_t mask_per_batch, mask_per_head;  /* attn_mask's first two dims are B / Hq (1: broadcast) */
+  int32_t layout;           /* OPCTS_SDPA_BHSD / BSHD */
+  int32_t direction;        /* OPCTS_SDPA_FORWARD / BACKWARD */
+} opcts_sdpa_params;
+
+/* scaled_mm: D[M, N] = out(os · (g · Σ_k deq(A)[m, k] · deq(B)[k, n] + bias[n])), one rounding.
+ * A negative case may hand a scale tensor of the wrong shape or dtype: nothing in this struct
+ * says so, the impl must find it in the tensor (as a library checking its arguments would).
+ * Tensors: a codes [M, K] with strides (lda, 1) when A is row-major, (1, lda) when column-major;
+ *   b = Bᵀ codes [N, K], strides (ldb, 1) when B is column-major, (1, ldb) when row-major;
+ *   e2m1 codes pack two per byte (OPCTS_PACKING_NIBBLES_LOW_FIRST); a_scale, b_scale in the
+ *   recipe's dtype and layout (below); global_scale fp32 [1] (nvfp4); out_scale fp32 [1]
+ *   (e4m3fn output); bias [N] in the output dtype; output d [M, N] row-major contiguous.
+ * Scale layouts per recipe, for an operand of R rows and K columns: tensorwise fp32 [1];
+ *   rowwise fp32 [R]; blockwise 1x128 fp32 [R, ceil(K/128)] strides (1, R); blockwise 128x128 (B
+ *   of BLOCKWISE_1X128_128X128) fp32 [ceil(R/128), ceil(K/128)] row-major; mx (e8m0, 1x32) and
+ *   nvfp4 (ue4m3, 1x16) in cuBLAS's swizzled 128x4 tiles, or row-major [R, blocks] when
+ *   scale_layout says so. Semantics: refimpl/scaled_mm.hpp. */
+enum {
+  OPCTS_MM_TENSORWISE = 0,
+  OPCTS_MM_ROWWISE = 1,
+  OPCTS_MM_BLOCKWISE_1X128_128X128 = 2,
+  OPCTS_MM_BLOCKWISE_1X128_1X128 = 3,
+  OPCTS_MM_MXFP8 = 4,
+  OPCTS_MM_MXFP4 = 5,
+  OPCTS_MM_NVFP4 = 6
+};
+enum { OPCTS_MM_SCALES_SWIZZLED = 0, OPCTS_MM_SCALES_ROW_MAJOR = 1 };
+typedef struct opcts_scaled_mm_params {
+  uint32_t struct_size;
+  int64_t m, n, k;
+  opcts_dtype a_elem, b_elem;  /* element codes of a and b */
+  opcts_dtype out;          /* of d (bf16, fp16, fp32, e4m3fn) */
+  int32_t bias;             /* 1: a bias tensor is given */
+  int32_t recipe;           /* OPCTS_MM_* */
+  int32_t a_row_major;      /* 1: A row-major (K contiguous, "T"); 0: column-major */
+  int32_t b_col_major;      /* 1: B column-major (K contiguous, "N"); 0: row-major */
+  int64_t lda, ldb;         /* leading dimensions in elements (as the a / b strides say) */
+  int32_t scale_layout;     /* OPCTS_MM_SCALES_* (mx and nvfp4 recipes) */
+  int32_t mx_rceil;         /* mx recipes: 1 if the scales were chosen by RCEIL, 0 by FLOOR (information only) */
+  int32_t fast_accum;       /* 1: the caller allows accumulation without periodic promotion */
+} opcts_scaled_mm_params;
+
+/* cast: y = convert(x) element-wise, x of the input dtype to y of the output dtype.
+ * Tensors: x [n] (inputs) and y [n] (output), dtypes as the descriptors say. Encoding rounds to
+ * nearest even; `satfinite` clamps overflow to ±max, otherwise to Inf (or NaN where the format
+ * has no Inf); e8m0 targets round by `e8m0_rounding`. Decoding (a narrow x, fp32 y) is exact. */
+enum { OPCTS_E8M0_RNE = 0, OPCTS_E8M0_FLOOR = 1, OPCTS_E8M0_CEIL = 2 };
+typedef struct opcts_cast_params {
+  uint32_t struct_size;
+  opcts_dtype from, to;     /* of x and y */
+  int32_t satfinite;        /* 1: saturate to the largest finite value; 0: nonsaturating */
+  int32_t e8m0_rounding;    /* OPCTS_E8M0_* (e8m0fnu outputs) */
+  int64_t n;
+} opcts_cast_params;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OPCTS_PLUGIN_H */
