@@ -16,6 +16,8 @@ namespace opcts {
 void register_sdpa_family(Registry& reg);
 void register_cast_family(Registry& reg);
 void register_scaled_mm_family(Registry& reg);
+/// The CUDA cast rows, in every build (device_impl/cuda/cast_rows.cpp).
+void register_cuda_cast(Registry& reg);
 #if OPCTS_HAVE_CUDA
 /// cuda.cublaslt and cuda.mx_kernel (device_impl/cuda/scaled_mm_impls.cpp).
 void register_cuda_scaled_mm(Registry& reg);
@@ -57,6 +59,7 @@ void register_builtins(Registry& reg) {
   register_host_sdpa_planted(reg);
   register_host_cast(reg);
   register_host_scaled_mm(reg);
+  register_cuda_cast(reg);
 #if OPCTS_HAVE_CUDA
   register_cuda_sdpa(reg);
 #if OPCTS_HAVE_CUDNN
@@ -64,11 +67,9 @@ void register_builtins(Registry& reg) {
 #else
   reg.add(std::make_unique<UnavailableImpl>("sdpa", "cuda.cudnn", "this opcts was built without cuDNN (no cudnn_graph.h / libcudnn found)"));
 #endif
-  register_cuda_cast(reg);
   register_cuda_scaled_mm(reg);
 #else
   for (const char* impl : {"cuda.flash", "cuda.math", "cuda.cudnn"}) reg.add(std::make_unique<UnavailableImpl>("sdpa", impl));
-  reg.add(std::make_unique<UnavailableImpl>("cast", "cuda.cvt"));
   for (const char* impl : {"cuda.cublaslt", "cuda.mx_kernel"}) reg.add(std::make_unique<UnavailableImpl>("scaled_mm", impl));
 #endif
 }

@@ -149,6 +149,8 @@ AbiImpl::AbiImpl(const opcts_impl_desc& desc, const AbiBackend* backend, std::st
 
 Support AbiImpl::supports(const Problem& p, const ArchInfo& arch) const {
   if (!transport_) return Support::no(name_ + ": " + missing_);
+  if (cannot_show_)
+    if (const std::string why = cannot_show_(p); !why.empty()) return Support::no(name_ + ": " + why);
   const std::vector<unsigned char> params = family_def().abi_params(p);
   if (params.empty()) return Support::no(name_ + ": family " + family_ + " has no ABI parameter struct");
   if (desc_.supports) {

@@ -9,6 +9,7 @@
 // OPCTS_UNSUPPORTED → Unsupported, anything else → std::runtime_error.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,6 +86,9 @@ class AbiImpl final : public Impl {
   TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const override;
   bool planted() const override { return planted_; }
   bool deterministic(const Problem& p) const override;
+  /// For a built-in planted row: which problems can show its bug ("" when one can; the SKIP
+  /// reason otherwise). Checked before the descriptor's supports.
+  void set_cannot_show(std::function<std::string(const Problem&)> f) { cannot_show_ = std::move(f); }
 
  private:
   std::string family_, name_, backend_name_, missing_;
@@ -92,6 +96,7 @@ class AbiImpl final : public Impl {
   bool planted_ = false;
   opcts_impl_desc desc_{};
   const AbiBackend* transport_ = nullptr;
+  std::function<std::string(const Problem&)> cannot_show_;
 };
 
 }  // namespace opcts

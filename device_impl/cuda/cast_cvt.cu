@@ -80,6 +80,20 @@ __global__ void encode_ties_up_kernel(const float* in, uint8_t* out, size_t n, b
   if (i < n) out[i] = static_cast<uint8_t>(bits::encode_fp32(__float_as_uint(in[i]), f, sat, /*ties_up=*/true));
 }
 
+// Two 4-bit codes a byte, element 2i in the low nibble (the storage of e2m1 tensors), from and to
+// one code a byte (what the conversion kernels read and write).
+__global__ void pack_nibbles_kernel(const uint8_t* in, uint8_t* out, size_t n) {
+  const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (2 * i >= n) return;
+  const uint8_t hi = 2 * i + 1 < n ? static_cast<uint8_t>(in[2 * i + 1] & 0xF) : 0;
+  out[i] = static_cast<uint8_t>((in[2 * i] & 0xF) | (hi << 4));
+}
+
+__global__ void unpack_nibbles_kernel(const uint8_t* in, uint8_t* out, size_t n) {
+  const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = i % 2 ? in[i / 2] >> 4 : in[i / 2] & 0xF;
+}
+
 unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
 
 void check_launch(const char* what) {
@@ -113,6 +127,18 @@ void cvt_decode(CvtNarrow from, const uint8_t* in, float* out, size_t n, CUstrea
   if (n == 0) return;
   decode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n, from);
   check_launch("cvt_decode");
+}
+
+void cvt_pack_nibbles(const uint8_t* in, uint8_t* out, size_t n, CUstream_st* stream) {
+  if (n == 0) return;
+  pack_nibbles_kernel<<<blocks_for((n + 1) / 2), kThreads, 0, stream>>>(in, out, n);
+  check_launch("cvt_pack_nibbles");
+}
+
+void cvt_unpack_nibbles(const uint8_t* in, uint8_t* out, size_t n, CUstream_st* stream) {
+  if (n == 0) return;
+  unpack_nibbles_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n);
+  check_launch("cvt_unpack_nibbles");
 }
 
 void cvt_encode_ties_up(CvtNarrow to, bool satfinite, const float* in, uint8_t* out, size_t n, CUstream_st* stream) {

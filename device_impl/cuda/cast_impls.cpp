@@ -1,109 +1,141 @@
-// cuda.cvt and the planted cuda.cvt_ties_up: harness glue around the CUDA conversion kernels.
+// The CUDA cast rows' callbacks: the ABI's x / y descriptors onto the conversion kernels (cast_cvt.cu).
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
+#include <cstring>
 #include <optional>
+#include <string>
 
 #include "device_impl/cuda/cast_kernels.hpp"
-#include "device_impl/cuda/cuda_impls.hpp"
-#include "device_impl/cuda/device_buffer.hpp"
-#include "device_impl/cuda/device_memory.hpp"
-#include "refimpl/cast.hpp"
+#include "device_impl/cuda/cast_launch.hpp"
 
-namespace opcts {
+namespace opcts::cuda {
 
 namespace {
 
-std::optional<cuda::CvtNarrow> narrow_of(DType t) {
-  switch (t) {
-    case DType::e4m3fn: return cuda::CvtNarrow::e4m3;
-    case DType::e5m2: return cuda::CvtNarrow::e5m2;
-    case DType::e8m0fnu: return cuda::CvtNarrow::e8m0;
-    case DType::e2m3fn: return cuda::CvtNarrow::e2m3;
-    case DType::e3m2fn: return cuda::CvtNarrow::e3m2;
-    case DType::e2m1fn: return cuda::CvtNarrow::e2m1;
+std::optional<CvtNarrow> narrow_of(opcts_dtype t) {
+  switch (t.code) {
+    case OPCTS_DL_FLOAT8_E4M3FN: return CvtNarrow::e4m3;
+    case OPCTS_DL_FLOAT8_E5M2: return CvtNarrow::e5m2;
+    case OPCTS_DL_FLOAT8_E8M0FNU: return CvtNarrow::e8m0;
+    case OPCTS_DL_FLOAT6_E2M3FN: return CvtNarrow::e2m3;
+    case OPCTS_DL_FLOAT6_E3M2FN: return CvtNarrow::e3m2;
+    case OPCTS_DL_FLOAT4_E2M1FN: return CvtNarrow::e2m1;
     default: return std::nullopt;  // FNUZ, ue4m3, int4: CUDA has no conversion for them
   }
 }
 
-cuda::CvtWide wide_of(DType t) {
-  switch (t) {
-    case DType::fp16: return cuda::CvtWide::fp16;
-    case DType::bf16: return cuda::CvtWide::bf16;
-    default: return cuda::CvtWide::fp32;
+std::optional<CvtWide> wide_of(opcts_dtype t) {
+  if (t.code == OPCTS_DL_FLOAT && t.bits == 32) return CvtWide::fp32;
+  if (t.code == OPCTS_DL_FLOAT && t.bits == 16) return CvtWide::fp16;
+  if (t.code == OPCTS_DL_BFLOAT && t.bits == 16) return CvtWide::bf16;
+  return std::nullopt;
+}
+
+const char* name_of(opcts_dtype t) {
+  switch (t.code) {
+    case OPCTS_DL_FLOAT8_E4M3FNUZ: return "e4m3fnuz";
+    case OPCTS_DL_FLOAT8_E5M2FNUZ: return "e5m2fnuz";
+    case OPCTS_DL_OPCTS_UE4M3: return "ue4m3";
+    case OPCTS_DL_INT: return "int4";
+    case OPCTS_DL_UINT: return "uint4";
+    default: return "this format";
   }
 }
 
-class CudaCvt final : public Impl {
- public:
-  explicit CudaCvt(bool ties_up) : ties_up_(ties_up) {}
-  std::string_view family() const override { return "cast"; }
-  std::string_view name() const override { return ties_up_ ? "cuda.cvt_ties_up" : "cuda.cvt"; }
-  std::string_view backend() const override { return "cuda"; }
-  bool planted() const override { return ties_up_; }
+int32_t no(char* reason, size_t size, const char* why) {
+  std::snprintf(reason, size, "%s", why);
+  return 0;
+}
 
-  Support supports(const Problem& pp, const ArchInfo&) const override {
-    const auto& p = pp.as<cast::Problem>();
-    const DType narrow = p.decoding() ? p.from : p.to;
-    if (!narrow_of(narrow))
-      return Support::no("cuda.cvt: CUDA has no conversion intrinsic for " + std::string(opcts::name(narrow)));
-    if (p.to == DType::e8m0fnu && p.rounding == ScaleRounding::rne)
-      return Support::no("cuda.cvt: CUDA's e8m0 conversion rounds toward zero or +inf only, not to nearest");
-    if (ties_up_ && (p.decoding() || p.from != DType::fp32 || p.to == DType::e8m0fnu))
-      return Support::no("cuda.cvt_ties_up plants its bug in fp32 → fp8/fp6/fp4 encoding only");
-    // Its cases must FAIL; random inputs hit an exact tie only by chance (6 random cases
-    // passed on the H200).
-    if (ties_up_ && p.input == cast::Input::random)
-      return Support::no("cuda.cvt_ties_up: random inputs need not hold an exact tie");
-    return cuda::fits_device_memory(family_def().device_bytes(pp), name());
+const opcts_tensor* find(const opcts_run_args* a, const char* name) {
+  for (int32_t i = 0; i < a->n_tensors; ++i)
+    if (std::strcmp(a->tensors[i].name, name) == 0) return &a->tensors[i];
+  return nullptr;
+}
+
+opcts_status internal(opcts_report* r, const std::string& why) {
+  std::snprintf(r->message, sizeof r->message, "%s", why.c_str());
+  return OPCTS_INTERNAL;
+}
+
+// A stream-ordered scratch buffer (one 4-bit code a byte), freed on the same stream.
+struct Scratch {
+  void* p = nullptr;
+  cudaStream_t s;
+  Scratch(size_t bytes, cudaStream_t stream) : s(stream) {
+    if (bytes && cudaMallocAsync(&p, bytes, s) != cudaSuccess) p = nullptr;
   }
-
-  TensorMap run(const Problem& pp, const TensorMap& in, const RunContext& ctx) const override {
-    const auto& p = pp.as<cast::Problem>();
-    cuda::check(cudaSetDevice(ctx.device < 0 ? 0 : ctx.device), "cudaSetDevice");
-    const HostTensor& x = in.at("x");
-    const size_t n = static_cast<size_t>(x.numel());
-    TensorMap out;
-    HostTensor& y = out.emplace("y", HostTensor(p.to, x.shape())).first->second;
-    if (p.decoding()) {
-      // One code per byte on the device: unpack 4-bit codes here.
-      std::vector<uint8_t> codes(n);
-      for (size_t i = 0; i < n; ++i) codes[i] = static_cast<uint8_t>(x.code(static_cast<int64_t>(i)));
-      cuda::DeviceBuffer d_in(n), d_out(n * sizeof(float));
-      cuda::check(cudaMemcpy(d_in.get(), codes.data(), n, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
-      cuda::cvt_decode(*narrow_of(p.from), static_cast<const uint8_t*>(d_in.get()), static_cast<float*>(d_out.get()),
-                       n, nullptr);
-      cuda::check(cudaDeviceSynchronize(), "cvt_decode");
-      d_out.download(y);
-      return out;
-    }
-    const auto d_in = cuda::DeviceBuffer::upload(x);
-    cuda::DeviceBuffer d_out(n);
-    cuda::check(cudaMemset(d_out.get(), 0xAB, n), "cudaMemset");  // no stale zeros pass as results
-    const bool sat = p.overflow == Overflow::satfinite;
-    if (ties_up_) {
-      cuda::cvt_encode_ties_up(*narrow_of(p.to), sat, static_cast<const float*>(d_in.get()),
-                               static_cast<uint8_t*>(d_out.get()), n, nullptr);
-    } else {
-      const auto r = p.rounding == ScaleRounding::floor ? cuda::CvtScaleRound::floor : cuda::CvtScaleRound::ceil;
-      cuda::cvt_encode(wide_of(p.from), *narrow_of(p.to), sat, r, d_in.get(), static_cast<uint8_t*>(d_out.get()), n,
-                       nullptr);
-    }
-    cuda::check(cudaDeviceSynchronize(), "cvt_encode");
-    std::vector<uint8_t> codes(n);
-    cuda::check(cudaMemcpy(codes.data(), d_out.get(), n, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
-    for (size_t i = 0; i < n; ++i) y.set_code(static_cast<int64_t>(i), codes[i]);
-    return out;
+  ~Scratch() {
+    if (p) cudaFreeAsync(p, s);
   }
-
- private:
-  bool ties_up_;
+  uint8_t* get() const { return static_cast<uint8_t*>(p); }
 };
+
+// Encodes (a wide x) or decodes (a narrow x) on the stream; `ties_up` plants the bug.
+opcts_status convert(const opcts_run_args* a, opcts_report* r, bool ties_up) {
+  const auto* p = static_cast<const opcts_cast_params*>(a->params);
+  const opcts_tensor* x = find(a, "x");
+  const opcts_tensor* y = find(a, "y");
+  if (!x || !y) return internal(r, "missing the tensors x or y");
+  const size_t n = static_cast<size_t>(p->n);
+  auto* stream = static_cast<cudaStream_t>(a->stream);
+  try {
+    if (const auto from = narrow_of(p->from); from && p->to.code == OPCTS_DL_FLOAT) {
+      const uint8_t* codes = static_cast<const uint8_t*>(x->data);
+      Scratch unpacked(x->packing == OPCTS_PACKING_NIBBLES_LOW_FIRST ? n : 0, stream);
+      if (x->packing == OPCTS_PACKING_NIBBLES_LOW_FIRST) {
+        if (n && !unpacked.get()) return internal(r, "cudaMallocAsync failed");
+        cvt_unpack_nibbles(codes, unpacked.get(), n, stream);
+        codes = unpacked.get();
+      }
+      cvt_decode(*from, codes, static_cast<float*>(y->data), n, stream);
+      return OPCTS_OK;
+    }
+    const auto to = narrow_of(p->to);
+    const bool packed = y->packing == OPCTS_PACKING_NIBBLES_LOW_FIRST;
+    Scratch bytes(packed ? n : 0, stream);
+    if (packed && n && !bytes.get()) return internal(r, "cudaMallocAsync failed");
+    uint8_t* out = packed ? bytes.get() : static_cast<uint8_t*>(y->data);
+    if (ties_up) {
+      cvt_encode_ties_up(*to, p->satfinite != 0, static_cast<const float*>(x->data), out, n, stream);
+    } else {
+      const CvtScaleRound rounding = p->e8m0_rounding == OPCTS_E8M0_FLOOR ? CvtScaleRound::floor : CvtScaleRound::ceil;
+      cvt_encode(*wide_of(p->from), *to, p->satfinite != 0, rounding, x->data, out, n, stream);
+    }
+    if (packed) cvt_pack_nibbles(out, static_cast<uint8_t*>(y->data), n, stream);
+  } catch (const std::exception& e) {
+    return internal(r, e.what());
+  }
+  return OPCTS_OK;
+}
 
 }  // namespace
 
-void register_cuda_cast(Registry& reg) {
-  reg.add(std::make_unique<CudaCvt>(false));
-  reg.add(std::make_unique<CudaCvt>(true));
+int32_t cvt_supports(const void*, const void* params, const opcts_arch*, char* reason, size_t size) {
+  const auto* p = static_cast<const opcts_cast_params*>(params);
+  const bool decoding = !wide_of(p->from);
+  const opcts_dtype narrow = decoding ? p->from : p->to;
+  if (!narrow_of(narrow)) {
+    char why[128];
+    std::snprintf(why, sizeof why, "CUDA has no conversion intrinsic for %s", name_of(narrow));
+    return no(reason, size, why);
+  }
+  if (p->to.code == OPCTS_DL_FLOAT8_E8M0FNU && p->e8m0_rounding == OPCTS_E8M0_RNE)
+    return no(reason, size, "CUDA's e8m0 conversion rounds toward zero or +inf only, not to nearest");
+  return 1;
 }
 
-}  // namespace opcts
+opcts_status cvt_run(const void*, const opcts_run_args* args, opcts_report* report) {
+  return convert(args, report, false);
+}
+
+int32_t cvt_ties_up_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size) {
+  return cvt_supports(impl, params, arch, reason, size);
+}
+
+opcts_status cvt_ties_up_run(const void*, const opcts_run_args* args, opcts_report* report) {
+  return convert(args, report, true);
+}
+
+}  // namespace opcts::cuda

@@ -29,4 +29,8 @@ void cvt_decode(CvtNarrow from, const uint8_t* in, float* out, size_t n, CUstrea
 /// (core/minifloat_bits.hpp) with ties rounded away from zero.
 void cvt_encode_ties_up(CvtNarrow to, bool satfinite, const float* in, uint8_t* out, size_t n, CUstream_st* stream);
 
+/// n 4-bit codes, one a byte, packed two a byte (element 2i in the low nibble), and back.
+void cvt_pack_nibbles(const uint8_t* in, uint8_t* out, size_t n, CUstream_st* stream);
+void cvt_unpack_nibbles(const uint8_t* in, uint8_t* out, size_t n, CUstream_st* stream);
+
 }  // namespace opcts::cuda

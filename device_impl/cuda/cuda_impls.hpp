@@ -9,6 +9,4 @@ namespace opcts {
 void register_cuda_sdpa(Registry& reg);
 /// cuda.cudnn (sdpa): the cuDNN 9 backend-graph SDPA, forward and backward (sdpa_cudnn_impls.cpp).
 void register_cuda_sdpa_cudnn(Registry& reg);
-/// cuda.cvt and the planted cuda.cvt_ties_up (cast).
-void register_cuda_cast(Registry& reg);
 }  // namespace opcts

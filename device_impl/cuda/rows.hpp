@@ -1,0 +1,42 @@
+// Built-in CUDA impls as rows of plugin-ABI descriptors (include/opcts/plugin.h), in every build.
+//
+// A family's CUDA impls are declared in device_impl/cuda/<family>_rows.cpp, which every build
+// compiles: names, capabilities, whether planted, and the callbacks. The callbacks themselves
+// (device_impl/cuda/<family>_impls.cpp: the C parameter struct and tensors mapped onto the
+// kernel's parameter struct, launched on the stream handed in) exist only when CUDA is built;
+// OPCTS_CUDA_ONLY leaves them out otherwise, and each row is then a SKIP saying so. So every
+// case id, planted ones included, is the same in every build.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/abi_impl.hpp"
+
+#if OPCTS_HAVE_CUDA
+#define OPCTS_CUDA_ONLY(x) (x)
+#else
+#define OPCTS_CUDA_ONLY(x) nullptr
+#endif
+
+namespace opcts::cuda {
+
+/// One built-in row: the descriptor (callbacks may be null in a host build), the capability
+/// names it needs, and for a planted row the C++ check of which problems can show its bug
+/// (returns "" when the problem can; the reason to SKIP otherwise).
+struct Row {
+  opcts_impl_desc desc{};
+  std::vector<std::string> caps;
+  std::function<std::string(const Problem&)> cannot_show;
+};
+
+/// A row of `family` named `name` with its callbacks (pass them through OPCTS_CUDA_ONLY).
+Row row(const char* family, const char* name, opcts_supports_fn supports, opcts_run_fn run,
+        opcts_deterministic_fn deterministic = nullptr, const void* impl_data = nullptr);
+
+/// Registers the rows: with the CUDA backend when this build has CUDA, else as SKIPs naming
+/// what is missing ("this opcts was built without CUDA", or `missing` for a library such as cuDNN).
+void add_rows(Registry& reg, std::vector<Row> rows, const std::string& missing = "");
+
+}  // namespace opcts::cuda
