@@ -12,9 +12,12 @@ namespace opcts {
 void register_sdpa_family(Registry& reg);
 void register_cast_family(Registry& reg);
 void register_scaled_mm_family(Registry& reg);
+void register_int4_mm_family(Registry& reg);
 #if OPCTS_HAVE_CUDA
 /// cuda.cublaslt and cuda.mx_kernel (device_impl/cuda/scaled_mm_impls.cpp).
 void register_cuda_scaled_mm(Registry& reg);
+/// cuda.int4_gemv, cuda.int4_mm and their planted variants (device_impl/cuda/int4_mm_impls.cpp).
+void register_cuda_int4_mm(Registry& reg);
 #endif
 
 namespace {
@@ -48,10 +51,12 @@ Registry make() {
   register_sdpa_family(reg);
   register_cast_family(reg);
   register_scaled_mm_family(reg);
+  register_int4_mm_family(reg);
   register_host_sdpa(reg);
   register_host_sdpa_planted(reg);
   register_host_cast(reg);
   register_host_scaled_mm(reg);
+  register_host_int4_mm(reg);
 #if OPCTS_HAVE_CUDA
   register_cuda_sdpa(reg);
 #if OPCTS_HAVE_CUDNN
@@ -61,10 +66,12 @@ Registry make() {
 #endif
   register_cuda_cast(reg);
   register_cuda_scaled_mm(reg);
+  register_cuda_int4_mm(reg);
 #else
   for (const char* impl : {"cuda.flash", "cuda.math", "cuda.cudnn"}) reg.add(std::make_unique<UnavailableImpl>("sdpa", impl));
   reg.add(std::make_unique<UnavailableImpl>("cast", "cuda.cvt"));
   for (const char* impl : {"cuda.cublaslt", "cuda.mx_kernel"}) reg.add(std::make_unique<UnavailableImpl>("scaled_mm", impl));
+  for (const char* impl : {"cuda.int4_gemv", "cuda.int4_mm"}) reg.add(std::make_unique<UnavailableImpl>("int4_mm", impl));
 #endif
   return reg;
 }
