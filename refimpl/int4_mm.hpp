@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "core/family.hpp"
 #include "core/fields.hpp"
 
@@ -84,10 +85,7 @@ const kit::FieldTable<Problem>& fields();
 
 /// The first break of the argument contract: {argument, why}, or nullopt. Arguments: "group_size",
 /// "K", "N", "inner_k_tiles", "scale_and_zero", "scales", "qzeros".
-struct Violation {
-  std::string argument;
-  std::string why;
-};
+using opcts::Violation;
 std::optional<Violation> contract_violation(const Problem& p);
 /// The K multiple the packing needs besides g: 16·inner_k_tiles (tiled tinygemm), 8 (gptq), 32
 /// (q4_0), 2 (unpacked tinygemm), 1 (awq).

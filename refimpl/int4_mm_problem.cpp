@@ -142,7 +142,7 @@ int4::Codes make_codes(const Problem& p, const Shape& s, uint64_t seed) {
   if (p.fill == Fill::all_codes) {
     // j ↦ (a·j + c) mod 16 with a odd is a permutation of 0..15: the group's first 16 codes.
     const int64_t groups = p.k / p.group;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (p.n * p.k > (1 << 16))
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t g = 0; g < groups; ++g) {
         const uint64_t at = static_cast<uint64_t>(2 * (n * groups + g));

@@ -109,14 +109,15 @@ References reference(const Problem& p, const TensorMap& in) {
   for (size_t c = 0; c < value.size(); ++c) value[c] = decode(p.dtype, c);
   const auto* codes = reinterpret_cast<const uint16_t*>(in.at("x").data());  // contiguous [M, K]
   RowMajor x(M, K);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (M * K > (1 << 16))
   for (int64_t i = 0; i < M; ++i)
     for (int64_t k = 0; k < K; ++k) x(i, k) = value[codes[i * K + k]];
   const RowMajor ax = x.cwiseAbs();
 
   RowMajor y(M, N), delta(M, N), mag(M, N);
   const int64_t blocks = (N + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel for schedule(dynamic)
+  // Threads only where there is work for them: small problems pay for parallel regions.
+#pragma omp parallel for schedule(dynamic) if (blocks > 1 && (M + 2) * N * K > (1 << 20))
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t n0 = b * kColumnBlock, nb = std::min(kColumnBlock, N - n0);
     ColMajor w(K, nb), d(K, nb), a(K, nb);  // column j: weight column n0 + j over K
@@ -149,7 +150,7 @@ References reference(const Problem& p, const TensorMap& in) {
   auto& bound = r.bound["y"];
   want.resize(static_cast<size_t>(M * N));
   bound.resize(want.size());
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (M * N > (1 << 14))
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       const size_t at = static_cast<size_t>(i * N + j);

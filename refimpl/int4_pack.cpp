@@ -154,7 +154,7 @@ Codes unpack_tinygemm_unpacked(const HostTensor& packed, int64_t n, int64_t k) {
 
 namespace {
 
-// AWQ qweight is [K, N/8] words over the transposed codes: the walk's rows are K.
+// [rows, cols] → [cols, rows] (AWQ's qweight is [K, N/8] words over the transposed codes).
 Codes transpose(const Codes& q, int64_t rows, int64_t cols) {
   Codes t(q.size());
 #pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
@@ -165,38 +165,38 @@ Codes transpose(const Codes& q, int64_t rows, int64_t cols) {
 
 }  // namespace
 
+namespace {
+
+// AWQ words over a row-major [R, N] array of codes (qweight: R = K over the transposed
+// weight; qzeros: R = G): [R, N/8, 8].
+HostTensor pack_awq_rows(const Codes& rows, int64_t r, int64_t n) {
+  require(n % 8 == 0, "AWQ N = " + std::to_string(n) + " is not a multiple of 8");
+  require_codes(rows, r, n);
+  HostTensor t(DType::uint4, {r, n / 8, 8});
+  pack_walk(t.data(), rows.data(), t.numel(), AwqMap{n});
+  return t;
+}
+
+Codes unpack_awq_rows(const HostTensor& packed, int64_t r, int64_t n) {
+  require(n % 8 == 0, "AWQ N = " + std::to_string(n) + " is not a multiple of 8");
+  require_packed(packed, r * n);
+  Codes rows(static_cast<size_t>(r * n));
+  unpack_walk(packed.data(), rows.data(), packed.numel(), AwqMap{n});
+  return rows;
+}
+
+}  // namespace
+
 HostTensor pack_awq(const Codes& q, int64_t n, int64_t k) {
-  require(n % 8 == 0, "AWQ N = " + std::to_string(n) + " is not a multiple of 8");
   require_codes(q, n, k);
-  Codes kn = transpose(q, n, k);  // [K, N]
-  HostTensor t(DType::uint4, {k, n / 8, 8});
-  pack_walk(t.data(), kn.data(), t.numel(), AwqMap{n});
-  return t;
+  return pack_awq_rows(transpose(q, n, k), k, n);
 }
 
-Codes unpack_awq(const HostTensor& packed, int64_t n, int64_t k) {
-  require(n % 8 == 0, "AWQ N = " + std::to_string(n) + " is not a multiple of 8");
-  require_packed(packed, n * k);
-  Codes kn(static_cast<size_t>(n * k));
-  unpack_walk(packed.data(), kn.data(), packed.numel(), AwqMap{n});
-  return transpose(kn, k, n);
-}
+Codes unpack_awq(const HostTensor& packed, int64_t n, int64_t k) { return transpose(unpack_awq_rows(packed, k, n), k, n); }
 
-HostTensor pack_awq_zeros(const Codes& z, int64_t groups, int64_t n) {
-  require(n % 8 == 0, "AWQ N = " + std::to_string(n) + " is not a multiple of 8");
-  require_codes(z, groups, n);
-  HostTensor t(DType::uint4, {groups, n / 8, 8});
-  pack_walk(t.data(), z.data(), t.numel(), AwqMap{n});
-  return t;
-}
+HostTensor pack_awq_zeros(const Codes& z, int64_t groups, int64_t n) { return pack_awq_rows(z, groups, n); }
 
-Codes unpack_awq_zeros(const HostTensor& packed, int64_t groups, int64_t n) {
-  require(n % 8 == 0, "AWQ N = " + std::to_string(n) + " is not a multiple of 8");
-  require_packed(packed, groups * n);
-  Codes z(static_cast<size_t>(groups * n));
-  unpack_walk(packed.data(), z.data(), packed.numel(), AwqMap{n});
-  return z;
-}
+Codes unpack_awq_zeros(const HostTensor& packed, int64_t groups, int64_t n) { return unpack_awq_rows(packed, groups, n); }
 
 HostTensor pack_gptq(const Codes& q, int64_t n, int64_t k) {
   require(k % 8 == 0, "GPTQ K = " + std::to_string(k) + " is not a multiple of 8");

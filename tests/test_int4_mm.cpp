@@ -14,6 +14,7 @@
 #include "refimpl/int4_pack.hpp"
 #include "runner/catalog.hpp"
 #include "runner/compare.hpp"
+#include "tests/test_family_util.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {
@@ -28,22 +29,9 @@ std::vector<CatalogEntry> catalog() {
   return load_catalogs(builtin_registry(), {(testutil::cases_dir() / "int4_mm.yaml").string()});
 }
 
-const ArchInfo& host() {
-  static const ArchInfo h{"host", "host"};
-  return h;
-}
+const ArchInfo& host() { return testutil::host_arch(); }
 
-// Mismatches of an impl's output against the reference under the bounded metric (factor 1).
-int64_t mismatches(const Impl& impl, const Problem& p) {
-  const TensorMap in = family().make_inputs(p, case_seed(family(), p));
-  const References ref = family().reference(p, in);
-  const TensorMap out = impl.run(p, in, RunContext{&host(), -1});
-  std::vector<WorstElement> worst;
-  Tolerance t;
-  t.metric = Metric::bounded;
-  t.factor = 1;
-  return compare_output("y", out.at("y"), ref.exact.at("y"), nullptr, t, worst, 5, &ref.bound.at("y")).mismatches;
-}
+int64_t mismatches(const Impl& impl, const Problem& p) { return testutil::bounded_mismatches(family(), impl, p, "y"); }
 
 TEST(Int4MmId, SpellsTheOptionalTokens) {
   ASSERT_GE(catalog().size(), 300u);
@@ -176,37 +164,11 @@ TEST(Int4MmHost, WithinTheBoundOnEverySmokeProblem) {
 }
 
 TEST(Int4MmNegative, EveryNegativeCaseRaisesTheNamedArgument) {
-  const Impl* impl = builtin_registry().impl("host.int4");
-  int n = 0;
-  for (const auto& e : catalog()) {
-    const auto& p = (*e.problem).as<Problem>();
-    if (p.expect_error.empty()) continue;
-    EXPECT_EQ(family().expected_error(p), p.expect_error);
-    const TensorMap in = family().make_inputs(p, case_seed(family(), p));
-    try {
-      impl->run(p, in, RunContext{&host(), -1});
-      ADD_FAILURE() << e.problem_id << ": accepted";
-    } catch (const InvalidArgument& err) {
-      EXPECT_EQ(err.argument, p.expect_error) << e.problem_id << ": " << err.what();
-    }
-    ++n;
-  }
-  EXPECT_GE(n, 12);
+  testutil::expect_negative_cases_refused(family(), *builtin_registry().impl("host.int4"), catalog(), 12);
 }
 
-// Each planted impl fails on every smoke problem it takes (it SKIPs the ones that do not probe
-// its bug), and takes at least `at_least` of them.
-void expect_planted_fails(const char* impl_name, int at_least) {
-  const Impl* planted = builtin_registry().impl(impl_name);
-  ASSERT_TRUE(planted && planted->planted());
-  int n = 0;
-  for (const auto& e : catalog()) {
-    const auto& p = (*e.problem).as<Problem>();
-    if (e.tier != Tier::smoke || !planted->supports(p, host()).ok) continue;
-    EXPECT_GT(mismatches(*planted, p), 0) << impl_name << " passed " << e.problem_id;
-    ++n;
-  }
-  EXPECT_GE(n, at_least) << impl_name;
+void expect_planted_fails(const char* impl, int at_least) {
+  testutil::expect_planted_fails_on_smoke(family(), builtin_registry().impl(impl), catalog(), "y", at_least);
 }
 
 TEST(Int4MmPlanted, GroupZerosScaleForEveryGroupAtM1Fails) { expect_planted_fails("host.int4_group0_scale", 40); }

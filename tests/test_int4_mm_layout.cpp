@@ -29,17 +29,18 @@ const Family& family() { return *builtin_registry().family("int4_mm"); }
 
 constexpr int kMT = 16;  // rows per thread: every M <= 16, rows past M skipped
 
-template <Int4Format F, class T>
+template <Int4Format F, class T, bool P>
 std::vector<float> emulate_gemv(const k4::Args& a) {
+  using Code = k4::Code<F, T, P>;
   std::vector<float> y(static_cast<size_t>(a.m * a.n), 0.0f);
-  for (int64_t unit = 0; unit < k4::gemv_units<F>(a); ++unit)
-    for (int64_t item = 0; item < k4::gemv_items<F>(a); ++item)
+  for (int64_t unit = 0; unit < Code::units(a); ++unit)
+    for (int64_t item = 0; item < Code::items(a); ++item)
       for (int lane = 0; lane < k4::kLanes; ++lane) {
-        float acc[kMT][k4::kGemvCols<F>] = {};
-        k4::gemv_item<F, T, kMT>(a, unit, item, lane, acc);
+        float acc[kMT][Code::kCols] = {};
+        Code::template gemv_item<kMT>(a, unit, item, lane, acc);
         for (int m = 0; m < a.m; ++m)
-          for (int c = 0; c < k4::kGemvCols<F>; ++c) {
-            const int64_t col = k4::gemv_column<F>(unit, lane, c);
+          for (int c = 0; c < Code::kCols; ++c) {
+            const int64_t col = Code::column(unit, lane, c);
             if (col < a.n) y[static_cast<size_t>(m * a.n + col)] += acc[m][c];
             else EXPECT_EQ(acc[m][c], 0.0f) << "a lane past N accumulated";
           }
@@ -47,14 +48,15 @@ std::vector<float> emulate_gemv(const k4::Args& a) {
   return y;
 }
 
-template <class T>
+template <Int4Format F, class T, bool P>
 std::vector<float> emulate_mm(const k4::Args& a) {
+  using Code = k4::Code<F, T, P>;
   std::vector<float> y(static_cast<size_t>(a.m * a.n), 0.0f);
   const T* x = static_cast<const T*>(a.x);
   std::vector<T> tile(static_cast<size_t>(k4::kTileN * k4::kTileLd));
   for (int64_t n0 = 0; n0 < a.n; n0 += k4::kTileN)
     for (int64_t k0 = 0; k0 < a.k_end; k0 += k4::kTileK) {
-      for (int tid = 0; tid < k4::kThreads; ++tid) k4::mm_tile_part<T>(a, n0, k0, tid, tile.data());
+      for (int tid = 0; tid < k4::kThreads; ++tid) Code::mm_tile_part(a, n0, k0, tid, tile.data());
       for (int64_t m = 0; m < a.m; ++m)
         for (int64_t nl = 0; nl < k4::kTileN && n0 + nl < a.n; ++nl) {
           float s = 0;
@@ -66,15 +68,21 @@ std::vector<float> emulate_mm(const k4::Args& a) {
   return y;
 }
 
+// The kernel a launcher would pick: format F, dtype T, planted or not.
+template <Int4Format F, class T>
+std::vector<float> emulate_format(const k4::Args& a, bool gemv) {
+  if (a.plant != Int4Plant::none) return gemv ? emulate_gemv<F, T, true>(a) : emulate_mm<F, T, true>(a);
+  return gemv ? emulate_gemv<F, T, false>(a) : emulate_mm<F, T, false>(a);
+}
+
 template <class T>
-std::vector<float> emulate(const k4::Args& a, bool gemv) {
-  if (!gemv) return emulate_mm<T>(a);
-  switch (a.format) {
-    case Int4Format::tinygemm: return emulate_gemv<Int4Format::tinygemm, T>(a);
-    case Int4Format::tinygemm_unpacked: return emulate_gemv<Int4Format::tinygemm_unpacked, T>(a);
-    case Int4Format::awq: return emulate_gemv<Int4Format::awq, T>(a);
-    case Int4Format::gptq: return emulate_gemv<Int4Format::gptq, T>(a);
-    case Int4Format::q4_0: return emulate_gemv<Int4Format::q4_0, T>(a);
+std::vector<float> emulate(Int4Format f, const k4::Args& a, bool gemv) {
+  switch (f) {
+    case Int4Format::tinygemm: return emulate_format<Int4Format::tinygemm, T>(a, gemv);
+    case Int4Format::tinygemm_unpacked: return emulate_format<Int4Format::tinygemm_unpacked, T>(a, gemv);
+    case Int4Format::awq: return emulate_format<Int4Format::awq, T>(a, gemv);
+    case Int4Format::gptq: return emulate_format<Int4Format::gptq, T>(a, gemv);
+    case Int4Format::q4_0: return emulate_format<Int4Format::q4_0, T>(a, gemv);
   }
   return {};
 }
@@ -88,7 +96,8 @@ int64_t mismatches(const int4_mm::Problem& p, bool gemv, Int4Plant plant) {
   params.y = got.data();  // not written: the emulation sums on the host
   k4::validate(params, "emulated");
   const k4::Args a = k4::make_args(params);
-  const std::vector<float> y = p.dtype == DType::bf16 ? emulate<__nv_bfloat16>(a, gemv) : emulate<__half>(a, gemv);
+  const std::vector<float> y =
+      p.dtype == DType::bf16 ? emulate<__nv_bfloat16>(params.format, a, gemv) : emulate<__half>(params.format, a, gemv);
   for (int64_t i = 0; i < p.m * p.n; ++i) got.set(i, y[static_cast<size_t>(i)]);
   std::vector<WorstElement> worst;
   Tolerance t;

@@ -33,7 +33,7 @@ __device__ __forceinline__ float lane_xor(float v, int offset) {
 #endif
 }
 
-// Lanes that hold a column sum after the butterfly, and their slot in the shared buffer.
+// The slot of a representative lane (Code::representative) in the shared buffer.
 template <Int4Format F>
 constexpr int kReps = F == Int4Format::gptq ? kLanes : F == Int4Format::tinygemm || F == Int4Format::awq ? 8 : 1;
 
@@ -42,9 +42,10 @@ __device__ __forceinline__ int rep_slot(int lane) {
   return F == Int4Format::tinygemm ? lane / 4 : F == Int4Format::awq || F == Int4Format::gptq ? lane : 0;
 }
 
-template <Int4Format F, class T, int MT>
+template <Int4Format F, class T, int MT, bool Planted>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(Args a, int64_t items, int64_t per_slice, float* ws) {
-  constexpr int C = int4mm::kGemvCols<F>;
+  using Code = int4mm::Code<F, T, Planted>;
+  constexpr int C = Code::kCols;
   __shared__ float part[kWarps][kReps<F>][MT][C];
   const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
   const int64_t unit = blockIdx.x;
@@ -55,26 +56,26 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(Args a, int64_t items, i
   for (int m = 0; m < MT; ++m)
 #pragma unroll
     for (int c = 0; c < C; ++c) acc[m][c] = 0.0f;
-  for (int64_t item = i0 + warp; item < i1; item += kWarps) int4mm::gemv_item<F, T, MT>(a, unit, item, lane, acc);
+  for (int64_t item = i0 + warp; item < i1; item += kWarps) Code::template gemv_item<MT>(a, unit, item, lane, acc);
 
 #pragma unroll
   for (int off = 1; off < kLanes; off <<= 1)
-    if (int4mm::kGemvShareMask<F> & off)
+    if (Code::kShareMask & off)
 #pragma unroll
       for (int m = 0; m < MT; ++m)
 #pragma unroll
         for (int c = 0; c < C; ++c) acc[m][c] += lane_xor(acc[m][c], off);
 
-  if (int4mm::gemv_representative<F>(lane))
+  if (Code::representative(lane))
 #pragma unroll
     for (int m = 0; m < MT; ++m)
 #pragma unroll
       for (int c = 0; c < C; ++c) part[warp][rep_slot<F>(lane)][m][c] = acc[m][c];
   __syncthreads();
-  if (warp != 0 || !int4mm::gemv_representative<F>(lane)) return;
+  if (warp != 0 || !Code::representative(lane)) return;
   for (int m = 0; m < MT && m < a.m; ++m)
     for (int c = 0; c < C; ++c) {
-      const int64_t col = int4mm::gemv_column<F>(unit, lane, c);
+      const int64_t col = Code::column(unit, lane, c);
       if (col >= a.n) continue;
       float s = part[0][rep_slot<F>(lane)][m][c];
       for (int w = 1; w < kWarps; ++w) s += part[w][rep_slot<F>(lane)][m][c];
@@ -98,7 +99,8 @@ struct Plan {
 
 template <Int4Format F>
 Plan plan_format(const Args& a, int sms) {
-  Plan p{int4mm::gemv_units<F>(a), int4mm::gemv_items<F>(a), 1, 1};
+  using Code = int4mm::Code<F, __half, false>;  // the work split does not depend on T
+  Plan p{Code::units(a), Code::items(a), 1, 1};
   // About 8 blocks (32 warps) per SM keep enough loads in flight for the memory system; a slice
   // keeps at least one item per warp.
   const int64_t want = (8 * static_cast<int64_t>(sms) + p.units - 1) / p.units;
@@ -108,13 +110,13 @@ Plan plan_format(const Args& a, int sms) {
   return p;
 }
 
-Plan plan(const Args& a) {
+Plan plan(const Args& a, Int4Format format) {
   int dev = 0, sms = 132;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
     cudaGetLastError();
     sms = 132;
   }
-  switch (a.format) {
+  switch (format) {
     case Int4Format::tinygemm: return plan_format<Int4Format::tinygemm>(a, sms);
     case Int4Format::tinygemm_unpacked: return plan_format<Int4Format::tinygemm_unpacked>(a, sms);
     case Int4Format::awq: return plan_format<Int4Format::awq>(a, sms);
@@ -127,17 +129,21 @@ Plan plan(const Args& a) {
 template <Int4Format F, class T>
 void launch_rows(const Args& a, const Plan& pl, float* ws, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(pl.units), static_cast<unsigned>(pl.slices));
-  // Rows of x held per thread: the next power of two >= M (rows past M are skipped).
-  if (a.m <= 1) gemv_kernel<F, T, 1><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
-  else if (a.m <= 2) gemv_kernel<F, T, 2><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
-  else if (a.m <= 4) gemv_kernel<F, T, 4><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
-  else if (a.m <= 8) gemv_kernel<F, T, 8><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
-  else gemv_kernel<F, T, 16><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
+  // Rows of x held per thread: the next power of two >= M (rows past M are skipped). Planted
+  // variants take two row counts only (1 and 16), so the real kernels carry no plant test.
+  if (a.plant != Int4Plant::none) {
+    if (a.m <= 1) gemv_kernel<F, T, 1, true><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
+    else gemv_kernel<F, T, 16, true><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
+  } else if (a.m <= 1) gemv_kernel<F, T, 1, false><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
+  else if (a.m <= 2) gemv_kernel<F, T, 2, false><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
+  else if (a.m <= 4) gemv_kernel<F, T, 4, false><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
+  else if (a.m <= 8) gemv_kernel<F, T, 8, false><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
+  else gemv_kernel<F, T, 16, false><<<grid, kThreads, 0, s>>>(a, pl.items, pl.per_slice, ws);
 }
 
 template <class T>
-void launch_format(const Args& a, const Plan& pl, float* ws, cudaStream_t s) {
-  switch (a.format) {
+void launch_format(Int4Format format, const Args& a, const Plan& pl, float* ws, cudaStream_t s) {
+  switch (format) {
     case Int4Format::tinygemm: launch_rows<Int4Format::tinygemm, T>(a, pl, ws, s); break;
     case Int4Format::tinygemm_unpacked: launch_rows<Int4Format::tinygemm_unpacked, T>(a, pl, ws, s); break;
     case Int4Format::awq: launch_rows<Int4Format::awq, T>(a, pl, ws, s); break;
@@ -165,7 +171,7 @@ bool int4_gemv_takes(Int4Format f, int64_t group_size) { return int4mm::takes(f,
 
 int64_t int4_gemv_workspace_bytes(const Int4MmParams& p) {
   if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 0;
-  return plan(int4mm::make_args(p)).slices * p.m * p.n * static_cast<int64_t>(sizeof(float));
+  return plan(int4mm::make_args(p), p.format).slices * p.m * p.n * static_cast<int64_t>(sizeof(float));
 }
 
 void int4_gemv(const Int4MmParams& p, CUstream_st* stream) {
@@ -173,18 +179,18 @@ void int4_gemv(const Int4MmParams& p, CUstream_st* stream) {
   if (p.m > kInt4GemvMaxM) throw Int4ArgumentError("M", "cuda.int4_gemv: M = " + std::to_string(p.m) + " > 16");
   if (p.m == 0 || p.n == 0) return;
   const Args a = int4mm::make_args(p);
-  const Plan pl = plan(a);
+  const Plan pl = plan(a, p.format);
   const int64_t need = pl.slices * p.m * p.n * static_cast<int64_t>(sizeof(float));
   if (!p.workspace || p.workspace_bytes < need)
     throw Int4ArgumentError("workspace", "cuda.int4_gemv: needs " + std::to_string(need) + " bytes of workspace, got " +
                                              std::to_string(p.workspace_bytes));
   float* ws = static_cast<float*>(p.workspace);
   if (p.act == Int4Act::bf16) {
-    launch_format<__nv_bfloat16>(a, pl, ws, stream);
+    launch_format<__nv_bfloat16>(p.format, a, pl, ws, stream);
     check_launch("launch");
     finalize<__nv_bfloat16>(p, pl, stream);
   } else {
-    launch_format<__half>(a, pl, ws, stream);
+    launch_format<__half>(p.format, a, pl, ws, stream);
     check_launch("launch");
     finalize<__half>(p, pl, stream);
   }

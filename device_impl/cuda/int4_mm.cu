@@ -20,6 +20,7 @@ namespace opcts::cuda {
 namespace {
 
 using int4mm::Args;
+using int4mm::kLanes;
 using int4mm::kThreads;
 using int4mm::kTileK;
 using int4mm::kTileLd;
@@ -78,18 +79,18 @@ __device__ __forceinline__ void mma_16x8x16(float (&c)[4], const T* As, int r0, 
 #endif
 }
 
-template <class T>
+template <Int4Format F, class T, bool Planted>
 __global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy) {
   __shared__ __align__(16) T As[kTileM * kTileLd];
   __shared__ __align__(16) T Bs[kTileN * kTileLd];
-  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / kLanes, lane = tid % kLanes;  // mma lanes: 32
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kTileM, n0 = static_cast<int64_t>(blockIdx.x) * kTileN;
   const int wr = 32 * (warp / 2), wc = 32 * (warp % 2);  // this warp's quarter of the tile
   float acc[2][4][4] = {};
   for (int64_t k0 = 0; k0 < a.k_end; k0 += kTileK) {
     __syncthreads();  // the previous slice's MMAs are done with As and Bs
     load_x_tile(a, m0, k0, tid, As);
-    int4mm::mm_tile_part<T>(a, n0, k0, tid, Bs);
+    int4mm::Code<F, T, Planted>::mm_tile_part(a, n0, k0, tid, Bs);
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < kTileK; kk += 16)
@@ -110,6 +111,23 @@ __global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy)
       }
 }
 
+template <Int4Format F, class T>
+void launch_planted(const Args& a, T* y, int64_t ldy, dim3 grid, cudaStream_t s) {
+  if (a.plant != Int4Plant::none) mm_kernel<F, T, true><<<grid, kThreads, 0, s>>>(a, y, ldy);
+  else mm_kernel<F, T, false><<<grid, kThreads, 0, s>>>(a, y, ldy);
+}
+
+template <class T>
+void launch_format(Int4Format f, const Args& a, T* y, int64_t ldy, dim3 grid, cudaStream_t s) {
+  switch (f) {
+    case Int4Format::tinygemm: launch_planted<Int4Format::tinygemm>(a, y, ldy, grid, s); break;
+    case Int4Format::tinygemm_unpacked: launch_planted<Int4Format::tinygemm_unpacked>(a, y, ldy, grid, s); break;
+    case Int4Format::awq: launch_planted<Int4Format::awq>(a, y, ldy, grid, s); break;
+    case Int4Format::gptq: launch_planted<Int4Format::gptq>(a, y, ldy, grid, s); break;
+    case Int4Format::q4_0: launch_planted<Int4Format::q4_0>(a, y, ldy, grid, s); break;
+  }
+}
+
 }  // namespace
 
 bool int4_mm_takes(Int4Format f, int64_t group_size) { return int4mm::takes(f, group_size); }
@@ -121,8 +139,8 @@ void int4_mm(const Int4MmParams& p, CUstream_st* stream) {
   if (gy > 65535) throw Int4ArgumentError("M", "cuda.int4_mm: M = " + std::to_string(p.m) + " exceeds 65535 row tiles");
   const Args a = int4mm::make_args(p);
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
-  if (p.act == Int4Act::bf16) mm_kernel<__nv_bfloat16><<<grid, kThreads, 0, stream>>>(a, static_cast<__nv_bfloat16*>(p.y), p.ldy);
-  else mm_kernel<__half><<<grid, kThreads, 0, stream>>>(a, static_cast<__half*>(p.y), p.ldy);
+  if (p.act == Int4Act::bf16) launch_format<__nv_bfloat16>(p.format, a, static_cast<__nv_bfloat16*>(p.y), p.ldy, grid, stream);
+  else launch_format<__half>(p.format, a, static_cast<__half*>(p.y), p.ldy, grid, stream);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
     throw std::runtime_error(std::string("cuda.int4_mm launch: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");

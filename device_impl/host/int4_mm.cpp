@@ -195,7 +195,7 @@ class HostInt4 final : public Impl {
     const int64_t k_end = bug_ == Bug::drop_partial_k ? K / int4_mm::kPlantedKTile * int4_mm::kPlantedKTile : K;
     const HostTensor& w = in.at("weight");
     MatF wt = MatF::Zero(N, K);  // Ŵ, one rounding to the dtype per weight
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N * K > (1 << 16))
     for (int64_t n = 0; n < N; ++n)
       for (int64_t gi = 0; gi < K / g; ++gi) {
         const GroupParams gp = group_params(p, in, bug_ == Bug::group0_scale && M == 1 ? 0 : gi, n, bug_);
