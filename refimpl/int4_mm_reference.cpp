@@ -40,6 +40,7 @@ using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::Ro
 using ColMajor = Eigen::MatrixXd;
 
 constexpr int64_t kColumnBlock = 64;
+constexpr int64_t kDirectRows = 8;
 
 double gamma(int64_t n, double u) { return static_cast<double>(n) * u / (1 - static_cast<double>(n) * u); }
 
@@ -120,24 +121,45 @@ References reference(const Problem& p, const TensorMap& in) {
 #pragma omp parallel for schedule(dynamic) if (blocks > 1 && (M + 2) * N * K > (1 << 20))
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t n0 = b * kColumnBlock, nb = std::min(kColumnBlock, N - n0);
-    ColMajor w(K, nb), d(K, nb), a(K, nb);  // column j: weight column n0 + j over K
+    // Decode rows (M <= kDirectRows) take the three dot products weight by weight; larger M
+    // fills the block's dequantized columns once and hands them to three GEMMs.
+    const bool direct = M <= kDirectRows;
+    ColMajor w(direct ? 0 : K, nb), d(direct ? 0 : K, nb), a(direct ? 0 : K, nb);  // column j: weight column n0 + j
     for (int64_t j = 0; j < nb; ++j) {
       const int64_t n = n0 + j;
+      double sy[kDirectRows] = {}, sd[kDirectRows] = {}, sm[kDirectRows] = {};
       for (int64_t gi = 0; gi < G; ++gi) {
-        double exact[16], rounded[16];  // the group's 16 possible weights
+        double exact[16], diff[16], abs_rounded[16];  // the group's 16 possible weights
         const size_t sz = static_cast<size_t>(gi * N + n);
         for (int q = 0; q < 16; ++q) {
           exact[q] = weight(p.format, q, u.scale[sz], u.zero[sz]);
-          rounded[q] = round_to(p.dtype, exact[q]);
+          const double rounded = round_to(p.dtype, exact[q]);
+          diff[q] = rounded - exact[q];
+          abs_rounded[q] = std::fabs(rounded);
         }
+        const uint8_t* qn = u.q.data() + n * K;
         for (int64_t k = gi * g; k < std::min(K, gi * g + g); ++k) {
-          const int q = u.q[static_cast<size_t>(n * K + k)];
-          w(k, j) = exact[q];
-          d(k, j) = rounded[q] - exact[q];
-          a(k, j) = std::fabs(rounded[q]);
+          const int q = qn[k];
+          if (direct) {
+            for (int64_t i = 0; i < M; ++i) {
+              sy[i] += x(i, k) * exact[q];
+              sd[i] += x(i, k) * diff[q];
+              sm[i] += ax(i, k) * abs_rounded[q];
+            }
+          } else {
+            w(k, j) = exact[q];
+            d(k, j) = diff[q];
+            a(k, j) = abs_rounded[q];
+          }
         }
       }
+      for (int64_t i = 0; direct && i < M; ++i) {
+        y(i, n) = sy[i];
+        delta(i, n) = sd[i];
+        mag(i, n) = sm[i];
+      }
     }
+    if (direct) continue;
     y.middleCols(n0, nb).noalias() = x * w;
     delta.middleCols(n0, nb).noalias() = x * d;
     mag.middleCols(n0, nb).noalias() = ax * a;
