@@ -14,6 +14,13 @@ struct InvalidArgument : std::invalid_argument {
   std::string argument;
 };
 
+/// A break of a family's argument contract (each family's contract_violation): the argument an
+/// impl must refuse with InvalidArgument, and why.
+struct Violation {
+  std::string argument;
+  std::string why;
+};
+
 /// A vendor library refused a combination it does not implement (cuBLASLt status 15,
 /// CUBLAS_STATUS_NOT_SUPPORTED): an ERROR unless the case expects it; never a silent SKIP,
 /// since the capability table said the arch supports it.

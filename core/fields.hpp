@@ -323,6 +323,41 @@ Field<P> int_always(std::string key, int64_t P::*member, std::string prefix, std
   return f;
 }
 
+/// An integer member always in the id as `<key><N>`, given in YAML under `key` or, with its
+/// partner, as `alias: {a: A, b: B}` (pair_alias: a grid axis value that sets both, such as a
+/// weight's shape `nk: {n: 4096, k: 4096}`); exactly one of the two forms.
+template <class P>
+Field<P> int_paired(std::string key, int64_t P::*member, std::string alias, std::string partner) {
+  Field<P> f = int_always<P>(key, member, key, "N (or give " + key + " and " + partner + " together as " + alias + ")", false);
+  f.read = [key, member, alias, partner](P& p, const YAML::Node& m) {
+    const std::string both = alias + ": {" + key + ", " + partner + "}";
+    if (m[alias]) {
+      if (m[key]) throw std::invalid_argument("give " + key + " and " + partner + " either alone or as " + both + ", not both");
+      return;
+    }
+    if (!m[key]) throw std::invalid_argument("missing (give " + key + ", or " + both + ")");
+    p.*member = field_as_value<int64_t>(m[key]);
+  };
+  return f;
+}
+
+/// The YAML-only row `alias: {a: A, b: B}` that sets two int_paired members at once.
+template <class P>
+Field<P> pair_alias(std::string alias, std::string key_a, int64_t P::*a, std::string key_b, int64_t P::*b) {
+  Field<P> f;
+  f.key = alias;
+  f.doc = "{" + key_a + ": N, " + key_b + ": N}, in place of " + key_a + " and " + key_b;
+  f.read = [alias, key_a, a, key_b, b](P& p, const YAML::Node& m) {
+    const YAML::Node v = m[alias];
+    if (!v) return;
+    if (!v.IsMap() || !v[key_a] || !v[key_b] || v.size() != 2)
+      throw std::invalid_argument("expected {" + key_a + ": N, " + key_b + ": N}");
+    p.*a = field_as_value<int64_t>(v[key_a], key_a);
+    p.*b = field_as_value<int64_t>(v[key_b], key_b);
+  };
+  return f;
+}
+
 /// An integer member in the id as `<prefix><N>` only when it differs from `def`.
 template <class P, class I>
 Field<P> int_unless(std::string key, I P::*member, I def, std::string prefix, std::string doc) {
@@ -356,6 +391,29 @@ Field<P> flag(std::string key, bool P::*member, std::string token) {
     if (p.*member) t.push_back(token);
   };
   f.scan = [member, token](P& p, IdReader& in) { p.*member = in.take_seq(token); };
+  return f;
+}
+
+/// A negative case's expected refusal: `expect_error: ARG` names the argument every impl must
+/// refuse (Family::expected_error); in the id as `expect_<ARG>`, last, since ARG may hold '_'.
+/// `arguments` lists the names, for the field's doc.
+template <class P>
+Field<P> expect_argument(std::string P::*member, const std::string& arguments) {
+  Field<P> f;
+  f.key = "expect_error";
+  f.doc = "the argument impls must refuse (" + arguments + "): a negative case";
+  f.id = "[expect_ARGUMENT]";
+  f.read = [member](P& p, const YAML::Node& m) {
+    if (const YAML::Node v = m["expect_error"]) p.*member = field_as_scalar(v);
+  };
+  f.write = [member](const P& p, std::vector<std::string>& t) {
+    if (!(p.*member).empty()) t.push_back("expect_" + p.*member);
+  };
+  f.scan = [member](P& p, IdReader& in) {
+    if (!in.take_seq("expect")) return;
+    p.*member = in.take_rest();
+    if ((p.*member).empty()) throw std::invalid_argument("expect_ needs an argument name");
+  };
   return f;
 }
 

@@ -41,6 +41,11 @@ double uniform01(uint64_t seed, uint32_t stream, uint64_t i) {
   return 1.0 - r123::u01<double>(r[i % 4]);  // u01 is (0, 1]; 1 − u01 is [0, 1)
 }
 
+std::array<uint32_t, 4> random_block(uint64_t seed, uint32_t stream, uint64_t block) {
+  const auto r = draw(seed, stream, block);
+  return {r[0], r[1], r[2], r[3]};
+}
+
 void fill_uniform(HostTensor& t, uint64_t seed, uint32_t stream, double lo, double hi) {
   const int64_t n = t.numel();
 #pragma omp parallel for schedule(static) if (n > (1 << 16))

@@ -1,6 +1,7 @@
 // Counter-based random inputs (Random123 Philox4x32-10): one case id gives the same inputs everywhere.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -27,5 +28,10 @@ void fill_normal(HostTensor& t, uint64_t seed, uint32_t stream, double sigma);
 
 /// The uniform [0,1) double of (seed, stream, i) (32 random bits); what fill_uniform maps to [lo, hi).
 double uniform01(uint64_t seed, uint32_t stream, uint64_t i);
+
+/// The four 32-bit lanes of Philox block `block` of `stream` under `seed`: 128 random bits per
+/// call, for generators that need many bits cheaply (int4 codes: 32 per block). uniform01(i)
+/// reads lane i % 4 of block i / 4 of the same sequence.
+std::array<uint32_t, 4> random_block(uint64_t seed, uint32_t stream, uint64_t block);
 
 }  // namespace opcts

@@ -48,6 +48,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "core/family.hpp"
 #include "core/fields.hpp"
 #include "refimpl/quant.hpp"
@@ -114,10 +115,7 @@ const kit::FieldTable<Problem>& fields();
 /// The first break of the operator's argument contract (the rules cuBLASLt documents and
 /// torch._scaled_mm checks): {argument, why}, or nullopt for a well-formed problem. Arguments:
 /// "K", "lda", "ldb", "layout", "a_scale", "b_scale".
-struct Violation {
-  std::string argument;
-  std::string why;
-};
+using opcts::Violation;
 std::optional<Violation> contract_violation(const Problem& p);
 /// The K multiple a recipe needs: 16 for fp8 recipes, 32 for MX and fp4 (a 16-byte row of
 /// packed e2m1 holds 32 elements).

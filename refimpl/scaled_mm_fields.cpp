@@ -70,34 +70,6 @@ Field<Problem> layout_field() {
   return f;
 }
 
-// n and k, each alone or together as `nk: {n, k}` (a grid axis value for a weight's shape).
-Field<Problem> dim_field(const char* key, int64_t Problem::*member) {
-  Field<Problem> f = kit::int_always<Problem>(key, member, key, "N (or give n and k together as nk)", false);
-  f.read = [key, member](Problem& p, const YAML::Node& m) {
-    if (m["nk"]) {
-      if (m[key]) throw std::invalid_argument("give n and k either alone or as nk: {n, k}, not both");
-      return;
-    }
-    if (!m[key]) throw std::invalid_argument(std::string("missing (give ") + key + ", or nk: {n, k})");
-    p.*member = kit::field_as_value<int64_t>(m[key]);
-  };
-  return f;
-}
-
-Field<Problem> nk_field() {
-  Field<Problem> f;
-  f.key = "nk";
-  f.doc = "{n: N, k: K}, in place of n and k";
-  f.read = [](Problem& p, const YAML::Node& m) {
-    const YAML::Node nk = m["nk"];
-    if (!nk) return;
-    if (!nk.IsMap() || !nk["n"] || !nk["k"] || nk.size() != 2) throw std::invalid_argument("expected {n: N, k: K}");
-    p.n = kit::field_as_value<int64_t>(nk["n"], "n");
-    p.k = kit::field_as_value<int64_t>(nk["k"], "k");
-  };
-  return f;
-}
-
 // MX scale rounding, in the id of MX recipes only (written there even at its default).
 Field<Problem> mx_mode_field() {
   Field<Problem> f = kit::choice<Problem>(
@@ -189,26 +161,6 @@ Field<Problem> defect_field() {
   return f;
 }
 
-// The argument a negative case's impls must refuse; the rest of the id (names may hold '_').
-Field<Problem> expect_field() {
-  Field<Problem> f;
-  f.key = "expect_error";
-  f.doc = "the argument impls must refuse (K, lda, ldb, layout, a_scale, b_scale): a negative case";
-  f.id = "[expect_ARGUMENT]";
-  f.read = [](Problem& p, const YAML::Node& m) {
-    if (const YAML::Node v = m["expect_error"]) p.expect_error = kit::field_as_scalar(v);
-  };
-  f.write = [](const Problem& p, std::vector<std::string>& t) {
-    if (!p.expect_error.empty()) t.push_back("expect_" + p.expect_error);
-  };
-  f.scan = [](Problem& p, kit::IdReader& in) {
-    if (!in.take_seq("expect")) return;
-    p.expect_error = in.take_rest();
-    if (p.expect_error.empty()) throw std::invalid_argument("expect_ needs an argument name");
-  };
-  return f;
-}
-
 }  // namespace
 
 const kit::FieldTable<Problem>& fields() {
@@ -218,9 +170,9 @@ const kit::FieldTable<Problem>& fields() {
        elem_field(),
        layout_field(),
        kit::int_always<Problem>("m", &Problem::m, "m", "M", true),
-       dim_field("n", &Problem::n),
-       dim_field("k", &Problem::k),
-       nk_field(),
+       kit::int_paired<Problem>("n", &Problem::n, "nk", "k"),
+       kit::int_paired<Problem>("k", &Problem::k, "nk", "n"),
+       kit::pair_alias<Problem>("nk", "n", &Problem::n, "k", &Problem::k),
        kit::int_unless<Problem, int64_t>("lda", &Problem::lda, 0, "lda", "leading dimension of A in elements (0 = tight)"),
        kit::int_unless<Problem, int64_t>("ldb", &Problem::ldb, 0, "ldb", "leading dimension of B in elements (0 = tight)"),
        mx_mode_field(),
@@ -234,7 +186,7 @@ const kit::FieldTable<Problem>& fields() {
        kit::choice<Problem>("fill", &Problem::fill, {{Fill::random, "random", "random"}, {Fill::exact, "exact", "exact"}},
                             false),
        defect_field(),
-       expect_field()},
+       kit::expect_argument<Problem>(&Problem::expect_error, "K, lda, ldb, layout, a_scale, b_scale")},
       [](const Problem& p) { p.validate(); });
   return table;
 }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "core/family.hpp"
 #include "core/fields.hpp"
 
@@ -98,10 +99,7 @@ const kit::FieldTable<Problem>& fields();
 ///   "softcap"       softcap < 0 (0 is off)
 /// A wrongly broadcast attn_mask cannot be written: per_batch / per_head are flags and the
 /// mask's shape follows from them. YAML negative cases say `expect_error: <argument>`.
-struct Violation {
-  std::string argument;
-  std::string why;
-};
+using opcts::Violation;
 std::optional<Violation> contract_violation(const Problem& p);
 /// Throws opcts::InvalidArgument for contract_violation(p); every impl calls it first.
 void check_contract(const Problem& p);

@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "refimpl/scaled_mm.hpp"
+#include "tests/test_family_util.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {
@@ -21,22 +22,9 @@ std::vector<CatalogEntry> catalog() {
   return load_catalogs(builtin_registry(), {(testutil::cases_dir() / "scaled_mm.yaml").string()});
 }
 
-const ArchInfo& host() {
-  static const ArchInfo h{"host", "host"};
-  return h;
-}
+const ArchInfo& host() { return testutil::host_arch(); }
 
-// Mismatches of an impl against the reference under the bounded metric (factor 1).
-int64_t mismatches(const Impl& impl, const scaled_mm::Problem& p) {
-  const TensorMap in = family().make_inputs(p, case_seed(family(), p));
-  const References ref = family().reference(p, in);
-  const TensorMap out = impl.run(p, in, RunContext{&host(), -1});
-  std::vector<WorstElement> worst;
-  Tolerance t;
-  t.metric = Metric::bounded;
-  t.factor = 1;
-  return compare_output("d", out.at("d"), ref.exact.at("d"), nullptr, t, worst, 5, &ref.bound.at("d")).mismatches;
-}
+int64_t mismatches(const Impl& impl, const scaled_mm::Problem& p) { return testutil::bounded_mismatches(family(), impl, p, "d"); }
 
 // Every catalog id round-trips in tests/test_family_kit.cpp (KitRoundTrip); here, a spelling.
 TEST(ScaledMmId, SpellsTheOptionalTokens) {
@@ -117,38 +105,13 @@ TEST(ScaledMmEmulated, WithinTheBoundOnEverySmokeProblem) {
 }
 
 TEST(ScaledMmNegative, EveryNegativeCaseRaisesTheNamedArgument) {
-  const Impl* emu = builtin_registry().impl("host.emulated");
-  int n = 0;
-  for (const auto& e : catalog()) {
-    const auto& p = (*e.problem).as<scaled_mm::Problem>();
-    if (p.expect_error.empty()) continue;
-    EXPECT_EQ(family().expected_error(p), p.expect_error);
-    const TensorMap in = family().make_inputs(p, case_seed(family(), p));
-    try {
-      emu->run(p, in, RunContext{&host(), -1});
-      ADD_FAILURE() << e.problem_id << ": accepted";
-    } catch (const InvalidArgument& err) {
-      EXPECT_EQ(err.argument, p.expect_error) << e.problem_id << ": " << err.what();
-    }
-    ++n;
-  }
-  EXPECT_GE(n, 10);
+  testutil::expect_negative_cases_refused(family(), *builtin_registry().impl("host.emulated"), catalog(), 10);
 }
 
 // Each planted impl fails on every smoke problem it takes (it SKIPs the ones that do not
 // probe its bug), and takes at least `at_least` of them.
 void expect_planted_fails(const char* impl_name, int at_least) {
-  const Impl* planted = builtin_registry().impl(impl_name);
-  ASSERT_TRUE(planted && planted->planted());
-  const ArchInfo host{"host", "host"};
-  int n = 0;
-  for (const auto& e : catalog()) {
-    const auto& p = (*e.problem).as<scaled_mm::Problem>();
-    if (e.tier != Tier::smoke || !planted->supports(p, host).ok) continue;
-    EXPECT_GT(mismatches(*planted, p), 0) << impl_name << " passed " << e.problem_id;
-    ++n;
-  }
-  EXPECT_GE(n, at_least) << impl_name;
+  testutil::expect_planted_fails_on_smoke(family(), builtin_registry().impl(impl_name), catalog(), "d", at_least);
 }
 
 TEST(ScaledMmPlanted, IgnoringTheOutputScaleFails) { expect_planted_fails("host.emulated_no_out_scale", 5); }

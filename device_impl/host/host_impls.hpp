@@ -12,4 +12,6 @@ void register_host_sdpa_planted(Registry& reg);
 void register_host_cast(Registry& reg);
 /// host.emulated and its planted variants (scaled_mm).
 void register_host_scaled_mm(Registry& reg);
+/// host.int4 and its planted variants (int4_mm).
+void register_host_int4_mm(Registry& reg);
 }  // namespace opcts

@@ -1,0 +1,170 @@
+// Prints cuda.int4_gemv's effective bandwidth at M = 1 on the Llama-3-8B projections as a fraction of a device-to-device copy, and cuda.int4_mm's TFLOP/s at M = 2048 against a cuBLAS bf16 GEMM of the same dequantized weights, both measured in the same run.
+//
+// Effective bandwidth = the packed weight's bytes plus its scales and zero points, divided by
+// the kernel's time; the copy's bandwidth counts what it reads and writes (2 × its size), so
+// the ratio compares DRAM traffic with DRAM traffic. L2 (50 MiB on H200) would hold the smaller
+// weights between launches, so every timed gemv launch follows a write of a 256 MiB scratch
+// buffer and is timed on its own. Target (issue 12): >= 0.6.
+//
+// Usage: opcts_bench_int4_mm [M_prefill]   (default 2048). Needs a CUDA GPU.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "app/builtins.hpp"
+#include "core/family.hpp"
+#include "device_impl/cuda/int4_mm_prepared.hpp"
+#include "refimpl/int4_pack.hpp"
+
+using namespace opcts;
+
+namespace {
+
+constexpr int kWarmup = 3;
+constexpr int kIters = 20;
+constexpr size_t kFlushBytes = size_t{256} << 20;
+
+struct Timer {
+  cudaEvent_t a, b;
+  Timer() {
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+  }
+  ~Timer() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  // Milliseconds of one call of `f` between two events.
+  template <class F>
+  float once(F f) {
+    cudaEventRecord(a);
+    f();
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    return ms;
+  }
+};
+
+// Mean milliseconds of `f` over kIters calls after kWarmup; with `flush`, L2 is overwritten
+// before each call and only the call is timed.
+template <class F>
+double mean_ms(F f, void* flush) {
+  Timer t;
+  for (int i = 0; i < kWarmup; ++i) f();
+  double total = 0;
+  for (int i = 0; i < kIters; ++i) {
+    if (flush) cudaMemsetAsync(flush, i & 0xFF, kFlushBytes);
+    total += t.once(f);
+  }
+  return total / kIters;
+}
+
+// Ŵ = RN_bf16((q − 8)·scale + zero) of a tinygemm problem, [N, K] row-major bf16 bits.
+std::vector<uint16_t> dequantized_tinygemm(const int4_mm::Problem& p, const TensorMap& in) {
+  const int4::Codes q = int4::unpack_tinygemm(in.at("weight"), p.n, p.k, p.inner_k_tiles);
+  const HostTensor& sz = in.at("scale_and_zero");
+  std::vector<uint16_t> w(static_cast<size_t>(p.n * p.k));
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t k = 0; k < p.k; ++k) {
+      const int64_t g = k / p.group;
+      const double v = (q[static_cast<size_t>(n * p.k + k)] - 8) * sz.get(2 * (g * p.n + n)) + sz.get(2 * (g * p.n + n) + 1);
+      w[static_cast<size_t>(n * p.k + k)] = static_cast<uint16_t>(encode(DType::bf16, v));
+    }
+  return w;
+}
+
+struct Shape {
+  const char* what;
+  int64_t n, k;
+};
+constexpr Shape kShapes[] = {{"o_proj", 4096, 4096}, {"qkv_proj", 6144, 4096}, {"gate/up_proj", 14336, 4096}, {"down_proj", 4096, 14336}};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t M = argc > 1 ? std::atoll(argv[1]) : 2048;
+  const Family& fam = *builtin_registry().family("int4_mm");
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "no CUDA device / cuBLAS\n");
+    return 2;
+  }
+  void* flush = nullptr;
+  cudaMalloc(&flush, kFlushBytes);
+
+  // Device-to-device copy of 512 MiB (beyond L2): the bandwidth reference.
+  const size_t copy_bytes = size_t{512} << 20;
+  void *src = nullptr, *dst = nullptr;
+  cudaMalloc(&src, copy_bytes);
+  cudaMalloc(&dst, copy_bytes);
+  cudaMemset(src, 1, copy_bytes);
+  const double copy_ms = mean_ms([&] { cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice); }, nullptr);
+  const double copy_gbs = 2.0 * static_cast<double>(copy_bytes) / copy_ms / 1e6;
+  cudaFree(src);
+  cudaFree(dst);
+  std::printf("device-to-device copy (512 MiB, read + write): %.0f GB/s\n\n", copy_gbs);
+
+  std::printf("cuda.int4_gemv, M = 1, Llama-3-8B projections (weights, scales and zeros per second)\n");
+  std::printf("%-14s %-13s %-32s %9s %9s %9s\n", "shape", "NxK", "problem", "us", "GB/s", "of copy");
+  for (const Shape& s : kShapes)
+    for (const int4_mm::Format f : int4_mm::all_formats()) {
+      // The dtypes the checkpoints ship in: tinygemm bf16, AWQ / GPTQ / Q4_0 fp16.
+      const int4_mm::Problem ip{.format = f,
+                                .dtype = f == int4_mm::Format::tinygemm || f == int4_mm::Format::tinygemm_unpacked ? DType::bf16 : DType::fp16,
+                                .m = 1, .n = s.n, .k = s.k, .group = f == int4_mm::Format::q4_0 ? 32 : 128};
+      const std::string id = fam.problem_id(ip);
+      const TensorMap in = fam.make_inputs(ip, case_seed(fam, ip));
+      const PreparedInt4Mm prep = prepare_int4_mm(ip, in, true, cuda::Int4Plant::none);
+      double bytes = static_cast<double>(in.at("weight").nbytes());
+      for (const char* t : {"scale_and_zero", "scales", "qzeros"})
+        if (in.count(t)) bytes += static_cast<double>(in.at(t).nbytes());
+      const double ms = mean_ms([&] { launch_int4_mm(prep, true, nullptr); }, flush);
+      const double gbs = bytes / ms / 1e6;
+      std::printf("%-14s %5lldx%-7lld %-32s %9.1f %9.0f %9.3f\n", s.what, static_cast<long long>(s.n), static_cast<long long>(s.k),
+                  id.c_str(), ms * 1e3, gbs, gbs / copy_gbs);
+    }
+
+  std::printf("\ncuda.int4_mm, M = %lld (tinygemm bf16 g128) against cublasGemmEx bf16 (fp32 compute) of the dequantized weight\n",
+              static_cast<long long>(M));
+  std::printf("%-14s %-13s %12s %12s %9s\n", "shape", "NxK", "int4_mm TF/s", "cuBLAS TF/s", "ratio");
+  for (const Shape& s : kShapes) {
+    const int4_mm::Problem ip{.m = M, .n = s.n, .k = s.k};  // tinygemm, bf16, g 128, innerKTiles 8
+    const TensorMap in = fam.make_inputs(ip, case_seed(fam, ip));
+    const PreparedInt4Mm prep = prepare_int4_mm(ip, in, false, cuda::Int4Plant::none);
+    const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(s.n) * static_cast<double>(s.k);
+    const double mm = flops / mean_ms([&] { launch_int4_mm(prep, false, nullptr); }, nullptr) / 1e9;
+    const std::vector<uint16_t> w = dequantized_tinygemm(ip, in);
+    void *wd = nullptr, *yd = nullptr;
+    cudaMalloc(&wd, w.size() * 2);
+    cudaMalloc(&yd, static_cast<size_t>(M * s.n * 2));
+    cudaMemcpy(wd, w.data(), w.size() * 2, cudaMemcpyHostToDevice);
+    const float alpha = 1, beta = 0;
+    // Row-major y[M, N] = x[M, K]·Ŵᵀ, Ŵ [N, K] row-major: column-major yᵀ = Ŵ·xᵀ.
+    const double lt = flops /
+                      mean_ms(
+                          [&] {
+                            cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(s.n), static_cast<int>(M), static_cast<int>(s.k),
+                                         &alpha, wd, CUDA_R_16BF, static_cast<int>(s.k), prep.params.x, CUDA_R_16BF,
+                                         static_cast<int>(s.k), &beta, yd, CUDA_R_16BF, static_cast<int>(s.n), CUBLAS_COMPUTE_32F,
+                                         CUBLAS_GEMM_DEFAULT);
+                          },
+                          nullptr) /
+                      1e9;
+    cudaFree(wd);
+    cudaFree(yd);
+    std::printf("%-14s %5lldx%-7lld %12.1f %12.1f %9.3f\n", s.what, static_cast<long long>(s.n), static_cast<long long>(s.k), mm, lt,
+                mm / lt);
+  }
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(e));
+  cudaFree(flush);
+  cublasDestroy(h);
+  return e == cudaSuccess ? 0 : 1;
+}

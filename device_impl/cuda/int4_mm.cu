@@ -1,0 +1,149 @@
+// cuda.int4_mm: weight-only int4 matmul on tensor cores (mma.sync m16n8k16, fp32 accumulation), the weight dequantized tile by tile into shared memory.
+//
+// A block of 4 warps computes a 64×64 tile of y. Per 32-deep K slice it stages x[64][32] and
+// the dequantized weight Ŵ[64 columns][32 k] (int4_mm_layout.cuh, mm_tile_part: one rounding
+// per weight, as the reference's model) in shared memory, K contiguous with a row stride of 40
+// elements (the fragment loads of a warp hit 32 distinct banks), then each warp runs 2 × 4
+// m16n8k16 MMAs per 16 k over its 32×32 quarter. Where mma.sync is missing (HIP, or a host
+// pass) the same fragments are computed with fp32 FMA from shared memory, so the kernel
+// builds everywhere with one numerical model: exact products, fp32 sums.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "device_impl/cuda/int4_mm_args.cuh"
+#include "device_impl/cuda/int4_mm_layout.cuh"
+
+namespace opcts::cuda {
+
+namespace {
+
+using int4mm::Args;
+using int4mm::kLanes;
+using int4mm::kThreads;
+using int4mm::kTileK;
+using int4mm::kTileLd;
+using int4mm::kTileN;
+
+constexpr int kTileM = 64;
+
+// x[m0 .. m0 + 64)[k0 .. k0 + 32) into As (rows past M as 0): thread tid copies 16 elements
+// of row tid / 2 as two 16-byte loads (K is a multiple of 32, rows are 64-byte aligned).
+template <class T>
+__device__ void load_x_tile(const Args& a, int64_t m0, int64_t k0, int tid, T* As) {
+  const int r = tid / 2, c = 16 * (tid % 2);
+  int4mm::Words4 v[2] = {};
+  if (m0 + r < a.m) {
+    const auto* src = reinterpret_cast<const int4mm::Words4*>(static_cast<const T*>(a.x) + (m0 + r) * a.k + k0 + c);
+    v[0] = src[0];
+    v[1] = src[1];
+  }
+  auto* dst = reinterpret_cast<int4mm::Words4*>(As + r * kTileLd + c);  // 80-byte rows, 32-byte offsets
+  dst[0] = v[0];
+  dst[1] = v[1];
+}
+
+template <class T>
+__device__ __forceinline__ uint32_t pair_at(const T* tile, int row, int col) {
+  return *reinterpret_cast<const uint32_t*>(tile + row * kTileLd + col);
+}
+
+// C[16×8] += A[16×16]·B[16×8] with A rows r0.., B columns c0.. (rows of Bs), K at kk.
+// Fragments (PTX ISA, g = lane / 4, t = lane % 4): a[0] = A[g][2t..2t+1], a[1] = A[g+8][2t..],
+// a[2] = A[g][2t+8..], a[3] = A[g+8][2t+8..]; b[0] = B[2t..2t+1][g], b[1] = B[2t+8..][g];
+// c[0..1] = C[g][2t..2t+1], c[2..3] = C[g+8][2t..2t+1].
+template <class T>
+__device__ __forceinline__ void mma_16x8x16(float (&c)[4], const T* As, int r0, const T* Bs, int c0, int kk, int lane) {
+  const int g = lane / 4, t = lane % 4;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__HIP_PLATFORM_AMD__)
+  const uint32_t a0 = pair_at(As, r0 + g, kk + 2 * t), a1 = pair_at(As, r0 + g + 8, kk + 2 * t);
+  const uint32_t a2 = pair_at(As, r0 + g, kk + 2 * t + 8), a3 = pair_at(As, r0 + g + 8, kk + 2 * t + 8);
+  const uint32_t b0 = pair_at(Bs, c0 + g, kk + 2 * t), b1 = pair_at(Bs, c0 + g, kk + 2 * t + 8);
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+  // The portable path: each lane's four outputs from shared memory, fp32 FMA.
+  for (int e = 0; e < 4; ++e) {
+    const int row = r0 + g + 8 * (e / 2), col = c0 + 2 * t + e % 2;
+    float s = c[e];
+    for (int k = 0; k < 16; ++k) s += int4mm::to_float(As[row * kTileLd + kk + k]) * int4mm::to_float(Bs[col * kTileLd + kk + k]);
+    c[e] = s;
+  }
+#endif
+}
+
+template <Int4Format F, class T, bool Planted>
+__global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy) {
+  __shared__ __align__(16) T As[kTileM * kTileLd];
+  __shared__ __align__(16) T Bs[kTileN * kTileLd];
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / kLanes, lane = tid % kLanes;  // mma lanes: 32
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kTileM, n0 = static_cast<int64_t>(blockIdx.x) * kTileN;
+  const int wr = 32 * (warp / 2), wc = 32 * (warp % 2);  // this warp's quarter of the tile
+  float acc[2][4][4] = {};
+  for (int64_t k0 = 0; k0 < a.k_end; k0 += kTileK) {
+    __syncthreads();  // the previous slice's MMAs are done with As and Bs
+    load_x_tile(a, m0, k0, tid, As);
+    int4mm::Code<F, T, Planted>::mm_tile_part(a, n0, k0, tid, Bs);
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kTileK; kk += 16)
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) mma_16x8x16(acc[mi][ni], As, wr + 16 * mi, Bs, wc + 8 * ni, kk, lane);
+  }
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t m = m0 + wr + 16 * mi + g + 8 * (e / 2), n = n0 + wc + 8 * ni + 2 * t + e % 2;
+        if (m < a.m && n < a.n) y[m * ldy + n] = int4mm::round_to<T>(acc[mi][ni][e]);
+      }
+}
+
+template <Int4Format F, class T>
+void launch_planted(const Args& a, T* y, int64_t ldy, dim3 grid, cudaStream_t s) {
+  if (a.plant != Int4Plant::none) mm_kernel<F, T, true><<<grid, kThreads, 0, s>>>(a, y, ldy);
+  else mm_kernel<F, T, false><<<grid, kThreads, 0, s>>>(a, y, ldy);
+}
+
+template <class T>
+void launch_format(Int4Format f, const Args& a, T* y, int64_t ldy, dim3 grid, cudaStream_t s) {
+  switch (f) {
+    case Int4Format::tinygemm: launch_planted<Int4Format::tinygemm>(a, y, ldy, grid, s); break;
+    case Int4Format::tinygemm_unpacked: launch_planted<Int4Format::tinygemm_unpacked>(a, y, ldy, grid, s); break;
+    case Int4Format::awq: launch_planted<Int4Format::awq>(a, y, ldy, grid, s); break;
+    case Int4Format::gptq: launch_planted<Int4Format::gptq>(a, y, ldy, grid, s); break;
+    case Int4Format::q4_0: launch_planted<Int4Format::q4_0>(a, y, ldy, grid, s); break;
+  }
+}
+
+}  // namespace
+
+bool int4_mm_takes(Int4Format f, int64_t group_size) { return int4mm::takes(f, group_size); }
+
+void int4_mm(const Int4MmParams& p, CUstream_st* stream) {
+  int4mm::validate(p, "cuda.int4_mm");
+  if (p.m == 0 || p.n == 0) return;
+  const int64_t gy = (p.m + kTileM - 1) / kTileM, gx = (p.n + kTileN - 1) / kTileN;
+  if (gy > 65535) throw Int4ArgumentError("M", "cuda.int4_mm: M = " + std::to_string(p.m) + " exceeds 65535 row tiles");
+  const Args a = int4mm::make_args(p);
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+  if (p.act == Int4Act::bf16) launch_format<__nv_bfloat16>(p.format, a, static_cast<__nv_bfloat16*>(p.y), p.ldy, grid, stream);
+  else launch_format<__half>(p.format, a, static_cast<__half*>(p.y), p.ldy, grid, stream);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("cuda.int4_mm launch: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+}  // namespace opcts::cuda

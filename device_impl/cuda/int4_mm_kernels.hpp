@@ -1,0 +1,88 @@
+// Launch interface of opcts's int4 weight-only matmuls (cuda.int4_gemv, cuda.int4_mm); no harness types.
+//
+// y[M, N] = x[M, K] · Ŵᵀ, Ŵ[n, k] the int4 weight dequantized with one rounding to the
+// activation dtype and the products summed in fp32; y rounded once to the dtype. Buffers (the
+// layouts are documented in refimpl/int4_pack.hpp, with their sources):
+//   x       [M, K] bf16 or fp16, row-major (ldx = K)
+//   weight  the packed weight: tinygemm int32 [N/8][K/(16·ikt)][32][ikt/2]; tinygemm_unpacked
+//           uint8 [N][K/2] (even k in the high nibble); awq int32 [K][N/8] (nibble order
+//           0 2 4 6 1 3 5 7); gptq int32 [K/8][N]; q4_0 18-byte blocks [N][K/32] {fp16 d; qs[16]}
+//   scales  tinygemm: [G][N][2] (scale, zero) in the dtype; awq, gptq: [G][N] in the dtype;
+//           q4_0: none (d is in the blocks). G = K / group_size.
+//   zeros   awq, gptq: int32 [G][N/8] (awq interleaved; gptq sequential, storing z − 1)
+//   y       [M, N] in the dtype, leading dimension ldy (elements)
+// The launchers validate the parameter struct — the sizes the glue read from the tensors it
+// was handed (weight_bytes, scale_groups, scale_cols, zero_groups, zero_cols) against M, N, K
+// and the group size — and throw Int4ArgumentError naming the argument before any launch.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+struct CUstream_st;
+
+namespace opcts::cuda {
+
+enum class Int4Format { tinygemm, tinygemm_unpacked, awq, gptq, q4_0 };
+enum class Int4Act { bf16, fp16 };
+/// A deliberately wrong variant for the planted impls (none for the real ones).
+enum class Int4Plant {
+  none,
+  group0_scale,       // gemv, M = 1: group 0's scale and zero for every group
+  nibble_swap,        // the two nibbles of every weight byte exchanged
+  zero_before_scale,  // tinygemm (q − 8 + zero)·scale; awq/gptq q·scale − z
+  gptq_z,             // GPTQ's stored z − 1 used as the zero point
+  drop_partial_k,     // K walked in tiles of 128, a partial last tile dropped
+};
+
+struct Int4MmParams {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t group_size = 128;
+  int inner_k_tiles = 8;  // tinygemm
+  Int4Format format = Int4Format::tinygemm;
+  Int4Act act = Int4Act::bf16;
+  const void* x = nullptr;
+  int64_t x_rows = 0, x_cols = 0;  // the shape of the x buffer handed in
+  const void* weight = nullptr;
+  int64_t weight_bytes = 0;  // bytes of the weight buffer handed in
+  const void* scales = nullptr;
+  int64_t scale_groups = 0, scale_cols = 0;  // its first two dimensions
+  const void* zeros = nullptr;
+  int64_t zero_groups = 0, zero_cols = 0;  // its first two dimensions (int32 words: N/8)
+  void* y = nullptr;
+  int64_t ldy = 0;
+  void* workspace = nullptr;  // int4_gemv only: int4_gemv_workspace_bytes(params)
+  int64_t workspace_bytes = 0;
+  Int4Plant plant = Int4Plant::none;
+};
+
+/// An argument the kernel refuses: `argument` names it ("group_size", "K", "N", "M", "x",
+/// "weight", "scale_and_zero", "scales", "qzeros", "workspace", ...). Thrown before any launch.
+struct Int4ArgumentError : std::invalid_argument {
+  Int4ArgumentError(std::string arg, const std::string& message) : std::invalid_argument(message), argument(std::move(arg)) {}
+  std::string argument;
+};
+
+/// What a kernel takes (its `supports`): formats and group sizes; every other valid problem is
+/// a SKIP naming this table. Both kernels take every format of the contract and its group
+/// sizes (32, 64, 128, 256; q4_0 32); cuda.int4_gemv takes M <= kInt4GemvMaxM only.
+constexpr int64_t kInt4GemvMaxM = 16;
+bool int4_gemv_takes(Int4Format f, int64_t group_size);
+bool int4_mm_takes(Int4Format f, int64_t group_size);
+
+/// cuda.int4_gemv: M <= 16, memory-bound. One pass over the packed weight: each thread block
+/// owns a column unit of its format and a contiguous slice of K (split-K), threads read the
+/// packed words coalesced, dequantize in registers and accumulate all M rows in fp32 FMA; the
+/// partial sums go to `workspace` and a second kernel adds the slices in a fixed order, so the
+/// result is deterministic. Throws Int4ArgumentError.
+void int4_gemv(const Int4MmParams& p, CUstream_st* stream);
+/// The workspace int4_gemv needs for `p` on the current device (fp32 partial sums).
+int64_t int4_gemv_workspace_bytes(const Int4MmParams& p);
+
+/// cuda.int4_mm: tensor cores (mma.sync m16n8k16, fp32 accumulation; a portable FMA path where
+/// mma.sync is missing). 64×64 output tiles; each 32-deep K slice of the weight is dequantized
+/// into shared memory as bf16/fp16, x staged beside it. Throws Int4ArgumentError.
+void int4_mm(const Int4MmParams& p, CUstream_st* stream);
+
+}  // namespace opcts::cuda

@@ -1,0 +1,181 @@
+// The int4_mm family: ids, inputs in the code domain, the reference on hand-worked cases, host.int4
+// against the bound on the smoke tier, negative cases, and each planted bug failing where it is probed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <cmath>
+#include <set>
+
+#include "app/builtins.hpp"
+#include "core/errors.hpp"
+#include "core/family.hpp"
+#include "refimpl/int4_mm.hpp"
+#include "refimpl/int4_pack.hpp"
+#include "runner/catalog.hpp"
+#include "runner/compare.hpp"
+#include "tests/test_family_util.hpp"
+#include "tests/test_util.hpp"
+
+namespace opcts {
+namespace {
+
+using int4_mm::Format;
+using int4_mm::Problem;
+
+const Family& family() { return *builtin_registry().family("int4_mm"); }
+
+std::vector<CatalogEntry> catalog() {
+  return load_catalogs(builtin_registry(), {(testutil::cases_dir() / "int4_mm.yaml").string()});
+}
+
+const ArchInfo& host() { return testutil::host_arch(); }
+
+int64_t mismatches(const Impl& impl, const Problem& p) { return testutil::bounded_mismatches(family(), impl, p, "y"); }
+
+TEST(Int4MmId, SpellsTheOptionalTokens) {
+  ASSERT_GE(catalog().size(), 300u);
+  EXPECT_EQ(int4_mm::fields().id(Problem{.m = 1, .n = 4096, .k = 4096}), "tinygemm_bf16_m1_n4096_k4096_g128_ikt8");
+  EXPECT_EQ(int4_mm::fields().id(Problem{.format = Format::gptq, .dtype = DType::fp16, .m = 3, .n = 64, .k = 512, .group = 32,
+                                         .fill = int4_mm::Fill::extreme_zeros, .scale_exp = -8}),
+            "gptq_fp16_m3_n64_k512_g32_zeroext_sexpm8");
+  EXPECT_EQ(int4_mm::fields().parse_yaml(YAML::Load("{format: q4_0, dtype: fp16, m: 1, nk: {n: 8, k: 64}}")).group, 32);
+}
+
+TEST(Int4MmId, ValidationNamesTheRule) {
+  auto err = [](const char* id) {
+    try {
+      int4_mm::fields().parse_id(id);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(err("tinygemm_bf16_m1_n64_k96_g64_ikt2").find("expect_error: K"), std::string::npos);
+  EXPECT_NE(err("awq_fp16_m1_n12_k256_g128").find("expect_error: N"), std::string::npos);
+  EXPECT_NE(err("awq_fp16_m1_n64_k192_g48").find("expect_error: group_size"), std::string::npos);
+  EXPECT_NE(err("q4_0_fp16_m1_n64_k256_g32_zeroext").find("no zero points"), std::string::npos);
+  EXPECT_NE(err("awq_fp32_m1_n64_k256_g128").find("bf16 or fp16"), std::string::npos);
+  EXPECT_NE(err("awq_fp16_m1_n64_k256_g128_expect_K").find("valid"), std::string::npos);
+  EXPECT_NE(err("awq_fp16_m1_n64_k256_g128_sexp9").find("scale_exp"), std::string::npos);
+}
+
+TEST(Int4MmInputs, DeterministicAndDrawnInTheCodeDomain) {
+  const Problem p{.format = Format::awq, .dtype = DType::fp16, .m = 2, .n = 64, .k = 512, .group = 64};
+  const TensorMap a = int4_mm::make_inputs(p, 42), b = int4_mm::make_inputs(p, 42), c = int4_mm::make_inputs(p, 43);
+  for (const auto& [name, t] : a) {
+    ASSERT_EQ(t.nbytes(), b.at(name).nbytes());
+    EXPECT_EQ(std::memcmp(t.data(), b.at(name).data(), t.nbytes()), 0) << name;
+    EXPECT_NE(std::memcmp(t.data(), c.at(name).data(), t.nbytes()), 0) << name;
+  }
+  EXPECT_EQ(a.at("weight").shape(), (std::vector<int64_t>{512, 8, 8}));
+  EXPECT_EQ(a.at("scales").shape(), (std::vector<int64_t>{8, 64}));
+  EXPECT_EQ(a.at("qzeros").shape(), (std::vector<int64_t>{8, 8, 8}));
+  // Codes cover 0..15 and scales vary per group (so a group-0-scale bug has something to miss).
+  const int4::Codes q = int4::unpack_awq(a.at("weight"), 64, 512);
+  EXPECT_EQ(std::set<uint8_t>(q.begin(), q.end()).size(), 16u);
+  std::set<double> scales;
+  for (int64_t g = 0; g < 8; ++g) scales.insert(a.at("scales").get(g * 64));
+  EXPECT_GE(scales.size(), 6u);
+}
+
+TEST(Int4MmInputs, ExtremeZerosAndAllCodes) {
+  const Problem z{.format = Format::gptq, .dtype = DType::fp16, .m = 1, .n = 64, .k = 512, .group = 64, .fill = int4_mm::Fill::extreme_zeros};
+  const TensorMap in = int4_mm::make_inputs(z, 1);
+  std::set<int> seen;
+  for (int zp : int4::unpack_gptq_zeros(in.at("qzeros"), 8, 64)) seen.insert(zp);
+  EXPECT_EQ(seen, (std::set<int>{1, 16}));  // stored 0 and 15: 16 is the wrap of a true 0
+  const Problem a{.format = Format::tinygemm_unpacked, .m = 1, .n = 16, .k = 256, .group = 64, .fill = int4_mm::Fill::all_codes};
+  const int4::Codes q = int4::unpack_tinygemm_unpacked(int4_mm::make_inputs(a, 2).at("weight"), 16, 256);
+  for (int64_t n = 0; n < 16; ++n)
+    for (int64_t g = 0; g < 4; ++g) {
+      std::set<uint8_t> group(q.begin() + n * 256 + g * 64, q.begin() + n * 256 + g * 64 + 16);
+      EXPECT_EQ(group.size(), 16u) << n << " " << g;
+    }
+}
+
+TEST(Int4MmInputs, Llama3UpProjWeightInAFewHundredMilliseconds) {
+  const Problem p{.m = 1, .n = 14336, .k = 4096};
+  const auto t0 = std::chrono::steady_clock::now();
+  const TensorMap in = int4_mm::make_inputs(p, 5);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(in.at("weight").nbytes(), 14336u * 4096 / 2);
+  EXPECT_LT(s, 2.0) << "58.7M codes in " << s << " s";  // generous: a shared 2-core machine
+}
+
+// AWQ, N = 8, K = 32, g = 32, M = 1, by hand: x = 1 everywhere, every code 9, zero point z(n) = n,
+// scale 0.5 for column n: y(n) = 32·(9 − n)·0.5. Exact in bf16, so the bound is one ulp of
+// accumulation around an exact value and host.int4 matches it.
+TEST(Int4MmReference, HandWorkedAwq) {
+  const Problem p{.format = Format::awq, .m = 1, .n = 8, .k = 32, .group = 32};
+  TensorMap in;
+  HostTensor x(DType::bf16, {1, 32});
+  for (int k = 0; k < 32; ++k) x.set(k, 1.0);
+  in.emplace("x", x);
+  in.emplace("weight", int4::pack_awq(int4::Codes(8 * 32, 9), 8, 32));
+  HostTensor sc(DType::bf16, {1, 8});
+  for (int n = 0; n < 8; ++n) sc.set(n, 0.5);
+  in.emplace("scales", sc);
+  int4::Codes z(8);
+  for (int n = 0; n < 8; ++n) z[static_cast<size_t>(n)] = static_cast<uint8_t>(n);
+  in.emplace("qzeros", int4::pack_awq_zeros(z, 1, 8));
+  const References r = int4_mm::reference(p, in);
+  const TensorMap out = builtin_registry().impl("host.int4")->run(p, in, RunContext{&host(), -1});
+  for (int n = 0; n < 8; ++n) {
+    EXPECT_EQ(r.exact.at("y")[static_cast<size_t>(n)], 16.0 * (9 - n)) << n;
+    EXPECT_LT(r.bound.at("y")[static_cast<size_t>(n)], 1e-3);  // exact dequant: Δ = 0
+    EXPECT_EQ(out.at("y").get(n), 16.0 * (9 - n)) << n;
+  }
+}
+
+// tinygemm's dequant (q − 8)·scale + zero rounded once to bf16: with scale 1 + 2^-7 and zero
+// 2^-9, (q − 8)·scale + zero needs more than bf16's 8 bits, so Δ ≠ 0 enters the bound.
+TEST(Int4MmReference, DequantRoundingEntersTheBound) {
+  const Problem p{.format = Format::tinygemm_unpacked, .m = 1, .n = 1, .k = 32, .group = 32};
+  TensorMap in;
+  HostTensor x(DType::bf16, {1, 32});
+  x.set(0, 1.0);  // y = ŵ(q(0)) exactly: one product
+  in.emplace("x", x);
+  int4::Codes q(32, 8);
+  q[0] = 13;  // w = 5·(1 + 2^-7) + 2^-9 = 5.0390625 + 0.001953125
+  in.emplace("weight", int4::pack_tinygemm_unpacked(q, 1, 32));
+  HostTensor sz(DType::bf16, {1, 1, 2});
+  sz.set(0, 1.0 + std::ldexp(1.0, -7));
+  sz.set(1, std::ldexp(1.0, -9));
+  in.emplace("scale_and_zero", sz);
+  const References r = int4_mm::reference(p, in);
+  const double w = 5 * (1 + std::ldexp(1.0, -7)) + std::ldexp(1.0, -9);
+  const double wr = round_to(DType::bf16, w);
+  EXPECT_EQ(r.exact.at("y")[0], round_to(DType::bf16, w));
+  EXPECT_NEAR(r.bound.at("y")[0], std::fabs(wr - w), 1e-4);  // + γ_32(2^-23)·|ŵ| ≈ 2e-5
+  EXPECT_GE(r.bound.at("y")[0], std::fabs(wr - w));
+}
+
+TEST(Int4MmHost, WithinTheBoundOnEverySmokeProblem) {
+  const Impl* impl = builtin_registry().impl("host.int4");
+  int n = 0;
+  for (const auto& e : catalog()) {
+    const auto& p = (*e.problem).as<Problem>();
+    if (e.tier != Tier::smoke || !p.expect_error.empty()) continue;
+    EXPECT_EQ(mismatches(*impl, p), 0) << e.problem_id;
+    ++n;
+  }
+  EXPECT_GE(n, 200);
+}
+
+TEST(Int4MmNegative, EveryNegativeCaseRaisesTheNamedArgument) {
+  testutil::expect_negative_cases_refused(family(), *builtin_registry().impl("host.int4"), catalog(), 12);
+}
+
+void expect_planted_fails(const char* impl, int at_least) {
+  testutil::expect_planted_fails_on_smoke(family(), builtin_registry().impl(impl), catalog(), "y", at_least);
+}
+
+TEST(Int4MmPlanted, GroupZerosScaleForEveryGroupAtM1Fails) { expect_planted_fails("host.int4_group0_scale", 40); }
+TEST(Int4MmPlanted, SwappedNibblesFail) { expect_planted_fails("host.int4_nibble_swap", 200); }
+TEST(Int4MmPlanted, ZeroPointBeforeTheScaleFails) { expect_planted_fails("host.int4_zero_before_scale", 150); }
+TEST(Int4MmPlanted, GptqZMinusOneNotUndoneFails) { expect_planted_fails("host.int4_gptq_z", 40); }
+TEST(Int4MmPlanted, DroppingThePartialKTileFails) { expect_planted_fails("host.int4_drop_partial_k", 15); }
+
+}  // namespace
+}  // namespace opcts

@@ -1,0 +1,184 @@
+// The CUDA int4 kernels' per-thread code (device_impl/cuda/int4_mm_layout.cuh) run on the CPU for every thread of every block, against the reference.
+//
+// cuda.int4_gemv's gemv_item and cuda.int4_mm's mm_tile_part are plain C++ over raw pointers:
+// here they read the host tensors a case would upload, every (unit, item, lane) of the gemv and
+// every (tile, thread) of the mma kernel's weight tiles is executed, the partial sums are added
+// in fp32 and the result is judged by the bounded metric like a device result. What is left to
+// the GPU is the shuffles, barriers, mma instructions and stores of the .cu files. The launchers'
+// argument checks (int4_mm_args.cu, host code) run on every negative case of the catalog.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "app/builtins.hpp"
+#include "device_impl/cuda/int4_mm_args.cuh"
+#include "device_impl/cuda/int4_mm_layout.cuh"
+#include "device_impl/cuda/int4_mm_prepared.hpp"
+#include "runner/catalog.hpp"
+#include "runner/compare.hpp"
+#include "tests/test_util.hpp"
+
+namespace opcts {
+namespace {
+
+using cuda::Int4Format;
+using cuda::Int4Plant;
+namespace k4 = cuda::int4mm;
+
+const Family& family() { return *builtin_registry().family("int4_mm"); }
+
+constexpr int kMT = 16;  // rows per thread: every M <= 16, rows past M skipped
+
+template <Int4Format F, class T, bool P>
+std::vector<float> emulate_gemv(const k4::Args& a) {
+  using Code = k4::Code<F, T, P>;
+  std::vector<float> y(static_cast<size_t>(a.m * a.n), 0.0f);
+  for (int64_t unit = 0; unit < Code::units(a); ++unit)
+    for (int64_t item = 0; item < Code::items(a); ++item)
+      for (int lane = 0; lane < k4::kLanes; ++lane) {
+        float acc[kMT][Code::kCols] = {};
+        Code::template gemv_item<kMT>(a, unit, item, lane, acc);
+        for (int m = 0; m < a.m; ++m)
+          for (int c = 0; c < Code::kCols; ++c) {
+            const int64_t col = Code::column(unit, lane, c);
+            if (col < a.n) y[static_cast<size_t>(m * a.n + col)] += acc[m][c];
+            else EXPECT_EQ(acc[m][c], 0.0f) << "a lane past N accumulated";
+          }
+      }
+  return y;
+}
+
+template <Int4Format F, class T, bool P>
+std::vector<float> emulate_mm(const k4::Args& a) {
+  using Code = k4::Code<F, T, P>;
+  std::vector<float> y(static_cast<size_t>(a.m * a.n), 0.0f);
+  const T* x = static_cast<const T*>(a.x);
+  std::vector<T> tile(static_cast<size_t>(k4::kTileN * k4::kTileLd));
+  for (int64_t n0 = 0; n0 < a.n; n0 += k4::kTileN)
+    for (int64_t k0 = 0; k0 < a.k_end; k0 += k4::kTileK) {
+      for (int tid = 0; tid < k4::kThreads; ++tid) Code::mm_tile_part(a, n0, k0, tid, tile.data());
+      for (int64_t m = 0; m < a.m; ++m)
+        for (int64_t nl = 0; nl < k4::kTileN && n0 + nl < a.n; ++nl) {
+          float s = 0;
+          for (int kl = 0; kl < k4::kTileK; ++kl)
+            s += k4::to_float(x[m * a.k + k0 + kl]) * k4::to_float(tile[static_cast<size_t>(nl * k4::kTileLd + kl)]);
+          y[static_cast<size_t>(m * a.n + n0 + nl)] += s;
+        }
+    }
+  return y;
+}
+
+// The kernel a launcher would pick: format F, dtype T, planted or not.
+template <Int4Format F, class T>
+std::vector<float> emulate_format(const k4::Args& a, bool gemv) {
+  if (a.plant != Int4Plant::none) return gemv ? emulate_gemv<F, T, true>(a) : emulate_mm<F, T, true>(a);
+  return gemv ? emulate_gemv<F, T, false>(a) : emulate_mm<F, T, false>(a);
+}
+
+template <class T>
+std::vector<float> emulate(Int4Format f, const k4::Args& a, bool gemv) {
+  switch (f) {
+    case Int4Format::tinygemm: return emulate_format<Int4Format::tinygemm, T>(a, gemv);
+    case Int4Format::tinygemm_unpacked: return emulate_format<Int4Format::tinygemm_unpacked, T>(a, gemv);
+    case Int4Format::awq: return emulate_format<Int4Format::awq, T>(a, gemv);
+    case Int4Format::gptq: return emulate_format<Int4Format::gptq, T>(a, gemv);
+    case Int4Format::q4_0: return emulate_format<Int4Format::q4_0, T>(a, gemv);
+  }
+  return {};
+}
+
+// Mismatches of the emulated kernel (gemv or mm) against the reference, bounded metric, factor 1.
+int64_t mismatches(const int4_mm::Problem& p, bool gemv, Int4Plant plant) {
+  const TensorMap in = family().make_inputs(p, case_seed(family(), p));
+  const References ref = family().reference(p, in);
+  cuda::Int4MmParams params = int4_params(p, in, plant);
+  HostTensor got(p.dtype, {p.m, p.n});
+  params.y = got.data();  // not written: the emulation sums on the host
+  k4::validate(params, "emulated");
+  const k4::Args a = k4::make_args(params);
+  const std::vector<float> y =
+      p.dtype == DType::bf16 ? emulate<__nv_bfloat16>(params.format, a, gemv) : emulate<__half>(params.format, a, gemv);
+  for (int64_t i = 0; i < p.m * p.n; ++i) got.set(i, y[static_cast<size_t>(i)]);
+  std::vector<WorstElement> worst;
+  Tolerance t;
+  t.metric = Metric::bounded;
+  t.factor = 1;
+  return compare_output("y", got, ref.exact.at("y"), nullptr, t, worst, 5, &ref.bound.at("y")).mismatches;
+}
+
+std::vector<CatalogEntry> smoke() {
+  std::vector<CatalogEntry> out;
+  for (auto& e : load_catalogs(builtin_registry(), {(testutil::cases_dir() / "int4_mm.yaml").string()}))
+    if (e.tier == Tier::smoke) out.push_back(std::move(e));
+  return out;
+}
+
+TEST(Int4KernelCode, GemvAndMmTileMatchTheReferenceOnEverySmokeProblem) {
+  int gemv = 0, mm = 0;
+  for (const auto& e : smoke()) {
+    const auto& p = (*e.problem).as<int4_mm::Problem>();
+    if (!p.expect_error.empty()) continue;
+    if (p.m <= cuda::kInt4GemvMaxM) {
+      EXPECT_EQ(mismatches(p, true, Int4Plant::none), 0) << "gemv " << e.problem_id;
+      ++gemv;
+    }
+    EXPECT_EQ(mismatches(p, false, Int4Plant::none), 0) << "mm " << e.problem_id;
+    ++mm;
+  }
+  EXPECT_GE(gemv, 150);
+  EXPECT_GE(mm, 200);
+}
+
+// The planted variants of the CUDA impls go through the same per-thread code with a plant set:
+// each must fail every smoke problem its impl takes.
+TEST(Int4KernelCode, EveryPlantFailsWhereItsImplRunsIt) {
+  struct Case {
+    const char* impl;
+    bool gemv;
+    Int4Plant plant;
+    int4_mm::PlantedBug bug;
+  };
+  using Bug = int4_mm::PlantedBug;
+  for (const Case c : {Case{"cuda.int4_gemv_group0_scale", true, Int4Plant::group0_scale, Bug::group0_scale},
+                       Case{"cuda.int4_gemv_nibble_swap", true, Int4Plant::nibble_swap, Bug::nibble_swap},
+                       Case{"cuda.int4_gemv_gptq_z", true, Int4Plant::gptq_z, Bug::gptq_z},
+                       Case{"cuda.int4_mm_zero_before_scale", false, Int4Plant::zero_before_scale, Bug::zero_before_scale},
+                       Case{"cuda.int4_mm_drop_partial_k", false, Int4Plant::drop_partial_k, Bug::drop_partial_k}}) {
+    const Impl* impl = builtin_registry().impl(c.impl);
+    ASSERT_TRUE(impl && impl->planted()) << c.impl;
+    int n = 0;
+    for (const auto& e : smoke()) {
+      const auto& p = (*e.problem).as<int4_mm::Problem>();
+      const std::string why = int4_mm::planted_bug_cannot_show(p, c.bug);
+      if (!why.empty() || (c.gemv && p.m > cuda::kInt4GemvMaxM)) continue;
+      EXPECT_GT(mismatches(p, c.gemv, c.plant), 0) << c.impl << " passed " << e.problem_id;
+      ++n;
+    }
+    EXPECT_GE(n, 10) << c.impl;
+  }
+}
+
+// The launchers' checks (host code) refuse every negative case of the catalog by the argument
+// its expect_error names, from the tensors the case hands in.
+TEST(Int4KernelArgs, EveryNegativeCaseIsRefusedByName) {
+  int n = 0;
+  for (const auto& e : smoke()) {
+    const auto& p = (*e.problem).as<int4_mm::Problem>();
+    if (p.expect_error.empty()) continue;
+    const TensorMap in = family().make_inputs(p, case_seed(family(), p));
+    HostTensor y(p.dtype, {p.m, p.n});
+    cuda::Int4MmParams params = int4_params(p, in, Int4Plant::none);
+    params.y = y.data();
+    try {
+      k4::validate(params, "cuda.int4");
+      ADD_FAILURE() << e.problem_id << ": accepted";
+    } catch (const cuda::Int4ArgumentError& err) {
+      EXPECT_EQ(err.argument, p.expect_error) << e.problem_id << ": " << err.what();
+    }
+    ++n;
+  }
+  EXPECT_GE(n, 12);
+}
+
+}  // namespace
+}  // namespace opcts
