@@ -22,10 +22,16 @@ namespace {
 Tier tier_of(const std::string& path, const YAML::Node& n) {
   if (!n["tier"]) return Tier::default_;
   try {
-    return parse_tier(n["tier"].as<std::string>());
+    return parse_tier(text_of(path, n, "tier"));
+  } catch (const YamlError&) {
+    throw;
   } catch (const std::exception& e) {
     yaml_fail(path, n["tier"], e.what());
   }
+}
+
+std::string optional_text(const std::string& path, const YAML::Node& n, const char* key) {
+  return n[key] ? text_of(path, n, key) : "";
 }
 
 ProblemPtr parse_problem(const Family& f, const std::string& path, const YAML::Node& n) {
@@ -55,24 +61,39 @@ void add_entry(std::vector<CatalogEntry>& out, std::map<std::string, size_t>& se
 void expand_grid(const Family& f, const std::string& path, const YAML::Node& grid, std::vector<CatalogEntry>& out,
                  std::map<std::string, size_t>& seen) {
   check_keys(path, grid, {"name", "tier", "axes", "fixed", "why"});
-  const std::string name = grid["name"] ? grid["name"].as<std::string>() : "";
+  if (!grid["name"]) yaml_fail(path, grid, "a grid needs a name");
+  const std::string name = text_of(path, grid, "name");
   if (name.empty()) yaml_fail(path, grid, "a grid needs a name");
   const Tier tier = tier_of(path, grid);
-  const YAML::Node axes = grid["axes"];
-  if (!axes || !axes.IsMap() || axes.size() == 0) yaml_fail(path, grid, "grid '" + name + "' needs a map 'axes:'");
+  const std::string why = optional_text(path, grid, "why");
+  if (!grid["axes"]) yaml_fail(path, grid, "grid '" + name + "' needs a map 'axes:'");
+  const YAML::Node axes = require_map(path, grid["axes"], "grid '" + name + "' 'axes'");
+  if (axes.size() == 0) yaml_fail(path, axes, "grid '" + name + "' has no axes");
+  const YAML::Node fixed = grid["fixed"] ? require_map(path, grid["fixed"], "grid '" + name + "' 'fixed'") : YAML::Node();
   std::vector<std::pair<std::string, YAML::Node>> ax;
+  size_t points = 1;
   for (const auto& kv : axes) {
+    const std::string axis = kv.first.Scalar();
     if (!kv.second.IsSequence() || kv.second.size() == 0)
-      yaml_fail(path, kv.second, "axis '" + kv.first.as<std::string>() + "' must be a non-empty list");
-    ax.emplace_back(kv.first.as<std::string>(), kv.second);
+      yaml_fail(path, kv.second, "axis '" + axis + "' must be a non-empty list");
+    if (fixed && fixed[axis]) yaml_fail(path, kv.first, "'" + axis + "' is both an axis and in 'fixed' of grid '" + name + "'");
+    // The cap is checked as the product grows, so it cannot overflow.
+    points *= kv.second.size();
+    if (points > kMaxGridPoints)
+      yaml_fail(path, grid, "grid '" + name + "' has more than " + std::to_string(kMaxGridPoints) +
+                                " points (the product of its axes' lengths); split it or shorten its axes");
+    ax.emplace_back(axis, kv.second);
   }
   std::vector<size_t> pos(ax.size(), 0);
   const std::string source = where(path, grid) + " (grid " + name + ")";
   while (true) {
+    // Each point is a map of its own: values are cloned into it, so a point never shares
+    // yaml-cpp's node memory with the document (assigning a document's node merges the two
+    // memories, which made expansion quadratic in the number of points).
     YAML::Node point(YAML::NodeType::Map);
-    if (grid["fixed"])
-      for (const auto& kv : grid["fixed"]) point[kv.first.as<std::string>()] = kv.second;
-    for (size_t a = 0; a < ax.size(); ++a) point[ax[a].first] = ax[a].second[pos[a]];
+    if (fixed)
+      for (const auto& kv : fixed) point[kv.first.Scalar()] = YAML::Clone(kv.second);
+    for (size_t a = 0; a < ax.size(); ++a) point[ax[a].first] = YAML::Clone(ax[a].second[pos[a]]);
     // Errors point at the grid; the point's own values say which combination failed.
     ProblemPtr p;
     try {
@@ -80,7 +101,7 @@ void expand_grid(const Family& f, const std::string& path, const YAML::Node& gri
     } catch (const std::exception& e) {
       yaml_fail(path, grid, "grid '" + name + "' point " + one_line(point).substr(0, 200) + ": " + e.what());
     }
-    add_entry(out, seen, {&f, p, f.problem_id(*p), tier, source, grid["why"] ? grid["why"].as<std::string>() : ""});
+    add_entry(out, seen, {&f, p, f.problem_id(*p), tier, source, why});
     size_t a = ax.size();
     while (a-- > 0) {
       if (++pos[a] < ax[a].second.size()) break;
@@ -93,36 +114,39 @@ void expand_grid(const Family& f, const std::string& path, const YAML::Node& gri
 void load_one(const Registry& reg, const std::string& path, std::vector<CatalogEntry>& out,
               std::map<std::string, size_t>& seen) {
   const YAML::Node root = load_yaml_file(path);
-  if (!root.IsMap() || !root["family"]) yaml_fail(path, root, "not a catalog: no top-level 'family:'");
   check_keys(path, root, {"family", "grids", "edges", "description"});
-  const auto fname = root["family"].as<std::string>();
+  if (!root["family"]) yaml_fail(path, root, "not a catalog: no top-level 'family:'");
+  const auto fname = text_of(path, root, "family");
   const Family* f = reg.family(fname);
-  if (!f) yaml_fail(path, root["family"], "unknown family '" + fname + "'");
+  if (!f) {
+    std::string known;
+    for (const Family* fam : reg.families()) known += (known.empty() ? "" : ", ") + std::string(fam->name());
+    yaml_fail(path, root["family"], "unknown family '" + fname + "' (known: " + known + ")");
+  }
+  if (root["description"]) text_of(path, root, "description");
+  if (!root["grids"] && !root["edges"]) yaml_fail(path, root, "the catalog lists no 'grids:' and no 'edges:'");
   if (root["grids"])
-    for (const auto& g : root["grids"]) expand_grid(*f, path, g, out, seen);
+    for (const auto& g : require_list(path, root["grids"], "'grids'")) expand_grid(*f, path, g, out, seen);
   if (root["edges"]) {
-    for (const auto& e : root["edges"]) {
+    for (const auto& e : require_list(path, root["edges"], "'edges'")) {
       check_keys(path, e, {"name", "tier", "problem", "why"});
-      const std::string name = e["name"] ? e["name"].as<std::string>() : "";
+      if (!e["name"]) yaml_fail(path, e, "an edge needs a name");
+      const std::string name = text_of(path, e, "name");
       if (name.empty()) yaml_fail(path, e, "an edge needs a name");
       if (!e["why"]) yaml_fail(path, e, "edge '" + name + "' needs a 'why:' saying what it probes");
+      const std::string why = text_of(path, e, "why");
       if (!e["problem"]) yaml_fail(path, e, "edge '" + name + "' needs a 'problem:'");
-      ProblemPtr p = parse_problem(*f, path, e["problem"]);
-      add_entry(out, seen,
-                {f, p, f->problem_id(*p), tier_of(path, e), where(path, e) + " (edge " + name + ")",
-                 e["why"].as<std::string>()});
+      ProblemPtr p = parse_problem(*f, path, require_map(path, e["problem"], "edge '" + name + "' 'problem'"));
+      add_entry(out, seen, {f, p, f->problem_id(*p), tier_of(path, e), where(path, e) + " (edge " + name + ")", why});
     }
   }
 }
 
+// The suite's own tables, which live beside the built-in catalogs in cases/.
 bool is_catalog_file(const fs::path& p) {
   if (p.extension() != ".yaml" && p.extension() != ".yml") return false;
-  try {
-    const YAML::Node root = YAML::LoadFile(p.string());
-    return root.IsMap() && root["family"];
-  } catch (const YAML::Exception&) {
-    return true;  // let load_one report the parse error with its line
-  }
+  const std::string name = p.filename().string();
+  return name != "archs.yaml" && name != "tolerances.yaml";
 }
 
 }  // namespace

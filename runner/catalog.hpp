@@ -23,9 +23,15 @@ struct CatalogEntry {
   std::string why;
 };
 
-/// Loads catalogs from files and folders (a folder means each *.yaml in it, sorted, that has
-/// a top-level `family:` key). The same problem listed twice keeps its lowest tier.
-/// Throws YamlError ("path:line: ...") on a malformed catalog, an unknown family or field.
+/// The most points one grid may expand to: a typo in an axis must not make a run that never
+/// starts (the default tier of every family together holds about 20,000 cases).
+inline constexpr size_t kMaxGridPoints = 1'000'000;
+
+/// Loads catalogs from files and folders (a folder means every *.yaml and *.yml file in it,
+/// sorted, except archs.yaml and tolerances.yaml; each must be a catalog). The same problem
+/// listed twice keeps its lowest tier. A grid expands in time linear in its points, at most
+/// kMaxGridPoints. Throws YamlError ("path:line:column: ...") on a malformed catalog (see
+/// core/yaml_util.hpp), a missing or unknown family, an unknown field, a grid past the cap.
 std::vector<CatalogEntry> load_catalogs(const Registry& reg, const std::vector<std::string>& paths);
 
 /// Every case of the entries for the impls of the arch's backend, sorted by id; planted

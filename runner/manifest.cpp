@@ -36,50 +36,47 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
       check_keys(path, n, {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps"});
       break;
   }
+  const std::string what(to_string(kind));
   ManifestEntry e;
   e.kind = kind;
   e.source = where(path, n);
-  try {
-    if (!n["match"]) yaml_fail(path, n, std::string(to_string(kind)) + " entry needs 'match:' (a glob over case ids)");
-    e.match = n["match"].as<std::string>();
-    if (!n["reason"] || n["reason"].as<std::string>().empty())
-      yaml_fail(path, n, std::string(to_string(kind)) + " entry '" + e.match + "' needs a 'reason:'");
-    e.reason = n["reason"].as<std::string>();
-    // A folded (>) reason ends in a newline; reports and `list -v` print it on one line.
-    while (!e.reason.empty() && std::isspace(static_cast<unsigned char>(e.reason.back()))) e.reason.pop_back();
-    e.link = n["link"] ? n["link"].as<std::string>() : "";
-    if (n["strict"]) e.strict = n["strict"].as<bool>();
-    if (kind == EntryKind::xfail) {
-      if (!n["expect"])
-        yaml_fail(path, n, "xfail entry '" + e.match + "' needs 'expect:' (FAIL, ERROR, CRASH or TIMEOUT): the failure it expects");
-      const auto o = parse_outcome(n["expect"].as<std::string>());
-      if (!o || !is_failure(*o))
-        yaml_fail(path, n["expect"], "'expect' must be FAIL, ERROR, CRASH or TIMEOUT, not '" + n["expect"].as<std::string>() + "'");
-      e.expect = *o;
-      if (n["message"]) {
-        e.message = n["message"].as<std::string>();
-        try {
-          std::regex re(e.message);
-        } catch (const std::regex_error& ex) {
-          yaml_fail(path, n["message"], "'message' is not a valid regular expression: " + std::string(ex.what()));
-        }
+  if (!n["match"]) yaml_fail(path, n, what + " entry needs 'match:' (a glob over case ids)");
+  e.match = text_of(path, n, "match");
+  if (e.match.empty()) yaml_fail(path, n["match"], what + " entry has an empty 'match:'");
+  if (!n["reason"] || text_of(path, n, "reason").empty()) yaml_fail(path, n, what + " entry '" + e.match + "' needs a 'reason:'");
+  e.reason = text_of(path, n, "reason");
+  // A folded (>) reason ends in a newline; reports and `list -v` print it on one line.
+  while (!e.reason.empty() && std::isspace(static_cast<unsigned char>(e.reason.back()))) e.reason.pop_back();
+  if (n["link"]) e.link = text_of(path, n, "link");
+  if (n["strict"]) e.strict = bool_of(path, n, "strict");
+  if (kind == EntryKind::xfail) {
+    if (!n["expect"])
+      yaml_fail(path, n, "xfail entry '" + e.match + "' needs 'expect:' (FAIL, ERROR, CRASH or TIMEOUT): the failure it expects");
+    const std::string expect = text_of(path, n, "expect");
+    const auto o = parse_outcome(expect);
+    if (!o || !is_failure(*o))
+      yaml_fail(path, n["expect"], "'expect' must be FAIL, ERROR, CRASH or TIMEOUT, not '" + expect + "'");
+    e.expect = *o;
+    if (n["message"]) {
+      e.message = text_of(path, n, "message");
+      try {
+        std::regex re(e.message);
+      } catch (const std::regex_error& ex) {
+        yaml_fail(path, n["message"], "'message' is not a valid regular expression: " + std::string(ex.what()));
       }
     }
-    if (n["reruns"]) e.reruns = n["reruns"].as<int>();
-    if (n["output"]) e.output = n["output"].as<std::string>();
-    if (n["factor"]) e.factor = n["factor"].as<double>();
-    if (n["atol"]) e.atol = n["atol"].as<double>();
-    if (n["rtol"]) e.rtol = n["rtol"].as<double>();
-    if (n["atol_eps"]) e.atol_eps = n["atol_eps"].as<double>();
-  } catch (const YAML::Exception& ex) {
-    yaml_fail(path, n, ex.msg);
+  }
+  if (n["reruns"]) e.reruns = static_cast<int>(int_of(path, n, "reruns", 0, kMaxReruns));
+  if (n["output"]) e.output = text_of(path, n, "output");
+  for (const auto& [key, field] : {std::pair{"factor", &e.factor}, {"atol", &e.atol}, {"rtol", &e.rtol}, {"atol_eps", &e.atol_eps}}) {
+    if (!n[key]) continue;
+    *field = number_of(path, n, key);
+    const bool positive = std::string(key) == "factor";
+    if (**field < 0 || (positive && **field == 0))
+      yaml_fail(path, n[key], std::string("'") + key + "' must be finite and " + (positive ? "> 0" : ">= 0"));
   }
   if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps)
     yaml_fail(path, n, "tolerance entry '" + e.match + "' sets none of factor, atol, rtol, atol_eps");
-  for (const auto& [key, v] : {std::pair{"factor", e.factor}, {"atol", e.atol}, {"rtol", e.rtol}, {"atol_eps", e.atol_eps}})
-    if (v && (!std::isfinite(*v) || *v < 0 || (std::string(key) == "factor" && *v == 0)))
-      yaml_fail(path, n[key], std::string("'") + key + "' must be finite and " + (std::string(key) == "factor" ? "> 0" : ">= 0"));
-  if (kind == EntryKind::flaky && e.reruns < 0) yaml_fail(path, n["reruns"], "'reruns' must be >= 0");
   return e;
 }
 
@@ -88,30 +85,29 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
 void load_into(const std::string& path, std::vector<ManifestEntry>& out, std::string* arch, std::set<std::string>& chain,
                std::set<std::string>& done) {
   const std::string canon = fs::weakly_canonical(path).string();
-  if (chain.count(canon)) throw YamlError(path + ": extends cycle");
+  if (chain.count(canon)) throw YamlError(path + ":1:1: extends cycle");
   if (!done.insert(canon).second) return;
   chain.insert(canon);
   const YAML::Node root = load_yaml_file(path);
-  if (root.IsNull()) {  // an empty file is an empty manifest
-    chain.erase(canon);
-    return;
-  }
   check_keys(path, root, {"arch", "extends", "skip", "xfail", "flaky", "tolerance", "description"});
-  if (arch && root["arch"]) *arch = root["arch"].as<std::string>();
+  const std::string own_arch = root["arch"] ? text_of(path, root, "arch") : "";
+  if (arch) *arch = own_arch;
+  if (root["description"]) text_of(path, root, "description");
   const std::pair<const char*, EntryKind> kinds[] = {{"skip", EntryKind::skip},
                                                      {"xfail", EntryKind::xfail},
                                                      {"flaky", EntryKind::flaky},
                                                      {"tolerance", EntryKind::tolerance}};
   for (const auto& [key, kind] : kinds) {
     if (!root[key]) continue;
-    if (!root[key].IsSequence()) yaml_fail(path, root[key], std::string("'") + key + "' must be a list");
-    for (const auto& n : root[key]) out.push_back(parse_entry(path, kind, n));
+    for (const auto& n : require_list(path, root[key], std::string("'") + key + "'")) out.push_back(parse_entry(path, kind, n));
   }
   if (root["extends"]) {
-    if (!root["extends"].IsSequence()) yaml_fail(path, root["extends"], "'extends' must be a list of manifest names");
-    for (const auto& x : root["extends"]) {
-      const fs::path parent = fs::path(path).parent_path() / (x.as<std::string>() + ".yaml");
-      if (!fs::exists(parent)) yaml_fail(path, x, "extends '" + x.as<std::string>() + "': no file " + parent.string());
+    for (const auto& x : require_list(path, root["extends"], "'extends' (a list of manifest names)")) {
+      const std::string name = require_scalar(path, x, "a manifest name in 'extends'").Scalar();
+      if (name.empty() || name.find_first_of("/\\") != std::string::npos || name[0] == '.')
+        yaml_fail(path, x, "extends '" + name + "': a manifest name is a file name in this folder, without '.yaml'");
+      const fs::path parent = fs::path(path).parent_path() / (name + ".yaml");
+      if (!fs::exists(parent)) yaml_fail(path, x, "extends '" + name + "': no file " + parent.string());
       load_into(parent.string(), out, nullptr, chain, done);
     }
   }

@@ -10,6 +10,10 @@
 namespace opcts {
 
 enum class EntryKind { skip, xfail, flaky, tolerance };
+
+/// The most reruns `--reruns` or a manifest `flaky` entry may ask for: a case that crashes on
+/// every run costs a worker start each time, so a typo such as 100000000 must not run for days.
+inline constexpr int kMaxReruns = 100;
 std::string_view to_string(EntryKind k);
 
 /// One manifest entry: a glob over case ids, a required reason and kind-specific fields.
@@ -37,7 +41,10 @@ struct ManifestEntry {
 class Manifest {
  public:
   /// Loads `path`; `extends: [name]` loads `<dir of path>/<name>.yaml`. Throws YamlError
-  /// ("path:line: ...") on unknown keys, a missing reason or match, a bad glob, a cycle.
+  /// ("path:line:column: ...") on a malformed file (core/yaml_util.hpp: empty, a second
+  /// document, a duplicate key), unknown keys, a value of the wrong kind or out of range, a
+  /// missing reason or match, a missing `extends` file, a cycle. An entry that matches no
+  /// case is not an error here: the run and the gate print it as stale.
   static Manifest load(const std::string& path);
   /// An empty manifest for archs that have none.
   static Manifest empty(std::string arch);

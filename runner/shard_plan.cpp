@@ -31,15 +31,16 @@ double median(std::vector<double> v) {
 }  // namespace
 
 ShardSpec parse_shard(std::string_view text) {
-  const auto bad = [&](const char* why) {
+  const auto bad = [&](const std::string& why) {
     return std::invalid_argument("invalid shard '" + std::string(text) + "': " + why);
   };
   const auto slash = text.find('/');
   if (slash == std::string_view::npos) throw bad("expected i/N, e.g. 1/4");
   ShardSpec s;
   if (!parse_positive(text.substr(0, slash), s.index) || !parse_positive(text.substr(slash + 1), s.count))
-    throw bad("expected i/N with decimal integers, e.g. 1/4");
+    throw bad("expected i/N with decimal integers, e.g. 1/4, N at most " + std::to_string(kMaxShards));
   if (s.count < 1) throw bad("the shard count N must be at least 1");
+  if (s.count > kMaxShards) throw bad("the shard count N must be at most " + std::to_string(kMaxShards));
   if (s.index < 1 || s.index > s.count) throw bad("the shard index i must satisfy 1 <= i <= N");
   return s;
 }

@@ -15,8 +15,13 @@ struct ShardSpec {
   int count = 1;
 };
 
-/// Parses "i/N" with 1 <= i <= N (decimal digits only); throws std::invalid_argument quoting
-/// the text otherwise.
+/// The most shards a run may be split into: CI engines start at most a few hundred parallel
+/// jobs (GitHub Actions 256 per matrix, GitLab `parallel:` 200), and the planner's memory and
+/// time grow with N, so `--shard 1/2147483647` is a typo to refuse, not a plan to make.
+inline constexpr int kMaxShards = 1024;
+
+/// Parses "i/N" with 1 <= i <= N <= kMaxShards (decimal digits only); throws
+/// std::invalid_argument quoting the text otherwise.
 ShardSpec parse_shard(std::string_view text);
 
 /// One case to place, with its cost in estimated (or measured) seconds.

@@ -1,14 +1,47 @@
 // Loading the suite's data files and deciding skips.
 #include "runner/suite.hpp"
 
-#include <set>
-
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
+
 
 namespace opcts {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// A tolerance rule that names no family of the registry, or whose impl or arch glob matches
+// nothing, would never apply: a misspelling that silently leaves the table's wider rule in
+// force. Each is an error at the rule's key.
+RuleCheck rule_globs_name_something(const Registry& reg, const ArchTable& archs) {
+  return [&reg, &archs](const ToleranceRule& r) -> std::optional<RuleProblem> {
+    if (!reg.family(r.family)) {
+      std::string known;
+      for (const Family* fam : reg.families()) known += (known.empty() ? "" : ", ") + std::string(fam->name());
+      return RuleProblem{"family", "tolerance rule for unknown family '" + r.family + "' (known: " + known + ")"};
+    }
+    if (!r.impl.empty()) {
+      std::string known;
+      bool any = false;
+      for (const Impl* i : reg.impls_of(r.family)) {
+        any = any || glob_match(r.impl, std::string(i->name()));
+        known += (known.empty() ? "" : ", ") + std::string(i->name());
+      }
+      if (!any)
+        return RuleProblem{"impl", "tolerance rule's impl '" + r.impl + "' matches no impl of " + r.family + " (known: " +
+                                       known + "; a plugin's impls need its --plugin)"};
+    }
+    const auto names = archs.names();
+    if (!r.arch.empty() && std::none_of(names.begin(), names.end(), [&](const std::string& a) { return glob_match(r.arch, a); }))
+      return RuleProblem{"arch", "tolerance rule's arch '" + r.arch + "' matches no arch of archs.yaml"};
+    return std::nullopt;
+  };
+}
+
+}  // namespace
 
 std::string default_cases_dir() {
   if (const char* env = std::getenv("OPCTS_CASES_DIR"); env && *env) return env;
@@ -21,7 +54,7 @@ Suite::Suite(const Registry& reg, const SuiteOptions& opt)
       archs_(ArchTable::load(opt.cases_dir + "/archs.yaml")),
       arch_(archs_.get(opt.arch)),
       manifest_(Manifest::empty(opt.arch)),
-      tolerances_(ToleranceTable::load(opt.cases_dir + "/tolerances.yaml")) {
+      tolerances_(ToleranceTable::load(opt.cases_dir + "/tolerances.yaml", rule_globs_name_something(reg, archs_))) {
   std::string mpath = opt.manifest;
   if (mpath.empty()) {
     const std::string def = opt.cases_dir + "/manifests/" + opt.arch + ".yaml";

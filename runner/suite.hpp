@@ -31,7 +31,8 @@ class Suite {
  public:
   /// Loads archs.yaml, tolerances.yaml, the manifest and the catalogs of `reg`'s families
   /// (the registry is the caller's: the composition root, a test's fake families, a plugin set). Throws YamlError
-  /// (file:line) or std::invalid_argument (unknown arch) with a message fit for the user.
+  /// (file:line:column; also for a tolerance rule whose family, impl glob or arch glob names
+  /// nothing) or std::invalid_argument (unknown arch) with a message fit for the user.
   Suite(const Registry& reg, const SuiteOptions& opt);
 
   const Registry& registry() const { return *reg_; }

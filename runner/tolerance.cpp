@@ -9,49 +9,60 @@
 
 namespace opcts {
 
-ToleranceTable ToleranceTable::load(const std::string& path) {
+ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& check) {
   const YAML::Node root = load_yaml_file(path);
-  if (!root.IsMap() || !root["tolerances"] || !root["tolerances"].IsSequence())
-    yaml_fail(path, root, "expected a list 'tolerances:'");
+  check_keys(path, root, {"tolerances", "description"});
+  if (!root["tolerances"]) yaml_fail(path, root, "expected a list 'tolerances:'");
+  if (root["description"]) text_of(path, root, "description");
   ToleranceTable t;
-  for (const auto& n : root["tolerances"]) {
+  for (const auto& n : require_list(path, root["tolerances"], "'tolerances'")) {
     check_keys(path, n, {"family", "output", "dtype", "impl", "arch", "metric", "atol", "rtol", "factor", "atol_eps", "why"});
     ToleranceRule r;
-    try {
-      if (!n["family"]) yaml_fail(path, n, "a tolerance rule needs 'family:'");
-      if (!n["metric"]) yaml_fail(path, n, "a tolerance rule needs 'metric:'");
-      if (!n["why"]) yaml_fail(path, n, "a tolerance rule needs 'why:' deriving its bound");
-      r.family = n["family"].as<std::string>();
-      r.output = n["output"] ? n["output"].as<std::string>() : "";
-      if (n["dtype"]) {
-        if (n["dtype"].IsSequence())
-          for (const auto& d : n["dtype"]) r.dtypes.push_back(std::string(name(parse_dtype(d.as<std::string>()))));
-        else
-          r.dtypes.push_back(std::string(name(parse_dtype(n["dtype"].as<std::string>()))));
+    if (!n["family"]) yaml_fail(path, n, "a tolerance rule needs 'family:'");
+    if (!n["metric"]) yaml_fail(path, n, "a tolerance rule needs 'metric:'");
+    if (!n["why"]) yaml_fail(path, n, "a tolerance rule needs 'why:' deriving its bound");
+    r.family = text_of(path, n, "family");
+    r.output = n["output"] ? text_of(path, n, "output") : "";
+    if (const YAML::Node d = n["dtype"]) {
+      // One dtype or a list of them; each must be a dtype's name.
+      const auto add = [&](const YAML::Node& v) {
+        const std::string text = require_scalar(path, v, "a dtype").Scalar();
+        try {
+          r.dtypes.push_back(std::string(name(parse_dtype(text))));
+        } catch (const std::exception& e) {
+          yaml_fail(path, n, e.what());
+        }
+      };
+      if (d.IsSequence()) {
+        if (d.size() == 0) yaml_fail(path, d, "'dtype' is an empty list (leave it out to cover every dtype)");
+        for (const auto& v : d) add(v);
+      } else {
+        add(d);
       }
-      r.impl = n["impl"] ? n["impl"].as<std::string>() : "";
-      r.arch = n["arch"] ? n["arch"].as<std::string>() : "";
-      r.tol.metric = parse_metric(n["metric"].as<std::string>());
-      r.tol.atol = n["atol"] ? n["atol"].as<double>() : 0;
-      r.tol.rtol = n["rtol"] ? n["rtol"].as<double>() : 0;
-      r.tol.factor = n["factor"] ? n["factor"].as<double>() : 0;
-      r.tol.atol_eps = n["atol_eps"] ? n["atol_eps"].as<double>() : 0;
-      r.tol.source = where(path, n);
-      r.why = n["why"].as<std::string>();
+    }
+    r.impl = n["impl"] ? text_of(path, n, "impl") : "";
+    r.arch = n["arch"] ? text_of(path, n, "arch") : "";
+    try {
+      r.tol.metric = parse_metric(text_of(path, n, "metric"));
     } catch (const YamlError&) {
       throw;
-    } catch (const YAML::Exception& e) {
-      yaml_fail(path, n, e.msg);
     } catch (const std::exception& e) {
-      yaml_fail(path, n, e.what());
+      yaml_fail(path, n["metric"], e.what());
     }
-    for (const auto& [key, v] : {std::pair{"atol", r.tol.atol}, {"rtol", r.tol.rtol}, {"factor", r.tol.factor},
-                                 {"atol_eps", r.tol.atol_eps}})
-      if (!std::isfinite(v) || v < 0) yaml_fail(path, n, std::string("'") + key + "' must be finite and >= 0");
+    for (const auto& [key, field] : {std::pair{"atol", &r.tol.atol}, {"rtol", &r.tol.rtol}, {"factor", &r.tol.factor},
+                                     {"atol_eps", &r.tol.atol_eps}}) {
+      if (!n[key]) continue;
+      *field = number_of(path, n, key);
+      if (*field < 0) yaml_fail(path, n[key], std::string("'") + key + "' must be finite and >= 0");
+    }
+    r.tol.source = where(path, n);
+    r.why = text_of(path, n, "why");
     if ((r.tol.metric == Metric::ref_relative || r.tol.metric == Metric::bounded) && !(r.tol.factor > 0))
       yaml_fail(path, n, std::string(to_string(r.tol.metric)) + " needs a positive 'factor:'");
     if (r.tol.metric != Metric::allclose && r.tol.rtol != 0)
-      yaml_fail(path, n, "'rtol' only applies to the allclose metric");
+      yaml_fail(path, n["rtol"], "'rtol' only applies to the allclose metric");
+    if (check)
+      if (const auto problem = check(r)) yaml_fail(path, n[problem->key] ? n[problem->key] : n, problem->why);
     t.rules_.push_back(std::move(r));
   }
   return t;

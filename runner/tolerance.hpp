@@ -1,6 +1,8 @@
 // The tolerance table (cases/tolerances.yaml): a metric and bounds per family × output × dtype.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,10 +23,19 @@ struct ToleranceRule {
   std::string why;
 };
 
+/// What a RuleCheck finds wrong with a rule: the YAML key at fault and why.
+struct RuleProblem {
+  std::string key;
+  std::string why;
+};
+/// A check of each rule as it loads (the Suite's: its family, impl and arch globs name something).
+using RuleCheck = std::function<std::optional<RuleProblem>(const ToleranceRule&)>;
+
 class ToleranceTable {
  public:
-  /// Loads `{tolerances: [rule...]}`; every rule needs a `why:` deriving it. Throws YamlError.
-  static ToleranceTable load(const std::string& path);
+  /// Loads `{tolerances: [rule...]}`; every rule needs a `why:` deriving it. Throws YamlError
+  /// (file:line:column), also at the key a `check` names.
+  static ToleranceTable load(const std::string& path, const RuleCheck& check = {});
   /// The last rule that matches (later rules refine earlier ones), then the manifest's
   /// tolerance entry for the case, if any, overrides its fields. Throws std::runtime_error
   /// when no rule covers the output: an output without a tolerance is a catalog bug.

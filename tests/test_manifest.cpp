@@ -91,9 +91,13 @@ TEST(ManifestLoad, ParsesEveryEntryKind) {
   EXPECT_EQ(m.find(EntryKind::xfail, id), nullptr);                // kinds do not mix
 }
 
-TEST(ManifestLoad, EmptyFileAndEmptyManifest) {
+TEST(ManifestLoad, EmptyFileIsAnErrorAndEmptyManifestIsNot) {
   const std::string dir = temp_dir();
-  EXPECT_TRUE(Manifest::load(write(dir, "e.yaml", "")).entries().empty());
+  // An empty file is a mistake (a truncated copy, a wrong path); a manifest with no entries
+  // says its arch and nothing else.
+  const std::string e = write(dir, "e.yaml", "");
+  EXPECT_EQ(load_error(e).rfind(e + ":1:1: empty file", 0), 0u) << load_error(e);
+  EXPECT_TRUE(Manifest::load(write(dir, "a.yaml", "arch: host\n")).entries().empty());
   const Manifest m = Manifest::empty("host");
   EXPECT_EQ(m.arch(), "host");
   EXPECT_TRUE(m.entries().empty());
@@ -217,12 +221,12 @@ TEST(ManifestStale, ReportsEntriesMatchingNoId) {
 TEST(ManifestErrors, AnXfailNamesTheFailureItExpects) {
   const std::string dir = temp_dir();
   const std::string none = write(dir, "n.yaml", "xfail:\n  - match: x\n    reason: r\n");
-  EXPECT_NE(load_error(none).find(none + ":2: xfail entry 'x' needs 'expect:'"), std::string::npos) << load_error(none);
+  EXPECT_NE(load_error(none).find(none + ":2:5: xfail entry 'x' needs 'expect:'"), std::string::npos) << load_error(none);
   const std::string pass = write(dir, "p.yaml", "xfail:\n  - match: x\n    reason: r\n    expect: PASS\n");
-  EXPECT_NE(load_error(pass).find(pass + ":4: 'expect' must be FAIL, ERROR, CRASH or TIMEOUT"), std::string::npos)
+  EXPECT_NE(load_error(pass).find(pass + ":4:13: 'expect' must be FAIL, ERROR, CRASH or TIMEOUT"), std::string::npos)
       << load_error(pass);
   const std::string re = write(dir, "r.yaml", "xfail:\n  - match: x\n    reason: r\n    expect: ERROR\n    message: \"(\"\n");
-  EXPECT_NE(load_error(re).find(re + ":5: 'message' is not a valid regular expression"), std::string::npos)
+  EXPECT_NE(load_error(re).find(re + ":5:14: 'message' is not a valid regular expression"), std::string::npos)
       << load_error(re);
 }
 
