@@ -397,8 +397,7 @@ std::string sanitize_xml_text(std::string_view s) {
   return out;
 }
 
-void write_junit(const std::vector<ResultRecord>& records, const std::string& path,
-                 const std::string& suite_name) {
+std::string junit_xml(const std::vector<ResultRecord>& records, const std::string& suite_name) {
   // Families in name order; cases in the order given (callers sort for determinism).
   std::map<std::string, std::vector<const ResultRecord*>> by_family;
   for (const auto& r : records) by_family[family_of(r)].push_back(&r);
@@ -443,7 +442,12 @@ void write_junit(const std::vector<ResultRecord>& records, const std::string& pa
   }
   std::ostringstream os;
   doc.save(os, "  ", pugi::format_default, pugi::encoding_utf8);
-  write_text_file(path, os.str());
+  return os.str();
+}
+
+void write_junit(const std::vector<ResultRecord>& records, const std::string& path,
+                 const std::string& suite_name) {
+  write_text_file(path, junit_xml(records, suite_name));
 }
 
 std::vector<ResultRecord> read_junit(const std::string& path) {

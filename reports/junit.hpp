@@ -18,6 +18,10 @@ namespace opcts {
 void write_junit(const std::vector<ResultRecord>& records, const std::string& path,
                  const std::string& suite_name);
 
+/// The JUnit XML write_junit writes, as text (for write_files, which writes several reports
+/// all or none).
+std::string junit_xml(const std::vector<ResultRecord>& records, const std::string& suite_name);
+
 /// Reads a file written by write_junit back into records (from the testcase properties),
 /// in file order. Throws std::runtime_error naming the file and what is wrong.
 std::vector<ResultRecord> read_junit(const std::string& path);

@@ -1,17 +1,14 @@
 // Markdown summary of result records, and the atomic file writer the reports share.
 #include "reports/summary.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <stdexcept>
-#include <system_error>
 #include <tuple>
+
+#include "reports/output_files.hpp"
 
 #include <fmt/format.h>
 
@@ -154,28 +151,6 @@ std::string summary_markdown(const std::vector<ResultRecord>& records) {
   return md;
 }
 
-void write_text_file(const std::string& path, const std::string& content) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  const fs::path tmp = target.string() + fmt::format(".tmp.{}", static_cast<long>(getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot create temporary file " + tmp.string());
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      throw std::runtime_error(path + ": write failed");
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw std::runtime_error(path + ": cannot rename temporary file into place: " + ec.message());
-  }
-}
+void write_text_file(const std::string& path, const std::string& content) { write_files({{path, content}}); }
 
 }  // namespace opcts

@@ -19,8 +19,9 @@ std::string summary_markdown(const std::vector<ResultRecord>& records);
 std::string stats_line(const ResultRecord& r);
 
 /// Writes `content` to `path` atomically: a temporary file beside it, renamed over it, so a
-/// reader never sees half a file. Creates missing parent directories. Throws
-/// std::runtime_error naming the path on failure.
+/// reader never sees half a file; through symlinks to their targets (write_files in
+/// reports/output_files.hpp). Creates missing parent directories. Throws std::runtime_error
+/// naming the path on failure.
 void write_text_file(const std::string& path, const std::string& content);
 
 }  // namespace opcts
