@@ -30,14 +30,13 @@ const ReferenceCache::Entry& ReferenceCache::get(const Case& c) {
     // impls of a problem share them (tests/test_supervisor.cpp).
     if (const char* trace = std::getenv("OPCTS_TRACE_INPUTS"); trace && *trace)
       std::ofstream(trace, std::ios::app) << key << "\n";
-    const RefDiskCache disk(disk_dir_);
-    const std::string disk_key = disk.enabled() ? RefDiskCache::key(*c.family, *c.problem) : std::string();
-    if (auto stored = disk.load(disk_key)) {
+    const std::string disk_key = disk_.enabled() ? RefDiskCache::key(*c.family, *c.problem) : std::string();
+    if (auto stored = disk_.load(disk_key)) {
       e->refs = std::move(*stored);
       ++stats_.loaded;
     } else {
       e->refs = c.family->reference(*c.problem, e->inputs);
-      disk.store(disk_key, e->refs);
+      disk_.store(disk_key, e->refs);
       ++stats_.computed;
     }
     stats_.ref_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -1,11 +1,13 @@
 // Running one case in this process: inputs, reference, impl, comparison → a result record.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "core/family.hpp"
 #include "core/result.hpp"
+#include "runner/ref_disk_cache.hpp"
 #include "runner/suite.hpp"
 
 namespace opcts {
@@ -15,6 +17,7 @@ struct ExecOptions {
   std::string artifacts_dir;  // --artifacts: failure folders go here ("" = none)
   bool bitwise = false;       // --bitwise: run deterministic impls twice, require equal bytes
   std::string ref_cache_dir;  // --ref-cache: the on-disk reference cache ("" = off)
+  std::uint64_t ref_cache_max_bytes = kDefaultRefCacheMaxBytes;  // --ref-cache-max-gib: its size cap (LRU eviction)
 };
 
 /// Keeps the inputs and reference of the last problem, so that the impls of one problem,
@@ -32,12 +35,13 @@ class ReferenceCache {
     double ref_ms = 0;
     int computed = 0, loaded = 0;
   };
-  explicit ReferenceCache(std::string disk_dir = "") : disk_dir_(std::move(disk_dir)) {}
+  explicit ReferenceCache(std::string disk_dir = "", std::uint64_t disk_max_bytes = kDefaultRefCacheMaxBytes)
+      : disk_(std::move(disk_dir), disk_max_bytes) {}
   const Entry& get(const Case& c);
   const Stats& stats() const { return stats_; }
 
  private:
-  std::string disk_dir_;
+  RefDiskCache disk_;
   Stats stats_;
   std::unique_ptr<Entry> last_;
 };

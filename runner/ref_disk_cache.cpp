@@ -3,11 +3,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace opcts {
 
@@ -121,7 +123,39 @@ std::optional<References> RefDiskCache::load(const std::string& key) const {
   References refs;
   if (!get_maps(r, refs.exact) || !get_maps(r, refs.lowp) || !get_maps(r, refs.bound) || r.pos != body.size())
     return std::nullopt;
+  // Marks the file as just used for the LRU eviction; a read-only cache simply keeps its order.
+  std::error_code ec;
+  fs::last_write_time(path_of(key), fs::file_time_type::clock::now(), ec);
   return refs;
+}
+
+std::uint64_t RefDiskCache::evict(std::uint64_t target, const std::string& keep) const {
+  struct File {
+    fs::file_time_type used;
+    std::uint64_t bytes;
+    fs::path path;
+  };
+  std::vector<File> files;
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec) || it->path().extension() != ".ref") continue;  // temp files are another process's
+    std::error_code e2;
+    const auto bytes = it->file_size(e2);
+    const auto used = it->last_write_time(e2);
+    if (e2) continue;  // deleted meanwhile by another shard
+    files.push_back({used, bytes, it->path()});
+    total += bytes;
+  }
+  std::sort(files.begin(), files.end(), [](const File& a, const File& b) { return a.used < b.used; });
+  for (const auto& f : files) {
+    if (total <= target) break;
+    if (f.path == fs::path(keep)) continue;
+    std::error_code e2;
+    if (fs::remove(f.path, e2) || !e2) total -= f.bytes;  // gone either way
+  }
+  return total;
 }
 
 void RefDiskCache::store(const std::string& key, const References& refs) const {
@@ -132,7 +166,7 @@ void RefDiskCache::store(const std::string& key, const References& refs) const {
   size_t bytes = 0;
   for (const auto* m : {&refs.exact, &refs.lowp, &refs.bound})
     for (const auto& [name, v] : *m) bytes += v.size() * sizeof(double);
-  if (bytes > kMaxBytes) return;
+  if (bytes > kMaxBytes || bytes > max_bytes_) return;
   std::string out;
   out.append(kMagic, sizeof kMagic);
   put(out, kFormat);
@@ -154,7 +188,18 @@ void RefDiskCache::store(const std::string& key, const References& refs) const {
     }
   }
   fs::rename(tmp, dst, ec);  // atomic on one file system: readers see the old file or the new one
-  if (ec) fs::remove(tmp, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return;
+  }
+  // The cap: scanned now and then (other shards write here too), counted in between.
+  if (!used_ || ++stores_since_scan_ >= 64) {
+    used_ = evict(max_bytes_, dst.string());
+    stores_since_scan_ = 0;
+  } else {
+    *used_ += out.size();
+  }
+  if (*used_ > max_bytes_) used_ = evict(max_bytes_ / 10 * 9, dst.string());
 }
 
 }  // namespace opcts

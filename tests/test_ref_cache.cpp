@@ -1,6 +1,7 @@
 // The on-disk reference cache: round trip, key mismatch, truncation, and the worker's cache using it.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -66,6 +67,34 @@ TEST(RefDiskCache, TruncatedOrCorruptFilesAreMisses) {
   c.store("cast/t@1", sample());  // rewritten, valid again
   EXPECT_TRUE(c.load("cast/t@1"));
   EXPECT_FALSE(RefDiskCache("").load("cast/t@1"));  // disabled
+}
+
+// The cap evicts the least recently used files, and a load counts as a use: with room for
+// about 2.5 files, storing a third evicts b (used long ago), not a (older, but just loaded).
+TEST(RefDiskCache, TheCapEvictsTheLeastRecentlyUsed) {
+  const std::string dir = testutil::temp_dir();
+  const RefDiskCache probe(dir);
+  probe.store("sdpa/probe@1", sample());
+  const auto file_bytes = fs::file_size(probe.path_of("sdpa/probe@1"));
+  fs::remove_all(dir);
+  const RefDiskCache c(dir, file_bytes * 5 / 2);
+  c.store("sdpa/a@1", sample());
+  c.store("sdpa/b@1", sample());
+  const auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(c.path_of("sdpa/a@1"), now - std::chrono::seconds(30));
+  fs::last_write_time(c.path_of("sdpa/b@1"), now - std::chrono::seconds(20));
+  ASSERT_TRUE(c.load("sdpa/a@1"));  // a is now the most recently used
+  c.store("sdpa/c@1", sample());
+  EXPECT_TRUE(fs::exists(c.path_of("sdpa/a@1")));
+  EXPECT_FALSE(fs::exists(c.path_of("sdpa/b@1")));
+  EXPECT_TRUE(fs::exists(c.path_of("sdpa/c@1")));
+  // Under the cap nothing goes; a reference larger than the cap is not stored at all.
+  const RefDiskCache roomy(dir);
+  roomy.store("sdpa/d@1", sample());
+  EXPECT_TRUE(fs::exists(c.path_of("sdpa/a@1")));
+  const RefDiskCache tiny(dir, 16);
+  tiny.store("sdpa/e@1", sample());
+  EXPECT_FALSE(fs::exists(c.path_of("sdpa/e@1")));
 }
 
 TEST(RefDiskCache, WorkerCacheLoadsWhatAnEarlierRunComputed) {
