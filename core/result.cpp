@@ -129,15 +129,19 @@ ResultRecord parse_json_line(const std::string& line) {
 }
 
 std::vector<ResultRecord> read_results_file(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open results file");
   std::vector<ResultRecord> out;
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.empty()) continue;
+    // getline hits EOF only on a last line without its newline: a run killed in the middle of
+    // appending it (lines are appended whole, each ending in '\n'). That half line is no record.
+    const bool torn = in.eof();
     try {
       out.push_back(parse_json_line(line));
     } catch (const std::exception& e) {
+      if (torn) break;
       throw std::runtime_error(path + ":" + std::to_string(n) + ": " + e.what());
     }
   }

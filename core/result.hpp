@@ -60,6 +60,7 @@ std::string to_json_line(const ResultRecord& r);
 /// Parses a line written by to_json_line; throws std::runtime_error naming the bad field.
 ResultRecord parse_json_line(const std::string& line);
 /// Reads a results file (one JSON line per case); throws std::runtime_error with file:line.
+/// A last line without its newline that does not parse is a write cut off by a kill: ignored.
 std::vector<ResultRecord> read_results_file(const std::string& path);
 
 /// Summary statistics of a record over its outputs: the output with the largest

@@ -68,6 +68,7 @@ GateVerdict gate(const std::vector<ResultRecord>& results, const Manifest& manif
       }
       case Outcome::FLAKE: why = "reruns disagreed and no manifest flaky entry covers the case"; break;
       case Outcome::MISTRUSTED: why = "output cannot be trusted (trust check)"; break;
+      case Outcome::MISSING: why = "no result"; break;  // a report's mark for a case its run did not finish
       default: {
         const ManifestEntry* x = manifest.find(EntryKind::xfail, r.id);
         why = x ? "unexpected: " + unmet_expectation(raw, r.message, *x) : "unexpected (no xfail entry)";

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
+#include <set>
+#include <stdexcept>
 
 #include "core/rng.hpp"
 
@@ -60,12 +63,15 @@ void take_outcome(ResultRecord& r, ResultRecord&& ran) {
 // stop at the first outcome that differs from the first run's: the case becomes FLAKE, its
 // message lists every outcome and the first failure's message, and the record keeps the first
 // failure's statistics. A failure that repeats on every rerun stays what it was.
-void rerun_failures(const Suite& suite, const RunRequest& req, std::vector<ResultRecord>& ran) {
+// Returns the signal that stopped the reruns, or 0.
+int rerun_failures(const Suite& suite, const RunRequest& req, std::vector<ResultRecord>& ran) {
   std::vector<size_t> pending;
   std::map<size_t, int> budget;
   std::map<size_t, std::vector<Outcome>> seen;
   for (size_t i = 0; i < ran.size(); ++i) {
-    if (!is_gate_failure(ran[i].outcome) || ran[i].outcome == Outcome::XPASS) continue;
+    // XPASS is no failure to re-run; a FLAKE (carried by --resume) already had its reruns.
+    if (!is_gate_failure(ran[i].outcome) || ran[i].outcome == Outcome::XPASS || ran[i].outcome == Outcome::FLAKE)
+      continue;
     const ManifestEntry* e = suite.manifest().find(EntryKind::flaky, ran[i].id);
     const int n = e && e->reruns > 0 ? e->reruns : req.reruns;
     if (n <= 0) continue;
@@ -77,11 +83,12 @@ void rerun_failures(const Suite& suite, const RunRequest& req, std::vector<Resul
   for (int round = 1; !pending.empty(); ++round) {
     std::vector<std::string> ids;
     for (size_t i : pending) ids.push_back(ran[i].id);
-    const auto again = supervise(req.supervise, ids, nullptr);
+    const Supervised again = supervise(req.supervise, ids, nullptr);
     std::vector<size_t> still;
     for (size_t k = 0; k < pending.size(); ++k) {
       const size_t i = pending[k];
-      seen[i].push_back(again[k].raw_outcome);
+      if (!again.records[k]) continue;  // stopped before this rerun: the first outcome stands
+      seen[i].push_back(again.records[k]->raw_outcome);
       if (const auto flake = flake_of(seen[i])) {
         ResultRecord& r = ran[i];
         r.message = "flaky: " + *flake + "; first " + std::string(to_string(r.raw_outcome)) + ": " + r.message;
@@ -91,40 +98,86 @@ void rerun_failures(const Suite& suite, const RunRequest& req, std::vector<Resul
         still.push_back(i);
       }
     }
+    if (again.stopped_by) return again.stopped_by;
     pending = std::move(still);
   }
+  return 0;
 }
 
 }  // namespace
 
+std::map<std::string, ResultRecord> resumed_records(const Suite& suite, const std::vector<Case>& cases,
+                                                    const std::vector<ResultRecord>& resumed) {
+  std::map<std::string, ResultRecord> out;
+  std::set<std::string> planned;
+  for (const auto& c : cases) planned.insert(c.id);
+  size_t outside = 0;
+  std::string example;
+  for (const auto& r : resumed) {
+    if (r.arch != suite.arch().name)
+      throw std::invalid_argument("--resume: case '" + r.id + "' ran on arch '" + r.arch + "', not " + suite.arch().name);
+    if (!planned.count(r.id)) {
+      if (outside++ == 0) example = r.id;
+      continue;
+    }
+    if (r.raw_outcome != Outcome::MISSING) out[r.id] = r;
+  }
+  if (outside)
+    throw std::invalid_argument("--resume: " + std::to_string(outside) + " finished case(s) are not in this selection (e.g. '" +
+                                example + "'); resume with the selection (--tier, --filter, --shard, ...) of the run");
+  return out;
+}
+
 RunResult run_cases(const Suite& suite, const std::vector<Case>& cases, const RunRequest& req,
                     const RunProgress& progress) {
   const int device = req.supervise.device;
+  const auto carried = resumed_records(suite, cases, req.resumed);
   RunResult out;
-  std::vector<ResultRecord> ran;  // base records of the cases that run, in run order
-  std::vector<std::string> to_run;
+  std::vector<ResultRecord> ran;  // base records of the cases that run (or ran before a resume), in run order
+  std::vector<size_t> to_run;     // their indices in `ran` that run now
+  std::vector<std::string> to_run_ids;
   for (const auto& c : cases) {
     ResultRecord r = base_record(suite, c, device);
     if (auto why = suite.skip_reason(c)) {
       r.raw_outcome = r.outcome = Outcome::SKIP;
       r.message = *why;
+      if (req.on_record && !carried.count(c.id)) req.on_record(r);
       out.records.push_back(std::move(r));
+    } else if (const auto it = carried.find(c.id); it != carried.end()) {
+      ResultRecord before = it->second;
+      take_outcome(r, std::move(before));
+      judge(suite, r);
+      ran.push_back(std::move(r));
     } else {
-      to_run.push_back(c.id);
+      to_run.push_back(ran.size());
+      to_run_ids.push_back(c.id);
       ran.push_back(std::move(r));
     }
   }
-  std::vector<bool> judged(ran.size(), false);
-  auto results = supervise(req.supervise, to_run, [&](size_t i, const ResultRecord& r, size_t done) {
+  std::vector<bool> finished(to_run.size(), false);
+  Supervised results = supervise(req.supervise, to_run_ids, [&](size_t k, const ResultRecord& r, size_t done) {
     ResultRecord copy = r;
-    take_outcome(ran[i], std::move(copy));
-    judge(suite, ran[i]);  // for the progress line; judged again once reruns are done
-    judged[i] = true;
-    if (progress) progress(ran[i], done, to_run.size());
+    ResultRecord& mine = ran[to_run[k]];
+    take_outcome(mine, std::move(copy));
+    judge(suite, mine);  // for the progress line and the stream; judged again once reruns are done
+    finished[k] = true;
+    if (req.on_record) req.on_record(mine);
+    if (progress) progress(mine, done, to_run_ids.size());
   });
-  for (size_t i = 0; i < results.size(); ++i)
-    if (!judged[i]) take_outcome(ran[i], std::move(results[i]));
-  rerun_failures(suite, req, ran);
+  out.stopped_by = results.stopped_by;
+  for (size_t k = 0; k < to_run.size(); ++k) {
+    ResultRecord& mine = ran[to_run[k]];
+    if (finished[k]) continue;
+    if (results.records[k]) {
+      take_outcome(mine, std::move(*results.records[k]));
+    } else {
+      mine.raw_outcome = Outcome::MISSING;
+      mine.message = "not run: the run was stopped by signal " + std::to_string(out.stopped_by) + " (" +
+                     strsignal(out.stopped_by) + ") before this case finished";
+    }
+    judge(suite, mine);
+  }
+  if (!out.stopped_by) out.stopped_by = rerun_failures(suite, req, ran);
   for (auto& r : ran) {
     judge(suite, r);
     const ManifestEntry* flaky = suite.manifest().find(EntryKind::flaky, r.id);

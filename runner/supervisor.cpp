@@ -1,60 +1,136 @@
-// Worker processes, their result pipe, crash and timeout handling.
+// Worker processes, their result pipe, crash, timeout, protocol and stop handling.
 #include "runner/supervisor.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
+
+#include "runner/stop_signal.hpp"
 
 namespace opcts {
 
 namespace {
 
+namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // Startup (loading the catalogs, CUDA context) is allowed this long before the first case.
 constexpr double kStartupSeconds = 120;
+// A worker's line longer than this is not a protocol line (a result line is a few KiB).
+constexpr size_t kMaxLineBytes = size_t{16} << 20;
+
+// The fds a worker finds its result pipe and its case list on.
+constexpr int kResultFd = 3;
+constexpr int kListFd = 4;
+
+// The case list workers read, as an open file that no name reaches: written in a folder made
+// by mkdtemp(3) (a name no other process holds, whatever the PIDs: two containers, two PID
+// namespaces, two threads of one process), opened, then unlinked with its folder at once, so
+// nothing is left behind even when the supervisor is killed. Workers get it as fd kListFd and
+// open /proc/self/fd/4, which reads it from the start.
+class CaseList {
+ public:
+  CaseList(const std::string& parent, const std::vector<std::string>& ids) {
+    const fs::path base = parent.empty() ? fs::temp_directory_path() : fs::path(parent);
+    std::string dir = (base / "opcts-run-XXXXXX").string();
+    if (!mkdtemp(dir.data()))
+      throw std::runtime_error("cannot make a scratch folder in " + base.string() + ": " + std::strerror(errno));
+    const std::string file = dir + "/cases.txt";
+    {
+      std::ofstream f(file);
+      for (const auto& id : ids) f << id << "\n";
+      f.close();
+      if (f) fd_ = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    if (fd_ < 0) throw std::runtime_error(file + ": cannot write the case list");
+    const int high = fcntl(fd_, F_DUPFD_CLOEXEC, 10);  // above the fds the child sets up
+    ::close(fd_);
+    fd_ = high;
+  }
+  ~CaseList() { ::close(fd_); }
+  CaseList(const CaseList&) = delete;
+  CaseList& operator=(const CaseList&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
 
 struct Worker {
   pid_t pid = -1;
   int fd = -1;
 };
 
-Worker spawn(const SupervisorOptions& opt, const std::string& ids_file, size_t start) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  std::vector<std::string> args{opt.self_exe, "__worker",  "--arch",      opt.suite.arch,
-                                "--cases-dir", opt.suite.cases_dir, "--ids", ids_file,
-                                "--start",   std::to_string(start), "--device", std::to_string(opt.device),
-                                "--result-fd", "3"};
-  if (!opt.suite.manifest.empty()) {
-    args.push_back("--manifest");
-    args.push_back(opt.suite.manifest);
-  }
+// Kills the worker and anything it started (its process group).
+void kill_worker(const Worker& w) {
+  kill(-w.pid, SIGKILL);
+  kill(w.pid, SIGKILL);  // in case the group was not made yet
+}
+
+Worker spawn(const SupervisorOptions& opt, const CaseList& list, size_t start) {
+  std::vector<std::string> args{opt.self_exe,  "__worker",
+                                "--arch",      opt.suite.arch,
+                                "--cases-dir", opt.suite.cases_dir,
+                                "--ids",       "/proc/self/fd/" + std::to_string(kListFd),
+                                "--start",     std::to_string(start),
+                                "--device",    std::to_string(opt.device),
+                                "--result-fd", std::to_string(kResultFd)};
+  if (!opt.suite.manifest.empty()) args.insert(args.end(), {"--manifest", opt.suite.manifest});
   if (!opt.exec.artifacts_dir.empty()) args.insert(args.end(), {"--artifacts", opt.exec.artifacts_dir});
-  if (!opt.exec.ref_cache_dir.empty()) args.insert(args.end(), {"--ref-cache", opt.exec.ref_cache_dir});
+  if (!opt.exec.ref_cache_dir.empty())
+    args.insert(args.end(), {"--ref-cache", opt.exec.ref_cache_dir, "--ref-cache-max-bytes",
+                             std::to_string(opt.exec.ref_cache_max_bytes)});
   if (opt.exec.bitwise) args.push_back("--bitwise");
   for (const auto& p : opt.suite.plugins) args.insert(args.end(), {"--plugin", p});
+  // Everything the child needs is made before fork: between fork and exec only
+  // async-signal-safe calls (the parent may have threads holding malloc's lock).
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string exec_error = "opcts: cannot start worker " + opt.self_exe + "\n";
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  // The write end above the fds the child sets up, so that no dup2 below overwrites another.
+  const int write_end = fcntl(fds[1], F_DUPFD_CLOEXEC, 10);
+  close(fds[1]);
+  if (write_end < 0) {
+    close(fds[0]);
+    throw std::runtime_error(std::string("fcntl: ") + std::strerror(errno));
+  }
+  const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    close(fds[0]);
+    close(write_end);
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
   if (pid == 0) {
-    // Child: the write end of the pipe becomes fd 3 (dup2 clears O_CLOEXEC on the copy).
-    dup2(fds[1], 3);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(opt.self_exe.c_str(), argv.data());
-    std::fprintf(stderr, "opcts: cannot start worker %s: %s\n", opt.self_exe.c_str(), std::strerror(errno));
+    setpgid(0, 0);  // a group of its own: killed as one, and a terminal's Ctrl-C reaches only the supervisor
+    // Dies with the supervisor's thread (SIGKILL included); if the supervisor died already, go now.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
+    // The pipe's write end and the case list at their fixed fds (dup2 clears O_CLOEXEC on the copies).
+    dup2(write_end, kResultFd);
+    dup2(list.fd(), kListFd);
+    execv(argv[0], argv.data());
+    [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, exec_error.data(), exec_error.size());
     _exit(127);
   }
-  close(fds[1]);
+  setpgid(pid, pid);  // also from the parent, so the group exists before any kill below
+  close(write_end);
   return {pid, fds[0]};
 }
 
@@ -82,49 +158,67 @@ ResultRecord synthetic(const std::string& id, Outcome o, std::string message) {
   return r;
 }
 
+// The index of a "BEGIN <index>" line: decimal digits only, nothing after them.
+std::optional<size_t> parse_index(const std::string& text) {
+  size_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || p != end || text.empty() || text[0] == '+' || text[0] == '-') return std::nullopt;
+  return v;
+}
+
+std::string shorten(const std::string& s) { return s.size() > 120 ? s.substr(0, 120) + "..." : s; }
+
 }  // namespace
 
-std::vector<ResultRecord> supervise(
-    const SupervisorOptions& opt, const std::vector<std::string>& ids,
-    const std::function<void(size_t index, const ResultRecord&, size_t done)>& on_result) {
-  std::vector<ResultRecord> results(ids.size());
-  std::vector<bool> have(ids.size(), false);
-  if (ids.empty()) return results;
-  const std::string ids_file = opt.work_dir + "/cases." + std::to_string(getpid()) + ".txt";
-  {
-    std::ofstream f(ids_file);
-    for (const auto& id : ids) f << id << "\n";
-    if (!f) throw std::runtime_error(ids_file + ": cannot write the case list");
-  }
+Supervised supervise(const SupervisorOptions& opt, const std::vector<std::string>& ids,
+                     const std::function<void(size_t index, const ResultRecord&, size_t done)>& on_result) {
+  Supervised out;
+  out.records.resize(ids.size());
+  if (ids.empty()) return out;
+  const CaseList list(opt.scratch_parent, ids);
   size_t done = 0;
-  size_t next = 0;          // first case the next worker runs
-  int failed_starts = 0;    // workers that died before starting any case
+  size_t next = 0;        // first case the next worker runs
+  int failed_starts = 0;  // workers that died before starting any case
   auto record = [&](size_t i, ResultRecord r) {
-    if (have[i]) return;
-    have[i] = true;
-    results[i] = std::move(r);
+    if (out.records[i]) return;
+    out.records[i] = std::move(r);
     ++done;
-    if (on_result) on_result(i, results[i], done);
+    if (on_result) on_result(i, *out.records[i], done);
   };
 
   while (next < ids.size()) {
-    Worker w = spawn(opt, ids_file, next);
+    if ((out.stopped_by = stop_requested()) != 0) break;
+    Worker w = spawn(opt, list, next);
     std::string buf;
     long in_flight = -1;
     bool started_any = false;
     auto deadline = Clock::now() + std::chrono::duration<double>(kStartupSeconds);
     bool killed_for_timeout = false;
-    while (true) {
+    std::string protocol_error;  // set when the worker broke the protocol; it is killed
+    // A protocol error is charged to the case in flight, else to the one the worker was due to start.
+    auto broke_protocol = [&](std::string what) {
+      protocol_error = "worker protocol error: " + std::move(what) + "; worker killed";
+      if (in_flight < 0) in_flight = static_cast<long>(next);
+      kill_worker(w);
+    };
+    while (protocol_error.empty()) {
       const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-      pollfd p{w.fd, POLLIN, 0};
-      const int pr = poll(&p, 1, left <= 0 ? 0 : static_cast<int>(std::min(left * 1000.0, 2.0e9)));
+      pollfd p[2] = {{w.fd, POLLIN, 0}, {stop_fd(), POLLIN, 0}};
+      const int pr = poll(p, p[1].fd >= 0 ? 2 : 1, left <= 0 ? 0 : static_cast<int>(std::min(left * 1000.0, 2.0e9)));
+      if (stop_requested()) {
+        kill_worker(w);
+        out.stopped_by = stop_requested();
+        break;
+      }
       if (pr == 0) {  // time is up for the case in flight (or for startup)
-        kill(w.pid, SIGKILL);
+        kill_worker(w);
         killed_for_timeout = true;
         break;
       }
       if (pr < 0) {
         if (errno == EINTR) continue;
+        kill_worker(w);
         throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
       }
       char chunk[65536];
@@ -133,34 +227,59 @@ std::vector<ResultRecord> supervise(
       if (n <= 0) break;  // the worker closed the pipe: finished or died
       buf.append(chunk, static_cast<size_t>(n));
       size_t nl;
-      while ((nl = buf.find('\n')) != std::string::npos) {
+      while (protocol_error.empty() && (nl = buf.find('\n')) != std::string::npos) {
         const std::string line = buf.substr(0, nl);
         buf.erase(0, nl + 1);
         if (line.rfind("BEGIN ", 0) == 0) {
-          in_flight = std::stol(line.substr(6));
-          started_any = true;
-          deadline = Clock::now() + std::chrono::duration<double>(opt.timeout_s);
-        } else if (line.rfind("RESULT ", 0) == 0 && in_flight >= 0) {
+          // Every index is checked against the plan: this worker runs ids[next..] in order.
+          const auto i = parse_index(line.substr(6));
+          if (in_flight >= 0) {
+            broke_protocol(std::string("'") + shorten(line) + "' while case " + std::to_string(in_flight) + " is in flight");
+          } else if (!i || *i < next || *i >= ids.size() || out.records[*i]) {
+            broke_protocol(std::string("'") + shorten(line) + "' is outside the plan (this worker runs cases " +
+                           std::to_string(next) + " to " + std::to_string(ids.size() - 1) + ", in order)");
+          } else {
+            in_flight = static_cast<long>(*i);
+            started_any = true;
+            deadline = Clock::now() + std::chrono::duration<double>(opt.timeout_s);
+          }
+        } else if (line.rfind("RESULT ", 0) == 0) {
+          if (in_flight < 0) {
+            broke_protocol("a result line before any BEGIN");
+            break;
+          }
           ResultRecord r;
           try {
             r = parse_json_line(line.substr(7));
           } catch (const std::exception& e) {
             r = synthetic(ids[in_flight], Outcome::ERROR, std::string("unreadable result line: ") + e.what());
           }
+          if (r.id != ids[in_flight]) {
+            broke_protocol(std::string("a result for '") + shorten(r.id) + "' while '" + ids[in_flight] + "' is in flight");
+            break;
+          }
           r.device = r.device < 0 && opt.suite.arch != "host" ? opt.device : r.device;
           record(static_cast<size_t>(in_flight), std::move(r));
           next = static_cast<size_t>(in_flight) + 1;
           in_flight = -1;
           deadline = Clock::now() + std::chrono::duration<double>(kStartupSeconds);
+        } else {
+          broke_protocol(std::string("unexpected line '") + shorten(line) + "'");
         }
       }
+      if (protocol_error.empty() && buf.size() > kMaxLineBytes)
+        broke_protocol("a line longer than " + std::to_string(kMaxLineBytes) + " bytes");
     }
     close(w.fd);
     int status = 0;
-    waitpid(w.pid, &status, 0);
+    while (waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (out.stopped_by) break;  // the case in flight is not run: the caller marks it
     if (in_flight >= 0) {
       const std::string id = ids[in_flight];
-      if (killed_for_timeout)
+      if (!protocol_error.empty())
+        record(in_flight, synthetic(id, Outcome::ERROR, protocol_error));
+      else if (killed_for_timeout)
         record(in_flight, synthetic(id, Outcome::TIMEOUT, "no result within --timeout " + std::to_string(opt.timeout_s) + " s; worker killed"));
       else
         record(in_flight, synthetic(id, Outcome::CRASH, exit_description(status) + " while running this case"));
@@ -178,10 +297,9 @@ std::vector<ResultRecord> supervise(
       failed_starts = 0;
     }
     // Cases the worker skipped past without a result (should not happen) are resumed.
-    while (next < ids.size() && have[next]) ++next;
+    while (next < ids.size() && out.records[next]) ++next;
   }
-  unlink(ids_file.c_str());
-  return results;
+  return out;
 }
 
 }  // namespace opcts

@@ -1,7 +1,8 @@
-// The supervisor: runs cases in worker processes, surviving crashes and hangs.
+// The supervisor: runs cases in worker processes, surviving crashes, hangs, protocol errors and stops.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,21 +13,34 @@
 namespace opcts {
 
 struct SupervisorOptions {
-  SuiteOptions suite;     // passed on to each worker
-  std::string self_exe;   // the opcts binary (workers are the same binary)
-  std::string work_dir;   // where the case list for workers is written
+  SuiteOptions suite;          // passed on to each worker
+  std::string self_exe;        // the opcts binary (workers are the same binary)
+  std::string scratch_parent;  // where each supervise call makes its case list's folder (mkdtemp); "" = the temp dir
   int device = 0;
-  double timeout_s = 600;  // per case
-  ExecOptions exec;        // passed on to each worker (--artifacts, --bitwise, --ref-cache)
+  double timeout_s = 600;      // per case
+  ExecOptions exec;            // passed on to each worker (--artifacts, --bitwise, --ref-cache)
 };
 
-/// Runs `ids` (in order) in worker processes and returns one raw record per id, in order.
-/// A worker that dies costs the case in flight (CRASH, with the signal or exit status); one
-/// that passes the time limit is killed (TIMEOUT); a new worker resumes at the next case.
+/// What supervise gives back: one raw record per id, in order, for every case it finished
+/// (nullopt for the cases a stop left unrun), and the signal that stopped it (0: it ran them all).
+struct Supervised {
+  std::vector<std::optional<ResultRecord>> records;
+  int stopped_by = 0;
+};
+
+/// Runs `ids` (in order) in worker processes. A worker that dies costs the case in flight
+/// (CRASH, with the signal or exit status); one that passes the time limit is killed (TIMEOUT);
+/// one that breaks the protocol (an index outside the plan or out of order, a result for
+/// another case, an unreadable line) is killed and its case is ERROR; a new worker resumes at
+/// the next case. Each worker runs in a process group of its own and gets SIGKILL when the
+/// supervisor's thread ends (PR_SET_PDEATHSIG), so none outlives it. Its case list is written
+/// in a folder made by mkdtemp(3) under `opt.scratch_parent`, opened and unlinked at once and
+/// handed to workers as an open file, so supervisors that share a folder (or a PID, in other
+/// PID namespaces) never read each other's lists and a killed run leaves no file behind.
+/// A stop request (runner/stop_signal.hpp) kills the worker in flight and returns at once.
 /// `on_result` is called as each record arrives with the case's index in `ids`, the record
 /// and how many records have arrived.
-std::vector<ResultRecord> supervise(
-    const SupervisorOptions& opt, const std::vector<std::string>& ids,
-    const std::function<void(size_t index, const ResultRecord&, size_t done)>& on_result);
+Supervised supervise(const SupervisorOptions& opt, const std::vector<std::string>& ids,
+                     const std::function<void(size_t index, const ResultRecord&, size_t done)>& on_result);
 
 }  // namespace opcts

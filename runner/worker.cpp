@@ -32,9 +32,15 @@ void write_line(int fd, const std::string& line) {
 // Fault injection for the runner's own tests (tests/test_supervisor.cpp), like deqp-runner's
 // fake binaries: a case whose id matches $OPCTS_FAULT_CRASH dies by SIGSEGV, one matching
 // $OPCTS_FAULT_HANG never returns. With $OPCTS_FAULT_ONCE naming a file, the crash happens
-// only while that file does not exist (it is created first): a flake. Unset in real runs.
+// only while that file does not exist (it is created first): a flake. One matching
+// $OPCTS_FAULT_PROTOCOL announces an index outside the plan. Unset in real runs.
+bool fault_matches(const char* var, const std::string& id) {
+  const char* g = std::getenv(var);
+  return g && *g && glob_match(g, id);
+}
+
 void inject_faults(const std::string& id) {
-  if (const char* g = std::getenv("OPCTS_FAULT_CRASH"); g && *g && glob_match(g, id)) {
+  if (fault_matches("OPCTS_FAULT_CRASH", id)) {
     const char* once = std::getenv("OPCTS_FAULT_ONCE");
     if (!once || !*once) raise(SIGSEGV);
     if (std::FILE* f = std::fopen(once, "wx")) {  // exclusive create: only the first run crashes
@@ -42,7 +48,7 @@ void inject_faults(const std::string& id) {
       raise(SIGSEGV);
     }
   }
-  if (const char* g = std::getenv("OPCTS_FAULT_HANG"); g && *g && glob_match(g, id))
+  if (fault_matches("OPCTS_FAULT_HANG", id))
     for (;;) pause();
 }
 
@@ -59,7 +65,8 @@ class CaseTest : public testing::Test {
   CaseTest(WorkerState* st, size_t index, std::string id) : st_(st), index_(index), id_(std::move(id)) {}
 
   void TestBody() override {
-    write_line(st_->fd, "BEGIN " + std::to_string(index_));
+    const bool bad_index = fault_matches("OPCTS_FAULT_PROTOCOL", id_);
+    write_line(st_->fd, "BEGIN " + (bad_index ? std::string("18446744073709551615") : std::to_string(index_)));
     inject_faults(id_);
     ResultRecord r;
     try {
@@ -103,7 +110,7 @@ int worker_main(const Registry& reg, const WorkerOptions& opt, const char* argv0
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) ids.push_back(line);
 
-  static WorkerState state{&suite, ReferenceCache(opt.exec.ref_cache_dir), opt.device, opt.result_fd, opt.exec};
+  static WorkerState state{&suite, ReferenceCache(opt.exec.ref_cache_dir, opt.exec.ref_cache_max_bytes), opt.device, opt.result_fd, opt.exec};
   int argc = 1;
   char* argv[] = {const_cast<char*>(argv0), nullptr};
   testing::InitGoogleTest(&argc, argv);

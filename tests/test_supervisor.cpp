@@ -15,7 +15,10 @@
 #include "app/builtins.hpp"
 #include "core/result.hpp"
 #include "reports/junit.hpp"
+#include "runner/supervisor.hpp"
 #include "tests/test_util.hpp"
+
+#include <thread>
 
 namespace opcts {
 namespace {
@@ -192,6 +195,47 @@ TEST_F(Supervisor, NoRerunsKeepsTheFirstOutcome) {
   const Shell r = sh(run_cmd("--reruns 0", env));
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_EQ(outcomes().at(kB), Outcome::CRASH);
+}
+
+TEST_F(Supervisor, AnIndexOutsideThePlanIsAnErrorOfThatWorker) {
+  // The worker announces case 2^64 - 1 for kB: the supervisor must not index its plan with it.
+  const Shell r = sh(run_cmd("--reruns 0", "OPCTS_FAULT_PROTOCOL='*sq4_sk6*'"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  const auto o = outcomes();
+  ASSERT_EQ(o.size(), 3u) << r.output;
+  EXPECT_EQ(o.at(kA), Outcome::PASS);
+  EXPECT_EQ(o.at(kB), Outcome::ERROR);
+  EXPECT_EQ(o.at(kC), Outcome::PASS);
+  for (const auto& rec : read_results_file((dir_ / "r.jsonl").string()))
+    if (rec.id == kB) EXPECT_NE(rec.message.find("outside the plan"), std::string::npos) << rec.message;
+}
+
+// Two supervisors of one process share its PID, as shards in two containers or PID namespaces
+// may: a case list named after the PID in a shared folder would be one file for both.
+TEST_F(Supervisor, TwoSupervisorsWithOnePidKeepTheirOwnCaseLists) {
+  SupervisorOptions opt;
+  opt.suite.cases_dir = testutil::cases_dir().string();
+  opt.suite.arch = "host";
+  opt.self_exe = OPCTS_BINARY;
+  opt.scratch_parent = dir_.string();
+  const std::vector<std::vector<std::string>> lists{{kA, kB}, {kC, kB, kA}};
+  std::vector<Supervised> got(lists.size());
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < lists.size(); ++t)
+    threads.emplace_back([&, t] { got[t] = supervise(opt, lists[t], nullptr); });
+  for (auto& th : threads) th.join();
+  for (size_t t = 0; t < lists.size(); ++t) {
+    EXPECT_EQ(got[t].stopped_by, 0);
+    ASSERT_EQ(got[t].records.size(), lists[t].size());
+    for (size_t i = 0; i < lists[t].size(); ++i) {
+      ASSERT_TRUE(got[t].records[i]) << t << " " << i;
+      EXPECT_EQ(got[t].records[i]->id, lists[t][i]);
+      EXPECT_EQ(got[t].records[i]->raw_outcome, Outcome::PASS) << got[t].records[i]->message;
+    }
+  }
+  // Each scratch folder is gone with its supervisor.
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().rfind("opcts-run-", 0), std::string::npos) << e.path();
 }
 
 TEST_F(Supervisor, ResourcesWritesACtestResourceSpec) {

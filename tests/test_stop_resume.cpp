@@ -1,0 +1,188 @@
+// A run stopped by SIGTERM/SIGINT or killed by SIGKILL keeps what it finished, leaves no worker
+// behind and no report that passes, and `--resume` completes it to the outcomes of a whole run.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "core/result.hpp"
+#include "reports/junit.hpp"
+#include "tests/test_util.hpp"
+
+namespace opcts {
+namespace {
+
+namespace fs = std::filesystem;
+using testutil::Shell;
+using testutil::sh;
+
+const std::string kA = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq3_sk5_d8_nomask";
+const std::string kB = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq4_sk6_d8_nomask";
+const std::string kC = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq5_sk7_d8_nomask";  // runs last: problems run in id order
+
+std::map<std::string, Outcome> outcomes_of(const std::vector<ResultRecord>& records) {
+  std::map<std::string, Outcome> m;
+  for (const auto& r : records) m[r.id] = r.outcome;
+  return m;
+}
+
+// The processes whose environment holds OPCTS_TEST_TAG=<tag>: the run and its workers.
+std::vector<pid_t> tagged(const std::string& tag) {
+  const std::string needle = "OPCTS_TEST_TAG=" + tag + std::string(1, '\0');
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if ((env + std::string(1, '\0')).find(needle) != std::string::npos) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+class StopResume : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testutil::temp_dir();
+    tag_ = std::to_string(getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::ofstream(dir_ + "/mine.yaml") << R"(family: sdpa
+grids:
+  - name: mine
+    tier: smoke
+    axes:
+      dtype: [fp32]
+      heads: [{q: 2, kv: 1}]
+      seq: [{q: 3, k: 5}, {q: 4, k: 6}, {q: 5, k: 7}]
+      head_dim: [8]
+)";
+  }
+  // The run's command line, writing its reports in `out`.
+  std::string run_args(const std::string& out) const {
+    return std::string(OPCTS_BINARY) + " run --arch host --tier smoke --no-ref-cache --catalog " + dir_ +
+           "/mine.yaml --filter 'sdpa.host_flash/fp32_b1_hq2_hkv1_sq*_d8_nomask' --junit " + out + "/j.xml --results " +
+           out + "/r.jsonl --summary " + out + "/s.md";
+  }
+  std::string gate_cmd(const std::string& report) const {
+    return std::string(OPCTS_BINARY) + " gate --arch host --tier smoke --catalog " + dir_ +
+           "/mine.yaml --filter 'sdpa.host_flash/fp32_b1_hq2_hkv1_sq*_d8_nomask' " + report;
+  }
+  // Starts the run in the background with the third case hanging, and waits until the first two
+  // are in the results file: the run is mid-way, its worker busy with the third case.
+  pid_t start_and_wait_for_two() {
+    const std::string cmd = "exec env OPCTS_TEST_TAG=" + tag_ + " OPCTS_FAULT_HANG='*sq5_sk7*' " + run_args(dir_) +
+                            " --timeout 600 >" + dir_ + "/log.txt 2>&1";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline) {
+      // The run has planned (its header is printed after it cleared the earlier reports).
+      std::ifstream log(dir_ + "/log.txt");
+      if (std::string((std::istreambuf_iterator<char>(log)), {}).find("opcts: arch host") == std::string::npos) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      std::ifstream in(dir_ + "/r.jsonl");
+      int lines = 0;
+      for (std::string l; std::getline(in, l);) lines += !l.empty();
+      if (lines >= 2) return pid;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "the run did not finish two cases in time";
+    return pid;
+  }
+  // Waits (up to 10 s) until no process of this test's run is left.
+  void expect_no_survivor() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!tagged(tag_).empty() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(tagged(tag_).empty()) << "a worker outlived its supervisor";
+  }
+  // Resumes the run without the hang; it must end as an uninterrupted run does. The finished
+  // cases do not run again: a crash planted in them would show.
+  void resume_matches_a_whole_run() {
+    const Shell resumed = sh("OPCTS_FAULT_CRASH='*sq3_sk5*' " + run_args(dir_) + " --resume " + dir_ + "/r.jsonl");
+    EXPECT_EQ(resumed.status, 0) << resumed.output;
+    const std::string whole = dir_ + "/whole";
+    fs::create_directories(whole);
+    const Shell ref = sh(run_args(whole));
+    ASSERT_EQ(ref.status, 0) << ref.output;
+    const auto want = outcomes_of(read_results_file(whole + "/r.jsonl"));
+    EXPECT_EQ(outcomes_of(read_results_file(dir_ + "/r.jsonl")), want);
+    EXPECT_EQ(outcomes_of(read_junit(dir_ + "/j.xml")), want);
+    EXPECT_EQ(sh(gate_cmd(dir_ + "/j.xml")).status, 0);
+  }
+  std::string dir_, tag_;
+};
+
+class StopBySignal : public StopResume, public ::testing::WithParamInterface<int> {};
+
+TEST_P(StopBySignal, WritesWhatFinishedMarksTheRestMissingAndResumes) {
+  const int sig = GetParam();
+  const pid_t pid = start_and_wait_for_two();
+  ASSERT_EQ(kill(pid, sig), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  std::ifstream log(dir_ + "/log.txt");
+  const std::string out((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << out;
+  expect_no_survivor();
+  const std::map<std::string, Outcome> want{{kA, Outcome::PASS}, {kB, Outcome::PASS}, {kC, Outcome::MISSING}};
+  EXPECT_EQ(outcomes_of(read_results_file(dir_ + "/r.jsonl")), want);
+  EXPECT_EQ(outcomes_of(read_junit(dir_ + "/j.xml")), want);
+  std::ifstream summary(dir_ + "/s.md");
+  EXPECT_NE(std::string((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>()).find("MISSING"),
+            std::string::npos);
+  for (const std::string report : {"/j.xml", "/r.jsonl"}) {
+    const Shell g = sh(gate_cmd(dir_ + report));
+    EXPECT_EQ(g.status, 1) << g.output;
+    EXPECT_NE(g.output.find("MISSING " + kC), std::string::npos) << g.output;
+  }
+  resume_matches_a_whole_run();
+}
+
+INSTANTIATE_TEST_SUITE_P(TermAndInt, StopBySignal, ::testing::Values(SIGTERM, SIGINT));
+
+TEST_F(StopResume, SigkillKeepsTheStreamedResultsAndNoReportPasses) {
+  // An earlier, complete run's reports at the same paths must not survive to pass the gate.
+  ASSERT_EQ(sh(run_args(dir_)).status, 0);
+  ASSERT_EQ(sh(gate_cmd(dir_ + "/j.xml")).status, 0);
+  const pid_t pid = start_and_wait_for_two();
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  expect_no_survivor();  // PR_SET_PDEATHSIG: the hung worker dies with its supervisor
+  EXPECT_EQ(outcomes_of(read_results_file(dir_ + "/r.jsonl")),
+            (std::map<std::string, Outcome>{{kA, Outcome::PASS}, {kB, Outcome::PASS}}));
+  // The JUnit is the one the run started with: nothing finished, every case MISSING.
+  for (const auto& [id, o] : outcomes_of(read_junit(dir_ + "/j.xml"))) EXPECT_EQ(o, Outcome::MISSING) << id;
+  for (const std::string report : {"/j.xml", "/r.jsonl"}) {
+    const Shell g = sh(gate_cmd(dir_ + report));
+    EXPECT_EQ(g.status, 1) << g.output;
+    EXPECT_NE(g.output.find("MISSING " + kC), std::string::npos) << g.output;
+  }
+  resume_matches_a_whole_run();
+}
+
+TEST_F(StopResume, ResumeRefusesAnotherSelection) {
+  std::ofstream(dir_ + "/other.jsonl") << "{\"id\":\"sdpa.host_flash/fp32_b1_hq2_hkv1_sq9_sk9_d8_nomask\",\"arch\":\"host\","
+                                          "\"outcome\":\"PASS\",\"raw_outcome\":\"PASS\"}\n";
+  const Shell r = sh(run_args(dir_) + " --resume " + dir_ + "/other.jsonl");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("not in this selection"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace opcts
