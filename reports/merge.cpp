@@ -49,7 +49,8 @@ std::vector<ResultRecord> load_file(const std::string& path) {
   throw std::runtime_error(path + ": unknown report type (expected .xml, .jsonl or .json)");
 }
 
-// The files one argument names: itself, or every *.xml beneath a directory in path order.
+// The files one argument names: itself, or every report (*.xml, *.jsonl) beneath a directory
+// in path order.
 std::vector<std::string> expand(const std::string& arg) {
   std::error_code ec;
   if (!fs::is_directory(arg, ec)) {
@@ -57,8 +58,10 @@ std::vector<std::string> expand(const std::string& arg) {
     return {arg};
   }
   std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(arg))
-    if (e.is_regular_file() && lower_extension(e.path()) == ".xml") files.push_back(e.path().string());
+  for (const auto& e : fs::recursive_directory_iterator(arg)) {
+    const std::string ext = lower_extension(e.path());
+    if (e.is_regular_file() && (ext == ".xml" || ext == ".jsonl")) files.push_back(e.path().string());
+  }
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -73,7 +76,7 @@ bool same_record(const ResultRecord& a, const ResultRecord& b) {
          a.repro == b.repro && a.tier == b.tier;
 }
 
-std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths) {
+std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths, bool prefer_later) {
   // (id, arch) -> the record and the file it came from.
   std::map<std::pair<std::string, std::string>, std::pair<ResultRecord, std::string>> merged;
   for (const auto& arg : paths) {
@@ -83,12 +86,20 @@ std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths) {
         const auto it = merged.find(key);
         if (it == merged.end()) {
           merged.emplace(std::move(key), std::make_pair(std::move(r), file));
-        } else if (it->second.first.outcome != r.outcome || it->second.first.raw_outcome != r.raw_outcome) {
+          continue;
+        }
+        ResultRecord& have = it->second.first;
+        // A MISSING record marks a case its run did not finish: any result of the case wins.
+        if (r.raw_outcome == Outcome::MISSING && have.raw_outcome != Outcome::MISSING) continue;
+        const bool same = have.outcome == r.outcome && have.raw_outcome == r.raw_outcome;
+        if (have.raw_outcome == Outcome::MISSING || (prefer_later && !same)) {
+          it->second = std::make_pair(std::move(r), file);
+        } else if (!same) {
           // The same case reported twice (a retried shard, a rerun) merges when the outcome
           // agrees — timings and error statistics may differ — and is a conflict otherwise.
-          throw std::runtime_error("case '" + r.id + "' on arch '" + r.arch + "' is " +
-                                   std::string(to_string(it->second.first.outcome)) + " in " + it->second.second +
-                                   " but " + std::string(to_string(r.outcome)) + " in " + file);
+          throw std::runtime_error("case '" + r.id + "' on arch '" + r.arch + "' is " + std::string(to_string(have.outcome)) +
+                                   " in " + it->second.second + " but " + std::string(to_string(r.outcome)) + " in " +
+                                   file + " (--prefer-later takes the later one, e.g. a retried shard's)");
         }
       }
     }

@@ -9,12 +9,14 @@
 namespace opcts {
 
 /// Loads every path: a `.xml` file as JUnit written by write_junit, a `.jsonl` or `.json`
-/// file as result lines (read_results_file), a directory as every `*.xml` beneath it
-/// (recursively). Records with the same id and arch are one case: copies with the same
-/// outcome are kept once (the first; timings may differ), differing outcomes throw
-/// std::runtime_error naming both files. The result is sorted by
-/// id, then arch, whatever the order of the paths.
-std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths);
+/// file as result lines (read_results_file), a directory as every `*.xml` and `*.jsonl`
+/// beneath it (recursively, in path order). Records with the same id and arch are one case:
+/// copies with the same outcome are kept once (the first; timings may differ); a MISSING
+/// record (a case its run did not finish) gives way to any other record of the case; other
+/// differing outcomes throw std::runtime_error naming both files, unless `prefer_later`,
+/// which keeps the one read later (a later argument; in a folder, a later path), e.g. a
+/// retried shard's. The result is sorted by id, then arch, whatever the order of the paths.
+std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths, bool prefer_later = false);
 
 /// True when two records hold the same values in every field (NaN equals NaN).
 bool same_record(const ResultRecord& a, const ResultRecord& b);

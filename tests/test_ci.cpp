@@ -1,0 +1,222 @@
+// CTest and CI glue: the ci/ templates parse and call only commands and flags that exist, the
+// CTest glue's error test shows the real error, the test presets refuse an empty selection,
+// and `--shard auto` reads the CI engines' variables.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/yaml_util.hpp"
+#include "tests/test_util.hpp"
+
+namespace opcts {
+namespace {
+
+namespace fs = std::filesystem;
+using testutil::Shell;
+using testutil::sh;
+
+const fs::path kSource = OPCTS_SOURCE_DIR;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Every string of a YAML document, depth first (the scripts of a CI file are among them).
+void strings_of(const YAML::Node& n, std::string& out) {
+  if (n.IsScalar()) out += n.Scalar() + "\n";
+  if (n.IsSequence())
+    for (const auto& x : n) strings_of(x, out);
+  if (n.IsMap())
+    for (const auto& kv : n) strings_of(kv.second, out);
+}
+
+// The options `opcts <subcommand...> --help` lists.
+std::set<std::string> options_of(const std::string& subcommand) {
+  const Shell r = sh(std::string(OPCTS_BINARY) + " " + subcommand + " --help");
+  EXPECT_EQ(r.status, 0) << subcommand << ": " << r.output;
+  std::set<std::string> out;
+  const std::regex flag(R"((^|[\s,\[])(--[a-z][a-z0-9-]*))");
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), flag), end; it != end; ++it) out.insert((*it)[2]);
+  return out;
+}
+
+// Checks every opcts, cmake --preset and scripts/ call in a CI file's text: the subcommand and
+// each of its flags exist, presets are configure or build presets, scripts are there.
+void check_commands(const std::string& file, std::string text) {
+  text = std::regex_replace(text, std::regex(R"(\\\n)"), " ");  // shell line continuations
+  size_t opcts_calls = 0;
+  std::istringstream lines(text);
+  const auto presets = nlohmann::json::parse(read(kSource / "CMakePresets.json"));
+  std::set<std::string> preset_names;
+  for (const auto& p : presets["configurePresets"]) preset_names.insert(p["name"].get<std::string>());
+  for (std::string line; std::getline(lines, line);) {
+    for (size_t at = line.find("bin/opcts "); at != std::string::npos; at = line.find("bin/opcts ", at + 1)) {
+      std::string cmd = line.substr(at + 10);
+      cmd = cmd.substr(0, cmd.find_first_of("'|;&>"));
+      std::istringstream words(cmd);
+      std::vector<std::string> w;
+      for (std::string x; words >> x;) w.push_back(x);
+      ASSERT_FALSE(w.empty()) << file << ": " << line;
+      const std::string sub = w[0] == "report" && w.size() > 1 ? "report " + w[1] : w[0];
+      const auto known = options_of(sub);
+      for (const auto& x : w)
+        if (x.rfind("--", 0) == 0)
+          EXPECT_TRUE(known.count(x.substr(0, x.find('=')))) << file << ": opcts " << sub << " has no option " << x;
+      ++opcts_calls;
+    }
+    std::smatch m;
+    for (std::string rest = line; std::regex_search(rest, m, std::regex(R"(--preset\s+([a-z0-9_-]+))")); rest = m.suffix())
+      EXPECT_TRUE(preset_names.count(m[1])) << file << ": no preset " << m[1];
+    for (std::string rest = line; std::regex_search(rest, m, std::regex(R"((scripts/[a-z0-9_-]+\.sh))")); rest = m.suffix())
+      EXPECT_TRUE(fs::exists(kSource / std::string(m[1]))) << file << ": no " << m[1];
+  }
+  EXPECT_GE(opcts_calls, 3u) << file << ": expected opcts run, report merge and gate";
+  for (const char* must : {"opcts run", "--shard auto", "opcts report merge", "--prefer-later", "opcts gate"})
+    EXPECT_NE(text.find(must), std::string::npos) << file << " lacks '" << must << "'";
+}
+
+TEST(CiTemplates, GithubActionsShardsMergesAndGates) {
+  const std::string path = (kSource / "ci/github-actions.yml").string();
+  const YAML::Node w = load_yaml_file(path);
+  const YAML::Node shard = w["jobs"]["shard"];
+  ASSERT_TRUE(shard.IsMap());
+  const size_t n = shard["strategy"]["matrix"]["shard"].size();
+  EXPECT_EQ(std::to_string(n), shard["env"]["OPCTS_SHARD_COUNT"].Scalar());
+  EXPECT_EQ(shard["env"]["OPCTS_SHARD_INDEX"].Scalar(), "${{ matrix.shard }}");
+  const YAML::Node gate = w["jobs"]["gate"];
+  EXPECT_EQ(gate["needs"].Scalar(), "shard");
+  EXPECT_EQ(gate["if"].Scalar(), "always()");
+  bool uploads_always = false;
+  for (const auto& step : shard["steps"])
+    uploads_always = uploads_always || (step["uses"] && step["uses"].Scalar().rfind("actions/upload-artifact", 0) == 0 &&
+                                        step["if"] && step["if"].Scalar() == "always()");
+  EXPECT_TRUE(uploads_always) << "a failing shard must still upload its reports and failure artifacts";
+  std::string text;
+  strings_of(w, text);
+  EXPECT_NE(text.find(">> \"$GITHUB_STEP_SUMMARY\""), std::string::npos);
+  check_commands(path, text);
+}
+
+TEST(CiTemplates, GitlabParallelShardsWithJunitReports) {
+  const std::string path = (kSource / "ci/gitlab-ci.yml").string();
+  const YAML::Node g = load_yaml_file(path);
+  const YAML::Node shard = g["opcts-shard"];
+  ASSERT_TRUE(shard.IsMap());
+  EXPECT_GE(shard["parallel"].as<int>(), 2);
+  EXPECT_EQ(shard["artifacts"]["when"].Scalar(), "always");
+  EXPECT_TRUE(shard["artifacts"]["reports"]["junit"].IsScalar());
+  EXPECT_EQ(g["opcts-gate"]["needs"][0].Scalar(), "opcts-shard");
+  std::set<std::string> stages;
+  for (const auto& s : g["stages"]) stages.insert(s.Scalar());
+  for (const char* job : {"opcts-shard", "opcts-gate"}) EXPECT_TRUE(stages.count(g[job]["stage"].Scalar())) << job;
+  std::string text;
+  strings_of(g, text);
+  check_commands(path, text);
+}
+
+TEST(CiTemplates, JenkinsfilePublishesJunitAndGates) {
+  const fs::path path = kSource / "ci/Jenkinsfile";
+  const std::string text = read(path);
+  // Balanced braces and parentheses outside strings and comments: a cheap syntax check.
+  int braces = 0, parens = 0;
+  bool in_single = false, in_double = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (!in_single && !in_double && c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      i = text.find('\n', i);
+      if (i == std::string::npos) break;
+      continue;
+    }
+    if (c == '\'' && !in_double) in_single = !in_single;
+    if (c == '"' && !in_single) in_double = !in_double;
+    if (in_single || in_double) continue;
+    braces += (c == '{') - (c == '}');
+    parens += (c == '(') - (c == ')');
+    ASSERT_GE(braces, 0) << "at byte " << i;
+  }
+  EXPECT_EQ(braces, 0);
+  EXPECT_EQ(parens, 0);
+  EXPECT_FALSE(in_single || in_double);
+  EXPECT_NE(text.find("junit testResults:"), std::string::npos);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex(R"(values ('[0-9]+'(, '[0-9]+')*))")));
+  const size_t shards = std::count(m[1].first, m[1].second, ',') + 1;
+  EXPECT_NE(text.find("OPCTS_SHARD_COUNT = '" + std::to_string(shards) + "'"), std::string::npos);
+  check_commands(path.string(), text);
+}
+
+// When `opcts ctest-tests` fails as ctest starts, one test fails and its output is the real
+// error, with no cmake needed on the machine (tests/../cmake/ctest_shards.cmake).
+TEST(CtestGlue, AFailingPlanIsOneFailingTestShowingTheError) {
+  const std::string dir = testutil::temp_dir();
+  testutil::write(dir, "CTestTestfile.cmake", std::string("include(\"") + OPCTS_SHARDS_SCRIPT + "\")\n");
+  const Shell r = sh("cd " + dir + " && OPCTS_CASES_DIR=" + dir + "/no_such_cases ctest --output-on-failure --no-tests=error");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("opcts.ctest_glue_error"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Unable to find executable"), std::string::npos) << r.output;
+  // Printed as ctest starts (CMake wraps the warning's lines) and by the failing test itself.
+  EXPECT_NE(r.output.find("opcts ctest-tests failed (2)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("opcts: error: " + dir + "/no_such_cases/archs.yaml:1:1: cannot open file"), std::string::npos)
+      << r.output;
+}
+
+TEST(CtestGlue, TestPresetsAndReadmeRefuseAnEmptySelection) {
+  const auto presets = nlohmann::json::parse(read(kSource / "CMakePresets.json"));
+  ASSERT_FALSE(presets["testPresets"].empty());
+  for (const auto& p : presets["testPresets"])
+    EXPECT_EQ(p["execution"]["noTestsAction"], "error") << p["name"];
+  std::istringstream readme(read(kSource / "README.md"));
+  size_t recipes = 0;
+  for (std::string line; std::getline(readme, line);)
+    if (line.rfind("ctest ", 0) == 0) {
+      ++recipes;
+      EXPECT_NE(line.find("--no-tests=error"), std::string::npos) << line;
+    }
+  EXPECT_GE(recipes, 1u);
+}
+
+TEST(ShardAuto, ReadsTheCiEnginesVariables) {
+  const std::string list = std::string(OPCTS_BINARY) + " list --arch host --tier smoke --family cast --shard ";
+  const Shell want = sh("env -u CI_NODE_INDEX -u CI_NODE_TOTAL " + list + "2/3");
+  ASSERT_EQ(want.status, 0) << want.output;
+  EXPECT_EQ(sh("OPCTS_SHARD_INDEX=2 OPCTS_SHARD_COUNT=3 " + list + "auto").output, want.output);
+  EXPECT_EQ(sh("env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT CI_NODE_INDEX=2 CI_NODE_TOTAL=3 " + list + "auto").output,
+            want.output);
+  const Shell none = sh("env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL " + list + "auto");
+  EXPECT_EQ(none.output, sh(list + "1/1").output);
+  const Shell half = sh("env -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL OPCTS_SHARD_INDEX=2 " + list + "auto");
+  EXPECT_EQ(half.status, 2);
+  EXPECT_NE(half.output.find("OPCTS_SHARD_COUNT is not set"), std::string::npos) << half.output;
+  const Shell bad = sh("OPCTS_SHARD_INDEX=4 OPCTS_SHARD_COUNT=3 " + list + "auto");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("OPCTS_SHARD_INDEX=4"), std::string::npos) << bad.output;
+}
+
+TEST(Bounds, ShardsAndRerunsAreBounded) {
+  const std::string opcts = OPCTS_BINARY;
+  for (const std::string shard : {"1/100000000", "1/2147483647", "1/1025"}) {
+    const Shell r = sh(opcts + " list --arch host --tier smoke --shard " + shard);
+    EXPECT_EQ(r.status, 2) << shard;
+    EXPECT_NE(r.output.find("at most 1024"), std::string::npos) << r.output;
+  }
+  const Shell reruns = sh(opcts + " run --arch host --tier smoke --family cast --reruns 100000000");
+  EXPECT_EQ(reruns.status, 2);
+  EXPECT_NE(reruns.output.find("--reruns must be from 0 to 100"), std::string::npos) << reruns.output;
+  const Shell ctest = sh(opcts + " ctest-tests --archs host --shards 5000 --exe x --reports-dir y --out " +
+                         testutil::temp_dir() + "/t.cmake");
+  EXPECT_EQ(ctest.status, 2);
+  EXPECT_NE(ctest.output.find("--shards must be from 1 to 1024"), std::string::npos) << ctest.output;
+}
+
+}  // namespace
+}  // namespace opcts
