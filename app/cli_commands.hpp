@@ -32,9 +32,14 @@ int resolve_device(int flag);
 /// `auto` becomes the arch of the GPU present (detect_arch), else the name is kept.
 std::string resolve_arch(const std::string& arch, int device);
 SuiteOptions suite_options(const Selection& s, const std::string& arch);
-/// The cases of the selection: tier, families, filters, then the shard.
+/// --shard as "i/N": itself, or for `auto` the CI engine's shard from the environment:
+/// OPCTS_SHARD_INDEX and OPCTS_SHARD_COUNT (set them from a GitHub Actions matrix or a
+/// Jenkins parallel stage), else GitLab's CI_NODE_INDEX and CI_NODE_TOTAL (`parallel:`), else
+/// "1/1". Both variables of a pair or neither; throws std::invalid_argument naming them.
+std::string resolve_shard(const std::string& shard);
 /// The selection's cases before sharding: tier, families, filters.
 std::vector<Case> unsharded(const Suite& suite, const Selection& s);
+/// The cases of the selection: tier, families, filters, then the shard (resolve_shard).
 std::vector<Case> selected(const Suite& suite, const Selection& s);
 /// This binary's path (workers are the same binary).
 std::string self_exe(const char* argv0);
@@ -50,6 +55,8 @@ struct RunFlags {
   bool bitwise = false;       // run deterministic impls twice, require identical bytes
   std::string ref_cache;      // on-disk reference cache ("" = the default folder)
   bool no_ref_cache = false;
+  double ref_cache_max_gib = 4;  // the reference cache's size cap (kDefaultRefCacheMaxBytes)
+  std::string resume;         // results of a killed run to continue ("" = a fresh run)
 };
 
 int cmd_list(const Selection& s, bool verbose, bool count_only);
@@ -58,10 +65,11 @@ int cmd_list_fields(const std::string& family);
 int cmd_run(const Selection& s, const RunFlags& f, const char* argv0);
 int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out);
 int cmd_resources(const std::string& out);
+/// `prefer_later`: of two differing records of a case, keep the later (load_reports).
 int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, const std::string& summary,
-              const std::string& results);
+              const std::string& results, bool prefer_later);
 /// `tier_given`: --tier was on the command line; otherwise the plan takes the reports' tier.
-int cmd_gate(const Selection& s, const std::vector<std::string>& inputs, bool tier_given);
+int cmd_gate(const Selection& s, const std::vector<std::string>& inputs, bool tier_given, bool prefer_later);
 int cmd_report_matrix(const std::vector<std::string>& inputs, const std::string& markdown);
 int cmd_report_times(const std::vector<std::string>& inputs, const std::string& out, const std::string& arch);
 int cmd_report_html(const std::vector<std::string>& inputs, const std::string& out, const std::string& title);

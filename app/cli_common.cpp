@@ -45,7 +45,9 @@ void add_selection(CLI::App* app, Selection& s) {
   app->add_option("--filter", s.filters, "glob over case ids to include (repeatable)");
   app->add_option("--exclude", s.excludes, "glob over case ids to leave out (repeatable)");
   app->add_option("--catalog", s.catalogs, "extra catalog file or folder (repeatable)");
-  app->add_option("--shard", s.shard, "i/N: run shard i of N (1-based)");
+  app->add_option("--shard", s.shard,
+                  "i/N: run shard i of N (1-based); auto: from OPCTS_SHARD_INDEX/OPCTS_SHARD_COUNT or GitLab's "
+                  "CI_NODE_INDEX/CI_NODE_TOTAL, else 1/1");
   app->add_option("--times", s.times, "test-times file (JSON {case id: seconds}) for balancing shards");
   app->add_option("--cases-dir", s.cases_dir, "folder of built-in catalogs, archs.yaml, tolerances.yaml, manifests/");
   app->add_option("--manifest", s.manifest, "manifest file (default: <cases-dir>/manifests/<arch>.yaml)");
@@ -93,9 +95,32 @@ std::vector<Case> unsharded(const Suite& suite, const Selection& s) {
   return cases;
 }
 
+std::string resolve_shard(const std::string& shard) {
+  if (shard != "auto") return shard;
+  const auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  for (const auto& [index, count] : {std::pair{"OPCTS_SHARD_INDEX", "OPCTS_SHARD_COUNT"}, {"CI_NODE_INDEX", "CI_NODE_TOTAL"}}) {
+    const std::string i = env(index), n = env(count);
+    if (i.empty() && n.empty()) continue;
+    if (i.empty() || n.empty())
+      throw std::invalid_argument(std::string("--shard auto: ") + (i.empty() ? index : count) + " is not set but " +
+                                  (i.empty() ? count : index) + " is");
+    const std::string spec = i + "/" + n;
+    try {
+      parse_shard(spec);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("--shard auto: ") + index + "=" + i + ", " + count + "=" + n + ": " + e.what());
+    }
+    return spec;
+  }
+  return "1/1";
+}
+
 std::vector<Case> selected(const Suite& suite, const Selection& s) {
   auto cases = unsharded(suite, s);
-  return shard_cases(cases, parse_shard(s.shard), s.times, suite.arch().backend != "host");
+  return shard_cases(cases, parse_shard(resolve_shard(s.shard)), s.times, suite.arch().backend != "host");
 }
 
 std::string self_exe(const char* argv0) {

@@ -2,10 +2,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +21,7 @@
 #include "runner/device_probe.hpp"
 #include "runner/ref_disk_cache.hpp"
 #include "runner/run.hpp"
+#include "runner/stop_signal.hpp"
 #include "core/rng.hpp"
 #include "runner/supervisor.hpp"
 #include "runner/worker.hpp"
@@ -28,10 +31,13 @@
 #include "reports/junit.hpp"
 #include "reports/matrix.hpp"
 #include "reports/merge.hpp"
+#include "reports/output_files.hpp"
+#include "reports/results_stream.hpp"
 #include "reports/summary.hpp"
 #include "reports/times.hpp"
 #include "runner/shard_cases.hpp"
 #include "app/cli_commands.hpp"
+#include "app/cli_parse.hpp"
 
 namespace fs = std::filesystem;
 
@@ -78,20 +84,6 @@ int cmd_list_fields(const std::string& family) {
 
 namespace {
 
-// Fails before any case runs when a report could not be written afterwards: creates the
-// folder and a probe file next to each path.
-void check_writable(const std::string& path, const char* flag) {
-  if (path.empty()) return;
-  const fs::path p(path);
-  if (fs::is_directory(p)) throw std::invalid_argument(std::string(flag) + " " + path + ": is a directory");
-  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  const fs::path probe = dir / (".opcts_probe_" + std::to_string(getpid()));
-  if (!std::ofstream(probe)) throw std::invalid_argument(std::string(flag) + " " + path + ": cannot write in " + dir.string());
-  fs::remove(probe, ec);
-}
-
 // Makes sure a GPU manifest is not judged on a GPU of another arch.
 void check_arch_matches(const Suite& suite, int device, bool allow) {
   if (suite.arch().backend == "host") return;
@@ -102,16 +94,85 @@ void check_arch_matches(const Suite& suite, int device, bool allow) {
                               " is " + found + " (" + why + "); pass --allow-arch-mismatch to run anyway");
 }
 
+// The progress line and each failure as it arrives (stderr).
+class Progress {
+ public:
+  void operator()(const ResultRecord& r, size_t done, size_t total) {
+    const bool tty = isatty(STDERR_FILENO);
+    if (is_gate_failure(r.outcome)) {
+      ++failures_;
+      const std::string why = r.outcome == Outcome::XPASS ? r.expectation
+                              : r.expectation.empty()     ? r.message.substr(0, 300)
+                                                          : r.expectation + ": " + r.message.substr(0, 300);
+      std::fprintf(stderr, "%s%s %s: %s\n  repro: %s\n", tty ? "\r\033[K" : "", std::string(to_string(r.outcome)).c_str(),
+                   r.id.c_str(), why.c_str(), r.repro.c_str());
+    }
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    if (tty || done == total || done % 100 == 0)
+      std::fprintf(stderr, "%s[%zu/%zu] %zu failures, %.0f s elapsed, ~%.0f s left%s", tty ? "\r" : "", done, total,
+                   failures_, el, el / static_cast<double>(done) * static_cast<double>(total - done),
+                   tty && done < total ? "" : "\n");
+  }
+
+ private:
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  size_t failures_ = 0;
+};
+
+// The reports a run starts with, so that no report of an earlier run at these paths can pass
+// for this one: every case the run has not finished is MISSING ("not run yet"), and the
+// records --resume carries are there as they were. A run killed by SIGKILL leaves these (and
+// the streamed results), which the gate fails.
+std::vector<ResultRecord> starting_records(const Suite& suite, const std::vector<Case>& cases,
+                                           const std::map<std::string, ResultRecord>& carried, int device) {
+  std::vector<ResultRecord> out;
+  for (const auto& c : cases) {
+    if (const auto it = carried.find(c.id); it != carried.end()) {
+      out.push_back(it->second);
+      continue;
+    }
+    ResultRecord r = base_record(suite, c, device);
+    r.outcome = r.raw_outcome = Outcome::MISSING;
+    r.message = "not run yet: the run is in progress, or ended before it finished this case";
+    out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  return out;
+}
+
+std::vector<ResultRecord> carried_list(const std::map<std::string, ResultRecord>& carried) {
+  std::vector<ResultRecord> out;
+  for (const auto& [id, r] : carried) out.push_back(r);
+  return out;
+}
+
+// The run's reports, all or none (reports/output_files.hpp).
+void write_reports(const RunFlags& f, const std::vector<ResultRecord>& records, const std::string& arch) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!f.results.empty()) files.emplace_back(f.results, results_text(records));
+  if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(records, "opcts." + arch));
+  if (!f.summary.empty()) files.emplace_back(f.summary, summary_markdown(records));
+  write_files(files);
+}
+
 }  // namespace
 
-int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
+int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
+  RunFlags f = flags;
+  if (f.results.empty()) f.results = f.resume;  // a resumed run goes on in the file it resumes
   const int device = resolve_device(f.device);
-  const std::string arch = resolve_arch(s.arch, device);
-  if (!(f.timeout > 0) || !std::isfinite(f.timeout))
-    throw std::invalid_argument("--timeout must be a positive number of seconds");
-  check_writable(f.junit, "--junit");
-  check_writable(f.results, "--results");
-  check_writable(f.summary, "--summary");
+  const std::string arch = resolve_arch(sel.arch, device);
+  check_run_flags(f);
+  check_distinct_outputs({{"--junit", f.junit}, {"--results", f.results}, {"--summary", f.summary}});
+  // --resume may continue in the results file it reads, never in the JUnit or summary.
+  check_distinct_outputs({{"--resume", f.resume}, {"--junit", f.junit}, {"--summary", f.summary}});
+  const std::vector<ResultRecord> resumed = f.resume.empty() ? std::vector<ResultRecord>{} : read_results_file(f.resume);
+  // No report of an earlier run at these paths may outlive this one's start, even if it is
+  // killed while the suite loads: cleared now (the results keep what --resume carries), then
+  // rewritten with every planned case MISSING once the plan is known.
+  write_reports(f, resumed, arch);
+  Selection s = sel;
+  s.shard = resolve_shard(sel.shard);
   Suite suite(registry_for(s.plugins), suite_options(s, arch));
   check_arch_matches(suite, device, f.allow_arch_mismatch);
   if (suite.arch().backend == "cuda") use_cuda_device(device);  // skip checks read this GPU's free memory
@@ -122,18 +183,20 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
     throw std::invalid_argument("no case of arch " + arch + " matches the selection (tier " + s.tier +
                                 (s.filters.empty() ? "" : ", --filter " + s.filters.front()) +
                                 ", shard " + s.shard + "); pass --allow-empty if that is expected");
-  size_t skipped = 0;
-  for (const auto& c : cases) skipped += suite.skip_reason(c).has_value();
+  const auto carried = resumed_records(suite, cases, resumed);
+  size_t skipped = 0, done_before = 0;
+  for (const auto& c : cases) {
+    const bool skip = suite.skip_reason(c).has_value();
+    skipped += skip;
+    done_before += !skip && carried.count(c.id);
+  }
   const std::string dev = suite.arch().backend == "host" ? "host" : "GPU " + std::to_string(device);
-  std::fprintf(stderr, "opcts: arch %s on %s, %zu cases (%zu to run, %zu skipped), shard %s, tier %s\n",
-               arch.c_str(), dev.c_str(), cases.size(), cases.size() - skipped, skipped, s.shard.c_str(),
-               s.tier.c_str());
+  const std::string resumed_note = done_before ? ", " + std::to_string(done_before) + " done before (--resume)" : "";
+  std::fprintf(stderr, "opcts: arch %s on %s, %zu cases (%zu to run, %zu skipped%s), shard %s, tier %s\n",
+               arch.c_str(), dev.c_str(), cases.size(), cases.size() - skipped - done_before, skipped,
+               resumed_note.c_str(), s.shard.c_str(), s.tier.c_str());
 
-  const std::string work = f.results.empty() ? fs::temp_directory_path().string()
-                                             : (fs::path(f.results).parent_path().empty() ? std::string(".")
-                                                : fs::path(f.results).parent_path().string());
-  fs::create_directories(work);
-  RunRequest req{SupervisorOptions{suite_options(s, arch), self_exe(argv0), work, device, f.timeout}, f.reruns};
+  RunRequest req{SupervisorOptions{suite_options(s, arch), self_exe(argv0), "", device, f.timeout}, f.reruns};
   // Failure artifacts go next to the reports unless --artifacts names a folder.
   const std::string report = !f.results.empty() ? f.results : f.junit;
   req.supervise.exec.artifacts_dir = !f.artifacts.empty() ? f.artifacts
@@ -142,34 +205,24 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
   req.supervise.exec.bitwise = f.bitwise;
   req.supervise.exec.ref_cache_dir =
       f.no_ref_cache ? std::string() : !f.ref_cache.empty() ? f.ref_cache : default_ref_cache_dir();
-  const auto t0 = std::chrono::steady_clock::now();
-  size_t failures = 0;
-  auto progress = [&](const ResultRecord& r, size_t done, size_t total) {
-    if (is_gate_failure(r.outcome)) {
-      ++failures;
-      const std::string why = r.outcome == Outcome::XPASS ? r.expectation
-                              : r.expectation.empty()     ? r.message.substr(0, 300)
-                                                          : r.expectation + ": " + r.message.substr(0, 300);
-      std::fprintf(stderr, "%s%s %s: %s\n  repro: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "",
-                   std::string(to_string(r.outcome)).c_str(), r.id.c_str(), why.c_str(), r.repro.c_str());
-    }
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (isatty(STDERR_FILENO) || done == total || done % 100 == 0)
-      std::fprintf(stderr, "%s[%zu/%zu] %zu failures, %.0f s elapsed, ~%.0f s left%s",
-                   isatty(STDERR_FILENO) ? "\r" : "", done, total, failures, el,
-                   el / static_cast<double>(done) * static_cast<double>(total - done),
-                   isatty(STDERR_FILENO) && done < total ? "" : "\n");
-  };
-  const RunResult result = run_cases(suite, cases, req, progress);
-  const auto& records = result.records;
+  req.supervise.exec.ref_cache_max_bytes = static_cast<std::uint64_t>(f.ref_cache_max_gib * double(1 << 30));
+  req.resumed = carried_list(carried);
 
-  if (!f.results.empty()) {
-    std::string lines;
-    for (const auto& r : records) lines += to_json_line(r) + "\n";
-    write_text_file(f.results, lines);
+  // SIGTERM/SIGINT from here on stop the run; the reports are written before the handlers go.
+  const StopOnSignals stop_on_signals;
+  ResultsStream stream(f.results, req.resumed);
+  {
+    const auto start = starting_records(suite, cases, carried, device);
+    std::vector<std::pair<std::string, std::string>> files;
+    if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(start, "opcts." + arch));
+    if (!f.summary.empty()) files.emplace_back(f.summary, summary_markdown(start));
+    write_files(files);
   }
-  if (!f.junit.empty()) write_junit(records, f.junit, "opcts." + arch);
-  if (!f.summary.empty()) write_text_file(f.summary, summary_markdown(records));
+  req.on_record = [&](const ResultRecord& r) { stream.append(r); };
+  Progress progress;
+  const RunResult result = run_cases(suite, cases, req, std::ref(progress));
+  const auto& records = result.records;
+  write_reports(f, records, arch);
 
   for (const ManifestEntry& e : result.verdict.stale)
     std::fprintf(stderr, "opcts: stale manifest entry %s (%s '%s'): matches no case of %s; remove it\n",
@@ -178,10 +231,16 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
   std::map<Outcome, size_t> counts;
   for (const auto& r : records) ++counts[r.outcome];
   std::printf("opcts %s: %zu PASS, %zu FAIL, %zu ERROR, %zu CRASH, %zu TIMEOUT, %zu SKIP, %zu XFAIL, %zu XPASS, "
-              "%zu FLAKE, %zu MISTRUSTED\n",
+              "%zu FLAKE, %zu MISTRUSTED, %zu MISSING\n",
               arch.c_str(), counts[Outcome::PASS], counts[Outcome::FAIL], counts[Outcome::ERROR],
               counts[Outcome::CRASH], counts[Outcome::TIMEOUT], counts[Outcome::SKIP], counts[Outcome::XFAIL],
-              counts[Outcome::XPASS], counts[Outcome::FLAKE], counts[Outcome::MISTRUSTED]);
+              counts[Outcome::XPASS], counts[Outcome::FLAKE], counts[Outcome::MISTRUSTED], counts[Outcome::MISSING]);
+  if (result.stopped_by) {
+    std::fprintf(stderr, "opcts: stopped by signal %d (%s): %zu cases not run are MISSING in the reports; "
+                 "`opcts run ... --resume %s` continues\n", result.stopped_by, strsignal(result.stopped_by),
+                 counts[Outcome::MISSING], f.results.empty() ? "RESULTS" : shell_quote(f.results).c_str());
+    return 128 + result.stopped_by;  // as a shell reports a command ended by that signal
+  }
   // The exit code is the gate's verdict (runner/gate.hpp), so a shard fails exactly when
   // `opcts gate` would: e.g. FLAKE (or a failure) under a manifest `flaky` entry is a note.
   for (const auto& n : result.verdict.notes)

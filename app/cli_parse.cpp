@@ -1,0 +1,124 @@
+// The opcts command line's options and the checks made of them before a command runs.
+#include "app/cli_parse.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "runner/manifest.hpp"
+#include "runner/shard_plan.hpp"
+
+namespace opcts::cli {
+
+std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
+  auto app = std::make_unique<CLI::App>("opcts: conformance tests for GPU operators against CPU references");
+  app->require_subcommand(1);
+  cl.list = app->add_subcommand("list", "list case ids");
+  add_selection(cl.list, cl.sel);
+  cl.list->add_flag("-v,--verbose", cl.verbose, "show tier, catalog source and whether the case would run or SKIP");
+  cl.list->add_flag("--count", cl.count_only, "print only the number of cases");
+  cl.list->add_option("--fields", cl.fields_of, "print a family's problem fields (YAML keys, forms, id spelling) instead; 'all' for every family");
+
+  cl.run = app->add_subcommand("run", "run cases in worker processes and write reports");
+  add_selection(cl.run, cl.sel);
+  cl.run->add_option("--junit", cl.rf.junit, "JUnit XML report path");
+  cl.run->add_option("--results", cl.rf.results, "results file (one JSON line per case)");
+  cl.run->add_option("--summary", cl.rf.summary, "Markdown summary path");
+  cl.run->add_option("--device", cl.rf.device, "GPU ordinal (default: CTest's resource allocation, else 0)");
+  cl.run->add_option("--timeout", cl.rf.timeout, "seconds one case may take before it is TIMEOUT");
+  cl.run->add_flag("--allow-arch-mismatch", cl.rf.allow_arch_mismatch, "run a GPU arch's cases on a GPU of another arch");
+  cl.run->add_flag("--allow-empty", cl.rf.allow_empty, "succeed when the selection holds no case (else an error)");
+  cl.run->add_option("--reruns", cl.rf.reruns, "re-run an unexpected failure this often; differing outcomes make it FLAKE (manifest flaky entries may set their own)");
+  cl.run->add_option("--artifacts", cl.rf.artifacts, "folder for failure artifacts (default: artifacts/ next to --results)");
+  cl.run->add_flag("--bitwise", cl.rf.bitwise, "run each case twice; deterministic impls must give identical output bytes");
+  cl.run->add_option("--ref-cache", cl.rf.ref_cache, "on-disk reference cache folder (default: $XDG_CACHE_HOME/opcts or ~/.cache/opcts)");
+  cl.run->add_flag("--no-ref-cache", cl.rf.no_ref_cache, "compute every reference; neither read nor write the cache");
+  cl.run->add_option("--ref-cache-max-gib", cl.rf.ref_cache_max_gib,
+                  "size cap of the reference cache in GiB (default 4); the least recently used references go first");
+  cl.run->add_option("--resume", cl.rf.resume,
+                  "continue a stopped or killed run from its results file: cases with a record there do not run "
+                  "again (the same selection; --results defaults to this file)");
+
+  cl.resources = app->add_subcommand("resources", "write a CTest resource spec (JSON) with the CUDA devices found");
+  cl.resources->add_option("--out", cl.resources_out, "file to write (default: stdout)");
+
+  cl.repro = app->add_subcommand("repro", "run one case in this process and print its statistics");
+  cl.repro->add_option("id", cl.repro_id, "case id")->required();
+  cl.repro->add_option("--arch", cl.sel.arch, "arch (auto = the GPU present, else host)");
+  cl.repro->add_option("--device", cl.repro_device, "GPU ordinal");
+  cl.repro->add_option("--plugin", cl.sel.plugins, "shared library of impls to load (repeatable)");
+  cl.repro->add_option("--cases-dir", cl.sel.cases_dir, "folder of archs.yaml, tolerances.yaml, manifests/");
+  cl.repro->add_option("--manifest", cl.sel.manifest, "manifest file");
+  cl.repro->add_option("--json", cl.repro_json, "also write the result line to this file");
+
+  cl.report = app->add_subcommand("report", "work with reports");
+  cl.report->require_subcommand(1);
+  cl.merge = cl.report->add_subcommand("merge", "join shard reports (JUnit .xml, results .jsonl, or folders)");
+  cl.merge->add_option("inputs", cl.merge_inputs, "reports or folders")->required();
+  cl.merge->add_option("--junit", cl.merge_junit, "merged JUnit path");
+  cl.merge->add_option("--summary", cl.merge_summary, "Markdown summary path");
+  cl.merge->add_option("--results", cl.merge_results, "merged results (JSON lines) path");
+  cl.merge->add_flag("--prefer-later", cl.prefer_later,
+                  "of two differing results of a case, keep the later (a later argument; in a folder, a later path), "
+                  "e.g. a retried shard's, instead of refusing to merge");
+  cl.matrix = cl.report->add_subcommand("matrix", "enablement matrix family × impl × arch (Markdown)");
+  cl.matrix->add_option("inputs", cl.view_inputs, "reports or folders")->required();
+  cl.matrix->add_option("--markdown", cl.matrix_md, "write the Markdown here (default: stdout)");
+  cl.times = cl.report->add_subcommand("times", "per-arch test-times files ({case id: seconds}) for --times");
+  cl.times->add_option("inputs", cl.view_inputs, "reports or folders")->required();
+  cl.times->add_option("--out", cl.times_out, "times file; {arch} is replaced by each arch (cases/times/{arch}.json)")
+      ->required();
+  cl.times->add_option("--arch", cl.times_arch, "only this arch's results");
+  cl.html = cl.report->add_subcommand("html", "one self-contained HTML report");
+  cl.html->add_option("inputs", cl.view_inputs, "reports or folders")->required();
+  cl.html->add_option("--out", cl.html_out, "HTML path")->required();
+  cl.html->add_option("--title", cl.html_title, "page title");
+  cl.gate_cmd = app->add_subcommand("gate", "judge reports of one arch against its manifest and plan (exit 1 on anything unexpected)");
+  add_selection(cl.gate_cmd, cl.sel);
+  cl.gate_cmd->add_option("reports", cl.gate_inputs, "reports (JUnit .xml, results .jsonl) or folders")->required();
+  cl.gate_cmd->add_flag("--prefer-later", cl.prefer_later, "as report merge --prefer-later");
+
+  cl.ctest = app->add_subcommand("ctest-tests", "write the CTest script of shard tests (used by the build)");
+  add_selection(cl.ctest, cl.sel);
+  cl.ctest->add_option("--archs", cl.ctest_archs, "archs, ';' or ',' separated")->delimiter(';')->required();
+  cl.ctest->add_option("--shards", cl.ctest_shards, "shards per arch and family (1 to 1024)");
+  cl.ctest->add_option("--exe", cl.ctest_exe, "opcts binary the tests run")->required();
+  cl.ctest->add_option("--reports-dir", cl.ctest_reports, "where shard reports go")->required();
+  cl.ctest->add_option("--out", cl.ctest_out, "script to write")->required();
+  cl.ctest->add_option("--timeout", cl.ctest_timeout, "per-case timeout passed to run");
+
+  cl.worker = app->add_subcommand("__worker", "internal: the worker process");
+  cl.worker->group("");  // hidden from --help
+  cl.worker->add_option("--arch", cl.wo.suite.arch)->required();
+  cl.worker->add_option("--cases-dir", cl.wo.suite.cases_dir)->required();
+  cl.worker->add_option("--manifest", cl.wo.suite.manifest);
+  cl.worker->add_option("--ids", cl.wo.ids_file)->required();
+  cl.worker->add_option("--start", cl.wo.start);
+  cl.worker->add_option("--device", cl.wo.device);
+  cl.worker->add_option("--result-fd", cl.wo.result_fd);
+  cl.worker->add_option("--artifacts", cl.wo.exec.artifacts_dir);
+  cl.worker->add_option("--ref-cache", cl.wo.exec.ref_cache_dir);
+  cl.worker->add_option("--ref-cache-max-bytes", cl.wo.exec.ref_cache_max_bytes);
+  cl.worker->add_flag("--bitwise", cl.wo.exec.bitwise);
+  cl.worker->add_option("--plugin", cl.wo.suite.plugins);
+  return app;
+}
+
+void check_run_flags(const RunFlags& f) {
+  if (!(f.timeout > 0) || !std::isfinite(f.timeout))
+    throw std::invalid_argument("--timeout must be a positive number of seconds");
+  if (!(f.ref_cache_max_gib > 0) || !(f.ref_cache_max_gib <= 1 << 20))
+    throw std::invalid_argument("--ref-cache-max-gib must be a positive number of GiB (at most 1048576)");
+  if (f.reruns < 0 || f.reruns > kMaxReruns)
+    throw std::invalid_argument("--reruns must be from 0 to " + std::to_string(kMaxReruns) + ", not " + std::to_string(f.reruns));
+}
+
+void check_options(const CommandLine& cl) {
+  const bool selects = (cl.list && *cl.list) || (cl.run && *cl.run) || (cl.gate_cmd && *cl.gate_cmd) || (cl.ctest && *cl.ctest);
+  if (selects) {
+    parse_tier(cl.sel.tier);
+    parse_shard(resolve_shard(cl.sel.shard));
+  }
+  if (cl.run && *cl.run) check_run_flags(cl.rf);
+}
+
+}  // namespace opcts::cli

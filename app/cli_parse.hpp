@@ -1,0 +1,53 @@
+// The opcts command line as data: every subcommand's options (CLI11), parsed apart from running
+// anything, so that main() dispatches and the CLI fuzz target (fuzz/fuzz_cli.cpp) parses alone.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/cli_commands.hpp"
+#include "runner/worker.hpp"
+
+namespace opcts::cli {
+
+/// What the command line said: the values of every subcommand's options and, once parsed,
+/// which subcommand was given (the pointer whose `*p` is true).
+struct CommandLine {
+  Selection sel;
+  bool verbose = false, count_only = false;
+  std::string fields_of;
+  RunFlags rf;
+  std::string resources_out;
+  std::string repro_id, repro_json;
+  int repro_device = -1;
+  std::vector<std::string> merge_inputs;
+  std::string merge_junit, merge_summary, merge_results;
+  bool prefer_later = false;
+  std::vector<std::string> view_inputs;
+  std::string matrix_md, times_out, times_arch, html_out, html_title = "opcts report";
+  std::vector<std::string> gate_inputs;
+  std::vector<std::string> ctest_archs;
+  int ctest_shards = 4;
+  std::string ctest_exe, ctest_reports, ctest_out;
+  double ctest_timeout = 600;
+  WorkerOptions wo;
+  CLI::App *list = nullptr, *run = nullptr, *resources = nullptr, *repro = nullptr, *report = nullptr,
+           *merge = nullptr, *matrix = nullptr, *times = nullptr, *html = nullptr, *gate_cmd = nullptr,
+           *ctest = nullptr, *worker = nullptr;
+};
+
+/// The CLI11 app whose options write into `cl` (which must outlive it). Its parse() throws
+/// CLI::ParseError on a usage error and for --help; app.exit(e) prints either.
+std::unique_ptr<CLI::App> make_cli(CommandLine& cl);
+
+/// The checks a parsed command makes of its options before it reads or writes any file:
+/// --tier and --shard (resolve_shard, so `auto` reads the environment), and run's flags
+/// (check_run_flags). Throws std::invalid_argument naming the option.
+void check_options(const CommandLine& cl);
+
+/// --timeout positive, --reruns from 0 to kMaxReruns, --ref-cache-max-gib positive.
+void check_run_flags(const RunFlags& f);
+
+}  // namespace opcts::cli
