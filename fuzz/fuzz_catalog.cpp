@@ -16,25 +16,6 @@
 
 namespace {
 
-// Grid points the input asks for (the product of its axes' lengths, over its grids). A few
-// kilobytes of YAML can ask for 10^10 points, which loads correctly but slowly: such inputs
-// are skipped so that a bounded CI run cannot time out on them.
-double grid_points(std::string_view bytes) {
-  double total = 0;
-  try {
-    const YAML::Node root = YAML::Load(std::string(bytes));
-    if (!root.IsMap() || !root["grids"] || !root["grids"].IsSequence()) return 0;
-    for (const auto& g : root["grids"]) {
-      if (!g.IsMap() || !g["axes"] || !g["axes"].IsMap()) continue;
-      double points = 1;
-      for (const auto& kv : g["axes"]) points *= kv.second.IsSequence() ? static_cast<double>(kv.second.size()) : 1.0;
-      total += points;
-    }
-  } catch (const YAML::Exception&) {
-  }
-  return total;
-}
-
 const opcts::ArchInfo& host_arch() {
   static const opcts::ArchTable table = opcts::ArchTable::load(OPCTS_SOURCE_CASES_DIR "/archs.yaml");
   return table.get("host");
@@ -45,7 +26,7 @@ const opcts::ArchInfo& host_arch() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace opcts;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  if (grid_points(bytes) > 20000) return -1;  // -1: libFuzzer keeps it out of the corpus
+  if (opcts_fuzz::grid_points(bytes) > 20000) return -1;  // -1: libFuzzer keeps it out of the corpus
   const std::string file = opcts_fuzz::write_file("catalog.yaml", bytes);
   // Odd sizes go through the folder path (a folder holding just this file).
   const std::string arg = size % 2 ? opcts_fuzz::tmp_dir().string() : file;

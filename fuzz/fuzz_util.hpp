@@ -68,6 +68,25 @@ bool accepts(Fn&& fn) {
   return false;
 }
 
+/// Grid points a catalog's text asks for (the product of its axes' lengths, over its grids).
+/// A few kilobytes of YAML can ask for 10^6 points (the loader's cap), which loads correctly
+/// but slowly: targets skip such inputs so that a bounded CI run cannot time out on them.
+inline double grid_points(std::string_view bytes) {
+  double total = 0;
+  try {
+    const YAML::Node root = YAML::Load(std::string(bytes));
+    if (!root.IsMap() || !root["grids"] || !root["grids"].IsSequence()) return 0;
+    for (const auto& g : root["grids"]) {
+      if (!g.IsMap() || !g["axes"] || !g["axes"].IsMap()) continue;
+      double points = 1;
+      for (const auto& kv : g["axes"]) points *= kv.second.IsSequence() ? static_cast<double>(kv.second.size()) : 1.0;
+      total += points;
+    }
+  } catch (const YAML::Exception&) {
+  }
+  return total;
+}
+
 /// Aborts with a message: an invariant the target checks does not hold.
 [[noreturn]] inline void fail(const std::string& what) {
   std::fprintf(stderr, "opcts fuzz: invariant violated: %s\n", what.c_str());

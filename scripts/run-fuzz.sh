@@ -13,7 +13,7 @@ cd "$OPCTS_ROOT"
 
 seconds=${1:-60}
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "usage: $0 [SECONDS_PER_TARGET]" >&2; exit 2; }
-targets=(${OPCTS_FUZZ_TARGETS:-catalog manifest tolerance junit})
+targets=(${OPCTS_FUZZ_TARGETS:-catalog manifest tolerance junit suite cli})
 jobs=${OPCTS_FUZZ_JOBS:-$(nproc)}
 build=build/fuzz
 
