@@ -31,7 +31,7 @@ const ReferenceCache::Entry& ReferenceCache::get(const Case& c) {
     if (const char* trace = std::getenv("OPCTS_TRACE_INPUTS"); trace && *trace)
       std::ofstream(trace, std::ios::app) << key << "\n";
     const RefDiskCache disk(disk_dir_);
-    const std::string disk_key = disk.enabled() ? RefDiskCache::key(*c.family, *c.problem) : std::string();
+    const std::string disk_key = disk.enabled() ? RefDiskCache::key(*c.family, *c.problem, e->inputs) : std::string();
     if (auto stored = disk.load(disk_key)) {
       e->refs = std::move(*stored);
       ++stats_.loaded;
