@@ -141,7 +141,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       const auto bd = ref.refs.bound.find(spec.name);
       OutputStats s = compare_output(spec.name, it->second, ref.refs.exact.at(spec.name),
                                      lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst, 5,
-                                     bd == ref.refs.bound.end() ? nullptr : &bd->second);
+                                     bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row);
       ok = ok && s.mismatches == 0;
       r.outputs.push_back(std::move(s));
     }
@@ -165,7 +165,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
         ok = false;
       }
     }
-    if (ok && opts.bitwise && c.impl->deterministic()) {
+    if (ok && opts.bitwise && c.impl->deterministic(*c.problem)) {
       const TensorMap again = c.impl->run(*c.problem, ref.inputs, ctx);
       const std::string diff = first_bit_difference(out, again);
       if (!diff.empty()) {

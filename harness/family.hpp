@@ -37,14 +37,19 @@ struct Support {
   static Support no(std::string why) { return {false, std::move(why)}; }
 };
 
-/// An output a family produces and compares: its name and dtype (for the tolerance table).
+/// An output a family produces and compares: its name and dtype (for the tolerance table), and
+/// the length of its rows for the ref_relative metric's per-row bound (consecutive runs of
+/// `row` elements in storage order, e.g. sdpa's tiles of 16 query rows of O; 0: the whole
+/// output is one row).
 struct OutputSpec {
   std::string name;
   DType dtype;
+  int64_t row = 0;
 };
 
-/// The fp64 reference and, for the ref_relative metric, a same-precision reference; for the
-/// bounded metric, a per-element absolute error bound the family derives from its error model.
+/// The fp64 reference and, for the ref_relative metric, a same-precision reference; a
+/// per-element absolute error bound the family derives from its error model (bounded: the
+/// whole accumulation bound; ref_relative: where the same-precision statistic says little).
 struct References {
   std::map<std::string, std::vector<double>> exact;
   std::map<std::string, std::vector<double>> lowp;
@@ -107,9 +112,10 @@ class Impl {
   /// A deliberately wrong impl that proves the suite catches a bug class; its cases exist only
   /// when asked for (--include-planted) and must FAIL.
   virtual bool planted() const { return false; }
-  /// Same inputs give the same output bytes on every run (`opcts run --bitwise` checks it).
-  /// True unless the impl reduces in a run-dependent order (atomics, split-K with atomics).
-  virtual bool deterministic() const { return true; }
+  /// Same inputs give the same output bytes on every run of this problem (`opcts run
+  /// --bitwise` checks it). True unless the impl reduces in a run-dependent order on it
+  /// (atomics, split-K with atomics), which may depend on the problem (direction, sizes).
+  virtual bool deterministic(const Problem&) const { return true; }
 };
 
 enum class Tier { smoke, default_, full };

@@ -34,6 +34,10 @@ std::pair<int64_t, int64_t> pair_field(const YAML::Node& n, const char* field, c
 
 bool bool_field(const YAML::Node& n, const char* field) { return field_as<bool>(n, field); }
 
+// Consecutive rows (storage order: a head's queries or keys; heads of one position in BSHD)
+// that share one same-precision statistic in the ref_relative bound (SdpaFamily::outputs).
+constexpr int64_t kTileRows = 16;
+
 constexpr const char* kFields[] = {"dtype",  "batch",     "heads",  "seq",           "head_dim", "mask",
                                    "scale",  "window",    "softcap", "attn_mask",    "poison_masked",
                                    "layout", "direction", "expect_error"};
@@ -170,8 +174,20 @@ class SdpaFamily final : public Family {
 
   std::vector<OutputSpec> outputs(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
-    if (p.direction == sdpa::Direction::backward) return {{"dQ", p.dtype}, {"dK", p.dtype}, {"dV", p.dtype}};
-    return {{"O", p.dtype}, {"lse", DType::fp32}};
+    // The rows of the ref_relative bound (harness/compare.hpp), the units whose largest
+    // same-precision error before rounding is the yardstick: kTileRows consecutive rows of
+    // O, dQ, dK or dV, and each lse alone (bounded by its floor). One row of D values can
+    // carry as few as one independent rounding: dQ_i of a row with two keys moves along
+    // k_1 − k_2 by dS_i1's rounding (Σ_j dS_ij = 0), dK_j and dV_j of a key one row sees by
+    // that row's, O_i of a near one-hot row by its second key's P. The largest error of one
+    // such row is one sample, and another kernel's sample exceeds twice it with probability
+    // ~0.3 (two half-normals); a tile of 16 rows holds 16 or more (under 2% for 16
+    // independent samples, and every element adds an independent rounding of its own).
+    if (p.direction == sdpa::Direction::backward)
+      return {{"dQ", p.dtype, kTileRows * p.head_dim},
+              {"dK", p.dtype, kTileRows * p.head_dim},
+              {"dV", p.dtype, kTileRows * p.head_dim_v}};
+    return {{"O", p.dtype, kTileRows * p.head_dim_v}, {"lse", DType::fp32, 1}};
   }
 
   TensorMap make_inputs(const opcts::Problem& pp, uint64_t seed) const override {
@@ -223,7 +239,7 @@ class SdpaFamily final : public Family {
   }
 
   // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
-  std::string reference_version() const override { return "sdpa-ref-3"; }
+  std::string reference_version() const override { return "sdpa-ref-5"; }
 
   // Exact zeros that a correct result has by construction: O and dQ rows of query rows that
   // see no key (causal_lower_right with Sq > Sk, windows, attn_mask rows i ≡ 3 mod 8), dK and
