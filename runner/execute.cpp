@@ -166,7 +166,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       const auto bd = ref.refs.bound.find(spec.name);
       OutputStats s = compare_output(spec.name, it->second, ref.refs.exact.at(spec.name),
                                      lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst, 5,
-                                     bd == ref.refs.bound.end() ? nullptr : &bd->second);
+                                     bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row);
       ok = ok && s.mismatches == 0;
       r.outputs.push_back(std::move(s));
     }
