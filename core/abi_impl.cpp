@@ -83,6 +83,16 @@ void throw_abi_status(opcts_status s, const opcts_report& report, const std::str
 
 Support AbiBackend::fits(double, const std::string&) const { return Support::yes(); }
 
+void check_guards(const unsigned char* buf, size_t data_bytes, const std::string& who, const std::string& output) {
+  for (size_t i = 0; i < kGuardBytes; ++i)
+    if (buf[kGuardBytes - 1 - i] != kGuardByte)
+      throw ContractBreach(who + " wrote outside its output '" + output + "': byte " + std::to_string(i + 1) +
+                           " before its start");
+  for (size_t i = 0; i < kGuardBytes; ++i)
+    if (buf[kGuardBytes + data_bytes + i] != kGuardByte)
+      throw ContractBreach(who + " wrote outside its output '" + output + "': byte " + std::to_string(i) + " past its end");
+}
+
 namespace {
 
 // Host memory: the impl reads copies of the inputs (so one that writes into them cannot spoil
@@ -94,15 +104,17 @@ class HostBackend final : public AbiBackend {
     TensorMap in_copy = inputs;
     TensorMap out;
     AbiTensors tensors;
+    std::vector<std::vector<unsigned char>> guarded;  // guard | output | guard
     for (auto& [name, t] : in_copy) tensors.add(name, t, false);
     for (const auto& o : outs) {
-      HostTensor& t = out.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
-      std::memset(t.data(), 0xFF, t.nbytes());
+      const HostTensor& t = out.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
       tensors.add(o.name, t, true);
+      guarded.emplace_back(t.nbytes() + 2 * kGuardBytes, kGuardByte);
+      std::memset(guarded.back().data() + kGuardBytes, 0xFF, t.nbytes());
     }
     size_t i = 0;
     for (auto& [name, t] : in_copy) tensors.descriptors()[i++].data = t.data();
-    for (const auto& o : outs) tensors.descriptors()[i++].data = out.at(o.name).data();
+    for (auto& g : guarded) tensors.descriptors()[i++].data = g.data() + kGuardBytes;
     opcts_run_args args{};
     args.struct_size = sizeof args;
     args.params = params;
@@ -114,6 +126,11 @@ class HostBackend final : public AbiBackend {
     opcts_report report{};
     const opcts_status s = desc.run(desc.impl_data, &args, &report);
     throw_abi_status(s, report, c_text(desc.name));
+    for (size_t k = 0; k < outs.size(); ++k) {
+      HostTensor& t = out.at(outs[k].name);
+      check_guards(guarded[k].data(), t.nbytes(), c_text(desc.name), outs[k].name);
+      std::memcpy(t.data(), guarded[k].data() + kGuardBytes, t.nbytes());
+    }
     for (const auto& [name, t] : inputs) {
       const HostTensor& after = in_copy.at(name);
       if (std::memcmp(after.data(), t.data(), t.nbytes()) != 0)

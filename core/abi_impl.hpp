@@ -53,6 +53,14 @@ class AbiTensors {
   std::vector<opcts_tensor> descs_;
 };
 
+/// Bytes of canary (kGuardByte) every backend keeps before and after each output buffer: a
+/// kernel that writes outside its output is caught (ContractBreach naming the byte).
+constexpr size_t kGuardBytes = 256;
+constexpr unsigned char kGuardByte = 0x5A;
+/// Checks the guards of an output buffer laid out as guard | `data_bytes` | guard; throws
+/// ContractBreach naming the first overwritten byte (counted from the output's start or end).
+void check_guards(const unsigned char* buf, size_t data_bytes, const std::string& who, const std::string& output);
+
 /// Throws the error an ABI status stands for (nothing for OPCTS_OK); `who` names the impl.
 void throw_abi_status(opcts_status s, const opcts_report& report, const std::string& who);
 

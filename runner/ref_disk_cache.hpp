@@ -16,7 +16,9 @@ std::string default_ref_cache_dir();
 /// GiB keep a run's references while a disk shared by runs and toolkits does not fill up.
 inline constexpr std::uint64_t kDefaultRefCacheMaxBytes = std::uint64_t{4} << 30;
 
-/// References stored under `dir`, keyed by "<family>/<problem id>@<reference_version>".
+/// References stored under `dir`, keyed by "<family>/<problem id>@<reference_version>#<inputs>",
+/// <inputs> the fingerprint of the generated inputs (core/tensor.hpp fingerprint over every
+/// tensor), so that a changed input generator can never reuse a reference of other inputs.
 /// Each file holds a header with the magic, a format version and the full key, then the
 /// exact, lowp and bound vectors, then a checksum; a file whose key differs (a hash
 /// collision), that is truncated or corrupt is ignored and rewritten. Writes go to a temp
@@ -32,8 +34,8 @@ class RefDiskCache {
   explicit RefDiskCache(std::string dir, std::uint64_t max_bytes = kDefaultRefCacheMaxBytes)
       : dir_(std::move(dir)), max_bytes_(max_bytes) {}
   bool enabled() const { return !dir_.empty(); }
-  /// The full key of a problem.
-  static std::string key(const Family& f, const Problem& p);
+  /// The full key of a problem and the inputs it was computed from.
+  static std::string key(const Family& f, const Problem& p, const TensorMap& inputs);
   /// The file that holds `key`.
   std::string path_of(const std::string& key) const;
   /// The stored references of `key`, or nullopt (absent, another key, truncated, corrupt).

@@ -37,10 +37,14 @@ struct Stream {
   Stream& operator=(const Stream&) = delete;
 };
 
+// The output inside its guards (abi_impl.hpp kGuardBytes).
+void* data_of(const DeviceBuffer& b) { return static_cast<unsigned char*>(b.get()) + kGuardBytes; }
+
+// Whether an output (inside its guards) still holds only its 0xFF poison.
 bool still_poisoned(const DeviceBuffer& d, cudaStream_t side) {
-  std::vector<unsigned char> host(d.bytes());
+  std::vector<unsigned char> host(d.bytes() - 2 * kGuardBytes);
   if (host.empty()) return true;
-  check(cudaMemcpyAsync(host.data(), d.get(), host.size(), cudaMemcpyDeviceToHost, side), "cudaMemcpyAsync D2H");
+  check(cudaMemcpyAsync(host.data(), data_of(d), host.size(), cudaMemcpyDeviceToHost, side), "cudaMemcpyAsync D2H");
   check(cudaStreamSynchronize(side), "cudaStreamSynchronize");
   for (unsigned char b : host)
     if (b != 0xFF) return false;
@@ -63,11 +67,12 @@ class CudaBackend final : public AbiBackend {
     for (const auto& o : outs) {
       HostTensor& t = out.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
       tensors.add(o.name, t, true);
-      out_bufs.emplace_back(t.nbytes());
-      if (t.nbytes()) check(cudaMemset(out_bufs.back().get(), 0xFF, t.nbytes()), "cudaMemset (output poison)");
+      out_bufs.emplace_back(t.nbytes() + 2 * kGuardBytes);  // guard | output | guard
+      check(cudaMemset(out_bufs.back().get(), kGuardByte, out_bufs.back().bytes()), "cudaMemset (output guards)");
+      if (t.nbytes()) check(cudaMemset(data_of(out_bufs.back()), 0xFF, t.nbytes()), "cudaMemset (output poison)");
     }
     for (size_t i = 0; i < in_bufs.size(); ++i) tensors.descriptors()[i].data = in_bufs[i].get();
-    for (size_t i = 0; i < out_bufs.size(); ++i) tensors.descriptors()[in_bufs.size() + i].data = out_bufs[i].get();
+    for (size_t i = 0; i < out_bufs.size(); ++i) tensors.descriptors()[in_bufs.size() + i].data = data_of(out_bufs[i]);
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (uploads)");
 
     Stream stream, side;
@@ -96,7 +101,13 @@ class CudaBackend final : public AbiBackend {
     if (written_early && !waited)
       throw ContractBreach(who + " wrote its outputs before the stream it was handed could run: its work went to "
                                  "another stream or the legacy default stream (impls must launch on args->stream)");
-    for (size_t i = 0; i < out_bufs.size(); ++i) out_bufs[i].download(out.at(outs[i].name));
+    for (size_t i = 0; i < out_bufs.size(); ++i) {
+      HostTensor& t = out.at(outs[i].name);
+      std::vector<unsigned char> all(out_bufs[i].bytes());
+      check(cudaMemcpy(all.data(), out_bufs[i].get(), all.size(), cudaMemcpyDeviceToHost), "cudaMemcpy D2H (output)");
+      check_guards(all.data(), t.nbytes(), who, outs[i].name);
+      std::memcpy(t.data(), all.data() + kGuardBytes, t.nbytes());
+    }
     size_t i = 0;
     for (const auto& [name, t] : inputs) {
       HostTensor after = t;

@@ -239,6 +239,31 @@ typedef struct opcts_cast_params {
   int64_t n;
 } opcts_cast_params;
 
+/* int4_mm: weight-only int4 matmul, y[M, N] = x[M, K] · Ŵᵀ with Ŵ[n, k] the int4 weight
+ * dequantized per group of `group_size` consecutive k: tinygemm w = (q − 8)·scale + zero,
+ * awq / gptq w = (q − z)·scale, q4_0 w = (q − 8)·d. Tensors (layouts and sources in
+ * refimpl/int4_pack.hpp): x [M, K] in `dtype`; weight the packed words as 4-bit codes
+ * (dtype {OPCTS_DL_UINT, 4}, OPCTS_PACKING_NIBBLES_LOW_FIRST: the bytes are the buffer a kernel
+ * reads; its shape spells the format's layout); scale_and_zero [K/g, N, 2] (tinygemm) or scales
+ * [K/g, N] (awq, gptq) in `dtype`; qzeros (awq, gptq) as 4-bit codes [K/g, N/8, 8]; output y
+ * [M, N] in `dtype`. A negative case may hand scales or zeros of another group count: the impl
+ * must find it in the tensor's shape. */
+enum {
+  OPCTS_INT4_TINYGEMM = 0,          /* PyTorch _weight_int4pack_mm's tiled packing (CUDA N-tile 8) */
+  OPCTS_INT4_TINYGEMM_UNPACKED = 1, /* uint8 [N][K/2], even k in the high nibble */
+  OPCTS_INT4_AWQ = 2,
+  OPCTS_INT4_GPTQ = 3,
+  OPCTS_INT4_Q4_0 = 4
+};
+typedef struct opcts_int4_mm_params {
+  uint32_t struct_size;
+  opcts_dtype dtype;      /* of x, the scales and y: bf16 or fp16 */
+  int64_t m, n, k;
+  int64_t group_size;
+  int32_t format;         /* OPCTS_INT4_* */
+  int32_t inner_k_tiles;  /* tinygemm: 2, 4 or 8 */
+} opcts_int4_mm_params;
+
 #ifdef __cplusplus
 }
 #endif
