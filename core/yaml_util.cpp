@@ -4,11 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
 #include <vector>
+
+#include <yaml-cpp/eventhandler.h>
 
 namespace opcts {
 
@@ -62,20 +66,68 @@ void check_tree(const std::string& path, const YAML::Node& n, int depth, std::se
   }
 }
 
-YAML::Node load_strict(std::istream& in, const std::string& path) {
-  std::vector<YAML::Node> docs;
+// yaml-cpp's events for a document, all ignored (the first document, already loaded).
+struct IgnoreEvents : YAML::EventHandler {
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Stops the parse at the first node of a document, with its place.
+struct StopAtFirstNode : IgnoreEvents {
+  struct Found {
+    YAML::Mark mark;
+  };
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { throw Found{m}; }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { throw Found{m}; }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { throw Found{m}; }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    throw Found{m};
+  }
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    throw Found{m};
+  }
+};
+
+// The place of the first node of a second document of `text`, if it has one. Only the start
+// of that document is parsed: yaml-cpp 0.7's LoadAll can allocate without bound building some
+// documents after a first (fuzz_manifest found one: a line ',' and then a flow map with '?').
+std::optional<YAML::Mark> second_document(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  IgnoreEvents first;
+  if (!parser.HandleNextDocument(first)) return std::nullopt;
+  StopAtFirstNode next;
   try {
-    docs = YAML::LoadAll(in);
+    parser.HandleNextDocument(next);
+  } catch (const StopAtFirstNode::Found& f) {
+    return f.mark;
+  }
+  return std::nullopt;
+}
+
+YAML::Node load_strict(std::istream& in, const std::string& path) {
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  YAML::Node doc;
+  std::optional<YAML::Mark> second;
+  try {
+    doc = YAML::Load(text);
+    second = second_document(text);
   } catch (const YAML::Exception& e) {
     throw YamlError(at(path, e.mark) + ": " + e.msg);
   }
-  if (docs.empty() || (docs.size() == 1 && docs[0].IsNull()))
-    throw YamlError(path + ":1:1: empty file (no YAML content)");
-  if (docs.size() > 1)
-    yaml_fail(path, docs[1], "a second YAML document ('---'); a file holds one, and a second would be ignored");
+  if (second)
+    throw YamlError(at(path, *second) + ": a second YAML document ('---'); a file holds one, and a second would be ignored");
+  if (!doc.IsDefined() || doc.IsNull()) throw YamlError(path + ":1:1: empty file (no YAML content)");
   std::set<std::tuple<int, int, int>> seen;
-  check_tree(path, docs[0], 0, seen);
-  return docs[0];
+  check_tree(path, doc, 0, seen);
+  return doc;
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
