@@ -24,9 +24,9 @@ namespace fs = std::filesystem;
 using testutil::Shell;
 using testutil::sh;
 
-const std::string kA = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq3_sk5_d8_nomask";
-const std::string kB = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq4_sk6_d8_nomask";
-const std::string kC = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq5_sk7_d8_nomask";  // runs last: problems run in id order
+const std::string& kA = testutil::kTinyA;
+const std::string& kB = testutil::kTinyB;
+const std::string& kC = testutil::kTinyC;
 
 std::map<std::string, Outcome> outcomes_of(const std::vector<ResultRecord>& records) {
   std::map<std::string, Outcome> m;
@@ -53,26 +53,17 @@ class StopResume : public ::testing::Test {
   void SetUp() override {
     dir_ = testutil::temp_dir();
     tag_ = std::to_string(getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::ofstream(dir_ + "/mine.yaml") << R"(family: sdpa
-grids:
-  - name: mine
-    tier: smoke
-    axes:
-      dtype: [fp32]
-      heads: [{q: 2, kv: 1}]
-      seq: [{q: 3, k: 5}, {q: 4, k: 6}, {q: 5, k: 7}]
-      head_dim: [8]
-)";
+    std::ofstream(dir_ + "/mine.yaml") << testutil::kTinyCatalog;
   }
   // The run's command line, writing its reports in `out`.
   std::string run_args(const std::string& out) const {
     return std::string(OPCTS_BINARY) + " run --arch host --tier smoke --no-ref-cache --catalog " + dir_ +
-           "/mine.yaml --filter 'sdpa.host_flash/fp32_b1_hq2_hkv1_sq*_d8_nomask' --junit " + out + "/j.xml --results " +
+           "/mine.yaml --filter " + testutil::kTinyFilter + " --junit " + out + "/j.xml --results " +
            out + "/r.jsonl --summary " + out + "/s.md";
   }
   std::string gate_cmd(const std::string& report) const {
     return std::string(OPCTS_BINARY) + " gate --arch host --tier smoke --catalog " + dir_ +
-           "/mine.yaml --filter 'sdpa.host_flash/fp32_b1_hq2_hkv1_sq*_d8_nomask' " + report;
+           "/mine.yaml --filter " + testutil::kTinyFilter + " " + report;
   }
   // Starts the run in the background with the third case hanging, and waits until the first two
   // are in the results file: the run is mid-way, its worker busy with the third case.

@@ -37,20 +37,11 @@ class Supervisor : public ::testing::Test {
     fs::create_directories(dir_);
     // A catalog of three tiny problems in a folder of its own (passed with --catalog);
     // --filter keeps the run to these cases.
-    std::ofstream(dir_ / "mine.yaml") << R"(family: sdpa
-grids:
-  - name: mine
-    tier: smoke
-    axes:
-      dtype: [fp32]
-      heads: [{q: 2, kv: 1}]
-      seq: [{q: 3, k: 5}, {q: 4, k: 6}, {q: 5, k: 7}]
-      head_dim: [8]
-)";
+    std::ofstream(dir_ / "mine.yaml") << testutil::kTinyCatalog;
   }
   std::string run_cmd(const std::string& extra, const std::string& env = "") {
     return env + " " + OPCTS_BINARY + " run --arch host --tier smoke --catalog " + (dir_ / "mine.yaml").string() +
-           " --filter 'sdpa.host_flash/fp32_b1_hq2_hkv1_sq*_d8_nomask' --junit " + (dir_ / "j.xml").string() +
+           " --filter " + testutil::kTinyFilter + " --junit " + (dir_ / "j.xml").string() +
            " --results " + (dir_ / "r.jsonl").string() + " " + extra;
   }
   std::map<std::string, Outcome> outcomes() {
@@ -61,9 +52,9 @@ grids:
   fs::path dir_;
 };
 
-const std::string kA = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq3_sk5_d8_nomask";
-const std::string kB = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq4_sk6_d8_nomask";
-const std::string kC = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq5_sk7_d8_nomask";
+const std::string& kA = testutil::kTinyA;
+const std::string& kB = testutil::kTinyB;
+const std::string& kC = testutil::kTinyC;
 
 TEST_F(Supervisor, AllPass) {
   const Shell r = sh(run_cmd(""));
@@ -100,7 +91,7 @@ grids:
 TEST_F(Supervisor, GateTakesThePlanFromTheReportsTier) {
   ASSERT_EQ(sh(run_cmd("")).status, 0);
   const std::string gate = std::string(OPCTS_BINARY) + " gate --arch host --catalog " + (dir_ / "mine.yaml").string() +
-                           " --filter 'sdpa.host_flash/fp32_b1_hq2_hkv1_sq*_d8_nomask' ";
+                           " --filter " + testutil::kTinyFilter + " ";
   // The run was at the smoke tier; without --tier the gate plans that tier, not the default.
   const Shell ok = sh(gate + (dir_ / "r.jsonl").string());
   EXPECT_EQ(ok.status, 0) << ok.output;

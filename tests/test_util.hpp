@@ -50,6 +50,24 @@ inline std::string write(const std::string& dir, const std::string& name, const 
   return p;
 }
 
+/// Three tiny sdpa problems (tier smoke) for the tests that run the opcts binary: `--catalog`
+/// a file holding kTinyCatalog with `--filter ` kTinyFilter selects host_flash's cases
+/// kTinyA, kTinyB, kTinyC (run in that order: problems run in id order).
+inline constexpr const char* kTinyCatalog = R"(family: sdpa
+grids:
+  - name: mine
+    tier: smoke
+    axes:
+      dtype: [fp32]
+      heads: [{q: 2, kv: 1}]
+      seq: [{q: 3, k: 5}, {q: 4, k: 6}, {q: 5, k: 7}]
+      head_dim: [8]
+)";
+inline constexpr const char* kTinyFilter = "'sdpa.host_flash/fp32_b1_hq2_hkv1_sq*_d8_nomask'";
+inline const std::string kTinyA = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq3_sk5_d8_nomask";
+inline const std::string kTinyB = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq4_sk6_d8_nomask";
+inline const std::string kTinyC = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq5_sk7_d8_nomask";
+
 /// The message of the YamlError that `load` throws, or "" when it loads.
 template <typename Load>
 std::string yaml_error_of(Load load) {
