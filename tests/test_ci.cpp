@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/result.hpp"
 #include "core/yaml_util.hpp"
 #include "tests/test_util.hpp"
 
@@ -105,6 +106,98 @@ TEST(CiTemplates, GithubActionsShardsMergesAndGates) {
   strings_of(w, text);
   EXPECT_NE(text.find(">> \"$GITHUB_STEP_SUMMARY\""), std::string::npos);
   check_commands(path, text);
+}
+
+// A cases folder with the real archs and tolerances, an empty host manifest and the three
+// tiny problems of testutil::kTinyCatalog: what the templates' commands run over on the host.
+std::string tiny_cases_dir(const std::string& dir) {
+  const std::string cases = dir + "/cases";
+  fs::create_directories(cases + "/manifests");
+  fs::copy_file(kSource / "cases/archs.yaml", cases + "/archs.yaml");
+  fs::copy_file(kSource / "cases/tolerances.yaml", cases + "/tolerances.yaml");
+  testutil::write(cases + "/manifests", "host.yaml", "arch: host\n");
+  testutil::write(cases, "sdpa.yaml", testutil::kTinyCatalog);
+  return cases;
+}
+
+// Runs a template's opcts commands as its engine would, on the host: `scripts` in order, in
+// `dir`, with `env` (the engine's variables) and this build's opcts for build/cuda/bin/opcts.
+Shell run_template_commands(const std::string& dir, const std::string& env, const std::vector<std::string>& scripts) {
+  std::string all;
+  for (std::string s : scripts) {
+    for (size_t at; (at = s.find("build/cuda/bin/opcts")) != std::string::npos;)
+      s.replace(at, std::string("build/cuda/bin/opcts").size(), OPCTS_BINARY);
+    all += s + "\n";
+  }
+  testutil::write(dir, "steps.sh", "set -e\n" + all);
+  return sh("cd " + dir + " && env OPCTS_ARCH=host OPCTS_TIER=smoke OPCTS_CASES_DIR=" + dir + "/cases " + env + " bash steps.sh");
+}
+
+// The GitHub Actions template's shard, merge and gate commands run on the host: four shards
+// (one empty), their artifacts downloaded as the merge job gets them (a folder per artifact),
+// then merge, step summary and gate pass; with one shard's reports lost the gate fails.
+TEST(CiTemplates, GithubActionsCommandsRunMergeAndGateOnTheHost) {
+  const std::string dir = testutil::temp_dir();
+  tiny_cases_dir(dir);
+  const YAML::Node w = load_yaml_file((kSource / "ci/github-actions.yml").string());
+  const auto step = [&](const char* job, const std::string& name) {
+    for (const auto& s : w["jobs"][job]["steps"])
+      if (s["name"] && s["name"].Scalar() == name) return s["run"].Scalar();
+    ADD_FAILURE() << "no step '" << name << "' in job " << job;
+    return std::string();
+  };
+  const std::string count = w["jobs"]["shard"]["env"]["OPCTS_SHARD_COUNT"].Scalar();
+  for (int i = 1; i <= std::stoi(count); ++i) {
+    const std::string shard = dir + "/shard" + std::to_string(i);
+    fs::create_directories(shard);
+    fs::create_directory_symlink(dir + "/cases", shard + "/cases");
+    const Shell r = run_template_commands(shard, "OPCTS_SHARD_INDEX=" + std::to_string(i) + " OPCTS_SHARD_COUNT=" + count,
+                                          {step("shard", "Run the shard")});
+    ASSERT_EQ(r.status, 0) << r.output;
+    fs::create_directories(dir + "/reports");
+    fs::rename(shard + "/reports", dir + "/reports/opcts-shard-" + std::to_string(i));
+  }
+  const std::string merge_and_gate = "GITHUB_STEP_SUMMARY=" + dir + "/step_summary.md";
+  const Shell ok = run_template_commands(dir, merge_and_gate, {step("gate", "Merge"), step("gate", "Gate")});
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_EQ(read_results_file(dir + "/merged/results.jsonl").size(), 3u);
+  EXPECT_NE(read(dir + "/step_summary.md").find("PASS"), std::string::npos);
+  // A shard whose reports are lost: its cases are MISSING to the gate.
+  for (int i = 1; i <= std::stoi(count); ++i) {
+    const fs::path shard = dir + "/reports/opcts-shard-" + std::to_string(i);
+    if (fs::exists(shard / ("shard" + std::to_string(i) + ".jsonl")) &&
+        !read_results_file((shard / ("shard" + std::to_string(i) + ".jsonl")).string()).empty()) {
+      fs::remove_all(shard);
+      break;
+    }
+  }
+  const Shell lost = run_template_commands(dir, merge_and_gate, {step("gate", "Merge"), step("gate", "Gate")});
+  EXPECT_NE(lost.status, 0) << lost.output;
+  EXPECT_NE(lost.output.find("MISSING"), std::string::npos) << lost.output;
+}
+
+// The GitLab template's shard scripts (`parallel:` sets CI_NODE_INDEX/CI_NODE_TOTAL; the
+// artifacts of every shard land in one reports/ folder), then the gate job's, on the host.
+TEST(CiTemplates, GitlabCommandsRunMergeAndGateOnTheHost) {
+  const std::string dir = testutil::temp_dir();
+  tiny_cases_dir(dir);
+  const YAML::Node g = load_yaml_file((kSource / "ci/gitlab-ci.yml").string());
+  const auto opcts_lines = [&](const char* job) {
+    std::vector<std::string> out;
+    for (const auto& line : g[job]["script"])
+      if (line.Scalar().find("bin/opcts") != std::string::npos) out.push_back(line.Scalar());
+    return out;
+  };
+  const int total = g["opcts-shard"]["parallel"].as<int>();
+  for (int i = 1; i <= total; ++i) {
+    const Shell r = run_template_commands(
+        dir, "CI_NODE_INDEX=" + std::to_string(i) + " CI_NODE_TOTAL=" + std::to_string(total) +
+                 " OPCTS_SHARD_INDEX= OPCTS_SHARD_COUNT=", opcts_lines("opcts-shard"));
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  const Shell ok = run_template_commands(dir, "", opcts_lines("opcts-gate"));
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_EQ(read_results_file(dir + "/merged/results.jsonl").size(), 3u);
 }
 
 TEST(CiTemplates, GitlabParallelShardsWithJunitReports) {
