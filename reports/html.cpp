@@ -165,22 +165,25 @@ std::string tightness_section(const std::vector<ResultRecord>& records) {
   const auto rows = tightness(records);
   std::string s =
       "<section id=\"tightness\"><h2>Tightness</h2>\n<p>Per impl and output, over passing cases with a non-zero "
-      "bound: the largest per-element error ÷ bound of each case, its median, 99th percentile and maximum. A bound "
-      "many times the error a correct device makes lets bugs of that size through.</p>\n";
+      "bound: the largest per-element error ÷ bound of each case, its median, 99th percentile and maximum, and the "
+      "median over the cases with an error (bound ÷ error is its inverse). A bound many times the error a correct "
+      "device makes lets bugs of that size through.</p>\n";
   if (rows.empty()) return s + "<p>No passing compared outputs.</p></section>\n";
   s += "<table><tr><th>family</th><th>impl</th><th>output</th><th>metric</th><th>cases</th><th>error 0</th>"
-       "<th>exact</th><th>median</th><th>p99</th><th>max</th><th>bound÷error (median)</th></tr>\n";
+       "<th>exact</th><th>median</th><th>p99</th><th>max</th><th>median (error &gt; 0)</th><th>bound÷error</th></tr>\n";
   for (const auto& r : rows) {
     s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                      "<td class=\"num\">{}</td>",
                      html_escape(r.family), html_escape(r.impl), html_escape(r.out), html_escape(r.metric), r.cases,
                      r.zero_error, r.exact);
+    const bool some = r.median_nonzero > 0;
     if (r.cases)
       s += fmt::format("<td class=\"num\">{:.3g}</td><td class=\"num\">{:.3g}</td><td class=\"num\">{:.3g}</td>"
-                       "<td class=\"num\">{}</td></tr>\n",
-                       r.median, r.p99, r.max, r.median > 0 ? fmt::format("{:.3g}", 1 / r.median) : "∞");
+                       "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                       r.median, r.p99, r.max, some ? fmt::format("{:.3g}", r.median_nonzero) : "–",
+                       some ? fmt::format("{:.3g}", 1 / r.median_nonzero) : "–");
     else
-      s += "<td colspan=\"4\">–</td></tr>\n";
+      s += "<td colspan=\"5\">–</td></tr>\n";
   }
   return s + "</table></section>\n";
 }

@@ -55,6 +55,8 @@ std::vector<TightnessRow> tightness(const std::vector<ResultRecord>& records) {
       row.median = percentile(v, 0.5);
       row.p99 = percentile(v, 0.99);
       row.max = v.back();
+      const std::vector<double> nonzero(std::upper_bound(v.begin(), v.end(), 0.0), v.end());
+      if (!nonzero.empty()) row.median_nonzero = percentile(nonzero, 0.5);
     }
     out.push_back(row);
   }
@@ -63,16 +65,20 @@ std::vector<TightnessRow> tightness(const std::vector<ResultRecord>& records) {
 
 std::string tightness_markdown(const std::vector<TightnessRow>& rows) {
   std::string md =
-      "| family | impl | output | metric | cases | error 0 | exact | error÷bound median | p99 | max | bound÷error (median) |\n"
-      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+      "| family | impl | output | metric | cases | error 0 | exact | error÷bound median | p99 | max | median (error > 0) "
+      "| bound÷error |\n"
+      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& r : rows) {
-    const std::string stats = r.cases ? fmt::format("{:.3g} | {:.3g} | {:.3g} | {}", r.median, r.p99, r.max,
-                                                    r.median > 0 ? fmt::format("{:.3g}", 1 / r.median) : "∞")
-                                      : "– | – | – | –";
+    const bool some = r.median_nonzero > 0;
+    const std::string stats =
+        r.cases ? fmt::format("{:.3g} | {:.3g} | {:.3g} | {} | {}", r.median, r.p99, r.max,
+                              some ? fmt::format("{:.3g}", r.median_nonzero) : "–",
+                              some ? fmt::format("{:.3g}", 1 / r.median_nonzero) : "–")
+                : "– | – | – | – | –";
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(r.family), markdown_cell(r.impl),
                       markdown_cell(r.out), markdown_cell(r.metric), r.cases, r.zero_error, r.exact, stats);
   }
-  if (rows.empty()) md += "| (no passing compared outputs) | | | | | | | | | | |\n";
+  if (rows.empty()) md += "| (no passing compared outputs) | | | | | | | | | | | |\n";
   return md;
 }
 

@@ -24,8 +24,9 @@
 //   The epilogue's roundings — fl(s_a·s_b) and its product when the scales are applied after
 //   the sum, the global scale, the bias add, the output scale: 5 — act on values of at most
 //   X + E_acc:   E = E_acc + γ_5(u32)·(X + E_acc).
-//   For the default model {24, rne, whole K} this is (K + 4)·u32·S + 5·u32·X to first order:
-//   the γ_{K+5}·S the scaled_mm reference used to bake in.
+//   For the default model {24, rne, whole K} this is (K + 1)·u32·S + 5·u32·X to first order:
+//   the γ_{K+5}·S the scaled_mm reference used to bake in, with the epilogue's 4 roundings on
+//   the value X instead of on Σ|t|.
 //
 // Probabilistic (zero-mean fills; false-alarm probability P per element):
 //   Higham & Mary (SIAM J. Sci. Comput. 41(5), 2019, "A new approach to probabilistic rounding

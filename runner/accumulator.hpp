@@ -54,7 +54,7 @@ AccumulatorModel parse_accumulator(const std::string& path, const YAML::Node& no
 /// (the probabilistic one only for zero-mean terms and a false-alarm probability > 0).
 struct AccumulationBound {
   bool exact = false;    // the exact fill's partial sums all fit the model's adders
-  double c_wc = 0;       // worst-case coefficient of S
+  double c_wc = 0;       // worst-case coefficient of S; +inf once k·u_p >= 1 (the proof says nothing)
   double c_epi = 0;      // γ_5: the fp32 epilogue (scales, global scale, bias, output scale)
   double c_var = 0;      // variance proxy per unit of Q (0: no probabilistic bound)
   double c_drift = 0;    // toward-zero drift of a truncating adder per unit of √Q

@@ -94,6 +94,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     s.bound = floor;  // the per-element bound adds rtol·|want|
   }
 
+  const double maxf = dtype_info(got.dtype()).max_finite;
   std::vector<Candidate> cands;
   for (int64_t i = 0; i < n; ++i) {
     const double gi = g[i], wi = want[i];
@@ -103,7 +104,6 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     // refimpl/scaled_mm_reference.cpp), because a result within E of x may round to the
     // largest finite value or overflow. The device's inf is right when x + E reaches the
     // overflow threshold max + spacing(max)/2 (IEEE 754 round-to-nearest overflow rule).
-    const double maxf = dtype_info(got.dtype()).max_finite;
     if (tol.metric == Metric::bounded && std::isinf(gi) && std::isfinite(wi) && std::signbit(gi) == std::signbit(wi)) {
       const double e = allowed(i);
       if (std::fabs(wi) + e >= maxf + spacing_at(got.dtype(), maxf) / 2) continue;

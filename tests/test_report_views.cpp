@@ -148,10 +148,12 @@ TEST(Tightness, MedianP99AndMaxPerImplAndOutput) {
   EXPECT_EQ(x.median, 0.2);
   EXPECT_EQ(x.p99, 0.5);
   EXPECT_EQ(x.max, 0.5);
+  EXPECT_EQ(x.median_nonzero, 0.2);
   EXPECT_EQ(rows[1].zero_error, 1u);
+  EXPECT_EQ(rows[1].median_nonzero, 0.0);
   const std::string md = tightness_markdown(rows);
-  EXPECT_NE(md.find("| scaled_mm | cuda.x | d | bounded | 3 | 0 | 1 | 0.2 | 0.5 | 0.5 | 5 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| scaled_mm | cuda.y | d | bounded | 1 | 1 | 0 | 0 | 0 | 0 | ∞ |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| scaled_mm | cuda.x | d | bounded | 3 | 0 | 1 | 0.2 | 0.5 | 0.5 | 0.2 | 5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| scaled_mm | cuda.y | d | bounded | 1 | 1 | 0 | 0 | 0 | 0 | – | – |"), std::string::npos) << md;
 }
 
 std::string slurp(const std::string& p) {
