@@ -1,4 +1,4 @@
-// opcts: the command line (CLI11) — list, run, repro, gate, report merge/matrix/times/html, resources, ctest-tests and the worker.
+// opcts: the command line (CLI11) — list, run, repro, gate, report merge/matrix/times/html/tightness, resources, ctest-tests and the worker.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <sstream>
@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
   html->add_option("inputs", view_inputs, "reports or folders")->required();
   html->add_option("--out", html_out, "HTML path")->required();
   html->add_option("--title", html_title, "page title");
+  std::string tightness_md;
+  auto* tight = report->add_subcommand("tightness", "error ÷ bound per family, impl and output over passing cases (Markdown)");
+  tight->add_option("inputs", view_inputs, "reports or folders")->required();
+  tight->add_option("--markdown", tightness_md, "write the Markdown here (default: stdout)");
   std::vector<std::string> gate_inputs;
   auto* gate_cmd = app.add_subcommand("gate", "judge reports of one arch against its manifest and plan (exit 1 on anything unexpected)");
   add_selection(gate_cmd, sel);
@@ -125,6 +129,7 @@ int main(int argc, char** argv) {
     if (*matrix) return cmd_report_matrix(view_inputs, matrix_md);
     if (*times) return cmd_report_times(view_inputs, times_out, times_arch);
     if (*html) return cmd_report_html(view_inputs, html_out, html_title);
+    if (*tight) return cmd_report_tightness(view_inputs, tightness_md);
     if (*gate_cmd) return cmd_gate(sel, gate_inputs, gate_cmd->count("--tier") > 0);
     if (*ctest) {
       std::vector<std::string> archs;

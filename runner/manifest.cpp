@@ -33,7 +33,8 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     case EntryKind::xfail: check_keys(path, n, {"match", "reason", "link", "strict", "expect", "message"}); break;
     case EntryKind::flaky: check_keys(path, n, {"match", "reason", "link", "reruns"}); break;
     case EntryKind::tolerance:
-      check_keys(path, n, {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps"});
+      check_keys(path, n,
+                 {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps", "accumulator", "false_alarm"});
       break;
   }
   ManifestEntry e;
@@ -71,11 +72,16 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     if (n["atol"]) e.atol = n["atol"].as<double>();
     if (n["rtol"]) e.rtol = n["rtol"].as<double>();
     if (n["atol_eps"]) e.atol_eps = n["atol_eps"].as<double>();
+    if (n["false_alarm"]) e.false_alarm = n["false_alarm"].as<double>();
+    if (n["accumulator"]) e.accumulator = parse_accumulator(path, n["accumulator"]);
   } catch (const YAML::Exception& ex) {
     yaml_fail(path, n, ex.msg);
   }
-  if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps)
-    yaml_fail(path, n, "tolerance entry '" + e.match + "' sets none of factor, atol, rtol, atol_eps");
+  if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps && !e.accumulator && !e.false_alarm)
+    yaml_fail(path, n,
+              "tolerance entry '" + e.match + "' sets none of factor, atol, rtol, atol_eps, accumulator, false_alarm");
+  if (e.false_alarm && !(*e.false_alarm >= 0 && *e.false_alarm < 1))
+    yaml_fail(path, n["false_alarm"], "'false_alarm' must lie in [0, 1)");
   for (const auto& [key, v] : {std::pair{"factor", e.factor}, {"atol", e.atol}, {"rtol", e.rtol}, {"atol_eps", e.atol_eps}})
     if (v && (!std::isfinite(*v) || *v < 0 || (std::string(key) == "factor" && *v == 0)))
       yaml_fail(path, n[key], std::string("'") + key + "' must be finite and " + (std::string(key) == "factor" ? "> 0" : ">= 0"));

@@ -15,7 +15,8 @@ ToleranceTable ToleranceTable::load(const std::string& path) {
     yaml_fail(path, root, "expected a list 'tolerances:'");
   ToleranceTable t;
   for (const auto& n : root["tolerances"]) {
-    check_keys(path, n, {"family", "output", "dtype", "impl", "arch", "metric", "atol", "rtol", "factor", "atol_eps", "why"});
+    check_keys(path, n, {"family", "output", "dtype", "impl", "arch", "problem", "metric", "atol", "rtol", "factor",
+                         "atol_eps", "accumulator", "false_alarm", "why"});
     ToleranceRule r;
     try {
       if (!n["family"]) yaml_fail(path, n, "a tolerance rule needs 'family:'");
@@ -31,7 +32,10 @@ ToleranceTable ToleranceTable::load(const std::string& path) {
       }
       r.impl = n["impl"] ? n["impl"].as<std::string>() : "";
       r.arch = n["arch"] ? n["arch"].as<std::string>() : "";
+      r.problem = n["problem"] ? n["problem"].as<std::string>() : "";
       r.tol.metric = parse_metric(n["metric"].as<std::string>());
+      if (n["accumulator"]) r.tol.accumulator = parse_accumulator(path, n["accumulator"]);
+      r.tol.false_alarm = n["false_alarm"] ? n["false_alarm"].as<double>() : 0;
       r.tol.atol = n["atol"] ? n["atol"].as<double>() : 0;
       r.tol.rtol = n["rtol"] ? n["rtol"].as<double>() : 0;
       r.tol.factor = n["factor"] ? n["factor"].as<double>() : 0;
@@ -52,6 +56,10 @@ ToleranceTable ToleranceTable::load(const std::string& path) {
       yaml_fail(path, n, std::string(to_string(r.tol.metric)) + " needs a positive 'factor:'");
     if (r.tol.metric != Metric::allclose && r.tol.rtol != 0)
       yaml_fail(path, n, "'rtol' only applies to the allclose metric");
+    if (r.tol.metric != Metric::bounded && (n["accumulator"] || n["false_alarm"]))
+      yaml_fail(path, n, "'accumulator' and 'false_alarm' only apply to the bounded metric");
+    if (!(r.tol.false_alarm >= 0 && r.tol.false_alarm < 1))
+      yaml_fail(path, n["false_alarm"], "'false_alarm' must lie in [0, 1) (a probability per element; 0: worst case only)");
     t.rules_.push_back(std::move(r));
   }
   return t;
@@ -62,12 +70,15 @@ Tolerance ToleranceTable::resolve(const std::string& family, const std::string& 
                                   const Manifest* manifest) const {
   const ToleranceRule* hit = nullptr;
   const std::string dt(name(dtype));
+  const auto slash = case_id.find('/');
+  const std::string problem = slash == std::string::npos ? case_id : case_id.substr(slash + 1);
   for (const auto& r : rules_) {
     if (r.family != family) continue;
     if (!r.output.empty() && r.output != output) continue;
     if (!r.dtypes.empty() && std::find(r.dtypes.begin(), r.dtypes.end(), dt) == r.dtypes.end()) continue;
     if (!r.impl.empty() && !glob_match(r.impl, impl)) continue;
     if (!r.arch.empty() && !glob_match(r.arch, arch)) continue;
+    if (!r.problem.empty() && !glob_match(r.problem, problem)) continue;
     hit = &r;
   }
   if (!hit)
@@ -80,6 +91,11 @@ Tolerance ToleranceTable::resolve(const std::string& family, const std::string& 
       if (e->atol) t.atol = *e->atol;
       if (e->rtol) t.rtol = *e->rtol;
       if (e->atol_eps) t.atol_eps = *e->atol_eps;
+      if (e->accumulator) t.accumulator = *e->accumulator;
+      if (e->false_alarm) t.false_alarm = *e->false_alarm;
+      if ((e->accumulator || e->false_alarm) && t.metric != Metric::bounded)
+        throw std::runtime_error(e->source + ": 'accumulator' / 'false_alarm' override a bounded tolerance, not " +
+                                 std::string(to_string(t.metric)) + " (" + case_id + ")");
       t.source += ", " + e->source;
     }
   }

@@ -17,13 +17,15 @@ struct ToleranceRule {
   std::vector<std::string> dtypes;  // output dtypes; empty = any
   std::string impl;                 // glob over impl names ("cuda.*"); "" = any
   std::string arch;                 // glob over arch names; "" = any
+  std::string problem;              // glob over problem ids (the case id after '/'); "" = any
   Tolerance tol;
   std::string why;
 };
 
 class ToleranceTable {
  public:
-  /// Loads `{tolerances: [rule...]}`; every rule needs a `why:` deriving it. Throws YamlError.
+  /// Loads `{tolerances: [rule...]}`; every rule needs a `why:` deriving it. `accumulator:`
+  /// (runner/accumulator.hpp) and `false_alarm:` belong to the bounded metric. Throws YamlError.
   static ToleranceTable load(const std::string& path);
   /// The last rule that matches (later rules refine earlier ones), then the manifest's
   /// tolerance entry for the case, if any, overrides its fields. Throws std::runtime_error

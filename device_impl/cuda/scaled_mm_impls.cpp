@@ -1,4 +1,10 @@
 // cuda.cublaslt and cuda.mx_kernel: harness glue that uploads codes and scales, launches the scaled GEMM and downloads D.
+//
+// Planted (Impl::planted, must FAIL): cuda.cublaslt_<bug> makes the same cuBLASLt call with
+// the bug applied to the inputs it is given (refimpl/scaled_mm_planted.hpp: a block scale
+// doubled, one K block's scales zeroed, the output scale dropped, every scale off by 2^-8, the
+// bias dropped, half of K dropped, the result doubled), so the suite proves it catches each
+// under the arch's accumulator model of cuBLASLt itself.
 #include <cuda_runtime_api.h>
 
 #include <optional>
@@ -10,6 +16,7 @@
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "refimpl/scaled_mm.hpp"
+#include "refimpl/scaled_mm_planted.hpp"
 
 namespace opcts {
 
@@ -146,13 +153,20 @@ enum class Backend { cublaslt, mx_kernel };
 
 class CudaScaledMm final : public Impl {
  public:
-  explicit CudaScaledMm(Backend b) : backend_(b) {}
+  explicit CudaScaledMm(Backend b, scaled_mm::PlantedBug bug = scaled_mm::PlantedBug::none)
+      : backend_(b), bug_(bug), name_(b == Backend::cublaslt ? "cuda.cublaslt" : "cuda.mx_kernel") {
+    if (bug != scaled_mm::PlantedBug::none) name_ += "_" + std::string(scaled_mm::to_string(bug));
+  }
   std::string_view family() const override { return "scaled_mm"; }
-  std::string_view name() const override { return backend_ == Backend::cublaslt ? "cuda.cublaslt" : "cuda.mx_kernel"; }
+  std::string_view name() const override { return name_; }
   std::string_view backend() const override { return "cuda"; }
+  bool planted() const override { return bug_ != scaled_mm::PlantedBug::none; }
 
   Support supports(const opcts::Problem& pp, const ArchInfo& arch) const override {
     const auto& p = pp.as<Problem>();
+    if (planted())
+      if (const std::string why = scaled_mm::planted_bug_cannot_show(p, bug_); !why.empty())
+        return Support::no(name_ + ": " + why);
     if (!elem_of(p.a_elem) || !elem_of(p.b_elem))
       return Support::no(std::string(name()) + ": FNUZ elements (" + std::string(opcts::name(p.a_elem)) + ", " +
                          std::string(opcts::name(p.b_elem)) + ") are AMD gfx942 formats; CUDA has no FNUZ matmul");
@@ -178,11 +192,13 @@ class CudaScaledMm final : public Impl {
     return Support::yes();
   }
 
-  TensorMap run(const opcts::Problem& pp, const TensorMap& in, const RunContext& ctx) const override {
+  TensorMap run(const opcts::Problem& pp, const TensorMap& given, const RunContext& ctx) const override {
     const auto& p = pp.as<Problem>();
     // The operator's argument contract (torch._scaled_mm, cuBLASLt) binds every impl, also
     // a kernel that could compute the product anyway.
     if (const auto v = scaled_mm::contract_violation(p)) throw InvalidArgument(v->argument, v->why);
+    const TensorMap planted_in = planted() ? scaled_mm::planted_inputs(p, given, bug_) : TensorMap{};
+    const TensorMap& in = planted() ? planted_in : given;
     cuda::check(cudaSetDevice(ctx.device < 0 ? 0 : ctx.device), "cudaSetDevice");
     auto prepared = prepare_scaled_mm(p, in);
     launch_scaled_mm(prepared, backend_ == Backend::cublaslt, nullptr);
@@ -200,6 +216,8 @@ class CudaScaledMm final : public Impl {
 
  private:
   Backend backend_;
+  scaled_mm::PlantedBug bug_;
+  std::string name_;
 };
 
 }  // namespace
@@ -207,6 +225,7 @@ class CudaScaledMm final : public Impl {
 void register_cuda_scaled_mm(Registry& reg) {
   reg.add(std::make_unique<CudaScaledMm>(Backend::cublaslt));
   reg.add(std::make_unique<CudaScaledMm>(Backend::mx_kernel));
+  for (scaled_mm::PlantedBug b : scaled_mm::planted_bugs()) reg.add(std::make_unique<CudaScaledMm>(Backend::cublaslt, b));
 }
 
 }  // namespace opcts

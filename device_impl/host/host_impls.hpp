@@ -11,8 +11,10 @@ void register_host_sdpa(Registry& reg);
 void register_host_sdpa_planted(Registry& reg);
 /// host.cvt and the planted host.cvt_ties_up (cast).
 void register_host_cast(Registry& reg);
-/// host.emulated and its planted variants (scaled_mm).
+/// host.emulated and its planted variants, then the Hopper emulation's (scaled_mm).
 void register_host_scaled_mm(Registry& reg);
 /// host.int4 and its planted variants (int4_mm).
 void register_host_int4_mm(Registry& reg);
+/// host.emulated_hopper and its planted variants (scaled_mm_hopper.cpp).
+void register_host_scaled_mm_hopper(Registry& reg);
 }  // namespace opcts
