@@ -1,10 +1,11 @@
-// Registration of the host device's implementations.
+// Registration of the host device's implementations (app/builtins.cpp declares the
+// register_host_<family> functions from the family list; the others are a family's own).
 #pragma once
 
 #include "core/family.hpp"
 
 namespace opcts {
-/// host.flash (sdpa).
+/// host.flash and its planted variants (sdpa).
 void register_host_sdpa(Registry& reg);
 /// The planted host.flash variants (sdpa): window_off_by_one, gqa_modulo, drop_rowsum, masked_row_nan,
 /// pv_in_dtype, rowsum_in_dtype, lse_plus_log2.
