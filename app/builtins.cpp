@@ -5,78 +5,29 @@
 
 #include "app/plugins.hpp"
 #include "core/family.hpp"
-#include "device_impl/host/host_impls.hpp"
-
-#if OPCTS_HAVE_CUDA
-#include "device_impl/cuda/cuda_impls.hpp"
-#endif
 
 namespace opcts {
 
-void register_sdpa_family(Registry& reg);
-void register_cast_family(Registry& reg);
-void register_scaled_mm_family(Registry& reg);
-void register_int4_mm_family(Registry& reg);
-/// The CUDA rows of cast and int4_mm, in every build (device_impl/cuda/<family>_rows.cpp).
-void register_cuda_cast(Registry& reg);
-void register_cuda_int4_mm(Registry& reg);
-#if OPCTS_HAVE_CUDA
-/// cuda.cublaslt and cuda.mx_kernel (device_impl/cuda/scaled_mm_impls.cpp).
-void register_cuda_scaled_mm(Registry& reg);
-#endif
-
-namespace {
-
-#if !OPCTS_HAVE_CUDA || !OPCTS_HAVE_CUDNN
-// Without a CUDA toolkit (or cuDNN) the CUDA impls still exist as cases, each a SKIP saying
-// why, so `opcts list --arch sm90` shows the same ids on every build and nothing silently
-// vanishes.
-class UnavailableImpl final : public Impl {
- public:
-  UnavailableImpl(std::string family, std::string name,
-                  std::string why = "this opcts was built without CUDA (OPCTS_CUDA=OFF or no CUDA toolkit found)")
-      : family_(std::move(family)), name_(std::move(name)), why_(std::move(why)) {}
-  std::string_view family() const override { return family_; }
-  std::string_view name() const override { return name_; }
-  std::string_view backend() const override { return "cuda"; }
-  Support supports(const Problem&, const ArchInfo&) const override {
-    return Support::no(name_ + ": " + why_);
-  }
-  TensorMap run(const Problem&, const TensorMap&, const RunContext&) const override {
-    throw std::logic_error(name_ + " is not built into this binary");
-  }
-
- private:
-  std::string family_, name_, why_;
-};
-#endif
-
-}  // namespace
+// Each family's three registration functions, declared from the family list (cmake/families.cmake):
+// the family (refimpl/<f>_family.cpp), its host impls (device_impl/host/) and its CUDA rows
+// (device_impl/cuda/<f>_rows.cpp, in every build: without CUDA each row is a SKIP saying why).
+#define OPCTS_FAMILY(f)                 \
+  void register_##f##_family(Registry&); \
+  void register_host_##f(Registry&);     \
+  void register_cuda_##f(Registry&);
+#include "opcts_families.inc"
+#undef OPCTS_FAMILY
 
 void register_builtins(Registry& reg) {
-  register_sdpa_family(reg);
-  register_cast_family(reg);
-  register_scaled_mm_family(reg);
-  register_int4_mm_family(reg);
-  register_host_sdpa(reg);
-  register_host_sdpa_planted(reg);
-  register_host_cast(reg);
-  register_host_scaled_mm(reg);
-  register_host_int4_mm(reg);
-  register_cuda_cast(reg);
-  register_cuda_int4_mm(reg);
-#if OPCTS_HAVE_CUDA
-  register_cuda_sdpa(reg);
-#if OPCTS_HAVE_CUDNN
-  register_cuda_sdpa_cudnn(reg);
-#else
-  reg.add(std::make_unique<UnavailableImpl>("sdpa", "cuda.cudnn", "this opcts was built without cuDNN (no cudnn_graph.h / libcudnn found)"));
-#endif
-  register_cuda_scaled_mm(reg);
-#else
-  for (const char* impl : {"cuda.flash", "cuda.math", "cuda.cudnn"}) reg.add(std::make_unique<UnavailableImpl>("sdpa", impl));
-  for (const char* impl : {"cuda.cublaslt", "cuda.mx_kernel"}) reg.add(std::make_unique<UnavailableImpl>("scaled_mm", impl));
-#endif
+  // Every family first: an impl is registered against its family.
+#define OPCTS_FAMILY(f) register_##f##_family(reg);
+#include "opcts_families.inc"
+#undef OPCTS_FAMILY
+#define OPCTS_FAMILY(f) \
+  register_host_##f(reg); \
+  register_cuda_##f(reg);
+#include "opcts_families.inc"
+#undef OPCTS_FAMILY
 }
 
 const Registry& builtin_registry() {

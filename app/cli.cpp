@@ -1,4 +1,4 @@
-// opcts: the command line — list, run, repro, gate, report merge/matrix/times/html, resources, ctest-tests and the worker.
+// opcts: the command line — list, run, repro, gate, report merge/matrix/times/html/tightness, resources, ctest-tests and the worker.
 #include <cstdio>
 #include <sstream>
 
@@ -23,6 +23,7 @@ int dispatch(CommandLine& cl, const char* argv0) {
   if (*cl.matrix) return cmd_report_matrix(cl.view_inputs, cl.matrix_md);
   if (*cl.times) return cmd_report_times(cl.view_inputs, cl.times_out, cl.times_arch);
   if (*cl.html) return cmd_report_html(cl.view_inputs, cl.html_out, cl.html_title);
+  if (*cl.tightness) return cmd_report_tightness(cl.view_inputs, cl.tightness_md);
   if (*cl.gate_cmd) return cmd_gate(cl.sel, cl.gate_inputs, cl.gate_cmd->count("--tier") > 0, cl.prefer_later);
   if (*cl.ctest) {
     std::vector<std::string> archs;

@@ -73,6 +73,9 @@ int cmd_gate(const Selection& s, const std::vector<std::string>& inputs, bool ti
 int cmd_report_matrix(const std::vector<std::string>& inputs, const std::string& markdown);
 int cmd_report_times(const std::vector<std::string>& inputs, const std::string& out, const std::string& arch);
 int cmd_report_html(const std::vector<std::string>& inputs, const std::string& out, const std::string& title);
+/// Error ÷ bound per family, impl and output over passing cases (reports/tightness.hpp), as
+/// Markdown to stdout or `markdown`.
+int cmd_report_tightness(const std::vector<std::string>& inputs, const std::string& markdown);
 int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, int shards, const std::string& exe,
                     const std::string& reports_dir, const std::string& out, double timeout);
 

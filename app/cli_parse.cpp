@@ -72,6 +72,9 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.html->add_option("inputs", cl.view_inputs, "reports or folders")->required();
   cl.html->add_option("--out", cl.html_out, "HTML path")->required();
   cl.html->add_option("--title", cl.html_title, "page title");
+  cl.tightness = cl.report->add_subcommand("tightness", "error ÷ bound per family, impl and output over passing cases (Markdown)");
+  cl.tightness->add_option("inputs", cl.view_inputs, "reports or folders")->required();
+  cl.tightness->add_option("--markdown", cl.tightness_md, "write the Markdown here (default: stdout)");
   cl.gate_cmd = app->add_subcommand("gate", "judge reports of one arch against its manifest and plan (exit 1 on anything unexpected)");
   add_selection(cl.gate_cmd, cl.sel);
   cl.gate_cmd->add_option("reports", cl.gate_inputs, "reports (JUnit .xml, results .jsonl) or folders")->required();

@@ -26,7 +26,7 @@ struct CommandLine {
   std::string merge_junit, merge_summary, merge_results;
   bool prefer_later = false;
   std::vector<std::string> view_inputs;
-  std::string matrix_md, times_out, times_arch, html_out, html_title = "opcts report";
+  std::string matrix_md, times_out, times_arch, html_out, html_title = "opcts report", tightness_md;
   std::vector<std::string> gate_inputs;
   std::vector<std::string> ctest_archs;
   int ctest_shards = 4;
@@ -34,7 +34,7 @@ struct CommandLine {
   double ctest_timeout = 600;
   WorkerOptions wo;
   CLI::App *list = nullptr, *run = nullptr, *resources = nullptr, *repro = nullptr, *report = nullptr,
-           *merge = nullptr, *matrix = nullptr, *times = nullptr, *html = nullptr, *gate_cmd = nullptr,
+           *merge = nullptr, *matrix = nullptr, *times = nullptr, *html = nullptr, *tightness = nullptr, *gate_cmd = nullptr,
            *ctest = nullptr, *worker = nullptr;
 };
 

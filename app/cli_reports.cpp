@@ -1,4 +1,4 @@
-// opcts report merge/matrix/times/html, gate and ctest-tests: views and verdicts of reports.
+// opcts report merge/matrix/times/html/tightness, gate and ctest-tests: views and verdicts of reports.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -30,6 +30,7 @@
 #include "reports/output_files.hpp"
 #include "reports/results_stream.hpp"
 #include "reports/summary.hpp"
+#include "reports/tightness.hpp"
 #include "reports/times.hpp"
 #include "runner/shard_cases.hpp"
 #include "app/cli_commands.hpp"
@@ -109,6 +110,15 @@ int cmd_report_html(const std::vector<std::string>& inputs, const std::string& o
   if (records.empty()) throw std::runtime_error("no results found in the given reports");
   write_text_file(out, html_report(records, title));
   std::printf("wrote %s (%zu results)\n", out.c_str(), records.size());
+  return 0;
+}
+
+int cmd_report_tightness(const std::vector<std::string>& inputs, const std::string& markdown) {
+  const auto records = load_reports(inputs);
+  if (records.empty()) throw std::runtime_error("no results found in the given reports");
+  const std::string md = tightness_markdown(tightness(records));
+  if (markdown.empty()) std::fputs(md.c_str(), stdout);
+  else write_text_file(markdown, md);
   return 0;
 }
 

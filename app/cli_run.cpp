@@ -294,10 +294,15 @@ int cmd_repro(const std::string& id, const Selection& s, int device_flag, const 
     return 1;
   }
   judge(suite, r);
-  for (const auto& o : r.outputs)
-    std::printf("output %-4s %-12s max_abs_err %.6g  max_rel_err %.6g  bound %.6g  lowp_err %.6g  mismatches %lld/%lld\n",
+  for (const auto& o : r.outputs) {
+    std::printf("output %-4s %-12s max_abs_err %.6g  max_rel_err %.6g  bound %.6g  lowp_err %.6g  mismatches %lld/%lld"
+                "  err/bound %.3g\n",
                 o.out.c_str(), o.metric.c_str(), o.max_abs_err, o.max_rel_err, o.bound, o.lowp_err,
-                static_cast<long long>(o.mismatches), static_cast<long long>(o.elements));
+                static_cast<long long>(o.mismatches), static_cast<long long>(o.elements), o.max_ratio);
+    if (o.has_slope())
+      std::printf("slope  %-4s %.6g in [%.6g, %.6g]%s\n", o.out.c_str(), o.slope, o.slope_lo, o.slope_hi,
+                  o.biased() ? "  BIASED" : "");
+  }
   for (const auto& w : r.worst) {
     std::string idx;
     for (auto i : w.index) idx += (idx.empty() ? "" : ",") + std::to_string(i);

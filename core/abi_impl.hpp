@@ -97,6 +97,9 @@ class AbiImpl final : public Impl {
   /// For a built-in planted row: which problems can show its bug ("" when one can; the SKIP
   /// reason otherwise). Checked before the descriptor's supports.
   void set_cannot_show(std::function<std::string(const Problem&)> f) { cannot_show_ = std::move(f); }
+  /// For a built-in planted row whose bug is in what the kernel is given: the inputs with the
+  /// bug applied (refimpl's planted_inputs), uploaded instead of the case's own.
+  void set_planted_inputs(std::function<TensorMap(const Problem&, const TensorMap&)> f) { planted_inputs_ = std::move(f); }
 
  private:
   std::string family_, name_, backend_name_, missing_;
@@ -105,6 +108,7 @@ class AbiImpl final : public Impl {
   opcts_impl_desc desc_{};
   const AbiBackend* transport_ = nullptr;
   std::function<std::string(const Problem&)> cannot_show_;
+  std::function<TensorMap(const Problem&, const TensorMap&)> planted_inputs_;
 };
 
 }  // namespace opcts

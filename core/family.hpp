@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/arch.hpp"
+#include "core/reduction.hpp"
 #include "core/result.hpp"
 #include "core/tensor.hpp"
 
@@ -74,13 +75,17 @@ struct OutputSpec {
   int64_t row = 0;
 };
 
-/// The fp64 reference and, for the ref_relative metric, a same-precision reference; a
-/// per-element absolute error bound the family derives from its error model (bounded: the
-/// whole accumulation bound; ref_relative: where the same-precision statistic says little).
+/// The fp64 reference and, for the ref_relative metric, a same-precision reference; for the
+/// bounded metric either a per-element bound the family derives for the one arithmetic it
+/// allows (`bound`), or each element's reduction statistics, from which each impl's accumulator
+/// model gives the bound (`reduction`; runner/accumulator.hpp: the reference knows no impl's model);
+/// for ref_relative, `bound` is the rounding model's floor where the same-precision statistic
+/// says little.
 struct References {
   std::map<std::string, std::vector<double>> exact;
   std::map<std::string, std::vector<double>> lowp;
   std::map<std::string, std::vector<double>> bound;
+  std::map<std::string, ReductionStats> reduction;
 };
 
 /// One operator family: owns its problem type, YAML parser, stable id, inputs, reference.

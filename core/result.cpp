@@ -71,14 +71,21 @@ std::string to_json_line(const ResultRecord& r) {
   if (!r.expectation.empty()) j["expectation"] = r.expectation;
   json outs = json::array();
   for (const auto& o : r.outputs) {
-    outs.push_back({{"out", o.out},
-                    {"metric", o.metric},
-                    {"elements", o.elements},
-                    {"max_abs_err", num(o.max_abs_err)},
-                    {"max_rel_err", num(o.max_rel_err)},
-                    {"bound", num(o.bound)},
-                    {"lowp_err", num(o.lowp_err)},
-                    {"mismatches", o.mismatches}});
+    json jo = {{"out", o.out},
+               {"metric", o.metric},
+               {"elements", o.elements},
+               {"max_abs_err", num(o.max_abs_err)},
+               {"max_rel_err", num(o.max_rel_err)},
+               {"bound", num(o.bound)},
+               {"lowp_err", num(o.lowp_err)},
+               {"mismatches", o.mismatches},
+               {"max_ratio", num(o.max_ratio)}};
+    if (o.has_slope()) {
+      jo["slope"] = num(o.slope);
+      jo["slope_lo"] = num(o.slope_lo);
+      jo["slope_hi"] = num(o.slope_hi);
+    }
+    outs.push_back(std::move(jo));
   }
   if (!outs.empty()) j["outputs"] = outs;
   json worst = json::array();
@@ -116,6 +123,11 @@ ResultRecord parse_json_line(const std::string& line) {
       s.bound = as_num(o.at("bound"));
       s.lowp_err = o.contains("lowp_err") ? as_num(o["lowp_err"]) : 0;
       s.mismatches = o.value("mismatches", int64_t{0});
+      // Records written before max_ratio existed: unknown, which the tightness report skips.
+      s.max_ratio = o.contains("max_ratio") ? as_num(o["max_ratio"]) : std::numeric_limits<double>::quiet_NaN();
+      s.slope = o.contains("slope") ? as_num(o["slope"]) : 0;
+      s.slope_lo = o.contains("slope_lo") ? as_num(o["slope_lo"]) : 0;
+      s.slope_hi = o.contains("slope_hi") ? as_num(o["slope_hi"]) : 0;
       r.outputs.push_back(std::move(s));
     }
   }

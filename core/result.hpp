@@ -1,6 +1,7 @@
 // One result record per case: the single source from which JUnit, summaries and the gate are written.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -21,7 +22,7 @@ struct WorstElement {
 /// Error statistics of one output against its reference (see compare.hpp).
 struct OutputStats {
   std::string out;
-  std::string metric;  // "exact", "allclose" or "ref_relative"
+  std::string metric;  // "bitexact", "exact", "allclose", "ref_relative" or "bounded"
   int64_t elements = 0;
   double max_abs_err = 0;
   double max_rel_err = 0;
@@ -33,6 +34,17 @@ struct OutputStats {
   // for the trust check (runner/trust.hpp); counted during the comparison, not reported.
   int64_t zeros = 0;
   int64_t ref_zeros = 0;
+  // The largest per-element error ÷ that element's bound (0 when every error is 0; +inf for an
+  // error against a zero bound or a NaN/Inf mismatch): how tight the bound is (report tightness).
+  double max_ratio = 0;
+  // bounded: the bias check (runner/accumulator.hpp) — the slope of the error against the
+  // value and the interval a correct device's slope lies in; lo == hi == 0 when not checked.
+  double slope = 0, slope_lo = 0, slope_hi = 0;
+  bool biased() const { return slope_lo < slope_hi && !(slope >= slope_lo && slope <= slope_hi); }
+  /// Whether the slope fields hold anything but +0 (reports write them only then).
+  bool has_slope() const {
+    return std::bit_cast<uint64_t>(slope) | std::bit_cast<uint64_t>(slope_lo) | std::bit_cast<uint64_t>(slope_hi);
+  }
 };
 
 /// The result line of one case (DESIGN.md, "A result line"). `raw_outcome` is what running

@@ -81,6 +81,12 @@ opcts::ResultRecord record(FuzzedDataProvider& fdp) {
     o.bound = num(fdp);
     o.lowp_err = num(fdp);
     o.mismatches = fdp.ConsumeIntegral<int64_t>();
+    o.max_ratio = num(fdp);
+    if (fdp.ConsumeBool()) {
+      o.slope = num(fdp);
+      o.slope_lo = num(fdp);
+      o.slope_hi = num(fdp);
+    }
     r.outputs.push_back(o);
   }
   const int worst = fdp.ConsumeIntegralInRange<int>(0, 3);
@@ -140,7 +146,9 @@ void check_same(const opcts::ResultRecord& want, const opcts::ResultRecord& got,
     field("out", a.out, b.out);
     field("metric", a.metric, b.metric);
     if (a.elements != b.elements || a.mismatches != b.mismatches || !same(a.max_abs_err, b.max_abs_err) ||
-        !same(a.max_rel_err, b.max_rel_err) || !same(a.bound, b.bound) || !same(a.lowp_err, b.lowp_err))
+        !same(a.max_rel_err, b.max_rel_err) || !same(a.bound, b.bound) || !same(a.lowp_err, b.lowp_err) ||
+        !same(a.max_ratio, b.max_ratio) || !same(a.slope, b.slope) || !same(a.slope_lo, b.slope_lo) ||
+        !same(a.slope_hi, b.slope_hi))
       fail("record " + std::to_string(i) + ": output '" + b.out + "' statistics differ");
   }
 }

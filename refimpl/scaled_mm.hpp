@@ -29,12 +29,14 @@
 // Output "d": [M, N] row-major in the output dtype.
 //
 // Fills:
-//   random  A, Bᵀ ~ N(0, 1)·2^scale_exp in fp32, quantized by refimpl/quant (so the reference
-//           sees the codes and scales the device sees); bias ~ N(0, 1) rounded to its dtype.
+//   random  A, Bᵀ ~ N(0, 1)·2^scale_exp in fp32 with row and 32-chunk magnitudes 2^0..2^3,
+//           quantized by refimpl/quant (so the reference sees the codes and scales the device
+//           sees); bias ~ N(0, σ²) rounded to its dtype, σ the RMS of an output element.
 //   exact   codes are small integers and scales non-unit powers of two, chosen so every
-//           product and every partial sum of the fp32 accumulation is exact (see exact_ranges);
-//           the result is then one known real number per element, and the one rounding to the
-//           output dtype (nearest even) is deterministic: a correct device matches bit for bit.
+//           product and every partial sum is exact in fp32 and in a 14-bit adder promoting every
+//           128 products (see exact_ranges); the result is then one known real number per
+//           element, and the one rounding to the output dtype (nearest even) is deterministic:
+//           a correct device matches bit for bit.
 //
 // Negative cases: a problem that breaks the operator's argument contract (K not a multiple of
 // 16 — 32 for MX and fp4 —, a leading dimension that is not 16-byte aligned or too small, fp4
@@ -130,13 +132,24 @@ std::string problem_id(const Problem& p);
 /// Inverse of problem_id; throws std::invalid_argument naming the token it cannot read.
 Problem parse_problem_id(std::string_view id);
 
+/// The narrowest accumulator an exact fill stays exact in: kExactBits significant bits over
+/// runs of kExactRun consecutive products (cuBLASLt FP8 on sm90 keeps 14 bits and promotes every
+/// 128: docs/status/data/sm90_scaled_mm_accum_probe.txt), over the whole K with fast_accum
+/// (never promoted), and IEEE fp32 over the whole K.
+inline constexpr int kExactBits = 14;
+inline constexpr int64_t kExactRun = 128;
+
 /// Integer ranges of an exact fill: codes in [-a_max, a_max] and [-b_max, b_max], scale
-/// exponents in [exp_lo, exp_lo + exp_span] per operand, chosen so that
-/// K · a_max · b_max · 2^(2·exp_span) <= 2^24: every partial sum of code products times scales
-/// is an integer multiple of 2^(2·exp_lo) below 2^24 of them, hence exact in fp32.
+/// exponents in [exp_lo, exp_lo + exp_span] per operand. Every product of codes times scales
+/// is an integer multiple of the quantum 2^(2·exp_lo) and at most 2^term_bits quanta, with
+/// term_bits = log2(a_max·b_max) + 2·exp_span chosen so that a run of kExactRun products (K
+/// with fast_accum) stays below 2^(kExactBits-1) quanta and the whole K below 2^23: every
+/// partial sum is exact in such an adder (no alignment loss: the grid is at most one quantum)
+/// and in fp32. The comparison checks the model in use against term_bits (ReductionStats).
 struct ExactRanges {
   int a_max = 1, b_max = 1;
   int exp_lo = -2, exp_span = 1;
+  int term_bits = 0;
 };
 ExactRanges exact_ranges(const Problem& p);
 
@@ -147,12 +160,15 @@ TensorMap make_inputs(const Problem& p, uint64_t seed);
 /// the recipe's blocking, read from the scale tensor in the problem's layout (nvfp4's global
 /// scale not included). NaN for NaN scale codes.
 double scale_at(const Problem& p, const TensorMap& in, char which, int64_t r, int64_t kb);
+/// The linear (row-major over its shape) index in the scale tensor that scale_at reads.
+int64_t scale_index(const Problem& p, char which, int64_t r, int64_t kb);
 /// The K block length of operand scales: 0 (one block: tensorwise, rowwise), 128, 32 or 16.
 int64_t scale_block_k(const Problem& p);
 
-/// The fp64 reference ("d": exact value rounded once to the output dtype) and a per-element
-/// error bound for the `bounded` metric ("d"): 0 for exact fills, otherwise the fp32
-/// accumulation bound plus one output rounding (derivation in scaled_mm_reference.cpp).
+/// The fp64 reference ("d": exact value rounded once to the output dtype) and the reduction
+/// statistics of "d" for the `bounded` metric (Σ|t|, Σt², the epilogue's magnitude, the
+/// exact fill's term_bits; scaled_mm_reference.cpp), from which each impl's accumulator model
+/// gives its bound (runner/accumulator.hpp).
 References reference(const Problem& p, const TensorMap& inputs);
 
 }  // namespace opcts::scaled_mm

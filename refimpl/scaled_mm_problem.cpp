@@ -194,15 +194,23 @@ Problem parse_problem_id(std::string_view id) { return fields().parse_id(id); }
 
 ExactRanges exact_ranges(const Problem& p) {
   ExactRanges r;
-  r.exp_span = 1;
   r.exp_lo = p.recipe == Recipe::nvfp4 ? -2 : p.scale_exp - 2;  // nvfp4 moves scale_exp into g (ue4m3's range is narrow)
-  int kbits = 0;
-  while ((int64_t{1} << kbits) < std::max<int64_t>(p.k, 1)) ++kbits;
-  // 23 (not 24) bits: one bit of headroom for the bias, an integer multiple of the same quantum.
-  const int budget = std::max(0, 23 - kbits - 2 * r.exp_span);
-  const int each = 1 << (budget / 2);
-  r.a_max = std::max(1, std::min(integer_range(p.a_elem), each));
-  r.b_max = std::max(1, std::min(integer_range(p.b_elem), each));
+  auto ceil_log2 = [](int64_t n) {
+    int b = 0;
+    while ((int64_t{1} << b) < n) ++b;
+    return b;
+  };
+  const int64_t K = std::max<int64_t>(p.k, 1);
+  const int64_t run = p.fast_accum ? K : std::min<int64_t>(K, kExactRun);
+  // Bits of a term's magnitude in quanta that keep runs of `run` terms below 2^(14-1) and the
+  // whole sum below 2^23 quanta (fp32, with room for the bias: 8 quanta).
+  const int avail = std::min(kExactBits - 1 - ceil_log2(run), 23 - ceil_log2(K));
+  r.exp_span = avail >= 2 ? 1 : 0;  // distinct scales cost 2 bits (both operands' exponents)
+  const int code_bits = std::max(0, avail - 2 * r.exp_span);
+  const int a_bits = code_bits / 2;
+  r.a_max = std::min(integer_range(p.a_elem), 1 << a_bits);
+  r.b_max = std::min(integer_range(p.b_elem), 1 << (code_bits - a_bits));
+  r.term_bits = ceil_log2(int64_t{r.a_max} * r.b_max) + 2 * r.exp_span;
   return r;
 }
 
@@ -345,29 +353,36 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
       for (int64_t j = 0; j < p.n; ++j)
         bias.set(j, (std::floor(uniform01(seed, 2, static_cast<uint64_t>(j)) * 17) - 8) * std::ldexp(g, 2 * er.exp_lo));
     } else {
-      fill_normal(bias, seed, 2, std::ldexp(1.0, p.scale_exp));
+      // As large as a typical output, as a layer's bias is: x = Σ_k a_k·b_k with each operand
+      // N(0, 1)·2^(r + c + scale_exp), r and c uniform in 0..3 (random_operand), has
+      // E[x²] = K·(4^scale_exp·E[4^r]·E[4^c])² with E[4^r] = 85/4.
+      const double rms = std::ldexp(1.0, 2 * p.scale_exp) * (85.0 / 4) * (85.0 / 4) * std::sqrt(static_cast<double>(p.k));
+      fill_normal(bias, seed, 2, rms);
     }
     in.emplace("bias", std::move(bias));
   }
   return in;
 }
 
-double scale_at(const Problem& p, const TensorMap& in, char which, int64_t r, int64_t kb) {
-  const HostTensor& t = in.at(which == 'a' ? "a_scale" : "b_scale");
+int64_t scale_index(const Problem& p, char which, int64_t r, int64_t kb) {
   const quant::ScaleLayout layout = which == 'a' ? p.a_scale_layout() : p.b_scale_layout();
   const int64_t blk = scale_block_k(p);
   const int64_t cols = blk ? ceil_div(p.k, blk) : 1;
   switch (p.recipe) {
-    case Recipe::tensorwise: return t.get(0);
-    case Recipe::rowwise: return t.get(r);
+    case Recipe::tensorwise: return 0;
+    case Recipe::rowwise: return r;
     default: break;
   }
   if (layout == quant::ScaleLayout::swizzled)
-    return t.get(static_cast<int64_t>(quant::swizzled_offset(static_cast<size_t>(r), static_cast<size_t>(kb),
-                                                             static_cast<size_t>(cols))));
+    return static_cast<int64_t>(
+        quant::swizzled_offset(static_cast<size_t>(r), static_cast<size_t>(kb), static_cast<size_t>(cols)));
   const bool block128_rows = which == 'b' && p.recipe == Recipe::blockwise_1x128_128x128;
   // row_major and column_major: the tensor's strides place (row, block).
-  return t.get((block128_rows ? r / 128 : r) * cols + kb);
+  return (block128_rows ? r / 128 : r) * cols + kb;
+}
+
+double scale_at(const Problem& p, const TensorMap& in, char which, int64_t r, int64_t kb) {
+  return in.at(which == 'a' ? "a_scale" : "b_scale").get(scale_index(p, which, r, kb));
 }
 
 }  // namespace opcts::scaled_mm

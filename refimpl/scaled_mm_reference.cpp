@@ -1,29 +1,22 @@
-// scaled_mm reference: exact dequantization, an fp64 Eigen GEMM (OpenMP), one rounding to the output dtype, and the error bound.
+// scaled_mm reference: exact dequantization, fp64 Eigen GEMMs (OpenMP), one rounding to the output dtype, and the reduction statistics.
 //
-// The bound ("d" in References::bound, metric `bounded`): what a correct device may differ by.
-// A device accumulates in fp32 (unit roundoff u = 2^-24): products of two codes are exact in
-// fp32 (at most 4 + 4 significant bits), partial sums over a K block, the multiplications by
-// the two block scales, the adds into the accumulator, the global scale, the bias add and the
-// output scale are each one fp32 rounding, in whatever order the device sums. Every path from
-// a product to the result passes through at most K − 1 additions and 5 multiplications or
-// additions besides, so (Higham, "Accuracy and Stability of Numerical Algorithms", §3.1, for
-// any summation order) the fp32 value v before the output rounding satisfies
-//     |v − x| <= E = γ_{K+5} · os · (|g| · Σ_k |a_k|·|b_k| + |bias|),   γ_n = n·u / (1 − n·u),
-// with x the exact value and a_k, b_k the dequantized operands. The device then rounds v to the
-// output dtype once, the reference rounds x once; rounding is monotone and moves a value by at
-// most half the spacing of its binade, so
-//     |RN(v) − RN(x)| <= E + ulp_out(|x| + E),
-// where ulp_out(y) is the output format's spacing at magnitude y (its subnormal spacing below
-// the smallest normal). The reference supplies E per element; the `bounded` metric scales it
-// by the tolerance's factor (an accumulator model of another precision, e.g. Hopper's FP8
-// tensor cores) and adds the ulp_out term.
-// fast_accum ("no periodic promotion", cuBLASLt FAST_ACCUM; DeepSeek-V3 reports that H800's FP8
-// tensor cores keep about 14 significant bits while accumulating): the model is a 14-bit
-// accumulator that truncates (a full ulp, u = 2^-13) once per 32-deep MMA, and products aligned
-// to the largest of their 32-element chunk, losing up to 2^-13 of it each:
-//     E = ((ceil(K/32) + 5)·2^-13 + 32·2^-13) · os · (|g| Σ |a_k||b_k| + |bias|).
-// Exact fills without fast_accum: every partial sum is an exactly representable fp32 value
-// (exact_ranges), so v = x and the bound is 0: the comparison is exact.
+// "d" is x = os·(g·Σ_k t_k + bias), t_k = deq(a_k)·deq(b_k) (exact in double: fp8/fp4 codes
+// times power-of-two or fp32 scales), rounded once to the output dtype; beyond the output's
+// range x is kept unrounded, since within the accumulation error a device may round to the
+// largest finite value or to inf and the bounded metric decides which it may.
+//
+// What a device may differ by depends on how it accumulates, which the reference does not
+// know (one reference serves every impl). So it gives, per element, the statistics every
+// accumulator model needs (ReductionStats, core/reduction.hpp; runner/accumulator.hpp derives the bounds):
+//   S = os·|g|·Σ_k |t_k|          the worst case: each rounding loses at most u·(a partial Σ|t|)
+//   Q = (os·g)²·Σ_k t_k²          the probabilistic bound and the bias check: the variance of a
+//                                 partial sum of independent zero-mean terms is its Σt²
+//   X = os·(|g·Σ_k t_k| + |bias|) the values the fp32 epilogue rounds
+// from three GEMMs: of the values, of their magnitudes and of their squares. Both fills give
+// independent terms symmetric about zero (random: N(0, 1) quantized symmetrically; exact:
+// codes uniform in [-max, max]), so zero_mean holds. Exact fills also give term_bits
+// (exact_ranges): every partial sum then fits a 14-bit adder over 128 products (the whole K
+// with fast_accum) and fp32, so a model at least that wide compares bit for bit (E = 0).
 #include <cmath>
 
 #include <Eigen/Dense>
@@ -74,28 +67,28 @@ References reference(const Problem& p, const TensorMap& in) {
   const double os = in.count("out_scale") ? in.at("out_scale").get(0) : 1.0;
   const HostTensor* bias = in.count("bias") ? &in.at("bias") : nullptr;
 
-  RowMajor c(M, N);
+  RowMajor c(M, N), mag(M, N), sq(M, N);
   c.noalias() = a * bt.transpose();
-  const bool exact = p.fill == Fill::exact && !p.fast_accum;
-  RowMajor mag;
-  if (!exact) {
-    a = a.cwiseAbs();
-    bt = bt.cwiseAbs();
-    mag.resize(M, N);
-    mag.noalias() = a * bt.transpose();
-  }
-  const double u = std::ldexp(1.0, -24);
-  const double kn = static_cast<double>(p.k);
-  double coef;
-  if (p.fast_accum) coef = (std::ceil(kn / 32) + 5 + 32) * std::ldexp(1.0, -13);
-  else coef = (kn + 5) * u / (1 - (kn + 5) * u);
+  a = a.cwiseAbs();
+  bt = bt.cwiseAbs();
+  mag.noalias() = a * bt.transpose();
+  a = a.cwiseAbs2();
+  bt = bt.cwiseAbs2();
+  sq.noalias() = a * bt.transpose();
 
   References r;
   auto& want = r.exact["d"];
-  auto& bound = r.bound["d"];
-  want.assign(static_cast<size_t>(M * N), 0.0);
-  bound.assign(want.size(), 0.0);
+  ReductionStats& st = r.reduction["d"];
+  const size_t count = static_cast<size_t>(M * N);
+  want.assign(count, 0.0);
+  st.terms = p.k;
+  st.zero_mean = true;
+  st.exact_term_bits = p.fill == Fill::exact ? exact_ranges(p).term_bits : -1;
+  st.abs_sum.assign(count, 0.0);
+  st.sq_sum.assign(count, 0.0);
+  st.magnitude.assign(count, 0.0);
   const Overflow ov = p.out == DType::e4m3fn ? Overflow::satfinite : default_overflow(p.out);
+  const double scale = os * std::fabs(g);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
@@ -103,14 +96,10 @@ References reference(const Problem& p, const TensorMap& in) {
       const double x = os * (g * c(i, j) + bj);
       const size_t idx = static_cast<size_t>(i * N + j);
       want[idx] = round_to(p.out, x, ov);
-      if (!exact) {
-        // Beyond the output's range the value is kept unrounded: within the accumulation
-        // error a device may round to the largest finite value or to inf, and the bounded
-        // metric decides which it may (runner/compare.cpp).
-        if (std::isinf(want[idx]) && std::isfinite(x)) want[idx] = x;
-        const double e = coef * os * (std::fabs(g) * mag(i, j) + std::fabs(bj));
-        bound[idx] = e;  // the metric adds the one output rounding (compare.hpp, bounded)
-      }
+      if (std::isinf(want[idx]) && std::isfinite(x)) want[idx] = x;  // beyond the range: unrounded (file comment)
+      st.abs_sum[idx] = scale * mag(i, j);
+      st.sq_sum[idx] = scale * scale * sq(i, j);
+      st.magnitude[idx] = os * (std::fabs(g * c(i, j)) + std::fabs(bj));
     }
   return r;
 }

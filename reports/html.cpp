@@ -13,6 +13,7 @@
 #include "reports/junit.hpp"
 #include "reports/matrix.hpp"
 #include "reports/summary.hpp"
+#include "reports/tightness.hpp"
 
 namespace opcts {
 
@@ -149,15 +150,53 @@ std::string failures_section(const std::vector<ResultRecord>& records) {
   return s + "</table></section>\n";
 }
 
-// Per family, one strip: x = log10(max_abs_err / bound) of each compared case.
+// A record's error ÷ bound: the largest per-element ratio over its outputs where recorded
+// (the bounded metric's bound differs per element), else max_abs_err / bound.
+double error_ratio(const ResultRecord& r) {
+  double ratio = -1;
+  for (const auto& o : r.outputs)
+    if (!std::isnan(o.max_ratio)) ratio = std::max(ratio, o.max_ratio);
+  if (ratio >= 0) return ratio;
+  const double err = max_abs_err(r), b = bound(r);
+  return err == 0 ? 0 : b > 0 ? err / b : INFINITY;
+}
+
+std::string tightness_section(const std::vector<ResultRecord>& records) {
+  const auto rows = tightness(records);
+  std::string s =
+      "<section id=\"tightness\"><h2>Tightness</h2>\n<p>Per impl and output, over passing cases with a non-zero "
+      "bound: the largest per-element error ÷ bound of each case, its median, 99th percentile and maximum, and the "
+      "median over the cases with an error (bound ÷ error is its inverse). A bound many times the error a correct "
+      "device makes lets bugs of that size through.</p>\n";
+  if (rows.empty()) return s + "<p>No passing compared outputs.</p></section>\n";
+  s += "<table><tr><th>family</th><th>impl</th><th>output</th><th>metric</th><th>cases</th><th>error 0</th>"
+       "<th>exact</th><th>median</th><th>p99</th><th>max</th><th>median (error &gt; 0)</th><th>bound÷error</th></tr>\n";
+  for (const auto& r : rows) {
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                     "<td class=\"num\">{}</td>",
+                     html_escape(r.family), html_escape(r.impl), html_escape(r.out), html_escape(r.metric), r.cases,
+                     r.zero_error, r.exact);
+    const bool some = r.median_nonzero > 0;
+    if (r.cases)
+      s += fmt::format("<td class=\"num\">{:.3g}</td><td class=\"num\">{:.3g}</td><td class=\"num\">{:.3g}</td>"
+                       "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                       r.median, r.p99, r.max, some ? fmt::format("{:.3g}", r.median_nonzero) : "–",
+                       some ? fmt::format("{:.3g}", 1 / r.median_nonzero) : "–");
+    else
+      s += "<td colspan=\"5\">–</td></tr>\n";
+  }
+  return s + "</table></section>\n";
+}
+
+// Per family, one strip: x = log10(error ÷ bound) of each compared case.
 std::string error_plot_section(const std::vector<ResultRecord>& records) {
   std::map<std::string, std::vector<const ResultRecord*>> by_family;
   for (const auto& r : records)
     if (!r.outputs.empty() && r.outcome != Outcome::SKIP) by_family[family_of(r)].push_back(&r);
   std::string s =
       "<section id=\"errors\"><h2>Error as a fraction of the bound</h2>\n<p>Each dot is one case: "
-      "max_abs_err / bound of its worst output, log scale. Left of the red line is within the bound; "
-      "the first column holds exact results (error 0).</p>\n";
+      "the largest error ÷ bound of its outputs (per element where the bound is), log scale. Left of the red "
+      "line is within the bound; the first column holds exact results (error 0).</p>\n";
   if (by_family.empty()) return s + "<p>No compared outputs.</p></section>\n";
   const double w = 900, left = 150, exact_w = 50, plot_l = left + exact_w + 25, plot_r = w - 20, row_h = 44, top = 24;
   const double h = top + row_h * static_cast<double>(by_family.size()) + 30;
@@ -179,16 +218,16 @@ std::string error_plot_section(const std::vector<ResultRecord>& records) {
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#eee\"/>\n", left,
                      y + 2, plot_r - left, row_h - 4);
     for (const ResultRecord* r : rs) {
-      const double err = max_abs_err(*r), b = bound(*r);
+      const double ratio = error_ratio(*r);
       double x;
-      if (err == 0 || std::isnan(err)) {
+      if (ratio == 0 || std::isnan(ratio)) {
         ++exact;
         x = left + 5 + jitter(r->id + "x") * (exact_w - 10);
       } else {
-        x = xpos(b > 0 ? std::log10(err / b) : kLogHi);
+        x = xpos(std::log10(ratio));
       }
-      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\" fill-opacity=\"0.6\"><title>{}: {:.3g} / {:.3g}</title></circle>\n",
-                       x, y + 6 + jitter(r->id) * (row_h - 12), color(r->outcome), html_escape(r->id), err, b);
+      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\" fill-opacity=\"0.6\"><title>{}: error/bound {:.3g}</title></circle>\n",
+                       x, y + 6 + jitter(r->id) * (row_h - 12), color(r->outcome), html_escape(r->id), ratio);
     }
     y += row_h;
   }
@@ -245,6 +284,7 @@ std::string html_report(const std::vector<ResultRecord>& records, const std::str
   s += matrix_section(records);
   s += failures_section(records);
   s += error_plot_section(records);
+  s += tightness_section(records);
   s += slowest_section(records);
   return s + "</body></html>\n";
 }

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <ctime>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -122,6 +123,12 @@ void add_properties(pugi::xml_node tc, const ResultRecord& r) {
     add_prop(props, p + "bound", num(o.bound));
     add_prop(props, p + "lowp_err", num(o.lowp_err));
     add_prop(props, p + "mismatches", std::to_string(o.mismatches));
+    add_prop(props, p + "max_ratio", num(o.max_ratio));
+    if (o.has_slope()) {
+      add_prop(props, p + "slope", num(o.slope));
+      add_prop(props, p + "slope_lo", num(o.slope_lo));
+      add_prop(props, p + "slope_hi", num(o.slope_hi));
+    }
   }
   add_prop(props, "repro", r.repro);
 }
@@ -291,6 +298,10 @@ void set_output_field(OutputStats& o, const std::string& field, const std::strin
   else if (field == "bound") o.bound = parse_double(value, name);
   else if (field == "lowp_err") o.lowp_err = parse_double(value, name);
   else if (field == "mismatches") o.mismatches = parse_int(value, name);
+  else if (field == "max_ratio") o.max_ratio = parse_double(value, name);
+  else if (field == "slope") o.slope = parse_double(value, name);
+  else if (field == "slope_lo") o.slope_lo = parse_double(value, name);
+  else if (field == "slope_hi") o.slope_hi = parse_double(value, name);
 }
 
 ResultRecord parse_testcase(pugi::xml_node tc, const std::string& family) {
@@ -332,6 +343,8 @@ ResultRecord parse_testcase(pugi::xml_node tc, const std::string& family) {
       if (!outputs.count(out)) {
         output_order.push_back(out);
         outputs[out].out = out;
+        // Written by every opcts that has it; reports from before read as unknown.
+        outputs[out].max_ratio = std::numeric_limits<double>::quiet_NaN();
       }
       set_output_field(outputs[out], name.substr(dot + 1), value, name);
     }

@@ -1,6 +1,8 @@
 // Building and printing the enablement matrix.
 #include "reports/matrix.hpp"
 
+#include "reports/summary.hpp"
+
 #include <algorithm>
 #include <set>
 
@@ -62,15 +64,6 @@ void classify(MatrixCell& c) {
   else c.state = CellState::unsupported;
 }
 
-std::string md_cell(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '|') out += "\\|";
-    else if (ch == '\n' || ch == '\r') out += ' ';
-    else out += ch;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -135,12 +128,12 @@ std::string matrix_markdown(const EnablementMatrix& m) {
        "❌ failing the gate · — not run\n\n";
   if (m.rows.empty()) return s + "_no results_\n";
   s += "| family | impl |";
-  for (const auto& a : m.archs) s += " " + md_cell(a) + " |";
+  for (const auto& a : m.archs) s += " " + markdown_cell(a) + " |";
   s += "\n|---|---|";
   for (std::size_t i = 0; i < m.archs.size(); ++i) s += "---|";
   s += "\n";
   for (const auto& [fam, impl] : m.rows) {
-    s += "| " + md_cell(fam) + " | " + md_cell(impl) + " |";
+    s += "| " + markdown_cell(fam) + " | " + markdown_cell(impl) + " |";
     for (const auto& a : m.archs) {
       const MatrixCell& c = m.cell(fam, impl, a);
       s += " " + kIcon.at(c.state) + (c.state == CellState::not_run ? "" : " " + cell_text(c)) + " |";
@@ -156,9 +149,9 @@ std::string matrix_markdown(const EnablementMatrix& m) {
       for (const auto& [why, n] : c.state == CellState::partial ? c.xfail_reasons : c.skip_reasons)
         top.push_back({n, why});
       std::stable_sort(top.begin(), top.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-      details += fmt::format("- **{} {} on {}** ({}):\n", md_cell(fam), md_cell(impl), md_cell(a), cell_text(c));
+      details += fmt::format("- **{} {} on {}** ({}):\n", markdown_cell(fam), markdown_cell(impl), markdown_cell(a), cell_text(c));
       for (std::size_t i = 0; i < top.size() && i < 5; ++i)
-        details += fmt::format("  - {} × {}\n", top[i].first, md_cell(top[i].second));
+        details += fmt::format("  - {} × {}\n", top[i].first, markdown_cell(top[i].second));
       if (top.size() > 5) details += fmt::format("  - … {} more reasons\n", top.size() - 5);
     }
   if (!details.empty()) s += "\n### Why cells are partial, unsupported or skipped\n\n" + details;

@@ -39,13 +39,6 @@ std::string one_line(std::string s) {
   return s;
 }
 
-// Table cells may not hold '|'.
-std::string cell(const std::string& s) {
-  std::string out;
-  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
-  return out;
-}
-
 // A Markdown code span that survives backticks inside the text: the fence is one backtick
 // longer than the longest run inside, and padded with spaces when the text touches it.
 std::string code_span(const std::string& text) {
@@ -80,7 +73,7 @@ void reasons_section(std::string& md, const std::vector<const ResultRecord*>& ca
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   md += fmt::format("\n## {} ({})\n\n| cases | reason |\n|---:|---|\n", title, cases.size());
   for (std::size_t i = 0; i < sorted.size() && i < kTopReasons; ++i)
-    md += fmt::format("| {} | {} |\n", sorted[i].second, cell(sorted[i].first));
+    md += fmt::format("| {} | {} |\n", sorted[i].second, markdown_cell(sorted[i].first));
   if (sorted.size() > kTopReasons) {
     std::size_t rest = 0;
     for (std::size_t i = kTopReasons; i < sorted.size(); ++i) rest += sorted[i].second;
@@ -89,6 +82,16 @@ void reasons_section(std::string& md, const std::vector<const ResultRecord*>& ca
 }
 
 }  // namespace
+
+std::string markdown_cell(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '|') out += "\\|";
+    else if (ch == '\n' || ch == '\r') out += ' ';
+    else out += ch;
+  }
+  return out;
+}
 
 std::string stats_line(const ResultRecord& r) {
   if (r.outputs.empty()) return "";
@@ -124,7 +127,7 @@ std::string summary_markdown(const std::vector<ResultRecord>& records) {
     for (std::size_t i = 0; i < columns.size(); ++i) md += "---:|";
     md += "\n";
     for (const auto& [key, counts] : table) {
-      md += fmt::format("| {} | {} |", cell(key.first), cell(key.second));
+      md += fmt::format("| {} | {} |", markdown_cell(key.first), markdown_cell(key.second));
       for (std::size_t k : columns) md += fmt::format(" {} |", counts[k]);
       md += "\n";
     }

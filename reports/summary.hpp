@@ -14,6 +14,9 @@ namespace opcts {
 /// repro line; skipped and expected-failure cases grouped by reason (top 20 reasons each).
 std::string summary_markdown(const std::vector<ResultRecord>& records);
 
+/// Text made safe for a Markdown table cell: '|' escaped, line breaks as spaces.
+std::string markdown_cell(const std::string& s);
+
 /// The error statistics of a record in one phrase, e.g. "max abs err 0.031 > bound 0.004
 /// (64 mismatches)"; empty when the record has no compared outputs.
 std::string stats_line(const ResultRecord& r);

@@ -1,4 +1,5 @@
-// Element-wise error statistics and bounds of every metric, and the zero counts of the trust check.
+// Element-wise error statistics and bounds of every metric, the bounded metric's bias check and
+// the zero counts of the trust check.
 #include "runner/compare.hpp"
 
 #include <algorithm>
@@ -57,15 +58,31 @@ struct Candidate {
 OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
                            const std::vector<double>* lowp, const Tolerance& tol,
                            std::vector<WorstElement>& worst, size_t max_worst,
-                           const std::vector<double>* bound, int64_t row) {
+                           const std::vector<double>* bound, int64_t row, const ReductionStats* reduction) {
   const int64_t n = got.numel();
   if (static_cast<int64_t>(want.size()) != n)
     throw std::invalid_argument("output '" + name + "': " + std::to_string(n) + " elements, reference has " +
                                 std::to_string(want.size()));
   if (tol.metric == Metric::ref_relative && (!lowp || static_cast<int64_t>(lowp->size()) != n))
     throw std::invalid_argument("output '" + name + "': ref_relative needs a same-precision reference");
-  if (tol.metric == Metric::bounded && (!bound || static_cast<int64_t>(bound->size()) != n))
-    throw std::invalid_argument("output '" + name + "': bounded needs the reference's per-element bound");
+  // bounded: the reduction statistics under the impl's model when the reference gives them,
+  // else the reference's own per-element bound.
+  const ReductionStats* st = tol.metric == Metric::bounded ? reduction : nullptr;
+  const std::vector<double>* fixed = tol.metric == Metric::bounded && !st ? bound : nullptr;
+  if (st && (static_cast<int64_t>(st->abs_sum.size()) != n || static_cast<int64_t>(st->sq_sum.size()) != n ||
+             static_cast<int64_t>(st->magnitude.size()) != n))
+    throw std::invalid_argument("output '" + name + "': reduction statistics of another size");
+  if (tol.metric == Metric::bounded && !st && (!fixed || static_cast<int64_t>(fixed->size()) != n))
+    throw std::invalid_argument("output '" + name + "': bounded needs the reference's per-element bound or reduction statistics");
+  if (fixed && !(tol.accumulator == AccumulatorModel{}))
+    throw std::invalid_argument("output '" + name + "': its reference gives a fixed bound, which no accumulator model (" +
+                                to_string(tol.accumulator) + ", " + tol.source + ") changes");
+  const AccumulationBound acc = st ? accumulation_bound(tol.accumulator, *st, tol.false_alarm) : AccumulationBound{};
+  // factor·E of element i (the model's, or the reference's bound).
+  auto allowed = [&](int64_t i) {
+    return tol.factor * (st ? acc.element(*st, static_cast<size_t>(i)) : (*fixed)[static_cast<size_t>(i)]);
+  };
+  SlopeAccumulator slope;
   if (tol.metric == Metric::ref_relative && bound && static_cast<int64_t>(bound->size()) != n)
     throw std::invalid_argument("output '" + name + "': the reference's bound has the wrong size");
 
@@ -97,6 +114,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     s.bound = floor;  // the per-element bound adds rtol·|want|
   }
 
+  const double maxf = dtype_info(got.dtype()).max_finite;
   std::vector<Candidate> cands;
   for (int64_t i = 0; i < n; ++i) {
     const double gi = g[i], wi = want[i];
@@ -107,12 +125,12 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     // largest finite value or overflow. The device's inf is right when x + E reaches the
     // overflow threshold max + spacing(max)/2 (IEEE 754 round-to-nearest overflow rule).
     if (tol.metric == Metric::bounded && std::isinf(gi) && std::isfinite(wi) && std::signbit(gi) == std::signbit(wi)) {
-      const double maxf = dtype_info(got.dtype()).max_finite;
-      const double e = tol.factor * (*bound)[i];
+      const double e = allowed(i);
       if (std::fabs(wi) + e >= maxf + spacing_at(got.dtype(), maxf) / 2) continue;
     }
     if (!specials_agree(gi, wi)) {
       ++s.mismatches;
+      s.max_ratio = INFINITY;
       cands.push_back({INFINITY, i});
       continue;
     }
@@ -121,11 +139,12 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     s.max_abs_err = std::max(s.max_abs_err, err);
     if (wi != 0) s.max_rel_err = std::max(s.max_rel_err, err / std::fabs(wi));
     bool bad = false;
+    double bi = 0;  // this element's bound (0 for the exact metrics)
     switch (tol.metric) {
       case Metric::bitexact: bad = gi != wi || std::signbit(gi) != std::signbit(wi); break;
       case Metric::exact: bad = gi != wi; break;
       // Written as !(err <= bound) so that a NaN bound fails every element instead of none.
-      case Metric::allclose: bad = !(err <= floor + tol.rtol * std::fabs(wi)); break;
+      case Metric::allclose: bi = floor + tol.rtol * std::fabs(wi); bad = !(err <= bi); break;
       case Metric::ref_relative: {
         // lowp is the same-precision result before its output rounding: a correct result v
         // within e of want may round to the output dtype by half a spacing at |want| + e.
@@ -135,21 +154,31 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
         const double b = e + spacing_at(got.dtype(), std::fabs(wi) + e) / 2;
         largest_bound = std::max(largest_bound, b);
         worst_ratio = std::max(worst_ratio, b > 0 ? err / b : (err > 0 ? INFINITY : 0.0));
+        bi = b;
         bad = !(err <= b);
         break;
       }
       case Metric::bounded: {
-        // factor·E is the accumulation error the reference allows; a non-zero one may move
-        // the final rounding to the output dtype by one spacing (|RN(v) − RN(x)| <= E +
+        // factor·E is the accumulation error the model allows; a non-zero one may move the
+        // final rounding to the output dtype by one spacing (|RN(v) − RN(x)| <= E +
         // ulp(|x| + E)). E = 0 (exact fills) leaves nothing: the result must be exact.
-        const double e = tol.factor * (*bound)[i];
-        const double b = e + floor + (e > 0 ? spacing_at(got.dtype(), std::fabs(wi) + e) : 0.0);
-        s.bound = std::max(s.bound, b);  // reported: the largest per-element bound
-        bad = !(err <= b);
+        const double e = allowed(i);
+        bi = e + floor + (e > 0 ? spacing_at(got.dtype(), std::fabs(wi) + e) : 0.0);
+        s.bound = std::max(s.bound, bi);  // reported: the largest per-element bound
+        bad = !(err <= bi);
+        // The bias check takes the elements the output rounds normally (a value beyond the
+        // output's range is kept unrounded), each with its noise (accumulator.hpp).
+        if (st && e > 0 && std::fabs(wi) <= maxf) {
+          const double sp = spacing_at(got.dtype(), std::fabs(wi));
+          slope.add(wi, gi - wi, tol.factor * tol.factor * acc.variance(*st, static_cast<size_t>(i)) + sp * sp / 4);
+        }
         break;
       }
     }
     if (bad) ++s.mismatches;
+    // NaN-safe: a NaN ratio (a NaN bound) counts as the worst.
+    const double ratio = err == 0 && !bad ? 0.0 : bi > 0 ? err / bi : INFINITY;
+    s.max_ratio = std::isnan(ratio) ? INFINITY : std::max(s.max_ratio, ratio);
     if (err > 0) cands.push_back({err, i});
     // Keep the candidate list short: only the largest errors matter.
     if (cands.size() > 4 * max_worst + 64) {
@@ -160,6 +189,12 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   }
   if (tol.metric == Metric::ref_relative)
     s.bound = worst_ratio > 0 ? s.max_abs_err / worst_ratio : largest_bound;
+  if (tol.metric == Metric::bounded) {
+    const SlopeCheck c = slope.finish(acc);
+    s.slope = c.slope;
+    s.slope_lo = c.lo;
+    s.slope_hi = c.hi;
+  }
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     return a.key != b.key ? a.key > b.key : a.index < b.index;
   });

@@ -6,6 +6,7 @@
 
 #include "core/result.hpp"
 #include "core/tensor.hpp"
+#include "runner/accumulator.hpp"
 
 namespace opcts {
 
@@ -17,7 +18,9 @@ enum class Metric {
                  // bound[i]) + atol: FlashAttention's method with its statistic taken per row over the
                  // same-precision result before its output rounding, or the reference's own bound, and one rounding
   bounded,       // |got − want| <= factor·E[i] + atol + ulp_out(|want| + factor·E[i]) per element, E[i] the
-                 // accumulation error the reference's model allows (0: exact); ulp_out = one output rounding
+                 // reference's own bound, or the accumulation error the impl's accumulator model allows
+                 // for the reference's reduction statistics, with the bias check of the error's slope
+                 // (0: exact; runner/accumulator.hpp); ulp_out = one output rounding
 };
 
 std::string_view to_string(Metric m);
@@ -33,14 +36,19 @@ struct Tolerance {
   double rtol = 0;
   double factor = 0;
   double atol_eps = 0;
+  // bounded: how the impl accumulates (default IEEE fp32) and the false-alarm probability per
+  // element of the probabilistic bound and per output of the bias check (0: worst case only).
+  AccumulatorModel accumulator;
+  double false_alarm = 0;
   std::string source;  // where it came from: "cases/tolerances.yaml:12", "manifest sm90.yaml:4"
 };
 
 /// Compares `got` (any dtype, row-major over its shape) with `want` (the fp64 reference, same
 /// element order). `lowp` is the same-precision reference before its one rounding to the
-/// output dtype (the bound adds that rounding), required for ref_relative. `bound` is the
-/// per-element bound (References::bound), required for bounded; for ref_relative it is
-/// optional: the reference's bound of the accumulation error where the statistic says little
+/// output dtype (the bound adds that rounding), required for ref_relative. bounded
+/// needs either `bound`, the reference's per-element bound (References::bound), or `reduction`,
+/// its reduction statistics (References::reduction), from which the tolerance's accumulator
+/// model derives the bound. For ref_relative `bound` is optional: the reference's bound of the accumulation error where the statistic says little
 /// (a row of few roundings, an exact 0), used where it is the larger. ref_relative takes
 /// max|lowp − want| over each row of `row` consecutive elements (OutputSpec::row; 0: the whole
 /// output is one row) and reports as `bound` the one that makes max_abs_err / bound the worst
@@ -50,10 +58,12 @@ struct Tolerance {
 /// NaN and ±Inf must sit at the same positions with the same sign in got and want; each
 /// position that differs counts as a mismatch and is listed first among the worst elements.
 /// `worst` receives up to `max_worst` elements with the largest errors.
-/// Throws std::invalid_argument when sizes differ or lowp is missing for ref_relative.
+/// Throws std::invalid_argument when sizes differ, lowp is missing for ref_relative, bounded
+/// has neither a bound nor statistics, or an accumulator model is given for a fixed bound.
 OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
                            const std::vector<double>* lowp, const Tolerance& tol,
                            std::vector<WorstElement>& worst, size_t max_worst = 5,
-                           const std::vector<double>* bound = nullptr, int64_t row = 0);
+                           const std::vector<double>* bound = nullptr, int64_t row = 0,
+                           const ReductionStats* reduction = nullptr);
 
 }  // namespace opcts

@@ -50,6 +50,9 @@ namespace {
 std::string describe_failure(const ResultRecord& r) {
   std::ostringstream m;
   for (const auto& o : r.outputs) {
+    if (o.biased())
+      m << o.out << ": biased: the error's slope against the value is " << o.slope << ", outside ["
+        << o.slope_lo << ", " << o.slope_hi << "] (a relative error common to all elements); ";
     if (!o.mismatches) continue;
     m << o.out << ": " << o.mismatches << "/" << o.elements << " mismatches, max abs err " << o.max_abs_err;
     // `bounded` compares each element with its own bound: the largest one says little. The
@@ -163,10 +166,12 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
                                                        &suite.manifest());
       const auto lp = ref.refs.lowp.find(spec.name);
       const auto bd = ref.refs.bound.find(spec.name);
+      const auto rd = ref.refs.reduction.find(spec.name);
       OutputStats s = compare_output(spec.name, it->second, ref.refs.exact.at(spec.name),
                                      lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst, 5,
-                                     bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row);
-      ok = ok && s.mismatches == 0;
+                                     bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row,
+                                     rd == ref.refs.reduction.end() ? nullptr : &rd->second);
+      ok = ok && s.mismatches == 0 && !s.biased();
       r.outputs.push_back(std::move(s));
     }
     // Worst elements: special-value mismatches first, then by error.

@@ -33,7 +33,8 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     case EntryKind::xfail: check_keys(path, n, {"match", "reason", "link", "strict", "expect", "message"}); break;
     case EntryKind::flaky: check_keys(path, n, {"match", "reason", "link", "reruns"}); break;
     case EntryKind::tolerance:
-      check_keys(path, n, {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps"});
+      check_keys(path, n,
+                 {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps", "accumulator", "false_alarm"});
       break;
   }
   const std::string what(to_string(kind));
@@ -75,8 +76,14 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     if (**field < 0 || (positive && **field == 0))
       yaml_fail(path, n[key], std::string("'") + key + "' must be finite and " + (positive ? "> 0" : ">= 0"));
   }
-  if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps)
-    yaml_fail(path, n, "tolerance entry '" + e.match + "' sets none of factor, atol, rtol, atol_eps");
+  if (n["false_alarm"]) {
+    e.false_alarm = number_of(path, n, "false_alarm");
+    if (!(*e.false_alarm >= 0 && *e.false_alarm < 1)) yaml_fail(path, n["false_alarm"], "'false_alarm' must lie in [0, 1)");
+  }
+  if (n["accumulator"]) e.accumulator = parse_accumulator(path, n["accumulator"]);
+  if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps && !e.accumulator && !e.false_alarm)
+    yaml_fail(path, n,
+              "tolerance entry '" + e.match + "' sets none of factor, atol, rtol, atol_eps, accumulator, false_alarm");
   return e;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/outcome.hpp"
+#include "runner/accumulator.hpp"
 
 namespace opcts {
 
@@ -34,6 +35,8 @@ struct ManifestEntry {
   // tolerance: overrides of the table's values (unset fields keep the table's)
   std::string output;  // "" = every output
   std::optional<double> factor, atol, rtol, atol_eps;
+  std::optional<AccumulatorModel> accumulator;  // bounded: how the impl accumulates on this arch
+  std::optional<double> false_alarm;
 };
 
 /// A parsed manifest with its `extends:` chain flattened: the file's own entries first, so

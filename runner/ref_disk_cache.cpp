@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'O', 'P', 'C', 'T', 'S', 'R', 'E', 'F'};
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;  // 2: reduction statistics after the per-element bounds
 
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -57,13 +57,15 @@ struct Reader {
 
 using Maps = std::map<std::string, std::vector<double>>;
 
-void put_maps(std::string& out, const Maps& m) {
-  put(out, static_cast<uint64_t>(m.size()));
-  for (const auto& [name, v] : m) {
-    put_str(out, name);
-    put(out, static_cast<uint64_t>(v.size()));
-    out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double));
-  }
+
+
+bool get_values(Reader& r, std::vector<double>& v) {
+  uint64_t count = 0;
+  if (!r.get(count) || count > (r.buf.size() - r.pos) / sizeof(double)) return false;
+  v.resize(count);
+  std::memcpy(v.data(), r.buf.data() + r.pos, count * sizeof(double));
+  r.pos += count * sizeof(double);
+  return true;
 }
 
 bool get_maps(Reader& r, Maps& m) {
@@ -71,12 +73,55 @@ bool get_maps(Reader& r, Maps& m) {
   if (!r.get(n) || n > 1024) return false;
   for (uint64_t i = 0; i < n; ++i) {
     std::string name;
-    uint64_t count = 0;
-    if (!r.get_str(name, 4096) || !r.get(count) || count > (r.buf.size() - r.pos) / sizeof(double)) return false;
-    std::vector<double> v(count);
-    std::memcpy(v.data(), r.buf.data() + r.pos, count * sizeof(double));
-    r.pos += count * sizeof(double);
+    std::vector<double> v;
+    if (!r.get_str(name, 4096) || !get_values(r, v)) return false;
     m.emplace(std::move(name), std::move(v));
+  }
+  return true;
+}
+
+using Reductions = std::map<std::string, ReductionStats>;
+
+void put_values(std::string& out, const std::vector<double>& v) {
+  put(out, static_cast<uint64_t>(v.size()));
+  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double));
+}
+
+void put_maps(std::string& out, const Maps& m) {
+  put(out, static_cast<uint64_t>(m.size()));
+  for (const auto& [name, v] : m) {
+    put_str(out, name);
+    put_values(out, v);
+  }
+}
+
+void put_reductions(std::string& out, const Reductions& m) {
+  put(out, static_cast<uint64_t>(m.size()));
+  for (const auto& [name, st] : m) {
+    put_str(out, name);
+    put(out, static_cast<int64_t>(st.terms));
+    put(out, static_cast<uint8_t>(st.zero_mean));
+    put(out, static_cast<int32_t>(st.exact_term_bits));
+    for (const auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude}) put_values(out, *v);
+  }
+}
+
+bool get_reductions(Reader& r, Reductions& m) {
+  uint64_t n = 0;
+  if (!r.get(n) || n > 1024) return false;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string name;
+    ReductionStats st;
+    int64_t terms = 0;
+    uint8_t zero_mean = 0;
+    int32_t bits = 0;
+    if (!r.get_str(name, 4096) || !r.get(terms) || !r.get(zero_mean) || !r.get(bits)) return false;
+    st.terms = terms;
+    st.zero_mean = zero_mean != 0;
+    st.exact_term_bits = bits;
+    for (auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude})
+      if (!get_values(r, *v)) return false;
+    m.emplace(std::move(name), std::move(st));
   }
   return true;
 }
@@ -125,7 +170,8 @@ std::optional<References> RefDiskCache::load(const std::string& key) const {
       !r.get_str(stored_key, 1 << 16) || stored_key != key)
     return std::nullopt;
   References refs;
-  if (!get_maps(r, refs.exact) || !get_maps(r, refs.lowp) || !get_maps(r, refs.bound) || r.pos != body.size())
+  if (!get_maps(r, refs.exact) || !get_maps(r, refs.lowp) || !get_maps(r, refs.bound) ||
+      !get_reductions(r, refs.reduction) || r.pos != body.size())
     return std::nullopt;
   // Marks the file as just used for the LRU eviction; a read-only cache simply keeps its order.
   std::error_code ec;
@@ -170,6 +216,8 @@ void RefDiskCache::store(const std::string& key, const References& refs) const {
   size_t bytes = 0;
   for (const auto* m : {&refs.exact, &refs.lowp, &refs.bound})
     for (const auto& [name, v] : *m) bytes += v.size() * sizeof(double);
+  for (const auto& [name, st] : refs.reduction)
+    bytes += (st.abs_sum.size() + st.sq_sum.size() + st.magnitude.size()) * sizeof(double);
   if (bytes > kMaxBytes || bytes > max_bytes_) return;
   std::string out;
   out.append(kMagic, sizeof kMagic);
@@ -178,6 +226,7 @@ void RefDiskCache::store(const std::string& key, const References& refs) const {
   put_maps(out, refs.exact);
   put_maps(out, refs.lowp);
   put_maps(out, refs.bound);
+  put_reductions(out, refs.reduction);
   put(out, fnv1a(out.data(), out.size()));
   const fs::path dst = path_of(key);
   std::error_code ec;

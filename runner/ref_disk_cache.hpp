@@ -20,7 +20,7 @@ inline constexpr std::uint64_t kDefaultRefCacheMaxBytes = std::uint64_t{4} << 30
 /// <inputs> the fingerprint of the generated inputs (core/tensor.hpp fingerprint over every
 /// tensor), so that a changed input generator can never reuse a reference of other inputs.
 /// Each file holds a header with the magic, a format version and the full key, then the
-/// exact, lowp and bound vectors, then a checksum; a file whose key differs (a hash
+/// exact, lowp and bound vectors and the reduction statistics, then a checksum; a file whose key differs (a hash
 /// collision), that is truncated or corrupt is ignored and rewritten. Writes go to a temp
 /// file renamed into place, so concurrent shards never read half a file.
 ///

@@ -16,7 +16,8 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
   if (root["description"]) text_of(path, root, "description");
   ToleranceTable t;
   for (const auto& n : require_list(path, root["tolerances"], "'tolerances'")) {
-    check_keys(path, n, {"family", "output", "dtype", "impl", "arch", "metric", "atol", "rtol", "factor", "atol_eps", "why"});
+    check_keys(path, n, {"family", "output", "dtype", "impl", "arch", "problem", "metric", "atol", "rtol", "factor",
+                         "atol_eps", "accumulator", "false_alarm", "why"});
     ToleranceRule r;
     if (!n["family"]) yaml_fail(path, n, "a tolerance rule needs 'family:'");
     if (!n["metric"]) yaml_fail(path, n, "a tolerance rule needs 'metric:'");
@@ -42,6 +43,8 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
     }
     r.impl = n["impl"] ? text_of(path, n, "impl") : "";
     r.arch = n["arch"] ? text_of(path, n, "arch") : "";
+    r.problem = n["problem"] ? text_of(path, n, "problem") : "";
+    if (n["accumulator"]) r.tol.accumulator = parse_accumulator(path, n["accumulator"]);
     try {
       r.tol.metric = parse_metric(text_of(path, n, "metric"));
     } catch (const YamlError&) {
@@ -50,7 +53,7 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
       yaml_fail(path, n["metric"], e.what());
     }
     for (const auto& [key, field] : {std::pair{"atol", &r.tol.atol}, {"rtol", &r.tol.rtol}, {"factor", &r.tol.factor},
-                                     {"atol_eps", &r.tol.atol_eps}}) {
+                                     {"atol_eps", &r.tol.atol_eps}, {"false_alarm", &r.tol.false_alarm}}) {
       if (!n[key]) continue;
       *field = number_of(path, n, key);
       if (*field < 0) yaml_fail(path, n[key], std::string("'") + key + "' must be finite and >= 0");
@@ -61,6 +64,11 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
       yaml_fail(path, n, std::string(to_string(r.tol.metric)) + " needs a positive 'factor:'");
     if (r.tol.metric != Metric::allclose && r.tol.rtol != 0)
       yaml_fail(path, n["rtol"], "'rtol' only applies to the allclose metric");
+    if (r.tol.metric != Metric::bounded && (n["accumulator"] || n["false_alarm"]))
+      yaml_fail(path, n["accumulator"] ? n["accumulator"] : n["false_alarm"],
+                "'accumulator' and 'false_alarm' only apply to the bounded metric");
+    if (!(r.tol.false_alarm >= 0 && r.tol.false_alarm < 1))
+      yaml_fail(path, n["false_alarm"], "'false_alarm' must lie in [0, 1) (a probability per element; 0: worst case only)");
     if (check)
       if (const auto problem = check(r)) yaml_fail(path, n[problem->key] ? n[problem->key] : n, problem->why);
     t.rules_.push_back(std::move(r));
@@ -73,12 +81,15 @@ Tolerance ToleranceTable::resolve(const std::string& family, const std::string& 
                                   const Manifest* manifest) const {
   const ToleranceRule* hit = nullptr;
   const std::string dt(name(dtype));
+  const auto slash = case_id.find('/');
+  const std::string problem = slash == std::string::npos ? case_id : case_id.substr(slash + 1);
   for (const auto& r : rules_) {
     if (r.family != family) continue;
     if (!r.output.empty() && r.output != output) continue;
     if (!r.dtypes.empty() && std::find(r.dtypes.begin(), r.dtypes.end(), dt) == r.dtypes.end()) continue;
     if (!r.impl.empty() && !glob_match(r.impl, impl)) continue;
     if (!r.arch.empty() && !glob_match(r.arch, arch)) continue;
+    if (!r.problem.empty() && !glob_match(r.problem, problem)) continue;
     hit = &r;
   }
   if (!hit)
@@ -91,6 +102,11 @@ Tolerance ToleranceTable::resolve(const std::string& family, const std::string& 
       if (e->atol) t.atol = *e->atol;
       if (e->rtol) t.rtol = *e->rtol;
       if (e->atol_eps) t.atol_eps = *e->atol_eps;
+      if (e->accumulator) t.accumulator = *e->accumulator;
+      if (e->false_alarm) t.false_alarm = *e->false_alarm;
+      if ((e->accumulator || e->false_alarm) && t.metric != Metric::bounded)
+        throw std::runtime_error(e->source + ": 'accumulator' / 'false_alarm' override a bounded tolerance, not " +
+                                 std::string(to_string(t.metric)) + " (" + case_id + ")");
       t.source += ", " + e->source;
     }
   }

@@ -19,6 +19,7 @@ struct ToleranceRule {
   std::vector<std::string> dtypes;  // output dtypes; empty = any
   std::string impl;                 // glob over impl names ("cuda.*"); "" = any
   std::string arch;                 // glob over arch names; "" = any
+  std::string problem;              // glob over problem ids (the case id after '/'); "" = any
   Tolerance tol;
   std::string why;
 };
@@ -33,7 +34,8 @@ using RuleCheck = std::function<std::optional<RuleProblem>(const ToleranceRule&)
 
 class ToleranceTable {
  public:
-  /// Loads `{tolerances: [rule...]}`; every rule needs a `why:` deriving it. Throws YamlError
+  /// Loads `{tolerances: [rule...]}`; every rule needs a `why:` deriving it. `accumulator:`
+  /// (runner/accumulator.hpp) and `false_alarm:` belong to the bounded metric. Throws YamlError
   /// (file:line:column), also at the key a `check` names.
   static ToleranceTable load(const std::string& path, const RuleCheck& check = {});
   /// The last rule that matches (later rules refine earlier ones), then the manifest's

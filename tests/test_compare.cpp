@@ -259,13 +259,37 @@ TEST(CompareBounded, OverflowNearTheEdgeMayRoundEitherWay) {
   auto t = tol_of(Metric::bounded);
   t.factor = 1;
   std::vector<WorstElement> worst;
-  const std::vector<double> bound = {8.0, 8.0, 8.0};
+  // One term of magnitude 2^26 under the default fp32 model: E = γ_2(2^-24)·2^26 + γ_5·X,
+  // just over 8 (runner/accumulator.hpp).
+  ReductionStats st;
+  st.terms = 1;
+  st.abs_sum.assign(3, 0x1p26);
+  st.sq_sum.assign(3, 0.0);
   const auto cmp = [&](std::vector<double> got, std::vector<double> want) {
-    return compare_output("d", tensor(DType::fp16, {3}, got), want, nullptr, t, worst, 5, &bound).mismatches;
+    st.magnitude = {std::fabs(want[0]), std::fabs(want[1]), std::fabs(want[2])};
+    return compare_output("d", tensor(DType::fp16, {3}, got), want, nullptr, t, worst, 5, nullptr, 0, &st).mismatches;
   };
   EXPECT_EQ(cmp({65504, kInf, -kInf}, {65530, 65530, -65515}), 0);  // 65515 + 8 >= 65520
   EXPECT_EQ(cmp({65504, 65504, -kInf}, {65530, 1e6, -65500}), 2);   // saturated 1e6; -65500 cannot overflow
   EXPECT_EQ(cmp({kInf, 65504, 65504}, {-65530, 65504, 65504}), 1);  // wrong sign
+}
+
+// bounded with the reference's own per-element bound (int4_mm): factor·bound[i] plus one output
+// rounding; an accumulator model cannot apply to it.
+TEST(CompareBounded, ReferenceBoundPerElement) {
+  HostTensor got(DType::fp32, {2});
+  got.set(0, 1.5);
+  got.set(1, 10.0);
+  const std::vector<double> want{1.0, 10.0}, bound{0.5, 0.0};
+  auto t = tol_of(Metric::bounded);
+  t.factor = 1;
+  std::vector<WorstElement> w;
+  EXPECT_EQ(compare_output("d", got, want, nullptr, t, w, 5, &bound).mismatches, 0);
+  got.set(1, 10.5);
+  EXPECT_EQ(compare_output("d", got, want, nullptr, t, w, 5, &bound).mismatches, 1);
+  EXPECT_THROW(compare_output("d", got, want, nullptr, t, w), std::invalid_argument);  // no bound given
+  t.accumulator = {14, AccRounding::truncate, 128};
+  EXPECT_THROW(compare_output("d", got, want, nullptr, t, w, 5, &bound), std::invalid_argument);
 }
 
 TEST(CompareMetric, ParseAndPrintRoundTrip) {

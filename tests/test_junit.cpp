@@ -58,7 +58,14 @@ ResultRecord make(const std::string& family, const std::string& rest, Outcome ou
 
 void add_stats(ResultRecord& r) {
   r.outputs.push_back({"O", "ref_relative", 96, 0.031, 0.5, 0.004, 0.001, 64});
+  r.outputs.back().max_ratio = 7.75;
   r.outputs.push_back({"lse", "allclose", 24, 1e-7, 2e-7, 1e-5, 0, 0});
+  r.outputs.back().max_ratio = std::numeric_limits<double>::infinity();
+  r.outputs.push_back({"d", "bounded", 16, 0.5, 0.01, 2.0, 0, 0});
+  r.outputs.back().max_ratio = 0.25;
+  r.outputs.back().slope = 0x1p-8;
+  r.outputs.back().slope_lo = -0.006;
+  r.outputs.back().slope_hi = 1e-4;
   r.worst.push_back({"O", {0, 0, 1, 5}, 0.031, 0.0});
   r.worst.push_back({"O", {0, 1, 2, 3}, -0.02, 0.01});
   r.worst.push_back({"lse", {}, std::numeric_limits<double>::quiet_NaN(),
@@ -154,6 +161,21 @@ TEST(Junit, RoundTripsEveryOutcome) {
   EXPECT_EQ(fail.worst[2].want, -std::numeric_limits<double>::infinity());
   EXPECT_EQ(fail.outputs[1].out, "lse");
   EXPECT_EQ(fail.outputs[1].max_abs_err, 1e-7);
+  ASSERT_EQ(fail.outputs.size(), 3u);
+  EXPECT_EQ(fail.outputs[0].max_ratio, 7.75);
+  EXPECT_TRUE(std::isinf(fail.outputs[1].max_ratio));
+  EXPECT_EQ(fail.outputs[2].slope, 0x1p-8);
+  EXPECT_EQ(fail.outputs[2].slope_lo, -0.006);
+  EXPECT_TRUE(fail.outputs[2].biased());
+  EXPECT_FALSE(fail.outputs[0].has_slope());
+}
+
+TEST(JsonLines, RoundTripEveryOutcome) {
+  for (const auto& r : every_outcome()) EXPECT_TRUE(same_record(r, parse_json_line(to_json_line(r)))) << r.id;
+  // Written before max_ratio existed: unknown (NaN), which the tightness report leaves out.
+  const auto old = parse_json_line(
+      R"({"id":"a.b/c","outcome":"PASS","outputs":[{"out":"d","max_abs_err":0,"max_rel_err":0,"bound":1}]})");
+  EXPECT_TRUE(std::isnan(old.outputs.at(0).max_ratio));
 }
 
 TEST(Junit, SameRecordNoticesADifference) {
@@ -165,6 +187,12 @@ TEST(Junit, SameRecordNoticesADifference) {
   EXPECT_FALSE(same_record(a, b));
   b = a;
   b.outputs[0].lowp_err = 0.002;
+  EXPECT_FALSE(same_record(a, b));
+  b = a;
+  b.outputs[0].max_ratio = 1;
+  EXPECT_FALSE(same_record(a, b));
+  b = a;
+  b.outputs[2].slope_hi = 1;
   EXPECT_FALSE(same_record(a, b));
   b = a;
   b.raw_outcome = Outcome::ERROR;
@@ -227,7 +255,10 @@ TEST(Junit, CountsAndNamesFollowTheMapping) {
   EXPECT_EQ(props["max_abs_err"], "0.031");
   EXPECT_EQ(props["bound"], "0.004");
   EXPECT_EQ(props["mismatches"], "64");
-  EXPECT_EQ(props["metric"], "ref_relative,allclose");
+  EXPECT_EQ(props["metric"], "ref_relative,allclose,bounded");
+  EXPECT_EQ(props["out.d.slope"], "0.00390625");
+  EXPECT_EQ(props["out.O.max_ratio"], "7.75");
+  EXPECT_FALSE(props.count("out.O.slope"));  // written only where the bias check ran
 
   for (const char* name : {"cuda_flash/bf16_b1_error", "cuda_flash/e4m3_crash", "cuda_flash/e4m3_timeout"}) {
     auto e = find_case(doc, name).child("error");

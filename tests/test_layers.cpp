@@ -101,6 +101,29 @@ TEST(Layers, NoIncludeRunsUpward) {
   }
 }
 
+// The harness never decides an impl's answer: a negative case reaches the impl, which finds the
+// fault in the arguments and tensors it is handed. The functions that define a family's expected
+// error (refimpl's contract_violation / check_contract, Family::expected_error) are the
+// judge's; no impl, built-in or example plugin, may call them.
+TEST(Layers, NoImplCallsTheJudgesContract) {
+  const fs::path root = OPCTS_SOURCE_DIR;
+  const std::regex judge(R"(\b(contract_violation|check_contract|expected_error)\s*\()");
+  ASSERT_TRUE(std::regex_search(std::string("    sdpa::check_contract(p);"), judge));  // what it must catch
+  ASSERT_FALSE(std::regex_search(std::string("int4_mm::planted_bug_cannot_show(p, bug)"), judge));
+  int scanned = 0;
+  for (const char* dir : {"device_impl", "plugins"})
+    for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
+      if (!e.is_regular_file() || !is_source(e.path())) continue;
+      ++scanned;
+      std::ifstream in(e.path());
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n)
+        EXPECT_FALSE(std::regex_search(line, judge))
+            << fs::relative(e.path(), root).generic_string() << ":" << n << " calls the judge's contract: " << line;
+    }
+  EXPECT_GT(scanned, 30);
+}
+
 TEST(Layers, TheCheckSeesAnUpwardInclude) {
   EXPECT_EQ(floor_of("core/dtype.hpp"), "core");
   EXPECT_EQ(floor_of("device_impl/cuda/sdpa_flash.cu"), "device_impl/cuda");

@@ -21,7 +21,14 @@ References sample() {
   r.exact["O"] = {1.0, -2.5, 3e-300};
   r.exact["lse"] = {-INFINITY, 0.5};
   r.lowp["O"] = {1.0, -2.5, 0.0};
-  r.bound["O"] = {1e-3, 1e-3, 1e-3};
+  r.bound["y"] = {1e-3, 2e-3};
+  ReductionStats& st = r.reduction["d"];
+  st.terms = 4096;
+  st.zero_mean = true;
+  st.exact_term_bits = 6;
+  st.abs_sum = {3.0, 0.5};
+  st.sq_sum = {1.25, 1e-300};
+  st.magnitude = {2.0, INFINITY};
   return r;
 }
 
@@ -34,6 +41,7 @@ TEST(RefDiskCache, RoundTrip) {
   EXPECT_EQ(got->exact, sample().exact);
   EXPECT_EQ(got->lowp, sample().lowp);
   EXPECT_EQ(got->bound, sample().bound);
+  EXPECT_EQ(got->reduction, sample().reduction);
   EXPECT_FALSE(c.load("sdpa/x@2"));  // another reference version is another key
 }
 

@@ -3,6 +3,7 @@
 
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "reports/html.hpp"
 #include "reports/matrix.hpp"
 #include "reports/summary.hpp"
+#include "reports/tightness.hpp"
 #include "reports/times.hpp"
 #include "runner/shard_plan.hpp"
 #include "tests/test_util.hpp"
@@ -116,7 +118,42 @@ TEST(Html, SelfContainedEscapedAndComplete) {
   EXPECT_NE(h.find("aria-label=\"error over bound per family\""), std::string::npos);
   EXPECT_NE(h.find("aria-label=\"slowest cases\""), std::string::npos);
   EXPECT_NE(h.find("<circle"), std::string::npos);
+  EXPECT_NE(h.find("id=\"tightness\""), std::string::npos);
   EXPECT_EQ(h.find('\x01'), std::string::npos);
+}
+
+// Error ÷ bound over passing cases, per impl and output: failures, exact comparisons and
+// records without a ratio stay out of the statistics.
+TEST(Tightness, MedianP99AndMaxPerImplAndOutput) {
+  std::vector<ResultRecord> rs;
+  auto add = [&](const std::string& impl, const std::string& p, Outcome o, double bound, double ratio) {
+    rs.push_back(rec("scaled_mm", impl, "sm90", p, o));
+    rs.back().outputs.push_back({"d", "bounded", 16, ratio * bound, 0, bound, 0, 0});
+    rs.back().outputs.back().max_ratio = ratio;
+  };
+  add("cuda.x", "a", Outcome::PASS, 1.0, 0.1);
+  add("cuda.x", "b", Outcome::PASS, 2.0, 0.5);
+  add("cuda.x", "c", Outcome::PASS, 1.0, 0.2);
+  add("cuda.x", "exact", Outcome::PASS, 0.0, 0.0);
+  add("cuda.x", "fail", Outcome::FAIL, 1.0, 30.0);
+  add("cuda.x", "old", Outcome::PASS, 1.0, std::nan(""));
+  add("cuda.y", "a", Outcome::PASS, 1.0, 0.0);
+  const auto rows = tightness(rs);
+  ASSERT_EQ(rows.size(), 2u);
+  const TightnessRow& x = rows[0];
+  EXPECT_EQ(x.impl, "cuda.x");
+  EXPECT_EQ(x.cases, 3u);
+  EXPECT_EQ(x.exact, 1u);
+  EXPECT_EQ(x.zero_error, 0u);
+  EXPECT_EQ(x.median, 0.2);
+  EXPECT_EQ(x.p99, 0.5);
+  EXPECT_EQ(x.max, 0.5);
+  EXPECT_EQ(x.median_nonzero, 0.2);
+  EXPECT_EQ(rows[1].zero_error, 1u);
+  EXPECT_EQ(rows[1].median_nonzero, 0.0);
+  const std::string md = tightness_markdown(rows);
+  EXPECT_NE(md.find("| scaled_mm | cuda.x | d | bounded | 3 | 0 | 1 | 0.2 | 0.5 | 0.5 | 0.2 | 5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| scaled_mm | cuda.y | d | bounded | 1 | 1 | 0 | 0 | 0 | 0 | – | – |"), std::string::npos) << md;
 }
 
 std::string slurp(const std::string& p) {

@@ -167,6 +167,95 @@ TEST(ToleranceErrors, BadFieldsNameTheirLine) {
   EXPECT_NE(load_error(empty).find("tolerances"), std::string::npos) << load_error(empty);
 }
 
+TEST(ToleranceAccumulator, RulesAndManifestEntriesCarryAModel) {
+  const std::string dir = temp_dir();
+  const std::string table = write(dir, "t.yaml",
+                                  "tolerances:\n"
+                                  "  - family: mm\n"
+                                  "    metric: bounded\n"
+                                  "    factor: 1\n"
+                                  "    false_alarm: 1.0e-12\n"
+                                  "    why: fp32 by default\n"
+                                  "  - family: mm\n"
+                                  "    impl: \"cuda.*\"\n"
+                                  "    problem: \"*_fast_*\"\n"
+                                  "    metric: bounded\n"
+                                  "    factor: 1\n"
+                                  "    accumulator: {bits: 14, rounding: truncate}\n"
+                                  "    why: never promoted\n");
+  const ToleranceTable t = ToleranceTable::load(table);
+  const Tolerance plain = t.resolve("mm", "d", DType::bf16, "cuda.x", "sm90", "mm.cuda_x/slow_y", nullptr);
+  EXPECT_EQ(plain.accumulator, AccumulatorModel{});
+  EXPECT_EQ(plain.false_alarm, 1e-12);
+  const Tolerance fast = t.resolve("mm", "d", DType::bf16, "cuda.x", "sm90", "mm.cuda_x/a_fast_y", nullptr);
+  EXPECT_EQ(fast.accumulator, (AccumulatorModel{14, AccRounding::truncate, 0}));
+  EXPECT_EQ(fast.false_alarm, 0.0);  // a rule's unset fields are its defaults
+  EXPECT_EQ(t.resolve("mm", "d", DType::bf16, "host.x", "host", "mm.host_x/a_fast_y", nullptr).accumulator,
+            AccumulatorModel{});  // the impl glob misses
+
+  const Manifest m = Manifest::load(write(dir, "sm90.yaml",
+                                          "arch: sm90\n"
+                                          "tolerance:\n"
+                                          "  - match: \"mm.cuda_x/*\"\n"
+                                          "    reason: measured\n"
+                                          "    accumulator: {bits: 14, rounding: truncate, promote_every: 128}\n"));
+  const Tolerance over = t.resolve("mm", "d", DType::bf16, "cuda.x", "sm90", "mm.cuda_x/slow_y", &m);
+  EXPECT_EQ(over.accumulator, (AccumulatorModel{14, AccRounding::truncate, 128}));
+  EXPECT_EQ(over.false_alarm, 1e-12);  // kept from the table
+  EXPECT_NE(over.source.find("sm90.yaml:3"), std::string::npos) << over.source;
+}
+
+TEST(ToleranceAccumulator, ErrorsNameTheirLine) {
+  const std::string dir = temp_dir();
+  const std::string not_bounded = write(dir, "a.yaml",
+                                        "tolerances:\n  - family: sdpa\n    metric: exact\n    why: w\n"
+                                        "    accumulator: {bits: 14}\n");
+  EXPECT_NE(load_error(not_bounded).find("only apply to the bounded metric"), std::string::npos)
+      << load_error(not_bounded);
+  const std::string bad_p = write(dir, "p.yaml",
+                                  "tolerances:\n  - family: mm\n    metric: bounded\n    factor: 1\n    why: w\n"
+                                  "    false_alarm: 2\n");
+  EXPECT_NE(load_error(bad_p).find(bad_p + ":6:"), std::string::npos) << load_error(bad_p);
+  const std::string bad_bits = write(dir, "b.yaml",
+                                     "tolerances:\n  - family: mm\n    metric: bounded\n    factor: 1\n    why: w\n"
+                                     "    accumulator: {bits: 40}\n");
+  EXPECT_NE(load_error(bad_bits).find("2..24"), std::string::npos) << load_error(bad_bits);
+  const std::string manifest = write(dir, "m.yaml",
+                                     "arch: x\ntolerance:\n  - match: \"a/*\"\n    reason: r\n"
+                                     "    accumulator: {rounding: down}\n");
+  const std::string err = testutil::yaml_error_of([&] { Manifest::load(manifest); });
+  EXPECT_NE(err.find("'down'"), std::string::npos) << err;
+}
+
+// The models cases/ gives scaled_mm: IEEE fp32 by default, Hopper's for its emulation and for
+// cuBLASLt (and its planted variants) on sm90, no promotion for fast_accum.
+TEST(ToleranceBuiltin, ScaledMmModels) {
+  const ToleranceTable t = ToleranceTable::load((kCases / "tolerances.yaml").string());
+  const Manifest sm90 = Manifest::load((kCases / "manifests" / "sm90.yaml").string());
+  const Manifest sm100 = Manifest::load((kCases / "manifests" / "sm100.yaml").string());
+  const AccumulatorModel fp32, hopper{14, AccRounding::truncate, 128}, fast{14, AccRounding::truncate, 0};
+  const auto model = [&](const std::string& impl, const std::string& problem, const std::string& arch,
+                         const Manifest& m) {
+    std::string tok = impl;
+    for (char& c : tok) c = c == '.' ? '_' : c;
+    const Tolerance r = t.resolve("scaled_mm", "d", DType::bf16, impl, arch, "scaled_mm." + tok + "/" + problem, &m);
+    EXPECT_EQ(r.metric, Metric::bounded);
+    EXPECT_EQ(r.false_alarm, 1e-12);
+    return r.accumulator;
+  };
+  const std::string slow = "tensorwise_e4m3fn_e4m3fn_tn_m1_n1_k16_out_bf16_random";
+  const std::string quick = "tensorwise_e4m3fn_e4m3fn_tn_m1_n1_k16_out_bf16_fastacc_random";
+  EXPECT_EQ(model("cuda.mx_kernel", quick, "sm90", sm90), fp32);
+  EXPECT_EQ(model("host.emulated", quick, "host", Manifest::empty("host")), fp32);
+  EXPECT_EQ(model("host.emulated_hopper", slow, "host", Manifest::empty("host")), hopper);
+  EXPECT_EQ(model("host.emulated_hopper_no_bias", quick, "host", Manifest::empty("host")), fast);
+  EXPECT_EQ(model("cuda.cublaslt", slow, "sm90", sm90), hopper);
+  EXPECT_EQ(model("cuda.cublaslt_scale_error", slow, "sm90", sm90), hopper);
+  EXPECT_EQ(model("cuda.cublaslt", quick, "sm90", sm90), fast);
+  EXPECT_EQ(model("cuda.cublaslt", slow, "sm100", sm100), fp32);  // not measured there
+  EXPECT_EQ(model("cuda.cublaslt", quick, "sm100", sm100), fast);
+}
+
 TEST(ToleranceBuiltin, CoversSdpaOutputsForEveryInputDtype) {
   const ToleranceTable t = ToleranceTable::load((kCases / "tolerances.yaml").string());
   for (DType dt : {DType::bf16, DType::fp16, DType::fp32}) {

@@ -24,11 +24,13 @@ namespace opcts::cuda {
 
 /// One built-in row: the descriptor (callbacks may be null in a host build), the capability
 /// names it needs, and for a planted row the C++ check of which problems can show its bug
-/// (returns "" when the problem can; the reason to SKIP otherwise).
+/// (returns "" when the problem can; the reason to SKIP otherwise) and, where the bug is one
+/// of the inputs an unchanged kernel is given, the wrong inputs (AbiImpl::set_planted_inputs).
 struct Row {
   opcts_impl_desc desc{};
   std::vector<std::string> caps;
   std::function<std::string(const Problem&)> cannot_show;
+  std::function<TensorMap(const Problem&, const TensorMap&)> plant_inputs;
 };
 
 /// A row of `family` named `name` with its callbacks (pass them through OPCTS_CUDA_ONLY).

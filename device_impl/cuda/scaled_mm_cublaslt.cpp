@@ -215,6 +215,8 @@ void set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
 
 }  // namespace
 
+void scaled_mm_cublaslt_prepare() { device_state(); }
+
 void scaled_mm_cublaslt(const ScaledMmParams& p, CUstream_st* stream) {
   validate(p);
   if (p.m == 0 || p.n == 0) return;

@@ -1,212 +1,183 @@
-// cuda.cublaslt and cuda.mx_kernel: harness glue that uploads codes and scales, launches the scaled GEMM and downloads D.
+// The CUDA scaled_mm rows' callbacks: the ABI's tensors onto cuBLASLt (cuda.cublaslt and its
+// planted variants) or opcts's own kernel (cuda.mx_kernel), launched on the stream handed in.
+//
+// The glue checks what a kernel cannot see, as torch._scaled_mm does before it calls cuBLASLt:
+// each scale tensor's dtype and element count against the recipe's layout (plugin.h), found in
+// the tensors it is handed. The launchers check the rest (K, leading dimensions, layouts) and
+// cuBLASLt its own combinations (status 15 / 7 → OPCTS_UNSUPPORTED naming the status).
 #include <cuda_runtime_api.h>
 
-#include <optional>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
 
-#include "device_impl/cuda/device_buffer.hpp"
 #include "device_impl/cuda/device_memory.hpp"
-#include "device_impl/cuda/scaled_mm_kernels.hpp"
-#include "device_impl/cuda/scaled_mm_prepared.hpp"
-#include "core/errors.hpp"
-#include "core/family.hpp"
-#include "refimpl/scaled_mm.hpp"
+#include "device_impl/cuda/scaled_mm_launch.hpp"
 
-namespace opcts {
-
-void register_cuda_scaled_mm(Registry& reg);
+namespace opcts::cuda {
 
 namespace {
 
-using scaled_mm::Problem;
-using scaled_mm::Recipe;
+bool has_cap(const opcts_arch* arch, const char* cap) {
+  for (int32_t i = 0; i < arch->n_caps; ++i)
+    if (std::strcmp(arch->caps[i], cap) == 0) return true;
+  return false;
+}
 
-std::optional<cuda::MmElem> elem_of(DType t) {
-  switch (t) {
-    case DType::e4m3fn: return cuda::MmElem::e4m3;
-    case DType::e5m2: return cuda::MmElem::e5m2;
-    case DType::e2m1fn: return cuda::MmElem::e2m1;
-    default: return std::nullopt;  // FNUZ: AMD formats
+// The capability a recipe needs on the arch for cuBLASLt (cases/archs.yaml).
+const char* recipe_cap(int32_t recipe) {
+  switch (recipe) {
+    case OPCTS_MM_TENSORWISE:
+    case OPCTS_MM_ROWWISE: return "fp8_ocp";
+    case OPCTS_MM_BLOCKWISE_1X128_128X128:
+    case OPCTS_MM_BLOCKWISE_1X128_1X128: return "blockwise_scaled_mm";
+    case OPCTS_MM_MXFP8:
+    case OPCTS_MM_MXFP4: return "mx_block_scaled_mma";
+    default: return "nvfp4";
   }
 }
 
-cuda::MmOut out_of(DType t) {
-  switch (t) {
-    case DType::bf16: return cuda::MmOut::bf16;
-    case DType::fp16: return cuda::MmOut::fp16;
-    case DType::fp32: return cuda::MmOut::fp32;
-    default: return cuda::MmOut::e4m3;
+const char* recipe_name(int32_t recipe) {
+  switch (recipe) {
+    case OPCTS_MM_TENSORWISE: return "tensorwise";
+    case OPCTS_MM_ROWWISE: return "rowwise";
+    case OPCTS_MM_BLOCKWISE_1X128_128X128: return "blockwise_1x128_128x128";
+    case OPCTS_MM_BLOCKWISE_1X128_1X128: return "blockwise_1x128_1x128";
+    case OPCTS_MM_MXFP8: return "mxfp8";
+    case OPCTS_MM_MXFP4: return "mxfp4";
+    default: return "nvfp4";
   }
 }
 
-cuda::MmScaleMode mode_of(const Problem& p, char which) {
-  switch (p.recipe) {
-    case Recipe::tensorwise: return cuda::MmScaleMode::scalar_f32;
-    case Recipe::rowwise: return cuda::MmScaleMode::outer_vec_f32;
-    case Recipe::blockwise_1x128_1x128: return cuda::MmScaleMode::vec128_f32;
-    case Recipe::blockwise_1x128_128x128:
-      return which == 'a' ? cuda::MmScaleMode::vec128_f32 : cuda::MmScaleMode::blk128x128_f32;
-    case Recipe::mxfp8:
-    case Recipe::mxfp4: return cuda::MmScaleMode::vec32_ue8m0;
-    case Recipe::nvfp4: return cuda::MmScaleMode::vec16_ue4m3;
-  }
-  return cuda::MmScaleMode::scalar_f32;
+bool fp4(const opcts_scaled_mm_params& c) { return c.recipe == OPCTS_MM_MXFP4 || c.recipe == OPCTS_MM_NVFP4; }
+bool block_scaled(const opcts_scaled_mm_params& c) { return c.recipe >= OPCTS_MM_MXFP8; }
+int64_t out_bytes(const opcts_scaled_mm_params& c) { return c.out.bits / 8; }
+
+// D's leading dimension for cuBLASLt: rows padded to 16 bytes (numerics.md §3).
+int64_t padded_ldd(const opcts_scaled_mm_params& c) {
+  const int64_t per16 = 16 / out_bytes(c);
+  return (c.n + per16 - 1) / per16 * per16;
 }
 
-// The capability a recipe needs on the arch (cases/archs.yaml).
-const char* recipe_cap(Recipe r) {
-  switch (r) {
-    case Recipe::tensorwise:
-    case Recipe::rowwise: return "fp8_ocp";
-    case Recipe::blockwise_1x128_128x128:
-    case Recipe::blockwise_1x128_1x128: return "blockwise_scaled_mm";
-    case Recipe::mxfp8:
-    case Recipe::mxfp4: return "mx_block_scaled_mma";
-    case Recipe::nvfp4: return "nvfp4";
+// The scales of a scale mode for an operand of R rows and K columns (scaled_mm_kernels.hpp).
+int64_t scale_count(MmScaleMode mode, int64_t rows, int64_t k) {
+  const auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  switch (mode) {
+    case MmScaleMode::scalar_f32: return 1;
+    case MmScaleMode::outer_vec_f32: return rows;
+    case MmScaleMode::vec128_f32: return rows * cdiv(k, 128);
+    case MmScaleMode::blk128x128_f32: return cdiv(rows, 128) * cdiv(k, 128);
+    case MmScaleMode::vec32_ue8m0: return cdiv(rows, 128) * 128 * cdiv(cdiv(k, 32), 4) * 4;  // 128x4 tiles
+    case MmScaleMode::vec16_ue4m3: return cdiv(rows, 128) * 128 * cdiv(cdiv(k, 16), 4) * 4;
   }
-  return "";
+  return 0;
 }
 
-// The scale tensor the kernel reads has exactly the scales of the recipe's layout, in its
-// dtype: the kernel cannot see buffer sizes, so the glue checks them (torch._scaled_mm does too).
-void check_scale(const Problem& p, const HostTensor& s, char which) {
-  const std::string nm = which == 'a' ? "a_scale" : "b_scale";
-  const quant::Scheme sch = which == 'a' ? p.a_scheme() : p.b_scheme();
-  const int64_t R = which == 'a' ? p.m : p.n;
-  const DType want = quant::scale_dtype(sch);
-  if (s.dtype() != want)
-    throw InvalidArgument(nm, "scales must be " + std::string(name(want)) + ", not " + std::string(name(s.dtype())));
-  const quant::ScaleGrid g = quant::scale_grid(sch, R, p.k);
-  const bool swz = (which == 'a' ? p.a_scale_layout() : p.b_scale_layout()) == quant::ScaleLayout::swizzled;
-  const int64_t count = swz ? static_cast<int64_t>(quant::swizzled_size(static_cast<size_t>(g.rows), static_cast<size_t>(g.cols)))
-                            : g.rows * g.cols;
-  if (s.numel() != count)
-    throw InvalidArgument(nm, "expected " + std::to_string(count) + " scales, got " + std::to_string(s.numel()));
+uint8_t scale_code(MmScaleMode mode) {
+  switch (mode) {
+    case MmScaleMode::vec32_ue8m0: return OPCTS_DL_FLOAT8_E8M0FNU;
+    case MmScaleMode::vec16_ue4m3: return OPCTS_DL_OPCTS_UE4M3;
+    default: return OPCTS_DL_FLOAT;
+  }
+}
+
+void check_scale(const opcts_run_args* a, const char* name, MmScaleMode mode, int64_t rows, int64_t k) {
+  const opcts_tensor* t = nullptr;
+  for (int32_t i = 0; i < a->n_tensors; ++i)
+    if (std::strcmp(a->tensors[i].name, name) == 0) t = &a->tensors[i];
+  if (!t) throw MmArgumentError(name, std::string(name) + " is missing");
+  if (t->dtype.code != scale_code(mode) || (mode <= MmScaleMode::blk128x128_f32 && t->dtype.bits != 32))
+    throw MmArgumentError(name, std::string(name) + " has the wrong dtype for the recipe's scales");
+  int64_t count = 1;
+  for (int32_t j = 0; j < t->ndim; ++j) count *= t->shape[j];
+  const int64_t want = scale_count(mode, rows, k);
+  if (count != want)
+    throw MmArgumentError(name, "expected " + std::to_string(want) + " scales in " + name + ", got " + std::to_string(count));
+}
+
+opcts_status fail(opcts_report* r, opcts_status s, const std::string& why, const std::string& argument = "") {
+  std::snprintf(r->message, sizeof r->message, "%s", why.c_str());
+  std::snprintf(r->argument, sizeof r->argument, "%s", argument.c_str());
+  return s;
 }
 
 }  // namespace
 
-PreparedScaledMm prepare_scaled_mm(const scaled_mm::Problem& p, const TensorMap& in) {
-  const HostTensor& a = in.at("a");
-  const HostTensor& b = in.at("b");
-  check_scale(p, in.at("a_scale"), 'a');
-  check_scale(p, in.at("b_scale"), 'b');
-  // D rows padded to 16 bytes: cuBLASLt needs an aligned leading dimension (numerics.md §3).
-  const int64_t per16 = std::max<int64_t>(1, 16 / storage_bytes(p.out));
-  const int64_t ldd = (p.n + per16 - 1) / per16 * per16;
-  PreparedScaledMm r{cuda::DeviceBuffer::upload(a), cuda::DeviceBuffer::upload(b), cuda::DeviceBuffer::upload(in.at("a_scale")),
-                     cuda::DeviceBuffer::upload(in.at("b_scale")),
-                     std::nullopt, std::nullopt, cuda::DeviceBuffer(storage_bytes_for(p.out, p.m * ldd)), {}};
-  if (in.count("out_scale")) r.out_scale.emplace(cuda::DeviceBuffer::upload(in.at("out_scale")));
-  if (in.count("bias")) r.bias.emplace(cuda::DeviceBuffer::upload(in.at("bias")));
-  // Poison D with NaN bytes (0xFF is NaN in bf16, fp16, fp32 and e4m3fn) so that a kernel
-  // that skips an element cannot pass.
-  if (r.d.bytes()) cuda::check(cudaMemset(r.d.get(), 0xFF, r.d.bytes()), "cudaMemset");
-
-  cuda::ScaledMmParams& k = r.params;
-  k.m = p.m;
-  k.n = p.n;
-  k.k = p.k;
-  k.a_elem = *elem_of(p.a_elem);
-  k.b_elem = *elem_of(p.b_elem);
-  k.a_k_major = p.a_layout == scaled_mm::Layout::row;
-  k.b_k_major = p.b_layout == scaled_mm::Layout::col;
-  k.lda = k.a_k_major ? a.strides()[0] : a.strides()[1];
-  k.ldb = k.b_k_major ? b.strides()[0] : b.strides()[1];
-  k.a_scale_mode = mode_of(p, 'a');
-  k.b_scale_mode = mode_of(p, 'b');
-  k.global_scale = in.count("global_scale") ? static_cast<float>(in.at("global_scale").get(0)) : 1.0f;
-  k.out = out_of(p.out);
-  k.ldd = ldd;
-  k.fast_accum = p.fast_accum;
-  k.a = r.a.get();
-  k.b = r.b.get();
-  k.a_scale = r.a_scale.get();
-  k.b_scale = r.b_scale.get();
-  k.d_scale = r.out_scale ? static_cast<const float*>(r.out_scale->get()) : nullptr;
-  k.bias = r.bias ? r.bias->get() : nullptr;
-  k.d = r.d.get();
-  return r;
+int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size) {
+  const auto& row = *static_cast<const ScaledMmRow*>(impl);
+  const auto& c = *static_cast<const opcts_scaled_mm_params*>(params);
+  auto no = [&](const std::string& why) {
+    std::snprintf(reason, size, "%s", why.c_str());
+    return 0;
+  };
+  MmElem e;
+  if (!mm_elem_of(c.a_elem, &e) || !mm_elem_of(c.b_elem, &e))
+    return no("FNUZ elements are AMD gfx942 formats; CUDA has no FNUZ matmul");
+  // The kernel interface reads VEC32_UE8M0 / VEC16_UE4M3 scales in cuBLAS's swizzled layout
+  // only (scaled_mm_kernels.hpp); a row-major case is a layout these impls do not take.
+  if (block_scaled(c) && c.scale_layout != OPCTS_MM_SCALES_SWIZZLED)
+    return no("VEC32_UE8M0 / VEC16_UE4M3 scales are read only in the swizzled layout");
+  if (!row.cublaslt) return 1;
+  const char* cap = recipe_cap(c.recipe);
+  if (!has_cap(arch, cap))
+    return no(std::string(recipe_name(c.recipe)) + " needs capability '" + cap + "', which " + arch->name + " lacks");
+  if (c.a_elem.code == OPCTS_DL_FLOAT8_E5M2 && c.b_elem.code == OPCTS_DL_FLOAT8_E5M2)
+    return no("no e5m2 × e5m2 kernel (status 15 on sm90; PyTorch raises ValueError)");
+  // fp8 takes only TN below sm_100: a SKIP. Packed fp4 must be TN everywhere: a non-TN fp4 call
+  // is an argument error the adapter refuses, so it runs.
+  const bool tn = c.a_row_major && c.b_col_major;
+  if (!tn && !fp4(c) && arch->compute_major > 0 && arch->compute_major < 10)
+    return no("FP8 matmul takes only the TN layout below sm_100 (status 15 on sm90; spec/pytorch-tests.md §1.2)");
+  // The handle and workspace are made now, not under the backend's stream gate.
+  scaled_mm_cublaslt_prepare();
+  // D with its rows padded to 16 bytes, beside the output the backend allocates.
+  const Support s = fits_device_memory(static_cast<double>(c.m) * padded_ldd(c) * out_bytes(c), "padded D");
+  return s.ok ? 1 : no(s.reason);
 }
 
-void launch_scaled_mm(const PreparedScaledMm& m, bool cublaslt, CUstream_st* stream) {
+opcts_status scaled_mm_row_run(const void* impl, const opcts_run_args* a, opcts_report* r) {
+  const auto& row = *static_cast<const ScaledMmRow*>(impl);
+  const auto& c = *static_cast<const opcts_scaled_mm_params*>(a->params);
+  auto* stream = static_cast<cudaStream_t>(a->stream);
+  void* padded = nullptr;
   try {
-    if (cublaslt) cuda::scaled_mm_cublaslt(m.params, stream);
-    else cuda::scaled_mm_mx_kernel(m.params, stream);
-  } catch (const cuda::MmArgumentError& e) {
-    throw InvalidArgument(e.argument, e.what());
-  } catch (const cuda::MmLibraryRefusal& e) {
-    throw Unsupported(std::string(cublaslt ? "cuda.cublaslt" : "cuda.mx_kernel") + ": cuBLASLt status " +
-                      std::to_string(e.status) + ": " + e.what());
+    ScaledMmParams k = mm_kernel_params(c, a->tensors, a->n_tensors);
+    check_scale(a, "a_scale", k.a_scale_mode, c.m, c.k);
+    check_scale(a, "b_scale", k.b_scale_mode, c.n, c.k);
+    for (int32_t i = 0; i < a->n_tensors; ++i)
+      if (std::strcmp(a->tensors[i].name, "global_scale") == 0) {
+        // cuBLASLt takes alpha from host memory here. The inputs are on the device before run
+        // is called (plugin.h), so a copy on the legacy stream reads them without waiting on
+        // the stream this call was handed.
+        if (cudaMemcpy(&k.global_scale, a->tensors[i].data, sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
+          throw std::runtime_error("cudaMemcpy of global_scale failed");
+      }
+    void* d = k.d;
+    const int64_t row_bytes = c.n * out_bytes(c);
+    const bool pad = row.cublaslt && row_bytes % 16 != 0 && c.m > 0;
+    if (pad) {
+      k.ldd = padded_ldd(c);
+      if (cudaMallocAsync(&padded, static_cast<size_t>(c.m * k.ldd * out_bytes(c)), stream) != cudaSuccess)
+        throw std::runtime_error("cudaMallocAsync of the padded D failed");
+      k.d = padded;
+    }
+    row.cublaslt ? scaled_mm_cublaslt(k, stream) : scaled_mm_mx_kernel(k, stream);
+    if (pad && cudaMemcpy2DAsync(d, static_cast<size_t>(row_bytes), padded, static_cast<size_t>(k.ldd * out_bytes(c)),
+                                 static_cast<size_t>(row_bytes), static_cast<size_t>(c.m), cudaMemcpyDeviceToDevice,
+                                 stream) != cudaSuccess)
+      throw std::runtime_error("cudaMemcpy2DAsync of the padded D failed");
+  } catch (const MmArgumentError& e) {
+    if (padded) cudaFreeAsync(padded, stream);
+    return fail(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
+  } catch (const MmLibraryRefusal& e) {
+    if (padded) cudaFreeAsync(padded, stream);
+    return fail(r, OPCTS_UNSUPPORTED, "cuBLASLt status " + std::to_string(e.status) + ": " + e.what());
+  } catch (const std::exception& e) {
+    if (padded) cudaFreeAsync(padded, stream);
+    return fail(r, OPCTS_INTERNAL, e.what());
   }
+  if (padded) cudaFreeAsync(padded, stream);
+  return OPCTS_OK;
 }
 
-namespace {
-
-enum class Backend { cublaslt, mx_kernel };
-
-class CudaScaledMm final : public Impl {
- public:
-  explicit CudaScaledMm(Backend b) : backend_(b) {}
-  std::string_view family() const override { return "scaled_mm"; }
-  std::string_view name() const override { return backend_ == Backend::cublaslt ? "cuda.cublaslt" : "cuda.mx_kernel"; }
-  std::string_view backend() const override { return "cuda"; }
-
-  Support supports(const opcts::Problem& pp, const ArchInfo& arch) const override {
-    const auto& p = pp.as<Problem>();
-    if (!elem_of(p.a_elem) || !elem_of(p.b_elem))
-      return Support::no(std::string(name()) + ": FNUZ elements (" + std::string(opcts::name(p.a_elem)) + ", " +
-                         std::string(opcts::name(p.b_elem)) + ") are AMD gfx942 formats; CUDA has no FNUZ matmul");
-    // Codes, scales (a few percent at most) and D with its rows padded to 16 bytes.
-    const double bytes = static_cast<double>(storage_bytes_for(p.a_elem, p.m * p.k) + storage_bytes_for(p.b_elem, p.n * p.k) +
-                                             storage_bytes_for(p.out, p.m * (p.n + 16))) * 1.05;
-    if (const Support fits = cuda::fits_device_memory(bytes, name()); !fits.ok) return fits;
-    // The kernel interface reads VEC32_UE8M0 / VEC16_UE4M3 scales in cuBLAS's swizzled layout
-    // only (scaled_mm_kernels.hpp); a row-major case is a layout these impls do not take.
-    if (p.block_scaled() && p.scale_layout != quant::ScaleLayout::swizzled)
-      return Support::no(std::string(name()) + ": VEC32_UE8M0 / VEC16_UE4M3 scales are read only in the swizzled layout");
-    if (backend_ == Backend::mx_kernel) return Support::yes();
-    const std::string cap = recipe_cap(p.recipe);
-    if (!arch.has(cap))
-      return Support::no("cuda.cublaslt: " + std::string(to_string(p.recipe)) + " needs capability '" + cap + "', which " +
-                         arch.name + " lacks");
-    if (p.a_elem == DType::e5m2 && p.b_elem == DType::e5m2)
-      return Support::no("cuda.cublaslt: no e5m2 × e5m2 kernel (status 15 on sm90; PyTorch raises ValueError)");
-    const bool tn = p.a_layout == scaled_mm::Layout::row && p.b_layout == scaled_mm::Layout::col;
-    if (!tn && p.expect_error != "layout" && arch.compute_major > 0 && arch.compute_major < 10)
-      return Support::no("cuda.cublaslt: FP8 matmul takes only the TN layout below sm_100 (status 15 on sm90; "
-                         "spec/pytorch-tests.md §1.2)");
-    return Support::yes();
-  }
-
-  TensorMap run(const opcts::Problem& pp, const TensorMap& in, const RunContext& ctx) const override {
-    const auto& p = pp.as<Problem>();
-    // The operator's argument contract (torch._scaled_mm, cuBLASLt) binds every impl, also
-    // a kernel that could compute the product anyway.
-    if (const auto v = scaled_mm::contract_violation(p)) throw InvalidArgument(v->argument, v->why);
-    cuda::check(cudaSetDevice(ctx.device < 0 ? 0 : ctx.device), "cudaSetDevice");
-    auto prepared = prepare_scaled_mm(p, in);
-    launch_scaled_mm(prepared, backend_ == Backend::cublaslt, nullptr);
-    cuda::check(cudaDeviceSynchronize(), "scaled_mm");
-    TensorMap out;
-    HostTensor& d = out.emplace("d", HostTensor(p.out, {p.m, p.n})).first->second;
-    const int64_t row_bytes = storage_bytes_for(p.out, p.n);
-    if (d.nbytes())
-      cuda::check(cudaMemcpy2D(d.data(), static_cast<size_t>(row_bytes), prepared.d.get(),
-                               static_cast<size_t>(storage_bytes_for(p.out, prepared.params.ldd)),
-                               static_cast<size_t>(row_bytes), static_cast<size_t>(p.m), cudaMemcpyDeviceToHost),
-                  "cudaMemcpy2D D2H");
-    return out;
-  }
-
- private:
-  Backend backend_;
-};
-
-}  // namespace
-
-void register_cuda_scaled_mm(Registry& reg) {
-  reg.add(std::make_unique<CudaScaledMm>(Backend::cublaslt));
-  reg.add(std::make_unique<CudaScaledMm>(Backend::mx_kernel));
-}
-
-}  // namespace opcts
+}  // namespace opcts::cuda

@@ -74,6 +74,11 @@ struct MmLibraryRefusal : std::runtime_error {
 /// MmLibraryRefusal for its status 15 / 7.
 void scaled_mm_cublaslt(const ScaledMmParams& p, CUstream_st* stream);
 
+/// Creates the current device's cuBLASLt handle and workspace now (they are made on first use
+/// otherwise): cudaMalloc may wait for the device, which a call on a stream its caller holds
+/// must never do.
+void scaled_mm_cublaslt_prepare();
+
 /// opcts's own portable kernel for every recipe on sm_80+: dequantizes A and B tiles in
 /// registers (codes × scales) and accumulates in fp32 with FMA; written so hipcc can build it.
 /// Throws MmArgumentError for what it does not handle.

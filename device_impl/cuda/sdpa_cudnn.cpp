@@ -376,6 +376,7 @@ std::string why_not(const SdpaParams& p, bool backward) {
 }
 
 void validate(const SdpaParams& p) {
+  sdpa_check_arguments(p);  // the operator's contract: heads_kv, window_left/right, softcap
   require(p.batch > 0, "batch", "batch must be positive");
   require(p.heads_q > 0 && p.heads_kv > 0, "heads", "heads must be positive");
   require(p.heads_q % p.heads_kv == 0, "heads_kv", "heads_q must be a multiple of heads_kv");
@@ -486,27 +487,45 @@ Scores scores(Graph& g, const Tensor& q, const Tensor& kt, const SdpaParams& p, 
 
 // ------------------------------------------------------------------ plan
 
+// Device scratch allocated and freed on the stream of a run (cudaMallocAsync / cudaFreeAsync):
+// a plan never waits for the device, so a run can go on a stream the caller holds until the
+// call returns (the ABI backend's gate).
+class StreamScratch {
+ public:
+  explicit StreamScratch(cudaStream_t s) : s_(s) {}
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  ~StreamScratch() {
+    for (void* p : ptrs_) cudaFreeAsync(p, s_);
+  }
+  void* alloc(size_t bytes, const char* what) {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    cuda_check(cudaMallocAsync(&p, bytes, s_), what);
+    ptrs_.push_back(p);
+    return p;
+  }
+
+ private:
+  cudaStream_t s_;
+  std::vector<void*> ptrs_;
+};
+
 struct SdpaCudnnPlan::Impl {
   std::unique_ptr<Graph> graph;
   std::string description;
-  void* workspace = nullptr;
   int64_t workspace_bytes = 0;
   bool backward = false;
   bool has_bias = false;
-  // Backward scratch tensors (frontend workspace): softmax_sum, dQ_accum, seq_len q / kv.
-  void* softmax_sum = nullptr;
-  void* dq_accum = nullptr;
+  // Backward scratch tensors (frontend workspace): softmax_sum, dQ_accum, seq_len q / kv,
+  // allocated per run on its stream.
+  size_t softmax_sum_bytes = 0;
   size_t dq_accum_bytes = 0;
-  void* seq_len = nullptr;  // 2·B int32: seq_len_q then seq_len_kv
+  std::vector<int32_t> seq_len;  // 2·B int32: seq_len_q then seq_len_kv (empty: no padding mask)
   int64_t batch = 0;
   bool memset_dq_accum = false;
 
-  ~Impl() {
-    for (void* p : {workspace, softmax_sum, dq_accum, seq_len})
-      if (p) cudaFree(p);
-  }
-
-  void execute(std::vector<int64_t> uids, std::vector<void*> ptrs, CUstream_st* stream) {
+  void execute(std::vector<int64_t> uids, std::vector<void*> ptrs, void* workspace, CUstream_st* stream) {
     for (const auto& [uid, host] : graph->scalars()) {
       uids.push_back(uid);
       ptrs.push_back(host);
@@ -529,6 +548,8 @@ const std::string& SdpaCudnnPlan::description() const { return impl_->descriptio
 
 int64_t sdpa_cudnn_version() { return static_cast<int64_t>(cudnnGetVersion()); }
 
+void sdpa_cudnn_prepare() { device_handle(); }
+
 bool sdpa_cudnn_supports(const SdpaParams& p, bool backward, std::string* why) {
   const std::string w = why_not(p, backward);
   if (why) *why = w;
@@ -536,9 +557,6 @@ bool sdpa_cudnn_supports(const SdpaParams& p, bool backward, std::string* why) {
 }
 
 namespace {
-void allocate_workspace(SdpaCudnnPlan::Impl& im) {
-  if (im.workspace_bytes > 0) cuda_check(cudaMalloc(&im.workspace, static_cast<size_t>(im.workspace_bytes)), "cudaMalloc(workspace)");
-}
 void refuse_if_unsupported(const SdpaParams& p, bool backward) {
   const std::string w = why_not(p, backward);
   if (!w.empty()) throw SdpaCudnnRefusal(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED), "sdpa_cudnn: " + w);
@@ -576,7 +594,6 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p) {
   g.matmul(prob, v, o);
 
   g.finalize_plan(&im->description, &im->workspace_bytes);
-  allocate_workspace(*im);
   return std::unique_ptr<SdpaCudnnPlan>(new SdpaCudnnPlan(std::move(im)));
 }
 
@@ -665,20 +682,16 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
   g.pw(CUDNN_POINTWISE_IDENTITY, dq_accum, nullptr, nullptr, dq);
 
   g.finalize_plan(&im->description, &im->workspace_bytes);
-  allocate_workspace(*im);
-  cuda_check(cudaMalloc(&im->softmax_sum, static_cast<size_t>(B * Hq * Sq) * 4), "cudaMalloc(softmax_sum)");
+  im->softmax_sum_bytes = static_cast<size_t>(B * Hq * Sq) * 4;
   im->dq_accum_bytes = static_cast<size_t>(B * Hq * Sq * D) * 4;
-  cuda_check(cudaMalloc(&im->dq_accum, im->dq_accum_bytes), "cudaMalloc(dQ_accum)");
   im->memset_dq_accum = version < 90600;  // the frontend memsets dQ_accum only before 9.6.0
   im->batch = B;
   if (workaround_padding) {
-    std::vector<int32_t> lens(static_cast<size_t>(2 * B));
+    im->seq_len.assign(static_cast<size_t>(2 * B), 0);
     for (int64_t b = 0; b < B; ++b) {
-      lens[b] = static_cast<int32_t>(Sq);
-      lens[B + b] = static_cast<int32_t>(Sk);
+      im->seq_len[b] = static_cast<int32_t>(Sq);
+      im->seq_len[B + b] = static_cast<int32_t>(Sk);
     }
-    cuda_check(cudaMalloc(&im->seq_len, lens.size() * 4), "cudaMalloc(seq_len)");
-    cuda_check(cudaMemcpy(im->seq_len, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy(seq_len)");
     im->description += ", workaround padding mask (s_kv % 128 != 0, cuDNN <= 9.15)";
   }
   return std::unique_ptr<SdpaCudnnPlan>(new SdpaCudnnPlan(std::move(im)));
@@ -695,7 +708,9 @@ void SdpaCudnnPlan::run(const SdpaParams& p, CUstream_st* stream) {
     uids.push_back(kBias);
     ptrs.push_back(const_cast<void*>(p.attn_mask));
   }
-  impl_->execute(std::move(uids), std::move(ptrs), stream);
+  StreamScratch scratch(reinterpret_cast<cudaStream_t>(stream));
+  void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "cudaMallocAsync(workspace)");
+  impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
 }
 
 void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
@@ -705,36 +720,42 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
   require(p.o && p.lse, "o", "backward needs the forward's O and logsumexp");
   require(bp.d_o != nullptr, "dO", "null dO pointer");
   require(bp.d_q && bp.d_k && bp.d_v, "dQ", "null gradient pointer");
+  const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  StreamScratch scratch(s);
+  void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "cudaMallocAsync(workspace)");
+  void* softmax_sum = scratch.alloc(impl_->softmax_sum_bytes, "cudaMallocAsync(softmax_sum)");
+  void* dq_accum = scratch.alloc(impl_->dq_accum_bytes, "cudaMallocAsync(dQ_accum)");
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSoftmaxSum, kDQAccum};
   std::vector<void*> ptrs = {const_cast<void*>(p.q), const_cast<void*>(p.k), const_cast<void*>(p.v), p.o, p.lse,
-                             const_cast<void*>(bp.d_o), bp.d_q, bp.d_k, bp.d_v, impl_->softmax_sum, impl_->dq_accum};
+                             const_cast<void*>(bp.d_o), bp.d_q, bp.d_k, bp.d_v, softmax_sum, dq_accum};
   if (impl_->has_bias) {
     require(p.attn_mask != nullptr, "attn_mask", "null mask pointer");
     uids.push_back(kBias);
     ptrs.push_back(const_cast<void*>(p.attn_mask));
   }
-  if (impl_->seq_len) {
+  if (!impl_->seq_len.empty()) {
+    // cudaMemcpyAsync from pageable memory stages the copy before it returns (CUDA runtime API,
+    // "API synchronization behavior"): the host vector may go, and nothing waits for the stream.
+    auto* lens = static_cast<int32_t*>(scratch.alloc(impl_->seq_len.size() * 4, "cudaMallocAsync(seq_len)"));
+    cuda_check(cudaMemcpyAsync(lens, impl_->seq_len.data(), impl_->seq_len.size() * 4, cudaMemcpyHostToDevice, s),
+               "cudaMemcpyAsync(seq_len)");
     uids.push_back(kSeqLenQ);
-    ptrs.push_back(impl_->seq_len);
+    ptrs.push_back(lens);
     uids.push_back(kSeqLenKV);
-    ptrs.push_back(static_cast<int32_t*>(impl_->seq_len) + impl_->batch);
+    ptrs.push_back(lens + impl_->batch);
   }
-  if (impl_->memset_dq_accum)
-    cuda_check(cudaMemsetAsync(impl_->dq_accum, 0, impl_->dq_accum_bytes, reinterpret_cast<cudaStream_t>(stream)),
-               "cudaMemsetAsync(dQ_accum)");
-  impl_->execute(std::move(uids), std::move(ptrs), stream);
+  if (impl_->memset_dq_accum) cuda_check(cudaMemsetAsync(dq_accum, 0, impl_->dq_accum_bytes, s), "cudaMemsetAsync(dQ_accum)");
+  impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
 }
 
 void sdpa_cudnn_forward(const SdpaParams& p, CUstream_st* stream) {
   auto plan = SdpaCudnnPlan::forward(p);
   plan->run(p, stream);
-  cuda_check(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)), "sdpa_cudnn_forward");
 }
 
 void sdpa_cudnn_backward(const SdpaBackwardParams& p, CUstream_st* stream) {
   auto plan = SdpaCudnnPlan::backward(p);
   plan->run(p, stream);
-  cuda_check(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)), "sdpa_cudnn_backward");
 }
 
 }  // namespace opcts::cuda

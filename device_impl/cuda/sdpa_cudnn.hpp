@@ -115,8 +115,13 @@ class SdpaCudnnPlan {
   std::unique_ptr<Impl> impl_;
 };
 
-/// One-shot forward: builds a plan, runs it, waits for it. Throws SdpaCudnnArgumentError,
-/// SdpaCudnnRefusal, or std::runtime_error (a cuDNN or CUDA failure other than a refusal).
+/// Creates this device's cuDNN handle now (it is made on first use otherwise): cudnnCreate may
+/// wait for the device, which a call on a stream its caller holds must never do.
+void sdpa_cudnn_prepare();
+
+/// One-shot forward: builds a plan and runs it on `stream`, without waiting (its scratch is
+/// stream-ordered). Throws SdpaArgumentError, SdpaCudnnArgumentError, SdpaCudnnRefusal, or
+/// std::runtime_error (a cuDNN or CUDA failure other than a refusal).
 void sdpa_cudnn_forward(const SdpaParams& p, CUstream_st* stream);
 /// One-shot backward; `p.fwd.o` and `p.fwd.lse` must hold the forward's outputs.
 void sdpa_cudnn_backward(const SdpaBackwardParams& p, CUstream_st* stream);

@@ -621,6 +621,7 @@ bool sdpa_flash_supports(const SdpaParams& p, const char** why) {
 }
 
 void sdpa_flash_forward(const SdpaParams& p, CUstream_st* stream) {
+  sdpa_check_arguments(p);
   const char* why = nullptr;
   if (!sdpa_flash_supports(p, &why)) throw std::invalid_argument(why);
   if (p.batch == 0 || p.heads_q == 0 || p.seq_q == 0) return;

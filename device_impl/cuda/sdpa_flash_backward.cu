@@ -10,9 +10,7 @@
 //      b. bwd_kernel (fp32 FMA on shared-memory tiles, no tensor cores): everything else
 //         that sdpa_flash_backward_supports accepts, i.e. softcap > 0, a boolean or additive
 //         mask tensor, Dqk != Dv (192/128) and head dims 80, 192, 256; and every problem
-//         when the environment variable OPCTS_FLASH_BWD_FMA is set to a value other than
-//         "0" (read on every call; a way around a failing tensor-core kernel without a
-//         rebuild).
+//         when SdpaBackwardParams::path is SdpaBwdPath::fma (the cuda.flash_bwd_fma row).
 //      Both: one thread block per (batch, KV head, block of keys). It keeps dK and dV of its
 //      keys in fp32 registers and loops over every query head of the GQA group and every
 //      block of query rows that may see its keys: P is recomputed from the forward's
@@ -425,7 +423,7 @@ __device__ __forceinline__ void add_dq(float* dst, float x0, float x1) {
 
 // kMinBlocks = 0 (no minimum, the default): no spills; registers (sm_90, ptxas 13.0)
 // D = 32: 116, 64: 128 (two blocks of 8 warps per SM), 96: 162, 128: 174 (one block per
-// SM). kMinBlocks = 2 (D = 96 and 128 only, under OPCTS_FLASH_BWD_TC_OCC2, see launch_tc)
+// SM). kMinBlocks = 2 (D = 96 and 128 only, for SdpaBwdPath::tc_two_blocks, see launch_tc)
 // caps them at 128 for two blocks per SM, at the price of small spills (12 bytes at
 // D = 128, 8 at D = 96).
 template <typename T, int D, int kMinBlocks>
@@ -711,13 +709,16 @@ void check(cudaError_t err, const char* what) {
                              cudaGetErrorString(err));
 }
 
+// Stream-ordered scratch: allocated and freed on the stream of the call, so the backward never
+// waits for the device (the caller's stream may be held until the call returns).
 struct DeviceScratch {
   void* ptr = nullptr;
-  explicit DeviceScratch(size_t bytes) {
-    if (bytes) check(cudaMalloc(&ptr, bytes), "cudaMalloc");
+  cudaStream_t s;
+  DeviceScratch(size_t bytes, cudaStream_t stream) : s(stream) {
+    if (bytes) check(cudaMallocAsync(&ptr, bytes, s), "cudaMallocAsync");
   }
   ~DeviceScratch() {
-    if (ptr) cudaFree(ptr);
+    if (ptr) cudaFreeAsync(ptr, s);
   }
   DeviceScratch(const DeviceScratch&) = delete;
   DeviceScratch& operator=(const DeviceScratch&) = delete;
@@ -762,38 +763,26 @@ void launch_tc_variant(const tc::Args& a, int64_t blocks, cudaStream_t stream) {
   check(cudaGetLastError(), "bwd_tc_kernel launch");
 }
 
-// OPCTS_FLASH_BWD_TC_OCC2 set (and not "0"): D = 96 and 128 take the variant capped at 128
-// registers (two blocks per SM; small spills) instead of the default one block per SM.
-// D = 32 and 64 fit 128 registers either way and have one variant. A tuning switch for
-// measurement (bench/sdpa_flash_check.cpp --bench runs both), not a correctness one.
-bool tc_occ2() {
-  const char* e = std::getenv("OPCTS_FLASH_BWD_TC_OCC2");
-  return e && *e && std::strcmp(e, "0") != 0;
-}
-
+// SdpaBwdPath::tc_two_blocks: D = 96 and 128 take the variant capped at 128 registers (two
+// blocks per SM; small spills) instead of the default one block per SM. D = 32 and 64 fit 128
+// registers either way and have one variant (the cuda.flash_bwd_occ2 row SKIPs them).
 template <typename T, int D>
-void launch_tc(const tc::Args& a, int64_t blocks, cudaStream_t stream) {
+void launch_tc(const tc::Args& a, int64_t blocks, bool two_blocks, cudaStream_t stream) {
   if constexpr (D >= 96) {
-    if (tc_occ2()) return launch_tc_variant<T, D, 2>(a, blocks, stream);
+    if (two_blocks) return launch_tc_variant<T, D, 2>(a, blocks, stream);
   }
   launch_tc_variant<T, D, 0>(a, blocks, stream);
 }
 
 template <typename T>
-void dispatch_tc(const tc::Args& a, int64_t d, int64_t blocks, cudaStream_t s) {
+void dispatch_tc(const tc::Args& a, int64_t d, int64_t blocks, bool two_blocks, cudaStream_t s) {
   switch (d) {
-    case 32: return launch_tc<T, 32>(a, blocks, s);
-    case 64: return launch_tc<T, 64>(a, blocks, s);
-    case 96: return launch_tc<T, 96>(a, blocks, s);
-    case 128: return launch_tc<T, 128>(a, blocks, s);
+    case 32: return launch_tc<T, 32>(a, blocks, two_blocks, s);
+    case 64: return launch_tc<T, 64>(a, blocks, two_blocks, s);
+    case 96: return launch_tc<T, 96>(a, blocks, two_blocks, s);
+    case 128: return launch_tc<T, 128>(a, blocks, two_blocks, s);
     default: throw std::logic_error("sdpa_flash_backward: tensor-core kernel given an unsupported head_dim");
   }
-}
-
-// OPCTS_FLASH_BWD_FMA set (and not "0"): every problem takes the FMA kernel.
-bool fma_forced() {
-  const char* e = std::getenv("OPCTS_FLASH_BWD_FMA");
-  return e && *e && std::strcmp(e, "0") != 0;
 }
 
 // The problems the tensor-core kernel takes (see the top of this file); the rest of what
@@ -801,7 +790,7 @@ bool fma_forced() {
 bool tc_takes(const SdpaBackwardParams& bp) {
   const SdpaParams& p = bp.fwd;
   const bool has_mask_tensor = p.attn_mask && p.mask_kind != SdpaMaskTensor::none;
-  return !fma_forced() && (p.dtype == SdpaDType::fp16 || p.dtype == SdpaDType::bf16) &&
+  return bp.path != SdpaBwdPath::fma && (p.dtype == SdpaDType::fp16 || p.dtype == SdpaDType::bf16) &&
          p.head_dim == p.head_dim_v && tc::head_dim_ok(p.head_dim) && p.softcap == 0.f &&
          !has_mask_tensor;
 }
@@ -810,8 +799,8 @@ template <typename T>
 void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
   const SdpaParams& p = bp.fwd;
   const int64_t rows = p.batch * p.heads_q * p.seq_q;
-  DeviceScratch dl(size_t(rows) * sizeof(float));
-  DeviceScratch dq_acc(size_t(rows) * size_t(p.head_dim) * sizeof(float));
+  DeviceScratch dl(size_t(rows) * sizeof(float), s);
+  DeviceScratch dq_acc(size_t(rows) * size_t(p.head_dim) * sizeof(float), s);
   if (rows > 0) {
     check(cudaMemsetAsync(dq_acc.ptr, 0, size_t(rows) * size_t(p.head_dim) * sizeof(float), s),
           "cudaMemsetAsync");
@@ -836,7 +825,7 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
     const int64_t blocks = (p.seq_k + tc::kBN - 1) / tc::kBN * a.num_bhk;
     if (blocks > 0x7fffffffLL)
       throw std::invalid_argument("sdpa_flash_backward: B*Hkv*ceil(Sk/64) exceeds the grid limit");
-    dispatch_tc<T>(a, p.head_dim, blocks, s);
+    dispatch_tc<T>(a, p.head_dim, blocks, bp.path == SdpaBwdPath::tc_two_blocks, s);
   } else if (any_key) {
     BwdArgs a;
     static_cast<BwdTensors&>(a) = tensors;
@@ -858,8 +847,6 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
         p.heads_q, p.seq_q, p.head_dim, total, p.scale);
     check(cudaGetLastError(), "bwd_convert_kernel launch");
   }
-  // The scratch buffers are freed on return: wait for the kernels that use them.
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
 }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
@@ -904,6 +891,7 @@ bool sdpa_flash_backward_deterministic(const SdpaBackwardParams& bp) {
 }
 
 void sdpa_flash_backward(const SdpaBackwardParams& p, CUstream_st* stream) {
+  sdpa_check_arguments(p.fwd);
   const char* why = nullptr;
   if (!sdpa_flash_backward_supports(p, &why)) throw std::invalid_argument(why);
   if (p.fwd.batch == 0 || p.fwd.heads_q == 0) return;

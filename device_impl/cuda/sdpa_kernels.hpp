@@ -23,6 +23,8 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 struct CUstream_st;
 
@@ -72,8 +74,14 @@ struct SdpaParams {
 /// Gradients of the forward above for a given dO. `fwd` holds the forward's inputs and its
 /// outputs O and logsumexp (as the forward wrote them); dQ has Q's shape, dK K's and dV V's.
 /// With GQA, dK and dV sum the contributions of every query head that reads the KV head.
+/// Which backward kernel sdpa_flash_backward runs: the tensor-core one where it applies (else the
+/// FMA one), the FMA one always, or the tensor-core variant capped at 128 registers (two blocks
+/// per SM; D = 96 and 128 — the others have one variant).
+enum class SdpaBwdPath { automatic, fma, tc_two_blocks };
+
 struct SdpaBackwardParams {
   SdpaParams fwd;
+  SdpaBwdPath path = SdpaBwdPath::automatic;
   const void* d_o;
   void* d_q;
   void* d_k;
@@ -89,6 +97,21 @@ inline SdpaStrides contiguous_bhsd(int64_t heads, int64_t seq, int64_t head_dim)
 inline SdpaStrides contiguous_bshd(int64_t heads, int64_t seq, int64_t head_dim) {
   return {seq * heads * head_dim, head_dim, heads * head_dim};
 }
+
+/// An argument the kernels (flash, math and the cuDNN adapter) refuse: `argument` names it
+/// ("heads_kv", "window_left", "window_right", "softcap"). Thrown before any launch.
+struct SdpaArgumentError : std::invalid_argument {
+  SdpaArgumentError(std::string arg, const std::string& message)
+      : std::invalid_argument(message), argument(std::move(arg)) {}
+  std::string argument;
+};
+
+/// The argument checks every SDPA launcher runs first (sdpa_args.cu): heads_q a multiple of
+/// heads_kv (GQA), windows >= -1 (-1 = unbounded), softcap >= 0. Throws SdpaArgumentError.
+void sdpa_check_arguments(const SdpaParams& p);
+
+/// n mask bytes (nonzero = attend) as an additive mask in `dtype` (0 or -inf), on `stream`.
+void sdpa_bool_mask_to_additive(const uint8_t* in, void* out, SdpaDType dtype, size_t n, CUstream_st* stream);
 
 /// Whether sdpa_flash_forward handles these parameters; when not, `why` says which one.
 bool sdpa_flash_supports(const SdpaParams& p, const char** why);
@@ -120,6 +143,11 @@ bool sdpa_flash_backward_deterministic(const SdpaBackwardParams& p);
 /// copies of the inputs, S) is allocated inside. Throws like sdpa_flash_forward, and
 /// std::runtime_error on a cuBLAS status other than success, naming the status.
 void sdpa_math_forward(const SdpaParams& p, CUstream_st* stream);
+
+/// Creates the current device's cuBLAS handle for the math backend now (it is made on first
+/// use otherwise): cublasCreate may wait for the device, which a call on a stream its caller
+/// holds must never do.
+void sdpa_math_prepare();
 
 /// The math backend's backward, in fp32 like its forward (inputs, O and dO upcast, each
 /// gradient rounded once): P recomputed with cuBLAS and the softmax kernel, then

@@ -971,7 +971,13 @@ void upcast_backward(const SdpaBackwardParams& bp, const Geometry& g, cudaStream
 
 }  // namespace
 
+void sdpa_math_prepare() {
+  std::lock_guard<std::mutex> lock(cublas_mutex());
+  handle_for_current_device("sdpa_math_prepare");
+}
+
 void sdpa_math_forward(const SdpaParams& p, CUstream_st* stream) {
+  sdpa_check_arguments(p);
   const Geometry g = validate(p, "sdpa_math_forward", true);
   switch (p.dtype) {
     case SdpaDType::fp16: upcast_forward<__half>(p, g, stream); break;
@@ -981,6 +987,7 @@ void sdpa_math_forward(const SdpaParams& p, CUstream_st* stream) {
 }
 
 void sdpa_math_backward(const SdpaBackwardParams& p, CUstream_st* stream) {
+  sdpa_check_arguments(p.fwd);
   const char* fn = "sdpa_math_backward";
   const Geometry g = validate(p.fwd, fn, false);
   if (checked_count({g.B, g.Hq, g.Sq, g.Dv}, fn, "d_o") && !p.d_o) bad_arg(fn, "d_o is null");

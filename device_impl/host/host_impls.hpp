@@ -1,18 +1,21 @@
-// Registration of the host device's implementations.
+// Registration of the host device's implementations (app/builtins.cpp declares the
+// register_host_<family> functions from the family list; the others are a family's own).
 #pragma once
 
 #include "core/family.hpp"
 
 namespace opcts {
-/// host.flash (sdpa).
+/// host.flash and its planted variants (sdpa).
 void register_host_sdpa(Registry& reg);
 /// The planted host.flash variants (sdpa): window_off_by_one, gqa_modulo, drop_rowsum, masked_row_nan,
 /// pv_in_dtype, rowsum_in_dtype, lse_plus_log2.
 void register_host_sdpa_planted(Registry& reg);
 /// host.cvt and the planted host.cvt_ties_up (cast).
 void register_host_cast(Registry& reg);
-/// host.emulated and its planted variants (scaled_mm).
+/// host.emulated and its planted variants, then the Hopper emulation's (scaled_mm).
 void register_host_scaled_mm(Registry& reg);
 /// host.int4 and its planted variants (int4_mm).
 void register_host_int4_mm(Registry& reg);
+/// host.emulated_hopper and its planted variants (scaled_mm_hopper.cpp).
+void register_host_scaled_mm_hopper(Registry& reg);
 }  // namespace opcts

@@ -278,6 +278,9 @@ class HostSdpaFlash final : public Impl {
 
 }  // namespace
 
-void register_host_sdpa(Registry& reg) { reg.add(std::make_unique<HostSdpaFlash>()); }
+void register_host_sdpa(Registry& reg) {
+  reg.add(std::make_unique<HostSdpaFlash>());
+  register_host_sdpa_planted(reg);
+}
 
 }  // namespace opcts

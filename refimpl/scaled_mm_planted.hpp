@@ -1,0 +1,40 @@
+// Planted scaled_mm bugs shared by the host emulation and the cuBLASLt glue: which problems show each, and the wrong inputs it hands the impl.
+//
+// Each bug is applied to what an impl is given (inputs) so that the host emulation of the
+// Hopper accumulator (host.emulated_hopper_*) and cuBLASLt itself (cuda.cublaslt_*) make the
+// same mistake with their own arithmetic; the suite must FAIL every case they run, under the
+// accumulator model of their arch (cases/manifests/sm90.yaml), with the per-element bound or
+// the bias check (runner/accumulator.hpp).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "refimpl/scaled_mm.hpp"
+
+namespace opcts::scaled_mm {
+
+enum class PlantedBug {
+  none,
+  block_scale_doubled,   // A's scale of row 0, K block 0 twice what it is (a block-scale index bug)
+  k_block_scale_zeroed,  // A's scales of K block 0 zero for every row (a K block dropped)
+  no_out_scale,          // the e4m3fn output scale ignored (taken as 1)
+  scale_error,           // every A and B scale off by 2^-8 relative (×(1 + 2^-8)): seen only in aggregate
+  no_bias,               // the bias dropped
+  half_k,                // the second half of K dropped (A's codes there read as 0)
+  out_times_2,           // the result doubled (every A scale, or the NVFP4 global scale, ×2)
+};
+/// "block_scale_doubled", ...: the suffix of the planted impls' names.
+std::string_view to_string(PlantedBug b);
+/// Every bug but none.
+const std::vector<PlantedBug>& planted_bugs();
+
+/// Why `bug` cannot show on `p` ("" when it can): negative cases, no block scales, no output
+/// scale or bias to drop, too few elements for the bias check to see 2^-8 (scale_error).
+std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
+
+/// The inputs with the bug applied (scales, codes, out_scale or bias changed; the layouts kept).
+TensorMap planted_inputs(const Problem& p, const TensorMap& inputs, PlantedBug bug);
+
+}  // namespace opcts::scaled_mm
