@@ -121,14 +121,11 @@ std::string tiny_cases_dir(const std::string& dir) {
 }
 
 // Runs a template's opcts commands as its engine would, on the host: `scripts` in order, in
-// `dir`, with `env` (the engine's variables) and this build's opcts for build/cuda/bin/opcts.
+// `dir`, with `env` (the engine's variables) and this build's opcts for build/{cuda,host}/bin/opcts.
 Shell run_template_commands(const std::string& dir, const std::string& env, const std::vector<std::string>& scripts) {
   std::string all;
-  for (std::string s : scripts) {
-    for (size_t at; (at = s.find("build/cuda/bin/opcts")) != std::string::npos;)
-      s.replace(at, std::string("build/cuda/bin/opcts").size(), OPCTS_BINARY);
-    all += s + "\n";
-  }
+  for (const std::string& s : scripts)
+    all += std::regex_replace(s, std::regex(R"((^|[^/])build/(cuda|host)/bin/opcts)"), std::string("$1") + OPCTS_BINARY) + "\n";
   testutil::write(dir, "steps.sh", "set -e\n" + all);
   return sh("cd " + dir + " && env OPCTS_ARCH=host OPCTS_TIER=smoke OPCTS_CASES_DIR=" + dir + "/cases " + env + " bash steps.sh");
 }
