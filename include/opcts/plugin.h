@@ -16,6 +16,9 @@
  * declare their packing. Inputs must not be written; outputs arrive filled with NaN bytes
  * (0xFF), so an element an impl skips cannot pass. Work goes on the stream in opcts_run_args
  * (a cudaStream_t / hipStream_t that is NOT the legacy default stream); opcts synchronises it.
+ * `run` enqueues and returns without waiting for that stream: opcts holds it until run returns
+ * (2 s at most; a run that waits for it loses that time, and its case the stream check). Inputs
+ * are on the device before `run` is called. Make library handles in `supports`, not in `run`.
  *
  * Which tensors a family passes, their names, shapes and dtypes, and what its parameter struct
  * means: docs/plugins.md, and the comments on each opcts_<family>_params below.
