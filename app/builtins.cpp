@@ -17,8 +17,12 @@ void register_sdpa_family(Registry& reg);
 void register_cast_family(Registry& reg);
 void register_scaled_mm_family(Registry& reg);
 void register_int4_mm_family(Registry& reg);
+void register_indexing_families(Registry& reg);
 /// The CUDA cast rows, in every build (device_impl/cuda/cast_rows.cpp).
 void register_cuda_cast(Registry& reg);
+/// The CUDA rows of scatter_add, index_add and index_select, in every build
+/// (device_impl/cuda/indexing_rows.cpp).
+void register_cuda_indexing(Registry& reg);
 #if OPCTS_HAVE_CUDA
 /// cuda.cublaslt and cuda.mx_kernel (device_impl/cuda/scaled_mm_impls.cpp).
 void register_cuda_scaled_mm(Registry& reg);
@@ -59,12 +63,15 @@ void register_builtins(Registry& reg) {
   register_cast_family(reg);
   register_scaled_mm_family(reg);
   register_int4_mm_family(reg);
+  register_indexing_families(reg);
   register_host_sdpa(reg);
   register_host_sdpa_planted(reg);
   register_host_cast(reg);
   register_host_scaled_mm(reg);
   register_host_int4_mm(reg);
+  register_host_indexing(reg);
   register_cuda_cast(reg);
+  register_cuda_indexing(reg);
 #if OPCTS_HAVE_CUDA
   register_cuda_sdpa(reg);
 #if OPCTS_HAVE_CUDNN

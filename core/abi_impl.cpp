@@ -24,6 +24,7 @@ constexpr DtypeCode kCodes[] = {
     {DType::e2m3fn, OPCTS_DL_FLOAT6_E2M3FN, 6}, {DType::e3m2fn, OPCTS_DL_FLOAT6_E3M2FN, 6},
     {DType::e2m1fn, OPCTS_DL_FLOAT4_E2M1FN, 4}, {DType::int4, OPCTS_DL_INT, 4},
     {DType::uint4, OPCTS_DL_UINT, 4}, {DType::bool8, OPCTS_DL_BOOL, 8},
+    {DType::int32, OPCTS_DL_INT, 32},  {DType::int64, OPCTS_DL_INT, 64},
 };
 
 std::string c_text(const char* s) { return s ? std::string(s) : std::string(); }

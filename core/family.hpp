@@ -64,10 +64,14 @@ struct Support {
 
 /// An output a family produces and compares: its name, dtype (for the tolerance table) and
 /// shape as stored (row-major, contiguous), which backends allocate for the impls they run.
+/// `misalign_bytes` (a multiple of the element size) asks the CUDA backend to place the
+/// tensor that many bytes past an aligned base, e.g. 2 for a 16-bit tensor whose base is 2-
+/// but not 4-byte aligned.
 struct OutputSpec {
   std::string name;
   DType dtype;
   std::vector<int64_t> shape;
+  int64_t misalign_bytes = 0;
 };
 
 /// The fp64 reference and, for the ref_relative metric, a same-precision reference; for the

@@ -31,6 +31,9 @@ struct Tolerance {
   double rtol = 0;
   double factor = 0;
   double atol_eps = 0;
+  // bounded: the impl's declared accumulation model; its bound is References::bound
+  // "<output>@<model>" ("" = "<output>"), the reference giving one bound per model it knows.
+  std::string accumulation;
   std::string source;  // where it came from: "cases/tolerances.yaml:12", "manifest sm90.yaml:4"
 };
 

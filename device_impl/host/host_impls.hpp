@@ -14,4 +14,7 @@ void register_host_cast(Registry& reg);
 void register_host_scaled_mm(Registry& reg);
 /// host.int4 and its planted variants (int4_mm).
 void register_host_int4_mm(Registry& reg);
+/// host.omp (scatter_add), host.omp_rows (index_add), host.gather (index_select) and the planted
+/// host.omp_drop_dups, host.omp_dtype_acc, host.omp_unstable (scatter_add).
+void register_host_indexing(Registry& reg);
 }  // namespace opcts
