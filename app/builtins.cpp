@@ -18,16 +18,14 @@ void register_cast_family(Registry& reg);
 void register_scaled_mm_family(Registry& reg);
 void register_int4_mm_family(Registry& reg);
 void register_indexing_families(Registry& reg);
-/// The CUDA cast rows, in every build (device_impl/cuda/cast_rows.cpp).
+/// The CUDA rows of cast, int4_mm and the indexing families (scatter_add, index_add,
+/// index_select), in every build (device_impl/cuda/<family>_rows.cpp).
 void register_cuda_cast(Registry& reg);
-/// The CUDA rows of scatter_add, index_add and index_select, in every build
-/// (device_impl/cuda/indexing_rows.cpp).
+void register_cuda_int4_mm(Registry& reg);
 void register_cuda_indexing(Registry& reg);
 #if OPCTS_HAVE_CUDA
 /// cuda.cublaslt and cuda.mx_kernel (device_impl/cuda/scaled_mm_impls.cpp).
 void register_cuda_scaled_mm(Registry& reg);
-/// cuda.int4_gemv, cuda.int4_mm and their planted variants (device_impl/cuda/int4_mm_impls.cpp).
-void register_cuda_int4_mm(Registry& reg);
 #endif
 
 namespace {
@@ -71,6 +69,7 @@ void register_builtins(Registry& reg) {
   register_host_int4_mm(reg);
   register_host_indexing(reg);
   register_cuda_cast(reg);
+  register_cuda_int4_mm(reg);
   register_cuda_indexing(reg);
 #if OPCTS_HAVE_CUDA
   register_cuda_sdpa(reg);
@@ -80,11 +79,9 @@ void register_builtins(Registry& reg) {
   reg.add(std::make_unique<UnavailableImpl>("sdpa", "cuda.cudnn", "this opcts was built without cuDNN (no cudnn_graph.h / libcudnn found)"));
 #endif
   register_cuda_scaled_mm(reg);
-  register_cuda_int4_mm(reg);
 #else
   for (const char* impl : {"cuda.flash", "cuda.math", "cuda.cudnn"}) reg.add(std::make_unique<UnavailableImpl>("sdpa", impl));
   for (const char* impl : {"cuda.cublaslt", "cuda.mx_kernel"}) reg.add(std::make_unique<UnavailableImpl>("scaled_mm", impl));
-  for (const char* impl : {"cuda.int4_gemv", "cuda.int4_mm"}) reg.add(std::make_unique<UnavailableImpl>("int4_mm", impl));
 #endif
 }
 

@@ -1,4 +1,4 @@
-// The opcts subcommands: shared option sets and one function per command (harness/cli*.cpp).
+// The opcts subcommands: shared option sets and one function per command (app/cli*.cpp).
 #pragma once
 
 #include <CLI/CLI.hpp>

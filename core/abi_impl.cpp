@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/errors.hpp"
+#include "core/output_guard.hpp"
 
 namespace opcts {
 
@@ -87,7 +88,8 @@ Support AbiBackend::fits(double, const std::string&) const { return Support::yes
 namespace {
 
 // Host memory: the impl reads copies of the inputs (so one that writes into them cannot spoil
-// the reference's inputs) and writes outputs poisoned with 0xFF bytes.
+// the reference's inputs) and writes outputs poisoned with 0xFF bytes between guards
+// (core/output_guard.hpp).
 class HostBackend final : public AbiBackend {
  public:
   TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
@@ -95,15 +97,18 @@ class HostBackend final : public AbiBackend {
     TensorMap in_copy = inputs;
     TensorMap out;
     AbiTensors tensors;
+    std::vector<GuardLayout> layouts;
+    std::vector<std::vector<unsigned char>> guarded;  // guard | misalign | output | guard
     for (auto& [name, t] : in_copy) tensors.add(name, t, false);
     for (const auto& o : outs) {
-      HostTensor& t = out.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
-      std::memset(t.data(), 0xFF, t.nbytes());
+      const HostTensor& t = out.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
       tensors.add(o.name, t, true);
+      layouts.push_back(guard_layout(o, t.nbytes()));
+      guarded.push_back(guarded_image(o.dtype, layouts.back(), 0xFF));
     }
     size_t i = 0;
     for (auto& [name, t] : in_copy) tensors.descriptors()[i++].data = t.data();
-    for (const auto& o : outs) tensors.descriptors()[i++].data = out.at(o.name).data();
+    for (size_t k = 0; k < guarded.size(); ++k) tensors.descriptors()[i++].data = guarded[k].data() + layouts[k].before;
     opcts_run_args args{};
     args.struct_size = sizeof args;
     args.params = params;
@@ -115,6 +120,12 @@ class HostBackend final : public AbiBackend {
     opcts_report report{};
     const opcts_status s = desc.run(desc.impl_data, &args, &report);
     throw_abi_status(s, report, c_text(desc.name));
+    for (size_t k = 0; k < outs.size(); ++k) {
+      HostTensor& t = out.at(outs[k].name);
+      if (const std::string breach = guard_breach(outs[k].name, outs[k].dtype, guarded[k].data(), layouts[k]); !breach.empty())
+        throw ContractBreach(c_text(desc.name) + " wrote outside its output: " + breach);
+      std::memcpy(t.data(), guarded[k].data() + layouts[k].before, t.nbytes());
+    }
     for (const auto& [name, t] : inputs) {
       const HostTensor& after = in_copy.at(name);
       if (std::memcmp(after.data(), t.data(), t.nbytes()) != 0)

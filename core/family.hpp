@@ -62,20 +62,24 @@ struct Support {
   static Support no(std::string why) { return {false, std::move(why)}; }
 };
 
-/// An output a family produces and compares: its name, dtype (for the tolerance table) and
-/// shape as stored (row-major, contiguous), which backends allocate for the impls they run.
-/// `misalign_bytes` (a multiple of the element size) asks the CUDA backend to place the
-/// tensor that many bytes past an aligned base, e.g. 2 for a 16-bit tensor whose base is 2-
+/// An output a family produces and compares: its name and dtype (for the tolerance table), its
+/// shape as stored (row-major, contiguous; backends allocate it for the impls they run), and the
+/// length of its rows for the ref_relative metric's per-row bound (consecutive runs of `row`
+/// elements in storage order, e.g. sdpa's tiles of 16 query rows of O; 0: the whole output is
+/// one row). `misalign_bytes` (a multiple of the element size) asks the ABI backends to place
+/// the tensor that many bytes past an aligned base, e.g. 2 for a 16-bit tensor whose base is 2-
 /// but not 4-byte aligned.
 struct OutputSpec {
   std::string name;
   DType dtype;
   std::vector<int64_t> shape;
+  int64_t row = 0;
   int64_t misalign_bytes = 0;
 };
 
-/// The fp64 reference and, for the ref_relative metric, a same-precision reference; for the
-/// bounded metric, a per-element absolute error bound the family derives from its error model.
+/// The fp64 reference and, for the ref_relative metric, a same-precision reference; a
+/// per-element absolute error bound the family derives from its error model (bounded: the
+/// whole accumulation bound; ref_relative: where the same-precision statistic says little).
 struct References {
   std::map<std::string, std::vector<double>> exact;
   std::map<std::string, std::vector<double>> lowp;
@@ -147,8 +151,8 @@ class Impl {
   /// when asked for (--include-planted) and must FAIL.
   virtual bool planted() const { return false; }
   /// Same inputs give the same output bytes on every run of this problem (`opcts run
-  /// --bitwise` checks it). True unless the impl reduces in a run-dependent order (atomics,
-  /// split-K with atomics) for this problem, e.g. only in one direction.
+  /// --bitwise` checks it). True unless the impl reduces in a run-dependent order on it
+  /// (atomics, split-K with atomics), which may depend on the problem (direction, sizes).
   virtual bool deterministic(const Problem&) const { return true; }
 
   /// The family this impl belongs to, bound by Registry::add (impls never look it up

@@ -14,7 +14,7 @@ bool signed_zero_canary(DType t) { return t == DType::fp16 || t == DType::bf16 |
 // The canary byte at byte offset x from the tensor's start (negative before it): -0.0 is all
 // zero bits but the sign, the top bit of an element's last byte (little-endian).
 unsigned char canary(DType t, long long x) {
-  if (!signed_zero_canary(t)) return 0xFF;
+  if (!signed_zero_canary(t)) return kGuardByte;
   const long long es = storage_bytes(t);
   return ((x % es) + es) % es == es - 1 ? 0x80 : 0x00;
 }

@@ -1,11 +1,14 @@
-// Guard bytes around an output buffer on a device: where the tensor sits in its allocation, what the guards hold, and which guard byte a run changed.
+// Guard bytes around every output an ABI backend hands an impl: where the tensor sits in its allocation, what the guards hold, and which guard byte a run changed.
 //
-// A backend allocates each output as [guard | misalign | tensor | guard] (kGuardBytes each side;
-// misalign from OutputSpec::misalign_bytes, so a 16-bit tensor can start 2- but not 4-byte
-// aligned) and fills the guards with a canary that no write leaves unchanged in the cases that
-// matter: -0.0 in every element-sized slot for fp16/bf16/fp32/fp64 outputs (a paired 16-bit
-// atomic adds +0 to its neighbour, and -0 + +0 = +0 in round-to-nearest, IEEE 754 §6.3), 0xFF
-// bytes for the rest. After the run every guard byte must still hold its canary.
+// Both ABI backends (core/abi_impl.cpp's host backend, device_impl/cuda/abi_backend.cpp) allocate
+// each output as [guard | misalign | tensor | guard] (kGuardBytes each side; misalign from
+// OutputSpec::misalign_bytes, so a 16-bit tensor can start 2- but not 4-byte aligned) and fill
+// the guards with a canary that no write leaves unchanged in the cases that matter: -0.0 in every
+// element-sized slot for fp16/bf16/fp32/fp64 outputs, kGuardByte (0x5A) bytes for the rest.
+// Why -0.0: a paired 16-bit atomic (atomicAdd on __half2 / __nv_bfloat162) adds +0 to the element
+// past the tensor's end, which leaves any other value unchanged bit for bit (x + +0 = x), so only
+// a canary of -0.0 sees it (-0 + +0 = +0 in round-to-nearest, IEEE 754 §6.3). After the run every
+// guard byte must still hold its canary.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +20,8 @@
 namespace opcts {
 
 constexpr size_t kGuardBytes = 256;
+/// The canary byte of the guards of integer and other non-float outputs.
+constexpr unsigned char kGuardByte = 0x5A;
 
 /// Byte offsets of one guarded output: the tensor starts at `before` and is `tensor` bytes long;
 /// `after` guard bytes follow.

@@ -25,11 +25,12 @@ struct OutputStats {
   int64_t elements = 0;
   double max_abs_err = 0;
   double max_rel_err = 0;
-  double bound = 0;         // the largest error allowed (ref_relative: factor·lowp_err + atol)
+  double bound = 0;         // the error allowed (ref_relative, per-element bounds: max_abs_err ÷ the
+                            // worst element's error ÷ bound, so max_abs_err / bound is that ratio)
   double lowp_err = 0;      // ref_relative only: max |same-precision reference − reference|
   int64_t mismatches = 0;   // elements beyond the bound, plus NaN/Inf position mismatches
-  // Exact zeros (+0 and -0) of the output and of the reference, for the trust check
-  // (runner/trust.hpp); counted during the comparison, not written to reports.
+  // Exact zeros (+0 and -0) of the output and of the reference rounded to the output dtype,
+  // for the trust check (runner/trust.hpp); counted during the comparison, not reported.
   int64_t zeros = 0;
   int64_t ref_zeros = 0;
 };

@@ -77,6 +77,9 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
+/// The plugin ABI's opcts_int4_mm_params for a problem, as bytes (refimpl/int4_mm_abi.cpp).
+std::vector<unsigned char> abi_params(const Problem& p);
+
 /// The field table (refimpl/int4_mm_fields.cpp): YAML keys format, dtype, m, n, k (or nk),
 /// group, inner_k_tiles, fill, scale_exp, defect, expect_error.
 /// Id: FORMAT_DTYPE_mM_nN_kK_gG, then ikt<I> (tiled tinygemm), zeroext | allcodes, sexp<E>,

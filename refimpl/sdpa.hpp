@@ -112,11 +112,29 @@ enum class PlantedBug {
   gqa_modulo,         // query head h reads KV head h % Hkv instead of h / (Hq / Hkv)
   drop_rowsum,        // backward: dS = P ⊙ dP, without subtracting rowsum(dO ⊙ O)
   masked_row_nan,     // a row that sees no key divides 0 by 0 (O = NaN) instead of O = 0
+  pv_in_dtype,        // the P·V accumulator is rounded to the input dtype after every key tile
+  rowsum_in_dtype,    // the softmax row sum l is rounded to the input dtype after every key tile
+  lse_plus_log2,      // logsumexp = m + log(2·l): off by log 2 (a log2/ln domain slip)
 };
 /// Why a problem cannot show the planted bug (so the planted impl SKIPs it and each of its
 /// cases must FAIL), or "" when it can: negative cases, empty problems, rows that see no
-/// key, no key left of a window, no GQA, the wrong direction.
+/// key, no key left of a window, no GQA, the wrong direction; for the precision bugs fp32
+/// inputs (rounding to fp32 changes nothing) and, for pv_in_dtype, rows too short for the
+/// per-tile roundings to add up beyond the output's own rounding (kPlantedPvKeys).
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
+/// The precision bugs show on forward problems with 16-bit inputs and enough long rows (over
+/// batch and heads): pv_in_dtype on kPlantedPvRows rows of kPlantedPvKeys keys or more (16
+/// tiles of 64, host.flash's; cuda.flash's are 32 or 64 keys: 16 roundings of the accumulator
+/// against the reference's one, caught at 1.8 to 3.2 × the bound with 32 tiles on the host),
+/// rowsum_in_dtype on kPlantedRowsumRows rows of kPlantedRowsumKeys keys (lse, whose bound is
+/// fp32-sized, sees one rounding of l), unless the scores of N(0, 1) inputs have σ = scale·√D
+/// above kPlantedSharpScores (near one-hot rows: l ≈ 1 and O ≈ one V row are exact in the
+/// dtype, nothing to round). lse_plus_log2 shows wherever a row sees a key.
+constexpr int64_t kPlantedPvKeys = 1024;
+constexpr int64_t kPlantedPvRows = 128;
+constexpr int64_t kPlantedRowsumKeys = 8;
+constexpr int64_t kPlantedRowsumRows = 32;
+constexpr double kPlantedSharpScores = 8;
 
 /// Keys that no query row can see under the causal mask and the window (1 = unseen), Sk
 /// entries. poison_masked writes NaN into exactly these rows of K and V.
@@ -182,13 +200,16 @@ Strides mask_strides(const Problem& p);
 /// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
 /// "dV" (dtype, shapes of q, k, v).
 
-/// The forward fp64 reference on inputs q, k, v (any dtype; their rounded values are used):
-/// scores, softmax and both products in double with Eigen, (batch, head) pairs in parallel
-/// with OpenMP, a fixed summation order; `lowp` the same-precision pipeline. Outputs "O"
+/// The forward references on inputs q, k, v (any dtype; their rounded values are used),
+/// refimpl/sdpa_reference.cpp: `exact` the fp64 values (scores, softmax and both products in
+/// double with Eigen, (batch, head) pairs in parallel with OpenMP, a fixed summation order);
+/// `lowp` the ideal low-precision flash kernel (fp32 scores and accumulation, P rounded to the
+/// dtype for P·V) before its output rounding; `bound` the ref_relative floors. Outputs "O"
 /// and "lse", row-major in storage order.
 References reference(const Problem& p, const TensorMap& inputs);
 /// The backward references (refimpl/sdpa_backward_reference.cpp): fp64 gradients dQ, dK, dV
-/// of the forward above at dO, and the math backend's same-precision pipeline as `lowp`.
+/// of the forward above at dO, the ideal low-precision flash backward (O, P and dS rounded
+/// where a flash backward rounds them) before its output rounding as `lowp`, and the floors.
 References backward_reference(const Problem& p, const TensorMap& inputs);
 
 }  // namespace opcts::sdpa

@@ -1,43 +1,35 @@
-// SDPA backward references: the fp64 gradients and the same-precision pipeline of PyTorch's
-// math backend, for every variant the forward has.
+// SDPA backward references for every variant the forward has: the fp64 gradients, the
+// same-precision reference of the ref_relative metric and its per-element bounds.
 //
-// fp64 (per batch and KV head, the group's query heads in a fixed order, OpenMP over the
-// pairs): P from the forward's softmax (refimpl/sdpa_detail.hpp), O = P·V,
-// D_i = rowsum(dO ⊙ O), dP = dO·Vᵀ, dS = P ⊙ (dP − D) (0 where P is 0: masked keys and
-// rows that see no key, never 0·NaN), dX = dS ⊙ (1 − tanh²(x/softcap)) with a softcap,
-// dQ = scale·dX·K, dK = Σ_group scale·dXᵀ·Q, dV = Σ_group Pᵀ·dO.
+// Both run refimpl/sdpa_detail.hpp's backward_head per (batch, KV head), the group's query
+// heads in a fixed order (OpenMP over the pairs): the head's forward, D_i = rowsum(dO ⊙ O),
+// dP = dO·Vᵀ, dS = P ⊙ (dP − D) (0 where P is 0: masked keys and rows that see no key, never
+// 0·NaN), ⊙ (1 − tanh²(x/softcap)) with a softcap, dQ = scale·dS·K, dK = Σ_group scale·dSᵀ·Q,
+// dV = Σ_group Pᵀ·dO (FlashAttention-2, Dao 2023, Algorithm 2).
 //
-// Same precision (lowp; the math backend in the dtype, the yardstick of ref_relative and of
-// PyTorch's "[Note] Fused Tolerances"): the forward's lowp P (rounded to the dtype), then
-// dV = Pᵀ·dO, dP = dO·Vᵀ as fp32 GEMMs, dP rounded; softmax backward in fp32 as
-// _softmax_backward_data does it, dS = P ⊙ (dP − Σ_j dP ⊙ P), rounded; the softcap's
-// derivative with tanh rounded, product rounded; dQ = scale·dS·K and dK = scale·dSᵀ·Q as
-// fp32 GEMMs rounded once; GQA sums (repeat_interleave's backward) in fp32, rounded once.
+// fp64: in double without rounding (dS of a row with a single key set to its exact 0).
+//
+// Same precision (`lowp`): the ideal low-precision flash backward, in fp32, keeping the
+// roundings every flash backward makes and nothing else:
+//   - O rounded to the dtype, as the forward stored it (D = rowsum(dO ⊙ O) reads that O), and
+//     the forward's fp32 lse (P = e/l here, equal to exp(s − lse) up to fp32 rounding);
+//   - P rounded once for the Pᵀ·dO product and dS rounded once for the dS·K and dSᵀ·Q
+//     products (the MMAs take them in the dtype), dP = dO·Vᵀ and dS in fp32;
+//   - dQ, dK, dV accumulated in fp32 (the GQA sums too), stored before their one rounding to
+//     the dtype, which the bound adds (as in the forward, sdpa_reference.cpp).
+// PyTorch's math backend in the dtype rounds S, P, dP and dS where it stores them; this one
+// does not (cases/tolerances.yaml).
+//
+// Bounds (`bound`): refimpl/sdpa_bound.hpp, from the same-precision pipeline's own P, dS and O.
 #include <cmath>
 
 #include "refimpl/sdpa.hpp"
+#include "refimpl/sdpa_bound.hpp"
 #include "refimpl/sdpa_detail.hpp"
 
 namespace opcts::sdpa {
 
 using detail::RowMajor;
-
-namespace {
-
-// dS from P and dP for one head: P ⊙ (dP − D), explicitly 0 wherever P is 0. A row with a
-// single key has P = 1 there and D = dO·V_j = dP_ij, so its dS is exactly 0 (rounding would
-// leave ~1e-17 noise that the trust check would take for a real value): set it so.
-template <typename T, typename Round>
-void softmax_backward(RowMajor<T>& dp, const RowMajor<T>& prob, const std::vector<T>& dsum, Round rnd) {
-  for (int64_t i = 0; i < dp.rows(); ++i) {
-    int64_t keys = 0;
-    for (int64_t j = 0; j < dp.cols(); ++j) keys += prob(i, j) != T(0);
-    for (int64_t j = 0; j < dp.cols(); ++j)
-      dp(i, j) = prob(i, j) == T(0) || keys == 1 ? T(0) : rnd(prob(i, j) * (dp(i, j) - dsum[i]));
-  }
-}
-
-}  // namespace
 
 References backward_reference(const Problem& p, const TensorMap& inputs) {
   const int64_t B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k;
@@ -48,78 +40,43 @@ References backward_reference(const Problem& p, const TensorMap& inputs) {
   const detail::MaskView mask = detail::mask_view(p, inputs);
   const std::vector<char> unseen = unseen_keys(p);
   const Strides qs = q_strides(p), ks = k_strides(p), vs = v_strides(p), os = o_strides(p);
-  const DType t = p.dtype;
-  const bool capped = p.softcap > 0;
-  const double scale = p.effective_scale();
-  const float scale_f = static_cast<float>(scale);
+  const detail::ToDtype to_dtype{p.dtype};
 
   References r;
-  for (auto* refs : {&r.exact, &r.lowp}) {
+  for (auto* refs : {&r.exact, &r.lowp, &r.bound}) {
     (*refs)["dQ"].assign(B * Hq * Sq * D, 0.0);
     (*refs)["dK"].assign(B * Hkv * Sk * D, 0.0);
     (*refs)["dV"].assign(B * Hkv * Sk * Dv, 0.0);
   }
-  auto &dq_x = r.exact.at("dQ"), &dk_x = r.exact.at("dK"), &dv_x = r.exact.at("dV");
-  auto &dq_l = r.lowp.at("dQ"), &dk_l = r.lowp.at("dK"), &dv_l = r.lowp.at("dV");
-  const auto exact = [](double x) { return x; };
-  const auto round_f = [t](float x) { return static_cast<float>(round_to(t, x)); };
-  const auto round_d = [t](double x) { return round_to(t, x); };
+
+  // One precision's gradients of (b, hk) into `refs`; `bounds` (lowp only) also writes the
+  // bounds from that pipeline's own P, dS and O.
+  const auto run = [&]<typename T, typename Round>(T, Round rnd, int64_t b, int64_t hk, bool exact_zeros,
+                                                   std::map<std::string, std::vector<double>>& refs, bool bounds) {
+    const auto kh = detail::gather<T>(k, ks, b, hk, Sk, D, &unseen);
+    const auto vh = detail::gather<T>(v, vs, b, hk, Sk, Dv, &unseen);
+    RowMajor<T> dk = RowMajor<T>::Zero(Sk, D), dv = RowMajor<T>::Zero(Sk, Dv);
+    detail::GradientBounds<T> gb(p, Sk);
+    for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+      const auto qh = detail::gather<T>(q, qs, b, h, Sq, D);
+      const auto doh = detail::gather<T>(d_o, os, b, h, Sq, Dv);
+      const auto g = detail::backward_head(p, mask, b, h, qh, kh, vh, doh, rnd, exact_zeros, dk, dv);
+      detail::scatter(refs.at("dQ"), qs, b, h, g.dq, detail::Exact{});
+      if (bounds) detail::scatter(r.bound.at("dQ"), qs, b, h, gb.add_head(g, qh, kh, vh, doh), detail::Exact{});
+    }
+    dk *= static_cast<T>(p.effective_scale());
+    detail::scatter(refs.at("dK"), ks, b, hk, dk, detail::Exact{});
+    detail::scatter(refs.at("dV"), vs, b, hk, dv, detail::Exact{});
+    if (!bounds) return;
+    detail::scatter(r.bound.at("dK"), ks, b, hk, gb.dk(), detail::Exact{});
+    detail::scatter(r.bound.at("dV"), vs, b, hk, gb.dv(), detail::Exact{});
+  };
 
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t hk = 0; hk < Hkv; ++hk) {
-      // fp64
-      {
-        const auto kh = detail::gather<double>(k, ks, b, hk, Sk, D, &unseen);
-        const auto vh = detail::gather<double>(v, vs, b, hk, Sk, Dv, &unseen);
-        RowMajor<double> dk = RowMajor<double>::Zero(Sk, D), dv = RowMajor<double>::Zero(Sk, Dv);
-        for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-          const auto qh = detail::gather<double>(q, qs, b, h, Sq, D);
-          const auto doh = detail::gather<double>(d_o, os, b, h, Sq, Dv);
-          RowMajor<double> prob = qh * kh.transpose(), dcap;
-          std::vector<double> lse;
-          detail::softmax_head<double>(p, mask, b, h, prob, lse, capped ? &dcap : nullptr, exact);
-          const RowMajor<double> o = prob * vh;
-          std::vector<double> dsum(Sq);
-          for (int64_t i = 0; i < Sq; ++i) dsum[i] = o.row(i).dot(doh.row(i));
-          RowMajor<double> ds = doh * vh.transpose();
-          softmax_backward(ds, prob, dsum, exact);
-          if (capped) ds = ds.cwiseProduct(dcap);
-          const RowMajor<double> dq = (ds * kh) * scale;
-          detail::scatter(dq_x, qs, b, h, dq, exact);
-          dk.noalias() += (ds.transpose() * qh) * scale;
-          dv.noalias() += prob.transpose() * doh;
-        }
-        detail::scatter(dk_x, ks, b, hk, dk, exact);
-        detail::scatter(dv_x, vs, b, hk, dv, exact);
-      }
-      // Same precision.
-      {
-        const auto kh = detail::gather<float>(k, ks, b, hk, Sk, D, &unseen);
-        const auto vh = detail::gather<float>(v, vs, b, hk, Sk, Dv, &unseen);
-        RowMajor<float> dk = RowMajor<float>::Zero(Sk, D), dv = RowMajor<float>::Zero(Sk, Dv);
-        for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-          const auto qh = detail::gather<float>(q, qs, b, h, Sq, D);
-          const auto doh = detail::gather<float>(d_o, os, b, h, Sq, Dv);
-          RowMajor<float> prob = qh * kh.transpose(), dcap;
-          std::vector<float> lse;
-          detail::softmax_head<float>(p, mask, b, h, prob, lse, capped ? &dcap : nullptr, round_f);
-          dv.noalias() += prob.transpose() * doh;
-          RowMajor<float> ds = doh * vh.transpose();
-          for (int64_t e = 0; e < ds.size(); ++e) ds.data()[e] = round_f(ds.data()[e]);
-          std::vector<float> dsum(Sq);
-          for (int64_t i = 0; i < Sq; ++i) dsum[i] = ds.row(i).dot(prob.row(i));
-          softmax_backward(ds, prob, dsum, round_f);
-          if (capped)
-            for (int64_t e = 0; e < ds.size(); ++e) ds.data()[e] = round_f(ds.data()[e] * dcap.data()[e]);
-          const RowMajor<float> dq = (ds * kh) * scale_f;
-          detail::scatter(dq_l, qs, b, h, dq, round_d);
-          dk.noalias() += ds.transpose() * qh;
-        }
-        dk *= scale_f;
-        detail::scatter(dk_l, ks, b, hk, dk, round_d);
-        detail::scatter(dv_l, vs, b, hk, dv, round_d);
-      }
+      run(0.0, detail::Exact{}, b, hk, true, r.exact, false);
+      run(0.0f, to_dtype, b, hk, false, r.lowp, true);
     }
   }
   return r;

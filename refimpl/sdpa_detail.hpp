@@ -1,7 +1,9 @@
-// Helpers shared by the SDPA forward and backward references (refimpl only; the host impls
-// do not use them): one (batch, head) slice gathered from storage order into a matrix, the
-// masked scores and the softmax of one head, in double (fp64 reference) or float (the
-// same-precision pipeline, rounding to the dtype where a math backend stores a tensor).
+// The pipeline of the SDPA references, written once (refimpl only; the host impls do not use
+// it): one (batch, head) slice gathered from storage order into a matrix, the masked scores,
+// and one head's forward and backward as templates over the arithmetic type T and a rounding.
+// T = double with no rounding (Exact) is the fp64 reference; T = float rounding to the dtype
+// (ToDtype) where an ideal flash kernel must round is the same-precision reference
+// (sdpa_reference.cpp and sdpa_backward_reference.cpp say which roundings and why).
 #pragma once
 
 #include <cmath>
@@ -16,6 +18,38 @@ namespace opcts::sdpa::detail {
 
 template <typename T>
 using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// The fp32 floors' unit (refimpl/sdpa_bound.hpp): one fp32 ulp per operation (2^-23;
+/// round-to-nearest costs 2^-24, a truncating tensor-core accumulator up to 2^-23).
+constexpr double kAccUnit = 0x1p-23;
+/// fp32 roundings of a result after its accumulation in a flash kernel: the reciprocal of
+/// the row sum (or the scale), the product by it, a rescale and the conversion.
+constexpr double kNormalisationRoundings = 4;
+
+/// No rounding: the fp64 reference.
+struct Exact {
+  template <typename T>
+  T operator()(T x) const {
+    return x;
+  }
+};
+
+/// Rounds an fp32 intermediate to the problem's dtype (round to nearest even).
+struct ToDtype {
+  DType t;
+  float operator()(float x) const { return static_cast<float>(round_to(t, x)); }
+};
+
+/// m with `rnd` applied to every element: m itself under Exact, else a rounded copy in `tmp`.
+template <typename T, typename Round>
+const RowMajor<T>& rounded(const RowMajor<T>& m, Round rnd, RowMajor<T>& tmp) {
+  if constexpr (std::is_same_v<Round, Exact>) {
+    return m;
+  } else {
+    tmp = m.unaryExpr(rnd);
+    return tmp;
+  }
+}
 
 /// The [S, D] slice (b, h) of a tensor decoded in storage order; rows flagged in `zero_rows`
 /// (keys no query row sees, where poison_masked put NaN) become 0, so that no 0·NaN of a GEMM
@@ -32,12 +66,12 @@ RowMajor<T> gather(const std::vector<double>& buf, const Strides& st, int64_t b,
   return m;
 }
 
-/// Writes m into the (b, h) slice of a storage-order output.
+/// Writes m into the (b, h) slice of a storage-order output, each element through `round`.
 template <typename T, typename Round>
 void scatter(std::vector<double>& out, const Strides& st, int64_t b, int64_t h, const RowMajor<T>& m, Round round) {
   for (int64_t s = 0; s < m.rows(); ++s) {
     double* dst = out.data() + st.at(b, h, s);
-    for (int64_t x = 0; x < m.cols(); ++x) dst[x] = round(static_cast<double>(m(s, x)));
+    for (int64_t x = 0; x < m.cols(); ++x) dst[x] = static_cast<double>(round(m(s, x)));
   }
 }
 
@@ -60,55 +94,145 @@ inline MaskView mask_view(const Problem& p, const TensorMap& inputs) {
   return m;
 }
 
-/// One head's probabilities. Scores arrive as S = Q·Kᵀ (unscaled GEMM result in T); this
-/// applies the scale, the softcap, the additive mask and -inf for keys outside the causal
-/// range, the window or the boolean mask, then a softmax per row:
-///   P (normalised; rows that see no key are 0), lse (-inf there) and, when softcap > 0,
-///   dcap = 1 − tanh²(x / softcap), the softcap's derivative.
-/// `rnd` rounds an intermediate to the dtype (identity for the fp64 reference); it is applied
-/// where a math backend stores: the scaled scores, the capped scores, the masked sum and P.
-template <typename T, typename Round>
-void softmax_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, RowMajor<T>& s, std::vector<T>& lse,
-                  RowMajor<T>* dcap, Round rnd) {
+/// One head's final scores, in place. S = Q·Kᵀ arrives unscaled; this applies the scale, the
+/// softcap (s = c·tanh(s/c)) and the additive mask, and sets -inf for keys outside the causal
+/// range, the window or the boolean mask. With a softcap, *dcap receives 1 − tanh²(x/c), the
+/// softcap's derivative (0 where masked). No rounding: both references keep scores in T, as a
+/// flash kernel keeps them in fp32 registers.
+template <typename T>
+void scores_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, RowMajor<T>& s, RowMajor<T>* dcap) {
   const T neg_inf = -std::numeric_limits<T>::infinity();
   const T scale = static_cast<T>(p.effective_scale());
   const T cap = static_cast<T>(p.softcap);
   const bool capped = p.softcap > 0;
-  if (capped && dcap) dcap->setZero(p.seq_q, p.seq_k);
-  lse.assign(static_cast<size_t>(p.seq_q), neg_inf);
-  for (int64_t i = 0; i < p.seq_q; ++i) {
+  if (capped && dcap) dcap->setZero(s.rows(), s.cols());
+  for (int64_t i = 0; i < s.rows(); ++i) {
     const int64_t first = p.first_key(i), last = p.last_key(i);
-    T m = neg_inf;
-    for (int64_t j = 0; j < p.seq_k; ++j) {
+    for (int64_t j = 0; j < s.cols(); ++j) {
       bool keep = j >= first && j <= last;
       if (keep && p.mask_tensor == MaskTensor::boolean) keep = mask.at(b, h, i, j) != 0;
       if (!keep) {
         s(i, j) = neg_inf;
         continue;
       }
-      T x = rnd(scale * s(i, j));
+      T x = scale * s(i, j);
       if (capped) {
-        const T y = rnd(std::tanh(x / cap));
+        const T y = std::tanh(x / cap);
         if (dcap) (*dcap)(i, j) = T(1) - y * y;
-        x = rnd(cap * y);
+        x = cap * y;
       }
-      if (p.mask_tensor == MaskTensor::additive) x = rnd(x + static_cast<T>(mask.at(b, h, i, j)));
+      if (p.mask_tensor == MaskTensor::additive) x += static_cast<T>(mask.at(b, h, i, j));
       s(i, j) = x;
+    }
+  }
+}
+
+/// One (batch, query head)'s forward in T.
+template <typename T>
+struct ForwardHead {
+  RowMajor<T> e;              // exp(s_ij − m_i) at visible keys (m_i the row max), else 0
+  std::vector<T> l;           // Σ_j e_ij (0 for a row without keys)
+  std::vector<T> lse;         // m_i + log l_i (-inf for a row without keys)
+  std::vector<T> absmax;      // max_j |s_ij| over visible keys (0 without keys)
+  std::vector<int64_t> keys;  // visible keys of the row (attn_mask applied)
+  RowMajor<T> o;              // Σ_j rnd(e_ij)·v_j / l_i, before the output rounding
+  RowMajor<T> dcap;           // 1 − tanh², with a softcap and want_dcap only
+};
+
+/// The forward of head (b, h): scores, a softmax against the row's final max, and
+/// O = (rnd(E)·V) / l, where rnd is what the P·V product takes (identity for fp64). A row
+/// without keys (all scores -inf) gives O = 0 and lse = -inf.
+template <typename T, typename Round>
+ForwardHead<T> forward_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, const RowMajor<T>& qh,
+                            const RowMajor<T>& kh, const RowMajor<T>& vh, bool want_dcap, Round rnd) {
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  ForwardHead<T> f;
+  f.e = qh * kh.transpose();
+  scores_head(p, mask, b, h, f.e, want_dcap ? &f.dcap : nullptr);
+  const int64_t sq = f.e.rows(), sk = f.e.cols();
+  f.l.assign(static_cast<size_t>(sq), T(0));
+  f.lse.assign(static_cast<size_t>(sq), neg_inf);
+  f.absmax.assign(static_cast<size_t>(sq), T(0));
+  f.keys.assign(static_cast<size_t>(sq), 0);
+  for (int64_t i = 0; i < sq; ++i) {
+    T m = neg_inf;
+    for (int64_t j = 0; j < sk; ++j) {
+      const T x = f.e(i, j);
+      if (x == neg_inf) continue;
       m = std::max(m, x);
+      f.absmax[i] = std::max(f.absmax[i], std::fabs(x));
+      ++f.keys[i];
     }
     if (m == neg_inf) {  // no key (or every key at -inf): O = 0, lse = -inf
-      s.row(i).setZero();
+      f.e.row(i).setZero();
       continue;
     }
     T l = 0;
-    for (int64_t j = 0; j < p.seq_k; ++j) {
-      const T e = s(i, j) == neg_inf ? T(0) : std::exp(s(i, j) - m);
-      s(i, j) = e;
-      l += e;
+    for (int64_t j = 0; j < sk; ++j) {
+      const T x = f.e(i, j) == neg_inf ? T(0) : std::exp(f.e(i, j) - m);
+      f.e(i, j) = x;
+      l += x;
     }
-    lse[i] = m + std::log(l);
-    for (int64_t j = 0; j < p.seq_k; ++j) s(i, j) = rnd(s(i, j) / l);
+    f.l[i] = l;
+    f.lse[i] = m + std::log(l);
   }
+  RowMajor<T> tmp;
+  f.o = rounded(f.e, rnd, tmp) * vh;
+  for (int64_t i = 0; i < sq; ++i) {
+    if (f.l[i] > 0) f.o.row(i) /= f.l[i];
+    else f.o.row(i).setZero();
+  }
+  return f;
+}
+
+/// One (batch, query head)'s backward in T.
+template <typename T>
+struct BackwardHead {
+  ForwardHead<T> f;  // the head's forward (its e moved into p)
+  RowMajor<T> p;     // P = e / l (0 at masked keys and in rows without keys)
+  RowMajor<T> ds;    // dS = P ⊙ (dP − D) (⊙ dcap), before rounding; 0 where P is 0
+  RowMajor<T> o;     // O as the backward reads it: the forward's output rounded like it is stored
+  RowMajor<T> dq;    // scale·Σ_j rnd(dS_ij)·k_j, before the output rounding
+};
+
+/// The backward of query head (b, h) at dO (FlashAttention-2, Algorithm 2): its forward,
+/// D_i = rowsum(dO ⊙ rnd(O)), dP = dO·Vᵀ, dS = P ⊙ (dP − D) (⊙ dcap); adds rnd(P)ᵀ·dO to dv
+/// and rnd(dS)ᵀ·Q (unscaled) to dk, the sums over the GQA group, and returns dQ. `exact_zeros`
+/// (the fp64 reference): a row whose only nonzero P is 1 has D = dO·v_j = dP_ij, so its dS is
+/// exactly 0; setting it so keeps the ~1e-17 of rounding out of a gradient that is 0.
+template <typename T, typename Round>
+BackwardHead<T> backward_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, const RowMajor<T>& qh,
+                              const RowMajor<T>& kh, const RowMajor<T>& vh, const RowMajor<T>& doh, Round rnd,
+                              bool exact_zeros, RowMajor<T>& dk, RowMajor<T>& dv) {
+  BackwardHead<T> r;
+  ForwardHead<T>& f = r.f;
+  f = forward_head(p, mask, b, h, qh, kh, vh, true, rnd);
+  RowMajor<T> tmp;
+  r.o = rounded(f.o, rnd, tmp);
+  r.p = f.e;
+  const int64_t sq = r.p.rows(), sk = r.p.cols();
+  std::vector<T> dsum(static_cast<size_t>(sq));
+  for (int64_t i = 0; i < sq; ++i) {
+    if (f.l[i] > 0) r.p.row(i) /= f.l[i];
+    dsum[i] = r.o.row(i).dot(doh.row(i));
+  }
+  dv.noalias() += rounded(r.p, rnd, tmp).transpose() * doh;
+  r.ds = doh * vh.transpose();
+  const bool capped = p.softcap > 0;
+  for (int64_t i = 0; i < sq; ++i) {
+    int64_t nonzero = 0;
+    for (int64_t j = 0; j < sk; ++j) nonzero += r.p(i, j) != T(0);
+    for (int64_t j = 0; j < sk; ++j) {
+      const T pij = r.p(i, j);
+      T ds = pij == T(0) || (exact_zeros && nonzero == 1) ? T(0) : pij * (r.ds(i, j) - dsum[i]);
+      if (capped) ds *= f.dcap(i, j);
+      r.ds(i, j) = ds;
+    }
+  }
+  const RowMajor<T>& dsr = rounded(r.ds, rnd, tmp);
+  r.dq = (dsr * kh) * static_cast<T>(p.effective_scale());
+  dk.noalias() += dsr.transpose() * qh;
+  return r;
 }
 
 }  // namespace opcts::sdpa::detail

@@ -1,12 +1,36 @@
-// SDPA forward references: fp64 (Eigen, OpenMP) and the same-precision reference of the
-// ref_relative metric, for every variant (GQA, Dqk ≠ Dv, causal masks, windows, softcap,
-// boolean and additive attn_mask, BSHD storage). Masked keys are masked explicitly (-inf
-// before the softmax, P = 0 after it) and K/V rows that no query row sees are zeroed before
-// the GEMMs, so poison (NaN) in them cannot leak through 0·NaN.
+// SDPA forward references for every variant (GQA, Dqk ≠ Dv, causal masks, windows, softcap,
+// boolean and additive attn_mask, BSHD storage): the fp64 values, the same-precision reference
+// of the ref_relative metric and its per-element bounds. Masked keys are masked explicitly
+// (-inf before the softmax, P = 0 after it) and K/V rows that no query row sees are zeroed
+// before the GEMMs, so poison (NaN) in them cannot leak through 0·NaN.
+//
+// fp64: refimpl/sdpa_detail.hpp's pipeline in double without rounding, on the inputs' values.
+//
+// Same precision (`lowp`): the ideal low-precision flash kernel, the same pipeline in fp32
+// keeping the one rounding of an intermediate that a flash kernel cannot avoid:
+//   - inputs in the dtype (their stored values), scores s = scale·q·k (softcap, additive mask)
+//     computed and kept in fp32: a flash kernel holds S in fp32 registers and never stores it;
+//   - the softmax against the row's final max in fp32: e_ij = exp(s_ij − m_i), l_i = Σ_j e_ij,
+//     lse_i = m_i + log l_i (fp32, the lse output itself);
+//   - e rounded to the dtype once, for the P·V product (a tensor-core MMA takes P in the input
+//     dtype; FlashAttention-2 packs it so, as cuda.flash and host.flash do);
+//   - O = (Σ_j RN(e_ij)·v_j) / l_i accumulated in fp32, stored before its rounding to the
+//     dtype: the ref_relative bound takes factor × this accumulation error (or the bound below,
+//     if larger) and adds the one output rounding as half an output spacing per element
+//     (runner/compare.hpp), so that where a kernel's value lands on the other side of a
+//     rounding midpoint it is not charged a whole spacing the reference happened not to pay.
+// It does not round S (PyTorch's math backend in the dtype does; the default math backend
+// and cuda.math compute in fp32), does not round l, and normalises once at the end. A kernel
+// rounds P relative to its running max instead of the final one and sums in another order:
+// another sample of the same roundings, which factor 2 and tiles of 16 rows cover
+// (cases/tolerances.yaml, SdpaFamily::outputs).
+//
+// Bounds (`bound`): refimpl/sdpa_bound.hpp, from the same-precision pipeline's own P.
 #include <cmath>
 #include <limits>
 
 #include "refimpl/sdpa.hpp"
+#include "refimpl/sdpa_bound.hpp"
 #include "refimpl/sdpa_detail.hpp"
 
 namespace opcts::sdpa {
@@ -21,51 +45,42 @@ References reference(const Problem& p, const TensorMap& inputs) {
   const detail::MaskView mask = detail::mask_view(p, inputs);
   const std::vector<char> unseen = unseen_keys(p);
   const Strides qs = q_strides(p), ks = k_strides(p), vs = v_strides(p), os = o_strides(p);
-  const DType t = p.dtype;
+  const detail::ToDtype to_dtype{p.dtype};
 
   References r;
-  auto& o = r.exact["O"];
-  auto& lse = r.exact["lse"];
-  auto& o_lp = r.lowp["O"];
-  auto& lse_lp = r.lowp["lse"];
-  o.assign(B * Hq * Sq * Dv, 0.0);
-  lse.assign(B * Hq * Sq, 0.0);
-  o_lp.assign(o.size(), 0.0);
-  lse_lp.assign(lse.size(), 0.0);
-  const auto exact = [](double x) { return x; };
-  const auto round_f = [t](float x) { return static_cast<float>(round_to(t, x)); };
-  const auto round_d = [t](double x) { return round_to(t, x); };
+  for (auto* refs : {&r.exact, &r.lowp, &r.bound}) {
+    (*refs)["O"].assign(B * Hq * Sq * Dv, 0.0);
+    (*refs)["lse"].assign(B * Hq * Sq, 0.0);
+  }
+  auto &o = r.exact.at("O"), &lse = r.exact.at("lse");
+  auto &o_lp = r.lowp.at("O"), &lse_lp = r.lowp.at("lse");
+  auto &o_bd = r.bound.at("O"), &lse_bd = r.bound.at("lse");
 
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t hk = h / group;  // GQA: consecutive query heads share a KV head
       const int64_t row0 = (b * Hq + h) * Sq;
-      // fp64: the mathematical value on the rounded inputs.
       {
         const auto kh = detail::gather<double>(k, ks, b, hk, Sk, D, &unseen);
         const auto vh = detail::gather<double>(v, vs, b, hk, Sk, Dv, &unseen);
-        RowMajor<double> s = detail::gather<double>(q, qs, b, h, Sq, D) * kh.transpose();
-        std::vector<double> l;
-        detail::softmax_head<double>(p, mask, b, h, s, l, nullptr, exact);
-        const RowMajor<double> out = s * vh;
-        detail::scatter(o, os, b, h, out, exact);
-        for (int64_t i = 0; i < Sq; ++i) lse[row0 + i] = l[i];
+        const auto qh = detail::gather<double>(q, qs, b, h, Sq, D);
+        const auto f = detail::forward_head(p, mask, b, h, qh, kh, vh, false, detail::Exact{});
+        detail::scatter(o, os, b, h, f.o, detail::Exact{});
+        for (int64_t i = 0; i < Sq; ++i) lse[row0 + i] = f.lse[i];
       }
-      // Same precision, as a math backend computes it in the input dtype: S rounded to the
-      // dtype after an fp32 GEMM (and after the scale, the softcap's tanh and product and the
-      // additive mask), softmax in fp32, P normalised and rounded to the dtype, O = P·V
-      // accumulated in fp32 and rounded to the dtype (FlashAttention's attention_ref with
-      // upcast=False; PyTorch's "[Note] Fused Tolerances" lp_ref).
       {
         const auto kh = detail::gather<float>(k, ks, b, hk, Sk, D, &unseen);
         const auto vh = detail::gather<float>(v, vs, b, hk, Sk, Dv, &unseen);
-        RowMajor<float> s = detail::gather<float>(q, qs, b, h, Sq, D) * kh.transpose();
-        std::vector<float> l;
-        detail::softmax_head<float>(p, mask, b, h, s, l, nullptr, round_f);
-        const RowMajor<float> out = s * vh;
-        detail::scatter(o_lp, os, b, h, out, round_d);
-        for (int64_t i = 0; i < Sq; ++i) lse_lp[row0 + i] = l[i];
+        const auto qh = detail::gather<float>(q, qs, b, h, Sq, D);
+        const auto f = detail::forward_head(p, mask, b, h, qh, kh, vh, false, to_dtype);
+        detail::scatter(o_lp, os, b, h, f.o, detail::Exact{});  // before the output rounding
+        const std::vector<double> lf = detail::lse_floors(p, f, qh, kh);
+        for (int64_t i = 0; i < Sq; ++i) {
+          lse_lp[row0 + i] = f.lse[i];
+          lse_bd[row0 + i] = lf[i];
+        }
+        detail::scatter(o_bd, os, b, h, detail::o_bound(p, f, qh, kh, vh), detail::Exact{});
       }
     }
   }

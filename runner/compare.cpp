@@ -1,4 +1,4 @@
-// Element-wise error statistics and bounds for the three metrics.
+// Element-wise error statistics and bounds of every metric, and the zero counts of the trust check.
 #include "runner/compare.hpp"
 
 #include <algorithm>
@@ -37,6 +37,16 @@ bool specials_agree(double g, double w) {
   return true;
 }
 
+// The reference value is 0 in the output dtype: it rounds to 0 there, or lies below fp32's
+// smallest normal, which GPU kernels built with flush-to-zero (FlashAttention's
+// --use_fast_math) may flush in their fp32 intermediates. Only tiny values call round_to.
+bool zero_in(DType t, double w) {
+  constexpr double kFp32MinNormal = 0x1p-126;
+  const double a = std::fabs(w);
+  if (!(a < std::max(dtype_info(t).min_normal, kFp32MinNormal))) return a == 0;
+  return a < kFp32MinNormal || round_to(t, w) == 0;
+}
+
 struct Candidate {
   double key;  // larger is worse; +inf for special-value mismatches
   int64_t index;
@@ -47,7 +57,7 @@ struct Candidate {
 OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
                            const std::vector<double>* lowp, const Tolerance& tol,
                            std::vector<WorstElement>& worst, size_t max_worst,
-                           const std::vector<double>* bound) {
+                           const std::vector<double>* bound, int64_t row) {
   const int64_t n = got.numel();
   if (static_cast<int64_t>(want.size()) != n)
     throw std::invalid_argument("output '" + name + "': " + std::to_string(n) + " elements, reference has " +
@@ -56,6 +66,8 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     throw std::invalid_argument("output '" + name + "': ref_relative needs a same-precision reference");
   if (tol.metric == Metric::bounded && (!bound || static_cast<int64_t>(bound->size()) != n))
     throw std::invalid_argument("output '" + name + "': bounded needs the reference's per-element bound");
+  if (tol.metric == Metric::ref_relative && bound && static_cast<int64_t>(bound->size()) != n)
+    throw std::invalid_argument("output '" + name + "': the reference's bound has the wrong size");
 
   const std::vector<double> g = got.to_f64();
   OutputStats s;
@@ -68,12 +80,19 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     if (std::isfinite(w)) max_ref = std::max(max_ref, std::fabs(w));
   const double floor = tol.atol + tol.atol_eps * dtype_info(got.dtype()).epsilon * max_ref;
 
+  // ref_relative: the same-precision reference's largest error over each row, so that one
+  // row's error does not set every row's bound (Family::outputs says what a row is).
+  const int64_t row_len = row > 0 ? row : std::max<int64_t>(n, 1);
+  std::vector<double> row_lp;
+  double worst_ratio = 0, largest_bound = 0;
   if (tol.metric == Metric::ref_relative) {
-    double lp = 0;
+    row_lp.assign(static_cast<size_t>((n + row_len - 1) / row_len), 0.0);
     for (int64_t i = 0; i < n; ++i)
-      if (std::isfinite(want[i]) && std::isfinite((*lowp)[i])) lp = std::max(lp, std::fabs((*lowp)[i] - want[i]));
-    s.lowp_err = lp;
-    s.bound = tol.factor * lp + floor;
+      if (std::isfinite(want[i]) && std::isfinite((*lowp)[i])) {
+        const double e = std::fabs((*lowp)[i] - want[i]);
+        row_lp[i / row_len] = std::max(row_lp[i / row_len], e);
+        s.lowp_err = std::max(s.lowp_err, e);
+      }
   } else if (tol.metric == Metric::allclose) {
     s.bound = floor;  // the per-element bound adds rtol·|want|
   }
@@ -82,7 +101,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   for (int64_t i = 0; i < n; ++i) {
     const double gi = g[i], wi = want[i];
     s.zeros += gi == 0.0;  // +0 and -0; NaN is not zero
-    s.ref_zeros += wi == 0.0;
+    s.ref_zeros += zero_in(got.dtype(), wi);
     // bounded: a reference value beyond the output's range is stored unrounded (x, not inf;
     // refimpl/scaled_mm_reference.cpp), because a result within E of x may round to the
     // largest finite value or overflow. The device's inf is right when x + E reaches the
@@ -107,7 +126,18 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
       case Metric::exact: bad = gi != wi; break;
       // Written as !(err <= bound) so that a NaN bound fails every element instead of none.
       case Metric::allclose: bad = !(err <= floor + tol.rtol * std::fabs(wi)); break;
-      case Metric::ref_relative: bad = !(err <= s.bound); break;
+      case Metric::ref_relative: {
+        // lowp is the same-precision result before its output rounding: a correct result v
+        // within e of want may round to the output dtype by half a spacing at |want| + e.
+        // The accumulation error: the larger of the statistic and the reference's bound (its
+        // model of what the statistic cannot show, e.g. where a row holds one rounding).
+        const double e = std::max(tol.factor * row_lp[i / row_len], bound ? (*bound)[i] : 0.0) + floor;
+        const double b = e + spacing_at(got.dtype(), std::fabs(wi) + e) / 2;
+        largest_bound = std::max(largest_bound, b);
+        worst_ratio = std::max(worst_ratio, b > 0 ? err / b : (err > 0 ? INFINITY : 0.0));
+        bad = !(err <= b);
+        break;
+      }
       case Metric::bounded: {
         // factor·E is the accumulation error the reference allows; a non-zero one may move
         // the final rounding to the output dtype by one spacing (|RN(v) − RN(x)| <= E +
@@ -128,6 +158,8 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
       cands.resize(max_worst);
     }
   }
+  if (tol.metric == Metric::ref_relative)
+    s.bound = worst_ratio > 0 ? s.max_abs_err / worst_ratio : largest_bound;
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     return a.key != b.key ? a.key > b.key : a.index < b.index;
   });

@@ -13,7 +13,9 @@ enum class Metric {
   bitexact,      // same value and same sign of zero; NaN matches any NaN (the code up to NaN payload)
   exact,         // every element equal (NaN matches NaN; +0 matches -0)
   allclose,      // |got − want| <= atol + rtol·|want| per element
-  ref_relative,  // max|got − want| <= factor·max|lowp − want| + atol (FlashAttention's method)
+  ref_relative,  // |got − want| <= e + spacing_out(|want| + e)/2 per element, e = max(factor·max_row|lowp − want|,
+                 // bound[i]) + atol: FlashAttention's method with its statistic taken per row over the
+                 // same-precision result before its output rounding, or the reference's own bound, and one rounding
   bounded,       // |got − want| <= factor·E[i] + atol + ulp_out(|want| + factor·E[i]) per element, E[i] the
                  // accumulation error the reference's model allows (0: exact); ulp_out = one output rounding
 };
@@ -38,8 +40,16 @@ struct Tolerance {
 };
 
 /// Compares `got` (any dtype, row-major over its shape) with `want` (the fp64 reference, same
-/// element order). `lowp` is the same-precision reference, required for ref_relative; `bound`
-/// the per-element bound (References::bound), required for bounded.
+/// element order). `lowp` is the same-precision reference before its one rounding to the
+/// output dtype (the bound adds that rounding), required for ref_relative. `bound` is the
+/// per-element bound (References::bound), required for bounded; for ref_relative it is
+/// optional: the reference's bound of the accumulation error where the statistic says little
+/// (a row of few roundings, an exact 0), used where it is the larger. ref_relative takes
+/// max|lowp − want| over each row of `row` consecutive elements (OutputSpec::row; 0: the whole
+/// output is one row) and reports as `bound` the one that makes max_abs_err / bound the worst
+/// element's error ÷ bound.
+/// A reference value that rounds to 0 in got's dtype, or lies below fp32's smallest normal
+/// (GPU kernels may flush fp32 subnormals), counts as a reference zero for the trust check.
 /// NaN and ±Inf must sit at the same positions with the same sign in got and want; each
 /// position that differs counts as a mismatch and is listed first among the worst elements.
 /// `worst` receives up to `max_worst` elements with the largest errors.
@@ -47,6 +57,6 @@ struct Tolerance {
 OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
                            const std::vector<double>* lowp, const Tolerance& tol,
                            std::vector<WorstElement>& worst, size_t max_worst = 5,
-                           const std::vector<double>* bound = nullptr);
+                           const std::vector<double>* bound = nullptr, int64_t row = 0);
 
 }  // namespace opcts

@@ -31,7 +31,7 @@ const ReferenceCache::Entry& ReferenceCache::get(const Case& c) {
     if (const char* trace = std::getenv("OPCTS_TRACE_INPUTS"); trace && *trace)
       std::ofstream(trace, std::ios::app) << key << "\n";
     const RefDiskCache disk(disk_dir_);
-    const std::string disk_key = disk.enabled() ? RefDiskCache::key(*c.family, *c.problem) : std::string();
+    const std::string disk_key = disk.enabled() ? RefDiskCache::key(*c.family, *c.problem, e->inputs) : std::string();
     if (auto stored = disk.load(disk_key)) {
       e->refs = std::move(*stored);
       ++stats_.loaded;
@@ -166,7 +166,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       const auto bd = ref.refs.bound.find(tol.accumulation.empty() ? spec.name : spec.name + "@" + tol.accumulation);
       OutputStats s = compare_output(spec.name, it->second, ref.refs.exact.at(spec.name),
                                      lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst, 5,
-                                     bd == ref.refs.bound.end() ? nullptr : &bd->second);
+                                     bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row);
       ok = ok && s.mismatches == 0;
       r.outputs.push_back(std::move(s));
     }

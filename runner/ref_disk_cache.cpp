@@ -87,8 +87,12 @@ std::string default_ref_cache_dir() {
   return "";
 }
 
-std::string RefDiskCache::key(const Family& f, const Problem& p) {
-  return std::string(f.name()) + "/" + f.problem_id(p) + "@" + f.reference_version();
+std::string RefDiskCache::key(const Family& f, const Problem& p, const TensorMap& inputs) {
+  uint64_t h = 0x243f6a8885a308d3ull;  // the tensors in name order (a std::map): one fingerprint
+  for (const auto& [name, t] : inputs) h = fnv1a(name.data(), name.size()) ^ (h * 0x100000001b3ull) ^ fingerprint(t);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(f.name()) + "/" + f.problem_id(p) + "@" + f.reference_version() + "#" + hex;
 }
 
 std::string RefDiskCache::path_of(const std::string& key) const {

@@ -14,8 +14,9 @@ constexpr int64_t kTrustMinElements = 10;
 constexpr double kTrustZeroMargin = 0.01;
 
 /// Why an output within tolerance is still not trusted, or nullopt. `elements` is the
-/// output's size, `zeros` and `ref_zeros` its exact zeros and its fp64 reference's (counted
-/// by compare_output), `family_allowance` is Family::max_zero_fraction. MISTRUSTED when the
+/// output's size, `zeros` its exact zeros and `ref_zeros` those of its fp64 reference rounded
+/// to the output dtype (counted by compare_output: a value that underflows there is a correct
+/// 0), `family_allowance` is Family::max_zero_fraction. MISTRUSTED when the
 /// output is all zero (norm 0) while the reference is not, or when its zero fraction exceeds
 /// max(family_allowance, reference zero fraction) + kTrustZeroMargin.
 std::optional<std::string> trust_check(const std::string& name, int64_t elements, int64_t zeros, int64_t ref_zeros,

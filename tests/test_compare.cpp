@@ -1,4 +1,5 @@
-// compare_output: the three metrics' bounds, NaN/Inf position rules, worst elements and argument checks.
+// compare_output: every metric's bounds (ref_relative per row, with floors and one output rounding),
+// NaN/Inf position rules, worst elements, argument checks and the trust check's zero counts.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,31 +83,89 @@ TEST(CompareAllclose, AtolEpsCountsOutputDtypeRoundingsAtMaxReference) {
 }
 
 TEST(CompareRefRelative, BoundIsFactorTimesLowpErrorPlusFloor) {
+  // fp64 output: the half spacing of the output rounding is ~1e-16 here.
   const std::vector<double> want = {1.0, 2.0, 4.0};
   const std::vector<double> lowp = {1.0, 2.0 + 1.0 / 128, 4.0 - 1.0 / 64};  // max|lowp - want| = 1/64
   const auto t = tol_of(Metric::ref_relative, 1.0 / 1024, 0, 2.0);
   const double bound = 2.0 / 64 + 1.0 / 1024;
   auto ok = run(tensor(DType::fp64, {3}, {1.0 + bound, 2.0, 4.0 - bound}), want, t, &lowp);  // errors on the bound
   EXPECT_EQ(ok.lowp_err, 1.0 / 64);
-  EXPECT_EQ(ok.bound, bound);
+  EXPECT_NEAR(ok.bound, bound, 1e-15);
   EXPECT_EQ(ok.mismatches, 0);
   EXPECT_EQ(ok.metric, "ref_relative");
   auto bad = run(tensor(DType::fp64, {3}, {1.0 + bound + 1.0 / 4096, 2.0 - 1.0 / 16, 4.0}), want, t, &lowp);
   EXPECT_EQ(bad.mismatches, 2);
   EXPECT_EQ(bad.max_abs_err, 1.0 / 16);
+  // The reported bound makes max_abs_err / bound the worst element's error ÷ its bound.
+  EXPECT_NEAR(bad.max_abs_err / bad.bound, (1.0 / 16) / bound, 1e-12);
   // A larger factor admits the same output.
   EXPECT_EQ(run(tensor(DType::fp64, {3}, {1.0 + bound + 1.0 / 4096, 2.0 - 1.0 / 16, 4.0}), want,
                 tol_of(Metric::ref_relative, 1.0 / 1024, 0, 4.0), &lowp).mismatches, 0);
 }
 
-TEST(CompareRefRelative, ExactLowpLeavesOnlyTheFloor) {
+TEST(CompareRefRelative, ExactLowpLeavesTheFloorAndOneRounding) {
   const std::vector<double> want = {256.0, 1.0};
   const std::vector<double> lowp = want;  // lowp error 0
   const auto t = tol_of(Metric::ref_relative, 0, 0, 2.0, 0.5);  // floor 0.5 · 2^-7 · 256 = 1 in bf16
+  // Element 1: e = 1, plus half a bf16 spacing at |1| + 1 = 2, i.e. 2^-7.
   auto ok = run(tensor(DType::bf16, {2}, {256.0, 2.0}), want, t, &lowp);
-  EXPECT_DOUBLE_EQ(ok.bound, 1.0);
+  EXPECT_DOUBLE_EQ(ok.bound, 1.0 + 1.0 / 128);
   EXPECT_EQ(ok.mismatches, 0);
   EXPECT_EQ(run(tensor(DType::bf16, {2}, {256.0, 2.5}), want, t, &lowp).mismatches, 1);
+}
+
+// lowp is the same-precision result before its output rounding: a kernel may round once to
+// either side of a value it computed exactly, never further.
+TEST(CompareRefRelative, OneOutputRoundingIsAllowedNotTwo) {
+  const std::vector<double> want = {1.0 + 3.0 / 1024};  // bf16 neighbours 1 and 1 + 2^-7
+  const auto t = tol_of(Metric::ref_relative, 0, 0, 2.0);
+  EXPECT_EQ(run(tensor(DType::bf16, {1}, {1.0}), want, t, &want).mismatches, 0);              // 3/1024 <= 2^-8
+  EXPECT_EQ(run(tensor(DType::bf16, {1}, {1.0 + 1.0 / 128}), want, t, &want).mismatches, 1);  // 5/1024 > 2^-8
+}
+
+// Each row is bounded by its own same-precision error: a row whose reference is nearly exact
+// does not borrow the bound of a row whose reference errs (a global maximum would).
+TEST(CompareRefRelative, RowsAreBoundedByTheirOwnLowpError) {
+  const std::vector<double> want = {1.0, 1.0, 1.0, 1.0};
+  const std::vector<double> lowp = {1.0 + 1.0 / 8, 1.0, 1.0, 1.0 + 1.0 / 1024};  // rows of 2: 1/8, 1/1024
+  const auto t = tol_of(Metric::ref_relative, 0, 0, 2.0);
+  const HostTensor got = tensor(DType::fp64, {4}, {1.0 + 1.0 / 8, 1.0, 1.0 + 1.0 / 256, 1.0});
+  std::vector<WorstElement> worst;
+  const OutputStats rows = compare_output("O", got, want, &lowp, t, worst, 5, nullptr, 2);
+  EXPECT_EQ(rows.mismatches, 1);  // element 2: 1/256 > 2 · 1/1024
+  EXPECT_EQ(compare_output("O", got, want, &lowp, t, worst, 5, nullptr, 0).mismatches, 0);  // one row: 2 · 1/8
+}
+
+// The reference's per-element bound (References::bound) replaces the statistic where it is
+// larger, so an exact 0 whose terms cancel in fp32 is not bound by 0.
+TEST(CompareRefRelative, ReferenceBoundsArePerElementAndTheLargerTermWins) {
+  const std::vector<double> want = {0.0, 0.0}, floors = {2e-6, 0.0};
+  const auto t = tol_of(Metric::ref_relative, 0, 0, 2.0);
+  const HostTensor got = tensor(DType::fp32, {2}, {1e-6, 1e-6});
+  std::vector<WorstElement> worst;
+  const OutputStats s = compare_output("O", got, want, &want, t, worst, 5, &floors);
+  EXPECT_EQ(s.mismatches, 1);  // element 1 has no floor: its bound is half fp32's smallest spacing
+  EXPECT_LT(s.bound, 1e-44);
+  const std::vector<double> short_floors = {1.0};
+  EXPECT_THROW(compare_output("O", got, want, &want, t, worst, 5, &short_floors), std::invalid_argument);
+  // max(2 · 1/64, 1/16) = 1/16 bounds element 0, max(2 · 1/64, 0) = 1/32 element 1: not their sum.
+  const std::vector<double> w = {1.0, 1.0}, lp = {1.0 + 1.0 / 64, 1.0}, b = {1.0 / 16, 0.0};
+  EXPECT_EQ(compare_output("O", tensor(DType::fp64, {2}, {1.0 + 1.0 / 16, 1.0 + 1.0 / 32}), w, &lp, t, worst, 5, &b)
+                .mismatches, 0);
+  EXPECT_EQ(compare_output("O", tensor(DType::fp64, {2}, {1.0 + 1.0 / 16 + 1.0 / 1024, 1.0 + 1.0 / 32 + 1.0 / 1024}),
+                           w, &lp, t, worst, 5, &b).mismatches, 2);
+}
+
+// The trust check's reference zeros are counted after rounding to the output dtype: a value
+// that underflows there, or lies below fp32's smallest normal (flushed by GPU kernels), is a
+// correct 0.
+TEST(CompareTrustZeros, ReferenceZerosAreCountedAfterRoundingToTheOutput) {
+  const std::vector<double> want = {1e-9, -3e-8, 1e-3, 0.0, 5e-39};
+  const auto t = tol_of(Metric::allclose, 1.0);
+  // fp16: 1e-9 < 2^-25 rounds to 0, 3e-8 > 2^-25 rounds to 2^-24, 5e-39 < 2^-126.
+  EXPECT_EQ(run(tensor(DType::fp16, {5}, {0, 0, 0, 0, 0}), want, t).ref_zeros, 3);
+  // bf16 holds 1e-9 and 3e-8; 5e-39 is below fp32's smallest normal.
+  EXPECT_EQ(run(tensor(DType::bf16, {5}, {0, 0, 0, 0, 0}), want, t).ref_zeros, 2);
 }
 
 TEST(CompareSpecials, NaNAtTheSamePositionPasses) {

@@ -157,14 +157,8 @@ TEST_P(SdpaHostFlash, PassesAndDroppedKeyFails) {
   const Impl* impl = builtin_registry().impl("host.flash");
   const ArchInfo host{"host", "host"};
   const TensorMap out = impl->run(p, in, RunContext{&host, -1});
-  const auto table = ToleranceTable::load(std::string(OPCTS_SOURCE_CASES_DIR) + "/tolerances.yaml");
-  for (const auto& spec : family().outputs(p)) {
-    const Tolerance tol = table.resolve("sdpa", spec.name, spec.dtype, "host.flash", "host", "", nullptr);
-    std::vector<WorstElement> worst;
-    const OutputStats s = compare_output(spec.name, out.at(spec.name), r.exact.at(spec.name),
-                                         &r.lowp.at(spec.name), tol, worst);
-    EXPECT_EQ(s.mismatches, 0) << spec.name << " err " << s.max_abs_err << " bound " << s.bound;
-  }
+  for (const auto& [name, s] : sdpatest::compare_all("host.flash", p, r, out))
+    EXPECT_EQ(s.mismatches, 0) << name << " err " << s.max_abs_err << " bound " << s.bound;
   // The same kernel over all keys but the last (a dropped partial tile) must be caught.
   auto short_p = p;
   short_p.seq_k = p.seq_k - 1;
@@ -178,9 +172,7 @@ TEST_P(SdpaHostFlash, PassesAndDroppedKeyFails) {
     short_in.emplace(name, t);
   }
   const TensorMap bad = impl->run(short_p, short_in, RunContext{&host, -1});
-  const Tolerance tol = table.resolve("sdpa", "O", p.dtype, "host.flash", "host", "", nullptr);
-  std::vector<WorstElement> worst;
-  const OutputStats s = compare_output("O", bad.at("O"), r.exact.at("O"), &r.lowp.at("O"), tol, worst);
+  const OutputStats s = sdpatest::compare_all("host.flash", p, r, bad).at("O");
   EXPECT_GT(s.mismatches, 0) << "a dropped key passed: err " << s.max_abs_err << " bound " << s.bound;
 }
 
@@ -562,6 +554,17 @@ TEST(SdpaFamily, CostCountsDvAndBackward) {
   EXPECT_EQ(family().outputs(p).size(), 3u);
 }
 
+// The planted impl takes p and fails on it, where host.flash passes.
+void expect_caught(const char* impl, const sdpa::Problem& p) {
+  const ArchInfo host{"host", "host"};
+  ASSERT_TRUE(builtin_registry().impl(impl)->planted());
+  ASSERT_TRUE(builtin_registry().impl(impl)->supports(p, host).ok) << impl;
+  std::string why;
+  EXPECT_GT(sdpatest::mismatches_of(impl, p, &why), 0) << impl << " passed " << sdpa::problem_id(p) << ": " << why;
+  why.clear();
+  EXPECT_EQ(sdpatest::mismatches_of("host.flash", p, &why), 0) << sdpa::problem_id(p) << ": " << why;
+}
+
 // Each planted impl fails on a problem that exercises its bug (and the catalog has such
 // cases: `opcts run --arch host --include-planted --filter 'sdpa.host_flash_*'`).
 TEST(SdpaPlanted, EachBugIsCaught) {
@@ -572,21 +575,44 @@ TEST(SdpaPlanted, EachBugIsCaught) {
   auto empty = make(DType::bf16, 1, 4, 2, 40, 77, 64, Mask::none);
   empty.mask_tensor = sdpa::MaskTensor::boolean;
   auto lr = make(DType::fp16, 1, 4, 4, 6, 4, 64, Mask::causal_lower_right);
+  // The precision bugs, which the per-row yardstick of the ideal low-precision kernel must
+  // catch where the math backend's in-dtype pipeline with one global maximum let most pass:
+  // the P·V accumulator or the row sum rounded to the dtype after every key tile, lse off by
+  // log 2 also on near one-hot rows, where rounding scores to the dtype costs |s|·2^-11.
+  const auto long_rows = make(DType::bf16, 1, 4, 2, 64, 2048, 64, Mask::none);  // 32 tiles of 64 keys
+  const auto rows = make(DType::fp16, 1, 4, 2, 64, 512, 64, Mask::causal_lower_right);
+  auto sharp = make(DType::fp16, 1, 4, 2, 64, 512, 64, Mask::none);
+  sharp.scale = 2.0;  // scores of σ ≈ 16: rows near one-hot
   const std::pair<const char*, sdpa::Problem> cases[] = {
-      {"host.flash_window_off_by_one", win},
-      {"host.flash_gqa_modulo", gqa},
-      {"host.flash_masked_row_nan", empty},
-      {"host.flash_masked_row_nan", lr},
+      {"host.flash_window_off_by_one", win}, {"host.flash_gqa_modulo", gqa},
+      {"host.flash_masked_row_nan", empty},  {"host.flash_masked_row_nan", lr},
+      {"host.flash_pv_in_dtype", long_rows}, {"host.flash_rowsum_in_dtype", rows},
+      {"host.flash_lse_plus_log2", sharp},   {"host.flash_lse_plus_log2", rows},
   };
-  for (const auto& [impl, p] : cases) {
-    ASSERT_TRUE(builtin_registry().impl(impl)->planted());
-    ASSERT_TRUE(builtin_registry().impl(impl)->supports(p, host).ok) << impl;
-    EXPECT_GT(sdpatest::mismatches_of(impl, p), 0) << impl << " passed " << sdpa::problem_id(p);
-    EXPECT_EQ(sdpatest::mismatches_of("host.flash", p), 0) << sdpa::problem_id(p);
-  }
+  for (const auto& [impl, p] : cases) expect_caught(impl, p);
   // A planted impl takes only the problems that exercise its bug.
   EXPECT_FALSE(builtin_registry().impl("host.flash_gqa_modulo")->supports(make(DType::bf16, 1, 4, 1, 8, 8, 64, Mask::none), host).ok);
   EXPECT_FALSE(builtin_registry().impl("host.flash_drop_rowsum")->supports(gqa, host).ok);
+}
+
+// The precision bugs' planted impls skip the problems where their bug cannot show.
+TEST(SdpaPlanted, PrecisionBugsSkipWhatCannotShowThem) {
+  const ArchInfo host{"host", "host"};
+  const auto long_rows = make(DType::bf16, 1, 4, 2, 64, 2048, 64, Mask::none);
+  const auto rows = make(DType::fp16, 1, 4, 2, 64, 512, 64, Mask::causal_lower_right);
+  auto sharp = rows;
+  sharp.mask = Mask::none;
+  sharp.scale = 2.0;
+  // Where the bug cannot show: the backward (forward bugs), fp32 (rounding to fp32 is a no-op),
+  // rows of a few tiles (pv), one-hot rows whose l and O are exact in the dtype (rowsum).
+  const Impl& pv = *builtin_registry().impl("host.flash_pv_in_dtype");
+  auto bwd = long_rows;
+  bwd.direction = sdpa::Direction::backward;
+  EXPECT_FALSE(pv.supports(bwd, host).ok);
+  EXPECT_FALSE(pv.supports(make(DType::fp32, 1, 4, 2, 64, 2048, 64, Mask::none), host).ok);
+  EXPECT_FALSE(pv.supports(rows, host).ok);
+  EXPECT_FALSE(builtin_registry().impl("host.flash_rowsum_in_dtype")->supports(sharp, host).ok);
+  EXPECT_TRUE(builtin_registry().impl("host.flash_lse_plus_log2")->supports(make(DType::fp32, 1, 2, 1, 8, 8, 32, Mask::none), host).ok);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // SDPA backward: the fp64 gradients against central finite differences of the forward
 // reference for every variant, fully masked rows and poison, GQA sums, the same-precision
-// reference, host.flash's backward within the tolerances, and drop_rowsum caught.
+// reference and its floors (exact zeros, underflow), host.flash's backward within the
+// tolerances, drop_rowsum caught, and cuda.flash's determinism per problem.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "app/builtins.hpp"
+#include "runner/trust.hpp"
 #include "refimpl/sdpa.hpp"
 #include "tests/test_sdpa_util.hpp"
 
@@ -163,6 +165,69 @@ TEST(SdpaBackward, SamePrecisionReferenceIsCloseButNotExact) {
     }
   }
 }
+
+// A (0, 0) window shows each row one key: P = 1, dP = D, so dQ and dK are exactly 0, where a
+// kernel's fp32 rounding of dP − D leaves ~1e-7. The reference's floor bounds that (never 0)
+// and stays at fp32 level: an error of 2^-10 there fails.
+TEST(SdpaBackward, OneKeyRowsHaveZeroGradientsAndAnFp32Floor) {
+  auto p = bwd(make(DType::bf16, 1, 4, 2, 40, 40, 64, Mask::none));
+  p.window_left = 0, p.window_right = 0;
+  const TensorMap in = inputs_of(p);
+  const References r = family().reference(p, in);
+  double floor_max = 0, dv_max = 0;
+  for (size_t e = 0; e < r.exact.at("dQ").size(); ++e) {
+    ASSERT_EQ(r.exact.at("dQ")[e], 0.0) << e;
+    EXPECT_GT(r.bound.at("dQ")[e], 0.0) << e;
+    floor_max = std::max(floor_max, r.bound.at("dQ")[e]);
+  }
+  for (double x : r.exact.at("dK")) ASSERT_EQ(x, 0.0);
+  for (double x : r.exact.at("dV")) dv_max = std::max(dv_max, std::fabs(x));
+  EXPECT_LT(floor_max, 1e-4 * dv_max);
+  std::string why;
+  EXPECT_EQ(sdpatest::mismatches_of("host.flash", p, &why), 0) << why;
+  const ArchInfo host{"host", "host"};
+  TensorMap out = builtin_registry().impl("host.flash")->run(p, in, RunContext{&host, -1});
+  out.at("dQ").set(17, std::ldexp(1.0, -10));
+  EXPECT_EQ(sdpatest::compare_all("host.flash", p, r, out).at("dQ").mismatches, 1);
+}
+
+// Near one-hot rows: gradients of barely attended keys are far below what fp16 holds; a kernel
+// that returns 0 there is right, and the trust check counts the reference rounded to fp16.
+TEST(SdpaBackward, UnderflowingGradientsAreTrusted) {
+  auto p = bwd(make(DType::fp16, 1, 4, 2, 64, 512, 64, Mask::none));
+  p.scale = 2.0;
+  const TensorMap in = inputs_of(p);
+  const References r = family().reference(p, in);
+  const ArchInfo host{"host", "host"};
+  const TensorMap out = builtin_registry().impl("host.flash")->run(p, in, RunContext{&host, -1});
+  for (const auto& [name, s] : sdpatest::compare_all("host.flash", p, r, out)) {
+    EXPECT_EQ(s.mismatches, 0) << name;
+    int64_t fp64_zeros = 0;
+    for (double x : r.exact.at(name)) fp64_zeros += x == 0.0;
+    EXPECT_GE(s.ref_zeros, fp64_zeros) << name;
+    EXPECT_FALSE(trust_check(name, s.elements, s.zeros, s.ref_zeros, family().max_zero_fraction(p, name)))
+        << name << ": " << s.zeros << " zeros, " << s.ref_zeros << " in the rounded reference";
+  }
+}
+
+#if OPCTS_HAVE_CUDA
+// cuda.flash declares what its dQ atomics imply (no GPU needed): the forward is reproducible,
+// the backward while every row's keys span at most two key blocks (64 keys on the tensor-core
+// kernel, 32 on the FMA kernel that softcap takes), since 0 + a + b = 0 + b + a.
+TEST(SdpaBackward, CudaFlashDeterminismFollowsItsDqAtomics) {
+  const Impl& flash = *builtin_registry().impl("cuda.flash");
+  EXPECT_TRUE(flash.deterministic(make(DType::bf16, 1, 4, 2, 64, 4096, 64, Mask::none)));
+  EXPECT_TRUE(flash.deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 128, 64, Mask::none))));
+  EXPECT_FALSE(flash.deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 129, 64, Mask::none))));
+  auto diag = bwd(make(DType::bf16, 1, 4, 2, 300, 300, 64, Mask::none));
+  diag.window_left = 0, diag.window_right = 0;  // one key per row: one block
+  EXPECT_TRUE(flash.deterministic(diag));
+  auto capped = bwd(make(DType::bf16, 1, 4, 2, 64, 100, 64, Mask::none));
+  capped.softcap = 30;  // FMA kernel: 100 keys span 4 blocks of 32
+  EXPECT_FALSE(flash.deterministic(capped));
+  EXPECT_TRUE(builtin_registry().impl("cuda.math")->deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 4096, 64, Mask::none))));
+}
+#endif
 
 class SdpaBackwardHostFlash : public ::testing::TestWithParam<sdpa::Problem> {};
 

@@ -8,11 +8,9 @@
 // impl wrote them from another stream — a kernel that would race with the caller's next work on
 // the stream it was given. Then the gate opens and the stream is synchronised.
 //
-// Every output lies between guard bytes (core/output_guard.hpp), at the misalignment its
-// OutputSpec asks for: a run that changed a guard byte is a ContractBreach naming the offset.
-// The guards are the backend's, not each family's, because only a byte comparison sees the
-// writes that matter: a paired 16-bit atomic adds +0 to the element past the end, which leaves
-// its value, and so every value comparison, unchanged (-0 becomes +0, a NaN canonical NaN).
+// Every output lies between guard bytes (core/output_guard.hpp, as in the host backend), at the
+// misalignment its OutputSpec asks for: a run that changed a guard byte is a ContractBreach
+// naming the offset.
 #include "device_impl/cuda/abi_backend.hpp"
 
 #include <cuda_runtime_api.h>

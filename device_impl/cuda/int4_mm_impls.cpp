@@ -1,203 +1,87 @@
-// cuda.int4_gemv, cuda.int4_mm and their planted variants: harness glue that uploads the packed weight, launches, checks y's guard bands and downloads y.
+// The CUDA int4_mm rows' callbacks: the ABI's tensors onto int4_gemv / int4_mm, launched on the stream handed in.
 //
 // Thin on purpose: the kernels' launchers check every argument (int4_mm_args.cu) from the sizes
-// read here off the tensors handed in; this file only maps problems to the parameter struct.
+// the descriptors carry; the backend (abi_backend.cpp) uploads, poisons y, guards it on both
+// sides and downloads it.
 #include <cuda_runtime_api.h>
 
-#include <cstring>
-#include <vector>
+#include <cstdio>
+#include <string>
 
-#include "core/errors.hpp"
-#include "core/family.hpp"
-#include "device_impl/cuda/device_memory.hpp"
-#include "device_impl/cuda/int4_mm_prepared.hpp"
+#include "device_impl/cuda/int4_mm_launch.hpp"
 
-namespace opcts {
-
-void register_cuda_int4_mm(Registry& reg);
+namespace opcts::cuda {
 
 namespace {
 
-using int4_mm::Format;
-using int4_mm::Problem;
-
-constexpr uint8_t kCanary = 0x5A;
-
-cuda::Int4Format format_of(Format f) {
+const char* format_name(int32_t f) {
   switch (f) {
-    case Format::tinygemm: return cuda::Int4Format::tinygemm;
-    case Format::tinygemm_unpacked: return cuda::Int4Format::tinygemm_unpacked;
-    case Format::awq: return cuda::Int4Format::awq;
-    case Format::gptq: return cuda::Int4Format::gptq;
-    case Format::q4_0: return cuda::Int4Format::q4_0;
+    case OPCTS_INT4_TINYGEMM: return "tinygemm";
+    case OPCTS_INT4_TINYGEMM_UNPACKED: return "tinygemm_unpacked";
+    case OPCTS_INT4_AWQ: return "awq";
+    case OPCTS_INT4_GPTQ: return "gptq";
+    default: return "q4_0";
   }
-  return cuda::Int4Format::tinygemm;
+}
+
+// The group sizes of the operator's contract; any other is a negative case the launcher refuses.
+bool contract_group(int32_t format, int64_t g) {
+  return format == OPCTS_INT4_Q4_0 ? g == 32 : g == 32 || g == 64 || g == 128 || g == 256;
+}
+
+opcts_status fail(opcts_report* r, opcts_status s, const std::string& why, const std::string& argument = "") {
+  std::snprintf(r->message, sizeof r->message, "%s", why.c_str());
+  std::snprintf(r->argument, sizeof r->argument, "%s", argument.c_str());
+  return s;
 }
 
 }  // namespace
 
-cuda::Int4MmParams int4_params(const int4_mm::Problem& p, const TensorMap& in, cuda::Int4Plant plant) {
-  cuda::Int4MmParams k;
-  k.m = p.m;
-  k.n = p.n;
-  k.k = p.k;
-  k.group_size = p.group;
-  k.inner_k_tiles = p.inner_k_tiles;
-  k.format = format_of(p.format);
-  k.act = p.dtype == DType::bf16 ? cuda::Int4Act::bf16 : cuda::Int4Act::fp16;
-  k.plant = plant;
-  const HostTensor& x = in.at("x");
-  k.x = x.data();
-  k.x_rows = x.dim(0);
-  k.x_cols = x.dim(1);
-  k.weight = in.at("weight").data();
-  k.weight_bytes = static_cast<int64_t>(in.at("weight").nbytes());
-  if (const char* s = p.tinygemm() ? "scale_and_zero" : p.format == Format::q4_0 ? nullptr : "scales") {
-    k.scales = in.at(s).data();
-    k.scale_groups = in.at(s).dim(0);
-    k.scale_cols = in.at(s).dim(1);
+int32_t int4_supports(const void* impl, const void* params, const opcts_arch*, char* reason, size_t size) {
+  const auto* row = static_cast<const Int4Row*>(impl);
+  const auto* p = static_cast<const opcts_int4_mm_params*>(params);
+  if (row->gemv && p->m > kInt4GemvMaxM) {
+    std::snprintf(reason, size, "the gemv takes M <= %lld (cuda.int4_mm takes larger M)", static_cast<long long>(kInt4GemvMaxM));
+    return 0;
   }
-  if (in.count("qzeros")) {
-    k.zeros = in.at("qzeros").data();
-    k.zero_groups = in.at("qzeros").dim(0);
-    k.zero_cols = in.at("qzeros").dim(1);
+  // A valid configuration the kernel does not implement is a SKIP; one outside the contract
+  // goes to the launcher, which must refuse it.
+  Int4MmParams k;
+  k.format = int4_kernel_params(*p, nullptr, 0, Int4Plant::none).format;
+  const bool takes = row->gemv ? int4_gemv_takes(k.format, p->group_size) : int4_mm_takes(k.format, p->group_size);
+  if (contract_group(p->format, p->group_size) && !takes) {
+    std::snprintf(reason, size, "does not take %s with group size %lld", format_name(p->format),
+                  static_cast<long long>(p->group_size));
+    return 0;
   }
-  k.ldy = p.n;
-  return k;
+  return 1;
 }
 
-PreparedInt4Mm prepare_int4_mm(const int4_mm::Problem& p, const TensorMap& in, bool gemv, cuda::Int4Plant plant) {
-  const int64_t y_bytes = storage_bytes_for(p.dtype, p.m * p.n);
-  PreparedInt4Mm r{cuda::DeviceBuffer::upload(in.at("x")), cuda::DeviceBuffer::upload(in.at("weight")), std::nullopt,
-                   std::nullopt, std::nullopt, cuda::DeviceBuffer(static_cast<size_t>(y_bytes + 2 * kInt4GuardBytes)),
-                   int4_params(p, in, plant)};
-  // Canary in the guards, NaN bytes (0xFF is NaN in bf16 and fp16) in y itself, so that a kernel
-  // that skips an element cannot pass and one that writes past y is seen.
-  cuda::check(cudaMemset(r.y.get(), kCanary, r.y.bytes()), "cudaMemset");
-  cuda::check(cudaMemset(static_cast<uint8_t*>(r.y.get()) + kInt4GuardBytes, 0xFF, static_cast<size_t>(y_bytes)), "cudaMemset");
-  cuda::Int4MmParams& k = r.params;
-  k.x = r.x.get();
-  k.weight = r.weight.get();
-  if (k.scales) {
-    r.scales.emplace(cuda::DeviceBuffer::upload(in.at(p.tinygemm() ? "scale_and_zero" : "scales")));
-    k.scales = r.scales->get();
-  }
-  if (k.zeros) {
-    r.zeros.emplace(cuda::DeviceBuffer::upload(in.at("qzeros")));
-    k.zeros = r.zeros->get();
-  }
-  k.y = static_cast<uint8_t*>(r.y.get()) + kInt4GuardBytes;
-  if (gemv) {
-    const int64_t bytes = cuda::int4_gemv_workspace_bytes(k);
-    r.workspace.emplace(static_cast<size_t>(bytes));
-    k.workspace = r.workspace->get();
-    k.workspace_bytes = bytes;
-  }
-  return r;
-}
-
-void launch_int4_mm(const PreparedInt4Mm& m, bool gemv, CUstream_st* stream) {
+opcts_status int4_run(const void* impl, const opcts_run_args* a, opcts_report* r) {
+  const auto* row = static_cast<const Int4Row*>(impl);
+  const auto* p = static_cast<const opcts_int4_mm_params*>(a->params);
+  Int4MmParams k = int4_kernel_params(*p, a->tensors, a->n_tensors, row->plant);
+  auto* stream = static_cast<cudaStream_t>(a->stream);
+  void* workspace = nullptr;
   try {
-    if (gemv) cuda::int4_gemv(m.params, stream);
-    else cuda::int4_mm(m.params, stream);
-  } catch (const cuda::Int4ArgumentError& e) {
-    throw InvalidArgument(e.argument, e.what());
+    if (row->gemv) {
+      k.workspace_bytes = int4_gemv_workspace_bytes(k);
+      if (k.workspace_bytes && cudaMallocAsync(&workspace, static_cast<size_t>(k.workspace_bytes), stream) != cudaSuccess)
+        return fail(r, OPCTS_INTERNAL, "cudaMallocAsync of the gemv workspace failed");
+      k.workspace = workspace;
+      int4_gemv(k, stream);
+    } else {
+      int4_mm(k, stream);
+    }
+  } catch (const Int4ArgumentError& e) {
+    if (workspace) cudaFreeAsync(workspace, stream);
+    return fail(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
+  } catch (const std::exception& e) {
+    if (workspace) cudaFreeAsync(workspace, stream);
+    return fail(r, OPCTS_INTERNAL, e.what());
   }
+  if (workspace) cudaFreeAsync(workspace, stream);
+  return OPCTS_OK;
 }
 
-HostTensor download_int4_y(const PreparedInt4Mm& m, DType dtype) {
-  std::vector<uint8_t> all(m.y.bytes());
-  if (!all.empty()) cuda::check(cudaMemcpy(all.data(), m.y.get(), all.size(), cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
-  const size_t y_bytes = all.size() - 2 * kInt4GuardBytes;
-  for (size_t i = 0; i < all.size(); ++i) {
-    const bool guard = i < kInt4GuardBytes || i >= kInt4GuardBytes + y_bytes;
-    if (guard && all[i] != kCanary)
-      throw std::runtime_error("the kernel wrote outside y: guard byte " +
-                               (i < kInt4GuardBytes ? std::to_string(kInt4GuardBytes - i) + " before its start"
-                                                    : std::to_string(i - kInt4GuardBytes - y_bytes) + " past its end"));
-  }
-  HostTensor y(dtype, {m.params.m, m.params.n});
-  std::memcpy(y.data(), all.data() + kInt4GuardBytes, y_bytes);
-  return y;
-}
-
-namespace {
-
-enum class Kind { gemv, mm };
-
-class CudaInt4 final : public Impl {
- public:
-  CudaInt4(Kind kind, cuda::Int4Plant plant) : kind_(kind), plant_(plant) {}
-  std::string_view family() const override { return "int4_mm"; }
-  std::string_view name() const override {
-    switch (plant_) {
-      case cuda::Int4Plant::none: return kind_ == Kind::gemv ? "cuda.int4_gemv" : "cuda.int4_mm";
-      case cuda::Int4Plant::group0_scale: return "cuda.int4_gemv_group0_scale";
-      case cuda::Int4Plant::nibble_swap: return "cuda.int4_gemv_nibble_swap";
-      case cuda::Int4Plant::gptq_z: return "cuda.int4_gemv_gptq_z";
-      case cuda::Int4Plant::zero_before_scale: return "cuda.int4_mm_zero_before_scale";
-      case cuda::Int4Plant::drop_partial_k: return "cuda.int4_mm_drop_partial_k";
-    }
-    return "?";
-  }
-  std::string_view backend() const override { return "cuda"; }
-  std::vector<std::string> required_caps() const override { return {"mma_sync_bf16"}; }
-  bool planted() const override { return plant_ != cuda::Int4Plant::none; }
-
-  Support supports(const opcts::Problem& pp, const ArchInfo&) const override {
-    const auto& p = pp.as<Problem>();
-    const std::string me(name());
-    if (planted()) {
-      const std::string why = int4_mm::planted_bug_cannot_show(p, planted_bug());
-      if (!why.empty()) return Support::no(me + ": " + why);
-    }
-    if (kind_ == Kind::gemv && p.m > cuda::kInt4GemvMaxM)
-      return Support::no(me + ": the gemv takes M <= 16 (cuda.int4_mm takes larger M)");
-    const bool takes = kind_ == Kind::gemv ? cuda::int4_gemv_takes(format_of(p.format), p.group)
-                                           : cuda::int4_mm_takes(format_of(p.format), p.group);
-    if (!takes && p.expect_error.empty())  // a negative case goes to the kernel, which must refuse it
-      return Support::no(me + ": does not take " + std::string(int4_mm::to_string(p.format)) + " with group size " +
-                         std::to_string(p.group));
-    // The buffers, y's guards, and the gemv's fp32 partial sums (a few K slices of M·N).
-    const double workspace = kind_ == Kind::gemv ? 128.0 * static_cast<double>(p.m * p.n) : 0.0;
-    return cuda::fits_device_memory(family_def().device_bytes(p) * 1.1 + workspace, name());
-  }
-
-  TensorMap run(const opcts::Problem& pp, const TensorMap& in, const RunContext& ctx) const override {
-    const auto& p = pp.as<Problem>();
-    cuda::check(cudaSetDevice(ctx.device < 0 ? 0 : ctx.device), "cudaSetDevice");
-    const PreparedInt4Mm prepared = prepare_int4_mm(p, in, kind_ == Kind::gemv, plant_);
-    launch_int4_mm(prepared, kind_ == Kind::gemv, nullptr);
-    cuda::check(cudaDeviceSynchronize(), "int4_mm");
-    TensorMap out;
-    out.emplace("y", download_int4_y(prepared, p.dtype));
-    return out;
-  }
-
- private:
-  int4_mm::PlantedBug planted_bug() const {
-    switch (plant_) {
-      case cuda::Int4Plant::group0_scale: return int4_mm::PlantedBug::group0_scale;
-      case cuda::Int4Plant::nibble_swap: return int4_mm::PlantedBug::nibble_swap;
-      case cuda::Int4Plant::gptq_z: return int4_mm::PlantedBug::gptq_z;
-      case cuda::Int4Plant::zero_before_scale: return int4_mm::PlantedBug::zero_before_scale;
-      default: return int4_mm::PlantedBug::drop_partial_k;
-    }
-  }
-
-  Kind kind_;
-  cuda::Int4Plant plant_;
-};
-
-}  // namespace
-
-void register_cuda_int4_mm(Registry& reg) {
-  reg.add(std::make_unique<CudaInt4>(Kind::gemv, cuda::Int4Plant::none));
-  reg.add(std::make_unique<CudaInt4>(Kind::mm, cuda::Int4Plant::none));
-  for (auto plant : {cuda::Int4Plant::group0_scale, cuda::Int4Plant::nibble_swap, cuda::Int4Plant::gptq_z})
-    reg.add(std::make_unique<CudaInt4>(Kind::gemv, plant));
-  for (auto plant : {cuda::Int4Plant::zero_before_scale, cuda::Int4Plant::drop_partial_k})
-    reg.add(std::make_unique<CudaInt4>(Kind::mm, plant));
-}
-
-}  // namespace opcts
+}  // namespace opcts::cuda

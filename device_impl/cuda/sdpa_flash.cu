@@ -20,6 +20,11 @@
 // block sees (every score -inf) are zeroed in shared memory before P·V, so a NaN V row
 // under P = 0 gives 0, not 0·NaN. A NaN in a K/V row that some row of the block sees is a
 // genuine NaN of those rows' outputs.
+//
+// Planted bugs (SdpaPlant, for the cuda.flash_* planted impls): gqa_modulo and masked_row_nan
+// in every variant; the precision bugs (the P·V accumulator or the row sum rounded to the
+// dtype after every key tile, lse off by log 2) only in the kGeneral variant, which a planted
+// launch always takes, so the plain kernel keeps its registers.
 #include "sdpa_flash_common.cuh"
 #include "sdpa_kernels.hpp"
 
@@ -97,7 +102,16 @@ struct KernelArgs {
   bool general;     // softcap or additive mask: scores take the natural-domain path
   bool gqa_modulo;  // planted
   bool nan_rows;    // planted masked_row_nan
+  // Planted precision bugs (SdpaPlant), compiled into the kGeneral variant only, so that the
+  // plain kernel the real impl runs carries none of their code.
+  bool pv_in_dtype, rowsum_in_dtype, lse_plus_log2;
 };
+
+// x rounded to T (round to nearest even) and back: what a T register would hold.
+template <typename T>
+__device__ __forceinline__ float round_to_t(float x) {
+  return flash::to_f32(T(x));
+}
 
 // Copies rows [row0, row0 + kRows) of D elements into a padded smem tile; rows outside
 // [lo, hi) are zero-filled without reading global memory.
@@ -343,6 +357,9 @@ __global__ void __launch_bounds__(Cfg<DQK, DV>::kThreads)
           sum += s[mt][i][2 * r] + s[mt][i][2 * r + 1];
         }
         row_sum[mt][r] = row_sum[mt][r] * alpha + sum;
+        if constexpr (kGeneral) {
+          if (a.rowsum_in_dtype) row_sum[mt][r] = round_to_t<T>(row_sum[mt][r]);
+        }
 #pragma unroll
         for (int i = 0; i < kDT; ++i) {
           o_acc[mt][i][2 * r] *= alpha;
@@ -395,6 +412,16 @@ __global__ void __launch_bounds__(Cfg<DQK, DV>::kThreads)
         }
       }
     }
+    if constexpr (kGeneral) {
+      if (a.pv_in_dtype) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int i = 0; i < kDT; ++i)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o_acc[mt][i][e] = round_to_t<T>(o_acc[mt][i][e]);
+      }
+    }
   }
   // With no key tile at all, the Q load above is still in flight, and cp.async.wait_group
   // only covers this thread's own copies: the barrier makes sure no other thread's Q copy
@@ -419,8 +446,12 @@ __global__ void __launch_bounds__(Cfg<DQK, DV>::kThreads)
       const bool empty = !(sum > 0.f);
       inv[r] = empty ? (a.nan_rows ? __int_as_float(0x7fc00000) : 0.f) : fast_rcp(sum);
       const int64_t row = row_g + mt * 16 + 8 * r;
+      float log2_sum = log2f(sum);
+      if constexpr (kGeneral) {
+        if (a.lse_plus_log2) log2_sum += 1.f;  // log2(2·sum)
+      }
       if (t == 0 && row < a.seq_q)
-        lseg[row] = empty ? -INFINITY : (row_max[mt][r] + log2f(sum)) * 0.69314718055994530942f;
+        lseg[row] = empty ? -INFINITY : (row_max[mt][r] + log2_sum) * 0.69314718055994530942f;
     }
 #pragma unroll
     for (int i = 0; i < kDT; ++i) {
@@ -523,8 +554,12 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   a.general = p.softcap > 0.f || a.mask_kind == SdpaMaskTensor::additive;
   a.gqa_modulo = p.plant == SdpaPlant::gqa_modulo;
   a.nan_rows = p.plant == SdpaPlant::masked_row_nan;
+  a.pv_in_dtype = p.plant == SdpaPlant::pv_in_dtype;
+  a.rowsum_in_dtype = p.plant == SdpaPlant::rowsum_in_dtype;
+  a.lse_plus_log2 = p.plant == SdpaPlant::lse_plus_log2;
+  const bool precision_plant = a.pv_in_dtype || a.rowsum_in_dtype || a.lse_plus_log2;
 
-  if (a.general || a.mask_kind != SdpaMaskTensor::none)
+  if (a.general || a.mask_kind != SdpaMaskTensor::none || precision_plant)
     launch_variant<T, DQK, DV, true>(a, blocks, stream);
   else
     launch_variant<T, DQK, DV, false>(a, blocks, stream);

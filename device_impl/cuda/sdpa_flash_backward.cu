@@ -890,6 +890,19 @@ bool sdpa_flash_backward_uses_tensor_cores(const SdpaBackwardParams& p) {
          p.fwd.seq_k > 0 && tc_takes(p);
 }
 
+bool sdpa_flash_backward_deterministic(const SdpaBackwardParams& bp) {
+  const SdpaParams& p = bp.fwd;
+  if (p.batch <= 0 || p.heads_q <= 0 || p.seq_q <= 0 || p.seq_k <= 0) return true;
+  const int64_t block_keys = tc_takes(bp) ? tc::kBN : kBN;
+  const flash::KeyInterval iv = flash::key_interval(p);
+  for (int64_t i = 0; i < p.seq_q; ++i) {
+    int64_t lo = 0, hi = 0;
+    flash::keys_of_rows(iv, i, i, p.seq_k, &lo, &hi);  // the row's keys: [lo, hi)
+    if (hi > lo && (hi - 1) / block_keys - lo / block_keys + 1 > 2) return false;
+  }
+  return true;
+}
+
 void sdpa_flash_backward(const SdpaBackwardParams& p, CUstream_st* stream) {
   const char* why = nullptr;
   if (!sdpa_flash_backward_supports(p, &why)) throw std::invalid_argument(why);

@@ -39,6 +39,9 @@ enum class SdpaPlant {
   gqa_modulo,          // query head h reads KV head h % Hkv instead of h / (Hq / Hkv)
   drop_rowsum,         // backward: dS = P ⊙ dP, without subtracting rowsum(dO ⊙ O)
   masked_row_nan,      // a row that sees no key divides 0 by 0 (O = NaN) instead of O = 0
+  pv_in_dtype,         // forward: the P·V accumulator is rounded to the dtype after every key tile
+  rowsum_in_dtype,     // forward: the row sum l is rounded to the dtype after every key tile
+  lse_plus_log2,       // forward: logsumexp = m + log(2·l), off by log 2
 };
 
 struct SdpaStrides {
@@ -102,14 +105,24 @@ bool sdpa_flash_backward_supports(const SdpaBackwardParams& p, const char** why)
 /// logsumexp, D_i = rowsum(dO ⊙ O), dS = P ⊙ (dP − D)). Throws like sdpa_flash_forward.
 void sdpa_flash_backward(const SdpaBackwardParams& p, CUstream_st* stream);
 
-/// PyTorch-math-backend-style forward: S = scale·Q·Kᵀ and O = P·V as cuBLAS strided
-/// batched GEMMs (S and P stored in the input dtype, fp32 accumulation), softmax with the
-/// masks in a CUDA kernel in fp32. Scratch memory for S is allocated inside. Throws like
-/// sdpa_flash_forward, and std::runtime_error on a cuBLAS status other than success,
-/// naming the status.
+/// Whether two runs of sdpa_flash_backward on these parameters write the same bytes. dK and
+/// dV are summed inside one block; dQ is added with fp32 atomics into a zeroed workspace by
+/// every block of keys (64 keys on the tensor-core kernel, 32 on the FMA kernel) holding some
+/// key of the row, in the order the blocks run. Addition is commutative, so an element that
+/// gets at most two nonzero additions is reproducible (0 + a + b = 0 + b + a); from three on,
+/// another order may round differently. True when every row's keys (causal ∩ window) span
+/// at most two such blocks.
+bool sdpa_flash_backward_deterministic(const SdpaBackwardParams& p);
+
+/// PyTorch's math backend as it runs by default: fp16/bf16 inputs upcast to fp32, then
+/// S = scale·Q·Kᵀ and O = P·V as cuBLAS fp32 strided batched GEMMs (no TF32), softmax with
+/// the masks in a CUDA kernel in fp32, O rounded to the dtype once. Scratch memory (fp32
+/// copies of the inputs, S) is allocated inside. Throws like sdpa_flash_forward, and
+/// std::runtime_error on a cuBLAS status other than success, naming the status.
 void sdpa_math_forward(const SdpaParams& p, CUstream_st* stream);
 
-/// The math backend's backward: P recomputed with cuBLAS and the softmax kernel, then
+/// The math backend's backward, in fp32 like its forward (inputs, O and dO upcast, each
+/// gradient rounded once): P recomputed with cuBLAS and the softmax kernel, then
 /// dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = scale·dS·K,
 /// dK = scale·dSᵀ·Q (times the softcap derivative 1 − tanh² when softcap > 0), GQA heads
 /// summed into dK and dV. Throws like sdpa_math_forward.

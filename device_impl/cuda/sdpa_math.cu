@@ -2,17 +2,19 @@
 // (Q·Kᵀ, P·V, and in the backward dO·Vᵀ, Pᵀ·dO, dS·K, dSᵀ·Q), CUDA kernels for the masked
 // softmax, the column scan that finds keys no query sees, dS, and strided copies.
 //
-// Precision follows PyTorch's math backend at the input dtype: the score matrix S, the
-// probabilities P, and in the backward dP and dS are materialised in the input dtype; every
-// GEMM accumulates in fp32 (CUBLAS_COMPUTE_32F); the softmax, the softcap, the additive mask,
-// rowsum(dO ⊙ O) and dS reduce/compute in fp32 from the stored values; the logsumexp is fp32,
-// natural log, computed from the stored scores. fp32 inputs run fp32 GEMMs with TF32
-// DISABLED: the compute type is CUBLAS_COMPUTE_32F (not CUBLAS_COMPUTE_32F_FAST_TF32) and the
-// handle's math mode is CUBLAS_DEFAULT_MATH (not CUBLAS_TF32_TENSOR_OP_MATH). The GQA sums of
-// dK and dV accumulate in an fp32 scratch (beta = 1 over the query heads of a group, in a
-// fixed order, so the backward is deterministic) and are rounded to the dtype once.
-// The softcap and the additive mask are applied in fp32 to the stored (rounded) score and are
-// not rounded again before the softmax.
+// Precision follows PyTorch's math backend as it runs by default: fp16/bf16 inputs are upcast
+// to fp32 (q, k, v, an additive mask, and in the backward the forward's O and dO), the whole
+// pipeline below runs in fp32, and each output is rounded to the dtype once
+// (pytorch/pytorch#128922, "Always use high precision for SDPA math backend"; the opt-out
+// torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True) of #135964 restores the
+// in-dtype pipeline, which this impl no longer models: rounding S to the dtype costs
+// |s|·2^-8 in every logit, more than any flash kernel loses). The fp32 pipeline: S, P, dP
+// and dS materialised in fp32, every GEMM fp32 with TF32 DISABLED (compute type
+// CUBLAS_COMPUTE_32F, not CUBLAS_COMPUTE_32F_FAST_TF32; math mode CUBLAS_DEFAULT_MATH, not
+// CUBLAS_TF32_TENSOR_OP_MATH, as PyTorch's default matmul precision); the softmax, the
+// softcap, the additive mask, rowsum(dO ⊙ O) and dS in fp32; the logsumexp fp32, natural
+// log. The GQA sums of dK and dV accumulate in an fp32 scratch (beta = 1 over the query heads
+// of a group, in a fixed order, so the backward is deterministic).
 //
 // Head mapping. cuBLAS strided-batched GEMMs need one stride per batch index, so every GEMM
 // loops over (b, c) with b the batch (folded into the batched dimension when every operand's
@@ -437,16 +439,9 @@ __global__ void __launch_bounds__(256)
 // Host helpers
 // ---------------------------------------------------------------------------------------
 
+// cuBLAS's name of a GEMM operand type: only fp32 reaches cuBLAS (16-bit inputs are upcast).
 template <typename T>
 struct TypeOf;
-template <>
-struct TypeOf<__half> {
-  static constexpr cudaDataType_t cuda = CUDA_R_16F;
-};
-template <>
-struct TypeOf<__nv_bfloat16> {
-  static constexpr cudaDataType_t cuda = CUDA_R_16BF;
-};
 template <>
 struct TypeOf<float> {
   static constexpr cudaDataType_t cuda = CUDA_R_32F;
@@ -891,13 +886,96 @@ void backward_impl(const SdpaBackwardParams& bp, const Geometry& g, cudaStream_t
   scratch.release();
 }
 
+// ---------------------------------------------------------------------------------------
+// fp16/bf16: upcast to fp32, the fp32 pipeline, one rounding of each output
+// ---------------------------------------------------------------------------------------
+
+// A contiguous fp32 BHSD copy of a T tensor in scratch (NaN copied as NaN), and its strides.
+template <typename T>
+float* upcast(const void* src, const SdpaStrides& st, Dims4 n, SdpaStrides* contiguous_out,
+              Scratch& scratch, cudaStream_t s, const char* fn, const char* what) {
+  float* dst = scratch.alloc<float>(checked_count({n.B, n.H, n.S, n.D}, fn, what), what);
+  *contiguous_out = contiguous(n.H, n.S, n.D);
+  launch_copy<T, float>(static_cast<const T*>(src), st, dst, *contiguous_out, n, nullptr, s, fn, what);
+  return dst;
+}
+
+// The fp32 view of a T problem: q, k, v (and an additive mask) upcast in scratch; `o` (fp32
+// scratch, contiguous) takes the output. The boolean mask and lse are used as they are.
+template <typename T>
+SdpaParams upcast_params(const SdpaParams& p, const Geometry& g, Scratch& scratch, cudaStream_t s,
+                         const char* fn) {
+  SdpaParams f = p;
+  f.dtype = SdpaDType::fp32;
+  f.q = upcast<T>(p.q, g.q, {g.B, g.Hq, g.Sq, g.Dk}, &f.q_strides, scratch, s, fn, "upcast q");
+  f.k = upcast<T>(p.k, g.k, {g.B, g.Hkv, g.Sk, g.Dk}, &f.k_strides, scratch, s, fn, "upcast k");
+  f.v = upcast<T>(p.v, g.v, {g.B, g.Hkv, g.Sk, g.Dv}, &f.v_strides, scratch, s, fn, "upcast v");
+  f.o = scratch.alloc<float>(checked_count({g.B, g.Hq, g.Sq, g.Dv}, fn, "o"), "cudaMallocAsync(o fp32)");
+  f.o_strides = contiguous(g.Hq, g.Sq, g.Dv);
+  if (p.mask_kind == SdpaMaskTensor::additive && p.attn_mask) {
+    // [Bm, Hm, Sq, Sk] with stride 0 where the mask broadcasts: copy the stored extent only.
+    const int64_t bm = p.mask_strides.batch != 0 ? g.B : 1, hm = p.mask_strides.head != 0 ? g.Hq : 1;
+    SdpaStrides cs{};
+    f.attn_mask = upcast<T>(p.attn_mask, p.mask_strides, {bm, hm, g.Sq, g.Sk}, &cs, scratch, s, fn,
+                            "upcast attn_mask");
+    f.mask_strides = {bm > 1 ? cs.batch : 0, hm > 1 ? cs.head : 0, cs.seq};
+  }
+  return f;
+}
+
+// PyTorch's math backend as it runs by default on fp16/bf16 inputs: q, k, v upcast to fp32,
+// the whole pipeline in fp32, the output rounded once (pytorch/pytorch#128922; the opt-out is
+// torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp, #135964).
+template <typename T>
+void upcast_forward(const SdpaParams& p, const Geometry& g, cudaStream_t s) {
+  const char* fn = "sdpa_math_forward";
+  if (g.B == 0 || g.Hq == 0 || g.Sq == 0) return;  // O and lse are empty
+  Scratch scratch(s, fn);
+  const SdpaParams f = upcast_params<T>(p, g, scratch, s, fn);
+  forward_impl<float>(f, validate(f, fn, true), s);
+  launch_copy<float, T>(static_cast<const float*>(f.o), f.o_strides, static_cast<T*>(p.o), g.o,
+                        {g.B, g.Hq, g.Sq, g.Dv}, nullptr, s, fn, "convert o");
+  scratch.release();
+}
+
+// The backward likewise: q, k, v, the forward's O and dO upcast, fp32 gradients rounded once.
+template <typename T>
+void upcast_backward(const SdpaBackwardParams& bp, const Geometry& g, cudaStream_t s) {
+  const char* fn = "sdpa_math_backward";
+  if (g.B == 0) return;  // every gradient is empty
+  Scratch scratch(s, fn);
+  SdpaBackwardParams f = bp;
+  f.fwd = upcast_params<T>(bp.fwd, g, scratch, s, fn);
+  const Dims4 qn{g.B, g.Hq, g.Sq, g.Dk}, kn{g.B, g.Hkv, g.Sk, g.Dk}, vn{g.B, g.Hkv, g.Sk, g.Dv},
+      on{g.B, g.Hq, g.Sq, g.Dv};
+  f.fwd.o = upcast<T>(bp.fwd.o, g.o, on, &f.fwd.o_strides, scratch, s, fn, "upcast o");
+  const SdpaStrides dos = normalise(bp.do_strides, g.B, g.Hq, g.Sq, g.Dv);
+  f.d_o = upcast<T>(bp.d_o, dos, on, &f.do_strides, scratch, s, fn, "upcast dO");
+  const auto fp32_gradient = [&](void*& dst, SdpaStrides& st, Dims4 n) {
+    dst = scratch.alloc<float>(checked_count({n.B, n.H, n.S, n.D}, fn, "gradient"), "cudaMallocAsync(gradient fp32)");
+    st = contiguous(n.H, n.S, n.D);
+  };
+  fp32_gradient(f.d_q, f.dq_strides, qn);
+  fp32_gradient(f.d_k, f.dk_strides, kn);
+  fp32_gradient(f.d_v, f.dv_strides, vn);
+  backward_impl<float>(f, validate(f.fwd, fn, false), s);
+  const auto round_gradient = [&](const void* src, void* dst, const SdpaStrides& st, Dims4 n) {
+    launch_copy<float, T>(static_cast<const float*>(src), contiguous(n.H, n.S, n.D), static_cast<T*>(dst),
+                          normalise(st, n.B, n.H, n.S, n.D), n, nullptr, s, fn, "convert gradient");
+  };
+  round_gradient(f.d_q, bp.d_q, bp.dq_strides, qn);
+  round_gradient(f.d_k, bp.d_k, bp.dk_strides, kn);
+  round_gradient(f.d_v, bp.d_v, bp.dv_strides, vn);
+  scratch.release();
+}
+
 }  // namespace
 
 void sdpa_math_forward(const SdpaParams& p, CUstream_st* stream) {
   const Geometry g = validate(p, "sdpa_math_forward", true);
   switch (p.dtype) {
-    case SdpaDType::fp16: forward_impl<__half>(p, g, stream); break;
-    case SdpaDType::bf16: forward_impl<__nv_bfloat16>(p, g, stream); break;
+    case SdpaDType::fp16: upcast_forward<__half>(p, g, stream); break;
+    case SdpaDType::bf16: upcast_forward<__nv_bfloat16>(p, g, stream); break;
     case SdpaDType::fp32: forward_impl<float>(p, g, stream); break;
   }
 }
@@ -910,8 +988,8 @@ void sdpa_math_backward(const SdpaBackwardParams& p, CUstream_st* stream) {
   if (checked_count({g.B, g.Hkv, g.Sk, g.Dk}, fn, "d_k") && !p.d_k) bad_arg(fn, "d_k is null");
   if (checked_count({g.B, g.Hkv, g.Sk, g.Dv}, fn, "d_v") && !p.d_v) bad_arg(fn, "d_v is null");
   switch (p.fwd.dtype) {
-    case SdpaDType::fp16: backward_impl<__half>(p, g, stream); break;
-    case SdpaDType::bf16: backward_impl<__nv_bfloat16>(p, g, stream); break;
+    case SdpaDType::fp16: upcast_backward<__half>(p, g, stream); break;
+    case SdpaDType::bf16: upcast_backward<__nv_bfloat16>(p, g, stream); break;
     case SdpaDType::fp32: backward_impl<float>(p, g, stream); break;
   }
 }

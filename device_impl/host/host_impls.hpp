@@ -6,7 +6,8 @@
 namespace opcts {
 /// host.flash (sdpa).
 void register_host_sdpa(Registry& reg);
-/// The planted host.flash variants (sdpa): window_off_by_one, gqa_modulo, drop_rowsum, masked_row_nan.
+/// The planted host.flash variants (sdpa): window_off_by_one, gqa_modulo, drop_rowsum, masked_row_nan,
+/// pv_in_dtype, rowsum_in_dtype, lse_plus_log2.
 void register_host_sdpa_planted(Registry& reg);
 /// host.cvt and the planted host.cvt_ties_up (cast).
 void register_host_cast(Registry& reg);

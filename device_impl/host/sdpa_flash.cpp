@@ -130,16 +130,21 @@ class Kernel {
         if (s[j] == kNegInf) continue;
         const float pj = std::exp(s[j] - m_new);
         l += pj;
-        const float pr = static_cast<float>(round_to(p_.dtype, pj));
+        const float pr = rnd(pj);
         const float* vj = v.data() + vs.at(b, hk, j0 + j);
         for (int64_t d = 0; d < Dv; ++d) acc[d] += pr * vj[d];
       }
+      if (plant_ == Plant::pv_in_dtype)
+        for (int64_t d = 0; d < Dv; ++d) acc[d] = rnd(acc[d]);
+      if (plant_ == Plant::rowsum_in_dtype) l = rnd(l);
       m = m_new;
     }
     const bool empty = l == 0.0f;
     for (int64_t d = 0; d < Dv; ++d) o[d] = empty && plant_ != Plant::masked_row_nan ? 0.0f : acc[d] / l;
-    lse = empty ? kNegInf : m + std::log(l);
+    lse = empty ? kNegInf : m + std::log(plant_ == Plant::lse_plus_log2 ? 2.0f * l : l);
   }
+
+  float rnd(float x) const { return static_cast<float>(round_to(p_.dtype, x)); }
 
   TensorMap forward() const {
     TensorMap out;
@@ -179,7 +184,6 @@ class Kernel {
     HostTensor& dq_t = out.emplace("dQ", HostTensor(p_.dtype, sdpa::q_shape(p_))).first->second;
     HostTensor& dk_t = out.emplace("dK", HostTensor(p_.dtype, sdpa::k_shape(p_))).first->second;
     HostTensor& dv_t = out.emplace("dV", HostTensor(p_.dtype, sdpa::v_shape(p_))).first->second;
-    const auto rnd = [&](float x) { return static_cast<float>(round_to(p_.dtype, x)); };
     // One (batch, KV head) per task: it owns dK and dV of that head and dQ of its query heads
     // (with gqa_modulo the query heads of a KV head are those h with h % Hkv == hk).
 #pragma omp parallel for collapse(2) schedule(dynamic)

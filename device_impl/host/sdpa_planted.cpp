@@ -7,6 +7,12 @@
 //   host.flash_gqa_modulo         query head h reads KV head h % Hkv, not h / (Hq / Hkv)
 //   host.flash_drop_rowsum        backward without rowsum(dO ⊙ O): dS = P ⊙ dP
 //   host.flash_masked_row_nan     a row that sees no key gives 0/0 = NaN (PyTorch < 2.5)
+//   host.flash_pv_in_dtype        the P·V accumulator rounded to the input dtype after every
+//                                 key tile (a 16-bit accumulator register)
+//   host.flash_rowsum_in_dtype    the softmax row sum l rounded to the input dtype after
+//                                 every key tile
+//   host.flash_lse_plus_log2      logsumexp = m + log(2·l), off by log 2 (visible only against
+//                                 a reference that keeps scores in fp32 when logits are large)
 #include "device_impl/host/host_impls.hpp"
 #include "device_impl/host/sdpa_flash.hpp"
 
@@ -26,6 +32,9 @@ class HostSdpaPlanted final : public Impl {
       case Plant::gqa_modulo: return "host.flash_gqa_modulo";
       case Plant::drop_rowsum: return "host.flash_drop_rowsum";
       case Plant::masked_row_nan: return "host.flash_masked_row_nan";
+      case Plant::pv_in_dtype: return "host.flash_pv_in_dtype";
+      case Plant::rowsum_in_dtype: return "host.flash_rowsum_in_dtype";
+      case Plant::lse_plus_log2: return "host.flash_lse_plus_log2";
       case Plant::none: break;
     }
     return "host.flash_planted";
@@ -49,7 +58,8 @@ class HostSdpaPlanted final : public Impl {
 }  // namespace
 
 void register_host_sdpa_planted(Registry& reg) {
-  for (Plant p : {Plant::window_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan})
+  for (Plant p : {Plant::window_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan,
+                  Plant::pv_in_dtype, Plant::rowsum_in_dtype, Plant::lse_plus_log2})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

@@ -14,9 +14,9 @@
  * impls, host memory for "host" impls), a dtype in DLPack's (code, bits, lanes) form, a shape
  * and strides in ELEMENTS (not bytes), exactly as opcts stores the tensor. Sub-byte types
  * declare their packing. Inputs must not be written; outputs arrive filled with NaN bytes
- * (0xFF), so an element an impl skips cannot pass. On the GPU every output lies between guard
- * bytes (256 before, 256 after, holding -0.0 for float dtypes): a run that writes any of them
- * fails, naming the offset. Work goes on the stream in opcts_run_args
+ * (0xFF), so an element an impl skips cannot pass. Every output lies between guard bytes (256
+ * before, 256 after; -0.0 in every element slot for float dtypes, 0x5A bytes otherwise): a run
+ * that writes any of them fails, naming the offset. Work goes on the stream in opcts_run_args
  * (a cudaStream_t / hipStream_t that is NOT the legacy default stream); opcts synchronises it.
  *
  * Which tensors a family passes, their names, shapes and dtypes, and what its parameter struct
@@ -240,6 +240,31 @@ typedef struct opcts_cast_params {
   int32_t e8m0_rounding;    /* OPCTS_E8M0_* (e8m0fnu outputs) */
   int64_t n;
 } opcts_cast_params;
+
+/* int4_mm: weight-only int4 matmul, y[M, N] = x[M, K] · Ŵᵀ with Ŵ[n, k] the int4 weight
+ * dequantized per group of `group_size` consecutive k: tinygemm w = (q − 8)·scale + zero,
+ * awq / gptq w = (q − z)·scale, q4_0 w = (q − 8)·d. Tensors (layouts and sources in
+ * refimpl/int4_pack.hpp): x [M, K] in `dtype`; weight the packed words as 4-bit codes
+ * (dtype {OPCTS_DL_UINT, 4}, OPCTS_PACKING_NIBBLES_LOW_FIRST: the bytes are the buffer a kernel
+ * reads; its shape spells the format's layout); scale_and_zero [K/g, N, 2] (tinygemm) or scales
+ * [K/g, N] (awq, gptq) in `dtype`; qzeros (awq, gptq) as 4-bit codes [K/g, N/8, 8]; output y
+ * [M, N] in `dtype`. A negative case may hand scales or zeros of another group count: the impl
+ * must find it in the tensor's shape. */
+enum {
+  OPCTS_INT4_TINYGEMM = 0,          /* PyTorch _weight_int4pack_mm's tiled packing (CUDA N-tile 8) */
+  OPCTS_INT4_TINYGEMM_UNPACKED = 1, /* uint8 [N][K/2], even k in the high nibble */
+  OPCTS_INT4_AWQ = 2,
+  OPCTS_INT4_GPTQ = 3,
+  OPCTS_INT4_Q4_0 = 4
+};
+typedef struct opcts_int4_mm_params {
+  uint32_t struct_size;
+  opcts_dtype dtype;      /* of x, the scales and y: bf16 or fp16 */
+  int64_t m, n, k;
+  int64_t group_size;
+  int32_t format;         /* OPCTS_INT4_* */
+  int32_t inner_k_tiles;  /* tinygemm: 2, 4 or 8 */
+} opcts_int4_mm_params;
 
 /* The indexing families (semantics: refimpl/indexing.hpp). Every tensor is the contiguous view
  * [outer, size along dim, inner] of a PyTorch tensor whose middle dimension is the op's dim; n is

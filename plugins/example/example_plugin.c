@@ -2,7 +2,7 @@
  * rowwise FP8), registered through include/opcts/plugin.h. It is how docs/plugins.md starts, and
  * CI loads it to prove the ABI end to end:
  *
- *   build/cuda/bin/opcts run --arch host --tier smoke --plugin build/cuda/lib/libopcts_example_plugin.so \
+ *   build/cuda/bin/opcts run --arch host --tier smoke --plugin build/cuda/bin/libopcts_example_plugin.so \
  *       --filter 'sdpa.example_*' --filter 'scaled_mm.example_*'
  *
  * Both impls accumulate in fp32 and round each output once (round to nearest even), as a device
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "include/opcts/plugin.h"
+#include "opcts/plugin.h"
 
 /* ---- numbers ------------------------------------------------------------------------------ */
 

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "include/opcts/plugin.h"
+#include "opcts/plugin.h"
 
 static int32_t yes(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size) {
   const opcts_sdpa_params* p = (const opcts_sdpa_params*)params;

@@ -1,0 +1,192 @@
+// The per-element bounds of the SDPA references (References::bound, refimpl only): what a
+// correct flash kernel's accumulation may err by where the same-precision reference's own
+// error says little — its roundings to the dtype where a row holds few of them (a near one-hot
+// row, a row with two keys) and its fp32 arithmetic where the reference is exact (a row with one
+// key, an exact 0). runner/compare.hpp bounds each element by the larger of this and factor ×
+// the reference's largest error over the element's tile, plus one output rounding.
+//
+// Modelled roundings: a kernel rounds each P (forward and backward) and each dS to the dtype
+// once, at a grid position of its own (P relative to its running max); the error of one
+// rounding of x is uniform on [-b, b] with b = u_in·|x| (u_in the dtype's unit roundoff), or
+// half the smallest subnormal below the normal range, and 0 for x = 0 and x = 1 (exp(0) in
+// the row's max tile: exact in every kernel). A sum Σ_j c_j·X_j of independent such errors
+// exceeds λ·√(Σ_j (c_j·b_j)²) with probability at most 2·exp(−3λ²/2) (Hoeffding's bound with
+// the uniform's variance proxy b²/3: the uniform is strictly sub-Gaussian); λ = 4 gives 8e-11
+// per element, and a single dominant rounding is bounded outright (|X| <= b <= λ·b).
+//   O_id:  λ·√(Σ_j ((b(e_ij) + ε_ij·e_ij)·v_jd)²) / l_i (e_ij = exp(s_ij − m_i), the P·V
+//          product's input; ε_ij its fp32 relative error, below, independent across keys);
+//   dV_jd: λ·√(Σ_{h,i} (b(P_ij)·dO_id)²);  dQ_id: λ·scale·√(Σ_j (b(dS_ij)·k_jd)²);
+//   dK_jd: λ·scale·√(Σ_{h,i} (b(dS_ij)·q_id)²).
+//
+// fp32 floors, u = 2^-23 per fp32 operation (one ulp: round-to-nearest costs 2^-24, a
+// truncating tensor-core accumulator up to 2^-23):
+//   O_id:   (4 + λ·√n_i)·u·Σ_j p_ij·|v_jd|: the normalisation (a reciprocal and a product),
+//           the rescale by exp(m_old − m_new) and the conversion, each at most one ulp of a
+//           value no larger than Σ_j p_ij·|v_jd| (≥ |O_id|), and the row sum l's relative error
+//           (n_i positive terms summed in fp32 with round-to-nearest: Σ_k δ_k·S_k with
+//           |S_k| <= l, so λ·√n_i·u by the bound above), common to the row.
+//   ε_ij, e_ij's relative error in fp32: the score's (D + 4)·u·scale·Σ_d |q_id·k_jd| (see lse
+//           below), the subtraction s − m (u·|s_ij − m_i| = −u·ln e_ij) and exp (≤ 2 ulp),
+//           4u for both and the product by it.
+//   lse_i:  u·((D + 4)·A_i + 8·M_i + 2·c + n_i + 8·log2(n_i + 1) + 8), where
+//           A_i = Σ_j p_ij·scale·Σ_d |q_id·k_jd|: each fp32 score's error is at most
+//           (D + 4)·u·scale·Σ_d |q_id·k_jd| (products exact for 16-bit inputs, one ulp for
+//           fp32, D additions, the scale, log2(e) and the softcap's division), and to first
+//           order lse moves by Σ_j p_ij·δs_ij (∂lse/∂s_ij = p_ij); M_i = max_j |s_ij| covers
+//           the subtractions s − m, the mask's addition, exp's relative error (≤ 2 ulp for
+//           ex2.approx) and the final m + log l (≤ 3 ulp of |lse| ≤ M_i + log n_i);
+//           c = softcap (tanh's ulp times c); n_i keys summed into l (γ_n, positive terms: no
+//           cancellation), and log's error (≤ 2 ulp of log2 l ≤ log2 n_i). lse has no rounding
+//           to the dtype: the floor is its whole bound.
+//   E_ij, dS_ij's fp32 cancellation (dQ and dK are exactly 0 in a row with one key: dP = D):
+//           dP_ij − D_i takes two Dv-long fp32 dot products and a subtraction:
+//           P_ij·|dcap_ij|·(Dv + 2)·u·(Σ_d |dO_id||v_jd| + Σ_d |dO_id||O_id|) (γ_Dv each,
+//           Higham §3.1).
+//   ε_ij, P_ij's relative error in fp32: the recomputed score's (D + 4)·u·scale·Σ_d|q_id k_jd|,
+//           lse_i's floor, and 4u for exp and the products; it moves dS_ij and P_ij's
+//           contributions by ε_ij times themselves.
+//   D's rounding: a kernel's D_i reads its own stored O, which may round each element to the
+//           other neighbour of the reference's, one spacing <= 2·u_out·|O_id| away, unless it
+//           is exact in the dtype (one key: O = v_j), which a correct kernel stores exactly:
+//           |ΔD_i| <= B_i = 2·u_out·Σ_d |dO_id||O_id| over the inexact O_id, moving dS_ij by
+//           P_ij·dcap_ij·ΔD_i: dQ_i along the signed Σ_j P_ij·dcap_ij·k_j (small where P is
+//           spread, |k_argmax| where it is one-hot), dK_j by Σ_i P_ij·|dcap_ij|·B_i·|q_i|.
+//   dQ_id = scale·(Σ_j F_ij·|k_jd| + B_i·|Σ_j P_ij·dcap_ij·k_jd|),
+//   dK_jd = scale·Σ_{h,i} (F_ij + B_i·P_ij·|dcap_ij|)·|q_id| with F = E + (4u + ε)·|dS|
+//           (first order: an error of dS_ij reaches dQ and dK through one product each),
+//   dV_jd = Σ_{h,i} (4u + ε_ij)·P_ij·|dO_id|.
+#pragma once
+
+#include <cmath>
+#include <vector>
+
+#include "refimpl/sdpa_detail.hpp"
+
+namespace opcts::sdpa::detail {
+
+/// λ of the modelled roundings (the file comment).
+constexpr double kRoundingSigmas = 4;
+
+/// b² of one rounding of x to the dtype (the file comment): 0 for x = 0 and x = 1.
+template <typename T>
+T rounding_sq(DType t, T x) {
+  const T a = std::fabs(x);
+  if (a == T(0) || a == T(1)) return T(0);
+  const DTypeInfo& info = dtype_info(t);
+  const T b = std::max(static_cast<T>(info.epsilon / 2) * a, static_cast<T>(info.min_normal * info.epsilon / 2));
+  return b * b;
+}
+
+/// The bound of O for one head from the fp32 pipeline's forward `f` (the file comment),
+/// before the storage-order scatter.
+template <typename T>
+RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>& qh, const RowMajor<T>& kh,
+                    const RowMajor<T>& vh) {
+  const T u = static_cast<T>(kAccUnit), scale = static_cast<T>(p.effective_scale());
+  const RowMajor<T> qk = qh.cwiseAbs() * kh.cwiseAbs().transpose();  // Σ_d |q_id||k_jd|
+  RowMajor<T> b2(f.e.rows(), f.e.cols());  // (b(e_ij) + ε_ij·e_ij)²
+  for (int64_t i = 0; i < b2.rows(); ++i)
+    for (int64_t j = 0; j < b2.cols(); ++j) {
+      const T e = f.e(i, j);
+      const T eps = e > 0 ? u * ((static_cast<T>(p.head_dim) + 4) * scale * qk(i, j) - std::log(e) + 4) : T(0);
+      const T b = std::sqrt(rounding_sq(p.dtype, e)) + eps * e;
+      b2(i, j) = b * b;
+    }
+  RowMajor<T> bound = (b2 * vh.cwiseAbs2()).cwiseSqrt() * static_cast<T>(kRoundingSigmas);
+  const RowMajor<T> pv = f.e * vh.cwiseAbs();
+  for (int64_t i = 0; i < bound.rows(); ++i) {
+    if (f.l[i] == 0) {
+      bound.row(i).setZero();
+      continue;
+    }
+    const T l_err = static_cast<T>(kRoundingSigmas) * std::sqrt(static_cast<T>(f.keys[i])) * u;
+    bound.row(i) = (bound.row(i) + (static_cast<T>(kNormalisationRoundings) * u + l_err) * pv.row(i)) / f.l[i];
+  }
+  return bound;
+}
+
+/// The floor of each lse_i of a head (the file comment) from the fp32 pipeline's forward `f`
+/// of that head and its q and k slices.
+template <typename T>
+std::vector<double> lse_floors(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>& qh, const RowMajor<T>& kh) {
+  const RowMajor<T> pk = f.e * kh.cwiseAbs();
+  const double d = static_cast<double>(p.head_dim);
+  std::vector<double> floor(f.l.size(), 0.0);
+  for (size_t i = 0; i < floor.size(); ++i) {
+    if (f.keys[i] == 0) continue;
+    const auto r = static_cast<Eigen::Index>(i);
+    const double a = p.effective_scale() * static_cast<double>(pk.row(r).dot(qh.row(r).cwiseAbs()) / f.l[i]);
+    const double n = static_cast<double>(f.keys[i]);
+    floor[i] = kAccUnit * ((d + 4) * a + 8 * static_cast<double>(f.absmax[i]) + 2 * p.softcap + n +
+                           8 * std::log2(n + 1) + 8);
+  }
+  return floor;
+}
+
+/// The gradients' bounds of one (batch, KV head), accumulated over the query heads of its
+/// group from the fp32 pipeline's backward (the file comment).
+template <typename T>
+class GradientBounds {
+ public:
+  GradientBounds(const Problem& p, int64_t sk)
+      : p_(p),
+        dk_(RowMajor<T>::Zero(sk, p.head_dim)),
+        dk_sq_(RowMajor<T>::Zero(sk, p.head_dim)),
+        dv_(RowMajor<T>::Zero(sk, p.head_dim_v)),
+        dv_sq_(RowMajor<T>::Zero(sk, p.head_dim_v)) {}
+
+  /// Adds query head g's terms to dK's and dV's and returns its dQ bound.
+  RowMajor<T> add_head(const BackwardHead<T>& g, const RowMajor<T>& qh, const RowMajor<T>& kh,
+                       const RowMajor<T>& vh, const RowMajor<T>& doh) {
+    const T u = static_cast<T>(kAccUnit), u_out = static_cast<T>(dtype_info(p_.dtype).epsilon / 2);
+    const T n_round = static_cast<T>(kNormalisationRoundings), lambda = static_cast<T>(kRoundingSigmas);
+    const T scale = static_cast<T>(p_.effective_scale());
+    const int64_t sq = g.p.rows(), sk = g.p.cols(), dv = vh.cols();
+    const RowMajor<T> ado = doh.cwiseAbs(), aq = qh.cwiseAbs(), ak = kh.cwiseAbs();
+    const std::vector<double> lf = lse_floors(p_, g.f, qh, kh);
+    const RowMajor<T> qk = aq * ak.transpose();       // Σ_d |q_id||k_jd|
+    RowMajor<T> f = ado * vh.cwiseAbs().transpose();  // Σ_d |dO_id||v_jd|, then F
+    RowMajor<T> pd(sq, sk), pe(sq, sk);               // P ⊙ dcap; P ⊙ (4u + ε)
+    std::vector<T> od(static_cast<size_t>(sq));       // B_i
+    for (int64_t i = 0; i < sq; ++i) {
+      const T o_terms = ado.row(i).dot(g.o.row(i).cwiseAbs());
+      T inexact = 0;
+      for (int64_t d = 0; d < dv; ++d)
+        if (g.o(i, d) != g.f.o(i, d)) inexact += ado(i, d) * std::fabs(g.o(i, d));
+      od[i] = 2 * u_out * inexact;
+      for (int64_t j = 0; j < sk; ++j) {
+        const T pij = g.p(i, j);
+        const T dcap = p_.softcap > 0 ? g.f.dcap(i, j) : T(1);
+        const T eps = u * ((static_cast<T>(p_.head_dim) + 4) * scale * qk(i, j) + 4) + static_cast<T>(lf[i]);
+        pd(i, j) = pij * dcap;
+        pe(i, j) = pij * (n_round * u + eps);
+        f(i, j) = pij * std::fabs(dcap) * (static_cast<T>(dv) + 2) * u * (f(i, j) + o_terms) +
+                  (n_round * u + eps) * std::fabs(g.ds(i, j));
+      }
+    }
+    const auto rsq = [&](T x) { return rounding_sq(p_.dtype, x); };
+    const RowMajor<T> ds2 = g.ds.unaryExpr(rsq), p2 = g.p.unaryExpr(rsq);
+    RowMajor<T> dq = f * ak + lambda * (ds2 * kh.cwiseAbs2()).cwiseSqrt();
+    const RowMajor<T> pdk = pd * kh;  // Σ_j P_ij·dcap_ij·k_jd, signed: D's error moves dQ_i along it
+    for (int64_t i = 0; i < sq; ++i) {
+      dq.row(i) += od[i] * pdk.row(i).cwiseAbs();
+      f.row(i) += od[i] * pd.row(i).cwiseAbs();
+    }
+    dk_.noalias() += f.transpose() * aq;
+    dk_sq_.noalias() += ds2.transpose() * qh.cwiseAbs2();
+    dv_.noalias() += pe.transpose() * ado;
+    dv_sq_.noalias() += p2.transpose() * doh.cwiseAbs2();
+    return dq * scale;
+  }
+
+  RowMajor<T> dk() const {
+    return (dk_ + static_cast<T>(kRoundingSigmas) * dk_sq_.cwiseSqrt()) * static_cast<T>(p_.effective_scale());
+  }
+  RowMajor<T> dv() const { return dv_ + static_cast<T>(kRoundingSigmas) * dv_sq_.cwiseSqrt(); }
+
+ private:
+  const Problem& p_;
+  RowMajor<T> dk_, dk_sq_, dv_, dv_sq_;  // floors and sums of squared modelled roundings
+};
+
+}  // namespace opcts::sdpa::detail
