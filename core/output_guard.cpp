@@ -56,6 +56,11 @@ std::string guard_breach(const std::string& output, DType t, const unsigned char
         hi = std::max(hi, i + 1);
       }
     if (lo >= hi) return "";
+    // Whole elements (the guards' offsets from the tensor are multiples of the element size):
+    // a +0 that changed only the sign byte of a -0.0 shows as the element it wrote.
+    const auto es = static_cast<size_t>(std::max<long long>(1, storage_bytes(t)));
+    lo = from + (lo - from) / es * es;
+    hi = std::min(to, from + (hi - from + es - 1) / es * es);
     std::vector<unsigned char> want(hi - lo);
     for (size_t i = lo; i < hi; ++i) want[i - lo] = canary(t, static_cast<long long>(i) - origin);
     const long long a = static_cast<long long>(lo) - origin, b = static_cast<long long>(hi) - origin;

@@ -99,9 +99,11 @@ int64_t typical_max_adds(const Problem& p) {
 namespace {
 
 // Whether the first / last element of out surely takes an add (the distribution puts index 0 /
-// n − 1 into every column).
-bool first_taken(const Problem& p) { return p.m > 0 && (p.dist == Dist::all_first || (p.dist == Dist::strided && p.m >= p.n)); }
-bool last_taken(const Problem& p) { return p.m > 0 && (p.dist == Dist::all_last || p.dist == Dist::strided); }
+// n − 1 into every column; with n = 1 every index is both).
+bool first_taken(const Problem& p) {
+  return p.m > 0 && (p.n == 1 || p.dist == Dist::all_first || (p.dist == Dist::strided && p.m >= p.n));
+}
+bool last_taken(const Problem& p) { return p.m > 0 && (p.n == 1 || p.dist == Dist::all_last || p.dist == Dist::strided); }
 
 }  // namespace
 

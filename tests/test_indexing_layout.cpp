@@ -1,10 +1,10 @@
-// The GPU backend's output guards (core/output_guard.hpp) and the indexing kernels' address arithmetic (device_impl/cuda/indexing_layout.hpp), on the CPU.
+// The GPU backend's output guards (core/output_guard.hpp) and the indexing kernels' address arithmetic (device_impl/cuda/indexing_layout.cuh), on the CPU.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "core/output_guard.hpp"
-#include "device_impl/cuda/indexing_layout.hpp"
+#include "device_impl/cuda/indexing_layout.cuh"
 #include "refimpl/indexing.hpp"
 
 namespace opcts {
@@ -13,7 +13,7 @@ namespace {
 using cuda::layout::Pair;
 
 TEST(OutputGuard, LayoutAndCanary) {
-  const GuardLayout g = guard_layout(OutputSpec{"out", DType::bf16, {3}, 2}, 6);
+  const GuardLayout g = guard_layout(OutputSpec{.name = "out", .dtype = DType::bf16, .shape = {3}, .misalign_bytes = 2}, 6);
   EXPECT_EQ(g.before, kGuardBytes + 2);  // a 256-aligned base + 258: 2- but not 4-byte aligned
   EXPECT_EQ(g.total(), kGuardBytes + 2 + 6 + kGuardBytes);
   const std::vector<unsigned char> img = guarded_image(DType::bf16, g, 0xFF);
@@ -24,8 +24,8 @@ TEST(OutputGuard, LayoutAndCanary) {
   EXPECT_EQ(img[g.before + 6], 0x00);
   EXPECT_EQ(img[g.before + 7], 0x80);
   EXPECT_EQ(guard_breach("out", DType::bf16, img.data(), g), "");
-  EXPECT_THROW(guard_layout(OutputSpec{"out", DType::fp32, {3}, 2}, 12), std::logic_error);  // half an element
-  EXPECT_EQ(guarded_image(DType::int32, guard_layout(OutputSpec{"out", DType::int32, {1}}, 4), 0)[0], 0xFF);
+  EXPECT_THROW(guard_layout(OutputSpec{.name = "out", .dtype = DType::fp32, .shape = {3}, .misalign_bytes = 2}, 12), std::logic_error);  // half an element
+  EXPECT_EQ(guarded_image(DType::int32, guard_layout(OutputSpec{"out", DType::int32, {1}}, 4), 0)[0], kGuardByte);
 }
 
 TEST(OutputGuard, APairedPlusZeroPastTheEndIsSeen) {
@@ -37,7 +37,7 @@ TEST(OutputGuard, APairedPlusZeroPastTheEndIsSeen) {
             "bytes [+0, +2) past the end of 'out' hold 00 00, not the guard's 00 80");
   std::vector<unsigned char> lo = guarded_image(DType::fp16, g, 0xFF);
   lo[g.before - 1] = 0x00;  // the element before the start
-  EXPECT_NE(guard_breach("out", DType::fp16, lo.data(), g).find("bytes [-1, 0) before the start of 'out'"), std::string::npos);
+  EXPECT_NE(guard_breach("out", DType::fp16, lo.data(), g).find("bytes [-2, 0) before the start of 'out'"), std::string::npos);
 }
 
 TEST(IndexingLayout, PairedAtomicsStayInsideUnlessPlanted) {

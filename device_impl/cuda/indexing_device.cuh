@@ -16,7 +16,7 @@
 #include <type_traits>
 
 #include "device_impl/cuda/indexing_kernels.hpp"
-#include "device_impl/cuda/indexing_layout.hpp"
+#include "device_impl/cuda/indexing_layout.cuh"
 
 namespace opcts::cuda::idx {
 
