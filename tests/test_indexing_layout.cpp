@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "core/abi_impl.hpp"
+#include "core/errors.hpp"
 #include "core/output_guard.hpp"
 #include "device_impl/cuda/indexing_layout.cuh"
 #include "refimpl/indexing.hpp"
@@ -38,6 +40,43 @@ TEST(OutputGuard, APairedPlusZeroPastTheEndIsSeen) {
   std::vector<unsigned char> lo = guarded_image(DType::fp16, g, 0xFF);
   lo[g.before - 1] = 0x00;  // the element before the start
   EXPECT_NE(guard_breach("out", DType::fp16, lo.data(), g).find("bytes [-2, 0) before the start of 'out'"), std::string::npos);
+}
+
+// An fp16 "impl" that writes +0.0 into every element of out and, with impl_data set, adds +0
+// to the element past the end in fp16 arithmetic, as a paired 16-bit atomic without the ends
+// check does: that leaves any canary but -0.0 unchanged bit for bit.
+opcts_status write_zeros(const void* impl_data, const opcts_run_args* args, opcts_report*) {
+  const opcts_tensor& out = args->tensors[args->n_tensors - 1];
+  auto* h = static_cast<uint16_t*>(out.data);
+  std::memset(h, 0, static_cast<size_t>(2 * out.shape[0]));
+  if (impl_data) h[out.shape[0]] = static_cast<uint16_t>(encode(DType::fp16, decode(DType::fp16, h[out.shape[0]]) + 0.0));
+  return OPCTS_OK;
+}
+
+TEST(OutputGuard, TheHostBackendFailsAPlusZeroPastTheEnd) {
+  static const int past_end = 1;
+  for (const int64_t mis : {0, 2})
+    for (const void* data : {static_cast<const void*>(nullptr), static_cast<const void*>(&past_end)}) {
+      opcts_impl_desc d{};
+      d.struct_size = sizeof d;
+      d.name = "test.zeros";
+      d.run = write_zeros;
+      d.impl_data = data;
+      const std::vector<OutputSpec> outs{{.name = "out", .dtype = DType::fp16, .shape = {5}, .misalign_bytes = mis}};
+      const opcts_arch arch{};
+      if (!data) {
+        EXPECT_EQ(host_abi_backend().run(d, nullptr, {}, outs, arch, 0).at("out").get(4), 0.0);
+        continue;
+      }
+      try {
+        host_abi_backend().run(d, nullptr, {}, outs, arch, 0);
+        ADD_FAILURE() << "a +0 past the end passed (misalign " << mis << ")";
+      } catch (const ContractBreach& e) {
+        EXPECT_NE(std::string(e.what()).find("test.zeros wrote outside its output: bytes [+0, +2) past the end of 'out'"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
 }
 
 TEST(IndexingLayout, PairedAtomicsStayInsideUnlessPlanted) {
