@@ -6,8 +6,8 @@
 // the stored value (the nearest double of the sum) is exact whenever the sum is representable
 // and otherwise within the error indexing_bound.cpp adds to every bound.
 #include <algorithm>
-#include <omp.h>
 
+#include "core/threads.hpp"
 #include "refimpl/indexing.hpp"
 #include "refimpl/indexing_codes.hpp"
 
@@ -99,7 +99,7 @@ References scatter_add_reference(const Problem& p, const TensorMap& in) {
   Accumulator acc(p, in.at("self"));
   const int64_t columns = p.outer * p.inner;
   // Many columns: one per thread; few (a 1-D scatter): one at a time, its destinations split.
-  const bool by_column = columns >= 4 * omp_get_max_threads();
+  const bool by_column = columns >= 4 * max_threads();
   Buckets shared;
   std::vector<double> terms;
 #pragma omp parallel for schedule(dynamic) firstprivate(shared, terms) if (by_column)

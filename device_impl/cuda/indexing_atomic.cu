@@ -108,30 +108,36 @@ int64_t first_bad_index(const IndexingArgs& a) {
   return first == ~0ull ? -1 : static_cast<int64_t>(first);
 }
 
-void scatter_atomic(const IndexingArgs& a, AtomicPlant plant, CUstream_st* stream) {
+namespace {
+
+// out = self, then `launch(T{}, I{}, shape)` enqueues the kernel of the problem's types.
+template <class Launch>
+void scatter_with(const IndexingArgs& a, CUstream_st* stream, const char* what, Launch launch) {
   copy_self(a, stream);
   const Shape s = shape_of(a);
   if (s.terms == 0) return;
-  idx::with_types(a.value, a.index_type, [&](auto tv, auto iv) {
+  idx::with_types(a.value, a.index_type, [&](auto tv, auto iv) { launch(tv, iv, s); });
+  idx::check(cudaGetLastError(), what);
+}
+
+}  // namespace
+
+void scatter_atomic(const IndexingArgs& a, AtomicPlant plant, CUstream_st* stream) {
+  scatter_with(a, stream, "atomic scatter kernel", [&](auto tv, auto iv, const Shape& s) {
     using T = decltype(tv);
     using I = decltype(iv);
     atomic_kernel<T, I><<<idx::blocks_for(s.terms), kThreads, 0, stream>>>(s, static_cast<const T*>(a.terms), static_cast<const I*>(a.index),
                                                                            static_cast<const T*>(a.self), static_cast<T*>(a.out), plant);
   });
-  idx::check(cudaGetLastError(), "atomic scatter kernel");
 }
 
 void scatter_warp_aggregated(const IndexingArgs& a, CUstream_st* stream) {
-  copy_self(a, stream);
-  const Shape s = shape_of(a);
-  if (s.terms == 0) return;
-  idx::with_types(a.value, a.index_type, [&](auto tv, auto iv) {
+  scatter_with(a, stream, "warp-aggregated scatter kernel", [&](auto tv, auto iv, const Shape& s) {
     using T = decltype(tv);
     using I = decltype(iv);
     warp_aggregated_kernel<T, I><<<idx::blocks_for(s.terms), kThreads, 0, stream>>>(
         s, static_cast<const T*>(a.terms), static_cast<const I*>(a.index), static_cast<T*>(a.out));
   });
-  idx::check(cudaGetLastError(), "warp-aggregated scatter kernel");
 }
 
 }  // namespace opcts::cuda

@@ -11,9 +11,8 @@
 #include <atomic>
 #include <cstring>
 
-#include <omp.h>
-
 #include "core/errors.hpp"
+#include "core/threads.hpp"
 #include "device_impl/host/host_impls.hpp"
 #include "refimpl/indexing.hpp"
 
@@ -88,7 +87,7 @@ TensorMap accumulate(const Problem& p, const TensorMap& in, Variant variant, boo
   const auto alpha = static_cast<Acc>(p.alpha);
   // Each (o, k) column owns its destinations (o, *, k): columns run in parallel, j in order.
   const int64_t columns = p.outer * p.inner;
-#pragma omp parallel for schedule(static) if (columns >= 2 * omp_get_max_threads() && p.src_numel() > 4096)
+#pragma omp parallel for schedule(static) if (columns >= 2 * max_threads() && p.src_numel() > 4096)
   for (int64_t c = 0; c < columns; ++c) {
     const int64_t o = c / p.inner, k = c % p.inner;
     for (int64_t step = 0; step < p.m; ++step) {
