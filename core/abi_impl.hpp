@@ -89,6 +89,9 @@ class AbiImpl final : public Impl {
   /// For a built-in planted row: which problems can show its bug ("" when one can; the SKIP
   /// reason otherwise). Checked before the descriptor's supports.
   void set_cannot_show(std::function<std::string(const Problem&)> f) { cannot_show_ = std::move(f); }
+  /// For a built-in planted row whose bug only `--bitwise` sees (Impl::bug_needs_bitwise).
+  void set_bug_needs_bitwise(bool b) { bug_needs_bitwise_ = b; }
+  bool bug_needs_bitwise() const override { return bug_needs_bitwise_; }
 
  private:
   std::string family_, name_, backend_name_, missing_;
@@ -97,6 +100,7 @@ class AbiImpl final : public Impl {
   opcts_impl_desc desc_{};
   const AbiBackend* transport_ = nullptr;
   std::function<std::string(const Problem&)> cannot_show_;
+  bool bug_needs_bitwise_ = false;
 };
 
 }  // namespace opcts

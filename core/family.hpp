@@ -154,6 +154,9 @@ class Impl {
   /// --bitwise` checks it). True unless the impl reduces in a run-dependent order on it
   /// (atomics, split-K with atomics), which may depend on the problem (direction, sizes).
   virtual bool deterministic(const Problem&) const { return true; }
+  /// For a planted impl whose bug is a determinism claim it breaks: only `opcts run --bitwise`
+  /// can show it, so without --bitwise its cases SKIP (instead of passing as XPASS).
+  virtual bool bug_needs_bitwise() const { return false; }
 
   /// The family this impl belongs to, bound by Registry::add (impls never look it up
   /// globally). Throws std::logic_error before registration.

@@ -13,6 +13,7 @@
 #include "refimpl/indexing.hpp"
 #include "runner/catalog.hpp"
 #include "runner/compare.hpp"
+#include "runner/suite.hpp"
 #include "runner/tolerance.hpp"
 #include "tests/test_family_util.hpp"
 #include "tests/test_util.hpp"
@@ -412,6 +413,28 @@ TEST(IndexingPlanted, HostPlantsFailWhereTheyRun) {
       ++n;
     }
     EXPECT_GE(n, 3) << name;
+  }
+}
+
+// Without --bitwise the unstable plants (host and CUDA) cannot show their bug: their cases SKIP
+// rather than pass as XPASS; with it they run.
+TEST(IndexingPlanted, UnstablePlantsRunOnlyUnderBitwise) {
+  for (const bool bitwise : {false, true}) {
+    SuiteOptions o{testutil::cases_dir().string(), {}, "host", ""};
+    o.include_planted = true;
+    o.bitwise = bitwise;
+    const Suite suite(builtin_registry(), o);
+    int unstable = 0, runs = 0;
+    for (const Case& c : suite.all_cases()) {
+      if (c.id.rfind("scatter_add.host_omp_unstable/", 0) != 0) continue;
+      const auto why = suite.skip_reason(c);
+      const bool for_bitwise = why && why->find("--bitwise") != std::string::npos;
+      EXPECT_FALSE(bitwise && for_bitwise) << c.id;
+      unstable += for_bitwise;
+      runs += !why.has_value();
+    }
+    EXPECT_EQ(unstable > 0, !bitwise);
+    EXPECT_EQ(runs > 0, bitwise);
   }
 }
 

@@ -25,6 +25,7 @@ cuda::Row indexing_row(const char* family, const char* name, const IndexingRow* 
 cuda::Row planted_row(const char* family, const char* name, const IndexingRow* data, indexing::PlantedBug bug) {
   cuda::Row r = indexing_row(family, name, data);
   r.cannot_show = [bug](const Problem& p) { return indexing::planted_bug_cannot_show(p.as<indexing::Problem>(), bug); };
+  r.bug_needs_bitwise = bug == indexing::PlantedBug::unstable;
   return r;
 }
 

@@ -38,6 +38,7 @@ void add_rows(Registry& reg, std::vector<Row> rows, const std::string& missing) 
                                              : "this opcts was built without CUDA (OPCTS_CUDA=OFF or no CUDA toolkit found)";
     auto impl = std::make_unique<AbiImpl>(r.desc, backend, why);
     if (r.cannot_show) impl->set_cannot_show(std::move(r.cannot_show));
+    impl->set_bug_needs_bitwise(r.bug_needs_bitwise);
     reg.add(std::move(impl));
   }
 }

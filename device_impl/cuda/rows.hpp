@@ -29,6 +29,7 @@ struct Row {
   opcts_impl_desc desc{};
   std::vector<std::string> caps;
   std::function<std::string(const Problem&)> cannot_show;
+  bool bug_needs_bitwise = false;  // a planted row whose bug only --bitwise sees
 };
 
 /// A row of `family` named `name` with its callbacks (pass them through OPCTS_CUDA_ONLY).

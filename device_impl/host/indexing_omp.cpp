@@ -110,6 +110,7 @@ class HostIndexing final : public Impl {
   std::string_view name() const override { return name_; }
   std::string_view backend() const override { return "host"; }
   bool planted() const override { return variant_ != Variant::correct; }
+  bool bug_needs_bitwise() const override { return variant_ == Variant::unstable; }
 
   Support supports(const opcts::Problem& pp, const ArchInfo&) const override {
     if (const auto bug = bug_of(variant_))
