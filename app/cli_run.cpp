@@ -112,7 +112,9 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
   check_writable(f.junit, "--junit");
   check_writable(f.results, "--results");
   check_writable(f.summary, "--summary");
-  Suite suite(registry_for(s.plugins), suite_options(s, arch));
+  SuiteOptions so = suite_options(s, arch);
+  so.bitwise = f.bitwise;
+  Suite suite(registry_for(s.plugins), so);
   check_arch_matches(suite, device, f.allow_arch_mismatch);
   if (suite.arch().backend == "cuda") use_cuda_device(device);  // skip checks read this GPU's free memory
   const auto cases = selected(suite, s);
@@ -133,7 +135,7 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0) {
                                              : (fs::path(f.results).parent_path().empty() ? std::string(".")
                                                 : fs::path(f.results).parent_path().string());
   fs::create_directories(work);
-  RunRequest req{SupervisorOptions{suite_options(s, arch), self_exe(argv0), work, device, f.timeout}, f.reruns};
+  RunRequest req{SupervisorOptions{so, self_exe(argv0), work, device, f.timeout}, f.reruns};
   // Failure artifacts go next to the reports unless --artifacts names a folder.
   const std::string report = !f.results.empty() ? f.results : f.junit;
   req.supervise.exec.artifacts_dir = !f.artifacts.empty() ? f.artifacts

@@ -16,7 +16,7 @@ ToleranceTable ToleranceTable::load(const std::string& path) {
   ToleranceTable t;
   for (const auto& n : root["tolerances"]) {
     check_keys(path, n, {"family", "output", "dtype", "impl", "arch", "problem", "metric", "atol", "rtol", "factor",
-                         "atol_eps", "accumulator", "false_alarm", "why"});
+                         "atol_eps", "accumulator", "accumulation", "false_alarm", "why"});
     ToleranceRule r;
     try {
       if (!n["family"]) yaml_fail(path, n, "a tolerance rule needs 'family:'");
@@ -40,6 +40,7 @@ ToleranceTable ToleranceTable::load(const std::string& path) {
       r.tol.rtol = n["rtol"] ? n["rtol"].as<double>() : 0;
       r.tol.factor = n["factor"] ? n["factor"].as<double>() : 0;
       r.tol.atol_eps = n["atol_eps"] ? n["atol_eps"].as<double>() : 0;
+      r.tol.accumulation = n["accumulation"] ? n["accumulation"].as<std::string>() : "";
       r.tol.source = where(path, n);
       r.why = n["why"].as<std::string>();
     } catch (const YamlError&) {
@@ -54,6 +55,8 @@ ToleranceTable ToleranceTable::load(const std::string& path) {
       if (!std::isfinite(v) || v < 0) yaml_fail(path, n, std::string("'") + key + "' must be finite and >= 0");
     if ((r.tol.metric == Metric::ref_relative || r.tol.metric == Metric::bounded) && !(r.tol.factor > 0))
       yaml_fail(path, n, std::string(to_string(r.tol.metric)) + " needs a positive 'factor:'");
+    if (!r.tol.accumulation.empty() && r.tol.metric != Metric::bounded)
+      yaml_fail(path, n, "'accumulation' names a bound of the bounded metric only");
     if (r.tol.metric != Metric::allclose && r.tol.rtol != 0)
       yaml_fail(path, n, "'rtol' only applies to the allclose metric");
     if (r.tol.metric != Metric::bounded && (n["accumulator"] || n["false_alarm"]))
