@@ -173,7 +173,9 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
   write_reports(f, resumed, arch);
   Selection s = sel;
   s.shard = resolve_shard(sel.shard);
-  Suite suite(registry_for(s.plugins), suite_options(s, arch));
+  SuiteOptions so = suite_options(s, arch);
+  so.bitwise = f.bitwise;
+  Suite suite(registry_for(s.plugins), so);
   check_arch_matches(suite, device, f.allow_arch_mismatch);
   if (suite.arch().backend == "cuda") use_cuda_device(device);  // skip checks read this GPU's free memory
   const auto cases = selected(suite, s);
@@ -196,7 +198,7 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
                arch.c_str(), dev.c_str(), cases.size(), cases.size() - skipped - done_before, skipped,
                resumed_note.c_str(), s.shard.c_str(), s.tier.c_str());
 
-  RunRequest req{SupervisorOptions{suite_options(s, arch), self_exe(argv0), "", device, f.timeout}, f.reruns};
+  RunRequest req{SupervisorOptions{so, self_exe(argv0), "", device, f.timeout}, f.reruns};
   // Failure artifacts go next to the reports unless --artifacts names a folder.
   const std::string report = !f.results.empty() ? f.results : f.junit;
   req.supervise.exec.artifacts_dir = !f.artifacts.empty() ? f.artifacts

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/errors.hpp"
+#include "core/output_guard.hpp"
 
 namespace opcts {
 
@@ -24,6 +25,7 @@ constexpr DtypeCode kCodes[] = {
     {DType::e2m3fn, OPCTS_DL_FLOAT6_E2M3FN, 6}, {DType::e3m2fn, OPCTS_DL_FLOAT6_E3M2FN, 6},
     {DType::e2m1fn, OPCTS_DL_FLOAT4_E2M1FN, 4}, {DType::int4, OPCTS_DL_INT, 4},
     {DType::uint4, OPCTS_DL_UINT, 4}, {DType::bool8, OPCTS_DL_BOOL, 8},
+    {DType::int32, OPCTS_DL_INT, 32},  {DType::int64, OPCTS_DL_INT, 64},
 };
 
 std::string c_text(const char* s) { return s ? std::string(s) : std::string(); }
@@ -83,20 +85,11 @@ void throw_abi_status(opcts_status s, const opcts_report& report, const std::str
 
 Support AbiBackend::fits(double, const std::string&) const { return Support::yes(); }
 
-void check_guards(const unsigned char* buf, size_t data_bytes, const std::string& who, const std::string& output) {
-  for (size_t i = 0; i < kGuardBytes; ++i)
-    if (buf[kGuardBytes - 1 - i] != kGuardByte)
-      throw ContractBreach(who + " wrote outside its output '" + output + "': byte " + std::to_string(i + 1) +
-                           " before its start");
-  for (size_t i = 0; i < kGuardBytes; ++i)
-    if (buf[kGuardBytes + data_bytes + i] != kGuardByte)
-      throw ContractBreach(who + " wrote outside its output '" + output + "': byte " + std::to_string(i) + " past its end");
-}
-
 namespace {
 
 // Host memory: the impl reads copies of the inputs (so one that writes into them cannot spoil
-// the reference's inputs) and writes outputs poisoned with 0xFF bytes.
+// the reference's inputs) and writes outputs poisoned with 0xFF bytes between guards
+// (core/output_guard.hpp).
 class HostBackend final : public AbiBackend {
  public:
   TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
@@ -104,17 +97,18 @@ class HostBackend final : public AbiBackend {
     TensorMap in_copy = inputs;
     TensorMap out;
     AbiTensors tensors;
-    std::vector<std::vector<unsigned char>> guarded;  // guard | output | guard
+    std::vector<GuardLayout> layouts;
+    std::vector<std::vector<unsigned char>> guarded;  // guard | misalign | output | guard
     for (auto& [name, t] : in_copy) tensors.add(name, t, false);
     for (const auto& o : outs) {
       const HostTensor& t = out.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
       tensors.add(o.name, t, true);
-      guarded.emplace_back(t.nbytes() + 2 * kGuardBytes, kGuardByte);
-      std::memset(guarded.back().data() + kGuardBytes, 0xFF, t.nbytes());
+      layouts.push_back(guard_layout(o, t.nbytes()));
+      guarded.push_back(guarded_image(o.dtype, layouts.back(), 0xFF));
     }
     size_t i = 0;
     for (auto& [name, t] : in_copy) tensors.descriptors()[i++].data = t.data();
-    for (auto& g : guarded) tensors.descriptors()[i++].data = g.data() + kGuardBytes;
+    for (size_t k = 0; k < guarded.size(); ++k) tensors.descriptors()[i++].data = guarded[k].data() + layouts[k].before;
     opcts_run_args args{};
     args.struct_size = sizeof args;
     args.params = params;
@@ -128,8 +122,9 @@ class HostBackend final : public AbiBackend {
     throw_abi_status(s, report, c_text(desc.name));
     for (size_t k = 0; k < outs.size(); ++k) {
       HostTensor& t = out.at(outs[k].name);
-      check_guards(guarded[k].data(), t.nbytes(), c_text(desc.name), outs[k].name);
-      std::memcpy(t.data(), guarded[k].data() + kGuardBytes, t.nbytes());
+      if (const std::string breach = guard_breach(outs[k].name, outs[k].dtype, guarded[k].data(), layouts[k]); !breach.empty())
+        throw ContractBreach(c_text(desc.name) + " wrote outside its output: " + breach);
+      std::memcpy(t.data(), guarded[k].data() + layouts[k].before, t.nbytes());
     }
     for (const auto& [name, t] : inputs) {
       const HostTensor& after = in_copy.at(name);

@@ -53,14 +53,6 @@ class AbiTensors {
   std::vector<opcts_tensor> descs_;
 };
 
-/// Bytes of canary (kGuardByte) every backend keeps before and after each output buffer: a
-/// kernel that writes outside its output is caught (ContractBreach naming the byte).
-constexpr size_t kGuardBytes = 256;
-constexpr unsigned char kGuardByte = 0x5A;
-/// Checks the guards of an output buffer laid out as guard | `data_bytes` | guard; throws
-/// ContractBreach naming the first overwritten byte (counted from the output's start or end).
-void check_guards(const unsigned char* buf, size_t data_bytes, const std::string& who, const std::string& output);
-
 /// Throws the error an ABI status stands for (nothing for OPCTS_OK); `who` names the impl.
 void throw_abi_status(opcts_status s, const opcts_report& report, const std::string& who);
 
@@ -100,6 +92,9 @@ class AbiImpl final : public Impl {
   /// For a built-in planted row whose bug is in what the kernel is given: the inputs with the
   /// bug applied (refimpl's planted_inputs), uploaded instead of the case's own.
   void set_planted_inputs(std::function<TensorMap(const Problem&, const TensorMap&)> f) { planted_inputs_ = std::move(f); }
+  /// For a built-in planted row whose bug only `--bitwise` sees (Impl::bug_needs_bitwise).
+  void set_bug_needs_bitwise(bool b) { bug_needs_bitwise_ = b; }
+  bool bug_needs_bitwise() const override { return bug_needs_bitwise_; }
 
  private:
   std::string family_, name_, backend_name_, missing_;
@@ -109,6 +104,7 @@ class AbiImpl final : public Impl {
   const AbiBackend* transport_ = nullptr;
   std::function<std::string(const Problem&)> cannot_show_;
   std::function<TensorMap(const Problem&, const TensorMap&)> planted_inputs_;
+  bool bug_needs_bitwise_ = false;
 };
 
 }  // namespace opcts

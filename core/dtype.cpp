@@ -1,6 +1,7 @@
 // The dtype table and its bridge to refimpl's codecs.
 #include "core/dtype.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -33,8 +34,8 @@ DTypeInfo integer(DType t, std::string_view n, bool is_signed) {
   return {t, n, 4, true, {}, 1.0, is_signed ? 7.0 : 15.0, 1.0, is_signed};
 }
 
-const std::array<DTypeInfo, 16>& table() {
-  static const std::array<DTypeInfo, 16> t{
+const std::array<DTypeInfo, 18>& table() {
+  static const std::array<DTypeInfo, 18> t{
       flt(DType::fp64, "fp64", 64, kFp64),
       flt(DType::fp32, "fp32", 32, kFp32),
       flt(DType::fp16, "fp16", 16, kFp16),
@@ -51,8 +52,27 @@ const std::array<DTypeInfo, 16>& table() {
       integer(DType::int4, "int4", true),
       integer(DType::uint4, "uint4", false),
       {DType::bool8, "bool", 8, true, {}, 1.0, 1.0, 1.0, false},
+      {DType::int32, "int32", 32, true, {}, 1.0, 2147483647.0, 1.0, true},
+      {DType::int64, "int64", 64, true, {}, 1.0, 9223372036854775807.0, 1.0, true},
   };
   return t;
+}
+
+bool wide_integer(DType t) { return t == DType::int32 || t == DType::int64; }
+
+// Round to nearest even, saturated to the type's range (NaN → 0, as for int4).
+int64_t to_wide_integer(DType t, double x) {
+  if (std::isnan(x)) return 0;
+  const double r = std::nearbyint(x);
+  if (t == DType::int32) return static_cast<int64_t>(std::clamp(r, -2147483648.0, 2147483647.0));
+  if (r >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
+  if (r <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(r);
+}
+
+double from_wide_integer(DType t, uint64_t bits) {
+  return t == DType::int32 ? static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(bits)))
+                           : static_cast<double>(static_cast<int64_t>(bits));
 }
 
 }  // namespace
@@ -84,7 +104,8 @@ DType parse_dtype(std::string_view s) {
       {"float8_e5m2fnuz", DType::e5m2fnuz}, {"float8_e8m0fnu", DType::e8m0fnu},
       {"e8m0", DType::e8m0fnu},          {"float4_e2m1fn", DType::e2m1fn},
       {"float6_e2m3fn", DType::e2m3fn},  {"float6_e3m2fn", DType::e3m2fn},
-      {"bool8", DType::bool8},
+      {"bool8", DType::bool8},           {"int", DType::int32},
+      {"long", DType::int64},
   };
   for (const auto& a : kAliases)
     if (a.alias == s) return a.t;
@@ -105,6 +126,7 @@ Overflow default_overflow(DType t) {
 
 double round_to(DType t, double x, Overflow ov) {
   if (t == DType::bool8) return x != 0 ? 1.0 : 0.0;
+  if (wide_integer(t)) return static_cast<double>(to_wide_integer(t, x));
   const auto& i = dtype_info(t);
   if (i.is_integer) return decode_int4(encode_int4(x, i.is_signed), i.is_signed);
   switch (t) {
@@ -119,6 +141,8 @@ double round_to(DType t, double x, Overflow ov) {
 
 uint64_t encode(DType t, double x, Overflow ov) {
   if (t == DType::bool8) return x != 0 ? 1 : 0;
+  if (t == DType::int32) return static_cast<uint32_t>(static_cast<int32_t>(to_wide_integer(t, x)));
+  if (t == DType::int64) return static_cast<uint64_t>(to_wide_integer(t, x));
   const auto& i = dtype_info(t);
   if (i.is_integer) return encode_int4(x, i.is_signed);
   switch (t) {
@@ -130,6 +154,7 @@ uint64_t encode(DType t, double x, Overflow ov) {
 
 double decode(DType t, uint64_t bits) {
   if (t == DType::bool8) return bits != 0 ? 1.0 : 0.0;
+  if (wide_integer(t)) return from_wide_integer(t, bits);
   const auto& i = dtype_info(t);
   if (i.is_integer) return decode_int4(static_cast<uint8_t>(bits), i.is_signed);
   switch (t) {

@@ -3,7 +3,8 @@
 // Callers use dtype_info(), encode()/decode() and HostTensor's double accessors, whatever the
 // format: fp64/fp32/fp16/bf16, the fp8 pairs (OCP e4m3fn/e5m2, AMD e4m3fnuz/e5m2fnuz), the
 // scale formats e8m0fnu and ue4m3, fp6 (e2m3fn, e3m2fn; one per byte, low 6 bits), fp4
-// e2m1fn and int4/uint4 (two per byte, element 2i in the low nibble; spec/numerics.md §1).
+// e2m1fn, int4/uint4 (two per byte, element 2i in the low nibble; spec/numerics.md §1) and the
+// two's-complement int32/int64 of values and indices (exact through double up to 2^53).
 #pragma once
 
 #include <cstdint>
@@ -22,13 +23,14 @@ enum class DType : uint8_t {
   e2m3fn, e3m2fn, e2m1fn,
   int4, uint4,
   bool8,  // one byte, 0 or 1 (a boolean mask: DLPack kDLBool)
+  int32, int64,  // two's complement; decoded exactly while |x| <= 2^53
 };
 
 struct DTypeInfo {
   DType dtype;
   std::string_view name;  // the id spelling: "fp32", "e4m3fn", ...
   int bits;               // storage bits per element (8 for fp6: one element per byte)
-  bool is_integer;        // int4 / uint4 / bool8
+  bool is_integer;        // int4 / uint4 / bool8 / int32 / int64
   FloatFormat format;     // floating formats only
   double epsilon;         // 2^-mantissa_bits (1 for integers)
   double max_finite;

@@ -67,12 +67,15 @@ struct Support {
 /// shape as stored (row-major, contiguous; backends allocate it for the impls they run), and the
 /// length of its rows for the ref_relative metric's per-row bound (consecutive runs of `row`
 /// elements in storage order, e.g. sdpa's tiles of 16 query rows of O; 0: the whole output is
-/// one row).
+/// one row). `misalign_bytes` (a multiple of the element size) asks the ABI backends to place
+/// the tensor that many bytes past an aligned base, e.g. 2 for a 16-bit tensor whose base is 2-
+/// but not 4-byte aligned.
 struct OutputSpec {
   std::string name;
   DType dtype;
   std::vector<int64_t> shape;
   int64_t row = 0;
+  int64_t misalign_bytes = 0;
 };
 
 /// The fp64 reference and, for the ref_relative metric, a same-precision reference; for the
@@ -156,6 +159,9 @@ class Impl {
   /// --bitwise` checks it). True unless the impl reduces in a run-dependent order on it
   /// (atomics, split-K with atomics), which may depend on the problem (direction, sizes).
   virtual bool deterministic(const Problem&) const { return true; }
+  /// For a planted impl whose bug is a determinism claim it breaks: only `opcts run --bitwise`
+  /// can show it, so without --bitwise its cases SKIP (instead of passing as XPASS).
+  virtual bool bug_needs_bitwise() const { return false; }
 
   /// The family this impl belongs to, bound by Registry::add (impls never look it up
   /// globally). Throws std::logic_error before registration.

@@ -165,7 +165,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       const Tolerance tol = suite.tolerances().resolve(r.family, spec.name, spec.dtype, r.impl, r.arch, c.id,
                                                        &suite.manifest());
       const auto lp = ref.refs.lowp.find(spec.name);
-      const auto bd = ref.refs.bound.find(spec.name);
+      const auto bd = ref.refs.bound.find(tol.accumulation.empty() ? spec.name : spec.name + "@" + tol.accumulation);
       const auto rd = ref.refs.reduction.find(spec.name);
       OutputStats s = compare_output(spec.name, it->second, ref.refs.exact.at(spec.name),
                                      lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst, 5,

@@ -91,6 +91,8 @@ std::optional<std::string> Suite::skip_reason(const Case& c) const {
     if (!arch_.has(cap)) return "arch " + arch_.name + " lacks capability '" + cap + "' needed by " + std::string(c.impl->name());
   const Support s = c.impl->supports(*c.problem, arch_);
   if (!s.ok) return s.reason;
+  if (c.impl->planted() && c.impl->bug_needs_bitwise() && !options_.bitwise)
+    return std::string(c.impl->name()) + ": its bug breaks its determinism claim, which only opcts run --bitwise shows";
   if (const ManifestEntry* e = manifest_.find(EntryKind::skip, c.id))
     return "manifest skip (" + e->source + "): " + e->reason;
   return std::nullopt;

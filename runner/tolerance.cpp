@@ -17,7 +17,7 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
   ToleranceTable t;
   for (const auto& n : require_list(path, root["tolerances"], "'tolerances'")) {
     check_keys(path, n, {"family", "output", "dtype", "impl", "arch", "problem", "metric", "atol", "rtol", "factor",
-                         "atol_eps", "accumulator", "false_alarm", "why"});
+                         "atol_eps", "accumulator", "accumulation", "false_alarm", "why"});
     ToleranceRule r;
     if (!n["family"]) yaml_fail(path, n, "a tolerance rule needs 'family:'");
     if (!n["metric"]) yaml_fail(path, n, "a tolerance rule needs 'metric:'");
@@ -44,6 +44,7 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
     r.impl = n["impl"] ? text_of(path, n, "impl") : "";
     r.arch = n["arch"] ? text_of(path, n, "arch") : "";
     r.problem = n["problem"] ? text_of(path, n, "problem") : "";
+    r.tol.accumulation = n["accumulation"] ? text_of(path, n, "accumulation") : "";
     if (n["accumulator"]) r.tol.accumulator = parse_accumulator(path, n["accumulator"]);
     try {
       r.tol.metric = parse_metric(text_of(path, n, "metric"));
@@ -62,6 +63,8 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
     r.why = text_of(path, n, "why");
     if ((r.tol.metric == Metric::ref_relative || r.tol.metric == Metric::bounded) && !(r.tol.factor > 0))
       yaml_fail(path, n, std::string(to_string(r.tol.metric)) + " needs a positive 'factor:'");
+    if (!r.tol.accumulation.empty() && r.tol.metric != Metric::bounded)
+      yaml_fail(path, n, "'accumulation' names a bound of the bounded metric only");
     if (r.tol.metric != Metric::allclose && r.tol.rtol != 0)
       yaml_fail(path, n["rtol"], "'rtol' only applies to the allclose metric");
     if (r.tol.metric != Metric::bounded && (n["accumulator"] || n["false_alarm"]))

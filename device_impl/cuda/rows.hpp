@@ -31,6 +31,7 @@ struct Row {
   std::vector<std::string> caps;
   std::function<std::string(const Problem&)> cannot_show;
   std::function<TensorMap(const Problem&, const TensorMap&)> plant_inputs;
+  bool bug_needs_bitwise = false;  // a planted row whose bug only --bitwise sees
 };
 
 /// A row of `family` named `name` with its callbacks (pass them through OPCTS_CUDA_ONLY).

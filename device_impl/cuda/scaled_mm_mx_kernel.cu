@@ -327,6 +327,14 @@ void scaled_mm_mx_kernel(const ScaledMmParams& p, CUstream_st* stream) {
   require(p.b_elem != MmElem::e2m1 || p.b_k_major, "layout", "e2m1 B must be K-major (packed along K)");
   require(p.a_elem != MmElem::e2m1 || p.lda % 2 == 0, "lda", "e2m1 lda must be even (two codes per byte)");
   require(p.b_elem != MmElem::e2m1 || p.ldb % 2 == 0, "ldb", "e2m1 ldb must be even (two codes per byte)");
+  // The operator's contract (torch._scaled_mm, as the cuBLASLt adapter checks it): this kernel
+  // could compute such shapes, but an impl of the operator refuses what the operator refuses.
+  const bool block = p.a_scale_mode == MmScaleMode::vec32_ue8m0 || p.a_scale_mode == MmScaleMode::vec16_ue4m3;
+  require(!block || p.k % 32 == 0, "K", "MX / NVFP4 need K % 32 == 0");
+  require(p.k % 16 == 0, "K", "FP8 needs K % 16 == 0 (16-byte aligned K rows)");
+  const auto row_bytes_ok = [](int64_t ld, MmElem e) { return (e == MmElem::e2m1 ? ld / 2 : ld) % 16 == 0; };
+  require(row_bytes_ok(p.lda, p.a_elem), "lda", "lda must be a multiple of 16 bytes");
+  require(row_bytes_ok(p.ldb, p.b_elem), "ldb", "ldb must be a multiple of 16 bytes");
   require(p.lda >= (p.a_k_major ? p.k : p.m), "lda", "lda is smaller than the contiguous extent");
   require(p.ldb >= (p.b_k_major ? p.k : p.n), "ldb", "ldb is smaller than the contiguous extent");
   require(p.ldd >= p.n, "ldd", "ldd must be >= N");

@@ -38,7 +38,7 @@
 //                s_q == s_kv: refused.
 //   9.14.0       known sliding-window bug (non-causal, s_kv > 1024, left bound): the frontend
 //                refuses; this adapter RUNS it, so the suite records what cuDNN does (a finding).
-//                Measured on an H200 with 9.14.0 (2026-11-30, bench/sdpa_cudnn_check.cpp): window
+//                Measured on an H200 with 9.14.0 (2026-11-30, the since retired bench/sdpa_cudnn_check.cpp): window
 //                (128, -1) at s = 2048 and (128, 128) at s = 1280, bf16 D=64, forward and backward
 //                matched the fp64 reference (max err ≤ 4.6e-3 of max |ref|): not reproduced there.
 //   ≤ 9.15       backward with s_kv % 128 != 0: the frontend adds a "workaround padding mask"

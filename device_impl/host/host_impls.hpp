@@ -18,4 +18,7 @@ void register_host_scaled_mm(Registry& reg);
 void register_host_int4_mm(Registry& reg);
 /// host.emulated_hopper and its planted variants (scaled_mm_hopper.cpp).
 void register_host_scaled_mm_hopper(Registry& reg);
+/// host.omp (scatter_add), host.omp_rows (index_add), host.gather (index_select) and the planted
+/// host.omp_drop_dups, host.omp_dtype_acc, host.omp_unstable (scatter_add).
+void register_host_indexing(Registry& reg);
 }  // namespace opcts

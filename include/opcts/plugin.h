@@ -14,8 +14,13 @@
  * impls, host memory for "host" impls), a dtype in DLPack's (code, bits, lanes) form, a shape
  * and strides in ELEMENTS (not bytes), exactly as opcts stores the tensor. Sub-byte types
  * declare their packing. Inputs must not be written; outputs arrive filled with NaN bytes
- * (0xFF), so an element an impl skips cannot pass. Work goes on the stream in opcts_run_args
+ * (0xFF), so an element an impl skips cannot pass. Every output lies between guard bytes (256
+ * before, 256 after; -0.0 in every element slot for float dtypes, 0x5A bytes otherwise): a run
+ * that writes any of them fails, naming the offset. Work goes on the stream in opcts_run_args
  * (a cudaStream_t / hipStream_t that is NOT the legacy default stream); opcts synchronises it.
+ * `run` enqueues and returns without waiting for that stream: opcts holds it until run returns
+ * (2 s at most; a run that waits for it loses that time, and its case the stream check). Inputs
+ * are on the device before `run` is called. Make library handles in `supports`, not in `run`.
  *
  * Which tensors a family passes, their names, shapes and dtypes, and what its parameter struct
  * means: docs/plugins.md, and the comments on each opcts_<family>_params below.
@@ -263,6 +268,54 @@ typedef struct opcts_int4_mm_params {
   int32_t format;         /* OPCTS_INT4_* */
   int32_t inner_k_tiles;  /* tinygemm: 2, 4 or 8 */
 } opcts_int4_mm_params;
+
+/* The indexing families (semantics: refimpl/indexing.hpp). Every tensor is the contiguous view
+ * [outer, size along dim, inner] of a PyTorch tensor whose middle dimension is the op's dim; n is
+ * self's (input's) size along dim, m the index's. Value dtypes fp64, fp32, fp16, bf16, int32,
+ * int64; index dtypes int32, int64. out may sit at a base that is 2-byte but not 4-byte aligned
+ * (16-bit dtypes): paired 16-bit atomics must not reach the element before or after it (the
+ * guard bytes see a +0 added there). An index value outside [0, n) — a negative case: n, -1, or
+ * an int64 2^32 + i that a 32-bit narrowing would read as the valid i — must be refused with
+ * OPCTS_INVALID_ARGUMENT and argument "index", found in the index tensor by the impl itself
+ * (checked before launch, or flagged by its kernel): never garbage, never a dead context.
+ * Summation order and precision are the impl's; cases/tolerances.yaml declares each built-in
+ * impl's accumulation model (per_add, grouped, once), whose bound the comparison applies. */
+
+/* scatter_add: out = self; out[o, index[o, j, k], k] += src[o, j, k] for every (o, j, k)
+ * (self.scatter_add_(dim, index, src)).
+ * Tensors: inputs self [outer, n, inner] and src [outer, m, inner] in `dtype`, index
+ * [outer, m, inner] in `index`; output out [outer, n, inner] in `dtype`, every element written
+ * (self's copy plus the sums: out arrives poisoned, not holding self). */
+typedef struct opcts_scatter_add_params {
+  uint32_t struct_size;
+  opcts_dtype dtype;  /* of self, src and out */
+  opcts_dtype index;  /* of index: int32 or int64 */
+  int64_t outer, n, m, inner;
+} opcts_scatter_add_params;
+
+/* index_add: out = self; out[o, index[j], k] += alpha * source[o, j, k]
+ * (self.index_add_(dim, index, source, alpha=alpha)).
+ * Tensors: inputs self [outer, n, inner] and source [outer, m, inner] in `dtype`, index [m] in
+ * `index`; output out [outer, n, inner] in `dtype`, every element written. alpha is exact in
+ * `dtype` (an integer for integer dtypes). */
+typedef struct opcts_index_add_params {
+  uint32_t struct_size;
+  opcts_dtype dtype;  /* of self, source and out */
+  opcts_dtype index;  /* of index: int32 or int64 */
+  int64_t outer, n, m, inner;
+  double alpha;
+} opcts_index_add_params;
+
+/* index_select: out[o, j, k] = input[o, index[j], k] (torch.index_select(input, dim, index)).
+ * Tensors: input [outer, n, inner] in `dtype`, index [m] in `index`; output out
+ * [outer, m, inner] in `dtype`, a bit-exact copy. input may hold more than 2^32 elements:
+ * offsets need 64 bits. */
+typedef struct opcts_index_select_params {
+  uint32_t struct_size;
+  opcts_dtype dtype;  /* of input and out */
+  opcts_dtype index;  /* of index: int32 or int64 */
+  int64_t outer, n, m, inner;
+} opcts_index_select_params;
 
 #ifdef __cplusplus
 }

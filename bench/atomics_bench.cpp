@@ -1,0 +1,122 @@
+// Prints the effective bandwidth of scatter_add's three CUDA kernels (cuda.atomic, cuda.warp_aggregated, cuda.sorted) for uniform indices, every index equal, and the MI300 reproducer's shape, as a fraction of a device-to-device copy measured in the same run (issue 13).
+//
+// Effective bandwidth = the bytes a scatter must move at least (self read, out written, src and
+// index read once each) divided by the kernel's time: contention shows as time, not as bytes.
+// The copy's bandwidth counts what it reads and writes (2 × its size), so the ratio compares
+// DRAM traffic with DRAM traffic. Inputs are the family's own (make_inputs of the problem the
+// row prints), so a bench row is a case the suite checks. Each launch is timed on its own after
+// kWarmup untimed ones; out is rewritten by every launch (out = self + the sums).
+//
+// Usage: opcts_bench_atomics. Needs a CUDA GPU.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <string>
+
+#include "app/builtins.hpp"
+#include "core/family.hpp"
+#include "device_impl/cuda/device_buffer.hpp"
+#include "device_impl/cuda/indexing_kernels.hpp"
+#include "refimpl/indexing.hpp"
+
+using namespace opcts;
+
+namespace {
+
+constexpr int kWarmup = 3;
+constexpr int kIters = 20;
+
+// Mean milliseconds of `f` (which enqueues on `s`) over kIters calls after kWarmup.
+template <class F>
+double mean_ms(F f, cudaStream_t s) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int i = 0; i < kWarmup; ++i) f();
+  double total = 0;
+  for (int i = 0; i < kIters; ++i) {
+    cudaEventRecord(a, s);
+    f();
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    total += ms;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return total / kIters;
+}
+
+cuda::IdxValue value_of(DType t) {
+  switch (t) {
+    case DType::fp64: return cuda::IdxValue::fp64;
+    case DType::fp16: return cuda::IdxValue::fp16;
+    case DType::bf16: return cuda::IdxValue::bf16;
+    case DType::int32: return cuda::IdxValue::int32;
+    case DType::int64: return cuda::IdxValue::int64;
+    default: return cuda::IdxValue::fp32;
+  }
+}
+
+struct Shape {
+  const char* what;
+  int64_t n, m;
+  indexing::Dist dist;
+};
+constexpr Shape kShapes[] = {
+    {"uniform", int64_t{1} << 20, int64_t{1} << 24, indexing::Dist::uniform},
+    {"all one index", 1, int64_t{1} << 24, indexing::Dist::all_first},
+    {"MI300 reproducer", 100, 1305301, indexing::Dist::uniform},
+};
+
+}  // namespace
+
+int main() {
+  if (cudaFree(nullptr) != cudaSuccess) {
+    std::fprintf(stderr, "no CUDA device\n");
+    return 2;
+  }
+  cudaStream_t stream = nullptr;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  const Family& fam = *builtin_registry().family("scatter_add");
+
+  // Device-to-device copy of 512 MiB (beyond L2): the bandwidth reference.
+  const size_t copy_bytes = size_t{512} << 20;
+  double copy_gbs = 0;
+  {
+    cuda::DeviceBuffer src(copy_bytes), dst(copy_bytes);
+    cudaMemset(src.get(), 1, copy_bytes);
+    const double ms = mean_ms([&] { cudaMemcpyAsync(dst.get(), src.get(), copy_bytes, cudaMemcpyDeviceToDevice, stream); }, stream);
+    copy_gbs = 2.0 * static_cast<double>(copy_bytes) / ms / 1e6;
+    std::printf("device-to-device copy (512 MiB, read + write): %.0f GB/s\n\n", copy_gbs);
+  }
+
+  std::printf("%-17s %-44s %-22s %10s %9s %8s\n", "shape", "problem", "impl", "us", "GB/s", "of copy");
+  for (const Shape& s : kShapes)
+    for (const DType dt : {DType::fp32, DType::bf16}) {
+      const indexing::Problem p{.dtype = dt, .index_dtype = DType::int64, .n = s.n, .m = s.m, .dist = s.dist};
+      const TensorMap in = fam.make_inputs(p, case_seed(fam, p));
+      const cuda::DeviceBuffer self = cuda::DeviceBuffer::upload(in.at("self"));
+      const cuda::DeviceBuffer terms = cuda::DeviceBuffer::upload(in.at("src"));
+      const cuda::DeviceBuffer index = cuda::DeviceBuffer::upload(in.at("index"));
+      cuda::DeviceBuffer out(in.at("self").nbytes());
+      const cuda::IndexingArgs a{.value = value_of(dt), .index_type = cuda::IdxIndex::int64, .per_element_index = true,
+                                 .outer = 1, .n = s.n, .m = s.m, .inner = 1, .self = self.get(), .terms = terms.get(),
+                                 .index = index.get(), .out = out.get()};
+      const double bytes = 2.0 * static_cast<double>(in.at("self").nbytes()) + static_cast<double>(in.at("src").nbytes()) +
+                           static_cast<double>(in.at("index").nbytes());
+      const auto row = [&](const char* impl, auto launch) {
+        const double ms = mean_ms(launch, stream);
+        const double gbs = bytes / ms / 1e6;
+        std::printf("%-17s %-44s %-22s %10.1f %9.0f %8.3f\n", s.what, fam.problem_id(p).c_str(), impl, ms * 1e3, gbs, gbs / copy_gbs);
+      };
+      row("cuda.atomic", [&] { cuda::scatter_atomic(a, cuda::AtomicPlant::none, stream); });
+      row("cuda.warp_aggregated", [&] { cuda::scatter_warp_aggregated(a, stream); });
+      row("cuda.sorted", [&] { cuda::scatter_sorted(a, cuda::SortedPlant::none, stream); });
+    }
+  const cudaError_t e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(e));
+  cudaStreamDestroy(stream);
+  return e == cudaSuccess ? 0 : 1;
+}

@@ -1,0 +1,142 @@
+// The per-element error bounds of the indexing families' accumulation models, derived below.
+//
+// One output element: the exact value x = s0 + Σ_j t_j of self's s0 (exact in the dtype d) and
+// the n terms t_j landing on it (src, or alpha·source: exact in double, but a term the device
+// forms in d or fp32 may round once: τ_j = ½·ulp_d(|t_j|) when RN_d(t_j) ≠ t_j, else 0). Write
+// S = Σ|t_j|, T = |s0| + S, ulp_d(y) for the spacing of d at magnitude y (its subnormal spacing
+// below the smallest normal; monotone in y), u_d = 2^-p_d for d's precision p_d (bf16 8, fp16
+// 11, fp32 24, fp64 53 bits: RN moves y by at most ½·ulp_d(|y|) <= u_d·|y|), u_a = 2^-24 for the
+// fp32 accumulator (2^-53 when d is fp64) and θ_k(u) = (1 + u)^k − 1 (Higham, "Accuracy and
+// Stability of Numerical Algorithms", 2nd ed., Lemma 3.1: a value that passes through k
+// roundings of relative size <= u moves by at most θ_k(u) of itself; unlike γ_k = ku/(1 − ku) it
+// stays finite for ku >= 1, where a counter past 2^24 fp32 adds lives).
+//
+// Two facts carry the models. (1) RN(r + t) with r representable is at most |t| from r + t
+// (r itself is a candidate), and at most ½·ulp(|r + t|) from it; so one add's error is
+// <= min(|t|, ½·ulp_d(M)) for any M bounding the magnitudes in play. (2) Every partial value
+// an impl holds is within E of an exact partial sum, so M = T + E bounds them all, where E is
+// any valid bound of the error: starting from the trivial E⁰ (each min at its first argument)
+// and iterating E ← f(E) gives valid, decreasing bounds (f is monotone); three steps settle it.
+//
+//   per_add  r_0 = s0, r_k = RN_d(r_{k−1} + t̂_σ(k)) in any order σ:
+//              E = Στ + Σ_j min(|t_j| + τ_j, ½·ulp_d(T + E)).
+//            A bf16 counter of ones stops at 256 (256 + 1 rounds back to 256): the bound, about
+//            S, admits it, as it must for one atomicAdd per term.
+//   grouped  any partition into groups g, each summed in the accumulator (|g| − 1 additions:
+//            θ_{n−1}(u_a)·Σ_g of the group), rounded to d and added to r by one rounding in d.
+//            Both roundings of a group act on at most c·Σ_g(|t| + τ), c = (1 + u_d)(1 + θ), and
+//            min(·, h) is subadditive in its first argument, so whatever the grouping
+//              E = Στ + θ_{n−1}(u_a)·(S + Στ) + 2·Σ_j min(c·(|t_j| + τ_j), ½·ulp_d(T + E)).
+//   once     v = s0 + Σ t̂_j summed in the accumulator in any order (each value passes through at
+//            most n additions), then one rounding to d, which the `bounded` metric adds
+//            (ulp_d(|x| + E)):  E = Στ + θ_n(u_a)·(T + Στ).
+// Exact cases give E = 0 and so a bit-exact comparison: with q the smallest unit in the last
+// place among s0 and the terms, every partial sum of every order is a multiple of q of
+// magnitude <= T, representable in p bits when T <= 2^p·q (and T below d's overflow). per_add
+// and grouped need it in p_d; once needs it in the accumulator and then is off only by the one
+// rounding RN_d(x) − x (0 when x is representable; left to the metric's inf rule when x
+// overflows d). The reference's own error (double-double sums, stored as the nearest double:
+// Ogita, Rump and Oishi, SIAM J. Sci. Comput. 26(6), 2005, Prop. 4.5) adds
+// (2^-53 + θ_n(2^-53)²)·T when the sums are not exact.
+#include <array>
+#include <bit>
+#include <cmath>
+
+#include "refimpl/indexing.hpp"
+#include "refimpl/indexing_codes.hpp"
+
+namespace opcts::indexing {
+
+std::string_view to_string(Accumulation a) {
+  switch (a) {
+    case Accumulation::per_add: return "per_add";
+    case Accumulation::grouped: return "grouped";
+    case Accumulation::once: return "once";
+  }
+  return "?";
+}
+
+const std::vector<Accumulation>& all_accumulations() {
+  static const std::vector<Accumulation> a = {Accumulation::per_add, Accumulation::grouped, Accumulation::once};
+  return a;
+}
+
+std::string bound_key(Accumulation a) { return "out@" + std::string(to_string(a)); }
+
+namespace {
+
+double theta(double k, double u) { return std::expm1(k * std::log1p(u)); }
+
+// Whether x is a value of d (the fast form of round_to(d, x) == x for the four float dtypes).
+bool representable(DType d, double x) {
+  if (d == DType::fp64) return true;
+  const auto f = static_cast<float>(x);
+  if (static_cast<double>(f) != x) return false;
+  if (d == DType::fp16) return fp16_to_float(float_to_fp16(f)) == f;
+  if (d == DType::bf16) return bf16_to_float(float_to_bf16(f)) == f;
+  return true;
+}
+
+int precision(DType t) { return dtype_info(t).format.mantissa_bits + 1; }
+
+// The unit in the last place of a non-zero finite x: the value of its lowest set bit.
+double lowest_bit(double x) {
+  int e = 0;
+  const double f = std::frexp(std::fabs(x), &e);  // |x| = f·2^e, f in [0.5, 1): 53-bit mantissa
+  const auto mant = static_cast<uint64_t>(std::ldexp(f, 53));
+  return std::ldexp(1.0, e - 53 + std::countr_zero(mant));
+}
+
+// Σ_j min(c·(|t_j| + τ_j), h): the adds' share of per_add and grouped.
+double capped(const ElementSums& s, const std::vector<double>& tau, double c, double h) {
+  double acc = 0;
+  for (int64_t j = 0; j < s.count; ++j) acc += std::min(c * (std::fabs(s.terms[j]) + tau[static_cast<size_t>(j)]), h);
+  return acc;
+}
+
+}  // namespace
+
+std::array<double, 3> bounds(const ElementSums& s) {
+  if (s.count == 0) return {0, 0, 0};  // out = self, copied
+  const DType d = s.dtype;
+  const double u_a = d == DType::fp64 ? 0x1p-53 : 0x1p-24;
+  const int p_a = d == DType::fp64 ? 53 : 24;
+  const double u_d = std::ldexp(1.0, -precision(d));
+  const auto n = static_cast<double>(s.count);
+
+  thread_local std::vector<double> tau;
+  tau.assign(static_cast<size_t>(s.count), 0.0);
+  double S = 0, sum_tau = 0, q = s.self != 0 ? lowest_bit(s.self) : INFINITY;
+  for (int64_t j = 0; j < s.count; ++j) {
+    const double t = s.terms[j];
+    S += std::fabs(t);
+    if (t != 0) q = std::min(q, lowest_bit(t));
+    if (!representable(d, t)) sum_tau += tau[static_cast<size_t>(j)] = 0.5 * spacing_at(d, std::fabs(t));
+  }
+  const double T = std::fabs(s.self) + S;
+  auto exact_in = [&](int p, double max_finite) { return sum_tau == 0 && (T == 0 || T <= std::ldexp(q, p)) && T <= max_finite; };
+  const double e_ref = (0x1p-53 + std::pow(theta(n, 0x1p-53), 2)) * T;
+  const double max_d = dtype_info(d).max_finite;
+  std::array<double, 3> e{};
+
+  if (!exact_in(precision(d), max_d)) {
+    double per_add = sum_tau + S + sum_tau;  // E⁰: every min at its first argument
+    for (int it = 0; it < 3; ++it) per_add = sum_tau + capped(s, tau, 1, 0.5 * spacing_at(d, T + per_add));
+    e[static_cast<size_t>(Accumulation::per_add)] = per_add + e_ref;
+
+    const double th = theta(n - 1, u_a), c = (1 + u_d) * (1 + th);
+    const double within = sum_tau + th * (S + sum_tau);
+    double grouped = within + 2 * c * (S + sum_tau);
+    for (int it = 0; it < 3; ++it) grouped = within + 2 * capped(s, tau, c, 0.5 * spacing_at(d, T + grouped));
+    e[static_cast<size_t>(Accumulation::grouped)] = grouped + e_ref;
+  }
+  e[static_cast<size_t>(Accumulation::once)] =
+      exact_in(p_a, dtype_info(d == DType::fp64 ? DType::fp64 : DType::fp32).max_finite)
+          ? (std::fabs(s.exact) > max_d ? 0 : std::fabs(round_to(d, s.exact) - s.exact))
+          : sum_tau + theta(n, u_a) * (T + sum_tau) + e_ref;
+  return e;
+}
+
+double bound(Accumulation a, const ElementSums& s) { return bounds(s)[static_cast<size_t>(a)]; }
+
+}  // namespace opcts::indexing

@@ -1,0 +1,284 @@
+// The indexing families' inputs: index tensors of each distribution, value fills scaled to the dtype, random finite codes for index_select.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/rng.hpp"
+#include "refimpl/indexing.hpp"
+#include "refimpl/indexing_codes.hpp"
+
+namespace opcts::indexing {
+
+namespace {
+
+// Philox streams of the inputs (seed = the case's seed).
+enum Stream : uint32_t { kIndex = 0, kRoute, kSelf, kSrc, kCodes };
+
+double u01(uint32_t r) { return (static_cast<double>(r) + 0.5) * 0x1p-32; }  // (0, 1)
+double u01_53(uint32_t hi, uint32_t lo) {  // (0, 1) with 53 random bits
+  return (static_cast<double>(((static_cast<uint64_t>(hi) << 32 | lo) >> 11)) + 0.5) * 0x1p-53;
+}
+
+// The columns of the index: (o, k) pairs for scatter_add (element (o, j, k) at (o·m + j)·inner
+// + k), one column of m otherwise.
+struct Columns {
+  int64_t count, m, inner;
+  bool per_element;
+  int64_t at(int64_t c, int64_t j) const {
+    if (!per_element) return j;
+    const int64_t o = c / inner, k = c % inner;
+    return (o * m + j) * inner + k;
+  }
+};
+
+Columns columns_of(const Problem& p) {
+  if (p.op == Op::scatter_add) return {p.outer * p.inner, p.m, p.inner, true};
+  return {1, p.m, 1, false};
+}
+
+// Zipf's law over n ranks: the cumulative weights of 1/(r + 1), for inverse-CDF sampling.
+std::vector<double> zipf_cdf(int64_t n) {
+  std::vector<double> c(static_cast<size_t>(n));
+  double acc = 0;
+  for (int64_t r = 0; r < n; ++r) c[static_cast<size_t>(r)] = acc += 1.0 / static_cast<double>(r + 1);
+  for (double& x : c) x /= acc;
+  return c;
+}
+
+// The bijection rank → index of zipf: r → (a·r + b) mod n with a coprime to n, so hot
+// destinations are spread over the tensor rather than packed at its start.
+int64_t zipf_map(int64_t r, int64_t n) {
+  int64_t a = 40503;  // odd, and stepped until coprime with n
+  while (std::gcd(a, n) != 1) a += 2;
+  return static_cast<int64_t>((static_cast<unsigned __int128>(a) * static_cast<uint64_t>(r) + 12345u) % static_cast<uint64_t>(n));
+}
+
+// routed: n tokens × k slots, each slot a distinct expert drawn with weight (e + 1)^-kExpertSkew;
+// the (token, slot) pairs in expert order, tokens ascending within an expert (the dispatch
+// permutation); the index lists their tokens.
+std::vector<int64_t> routed_index(int64_t n, int64_t k, uint64_t seed) {
+  std::vector<double> cdf(kRoutedExperts);
+  double acc = 0;
+  for (int64_t e = 0; e < kRoutedExperts; ++e) cdf[static_cast<size_t>(e)] = acc += std::pow(static_cast<double>(e + 1), -kExpertSkew);
+  for (double& x : cdf) x /= acc;
+  std::vector<int64_t> expert(static_cast<size_t>(n * k));
+#pragma omp parallel for schedule(static) if (n > 4096)
+  for (int64_t t = 0; t < n; ++t) {
+    uint64_t draw = 0;
+    for (int64_t s = 0; s < k; ++s) {
+      for (;;) {
+        const double u = u01(random_block(seed, kRoute, static_cast<uint64_t>(t) * 4096 + draw++)[0]);
+        const auto e = static_cast<int64_t>(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+        const auto* first = &expert[static_cast<size_t>(t * k)];
+        if (std::find(first, first + s, e) == first + s) {
+          expert[static_cast<size_t>(t * k + s)] = e;
+          break;
+        }
+      }
+    }
+  }
+  std::vector<int64_t> order(static_cast<size_t>(n * k));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return expert[static_cast<size_t>(a)] < expert[static_cast<size_t>(b)]; });
+  for (auto& o : order) o /= k;  // the token of each pair
+  return order;
+}
+
+// The index values (before any bad value is planted), in the index tensor's element order.
+std::vector<int64_t> index_values(const Problem& p, uint64_t seed) {
+  const Columns cols = columns_of(p);
+  std::vector<int64_t> idx(static_cast<size_t>(p.index_numel()));
+  if (idx.empty()) return idx;
+  const int64_t n = p.n, total = static_cast<int64_t>(idx.size());
+  switch (p.dist) {
+    case Dist::uniform:
+    case Dist::sorted:
+#pragma omp parallel for schedule(static) if (total > (1 << 16))
+      for (int64_t e = 0; e < total; ++e)
+        idx[static_cast<size_t>(e)] = std::min<int64_t>(n - 1, static_cast<int64_t>(u01(random_block(seed, kIndex, static_cast<uint64_t>(e))[0]) * static_cast<double>(n)));
+      if (p.dist == Dist::sorted) {
+#pragma omp parallel for schedule(dynamic) if (cols.count > 1)
+        for (int64_t c = 0; c < cols.count; ++c) {
+          std::vector<int64_t> col(static_cast<size_t>(cols.m));
+          for (int64_t j = 0; j < cols.m; ++j) col[static_cast<size_t>(j)] = idx[static_cast<size_t>(cols.at(c, j))];
+          std::sort(col.begin(), col.end());
+          for (int64_t j = 0; j < cols.m; ++j) idx[static_cast<size_t>(cols.at(c, j))] = col[static_cast<size_t>(j)];
+        }
+      }
+      break;
+    case Dist::all_first: std::fill(idx.begin(), idx.end(), 0); break;
+    case Dist::all_last: std::fill(idx.begin(), idx.end(), n - 1); break;
+    case Dist::zipf: {
+      const std::vector<double> cdf = zipf_cdf(n);
+#pragma omp parallel for schedule(static) if (total > (1 << 16))
+      for (int64_t e = 0; e < total; ++e) {
+        const double u = u01(random_block(seed, kIndex, static_cast<uint64_t>(e))[0]);
+        const auto r = std::min<int64_t>(n - 1, std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+        idx[static_cast<size_t>(e)] = zipf_map(r, n);
+      }
+      break;
+    }
+    case Dist::routed:
+    case Dist::strided: {
+      std::vector<int64_t> col;
+      if (p.dist == Dist::routed) {
+        col = routed_index(n, p.m / n, seed);
+      } else {
+        const int64_t step = std::max<int64_t>(1, n / std::max<int64_t>(1, p.m));
+        col.resize(static_cast<size_t>(p.m));
+        for (int64_t j = 0; j < p.m; ++j)
+          col[static_cast<size_t>(j)] = n - 1 - static_cast<int64_t>((static_cast<unsigned __int128>(j) * static_cast<uint64_t>(step)) % static_cast<uint64_t>(n));
+      }
+#pragma omp parallel for schedule(static) if (total > (1 << 16))
+      for (int64_t c = 0; c < cols.count; ++c)
+        for (int64_t j = 0; j < cols.m; ++j) idx[static_cast<size_t>(cols.at(c, j))] = col[static_cast<size_t>(j)];
+      break;
+    }
+  }
+  return idx;
+}
+
+// The most adds any element takes (per column: the largest bucket).
+int64_t max_adds(const Problem& p, const std::vector<int64_t>& idx) {
+  if (p.op == Op::index_select || idx.empty()) return 0;
+  const Columns cols = columns_of(p);
+  int64_t best = 0;
+#pragma omp parallel if (cols.count > 1 && static_cast<int64_t>(idx.size()) > (1 << 16))
+  {
+    std::vector<int64_t> count(static_cast<size_t>(p.n));
+    int64_t mine = 0;
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < cols.count; ++c) {
+      std::fill(count.begin(), count.end(), 0);
+      for (int64_t j = 0; j < cols.m; ++j) mine = std::max(mine, ++count[static_cast<size_t>(idx[static_cast<size_t>(cols.at(c, j))])]);
+    }
+#pragma omp critical
+    best = std::max(best, mine);
+  }
+  return best;
+}
+
+// A value fill: how element e of a stream is drawn.
+struct Values {
+  DType dtype;
+  Fill fill;
+  double sigma = 1;   // floats: scale of normal and positive fills
+  double range = 1;   // integers: R
+  bool zero = false;  // ones fill of self: 0
+  double at(uint64_t seed, uint32_t stream, int64_t e) const {
+    if (zero) return 0;
+    if (fill == Fill::ones) return 1;
+    const auto r = random_block(seed, stream, static_cast<uint64_t>(e));
+    if (dtype == DType::int32 || dtype == DType::int64) {
+      const uint64_t bits = (static_cast<uint64_t>(r[0]) << 32) | r[1];
+      const auto span = static_cast<uint64_t>(range);
+      return fill == Fill::positive ? static_cast<double>(1 + bits % span)
+                                    : static_cast<double>(static_cast<int64_t>(bits % (2 * span + 1)) - static_cast<int64_t>(span));
+    }
+    // fp64 draws use 64 random bits per uniform, so its values fill all 53 bits (fp32-valued
+    // terms would sum exactly in double, in every order); the others are drawn in fp32.
+    const bool wide = dtype == DType::fp64;
+    const double ua = wide ? u01_53(r[0], r[1]) : u01(r[0]), ub = wide ? u01_53(r[2], r[3]) : u01(r[1]);
+    const double x = fill == Fill::positive ? sigma * ua : sigma * std::sqrt(-2 * std::log(ua)) * std::cos(6.283185307179586 * ub);
+    return wide ? x : static_cast<float>(x);  // Box-Muller for normal fills
+  }
+};
+
+Values values_for(const Problem& p, int64_t adds) {
+  Values v{p.dtype, p.fill};
+  if (p.dtype == DType::fp16 && p.fill != Fill::ones) {
+    // |self| + Σ|src| <= (adds + 1)·max|x| with max|x| below 6σ for normal draws (P > 1 − 2e-9
+    // each) and σ for positive ones: keep it under 2^13, far from fp16's 65504.
+    const double reach = static_cast<double>(adds + 1) * (p.fill == Fill::normal ? 6.0 : 1.0);
+    v.sigma = std::min(1.0, std::exp2(std::floor(std::log2(8192.0 / reach))));
+  }
+  if (p.dtype == DType::int32 || p.dtype == DType::int64) {
+    const double cap = p.dtype == DType::int32 ? 1 << 20 : 0x1p40;
+    const double limit = p.dtype == DType::int32 ? 2147483647.0 : 0x1p53;  // no sum leaves int32, or 2^53
+    v.range = std::max(1.0, std::min(cap, std::floor(limit / static_cast<double>(adds + 1))));
+  }
+  return v;
+}
+
+void fill_values(HostTensor& t, const Values& v, uint64_t seed, uint32_t stream) {
+  const int64_t n = t.numel();
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (int64_t e = 0; e < n; ++e) store(t, e, v.at(seed, stream, e));
+}
+
+// Random finite codes: every bit pattern of the dtype but Inf and NaN (an all-ones exponent
+// loses its top bit); int64 keeps |x| < 2^53 so that its values compare exactly as doubles.
+void fill_codes(HostTensor& t, uint64_t seed) {
+  const int64_t n = t.numel();
+  const int bytes = storage_bytes(t.dtype());
+  const int per_block = 16 / bytes;
+  std::byte* out = t.data();
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (int64_t b = 0; b < (n + per_block - 1) / per_block; ++b) {
+    const auto r = random_block(seed, kCodes, static_cast<uint64_t>(b));
+    unsigned char raw[16];
+    std::memcpy(raw, r.data(), 16);
+    for (int l = 0; l < per_block && b * per_block + l < n; ++l) {
+      unsigned char* c = raw + l * bytes;
+      switch (t.dtype()) {
+        case DType::fp16: if ((c[1] & 0x7C) == 0x7C) c[1] ^= 0x40; break;
+        case DType::bf16: if ((c[1] & 0x7F) == 0x7F && (c[0] & 0x80)) c[1] ^= 0x40; break;
+        case DType::fp32: if ((c[3] & 0x7F) == 0x7F && (c[2] & 0x80)) c[3] ^= 0x40; break;
+        case DType::fp64: if ((c[7] & 0x7F) == 0x7F && (c[6] & 0xF0) == 0xF0) c[7] ^= 0x40; break;
+        case DType::int64: c[6] &= 0x1F; c[7] = (c[7] & 0x80) ? 0xFF : 0x00; if (c[7]) c[6] |= 0xE0; break;
+        default: break;
+      }
+      std::memcpy(out + (b * per_block + l) * bytes, c, static_cast<size_t>(bytes));
+    }
+  }
+}
+
+// Plants the negative case's bad value at the middle element of the index.
+void plant_bad_index(const Problem& p, std::vector<int64_t>& idx) {
+  if (p.bad_index == BadIndex::none || idx.empty()) return;
+  int64_t& at = idx[idx.size() / 2];
+  switch (p.bad_index) {
+    case BadIndex::none: break;
+    case BadIndex::past_end: at = p.n; break;
+    case BadIndex::negative: at = -1; break;
+    case BadIndex::wraps32: at = (int64_t{1} << 32) + (at % p.n); break;
+  }
+}
+
+HostTensor index_tensor(const Problem& p, const std::vector<int64_t>& idx) {
+  const std::vector<int64_t> shape = p.op == Op::scatter_add ? std::vector<int64_t>{p.outer, p.m, p.inner} : std::vector<int64_t>{p.m};
+  HostTensor t(p.index_dtype, shape);
+  const int64_t n = t.numel();
+  if (p.index_dtype == DType::int32) {
+    auto* d = reinterpret_cast<int32_t*>(t.data());
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<int32_t>(idx[static_cast<size_t>(i)]);
+  } else if (n) {
+    std::memcpy(t.data(), idx.data(), static_cast<size_t>(n) * 8);
+  }
+  return t;
+}
+
+}  // namespace
+
+TensorMap make_inputs(const Problem& p, uint64_t seed) {
+  std::vector<int64_t> idx = index_values(p, seed);
+  const int64_t adds = max_adds(p, idx);
+  plant_bad_index(p, idx);
+  TensorMap in;
+  in.emplace("index", index_tensor(p, idx));
+  const std::vector<int64_t> self_shape{p.outer, p.n, p.inner};
+  if (p.op == Op::index_select) {
+    HostTensor& input = in.emplace("input", HostTensor(p.dtype, self_shape)).first->second;
+    fill_codes(input, seed);
+    return in;
+  }
+  const Values v = values_for(p, adds);
+  Values self_v = v;
+  self_v.zero = p.fill == Fill::ones;
+  fill_values(in.emplace("self", HostTensor(p.dtype, self_shape)).first->second, self_v, seed, kSelf);
+  fill_values(in.emplace(p.op == Op::scatter_add ? "src" : "source", HostTensor(p.dtype, {p.outer, p.m, p.inner})).first->second, v,
+              seed, kSrc);
+  return in;
+}
+
+}  // namespace opcts::indexing

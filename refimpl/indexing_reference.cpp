@@ -1,0 +1,165 @@
+// The indexing families' reference: exact sums per element (double-double, integers exactly) with each accumulation model's bound, and the exact gather.
+//
+// The terms landing on each element are found by bucketing the index: one bucket list per
+// column (o, k) of scatter_add's per-element index, one for index_add's 1-D index shared by all
+// (o, k). Within an element the terms are summed in index order with TwoSum (double-double), so
+// the stored value (the nearest double of the sum) is exact whenever the sum is representable
+// and otherwise within the error indexing_bound.cpp adds to every bound.
+#include <algorithm>
+
+#include "core/threads.hpp"
+#include "refimpl/indexing.hpp"
+#include "refimpl/indexing_codes.hpp"
+
+namespace opcts::indexing {
+
+namespace {
+
+// A double-double accumulator: hi + lo holds the running sum, lo collecting TwoSum's exact
+// rounding errors (Ogita, Rump and Oishi's Sum2).
+struct DoubleDouble {
+  double hi = 0, lo = 0;
+  void add(double x) {
+    const double s = hi + x, b = s - hi;
+    lo += (hi - (s - b)) + (x - b);
+    hi = s;
+  }
+  double value() const { return hi + lo; }
+};
+
+// The buckets of one index column: for each destination r in [0, n), the positions j (in
+// order) whose index is r.
+struct Buckets {
+  std::vector<int64_t> start, list;
+  template <class IndexAt>
+  void build(int64_t n, int64_t m, IndexAt index_at) {
+    start.assign(static_cast<size_t>(n + 1), 0);
+    list.resize(static_cast<size_t>(m));
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t r = index_at(j);
+      if (r >= 0 && r < n) ++start[static_cast<size_t>(r + 1)];
+    }
+    for (int64_t r = 0; r < n; ++r) start[static_cast<size_t>(r + 1)] += start[static_cast<size_t>(r)];
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t r = index_at(j);
+      if (r >= 0 && r < n) list[static_cast<size_t>(fill[static_cast<size_t>(r)]++)] = j;
+    }
+  }
+  int64_t begin(int64_t r) const { return start[static_cast<size_t>(r)]; }
+  int64_t end(int64_t r) const { return start[static_cast<size_t>(r + 1)]; }
+};
+
+// The accumulating families' outputs: exact values, filled with self, then each element with
+// terms finished by `finish`.
+class Accumulator {
+ public:
+  Accumulator(const Problem& p, const HostTensor& self) : p_(p), exact_(static_cast<size_t>(p.out_numel())) {
+    const int64_t n = p.out_numel();
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+    for (int64_t e = 0; e < n; ++e) exact_[static_cast<size_t>(e)] = load(self, e);
+    if (!p.integer())
+      for (auto& b : bounds_) b.assign(static_cast<size_t>(n), 0.0);
+  }
+
+  void finish(int64_t e, const std::vector<double>& terms) {
+    if (terms.empty()) return;
+    const double s0 = exact_[static_cast<size_t>(e)];
+    if (p_.integer()) {  // terms and sums stay below 2^53 (the fills' ranges): exact in int64
+      auto acc = static_cast<int64_t>(s0);
+      for (double t : terms) acc += static_cast<int64_t>(t);
+      exact_[static_cast<size_t>(e)] = static_cast<double>(acc);
+      return;
+    }
+    DoubleDouble acc;
+    acc.add(s0);
+    for (double t : terms) acc.add(t);
+    const double x = acc.value();
+    exact_[static_cast<size_t>(e)] = x;
+    const auto b = bounds(ElementSums{p_.dtype, s0, terms.data(), static_cast<int64_t>(terms.size()), x});
+    for (size_t k = 0; k < b.size(); ++k) bounds_[k][static_cast<size_t>(e)] = b[k];
+  }
+
+  References take() {
+    References r;
+    r.exact["out"] = std::move(exact_);
+    if (!p_.integer())
+      for (Accumulation a : all_accumulations()) r.bound[bound_key(a)] = std::move(bounds_[static_cast<size_t>(a)]);
+    return r;
+  }
+
+ private:
+  const Problem& p_;
+  std::vector<double> exact_;
+  std::array<std::vector<double>, 3> bounds_;
+};
+
+References scatter_add_reference(const Problem& p, const TensorMap& in) {
+  const HostTensor &index = in.at("index"), &src = in.at("src");
+  Accumulator acc(p, in.at("self"));
+  const int64_t columns = p.outer * p.inner;
+  // Many columns: one per thread; few (a 1-D scatter): one at a time, its destinations split.
+  const bool by_column = columns >= 4 * max_threads();
+  Buckets shared;
+  std::vector<double> terms;
+#pragma omp parallel for schedule(dynamic) firstprivate(shared, terms) if (by_column)
+  for (int64_t c = 0; c < columns; ++c) {
+    const int64_t o = c / p.inner, k = c % p.inner;
+    auto at = [&](int64_t j) { return (o * p.m + j) * p.inner + k; };
+    shared.build(p.n, p.m, [&](int64_t j) { return load_index(index, at(j)); });
+#pragma omp parallel for schedule(dynamic, 64) firstprivate(terms) if (!by_column && p.m > 4096)
+    for (int64_t r = 0; r < p.n; ++r) {
+      terms.clear();
+      for (int64_t b = shared.begin(r); b < shared.end(r); ++b) terms.push_back(load(src, at(shared.list[static_cast<size_t>(b)])));
+      acc.finish((o * p.n + r) * p.inner + k, terms);
+    }
+  }
+  return acc.take();
+}
+
+References index_add_reference(const Problem& p, const TensorMap& in) {
+  const HostTensor &index = in.at("index"), &source = in.at("source");
+  Accumulator acc(p, in.at("self"));
+  Buckets rows;
+  rows.build(p.n, p.m, [&](int64_t j) { return load_index(index, j); });
+  std::vector<double> terms;
+#pragma omp parallel for schedule(dynamic, 16) firstprivate(terms) if (p.outer * p.n * p.inner > 4096)
+  for (int64_t or_ = 0; or_ < p.outer * p.n; ++or_) {
+    const int64_t o = or_ / p.n, r = or_ % p.n;
+    if (rows.begin(r) == rows.end(r)) continue;
+    for (int64_t k = 0; k < p.inner; ++k) {
+      terms.clear();
+      for (int64_t b = rows.begin(r); b < rows.end(r); ++b)
+        terms.push_back(p.alpha * load(source, (o * p.m + rows.list[static_cast<size_t>(b)]) * p.inner + k));
+      acc.finish(or_ * p.inner + k, terms);
+    }
+  }
+  return acc.take();
+}
+
+References index_select_reference(const Problem& p, const TensorMap& in) {
+  const HostTensor &index = in.at("index"), &input = in.at("input");
+  std::vector<double> out(static_cast<size_t>(p.out_numel()));
+#pragma omp parallel for schedule(static) if (p.out_numel() > (1 << 16))
+  for (int64_t oj = 0; oj < p.outer * p.m; ++oj) {
+    const int64_t o = oj / std::max<int64_t>(1, p.m), row = load_index(index, oj % std::max<int64_t>(1, p.m));
+    if (row < 0 || row >= p.n) continue;  // negative cases are refused before any reference is made
+    for (int64_t k = 0; k < p.inner; ++k) out[static_cast<size_t>(oj * p.inner + k)] = load(input, (o * p.n + row) * p.inner + k);
+  }
+  References r;
+  r.exact["out"] = std::move(out);
+  return r;
+}
+
+}  // namespace
+
+References reference(const Problem& p, const TensorMap& inputs) {
+  switch (p.op) {
+    case Op::scatter_add: return scatter_add_reference(p, inputs);
+    case Op::index_add: return index_add_reference(p, inputs);
+    case Op::index_select: return index_select_reference(p, inputs);
+  }
+  return {};
+}
+
+}  // namespace opcts::indexing
