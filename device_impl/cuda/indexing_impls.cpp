@@ -11,6 +11,7 @@
 
 #include "device_impl/cuda/indexing_kernels.hpp"
 #include "device_impl/cuda/indexing_launch.hpp"
+#include "device_impl/cuda/rows.hpp"
 
 namespace opcts::cuda {
 
@@ -61,12 +62,6 @@ Common common_of(const IndexingRow& row, const void* params) {
   return fields_of(static_cast<const opcts_scatter_add_params*>(params));
 }
 
-opcts_status fail(opcts_report* r, opcts_status s, const std::string& why, const char* argument = "") {
-  std::snprintf(r->argument, sizeof r->argument, "%s", argument);
-  std::snprintf(r->message, sizeof r->message, "%s", why.c_str());
-  return s;
-}
-
 }  // namespace
 
 int32_t indexing_supports(const void* impl, const void* params, const opcts_arch*, char* reason, size_t size) {
@@ -93,7 +88,7 @@ opcts_status indexing_run(const void* impl, const opcts_run_args* args, opcts_re
   const auto* row = static_cast<const IndexingRow*>(impl);
   const Common c = common_of(*row, args->params);
   IndexingArgs a;
-  if (!value_of(c.dtype, a.value)) return fail(report, OPCTS_UNSUPPORTED, "unsupported value dtype");
+  if (!value_of(c.dtype, a.value)) return report_status(report, OPCTS_UNSUPPORTED, "unsupported value dtype");
   a.index_type = c.index.bits == 32 ? IdxIndex::int32 : IdxIndex::int64;
   a.outer = c.outer;
   a.n = c.n;
@@ -105,14 +100,14 @@ opcts_status indexing_run(const void* impl, const opcts_run_args* args, opcts_re
   const opcts_tensor* input = find(args, "input");
   const opcts_tensor* self = find(args, "self");
   const opcts_tensor* terms = find(args, c.index_add ? "source" : "src");
-  if (!index || !out) return fail(report, OPCTS_INTERNAL, "missing the tensors index or out");
+  if (!index || !out) return report_status(report, OPCTS_INTERNAL, "missing the tensors index or out");
   a.index = index->data;
   a.out = out->data;
   if (row->kernel == IndexingKernel::gather) {
-    if (!input) return fail(report, OPCTS_INTERNAL, "cuda.gather runs index_select only (no tensor 'input')");
+    if (!input) return report_status(report, OPCTS_INTERNAL, "cuda.gather runs index_select only (no tensor 'input')");
     a.input = input->data;
   } else {
-    if (!self || !terms) return fail(report, OPCTS_INTERNAL, "missing the tensors self or src / source");
+    if (!self || !terms) return report_status(report, OPCTS_INTERNAL, "missing the tensors self or src / source");
     a.self = self->data;
     a.terms = terms->data;
     a.per_element_index = !c.index_add;
@@ -120,7 +115,7 @@ opcts_status indexing_run(const void* impl, const opcts_run_args* args, opcts_re
   auto* stream = static_cast<CUstream_st*>(args->stream);
   try {
     if (const int64_t bad = first_bad_index(a); bad >= 0)
-      return fail(report, OPCTS_INVALID_ARGUMENT,
+      return report_status(report, OPCTS_INVALID_ARGUMENT,
                   "index element " + std::to_string(bad) + " is outside [0, " + std::to_string(a.n) + ")", "index");
     switch (row->kernel) {
       case IndexingKernel::atomic:
@@ -141,7 +136,7 @@ opcts_status indexing_run(const void* impl, const opcts_run_args* args, opcts_re
       case IndexingKernel::gather: gather(a, row->plant == IndexingPlant::offsets32, stream); break;
     }
   } catch (const std::exception& e) {
-    return fail(report, OPCTS_INTERNAL, e.what());
+    return report_status(report, OPCTS_INTERNAL, e.what());
   }
   return OPCTS_OK;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "device_impl/cuda/indexing_device.cuh"
+#include "device_impl/cuda/stream_scratch.cuh"
 
 namespace opcts::cuda {
 
@@ -22,28 +23,6 @@ namespace {
 
 using idx::acc_t;
 using idx::kThreads;
-
-// Stream-ordered scratch, freed on the same stream.
-class Scratch {
- public:
-  explicit Scratch(cudaStream_t s) : s_(s) {}
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  ~Scratch() {
-    for (void* p : held_) cudaFreeAsync(p, s_);
-  }
-  template <class T>
-  T* get(size_t count) {
-    void* p = nullptr;
-    idx::check(cudaMallocAsync(&p, count * sizeof(T) + 16, s_), "cudaMallocAsync (sorted scratch)");
-    held_.push_back(p);
-    return static_cast<T*>(p);
-  }
-
- private:
-  cudaStream_t s_;
-  std::vector<void*> held_;
-};
 
 template <class I>
 __global__ void keys_kernel(int64_t terms, int64_t m, int64_t n, int64_t inner, bool per_element, const I* __restrict__ index,
@@ -125,15 +104,15 @@ void sorted(const IndexingArgs& a, SortedPlant plant, cudaStream_t stream) {
   using A = acc_t<T>;
   const int64_t n_terms = a.term_count();
   const auto N = static_cast<size_t>(n_terms);
-  Scratch scratch(stream);
-  auto* keys_in = scratch.get<unsigned long long>(N);
-  auto* keys_out = scratch.get<unsigned long long>(N);
-  auto* pos_in = scratch.get<unsigned>(N + 1);
-  auto* pos_out = scratch.get<unsigned>(N);
-  auto* offsets = scratch.get<unsigned>(N + 1);
-  auto* runs = scratch.get<int>(1);
-  auto* values = scratch.get<A>(N);
-  auto* sums = scratch.get<A>(N);
+  StreamScratch scratch(stream);
+  auto* keys_in = scratch.alloc_n<unsigned long long>(N + 16, "sorted scratch");
+  auto* keys_out = scratch.alloc_n<unsigned long long>(N + 16, "sorted scratch");
+  auto* pos_in = scratch.alloc_n<unsigned>(N + 1 + 16, "sorted scratch");
+  auto* pos_out = scratch.alloc_n<unsigned>(N + 16, "sorted scratch");
+  auto* offsets = scratch.alloc_n<unsigned>(N + 1 + 16, "sorted scratch");
+  auto* runs = scratch.alloc_n<int>(1 + 16, "sorted scratch");
+  auto* values = scratch.alloc_n<A>(N + 16, "sorted scratch");
+  auto* sums = scratch.alloc_n<A>(N + 16, "sorted scratch");
   const int blocks = idx::blocks_for(n_terms);
 
   keys_kernel<I><<<blocks, kThreads, 0, stream>>>(n_terms, a.m, a.n, a.inner, a.per_element_index, static_cast<const I*>(a.index),
@@ -148,7 +127,7 @@ void sorted(const IndexingArgs& a, SortedPlant plant, cudaStream_t stream) {
   idx::check(cub::DeviceScan::ExclusiveSum(nullptr, bytes_scan, counts, offsets, n_terms + 1, stream), "cub scan (size)");
   idx::check(cub::DeviceSegmentedReduce::Sum(nullptr, bytes_reduce, values, sums, n_terms, offsets, offsets + 1, stream), "cub reduce (size)");
   const size_t temp_bytes = std::max(std::max(bytes_sort, bytes_rle), std::max(bytes_scan, bytes_reduce));
-  void* temp = scratch.get<unsigned char>(temp_bytes);
+  void* temp = scratch.alloc_n<unsigned char>(temp_bytes + 16, "sorted scratch");
 
   idx::check(cub::DeviceRadixSort::SortPairs(temp, bytes_sort, keys_in, keys_out, pos_in, pos_out, n_terms, 0, end_bit, stream), "cub sort");
   idx::check(cudaMemsetAsync(counts, 0, (N + 1) * sizeof(unsigned), stream), "cudaMemsetAsync (counts)");

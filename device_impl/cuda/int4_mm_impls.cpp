@@ -9,6 +9,7 @@
 #include <string>
 
 #include "device_impl/cuda/int4_mm_launch.hpp"
+#include "device_impl/cuda/rows.hpp"
 
 namespace opcts::cuda {
 
@@ -27,12 +28,6 @@ const char* format_name(int32_t f) {
 // The group sizes of the operator's contract; any other is a negative case the launcher refuses.
 bool contract_group(int32_t format, int64_t g) {
   return format == OPCTS_INT4_Q4_0 ? g == 32 : g == 32 || g == 64 || g == 128 || g == 256;
-}
-
-opcts_status fail(opcts_report* r, opcts_status s, const std::string& why, const std::string& argument = "") {
-  std::snprintf(r->message, sizeof r->message, "%s", why.c_str());
-  std::snprintf(r->argument, sizeof r->argument, "%s", argument.c_str());
-  return s;
 }
 
 }  // namespace
@@ -67,7 +62,7 @@ opcts_status int4_run(const void* impl, const opcts_run_args* a, opcts_report* r
     if (row->gemv) {
       k.workspace_bytes = int4_gemv_workspace_bytes(k);
       if (k.workspace_bytes && cudaMallocAsync(&workspace, static_cast<size_t>(k.workspace_bytes), stream) != cudaSuccess)
-        return fail(r, OPCTS_INTERNAL, "cudaMallocAsync of the gemv workspace failed");
+        return report_status(r, OPCTS_INTERNAL, "cudaMallocAsync of the gemv workspace failed");
       k.workspace = workspace;
       int4_gemv(k, stream);
     } else {
@@ -75,10 +70,10 @@ opcts_status int4_run(const void* impl, const opcts_run_args* a, opcts_report* r
     }
   } catch (const Int4ArgumentError& e) {
     if (workspace) cudaFreeAsync(workspace, stream);
-    return fail(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
+    return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
   } catch (const std::exception& e) {
     if (workspace) cudaFreeAsync(workspace, stream);
-    return fail(r, OPCTS_INTERNAL, e.what());
+    return report_status(r, OPCTS_INTERNAL, e.what());
   }
   if (workspace) cudaFreeAsync(workspace, stream);
   return OPCTS_OK;

@@ -8,6 +8,7 @@
 // case id, planted ones included, is the same in every build.
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -37,6 +38,15 @@ struct Row {
 /// A row of `family` named `name` with its callbacks (pass them through OPCTS_CUDA_ONLY).
 Row row(const char* family, const char* name, opcts_supports_fn supports, opcts_run_fn run,
         opcts_deterministic_fn deterministic = nullptr, const void* impl_data = nullptr);
+
+/// What a row's run callback returns on failure: `status`, with `message` (and for
+/// OPCTS_INVALID_ARGUMENT the argument's name) written into `report`, truncated to its fields.
+inline opcts_status report_status(opcts_report* report, opcts_status status, const std::string& message,
+                                  const std::string& argument = "") {
+  std::snprintf(report->message, sizeof report->message, "%s", message.c_str());
+  std::snprintf(report->argument, sizeof report->argument, "%s", argument.c_str());
+  return status;
+}
 
 /// Registers the rows: with the CUDA backend when this build has CUDA, else as SKIPs naming
 /// what is missing ("this opcts was built without CUDA", or `missing` for a library such as cuDNN).

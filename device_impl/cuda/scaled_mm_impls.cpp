@@ -13,6 +13,7 @@
 
 #include "device_impl/cuda/device_memory.hpp"
 #include "device_impl/cuda/scaled_mm_launch.hpp"
+#include "device_impl/cuda/rows.hpp"
 
 namespace opcts::cuda {
 
@@ -95,12 +96,6 @@ void check_scale(const opcts_run_args* a, const char* name, MmScaleMode mode, in
     throw MmArgumentError(name, "expected " + std::to_string(want) + " scales in " + name + ", got " + std::to_string(count));
 }
 
-opcts_status fail(opcts_report* r, opcts_status s, const std::string& why, const std::string& argument = "") {
-  std::snprintf(r->message, sizeof r->message, "%s", why.c_str());
-  std::snprintf(r->argument, sizeof r->argument, "%s", argument.c_str());
-  return s;
-}
-
 }  // namespace
 
 int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size) {
@@ -168,13 +163,13 @@ opcts_status scaled_mm_row_run(const void* impl, const opcts_run_args* a, opcts_
       throw std::runtime_error("cudaMemcpy2DAsync of the padded D failed");
   } catch (const MmArgumentError& e) {
     if (padded) cudaFreeAsync(padded, stream);
-    return fail(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
+    return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
   } catch (const MmLibraryRefusal& e) {
     if (padded) cudaFreeAsync(padded, stream);
-    return fail(r, OPCTS_UNSUPPORTED, "cuBLASLt status " + std::to_string(e.status) + ": " + e.what());
+    return report_status(r, OPCTS_UNSUPPORTED, "cuBLASLt status " + std::to_string(e.status) + ": " + e.what());
   } catch (const std::exception& e) {
     if (padded) cudaFreeAsync(padded, stream);
-    return fail(r, OPCTS_INTERNAL, e.what());
+    return report_status(r, OPCTS_INTERNAL, e.what());
   }
   if (padded) cudaFreeAsync(padded, stream);
   return OPCTS_OK;

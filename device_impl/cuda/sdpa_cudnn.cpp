@@ -2,6 +2,7 @@
 // descriptor by descriptor. The graph shapes, op order and data types are documented in
 // sdpa_cudnn.hpp; each helper below names the frontend node it mirrors.
 #include "device_impl/cuda/sdpa_cudnn.hpp"
+#include "device_impl/cuda/stream_scratch.cuh"
 
 #include <cudnn.h>
 #include <cuda_runtime_api.h>
@@ -487,30 +488,6 @@ Scores scores(Graph& g, const Tensor& q, const Tensor& kt, const SdpaParams& p, 
 
 // ------------------------------------------------------------------ plan
 
-// Device scratch allocated and freed on the stream of a run (cudaMallocAsync / cudaFreeAsync):
-// a plan never waits for the device, so a run can go on a stream the caller holds until the
-// call returns (the ABI backend's gate).
-class StreamScratch {
- public:
-  explicit StreamScratch(cudaStream_t s) : s_(s) {}
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-  ~StreamScratch() {
-    for (void* p : ptrs_) cudaFreeAsync(p, s_);
-  }
-  void* alloc(size_t bytes, const char* what) {
-    if (bytes == 0) return nullptr;
-    void* p = nullptr;
-    cuda_check(cudaMallocAsync(&p, bytes, s_), what);
-    ptrs_.push_back(p);
-    return p;
-  }
-
- private:
-  cudaStream_t s_;
-  std::vector<void*> ptrs_;
-};
-
 struct SdpaCudnnPlan::Impl {
   std::unique_ptr<Graph> graph;
   std::string description;
@@ -709,7 +686,7 @@ void SdpaCudnnPlan::run(const SdpaParams& p, CUstream_st* stream) {
     ptrs.push_back(const_cast<void*>(p.attn_mask));
   }
   StreamScratch scratch(reinterpret_cast<cudaStream_t>(stream));
-  void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "cudaMallocAsync(workspace)");
+  void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "workspace");
   impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
 }
 
@@ -722,9 +699,9 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
   require(bp.d_q && bp.d_k && bp.d_v, "dQ", "null gradient pointer");
   const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   StreamScratch scratch(s);
-  void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "cudaMallocAsync(workspace)");
-  void* softmax_sum = scratch.alloc(impl_->softmax_sum_bytes, "cudaMallocAsync(softmax_sum)");
-  void* dq_accum = scratch.alloc(impl_->dq_accum_bytes, "cudaMallocAsync(dQ_accum)");
+  void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "workspace");
+  void* softmax_sum = scratch.alloc(impl_->softmax_sum_bytes, "softmax_sum");
+  void* dq_accum = scratch.alloc(impl_->dq_accum_bytes, "dQ_accum");
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSoftmaxSum, kDQAccum};
   std::vector<void*> ptrs = {const_cast<void*>(p.q), const_cast<void*>(p.k), const_cast<void*>(p.v), p.o, p.lse,
                              const_cast<void*>(bp.d_o), bp.d_q, bp.d_k, bp.d_v, softmax_sum, dq_accum};
@@ -736,7 +713,7 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
   if (!impl_->seq_len.empty()) {
     // cudaMemcpyAsync from pageable memory stages the copy before it returns (CUDA runtime API,
     // "API synchronization behavior"): the host vector may go, and nothing waits for the stream.
-    auto* lens = static_cast<int32_t*>(scratch.alloc(impl_->seq_len.size() * 4, "cudaMallocAsync(seq_len)"));
+    auto* lens = static_cast<int32_t*>(scratch.alloc(impl_->seq_len.size() * 4, "seq_len"));
     cuda_check(cudaMemcpyAsync(lens, impl_->seq_len.data(), impl_->seq_len.size() * 4, cudaMemcpyHostToDevice, s),
                "cudaMemcpyAsync(seq_len)");
     uids.push_back(kSeqLenQ);

@@ -19,6 +19,8 @@
 #include "device_impl/cuda/device_memory.hpp"
 #include "device_impl/cuda/sdpa_cudnn.hpp"
 #include "device_impl/cuda/sdpa_launch.hpp"
+#include "device_impl/cuda/rows.hpp"
+#include "device_impl/cuda/stream_scratch.cuh"
 
 namespace opcts::cuda {
 
@@ -42,37 +44,6 @@ double mask_elems(const opcts_sdpa_params& c) {
   if (c.attn_mask == OPCTS_SDPA_ATTN_MASK_NONE) return 0;
   return static_cast<double>(c.mask_per_batch ? c.batch : 1) * (c.mask_per_head ? c.heads_q : 1) * c.seq_q * c.seq_k;
 }
-
-opcts_status fail(opcts_report* r, opcts_status s, const std::string& why, const std::string& argument = "") {
-  std::snprintf(r->message, sizeof r->message, "%s", why.c_str());
-  std::snprintf(r->argument, sizeof r->argument, "%s", argument.c_str());
-  return s;
-}
-
-// Device memory on the run's stream, freed on it.
-class StreamScratch {
- public:
-  explicit StreamScratch(cudaStream_t s) : s_(s) {}
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-  ~StreamScratch() {
-    for (void* p : ptrs_) cudaFreeAsync(p, s_);
-  }
-  void* alloc(double bytes, const char* what) {
-    if (bytes <= 0) return nullptr;
-    void* p = nullptr;
-    if (cudaMallocAsync(&p, static_cast<size_t>(bytes), s_) != cudaSuccess) {
-      cudaGetLastError();
-      throw std::runtime_error(std::string("cudaMallocAsync(") + what + ") failed");
-    }
-    ptrs_.push_back(p);
-    return p;
-  }
-
- private:
-  cudaStream_t s_;
-  std::vector<void*> ptrs_;
-};
 
 }  // namespace
 
@@ -116,7 +87,7 @@ opcts_status sdpa_cudnn_row_run(const void*, const opcts_run_args* a, opcts_repo
     StreamScratch scratch(stream);
     if (c.attn_mask == OPCTS_SDPA_ATTN_MASK_BOOL && bp.fwd.attn_mask) {
       const double n = mask_elems(c);
-      void* additive = scratch.alloc(2 * n, "additive attn_mask");
+      void* additive = scratch.alloc(static_cast<size_t>(2 * n), "additive attn_mask");
       sdpa_bool_mask_to_additive(static_cast<const uint8_t*>(bp.fwd.attn_mask), additive, bp.fwd.dtype,
                                  static_cast<size_t>(n), stream);
       bp.fwd.attn_mask = additive;
@@ -128,18 +99,18 @@ opcts_status sdpa_cudnn_row_run(const void*, const opcts_run_args* a, opcts_repo
     // The backward needs the forward's O and lse: cuDNN's own forward computes them.
     sdpa_check_arguments(bp.fwd);
     const double rows = static_cast<double>(c.batch) * c.heads_q * c.seq_q;
-    bp.fwd.o = scratch.alloc(2 * rows * c.head_dim_v, "forward O");
-    bp.fwd.lse = static_cast<float*>(scratch.alloc(4 * rows, "forward lse"));
+    bp.fwd.o = scratch.alloc(static_cast<size_t>(2 * rows * c.head_dim_v), "forward O");
+    bp.fwd.lse = scratch.alloc_n<float>(static_cast<size_t>(rows), "forward lse");
     sdpa_cudnn_forward(bp.fwd, stream);
     sdpa_cudnn_backward(bp, stream);
   } catch (const SdpaArgumentError& e) {
-    return fail(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
+    return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
   } catch (const SdpaCudnnArgumentError& e) {
-    return fail(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
+    return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
   } catch (const SdpaCudnnRefusal& e) {
-    return fail(r, OPCTS_UNSUPPORTED, std::string(e.what()) + " [cuDNN " + version_text() + "]");
+    return report_status(r, OPCTS_UNSUPPORTED, std::string(e.what()) + " [cuDNN " + version_text() + "]");
   } catch (const std::exception& e) {
-    return fail(r, OPCTS_INTERNAL, e.what());
+    return report_status(r, OPCTS_INTERNAL, e.what());
   }
   return OPCTS_OK;
 }

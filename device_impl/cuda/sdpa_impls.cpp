@@ -13,6 +13,8 @@
 
 #include "device_impl/cuda/device_memory.hpp"
 #include "device_impl/cuda/sdpa_launch.hpp"
+#include "device_impl/cuda/rows.hpp"
+#include "device_impl/cuda/stream_scratch.cuh"
 
 namespace opcts::cuda {
 
@@ -57,34 +59,6 @@ bool invalid_arguments(const SdpaParams& k) {
     return true;
   }
 }
-
-opcts_status fail(opcts_report* r, opcts_status s, const std::string& why, const std::string& argument = "") {
-  std::snprintf(r->message, sizeof r->message, "%s", why.c_str());
-  std::snprintf(r->argument, sizeof r->argument, "%s", argument.c_str());
-  return s;
-}
-
-// Stream-ordered device memory (the forward's outputs in a backward run).
-class StreamAlloc {
- public:
-  StreamAlloc(cudaStream_t s, double bytes) : s_(s) {
-    if (bytes > 0 && cudaMallocAsync(&p_, static_cast<size_t>(bytes), s) != cudaSuccess) {
-      p_ = nullptr;
-      cudaGetLastError();
-      throw std::runtime_error("cudaMallocAsync of " + std::to_string(bytes) + " bytes failed");
-    }
-  }
-  StreamAlloc(const StreamAlloc&) = delete;
-  StreamAlloc& operator=(const StreamAlloc&) = delete;
-  ~StreamAlloc() {
-    if (p_) cudaFreeAsync(p_, s_);
-  }
-  char* get() const { return static_cast<char*>(p_); }
-
- private:
-  cudaStream_t s_;
-  void* p_ = nullptr;
-};
 
 }  // namespace
 
@@ -141,15 +115,15 @@ opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* a, opcts_re
     }
     // The backward needs the forward's O and lse: computed here, by the same kernel.
     sdpa_check_arguments(bp.fwd);
-    StreamAlloc o(stream, o_elems(c) * c.dtype.bits / 8), lse(stream, 4 * lse_elems(c));
-    bp.fwd.o = o.get();
-    bp.fwd.lse = reinterpret_cast<float*>(lse.get());
+    StreamScratch scratch(stream);
+    bp.fwd.o = scratch.alloc(static_cast<size_t>(o_elems(c) * c.dtype.bits / 8), "forward O");
+    bp.fwd.lse = scratch.alloc_n<float>(static_cast<size_t>(lse_elems(c)), "forward lse");
     flash ? sdpa_flash_forward(bp.fwd, stream) : sdpa_math_forward(bp.fwd, stream);
     flash ? sdpa_flash_backward(bp, stream) : sdpa_math_backward(bp, stream);
   } catch (const SdpaArgumentError& e) {
-    return fail(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
+    return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
   } catch (const std::exception& e) {
-    return fail(r, OPCTS_INTERNAL, e.what());
+    return report_status(r, OPCTS_INTERNAL, e.what());
   }
   return OPCTS_OK;
 }

@@ -18,9 +18,10 @@ struct SdpaRow {
   SdpaBwdPath path = SdpaBwdPath::automatic;
 };
 
-inline const opcts_tensor* sdpa_tensor(const opcts_tensor* t, int32_t n, const char* name) {
+/// The data of the tensor named `name` among `n` descriptors, or nullptr.
+inline void* sdpa_tensor_data(const opcts_tensor* t, int32_t n, const char* name) {
   for (int32_t i = 0; i < n; ++i)
-    if (std::strcmp(t[i].name, name) == 0) return &t[i];
+    if (std::strcmp(t[i].name, name) == 0) return t[i].data;
   return nullptr;
 }
 
@@ -62,16 +63,12 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
                                      c.mask_per_head ? mhs : 0, c.seq_k};
   k.plant = plant;
   if (tensors) {
-    auto ptr = [&](const char* name) -> void* {
-      const opcts_tensor* t = sdpa_tensor(tensors, n, name);
-      return t ? t->data : nullptr;
-    };
-    k.q = ptr("q");
-    k.k = ptr("k");
-    k.v = ptr("v");
-    k.o = ptr("O");
-    k.lse = static_cast<float*>(ptr("lse"));
-    k.attn_mask = ptr("attn_mask");
+    k.q = sdpa_tensor_data(tensors, n, "q");
+    k.k = sdpa_tensor_data(tensors, n, "k");
+    k.v = sdpa_tensor_data(tensors, n, "v");
+    k.o = sdpa_tensor_data(tensors, n, "O");
+    k.lse = static_cast<float*>(sdpa_tensor_data(tensors, n, "lse"));
+    k.attn_mask = sdpa_tensor_data(tensors, n, "attn_mask");
   }
   return k;
 }
@@ -88,14 +85,10 @@ inline SdpaBackwardParams sdpa_backward_params_of(const opcts_sdpa_params& c, co
   b.dk_strides = b.fwd.k_strides;
   b.dv_strides = b.fwd.v_strides;
   if (tensors) {
-    auto ptr = [&](const char* name) -> void* {
-      const opcts_tensor* t = sdpa_tensor(tensors, n, name);
-      return t ? t->data : nullptr;
-    };
-    b.d_o = ptr("dO");
-    b.d_q = ptr("dQ");
-    b.d_k = ptr("dK");
-    b.d_v = ptr("dV");
+    b.d_o = sdpa_tensor_data(tensors, n, "dO");
+    b.d_q = sdpa_tensor_data(tensors, n, "dQ");
+    b.d_k = sdpa_tensor_data(tensors, n, "dK");
+    b.d_v = sdpa_tensor_data(tensors, n, "dV");
   }
   return b;
 }
