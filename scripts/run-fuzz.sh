@@ -52,7 +52,9 @@ run_target() {
   mkdir -p "$corpus" "$tmp"
   cp -r "fuzz/corpus/$t/." "$corpus/" 2>/dev/null || true
   set +e
-  TMPDIR="$tmp" UBSAN_OPTIONS=print_stacktrace=1 "$build/bin/fuzz_$t" "$corpus" \
+  # Capped in wall time: libFuzzer's report of an out-of-memory can itself run for minutes
+  # (seen: over 4 min) and would hold CI until its job limit.
+  TMPDIR="$tmp" UBSAN_OPTIONS=print_stacktrace=1 timeout -k 10 $((seconds + 120)) "$build/bin/fuzz_$t" "$corpus" \
     -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=60 -print_final_stats=1 \
     -artifact_prefix="$OPCTS_ROOT/$build/artifacts/fuzz_$t-" >"$log" 2>&1
   local rc=$?
@@ -65,7 +67,8 @@ run_target() {
     echo "fuzz_$t: OK: ${runs:-?} runs in ${seconds} s, coverage ${cov:-?}, corpus $files inputs" >"$work/$t.result"
   else
     local what artifact
-    what=$(grep -m1 -o -E 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer): [a-z-]+|runtime error: .*|invariant violated: .*' "$log" || echo "exit $rc")
+    what=$(grep -m1 -o -E 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer): [a-z-]+|runtime error: .*|invariant violated: .*' "$log" ||
+      { [ "$rc" -ge 124 ] && echo "ran past $((seconds + 120)) s (killed)"; } || echo "exit $rc")
     artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
     echo "fuzz_$t: FAILED: ${what:0:300}; input ${artifact:-none}; log $log; reproduce: $build/bin/fuzz_$t ${artifact:-}" \
       >"$work/$t.result"
