@@ -327,15 +327,19 @@ TEST(IndexingBound, Bf16CounterStallsInsidePerAddButNotOnce) {
 }
 
 TEST(IndexingBound, CatchesADroppedTermAtLowContention) {
-  std::mt19937 g(5);
-  int caught = 0;
-  for (int trial = 0; trial < 50; ++trial) {
-    const Sim s = random_sim(DType::bf16, 4, g, false);
-    const auto b = indexing::bounds(s.sums());
-    const double dropped = s.exact() - s.terms[0];  // what an impl that drops a duplicate returns
-    caught += std::fabs(dropped - s.exact()) > allowed(DType::bf16, b[0], s.exact());
+  // Every model's bound, the loosest (grouped, what undeclared impls and cuda.warp_aggregated
+  // get) included: each must be able to fail on a dropped duplicate.
+  for (int model = 0; model < 3; ++model) {
+    std::mt19937 g(5);
+    int caught = 0;
+    for (int trial = 0; trial < 50; ++trial) {
+      const Sim s = random_sim(DType::bf16, 4, g, false);
+      const auto b = indexing::bounds(s.sums());
+      const double dropped = s.exact() - s.terms[0];  // what an impl that drops a duplicate returns
+      caught += std::fabs(dropped - s.exact()) > allowed(DType::bf16, b[model], s.exact());
+    }
+    EXPECT_GT(caught, 40) << "model " << model;  // the bounds are a few ulps of bf16 here; a term is ~1
   }
-  EXPECT_GT(caught, 40);  // the per-add bound is about ¼ ulp per term here; a term is ~1
 }
 
 TEST(IndexingBound, ExactWhenEveryPartialSumIsRepresentable) {
