@@ -12,6 +12,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "core/family.hpp"
@@ -22,6 +24,23 @@ namespace opcts {
 /// DLPack's (code, bits) for a dtype (OPCTS_DL_* of plugin.h), and back; nullopt for none.
 opcts_dtype abi_dtype(DType t);
 std::optional<DType> dtype_of_abi(opcts_dtype t);
+
+/// A family's C parameter struct (opcts_<family>_params, trivially copyable) as the bytes
+/// Family::abi_params returns, and those bytes back as the struct (throws std::invalid_argument
+/// when the sizes differ).
+template <class C>
+std::vector<unsigned char> abi_bytes(const C& c) {
+  std::vector<unsigned char> b(sizeof c);
+  std::memcpy(b.data(), &c, sizeof c);
+  return b;
+}
+template <class C>
+C abi_struct(const std::vector<unsigned char>& bytes) {
+  if (bytes.size() != sizeof(C)) throw std::invalid_argument("ABI parameter bytes of another struct");
+  C c;
+  std::memcpy(&c, bytes.data(), sizeof c);
+  return c;
+}
 
 /// An arch as the ABI sees it; owns the strings the C struct points to.
 class AbiArch {

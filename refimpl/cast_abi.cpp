@@ -1,6 +1,4 @@
 // The cast problem as the plugin ABI's opcts_cast_params (include/opcts/plugin.h).
-#include <cstring>
-
 #include "core/abi_impl.hpp"
 #include "refimpl/cast.hpp"
 
@@ -16,9 +14,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
                     : p.rounding == ScaleRounding::ceil ? OPCTS_E8M0_CEIL
                                                         : OPCTS_E8M0_RNE;
   c.n = input_count(p);
-  std::vector<unsigned char> bytes(sizeof c);
-  std::memcpy(bytes.data(), &c, sizeof c);
-  return bytes;
+  return abi_bytes(c);
 }
 
 }  // namespace opcts::cast

@@ -1,6 +1,4 @@
 // The int4_mm problem as the plugin ABI's opcts_int4_mm_params (include/opcts/plugin.h).
-#include <cstring>
-
 #include "core/abi_impl.hpp"
 #include "refimpl/int4_mm.hpp"
 
@@ -22,9 +20,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
     case Format::q4_0: c.format = OPCTS_INT4_Q4_0; break;
   }
   c.inner_k_tiles = p.inner_k_tiles;
-  std::vector<unsigned char> bytes(sizeof c);
-  std::memcpy(bytes.data(), &c, sizeof c);
-  return bytes;
+  return abi_bytes(c);
 }
 
 }  // namespace opcts::int4_mm

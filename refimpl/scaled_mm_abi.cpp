@@ -1,6 +1,4 @@
 // The scaled_mm problem as the plugin ABI's opcts_scaled_mm_params (include/opcts/plugin.h).
-#include <cstring>
-
 #include "core/abi_impl.hpp"
 #include "refimpl/scaled_mm.hpp"
 
@@ -32,9 +30,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.scale_layout = p.scale_layout == quant::ScaleLayout::row_major ? OPCTS_MM_SCALES_ROW_MAJOR : OPCTS_MM_SCALES_SWIZZLED;
   c.mx_rceil = p.mx_mode == quant::MxScaleMode::rceil;
   c.fast_accum = p.fast_accum;
-  std::vector<unsigned char> bytes(sizeof c);
-  std::memcpy(bytes.data(), &c, sizeof c);
-  return bytes;
+  return abi_bytes(c);
 }
 
 }  // namespace opcts::scaled_mm

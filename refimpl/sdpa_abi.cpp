@@ -1,6 +1,4 @@
 // The sdpa problem as the plugin ABI's opcts_sdpa_params (include/opcts/plugin.h).
-#include <cstring>
-
 #include "core/abi_impl.hpp"
 #include "refimpl/sdpa.hpp"
 
@@ -31,9 +29,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.mask_per_head = p.mask_per_head;
   c.layout = p.layout == Layout::bshd ? OPCTS_SDPA_BSHD : OPCTS_SDPA_BHSD;
   c.direction = p.direction == Direction::backward ? OPCTS_SDPA_BACKWARD : OPCTS_SDPA_FORWARD;
-  std::vector<unsigned char> bytes(sizeof c);
-  std::memcpy(bytes.data(), &c, sizeof c);
-  return bytes;
+  return abi_bytes(c);
 }
 
 }  // namespace opcts::sdpa

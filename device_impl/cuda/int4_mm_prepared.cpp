@@ -1,23 +1,10 @@
 // int4_mm problems prepared for the kernels outside the ABI backend (the benchmark, the kernel tests).
 #include "device_impl/cuda/int4_mm_prepared.hpp"
 
-#include <cstring>
-
 #include "core/abi_impl.hpp"
 #include "device_impl/cuda/int4_mm_launch.hpp"
 
 namespace opcts {
-
-namespace {
-
-opcts_int4_mm_params abi_of(const int4_mm::Problem& p) {
-  opcts_int4_mm_params c{};
-  const std::vector<unsigned char> bytes = int4_mm::abi_params(p);
-  std::memcpy(&c, bytes.data(), sizeof c);
-  return c;
-}
-
-}  // namespace
 
 cuda::Int4MmParams int4_params(const int4_mm::Problem& p, const TensorMap& in, cuda::Int4Plant plant) {
   AbiTensors t;
@@ -27,7 +14,8 @@ cuda::Int4MmParams int4_params(const int4_mm::Problem& p, const TensorMap& in, c
     order.push_back(&x);
   }
   for (size_t i = 0; i < order.size(); ++i) t.descriptors()[i].data = const_cast<std::byte*>(order[i]->data());
-  return cuda::int4_kernel_params(abi_of(p), t.descriptors().data(), static_cast<int32_t>(t.size()), plant);
+  const auto c = abi_struct<opcts_int4_mm_params>(int4_mm::abi_params(p));
+  return cuda::int4_kernel_params(c, t.descriptors().data(), static_cast<int32_t>(t.size()), plant);
 }
 
 PreparedInt4Mm prepare_int4_mm(const int4_mm::Problem& p, const TensorMap& in, bool gemv, cuda::Int4Plant plant) {

@@ -2,7 +2,6 @@
 #include "device_impl/cuda/scaled_mm_prepared.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/abi_impl.hpp"
 #include "device_impl/cuda/scaled_mm_launch.hpp"
@@ -10,9 +9,7 @@
 namespace opcts {
 
 PreparedScaledMm prepare_scaled_mm(const scaled_mm::Problem& p, const TensorMap& in) {
-  opcts_scaled_mm_params c{};
-  const std::vector<unsigned char> bytes = scaled_mm::abi_params(p);
-  std::memcpy(&c, bytes.data(), sizeof c);
+  const auto c = abi_struct<opcts_scaled_mm_params>(scaled_mm::abi_params(p));
   // D rows padded to 16 bytes: cuBLASLt needs an aligned leading dimension (numerics.md §3).
   const int64_t per16 = std::max<int64_t>(1, 16 / storage_bytes(p.out));
   const int64_t ldd = (p.n + per16 - 1) / per16 * per16;
