@@ -142,12 +142,15 @@ References reference(const Problem& p, const TensorMap& inputs);
 
 /// What one element's bound depends on: self's value, the terms landing on it (t = src, or
 /// alpha·source, exact in double) and the dtype. `bound` gives a model's E for it.
+/// `symmetric`: self and the terms are independent draws symmetric about zero (the normal
+/// fill), which admits the probabilistic bound besides the worst case (indexing_bound.cpp).
 struct ElementSums {
   DType dtype;
   double self = 0;
   const double* terms = nullptr;
   int64_t count = 0;
   double exact = 0;  // s0 + Σ terms (the reference's value)
+  bool symmetric = false;
 };
 /// Each model's bound E for one element, indexed by Accumulation (0 when every partial sum of
 /// every order is exactly representable in the model's arithmetic; derivation in

@@ -30,6 +30,27 @@
 //   once     v = s0 + Σ t̂_j summed in the accumulator in any order (each value passes through at
 //            most n additions), then one rounding to d, which the `bounded` metric adds
 //            (ulp_d(|x| + E)):  E = Στ + θ_n(u_a)·(T + Στ).
+// Probabilistic, for symmetric fills (ElementSums::symmetric: self and the terms independent
+// and symmetric about zero, the normal fill; never the ones or positive fills, whose absorbed
+// adds — a bf16 counter at 256 — err one way). The total error is Σ_k e_k over the roundings
+// (an add's e_k = RN(r + t) − (r + t), the whole of it, absorption included). For each
+// rounding, flipping the sign of the term it adds maps r + t to r − t, and on a grid
+// symmetric about r the error to its negative: e_k has conditional mean zero except where
+// r ± t straddle a binade boundary (the grid's spacing halves below it). Azuma–Hoeffding for
+// the mean-zero part: P(|Σ (e_k − E e_k)| >= Λ·√(Σ c_k²)) <= 2·exp(−Λ²/2), |e_k| <= c_k, with
+// Λ = √(2·ln(2/P)) = 7.53 at P = 1e-12 per element (the scaled GEMMs' false_alarm). An add's
+// c_k <= min(|t_k| + τ_k, max(u_d·|r_k|, h_sub)) (h_sub: half the subnormal spacing) and, as
+// runner/accumulator.cpp ASSUMES for the GEMMs, c_k² is replaced by its expectation: E r_k² <=
+// s0² + Q for Q = Σ t² whatever the order (independent zero-mean terms). So
+//   per_add  V = min(Σ_j (|t_j| + τ_j)², n·(u_d²·(s0² + Q) + h_sub²));
+//   grouped  V = min(4·Σ_j (c·(|t_j| + τ_j))², (n + 1)·(u_d²·(s0² + Q) + h_sub²)), the adds' and
+//            the groups' roundings to d (Σ_g E G_g² = Q), the fp32 sums within groups outright;
+//   once     V = n·u_a²·(s0² + Q + Στ²), then the one rounding the metric adds.
+// The straddling adds' means: the straddle needs |t| above r's distance to the boundary below
+// it, at most ½·ulp(r) is at stake per sign, so |E e_k| <= ¾·ulp_d(r)·P(straddle); with r's
+// position log-uniform in its binade, P(straddle) <= E|t|/(|r|·ln 2) and ulp_d(r) <= 2·u_d·|r|:
+// |E e_k| <= 2.2·u_d·E|t_k|, summed outright as 2.2·u_d·S (u_a for once). Each model's E is
+// then min(worst case, Στ + Λ·√V + 2.2·u·S (+ grouped's fp32 sums)), never looser than the proof.
 // Exact cases give E = 0 and so a bit-exact comparison: with q the smallest unit in the last
 // place among s0 and the terms, every partial sum of every order is a multiple of q of
 // magnitude <= T, representable in p bits when T <= 2^p·q (and T below d's overflow). per_add
@@ -66,6 +87,11 @@ std::string bound_key(Accumulation a) { return "out@" + std::string(to_string(a)
 namespace {
 
 double theta(double k, double u) { return std::expm1(k * std::log1p(u)); }
+
+// Λ at P = 1e-12 per element, √(2·ln(2e12)) (the file comment).
+constexpr double kAzumaSigmas = 7.5265;
+// The straddling adds' mean, per unit of u·S (the file comment).
+constexpr double kStraddleMean = 2.2;
 
 // Whether x is a value of d (the fast form of round_to(d, x) == x for the four float dtypes).
 bool representable(DType d, double x) {
@@ -106,13 +132,20 @@ std::array<double, 3> bounds(const ElementSums& s) {
 
   thread_local std::vector<double> tau;
   tau.assign(static_cast<size_t>(s.count), 0.0);
-  double S = 0, sum_tau = 0, q = s.self != 0 ? lowest_bit(s.self) : INFINITY;
+  double S = 0, Q = 0, sum_tau = 0, sum_tau2 = 0, term_sq = 0, q = s.self != 0 ? lowest_bit(s.self) : INFINITY;
   for (int64_t j = 0; j < s.count; ++j) {
     const double t = s.terms[j];
     S += std::fabs(t);
+    Q += t * t;
     if (t != 0) q = std::min(q, lowest_bit(t));
     if (!representable(d, t)) sum_tau += tau[static_cast<size_t>(j)] = 0.5 * spacing_at(d, std::fabs(t));
+    const double tj = tau[static_cast<size_t>(j)];
+    sum_tau2 += tj * tj;
+    term_sq += (std::fabs(t) + tj) * (std::fabs(t) + tj);
   }
+  // The probabilistic variance proxies' common factor: one rounding of a partial value in d.
+  const double h_sub = 0.5 * spacing_at(d, 0);
+  const double per_rounding = u_d * u_d * (s.self * s.self + Q) + h_sub * h_sub;
   const double T = std::fabs(s.self) + S;
   auto exact_in = [&](int p, double max_finite) { return sum_tau == 0 && (T == 0 || T <= std::ldexp(q, p)) && T <= max_finite; };
   const double e_ref = (0x1p-53 + std::pow(theta(n, 0x1p-53), 2)) * T;
@@ -122,18 +155,26 @@ std::array<double, 3> bounds(const ElementSums& s) {
   if (!exact_in(precision(d), max_d)) {
     double per_add = sum_tau + S + sum_tau;  // E⁰: every min at its first argument
     for (int it = 0; it < 3; ++it) per_add = sum_tau + capped(s, tau, 1, 0.5 * spacing_at(d, T + per_add));
+    if (s.symmetric)
+      per_add = std::min(per_add, sum_tau + kAzumaSigmas * std::sqrt(std::min(term_sq, n * per_rounding)) + kStraddleMean * u_d * S);
     e[static_cast<size_t>(Accumulation::per_add)] = per_add + e_ref;
 
     const double th = theta(n - 1, u_a), c = (1 + u_d) * (1 + th);
     const double within = sum_tau + th * (S + sum_tau);
     double grouped = within + 2 * c * (S + sum_tau);
     for (int it = 0; it < 3; ++it) grouped = within + 2 * capped(s, tau, c, 0.5 * spacing_at(d, T + grouped));
+    if (s.symmetric)
+      grouped = std::min(grouped, within + kAzumaSigmas * std::sqrt(std::min(4 * c * c * term_sq, (n + 1) * per_rounding)) +
+                                      kStraddleMean * u_d * S);
     e[static_cast<size_t>(Accumulation::grouped)] = grouped + e_ref;
   }
+  double once = sum_tau + theta(n, u_a) * (T + sum_tau);
+  if (s.symmetric)
+    once = std::min(once, sum_tau + kAzumaSigmas * u_a * std::sqrt(n * (s.self * s.self + Q + sum_tau2)) + kStraddleMean * u_a * S);
   e[static_cast<size_t>(Accumulation::once)] =
       exact_in(p_a, dtype_info(d == DType::fp64 ? DType::fp64 : DType::fp32).max_finite)
           ? (std::fabs(s.exact) > max_d ? 0 : std::fabs(round_to(d, s.exact) - s.exact))
-          : sum_tau + theta(n, u_a) * (T + sum_tau) + e_ref;
+          : once + e_ref;
   return e;
 }
 

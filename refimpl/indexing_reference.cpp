@@ -76,7 +76,7 @@ class Accumulator {
     for (double t : terms) acc.add(t);
     const double x = acc.value();
     exact_[static_cast<size_t>(e)] = x;
-    const auto b = bounds(ElementSums{p_.dtype, s0, terms.data(), static_cast<int64_t>(terms.size()), x});
+    const auto b = bounds(ElementSums{p_.dtype, s0, terms.data(), static_cast<int64_t>(terms.size()), x, p_.fill == Fill::normal});
     for (size_t k = 0; k < b.size(); ++k) bounds_[k][static_cast<size_t>(e)] = b[k];
   }
 

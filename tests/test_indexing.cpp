@@ -253,7 +253,9 @@ struct Sim {
   double self;
   std::vector<double> terms;
   double exact() const { return std::accumulate(terms.begin(), terms.end(), self); }  // small cases: fine in double
-  indexing::ElementSums sums() const { return {d, self, terms.data(), static_cast<int64_t>(terms.size()), exact()}; }
+  indexing::ElementSums sums(bool symmetric = false) const {
+    return {d, self, terms.data(), static_cast<int64_t>(terms.size()), exact(), symmetric};
+  }
   double per_add(std::mt19937& g) const {
     std::vector<double> t = terms;
     std::shuffle(t.begin(), t.end(), g);
@@ -310,6 +312,30 @@ TEST(IndexingBound, EachModelCoversItsArithmeticInRandomOrders) {
         }
         EXPECT_LE(b[0], b[1]);  // grouped allows every per_add result
       }
+}
+
+// The probabilistic bound of symmetric fills (indexing_bound.cpp): every simulated order of
+// every model stays inside it, where it is many times tighter than the worst case.
+TEST(IndexingBound, ProbabilisticBoundCoversSymmetricFillsAndIsTighter) {
+  std::mt19937 g(23);
+  for (DType d : {DType::bf16, DType::fp16, DType::fp32})
+    for (int n : {2, 64, 1000, 20000}) {
+      const Sim s = random_sim(d, n, g, false);
+      const auto worst = indexing::bounds(s.sums(false)), b = indexing::bounds(s.sums(true));
+      const double x = s.exact();
+      double seen[3] = {0, 0, 0};
+      const int trials = n >= 20000 ? 20 : 200;
+      for (int trial = 0; trial < trials; ++trial) {
+        seen[0] = std::max(seen[0], std::fabs(s.per_add(g) - x));
+        seen[1] = std::max(seen[1], std::fabs(s.grouped(g) - x));
+        seen[2] = std::max(seen[2], std::fabs(s.once(g) - x));
+      }
+      for (int m = 0; m < 3; ++m) {
+        EXPECT_LE(seen[m], allowed(d, b[m], x)) << name(d) << " n " << n << " model " << m;
+        EXPECT_LE(b[m], worst[m]) << name(d) << " n " << n << " model " << m;  // never looser than the proof
+      }
+      if (n >= 1000) EXPECT_LT(b[0] * 10, worst[0]) << name(d) << " n " << n;  // contention: √n, not n
+    }
 }
 
 TEST(IndexingBound, Bf16CounterStallsInsidePerAddButNotOnce) {
