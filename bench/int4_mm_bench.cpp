@@ -3,14 +3,23 @@
 // Effective bandwidth = the packed weight's bytes plus its scales and zero points, divided by
 // the kernel's time; the copy's bandwidth counts what it reads and writes (2 × its size), so
 // the ratio compares DRAM traffic with DRAM traffic. L2 (50 MiB on H200) would hold the smaller
-// weights between launches, so every timed gemv launch follows a write of a 256 MiB scratch
-// buffer and is timed on its own. Target (issue 12): >= 0.6.
+// weights between launches, so every timed gemv launch follows a read of a 256 MiB scratch
+// buffer (cuBLAS's isamax: it leaves L2 full of clean lines, as the previous layer's weights
+// would; a memset would leave it dirty and bill the gemv for writing it back) and is timed on
+// its own, while the flush still keeps the GPU busy, so the host's launch time is hidden as it
+// is in a model's stream. Target (issue 12): >= 0.6.
 //
-// Usage: opcts_bench_int4_mm [M_prefill]   (default 2048). Needs a CUDA GPU.
+// Each gemv row prints the default split (what the impls run; us, GB/s, fraction of the copy)
+// and the fraction of the copy of the other settings of cuda::Int4GemvTuning, measured in the
+// same run: 4 warps per block, no load batching (one item in flight per lane), and the grid's
+// split-K target at 12 and 48 warps per SM instead of 24.
+//
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -51,15 +60,36 @@ struct Timer {
   }
 };
 
+// Reads the flush buffer (one isamax over 256 MiB as fp32) on its own handle, whose result
+// stays on the device, so nothing waits for it.
+struct Flush {
+  cublasHandle_t h = nullptr;
+  float* buf = nullptr;
+  int* result = nullptr;
+  Flush() {
+    cublasCreate(&h);
+    cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE);
+    cudaMalloc(reinterpret_cast<void**>(&buf), kFlushBytes);
+    cudaMalloc(reinterpret_cast<void**>(&result), sizeof(int));
+    cudaMemset(buf, 0, kFlushBytes);
+  }
+  ~Flush() {
+    cudaFree(buf);
+    cudaFree(result);
+    cublasDestroy(h);
+  }
+  void operator()() const { cublasIsamax(h, static_cast<int>(kFlushBytes / sizeof(float)), buf, 1, result); }
+};
+
 // Mean milliseconds of `f` over kIters calls after kWarmup; with `flush`, L2 is overwritten
 // before each call and only the call is timed.
 template <class F>
-double mean_ms(F f, void* flush) {
+double mean_ms(F f, const Flush* flush) {
   Timer t;
   for (int i = 0; i < kWarmup; ++i) f();
   double total = 0;
   for (int i = 0; i < kIters; ++i) {
-    if (flush) cudaMemsetAsync(flush, i & 0xFF, kFlushBytes);
+    if (flush) (*flush)();
     total += t.once(f);
   }
   return total / kIters;
@@ -96,8 +126,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "no CUDA device / cuBLAS\n");
     return 2;
   }
-  void* flush = nullptr;
-  cudaMalloc(&flush, kFlushBytes);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as soon as it is measured
+  const Flush flush;
 
   // Device-to-device copy of 512 MiB (beyond L2): the bandwidth reference.
   const size_t copy_bytes = size_t{512} << 20;
@@ -111,8 +141,16 @@ int main(int argc, char** argv) {
   cudaFree(dst);
   std::printf("device-to-device copy (512 MiB, read + write): %.0f GB/s\n\n", copy_gbs);
 
+  // The tunings compared: the default first (what the impls run).
+  const struct {
+    const char* name;
+    cuda::Int4GemvTuning t;
+  } tunings[] = {{"default", {}}, {"4 warps", {.warps = 4}}, {"no batch", {.batch = false}},
+                 {"fill 12", {.warps_per_sm = 12}}, {"fill 48", {.warps_per_sm = 48}}};
   std::printf("cuda.int4_gemv, M = 1, Llama-3-8B projections (weights, scales and zeros per second)\n");
-  std::printf("%-14s %-13s %-32s %9s %9s %9s\n", "shape", "NxK", "problem", "us", "GB/s", "of copy");
+  std::printf("%-14s %-13s %-44s %8s %8s %8s", "shape", "NxK", "problem", "us", "GB/s", "of copy");
+  for (size_t v = 1; v < std::size(tunings); ++v) std::printf(" %9s", tunings[v].name);
+  std::printf("\n");
   for (const Shape& s : kShapes)
     for (const int4_mm::Format f : int4_mm::all_formats()) {
       // The dtypes the checkpoints ship in: tinygemm bf16, AWQ / GPTQ / Q4_0 fp16.
@@ -121,14 +159,25 @@ int main(int argc, char** argv) {
                                 .m = 1, .n = s.n, .k = s.k, .group = f == int4_mm::Format::q4_0 ? 32 : 128};
       const std::string id = fam.problem_id(ip);
       const TensorMap in = fam.make_inputs(ip, case_seed(fam, ip));
-      const PreparedInt4Mm prep = prepare_int4_mm(ip, in, true, cuda::Int4Plant::none);
+      PreparedInt4Mm prep = prepare_int4_mm(ip, in, true, cuda::Int4Plant::none);
+      // One workspace large enough for every tuning's split.
+      int64_t ws_bytes = 0;
+      for (const auto& v : tunings) ws_bytes = std::max(ws_bytes, cuda::int4_gemv_workspace_bytes(prep.params, v.t));
+      cuda::DeviceBuffer ws(static_cast<size_t>(ws_bytes));
+      prep.params.workspace = ws.get();
+      prep.params.workspace_bytes = ws_bytes;
       double bytes = static_cast<double>(in.at("weight").nbytes());
       for (const char* t : {"scale_and_zero", "scales", "qzeros"})
         if (in.count(t)) bytes += static_cast<double>(in.at(t).nbytes());
-      const double ms = mean_ms([&] { launch_int4_mm(prep, true, nullptr); }, flush);
-      const double gbs = bytes / ms / 1e6;
-      std::printf("%-14s %5lldx%-7lld %-32s %9.1f %9.0f %9.3f\n", s.what, static_cast<long long>(s.n), static_cast<long long>(s.k),
-                  id.c_str(), ms * 1e3, gbs, gbs / copy_gbs);
+      for (size_t v = 0; v < std::size(tunings); ++v) {
+        const double ms = mean_ms([&] { cuda::int4_gemv(prep.params, nullptr, tunings[v].t); }, &flush);
+        const double gbs = bytes / ms / 1e6;
+        if (v == 0)
+          std::printf("%-14s %5lldx%-7lld %-44s %8.1f %8.0f %8.3f", s.what, static_cast<long long>(s.n), static_cast<long long>(s.k),
+                      id.c_str(), ms * 1e3, gbs, gbs / copy_gbs);
+        else std::printf(" %9.3f", gbs / copy_gbs);
+      }
+      std::printf("\n");
     }
 
   std::printf("\ncuda.int4_mm, M = %lld (tinygemm bf16 g128) against cublasGemmEx bf16 (fp32 compute) of the dequantized weight\n",
@@ -164,7 +213,6 @@ int main(int argc, char** argv) {
   }
   const cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(e));
-  cudaFree(flush);
   cublasDestroy(h);
   return e == cudaSuccess ? 0 : 1;
 }
