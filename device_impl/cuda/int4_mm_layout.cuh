@@ -506,48 +506,84 @@ struct Code {
     tile[nl * kTileLd + kl] = round_to<T>(w);  // w already holds a T value: exact
   }
 
-  OPCTS_INT4_HD static void mm_tile_part(const Args& a, int64_t n0, int64_t k0, int tid, T* tile) {
+  // A thread's share of the tile is split like the gemv's: mm_load reads its word r (0 or 1)
+  // and the word's group parameters, mm_store dequantizes it into the tile, so the mma kernel
+  // can read the next slice's words while it multiplies the current one.
+  struct MmWord {
+    uint32_t v;
+    std::conditional_t<F == Int4Format::awq, AwqGroup, GroupParams> g;
+    bool in;  // a column inside N (the others are written as 0)
+  };
+
+  OPCTS_INT4_HD static MmWord mm_load(const Args& a, int64_t n0, int64_t k0, int tid, int r) {
     const int64_t gi = k0 >> a.group_shift;
-    for (int r = 0; r < 2; ++r) {
-      const int id = tid + kThreads * r;  // this thread's r-th word of the tile's 256
-      float wt[8] = {};
-      if constexpr (F == Int4Format::tinygemm) {  // 8 n-tiles × 32 lanes, one word each (the k-tile pair at k0)
-        const int ntl = id / kLanes, lane = id % kLanes;
-        const int64_t n = n0 + 8 * ntl + lane / 4, kt = k0 / 16;
-        if (n < a.n) {
-          const int64_t at = ((n / 8 * (a.k / (16 * a.ikt)) + kt / a.ikt) * kLanes + lane) * (a.ikt / 2) + (kt % a.ikt) / 2;
-          dequant8(a, word(a, reinterpret_cast<const uint32_t*>(a.weight)[at]), params(a, gi, n), wt);
-        }
-        for (int i = 0; i < 8; ++i) put(tile, 8 * ntl + lane / 4, 16 * ((i % 4) / 2) + 8 * (i % 2) + 2 * (lane % 4) + i / 4, wt[i]);
-      } else if constexpr (F == Int4Format::tinygemm_unpacked) {  // 64 rows × 4 words (32 k = 16 bytes)
-        const int64_t n = n0 + id / 4, w = id % 4;
-        if (n < a.n)
-          dequant8(a, word(a, reinterpret_cast<const uint32_t*>(a.weight + n * (a.k / 2) + k0 / 2)[w]), params(a, gi, n), wt);
-        for (int b = 0; b < 4; ++b) {
-          put(tile, id / 4, 8 * w + 2 * b, wt[2 * b + 1]);  // high nibble: the even k
-          put(tile, id / 4, 8 * w + 2 * b + 1, wt[2 * b]);
-        }
-      } else if constexpr (F == Int4Format::awq) {  // 32 rows × 8 words
-        const int64_t kl = id / 8, c = n0 / 8 + id % 8;
-        if (c < a.n / 8)
-          dequant8_awq(a, word(a, reinterpret_cast<const uint32_t*>(a.weight)[(k0 + kl) * (a.n / 8) + c]), awq_group(a, gi, c), gi, c, wt);
-        for (int i = 0; i < 8; ++i) put(tile, 8 * (id % 8) + awq_column(i), kl, wt[i]);
-      } else if constexpr (F == Int4Format::gptq) {  // 4 word rows × 64 columns
-        const int64_t kr = id / kTileN, n = n0 + id % kTileN;
-        if (n < a.n) dequant8(a, word(a, reinterpret_cast<const uint32_t*>(a.weight)[(k0 / 8 + kr) * a.n + n]), params(a, gi, n), wt);
-        for (int i = 0; i < 8; ++i) put(tile, id % kTileN, 8 * kr + i, wt[i]);
-      } else {  // q4_0: 64 columns × 4 words of qs (the block at k0)
-        const int64_t n = n0 + id / 4, j = id % 4;
-        if (n < a.n) {
-          const auto* blk = reinterpret_cast<const uint16_t*>(a.weight + 18 * (n * (a.k / 32) + k0 / 32));
-          dequant8(a, word(a, q4_0_word(blk, static_cast<int>(j))), params(a, k0 / 32, n), wt);
-        }
-        for (int b = 0; b < 4; ++b) {
-          put(tile, id / 4, 4 * j + b, wt[2 * b]);
-          put(tile, id / 4, 4 * j + b + 16, wt[2 * b + 1]);
-        }
+    const int id = tid + kThreads * r;  // this thread's r-th word of the tile's 256
+    MmWord f{};
+    if constexpr (F == Int4Format::tinygemm) {  // 8 n-tiles × 32 lanes, one word each (the k-tile pair at k0)
+      const int ntl = id / kLanes, lane = id % kLanes;
+      const int64_t n = n0 + 8 * ntl + lane / 4, kt = k0 / 16;
+      if (!(f.in = n < a.n)) return f;
+      f.v = reinterpret_cast<const uint32_t*>(a.weight)[((n / 8 * (a.k / (16 * a.ikt)) + kt / a.ikt) * kLanes + lane) * (a.ikt / 2) + (kt % a.ikt) / 2];
+      f.g = params(a, gi, n);
+    } else if constexpr (F == Int4Format::tinygemm_unpacked) {  // 64 rows × 4 words (32 k = 16 bytes)
+      const int64_t n = n0 + id / 4, w = id % 4;
+      if (!(f.in = n < a.n)) return f;
+      f.v = reinterpret_cast<const uint32_t*>(a.weight + n * (a.k / 2) + k0 / 2)[w];
+      f.g = params(a, gi, n);
+    } else if constexpr (F == Int4Format::awq) {  // 32 rows × 8 words
+      const int64_t kl = id / 8, c = n0 / 8 + id % 8;
+      if (!(f.in = c < a.n / 8)) return f;
+      f.v = reinterpret_cast<const uint32_t*>(a.weight)[(k0 + kl) * (a.n / 8) + c];
+      f.g = awq_group(a, gi, c);
+    } else if constexpr (F == Int4Format::gptq) {  // 4 word rows × 64 columns
+      const int64_t kr = id / kTileN, n = n0 + id % kTileN;
+      if (!(f.in = n < a.n)) return f;
+      f.v = reinterpret_cast<const uint32_t*>(a.weight)[(k0 / 8 + kr) * a.n + n];
+      f.g = params(a, gi, n);
+    } else {  // q4_0: 64 columns × 4 words of qs (the block at k0)
+      const int64_t n = n0 + id / 4, j = id % 4;
+      if (!(f.in = n < a.n)) return f;
+      f.v = q4_0_word(reinterpret_cast<const uint16_t*>(a.weight + 18 * (n * (a.k / 32) + k0 / 32)), static_cast<int>(j));
+      f.g = params(a, k0 / 32, n);
+    }
+    return f;
+  }
+
+  OPCTS_INT4_HD static void mm_store(const Args& a, const MmWord& f, int64_t n0, int64_t k0, int tid, int r, T* tile) {
+    const int id = tid + kThreads * r;
+    float wt[8] = {};
+    if constexpr (F == Int4Format::tinygemm) {
+      const int ntl = id / kLanes, lane = id % kLanes;
+      if (f.in) dequant8(a, word(a, f.v), f.g, wt);
+      for (int i = 0; i < 8; ++i) put(tile, 8 * ntl + lane / 4, 16 * ((i % 4) / 2) + 8 * (i % 2) + 2 * (lane % 4) + i / 4, wt[i]);
+    } else if constexpr (F == Int4Format::tinygemm_unpacked) {
+      const int w = id % 4;
+      if (f.in) dequant8(a, word(a, f.v), f.g, wt);
+      for (int b = 0; b < 4; ++b) {
+        put(tile, id / 4, 8 * w + 2 * b, wt[2 * b + 1]);  // high nibble: the even k
+        put(tile, id / 4, 8 * w + 2 * b + 1, wt[2 * b]);
+      }
+    } else if constexpr (F == Int4Format::awq) {
+      const int64_t kl = id / 8, c = n0 / 8 + id % 8;
+      if (f.in) dequant8_awq(a, word(a, f.v), f.g, k0 >> a.group_shift, c, wt);
+      for (int i = 0; i < 8; ++i) put(tile, 8 * (id % 8) + awq_column(i), kl, wt[i]);
+    } else if constexpr (F == Int4Format::gptq) {
+      const int kr = id / kTileN;
+      if (f.in) dequant8(a, word(a, f.v), f.g, wt);
+      for (int i = 0; i < 8; ++i) put(tile, id % kTileN, 8 * kr + i, wt[i]);
+    } else {
+      const int j = id % 4;
+      if (f.in) dequant8(a, word(a, f.v), f.g, wt);
+      for (int b = 0; b < 4; ++b) {
+        put(tile, id / 4, 4 * j + b, wt[2 * b]);
+        put(tile, id / 4, 4 * j + b + 16, wt[2 * b + 1]);
       }
     }
+  }
+
+  /// The thread's two words of the tile at (n0, k0): mm_store of mm_load.
+  OPCTS_INT4_HD static void mm_tile_part(const Args& a, int64_t n0, int64_t k0, int tid, T* tile) {
+    for (int r = 0; r < 2; ++r) mm_store(a, mm_load(a, n0, k0, tid, r), n0, k0, tid, r, tile);
   }
 };
 
