@@ -5,12 +5,21 @@
 // The copy's bandwidth counts what it reads and writes (2 × its size), so the ratio compares
 // DRAM traffic with DRAM traffic. Inputs are the family's own (make_inputs of the problem the
 // row prints), so a bench row is a case the suite checks. Each launch is timed on its own after
-// kWarmup untimed ones; out is rewritten by every launch (out = self + the sums).
+// one untimed one; out is rewritten by every launch (out = self + the sums).
 //
-// Usage: opcts_bench_atomics. Needs a CUDA GPU.
+// Every line is flushed as soon as it is measured, with the seconds since the start, so a slow
+// row shows where the time goes (an earlier version buffered its whole table in stdout and a
+// 40-s limit cut it before it printed anything). Each row stops timing once it has spent
+// kRowBudgetMs of device time (at least kMinIters calls), and the host-side input generation of
+// each shape is printed with its own time.
+//
+// Usage: opcts_bench_atomics. Needs a CUDA GPU. About 20 s on an H200.
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "app/builtins.hpp"
@@ -23,10 +32,17 @@ using namespace opcts;
 
 namespace {
 
-constexpr int kWarmup = 3;
-constexpr int kIters = 20;
+constexpr int kWarmup = 1;
+constexpr int kMinIters = 3;
+constexpr int kMaxIters = 20;
+constexpr double kRowBudgetMs = 1000;
 
-// Mean milliseconds of `f` (which enqueues on `s`) over kIters calls after kWarmup.
+const auto kStart = std::chrono::steady_clock::now();
+
+double elapsed_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - kStart).count(); }
+
+// Mean milliseconds of `f` (which enqueues on `s`) over kMinIters..kMaxIters calls after
+// kWarmup: timing stops once the timed calls add up to kRowBudgetMs. Throws on a CUDA error.
 template <class F>
 double mean_ms(F f, cudaStream_t s) {
   cudaEvent_t a, b;
@@ -34,18 +50,21 @@ double mean_ms(F f, cudaStream_t s) {
   cudaEventCreate(&b);
   for (int i = 0; i < kWarmup; ++i) f();
   double total = 0;
-  for (int i = 0; i < kIters; ++i) {
+  int iters = 0;
+  while (iters < kMaxIters && (iters < kMinIters || total < kRowBudgetMs)) {
     cudaEventRecord(a, s);
     f();
     cudaEventRecord(b, s);
-    cudaEventSynchronize(b);
+    const cudaError_t e = cudaEventSynchronize(b);
+    if (e != cudaSuccess) throw std::runtime_error(std::string("timed call: ") + cudaGetErrorString(e));
     float ms = 0;
     cudaEventElapsedTime(&ms, a, b);
     total += ms;
+    ++iters;
   }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
-  return total / kIters;
+  return total / iters;
 }
 
 cuda::IdxValue value_of(DType t) {
@@ -73,9 +92,21 @@ constexpr Shape kShapes[] = {
 }  // namespace
 
 int main() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a line as soon as it is printed, through a pipe too
   if (cudaFree(nullptr) != cudaSuccess) {
     std::fprintf(stderr, "no CUDA device\n");
     return 2;
+  }
+  // cuda.sorted's scratch comes from cudaMallocAsync; with the default pool's release threshold
+  // of 0 every synchronisation hands it back to the driver and the next call maps it again,
+  // inside the timed interval. Kept mapped here (as a caching allocator would), so the rows
+  // time the kernels.
+  cudaMemPool_t pool = nullptr;
+  int dev = 0;
+  cudaGetDevice(&dev);
+  if (cudaDeviceGetDefaultMemPool(&pool, dev) == cudaSuccess) {
+    uint64_t keep = UINT64_MAX;
+    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
   }
   cudaStream_t stream = nullptr;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
@@ -89,32 +120,40 @@ int main() {
     cudaMemset(src.get(), 1, copy_bytes);
     const double ms = mean_ms([&] { cudaMemcpyAsync(dst.get(), src.get(), copy_bytes, cudaMemcpyDeviceToDevice, stream); }, stream);
     copy_gbs = 2.0 * static_cast<double>(copy_bytes) / ms / 1e6;
-    std::printf("device-to-device copy (512 MiB, read + write): %.0f GB/s\n\n", copy_gbs);
+    std::printf("device-to-device copy (512 MiB, read + write): %.0f GB/s   [%.1f s]\n\n", copy_gbs, elapsed_s());
   }
 
-  std::printf("%-17s %-44s %-22s %10s %9s %8s\n", "shape", "problem", "impl", "us", "GB/s", "of copy");
-  for (const Shape& s : kShapes)
-    for (const DType dt : {DType::fp32, DType::bf16}) {
-      const indexing::Problem p{.dtype = dt, .index_dtype = DType::int64, .n = s.n, .m = s.m, .dist = s.dist};
-      const TensorMap in = fam.make_inputs(p, case_seed(fam, p));
-      const cuda::DeviceBuffer self = cuda::DeviceBuffer::upload(in.at("self"));
-      const cuda::DeviceBuffer terms = cuda::DeviceBuffer::upload(in.at("src"));
-      const cuda::DeviceBuffer index = cuda::DeviceBuffer::upload(in.at("index"));
-      cuda::DeviceBuffer out(in.at("self").nbytes());
-      const cuda::IndexingArgs a{.value = value_of(dt), .index_type = cuda::IdxIndex::int64, .per_element_index = true,
-                                 .outer = 1, .n = s.n, .m = s.m, .inner = 1, .self = self.get(), .terms = terms.get(),
-                                 .index = index.get(), .out = out.get()};
-      const double bytes = 2.0 * static_cast<double>(in.at("self").nbytes()) + static_cast<double>(in.at("src").nbytes()) +
-                           static_cast<double>(in.at("index").nbytes());
-      const auto row = [&](const char* impl, auto launch) {
-        const double ms = mean_ms(launch, stream);
-        const double gbs = bytes / ms / 1e6;
-        std::printf("%-17s %-44s %-22s %10.1f %9.0f %8.3f\n", s.what, fam.problem_id(p).c_str(), impl, ms * 1e3, gbs, gbs / copy_gbs);
-      };
-      row("cuda.atomic", [&] { cuda::scatter_atomic(a, cuda::AtomicPlant::none, stream); });
-      row("cuda.warp_aggregated", [&] { cuda::scatter_warp_aggregated(a, stream); });
-      row("cuda.sorted", [&] { cuda::scatter_sorted(a, cuda::SortedPlant::none, stream); });
-    }
+  std::printf("%-17s %-44s %-22s %10s %9s %8s %7s\n", "shape", "problem", "impl", "us", "GB/s", "of copy", "at s");
+  try {
+    for (const Shape& s : kShapes)
+      for (const DType dt : {DType::fp32, DType::bf16}) {
+        const indexing::Problem p{.dtype = dt, .index_dtype = DType::int64, .n = s.n, .m = s.m, .dist = s.dist};
+        const double t0 = elapsed_s();
+        const TensorMap in = fam.make_inputs(p, case_seed(fam, p));
+        const cuda::DeviceBuffer self = cuda::DeviceBuffer::upload(in.at("self"));
+        const cuda::DeviceBuffer terms = cuda::DeviceBuffer::upload(in.at("src"));
+        const cuda::DeviceBuffer index = cuda::DeviceBuffer::upload(in.at("index"));
+        cuda::DeviceBuffer out(in.at("self").nbytes());
+        std::printf("%-17s %-44s (inputs generated and uploaded in %.2f s)\n", s.what, fam.problem_id(p).c_str(), elapsed_s() - t0);
+        const cuda::IndexingArgs a{.value = value_of(dt), .index_type = cuda::IdxIndex::int64, .per_element_index = true,
+                                   .outer = 1, .n = s.n, .m = s.m, .inner = 1, .self = self.get(), .terms = terms.get(),
+                                   .index = index.get(), .out = out.get()};
+        const double bytes = 2.0 * static_cast<double>(in.at("self").nbytes()) + static_cast<double>(in.at("src").nbytes()) +
+                             static_cast<double>(in.at("index").nbytes());
+        const auto row = [&](const char* impl, auto launch) {
+          const double ms = mean_ms(launch, stream);
+          const double gbs = bytes / ms / 1e6;
+          std::printf("%-17s %-44s %-22s %10.1f %9.0f %8.3f %7.1f\n", s.what, fam.problem_id(p).c_str(), impl, ms * 1e3, gbs,
+                      gbs / copy_gbs, elapsed_s());
+        };
+        row("cuda.atomic", [&] { cuda::scatter_atomic(a, cuda::AtomicPlant::none, stream); });
+        row("cuda.warp_aggregated", [&] { cuda::scatter_warp_aggregated(a, stream); });
+        row("cuda.sorted", [&] { cuda::scatter_sorted(a, cuda::SortedPlant::none, stream); });
+      }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "failed: %s\n", e.what());
+    return 1;
+  }
   const cudaError_t e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess) std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(e));
   cudaStreamDestroy(stream);

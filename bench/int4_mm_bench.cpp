@@ -3,14 +3,30 @@
 // Effective bandwidth = the packed weight's bytes plus its scales and zero points, divided by
 // the kernel's time; the copy's bandwidth counts what it reads and writes (2 × its size), so
 // the ratio compares DRAM traffic with DRAM traffic. L2 (50 MiB on H200) would hold the smaller
-// weights between launches, so every timed gemv launch follows a write of a 256 MiB scratch
-// buffer and is timed on its own. Target (issue 12): >= 0.6.
+// weights between launches, so every timed gemv launch follows a read of a 256 MiB scratch
+// buffer (cuBLAS's isamax: it leaves L2 full of clean lines, as the previous layer's weights
+// would; a memset would leave it dirty and bill the gemv for writing it back) and is timed on
+// its own, while the flush still keeps the GPU busy, so the host's launch time is hidden as it
+// is in a model's stream. Target (issue 12): >= 0.6.
 //
-// Usage: opcts_bench_int4_mm [M_prefill]   (default 2048). Needs a CUDA GPU.
+// Each gemv row prints the default split (what the impls run; us, GB/s, fraction of the copy)
+// and the fraction of the copy of the other settings of cuda::Int4GemvTuning, measured in the
+// same run: 4 warps per block, no load batching (one item in flight per lane), and the grid's
+// split-K target at 12 and 48 warps per SM instead of 24. The "chained" column times the
+// default back to back as a decode loop runs it: kChain launches, each on its own copy of the
+// weight (enough copies to exceed L2 twice over, so none is read from L2), between two events,
+// so a launch's fixed cost overlaps the previous one's tail. The tunings sum in other orders, so
+// their outputs may differ from the default's in the last bits; the last column prints the
+// largest such difference relative to max |y| (the suite's cases judge the default; a larger
+// figure means a tuning computes something else).
+//
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -27,6 +43,8 @@ namespace {
 constexpr int kWarmup = 3;
 constexpr int kIters = 20;
 constexpr size_t kFlushBytes = size_t{256} << 20;
+constexpr int kChain = 64;
+constexpr size_t kL2Bytes = size_t{50} << 20;  // H200; twice this many bytes of weight copies are cycled
 
 struct Timer {
   cudaEvent_t a, b;
@@ -51,15 +69,36 @@ struct Timer {
   }
 };
 
+// Reads the flush buffer (one isamax over 256 MiB as fp32) on its own handle, whose result
+// stays on the device, so nothing waits for it.
+struct Flush {
+  cublasHandle_t h = nullptr;
+  float* buf = nullptr;
+  int* result = nullptr;
+  Flush() {
+    cublasCreate(&h);
+    cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE);
+    cudaMalloc(reinterpret_cast<void**>(&buf), kFlushBytes);
+    cudaMalloc(reinterpret_cast<void**>(&result), sizeof(int));
+    cudaMemset(buf, 0, kFlushBytes);
+  }
+  ~Flush() {
+    cudaFree(buf);
+    cudaFree(result);
+    cublasDestroy(h);
+  }
+  void operator()() const { cublasIsamax(h, static_cast<int>(kFlushBytes / sizeof(float)), buf, 1, result); }
+};
+
 // Mean milliseconds of `f` over kIters calls after kWarmup; with `flush`, L2 is overwritten
 // before each call and only the call is timed.
 template <class F>
-double mean_ms(F f, void* flush) {
+double mean_ms(F f, const Flush* flush) {
   Timer t;
   for (int i = 0; i < kWarmup; ++i) f();
   double total = 0;
   for (int i = 0; i < kIters; ++i) {
-    if (flush) cudaMemsetAsync(flush, i & 0xFF, kFlushBytes);
+    if (flush) (*flush)();
     total += t.once(f);
   }
   return total / kIters;
@@ -96,8 +135,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "no CUDA device / cuBLAS\n");
     return 2;
   }
-  void* flush = nullptr;
-  cudaMalloc(&flush, kFlushBytes);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as soon as it is measured
+  const Flush flush;
 
   // Device-to-device copy of 512 MiB (beyond L2): the bandwidth reference.
   const size_t copy_bytes = size_t{512} << 20;
@@ -111,8 +150,16 @@ int main(int argc, char** argv) {
   cudaFree(dst);
   std::printf("device-to-device copy (512 MiB, read + write): %.0f GB/s\n\n", copy_gbs);
 
+  // The tunings compared: the default first (what the impls run).
+  const struct {
+    const char* name;
+    cuda::Int4GemvTuning t;
+  } tunings[] = {{"default", {}}, {"4 warps", {.warps = 4}}, {"no batch", {.batch = false}},
+                 {"fill 12", {.warps_per_sm = 12}}, {"fill 48", {.warps_per_sm = 48}}};
   std::printf("cuda.int4_gemv, M = 1, Llama-3-8B projections (weights, scales and zeros per second)\n");
-  std::printf("%-14s %-13s %-32s %9s %9s %9s\n", "shape", "NxK", "problem", "us", "GB/s", "of copy");
+  std::printf("%-14s %-13s %-44s %8s %8s %8s", "shape", "NxK", "problem", "us", "GB/s", "of copy");
+  for (size_t v = 1; v < std::size(tunings); ++v) std::printf(" %9s", tunings[v].name);
+  std::printf(" %9s %10s\n", "chained", "max rel Δ");
   for (const Shape& s : kShapes)
     for (const int4_mm::Format f : int4_mm::all_formats()) {
       // The dtypes the checkpoints ship in: tinygemm bf16, AWQ / GPTQ / Q4_0 fp16.
@@ -121,14 +168,54 @@ int main(int argc, char** argv) {
                                 .m = 1, .n = s.n, .k = s.k, .group = f == int4_mm::Format::q4_0 ? 32 : 128};
       const std::string id = fam.problem_id(ip);
       const TensorMap in = fam.make_inputs(ip, case_seed(fam, ip));
-      const PreparedInt4Mm prep = prepare_int4_mm(ip, in, true, cuda::Int4Plant::none);
+      PreparedInt4Mm prep = prepare_int4_mm(ip, in, true, cuda::Int4Plant::none);
+      // One workspace large enough for every tuning's split.
+      int64_t ws_bytes = 0;
+      for (const auto& v : tunings) ws_bytes = std::max(ws_bytes, cuda::int4_gemv_workspace_bytes(prep.params, v.t));
+      cuda::DeviceBuffer ws(static_cast<size_t>(ws_bytes));
+      prep.params.workspace = ws.get();
+      prep.params.workspace_bytes = ws_bytes;
       double bytes = static_cast<double>(in.at("weight").nbytes());
       for (const char* t : {"scale_and_zero", "scales", "qzeros"})
         if (in.count(t)) bytes += static_cast<double>(in.at(t).nbytes());
-      const double ms = mean_ms([&] { launch_int4_mm(prep, true, nullptr); }, flush);
-      const double gbs = bytes / ms / 1e6;
-      std::printf("%-14s %5lldx%-7lld %-32s %9.1f %9.0f %9.3f\n", s.what, static_cast<long long>(s.n), static_cast<long long>(s.k),
-                  id.c_str(), ms * 1e3, gbs, gbs / copy_gbs);
+      std::vector<uint16_t> first(static_cast<size_t>(s.n)), y(first.size());
+      double most = 0, apart = 0;
+      for (size_t v = 0; v < std::size(tunings); ++v) {
+        const double ms = mean_ms([&] { cuda::int4_gemv(prep.params, nullptr, tunings[v].t); }, &flush);
+        const double gbs = bytes / ms / 1e6;
+        cudaMemcpy(y.data(), prep.y.get(), y.size() * 2, cudaMemcpyDeviceToHost);
+        if (v == 0) {
+          first = y;
+          for (uint16_t b : y) most = std::max(most, std::abs(decode(ip.dtype, b)));
+          std::printf("%-14s %5lldx%-7lld %-44s %8.1f %8.0f %8.3f", s.what, static_cast<long long>(s.n), static_cast<long long>(s.k),
+                      id.c_str(), ms * 1e3, gbs, gbs / copy_gbs);
+        } else {
+          for (size_t i = 0; i < y.size(); ++i) apart = std::max(apart, std::abs(decode(ip.dtype, y[i]) - decode(ip.dtype, first[i])));
+          std::printf(" %9.3f", gbs / copy_gbs);
+        }
+      }
+      // Chained: copies of the weight, its scales and zero points, the default run on each in turn.
+      std::vector<cuda::DeviceBuffer> copies;
+      const auto copy_of = [&](const cuda::DeviceBuffer& b) {
+        copies.emplace_back(b.bytes());
+        cudaMemcpy(copies.back().get(), b.get(), b.bytes(), cudaMemcpyDeviceToDevice);
+        return copies.back().get();
+      };
+      std::vector<cuda::Int4MmParams> chain;
+      for (double total = 0; total < 2.0 * kL2Bytes; total += bytes) {
+        cuda::Int4MmParams c = prep.params;
+        c.weight = copy_of(prep.weight);
+        if (prep.scales) c.scales = copy_of(*prep.scales);
+        if (prep.zeros) c.zeros = copy_of(*prep.zeros);
+        chain.push_back(c);
+      }
+      const double chained_ms = mean_ms(
+                                    [&] {
+                                      for (int i = 0; i < kChain; ++i) cuda::int4_gemv(chain[i % chain.size()], nullptr);
+                                    },
+                                    &flush) /
+                                kChain;
+      std::printf(" %9.3f %10.2g\n", bytes / chained_ms / 1e6 / copy_gbs, most > 0 ? apart / most : apart);
     }
 
   std::printf("\ncuda.int4_mm, M = %lld (tinygemm bf16 g128) against cublasGemmEx bf16 (fp32 compute) of the dequantized weight\n",
@@ -164,7 +251,6 @@ int main(int argc, char** argv) {
   }
   const cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(e));
-  cudaFree(flush);
   cublasDestroy(h);
   return e == cudaSuccess ? 0 : 1;
 }

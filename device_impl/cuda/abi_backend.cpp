@@ -15,10 +15,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "core/errors.hpp"
 #include "core/output_guard.hpp"
@@ -45,6 +48,24 @@ const bool kEagerModuleLoading = [] {
   setenv("CUDA_MODULE_LOADING", "EAGER", 1);
   return true;
 }();
+
+// The rows' preparations (set_prepare), by run callback.
+struct Preparations {
+  std::mutex mu;
+  std::map<opcts_run_fn, PrepareFn> by_run;
+};
+
+Preparations& preparations() {
+  static Preparations p;
+  return p;
+}
+
+PrepareFn prepare_of(opcts_run_fn run) {
+  Preparations& p = preparations();
+  std::lock_guard<std::mutex> lock(p.mu);
+  const auto it = p.by_run.find(run);
+  return it == p.by_run.end() ? nullptr : it->second;
+}
 
 struct Stream {
   cudaStream_t s = nullptr;
@@ -100,10 +121,16 @@ class CudaBackend final : public AbiBackend {
     for (size_t i = 0; i < out_bufs.size(); ++i) tensors.descriptors()[in_bufs.size() + i].data = out_bufs[i].tensor();
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (uploads)");
 
+    // What the row's run would otherwise set up while its stream is held (library handles,
+    // cuDNN plans, cuBLASLt heuristics may wait for the device, and so for the gate): done here,
+    // in the process that runs the case. supports ran in the parent process, not here.
+    if (const PrepareFn prepare = prepare_of(desc.run)) prepare(desc.impl_data, params);
+
     Stream stream, side;
     opcts_report report{};
     opcts_status status = OPCTS_OK;
     bool written_early = false, waited = false;
+    double run_ms = 0;
     {
       StreamGate gate(stream.s, kGateTimeoutMs);
       opcts_run_args args{};
@@ -114,7 +141,9 @@ class CudaBackend final : public AbiBackend {
       args.stream = stream.s;
       args.device = device;
       args.arch = &arch;
+      const auto t0 = std::chrono::steady_clock::now();
       status = desc.run(desc.impl_data, &args, &report);
+      run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize (legacy default stream)");
       for (const auto& b : out_bufs) written_early = written_early || !still_poisoned(b, side.s);
       gate.release();
@@ -128,8 +157,8 @@ class CudaBackend final : public AbiBackend {
     // says nothing then, and the case lost the gate's timeout. Said on stderr (the worker's log),
     // not judged: a vendor library's module load is not the impl's contract breach.
     if (waited)
-      std::fprintf(stderr, "opcts: %s: run did not return within %d ms while its stream was held; the stream check "
-                   "did not apply to this case\n", who.c_str(), kGateTimeoutMs);
+      std::fprintf(stderr, "opcts: %s: run did not return within %d ms while its stream was held (it returned after "
+                   "%.0f ms); the stream check did not apply to this case\n", who.c_str(), kGateTimeoutMs, run_ms);
     else if (written_early)
       throw ContractBreach(who + " wrote its outputs before the stream it was handed could run: its work went to "
                                  "another stream or the legacy default stream (impls must launch on args->stream)");
@@ -160,6 +189,12 @@ class CudaBackend final : public AbiBackend {
 const AbiBackend& abi_backend() {
   static const CudaBackend b;
   return b;
+}
+
+void set_prepare(opcts_run_fn run, PrepareFn prepare) {
+  Preparations& p = preparations();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.by_run[run] = prepare;
 }
 
 }  // namespace opcts::cuda

@@ -3,10 +3,15 @@
 #pragma once
 
 #include "core/abi_impl.hpp"
+#include "device_impl/cuda/rows.hpp"
 
 namespace opcts::cuda {
 
 /// The process-wide CUDA backend (core/abi_impl.hpp AbiBackend).
 const AbiBackend& abi_backend();
+
+/// Makes the backend call `prepare` before it holds the stream of every run of a row whose run
+/// callback is `run` (rows.hpp PrepareFn; rows sharing a run callback share their preparation).
+void set_prepare(opcts_run_fn run, PrepareFn prepare);
 
 }  // namespace opcts::cuda

@@ -3,10 +3,12 @@
 // A block of 4 warps computes a 64×64 tile of y. Per 32-deep K slice it stages x[64][32] and
 // the dequantized weight Ŵ[64 columns][32 k] (int4_mm_layout.cuh, mm_tile_part: one rounding
 // per weight, as the reference's model) in shared memory, K contiguous with a row stride of 40
-// elements (the fragment loads of a warp hit 32 distinct banks), then each warp runs 2 × 4
-// m16n8k16 MMAs per 16 k over its 32×32 quarter. Where mma.sync is missing (HIP, or a host
-// pass) the same fragments are computed with fp32 FMA from shared memory, so the kernel
-// builds everywhere with one numerical model: exact products, fp32 sums.
+// elements (the fragment loads of a warp hit 32 distinct banks), in two stages: the next
+// slice's x and packed words are read while the current one is multiplied. Each warp loads its
+// fragments for 16 k with ldmatrix (2 A and 2 × 2 B, once each) and runs 2 × 4 m16n8k16 MMAs
+// over its 32×32 quarter. Where mma.sync is missing (HIP, or a host pass) the same fragments
+// are computed with fp32 FMA from shared memory, so the kernel builds everywhere with one
+// numerical model: exact products, fp32 sums.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -28,76 +30,138 @@ using int4mm::kTileN;
 
 constexpr int kTileM = 64;
 
-// x[m0 .. m0 + 64)[k0 .. k0 + 32) into As (rows past M as 0): thread tid copies 16 elements
-// of row tid / 2 as two 16-byte loads (K is a multiple of 32, rows are 64-byte aligned).
+// x[m0 .. m0 + 64)[k0 .. k0 + 32) for As (rows past M as 0): thread tid reads 16 elements of
+// row tid / 2 as two 16-byte loads (K is a multiple of 32, rows are 64-byte aligned) and
+// store_x_tile writes them.
 template <class T>
-__device__ void load_x_tile(const Args& a, int64_t m0, int64_t k0, int tid, T* As) {
+__device__ __forceinline__ void load_x_tile(const Args& a, int64_t m0, int64_t k0, int tid, int4mm::Words4 (&v)[2]) {
   const int r = tid / 2, c = 16 * (tid % 2);
-  int4mm::Words4 v[2] = {};
+  v[0] = v[1] = int4mm::Words4{};
   if (m0 + r < a.m) {
     const auto* src = reinterpret_cast<const int4mm::Words4*>(static_cast<const T*>(a.x) + (m0 + r) * a.k + k0 + c);
     v[0] = src[0];
     v[1] = src[1];
   }
+}
+
+template <class T>
+__device__ __forceinline__ void store_x_tile(const int4mm::Words4 (&v)[2], int tid, T* As) {
+  const int r = tid / 2, c = 16 * (tid % 2);
   auto* dst = reinterpret_cast<int4mm::Words4*>(As + r * kTileLd + c);  // 80-byte rows, 32-byte offsets
   dst[0] = v[0];
   dst[1] = v[1];
 }
 
-template <class T>
-__device__ __forceinline__ uint32_t pair_at(const T* tile, int row, int col) {
-  return *reinterpret_cast<const uint32_t*>(tile + row * kTileLd + col);
+// Fragments of C[16×8] += A[16×16]·B[16×8] (PTX ISA mma.m16n8k16, g = lane / 4, t = lane % 4):
+// a[0] = A[g][2t..2t+1], a[1] = A[g+8][2t..], a[2] = A[g][2t+8..], a[3] = A[g+8][2t+8..];
+// b[0] = B[2t..2t+1][g], b[1] = B[2t+8..][g]; c[0..1] = C[g][2t..2t+1], c[2..3] = C[g+8][2t..2t+1].
+// A is As rows r0.., B is Bs rows (columns of B) c0.., K at kk.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__HIP_PLATFORM_AMD__)
+#define OPCTS_INT4_MMA 1
+
+// Four 8×8 b16 matrices from shared memory (ldmatrix .x4): lanes 8j .. 8j + 7 give the rows of
+// matrix j, and lane l receives in r[j] the pair (row l / 4, columns 2(l % 4), +1) of matrix j:
+// exactly the 32-bit pairs of the fragment layout above.
+__device__ __forceinline__ void load_matrices(uint32_t (&r)[4], const void* row) {
+  const auto at = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(at));
 }
 
-// C[16×8] += A[16×16]·B[16×8] with A rows r0.., B columns c0.. (rows of Bs), K at kk.
-// Fragments (PTX ISA, g = lane / 4, t = lane % 4): a[0] = A[g][2t..2t+1], a[1] = A[g+8][2t..],
-// a[2] = A[g][2t+8..], a[3] = A[g+8][2t+8..]; b[0] = B[2t..2t+1][g], b[1] = B[2t+8..][g];
-// c[0..1] = C[g][2t..2t+1], c[2..3] = C[g+8][2t..2t+1].
+// a = the A fragment of rows r0 .. r0 + 15 at kk: matrices (rows +0, k +0), (+8, +0), (+0, +8), (+8, +8).
 template <class T>
-__device__ __forceinline__ void mma_16x8x16(float (&c)[4], const T* As, int r0, const T* Bs, int c0, int kk, int lane) {
-  const int g = lane / 4, t = lane % 4;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__HIP_PLATFORM_AMD__)
-  const uint32_t a0 = pair_at(As, r0 + g, kk + 2 * t), a1 = pair_at(As, r0 + g + 8, kk + 2 * t);
-  const uint32_t a2 = pair_at(As, r0 + g, kk + 2 * t + 8), a3 = pair_at(As, r0 + g + 8, kk + 2 * t + 8);
-  const uint32_t b0 = pair_at(Bs, c0 + g, kk + 2 * t), b1 = pair_at(Bs, c0 + g, kk + 2 * t + 8);
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], const T* As, int r0, int kk, int lane) {
+  const int i = lane % 8, j = lane / 8;
+  load_matrices(a, As + (r0 + i + 8 * (j % 2)) * kTileLd + kk + 8 * (j / 2));
+}
+
+// b = the B fragments of columns c0 .. c0 + 7 (b[0], b[1]) and c0 + 8 .. c0 + 15 (b[2], b[3]) at kk:
+// matrices (columns +0, k +0), (+0, +8), (+8, +0), (+8, +8).
+template <class T>
+__device__ __forceinline__ void load_b(uint32_t (&b)[4], const T* Bs, int c0, int kk, int lane) {
+  const int i = lane % 8, j = lane / 8;
+  load_matrices(b, Bs + (c0 + i + 8 * (j / 2)) * kTileLd + kk + 8 * (j % 2));
+}
+
+template <class T>
+__device__ __forceinline__ void mma_16x8x16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>)
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   else
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
 #else
-  // The portable path: each lane's four outputs from shared memory, fp32 FMA.
+// The portable path: each lane's four outputs of the fragment from shared memory, fp32 FMA.
+template <class T>
+__device__ __forceinline__ void fma_16x8x16(float (&c)[4], const T* As, int r0, const T* Bs, int c0, int kk, int lane) {
+  const int g = lane / 4, t = lane % 4;
   for (int e = 0; e < 4; ++e) {
     const int row = r0 + g + 8 * (e / 2), col = c0 + 2 * t + e % 2;
     float s = c[e];
     for (int k = 0; k < 16; ++k) s += int4mm::to_float(As[row * kTileLd + kk + k]) * int4mm::to_float(Bs[col * kTileLd + kk + k]);
     c[e] = s;
   }
-#endif
 }
+#endif
 
 template <Int4Format F, class T, bool Planted>
 __global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy) {
-  __shared__ __align__(16) T As[kTileM * kTileLd];
-  __shared__ __align__(16) T Bs[kTileN * kTileLd];
+  using Code = int4mm::Code<F, T, Planted>;
+  // Two stages: while the warps multiply slice k0 out of one, the next slice's x and packed
+  // words are read into registers, then dequantized into the other (one barrier per slice).
+  __shared__ __align__(16) T As[2][kTileM * kTileLd];
+  __shared__ __align__(16) T Bs[2][kTileN * kTileLd];
   const int tid = static_cast<int>(threadIdx.x), warp = tid / kLanes, lane = tid % kLanes;  // mma lanes: 32
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kTileM, n0 = static_cast<int64_t>(blockIdx.x) * kTileN;
   const int wr = 32 * (warp / 2), wc = 32 * (warp % 2);  // this warp's quarter of the tile
   float acc[2][4][4] = {};
-  for (int64_t k0 = 0; k0 < a.k_end; k0 += kTileK) {
-    __syncthreads();  // the previous slice's MMAs are done with As and Bs
-    load_x_tile(a, m0, k0, tid, As);
-    int4mm::Code<F, T, Planted>::mm_tile_part(a, n0, k0, tid, Bs);
-    __syncthreads();
+  int4mm::Words4 xv[2];
+  typename Code::MmWord wv[2];
+  if (a.k_end > 0) {
+    load_x_tile<T>(a, m0, 0, tid, xv);
+    store_x_tile(xv, tid, As[0]);
+    Code::mm_tile_part(a, n0, 0, tid, Bs[0]);
+  }
+  __syncthreads();
+  int cur = 0;
+  for (int64_t k0 = 0; k0 < a.k_end; k0 += kTileK, cur ^= 1) {
+    const bool more = k0 + kTileK < a.k_end;
+    if (more) {
+      load_x_tile<T>(a, m0, k0 + kTileK, tid, xv);
+      for (int r = 0; r < 2; ++r) wv[r] = Code::mm_load(a, n0, k0 + kTileK, tid, r);
+    }
+    const T* at = As[cur];
+    const T* bt = Bs[cur];
 #pragma unroll
-    for (int kk = 0; kk < kTileK; kk += 16)
+    for (int kk = 0; kk < kTileK; kk += 16) {
+#if defined(OPCTS_INT4_MMA)
+      // The warp's fragments for this kk loaded once each (2 A, 4 B), then its 8 MMAs.
+      uint32_t af[2][4], bf[2][4];
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi) load_a(af[mi], at, wr + 16 * mi, kk, lane);
+#pragma unroll
+      for (int nj = 0; nj < 2; ++nj) load_b(bf[nj], bt, wc + 16 * nj, kk, lane);
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < 4; ++ni) mma_16x8x16(acc[mi][ni], As, wr + 16 * mi, Bs, wc + 8 * ni, kk, lane);
+        for (int ni = 0; ni < 4; ++ni) mma_16x8x16<T>(acc[mi][ni], af[mi], bf[ni / 2][2 * (ni % 2)], bf[ni / 2][2 * (ni % 2) + 1]);
+#else
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) fma_16x8x16(acc[mi][ni], at, wr + 16 * mi, bt, wc + 8 * ni, kk, lane);
+#endif
+    }
+    if (more) {  // the other stage was last read before the previous barrier
+      store_x_tile(xv, tid, As[cur ^ 1]);
+      for (int r = 0; r < 2; ++r) Code::mm_store(a, wv[r], n0, k0 + kTileK, tid, r, Bs[cur ^ 1]);
+    }
+    __syncthreads();
   }
   const int g = lane / 4, t = lane % 4;
 #pragma unroll

@@ -71,14 +71,27 @@ constexpr int64_t kInt4GemvMaxM = 16;
 bool int4_gemv_takes(Int4Format f, int64_t group_size);
 bool int4_mm_takes(Int4Format f, int64_t group_size);
 
-/// cuda.int4_gemv: M <= 16, memory-bound. One pass over the packed weight: each thread block
-/// owns a column unit of its format and a contiguous slice of K (split-K), threads read the
-/// packed words coalesced, dequantize in registers and accumulate all M rows in fp32 FMA; the
-/// partial sums go to `workspace` and a second kernel adds the slices in a fixed order, so the
-/// result is deterministic. Throws Int4ArgumentError.
-void int4_gemv(const Int4MmParams& p, CUstream_st* stream);
-/// The workspace int4_gemv needs for `p` on the current device (fp32 partial sums).
-int64_t int4_gemv_workspace_bytes(const Int4MmParams& p);
+/// How cuda.int4_gemv spreads its work. The impls run the default; the benchmark
+/// (bench/int4_mm_bench.cpp) times the others in the same run. Every setting computes the same
+/// sums (fp32, each lane's products in K order; lanes, warps and slices added in a fixed order).
+struct Int4GemvTuning {
+  int warps = 8;          // warps per block: 8, or 4 (M = 1 without a plant only; else 8)
+  int warps_per_sm = 24;  // K is split over blocks until the grid holds this many warps per SM
+  bool batch = true;      // each lane loads Code::kBatch items before it computes (false: one; M = 1 only)
+};
+
+/// cuda.int4_gemv: M <= 16, memory-bound. One pass over the packed weight: each warp owns a
+/// column unit of its format and a strided share of a contiguous slice of K (the warps of a
+/// unit within a block, the slices across blocks: split-K only where the units alone leave the
+/// GPU short of warps); a lane loads several items' packed words (16 bytes each for tinygemm,
+/// unpacked and Q4_0) and their group parameters before it dequantizes them in registers and
+/// accumulates all M rows in fp32 FMA. One slice writes y directly; several write fp32 partial
+/// sums to `workspace` and a second kernel adds them in slice order, so the result is
+/// deterministic. Throws Int4ArgumentError.
+void int4_gemv(const Int4MmParams& p, CUstream_st* stream, const Int4GemvTuning& tuning = {});
+/// The workspace int4_gemv needs for `p` on the current device (fp32 partial sums; 0 when K is
+/// not split).
+int64_t int4_gemv_workspace_bytes(const Int4MmParams& p, const Int4GemvTuning& tuning = {});
 
 /// cuda.int4_mm: tensor cores (mma.sync m16n8k16, fp32 accumulation; a portable FMA path where
 /// mma.sync is missing). 64×64 output tiles; each 32-deep K slice of the weight is dequantized

@@ -100,6 +100,9 @@ OPCTS_INT4_HD void load_pair(const T* row, int64_t k, float& lo, float& hi) {
 struct alignas(16) Words4 {
   uint32_t w[4];
 };
+struct alignas(8) Words2 {
+  uint32_t w[2];
+};
 
 /// Exchanges the two nibbles of every byte (the nibble_swap plant).
 OPCTS_INT4_HD uint32_t swap_nibbles(uint32_t v) { return (v & 0x0F0F0F0Fu) << 4 | (v >> 4 & 0x0F0F0F0Fu); }
@@ -152,6 +155,14 @@ __device__ __forceinline__ void store_pair(float (&w)[8], int i, typename Pair<T
 }
 #endif
 
+/// Items a gemv lane loads before it computes any (Code::kBatch): 64 bytes of packed weight in
+/// flight, at most 8 items (each holds its group's parameters in registers), a half or a
+/// quarter of that as more rows of x take registers.
+constexpr int gemv_batch(int lane_bytes, int mt) {
+  const int b = 64 / lane_bytes / (mt <= 2 ? 1 : mt <= 4 ? 2 : 4);
+  return b < 1 ? 1 : b > 8 ? 8 : b;
+}
+
 template <Int4Format F, class T, bool Planted>
 struct Code {
   static constexpr bool kTinygemm = F == Int4Format::tinygemm || F == Int4Format::tinygemm_unpacked;
@@ -171,7 +182,10 @@ struct Code {
       return {__half2float(__ushort_as_half(d[0])), 8.0f};
     } else {
       const auto* s = static_cast<const uint16_t*>(a.scales);
-      if constexpr (kTinygemm) return {bits_to_float<T>(s[2 * (gi * a.n + n)]), bits_to_float<T>(s[2 * (gi * a.n + n) + 1])};
+      if constexpr (kTinygemm) {  // the (scale, zero) pair as one aligned 32-bit load
+        const uint32_t sz = reinterpret_cast<const uint32_t*>(s)[gi * a.n + n];
+        return {bits_to_float<T>(static_cast<uint16_t>(sz & 0xFFFF)), bits_to_float<T>(static_cast<uint16_t>(sz >> 16))};
+      }
       const uint32_t zw = a.zeros[gi * (a.n / 8) + n / 8];
       // AWQ's qzeros interleave like its qweight: column c of 8 sits in nibble kAwqSlot[c].
       const int slot = F == Int4Format::awq ? static_cast<int>((0x73625140u >> (4 * (n % 8))) & 0xF) : static_cast<int>(n % 8);
@@ -231,27 +245,37 @@ struct Code {
     for (int i = 0; i < 8; ++i) w[i] = dequant(a, v >> (4 * i) & 0xF, g);
   }
 
-  /// AWQ: w[i] = Ŵ of nibble i of v, word column c in group gi. Nibbles i and i + 4 are the
-  /// adjacent columns 8c + 2i and 8c + 2i + 1, and the qzeros word interleaves the same way.
-  OPCTS_INT4_HD static void dequant8_awq(const Args& a, uint32_t v, int64_t gi, int64_t c, float (&w)[8]) {
+  /// AWQ: the words of word column c's group gi that dequant8_awq reads: its qzeros word and
+  /// the scales of its 8 columns (16 bytes: N is a multiple of 8, the scales 16-byte aligned).
+  struct AwqGroup {
+    uint32_t zw;
+    Words4 s;
+  };
+  OPCTS_INT4_HD static AwqGroup awq_group(const Args& a, int64_t gi, int64_t c) {
+    const int64_t g = group_of(a, gi);
+    return {a.zeros[g * (a.n / 8) + c], *reinterpret_cast<const Words4*>(static_cast<const uint16_t*>(a.scales) + g * a.n + 8 * c)};
+  }
+
+  /// AWQ: w[i] = Ŵ of nibble i of v, word column c in group gi (its words `gw`). Nibbles i and
+  /// i + 4 are the adjacent columns 8c + 2i and 8c + 2i + 1, and the qzeros word interleaves
+  /// the same way.
+  OPCTS_INT4_HD static void dequant8_awq(const Args& a, uint32_t v, const AwqGroup& gw, int64_t gi, int64_t c, float (&w)[8]) {
 #if defined(OPCTS_INT4_PAIRS)
     using P = Pair<T>;
     if (plant(a) != Int4Plant::zero_before_scale) {
-      const int64_t g = group_of(a, gi);
-      const uint32_t zw = a.zeros[g * (a.n / 8) + c];
-      const auto* s = static_cast<const uint32_t*>(a.scales) + (g * a.n + 8 * c) / 2;  // scales of columns 2i, 2i + 1
       const auto minus_one = P::of(-1.0f);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const auto qz = __hfma2(biased_pair<T>(zw, i), minus_one, biased_pair<T>(v, i));  // (B + q) − (B + z): exact
-        typename P::type sp;
-        const uint32_t bits = s[i];
+        const auto qz = __hfma2(biased_pair<T>(gw.zw, i), minus_one, biased_pair<T>(v, i));  // (B + q) − (B + z): exact
+        typename P::type sp;  // the scales of columns 2i, 2i + 1
+        const uint32_t bits = gw.s.w[i];
         memcpy(&sp, &bits, 4);
         store_pair<T>(w, i, __hmul2(qz, sp));
       }
       return;
     }
 #endif
+    (void)gw;
 #pragma unroll
     for (int i = 0; i < 8; ++i) w[i] = dequant(a, v >> (4 * i) & 0xF, params(a, gi, 8 * c + awq_column(i)));
   }
@@ -317,27 +341,101 @@ struct Code {
       }
   }
 
-  /// One thread's contribution of one item (the table above).
+  // What a lane reads of one item (the table above): its packed words and their group
+  // parameters. gemv_load issues every load of an item and gemv_use only computes, so the gemv
+  // kernel keeps kBatch items' loads of a lane in flight before it uses the first (a lane's
+  // loads past N or past K are skipped and use skips the same lanes).
+  struct TinyFrag {
+    Words4 v;
+    GroupParams g[4];  // per word (one load when a super-tile lies in one group)
+  };
+  struct UnpackedFrag {
+    Words4 v;
+    GroupParams g;
+  };
+  struct AwqFrag {
+    uint32_t v;
+    AwqGroup g;
+  };
+  struct GptqFrag {
+    uint32_t v;
+    GroupParams g;
+  };
+  struct Q4Frag {
+    uint16_t q[8];  // qs as 8 halfwords (the block is only 2-byte aligned)
+    GroupParams g;
+  };
+  using Frag = std::conditional_t<
+      F == Int4Format::tinygemm, TinyFrag,
+      std::conditional_t<F == Int4Format::tinygemm_unpacked, UnpackedFrag,
+                         std::conditional_t<F == Int4Format::awq, AwqFrag, std::conditional_t<F == Int4Format::gptq, GptqFrag, Q4Frag>>>>;
+
+  /// Bytes of packed weight a lane reads per item (tinygemm: at innerKTiles 8; 4 and 2 read 8
+  /// and 4), and the items a gemv lane loads before it computes any.
+  static constexpr int kLaneBytes = F == Int4Format::tinygemm || F == Int4Format::tinygemm_unpacked ? 16 : F == Int4Format::q4_0 ? 18 : 4;
   template <int MT>
-  OPCTS_INT4_HD static void gemv_item(const Args& a, int64_t unit, int64_t item, int lane, float (&acc)[MT][kCols]) {
+  static constexpr int kBatch = gemv_batch(kLaneBytes, MT);
+
+  // The tinygemm k of word w of super-tile `item` (two k-tiles, 32 k, one group).
+  OPCTS_INT4_HD static int64_t tiny_k0(const Args& a, int64_t item, int w) { return 16 * (item * a.ikt + 2 * w); }
+
+  OPCTS_INT4_HD static Frag gemv_load(const Args& a, int64_t unit, int64_t item, int lane) {
+    Frag f{};
     const int gs = a.group_shift;
     if constexpr (F == Int4Format::tinygemm) {
       const int half = a.ikt / 2;  // words per lane and super-tile: 1, 2 or 4
       const uint32_t* p =
           reinterpret_cast<const uint32_t*>(a.weight) + ((unit * (a.k / (16 * a.ikt)) + item) * kLanes + lane) * half;
-      Words4 v{};
-      if (half == 4) v = *reinterpret_cast<const Words4*>(p);  // one 16-byte load
-      else
-#pragma unroll
-        for (int w = 0; w < 2; ++w)
-          if (w < half) v.w[w] = p[w];
+      if (tiny_k0(a, item, 0) >= a.k_end) return f;
+      if (half == 4) f.v = *reinterpret_cast<const Words4*>(p);  // one 16-byte load
+      else if (half == 2) {  // one 8-byte load
+        const Words2 t = *reinterpret_cast<const Words2*>(p);
+        f.v.w[0] = t.w[0];
+        f.v.w[1] = t.w[1];
+      }
+      else f.v.w[0] = p[0];
       const int64_t n = 8 * unit + lane / 4;
+      const bool one_group = 16 * a.ikt <= (int64_t{1} << gs);
 #pragma unroll
-      for (int w = 0; w < 4; ++w) {  // unrolled with a guard, so v stays in registers
-        const int64_t k0 = 16 * (item * a.ikt + 2 * w);  // two k-tiles, 32 k, one group
+      for (int w = 0; w < 4; ++w)
+        if (w < half) f.g[w] = w > 0 && one_group ? f.g[0] : params(a, tiny_k0(a, item, w) >> gs, n);
+    } else if constexpr (F == Int4Format::tinygemm_unpacked) {
+      const int64_t k0 = 1024 * item + 32 * lane;
+      if (k0 >= a.k_end) return f;
+      f.v = *reinterpret_cast<const Words4*>(a.weight + unit * (a.k / 2) + k0 / 2);  // 16 bytes, 32 k
+      f.g = params(a, k0 >> gs, unit);
+    } else if constexpr (F == Int4Format::awq) {
+      const int64_t c = 8 * unit + lane % 8, k = 4 * item + lane / 8;
+      if (c >= a.n / 8 || k >= a.k_end) return f;
+      f.v = reinterpret_cast<const uint32_t*>(a.weight)[k * (a.n / 8) + c];
+      f.g = awq_group(a, k >> gs, c);
+    } else if constexpr (F == Int4Format::gptq) {
+      const int64_t n = kLanes * unit + lane, k0 = 8 * item;
+      if (n >= a.n || k0 >= a.k_end) return f;
+      f.v = reinterpret_cast<const uint32_t*>(a.weight)[item * a.n + n];
+      f.g = params(a, k0 >> gs, n);
+    } else {
+      const int64_t blocks = a.k / 32, b = 32 * item + lane;
+      if (b >= blocks || 32 * b >= a.k_end) return f;
+      const auto* blk = reinterpret_cast<const uint16_t*>(a.weight + 18 * (unit * blocks + b));  // 2-byte aligned
+#pragma unroll
+      for (int j = 0; j < 8; ++j) f.q[j] = blk[1 + j];
+      f.g = params(a, b, unit);
+    }
+    return f;
+  }
+
+  /// One thread's contribution of one item (the table above) from what gemv_load read.
+  template <int MT>
+  OPCTS_INT4_HD static void gemv_use(const Args& a, const Frag& f, int64_t unit, int64_t item, int lane, float (&acc)[MT][kCols]) {
+    if constexpr (F == Int4Format::tinygemm) {
+      const int half = a.ikt / 2;
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {  // unrolled with a guard, so the words stay in registers
+        const int64_t k0 = tiny_k0(a, item, w);
         if (w >= half || k0 >= a.k_end) continue;
         float wt[8];
-        dequant8(a, word(a, v.w[w]), params(a, k0 >> gs, n), wt);
+        dequant8(a, word(a, f.v.w[w]), f.g[w], wt);
         // nibble i: k = k0 + 16·((i % 4) / 2) + 8·(i % 2) + 2·(lane % 4) + i / 4: nibbles i and
         // i + 4 are the pair (k, k + 1).
 #pragma unroll
@@ -346,12 +444,10 @@ struct Code {
     } else if constexpr (F == Int4Format::tinygemm_unpacked) {
       const int64_t k0 = 1024 * item + 32 * lane;
       if (k0 >= a.k_end) return;
-      const Words4 v = *reinterpret_cast<const Words4*>(a.weight + unit * (a.k / 2) + k0 / 2);  // 16 bytes, 32 k
-      const GroupParams g = params(a, k0 >> gs, unit);
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         float wt[8];
-        dequant8(a, word(a, v.w[w]), g, wt);
+        dequant8(a, word(a, f.v.w[w]), f.g, wt);
         // byte b of the word: k = k0 + 8w + 2b in its high nibble (2b + 1), k + 1 in its low one
 #pragma unroll
         for (int b = 0; b < 4; ++b) fma_pair<MT>(a, acc, k0 + 8 * w + 2 * b, wt[2 * b + 1], wt[2 * b]);
@@ -360,7 +456,7 @@ struct Code {
       const int64_t c = 8 * unit + lane % 8, k = 4 * item + lane / 8;
       if (c >= a.n / 8 || k >= a.k_end) return;
       float wt[8];
-      dequant8_awq(a, word(a, reinterpret_cast<const uint32_t*>(a.weight)[k * (a.n / 8) + c]), k >> gs, c, wt);
+      dequant8_awq(a, word(a, f.v), f.g, k >> a.group_shift, c, wt);
       const T* x = static_cast<const T*>(a.x);
 #pragma unroll
       for (int m = 0; m < MT; ++m)
@@ -373,18 +469,16 @@ struct Code {
       const int64_t n = kLanes * unit + lane, k0 = 8 * item;
       if (n >= a.n || k0 >= a.k_end) return;
       float wt[8];
-      dequant8(a, word(a, reinterpret_cast<const uint32_t*>(a.weight)[item * a.n + n]), params(a, k0 >> gs, n), wt);
+      dequant8(a, word(a, f.v), f.g, wt);
 #pragma unroll
       for (int i = 0; i < 8; i += 2) fma_pair<MT>(a, acc, k0 + i, wt[i], wt[i + 1]);  // nibble i: k0 + i
     } else {
       const int64_t blocks = a.k / 32, b = 32 * item + lane;
       if (b >= blocks || 32 * b >= a.k_end) return;
-      const auto* blk = reinterpret_cast<const uint16_t*>(a.weight + 18 * (unit * blocks + b));  // 2-byte aligned
-      const GroupParams g = params(a, b, unit);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float wt[8];
-        dequant8(a, word(a, q4_0_word(blk, j)), g, wt);
+        dequant8(a, word(a, static_cast<uint32_t>(f.q[2 * j]) | static_cast<uint32_t>(f.q[2 * j + 1]) << 16), f.g, wt);
         // byte e of the word is qs[4j + e]: code 4j + e in its low nibble (2e), 4j + e + 16 in its high one
 #pragma unroll
         for (int e = 0; e < 4; e += 2) {
@@ -393,6 +487,12 @@ struct Code {
         }
       }
     }
+  }
+
+  /// One thread's contribution of one item: gemv_use of gemv_load.
+  template <int MT>
+  OPCTS_INT4_HD static void gemv_item(const Args& a, int64_t unit, int64_t item, int lane, float (&acc)[MT][kCols]) {
+    gemv_use<MT>(a, gemv_load(a, unit, item, lane), unit, item, lane, acc);
   }
 
   // --- cuda.int4_mm: the dequantized weight tile ---------------------------------------------
@@ -406,47 +506,84 @@ struct Code {
     tile[nl * kTileLd + kl] = round_to<T>(w);  // w already holds a T value: exact
   }
 
-  OPCTS_INT4_HD static void mm_tile_part(const Args& a, int64_t n0, int64_t k0, int tid, T* tile) {
+  // A thread's share of the tile is split like the gemv's: mm_load reads its word r (0 or 1)
+  // and the word's group parameters, mm_store dequantizes it into the tile, so the mma kernel
+  // can read the next slice's words while it multiplies the current one.
+  struct MmWord {
+    uint32_t v;
+    std::conditional_t<F == Int4Format::awq, AwqGroup, GroupParams> g;
+    bool in;  // a column inside N (the others are written as 0)
+  };
+
+  OPCTS_INT4_HD static MmWord mm_load(const Args& a, int64_t n0, int64_t k0, int tid, int r) {
     const int64_t gi = k0 >> a.group_shift;
-    for (int r = 0; r < 2; ++r) {
-      const int id = tid + kThreads * r;  // this thread's r-th word of the tile's 256
-      float wt[8] = {};
-      if constexpr (F == Int4Format::tinygemm) {  // 8 n-tiles × 32 lanes, one word each (the k-tile pair at k0)
-        const int ntl = id / kLanes, lane = id % kLanes;
-        const int64_t n = n0 + 8 * ntl + lane / 4, kt = k0 / 16;
-        if (n < a.n) {
-          const int64_t at = ((n / 8 * (a.k / (16 * a.ikt)) + kt / a.ikt) * kLanes + lane) * (a.ikt / 2) + (kt % a.ikt) / 2;
-          dequant8(a, word(a, reinterpret_cast<const uint32_t*>(a.weight)[at]), params(a, gi, n), wt);
-        }
-        for (int i = 0; i < 8; ++i) put(tile, 8 * ntl + lane / 4, 16 * ((i % 4) / 2) + 8 * (i % 2) + 2 * (lane % 4) + i / 4, wt[i]);
-      } else if constexpr (F == Int4Format::tinygemm_unpacked) {  // 64 rows × 4 words (32 k = 16 bytes)
-        const int64_t n = n0 + id / 4, w = id % 4;
-        if (n < a.n)
-          dequant8(a, word(a, reinterpret_cast<const uint32_t*>(a.weight + n * (a.k / 2) + k0 / 2)[w]), params(a, gi, n), wt);
-        for (int b = 0; b < 4; ++b) {
-          put(tile, id / 4, 8 * w + 2 * b, wt[2 * b + 1]);  // high nibble: the even k
-          put(tile, id / 4, 8 * w + 2 * b + 1, wt[2 * b]);
-        }
-      } else if constexpr (F == Int4Format::awq) {  // 32 rows × 8 words
-        const int64_t kl = id / 8, c = n0 / 8 + id % 8;
-        if (c < a.n / 8) dequant8_awq(a, word(a, reinterpret_cast<const uint32_t*>(a.weight)[(k0 + kl) * (a.n / 8) + c]), gi, c, wt);
-        for (int i = 0; i < 8; ++i) put(tile, 8 * (id % 8) + awq_column(i), kl, wt[i]);
-      } else if constexpr (F == Int4Format::gptq) {  // 4 word rows × 64 columns
-        const int64_t kr = id / kTileN, n = n0 + id % kTileN;
-        if (n < a.n) dequant8(a, word(a, reinterpret_cast<const uint32_t*>(a.weight)[(k0 / 8 + kr) * a.n + n]), params(a, gi, n), wt);
-        for (int i = 0; i < 8; ++i) put(tile, id % kTileN, 8 * kr + i, wt[i]);
-      } else {  // q4_0: 64 columns × 4 words of qs (the block at k0)
-        const int64_t n = n0 + id / 4, j = id % 4;
-        if (n < a.n) {
-          const auto* blk = reinterpret_cast<const uint16_t*>(a.weight + 18 * (n * (a.k / 32) + k0 / 32));
-          dequant8(a, word(a, q4_0_word(blk, static_cast<int>(j))), params(a, k0 / 32, n), wt);
-        }
-        for (int b = 0; b < 4; ++b) {
-          put(tile, id / 4, 4 * j + b, wt[2 * b]);
-          put(tile, id / 4, 4 * j + b + 16, wt[2 * b + 1]);
-        }
+    const int id = tid + kThreads * r;  // this thread's r-th word of the tile's 256
+    MmWord f{};
+    if constexpr (F == Int4Format::tinygemm) {  // 8 n-tiles × 32 lanes, one word each (the k-tile pair at k0)
+      const int ntl = id / kLanes, lane = id % kLanes;
+      const int64_t n = n0 + 8 * ntl + lane / 4, kt = k0 / 16;
+      if (!(f.in = n < a.n)) return f;
+      f.v = reinterpret_cast<const uint32_t*>(a.weight)[((n / 8 * (a.k / (16 * a.ikt)) + kt / a.ikt) * kLanes + lane) * (a.ikt / 2) + (kt % a.ikt) / 2];
+      f.g = params(a, gi, n);
+    } else if constexpr (F == Int4Format::tinygemm_unpacked) {  // 64 rows × 4 words (32 k = 16 bytes)
+      const int64_t n = n0 + id / 4, w = id % 4;
+      if (!(f.in = n < a.n)) return f;
+      f.v = reinterpret_cast<const uint32_t*>(a.weight + n * (a.k / 2) + k0 / 2)[w];
+      f.g = params(a, gi, n);
+    } else if constexpr (F == Int4Format::awq) {  // 32 rows × 8 words
+      const int64_t kl = id / 8, c = n0 / 8 + id % 8;
+      if (!(f.in = c < a.n / 8)) return f;
+      f.v = reinterpret_cast<const uint32_t*>(a.weight)[(k0 + kl) * (a.n / 8) + c];
+      f.g = awq_group(a, gi, c);
+    } else if constexpr (F == Int4Format::gptq) {  // 4 word rows × 64 columns
+      const int64_t kr = id / kTileN, n = n0 + id % kTileN;
+      if (!(f.in = n < a.n)) return f;
+      f.v = reinterpret_cast<const uint32_t*>(a.weight)[(k0 / 8 + kr) * a.n + n];
+      f.g = params(a, gi, n);
+    } else {  // q4_0: 64 columns × 4 words of qs (the block at k0)
+      const int64_t n = n0 + id / 4, j = id % 4;
+      if (!(f.in = n < a.n)) return f;
+      f.v = q4_0_word(reinterpret_cast<const uint16_t*>(a.weight + 18 * (n * (a.k / 32) + k0 / 32)), static_cast<int>(j));
+      f.g = params(a, k0 / 32, n);
+    }
+    return f;
+  }
+
+  OPCTS_INT4_HD static void mm_store(const Args& a, const MmWord& f, int64_t n0, int64_t k0, int tid, int r, T* tile) {
+    const int id = tid + kThreads * r;
+    float wt[8] = {};
+    if constexpr (F == Int4Format::tinygemm) {
+      const int ntl = id / kLanes, lane = id % kLanes;
+      if (f.in) dequant8(a, word(a, f.v), f.g, wt);
+      for (int i = 0; i < 8; ++i) put(tile, 8 * ntl + lane / 4, 16 * ((i % 4) / 2) + 8 * (i % 2) + 2 * (lane % 4) + i / 4, wt[i]);
+    } else if constexpr (F == Int4Format::tinygemm_unpacked) {
+      const int w = id % 4;
+      if (f.in) dequant8(a, word(a, f.v), f.g, wt);
+      for (int b = 0; b < 4; ++b) {
+        put(tile, id / 4, 8 * w + 2 * b, wt[2 * b + 1]);  // high nibble: the even k
+        put(tile, id / 4, 8 * w + 2 * b + 1, wt[2 * b]);
+      }
+    } else if constexpr (F == Int4Format::awq) {
+      const int64_t kl = id / 8, c = n0 / 8 + id % 8;
+      if (f.in) dequant8_awq(a, word(a, f.v), f.g, k0 >> a.group_shift, c, wt);
+      for (int i = 0; i < 8; ++i) put(tile, 8 * (id % 8) + awq_column(i), kl, wt[i]);
+    } else if constexpr (F == Int4Format::gptq) {
+      const int kr = id / kTileN;
+      if (f.in) dequant8(a, word(a, f.v), f.g, wt);
+      for (int i = 0; i < 8; ++i) put(tile, id % kTileN, 8 * kr + i, wt[i]);
+    } else {
+      const int j = id % 4;
+      if (f.in) dequant8(a, word(a, f.v), f.g, wt);
+      for (int b = 0; b < 4; ++b) {
+        put(tile, id / 4, 4 * j + b, wt[2 * b]);
+        put(tile, id / 4, 4 * j + b + 16, wt[2 * b + 1]);
       }
     }
+  }
+
+  /// The thread's two words of the tile at (n0, k0): mm_store of mm_load.
+  OPCTS_INT4_HD static void mm_tile_part(const Args& a, int64_t n0, int64_t k0, int tid, T* tile) {
+    for (int r = 0; r < 2; ++r) mm_store(a, mm_load(a, n0, k0, tid, r), n0, k0, tid, r, tile);
   }
 };
 

@@ -32,6 +32,7 @@ void add_rows(Registry& reg, std::vector<Row> rows, const std::string& missing) 
     const AbiBackend* backend = nullptr;
 #if OPCTS_HAVE_CUDA
     if (runnable) backend = &abi_backend();
+    if (runnable && r.prepare) set_prepare(r.desc.run, r.prepare);
 #endif
     const std::string why = !missing.empty() ? missing
                             : runnable       ? std::string()

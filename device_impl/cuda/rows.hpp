@@ -23,6 +23,14 @@
 
 namespace opcts::cuda {
 
+/// A built-in row's preparation for one problem: what its run would otherwise do while the
+/// backend holds the case's stream (library handles, cuDNN plans, cuBLASLt heuristics: calls
+/// that may wait for the device, and so for the stream gate). The CUDA backend calls it with the
+/// row's impl_data and the parameter struct in the process that runs the case, just before it
+/// holds the stream (abi_backend.cpp). It must not throw: what fails there is left to run, which
+/// reports it.
+using PrepareFn = void (*)(const void* impl_data, const void* params);
+
 /// One built-in row: the descriptor (callbacks may be null in a host build), the capability
 /// names it needs, and for a planted row the C++ check of which problems can show its bug
 /// (returns "" when the problem can; the reason to SKIP otherwise) and, where the bug is one
@@ -33,6 +41,7 @@ struct Row {
   std::function<std::string(const Problem&)> cannot_show;
   std::function<TensorMap(const Problem&, const TensorMap&)> plant_inputs;
   bool bug_needs_bitwise = false;  // a planted row whose bug only --bitwise sees
+  PrepareFn prepare = nullptr;     // run's library setup, done before the stream is held (may be null)
 };
 
 /// A row of `family` named `name` with its callbacks (pass them through OPCTS_CUDA_ONLY).

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -213,9 +214,116 @@ void set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
   lt_check(cublasLtMatmulDescSetAttribute(desc, attr, &v, sizeof(v)), "cublasLtMatmulDescSetAttribute", p);
 }
 
+// An e4m3 D's C: bf16 with rows padded to 8 elements (16 bytes).
+int64_t e4m3_ldc(const ScaledMmParams& p) { return (p.n + 7) / 8 * 8; }
+
+// The matmul descriptor, layouts and preference of `p`, with the scale pointers given (the
+// repacked BLK128x128 ones, or a stand-in when only the heuristic is wanted).
+void build_descriptors(Lt& lt, const ScaledMmParams& p, const void* a_scale, const void* b_scale) {
+  lt_check(cublasLtMatmulDescCreate(&lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate", p);
+  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(CUBLAS_OP_T), p);
+  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(CUBLAS_OP_N), p);
+  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, b_scale, p);
+  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a_scale, p);
+  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, lt_mode(p.b_scale_mode), p);
+  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, lt_mode(p.a_scale_mode), p);
+  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, static_cast<int8_t>(p.fast_accum ? 1 : 0), p);
+  if (p.out == MmOut::e4m3 && p.d_scale) set_attr(lt.desc, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, p.d_scale, p);
+  if (p.bias) {
+    set_attr(lt.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<int32_t>(CUBLASLT_EPILOGUE_BIAS), p);
+    set_attr(lt.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias, p);
+    set_attr(lt.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(out_type(p.out)), p);
+  }
+  const uint64_t m = static_cast<uint64_t>(p.n), n = static_cast<uint64_t>(p.m), k = static_cast<uint64_t>(p.k);
+  lt_check(cublasLtMatrixLayoutCreate(&lt.a, elem_type(p.b_elem), k, m, p.ldb), "cublasLtMatrixLayoutCreate(A)", p);
+  lt_check(cublasLtMatrixLayoutCreate(&lt.b, elem_type(p.a_elem), k, n, p.lda), "cublasLtMatrixLayoutCreate(B)", p);
+  lt_check(cublasLtMatrixLayoutCreate(&lt.d, out_type(p.out), m, n, p.ldd), "cublasLtMatrixLayoutCreate(D)", p);
+  // An e4m3 D needs a 16-bit C type, and C = D with another descriptor is refused (status 7).
+  if (p.out == MmOut::e4m3)
+    lt_check(cublasLtMatrixLayoutCreate(&lt.c, CUDA_R_16BF, m, n, e4m3_ldc(p)), "cublasLtMatrixLayoutCreate(C)", p);
+  else
+    lt_check(cublasLtMatrixLayoutCreate(&lt.c, out_type(p.out), m, n, p.ldd), "cublasLtMatrixLayoutCreate(C)", p);
+  lt_check(cublasLtMatmulPreferenceCreate(&lt.pref), "cublasLtMatmulPreferenceCreate", p);
+  const uint64_t ws = kWorkspaceBytes;
+  lt_check(cublasLtMatmulPreferenceSetAttribute(lt.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+           "cublasLtMatmulPreferenceSetAttribute", p);
+}
+
+// Everything the heuristic sees of a call: the device, the sizes, types, layouts, scale modes
+// and flags of the descriptors build_descriptors makes, and which optional pointers are set (the
+// heuristic reads no data pointer; alignment is the preference's default of 256 bytes).
+std::string heuristic_key(const ScaledMmParams& p) {
+  int dev = 0;
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+  std::string k;
+  for (int64_t v : {static_cast<int64_t>(dev), p.m, p.n, p.k, p.lda, p.ldb, p.ldd, static_cast<int64_t>(p.a_elem),
+                    static_cast<int64_t>(p.b_elem), static_cast<int64_t>(p.a_scale_mode), static_cast<int64_t>(p.b_scale_mode),
+                    static_cast<int64_t>(p.out), static_cast<int64_t>(p.a_k_major), static_cast<int64_t>(p.b_k_major),
+                    static_cast<int64_t>(p.fast_accum), static_cast<int64_t>(p.bias != nullptr),
+                    static_cast<int64_t>(p.out == MmOut::e4m3 && p.d_scale != nullptr)})
+    k += std::to_string(v) + ',';
+  return k;
+}
+
+// The heuristic's first algorithm per key (or its refusal, status 15 / 7: cuBLASLt's answer
+// for those parameters), kept for the process: the query may wait for the device, so the
+// rows' preparation asks it before the backend holds the stream (scaled_mm_cublaslt_plan).
+struct CachedAlgo {
+  cublasLtMatmulAlgo_t algo{};
+  std::exception_ptr refused;
+};
+
+cublasLtMatmulAlgo_t cached_algo(DeviceState& st, const Lt& lt, const ScaledMmParams& p) {
+  static std::mutex mu;
+  static std::map<std::string, CachedAlgo> algos;
+  const std::string key = heuristic_key(p);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = algos.find(key); it != algos.end()) {
+      if (it->second.refused) std::rethrow_exception(it->second.refused);
+      return it->second.algo;
+    }
+  }
+  CachedAlgo e;
+  try {
+    cublasLtMatmulHeuristicResult_t heur{};
+    int found = 0;
+    lt_check(cublasLtMatmulAlgoGetHeuristic(st.handle, lt.desc, lt.a, lt.b, lt.c, lt.d, lt.pref, 1, &heur, &found),
+             "cublasLtMatmulAlgoGetHeuristic", p);
+    if (found == 0) lt_check(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmulAlgoGetHeuristic (no algorithm)", p);
+    e.algo = heur.algo;
+  } catch (const MmLibraryRefusal&) {
+    e.refused = std::current_exception();
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  algos.emplace(key, e);
+  if (e.refused) std::rethrow_exception(e.refused);
+  return e.algo;
+}
+
 }  // namespace
 
 void scaled_mm_cublaslt_prepare() { device_state(); }
+
+void scaled_mm_cublaslt_plan(const ScaledMmParams& shape, bool bias, bool d_scale) noexcept {
+  try {
+    DeviceState& st = device_state();
+    // Stand-ins for the pointers (aligned, non-null, never read): the descriptors only record
+    // them; which optional ones are set is part of the problem.
+    ScaledMmParams p = shape;
+    p.a = p.b = p.a_scale = p.b_scale = st.workspace;
+    p.d = st.workspace;
+    p.bias = bias ? st.workspace : nullptr;
+    p.d_scale = d_scale ? static_cast<const float*>(st.workspace) : nullptr;
+    validate(p);
+    if (p.m == 0 || p.n == 0 || p.k == 0) return;
+    Lt lt;
+    build_descriptors(lt, p, p.a_scale, p.b_scale);
+    cached_algo(st, lt, p);
+  } catch (...) {
+    // Left to the run, which asks again and reports what failed.
+  }
+}
 
 void scaled_mm_cublaslt(const ScaledMmParams& p, CUstream_st* stream) {
   validate(p);
@@ -251,51 +359,19 @@ void scaled_mm_cublaslt(const ScaledMmParams& p, CUstream_st* stream) {
   }
 
   Lt lt;
-  lt_check(cublasLtMatmulDescCreate(&lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate", p);
-  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(CUBLAS_OP_T), p);
-  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(CUBLAS_OP_N), p);
-  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, b_scale, p);
-  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a_scale, p);
-  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, lt_mode(p.b_scale_mode), p);
-  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, lt_mode(p.a_scale_mode), p);
-  set_attr(lt.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, static_cast<int8_t>(p.fast_accum ? 1 : 0), p);
-  if (p.out == MmOut::e4m3 && p.d_scale) set_attr(lt.desc, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, p.d_scale, p);
-  if (p.bias) {
-    set_attr(lt.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<int32_t>(CUBLASLT_EPILOGUE_BIAS), p);
-    set_attr(lt.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias, p);
-    set_attr(lt.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(out_type(p.out)), p);
-  }
-
-  const uint64_t m = static_cast<uint64_t>(p.n), n = static_cast<uint64_t>(p.m), k = static_cast<uint64_t>(p.k);
-  lt_check(cublasLtMatrixLayoutCreate(&lt.a, elem_type(p.b_elem), k, m, p.ldb), "cublasLtMatrixLayoutCreate(A)", p);
-  lt_check(cublasLtMatrixLayoutCreate(&lt.b, elem_type(p.a_elem), k, n, p.lda), "cublasLtMatrixLayoutCreate(B)", p);
-  lt_check(cublasLtMatrixLayoutCreate(&lt.d, out_type(p.out), m, n, p.ldd), "cublasLtMatrixLayoutCreate(D)", p);
+  build_descriptors(lt, p, a_scale, b_scale);
   // beta = 0, so C is never read; it aliases D with D's layout (the in-place form cuBLASLt
-  // accepts). An e4m3 D needs a 16-bit C type, and C = D with another descriptor is refused
-  // (status 7), so that case gets a C buffer of its own.
+  // accepts), except for an e4m3 D (build_descriptors: a 16-bit C of its own).
   std::unique_ptr<StreamBuffer> c_buf;
   void* c_ptr = p.d;
   if (p.out == MmOut::e4m3) {
-    const int64_t ldc = (p.n + 7) / 8 * 8;
-    lt_check(cublasLtMatrixLayoutCreate(&lt.c, CUDA_R_16BF, m, n, ldc), "cublasLtMatrixLayoutCreate(C)", p);
-    c_buf = std::make_unique<StreamBuffer>(static_cast<size_t>(ldc * p.m) * 2, s);
+    c_buf = std::make_unique<StreamBuffer>(static_cast<size_t>(e4m3_ldc(p) * p.m) * 2, s);
     c_ptr = c_buf->ptr;
-  } else {
-    lt_check(cublasLtMatrixLayoutCreate(&lt.c, out_type(p.out), m, n, p.ldd), "cublasLtMatrixLayoutCreate(C)", p);
   }
-
-  lt_check(cublasLtMatmulPreferenceCreate(&lt.pref), "cublasLtMatmulPreferenceCreate", p);
-  const uint64_t ws = kWorkspaceBytes;
-  lt_check(cublasLtMatmulPreferenceSetAttribute(lt.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
-           "cublasLtMatmulPreferenceSetAttribute", p);
-  cublasLtMatmulHeuristicResult_t heur{};
-  int found = 0;
-  lt_check(cublasLtMatmulAlgoGetHeuristic(st.handle, lt.desc, lt.a, lt.b, lt.c, lt.d, lt.pref, 1, &heur, &found),
-           "cublasLtMatmulAlgoGetHeuristic", p);
-  if (found == 0) lt_check(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmulAlgoGetHeuristic (no algorithm)", p);
+  const cublasLtMatmulAlgo_t algo = cached_algo(st, lt, p);
 
   const float alpha = p.global_scale, beta = 0.0f;
-  lt_check(cublasLtMatmul(st.handle, lt.desc, &alpha, p.b, lt.a, p.a, lt.b, &beta, c_ptr, lt.c, p.d, lt.d, &heur.algo,
+  lt_check(cublasLtMatmul(st.handle, lt.desc, &alpha, p.b, lt.a, p.a, lt.b, &beta, c_ptr, lt.c, p.d, lt.d, &algo,
                           st.workspace, kWorkspaceBytes, s),
            "cublasLtMatmul", p);
 }

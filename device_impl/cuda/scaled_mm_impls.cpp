@@ -130,6 +130,16 @@ int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts
   return s.ok ? 1 : no(s.reason);
 }
 
+void scaled_mm_row_prepare(const void* impl, const void* params) {
+  if (!static_cast<const ScaledMmRow*>(impl)->cublaslt) return;
+  const auto& c = *static_cast<const opcts_scaled_mm_params*>(params);
+  // The call run will make: D padded to 16-byte rows, a bias when the problem has one, the D
+  // scale of an e4m3 output (a planted row that drops one asks the heuristic itself).
+  ScaledMmParams k = mm_kernel_params(c);
+  if (c.n * out_bytes(c) % 16 != 0 && c.m > 0) k.ldd = padded_ldd(c);
+  scaled_mm_cublaslt_plan(k, c.bias != 0, k.out == MmOut::e4m3);
+}
+
 opcts_status scaled_mm_row_run(const void* impl, const opcts_run_args* a, opcts_report* r) {
   const auto& row = *static_cast<const ScaledMmRow*>(impl);
   const auto& c = *static_cast<const opcts_scaled_mm_params*>(a->params);

@@ -79,6 +79,13 @@ void scaled_mm_cublaslt(const ScaledMmParams& p, CUstream_st* stream);
 /// must never do.
 void scaled_mm_cublaslt_prepare();
 
+/// scaled_mm_cublaslt_prepare, and cuBLASLt's heuristic query for calls shaped as `shape` (its
+/// pointers are not looked at; `bias` and `d_scale` say whether the call will pass them), into
+/// a per-process cache that scaled_mm_cublaslt reads: the query may wait for the device, so a
+/// caller that holds the stream it will hand to the matmul asks it first. Never throws: a query
+/// that fails is asked again, and its error reported, by the call.
+void scaled_mm_cublaslt_plan(const ScaledMmParams& shape, bool bias, bool d_scale) noexcept;
+
 /// opcts's own portable kernel for every recipe on sm_80+: dequantizes A and B tiles in
 /// registers (codes × scales) and accumulates in fp32 with FMA; written so hipcc can build it.
 /// Throws MmArgumentError for what it does not handle.

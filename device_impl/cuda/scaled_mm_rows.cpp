@@ -23,7 +23,9 @@ void register_cuda_scaled_mm(Registry& reg) {
     return v;
   }();
   auto mm_row = [](const char* name, const ScaledMmRow* data) {
-    return row("scaled_mm", name, OPCTS_CUDA_ONLY(scaled_mm_row_supports), OPCTS_CUDA_ONLY(scaled_mm_row_run), nullptr, data);
+    Row r = row("scaled_mm", name, OPCTS_CUDA_ONLY(scaled_mm_row_supports), OPCTS_CUDA_ONLY(scaled_mm_row_run), nullptr, data);
+    r.prepare = OPCTS_CUDA_ONLY(scaled_mm_row_prepare);
+    return r;
   };
   std::vector<Row> rows = {mm_row("cuda.cublaslt", &kCublaslt), mm_row("cuda.mx_kernel", &kMxKernel)};
   for (size_t i = 0; i < planted_names.size(); ++i) {

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <deque>
+#include <exception>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -725,14 +727,119 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
   impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
 }
 
-void sdpa_cudnn_forward(const SdpaParams& p, CUstream_st* stream) {
-  auto plan = SdpaCudnnPlan::forward(p);
-  plan->run(p, stream);
+// ------------------------------------------------------------------ plan cache
+
+namespace {
+
+// Everything SdpaCudnnPlan::forward / backward build a plan from, without the pointers, and
+// the device: equal keys build the same graph, and cuDNN's heuristics pick the same plan.
+std::string plan_key(const SdpaParams& p, const SdpaBackwardParams* b) {
+  int dev = 0;
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+  std::string k;
+  auto put = [&](int64_t v) { k += std::to_string(v) + ','; };
+  auto put_strides = [&](const SdpaStrides& s) {
+    put(s.batch);
+    put(s.head);
+    put(s.seq);
+  };
+  auto put_float = [&](float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    put(bits);
+  };
+  put(dev);
+  put(b ? 1 : 0);
+  put(static_cast<int64_t>(p.dtype));
+  for (int64_t v : {p.batch, p.heads_q, p.heads_kv, p.seq_q, p.seq_k, p.head_dim, p.head_dim_v}) put(v);
+  put_float(p.scale);
+  put_float(p.softcap);
+  put(static_cast<int64_t>(p.mask));
+  put(p.window_left);
+  put(p.window_right);
+  put(static_cast<int64_t>(p.mask_kind));
+  for (const SdpaStrides& s : {p.mask_strides, p.q_strides, p.k_strides, p.v_strides, p.o_strides}) put_strides(s);
+  if (b)
+    for (const SdpaStrides& s : {b->do_strides, b->dq_strides, b->dk_strides, b->dv_strides}) put_strides(s);
+  return k;
 }
 
-void sdpa_cudnn_backward(const SdpaBackwardParams& p, CUstream_st* stream) {
-  auto plan = SdpaCudnnPlan::backward(p);
-  plan->run(p, stream);
+// The plans of the last kCachedPlans keys, and what a build refused: an argument error or a
+// refusal is the adapter's or cuDNN's answer for those parameters, found again by the run.
+// Other failures are not kept (the run builds again and reports its own). Plans are dropped
+// only by the preparation (before the gate): destroying one may wait for the device.
+constexpr size_t kCachedPlans = 16;
+
+struct CachedPlan {
+  std::shared_ptr<SdpaCudnnPlan> plan;
+  std::exception_ptr refused;
+};
+
+struct PlanCache {
+  std::mutex mu;
+  std::map<std::string, CachedPlan> plans;
+  std::deque<std::string> order;  // oldest first
+};
+
+PlanCache& plan_cache() {
+  static PlanCache c;
+  return c;
 }
+
+template <class Build>
+std::shared_ptr<SdpaCudnnPlan> cached_plan(const std::string& key, Build build, bool evict) {
+  PlanCache& c = plan_cache();
+  std::unique_lock<std::mutex> lock(c.mu);
+  auto it = c.plans.find(key);
+  if (it == c.plans.end()) {
+    lock.unlock();
+    CachedPlan e;
+    try {
+      e.plan = build();
+    } catch (const SdpaArgumentError&) {
+      e.refused = std::current_exception();
+    } catch (const SdpaCudnnArgumentError&) {
+      e.refused = std::current_exception();
+    } catch (const SdpaCudnnRefusal&) {
+      e.refused = std::current_exception();
+    }
+    lock.lock();
+    const auto [at, inserted] = c.plans.emplace(key, std::move(e));
+    if (inserted) c.order.push_back(key);
+    it = at;
+  }
+  const CachedPlan found = it->second;
+  if (evict)
+    while (c.order.size() > kCachedPlans) {
+      c.plans.erase(c.order.front());
+      c.order.pop_front();
+    }
+  if (found.refused) std::rethrow_exception(found.refused);
+  return found.plan;
+}
+
+std::shared_ptr<SdpaCudnnPlan> forward_plan(const SdpaParams& p, bool evict) {
+  return cached_plan(plan_key(p, nullptr), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::forward(p)); }, evict);
+}
+
+std::shared_ptr<SdpaCudnnPlan> backward_plan(const SdpaBackwardParams& p, bool evict) {
+  return cached_plan(plan_key(p.fwd, &p), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::backward(p)); }, evict);
+}
+
+}  // namespace
+
+void sdpa_cudnn_prepare_plans(const SdpaBackwardParams& p, bool backward) noexcept {
+  try {
+    sdpa_cudnn_prepare();
+    forward_plan(p.fwd, true);
+    if (backward) backward_plan(p, true);
+  } catch (...) {
+    // Left to the run, which builds the plan again and reports what failed.
+  }
+}
+
+void sdpa_cudnn_forward(const SdpaParams& p, CUstream_st* stream) { forward_plan(p, false)->run(p, stream); }
+
+void sdpa_cudnn_backward(const SdpaBackwardParams& p, CUstream_st* stream) { backward_plan(p, false)->run(p, stream); }
 
 }  // namespace opcts::cuda

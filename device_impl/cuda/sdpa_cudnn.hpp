@@ -119,11 +119,19 @@ class SdpaCudnnPlan {
 /// wait for the device, which a call on a stream its caller holds must never do.
 void sdpa_cudnn_prepare();
 
-/// One-shot forward: builds a plan and runs it on `stream`, without waiting (its scratch is
-/// stream-ordered). Throws SdpaArgumentError, SdpaCudnnArgumentError, SdpaCudnnRefusal, or
-/// std::runtime_error (a cuDNN or CUDA failure other than a refusal).
+/// Builds the plans sdpa_cudnn_forward (and, with `backward`, sdpa_cudnn_backward) will run for
+/// problems shaped as `p` (its pointers are not looked at), and this device's handle, into a
+/// per-process cache of the most recent plans: building may wait for the device, so a caller
+/// that holds the stream it will hand to the run calls this first. Drops the oldest plans.
+/// Never throws: a build that fails is done again, and its error reported, by the run.
+void sdpa_cudnn_prepare_plans(const SdpaBackwardParams& p, bool backward) noexcept;
+
+/// Forward: runs the cached plan of p's shape (built now when sdpa_cudnn_prepare_plans did not)
+/// on `stream`, without waiting (its scratch is stream-ordered). Throws SdpaArgumentError,
+/// SdpaCudnnArgumentError, SdpaCudnnRefusal, or std::runtime_error (a cuDNN or CUDA failure
+/// other than a refusal).
 void sdpa_cudnn_forward(const SdpaParams& p, CUstream_st* stream);
-/// One-shot backward; `p.fwd.o` and `p.fwd.lse` must hold the forward's outputs.
+/// Backward, likewise; `p.fwd.o` and `p.fwd.lse` must hold the forward's outputs.
 void sdpa_cudnn_backward(const SdpaBackwardParams& p, CUstream_st* stream);
 
 }  // namespace opcts::cuda

@@ -79,6 +79,13 @@ int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arc
   return s.ok ? 1 : no(s.reason);
 }
 
+void sdpa_cudnn_row_prepare(const void*, const void* params) {
+  const auto& c = *static_cast<const opcts_sdpa_params*>(params);
+  // The plans run will execute (the backward runs cuDNN's forward first), built while the
+  // stream is free: the same parameters as run's, whose pointers the plans do not depend on.
+  sdpa_cudnn_prepare_plans(cudnn_params_of(c), backward(c));
+}
+
 opcts_status sdpa_cudnn_row_run(const void*, const opcts_run_args* a, opcts_report* r) {
   const auto& c = *static_cast<const opcts_sdpa_params*>(a->params);
   auto* stream = static_cast<cudaStream_t>(a->stream);

@@ -102,6 +102,16 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
   return 1;
 }
 
+void sdpa_kernel_prepare(const void* impl, const void*) {
+  // cuda.math's cuBLAS handle, in the process that runs the case (supports ran in another).
+  if (static_cast<const SdpaRow*>(impl)->kernel != SdpaKernel::math) return;
+  try {
+    sdpa_math_prepare();
+  } catch (...) {
+    // The run makes the handle again and reports what failed.
+  }
+}
+
 opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* a, opcts_report* r) {
   const auto& row = *static_cast<const SdpaRow*>(impl);
   const auto& c = *static_cast<const opcts_sdpa_params*>(a->params);

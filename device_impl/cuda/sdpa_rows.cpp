@@ -55,6 +55,7 @@ void register_cuda_sdpa(Registry& reg) {
     rows.push_back(row("sdpa", name, OPCTS_CUDA_ONLY(sdpa_kernel_supports), OPCTS_CUDA_ONLY(sdpa_kernel_run),
                        OPCTS_CUDA_ONLY(sdpa_kernel_deterministic), data));
     rows.back().caps = std::move(caps);
+    rows.back().prepare = OPCTS_CUDA_ONLY(sdpa_kernel_prepare);
   };
   // flash uses mma.sync m16n8k16 with bf16 operands (sm_80+); math needs only cuBLAS.
   kernel_row("cuda.flash", &kFlash, {"mma_sync_bf16"});
@@ -72,6 +73,7 @@ void register_cuda_sdpa(Registry& reg) {
 #if OPCTS_HAVE_CUDNN
   Row cudnn = row("sdpa", "cuda.cudnn", OPCTS_CUDA_ONLY(sdpa_cudnn_row_supports), OPCTS_CUDA_ONLY(sdpa_cudnn_row_run),
                   nullptr, &kCudnn);
+  cudnn.prepare = OPCTS_CUDA_ONLY(sdpa_cudnn_row_prepare);
   const std::string missing;
 #else
   Row cudnn = row("sdpa", "cuda.cudnn", nullptr, nullptr, nullptr, &kCudnn);
