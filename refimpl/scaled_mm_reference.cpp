@@ -1,9 +1,10 @@
-// scaled_mm reference: exact dequantization, fp64 Eigen GEMMs (OpenMP), one rounding to the output dtype, and the reduction statistics.
+// scaled_mm reference: exact dequantization, fp64 Eigen GEMMs (OpenMP), the exact unrounded result, and the reduction statistics.
 //
 // "d" is x = os·(g·Σ_k t_k + bias), t_k = deq(a_k)·deq(b_k) (exact in double: fp8/fp4 codes
-// times power-of-two or fp32 scales), rounded once to the output dtype; beyond the output's
-// range x is kept unrounded, since within the accumulation error a device may round to the
-// largest finite value or to inf and the bounded metric decides which it may.
+// times power-of-two or fp32 scales), unrounded: the bounded metric allows a device's one
+// rounding to the output dtype as half a spacing around x (and decides, beyond the output's
+// range, whether the largest finite value or inf is right); a saturating e4m3 output's value
+// beyond its range is its largest value.
 //
 // What a device may differ by depends on how it accumulates, which the reference does not
 // know (one reference serves every impl). So it gives, per element, the statistics every
@@ -88,15 +89,16 @@ References reference(const Problem& p, const TensorMap& in) {
   st.sq_sum.assign(count, 0.0);
   st.magnitude.assign(count, 0.0);
   const Overflow ov = p.out == DType::e4m3fn ? Overflow::satfinite : default_overflow(p.out);
-  const double scale = os * std::fabs(g);
+  const double scale = os * std::fabs(g), max_out = dtype_info(p.out).max_finite;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       const double bj = bias ? bias->get(j) : 0.0;
       const double x = os * (g * c(i, j) + bj);
       const size_t idx = static_cast<size_t>(i * N + j);
-      want[idx] = round_to(p.out, x, ov);
-      if (std::isinf(want[idx]) && std::isfinite(x)) want[idx] = x;  // beyond the range: unrounded (file comment)
+      // Unrounded: the bounded metric allows half an output spacing around x (runner/compare.cpp);
+      // a saturating output's result beyond its range is its largest value, exactly.
+      want[idx] = ov == Overflow::satfinite && std::fabs(x) > max_out ? std::copysign(max_out, x) : x;
       st.abs_sum[idx] = scale * mag(i, j);
       st.sq_sum[idx] = scale * scale * sq(i, j);
       st.magnitude[idx] = os * (std::fabs(g * c(i, j)) + std::fabs(bj));

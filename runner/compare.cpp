@@ -159,11 +159,13 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
         break;
       }
       case Metric::bounded: {
-        // factor·E is the accumulation error the model allows; a non-zero one may move the
-        // final rounding to the output dtype by one spacing (|RN(v) − RN(x)| <= E +
-        // ulp(|x| + E)). E = 0 (exact fills) leaves nothing: the result must be exact.
+        // factor·E is the accumulation error the model allows around the exact, unrounded x;
+        // a correct device rounds its v (|v − x| <= E) once to nearest in the output dtype:
+        // |RN(v) − x| <= E + spacing(|x| + E)/2. E = 0 (exact fills) leaves the rounding of x
+        // itself: the result must be RN(x) (either neighbour only at a tie).
         const double e = allowed(i);
-        bi = e + floor + (e > 0 ? spacing_at(got.dtype(), std::fabs(wi) + e) : 0.0);
+        const double rounding = e > 0 ? spacing_at(got.dtype(), std::fabs(wi) + e) / 2 : std::fabs(round_to(got.dtype(), wi) - wi);
+        bi = e + floor + rounding;
         s.bound = std::max(s.bound, bi);  // reported: the largest per-element bound
         bad = !(err <= bi);
         // The bias check takes the elements the output rounds normally (a value beyond the

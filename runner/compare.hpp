@@ -17,10 +17,11 @@ enum class Metric {
   ref_relative,  // |got − want| <= e + spacing_out(|want| + e)/2 per element, e = max(factor·max_row|lowp − want|,
                  // bound[i]) + atol: FlashAttention's method with its statistic taken per row over the
                  // same-precision result before its output rounding, or the reference's own bound, and one rounding
-  bounded,       // |got − want| <= factor·E[i] + atol + ulp_out(|want| + factor·E[i]) per element, E[i] the
-                 // reference's own bound, or the accumulation error the impl's accumulator model allows
-                 // for the reference's reduction statistics, with the bias check of the error's slope
-                 // (0: exact; runner/accumulator.hpp); ulp_out = one output rounding
+  bounded,       // |got − want| <= factor·E[i] + atol + ulp_out(|want| + factor·E[i])/2 per element, want
+                 // the exact unrounded value, E[i] the reference's own bound, or the accumulation error
+                 // the impl's accumulator model allows for the reference's reduction statistics, with
+                 // the bias check of the error's slope (runner/accumulator.hpp); half an output spacing
+                 // is one rounding to nearest; E[i] = 0 (exact fills): got must be RN(want)
 };
 
 std::string_view to_string(Metric m);

@@ -269,8 +269,9 @@ TEST(CompareBounded, OverflowNearTheEdgeMayRoundEitherWay) {
     st.magnitude = {std::fabs(want[0]), std::fabs(want[1]), std::fabs(want[2])};
     return compare_output("d", tensor(DType::fp16, {3}, got), want, nullptr, t, worst, 5, nullptr, 0, &st).mismatches;
   };
-  EXPECT_EQ(cmp({65504, kInf, -kInf}, {65530, 65530, -65515}), 0);  // 65515 + 8 >= 65520
-  EXPECT_EQ(cmp({65504, 65504, -kInf}, {65530, 1e6, -65500}), 2);   // saturated 1e6; -65500 cannot overflow
+  EXPECT_EQ(cmp({65504, kInf, -kInf}, {65525, 65525, -65515}), 0);  // 65525 ∓ 8 straddles 65520; 65515 + 8 >= 65520
+  // 65530 − 8 >= 65520 must overflow; a saturated 1e6; -65500 + 8 cannot overflow.
+  EXPECT_EQ(cmp({65504, 65504, -kInf}, {65530, 1e6, -65500}), 3);
   EXPECT_EQ(cmp({kInf, 65504, 65504}, {-65530, 65504, 65504}), 1);  // wrong sign
 }
 

@@ -132,11 +132,11 @@ TEST(ScaledMmReference, ExactFillsFit14BitAddersAndEmulationsMatchBitForBit) {
     for (const char* name : {"host.emulated", "host.emulated_hopper"}) {
       const Impl* impl = builtin_registry().impl(name);
       if (!impl->supports(p, host()).ok) continue;
-      // Under the impl's own model the bound is 0 (E = 0, no output rounding term): bit for bit.
+      // Under the impl's own model E = 0: each element's bound is the rounding of the exact x
+      // itself, |RN(x) − x| (the result must be RN(x)), and the impl meets it.
       const OutputStats s = judge(*impl, p, in, ref).stats;
-      EXPECT_EQ(s.bound, 0.0) << name << " " << e.problem_id;
       EXPECT_EQ(s.mismatches, 0) << name << " " << e.problem_id;
-      EXPECT_EQ(s.max_abs_err, 0.0) << name << " " << e.problem_id;
+      EXPECT_LE(s.max_abs_err, s.bound) << name << " " << e.problem_id;
     }
     ++n;
   }
