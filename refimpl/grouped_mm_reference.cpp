@@ -12,15 +12,14 @@
 // statistics are 0. A group of zero K gives exact zeros (S = 0: the bound is 0).
 #include <cmath>
 
-#include <Eigen/Dense>
-
 #include "refimpl/grouped_mm.hpp"
+#include "refimpl/reduction_gemm.hpp"
 
 namespace opcts::grouped_mm {
 
 namespace {
 
-using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowMajor = RowMajorF64;
 
 // One operand of one group, dequantized: `rows` rows from row0 of matrix `mat` of the codes
 // (a 2-D tensor is one matrix), K columns [k0, k0 + depth), each code times its scale.
@@ -69,24 +68,15 @@ References reference(const Problem& p, const TensorMap& in) {
     const GroupView v = group_view(p, g);
     st.terms = std::max(st.terms, v.depth);
     if (v.rows == 0 || v.cols == 0) continue;
-    RowMajor a = dequantized(p, in, 'a', g, v, a_mx);
-    RowMajor bt = dequantized(p, in, 'b', g, v, b_mx);
-    RowMajor c(v.rows, v.cols), mag(v.rows, v.cols), sq(v.rows, v.cols);
-    c.noalias() = a * bt.transpose();
-    a = a.cwiseAbs();
-    bt = bt.cwiseAbs();
-    mag.noalias() = a * bt.transpose();
-    a = a.cwiseAbs2();
-    bt = bt.cwiseAbs2();
-    sq.noalias() = a * bt.transpose();
+    const ReductionProducts t = reduction_products(dequantized(p, in, 'a', g, v, a_mx), dequantized(p, in, 'b', g, v, b_mx));
 #pragma omp parallel for schedule(static) if (v.rows * v.cols > (1 << 14))
     for (int64_t i = 0; i < v.rows; ++i)
       for (int64_t j = 0; j < v.cols; ++j) {
         const size_t at = static_cast<size_t>(v.out0 + i * v.ld + j);
-        want[at] = round_to(DType::bf16, c(i, j));
-        st.abs_sum[at] = mag(i, j);
-        st.sq_sum[at] = sq(i, j);
-        st.magnitude[at] = std::fabs(c(i, j));
+        want[at] = round_to(DType::bf16, t.value(i, j));
+        st.abs_sum[at] = t.abs_sum(i, j);
+        st.sq_sum[at] = t.sq_sum(i, j);
+        st.magnitude[at] = std::fabs(t.value(i, j));
       }
   }
   return r;
