@@ -198,6 +198,33 @@ TEST(GroupedMmHost, LeavesRowsPastTheLastOffsetAsThePoison) {
   }
 }
 
+TEST(GroupedMmBound, CatchesEveryBScaleOffBy2ToTheMinus8) {
+  // The bound can fail where it must: host.grouped run on B scales that are each 2^-8 too large
+  // (an fp32 scale rounded to bf16 on the way in) fails against the true inputs' reference,
+  // while the true scales pass.
+  const Problem p{.mode = Mode::m2d_3d, .recipe = Recipe::rowwise, .groups = 4, .m = 512, .n = 64, .k = 256,
+                  .split = grouped_mm::Split::skewed};
+  const TensorMap in = family().make_inputs(p, 11);
+  const References ref = family().reference(p, in);
+  auto judged = [&](const TensorMap& given) {
+    const TensorMap got = impl("host.grouped").run(p, given, RunContext{&testutil::host_arch(), -1});
+    std::vector<WorstElement> worst;
+    Tolerance t;
+    t.metric = Metric::bounded;
+    t.factor = 1;
+    t.false_alarm = 1e-12;
+    return compare_output("out", got.at("out"), ref.exact.at("out"), nullptr, t, worst, 5, nullptr, 0, &ref.reduction.at("out"));
+  };
+  const OutputStats ok = judged(in);
+  EXPECT_EQ(ok.mismatches, 0);
+  EXPECT_FALSE(ok.biased());
+  TensorMap off = in;
+  HostTensor& bs = off.at("b_scale");
+  for (int64_t i = 0; i < bs.numel(); ++i) bs.set(i, bs.get(i) * (1 + std::ldexp(1.0, -8)));
+  const OutputStats bad = judged(off);
+  EXPECT_TRUE(bad.mismatches > 0 || bad.biased()) << "slope " << bad.slope << " in [" << bad.slope_lo << ", " << bad.slope_hi << "]";
+}
+
 TEST(GroupedMmNegative, DefectsAreInTheTensors) {
   const Problem base{.mode = Mode::m2d_3d, .recipe = Recipe::rowwise, .groups = 4, .m = 128, .n = 32, .k = 64};
   auto with = [&](grouped_mm::Defect d, const char* arg) {
