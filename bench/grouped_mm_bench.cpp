@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_timing.hpp"
 #include "bench/grouped_mm_problem.hpp"
 
 using namespace opcts;
@@ -34,18 +35,14 @@ namespace {
 
 using Impl = std::function<void(const GroupedMmParams&)>;
 
+using bench::ck;
+using bench::time_ms;
+
 int g_failures = 0;
 
 void fail(const std::string& what) {
   ++g_failures;
   std::printf("FAIL  %s\n", what.c_str());
-}
-
-void ck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(2);
-  }
 }
 
 const char* mode_name(GroupedMode m) {
@@ -272,29 +269,6 @@ void run_checks() {
     if (bad) std::printf("ok    %s caught (%lld elements)\n", label.c_str(), static_cast<long long>(bad));
     else fail(label + ": not caught");
   }
-}
-
-// Median milliseconds of fn over iters runs after 2 warmups.
-double time_ms(const std::function<void()>& fn, int iters) {
-  for (int i = 0; i < 2; ++i) fn();
-  ck(cudaDeviceSynchronize(), "warmup");
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<float> ms;
-  for (int i = 0; i < iters; ++i) {
-    cudaEventRecord(a);
-    fn();
-    cudaEventRecord(b);
-    ck(cudaEventSynchronize(b), "timed run");
-    float t = 0;
-    cudaEventElapsedTime(&t, a, b);
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
 }
 
 // 256 experts' shares of 32768 routed rows, skewed as w_g ∝ (rank + 1)^-0.6 (the busiest expert

@@ -213,6 +213,29 @@ int64_t GroupedProblem::out_index(int64_t g, int64_t r, int64_t c) const {
   }
 }
 
+int64_t GroupedProblem::mx_at(bool operand_a, int64_t g, int64_t idx, int64_t kb) const {
+  const GroupedMode mode = spec_.mode;
+  const int64_t cp = round_up(spec_.k / 32, 4);
+  if (mode == GroupedMode::m2d_2d) {  // the K-split slab of group g
+    int64_t s = 0, e = 0;
+    range(g, s, e);
+    const int64_t cg = round_up((e - s) / 32, 4), f = blocked(idx, kb, cg), width = p_.a_cols / 32 + 4 * p_.groups;
+    return (f / cg) * width + pad_before_[g] + f % cg;
+  }
+  const bool split_operand = operand_a ? mode == GroupedMode::m2d_3d : mode == GroupedMode::m3d_2d;
+  if (split_operand) return pad_before_[g] * cp + blocked(idx, kb, cp);
+  return g * round_up(operand_a ? spec_.m : spec_.n, 128) * cp + blocked(idx, kb, cp);
+}
+
+double GroupedProblem::dequant(bool operand_a, int64_t i, int64_t g, int64_t idx, int64_t kk) const {
+  const uint64_t h = hash(spec_.seed, operand_a ? kA : kB, i);
+  if (spec_.recipe == GroupedRecipe::bf16) return bf16_value(bf16_bits(h));
+  const double v = decode_e4m3(fp8_code(h));
+  if (spec_.recipe != GroupedRecipe::mxfp8) return v;
+  const uint8_t e = e8m0_code(hash(spec_.seed, operand_a ? kScaleA : kScaleB, mx_at(operand_a, g, idx, kk / 32)));
+  return std::ldexp(v, static_cast<int>(e) - 127);
+}
+
 double GroupedProblem::a_value(int64_t g, int64_t r, int64_t kk) const {
   int64_t s = 0, e = 0;
   range(g, s, e);
@@ -222,24 +245,7 @@ double GroupedProblem::a_value(int64_t g, int64_t r, int64_t kk) const {
     case GroupedMode::m2d_2d: i = r * p_.a_cols + s + kk; break;
     default: i = (g * p_.a_rows + r) * p_.a_cols + kk; break;
   }
-  const uint64_t h = hash(spec_.seed, kA, i);
-  if (spec_.recipe == GroupedRecipe::bf16) return bf16_value(bf16_bits(h));
-  double v = decode_e4m3(fp8_code(h));
-  if (spec_.recipe == GroupedRecipe::mxfp8) {
-    const int64_t kb = kk / 32, cp = round_up(spec_.k / 32, 4);
-    int64_t at = 0;
-    switch (spec_.mode) {
-      case GroupedMode::m2d_3d: at = pad_before_[g] * cp + blocked(r, kb, cp); break;
-      case GroupedMode::m2d_2d: {
-        const int64_t cg = round_up((e - s) / 32, 4), f = blocked(r, kb, cg), width = p_.a_cols / 32 + 4 * p_.groups;
-        at = (f / cg) * width + pad_before_[g] + f % cg;
-        break;
-      }
-      default: at = g * round_up(spec_.m, 128) * cp + blocked(r, kb, cp); break;
-    }
-    v = std::ldexp(v, static_cast<int>(e8m0_code(hash(spec_.seed, kScaleA, at))) - 127);
-  }
-  return v;
+  return dequant(true, i, g, r, kk);
 }
 
 double GroupedProblem::b_value(int64_t g, int64_t kk, int64_t c) const {
@@ -251,24 +257,7 @@ double GroupedProblem::b_value(int64_t g, int64_t kk, int64_t c) const {
     case GroupedMode::m3d_2d: i = (s + c) * p_.b_rows + kk; break;
     default: i = (g * p_.b_cols + c) * p_.b_rows + kk; break;
   }
-  const uint64_t h = hash(spec_.seed, kB, i);
-  if (spec_.recipe == GroupedRecipe::bf16) return bf16_value(bf16_bits(h));
-  double v = decode_e4m3(fp8_code(h));
-  if (spec_.recipe == GroupedRecipe::mxfp8) {
-    const int64_t kb = kk / 32, cp = round_up(spec_.k / 32, 4);
-    int64_t at = 0;
-    switch (spec_.mode) {
-      case GroupedMode::m3d_2d: at = pad_before_[g] * cp + blocked(c, kb, cp); break;
-      case GroupedMode::m2d_2d: {
-        const int64_t cg = round_up((e - s) / 32, 4), f = blocked(c, kb, cg), width = p_.a_cols / 32 + 4 * p_.groups;
-        at = (f / cg) * width + pad_before_[g] + f % cg;
-        break;
-      }
-      default: at = g * round_up(spec_.n, 128) * cp + blocked(c, kb, cp); break;
-    }
-    v = std::ldexp(v, static_cast<int>(e8m0_code(hash(spec_.seed, kScaleB, at))) - 127);
-  }
-  return v;
+  return dequant(false, i, g, c, kk);
 }
 
 double GroupedProblem::row_scale(int64_t g, int64_t r) const {

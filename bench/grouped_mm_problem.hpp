@@ -57,6 +57,10 @@ class GroupedProblem {
  private:
   double a_value(int64_t g, int64_t r, int64_t kk) const;  // dequantized, group-local coordinates
   double b_value(int64_t g, int64_t kk, int64_t c) const;
+  // Element i of A's (operand_a) or B's codes, at group g's row/column idx and depth kk, dequantized.
+  double dequant(bool operand_a, int64_t i, int64_t g, int64_t idx, int64_t kk) const;
+  // mxfp8: the scale byte of group g's row/column idx at K block kb (grouped_mm_kernels.hpp).
+  int64_t mx_at(bool operand_a, int64_t g, int64_t idx, int64_t kb) const;
   double row_scale(int64_t g, int64_t r) const;  // fp8_rowwise
   double col_scale(int64_t g, int64_t c) const;
 
