@@ -140,7 +140,7 @@ GroupedProblem::GroupedProblem(const GroupedSpec& spec) : spec_(spec) {
   const bool k_split = mode == GroupedMode::m2d_2d;
   if (mx) {
     pad_before_.assign(static_cast<size_t>(g) + 1, 0);
-    for (int64_t h = 0; h < static_cast<int64_t>(spec.sizes.size()); ++h) {
+    for (int64_t h = 0; h < (mode == GroupedMode::m3d_3d ? 0 : g); ++h) {  // 3d_3d: every group's block is the same size
       const int64_t s = spec.sizes[h];
       pad_before_[h + 1] = pad_before_[h] + (k_split ? round_up(s / 32, 4) : round_up(s, 128));
     }
