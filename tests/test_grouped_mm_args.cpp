@@ -57,36 +57,31 @@ TEST(GroupedMmArgs, ValidProblemsPassAndResolveStrides) {
   }
 }
 
+// The argument the valid 2d_3d problem of `recipe` is refused naming once `edit` has changed it.
+template <class Edit>
+std::string refused_after(GroupedRecipe recipe, Edit edit) {
+  GroupedMmParams p = two_d_three_d(recipe);
+  edit(p);
+  return refused(p);
+}
+
 TEST(GroupedMmArgs, GroupCountOffsetsAndShapesAreRefusedByName) {
-  GroupedMmParams p = two_d_three_d(GroupedRecipe::bf16);
-  p.b_batch = 5;
-  EXPECT_EQ(refused(p), "groups");
-  p = two_d_three_d(GroupedRecipe::bf16);
-  p.offs_count = 3;
-  EXPECT_EQ(refused(p), "offs");
-  p = two_d_three_d(GroupedRecipe::bf16);
-  p.b_rows = 63;
-  EXPECT_EQ(refused(p), "K");
-  p = two_d_three_d(GroupedRecipe::bf16);
-  p.out_rows = 299;
-  EXPECT_EQ(refused(p), "out");
-  p = two_d_three_d(GroupedRecipe::bf16);
-  p.mode = GroupedMode::m3d_3d;  // 3-d A expected, offsets not
-  EXPECT_EQ(refused(p), "groups");
+  const GroupedRecipe bf16 = GroupedRecipe::bf16;
+  EXPECT_EQ(refused_after(bf16, [](GroupedMmParams& p) { p.b_batch = 5; }), "groups");
+  EXPECT_EQ(refused_after(bf16, [](GroupedMmParams& p) { p.offs_count = 3; }), "offs");
+  EXPECT_EQ(refused_after(bf16, [](GroupedMmParams& p) { p.b_rows = 63; }), "K");
+  EXPECT_EQ(refused_after(bf16, [](GroupedMmParams& p) { p.out_rows = 299; }), "out");
+  // 3d_3d wants a 3-d A of G batches (and no offsets).
+  EXPECT_EQ(refused_after(bf16, [](GroupedMmParams& p) { p.mode = GroupedMode::m3d_3d; }), "groups");
 }
 
 TEST(GroupedMmArgs, ScaleCountsFollowTheRecipe) {
   for (GroupedRecipe r : {GroupedRecipe::fp8_rowwise, GroupedRecipe::mxfp8}) {
-    GroupedMmParams p = two_d_three_d(r);
-    p.a_scale_count -= 1;
-    EXPECT_EQ(refused(p), "scale_a");
-    p = two_d_three_d(r);
-    p.b_scale_count += 1;
-    EXPECT_EQ(refused(p), "scale_b");
+    EXPECT_EQ(refused_after(r, [](GroupedMmParams& p) { p.a_scale_count -= 1; }), "scale_a");
+    EXPECT_EQ(refused_after(r, [](GroupedMmParams& p) { p.b_scale_count += 1; }), "scale_b");
   }
-  GroupedMmParams p = two_d_three_d(GroupedRecipe::mxfp8);
-  p.a_cols = p.b_rows = 48;  // not whole MX blocks
-  EXPECT_EQ(refused(p), "K");
+  // K = 48 is not whole MX blocks.
+  EXPECT_EQ(refused_after(GroupedRecipe::mxfp8, [](GroupedMmParams& p) { p.a_cols = p.b_rows = 48; }), "K");
 }
 
 TEST(GroupedMmArgs, KSplitMxScalesAreSlabsOfTheWholeWidth) {
