@@ -254,6 +254,20 @@ __device__ uint32_t word_at(const void* tile, int row, int col) {
   return *reinterpret_cast<const uint32_t*>(static_cast<const char*>(tile) + (row * kLd + col) * 2);
 }
 
+// Calls f(mi, ni, e, row, col) for each of a lane's 32 accumulators of the warp's quarter at
+// (wr, wc): mma fragment element e of m16 block mi and n8 block ni sits at row g + 8·(e/2),
+// column 2t + e%2 (g = lane/4, t = lane%4).
+template <class F>
+__device__ __forceinline__ void each_acc(int wr, int wc, int lane, F f) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) f(mi, ni, e, wr + 16 * mi + g + 8 * (e / 2), wc + 8 * ni + 2 * t + e % 2);
+}
+
 // C[32×32 warp quarter] += A[wr.., 0..32) · Bᵀ[wc.., 0..32)ᵀ from shared memory. Each 16-deep
 // step loads the warp's A fragments (two m16 blocks) and B fragments (four n8 blocks) once and
 // issues 8 MMAs. Fragment layout (PTX ISA, mma.m16n8k16, g = lane/4, t = lane%4): a0 = A[g][2t..],
@@ -296,14 +310,12 @@ __device__ void warp_mma(float (&c)[2][4][4], const T* As, const T* Bs, int wr, 
   }
 #else
   // Without mma.sync: the same outputs from shared memory with fp32 FMA (exact products, fp32 sums).
-  for (int mi = 0; mi < 2; ++mi)
-    for (int ni = 0; ni < 4; ++ni)
-      for (int e = 0; e < 4; ++e) {
-        const int r = wr + 16 * mi + g + 8 * (e / 2), col = wc + 8 * ni + 2 * t + e % 2;
-        float s = c[mi][ni][e];
-        for (int k = 0; k < kTileK; ++k) s += static_cast<float>(As[r * kLd + k]) * static_cast<float>(Bs[col * kLd + k]);
-        c[mi][ni][e] = s;
-      }
+  each_acc(wr, wc, lane, [&](int mi, int ni, int e, int r, int col) {
+    float s = c[mi][ni][e];
+    for (int k = 0; k < kTileK; ++k) s += static_cast<float>(As[r * kLd + k]) * static_cast<float>(Bs[col * kLd + k]);
+    c[mi][ni][e] = s;
+  });
+  (void)g, (void)t;
 #endif
 }
 
@@ -373,14 +385,7 @@ __global__ void __launch_bounds__(kThreads) grouped_kernel(Args a) {
     if constexpr (kMx) {
       float part[2][4][4] = {};
       warp_mma(part, As, Bs, wr, wc, lane);
-      const int g = lane / 4, q = lane % 4;
-#pragma unroll
-      for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            acc[mi][ni][e] += mx_scaled(part[mi][ni][e], Ea[wr + 16 * mi + g + 8 * (e / 2)], Eb[wc + 8 * ni + 2 * q + e % 2]);
+      each_acc(wr, wc, lane, [&](int mi, int ni, int e, int r, int c) { acc[mi][ni][e] += mx_scaled(part[mi][ni][e], Ea[r], Eb[c]); });
     } else {
       warp_mma(acc, As, Bs, wr, wc, lane);
     }
@@ -418,13 +423,10 @@ __global__ void __launch_bounds__(kThreads) grouped_kernel(Args a) {
     // Planted: the tile's columns past the group's last column are stored too (their sums are 0),
     // landing on the next row (or the next group's columns), bounded by the output tensor's end.
     __syncthreads();
-    for (int mi = 0; mi < 2; ++mi)
-      for (int ni = 0; ni < 4; ++ni)
-        for (int e = 0; e < 4; ++e) {
-          const int64_t r = t.tm + wr + 16 * mi + g + 8 * (e / 2), c = t.tn + wc + 8 * ni + 2 * q + e % 2;
-          const int64_t at = t.o_off + r * a.ldo + c;
-          if (r < t.rows && c >= t.cols && at < a.out_extent) a.out[at] = __float2bfloat16_rn(0.0f);
-        }
+    each_acc(wr, wc, lane, [&](int, int, int, int lr, int lc) {
+      const int64_t r = t.tm + lr, c = t.tn + lc, at = t.o_off + r * a.ldo + c;
+      if (r < t.rows && c >= t.cols && at < a.out_extent) a.out[at] = __float2bfloat16_rn(0.0f);
+    });
   }
 }
 

@@ -57,9 +57,10 @@
 // mode (A, B, out shapes; G vs B's or A's first dimension: "groups"; K of A vs K of B), offsets
 // present iff a 2-d operand is ("offs"), offs_count == G ("offs"), scale element counts
 // ("scale_a", "scale_b"), mxfp8 K % 32 on 3-d/fixed K ("K"), ΣK % 32 for mxfp8 2d_2d ("K").
-// The offsets' values are checked on the device (one small kernel; the launcher synchronizes
-// the stream handed in to read its flag back): every offs[g] in [0, split size], non-decreasing,
-// and each offs[g] a multiple of grouped_offs_multiple(mode, recipe) → "offs".
+// The offsets' values are checked on the device by one small kernel on a stream of the
+// launcher's own, which it synchronises to read the result back (never the stream handed in:
+// the ABI backend holds that one behind a gate until the call returns): every offs[g] in
+// [0, split size], non-decreasing, and a multiple of grouped_offs_multiple(mode, recipe) → "offs".
 #pragma once
 
 #include <cstdint>
@@ -81,7 +82,9 @@ enum class GroupedPlant {
   write_past_last_offset, // 2d_3d / 3d_2d: the last group runs to the end of the split dimension
   offsets_as_starts,      // offs[g] read as group g's START (group g = [offs[g], offs[g+1]), the last to the end)
   next_group_scales,      // group g applies group (g+1) % G's scales (fp8_rowwise, mxfp8; B's per-group scales)
-  spill_past_n,           // stores not masked at N: a tile's columns past N land on the next row of the same tile
+  spill_past_n,           // stores not masked at the group's N: a tile's columns past it (their sums, 0) are
+                          // stored too, landing on the next row (or the next group's / the guard columns in
+                          // 3d_2d), never past the output tensor; deterministic when N fits one 64-column tile
 };
 
 /// One grouped GEMM. Shapes are the sizes of the tensors the glue was handed (PyTorch order);
@@ -147,11 +150,11 @@ bool cublas_grouped_takes(GroupedMode mode, GroupedRecipe recipe);
 constexpr bool kGroupedKernelDeterministic = true;
 constexpr bool kCublasGroupedDeterministic = true;
 
-/// cuda.grouped_kernel: opcts's own kernel (mma.sync m16n8k16 bf16 → fp32; e4m3 codes widened to
-/// bf16 exactly in shared memory). Tiles of 64×64 outputs map to groups on the device by
-/// searching `offs` (no host copy of the offsets). Validates as described above (the offsets'
-/// values with a device check that synchronizes `stream`), then launches on `stream`. Throws
-/// GroupedArgumentError, or std::runtime_error for a CUDA launch failure.
+/// cuda.grouped_kernel: opcts's own kernel (mma.sync m16n8k16 with fp32 accumulation: bf16
+/// operands as they are, e4m3 codes widened exactly to fp16 in shared memory). Tiles of 64×64
+/// outputs map to groups on the device by scanning `offs` (no host copy of the offsets).
+/// Validates as described above (the offsets' values on a stream of its own), then launches on
+/// `stream`. Throws GroupedArgumentError, or std::runtime_error for a CUDA failure.
 void grouped_mm_kernel(const GroupedMmParams& p, CUstream_st* stream);
 
 /// The cuBLAS handle and workspace cuda.cublas_grouped runs with, created by the caller (in the
