@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_timing.hpp"
 #include "device_impl/cuda/sdpa_cudnn.hpp"
 #include "device_impl/cuda/sdpa_kernels.hpp"
 
@@ -24,35 +25,8 @@ using namespace opcts::cuda;
 
 namespace {
 
-void ck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(2);
-  }
-}
-
-// Median milliseconds of fn over iters runs after warmup runs; throws what fn throws.
-double time_ms(const std::function<void()>& fn, int iters) {
-  for (int i = 0; i < 3; ++i) fn();
-  ck(cudaDeviceSynchronize(), "warmup");
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<float> ms;
-  for (int i = 0; i < iters; ++i) {
-    cudaEventRecord(a);
-    fn();
-    cudaEventRecord(b);
-    ck(cudaEventSynchronize(b), "timed run");
-    float t = 0;
-    cudaEventElapsedTime(&t, a, b);
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
+using opcts::bench::ck;
+using opcts::bench::time_ms;
 
 void* dalloc_random(size_t elems, unsigned seed) {
   std::vector<uint16_t> h(elems);

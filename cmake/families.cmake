@@ -4,7 +4,7 @@
 # build), through the generated opcts_families.inc that app/builtins.cpp includes. An entry may
 # be a group of families that share their files: `indexing` registers scatter_add, index_add and
 # index_select (refimpl/indexing_family.cpp).
-set(OPCTS_FAMILIES sdpa cast scaled_mm int4_mm indexing)
+set(OPCTS_FAMILIES sdpa cast scaled_mm int4_mm indexing grouped_mm)
 
 # Writes <dir>/opcts_families.inc: one OPCTS_FAMILY(F) per family.
 function(opcts_generate_families dir)

@@ -20,15 +20,14 @@
 // with fast_accum) and fp32, so a model at least that wide compares bit for bit (E = 0).
 #include <cmath>
 
-#include <Eigen/Dense>
-
+#include "refimpl/reduction_gemm.hpp"
 #include "refimpl/scaled_mm.hpp"
 
 namespace opcts::scaled_mm {
 
 namespace {
 
-using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowMajor = RowMajorF64;
 
 // Dequantized operand [R, K]: code value times its block's scale, exact in double. Codes are
 // read straight from the storage through the 2-D strides and decoded by a table, and each
@@ -62,20 +61,12 @@ RowMajor dequantized(const Problem& p, const TensorMap& in, char which, int64_t 
 
 References reference(const Problem& p, const TensorMap& in) {
   const int64_t M = p.m, N = p.n;
-  RowMajor a = dequantized(p, in, 'a', M);
-  RowMajor bt = dequantized(p, in, 'b', N);
+  const ReductionProducts t = reduction_products(dequantized(p, in, 'a', M), dequantized(p, in, 'b', N));
   const double g = in.count("global_scale") ? in.at("global_scale").get(0) : 1.0;
   const double os = in.count("out_scale") ? in.at("out_scale").get(0) : 1.0;
   const HostTensor* bias = in.count("bias") ? &in.at("bias") : nullptr;
 
-  RowMajor c(M, N), mag(M, N), sq(M, N);
-  c.noalias() = a * bt.transpose();
-  a = a.cwiseAbs();
-  bt = bt.cwiseAbs();
-  mag.noalias() = a * bt.transpose();
-  a = a.cwiseAbs2();
-  bt = bt.cwiseAbs2();
-  sq.noalias() = a * bt.transpose();
+  const RowMajor &c = t.value, &mag = t.abs_sum, &sq = t.sq_sum;
 
   References r;
   auto& want = r.exact["d"];

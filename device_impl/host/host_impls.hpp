@@ -16,6 +16,8 @@ void register_host_cast(Registry& reg);
 void register_host_scaled_mm(Registry& reg);
 /// host.int4 and its planted variants (int4_mm).
 void register_host_int4_mm(Registry& reg);
+/// host.grouped and its planted variants (grouped_mm), ABI rows on the host backend.
+void register_host_grouped_mm(Registry& reg);
 /// host.emulated_hopper and its planted variants (scaled_mm_hopper.cpp).
 void register_host_scaled_mm_hopper(Registry& reg);
 /// host.omp (scatter_add), host.omp_rows (index_add), host.gather (index_select) and the planted

@@ -1,0 +1,85 @@
+// grouped_mm reference: per group, exact dequantization and three fp64 Eigen GEMMs (values, magnitudes, squares), one rounding to bf16, and the reduction statistics.
+//
+// Each group's block of the output is x = Σ_k t_k over the group's K, t_k = deq(a_k)·deq(b_k)
+// (bf16 values, or e4m3fn codes times an fp32 or 2^e scale: exact in double), rounded once to
+// bf16. Like scaled_mm (refimpl/scaled_mm_reference.cpp) the reference does not know how an
+// impl accumulates, so it gives per element S = Σ|t_k|, Q = Σ t_k² and X = |Σ t_k| (no bias, no
+// output scale), from which runner/accumulator.hpp derives each impl's bound; the fills' terms
+// are independent and symmetric about zero (random signs), so zero_mean holds. `terms` is the
+// largest group's K: the bound only grows with the reduction length, so it holds for every
+// group (loosest for the shortest). Elements no group writes (rows or columns past the last
+// offset) hold NaN, the poison the ABI backends fill outputs with (grouped_mm.hpp); their
+// statistics are 0. A group of zero K gives exact zeros (S = 0: the bound is 0).
+#include <cmath>
+
+#include "refimpl/grouped_mm.hpp"
+#include "refimpl/reduction_gemm.hpp"
+
+namespace opcts::grouped_mm {
+
+namespace {
+
+using RowMajor = RowMajorF64;
+
+// One operand of one group, dequantized: `rows` rows from row0 of matrix `mat` of the codes
+// (a 2-D tensor is one matrix), K columns [k0, k0 + depth), each code times its scale.
+// `mx`: the operand's mxfp8 scale layout.
+RowMajor dequantized(const Problem& p, const TensorMap& in, char which, int64_t g, const GroupView& v, const MxLayout& mx) {
+  const HostTensor& codes = in.at(which == 'a' ? "a" : "b");
+  const int64_t rows = which == 'a' ? v.rows : v.cols, mat = which == 'a' ? v.a_mat : v.b_mat;
+  const int64_t row0 = which == 'a' ? v.a_row0 : v.b_row0;
+  const int64_t ld = codes.shape().back(), mat_stride = codes.shape().size() == 3 ? codes.dim(1) * ld : 0;
+  std::vector<double> value(size_t{1} << dtype_info(codes.dtype()).bits);
+  for (size_t c = 0; c < value.size(); ++c) value[c] = decode(codes.dtype(), c);
+  const HostTensor* scale = p.scaled() ? &in.at(which == 'a' ? "a_scale" : "b_scale") : nullptr;
+  // rowwise: a scale per row of the 2-D operand that spans every group (2d_3d's A, 3d_2d's B),
+  // else one row of scales per group.
+  const bool global_rows = (which == 'a' && p.mode == Mode::m2d_3d) || (which == 'b' && p.mode == Mode::m3d_2d);
+  RowMajor x(rows, v.depth);
+#pragma omp parallel for schedule(static) if (rows * v.depth > (1 << 16))
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = mat * mat_stride + (row0 + r) * ld + v.k0;
+    const double row_scale = p.recipe != Recipe::rowwise ? 1.0 : scale->get(global_rows ? row0 + r : g * rows + r);
+    for (int64_t k = 0; k < v.depth; ++k) {
+      double s = row_scale;
+      if (p.recipe == Recipe::mxfp8) s = scale->get(mx.index(g, r, k / 32));
+      x(r, k) = value[codes.code(at + k)] * s;
+    }
+  }
+  return x;
+}
+
+}  // namespace
+
+References reference(const Problem& p, const TensorMap& in) {
+  const std::vector<int64_t> shape = out_shape(p);
+  const size_t count = static_cast<size_t>(shape[0] * shape[1] * (shape.size() == 3 ? shape[2] : 1));
+  References r;
+  auto& want = r.exact["out"];
+  ReductionStats& st = r.reduction["out"];
+  want.assign(count, NAN);
+  st.abs_sum.assign(count, 0.0);
+  st.sq_sum.assign(count, 0.0);
+  st.magnitude.assign(count, 0.0);
+  st.zero_mean = true;
+  const bool mx = p.recipe == Recipe::mxfp8;
+  const MxLayout a_mx = mx ? mx_layout(p, 'a') : MxLayout{}, b_mx = mx ? mx_layout(p, 'b') : MxLayout{};
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const GroupView v = group_view(p, g);
+    st.terms = std::max(st.terms, v.depth);
+    if (v.rows == 0 || v.cols == 0) continue;
+    const ReductionProducts t = reduction_products(dequantized(p, in, 'a', g, v, a_mx), dequantized(p, in, 'b', g, v, b_mx));
+#pragma omp parallel for schedule(static) if (v.rows * v.cols > (1 << 14))
+    for (int64_t i = 0; i < v.rows; ++i)
+      for (int64_t j = 0; j < v.cols; ++j) {
+        const size_t at = static_cast<size_t>(v.out0 + i * v.ld + j);
+        want[at] = round_to(DType::bf16, t.value(i, j));
+        st.abs_sum[at] = t.abs_sum(i, j);
+        st.sq_sum[at] = t.sq_sum(i, j);
+        st.magnitude[at] = std::fabs(t.value(i, j));
+      }
+  }
+  return r;
+}
+
+}  // namespace opcts::grouped_mm

@@ -1,0 +1,29 @@
+// The three fp64 GEMMs behind a bounded reference's reduction statistics: values, magnitudes and squares of the K products.
+#pragma once
+
+#include <Eigen/Dense>
+
+namespace opcts {
+
+using RowMajorF64 = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// For dequantized operands a [R, K] and bt [C, K] (Bᵀ), with t_k = a[r, k]·bt[c, k]:
+/// value = Σ_k t_k, abs_sum = Σ_k |t_k|, sq_sum = Σ_k t_k² per (r, c), each [R, C] (what
+/// ReductionStats holds, core/reduction.hpp). Takes the operands by value: they are overwritten
+/// by their magnitudes and squares.
+struct ReductionProducts {
+  RowMajorF64 value, abs_sum, sq_sum;
+};
+inline ReductionProducts reduction_products(RowMajorF64 a, RowMajorF64 bt) {
+  ReductionProducts r;
+  r.value.noalias() = a * bt.transpose();
+  a = a.cwiseAbs();
+  bt = bt.cwiseAbs();
+  r.abs_sum.noalias() = a * bt.transpose();
+  a = a.cwiseAbs2();
+  bt = bt.cwiseAbs2();
+  r.sq_sum.noalias() = a * bt.transpose();
+  return r;
+}
+
+}  // namespace opcts
