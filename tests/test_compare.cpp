@@ -293,6 +293,26 @@ TEST(CompareBounded, ReferenceBoundPerElement) {
   EXPECT_THROW(compare_output("d", got, want, nullptr, t, w, 5, &bound), std::invalid_argument);
 }
 
+// bounded around the exact x: one rounding to nearest passes, a truncating conversion (the far
+// neighbour on about half the elements: up to a whole spacing) fails, as does any result a whole
+// spacing off — the full-spacing allowance around RN(x) that this replaced admitted both.
+TEST(CompareBounded, HalfASpacingCatchesATruncatingConversion) {
+  const int n = 1000;
+  std::vector<double> want(n), bound(n, 1e-30);
+  HostTensor rn(DType::bf16, {n}), rz(DType::bf16, {n});
+  for (int i = 0; i < n; ++i) {
+    want[i] = 1 + (i + 0.5) / n;  // never a bf16 value
+    rn.set(i, want[i]);
+    const double lo = round_to(DType::bf16, want[i]);  // the neighbour toward zero
+    rz.set(i, lo > want[i] ? lo - spacing_at(DType::bf16, want[i]) : lo);
+  }
+  auto t = tol_of(Metric::bounded);
+  t.factor = 1;
+  std::vector<WorstElement> w;
+  EXPECT_EQ(compare_output("d", rn, want, nullptr, t, w, 5, &bound).mismatches, 0);
+  EXPECT_GT(compare_output("d", rz, want, nullptr, t, w, 5, &bound).mismatches, n / 3);
+}
+
 TEST(CompareMetric, ParseAndPrintRoundTrip) {
   for (Metric m : {Metric::exact, Metric::allclose, Metric::ref_relative}) EXPECT_EQ(parse_metric(to_string(m)), m);
   EXPECT_THROW(parse_metric("close"), std::invalid_argument);

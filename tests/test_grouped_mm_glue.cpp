@@ -43,13 +43,6 @@ std::string launcher_verdict(const Family& f, const grouped_mm::Problem& p) {
   return "";
 }
 
-// fp8 K or N off PyTorch's multiple of 16: the launchers do not check it (grouped_mm_args.cu
-// checks mxfp8's K % 32 only); cases/manifests/cuda_common.yaml holds the strict xfail. When the
-// launchers start refusing these, this test fails: drop both.
-bool known_launcher_gap(const grouped_mm::Problem& p) {
-  return p.recipe == grouped_mm::Recipe::rowwise && (p.expect_error == "K" || p.expect_error == "N");
-}
-
 TEST(GroupedMmGlue, LaunchersJudgeEverySmokeProblemAsTheContractDoes) {
   const Family& f = *builtin_registry().family("grouped_mm");
   int valid = 0, negative = 0;
@@ -57,10 +50,6 @@ TEST(GroupedMmGlue, LaunchersJudgeEverySmokeProblemAsTheContractDoes) {
     if (e.tier != Tier::smoke) continue;
     const auto& p = e.problem->as<grouped_mm::Problem>();
     const std::string got = launcher_verdict(f, p);
-    if (known_launcher_gap(p)) {
-      EXPECT_EQ(got, "") << e.problem_id << ": the launchers refuse it now; remove the gap and its xfail";
-      continue;
-    }
     EXPECT_EQ(got, p.expect_error) << e.problem_id;
     ++(p.expect_error.empty() ? valid : negative);
   }

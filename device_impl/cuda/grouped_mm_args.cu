@@ -92,6 +92,13 @@ Shape validate(const GroupedMmParams& p, const char* who) {
   require(s.ldb >= p.b_rows && s.b_bs >= 0, who, "mat_b", "mat_b's column stride " + num(s.ldb) + " < K = " + num(p.b_rows));
   require(s.ldo >= p.out_cols && s.o_bs >= 0, who, "out", "ldo " + num(s.ldo) + " < " + num(p.out_cols) + " columns");
 
+  if (p.recipe == GroupedRecipe::fp8_rowwise) {
+    // torch._scaled_grouped_mm's fp8 contract (GroupedBlas.cpp; spec/pytorch-tests.md §1.5):
+    // K and N multiples of 16, for the fp8 tensor cores' 16-byte rows; a dimension the offsets
+    // split (2d_2d's K, 3d_2d's N) is held to the offsets' multiple instead (find_offs_fault).
+    if (mode != GroupedMode::m2d_2d) require(s.k % 16 == 0, who, "K", "K = " + num(s.k) + " is not a multiple of 16 (fp8)");
+    if (mode != GroupedMode::m3d_2d) require(s.n % 16 == 0, who, "N", "N = " + num(s.n) + " is not a multiple of 16 (fp8)");
+  }
   if (p.recipe == GroupedRecipe::mxfp8) {
     // An MX block is 32 elements of K: a fixed K must hold whole blocks, and so must ΣK.
     require(s.k % 32 == 0, who, "K", "K = " + num(s.k) + " is not a multiple of the MX block 32");

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <climits>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -110,6 +111,16 @@ Plan prepare(const GroupedMmParams& p, cudaStream_t stream, const char* who) {
   return plan;
 }
 
+// One group's GEMM through cublasGemmEx, which sees its pointers on the host.
+void gemm_ex(CublasGroupedContext& ctx, const Plan& plan, const Gemm& x) {
+  const float alpha = 1.0f, beta = 0.0f;
+  cublas_check(cublasGemmEx(ctx.handle, CUBLAS_OP_T, CUBLAS_OP_N, x.m, x.n, x.k, &alpha, x.a, CUDA_R_16BF, plan.lda, x.b, CUDA_R_16BF,
+                            plan.ldb, &beta, x.c, CUDA_R_16BF, plan.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx");
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
 void bind(CublasGroupedContext& ctx, cudaStream_t stream) {
   cublas_check(cublasSetStream(ctx.handle, stream), "cublasSetStream");
   cublas_check(cublasSetWorkspace(ctx.handle, ctx.workspace, static_cast<size_t>(ctx.workspace_bytes)), "cublasSetWorkspace");
@@ -141,7 +152,21 @@ CublasGroupedContext& cublas_grouped_context() {
 }
 
 void grouped_mm_cublas(const GroupedMmParams& p, CUstream_st* stream, CublasGroupedContext& ctx) {
-  const Plan plan = prepare(p, stream, "cuda.cublas_grouped");
+  Plan plan = prepare(p, stream, "cuda.cublas_grouped");
+  // cuBLAS's grouped GEMM reads the groups' pointers from device arrays it cannot inspect: a
+  // group starting off a 16-byte boundary (a K or N split at an odd offset) crashed it with a
+  // misaligned address on the H200 (2026-12-01: 2d_2d, 16 groups of skewed K). Such groups go
+  // through cublasGemmEx, which sees its pointers and picks a kernel for their alignment.
+  std::vector<Gemm> unaligned;
+  std::erase_if(plan.gemms, [&](const Gemm& x) {
+    const bool off = !aligned16(x.a) || !aligned16(x.b) || !aligned16(x.c);
+    if (off) unaligned.push_back(x);
+    return off;
+  });
+  if (!unaligned.empty()) {
+    bind(ctx, stream);
+    for (const Gemm& x : unaligned) gemm_ex(ctx, plan, x);
+  }
   if (plan.gemms.empty()) return;
   // One cuBLAS group per GEMM (each has its own shape); the pointer arrays live on the device.
   const size_t count = plan.gemms.size();
@@ -181,11 +206,7 @@ void grouped_mm_cublas(const GroupedMmParams& p, CUstream_st* stream, CublasGrou
 void grouped_mm_cublas_loop(const GroupedMmParams& p, CUstream_st* stream, CublasGroupedContext& ctx) {
   const Plan plan = prepare(p, stream, "cublas per-group loop");
   bind(ctx, stream);
-  const float alpha = 1.0f, beta = 0.0f;
-  for (const Gemm& x : plan.gemms)
-    cublas_check(cublasGemmEx(ctx.handle, CUBLAS_OP_T, CUBLAS_OP_N, x.m, x.n, x.k, &alpha, x.a, CUDA_R_16BF, plan.lda, x.b,
-                              CUDA_R_16BF, plan.ldb, &beta, x.c, CUDA_R_16BF, plan.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx");
+  for (const Gemm& x : plan.gemms) gemm_ex(ctx, plan, x);
 }
 
 }  // namespace opcts::cuda

@@ -173,7 +173,9 @@ CublasGroupedContext& cublas_grouped_context();
 /// CUBLAS_COMPUTE_32F) with one cuBLAS group per distinct problem shape; it needs the offsets
 /// on the host, so it copies them (cudaMemcpyAsync + stream synchronize: allowed for this impl,
 /// unlike cuda.grouped_kernel). Groups with an empty K (2d_2d) are zeroed with a memset, empty
-/// M/N groups are skipped. Validates the offsets' values on the host after the copy. Throws
+/// M/N groups are skipped; a group whose pointers are not 16-byte aligned runs through
+/// cublasGemmEx instead (the grouped call crashed on them). Validates the offsets' values on
+/// the host after the copy. Throws
 /// GroupedArgumentError, or std::runtime_error naming the cuBLAS status.
 void grouped_mm_cublas(const GroupedMmParams& p, CUstream_st* stream, CublasGroupedContext& ctx);
 
