@@ -1,4 +1,4 @@
-// scaled_mm reference: exact dequantization, fp64 Eigen GEMMs (OpenMP), one rounding to the output dtype, and the reduction statistics.
+// scaled_mm reference: exact dequantization, fp64 Eigen GEMMs (OpenMP, dispatched per ISA level), one rounding to the output dtype, and the reduction statistics.
 //
 // "d" is x = os·(g·Σ_k t_k + bias), t_k = deq(a_k)·deq(b_k) (exact in double: fp8/fp4 codes
 // times power-of-two or fp32 scales), rounded once to the output dtype; beyond the output's
@@ -21,6 +21,7 @@
 
 #include <Eigen/Dense>
 
+#include "refimpl/gemm.hpp"
 #include "refimpl/scaled_mm.hpp"
 
 namespace opcts::scaled_mm {
@@ -67,14 +68,16 @@ References reference(const Problem& p, const TensorMap& in) {
   const double os = in.count("out_scale") ? in.at("out_scale").get(0) : 1.0;
   const HostTensor* bias = in.count("bias") ? &in.at("bias") : nullptr;
 
+  // The three GEMMs at the CPU's best ISA level (refimpl/gemm.hpp): C[M, N] = A[M, K]·Bᵀ.
   RowMajor c(M, N), mag(M, N), sq(M, N);
-  c.noalias() = a * bt.transpose();
+  const auto product = [&](RowMajor& out) { ref::gemm<double>(M, N, p.k, {a.data(), p.k}, {bt.data(), p.k, true}, out.data(), N); };
+  product(c);
   a = a.cwiseAbs();
   bt = bt.cwiseAbs();
-  mag.noalias() = a * bt.transpose();
+  product(mag);
   a = a.cwiseAbs2();
   bt = bt.cwiseAbs2();
-  sq.noalias() = a * bt.transpose();
+  product(sq);
 
   References r;
   auto& want = r.exact["d"];
