@@ -29,6 +29,7 @@ class ReferenceCache {
     std::string key;
     TensorMap inputs;
     References refs;
+    double inputs_ms = 0, ref_ms = 0;  // what making them took (ref_ms: computing or loading)
   };
   /// Time spent making references (computing or loading) and where they came from.
   struct Stats {
@@ -37,7 +38,8 @@ class ReferenceCache {
   };
   explicit ReferenceCache(std::string disk_dir = "", std::uint64_t disk_max_bytes = kDefaultRefCacheMaxBytes)
       : disk_(std::move(disk_dir), disk_max_bytes) {}
-  const Entry& get(const Case& c);
+  /// The entry of c's problem; `fresh` (when given) says whether this call made it.
+  const Entry& get(const Case& c, bool* fresh = nullptr);
   const Stats& stats() const { return stats_; }
 
  private:
