@@ -44,6 +44,7 @@ const ReferenceCache::Entry& ReferenceCache::get(const Case& c, bool* fresh) {
     }
     e->ref_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_inputs).count();
     stats_.ref_ms += e->inputs_ms + e->ref_ms;
+    for (const auto& [name, t] : e->inputs) e->input_fingerprints.emplace_back(name, fingerprint(t));
     last_ = std::move(e);
   }
   return *last_;
@@ -101,11 +102,14 @@ std::string first_bit_difference(const TensorMap& a, const TensorMap& b) {
 
 // Runs the impl and refuses one that wrote into its inputs (every impl, built in or plugin:
 // the inputs are the reference's, and a kernel that scribbles on them may still match it).
-// `run_ms`, when given, gets the impl's own time (the checks are the harness's).
+// `run_ms`, when given, gets the impl's own time (the checks are the harness's); `made`, when
+// given, holds the inputs' fingerprints taken when they were made (else they are taken here).
 TensorMap run_checked(const Impl& impl, const Problem& p, const TensorMap& inputs, const RunContext& ctx,
-                      double* run_ms = nullptr) {
-  std::vector<std::pair<std::string, uint64_t>> before;
-  for (const auto& [name, t] : inputs) before.emplace_back(name, fingerprint(t));
+                      double* run_ms = nullptr, const std::vector<std::pair<std::string, uint64_t>>* made = nullptr) {
+  std::vector<std::pair<std::string, uint64_t>> taken;
+  if (!made)
+    for (const auto& [name, t] : inputs) taken.emplace_back(name, fingerprint(t));
+  const auto& before = made ? *made : taken;
   const auto t0 = std::chrono::steady_clock::now();
   TensorMap out = impl.run(p, inputs, ctx);
   if (run_ms) *run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -170,7 +174,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       r.ref_ms = ref.ref_ms;
     }
     RunContext ctx{&suite.arch(), device};
-    const TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx, &r.device_ms);
+    const TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx, &r.device_ms, &ref.input_fingerprints);
     const auto t_compare = std::chrono::steady_clock::now();
     bool ok = true;
     for (const auto& spec : c.family->outputs(*c.problem)) {
@@ -210,7 +214,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       }
     }
     if (ok && opts.bitwise && c.impl->deterministic(*c.problem)) {
-      const TensorMap again = run_checked(*c.impl, *c.problem, ref.inputs, ctx);
+      const TensorMap again = run_checked(*c.impl, *c.problem, ref.inputs, ctx, nullptr, &ref.input_fingerprints);
       const std::string diff = first_bit_difference(out, again);
       if (!diff.empty()) {
         r.raw_outcome = Outcome::FAIL;
@@ -241,6 +245,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
   } catch (const DeviceLost&) {
     throw;
   } catch (const ContractBreach& e) {
+    cache.forget();  // the inputs may be written over: the next impl gets them made afresh
     r.raw_outcome = Outcome::FAIL;
     r.message = e.what();
   } catch (const std::exception& e) {
