@@ -190,6 +190,8 @@ struct Case {
 
 /// The case id of a problem under an impl.
 std::string case_id(const Family& f, const Impl& impl, const Problem& p);
+/// The same from the problem's id already rendered (f.problem_id(p)), for loaders that hold it.
+std::string case_id_from_problem_id(const Family& f, const Impl& impl, std::string_view problem_id);
 /// The seed of a problem: every impl of one problem sees the same inputs.
 uint64_t case_seed(const Family& f, const Problem& p);
 

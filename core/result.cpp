@@ -66,6 +66,9 @@ std::string to_json_line(const ResultRecord& r) {
   j["device"] = r.device;
   j["seed"] = r.seed;
   j["ms"] = num(r.ms);
+  if (r.inputs_ms || r.ref_ms || r.device_ms || r.compare_ms)
+    j["phases_ms"] = {{"inputs", num(r.inputs_ms)}, {"reference", num(r.ref_ms)}, {"device", num(r.device_ms)},
+                      {"compare", num(r.compare_ms)}};
   if (!r.tier.empty()) j["tier"] = r.tier;
   if (!r.message.empty()) j["message"] = r.message;
   if (!r.expectation.empty()) j["expectation"] = r.expectation;
@@ -109,6 +112,13 @@ ResultRecord parse_json_line(const std::string& line) {
   r.device = j.value("device", -1);
   r.seed = j.value("seed", "");
   r.ms = j.contains("ms") ? as_num(j["ms"]) : 0;
+  if (j.contains("phases_ms")) {
+    const json& ph = j["phases_ms"];
+    r.inputs_ms = ph.contains("inputs") ? as_num(ph["inputs"]) : 0;
+    r.ref_ms = ph.contains("reference") ? as_num(ph["reference"]) : 0;
+    r.device_ms = ph.contains("device") ? as_num(ph["device"]) : 0;
+    r.compare_ms = ph.contains("compare") ? as_num(ph["compare"]) : 0;
+  }
   r.tier = j.value("tier", "");
   r.message = j.value("message", "");
   r.expectation = j.value("expectation", "");

@@ -59,6 +59,10 @@ struct ResultRecord {
   Outcome raw_outcome = Outcome::ERROR;
   std::string seed;     // hex, derived from the id
   double ms = 0;        // wall time of the case in the worker
+  // Where ms went (issue 16 item 3): making the inputs and the references (0 when the case
+  // shared them with the previous case of its problem; ref_ms is the load time when they came
+  // from the disk cache), the impl's run, the comparison. ms minus these is the harness's own.
+  double inputs_ms = 0, ref_ms = 0, device_ms = 0, compare_ms = 0;
   std::string message;  // skip reason, error text, or the failure summary: what running the case said
   std::string expectation;  // the manifest entry that judged it: "xfail sm90.yaml:40: reason", a
                             // planted bug, an unmet xfail ("expects ERROR ..., got FAIL"), a known flake

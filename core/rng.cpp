@@ -2,6 +2,7 @@
 #include "core/rng.hpp"
 
 #include <cmath>
+#include <limits>
 #include <cstdio>
 
 #include <Random123/philox.h>
@@ -62,6 +63,9 @@ void fill_uniform(HostTensor& t, uint64_t seed, uint32_t stream, double lo, doub
 
 void fill_normal(HostTensor& t, uint64_t seed, uint32_t stream, double sigma) {
   const int64_t n = t.numel();
+  // A contiguous fp32 tensor (quantizers' inputs: hundreds of millions of elements) is written
+  // in place: a finite in-range value's fp32 encoding is its round-to-nearest cast, as set() does.
+  float* f32 = t.dtype() == DType::fp32 && t.is_contiguous() ? reinterpret_cast<float*>(t.data()) : nullptr;
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
   for (int64_t b = 0; b < (n + 3) / 4; ++b) {
     const auto r = draw(seed, stream, static_cast<uint64_t>(b));
@@ -72,7 +76,10 @@ void fill_normal(HostTensor& t, uint64_t seed, uint32_t stream, double sigma) {
       const double z[2] = {rad * std::cos(2 * M_PI * u2), rad * std::sin(2 * M_PI * u2)};
       for (int k = 0; k < 2; ++k) {
         const int64_t i = b * 4 + pair * 2 + k;
-        if (i < n) t.set(i, sigma * z[k]);
+        if (i >= n) continue;
+        const double v = sigma * z[k];
+        if (f32 && std::fabs(v) <= std::numeric_limits<float>::max()) f32[i] = static_cast<float>(v);
+        else t.set(i, v);
       }
     }
   }

@@ -1,4 +1,4 @@
-// int4_mm reference: the weights unpacked and dequantized exactly, fp64 Eigen GEMMs over column blocks (OpenMP), and the error bound.
+// int4_mm reference: the weights unpacked and dequantized exactly, fp64 Eigen GEMMs over column blocks (OpenMP; dispatched per ISA level), and the error bound.
 //
 // Exact value. Every dequantized weight — (q − 8)·scale + zero, (q − z)·scale or (q − 8)·d with
 // 4-bit codes and 8- or 11-bit scales and zeros — is exact in fp64 (the generated zeros lie
@@ -29,6 +29,7 @@
 
 #include <Eigen/Dense>
 
+#include "refimpl/gemm.hpp"
 #include "refimpl/int4_mm.hpp"
 #include "refimpl/int4_pack.hpp"
 
@@ -160,9 +161,14 @@ References reference(const Problem& p, const TensorMap& in) {
       }
     }
     if (direct) continue;
-    y.middleCols(n0, nb).noalias() = x * w;
-    delta.middleCols(n0, nb).noalias() = x * d;
-    mag.middleCols(n0, nb).noalias() = ax * a;
+    // Columns n0.. of the outputs at the CPU's best ISA level (refimpl/gemm.hpp): a column-major
+    // [K, nb] block is its transpose stored row-major.
+    const auto product = [&](const RowMajor& lhs, const ColMajor& block, RowMajor& out) {
+      ref::gemm<double>(M, nb, K, {lhs.data(), K}, {block.data(), K, true}, out.data() + n0, N);
+    };
+    product(x, w, y);
+    product(x, d, delta);
+    product(ax, a, mag);
   }
 
   const double coef = gamma(K, std::ldexp(1.0, -23)) + 4 * gamma(K, std::ldexp(1.0, -53));

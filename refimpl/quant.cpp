@@ -48,11 +48,22 @@ uint64_t encode_element(DType t, double v) {
 }
 
 // NaN-propagating max |x| over rows [r0, r1) × cols [c0, c1).
-float block_amax(const HostTensor& x, int64_t K, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+// The input's element i (row-major) as a double: straight from the storage for a contiguous
+// fp32 tensor (the usual input, hundreds of millions of elements at once), else through the
+// codec; the same value either way.
+struct Values {
+  const HostTensor* x;
+  const float* f32;
+  explicit Values(const HostTensor& t)
+      : x(&t), f32(t.dtype() == DType::fp32 && t.is_contiguous() ? reinterpret_cast<const float*>(t.data()) : nullptr) {}
+  double operator()(int64_t i) const { return f32 ? static_cast<double>(f32[i]) : x->get(i); }
+};
+
+float block_amax(const Values& x, int64_t K, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   float amax = 0.0f;
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t c = c0; c < c1; ++c) {
-      const auto a = static_cast<float>(std::fabs(x.get(r * K + c)));
+      const auto a = static_cast<float>(std::fabs(x(r * K + c)));
       if (std::isnan(a)) return std::numeric_limits<float>::quiet_NaN();
       amax = std::max(amax, a);
     }
@@ -231,7 +242,14 @@ Quantized quantize(const HostTensor& x, const Scheme& s, ScaleLayout layout) {
   HostTensor scales(scale_dtype(s), {g.rows, g.cols});
 
   float global = 1.0f;
-  if (s.recipe == Recipe::nvfp4 && s.global_scale) global = nvfp4_global_scale(block_amax(x, K, 0, R, 0, K));
+  const Values xv(x);
+  // Codes of 8 bits go straight into the fresh contiguous storage; 4-bit ones pack in pairs.
+  auto* bytes = dtype_info(s.element).bits == 8 ? reinterpret_cast<uint8_t*>(q.data.data()) : nullptr;
+  const auto put = [&](int64_t i, uint64_t code) {
+    if (bytes) bytes[i] = static_cast<uint8_t>(code);
+    else q.data.set_code(i, code);
+  };
+  if (s.recipe == Recipe::nvfp4 && s.global_scale) global = nvfp4_global_scale(block_amax(xv, K, 0, R, 0, K));
   q.global_scale = global;
 
   // Blocks are independent; threads share no byte of the data unless 4-bit codes of two
@@ -242,7 +260,7 @@ Quantized quantize(const HostTensor& x, const Scheme& s, ScaleLayout layout) {
     for (int64_t bc = 0; bc < g.cols; ++bc) {
       const int64_t r0 = br * g.block_rows, r1 = std::min(R, r0 + g.block_rows);
       const int64_t c0 = bc * g.block_cols, c1 = std::min(K, c0 + g.block_cols);
-      const float amax = block_amax(x, K, r0, r1, c0, c1);
+      const float amax = block_amax(xv, K, r0, r1, c0, c1);
       const int64_t si = br * g.cols + bc;
       switch (s.recipe) {
         case Recipe::mx: {
@@ -251,7 +269,7 @@ Quantized quantize(const HostTensor& x, const Scheme& s, ScaleLayout layout) {
           // 2^-e (exact; e ∈ [−127, 127]) or NaN for the 0xFF scale.
           const double inv = code == 0xFF ? kNaN : std::ldexp(1.0, 127 - code);
           for (int64_t r = r0; r < r1; ++r)
-            for (int64_t c = c0; c < c1; ++c) q.data.set_code(r * K + c, encode_element(s.element, x.get(r * K + c) * inv));
+            for (int64_t c = c0; c < c1; ++c) put(r * K + c, encode_element(s.element, xv(r * K + c) * inv));
           break;
         }
         case Recipe::nvfp4: {
@@ -260,8 +278,8 @@ Quantized quantize(const HostTensor& x, const Scheme& s, ScaleLayout layout) {
           const float total = global * static_cast<float>(decode(DType::ue4m3, code));
           for (int64_t r = r0; r < r1; ++r)
             for (int64_t c = c0; c < c1; ++c) {
-              const float v = clamp_keep_nan(static_cast<float>(x.get(r * K + c)) / total, -6.0f, 6.0f);
-              q.data.set_code(r * K + c, encode_element(DType::e2m1fn, v));
+              const float v = clamp_keep_nan(static_cast<float>(xv(r * K + c)) / total, -6.0f, 6.0f);
+              put(r * K + c, encode_element(DType::e2m1fn, v));
             }
           break;
         }
@@ -269,7 +287,7 @@ Quantized quantize(const HostTensor& x, const Scheme& s, ScaleLayout layout) {
           const float d = fp32_recipe_scale(amax, s.element);
           scales.set(si, d);
           for (int64_t r = r0; r < r1; ++r)
-            for (int64_t c = c0; c < c1; ++c) q.data.set_code(r * K + c, encode_element(s.element, x.get(r * K + c) / d));
+            for (int64_t c = c0; c < c1; ++c) put(r * K + c, encode_element(s.element, xv(r * K + c) / d));
           break;
         }
       }

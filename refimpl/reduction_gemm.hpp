@@ -3,6 +3,8 @@
 
 #include <Eigen/Dense>
 
+#include "refimpl/gemm.hpp"
+
 namespace opcts {
 
 using RowMajorF64 = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -15,14 +17,20 @@ struct ReductionProducts {
   RowMajorF64 value, abs_sum, sq_sum;
 };
 inline ReductionProducts reduction_products(RowMajorF64 a, RowMajorF64 bt) {
+  const int64_t R = a.rows(), C = bt.rows(), K = a.cols();
+  // Each product at the CPU's best ISA level (refimpl/gemm.hpp): [R, C] = a·btᵀ.
+  const auto product = [&](RowMajorF64& out) {
+    out.resize(R, C);
+    ref::gemm<double>(R, C, K, {a.data(), K}, {bt.data(), K, true}, out.data(), C);
+  };
   ReductionProducts r;
-  r.value.noalias() = a * bt.transpose();
+  product(r.value);
   a = a.cwiseAbs();
   bt = bt.cwiseAbs();
-  r.abs_sum.noalias() = a * bt.transpose();
+  product(r.abs_sum);
   a = a.cwiseAbs2();
   bt = bt.cwiseAbs2();
-  r.sq_sum.noalias() = a * bt.transpose();
+  product(r.sq_sum);
   return r;
 }
 

@@ -1,4 +1,4 @@
-// scaled_mm reference: exact dequantization, fp64 Eigen GEMMs (OpenMP), the exact unrounded result, and the reduction statistics.
+// scaled_mm reference: exact dequantization, fp64 Eigen GEMMs (OpenMP, dispatched per ISA level), the exact unrounded result, and the reduction statistics.
 //
 // "d" is x = os·(g·Σ_k t_k + bias), t_k = deq(a_k)·deq(b_k) (exact in double: fp8/fp4 codes
 // times power-of-two or fp32 scales), unrounded: the bounded metric allows a device's one

@@ -108,7 +108,7 @@ template <typename T>
 RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>& qh, const RowMajor<T>& kh,
                     const RowMajor<T>& vh) {
   const T u = static_cast<T>(kAccUnit), scale = static_cast<T>(p.effective_scale());
-  const RowMajor<T> qk = qh.cwiseAbs() * kh.cwiseAbs().transpose();  // Σ_d |q_id||k_jd|
+  const RowMajor<T> qk = mul<T>(qh.cwiseAbs(), false, kh.cwiseAbs(), true);  // Σ_d |q_id||k_jd|
   RowMajor<T> b2(f.e.rows(), f.e.cols());  // (b(e_ij) + ε_ij·e_ij)²
   for (int64_t i = 0; i < b2.rows(); ++i)
     for (int64_t j = 0; j < b2.cols(); ++j) {
@@ -117,8 +117,8 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
       const T b = std::sqrt(rounding_sq(p.dtype, e)) + eps * e;
       b2(i, j) = b * b;
     }
-  RowMajor<T> bound = (b2 * vh.cwiseAbs2()).cwiseSqrt() * static_cast<T>(kRoundingSigmas);
-  const RowMajor<T> pv = f.e * vh.cwiseAbs();
+  RowMajor<T> bound = mul<T>(b2, false, vh.cwiseAbs2(), false).cwiseSqrt() * static_cast<T>(kRoundingSigmas);
+  const RowMajor<T> pv = mul<T>(f.e, false, vh.cwiseAbs(), false);
   for (int64_t i = 0; i < bound.rows(); ++i) {
     if (f.l[i] == 0) {
       bound.row(i).setZero();
@@ -155,7 +155,7 @@ inline double running_max_records(int64_t n) {
 /// of that head and its q and k slices.
 template <typename T>
 std::vector<double> lse_floors(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>& qh, const RowMajor<T>& kh) {
-  const RowMajor<T> qk2 = qh.cwiseAbs2() * kh.cwiseAbs2().transpose();  // Σ_d (q_id·k_jd)²
+  const RowMajor<T> qk2 = mul<T>(qh.cwiseAbs2(), false, kh.cwiseAbs2(), true);  // Σ_d (q_id·k_jd)²
   const double d = static_cast<double>(p.head_dim), scale = p.effective_scale();
   const double dot_losses = (p.dtype == DType::fp32 ? 3 : 2) * d;
   const double score_roundings = p.softcap > 0 ? 5 : 3;
@@ -207,8 +207,8 @@ class GradientBounds {
     const int64_t sq = g.p.rows(), sk = g.p.cols(), dv = vh.cols();
     const RowMajor<T> ado = doh.cwiseAbs(), aq = qh.cwiseAbs(), ak = kh.cwiseAbs();
     const std::vector<double> lf = lse_floors(p_, g.f, qh, kh);
-    const RowMajor<T> qk = aq * ak.transpose();       // Σ_d |q_id||k_jd|
-    RowMajor<T> f = ado * vh.cwiseAbs().transpose();  // Σ_d |dO_id||v_jd|, then F
+    const RowMajor<T> qk = mul(aq, false, ak, true);            // Σ_d |q_id||k_jd|
+    RowMajor<T> f = mul<T>(ado, false, vh.cwiseAbs(), true);  // Σ_d |dO_id||v_jd|, then F
     RowMajor<T> pd(sq, sk), pe(sq, sk);               // P ⊙ dcap; P ⊙ (4u + ε)
     std::vector<T> od(static_cast<size_t>(sq));       // B_i
     for (int64_t i = 0; i < sq; ++i) {
@@ -229,16 +229,16 @@ class GradientBounds {
     }
     const auto rsq = [&](T x) { return rounding_sq(p_.dtype, x); };
     const RowMajor<T> ds2 = g.ds.unaryExpr(rsq), p2 = g.p.unaryExpr(rsq);
-    RowMajor<T> dq = f * ak + lambda * (ds2 * kh.cwiseAbs2()).cwiseSqrt();
-    const RowMajor<T> pdk = pd * kh;  // Σ_j P_ij·dcap_ij·k_jd, signed: D's error moves dQ_i along it
+    RowMajor<T> dq = mul(f, false, ak, false) + lambda * mul<T>(ds2, false, kh.cwiseAbs2(), false).cwiseSqrt();
+    const RowMajor<T> pdk = mul(pd, false, kh, false);  // Σ_j P_ij·dcap_ij·k_jd, signed: D's error moves dQ_i along it
     for (int64_t i = 0; i < sq; ++i) {
       dq.row(i) += od[i] * pdk.row(i).cwiseAbs();
       f.row(i) += od[i] * pd.row(i).cwiseAbs();
     }
-    dk_.noalias() += f.transpose() * aq;
-    dk_sq_.noalias() += ds2.transpose() * qh.cwiseAbs2();
-    dv_.noalias() += pe.transpose() * ado;
-    dv_sq_.noalias() += p2.transpose() * doh.cwiseAbs2();
+    add_mul(dk_, f, true, aq, false);
+    add_mul<T>(dk_sq_, ds2, true, qh.cwiseAbs2(), false);
+    add_mul(dv_, pe, true, ado, false);
+    add_mul<T>(dv_sq_, p2, true, doh.cwiseAbs2(), false);
     return dq * scale;
   }
 

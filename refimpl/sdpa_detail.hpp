@@ -12,12 +12,31 @@
 
 #include <Eigen/Dense>
 
+#include "refimpl/gemm.hpp"
 #include "refimpl/sdpa.hpp"
 
 namespace opcts::sdpa::detail {
 
 template <typename T>
 using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// op(a)·op(b) (op: transposed when `ta` / `tb`) by the references' GEMM at the CPU's best ISA
+/// level (refimpl/gemm.hpp); an Eigen expression argument is evaluated first, as Eigen's own
+/// product would.
+template <typename T>
+RowMajor<T> mul(const RowMajor<T>& a, bool ta, const RowMajor<T>& b, bool tb) {
+  const int64_t m = ta ? a.cols() : a.rows(), k = ta ? a.rows() : a.cols(), n = tb ? b.rows() : b.cols();
+  RowMajor<T> c(m, n);
+  ref::gemm<T>(m, n, k, {a.data(), a.cols(), ta}, {b.data(), b.cols(), tb}, c.data(), n);
+  return c;
+}
+
+/// c += op(a)·op(b), as mul.
+template <typename T>
+void add_mul(RowMajor<T>& c, const RowMajor<T>& a, bool ta, const RowMajor<T>& b, bool tb) {
+  ref::gemm<T>(c.rows(), c.cols(), ta ? a.rows() : a.cols(), {a.data(), a.cols(), ta}, {b.data(), b.cols(), tb}, c.data(),
+               c.cols(), true);
+}
 
 /// The fp32 floors' unit (refimpl/sdpa_bound.hpp): one fp32 ulp per operation (2^-23;
 /// round-to-nearest costs 2^-24, a truncating tensor-core accumulator up to 2^-23).
@@ -147,7 +166,7 @@ ForwardHead<T> forward_head(const Problem& p, const MaskView& mask, int64_t b, i
                             const RowMajor<T>& kh, const RowMajor<T>& vh, bool want_dcap, Round rnd) {
   const T neg_inf = -std::numeric_limits<T>::infinity();
   ForwardHead<T> f;
-  f.e = qh * kh.transpose();
+  f.e = mul(qh, false, kh, true);
   scores_head(p, mask, b, h, f.e, want_dcap ? &f.dcap : nullptr);
   const int64_t sq = f.e.rows(), sk = f.e.cols();
   f.l.assign(static_cast<size_t>(sq), T(0));
@@ -177,7 +196,7 @@ ForwardHead<T> forward_head(const Problem& p, const MaskView& mask, int64_t b, i
     f.lse[i] = m + std::log(l);
   }
   RowMajor<T> tmp;
-  f.o = rounded(f.e, rnd, tmp) * vh;
+  f.o = mul(rounded(f.e, rnd, tmp), false, vh, false);
   for (int64_t i = 0; i < sq; ++i) {
     if (f.l[i] > 0) f.o.row(i) /= f.l[i];
     else f.o.row(i).setZero();
@@ -216,8 +235,8 @@ BackwardHead<T> backward_head(const Problem& p, const MaskView& mask, int64_t b,
     if (f.l[i] > 0) r.p.row(i) /= f.l[i];
     dsum[i] = r.o.row(i).dot(doh.row(i));
   }
-  dv.noalias() += rounded(r.p, rnd, tmp).transpose() * doh;
-  r.ds = doh * vh.transpose();
+  add_mul(dv, rounded(r.p, rnd, tmp), true, doh, false);
+  r.ds = mul(doh, false, vh, true);
   const bool capped = p.softcap > 0;
   for (int64_t i = 0; i < sq; ++i) {
     int64_t nonzero = 0;
@@ -230,8 +249,8 @@ BackwardHead<T> backward_head(const Problem& p, const MaskView& mask, int64_t b,
     }
   }
   const RowMajor<T>& dsr = rounded(r.ds, rnd, tmp);
-  r.dq = (dsr * kh) * static_cast<T>(p.effective_scale());
-  dk.noalias() += dsr.transpose() * qh;
+  r.dq = mul(dsr, false, kh, false) * static_cast<T>(p.effective_scale());
+  add_mul(dk, dsr, true, qh, false);
   return r;
 }
 

@@ -17,7 +17,7 @@ namespace opcts {
 struct CatalogEntry {
   const Family* family = nullptr;
   ProblemPtr problem;
-  std::string problem_id;
+  std::string problem_id;  // family->problem_id(*problem), rendered once (make_cases builds ids from it)
   Tier tier = Tier::full;
   std::string source;  // "path:line (grid NAME)" or "path:line (edge NAME)"
   std::string why;

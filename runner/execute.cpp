@@ -18,14 +18,17 @@
 
 namespace opcts {
 
-const ReferenceCache::Entry& ReferenceCache::get(const Case& c) {
+const ReferenceCache::Entry& ReferenceCache::get(const Case& c, bool* fresh) {
   const std::string key = std::string(c.family->name()) + "/" + c.family->problem_id(*c.problem);
+  if (fresh) *fresh = !last_ || last_->key != key;
   if (!last_ || last_->key != key) {
     last_.reset();  // free the old buffers before making the new ones
     const auto t0 = std::chrono::steady_clock::now();
     auto e = std::make_unique<Entry>();
     e->key = key;
     e->inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
+    const auto t_inputs = std::chrono::steady_clock::now();
+    e->inputs_ms = std::chrono::duration<double, std::milli>(t_inputs - t0).count();
     // Test hook: one line per problem whose inputs were made, so a test can prove that the
     // impls of a problem share them (tests/test_supervisor.cpp).
     if (const char* trace = std::getenv("OPCTS_TRACE_INPUTS"); trace && *trace)
@@ -39,7 +42,9 @@ const ReferenceCache::Entry& ReferenceCache::get(const Case& c) {
       disk_.store(disk_key, e->refs);
       ++stats_.computed;
     }
-    stats_.ref_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    e->ref_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_inputs).count();
+    stats_.ref_ms += e->inputs_ms + e->ref_ms;
+    for (const auto& [name, t] : e->inputs) e->input_fingerprints.emplace_back(name, fingerprint(t));
     last_ = std::move(e);
   }
   return *last_;
@@ -97,10 +102,17 @@ std::string first_bit_difference(const TensorMap& a, const TensorMap& b) {
 
 // Runs the impl and refuses one that wrote into its inputs (every impl, built in or plugin:
 // the inputs are the reference's, and a kernel that scribbles on them may still match it).
-TensorMap run_checked(const Impl& impl, const Problem& p, const TensorMap& inputs, const RunContext& ctx) {
-  std::vector<std::pair<std::string, uint64_t>> before;
-  for (const auto& [name, t] : inputs) before.emplace_back(name, fingerprint(t));
+// `run_ms`, when given, gets the impl's own time (the checks are the harness's); `made`, when
+// given, holds the inputs' fingerprints taken when they were made (else they are taken here).
+TensorMap run_checked(const Impl& impl, const Problem& p, const TensorMap& inputs, const RunContext& ctx,
+                      double* run_ms = nullptr, const std::vector<std::pair<std::string, uint64_t>>* made = nullptr) {
+  std::vector<std::pair<std::string, uint64_t>> taken;
+  if (!made)
+    for (const auto& [name, t] : inputs) taken.emplace_back(name, fingerprint(t));
+  const auto& before = made ? *made : taken;
+  const auto t0 = std::chrono::steady_clock::now();
   TensorMap out = impl.run(p, inputs, ctx);
+  if (run_ms) *run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& [name, h] : before)
     if (fingerprint(inputs.at(name)) != h)
       throw ContractBreach(std::string(impl.name()) + " wrote into its input '" + name + "' (inputs are read-only)");
@@ -155,9 +167,15 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     return r;
   }
   try {
-    const auto& ref = cache.get(c);
+    bool fresh = false;
+    const auto& ref = cache.get(c, &fresh);
+    if (fresh) {
+      r.inputs_ms = ref.inputs_ms;
+      r.ref_ms = ref.ref_ms;
+    }
     RunContext ctx{&suite.arch(), device};
-    const TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx);
+    const TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx, &r.device_ms, &ref.input_fingerprints);
+    const auto t_compare = std::chrono::steady_clock::now();
     bool ok = true;
     for (const auto& spec : c.family->outputs(*c.problem)) {
       auto it = out.find(spec.name);
@@ -181,6 +199,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       return ea > eb;
     });
     if (r.worst.size() > 5) r.worst.resize(5);
+    r.compare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_compare).count();
     r.raw_outcome = ok ? Outcome::PASS : Outcome::FAIL;
     if (!ok) r.message = describe_failure(r);
     // Trust check: within tolerance is not enough when the output is (mostly) zeros.
@@ -195,7 +214,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       }
     }
     if (ok && opts.bitwise && c.impl->deterministic(*c.problem)) {
-      const TensorMap again = run_checked(*c.impl, *c.problem, ref.inputs, ctx);
+      const TensorMap again = run_checked(*c.impl, *c.problem, ref.inputs, ctx, nullptr, &ref.input_fingerprints);
       const std::string diff = first_bit_difference(out, again);
       if (!diff.empty()) {
         r.raw_outcome = Outcome::FAIL;
@@ -226,6 +245,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
   } catch (const DeviceLost&) {
     throw;
   } catch (const ContractBreach& e) {
+    cache.forget();  // the inputs may be written over: the next impl gets them made afresh
     r.raw_outcome = Outcome::FAIL;
     r.message = e.what();
   } catch (const std::exception& e) {

@@ -29,6 +29,10 @@ class ReferenceCache {
     std::string key;
     TensorMap inputs;
     References refs;
+    double inputs_ms = 0, ref_ms = 0;  // what making them took (ref_ms: computing or loading)
+    // Each input's fingerprint (core/tensor.hpp) as made, once for all the problem's impls:
+    // after each run the inputs must still match it (impls must not write into them).
+    std::vector<std::pair<std::string, uint64_t>> input_fingerprints;
   };
   /// Time spent making references (computing or loading) and where they came from.
   struct Stats {
@@ -37,8 +41,11 @@ class ReferenceCache {
   };
   explicit ReferenceCache(std::string disk_dir = "", std::uint64_t disk_max_bytes = kDefaultRefCacheMaxBytes)
       : disk_(std::move(disk_dir), disk_max_bytes) {}
-  const Entry& get(const Case& c);
+  /// The entry of c's problem; `fresh` (when given) says whether this call made it.
+  const Entry& get(const Case& c, bool* fresh = nullptr);
   const Stats& stats() const { return stats_; }
+  /// Drops the kept entry (after an impl wrote into its inputs), so the next get makes it again.
+  void forget() { last_.reset(); }
 
  private:
   RefDiskCache disk_;

@@ -55,6 +55,10 @@ void take_outcome(ResultRecord& r, ResultRecord&& ran) {
   r.outputs = std::move(ran.outputs);
   r.worst = std::move(ran.worst);
   r.ms = ran.ms;
+  r.inputs_ms = ran.inputs_ms;
+  r.ref_ms = ran.ref_ms;
+  r.device_ms = ran.device_ms;
+  r.compare_ms = ran.compare_ms;
   if (ran.device >= 0) r.device = ran.device;
 }
 

@@ -2,7 +2,11 @@
 # Installs what is missing, builds, and runs the suite on the GPU found (as sm<XY>), else on the host device.
 # Writes build/<preset>/reports/junit.xml and summary.md. Environment knobs:
 #   OPCTS_TIER    smoke | default | full (default: "default" on a GPU, "smoke" on the host device)
-#   OPCTS_SHARDS  shards to split the run into, run in parallel on the host device (default 4)
+#   OPCTS_SHARDS  shards to split each family into (default 4 on the host device; on GPUs the
+#                 number of shards that run at once, so that each family spreads over all of them)
+#   OPCTS_SHARDS_PER_GPU  shards that share one GPU at a time (default: cores / (4 × GPUs), 1 to 4:
+#                 the references run on the CPU and dominate a shard's time, so a GPU is kept
+#                 busy by several shards when there are cores for their references)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$OPCTS_ROOT"
@@ -25,18 +29,36 @@ if [ "$arch" != host ]; then
   extra+=("-DCMAKE_CUDA_ARCHITECTURES=$cc")
 fi
 tier=${OPCTS_TIER:-$([ "$arch" = host ] && echo smoke || echo default)}
-shards=${OPCTS_SHARDS:-4}
+cores=$(nproc)
+jobs=${OPCTS_SHARDS:-4}
+if [ "$arch" != host ]; then
+  gpus=$(nvidia-smi -L | grep -c '^GPU' || true)
+  [ "$gpus" -ge 1 ] || gpus=1
+  per_gpu=${OPCTS_SHARDS_PER_GPU:-$((cores / (4 * gpus)))}
+  [ "$per_gpu" -ge 1 ] || per_gpu=1
+  [ -n "${OPCTS_SHARDS_PER_GPU:-}" ] || [ "$per_gpu" -le 4 ] || per_gpu=4
+  jobs=$((gpus * per_gpu))
+fi
+shards=${OPCTS_SHARDS:-$jobs}
+# Each shard's references share the cores with the shards beside it.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(((cores + jobs - 1) / jobs))}
 
 cmake --preset "$preset" "${extra[@]}" -DOPCTS_ARCHS="$arch" -DOPCTS_TIER="$tier" -DOPCTS_SHARDS="$shards"
 cmake --build --preset "$preset" -j "$(nproc)"
 
 build="build/$preset"
 rm -rf "$build/reports/$arch"
-jobs=1
-[ "$arch" = host ] && jobs=$shards
-echo "run-suite: arch $arch, tier $tier, $shards shards"
+resources=()
+if [ "$arch" != host ]; then
+  # CTest's resource spec with $per_gpu slots a GPU: each GPU shard asks for one slot.
+  "$build/bin/opcts" resources --out "$build/gpus.json"
+  sed -i "s/\"slots\": *1\b/\"slots\": $per_gpu/" "$build/gpus.json"
+  resources=(--resource-spec-file "$build/gpus.json")
+  echo "run-suite: $gpus GPU(s), $per_gpu shard(s) per GPU, $cores cores, OMP_NUM_THREADS=$OMP_NUM_THREADS"
+fi
+echo "run-suite: arch $arch, tier $tier, $shards shards a family, $jobs at once"
 status=0
-ctest --test-dir "$build" -L "^$arch\$" -j "$jobs" --output-on-failure --no-tests=error || status=$?
+ctest --test-dir "$build" -L "^$arch\$" -j "$jobs" "${resources[@]}" --output-on-failure --no-tests=error || status=$?
 "$build/bin/opcts" report merge "$build/reports/$arch" \
   --junit "$build/reports/junit.xml" --summary "$build/reports/summary.md" --results "$build/reports/results.jsonl"
 echo "run-suite: reports in $build/reports/junit.xml and $build/reports/summary.md"

@@ -851,5 +851,22 @@ TEST(QuantDequant, Fp32OutputIsTheExactProductRoundedOnce) {
   }
 }
 
+// quantize reads a contiguous fp32 input from its storage and any other through the codec
+// (refimpl/quant.cpp): the same values, so the same codes and scales for every recipe.
+TEST(QuantQuantize, ContiguousFp32InputQuantizesLikeAStridedOne) {
+  const int64_t rows = 64, cols = 256;
+  HostTensor fast(DType::fp32, {rows, cols}), slow(DType::fp32, {rows, cols}, {1, rows}, rows * cols);
+  fill_normal(fast, 8, 0, 2.0);
+  for (int64_t i = 0; i < fast.numel(); ++i) slow.set(i, fast.get(i));
+  for (const char* scheme : {"tensorwise", "rowwise", "blockwise_1x128", "blockwise_128x128", "mxfp8_e4m3", "mxfp6_e3m2", "mxfp4", "nvfp4"}) {
+    SCOPED_TRACE(scheme);
+    const Scheme s = parse_scheme(scheme);
+    const Quantized a = quantize(fast, s, ScaleLayout::row_major), b = quantize(slow, s, ScaleLayout::row_major);
+    for (int64_t i = 0; i < a.data.numel(); ++i) ASSERT_EQ(a.data.code(i), b.data.code(i)) << i;
+    for (int64_t i = 0; i < a.scale.numel(); ++i) ASSERT_EQ(a.scale.code(i), b.scale.code(i)) << i;
+    EXPECT_EQ(a.global_scale, b.global_scale);
+  }
+}
+
 }  // namespace
 }  // namespace opcts::quant

@@ -126,5 +126,26 @@ TEST_F(RunOnAFakeRegistry, LoadsItsCatalogAndJudgesItsRecords) {
   EXPECT_NE(r.expectation.find("expects FAIL, got ERROR"), std::string::npos) << r.expectation;
 }
 
+// The record says where its time went: the case that made the problem's inputs and references
+// carries their times, a second case of the same problem shares them (0), and the phases come
+// back from the results line.
+TEST_F(RunOnAFakeRegistry, RecordsThePhasesOfItsTime) {
+  const Case& small = suite_->all_cases()[1];
+  ReferenceCache cache;
+  const ResultRecord first = execute_case(*suite_, small, -1, cache);
+  const ResultRecord again = execute_case(*suite_, small, -1, cache);
+  EXPECT_GT(first.inputs_ms + first.ref_ms, 0.0);
+  EXPECT_GT(first.device_ms, 0.0);
+  EXPECT_LE(first.inputs_ms + first.ref_ms + first.device_ms + first.compare_ms, first.ms);
+  EXPECT_EQ(again.inputs_ms, 0.0);
+  EXPECT_EQ(again.ref_ms, 0.0);
+  EXPECT_GT(again.device_ms, 0.0);
+  const ResultRecord back = parse_json_line(to_json_line(first));
+  EXPECT_EQ(back.inputs_ms, first.inputs_ms);
+  EXPECT_EQ(back.ref_ms, first.ref_ms);
+  EXPECT_EQ(back.device_ms, first.device_ms);
+  EXPECT_EQ(back.compare_ms, first.compare_ms);
+}
+
 }  // namespace
 }  // namespace opcts

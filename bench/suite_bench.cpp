@@ -1,0 +1,129 @@
+// opcts_bench_suite (issue 16 item 4): a fixed slice of each family run in this process on one
+// arch's impls, printed side by side in one run:
+//   - cases/s and the split of case time: inputs, reference, device (the impl's run), comparison,
+//     and the harness's own (the rest of execute_case: checks, records), from the result
+//     records' phases (core/result.hpp);
+//   - the reference's GFLOP/s (the problem's flops, Family::cost, over its reference time)
+//     against the best fp64 GEMM of the references' own GEMM on this CPU, measured here;
+//   - the harness overhead per case with a no-op impl (it returns zeros; target <= 0.2 ms);
+//   - the suite's load time (bench/suite_load.hpp).
+// The slice: the first --per-family problems (in id order) of each family's default tier that
+// every impl of the arch runs (no SKIP, no negative cases), all their impls.
+//
+// Usage: opcts_bench_suite [--arch host|sm90|...] [--per-family 6] [--device 0]
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "app/builtins.hpp"
+#include "bench/gemm_peak.hpp"
+#include "bench/suite_load.hpp"
+#include "runner/execute.hpp"
+
+namespace {
+
+using namespace opcts;
+
+// Returns zeros of the family's outputs: what a case costs the harness when the impl costs nothing.
+class NoopImpl : public Impl {
+ public:
+  explicit NoopImpl(std::string family) : family_(std::move(family)), name_("host.bench_noop_" + family_) {}
+  std::string_view family() const override { return family_; }
+  std::string_view name() const override { return name_; }
+  std::string_view backend() const override { return "host"; }
+  Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
+  TensorMap run(const Problem& p, const TensorMap&, const RunContext&) const override {
+    TensorMap out;
+    for (const auto& spec : family_def().outputs(p)) out.emplace(spec.name, HostTensor(spec.dtype, spec.shape));
+    return out;
+  }
+
+ private:
+  std::string family_, name_;
+};
+
+struct Split {
+  int cases = 0;
+  double ms = 0, inputs = 0, ref = 0, device = 0, compare = 0, flops = 0;
+  double overhead() const { return ms - inputs - ref - device - compare; }
+  void add(const ResultRecord& r) {
+    ++cases;
+    ms += r.ms;
+    inputs += r.inputs_ms;
+    ref += r.ref_ms;
+    device += r.device_ms;
+    compare += r.compare_ms;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"a fixed slice of each family: cases/s, the split of case time, reference GFLOP/s, harness overhead"};
+  std::string arch = "host", cases_dir = default_cases_dir();
+  int per_family = 6, device = -1;
+  app.add_option("--arch", arch, "arch whose impls run (host: the host device; sm90 on an H200)");
+  app.add_option("--per-family", per_family, "problems per family");
+  app.add_option("--device", device, "GPU ordinal (default: 0 for a GPU arch, -1 for host)");
+  app.add_option("--cases-dir", cases_dir, "folder of built-in catalogs");
+  CLI11_PARSE(app, argc, argv);
+
+  Registry reg;
+  register_builtins(reg);
+  for (const Family* f : builtin_registry().families()) reg.add(std::make_unique<NoopImpl>(std::string(f->name())));
+
+  opcts_bench::print_load(("suite load, " + arch).c_str(), opcts_bench::time_load(builtin_registry(), cases_dir, arch, {}, 2));
+  std::printf("the references' GEMM on this CPU (dispatcher: %s):\n", std::string(ref::to_string(ref::gemm_isa_level())).c_str());
+  const double best_gemm = opcts_bench::print_gemm_levels(1536, 2);
+
+  SuiteOptions opt;
+  opt.cases_dir = cases_dir;
+  opt.arch = arch;
+  const Suite suite(reg, opt);
+  if (device < 0 && suite.arch().backend != "host") device = 0;
+  const SuiteOptions host_opt{cases_dir, {}, "host"};
+  const Suite host_suite(reg, host_opt);  // the no-op impls are host impls
+
+  // Problems of the default tier in id order, by family, with the cases of each.
+  std::map<std::string, std::map<std::string, std::vector<const Case*>>> problems;
+  for (const auto& c : suite.all_cases()) {
+    if (c.tier > Tier::default_ || !c.family->expected_error(*c.problem).empty()) continue;
+    if (std::string_view(c.impl->name()).starts_with("host.bench_noop_")) continue;
+    problems[std::string(c.family->name())][c.family->problem_id(*c.problem)].push_back(&c);
+  }
+  std::printf("\n%-14s %5s %8s | %9s %9s %9s %9s %9s | %9s %6s | %9s\n", "family", "cases", "cases/s", "inputs",
+              "reference", "device", "compare", "harness", "ref GF/s", "/best", "noop ms");
+  for (const auto& [fam, by_problem] : problems) {
+    Split s, noop;
+    int taken = 0;
+    for (const auto& [pid, cases] : by_problem) {
+      if (taken == per_family) break;
+      bool runs = true;
+      for (const Case* c : cases) runs = runs && !suite.skip_reason(*c) && !c->impl->planted();
+      if (!runs) continue;
+      ++taken;
+      ReferenceCache cache;  // cold per problem: its first case makes inputs and references
+      for (const Case* c : cases) {
+        const ResultRecord r = execute_case(suite, *c, device, cache);
+        if (r.ref_ms > 0) s.flops += c->family->cost(*c->problem).flops;
+        s.add(r);
+      }
+      Case nc = *cases.front();
+      nc.impl = reg.impl("host.bench_noop_" + fam);
+      nc.id = case_id(*nc.family, *nc.impl, *nc.problem);
+      noop.add(execute_case(host_suite, nc, -1, cache));  // inputs and references shared: the harness alone
+    }
+    if (!s.cases) continue;
+    const double gflops = s.ref > 0 ? s.flops / (s.ref * 1e-3) / 1e9 : 0;
+    std::printf("%-14s %5d %8.1f | %7.2fms %7.2fms %7.2fms %7.2fms %7.3fms | %9.1f %6.2f | %9.3f\n", fam.c_str(), s.cases,
+                s.cases / (s.ms * 1e-3), s.inputs / s.cases, s.ref / s.cases, s.device / s.cases, s.compare / s.cases,
+                s.overhead() / s.cases, gflops, best_gemm > 0 ? gflops / best_gemm : 0.0, noop.overhead() / noop.cases);
+  }
+  std::printf("(per-case means; harness = case time minus the four phases; noop ms: the harness per case with a "
+              "no-op impl, target <= 0.2 ms)\n");
+  return 0;
+}

@@ -1,0 +1,116 @@
+// The GEMM dispatcher: the best ISA level of the CPU found, or the one asked for.
+#include "refimpl/gemm.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <stdexcept>
+#include <type_traits>
+
+#include "refimpl/isa/gemm_levels.hpp"
+
+namespace opcts::ref {
+
+namespace {
+
+bool cpu_has(IsaLevel l) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (l) {
+    case IsaLevel::base:
+      return true;
+    case IsaLevel::v2:
+      return __builtin_cpu_supports("x86-64-v2");
+    case IsaLevel::v3:
+      return __builtin_cpu_supports("x86-64-v3");
+    case IsaLevel::v4:
+      return __builtin_cpu_supports("x86-64-v4");
+  }
+  return false;
+#else
+  return l == IsaLevel::base;
+#endif
+}
+
+IsaLevel best_level() {
+  IsaLevel best = IsaLevel::base;
+  for (IsaLevel l : supported_isa_levels()) best = l;
+  return best;
+}
+
+IsaLevel checked(IsaLevel l) {
+  if (!cpu_has(l)) throw std::invalid_argument("this CPU does not support ISA level " + std::string(to_string(l)));
+  return l;
+}
+
+// -1 until the first gemm (or set_gemm_isa_level) decides.
+std::atomic<int> g_level{-1};
+
+}  // namespace
+
+std::string_view to_string(IsaLevel l) {
+  switch (l) {
+    case IsaLevel::base:
+      return "base";
+    case IsaLevel::v2:
+      return "x86-64-v2";
+    case IsaLevel::v3:
+      return "x86-64-v3";
+    case IsaLevel::v4:
+      return "x86-64-v4";
+  }
+  return "?";
+}
+
+IsaLevel parse_isa_level(std::string_view s) {
+  for (IsaLevel l : {IsaLevel::base, IsaLevel::v2, IsaLevel::v3, IsaLevel::v4})
+    if (s == to_string(l) || (l != IsaLevel::base && s == to_string(l).substr(7))) return l;
+  throw std::invalid_argument("unknown ISA level '" + std::string(s) + "' (expected base, x86-64-v2, x86-64-v3, x86-64-v4)");
+}
+
+std::vector<IsaLevel> supported_isa_levels() {
+  std::vector<IsaLevel> out;
+  for (IsaLevel l : {IsaLevel::base, IsaLevel::v2, IsaLevel::v3, IsaLevel::v4})
+    if (cpu_has(l)) out.push_back(l);
+  return out;
+}
+
+IsaLevel gemm_isa_level() {
+  int l = g_level.load(std::memory_order_relaxed);
+  if (l < 0) {
+    const char* env = std::getenv("OPCTS_REF_ISA");
+    l = static_cast<int>(env && *env ? checked(parse_isa_level(env)) : best_level());
+    g_level.store(l, std::memory_order_relaxed);
+  }
+  return static_cast<IsaLevel>(l);
+}
+
+void set_gemm_isa_level(IsaLevel l) { g_level.store(static_cast<int>(checked(l)), std::memory_order_relaxed); }
+
+template <class T>
+void gemm(int64_t m, int64_t n, int64_t k, GemmOperand<T> a, GemmOperand<T> b, T* c, int64_t ldc, bool accumulate) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: C = 0 (or C unchanged); no kernel sees a zero-width operand
+    for (int64_t i = 0; i < m && !accumulate; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    return;
+  }
+  const isa::GemmArgs<T> g{m, n, k, a.data, a.ld, a.transposed, b.data, b.ld, b.transposed, c, ldc, accumulate};
+  void (*fn)(const isa::GemmArgs<T>&) = nullptr;
+  switch (gemm_isa_level()) {
+#define OPCTS_ISA_CASE(L)                                                       \
+  case IsaLevel::L:                                                             \
+    if constexpr (std::is_same_v<T, double>) fn = isa::L::gemm_f64;             \
+    else fn = isa::L::gemm_f32;                                                 \
+    break;
+    OPCTS_ISA_CASE(base)
+    OPCTS_ISA_CASE(v2)
+    OPCTS_ISA_CASE(v3)
+    OPCTS_ISA_CASE(v4)
+#undef OPCTS_ISA_CASE
+  }
+  fn(g);
+}
+
+template void gemm<double>(int64_t, int64_t, int64_t, GemmOperand<double>, GemmOperand<double>, double*, int64_t, bool);
+template void gemm<float>(int64_t, int64_t, int64_t, GemmOperand<float>, GemmOperand<float>, float*, int64_t, bool);
+
+}  // namespace opcts::ref
