@@ -17,6 +17,7 @@ namespace opcts {
   void register_cuda_##f(Registry&);
 #include "opcts_families.inc"
 #undef OPCTS_FAMILY
+void register_hip_rows(Registry&);  // device_impl/hip/rows.cpp: the hip.* rows of every family
 
 void register_builtins(Registry& reg) {
   // Every family first: an impl is registered against its family.
@@ -28,6 +29,7 @@ void register_builtins(Registry& reg) {
   register_cuda_##f(reg);
 #include "opcts_families.inc"
 #undef OPCTS_FAMILY
+  register_hip_rows(reg);
 }
 
 const Registry& builtin_registry() {

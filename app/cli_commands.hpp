@@ -65,6 +65,10 @@ int cmd_list_fields(const std::string& family);
 int cmd_run(const Selection& s, const RunFlags& f, const char* argv0);
 int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out);
 int cmd_resources(const std::string& out);
+/// opcts manifest lint: prints each entry of the arch's manifest (and its extends chain) that
+/// matches no case of the arch (stale) or only cases an earlier entry decides (shadowed), over
+/// the full tier with planted impls; exit 1 when there is one. A malformed file throws (file:line).
+int cmd_manifest_lint(const Selection& s);
 /// `prefer_later`: of two differing records of a case, keep the later (load_reports).
 int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, const std::string& summary,
               const std::string& results, bool prefer_later);

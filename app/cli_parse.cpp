@@ -38,7 +38,7 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
                   "continue a stopped or killed run from its results file: cases with a record there do not run "
                   "again (the same selection; --results defaults to this file)");
 
-  cl.resources = app->add_subcommand("resources", "write a CTest resource spec (JSON) with the CUDA devices found");
+  cl.resources = app->add_subcommand("resources", "write a CTest resource spec (JSON) with the CUDA devices found, else the AMD GPUs");
   cl.resources->add_option("--out", cl.resources_out, "file to write (default: stdout)");
 
   cl.repro = app->add_subcommand("repro", "run one case in this process and print its statistics");
@@ -79,6 +79,14 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   add_selection(cl.gate_cmd, cl.sel);
   cl.gate_cmd->add_option("reports", cl.gate_inputs, "reports (JUnit .xml, results .jsonl) or folders")->required();
   cl.gate_cmd->add_flag("--prefer-later", cl.prefer_later, "as report merge --prefer-later");
+
+  cl.manifest = app->add_subcommand("manifest", "work with arch manifests");
+  cl.manifest->require_subcommand(1);
+  cl.manifest_lint = cl.manifest->add_subcommand("lint", "report stale, shadowed or malformed entries of an arch's manifest (exit 1 on any)");
+  cl.manifest_lint->add_option("--arch", cl.sel.arch, "arch whose manifest is checked")->required();
+  cl.manifest_lint->add_option("--cases-dir", cl.sel.cases_dir, "folder of archs.yaml, tolerances.yaml, manifests/");
+  cl.manifest_lint->add_option("--manifest", cl.sel.manifest, "manifest file (default: <cases-dir>/manifests/<arch>.yaml)");
+  cl.manifest_lint->add_option("--plugin", cl.sel.plugins, "shared library of impls to load (repeatable)");
 
   cl.ctest = app->add_subcommand("ctest-tests", "write the CTest script of shard tests (used by the build)");
   add_selection(cl.ctest, cl.sel);

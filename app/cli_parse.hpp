@@ -35,7 +35,7 @@ struct CommandLine {
   WorkerOptions wo;
   CLI::App *list = nullptr, *run = nullptr, *resources = nullptr, *repro = nullptr, *report = nullptr,
            *merge = nullptr, *matrix = nullptr, *times = nullptr, *html = nullptr, *tightness = nullptr, *gate_cmd = nullptr,
-           *ctest = nullptr, *worker = nullptr;
+           *ctest = nullptr, *worker = nullptr, *manifest = nullptr, *manifest_lint = nullptr;
 };
 
 /// The CLI11 app whose options write into `cl` (which must outlive it). Its parse() throws

@@ -251,16 +251,18 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
   return result.verdict.passed() ? 0 : 1;
 }
 
-// Writes a CTest resource spec file (version 1.0) with one `gpus` resource per CUDA device,
+// Writes a CTest resource spec file (version 1.0) with one `gpus` resource per CUDA device (else AMD GPU),
 // one slot each, so `ctest -j N --resource-spec-file gpus.json` gives each GPU shard its GPU.
 int cmd_resources(const std::string& out) {
-  const int n = cuda_device_count();
+  // CUDA devices, else AMD GPUs in KFD order (ROCm's device ids, as HIP_VISIBLE_DEVICES counts them).
+  const int cuda = cuda_device_count();
+  const int n = cuda > 0 ? cuda : amd_device_count();
   nlohmann::json gpus = nlohmann::json::array();
   for (int i = 0; i < n; ++i) gpus.push_back({{"id", std::to_string(i)}, {"slots", 1}});
   if (n == 0) {
     std::string why;
     detect_arch(0, &why);
-    std::fprintf(stderr, "opcts resources: no CUDA device found (%s); the gpus list is empty\n", why.c_str());
+    std::fprintf(stderr, "opcts resources: no CUDA or AMD GPU found (%s); the gpus list is empty\n", why.c_str());
   }
   const nlohmann::json spec = {{"version", {{"major", 1}, {"minor", 0}}}, {"local", {{{"gpus", gpus}}}}};
   const std::string text = spec.dump(2) + "\n";

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(__HIPCC__)
 #define OPCTS_HD __host__ __device__ __forceinline__
 #else
 #define OPCTS_HD inline
@@ -25,6 +25,16 @@ struct MiniFormat {
   Kind kind;
   bool is_signed;
 };
+
+// The formats device kernels name (fp8: OCP's E4M3FN and E5M2, AMD's FNUZ variants; OCP MX's fp6
+// and fp4), the same layouts core/minifloat_formats.hpp derives from the DType table.
+constexpr MiniFormat kE4m3fn{4, 3, 7, kFn, true};
+constexpr MiniFormat kE5m2{5, 2, 15, kIeee, true};
+constexpr MiniFormat kE4m3fnuz{4, 3, 8, kFnuz, true};
+constexpr MiniFormat kE5m2fnuz{5, 2, 16, kFnuz, true};
+constexpr MiniFormat kE2m3{2, 3, 1, kFinite, true};
+constexpr MiniFormat kE3m2{3, 2, 3, kFinite, true};
+constexpr MiniFormat kE2m1{2, 1, 1, kFinite, true};
 
 OPCTS_HD uint32_t max_code(MiniFormat f) {
   const uint32_t all = (1u << f.ebits) - 1, mask = (1u << f.mbits) - 1;

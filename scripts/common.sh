@@ -13,3 +13,8 @@ if [ -n "${CUDACXX:-}" ] && [ "${OPCTS_CUDA:-AUTO}" != "OFF" ]; then
 else
   OPCTS_PRESET=host
 fi
+
+# The first GPU agent's gfx name in rocminfo's output on stdin ("  Name:   gfx942" -> gfx942).
+opcts_gfx_from_rocminfo() {
+  sed -n 's/^[[:space:]]*Name:[[:space:]]*\(gfx[0-9a-f]*\).*/\1/p' | head -n 1
+}

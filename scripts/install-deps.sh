@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages opcts builds with, skipping those already present.
-# CUDA (nvcc, cuBLAS) is optional and not installed here: the build uses it when found.
+# CUDA (nvcc, cuBLAS) is optional and not installed here: the build uses it when found. hipcc
+# (Debian's HIP 5.2) is installed so CI compiles the portable kernels for AMD (OPCTS_HIP=AUTO).
 set -euo pipefail
 
 packages=(
@@ -16,6 +17,7 @@ packages=(
   clang libclang-rt-dev   # libFuzzer targets (scripts/run-fuzz.sh): clang and its fuzzer/sanitizer runtimes
   llvm                    # llvm-symbolizer: readable stack traces in fuzzer reports
   libxml2-utils           # xmllint: the tests validate JUnit against tests/data/junit_ant.xsd
+  hipcc                   # HIP 5.2: the portable kernels built for gfx90a/gfx940 (cmake/hip.cmake); ~99 MiB, 28 packages with clang-15
 )
 
 missing=()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the suite on the GPU found (as sm<XY>), else on the host device.
+# Installs what is missing, builds, and runs the suite on the GPU found (as sm<XY>, or gfx<N> for AMD), else on the host device.
 # Writes build/<preset>/reports/junit.xml and summary.md. Environment knobs:
 #   OPCTS_TIER    smoke | default | full (default: "default" on a GPU, "smoke" on the host device)
 #   OPCTS_SHARDS  shards to split each family into (default 4 on the host device; on GPUs the
@@ -18,9 +18,16 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .' || true)
   [ -n "$cc" ] && arch="sm$cc"
 fi
+# An AMD GPU: its gcnArchName (rocminfo's agent "Name: gfx942"; feature suffixes such as
+# ":sramecc+:xnack-" dropped). The hip.* rows are SKIP until opcts runs them through a HIP
+# backend (issue 15); the arch's manifest and gate apply as on any GPU.
+if [ "$arch" = host ] && command -v rocminfo >/dev/null 2>&1; then
+  gfx=$(rocminfo 2>/dev/null | opcts_gfx_from_rocminfo || true)
+  [ -n "$gfx" ] && arch="$gfx"
+fi
 preset=host
 extra=()
-if [ "$arch" != host ]; then
+if [ "$arch" != host ] && [ "${arch#gfx}" = "$arch" ]; then
   if [ "$OPCTS_PRESET" != cuda ]; then
     echo "run-suite: found GPU $arch but no nvcc; install the CUDA toolkit or set CUDACXX" >&2
     exit 1

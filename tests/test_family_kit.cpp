@@ -128,6 +128,7 @@ TEST(KitRoundTrip, EveryCatalogProblemOfEveryFamily) {
 // CI filters, tracked failures), so a change to them must be deliberate. Regenerate with
 //   build/cuda/bin/opcts list --arch host --tier full --include-planted | LC_ALL=C sort > tests/data/case_ids/host.txt
 //   build/cuda/bin/opcts list --arch sm90 --tier full --include-planted | LC_ALL=C sort > tests/data/case_ids/cuda.txt
+//   build/cuda/bin/opcts list --arch gfx942 --tier full --include-planted | LC_ALL=C sort > tests/data/case_ids/hip.txt
 // The ids do not depend on the build: a host build lists the CUDA impls (as SKIP) too.
 TEST(CaseIds, EveryArchListsTheRecordedIds) {
   const ArchTable archs = ArchTable::load((testutil::cases_dir() / "archs.yaml").string());

@@ -101,9 +101,9 @@ int64_t first_bad_index(const IndexingArgs& a) {
     e = cudaGetLastError();
   }
   if (e == cudaSuccess) e = cudaMemcpyAsync(&first, d, sizeof first, cudaMemcpyDeviceToHost, s);
-  if (d) cudaFreeAsync(d, s);
+  if (d) (void)cudaFreeAsync(d, s);
   const cudaError_t sync = cudaStreamSynchronize(s);
-  cudaStreamDestroy(s);
+  (void)cudaStreamDestroy(s);
   idx::check(e != cudaSuccess ? e : sync, "index check");
   return first == ~0ull ? -1 : static_cast<int64_t>(first);
 }

@@ -1,14 +1,12 @@
 // Device helpers of the indexing kernels: warp primitives written once for 32- and 64-lane warps, the accumulator types, and the atomic add of each value type (PyTorch's paired 16-bit fast path).
 //
-// Portable by construction (hipcc can build it later): the warp size is a constant, lanes are
+// Portable (nvcc and hipcc build it): the warp size is a compile-time constant, lanes are
 // grouped with ballots and shuffles (no __match_any_sync, which HIP lacks), and no inline PTX;
 // the 16-bit atomics are CUDA's own atomicAdd overloads (native atom.add.noftz.f16x2 / bf16x2 on
-// sm_90, CUDA's atomicCAS loops before), which hip_fp16.h / hip_bf16.h mirror.
+// sm_90, CUDA's atomicCAS loops before), and under HIP 5.2, which has none, gpu.hpp's CAS loops.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime_api.h>
+#include "device_impl/portable/gpu.hpp"
 
 #include <cstdint>
 #include <stdexcept>
@@ -20,21 +18,14 @@
 
 namespace opcts::cuda::idx {
 
-#if defined(__HIP_PLATFORM_AMD__)
-constexpr int kWarpSize = 64;
-using LaneMask = unsigned long long;
-__device__ __forceinline__ LaneMask warp_ballot(bool p) { return __ballot(p); }
+// The hardware wavefront and its ballot / shuffle / lane search (device_impl/portable/gpu.hpp):
+// 32 lanes on CUDA and RDNA, 64 on CDNA.
+constexpr int kWarpSize = gpu::kWave;
+using LaneMask = gpu::LaneMask;
+__device__ __forceinline__ LaneMask warp_ballot(bool p) { return gpu::wave_ballot(p); }
 template <class T>
-__device__ __forceinline__ T warp_shfl(T v, int lane) { return __shfl(v, lane); }
-__device__ __forceinline__ int lowest_lane(LaneMask m) { return __ffsll(m) - 1; }
-#else
-constexpr int kWarpSize = 32;
-using LaneMask = unsigned;
-__device__ __forceinline__ LaneMask warp_ballot(bool p) { return __ballot_sync(0xffffffffu, p); }
-template <class T>
-__device__ __forceinline__ T warp_shfl(T v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
-__device__ __forceinline__ int lowest_lane(LaneMask m) { return __ffs(m) - 1; }
-#endif
+__device__ __forceinline__ T warp_shfl(T v, int lane) { return gpu::wave_shfl(v, lane); }
+__device__ __forceinline__ int lowest_lane(LaneMask m) { return gpu::lowest_lane(m); }
 
 constexpr int kThreads = 256;  // a multiple of kWarpSize: every warp is full
 constexpr int64_t kMaxBlocks = 1 << 16;
@@ -97,17 +88,17 @@ __device__ __forceinline__ void atomic_add(T* out, int64_t e, int64_t numel, T v
         T2 pair;
         pair.x = v;
         pair.y = zero;
-        atomicAdd(reinterpret_cast<T2*>(at), pair);
+        gpu::atomic_add16x2(reinterpret_cast<T2*>(at), pair);
         return;
       }
       case layout::Pair::ends_here: {
         T2 pair;
         pair.x = zero;
         pair.y = v;
-        atomicAdd(reinterpret_cast<T2*>(at - 1), pair);
+        gpu::atomic_add16x2(reinterpret_cast<T2*>(at - 1), pair);
         return;
       }
-      case layout::Pair::scalar: atomicAdd(at, v); return;
+      case layout::Pair::scalar: gpu::atomic_add16(at, v); return;
     }
   } else if constexpr (std::is_same_v<T, long long>) {
     atomicAdd(reinterpret_cast<unsigned long long*>(out + e), static_cast<unsigned long long>(v));

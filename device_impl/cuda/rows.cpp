@@ -8,12 +8,12 @@
 namespace opcts::cuda {
 
 Row row(const char* family, const char* name, opcts_supports_fn supports, opcts_run_fn run,
-        opcts_deterministic_fn deterministic, const void* impl_data) {
+        opcts_deterministic_fn deterministic, const void* impl_data, const char* backend) {
   Row r;
   r.desc.struct_size = sizeof(opcts_impl_desc);
   r.desc.family = family;
   r.desc.name = name;
-  r.desc.backend = "cuda";
+  r.desc.backend = backend;
   r.desc.supports = supports;
   r.desc.run = run;
   r.desc.deterministic = deterministic;

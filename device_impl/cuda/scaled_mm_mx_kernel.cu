@@ -6,15 +6,16 @@
 // included) and multiplied by the element's block scale before it is stored in shared memory,
 // so the inner loop is plain fp32 FMA on already-dequantized values. This trades the tensor
 // cores for generality: any scale mode with any element type and layout, any M, N, K.
-// Only portable constructs (no inline PTX, no wmma) so that hipcc can build it later.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+// Only portable constructs (no inline PTX, no wmma): hipcc builds it (device_impl/portable/gpu.hpp).
+#include "device_impl/portable/gpu.hpp"
+#if !OPCTS_GPU_HIP
 #include <cuda_fp8.h>
-#include <cuda_runtime.h>
+#endif
 
 #include <cstdint>
 #include <string>
 
+#include "core/minifloat_bits.hpp"
 #include "device_impl/cuda/scaled_mm_kernels.hpp"
 
 namespace opcts::cuda {
@@ -211,6 +212,16 @@ __device__ float bias_at(const Epilogue& e, int64_t n) {
   return __half2float(static_cast<const __half*>(e.bias)[n]);
 }
 
+// x to e4m3fn, RNE, satfinite (HIP 5.2 has no fp8 conversion: core/minifloat_bits.hpp's, the
+// same rounding and specials).
+__device__ uint8_t to_e4m3_satfinite(float x) {
+#if OPCTS_GPU_HIP
+  return static_cast<uint8_t>(bits::encode_fp32(__float_as_uint(x), bits::kE4m3fn, /*satfinite=*/true));
+#else
+  return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+#endif
+}
+
 __device__ void store(const Epilogue& e, int64_t m, int64_t n, float v, float dscale) {
   const int64_t at = m * e.ldd + n;
   switch (e.out) {
@@ -218,13 +229,13 @@ __device__ void store(const Epilogue& e, int64_t m, int64_t n, float v, float ds
     case MmOut::fp16: static_cast<__half*>(e.d)[at] = __float2half_rn(v); break;
     case MmOut::fp32: static_cast<float*>(e.d)[at] = v; break;
     case MmOut::e4m3:
-      static_cast<__nv_fp8_storage_t*>(e.d)[at] = __nv_cvt_float_to_fp8(dscale * v, __NV_SATFINITE, __NV_E4M3);
+      static_cast<uint8_t*>(e.d)[at] = to_e4m3_satfinite(dscale * v);
       break;
   }
 }
 
 template <int KA, int KB>
-__global__ void __launch_bounds__(kThreads, 2) scaled_mm_tile_kernel(Operand A, MmElem a_elem, Operand B, MmElem b_elem,
+__global__ void OPCTS_LAUNCH_BOUNDS(kThreads, 2) scaled_mm_tile_kernel(Operand A, MmElem a_elem, Operand B, MmElem b_elem,
                                                                   int64_t K, Epilogue ep) {
   __shared__ __align__(16) float As[kBK][kTileLd];
   __shared__ __align__(16) float Bs[kBK][kTileLd];

@@ -28,10 +28,6 @@
 #include "sdpa_flash_common.cuh"
 #include "sdpa_kernels.hpp"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -45,10 +41,15 @@ using namespace flash::ptx;
 
 // 1/x without the IEEE-division slow-path subroutine, whose call makes ptxas spill around
 // it; x is a softmax denominator >= 1, far from the range where the approximation differs.
+// (HIP: v_rcp_f32, 1 ulp.)
 __device__ __forceinline__ float fast_rcp(float x) {
+#if OPCTS_GPU_HIP
+  return __builtin_amdgcn_rcpf(x);
+#else
   float y;
   asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
+#endif
 }
 
 // ---------------------------------------------------------------------------------------
@@ -139,7 +140,7 @@ __device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_s
 // the extra registers spilled at D = 128 and cost ~2.6x (H200, bf16 S=4096 causal: 93 vs
 // 242 TFLOP/s).
 template <typename T, int DQK, int DV, bool kGeneral>
-__global__ void __launch_bounds__(Cfg<DQK, DV>::kThreads)
+__global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads))
     flash_fwd_kernel(const KernelArgs a) {
   using C = Cfg<DQK, DV>;
   constexpr int BM = C::kBlockM, BN = C::kBlockN, PQ = C::kPitchQK, PV = C::kPitchV,
@@ -325,8 +326,8 @@ __global__ void __launch_bounds__(Cfg<DQK, DV>::kThreads)
       }
     }
     if (has_mt) {
-      const uint32_t lo_bits = __reduce_or_sync(0xffffffffu, static_cast<uint32_t>(seen));
-      const uint32_t hi_bits = __reduce_or_sync(0xffffffffu, static_cast<uint32_t>(seen >> 32));
+      const uint32_t lo_bits = gpu::warp_or(static_cast<uint32_t>(seen));
+      const uint32_t hi_bits = gpu::warp_or(static_cast<uint32_t>(seen >> 32));
       if (lane == 0) {
         atomicOr(&sSeen[0], lo_bits);
         if (BN > 32) atomicOr(&sSeen[1], hi_bits);
@@ -342,8 +343,8 @@ __global__ void __launch_bounds__(Cfg<DQK, DV>::kThreads)
 #pragma unroll
         for (int i = 0; i < kNT; ++i)
           mx = fmaxf(mx, fmaxf(s[mt][i][2 * r], s[mt][i][2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        mx = fmaxf(mx, gpu::warp_xor(mx, 1));
+        mx = fmaxf(mx, gpu::warp_xor(mx, 2));
         // A row with nothing visible yet keeps max -inf; subtracting 0 instead keeps
         // exp2(-inf - base) = 0 rather than NaN (-inf - -inf) for a wholly masked tile.
         const float base = mx == -INFINITY ? 0.f : mx;
@@ -441,8 +442,8 @@ __global__ void __launch_bounds__(Cfg<DQK, DV>::kThreads)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float sum = row_sum[mt][r];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      sum += gpu::warp_xor(sum, 1);
+      sum += gpu::warp_xor(sum, 2);
       const bool empty = !(sum > 0.f);
       inv[r] = empty ? (a.nan_rows ? __int_as_float(0x7fc00000) : 0.f) : fast_rcp(sum);
       const int64_t row = row_g + mt * 16 + 8 * r;
@@ -463,7 +464,7 @@ __global__ void __launch_bounds__(Cfg<DQK, DV>::kThreads)
       }
     }
   }
-  __syncwarp();
+  gpu::syncwarp();
   constexpr int kChunksPerRow = DV / 8;
 #pragma unroll
   for (int it = 0; it < kWarpRows * kChunksPerRow / 32; ++it) {
@@ -505,9 +506,8 @@ void launch_variant(const KernelArgs& a, int64_t blocks, cudaStream_t stream) {
   // The opt-in for more than 48 KiB of dynamic shared memory is per kernel and per device;
   // setting it every call is cheap and keeps multi-device processes correct.
   if (C::kSmemBytes > 48 * 1024) {
-    const cudaError_t err = cudaFuncSetAttribute(
-        flash_fwd_kernel<T, DQK, DV, kGeneral>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(C::kSmemBytes));
+    const cudaError_t err =
+        gpu::set_max_dynamic_smem(flash_fwd_kernel<T, DQK, DV, kGeneral>, static_cast<int>(C::kSmemBytes));
     if (err != cudaSuccess)
       throw std::runtime_error(std::string("sdpa_flash_forward: cudaFuncSetAttribute: ") +
                                cudaGetErrorString(err));

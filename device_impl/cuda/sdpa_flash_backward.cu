@@ -33,10 +33,6 @@
 #include "sdpa_flash_common.cuh"
 #include "sdpa_kernels.hpp"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -280,7 +276,7 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
         sdS[i * kPS + j] = ds;
         if (vis) active |= 1u << j;
       }
-      active = __reduce_or_sync(0xffffffffu, active);
+      active = gpu::warp_or(active);
       if ((tid & 31) == 0 && active) atomicOr(&sActive, active);
       __syncthreads();
 
@@ -427,7 +423,7 @@ __device__ __forceinline__ void add_dq(float* dst, float x0, float x1) {
 // caps them at 128 for two blocks per SM, at the price of small spills (12 bytes at
 // D = 128, 8 at D = 96).
 template <typename T, int D, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) bwd_tc_kernel(const Args a) {
+__global__ void OPCTS_LAUNCH_BOUNDS(kThreads, kMinBlocks) bwd_tc_kernel(const Args a) {
   using C = Cfg<D>;
   using M = ptx::Mma<T>;
   constexpr int P = C::kP;
@@ -687,7 +683,7 @@ __global__ void bwd_rowsum_kernel(const T* o, const T* d_o, SdpaStrides os, Sdpa
   for (int64_t d = threadIdx.x; d < dv; d += 32)
     acc = fmaf(static_cast<float>(orow[d]), static_cast<float>(drow[d]), acc);
 #pragma unroll
-  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  for (int off = 16; off > 0; off >>= 1) acc += gpu::warp_xor(acc, off);
   if (threadIdx.x == 0) dl[row] = drop ? 0.f : acc;
 }
 
@@ -718,7 +714,7 @@ struct DeviceScratch {
     if (bytes) check(cudaMallocAsync(&ptr, bytes, s), "cudaMallocAsync");
   }
   ~DeviceScratch() {
-    if (ptr) cudaFreeAsync(ptr, s);
+    if (ptr) (void)cudaFreeAsync(ptr, s);
   }
   DeviceScratch(const DeviceScratch&) = delete;
   DeviceScratch& operator=(const DeviceScratch&) = delete;
@@ -728,8 +724,7 @@ template <typename T, int DQK, int DV>
 void launch_main(const BwdArgs& a, int64_t blocks, cudaStream_t stream) {
   using C = BwdCfg<DQK, DV>;
   if (C::kSmemBytes > 48 * 1024)
-    check(cudaFuncSetAttribute(bwd_kernel<T, DQK, DV>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(C::kSmemBytes)),
+    check(gpu::set_max_dynamic_smem(bwd_kernel<T, DQK, DV>, static_cast<int>(C::kSmemBytes)),
           "cudaFuncSetAttribute");
   bwd_kernel<T, DQK, DV><<<static_cast<unsigned>(blocks), kThreads, C::kSmemBytes, stream>>>(a);
   check(cudaGetLastError(), "bwd_kernel launch");
@@ -756,8 +751,7 @@ void launch_tc_variant(const tc::Args& a, int64_t blocks, cudaStream_t stream) {
   using C = tc::Cfg<D>;
   const auto kernel = tc::bwd_tc_kernel<T, D, kMinBlocks>;
   if (C::kSmemBytes > 48 * 1024)
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(C::kSmemBytes)),
+    check(gpu::set_max_dynamic_smem(kernel, static_cast<int>(C::kSmemBytes)),
           "cudaFuncSetAttribute");
   kernel<<<static_cast<unsigned>(blocks), tc::kThreads, C::kSmemBytes, stream>>>(a);
   check(cudaGetLastError(), "bwd_tc_kernel launch");

@@ -1,5 +1,5 @@
 // The stream gate's spin kernel and its mapped host flags (stream_gate_kernels.hpp).
-#include <cuda_runtime_api.h>
+#include "device_impl/portable/gpu.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -10,20 +10,14 @@ namespace opcts::cuda {
 
 namespace {
 
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 __global__ void spin_until_released(volatile int* flag, int* timed_out, unsigned long long timeout_ns) {
-  const unsigned long long t0 = global_ns();
+  const unsigned long long t0 = gpu::global_ns();
   while (*flag == 0) {
-    if (global_ns() - t0 > timeout_ns) {
+    if (gpu::global_ns() - t0 > timeout_ns) {
       *timed_out = 1;
       return;
     }
-    __nanosleep(2000);
+    gpu::nanosleep(2000);
   }
 }
 
@@ -55,8 +49,8 @@ bool StreamGate::timed_out() const { return timed_out_ && *static_cast<volatile 
 StreamGate::~StreamGate() {
   release();
   // The kernel reads the flags until it sees the release: wait for it before freeing them.
-  cudaStreamSynchronize(stream_);
-  if (flag_) cudaFreeHost(const_cast<int*>(flag_));
+  (void)cudaStreamSynchronize(stream_);
+  if (flag_) (void)cudaFreeHost(const_cast<int*>(flag_));
 }
 
 }  // namespace opcts::cuda

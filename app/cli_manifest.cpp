@@ -1,0 +1,67 @@
+// opcts manifest lint: an arch's manifest checked against every case of that arch.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "app/builtins.hpp"
+#include "app/cli_commands.hpp"
+#include "runner/catalog.hpp"
+#include "runner/manifest.hpp"
+#include "runner/suite.hpp"
+
+namespace opcts::cli {
+
+namespace {
+
+// The entry's ids that no earlier entry of its kind (and output) claims: first match wins,
+// so an entry with none left never decides a case.
+bool decides_some_case(const std::vector<ManifestEntry>& entries, size_t at, const std::vector<std::string>& ids) {
+  const ManifestEntry& e = entries[at];
+  for (const auto& id : ids) {
+    if (!glob_match(e.match, id)) continue;
+    bool claimed = false;
+    for (size_t j = 0; j < at && !claimed; ++j)
+      claimed = entries[j].kind == e.kind && entries[j].output == e.output && glob_match(entries[j].match, id);
+    if (!claimed) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int cmd_manifest_lint(const Selection& s) {
+  Selection all = s;
+  all.include_planted = true;  // the universe the gate judges staleness against, planted rows included
+  const std::string arch = resolve_arch(s.arch, 0);
+  // Loading the manifest (and its extends chain) throws on a malformed entry, naming file:line.
+  Suite suite(registry_for(all.plugins), suite_options(all, arch));
+  if (suite.manifest().path().empty())
+    throw std::invalid_argument("manifest lint: arch '" + arch + "' has no manifest (" + all.cases_dir + "/manifests/" +
+                                arch + ".yaml) and no --manifest was given");
+  std::vector<std::string> ids;
+  for (const auto& c : suite.all_cases()) ids.push_back(c.id);
+  const auto& entries = suite.manifest().entries();
+  int problems = 0, from_files = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const ManifestEntry& e = entries[i];
+    if (e.planted) continue;
+    ++from_files;
+    bool any = false;
+    for (const auto& id : ids)
+      if ((any = glob_match(e.match, id))) break;
+    if (!any) {
+      std::printf("%s: stale %s entry '%s': matches no case of %s\n", e.source.c_str(), std::string(to_string(e.kind)).c_str(),
+                  e.match.c_str(), arch.c_str());
+      ++problems;
+    } else if (!decides_some_case(entries, i, ids)) {
+      std::printf("%s: shadowed %s entry '%s': every case it matches is decided by an earlier entry\n", e.source.c_str(),
+                  std::string(to_string(e.kind)).c_str(), e.match.c_str());
+      ++problems;
+    }
+  }
+  std::printf("manifest lint %s: %d entries (%s), %zu cases, %d stale or shadowed\n", arch.c_str(), from_files,
+              suite.manifest().path().c_str(), ids.size(), problems);
+  return problems == 0 ? 0 : 1;
+}
+
+}  // namespace opcts::cli

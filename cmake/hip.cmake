@@ -1,0 +1,69 @@
+# HIP: the portable kernels of device_impl/cuda/ (device_impl/portable/kernels.txt) built with
+# hipcc for OPCTS_HIP_ARCHS, from the same files nvcc builds (device_impl/portable/gpu.hpp).
+#
+# Compiled and archived into libopcts_hip_kernels.a, and linked with libamdhip64 into
+# opcts_hip_link_check (a program that takes each entry point's address and runs no kernel: the
+# build runs it, no ROCm device needed). The hipcc call is a custom command, not CMake's HIP
+# language: CMake 3.25 looks for hip-lang under /usr/lib/cmake, where Debian's libamdhip64-dev
+# does not put it. The suite's hip.* rows stay SKIP until a ROCm runtime with a device runs them.
+set(OPCTS_HIP AUTO CACHE STRING "Build the portable kernels with hipcc: AUTO (when hipcc is found), ON or OFF")
+set_property(CACHE OPCTS_HIP PROPERTY STRINGS AUTO ON OFF)
+set(OPCTS_HIP_ARCHS "gfx90a;gfx940" CACHE STRING "AMD targets the portable kernels are built for (hipcc --offload-arch)")
+
+set(OPCTS_HAVE_HIP OFF)
+if(NOT OPCTS_HIP STREQUAL "OFF")
+  find_program(OPCTS_HIPCC hipcc)
+  if(OPCTS_HIPCC)
+    set(OPCTS_HAVE_HIP ON)
+  elseif(OPCTS_HIP STREQUAL "ON")
+    message(FATAL_ERROR "OPCTS_HIP=ON but hipcc was not found (apt-get install hipcc, or set OPCTS_HIPCC)")
+  endif()
+endif()
+message(STATUS "opcts: HIP kernels ${OPCTS_HAVE_HIP} (${OPCTS_HIP_ARCHS})")
+
+# The portable kernel files, from device_impl/portable/kernels.txt.
+function(opcts_hip_portable_files out)
+  file(STRINGS ${CMAKE_SOURCE_DIR}/device_impl/portable/kernels.txt lines REGEX "^portable ")
+  set(files "")
+  foreach(l IN LISTS lines)
+    string(REGEX REPLACE "^portable +" "" f "${l}")
+    list(APPEND files ${f})
+  endforeach()
+  set(${out} ${files} PARENT_SCOPE)
+endfunction()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/device_impl/portable/kernels.txt)
+
+if(OPCTS_HAVE_HIP)
+  opcts_hip_portable_files(OPCTS_HIP_KERNEL_FILES)
+  set(arch_flags "")
+  foreach(a IN LISTS OPCTS_HIP_ARCHS)
+    list(APPEND arch_flags --offload-arch=${a})
+  endforeach()
+  set(dir ${CMAKE_BINARY_DIR}/hip)
+  set(objects "")
+  foreach(f IN LISTS OPCTS_HIP_KERNEL_FILES)
+    set(src ${CMAKE_SOURCE_DIR}/device_impl/cuda/${f})
+    set(obj ${dir}/${f}.o)
+    add_custom_command(OUTPUT ${obj}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+      COMMAND ${CMAKE_CXX_COMPILER_LAUNCHER} ${OPCTS_HIPCC} -x hip -std=c++17 -O3 -Wall ${arch_flags}
+              -I${CMAKE_SOURCE_DIR} -MD -MF ${obj}.d -c ${src} -o ${obj}
+      DEPENDS ${src} DEPFILE ${obj}.d
+      COMMENT "hipcc ${f} (${OPCTS_HIP_ARCHS})" VERBATIM)
+    list(APPEND objects ${obj})
+  endforeach()
+  set(OPCTS_HIP_KERNEL_LIBRARY ${dir}/libopcts_hip_kernels.a)
+  add_custom_command(OUTPUT ${OPCTS_HIP_KERNEL_LIBRARY}
+    COMMAND ${CMAKE_COMMAND} -E rm -f ${OPCTS_HIP_KERNEL_LIBRARY}
+    COMMAND ${CMAKE_AR} qc ${OPCTS_HIP_KERNEL_LIBRARY} ${objects}
+    DEPENDS ${objects} COMMENT "archive libopcts_hip_kernels.a" VERBATIM)
+  set(link_check ${CMAKE_BINARY_DIR}/bin/opcts_hip_link_check)
+  add_custom_command(OUTPUT ${link_check}
+    COMMAND ${OPCTS_HIPCC} -x hip -std=c++17 ${arch_flags} -I${CMAKE_SOURCE_DIR}
+            -c ${CMAKE_SOURCE_DIR}/device_impl/hip/link_check.cpp -o ${dir}/link_check.o
+    COMMAND ${OPCTS_HIPCC} ${arch_flags} ${dir}/link_check.o ${OPCTS_HIP_KERNEL_LIBRARY} -o ${link_check}
+    COMMAND ${link_check}
+    DEPENDS ${OPCTS_HIP_KERNEL_LIBRARY} ${CMAKE_SOURCE_DIR}/device_impl/hip/link_check.cpp
+    COMMENT "link opcts_hip_link_check against libamdhip64" VERBATIM)
+  add_custom_target(opcts_hip_kernels ALL DEPENDS ${OPCTS_HIP_KERNEL_LIBRARY} ${link_check})
+endif()

@@ -1,0 +1,32 @@
+// opcts_hip_link_check: links the HIP build of the portable kernels (libopcts_hip_kernels.a)
+// with libamdhip64 and names every host entry point, so an undefined symbol (a portable file
+// calling into a CUDA-only one) fails the build. Runs no kernel: prints the entry points' count.
+#include "device_impl/portable/gpu.hpp"
+
+#include <cstdio>
+
+#include "device_impl/cuda/cast_kernels.hpp"
+#include "device_impl/cuda/indexing_kernels.hpp"
+#include "device_impl/cuda/scaled_mm_kernels.hpp"
+#include "device_impl/cuda/sdpa_kernels.hpp"
+#include "device_impl/cuda/stream_gate_kernels.hpp"
+
+int main() {
+  namespace k = opcts::cuda;
+  const void* entries[] = {
+      reinterpret_cast<const void*>(&k::cvt_encode),          reinterpret_cast<const void*>(&k::cvt_decode),
+      reinterpret_cast<const void*>(&k::cvt_encode_ties_up),  reinterpret_cast<const void*>(&k::cvt_pack_nibbles),
+      reinterpret_cast<const void*>(&k::cvt_unpack_nibbles),  reinterpret_cast<const void*>(&k::first_bad_index),
+      reinterpret_cast<const void*>(&k::scatter_atomic),      reinterpret_cast<const void*>(&k::scatter_warp_aggregated),
+      reinterpret_cast<const void*>(&k::gather),              reinterpret_cast<const void*>(&k::scaled_mm_mx_kernel),
+      reinterpret_cast<const void*>(&k::sdpa_check_arguments), reinterpret_cast<const void*>(&k::sdpa_bool_mask_to_additive),
+      reinterpret_cast<const void*>(&k::sdpa_flash_supports), reinterpret_cast<const void*>(&k::sdpa_flash_forward),
+      reinterpret_cast<const void*>(&k::sdpa_flash_backward_supports),
+      reinterpret_cast<const void*>(&k::sdpa_flash_backward),
+      reinterpret_cast<const void*>(&k::sdpa_flash_backward_deterministic),
+  };
+  k::StreamGate* gate = nullptr;  // its constructor is an entry point too
+  if (gate) gate->release();
+  std::printf("opcts_hip_link_check: %zu entry points linked\n", sizeof entries / sizeof entries[0]);
+  return 0;
+}
