@@ -13,17 +13,23 @@ namespace opcts::ref {
 
 namespace {
 
+// The psABI levels by their features (x86-64 psABI §3.1.1), spelled as features because clang
+// 14 (the fuzz build) does not know __builtin_cpu_supports("x86-64-vN"); cx16, lahf, lzcnt,
+// movbe, f16c and xsave have no builtin name in both compilers and come with the rest on every
+// CPU that has the features checked.
 bool cpu_has(IsaLevel l) {
 #if defined(__x86_64__) && defined(__GNUC__)
+  const bool v2 = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse3") && __builtin_cpu_supports("ssse3") &&
+                  __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("sse4.2");
+  const bool v3 = v2 && __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+                  __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma");
+  const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
   switch (l) {
-    case IsaLevel::base:
-      return true;
-    case IsaLevel::v2:
-      return __builtin_cpu_supports("x86-64-v2");
-    case IsaLevel::v3:
-      return __builtin_cpu_supports("x86-64-v3");
-    case IsaLevel::v4:
-      return __builtin_cpu_supports("x86-64-v4");
+    case IsaLevel::base: return true;
+    case IsaLevel::v2: return v2;
+    case IsaLevel::v3: return v3;
+    case IsaLevel::v4: return v4;
   }
   return false;
 #else
