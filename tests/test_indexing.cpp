@@ -338,6 +338,23 @@ TEST(IndexingBound, ProbabilisticBoundCoversSymmetricFillsAndIsTighter) {
     }
 }
 
+// The probabilistic bound fails a lost update the proof admits: at n = 1000 in fp32 one term of a
+// size between the two bounds (the one nearest their geometric mean) dropped by a per_add impl.
+TEST(IndexingBound, ProbabilisticBoundCatchesALostUpdateTheProofAdmits) {
+  std::mt19937 g(29);
+  const Sim s = random_sim(DType::fp32, 1000, g, false);
+  const double x = s.exact(), proof = indexing::bounds(s.sums(false))[0], b = indexing::bounds(s.sums(true))[0];
+  const double target = std::log(std::sqrt(proof * b));
+  size_t lost = 0;
+  for (size_t j = 1; j < s.terms.size(); ++j)
+    if (std::fabs(std::log(std::fabs(s.terms[j])) - target) < std::fabs(std::log(std::fabs(s.terms[lost])) - target)) lost = j;
+  Sim dropped = s;  // a per_add impl that loses that one update, in a random order
+  dropped.terms.erase(dropped.terms.begin() + static_cast<std::ptrdiff_t>(lost));
+  const double err = std::fabs(dropped.per_add(g) - x);
+  EXPECT_LE(err, allowed(DType::fp32, proof, x)) << "the proof admits it";
+  EXPECT_GT(err, allowed(DType::fp32, b, x)) << "the probabilistic bound catches it";
+}
+
 TEST(IndexingBound, Bf16CounterStallsInsidePerAddButNotOnce) {
   const Sim ones{DType::bf16, 0, std::vector<double>(1000, 1.0)};
   std::mt19937 g(1);
