@@ -50,8 +50,9 @@ int64_t storage_bytes_for(DType t, int64_t n);
 /// Whole bytes per element (1 for 4-bit types; use storage_bytes_for for buffers).
 inline int storage_bytes(DType t) { return (dtype_info(t).bits + 7) / 8; }
 
-/// The policy HostTensor::set uses: IEEE overflow (to Inf) for formats with Inf, satfinite
-/// for the rest, so generated inputs never become NaN codes by accident.
+/// The policy encode(DType) and HostTensor::set use: IEEE overflow (to Inf) for formats with
+/// Inf, satfinite for the rest, so generated inputs never become NaN codes by accident. (The
+/// codecs' encode_format defaults to nonsaturating, the cast problem to satfinite: core/codec.hpp.)
 Overflow default_overflow(DType t);
 
 /// x rounded to dtype t with the policy (identity for fp64).

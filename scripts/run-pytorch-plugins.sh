@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Judges PyTorch's own GPU operators (aten.*) and the Triton SDPA kernel (triton.sdpa) with opcts:
+# builds plugins/aten against the PyTorch it finds (libtorch through torch.utils.cmake_prefix_path)
+# and, when Triton imports, plugins/triton with Triton's AOT compiler; then runs both plugins'
+# cases on the GPU found, one process per family, with the manifest of PyTorch's findings where
+# the arch has one (cases/manifests/<arch>_pytorch.yaml). Needs an opcts binary (scripts/run-tests.sh
+# or scripts/run-suite.sh builds it). Writes build/pytorch/reports/<family>.{jsonl,xml,txt}.
+#
+#   scripts/run-pytorch-plugins.sh [--tier smoke|default|full]
+#
+# Environment: PYTHON (the Python with torch; default python3), OPCTS (the opcts binary; default
+# build/cuda/bin/opcts), OPCTS_ARCH (default: the GPU's sm<XY>), OPCTS_PLUGIN_JOBS (families at
+# once; default 4).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+cd "$OPCTS_ROOT"
+tier=smoke
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tier) tier=$2; shift 2 ;;
+    *) echo "run-pytorch-plugins: unknown argument '$1' (usage: $0 [--tier smoke|default|full])" >&2; exit 2 ;;
+  esac
+done
+python=${PYTHON:-python3}
+opcts=${OPCTS:-build/cuda/bin/opcts}
+[ -x "$opcts" ] || { echo "run-pytorch-plugins: no opcts binary at $opcts (build it with scripts/run-tests.sh, or set OPCTS)" >&2; exit 1; }
+if ! torch_dir=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null); then
+  echo "run-pytorch-plugins: '$python' cannot import torch (set PYTHON to the Python that has PyTorch)" >&2
+  exit 1
+fi
+prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+arch=${OPCTS_ARCH:-}
+if [ -z "$arch" ]; then
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .' || true)
+  [ -n "$cc" ] || { echo "run-pytorch-plugins: no NVIDIA GPU found (nvidia-smi); set OPCTS_ARCH to run anyway" >&2; exit 1; }
+  arch="sm$cc"
+fi
+out=build/pytorch
+mkdir -p "$out/reports"
+
+echo "== libopcts_aten against $("$python" -c 'import torch; print("PyTorch", torch.__version__)')"
+cmake -S plugins/aten -B "$out/aten" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" >"$out/aten_cmake.log" 2>&1 ||
+  { tail -20 "$out/aten_cmake.log" >&2; exit 1; }
+cmake --build "$out/aten" -j "$(nproc)" >"$out/aten_build.log" 2>&1 || { grep -m 20 error "$out/aten_build.log" >&2; exit 1; }
+plugins=("$out/aten/libopcts_aten.so")
+if "$python" -c 'import triton' 2>/dev/null; then
+  echo "== libopcts_triton with $("$python" -c 'import triton; print("Triton", triton.__version__)')"
+  PYTHON="$python" plugins/triton/build.sh "$out/triton" >"$out/triton_build.log" 2>&1 || { tail -20 "$out/triton_build.log" >&2; exit 1; }
+  plugins+=("$out/triton/libopcts_triton.so")
+else
+  echo "== no Triton in '$python': triton.sdpa is not built"
+fi
+
+# PyTorch's wheels carry their own CUDA libraries (cuDNN, cuBLAS, ...) under site-packages/nvidia;
+# opcts links cuBLASLt and cuDNN by soname, so those come first and both use the versions PyTorch
+# was built with.
+nvlibs=$(find "$(dirname "$torch_dir")/nvidia" -name 'lib*.so*' -printf '%h\n' 2>/dev/null | sort -u | tr '\n' ':')
+export LD_LIBRARY_PATH="${nvlibs}${torch_dir}/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+manifest=()
+[ -f "cases/manifests/${arch}_pytorch.yaml" ] && manifest=(--manifest "cases/manifests/${arch}_pytorch.yaml")
+plugin_args=()
+for p in "${plugins[@]}"; do plugin_args+=(--plugin "$p"); done
+
+# One process per family (their references run on the CPU): at most OPCTS_PLUGIN_JOBS at once.
+families=(sdpa scaled_mm grouped_mm int4_mm scatter_add index_add index_select cast)
+threads=$(( $(nproc) / ${OPCTS_PLUGIN_JOBS:-4} )); [ "$threads" -ge 1 ] || threads=1
+status=0
+run_family() {
+  local f=$1
+  OMP_NUM_THREADS=$threads "$opcts" run --arch "$arch" --tier "$tier" "${plugin_args[@]}" "${manifest[@]}" \
+    --filter "$f.aten_*" --filter "$f.triton_*" --allow-empty \
+    --results "$out/reports/$f.jsonl" --junit "$out/reports/$f.xml" >"$out/reports/$f.txt" 2>&1
+}
+pids=() names=()
+for f in "${families[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "${OPCTS_PLUGIN_JOBS:-4}" ]; do sleep 1; done
+  run_family "$f" & pids+=($!) names+=("$f")
+done
+for i in "${!pids[@]}"; do
+  rc=0; wait "${pids[$i]}" || rc=$?
+  echo "${names[$i]}: $(tail -n 1 "$out/reports/${names[$i]}.txt") (exit $rc)"
+  [ "$rc" -eq 0 ] || status=1
+done
+echo "reports: $out/reports/"
+exit $status
