@@ -12,17 +12,22 @@
 # build/cuda/bin/opcts), OPCTS_ARCH (default: the GPU's sm<XY>), OPCTS_PLUGIN_JOBS (families at
 # once; default 4).
 set -euo pipefail
+# OPCTS and PYTHON may be relative to where the script was called from.
+opcts=${OPCTS:-}
+[ -n "$opcts" ] && [ "${opcts#/}" = "$opcts" ] && [ -e "$opcts" ] && opcts="$PWD/$opcts"
 source "$(dirname "$0")/common.sh"
 cd "$OPCTS_ROOT"
+opcts=${opcts:-build/cuda/bin/opcts}
 tier=smoke
 while [ $# -gt 0 ]; do
   case "$1" in
-    --tier) tier=$2; shift 2 ;;
+    --tier)
+      [ $# -ge 2 ] || { echo "run-pytorch-plugins: --tier needs smoke, default or full" >&2; exit 2; }
+      tier=$2; shift 2 ;;
     *) echo "run-pytorch-plugins: unknown argument '$1' (usage: $0 [--tier smoke|default|full])" >&2; exit 2 ;;
   esac
 done
 python=${PYTHON:-python3}
-opcts=${OPCTS:-build/cuda/bin/opcts}
 [ -x "$opcts" ] || { echo "run-pytorch-plugins: no opcts binary at $opcts (build it with scripts/run-tests.sh, or set OPCTS)" >&2; exit 1; }
 if ! torch_dir=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null); then
   echo "run-pytorch-plugins: '$python' cannot import torch (set PYTHON to the Python that has PyTorch)" >&2
@@ -41,7 +46,7 @@ mkdir -p "$out/reports"
 echo "== libopcts_aten against $("$python" -c 'import torch; print("PyTorch", torch.__version__)')"
 cmake -S plugins/aten -B "$out/aten" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" >"$out/aten_cmake.log" 2>&1 ||
   { tail -20 "$out/aten_cmake.log" >&2; exit 1; }
-cmake --build "$out/aten" -j "$(nproc)" >"$out/aten_build.log" 2>&1 || { grep -m 20 error "$out/aten_build.log" >&2; exit 1; }
+cmake --build "$out/aten" -j "$(nproc)" >"$out/aten_build.log" 2>&1 || { tail -30 "$out/aten_build.log" >&2; exit 1; }
 plugins=("$out/aten/libopcts_aten.so")
 if "$python" -c 'import triton' 2>/dev/null; then
   echo "== libopcts_triton with $("$python" -c 'import triton; print("Triton", triton.__version__)')"
@@ -63,17 +68,19 @@ for p in "${plugins[@]}"; do plugin_args+=(--plugin "$p"); done
 
 # One process per family (their references run on the CPU): at most OPCTS_PLUGIN_JOBS at once.
 families=(sdpa scaled_mm grouped_mm int4_mm scatter_add index_add index_select cast)
-threads=$(( $(nproc) / ${OPCTS_PLUGIN_JOBS:-4} )); [ "$threads" -ge 1 ] || threads=1
+jobs_at_once=${OPCTS_PLUGIN_JOBS:-4}
+[ "$jobs_at_once" -ge 1 ] 2>/dev/null || { echo "run-pytorch-plugins: OPCTS_PLUGIN_JOBS must be a positive number" >&2; exit 2; }
+threads=$(( $(nproc) / jobs_at_once )); [ "$threads" -ge 1 ] || threads=1
 status=0
 run_family() {
   local f=$1
-  OMP_NUM_THREADS=$threads "$opcts" run --arch "$arch" --tier "$tier" "${plugin_args[@]}" "${manifest[@]}" \
+  OMP_NUM_THREADS=$threads "$opcts" run --arch "$arch" --tier "$tier" "${plugin_args[@]}" ${manifest[@]+"${manifest[@]}"} \
     --filter "$f.aten_*" --filter "$f.triton_*" --allow-empty \
     --results "$out/reports/$f.jsonl" --junit "$out/reports/$f.xml" >"$out/reports/$f.txt" 2>&1
 }
 pids=() names=()
 for f in "${families[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "${OPCTS_PLUGIN_JOBS:-4}" ]; do sleep 1; done
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_at_once" ]; do sleep 1; done
   run_family "$f" & pids+=($!) names+=("$f")
 done
 for i in "${!pids[@]}"; do

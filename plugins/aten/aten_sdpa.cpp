@@ -16,10 +16,14 @@
 //              at::logsumexp over the fp32 scores math forms (PyTorch ≥ 2.5 computes math in fp32).
 //
 // Conventions translated, not judged: FlashAttention-2 writes lse = +inf for a row that sees no
-// key (so that exp(s − lse) = 0 in its backward); the ABI spells that row -inf. Boolean masks are
-// turned into additive ones (0 / -inf) for efficient and cudnn, as sdpa's convert_boolean_attn_mask
-// does. What PyTorch does not offer is a SKIP naming the version (softcap everywhere; lower-right
-// causal on cudnn; windows outside flash; GQA on efficient).
+// key (so that exp(s − lse) = 0 in its backward); the ABI spells that row -inf. The translation is
+// applied to every backend's lse (a row that sees a key never has lse +inf, so only the empty
+// rows' spelling can change). Boolean masks are turned into additive ones, 0 / -inf — the
+// problem's definition: sdpa does the same for efficient and math (convert_boolean_attn_mask), but
+// its cuDNN path fills with a finite value (convert_boolean_attn_mask_cudnn), so aten.sdpa_cudnn's
+// boolean-mask cases judge cuDNN under -inf, not what sdpa hands it. What PyTorch does not offer,
+// or sdpa never sends to a backend, is a SKIP naming the version (softcap everywhere; lower-right
+// causal on cudnn; windows outside flash; GQA on efficient; zero-length sequences on the fused ones).
 #include <torch/csrc/autograd/autograd.h>
 
 #include <cmath>
@@ -45,6 +49,9 @@ int32_t supports(const void* data, const void* params, const opcts_arch*, char* 
   const std::string v = "PyTorch " + torch_version();
   if (p.softcap != 0) return skip(reason, size, v + "'s SDPA operators take no softcap");
   const bool windowed = p.window_left != -1 || p.window_right != -1;
+  if (b != Backend::math && (p.seq_q == 0 || p.seq_k == 0))
+    return skip(reason, size, v + "'s sdpa sends zero-length sequences to math, never to a fused kernel "
+                                  "(check_nonzero_sequence_lengths_dense)");
   switch (b) {
     case Backend::flash:
       if (!half_type(p.dtype)) return skip(reason, size, v + "'s flash attention takes fp16 and bf16 only");
@@ -100,14 +107,15 @@ at::Tensor structure_mask(const opcts_sdpa_params& p, int device) {
   return keep;
 }
 
-// The user's attn_mask as an additive bias in the dtype (bool: 0 where attended, -inf elsewhere).
+// The user's attn_mask as an additive bias in the dtype (bool: 0 where attended, -inf elsewhere,
+// sdpa's convert_boolean_attn_mask; its cuDNN path uses a finite fill instead: file comment).
 at::Tensor additive(const at::Tensor& mask, at::ScalarType dtype) {
   if (mask.scalar_type() != at::kBool) return mask;
   return at::zeros(mask.sizes(), mask.options().dtype(dtype)).masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
 }
 
 // lse as [B, H, Sq] whatever a backend's shape ([B, H, Sq] padded to 32 or 128 rows, or [B, H,
-// Sq, 1]), +inf rows (FlashAttention-2's empty rows) as -inf.
+// Sq, 1]), +inf rows (FlashAttention-2's spelling of a row with no key) as -inf, for every backend.
 at::Tensor lse_rows(at::Tensor lse, const opcts_sdpa_params& p) {
   if (lse.dim() == 4) lse = lse.squeeze(-1);
   lse = lse.narrow(2, 0, p.seq_q).to(at::kFloat);

@@ -11,6 +11,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 out="${1:-$root/build/triton}"
+mkdir -p "$out" && out="$(cd "$out" && pwd)"  # absolute: the compiler runs inside $out/gen
 python="${PYTHON:-python3}"
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 mkdir -p "$out/gen"

@@ -54,6 +54,10 @@ static int32_t supports(const void* data, const void* params, const opcts_arch* 
   if (p->window_left != -1 || p->window_right != -1) return say(reason, size, "triton.sdpa has no sliding window");
   if (p->softcap != 0) return say(reason, size, "triton.sdpa has no softcap");
   if (p->attn_mask != OPCTS_SDPA_ATTN_MASK_NONE) return say(reason, size, "triton.sdpa takes no attn_mask");
+  if (p->batch * p->heads_q * p->seq_q >= ((int64_t)1 << 31))
+    return say(reason, size, "triton.sdpa indexes lse with 32-bit offsets (B * Hq * Sq < 2^31)");
+  if (p->batch * p->heads_q > 0x7FFFFFFF || (p->seq_q + OPCTS_TRITON_BLOCK_M - 1) / OPCTS_TRITON_BLOCK_M > 65535)
+    return say(reason, size, "triton.sdpa's grid is (B * Hq, ceil(Sq / 64)): at most 2^31 - 1 by 65535");
   return 1;
 }
 
@@ -98,6 +102,9 @@ static opcts_status run(const void* data, const opcts_run_args* a, opcts_report*
   const int32_t mask = p->mask == OPCTS_SDPA_CAUSAL_UPPER_LEFT ? 1 : p->mask == OPCTS_SDPA_CAUSAL_LOWER_RIGHT ? 2 : 0;
   const int32_t grid_m = (int32_t)((p->seq_q + OPCTS_TRITON_BLOCK_M - 1) / OPCTS_TRITON_BLOCK_M);
   const int32_t grid_bh = (int32_t)(p->batch * p->heads_q);
+  /* An empty problem has nothing to write (Sk = 0 is not empty: its rows get O = 0, lse = -inf),
+   * and Triton's launcher returns no status for an empty grid. */
+  if (grid_m == 0 || grid_bh == 0) return OPCTS_OK;
   const float scale = (float)p->scale;
   int32_t scale_bits;
   memcpy(&scale_bits, &scale, sizeof scale_bits);
