@@ -55,41 +55,46 @@ std::vector<double> near_midpoints(std::mt19937_64& rng, uint64_t j_lo, uint64_t
   return out;
 }
 
-TEST(GpuRoundOdd, HalfFromDoubleMatchesCuda) {
-  std::mt19937_64 rng(0x0DDF10A7ull);
-  std::vector<double> cases = near_midpoints(rng, 1024, 2048, -24, 5, 20000);  // normals: spacing 2^-24 .. 2^5
-  const auto sub = near_midpoints(rng, 0, 1024, -24, -24, 2000);             // subnormals: spacing 2^-24
+// A format's test doubles: near midpoints of its normals (p significand bits, spacings 2^e_lo ..
+// 2^e_hi) and of its subnormals (spacing 2^e_lo), and random doubles with exponents in
+// [r_lo, r_hi] (underflow and overflow included).
+struct Grid {
+  int p, e_lo, e_hi, r_lo, r_hi;
+};
+std::vector<double> cases_of(const Grid& g, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const uint64_t half = uint64_t{1} << (g.p - 1);
+  std::vector<double> cases = near_midpoints(rng, half, 2 * half, g.e_lo, g.e_hi, 20000);
+  const auto sub = near_midpoints(rng, 0, half, g.e_lo, g.e_lo, 2000);
   cases.insert(cases.end(), sub.begin(), sub.end());
-  for (int i = 0; i < 100000; ++i) cases.push_back(with_exponent(rng, -30, 17));
-  int bad = 0;
-  for (double d : cases)
-    if (half_via_odd(d) != half_bits(__double2half(d)) && ++bad <= 5)
-      ADD_FAILURE() << std::hexfloat << d << ": round-to-odd gives " << half_via_odd(d) << ", CUDA "
-                    << half_bits(__double2half(d));
-  EXPECT_EQ(bad, 0);
+  for (int i = 0; i < 100000; ++i) cases.push_back(with_exponent(rng, g.r_lo, g.r_hi));
+  return cases;
 }
 
-TEST(GpuRoundOdd, Bf16FromDoubleMatchesCuda) {
-  std::mt19937_64 rng(0xBF16ull);
-  std::vector<double> cases = near_midpoints(rng, 128, 256, -133, 120, 20000);  // normals: spacing 2^-133 .. 2^120
-  const auto sub = near_midpoints(rng, 0, 128, -133, -133, 2000);              // subnormals: spacing 2^-133
-  cases.insert(cases.end(), sub.begin(), sub.end());
-  for (int i = 0; i < 100000; ++i) cases.push_back(with_exponent(rng, -150, 128));
+// How many of `cases` `ours` converts otherwise than `cuda` (the first few reported).
+int mismatches(const std::vector<double>& cases, uint16_t (*ours)(double), uint16_t (*cuda)(double)) {
   int bad = 0;
   for (double d : cases)
-    if (bf16_via_odd(d) != bf16_bits(__double2bfloat16(d)) && ++bad <= 5)
-      ADD_FAILURE() << std::hexfloat << d << ": round-to-odd gives " << bf16_via_odd(d) << ", CUDA "
-                    << bf16_bits(__double2bfloat16(d));
-  EXPECT_EQ(bad, 0);
+    if (ours(d) != cuda(d) && ++bad <= 5)
+      ADD_FAILURE() << std::hexfloat << d << ": round-to-odd gives " << ours(d) << ", CUDA " << cuda(d);
+  return bad;
 }
+
+constexpr Grid kHalf{11, -24, 5, -30, 17}, kBf16{8, -133, 120, -150, 128};
+uint16_t cuda_half(double d) { return half_bits(__double2half(d)); }
+uint16_t cuda_bf16(double d) { return bf16_bits(__double2bfloat16(d)); }
+
+TEST(GpuRoundOdd, HalfFromDoubleMatchesCuda) { EXPECT_EQ(mismatches(cases_of(kHalf, 0x0DDF10A7ull), half_via_odd, cuda_half), 0); }
+
+TEST(GpuRoundOdd, Bf16FromDoubleMatchesCuda) { EXPECT_EQ(mismatches(cases_of(kBf16, 0xBF16ull), bf16_via_odd, cuda_bf16), 0); }
 
 TEST(GpuRoundOdd, EdgeValues) {
   const double inf = std::numeric_limits<double>::infinity();
   const double edges[] = {0.0, -0.0, 1e-300, -1e-300, 0x1p-150, 0x1.8p-150, 0x1p-149, 1e300, -1e300, inf, -inf,
                           65519.99, 65520.0, 65520.01, 0x1.fffffffp+127, 0x1.ff0000001p+127};
   for (double d : edges) {
-    EXPECT_EQ(half_via_odd(d), half_bits(__double2half(d))) << std::hexfloat << d;
-    EXPECT_EQ(bf16_via_odd(d), bf16_bits(__double2bfloat16(d))) << std::hexfloat << d;
+    EXPECT_EQ(half_via_odd(d), cuda_half(d)) << std::hexfloat << d;
+    EXPECT_EQ(bf16_via_odd(d), cuda_bf16(d)) << std::hexfloat << d;
   }
   EXPECT_TRUE(std::isnan(round_odd_to_float(std::numeric_limits<double>::quiet_NaN())));
   EXPECT_EQ(round_odd_to_float(0x1.000001p0), std::nextafter(1.0f, 2.0f));  // inexact, even: set the last bit
@@ -101,10 +106,10 @@ TEST(GpuRoundOdd, EdgeValues) {
 TEST(GpuRoundOdd, TheMidpointCasesCatchAPlainFloatCast) {
   std::mt19937_64 rng(0xCA57ull);
   int half_caught = 0, bf16_caught = 0;
-  for (double d : near_midpoints(rng, 1024, 2048, -24, 5, 2000))
-    half_caught += half_bits(__float2half_rn(static_cast<float>(d))) != half_bits(__double2half(d));
-  for (double d : near_midpoints(rng, 128, 256, -133, 120, 2000))
-    bf16_caught += bf16_bits(__float2bfloat16_rn(static_cast<float>(d))) != bf16_bits(__double2bfloat16(d));
+  for (double d : near_midpoints(rng, 1024, 2048, kHalf.e_lo, kHalf.e_hi, 2000))
+    half_caught += half_bits(__float2half_rn(static_cast<float>(d))) != cuda_half(d);
+  for (double d : near_midpoints(rng, 128, 256, kBf16.e_lo, kBf16.e_hi, 2000))
+    bf16_caught += bf16_bits(__float2bfloat16_rn(static_cast<float>(d))) != cuda_bf16(d);
   EXPECT_GT(half_caught, 100);
   EXPECT_GT(bf16_caught, 100);
 }
