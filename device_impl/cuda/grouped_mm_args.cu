@@ -1,5 +1,5 @@
 // The grouped GEMMs' argument checks: the tensors' sizes against the mode and recipe, and the offsets' values (on the host or on the device), refused by name.
-#include <cuda_runtime.h>
+#include "device_impl/portable/gpu.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -160,9 +160,9 @@ OffsFault find_offs_fault_device(const GroupedMmParams& p, int64_t split, int64_
     e = cudaGetLastError();
   }
   if (e == cudaSuccess) e = cudaMemcpyAsync(&first, d, sizeof first, cudaMemcpyDeviceToHost, s);
-  if (d) cudaFreeAsync(d, s);
+  if (d) (void)cudaFreeAsync(d, s);
   const cudaError_t sync = cudaStreamSynchronize(s);
-  cudaStreamDestroy(s);
+  (void)cudaStreamDestroy(s);
   if (e == cudaSuccess) e = sync;
   if (e != cudaSuccess) throw std::runtime_error("grouped offsets check: " + cuda_message(e));
   if (first == ~0ull) return {};

@@ -10,8 +10,9 @@
 // through shared memory in warp order, and slices, when K is split, by a second kernel in slice
 // order: no atomics, the same bytes on every run. Where the units alone give the GPU enough
 // warps K is not split: the block writes y and there is no second kernel and no workspace.
-// Portable: no inline PTX; the shuffle is the only warp primitive.
-#include <cuda_runtime.h>
+// Portable (device_impl/portable/gpu.hpp): no inline PTX; the shuffle is the only warp primitive,
+// 32 lanes wide on every target (a wave64 wavefront holds two of these warps, one per half).
+#include "device_impl/portable/gpu.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -29,13 +30,7 @@ using int4mm::kLanes;
 using int4mm::kThreads;
 using int4mm::kWarps;
 
-__device__ __forceinline__ float lane_xor(float v, int offset) {
-#if defined(__HIP_PLATFORM_AMD__)
-  return __shfl_xor(v, offset, kLanes);
-#else
-  return __shfl_xor_sync(0xFFFFFFFFu, v, offset, kLanes);
-#endif
-}
+static_assert(kLanes == gpu::kWarp, "the butterfly's shuffles span the fragment's lanes");
 
 // The slot of a representative lane (Code::representative) in the shared buffer.
 template <Int4Format F>
@@ -87,7 +82,7 @@ __global__ void __launch_bounds__(W * kLanes) gemv_kernel(Args a, Split sp, floa
 #pragma unroll
       for (int m = 0; m < MT; ++m)
 #pragma unroll
-        for (int c = 0; c < C; ++c) acc[m][c] += lane_xor(acc[m][c], off);
+        for (int c = 0; c < C; ++c) acc[m][c] += gpu::warp_xor(acc[m][c], off);
 
   if (Code::representative(lane))
 #pragma unroll
@@ -162,7 +157,7 @@ Split plan_format(const Args& a, int sms, const Int4GemvTuning& t) {
 Split plan(const Args& a, Int4Format format, const Int4GemvTuning& t) {
   int dev = 0, sms = 132;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    cudaGetLastError();
+    (void)cudaGetLastError();
     sms = 132;
   }
   switch (format) {

@@ -9,11 +9,11 @@
 // and whether a plant may be set are template parameters, so a real kernel carries no plant
 // test and no format switch in its inner loop. "Lanes" are the 32 positions of a format's
 // fragment (tinygemm packs for the 32 lanes of an m16n8k16 B operand); kLanes is that width,
-// not the hardware warp size, so the same code runs on 64-wide wavefronts, one lane group per half.
+// not the hardware warp size, so the same code runs on 64-wide wavefronts, one lane group per half
+// (gpu.hpp's kWarp; the kernels' shuffles stay inside their 32 lanes).
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "device_impl/portable/gpu.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -30,7 +30,7 @@
 
 namespace opcts::cuda::int4mm {
 
-constexpr int kLanes = 32;          // a format's fragment lanes (see the file comment)
+constexpr int kLanes = gpu::kWarp;  // a format's fragment lanes, 32 (see the file comment)
 constexpr int kWarps = 4;           // warps per block, both kernels
 constexpr int kThreads = kLanes * kWarps;
 constexpr int64_t kDropTile = 128;  // the K tile of the drop_partial_k plant
@@ -116,7 +116,7 @@ struct GroupParams {
   float scale, zero;
 };
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__HIP_PLATFORM_AMD__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !OPCTS_GPU_HIP
 #define OPCTS_INT4_PAIRS 1
 // Two T values as one 32-bit register, for the paired dequantization (Code::dequant8).
 template <class T>
@@ -199,12 +199,13 @@ struct Code {
     const float qf = static_cast<float>(q);
     if constexpr (kTinygemm) {
       if (plant(a) == Int4Plant::zero_before_scale) return to_float(round_to<T>((qf - 8.0f + g.zero) * g.scale));
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#if defined(__CUDA_ARCH__)
       // (q − 8)·scale + zero fused in T: one rounding (fma.rn.bf16 / fma.rn.f16), as tinygemm.
       return to_float(__hfma(round_to<T>(qf - 8.0f), round_to<T>(g.scale), round_to<T>(g.zero)));
 #else
-      // The host's one rounding: the exact value in double (a small integer times an 8- or
-      // 11-bit scale plus an 8- or 11-bit zero), then the toolkit's correctly rounded conversion.
+      // The host's (and HIP's: HIP 5.2 has no bf16 fma) one rounding: the exact value in double
+      // (a small integer times an 8- or 11-bit scale plus an 8- or 11-bit zero), then the
+      // correctly rounded conversion (the toolkit's; under HIP gpu.hpp's).
       const double v = (static_cast<double>(qf) - 8.0) * g.scale + g.zero;
       if constexpr (std::is_same_v<T, __half>) return to_float(__double2half(v));
       else return to_float(__double2bfloat16(v));

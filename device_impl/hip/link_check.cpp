@@ -6,7 +6,9 @@
 #include <cstdio>
 
 #include "device_impl/cuda/cast_kernels.hpp"
+#include "device_impl/cuda/grouped_mm_args.cuh"
 #include "device_impl/cuda/indexing_kernels.hpp"
+#include "device_impl/cuda/int4_mm_kernels.hpp"
 #include "device_impl/cuda/scaled_mm_kernels.hpp"
 #include "device_impl/cuda/sdpa_kernels.hpp"
 #include "device_impl/cuda/stream_gate_kernels.hpp"
@@ -24,6 +26,11 @@ int main() {
       reinterpret_cast<const void*>(&k::sdpa_flash_backward_supports),
       reinterpret_cast<const void*>(&k::sdpa_flash_backward),
       reinterpret_cast<const void*>(&k::sdpa_flash_backward_deterministic),
+      reinterpret_cast<const void*>(&k::int4_gemv),           reinterpret_cast<const void*>(&k::int4_gemv_takes),
+      reinterpret_cast<const void*>(&k::int4_gemv_workspace_bytes),
+      reinterpret_cast<const void*>(&k::grouped::validate),   reinterpret_cast<const void*>(&k::grouped::find_offs_fault),
+      reinterpret_cast<const void*>(&k::grouped::find_offs_fault_device),
+      reinterpret_cast<const void*>(&k::grouped::refuse_offs),
   };
   k::StreamGate* gate = nullptr;  // its constructor is an entry point too
   if (gate) gate->release();

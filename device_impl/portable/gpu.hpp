@@ -8,6 +8,9 @@
 //     the struct hipStream_t points to), the way ggml's vendors/hip.h does;
 //   - bf16: HIP 5.2 has no hip_bf16.h, only hip_bfloat16.h's hip_bfloat16 (RNE from float, NaN kept),
 //     so __nv_bfloat16 / __nv_bfloat162 and their conversions are defined over it here;
+//   - conversions from double: HIP 5.2 has neither __double2half nor __double2bfloat16; both are
+//     defined here with one rounding (round_odd_to_float, then to nearest even);
+//   - runtime: cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount) (a CU count on AMD);
 //   - fp8/fp6/fp4: HIP 5.2 has no such types; kernels use core/minifloat_bits.hpp instead;
 //   - 16-bit atomics: HIP 5.2 has no atomicAdd for __half/__half2/bf16, so atomic_add16 and
 //     atomic_add16x2 are compare-and-swap loops on the 32-bit word (gfx90a+ have packed-f16 atomic
@@ -49,6 +52,8 @@
 #define cudaGetErrorString hipGetErrorString
 #define cudaGetErrorName hipGetErrorName
 #define cudaGetDevice hipGetDevice
+#define cudaDeviceGetAttribute hipDeviceGetAttribute
+#define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define cudaMallocAsync hipMallocAsync
 #define cudaFreeAsync hipFreeAsync
 #define cudaMemsetAsync hipMemsetAsync
@@ -90,7 +95,29 @@ __host__ __device__ inline float2 __bfloat1622float2(__nv_bfloat162 v) {
 #define OPCTS_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
 #endif
 
+#if defined(__CUDACC__) || OPCTS_GPU_HIP
+#define OPCTS_GPU_HD __host__ __device__
+#else
+#define OPCTS_GPU_HD
+#endif
+
 namespace opcts::gpu {
+
+/// d rounded to float by round-to-odd (toward zero, the last bit set when inexact): a second
+/// rounding, to nearest even, to a format of at most 22 significand bits (fp16, bf16) then gives
+/// the correctly rounded value of d, where float's own rounding would round twice. Boldo and
+/// Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to
+/// odd", IEEE Trans. Computers 57(4), 2008, Theorem 3. Used by HIP's __double2half and
+/// __double2bfloat16 below (tests/test_gpu_round_odd.cpp checks them against CUDA's).
+OPCTS_GPU_HD inline float round_odd_to_float(double d) {
+  float f = static_cast<float>(d);  // to nearest: the answer is f or its neighbour toward d
+  if (static_cast<double>(f) == d || d != d) return f;  // exact, or NaN
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  if ((u & 1u) == 0) u = __builtin_fabs(static_cast<double>(f)) > __builtin_fabs(d) ? u - 1 : u + 1;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
 
 /// The warp opcts's kernels are written for: 32 lanes on every target (see the file comment).
 constexpr int kWarp = 32;
@@ -263,3 +290,9 @@ inline cudaError_t set_max_dynamic_smem(Kernel kernel, int bytes) {
 }
 
 }  // namespace opcts::gpu
+
+#if OPCTS_GPU_HIP
+// One rounding from double, as CUDA's (HIP 5.2 has neither).
+__host__ __device__ inline __half __double2half(double d) { return __float2half_rn(opcts::gpu::round_odd_to_float(d)); }
+__host__ __device__ inline hip_bfloat16 __double2bfloat16(double d) { return hip_bfloat16(opcts::gpu::round_odd_to_float(d)); }
+#endif
