@@ -42,8 +42,8 @@ void add_selection(CLI::App* app, Selection& s) {
   app->add_option("--arch", s.arch, "arch to plan for (sm80, sm90, host, ...; auto = the GPU present, else host)");
   app->add_option("--tier", s.tier, "smoke, default or full (each includes the tiers before it)");
   app->add_option("--family", s.families, "family to select (repeatable; default: all)");
-  app->add_option("--filter", s.filters, "glob over case ids to include (repeatable)");
-  app->add_option("--exclude", s.excludes, "glob over case ids to leave out (repeatable)");
+  app->add_option("--filter", s.filters, "glob over case ids or impl names to include (repeatable; 'aten.*' selects an impl prefix)");
+  app->add_option("--exclude", s.excludes, "glob over case ids or impl names to leave out (repeatable)");
   app->add_option("--catalog", s.catalogs, "extra catalog file or folder (repeatable)");
   app->add_option("--shard", s.shard,
                   "i/N: run shard i of N (1-based); auto: from OPCTS_SHARD_INDEX/OPCTS_SHARD_COUNT or GitLab's "

@@ -199,11 +199,17 @@ std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry
 std::vector<Case> select_cases(std::vector<Case> cases, Tier tier, const std::vector<std::string>& filters,
                                const std::vector<std::string>& excludes) {
   std::vector<Case> out;
+  // A glob matches a case by its id or by its impl's name ("aten.*", "cuda.cudnn"): ids begin
+  // with a family and impl names with a backend or a plugin's prefix, so a glob written for one
+  // never matches the other by accident.
+  const auto matches = [](const std::string& glob, const Case& c) {
+    return glob_match(glob, c.id) || (c.impl && glob_match(glob, std::string(c.impl->name())));
+  };
   for (auto& c : cases) {
     if (c.tier > tier) continue;
     bool in = filters.empty();
-    for (const auto& f : filters) in = in || glob_match(f, c.id);
-    for (const auto& x : excludes) in = in && !glob_match(x, c.id);
+    for (const auto& f : filters) in = in || matches(f, c);
+    for (const auto& x : excludes) in = in && !matches(x, c);
     if (in) out.push_back(std::move(c));
   }
   return out;

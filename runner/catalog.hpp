@@ -39,8 +39,9 @@ std::vector<CatalogEntry> load_catalogs(const Registry& reg, const std::vector<s
 std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry>& entries, const ArchInfo& arch,
                              bool include_planted = false);
 
-/// Keeps the cases of tier <= `tier` whose id matches any of `filters` (all when empty) and
-/// none of `excludes`. Globs are fnmatch(3) patterns where '*' also matches '/'.
+/// Keeps the cases of tier <= `tier` whose id or impl name matches any of `filters` (all when
+/// empty) and none of `excludes` ('sdpa.cuda_flash/*' by id, 'aten.*' or 'cuda.cudnn' by impl).
+/// Globs are fnmatch(3) patterns where '*' also matches '/'.
 std::vector<Case> select_cases(std::vector<Case> cases, Tier tier, const std::vector<std::string>& filters,
                                const std::vector<std::string>& excludes);
 

@@ -232,6 +232,16 @@ TEST(CatalogSelect, TierFilterAndExclude) {
 
   EXPECT_TRUE(select_cases(all, Tier::full, {"nothing*"}, {}).empty());
   EXPECT_TRUE(select_cases(all, Tier::full, {}, {"*"}).empty());
+
+  // By impl name: every case of that impl and no other; an exclude by name removes exactly them.
+  const std::string name(all.front().impl->name());
+  const auto one = select_cases(all, Tier::full, {name}, {});
+  EXPECT_EQ(one.size(), 7u);  // its seven problems
+  for (const auto& c : one) EXPECT_EQ(c.impl->name(), name) << c.id;
+  const auto rest = select_cases(all, Tier::full, {}, {name});
+  EXPECT_EQ(rest.size() + one.size(), all.size());
+  for (const auto& c : rest) EXPECT_NE(c.impl->name(), name) << c.id;
+  EXPECT_EQ(select_cases(all, Tier::full, {"host.*"}, {}).size(), all.size());
 }
 
 TEST(CatalogSelect, MakeCasesSortedWithCaseIds) {

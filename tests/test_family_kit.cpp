@@ -123,6 +123,22 @@ TEST(KitRoundTrip, EveryCatalogProblemOfEveryFamily) {
   for (const Family* f : reg.families()) EXPECT_TRUE(families.count(std::string(f->name()))) << f->name() << " has no catalog problem";
 }
 
+// The opt-in catalogs (cases/opt_in/, loaded only with --catalog) round-trip as the built-in ones,
+// and PyTorch's SDPA sweep keeps all its points: 2 dtypes x 2 batches x 64 (seq_q, seq_k) x 12
+// head dims x 2 masks x 2 directions = 12,288 distinct problems (a dropped axis value shows here).
+TEST(KitRoundTrip, TheOptInCatalogsAndThePyTorchGridsSize) {
+  const Registry& reg = builtin_registry();
+  const auto entries = load_catalogs(reg, {(testutil::cases_dir() / "opt_in").string()});
+  std::set<std::string> grid;
+  for (const auto& e : entries) {
+    const std::string id = e.family->problem_id(*e.problem);
+    ASSERT_EQ(id, e.problem_id);
+    EXPECT_TRUE(e.family->equal(*e.problem, *e.family->parse_id(id))) << id << " (" << e.source << ")";
+    if (e.source.find("pytorch_grid.yaml") != std::string::npos) grid.insert(id);
+  }
+  EXPECT_EQ(grid.size(), 12288u);
+}
+
 // The case ids of every arch at the full tier, planted impls included, are the ones recorded in
 // tests/data/case_ids/<backend>.txt: ids are the suite's contract with its users (manifests,
 // CI filters, tracked failures), so a change to them must be deliberate. Regenerate with
