@@ -48,6 +48,9 @@ done
   # The launchers' C type as Triton wrote it.
   echo "typedef __typeof__(&$first) sdpa_launch;"
   echo "#define OPCTS_TRITON_BLOCK_M $block_m"
+  # The GPU the cubins were compiled for (Triton compiles for the one it finds): 90 for sm_90;
+  # 0 when Triton does not say, and then triton.sdpa does not check the arch.
+  echo "#define OPCTS_TRITON_CC $("$python" -c 'import triton; print(int(triton.runtime.driver.active.get_current_target().arch))' 2>/dev/null || echo 0)"
 } >>"$launch"
 {
   echo "static const struct sdpa_variant kVariants[] = {"

@@ -44,8 +44,16 @@ static int32_t say(char* reason, size_t size, const char* why) {
 
 static int32_t supports(const void* data, const void* params, const opcts_arch* arch, char* reason, size_t size) {
   (void)data;
-  (void)arch;
+  (void)arch;  /* used only when OPCTS_TRITON_CC is known */
   const opcts_sdpa_params* p = (const opcts_sdpa_params*)params;
+#if OPCTS_TRITON_CC
+  /* The cubins run on the compute capability they were built for; loading them elsewhere would
+   * end the worker (the generated loader exits on an error). */
+  if (arch->compute_major * 10 + arch->compute_minor != OPCTS_TRITON_CC) {
+    snprintf(reason, size, "triton.sdpa was compiled for sm_%d (plugins/triton/build.sh on that GPU)", OPCTS_TRITON_CC);
+    return 0;
+  }
+#endif
   if (p->direction != OPCTS_SDPA_FORWARD) return say(reason, size, "triton.sdpa computes the forward only");
   if (!is_dtype(p->dtype, OPCTS_DL_FLOAT, 16) && !is_dtype(p->dtype, OPCTS_DL_BFLOAT, 16))
     return say(reason, size, "triton.sdpa is compiled for fp16 and bf16");

@@ -13,3 +13,4 @@ CUresult sdpa_fwd_stub(CUstream stream, CUdeviceptr Q, CUdeviceptr K, CUdevicept
 void load_sdpa_fwd_stub(void);
 typedef __typeof__(&sdpa_fwd_stub) sdpa_launch;
 #define OPCTS_TRITON_BLOCK_M 64
+#define OPCTS_TRITON_CC 90
