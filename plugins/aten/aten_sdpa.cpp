@@ -146,6 +146,32 @@ void store_lse(const opcts_run_args* args, const opcts_sdpa_params& p, const at:
 
 c10::IValue none() { return c10::IValue(); }
 
+// A fused backend's forward outputs into O and lse — `bshd`: its O is [B, S, H, D] (flash,
+// efficient), else [B, H, S, D] (cudnn). True when the problem is a forward (its run is done).
+bool stored_forward(const opcts_run_args* args, const opcts_sdpa_params& p, const at::Tensor& out, const at::Tensor& lse,
+                    bool bshd) {
+  if (p.direction != OPCTS_SDPA_FORWARD) return false;
+  store(args, p, "O", bshd ? out.transpose(1, 2) : out);
+  store_lse(args, p, lse);
+  return true;
+}
+
+// A backward operator's first three outputs into dQ, dK, dV (`bshd` as above).
+void store_grads(const opcts_run_args* args, const opcts_sdpa_params& p, const std::vector<c10::IValue>& g, bool bshd) {
+  const char* names[] = {"dQ", "dK", "dV"};
+  for (size_t i = 0; i < 3; ++i) {
+    const at::Tensor t = g.at(i).toTensor();
+    store(args, p, names[i], bshd ? t.transpose(1, 2) : t);
+  }
+}
+
+// The window as FlashAttention-2's window_size_left/right, when the problem has one.
+void add_window(NamedArgs& a, const opcts_sdpa_params& p) {
+  if (p.window_left == -1 && p.window_right == -1) return;
+  a.emplace_back("window_size_left", p.window_left);
+  a.emplace_back("window_size_right", p.window_right);
+}
+
 // ---- flash --------------------------------------------------------------------------------
 
 void run_flash(const opcts_run_args* args, const opcts_sdpa_params& p) {
@@ -155,30 +181,18 @@ void run_flash(const opcts_run_args* args, const opcts_sdpa_params& p) {
   NamedArgs fwd = {{"query", q}, {"key", k}, {"value", v}, {"cum_seq_q", none()}, {"cum_seq_k", none()},
                    {"max_q", p.seq_q}, {"max_k", p.seq_k}, {"dropout_p", 0.0}, {"is_causal", causal},
                    {"return_debug_mask", false}, {"scale", p.scale}};
-  if (p.window_left != -1 || p.window_right != -1) {
-    fwd.emplace_back("window_size_left", p.window_left);
-    fwd.emplace_back("window_size_right", p.window_right);
-  }
+  add_window(fwd, p);
   const auto r = call("aten::_flash_attention_forward", "", fwd);
   const at::Tensor out = r.at(0).toTensor(), lse = r.at(1).toTensor();
-  if (p.direction == OPCTS_SDPA_FORWARD) {
-    store(args, p, "O", out.transpose(1, 2));
-    store_lse(args, p, lse);
-    return;
-  }
+  if (stored_forward(args, p, out, lse, true)) return;
   const at::Tensor dout = bhsd(need(args, "dO"), p, args->device).transpose(1, 2);
   NamedArgs bwd = {{"grad_out", dout}, {"query", q}, {"key", k}, {"value", v}, {"out", out}, {"logsumexp", lse},
                    {"cum_seq_q", at::Tensor()}, {"cum_seq_k", at::Tensor()}, {"max_q", p.seq_q}, {"max_k", p.seq_k},
                    {"dropout_p", 0.0}, {"is_causal", causal}, {"rng_state", r.at(2).toTensor()},
                    {"unused", r.at(3).toTensor()}, {"scale", p.scale}};
-  if (p.window_left != -1 || p.window_right != -1) {
-    bwd.emplace_back("window_size_left", p.window_left);
-    bwd.emplace_back("window_size_right", p.window_right);
-  }
+  add_window(bwd, p);
   const auto g = call("aten::_flash_attention_backward", "", bwd);
-  store(args, p, "dQ", g.at(0).toTensor().transpose(1, 2));
-  store(args, p, "dK", g.at(1).toTensor().transpose(1, 2));
-  store(args, p, "dV", g.at(2).toTensor().transpose(1, 2));
+  store_grads(args, p, g, true);
 }
 
 // ---- efficient ----------------------------------------------------------------------------
@@ -203,11 +217,7 @@ void run_efficient(const opcts_run_args* args, const opcts_sdpa_params& p) {
                        {"cu_seqlens_k", none()}, {"max_seqlen_q", none()}, {"max_seqlen_k", none()}, {"dropout_p", 0.0},
                        {"custom_mask_type", mask_type}, {"compute_log_sumexp", true}, {"scale", p.scale}});
   const at::Tensor out = r.at(0).toTensor(), lse = r.at(1).toTensor();
-  if (p.direction == OPCTS_SDPA_FORWARD) {
-    store(args, p, "O", out.transpose(1, 2));
-    store_lse(args, p, lse);
-    return;
-  }
+  if (stored_forward(args, p, out, lse, true)) return;
   const at::Tensor dout = bhsd(need(args, "dO"), p, args->device).transpose(1, 2);
   const auto g = call("aten::_efficient_attention_backward", "",
                       {{"grad_out_", dout}, {"query", q}, {"key", k}, {"value", v}, {"bias", bias_arg}, {"out", out},
@@ -215,9 +225,7 @@ void run_efficient(const opcts_run_args* args, const opcts_sdpa_params& p) {
                        {"max_seqlen_k", p.seq_k}, {"logsumexp", lse}, {"dropout_p", 0.0},
                        {"philox_seed", r.at(2).toTensor()}, {"philox_offset", r.at(3).toTensor()},
                        {"custom_mask_type", mask_type}, {"bias_requires_grad", false}, {"scale", p.scale}});
-  store(args, p, "dQ", g.at(0).toTensor().transpose(1, 2));
-  store(args, p, "dK", g.at(1).toTensor().transpose(1, 2));
-  store(args, p, "dV", g.at(2).toTensor().transpose(1, 2));
+  store_grads(args, p, g, true);
 }
 
 // ---- cudnn --------------------------------------------------------------------------------
@@ -232,11 +240,7 @@ void run_cudnn(const opcts_run_args* args, const opcts_sdpa_params& p) {
                        {"compute_log_sumexp", true}, {"dropout_p", 0.0}, {"is_causal", causal},
                        {"return_debug_mask", false}, {"scale", p.scale}});
   const at::Tensor out = r.at(0).toTensor(), lse = r.at(1).toTensor();
-  if (p.direction == OPCTS_SDPA_FORWARD) {
-    store(args, p, "O", out);
-    store_lse(args, p, lse);
-    return;
-  }
+  if (stored_forward(args, p, out, lse, false)) return;
   const at::Tensor dout = bhsd(need(args, "dO"), p, args->device);
   const auto g = call("aten::_scaled_dot_product_cudnn_attention_backward", "",
                       {{"grad_out", dout}, {"query", io.q}, {"key", io.k}, {"value", io.v}, {"out", out},
@@ -244,9 +248,7 @@ void run_cudnn(const opcts_run_args* args, const opcts_sdpa_params& p) {
                        {"attn_bias", bias.defined() ? bias : at::Tensor()}, {"cum_seq_q", r.at(2).toTensor()},
                        {"cum_seq_k", r.at(3).toTensor()}, {"max_q", p.seq_q}, {"max_k", p.seq_k}, {"dropout_p", 0.0},
                        {"is_causal", causal}, {"scale", p.scale}});
-  store(args, p, "dQ", g.at(0).toTensor());
-  store(args, p, "dK", g.at(1).toTensor());
-  store(args, p, "dV", g.at(2).toTensor());
+  store_grads(args, p, g, false);
 }
 
 // ---- math ---------------------------------------------------------------------------------
