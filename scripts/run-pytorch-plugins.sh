@@ -2,15 +2,16 @@
 # Judges PyTorch's own GPU operators (aten.*) and the Triton SDPA kernel (triton.sdpa) with opcts:
 # builds plugins/aten against the PyTorch it finds (libtorch through torch.utils.cmake_prefix_path)
 # and, when Triton imports, plugins/triton with Triton's AOT compiler; then runs both plugins'
-# cases on the GPU found, one process per family, with the manifest of PyTorch's findings where
+# cases on the GPU found, each family in shards, with the manifest of PyTorch's findings where
 # the arch has one (cases/manifests/<arch>_pytorch.yaml). Needs an opcts binary (scripts/run-tests.sh
-# or scripts/run-suite.sh builds it). Writes build/pytorch/reports/<family>.{jsonl,xml,txt}.
+# or scripts/run-suite.sh builds it). Writes build/pytorch/reports/<family>.{jsonl,xml,md}
+# (merged from the shards in build/pytorch/reports/shards/).
 #
 #   scripts/run-pytorch-plugins.sh [--tier smoke|default|full]
 #
 # Environment: PYTHON (the Python with torch; default python3), OPCTS (the opcts binary; default
-# build/cuda/bin/opcts), OPCTS_ARCH (default: the GPU's sm<XY>), OPCTS_PLUGIN_JOBS (families at
-# once; default 4).
+# build/cuda/bin/opcts), OPCTS_ARCH (default: the GPU's sm<XY>), OPCTS_PLUGIN_JOBS (processes
+# at once and shards per family; default: one per CPU core).
 set -euo pipefail
 # OPCTS and PYTHON may be relative to where the script was called from.
 opcts=${OPCTS:-}
@@ -59,34 +60,46 @@ fi
 # PyTorch's wheels carry their own CUDA libraries (cuDNN, cuBLAS, ...) under site-packages/nvidia;
 # opcts links cuBLASLt and cuDNN by soname, so those come first and both use the versions PyTorch
 # was built with.
-nvlibs=$(find "$(dirname "$torch_dir")/nvidia" -name 'lib*.so*' -printf '%h\n' 2>/dev/null | sort -u | tr '\n' ':')
+nvlibs=$( (find "$(dirname "$torch_dir")/nvidia" -name "lib*.so*" -printf "%h\n" 2>/dev/null || true) | sort -u | tr "\n" ":")
 export LD_LIBRARY_PATH="${nvlibs}${torch_dir}/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 manifest=()
 [ -f "cases/manifests/${arch}_pytorch.yaml" ] && manifest=(--manifest "cases/manifests/${arch}_pytorch.yaml")
 plugin_args=()
 for p in "${plugins[@]}"; do plugin_args+=(--plugin "$p"); done
 
-# One process per family (their references run on the CPU): at most OPCTS_PLUGIN_JOBS at once.
+# Each family in OPCTS_PLUGIN_JOBS shards (the references run on the CPU, one thread per process),
+# the costliest families first so the short ones fill the tail; shard reports are merged per family.
 families=(sdpa scaled_mm grouped_mm int4_mm scatter_add index_add index_select cast)
-jobs_at_once=${OPCTS_PLUGIN_JOBS:-4}
+jobs_at_once=${OPCTS_PLUGIN_JOBS:-$(nproc)}
 [ "$jobs_at_once" -ge 1 ] 2>/dev/null || { echo "run-pytorch-plugins: OPCTS_PLUGIN_JOBS must be a positive number" >&2; exit 2; }
 threads=$(( $(nproc) / jobs_at_once )); [ "$threads" -ge 1 ] || threads=1
-status=0
-run_family() {
-  local f=$1
+shards="$out/reports/shards"
+rm -rf "$shards"; mkdir -p "$shards"
+run_shard() {
+  local f=$1 i=$2
   OMP_NUM_THREADS=$threads "$opcts" run --arch "$arch" --tier "$tier" "${plugin_args[@]}" ${manifest[@]+"${manifest[@]}"} \
-    --filter "$f.aten_*" --filter "$f.triton_*" --allow-empty \
-    --results "$out/reports/$f.jsonl" --junit "$out/reports/$f.xml" >"$out/reports/$f.txt" 2>&1
+    --filter "$f.aten_*" --filter "$f.triton_*" --allow-empty --shard "$i/$jobs_at_once" \
+    --results "$shards/$f.$i.jsonl" --junit "$shards/$f.$i.xml" >"$shards/$f.$i.txt" 2>&1
 }
 pids=() names=()
 for f in "${families[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs_at_once" ]; do sleep 1; done
-  run_family "$f" & pids+=($!) names+=("$f")
+  for i in $(seq 1 "$jobs_at_once"); do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_at_once" ]; do sleep 1; done
+    run_shard "$f" "$i" & pids+=($!) names+=("$f.$i")
+  done
 done
+status=0
 for i in "${!pids[@]}"; do
   rc=0; wait "${pids[$i]}" || rc=$?
-  echo "${names[$i]}: $(tail -n 1 "$out/reports/${names[$i]}.txt") (exit $rc)"
-  [ "$rc" -eq 0 ] || status=1
+  # exit 1 is a gate failure (the reports say which case); anything else is the runner's own error
+  [ "$rc" -eq 0 ] || { status=1; echo "${names[$i]}: exit $rc: $(tail -n 1 "$shards/${names[$i]}.txt")"; }
 done
-echo "reports: $out/reports/"
+for f in "${families[@]}"; do
+  results=("$shards/$f".*.jsonl)
+  [ -n "$(find "$shards" -name "$f.*.jsonl" -size +0c)" ] || { echo "$f: no cases for these plugins"; continue; }
+  "$opcts" report merge --results "$out/reports/$f.jsonl" --junit "$out/reports/$f.xml" --summary "$out/reports/$f.md" \
+    "${results[@]}" >/dev/null || status=1
+  echo "$f: $(grep -m 1 '^\*\*' "$out/reports/$f.md" 2>/dev/null || echo 'no results')"
+done
+echo "reports: $out/reports/ (per family .jsonl, .xml, .md; shard logs in $shards/)"
 exit $status
