@@ -21,6 +21,13 @@
 //   rowwise  A, B e4m3fn with fp32 dequant scales, one per row of A and one per column of B,
 //            per group (torch._scaled_grouped_mm with rowwise scales)
 //   mxfp8    A, B e4m3fn with e8m0 scales per 32 consecutive K elements (OCP MX v1.0)
+//   rowwise_fnuz  rowwise over gfx942's e4m3fnuz (bias 8, max 240, 0x80 the only NaN: spec/
+//            numerics.md §1), PyTorch's e4m3 type on ROCm. Its inputs are the rowwise problem's
+//            with the codes' bits unchanged and every scale doubled: a code of exponent field F
+//            is 2^(F-7)·(1 + f/8) in e4m3fn and 2^(F-8)·(1 + f/8) in e4m3fnuz, so the formats'
+//            bias difference is the factor 2 the scales absorb (what re-quantizing for MI300
+//            does to an amax-derived scale: 448 → 240 halves the largest code, ~2× the
+//            scale), and the dequantized operands, hence the reference, equal rowwise's.
 // Storage (what the device gets; B is handed as Bᵀ, K contiguous, as PyTorch's fp8 grouped
 // GEMMs require "mat2 to be transposed"):
 //   "a"        2d_3d [Mt + tail, K]; 3d_3d, 3d_2d [G, M, K]; 2d_2d [M, Kt + tail]; row-major
@@ -81,8 +88,12 @@ namespace opcts::grouped_mm {
 
 enum class Mode { m2d_3d, m3d_3d, m2d_2d, m3d_2d };
 std::string_view to_string(Mode m);
-enum class Recipe { bf16, rowwise, mxfp8 };
+enum class Recipe { bf16, rowwise, mxfp8, rowwise_fnuz };
 std::string_view to_string(Recipe r);
+/// rowwise or rowwise_fnuz: fp32 scales per row of A and per column of B.
+inline bool is_rowwise(Recipe r) { return r == Recipe::rowwise || r == Recipe::rowwise_fnuz; }
+/// The element dtype of a and b: bf16, e4m3fn or e4m3fnuz.
+DType element_dtype(Recipe r);
 /// How the split dimension is cut into groups (file comment).
 enum class Split { uniform, skewed, single, sizes };
 /// A deliberately wrong input for a negative case (file comment).

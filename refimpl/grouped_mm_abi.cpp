@@ -17,6 +17,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
     case Recipe::bf16: c.recipe = OPCTS_GROUPED_BF16; break;
     case Recipe::rowwise: c.recipe = OPCTS_GROUPED_ROWWISE; break;
     case Recipe::mxfp8: c.recipe = OPCTS_GROUPED_MXFP8; break;
+    case Recipe::rowwise_fnuz: c.recipe = OPCTS_GROUPED_ROWWISE_FNUZ; break;
   }
   c.groups = p.groups;
   // The tensors' extents: the split dimension's includes the rows past the last offset.

@@ -14,7 +14,8 @@ enum Stream : uint32_t { kA = 1, kB, kAScale, kBScale, kAScaleExp, kBScaleExp };
 
 // Element codes of a whole tensor: bf16 ±(1 + f/128)·2^e, e ∈ [-3, 0] (16 bits of each 32-bit
 // lane: sign, 2 exponent bits, 7 fraction bits); e4m3fn ±(1 + f/8)·2^e, e ∈ [-4, 3] (one byte a
-// code: sign, 3 exponent bits, 3 fraction bits; the exponent field stays in [3, 10], never NaN).
+// code: sign, 3 exponent bits, 3 fraction bits; the exponent field stays in [3, 10], never NaN);
+// e4m3fnuz the same bytes, ±(1 + f/8)·2^(e-1) (never 0x80, its NaN).
 HostTensor random_codes(DType t, std::vector<int64_t> shape, uint64_t seed, uint32_t stream) {
   HostTensor x(t, std::move(shape));
   const int64_t n = x.numel();
@@ -41,13 +42,13 @@ HostTensor random_codes(DType t, std::vector<int64_t> shape, uint64_t seed, uint
   return x;
 }
 
-// Rowwise fp32 scales (1 + f)·2^e, a 23-bit f and e ∈ [-4, -1]: exact in fp32.
-HostTensor rowwise_scales(std::vector<int64_t> shape, uint64_t seed, uint32_t stream, uint32_t exp_stream) {
+// Rowwise fp32 scales factor·(1 + f)·2^e, a 23-bit f and e ∈ [-4, -1], factor 1 or 2: exact in fp32.
+HostTensor rowwise_scales(std::vector<int64_t> shape, uint64_t seed, uint32_t stream, uint32_t exp_stream, double factor) {
   HostTensor s(DType::fp32, std::move(shape));
   for (int64_t i = 0; i < s.numel(); ++i) {
     const double f = std::floor(uniform01(seed, stream, static_cast<uint64_t>(i)) * 8388608.0) / 8388608.0;
     const int e = static_cast<int>(uniform01(seed, exp_stream, static_cast<uint64_t>(i)) * 4) - 4;
-    s.set(i, std::ldexp(1.0 + f, e));
+    s.set(i, factor * std::ldexp(1.0 + f, e));
   }
   return s;
 }
@@ -138,18 +139,21 @@ MxLayout mx_layout(const Problem& p, char which) {
 }
 
 TensorMap make_inputs(const Problem& p, uint64_t seed) {
-  const DType elem = p.recipe == Recipe::bf16 ? DType::bf16 : DType::e4m3fn;
+  // rowwise_fnuz: rowwise's code bits as e4m3fnuz (half the value) and its scales doubled
+  // (refimpl/grouped_mm.hpp): the same dequantized operands.
+  const DType elem = element_dtype(p.recipe);
   TensorMap in;
   in.emplace("a", random_codes(elem, a_shape(p), seed, kA));
   in.emplace("b", random_codes(elem, b_shape(p), seed, kB));
   if (p.has_offs()) in.emplace("offs", offs_tensor(p));
   if (!p.scaled()) return in;
   HostTensor as, bs;
-  if (p.recipe == Recipe::rowwise) {
+  if (is_rowwise(p.recipe)) {
+    const double bias_factor = p.recipe == Recipe::rowwise_fnuz ? 2.0 : 1.0;
     as = rowwise_scales(p.mode == Mode::m2d_3d ? std::vector<int64_t>{p.m + p.tail} : std::vector<int64_t>{p.groups, p.m},
-                        seed, kAScale, kAScaleExp);
+                        seed, kAScale, kAScaleExp, bias_factor);
     bs = rowwise_scales(p.mode == Mode::m3d_2d ? std::vector<int64_t>{p.n + p.tail} : std::vector<int64_t>{p.groups, p.n},
-                        seed, kBScale, kBScaleExp);
+                        seed, kBScale, kBScaleExp, bias_factor);
   } else {
     as = mx_scales(p, 'a', seed, kAScaleExp);
     bs = mx_scales(p, 'b', seed, kBScaleExp);

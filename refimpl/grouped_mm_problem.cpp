@@ -24,8 +24,19 @@ std::string_view to_string(Recipe r) {
     case Recipe::bf16: return "bf16";
     case Recipe::rowwise: return "rowwise";
     case Recipe::mxfp8: return "mxfp8";
+    case Recipe::rowwise_fnuz: return "rowwise_fnuz";
   }
   return "?";
+}
+
+DType element_dtype(Recipe r) {
+  switch (r) {
+    case Recipe::bf16: return DType::bf16;
+    case Recipe::rowwise_fnuz: return DType::e4m3fnuz;
+    case Recipe::rowwise:
+    case Recipe::mxfp8: return DType::e4m3fn;
+  }
+  return DType::e4m3fn;
 }
 
 std::string_view to_string(Defect d) {
@@ -53,7 +64,8 @@ int64_t Problem::split_total() const {
 int64_t k_multiple(const Problem& p) {
   switch (p.recipe) {
     case Recipe::bf16: return 1;
-    case Recipe::rowwise: return 16;
+    case Recipe::rowwise:
+    case Recipe::rowwise_fnuz: return 16;
     case Recipe::mxfp8: return 32;
   }
   return 1;
@@ -64,7 +76,7 @@ int64_t n_multiple(const Problem& p) { return p.scaled() ? 16 : 1; }
 int64_t offset_multiple(const Problem& p) {
   if (p.mode == Mode::m3d_3d) return 1;
   if (p.recipe == Recipe::mxfp8) return 32;
-  return p.recipe == Recipe::rowwise && p.mode == Mode::m2d_2d ? 16 : 1;
+  return is_rowwise(p.recipe) && p.mode == Mode::m2d_2d ? 16 : 1;
 }
 
 namespace {
@@ -287,7 +299,7 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     }
     case PlantedBug::next_group_scales: {
       if (!p.scaled()) return "bf16 has no scales";
-      if (p.mode != Mode::m2d_3d && p.mode != Mode::m3d_3d && !(p.mode == Mode::m2d_2d && p.recipe == Recipe::rowwise))
+      if (p.mode != Mode::m2d_3d && p.mode != Mode::m3d_3d && !(p.mode == Mode::m2d_2d && is_rowwise(p.recipe)))
         return "needs one B scale set per group of equal shape (2d_3d, 3d_3d, rowwise 2d_2d)";
       for (int64_t g = 0; g + 1 < p.groups; ++g)
         if (s[static_cast<size_t>(g)] > 0 && output) return "";

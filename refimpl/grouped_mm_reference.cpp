@@ -1,7 +1,7 @@
 // grouped_mm reference: per group, exact dequantization and three fp64 Eigen GEMMs (values, magnitudes, squares), the exact unrounded result, and the reduction statistics.
 //
 // Each group's block of the output is x = Σ_k t_k over the group's K, t_k = deq(a_k)·deq(b_k)
-// (bf16 values, or e4m3fn codes times an fp32 or 2^e scale: exact in double), unrounded (the
+// (bf16 values, or e4m3fn / e4m3fnuz codes times an fp32 or 2^e scale: exact in double), unrounded (the
 // bounded metric allows the device's one rounding to bf16). Like scaled_mm (refimpl/scaled_mm_reference.cpp) the reference does not know how an
 // impl accumulates, so it gives per element S = Σ|t_k|, Q = Σ t_k² and X = |Σ t_k| (no bias, no
 // output scale), from which runner/accumulator.hpp derives each impl's bound; the fills' terms
@@ -39,7 +39,7 @@ RowMajor dequantized(const Problem& p, const TensorMap& in, char which, int64_t 
 #pragma omp parallel for schedule(static) if (rows * v.depth > (1 << 16))
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t at = mat * mat_stride + (row0 + r) * ld + v.k0;
-    const double row_scale = p.recipe != Recipe::rowwise ? 1.0 : scale->get(global_rows ? row0 + r : g * rows + r);
+    const double row_scale = !is_rowwise(p.recipe) ? 1.0 : scale->get(global_rows ? row0 + r : g * rows + r);
     for (int64_t k = 0; k < v.depth; ++k) {
       double s = row_scale;
       if (p.recipe == Recipe::mxfp8) s = scale->get(mx.index(g, r, k / 32));

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "app/builtins.hpp"
+#include "core/dtype.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "refimpl/grouped_mm.hpp"
@@ -174,6 +175,57 @@ TEST(GroupedMmReference, MxScalesChangeTheResultPerBlock) {
         if (g == 1 && i == 5) EXPECT_NE(after[e], before[e]);
         else EXPECT_EQ(after[e], before[e]);
       }
+}
+
+TEST(GroupedMmFnuz, IsRowwisesCodesAsE4m3fnuzWithDoubledScalesAndTheSameReference) {
+  // rowwise_fnuz (refimpl/grouped_mm.hpp): the same code bytes read as e4m3fnuz (half the
+  // value: bias 8 against 7), every scale exactly doubled, so the exact reference is rowwise's.
+  for (const Mode mode : {Mode::m2d_3d, Mode::m3d_3d, Mode::m2d_2d, Mode::m3d_2d}) {
+    Problem p{.mode = mode, .recipe = Recipe::rowwise, .groups = 3, .m = 48, .n = 32, .k = 64};
+    Problem q = p;
+    q.recipe = Recipe::rowwise_fnuz;
+    const TensorMap a = family().make_inputs(p, 5), b = family().make_inputs(q, 5);
+    for (const char* t : {"a", "b"}) {
+      ASSERT_EQ(b.at(t).dtype(), DType::e4m3fnuz) << t;
+      for (int64_t i = 0; i < a.at(t).numel(); ++i) {
+        ASSERT_EQ(a.at(t).code(i), b.at(t).code(i)) << t << " " << i;
+        ASSERT_EQ(2 * decode(DType::e4m3fnuz, b.at(t).code(i)), decode(DType::e4m3fn, a.at(t).code(i))) << t << " " << i;
+      }
+    }
+    for (const char* t : {"a_scale", "b_scale"})
+      for (int64_t i = 0; i < a.at(t).numel(); ++i) ASSERT_EQ(b.at(t).get(i), 2 * a.at(t).get(i)) << t << " " << i;
+    const std::vector<double> want = family().reference(p, a).exact.at("out"), got = family().reference(q, b).exact.at("out");
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      if (!std::isnan(want[i])) ASSERT_EQ(got[i], want[i]) << grouped_mm::to_string(mode) << " " << i;
+  }
+}
+
+TEST(GroupedMmFnuz, AnImplDecodingTheCodesAsE4m3fnFails) {
+  // The bound tells the formats apart: rowwise_fnuz inputs relabelled as e4m3fn (what an impl
+  // that ignores the recipe's element type computes: 4× every product) fail against the
+  // rowwise_fnuz reference; read as e4m3fnuz they pass.
+  Problem q{.mode = Mode::m2d_3d, .recipe = Recipe::rowwise_fnuz, .groups = 4, .m = 128, .n = 32, .k = 64};
+  EXPECT_EQ(mismatches(impl("host.grouped"), q), 0);
+  const TensorMap in = family().make_inputs(q, case_seed(family(), q));
+  const References ref = family().reference(q, in);
+  Problem as_fn = q;
+  as_fn.recipe = Recipe::rowwise;
+  TensorMap relabelled = in;
+  for (const char* t : {"a", "b"}) {
+    HostTensor x(DType::e4m3fn, in.at(t).shape());
+    for (int64_t i = 0; i < x.numel(); ++i) x.set_code(i, in.at(t).code(i));
+    relabelled.at(t) = std::move(x);
+  }
+  const TensorMap got = impl("host.grouped").run(as_fn, relabelled, RunContext{&testutil::host_arch(), -1});
+  std::vector<WorstElement> worst;
+  Tolerance t;
+  t.metric = Metric::bounded;
+  t.factor = 1;
+  t.false_alarm = 1e-12;
+  const OutputStats s = compare_output("out", got.at("out"), ref.exact.at("out"), nullptr, t, worst, 5, nullptr, 0,
+                                       &ref.reduction.at("out"));
+  EXPECT_GT(s.mismatches, 128 * 32 / 2);
 }
 
 TEST(GroupedMmHost, PassesTheSmokeTierWithinItsBound) {

@@ -16,6 +16,14 @@ namespace opcts::cuda {
 int32_t grouped_supports(const void* impl, const void* params, const opcts_arch*, char* reason, size_t size) {
   const auto* row = static_cast<const GroupedRow*>(impl);
   const auto* p = static_cast<const opcts_grouped_mm_params*>(params);
+  if (p->recipe == OPCTS_GROUPED_ROWWISE_FNUZ) {
+    std::snprintf(reason, size, "FNUZ elements are AMD gfx942 formats; CUDA has no FNUZ matmul");
+    return 0;
+  }
+  if (p->recipe < OPCTS_GROUPED_BF16 || p->recipe > OPCTS_GROUPED_MXFP8) {
+    std::snprintf(reason, size, "recipe %d is not one the CUDA grouped rows know", static_cast<int>(p->recipe));
+    return 0;
+  }
   const GroupedMode mode = grouped_mode(p->mode);
   const GroupedRecipe recipe = grouped_recipe(p->recipe);
   if (!(row->cublas ? cublas_grouped_takes(mode, recipe) : grouped_kernel_takes(mode, recipe))) {

@@ -24,8 +24,11 @@ inline GroupedMode grouped_mode(int32_t m) {
   }
 }
 
+// ROWWISE_FNUZ has rowwise's argument contract (the launchers' checks); the kernel decodes
+// e4m3fn, so the CUDA rows SKIP it before a launch (grouped_supports), as any unknown recipe.
 inline GroupedRecipe grouped_recipe(int32_t r) {
-  return r == OPCTS_GROUPED_ROWWISE ? GroupedRecipe::fp8_rowwise : r == OPCTS_GROUPED_MXFP8 ? GroupedRecipe::mxfp8 : GroupedRecipe::bf16;
+  if (r == OPCTS_GROUPED_ROWWISE || r == OPCTS_GROUPED_ROWWISE_FNUZ) return GroupedRecipe::fp8_rowwise;
+  return r == OPCTS_GROUPED_MXFP8 ? GroupedRecipe::mxfp8 : GroupedRecipe::bf16;
 }
 
 /// The kernel parameters of the ABI call: mode, recipe and G from the parameter struct; every

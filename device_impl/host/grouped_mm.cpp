@@ -6,7 +6,7 @@
 // (core/abi_impl.cpp). The impl learns the groups from `offs` alone and checks every argument
 // itself (file comment of refimpl/grouped_mm.hpp), naming "K", "N", "offs", "a_scale" or
 // "b_scale"; its addressing (offsets to row ranges, the swizzled scale layout) is its own.
-// Arithmetic: codes decoded to fp32 (bf16 and e4m3fn are exact there; an mxfp8 code times its
+// Arithmetic: codes decoded to fp32 (bf16, e4m3fn and e4m3fnuz are exact there; an mxfp8 code times its
 // 2^e scale too), an fp32 GEMM per group (Eigen), rowwise scales applied to the fp32 result
 // (two fp32 multiplications), one rounding to bf16 — inside the default IEEE fp32 model.
 //
@@ -101,6 +101,7 @@ class Grouped {
  private:
   bool is(PlantedBug b) const { return planted_ && bug_ == b; }
   bool split_k() const { return c_.mode == OPCTS_GROUPED_2D_2D; }
+  bool rowwise() const { return c_.recipe == OPCTS_GROUPED_ROWWISE || c_.recipe == OPCTS_GROUPED_ROWWISE_FNUZ; }
   bool two_d_a() const { return c_.mode == OPCTS_GROUPED_2D_3D || c_.mode == OPCTS_GROUPED_2D_2D; }
   int64_t extent() const { return c_.mode == OPCTS_GROUPED_2D_3D ? c_.m : c_.mode == OPCTS_GROUPED_2D_2D ? c_.k : c_.n; }
   int64_t rows(const Block& b) const { return c_.mode == OPCTS_GROUPED_2D_3D ? b.end - b.start : c_.m; }
@@ -131,7 +132,7 @@ class Grouped {
     if (c_.recipe == OPCTS_GROUPED_BF16) return;
     const int64_t G = c_.groups;
     int64_t want_a = 0, want_b = 0;
-    if (c_.recipe == OPCTS_GROUPED_ROWWISE) {
+    if (rowwise()) {
       want_a = c_.mode == OPCTS_GROUPED_2D_3D ? c_.m : G * c_.m;
       want_b = c_.mode == OPCTS_GROUPED_3D_2D ? c_.n : G * c_.n;
     } else {
@@ -182,7 +183,8 @@ class Grouped {
 
   float value(const opcts_tensor* t, int64_t i) const {
     if (c_.recipe == OPCTS_GROUPED_BF16) return bf16_bits_to_fp32(static_cast<const uint16_t*>(t->data)[i]);
-    return static_cast<float>(decode(DType::e4m3fn, static_cast<const uint8_t*>(t->data)[i]));
+    const DType code = c_.recipe == OPCTS_GROUPED_ROWWISE_FNUZ ? DType::e4m3fnuz : DType::e4m3fn;
+    return static_cast<float>(decode(code, static_cast<const uint8_t*>(t->data)[i]));
   }
 
   // Operand `which` of group g as fp32 [rows, depth]; mxfp8 codes times their 2^e scales (exact).
@@ -219,7 +221,7 @@ class Grouped {
     const int64_t R = rows(bl), C = cols(bl);
     if (R <= 0 || C <= 0) return MatF(std::max<int64_t>(R, 0), std::max<int64_t>(C, 0));
     MatF r = depth(bl) == 0 ? MatF::Zero(R, C) : MatF(operand('a', g, bl) * operand('b', g, bl).transpose());
-    if (c_.recipe == OPCTS_GROUPED_ROWWISE)
+    if (rowwise())
       for (int64_t i = 0; i < R; ++i)
         for (int64_t j = 0; j < C; ++j) r(i, j) = r(i, j) * row_scale('a', g, bl, i) * row_scale('b', g, bl, j);
     return r;
@@ -271,7 +273,13 @@ struct RowData {
   bool planted;
 };
 
-int32_t supports_all(const void*, const void*, const opcts_arch*, char*, size_t) { return 1; }
+// Every mode and recipe of include/opcts/plugin.h (as of OPCTS_GROUPED_ROWWISE_FNUZ); a later one is refused.
+int32_t supports_known_recipes(const void*, const void* params, const opcts_arch*, char* reason, size_t size) {
+  const int32_t r = static_cast<const opcts_grouped_mm_params*>(params)->recipe;
+  if (r >= OPCTS_GROUPED_BF16 && r <= OPCTS_GROUPED_ROWWISE_FNUZ) return 1;
+  std::snprintf(reason, size, "host.grouped: recipe %d is not one it knows", static_cast<int>(r));
+  return 0;
+}
 
 opcts_status run_row(const void* impl, const opcts_run_args* a, opcts_report* report) {
   const auto* row = static_cast<const RowData*>(impl);
@@ -306,7 +314,7 @@ void register_host_grouped_mm(Registry& reg) {
     d.name = name;
     d.backend = "host";
     d.planted = data->planted;
-    d.supports = supports_all;
+    d.supports = supports_known_recipes;
     d.run = run_row;
     d.impl_data = data;
     return d;

@@ -326,8 +326,9 @@ typedef struct opcts_index_select_params {
  *   alone (int32 [G], cumulative END offsets, group g spanning [offs[g-1], offs[g]), offs[-1] = 0),
  *   and rows (columns) past offs[G-1] must be left untouched (out arrives as 0xFF bytes, NaN;
  *   K past it is never read). A group of zero K (2D_2D) writes zeros.
- * Tensors: a, b (K contiguous; bf16 or e4m3fn codes), offs (not for 3D_3D), a_scale and b_scale
- *   (ROWWISE: fp32, per row of A and per column of B, per group; MXFP8: e8m0 per 32 K elements,
+ * Tensors: a, b (K contiguous; bf16, e4m3fn or, for ROWWISE_FNUZ, e4m3fnuz codes), offs (not for
+ *   3D_3D), a_scale and b_scale (ROWWISE and ROWWISE_FNUZ: fp32, per row of A and per column of
+ *   B, per group; MXFP8: e8m0 per 32 K elements,
  *   each group's scales in the swizzled 128x4 layout, groups concatenated), out bf16 row-major.
  * A negative case hands defective tensors: refuse with OPCTS_INVALID_ARGUMENT naming "offs"
  *   (length other than `groups`, decreasing, last past the extent, an offset not a multiple of
@@ -335,11 +336,13 @@ typedef struct opcts_index_select_params {
  *   other than the offsets imply), "K" or "N" (not a multiple of 16; mxfp8 K: 32). Check offs
  *   before the scales whose count it fixes. */
 enum { OPCTS_GROUPED_2D_3D = 0, OPCTS_GROUPED_3D_3D = 1, OPCTS_GROUPED_2D_2D = 2, OPCTS_GROUPED_3D_2D = 3 };
-enum { OPCTS_GROUPED_BF16 = 0, OPCTS_GROUPED_ROWWISE = 1, OPCTS_GROUPED_MXFP8 = 2 };
+/* ROWWISE_FNUZ is ROWWISE over gfx942's e4m3fnuz (bias 8, 0x80 the only NaN); an impl refuses
+ * (OPCTS_UNSUPPORTED) any recipe it does not know, since later versions may add more. */
+enum { OPCTS_GROUPED_BF16 = 0, OPCTS_GROUPED_ROWWISE = 1, OPCTS_GROUPED_MXFP8 = 2, OPCTS_GROUPED_ROWWISE_FNUZ = 3 };
 typedef struct opcts_grouped_mm_params {
   uint32_t struct_size;
   int32_t mode;    /* OPCTS_GROUPED_2D_3D ... */
-  int32_t recipe;  /* OPCTS_GROUPED_BF16, _ROWWISE, _MXFP8 */
+  int32_t recipe;  /* OPCTS_GROUPED_BF16, _ROWWISE, _MXFP8, _ROWWISE_FNUZ */
   int64_t groups;  /* G: the 3-D operand's first dimension; 2D_2D: out's */
   int64_t m, n, k; /* the tensors' extents (above) */
 } opcts_grouped_mm_params;

@@ -180,4 +180,10 @@ int32_t skip(char* reason, size_t size, const std::string& why) {
   return 0;
 }
 
+bool has_cap(const opcts_arch& arch, const char* cap) {
+  for (int32_t i = 0; i < arch.n_caps; ++i)
+    if (arch.caps[i] && std::strcmp(arch.caps[i], cap) == 0) return true;
+  return false;
+}
+
 }  // namespace opcts_aten

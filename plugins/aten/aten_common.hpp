@@ -90,6 +90,9 @@ opcts_status guarded_run(const opcts_run_args* args, opcts_report* report, std::
 /// Writes `why` into a supports callback's reason buffer and returns 0 (a SKIP).
 int32_t skip(char* reason, size_t size, const std::string& why);
 
+/// Whether the arch declares the capability `cap` (a name of cases/archs.yaml, e.g. "fp8_fnuz").
+bool has_cap(const opcts_arch& arch, const char* cap);
+
 /// One impl of the plugin: what aten_plugin.cpp registers.
 struct ImplSpec {
   const char* family;

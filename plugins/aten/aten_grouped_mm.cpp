@@ -17,6 +17,10 @@ int32_t supports(const void*, const void* params, const opcts_arch* arch, char* 
   if (p.recipe == OPCTS_GROUPED_MXFP8 && arch->compute_major < 10)
     return skip(reason, size, v + "'s _scaled_grouped_mm takes MXFP8 on sm100 and later only");
   if (p.recipe == OPCTS_GROUPED_MXFP8) return skip(reason, size, "the adapter does not pass MXFP8 grouped scales yet");
+  if (p.recipe == OPCTS_GROUPED_ROWWISE_FNUZ && !has_cap(*arch, "fp8_fnuz"))
+    return skip(reason, size, v + "'s _scaled_grouped_mm takes e4m3fnuz where the GPU computes in FNUZ (gfx942) only");
+  if (p.recipe != OPCTS_GROUPED_BF16 && p.recipe != OPCTS_GROUPED_ROWWISE && p.recipe != OPCTS_GROUPED_ROWWISE_FNUZ)
+    return skip(reason, size, "recipe " + std::to_string(p.recipe) + " is not one the adapter knows");
   return 1;
 }
 
