@@ -2,16 +2,16 @@
 # Judges PyTorch's own GPU operators (aten.*) and the Triton SDPA kernel (triton.sdpa) with opcts:
 # builds plugins/aten against the PyTorch it finds (libtorch through torch.utils.cmake_prefix_path)
 # and, when Triton imports, plugins/triton with Triton's AOT compiler; then runs both plugins'
-# cases on the GPU found, each family in shards, with the manifest of PyTorch's findings where
+# cases on the GPU found, in one shard per core, with the manifest of PyTorch's findings where
 # the arch has one (cases/manifests/<arch>_pytorch.yaml). Needs an opcts binary (scripts/run-tests.sh
-# or scripts/run-suite.sh builds it). Writes build/pytorch/reports/<family>.{jsonl,xml,md}
+# or scripts/run-suite.sh builds it). Writes build/pytorch/reports/pytorch.{jsonl,xml,md}
 # (merged from the shards in build/pytorch/reports/shards/).
 #
 #   scripts/run-pytorch-plugins.sh [--tier smoke|default|full]
 #
 # Environment: PYTHON (the Python with torch; default python3), OPCTS (the opcts binary; default
-# build/cuda/bin/opcts), OPCTS_ARCH (default: the GPU's sm<XY>), OPCTS_PLUGIN_JOBS (processes
-# at once and shards per family; default: one per CPU core).
+# build/cuda/bin/opcts), OPCTS_ARCH (default: the GPU's sm<XY>), OPCTS_PLUGIN_JOBS (shards,
+# run at once; default: one per CPU core).
 set -euo pipefail
 # OPCTS and PYTHON may be relative to where the script was called from.
 opcts=${OPCTS:-}
@@ -67,39 +67,31 @@ manifest=()
 plugin_args=()
 for p in "${plugins[@]}"; do plugin_args+=(--plugin "$p"); done
 
-# Each family in OPCTS_PLUGIN_JOBS shards (the references run on the CPU, one thread per process),
-# the costliest families first so the short ones fill the tail; shard reports are merged per family.
-families=(sdpa scaled_mm grouped_mm int4_mm scatter_add index_add index_select cast)
+# OPCTS_PLUGIN_JOBS shards of every family's cases at once (the references run on the CPU, one
+# thread per process; each process loads PyTorch once, ~10 s with 16 starting together), merged
+# into one report.
 jobs_at_once=${OPCTS_PLUGIN_JOBS:-$(nproc)}
 [ "$jobs_at_once" -ge 1 ] 2>/dev/null || { echo "run-pytorch-plugins: OPCTS_PLUGIN_JOBS must be a positive number" >&2; exit 2; }
 threads=$(( $(nproc) / jobs_at_once )); [ "$threads" -ge 1 ] || threads=1
 shards="$out/reports/shards"
 rm -rf "$shards"; mkdir -p "$shards"
-run_shard() {
-  local f=$1 i=$2
+pids=()
+for i in $(seq 1 "$jobs_at_once"); do
   OMP_NUM_THREADS=$threads "$opcts" run --arch "$arch" --tier "$tier" "${plugin_args[@]}" ${manifest[@]+"${manifest[@]}"} \
-    --filter "$f.aten_*" --filter "$f.triton_*" --allow-empty --shard "$i/$jobs_at_once" \
-    --results "$shards/$f.$i.jsonl" --junit "$shards/$f.$i.xml" >"$shards/$f.$i.txt" 2>&1
-}
-pids=() names=()
-for f in "${families[@]}"; do
-  for i in $(seq 1 "$jobs_at_once"); do
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs_at_once" ]; do sleep 1; done
-    run_shard "$f" "$i" & pids+=($!) names+=("$f.$i")
-  done
+    --filter '*.aten_*' --filter '*.triton_*' --allow-empty --shard "$i/$jobs_at_once" \
+    --results "$shards/$i.jsonl" --junit "$shards/$i.xml" >"$shards/$i.txt" 2>&1 &
+  pids+=($!)
 done
 status=0
 for i in "${!pids[@]}"; do
   rc=0; wait "${pids[$i]}" || rc=$?
-  # exit 1 is a gate failure (the reports say which case); anything else is the runner's own error
-  [ "$rc" -eq 0 ] || { status=1; echo "${names[$i]}: exit $rc: $(tail -n 1 "$shards/${names[$i]}.txt")"; }
+  # exit 1 is a gate failure (the report says which case); anything else is the runner's own error
+  [ "$rc" -eq 0 ] || { status=1; echo "shard $((i + 1)): exit $rc: $(tail -n 1 "$shards/$((i + 1)).txt")"; }
 done
-for f in "${families[@]}"; do
-  results=("$shards/$f".*.jsonl)
-  [ -n "$(find "$shards" -name "$f.*.jsonl" -size +0c)" ] || { echo "$f: no cases for these plugins"; continue; }
-  "$opcts" report merge --results "$out/reports/$f.jsonl" --junit "$out/reports/$f.xml" --summary "$out/reports/$f.md" \
-    "${results[@]}" >/dev/null || status=1
-  echo "$f: $(grep -m 1 '^\*\*' "$out/reports/$f.md" 2>/dev/null || echo 'no results')"
-done
-echo "reports: $out/reports/ (per family .jsonl, .xml, .md; shard logs in $shards/)"
+report="$out/reports/pytorch"
+"$opcts" report merge --results "$report.jsonl" --junit "$report.xml" --summary "$report.md" "$shards"/*.jsonl >/dev/null ||
+  { echo "run-pytorch-plugins: no results to merge (see $shards/*.txt)" >&2; exit 1; }
+sed -n '/^| family/,/^$/p' "$report.md"
+echo "$(grep -m 1 '^\*\*' "$report.md")"
+echo "reports: $report.{jsonl,xml,md} (shard logs in $shards/)"
 exit $status
