@@ -25,6 +25,11 @@ if [ "$arch" = host ] && command -v rocminfo >/dev/null 2>&1; then
   gfx=$(rocminfo 2>/dev/null | opcts_gfx_from_rocminfo || true)
   [ -n "$gfx" ] && arch="$gfx"
 fi
+# An arch cases/archs.yaml does not know has no plan: say so before building.
+if ! grep -q "^  $arch:\$" cases/archs.yaml; then
+  echo "run-suite: found GPU arch $arch, which cases/archs.yaml does not know (known: $(sed -n 's/^  \([a-z0-9]*\):$/\1/p' cases/archs.yaml | tr '\n' ' '))" >&2
+  exit 1
+fi
 preset=host
 extra=()
 if [ "$arch" != host ] && [ "${arch#gfx}" = "$arch" ]; then
