@@ -28,6 +28,8 @@ int main() {
       reinterpret_cast<const void*>(&k::sdpa_flash_backward_deterministic),
       reinterpret_cast<const void*>(&k::int4_gemv),           reinterpret_cast<const void*>(&k::int4_gemv_takes),
       reinterpret_cast<const void*>(&k::int4_gemv_workspace_bytes),
+      reinterpret_cast<const void*>(&k::int4_mm),             reinterpret_cast<const void*>(&k::int4_mm_takes),
+      reinterpret_cast<const void*>(&k::grouped_mm_kernel),   reinterpret_cast<const void*>(&k::grouped_kernel_takes),
       reinterpret_cast<const void*>(&k::grouped::validate),   reinterpret_cast<const void*>(&k::grouped::find_offs_fault),
       reinterpret_cast<const void*>(&k::grouped::find_offs_fault_device),
       reinterpret_cast<const void*>(&k::grouped::refuse_offs),

@@ -21,7 +21,8 @@ void register_hip_rows(Registry& reg) {
   };
   cuda::add_rows(reg,
                  {hip_row("sdpa", "hip.flash"), hip_row("cast", "hip.cvt"), hip_row("scaled_mm", "hip.mx_kernel"),
-                  hip_row("int4_mm", "hip.int4_gemv"), hip_row("scatter_add", "hip.atomic"),
+                  hip_row("int4_mm", "hip.int4_gemv"), hip_row("int4_mm", "hip.int4_mm"),
+                  hip_row("grouped_mm", "hip.grouped_kernel"), hip_row("scatter_add", "hip.atomic"),
                   hip_row("scatter_add", "hip.warp_aggregated"), hip_row("index_add", "hip.atomic_rows"),
                   hip_row("index_add", "hip.warp_aggregated_rows"), hip_row("index_select", "hip.gather")},
                  missing);
