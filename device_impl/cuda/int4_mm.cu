@@ -103,6 +103,8 @@ __global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy)
     }
     __syncthreads();
   }
+  // mma_tile.cuh's each_acc walk written out: through its lambda nvcc compiles this kernel to
+  // other sm_90 code (the header keeps the code the kernel had).
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int mi = 0; mi < 2; ++mi)

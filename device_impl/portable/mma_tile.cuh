@@ -162,32 +162,34 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
 }
 #endif
 
-/// A's fragment of rows r0..r0+15 at kk (As K-contiguous, Ld-element rows).
-template <Load L, int Ld, class T>
-__device__ __forceinline__ void load_a(uint32_t (&a)[4], const T* As, int r0, int kk, int lane) {
+/// Four fragment registers from the tile: by ldmatrix at this lane's row `at` (L = ldmatrix, with
+/// mma.sync), else by `words()`, the 32-bit loads of the same registers.
+template <Load L, int Ld, class T, class Words>
+__device__ __forceinline__ void load_x4(uint32_t (&r)[4], const T* tile, At at, Words words) {
 #if !OPCTS_MMA_EMULATED
   if constexpr (L == Load::ldmatrix) {
-    const At at = ldmatrix_a_at(r0, kk, lane);
-    ldmatrix_x4(a, As + at.row * Ld + at.k);
+    ldmatrix_x4(r, tile + at.row * Ld + at.k);
     return;
   }
 #endif
-  load_a_words<Ld>(a, As, r0, kk, lane);
+  (void)r, (void)tile, (void)at;
+  words();
+}
+
+/// A's fragment of rows r0..r0+15 at kk (As K-contiguous, Ld-element rows).
+template <Load L, int Ld, class T>
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], const T* As, int r0, int kk, int lane) {
+  load_x4<L, Ld>(a, As, ldmatrix_a_at(r0, kk, lane), [&] { load_a_words<Ld>(a, As, r0, kk, lane); });
 }
 
 /// The B fragments of two n8 blocks at kk: columns c0..c0+7 in b[0], b[1], c0+8..c0+15 in b[2], b[3]
 /// (Bs = Bᵀ, K-contiguous, Ld-element rows).
 template <Load L, int Ld, class T>
 __device__ __forceinline__ void load_b2(uint32_t (&b)[4], const T* Bs, int c0, int kk, int lane) {
-#if !OPCTS_MMA_EMULATED
-  if constexpr (L == Load::ldmatrix) {
-    const At at = ldmatrix_b_at(c0, kk, lane);
-    ldmatrix_x4(b, Bs + at.row * Ld + at.k);
-    return;
-  }
-#endif
-  load_b_words<Ld>(reinterpret_cast<uint32_t(&)[2]>(b[0]), Bs, c0, kk, lane);
-  load_b_words<Ld>(reinterpret_cast<uint32_t(&)[2]>(b[2]), Bs, c0 + 8, kk, lane);
+  load_x4<L, Ld>(b, Bs, ldmatrix_b_at(c0, kk, lane), [&] {
+    load_b_words<Ld>(reinterpret_cast<uint32_t(&)[2]>(b[0]), Bs, c0, kk, lane);
+    load_b_words<Ld>(reinterpret_cast<uint32_t(&)[2]>(b[2]), Bs, c0 + 8, kk, lane);
+  });
 }
 
 #endif  // device code
