@@ -86,8 +86,9 @@ constexpr const char* kHeadDimsWhy =
 // ---------------------------------------------------------------------------------------
 // The tile building blocks of the tensor-core kernels, forward and backward: inline PTX
 // (sm_80+) under CUDA; under HIP the same functions with the same fragment semantics, written
-// with 32-lane shuffles and plain loads (the portable path of device_impl/portable/gpu.hpp: no
-// matrix cores yet; an MFMA path, whose fragments are laid out differently, is issue 15's
+// with 32-lane shuffles and plain loads (the portable path of device_impl/portable/gpu.hpp; the
+// m16n8k16 product itself is device_impl/portable/mma_tile.cuh's, shared with the GEMM kernels:
+// no matrix cores yet; an MFMA path, whose fragments are laid out differently, is issue 15's
 // follow-up). OPCTS_EMULATE_MMA selects the HIP path under nvcc too, so an H200 can check it
 // against the PTX path.
 #define OPCTS_FLASH_EMULATED_TILES OPCTS_MMA_EMULATED
@@ -191,11 +192,8 @@ __device__ __forceinline__ float fast_exp2(float x) {
 
 #endif  // OPCTS_FLASH_EMULATED_TILES
 
-// D += A·B for mma.sync.m16n8k16, row.col, fp32 accumulation. Fragments (PTX ISA, with
-// g = lane / 4, t = lane % 4): A 16x16 row-major: a[0] = A[g][2t..2t+1],
-// a[1] = A[g+8][2t..2t+1], a[2] = A[g][2t+8..2t+9], a[3] = A[g+8][2t+8..2t+9];
-// B 16x8: b0 = B[2t..2t+1][g], b1 = B[2t+8..2t+9][g]; C 16x8: c[0..1] = C[g][2t..2t+1],
-// c[2..3] = C[g+8][2t..2t+1].
+// D += A·B for m16n8k16, row.col, fp32 accumulation (gpu::mma::mma_m16n8k16, whose header
+// gives the fragments), and the packing of fp32 pairs into T fragments.
 template <typename T>
 struct Mma;
 
