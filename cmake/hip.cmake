@@ -13,10 +13,17 @@ set(OPCTS_HIP_ARCHS "gfx90a;gfx940" CACHE STRING "AMD targets the portable kerne
 set(OPCTS_HAVE_HIP OFF)
 if(NOT OPCTS_HIP STREQUAL "OFF")
   find_program(OPCTS_HIPCC hipcc)
-  if(OPCTS_HIPCC)
+  # rocPRIM (header-only, librocprim-dev): cuda.sorted's sort, scan and segmented reduction
+  # under HIP (device_impl/portable/device_prims.cuh); without it indexing_sorted.cu would not
+  # compile, so it is required with hipcc.
+  find_path(OPCTS_ROCPRIM_INCLUDE_DIR rocprim/rocprim.hpp)
+  if(OPCTS_HIPCC AND OPCTS_ROCPRIM_INCLUDE_DIR)
     set(OPCTS_HAVE_HIP ON)
   elseif(OPCTS_HIP STREQUAL "ON")
-    message(FATAL_ERROR "OPCTS_HIP=ON but hipcc was not found (apt-get install hipcc, or set OPCTS_HIPCC)")
+    message(FATAL_ERROR "OPCTS_HIP=ON but hipcc (${OPCTS_HIPCC}) or rocPRIM (${OPCTS_ROCPRIM_INCLUDE_DIR}) was not found "
+                        "(apt-get install hipcc librocprim-dev, or set OPCTS_HIPCC / OPCTS_ROCPRIM_INCLUDE_DIR)")
+  elseif(OPCTS_HIPCC)
+    message(STATUS "opcts: hipcc found but not rocPRIM (apt-get install librocprim-dev): HIP kernels OFF")
   endif()
 endif()
 message(STATUS "opcts: HIP kernels ${OPCTS_HAVE_HIP} (${OPCTS_HIP_ARCHS})")
@@ -39,6 +46,10 @@ if(OPCTS_HAVE_HIP)
   foreach(a IN LISTS OPCTS_HIP_ARCHS)
     list(APPEND arch_flags --offload-arch=${a})
   endforeach()
+  set(rocprim_flags "")  # /usr/include (Debian's) is searched already: naming it breaks libstdc++'s include_next
+  if(NOT OPCTS_ROCPRIM_INCLUDE_DIR STREQUAL "/usr/include")
+    set(rocprim_flags -isystem ${OPCTS_ROCPRIM_INCLUDE_DIR})
+  endif()
   set(dir ${CMAKE_BINARY_DIR}/hip)
   set(objects "")
   foreach(f IN LISTS OPCTS_HIP_KERNEL_FILES)
@@ -47,7 +58,7 @@ if(OPCTS_HAVE_HIP)
     add_custom_command(OUTPUT ${obj}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
       COMMAND ${CMAKE_CXX_COMPILER_LAUNCHER} ${OPCTS_HIPCC} -x hip -std=c++17 -O3 -Wall ${arch_flags}
-              -I${CMAKE_SOURCE_DIR} -MD -MF ${obj}.d -c ${src} -o ${obj}
+              -I${CMAKE_SOURCE_DIR} ${rocprim_flags} -MD -MF ${obj}.d -c ${src} -o ${obj}
       DEPENDS ${src} DEPFILE ${obj}.d
       COMMENT "hipcc ${f} (${OPCTS_HIP_ARCHS})" VERBATIM)
     list(APPEND objects ${obj})

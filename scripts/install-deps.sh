@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages opcts builds with, skipping those already present.
 # CUDA (nvcc, cuBLAS) is optional and not installed here: the build uses it when found. hipcc
-# (Debian's HIP 5.2) is installed so CI compiles the portable kernels for AMD (OPCTS_HIP=AUTO).
+# (Debian's HIP 5.2) and rocPRIM are installed so CI compiles the portable kernels for AMD
+# (OPCTS_HIP=AUTO builds them when both are found).
 set -euo pipefail
 
 packages=(
@@ -18,6 +19,7 @@ packages=(
   llvm                    # llvm-symbolizer: readable stack traces in fuzzer reports
   libxml2-utils           # xmllint: the tests validate JUnit against tests/data/junit_ant.xsd
   hipcc                   # HIP 5.2: the portable kernels built for gfx90a/gfx940 (cmake/hip.cmake); ~99 MiB, 28 packages with clang-15
+  librocprim-dev          # rocPRIM 5.3 (headers, ~2 MiB): cuda.sorted's sort and segmented reduction under HIP (hipcc needs it)
 )
 
 missing=()

@@ -14,17 +14,19 @@
 // accumulator and adds it times 2^(ea+eb−254) (exact unless the product leaves fp32's normal
 // range) to the running sum. Out is one round-to-nearest-even of the fp32 value to bf16; stores
 // are masked at the group's rows and columns.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "device_impl/portable/gpu.hpp"
+#if !OPCTS_GPU_HIP
 #include <cuda_fp8.h>
-#include <cuda_runtime.h>
+#endif
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
+#include "core/minifloat_bits.hpp"
 #include "device_impl/cuda/grouped_mm_args.cuh"
+#include "device_impl/portable/mma_tile.cuh"
 
 namespace opcts::cuda {
 
@@ -105,7 +107,7 @@ __device__ int64_t block_exclusive_scan(int64_t v, int64_t* warp_sums, int64_t& 
   int64_t x = v;
 #pragma unroll
   for (int d = 1; d < kWarpSize; d <<= 1) {
-    const int64_t y = __shfl_up_sync(0xffffffffu, x, d);
+    const int64_t y = gpu::warp_up(x, d);
     if (lane >= d) x += y;
   }
   if (lane == kWarpSize - 1) warp_sums[warp] = x;
@@ -211,6 +213,27 @@ __device__ bool tile_of_block(const Args& a, Tile& t, Found& f, int64_t* scratch
   return true;
 }
 
+// e4m3fn codes to fp16, exact (every e4m3fn value is an fp16 value): CUDA's conversion, or under
+// HIP (5.2 has no fp8 type) core/minifloat_bits.hpp's decode to fp32 and one exact narrowing.
+__device__ __forceinline__ __half e4m3_to_half(uint8_t code) {
+#if OPCTS_GPU_HIP
+  return __float2half_rn(__uint_as_float(bits::decode_to_fp32(code, bits::kE4m3fn)));
+#else
+  return __half(__nv_cvt_fp8_to_halfraw(code, __NV_E4M3));
+#endif
+}
+
+// Two e4m3fn codes (low byte first) as the bits of an fp16 pair (low half first).
+__device__ __forceinline__ uint32_t e4m3x2_to_half2_bits(uint16_t pair) {
+#if OPCTS_GPU_HIP
+  return static_cast<uint32_t>(__half_as_ushort(e4m3_to_half(static_cast<uint8_t>(pair)))) |
+         (static_cast<uint32_t>(__half_as_ushort(e4m3_to_half(static_cast<uint8_t>(pair >> 8)))) << 16);
+#else
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair), __NV_E4M3);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+#endif
+}
+
 // 16 consecutive elements of one operand row (A row or Bᵀ row), converted to the shared-memory
 // type T and packed in two 16-byte words; elements past `rows` or past K are zero.
 template <class In, class T>
@@ -228,11 +251,7 @@ __device__ void fetch16(const In* base, int64_t ld, int64_t row, int64_t rows, i
       const uint32_t words[4] = {w.x, w.y, w.z, w.w};
       uint32_t out[8];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const auto pair = static_cast<__nv_fp8x2_storage_t>(words[i / 2] >> (16 * (i % 2)));
-        const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
-        out[i] = static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
-      }
+      for (int i = 0; i < 8; ++i) out[i] = e4m3x2_to_half2_bits(static_cast<uint16_t>(words[i / 2] >> (16 * (i % 2))));
       v[0] = make_uint4(out[0], out[1], out[2], out[3]);
       v[1] = make_uint4(out[4], out[5], out[6], out[7]);
       return;
@@ -241,82 +260,34 @@ __device__ void fetch16(const In* base, int64_t ld, int64_t row, int64_t rows, i
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
     if constexpr (std::is_same_v<In, bf16>) {
-      e[i] = inside && k0 + i < kg ? p[i] : __float2bfloat16(0.0f);
+      e[i] = inside && k0 + i < kg ? p[i] : __float2bfloat16_rn(0.0f);
     } else {
-      const __half_raw h = __nv_cvt_fp8_to_halfraw(inside && k0 + i < kg ? p[i] : 0, __NV_E4M3);
-      e[i] = __half(h);
+      e[i] = e4m3_to_half(inside && k0 + i < kg ? p[i] : 0);
     }
   }
   memcpy(v, e, sizeof e);
 }
 
-__device__ uint32_t word_at(const void* tile, int row, int col) {
-  return *reinterpret_cast<const uint32_t*>(static_cast<const char*>(tile) + (row * kLd + col) * 2);
-}
-
-// Calls f(mi, ni, e, row, col) for each of a lane's 32 accumulators of the warp's quarter at
-// (wr, wc): mma fragment element e of m16 block mi and n8 block ni sits at row g + 8·(e/2),
-// column 2t + e%2 (g = lane/4, t = lane%4).
-template <class F>
-__device__ __forceinline__ void each_acc(int wr, int wc, int lane, F f) {
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) f(mi, ni, e, wr + 16 * mi + g + 8 * (e / 2), wc + 8 * ni + 2 * t + e % 2);
-}
+using gpu::mma::each_acc;
 
 // C[32×32 warp quarter] += A[wr.., 0..32) · Bᵀ[wc.., 0..32)ᵀ from shared memory. Each 16-deep
-// step loads the warp's A fragments (two m16 blocks) and B fragments (four n8 blocks) once and
-// issues 8 MMAs. Fragment layout (PTX ISA, mma.m16n8k16, g = lane/4, t = lane%4): a0 = A[g][2t..],
-// a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..]; b0 = B[2t..][g], b1 = B[2t+8..][g];
-// c0,c1 = C[g][2t..], c2,c3 = C[g+8][2t..].
+// step loads the warp's A fragments (two m16 blocks) and B fragments (four n8 blocks) once, by
+// 32-bit loads, and issues 8 MMAs (device_impl/portable/mma_tile.cuh: the fragment layout, and
+// the emulated MMAs where mma.sync is missing).
 template <class T>
 __device__ void warp_mma(float (&c)[2][4][4], const T* As, const T* Bs, int wr, int wc, int lane) {
-  const int g = lane / 4, t = lane % 4;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #pragma unroll
   for (int kk = 0; kk < kTileK; kk += 16) {
     uint32_t af[2][4], bfr[4][2];
 #pragma unroll
-    for (int mi = 0; mi < 2; ++mi) {
-      const int r = wr + 16 * mi + g;
-      af[mi][0] = word_at(As, r, kk + 2 * t);
-      af[mi][1] = word_at(As, r + 8, kk + 2 * t);
-      af[mi][2] = word_at(As, r, kk + 2 * t + 8);
-      af[mi][3] = word_at(As, r + 8, kk + 2 * t + 8);
-    }
+    for (int mi = 0; mi < 2; ++mi) gpu::mma::load_a_words<kLd>(af[mi], As, wr + 16 * mi, kk, lane);
 #pragma unroll
-    for (int ni = 0; ni < 4; ++ni) {
-      bfr[ni][0] = word_at(Bs, wc + 8 * ni + g, kk + 2 * t);
-      bfr[ni][1] = word_at(Bs, wc + 8 * ni + g, kk + 2 * t + 8);
-    }
+    for (int ni = 0; ni < 4; ++ni) gpu::mma::load_b_words<kLd>(bfr[ni], Bs, wc + 8 * ni, kk, lane);
 #pragma unroll
     for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        float(&d)[4] = c[mi][ni];
-        if constexpr (std::is_same_v<T, bf16>)
-          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                       : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]), "r"(bfr[ni][0]), "r"(bfr[ni][1]));
-        else
-          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                       : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]), "r"(bfr[ni][0]), "r"(bfr[ni][1]));
-      }
+      for (int ni = 0; ni < 4; ++ni) gpu::mma::mma_m16n8k16<T>(c[mi][ni], af[mi], bfr[ni][0], bfr[ni][1]);
   }
-#else
-  // Without mma.sync: the same outputs from shared memory with fp32 FMA (exact products, fp32 sums).
-  each_acc(wr, wc, lane, [&](int mi, int ni, int e, int r, int col) {
-    float s = c[mi][ni][e];
-    for (int k = 0; k < kTileK; ++k) s += static_cast<float>(As[r * kLd + k]) * static_cast<float>(Bs[col * kLd + k]);
-    c[mi][ni][e] = s;
-  });
-  (void)g, (void)t;
-#endif
 }
 
 // part · 2^(ea−127) · 2^(eb−127): one rounding at most (none while the result is a normal fp32);

@@ -1,15 +1,13 @@
-// cuda.sorted and its planted variants: destinations sorted with CUB, each destination's terms summed by CUB's segmented reduction, added to self once.
+// cuda.sorted and its planted variants: destinations sorted with CUB (rocPRIM under HIP), each destination's terms summed by its segmented reduction, added to self once.
 //
+// The device-wide calls go through device_impl/portable/device_prims.cuh (CUB or rocPRIM).
 // Scratch (cudaMallocAsync on the stream, freed there), for N terms: keys and positions,
 // double-buffered by the radix sort (the sort's input buffers then hold the run-length
 // encoding's unique keys and counts), segment offsets, the terms in the accumulator type in
 // sorted order and the segment sums. The number of segments stays on the device (reading it
 // would mean waiting for the stream), so the offsets and the reduction span N segments, the
 // ones past the last run empty.
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_run_length_encode.cuh>
-#include <cub/device/device_scan.cuh>
-#include <cub/device/device_segmented_reduce.cuh>
+#include "device_impl/portable/device_prims.cuh"
 
 #include <algorithm>
 #include <vector>
@@ -23,6 +21,7 @@ namespace {
 
 using idx::acc_t;
 using idx::kThreads;
+namespace prims = gpu::prims;
 
 template <class I>
 __global__ void keys_kernel(int64_t terms, int64_t m, int64_t n, int64_t inner, bool per_element, const I* __restrict__ index,
@@ -122,17 +121,17 @@ void sorted(const IndexingArgs& a, SortedPlant plant, cudaStream_t stream) {
   auto* unique = keys_in;  // free once sorted
   auto* counts = pos_in;   // N + 1 entries, zero past the runs
   size_t bytes_sort = 0, bytes_rle = 0, bytes_scan = 0, bytes_reduce = 0;
-  idx::check(cub::DeviceRadixSort::SortPairs(nullptr, bytes_sort, keys_in, keys_out, pos_in, pos_out, n_terms, 0, end_bit, stream), "cub sort (size)");
-  idx::check(cub::DeviceRunLengthEncode::Encode(nullptr, bytes_rle, keys_out, unique, counts, runs, n_terms, stream), "cub rle (size)");
-  idx::check(cub::DeviceScan::ExclusiveSum(nullptr, bytes_scan, counts, offsets, n_terms + 1, stream), "cub scan (size)");
-  idx::check(cub::DeviceSegmentedReduce::Sum(nullptr, bytes_reduce, values, sums, n_terms, offsets, offsets + 1, stream), "cub reduce (size)");
+  idx::check(prims::sort_pairs(nullptr, bytes_sort, keys_in, keys_out, pos_in, pos_out, n_terms, 0, end_bit, stream), "sort (size)");
+  idx::check(prims::run_length_encode(nullptr, bytes_rle, keys_out, unique, counts, runs, n_terms, stream), "rle (size)");
+  idx::check(prims::exclusive_sum(nullptr, bytes_scan, counts, offsets, n_terms + 1, stream), "scan (size)");
+  idx::check(prims::segmented_sum(nullptr, bytes_reduce, values, sums, n_terms, offsets, offsets + 1, stream), "reduce (size)");
   const size_t temp_bytes = std::max(std::max(bytes_sort, bytes_rle), std::max(bytes_scan, bytes_reduce));
   void* temp = scratch.alloc_n<unsigned char>(temp_bytes + 16, "sorted scratch");
 
-  idx::check(cub::DeviceRadixSort::SortPairs(temp, bytes_sort, keys_in, keys_out, pos_in, pos_out, n_terms, 0, end_bit, stream), "cub sort");
+  idx::check(prims::sort_pairs(temp, bytes_sort, keys_in, keys_out, pos_in, pos_out, n_terms, 0, end_bit, stream), "sort");
   idx::check(cudaMemsetAsync(counts, 0, (N + 1) * sizeof(unsigned), stream), "cudaMemsetAsync (counts)");
-  idx::check(cub::DeviceRunLengthEncode::Encode(temp, bytes_rle, keys_out, unique, counts, runs, n_terms, stream), "cub rle");
-  idx::check(cub::DeviceScan::ExclusiveSum(temp, bytes_scan, counts, offsets, n_terms + 1, stream), "cub scan");
+  idx::check(prims::run_length_encode(temp, bytes_rle, keys_out, unique, counts, runs, n_terms, stream), "rle");
+  idx::check(prims::exclusive_sum(temp, bytes_scan, counts, offsets, n_terms + 1, stream), "scan");
   gather_terms_kernel<T><<<blocks, kThreads, 0, stream>>>(n_terms, pos_out, static_cast<const T*>(a.terms), a.alpha, values);
   idx::check(cudaGetLastError(), "sorted: gather kernel");
 
@@ -148,7 +147,7 @@ void sorted(const IndexingArgs& a, SortedPlant plant, cudaStream_t stream) {
     racy_sums_kernel<A><<<blocks, kThreads, 0, stream>>>(n_terms, offsets, values, sums);
     idx::check(cudaGetLastError(), "sorted: racy kernel");
   } else {
-    idx::check(cub::DeviceSegmentedReduce::Sum(temp, bytes_reduce, values, sums, n_terms, offsets, offsets + 1, stream), "cub reduce");
+    idx::check(prims::segmented_sum(temp, bytes_reduce, values, sums, n_terms, offsets, offsets + 1, stream), "reduce");
   }
   finish_kernel<T><<<blocks, kThreads, 0, stream>>>(n_terms, runs, unique, sums, self, out);
   idx::check(cudaGetLastError(), "sorted: finish kernel");

@@ -6,16 +6,18 @@
 // elements (the fragment loads of a warp hit 32 distinct banks), in two stages: the next
 // slice's x and packed words are read while the current one is multiplied. Each warp loads its
 // fragments for 16 k with ldmatrix (2 A and 2 × 2 B, once each) and runs 2 × 4 m16n8k16 MMAs
-// over its 32×32 quarter. Where mma.sync is missing (HIP, or a host pass) the same fragments
-// are computed with fp32 FMA from shared memory, so the kernel builds everywhere with one
-// numerical model: exact products, fp32 sums.
-#include <cuda_runtime.h>
+// over its 32×32 quarter (device_impl/portable/mma_tile.cuh's warp tile). Where mma.sync is
+// missing (HIP) the tile header loads the same fragments with 32-bit loads and emulates the
+// MMAs with fp32 FMA, so the kernel builds everywhere with one numerical model: exact products,
+// fp32 sums.
+#include "device_impl/portable/gpu.hpp"
 
 #include <stdexcept>
 #include <string>
 
 #include "device_impl/cuda/int4_mm_args.cuh"
 #include "device_impl/cuda/int4_mm_layout.cuh"
+#include "device_impl/portable/mma_tile.cuh"
 
 namespace opcts::cuda {
 
@@ -29,6 +31,7 @@ using int4mm::kTileLd;
 using int4mm::kTileN;
 
 constexpr int kTileM = 64;
+constexpr auto kLoad = gpu::mma::Load::ldmatrix;
 
 // x[m0 .. m0 + 64)[k0 .. k0 + 32) for As (rows past M as 0): thread tid reads 16 elements of
 // row tid / 2 as two 16-byte loads (K is a multiple of 32, rows are 64-byte aligned) and
@@ -51,63 +54,6 @@ __device__ __forceinline__ void store_x_tile(const int4mm::Words4 (&v)[2], int t
   dst[0] = v[0];
   dst[1] = v[1];
 }
-
-// Fragments of C[16×8] += A[16×16]·B[16×8] (PTX ISA mma.m16n8k16, g = lane / 4, t = lane % 4):
-// a[0] = A[g][2t..2t+1], a[1] = A[g+8][2t..], a[2] = A[g][2t+8..], a[3] = A[g+8][2t+8..];
-// b[0] = B[2t..2t+1][g], b[1] = B[2t+8..][g]; c[0..1] = C[g][2t..2t+1], c[2..3] = C[g+8][2t..2t+1].
-// A is As rows r0.., B is Bs rows (columns of B) c0.., K at kk.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__HIP_PLATFORM_AMD__)
-#define OPCTS_INT4_MMA 1
-
-// Four 8×8 b16 matrices from shared memory (ldmatrix .x4): lanes 8j .. 8j + 7 give the rows of
-// matrix j, and lane l receives in r[j] the pair (row l / 4, columns 2(l % 4), +1) of matrix j:
-// exactly the 32-bit pairs of the fragment layout above.
-__device__ __forceinline__ void load_matrices(uint32_t (&r)[4], const void* row) {
-  const auto at = static_cast<unsigned>(__cvta_generic_to_shared(row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(at));
-}
-
-// a = the A fragment of rows r0 .. r0 + 15 at kk: matrices (rows +0, k +0), (+8, +0), (+0, +8), (+8, +8).
-template <class T>
-__device__ __forceinline__ void load_a(uint32_t (&a)[4], const T* As, int r0, int kk, int lane) {
-  const int i = lane % 8, j = lane / 8;
-  load_matrices(a, As + (r0 + i + 8 * (j % 2)) * kTileLd + kk + 8 * (j / 2));
-}
-
-// b = the B fragments of columns c0 .. c0 + 7 (b[0], b[1]) and c0 + 8 .. c0 + 15 (b[2], b[3]) at kk:
-// matrices (columns +0, k +0), (+0, +8), (+8, +0), (+8, +8).
-template <class T>
-__device__ __forceinline__ void load_b(uint32_t (&b)[4], const T* Bs, int c0, int kk, int lane) {
-  const int i = lane % 8, j = lane / 8;
-  load_matrices(b, Bs + (c0 + i + 8 * (j / 2)) * kTileLd + kk + 8 * (j % 2));
-}
-
-template <class T>
-__device__ __forceinline__ void mma_16x8x16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-#else
-// The portable path: each lane's four outputs of the fragment from shared memory, fp32 FMA.
-template <class T>
-__device__ __forceinline__ void fma_16x8x16(float (&c)[4], const T* As, int r0, const T* Bs, int c0, int kk, int lane) {
-  const int g = lane / 4, t = lane % 4;
-  for (int e = 0; e < 4; ++e) {
-    const int row = r0 + g + 8 * (e / 2), col = c0 + 2 * t + e % 2;
-    float s = c[e];
-    for (int k = 0; k < 16; ++k) s += int4mm::to_float(As[row * kTileLd + kk + k]) * int4mm::to_float(Bs[col * kTileLd + kk + k]);
-    c[e] = s;
-  }
-}
-#endif
 
 template <Int4Format F, class T, bool Planted>
 __global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy) {
@@ -139,23 +85,17 @@ __global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy)
     const T* bt = Bs[cur];
 #pragma unroll
     for (int kk = 0; kk < kTileK; kk += 16) {
-#if defined(OPCTS_INT4_MMA)
-      // The warp's fragments for this kk loaded once each (2 A, 4 B), then its 8 MMAs.
+      // The warp's fragments for this kk loaded once each (2 A, 2 × 2 B), then its 8 MMAs.
       uint32_t af[2][4], bf[2][4];
 #pragma unroll
-      for (int mi = 0; mi < 2; ++mi) load_a(af[mi], at, wr + 16 * mi, kk, lane);
+      for (int mi = 0; mi < 2; ++mi) gpu::mma::load_a<kLoad, kTileLd>(af[mi], at, wr + 16 * mi, kk, lane);
 #pragma unroll
-      for (int nj = 0; nj < 2; ++nj) load_b(bf[nj], bt, wc + 16 * nj, kk, lane);
-#pragma unroll
-      for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < 4; ++ni) mma_16x8x16<T>(acc[mi][ni], af[mi], bf[ni / 2][2 * (ni % 2)], bf[ni / 2][2 * (ni % 2) + 1]);
-#else
+      for (int nj = 0; nj < 2; ++nj) gpu::mma::load_b2<kLoad, kTileLd>(bf[nj], bt, wc + 16 * nj, kk, lane);
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < 4; ++ni) fma_16x8x16(acc[mi][ni], at, wr + 16 * mi, bt, wc + 8 * ni, kk, lane);
-#endif
+        for (int ni = 0; ni < 4; ++ni)
+          gpu::mma::mma_m16n8k16<T>(acc[mi][ni], af[mi], bf[ni / 2][2 * (ni % 2)], bf[ni / 2][2 * (ni % 2) + 1]);
     }
     if (more) {  // the other stage was last read before the previous barrier
       store_x_tile(xv, tid, As[cur ^ 1]);
@@ -163,6 +103,8 @@ __global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy)
     }
     __syncthreads();
   }
+  // mma_tile.cuh's each_acc walk written out: through its lambda nvcc compiles this kernel to
+  // other sm_90 code (the header keeps the code the kernel had).
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int mi = 0; mi < 2; ++mi)

@@ -93,8 +93,8 @@ void int4_gemv(const Int4MmParams& p, CUstream_st* stream, const Int4GemvTuning&
 /// not split).
 int64_t int4_gemv_workspace_bytes(const Int4MmParams& p, const Int4GemvTuning& tuning = {});
 
-/// cuda.int4_mm: tensor cores (mma.sync m16n8k16, fp32 accumulation; a portable FMA path where
-/// mma.sync is missing). 64×64 output tiles; each 32-deep K slice of the weight is dequantized
+/// cuda.int4_mm: tensor cores (mma.sync m16n8k16, fp32 accumulation; under HIP the emulated
+/// m16n8k16 of device_impl/portable/mma_tile.cuh). 64×64 output tiles; each 32-deep K slice of the weight is dequantized
 /// into shared memory as bf16/fp16, x staged beside it. Throws Int4ArgumentError.
 void int4_mm(const Int4MmParams& p, CUstream_st* stream);
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "device_impl/portable/gpu.hpp"
+#include "device_impl/portable/mma_tile.cuh"
 
 #include <cstdint>
 
@@ -85,15 +86,12 @@ constexpr const char* kHeadDimsWhy =
 // ---------------------------------------------------------------------------------------
 // The tile building blocks of the tensor-core kernels, forward and backward: inline PTX
 // (sm_80+) under CUDA; under HIP the same functions with the same fragment semantics, written
-// with 32-lane shuffles and plain loads (the portable path of device_impl/portable/gpu.hpp: no
-// matrix cores yet; an MFMA path, whose fragments are laid out differently, is issue 15's
+// with 32-lane shuffles and plain loads (the portable path of device_impl/portable/gpu.hpp; the
+// m16n8k16 product itself is device_impl/portable/mma_tile.cuh's, shared with the GEMM kernels:
+// no matrix cores yet; an MFMA path, whose fragments are laid out differently, is issue 15's
 // follow-up). OPCTS_EMULATE_MMA selects the HIP path under nvcc too, so an H200 can check it
 // against the PTX path.
-#if OPCTS_GPU_HIP || defined(OPCTS_EMULATE_MMA)
-#define OPCTS_FLASH_EMULATED_TILES 1
-#else
-#define OPCTS_FLASH_EMULATED_TILES 0
-#endif
+#define OPCTS_FLASH_EMULATED_TILES OPCTS_MMA_EMULATED
 
 namespace ptx {
 
@@ -152,34 +150,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
 
 __device__ __forceinline__ float fast_exp2(float x) { return exp2f(x); }  // exp2(-inf) = +0
 
-// D += A·B for m16n8k16 with the fragments below (the PTX ISA's), as fp32 FMAs over k in order:
-// lane (g, t) fetches A's rows g, g+8 from lanes 4g + t' and B's columns 2t, 2t+1 from lanes
-// 4(2t) + t', 4(2t+1) + t' (t' = 0..3), 32 shuffles per tile.
-template <class Widen2>
-__device__ __forceinline__ void mma_emulated(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
-                                             Widen2 widen2) {
-  const int lane = static_cast<int>(threadIdx.x) % gpu::kWarp;
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int kp = 0; kp < 8; ++kp) {
-    const int ts = kp % 4, hi = kp / 4;  // k = 2kp, 2kp+1 sit in lane t' = kp % 4, register hi
-    const float2 a0 = widen2(gpu::warp_shfl(hi ? a[2] : a[0], 4 * g + ts));
-    const float2 a1 = widen2(gpu::warp_shfl(hi ? a[3] : a[1], 4 * g + ts));
-    const float2 bc0 = widen2(gpu::warp_shfl(hi ? b1 : b0, 4 * (2 * t) + ts));
-    const float2 bc1 = widen2(gpu::warp_shfl(hi ? b1 : b0, 4 * (2 * t + 1) + ts));
-    c[0] = fmaf(a0.y, bc0.y, fmaf(a0.x, bc0.x, c[0]));
-    c[1] = fmaf(a0.y, bc1.y, fmaf(a0.x, bc1.x, c[1]));
-    c[2] = fmaf(a1.y, bc0.y, fmaf(a1.x, bc0.x, c[2]));
-    c[3] = fmaf(a1.y, bc1.y, fmaf(a1.x, bc1.x, c[3]));
-  }
-}
-
-__device__ __forceinline__ float2 widen2_f16(uint32_t u) {
-  return __half22float2(*reinterpret_cast<const __half2*>(&u));
-}
-__device__ __forceinline__ float2 widen2_bf16(uint32_t u) {
-  return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xFFFF0000u));
-}
 #else
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -222,11 +192,8 @@ __device__ __forceinline__ float fast_exp2(float x) {
 
 #endif  // OPCTS_FLASH_EMULATED_TILES
 
-// D += A·B for mma.sync.m16n8k16, row.col, fp32 accumulation. Fragments (PTX ISA, with
-// g = lane / 4, t = lane % 4): A 16x16 row-major: a[0] = A[g][2t..2t+1],
-// a[1] = A[g+8][2t..2t+1], a[2] = A[g][2t+8..2t+9], a[3] = A[g+8][2t+8..2t+9];
-// B 16x8: b0 = B[2t..2t+1][g], b1 = B[2t+8..2t+9][g]; C 16x8: c[0..1] = C[g][2t..2t+1],
-// c[2..3] = C[g+8][2t..2t+1].
+// D += A·B for m16n8k16, row.col, fp32 accumulation (gpu::mma::mma_m16n8k16, whose header
+// gives the fragments), and the packing of fp32 pairs into T fragments.
 template <typename T>
 struct Mma;
 
@@ -234,15 +201,7 @@ template <>
 struct Mma<__half> {
   __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                              uint32_t b1) {
-#if OPCTS_FLASH_EMULATED_TILES
-    mma_emulated(c, a, b0, b1, widen2_f16);
-#else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
+    gpu::mma::mma_m16n8k16<__half>(c, a, b0, b1);
   }
   __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
     __half2 h = __floats2half2_rn(lo, hi);
@@ -255,15 +214,7 @@ template <>
 struct Mma<__nv_bfloat16> {
   __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                              uint32_t b1) {
-#if OPCTS_FLASH_EMULATED_TILES
-    mma_emulated(c, a, b0, b1, widen2_bf16);
-#else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
+    gpu::mma::mma_m16n8k16<__nv_bfloat16>(c, a, b0, b1);
   }
   __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
     __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);

@@ -20,7 +20,7 @@ class StreamScratch {
   StreamScratch& operator=(const StreamScratch&) = delete;
   /// Frees every allocation on the stream, after the work queued on it so far.
   ~StreamScratch() {
-    for (void* p : ptrs_) cudaFreeAsync(p, s_);
+    for (void* p : ptrs_) (void)cudaFreeAsync(p, s_);  // a destructor cannot throw: a failed free leaks
   }
   /// `bytes` of device memory (nullptr for 0). Throws std::runtime_error naming `what`.
   void* alloc(size_t bytes, const char* what) {
@@ -28,7 +28,7 @@ class StreamScratch {
     void* p = nullptr;
     const cudaError_t e = cudaMallocAsync(&p, bytes, s_);
     if (e != cudaSuccess) {
-      cudaGetLastError();
+      (void)cudaGetLastError();  // clears the error it returned as e
       throw std::runtime_error(std::string("cudaMallocAsync(") + what + ", " + std::to_string(bytes) +
                                " bytes): " + cudaGetErrorString(e));
     }

@@ -21,9 +21,11 @@ void register_hip_rows(Registry& reg) {
   };
   cuda::add_rows(reg,
                  {hip_row("sdpa", "hip.flash"), hip_row("cast", "hip.cvt"), hip_row("scaled_mm", "hip.mx_kernel"),
-                  hip_row("int4_mm", "hip.int4_gemv"), hip_row("scatter_add", "hip.atomic"),
-                  hip_row("scatter_add", "hip.warp_aggregated"), hip_row("index_add", "hip.atomic_rows"),
-                  hip_row("index_add", "hip.warp_aggregated_rows"), hip_row("index_select", "hip.gather")},
+                  hip_row("int4_mm", "hip.int4_gemv"), hip_row("int4_mm", "hip.int4_mm"),
+                  hip_row("grouped_mm", "hip.grouped_kernel"), hip_row("scatter_add", "hip.atomic"),
+                  hip_row("scatter_add", "hip.warp_aggregated"), hip_row("scatter_add", "hip.sorted"),
+                  hip_row("index_add", "hip.atomic_rows"), hip_row("index_add", "hip.warp_aggregated_rows"),
+                  hip_row("index_add", "hip.sorted_rows"), hip_row("index_select", "hip.gather")},
                  missing);
 }
 

@@ -156,6 +156,16 @@ __device__ __forceinline__ T warp_shfl(T v, int src) {
 #endif
 }
 
+/// v of the lane `lane - d` of this 32-lane warp (its own v in lanes below d), for scans.
+template <class T>
+__device__ __forceinline__ T warp_up(T v, int d) {
+#if OPCTS_GPU_HIP
+  return __shfl_up(v, static_cast<unsigned>(d), kWarp);
+#else
+  return __shfl_up_sync(0xffffffffu, v, d);
+#endif
+}
+
 /// The OR of v over this 32-lane warp, in every lane.
 __device__ __forceinline__ uint32_t warp_or(uint32_t v) {
 #if OPCTS_GPU_HIP
