@@ -78,6 +78,9 @@ struct Int4GemvTuning {
   int warps = 8;          // warps per block: 8, or 4 (M = 1 without a plant only; else 8)
   int warps_per_sm = 24;  // K is split over blocks until the grid holds this many warps per SM
   bool batch = true;      // each lane loads Code::kBatch items before it computes (false: one; M = 1 only)
+  // tinygemm at innerKTiles 8 without a plant: the staged-x kernel (int4_gemv_tiny.cuh; it
+  // reads warps_per_sm, not warps or batch); false: the generic kernel for it too.
+  bool fast = true;
 };
 
 /// cuda.int4_gemv: M <= 16, memory-bound. One pass over the packed weight: each warp owns a
