@@ -72,32 +72,30 @@ std::vector<float> emulate_mm(const k4::Args& a) {
 }
 
 // cuda.int4_gemv's fast tinygemm path (int4_gemv_tiny.cuh) run as its kernel runs it, with wk
-// warps per n-tile and a batch of b super-tiles per lane: per chunk of b·wk super-tiles every
-// thread of the block stages its share of x (the other slots hold NaN, so a read of one
-// shows), then every (warp, lane) loads and uses its super-tiles; the quad's lanes and the
-// tile's warps are added as the kernel adds them.
+// warps per n-tile, a batch of b super-tiles per lane and chunks of `chunk` super-tiles: per
+// chunk every thread of the block stages its share of x (the other slots hold NaN, so a read
+// of one shows), then warp sub of the tile loads and uses batches sub, sub + wk, ...; the
+// quad's lanes and the tile's warps are added as the kernel adds them.
 template <class T, bool OneGroup>
-std::vector<float> emulate_tiny_groups(const k4::Args& a, int wk, int b) {
+std::vector<float> emulate_tiny_groups(const k4::Args& a, int wk, int b, int64_t chunk) {
   struct Acc {
     float v[kMT][2];
   };
   constexpr int kBlockThreads = 256;
-  const int64_t chunk = int64_t{b} * wk, ld = 128 * chunk, items = a.k / 128;
+  const int64_t ld = 128 * chunk, items = a.k / 128;
   std::vector<float> xs(static_cast<size_t>(kMT * ld)), y(static_cast<size_t>(a.m * a.n), 0.0f);
   for (int64_t unit = 0; unit < a.n / 8; ++unit) {
     std::vector<Acc> acc(static_cast<size_t>(wk * k4::kLanes), Acc{});
     for (int64_t ic = 0; ic < items; ic += chunk) {
       std::fill(xs.begin(), xs.end(), std::nanf(""));
-      const int64_t ck = 128 * std::min(items - ic, chunk);
-      for (int tid = 0; tid < kBlockThreads; ++tid) k4::tiny::stage_x<T>(a, 128 * ic, ck, kMT, ld, xs.data(), tid, kBlockThreads);
+      const int64_t ie = std::min(items, ic + chunk);
+      for (int tid = 0; tid < kBlockThreads; ++tid) k4::tiny::stage_x<T>(a, 128 * ic, 128 * (ie - ic), kMT, ld, xs.data(), tid, kBlockThreads);
       for (int sub = 0; sub < wk; ++sub)
-        for (int bb = 0; bb < b; ++bb) {
-          const int64_t item = ic + int64_t{sub} * b + bb;
-          if (item >= items) continue;
-          for (int lane = 0; lane < k4::kLanes; ++lane)
+        for (int64_t ib = ic + int64_t{sub} * b; ib < ie; ib += int64_t{b} * wk)
+          for (int64_t item = ib; item < std::min(ib + b, ie); ++item)
+            for (int lane = 0; lane < k4::kLanes; ++lane)
             k4::tiny::use<T, kMT, OneGroup>(a, k4::tiny::load<OneGroup>(a, unit, item, lane), xs.data() + 128 * (item - ic), ld, lane,
                                   acc[static_cast<size_t>(sub * k4::kLanes + lane)].v);
-        }
     }
     for (int m = 0; m < a.m; ++m)
       for (int c = 0; c < 8; ++c) {
@@ -114,8 +112,8 @@ std::vector<float> emulate_tiny_groups(const k4::Args& a, int wk, int b) {
 }
 
 template <class T>
-std::vector<float> emulate_tiny(const k4::Args& a, int wk, int b) {
-  return a.group_shift >= 7 ? emulate_tiny_groups<T, true>(a, wk, b) : emulate_tiny_groups<T, false>(a, wk, b);
+std::vector<float> emulate_tiny(const k4::Args& a, int wk, int b, int64_t chunk) {
+  return a.group_shift >= 7 ? emulate_tiny_groups<T, true>(a, wk, b, chunk) : emulate_tiny_groups<T, false>(a, wk, b, chunk);
 }
 
 // The kernel a launcher would pick: format F, dtype T, planted or not.
@@ -137,10 +135,11 @@ std::vector<float> emulate(Int4Format f, const k4::Args& a, bool gemv) {
   return {};
 }
 
-// Mismatches of the emulated kernel (gemv or mm; with tiny = {wk, b}, the gemv's fast tinygemm
-// path) against the reference, bounded metric, factor 1.
+// Mismatches of the emulated kernel (gemv or mm; with tiny = {wk, b, chunk}, the gemv's fast
+// tinygemm path) against the reference, bounded metric, factor 1.
 struct Tiny {
   int wk = 0, b = 0;
+  int64_t chunk = 0;
 };
 int64_t mismatches(const int4_mm::Problem& p, bool gemv, Int4Plant plant, Tiny tiny = {}) {
   const TensorMap in = family().make_inputs(p, case_seed(family(), p));
@@ -151,7 +150,7 @@ int64_t mismatches(const int4_mm::Problem& p, bool gemv, Int4Plant plant, Tiny t
   k4::validate(params, "emulated");
   const k4::Args a = k4::make_args(params);
   const bool bf16 = p.dtype == DType::bf16;
-  const std::vector<float> y = tiny.wk > 0 ? (bf16 ? emulate_tiny<__nv_bfloat16>(a, tiny.wk, tiny.b) : emulate_tiny<__half>(a, tiny.wk, tiny.b))
+  const std::vector<float> y = tiny.wk > 0 ? (bf16 ? emulate_tiny<__nv_bfloat16>(a, tiny.wk, tiny.b, tiny.chunk) : emulate_tiny<__half>(a, tiny.wk, tiny.b, tiny.chunk))
                                : bf16      ? emulate<__nv_bfloat16>(params.format, a, gemv)
                                            : emulate<__half>(params.format, a, gemv);
   for (int64_t i = 0; i < p.m * p.n; ++i) got.set(i, y[static_cast<size_t>(i)]);
@@ -185,15 +184,15 @@ TEST(Int4KernelCode, GemvAndMmTileMatchTheReferenceOnEverySmokeProblem) {
   EXPECT_GE(mm, 200);
 }
 
-// The fast path runs tinygemm at innerKTiles 8 for every M <= 16: each (warps per n-tile,
-// batch) the launcher can pick, on every such smoke problem.
+// The fast path runs tinygemm at innerKTiles 8 for every M <= 16: warps per n-tile and batches
+// the launcher can pick, with chunks of the whole K, of a multiple of the batch and of neither.
 TEST(Int4KernelCode, GemvTinygemmFastPathMatchesTheReferenceOnEverySmokeProblem) {
   int n = 0;
   for (const auto& e : smoke()) {
     const auto& p = (*e.problem).as<int4_mm::Problem>();
     if (!p.expect_error.empty() || p.format != int4_mm::Format::tinygemm || p.inner_k_tiles != 8 || p.m > cuda::kInt4GemvMaxM) continue;
-    for (const Tiny t : {Tiny{1, 8}, Tiny{2, 4}, Tiny{4, 2}, Tiny{8, 1}})
-      EXPECT_EQ(mismatches(p, true, Int4Plant::none, t), 0) << "wk " << t.wk << " batch " << t.b << ": " << e.problem_id;
+    for (const Tiny t : {Tiny{1, 4, 64}, Tiny{4, 4, 32}, Tiny{2, 2, 3}, Tiny{8, 1, 4}})
+      EXPECT_EQ(mismatches(p, true, Int4Plant::none, t), 0) << "wk " << t.wk << " batch " << t.b << " chunk " << t.chunk << ": " << e.problem_id;
     ++n;
   }
   EXPECT_GE(n, 10);

@@ -134,7 +134,7 @@ struct TinySplit {
 
 // Three blocks per SM (85 registers): 24 warps of batches in flight.
 template <class T, int MT, bool OneGroup>
-__global__ void __launch_bounds__(kTinyWarps * kLanes, 3) tiny_kernel(Args a, TinySplit sp, float* ws, T* y, int64_t ldy) {
+__global__ void OPCTS_LAUNCH_BOUNDS(kTinyWarps * kLanes, 3) tiny_kernel(Args a, TinySplit sp, float* ws, T* y, int64_t ldy) {
   constexpr int B = int4mm::tiny::batch(MT);
   extern __shared__ float xs[];  // MT rows of the chunk, 128 · sp.chunk floats apart
   __shared__ float part[kTinyWarps][MT][8];
