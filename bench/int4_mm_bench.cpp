@@ -11,8 +11,11 @@
 //
 // Each gemv row prints the default split (what the impls run; us, GB/s, fraction of the copy)
 // and the fraction of the copy of the other settings of cuda::Int4GemvTuning, measured in the
-// same run: 4 warps per block, no load batching (one item in flight per lane), and the grid's
-// split-K target at 12 and 48 warps per SM instead of 24. The "chained" column times the
+// same run: "generic", the generic kernel where the default runs the fast tinygemm path
+// (innerKTiles 8; the same kernel elsewhere), so one run shows both, and its 4-warp and
+// unbatched variants (one item in flight per lane); then the grid's fill target at 12 and 48
+// warps per SM instead of 24 (split-K in the generic kernel; warps per n-tile, then split-K, in
+// the fast one). The "chained" column times the
 // default back to back as a decode loop runs it: kChain launches, each on its own copy of the
 // weight (enough copies to exceed L2 twice over, so none is read from L2), between two events,
 // so a launch's fixed cost overlaps the previous one's tail. The tunings sum in other orders, so
@@ -154,8 +157,12 @@ int main(int argc, char** argv) {
   const struct {
     const char* name;
     cuda::Int4GemvTuning t;
-  } tunings[] = {{"default", {}}, {"4 warps", {.warps = 4}}, {"no batch", {.batch = false}},
-                 {"fill 12", {.warps_per_sm = 12}}, {"fill 48", {.warps_per_sm = 48}}};
+  } tunings[] = {{"default", {}},
+                 {"generic", {.fast = false}},
+                 {"gen 4 w", {.warps = 4, .fast = false}},
+                 {"gen nobat", {.batch = false, .fast = false}},
+                 {"fill 12", {.warps_per_sm = 12}},
+                 {"fill 48", {.warps_per_sm = 48}}};
   std::printf("cuda.int4_gemv, M = 1, Llama-3-8B projections (weights, scales and zeros per second)\n");
   std::printf("%-14s %-13s %-44s %8s %8s %8s", "shape", "NxK", "problem", "us", "GB/s", "of copy");
   for (size_t v = 1; v < std::size(tunings); ++v) std::printf(" %9s", tunings[v].name);

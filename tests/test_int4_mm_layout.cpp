@@ -8,9 +8,12 @@
 // argument checks (int4_mm_args.cu, host code) run on every negative case of the catalog.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "app/builtins.hpp"
+#include "device_impl/cuda/int4_gemv_tiny.cuh"
 #include "device_impl/cuda/int4_mm_args.cuh"
 #include "device_impl/cuda/int4_mm_layout.cuh"
 #include "device_impl/cuda/int4_mm_prepared.hpp"
@@ -68,6 +71,51 @@ std::vector<float> emulate_mm(const k4::Args& a) {
   return y;
 }
 
+// cuda.int4_gemv's fast tinygemm path (int4_gemv_tiny.cuh) run as its kernel runs it, with wk
+// warps per n-tile, a batch of b super-tiles per lane and chunks of `chunk` super-tiles: per
+// chunk every thread of the block stages its share of x (the other slots hold NaN, so a read
+// of one shows), then warp sub of the tile loads and uses batches sub, sub + wk, ...; the
+// quad's lanes and the tile's warps are added as the kernel adds them.
+template <class T, bool OneGroup>
+std::vector<float> emulate_tiny_groups(const k4::Args& a, int wk, int b, int64_t chunk) {
+  struct Acc {
+    float v[kMT][2];
+  };
+  constexpr int kBlockThreads = 256;
+  const int64_t ld = 128 * chunk, items = a.k / 128;
+  std::vector<float> xs(static_cast<size_t>(kMT * ld)), y(static_cast<size_t>(a.m * a.n), 0.0f);
+  for (int64_t unit = 0; unit < a.n / 8; ++unit) {
+    std::vector<Acc> acc(static_cast<size_t>(wk * k4::kLanes), Acc{});
+    for (int64_t ic = 0; ic < items; ic += chunk) {
+      std::fill(xs.begin(), xs.end(), std::nanf(""));
+      const int64_t ie = std::min(items, ic + chunk);
+      for (int tid = 0; tid < kBlockThreads; ++tid) k4::tiny::stage_x<T>(a, 128 * ic, 128 * (ie - ic), kMT, ld, xs.data(), tid, kBlockThreads);
+      for (int sub = 0; sub < wk; ++sub)
+        for (int64_t ib = ic + int64_t{sub} * b; ib < ie; ib += int64_t{b} * wk)
+          for (int64_t item = ib; item < std::min(ib + b, ie); ++item)
+            for (int lane = 0; lane < k4::kLanes; ++lane)
+            k4::tiny::use<T, kMT, OneGroup>(a, k4::tiny::load<OneGroup>(a, unit, item, lane), xs.data() + 128 * (item - ic), ld, lane,
+                                  acc[static_cast<size_t>(sub * k4::kLanes + lane)].v);
+    }
+    for (int m = 0; m < a.m; ++m)
+      for (int c = 0; c < 8; ++c) {
+        float t = 0;
+        for (int sub = 0; sub < wk; ++sub) {
+          float q = 0;
+          for (int l = 4 * c; l < 4 * c + 4; ++l) q += acc[static_cast<size_t>(sub * k4::kLanes + l)].v[m][0] + acc[static_cast<size_t>(sub * k4::kLanes + l)].v[m][1];
+          t += q;
+        }
+        y[static_cast<size_t>(m * a.n + 8 * unit + c)] = t;
+      }
+  }
+  return y;
+}
+
+template <class T>
+std::vector<float> emulate_tiny(const k4::Args& a, int wk, int b, int64_t chunk) {
+  return a.group_shift >= 7 ? emulate_tiny_groups<T, true>(a, wk, b, chunk) : emulate_tiny_groups<T, false>(a, wk, b, chunk);
+}
+
 // The kernel a launcher would pick: format F, dtype T, planted or not.
 template <Int4Format F, class T>
 std::vector<float> emulate_format(const k4::Args& a, bool gemv) {
@@ -87,8 +135,13 @@ std::vector<float> emulate(Int4Format f, const k4::Args& a, bool gemv) {
   return {};
 }
 
-// Mismatches of the emulated kernel (gemv or mm) against the reference, bounded metric, factor 1.
-int64_t mismatches(const int4_mm::Problem& p, bool gemv, Int4Plant plant) {
+// Mismatches of the emulated kernel (gemv or mm; with tiny = {wk, b, chunk}, the gemv's fast
+// tinygemm path) against the reference, bounded metric, factor 1.
+struct Tiny {
+  int wk = 0, b = 0;
+  int64_t chunk = 0;
+};
+int64_t mismatches(const int4_mm::Problem& p, bool gemv, Int4Plant plant, Tiny tiny = {}) {
   const TensorMap in = family().make_inputs(p, case_seed(family(), p));
   const References ref = family().reference(p, in);
   cuda::Int4MmParams params = int4_params(p, in, plant);
@@ -96,8 +149,10 @@ int64_t mismatches(const int4_mm::Problem& p, bool gemv, Int4Plant plant) {
   params.y = got.data();  // not written: the emulation sums on the host
   k4::validate(params, "emulated");
   const k4::Args a = k4::make_args(params);
-  const std::vector<float> y =
-      p.dtype == DType::bf16 ? emulate<__nv_bfloat16>(params.format, a, gemv) : emulate<__half>(params.format, a, gemv);
+  const bool bf16 = p.dtype == DType::bf16;
+  const std::vector<float> y = tiny.wk > 0 ? (bf16 ? emulate_tiny<__nv_bfloat16>(a, tiny.wk, tiny.b, tiny.chunk) : emulate_tiny<__half>(a, tiny.wk, tiny.b, tiny.chunk))
+                               : bf16      ? emulate<__nv_bfloat16>(params.format, a, gemv)
+                                           : emulate<__half>(params.format, a, gemv);
   for (int64_t i = 0; i < p.m * p.n; ++i) got.set(i, y[static_cast<size_t>(i)]);
   std::vector<WorstElement> worst;
   Tolerance t;
@@ -127,6 +182,34 @@ TEST(Int4KernelCode, GemvAndMmTileMatchTheReferenceOnEverySmokeProblem) {
   }
   EXPECT_GE(gemv, 150);
   EXPECT_GE(mm, 200);
+}
+
+// The fast path runs tinygemm at innerKTiles 8 for every M <= 16: warps per n-tile and batches
+// the launcher can pick, with chunks of the whole K, of a multiple of the batch and of neither.
+TEST(Int4KernelCode, GemvTinygemmFastPathMatchesTheReferenceOnEverySmokeProblem) {
+  int n = 0;
+  for (const auto& e : smoke()) {
+    const auto& p = (*e.problem).as<int4_mm::Problem>();
+    if (!p.expect_error.empty() || p.format != int4_mm::Format::tinygemm || p.inner_k_tiles != 8 || p.m > cuda::kInt4GemvMaxM) continue;
+    for (const Tiny t : {Tiny{1, 4, 64}, Tiny{4, 4, 32}, Tiny{2, 2, 3}, Tiny{8, 1, 4}})
+      EXPECT_EQ(mismatches(p, true, Int4Plant::none, t), 0) << "wk " << t.wk << " batch " << t.b << " chunk " << t.chunk << ": " << e.problem_id;
+    ++n;
+  }
+  EXPECT_GE(n, 10);
+}
+
+// The staged x's slots: a permutation of each 32-k block, and the eight slots a lane reads for
+// a word hold the k its nibbles i (pairs i, i + 4) hold in Code<tinygemm>::gemv_use's table.
+TEST(Int4KernelCode, GemvTinygemmStagedSlotsAreTheNibblesK) {
+  std::vector<int> seen(64, 0);
+  for (int64_t kk = 0; kk < 64; ++kk) ++seen[static_cast<size_t>(k4::tiny::x_slot(kk))];
+  for (int s : seen) EXPECT_EQ(s, 1);
+  for (int q = 0; q < 4; ++q)
+    for (int i = 0; i < 8; ++i) {
+      const int64_t k = 8 * (i % 4) + 2 * q + i / 4;  // nibble i of a lane with lane % 4 = q, word offset 0
+      const int64_t slot = 8 * q + 2 * (i % 4) + i / 4;  // what tiny::use multiplies nibble i with
+      EXPECT_EQ(k4::tiny::x_slot(k), slot) << "q " << q << " nibble " << i;
+    }
 }
 
 // The planted variants of the CUDA impls go through the same per-thread code with a plant set:

@@ -78,6 +78,9 @@ struct Int4GemvTuning {
   int warps = 8;          // warps per block: 8, or 4 (M = 1 without a plant only; else 8)
   int warps_per_sm = 24;  // K is split over blocks until the grid holds this many warps per SM
   bool batch = true;      // each lane loads Code::kBatch items before it computes (false: one; M = 1 only)
+  // tinygemm at innerKTiles 8 without a plant: the staged-x kernel (int4_gemv_tiny.cuh; it
+  // reads warps_per_sm, not warps or batch); false: the generic kernel for it too.
+  bool fast = true;
 };
 
 /// cuda.int4_gemv: M <= 16, memory-bound. One pass over the packed weight: each warp owns a
@@ -87,7 +90,9 @@ struct Int4GemvTuning {
 /// unpacked and Q4_0) and their group parameters before it dequantizes them in registers and
 /// accumulates all M rows in fp32 FMA. One slice writes y directly; several write fp32 partial
 /// sums to `workspace` and a second kernel adds them in slice order, so the result is
-/// deterministic. Throws Int4ArgumentError.
+/// deterministic. tinygemm at innerKTiles 8 (no plant, x 16-byte aligned) takes a fast path
+/// (int4_gemv.cu, int4_gemv_tiny.cuh: x staged once per chunk as fp32 in shared memory, the
+/// same dequantization and fp32 sums in another order). Throws Int4ArgumentError.
 void int4_gemv(const Int4MmParams& p, CUstream_st* stream, const Int4GemvTuning& tuning = {});
 /// The workspace int4_gemv needs for `p` on the current device (fp32 partial sums; 0 when K is
 /// not split).
