@@ -77,20 +77,6 @@ struct Stream {
   Stream& operator=(const Stream&) = delete;
 };
 
-// The gated stream and the side stream, one pair per worker process for every case it runs. A
-// library that caches per stream (PyTorch's caching allocator keeps its blocks per stream; its
-// cuBLASLt workspaces are per handle and stream) finds its cache warm on the next case instead of
-// allocating anew inside run, where an allocation that waits for the device waits for the gate.
-// Every case leaves both idle: the gated stream is synchronised before the case ends, and the
-// side stream's reads are synchronous.
-struct CaseStreams {
-  Stream gated, side;
-};
-CaseStreams& case_streams() {
-  static CaseStreams s;
-  return s;
-}
-
 // One output's allocation: guards around the tensor (core/output_guard.hpp).
 struct GuardedOutput {
   GuardLayout layout;
@@ -140,8 +126,7 @@ class CudaBackend final : public AbiBackend {
     // in the process that runs the case. supports ran in the parent process, not here.
     if (const PrepareFn prepare = prepare_of(desc.run)) prepare(desc.impl_data, params);
 
-    Stream& stream = case_streams().gated;
-    Stream& side = case_streams().side;
+    Stream stream, side;
     opcts_report report{};
     opcts_status status = OPCTS_OK;
     bool written_early = false, waited = false;
