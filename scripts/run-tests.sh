@@ -16,9 +16,11 @@ scripts/install-deps.sh
 fuzz_build_pid=""
 if [ "${OPCTS_FUZZ_SECONDS:-20}" != 0 ]; then
   mkdir -p build
-  # Its own process group (setsid), so that an early exit ends the whole build with it.
-  OPCTS_FUZZ_OPT=${OPCTS_FUZZ_OPT:--O0} OPCTS_FUZZ_BUILD_ONLY=1 setsid nice -n 19 scripts/run-fuzz.sh \
-    >build/fuzz-build.log 2>&1 &
+  # Its own process group (setsid), so that an early exit ends the whole build with it. A new
+  # session is a new scheduling autogroup where the kernel has them (sched_autogroup_enabled),
+  # and nice only ranks processes inside one: the group's own nice is set too.
+  OPCTS_FUZZ_OPT=${OPCTS_FUZZ_OPT:--O0} OPCTS_FUZZ_BUILD_ONLY=1 setsid bash -c \
+    'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 scripts/run-fuzz.sh' >build/fuzz-build.log 2>&1 &
   fuzz_build_pid=$!
   trap '[ -n "$fuzz_build_pid" ] && kill -- -"$fuzz_build_pid" 2>/dev/null; true' EXIT
 fi
