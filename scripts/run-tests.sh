@@ -41,7 +41,7 @@ mkdir -p "$build/reports/host-smoke"
   --summary "$build/reports/host-smoke/summary.md"
 
 # libFuzzer targets (fuzz/, clang + ASan/UBSan), OPCTS_FUZZ_SECONDS each (default 20; 0 skips),
-# built at -O0 (fuzz/CMakeLists.txt: half the build of -O1, for about half the executions a second).
+# built at -O0 (fuzz/CMakeLists.txt: about half the build of -O1, for fewer executions a second).
 if [ -n "$fuzz_build_pid" ]; then
   wait "$fuzz_build_pid" || { cat build/fuzz-build.log >&2; fuzz_build_pid=""; exit 1; }
   fuzz_build_pid=""
