@@ -7,6 +7,9 @@
 #   scripts/run-fuzz.sh [SECONDS_PER_TARGET]
 #   OPCTS_FUZZ_TARGETS="junit catalog"   only these targets
 #   OPCTS_FUZZ_JOBS=N                    targets run at once (default: nproc)
+#   OPCTS_FUZZ_OPT=-O0                   the targets' optimisation (default -O1; fuzz/CMakeLists.txt)
+#   OPCTS_FUZZ_BUILD_ONLY=1              build the targets, run none (run-tests.sh builds them
+#                                        alongside its own build and tests)
 set -euo pipefail
 OPCTS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$OPCTS_ROOT"
@@ -35,9 +38,10 @@ if ! "$cxx" -fsanitize=fuzzer,address,undefined "$probe/p.cpp" -o "$probe/p" 2>"
   exit 1
 fi
 
-CC="$cc" CXX="$cxx" cmake -S fuzz -B "$build" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
+CC="$cc" CXX="$cxx" cmake -S fuzz -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DOPCTS_FUZZ_OPT="${OPCTS_FUZZ_OPT:--O1}" >/dev/null
 cmake --build "$build" -j "$(nproc)" -- --no-print-directory >/dev/null ||
   { cmake --build "$build" -j 1; exit 1; }  # again, serially, to show the first error
+if [ "${OPCTS_FUZZ_BUILD_ONLY:-0}" = 1 ]; then echo "run-fuzz: built $build (no target run)"; exit 0; fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$probe" "$work"' EXIT
