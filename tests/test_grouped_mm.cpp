@@ -35,8 +35,18 @@ std::vector<CatalogEntry> smoke() {
   return s;
 }
 
-// Mismatches of the impl's "out" under the tolerance rule's model (IEEE fp32, false alarm
-// 1e-12); a write outside the output (ContractBreach) counts as one.
+// "out" of `got` judged against the reference under the tolerance rule's model (IEEE fp32,
+// false alarm 1e-12).
+OutputStats judged(const TensorMap& got, const References& ref) {
+  std::vector<WorstElement> worst;
+  Tolerance t;
+  t.metric = Metric::bounded;
+  t.factor = 1;
+  t.false_alarm = 1e-12;
+  return compare_output("out", got.at("out"), ref.exact.at("out"), nullptr, t, worst, 5, nullptr, 0, &ref.reduction.at("out"));
+}
+
+// Mismatches of the impl's "out" (judged); a write outside the output (ContractBreach) counts as one.
 int64_t mismatches(const Impl& im, const Problem& p) {
   const TensorMap in = family().make_inputs(p, case_seed(family(), p));
   const References ref = family().reference(p, in);
@@ -46,13 +56,7 @@ int64_t mismatches(const Impl& im, const Problem& p) {
   } catch (const ContractBreach&) {
     return 1;
   }
-  std::vector<WorstElement> worst;
-  Tolerance t;
-  t.metric = Metric::bounded;
-  t.factor = 1;
-  t.false_alarm = 1e-12;
-  const OutputStats s = compare_output("out", got.at("out"), ref.exact.at("out"), nullptr, t, worst, 5, nullptr, 0,
-                                       &ref.reduction.at("out"));
+  const OutputStats s = judged(got, ref);
   return s.mismatches + (s.biased() ? 1 : 0);
 }
 
@@ -218,14 +222,7 @@ TEST(GroupedMmFnuz, AnImplDecodingTheCodesAsE4m3fnFails) {
     relabelled.at(t) = std::move(x);
   }
   const TensorMap got = impl("host.grouped").run(as_fn, relabelled, RunContext{&testutil::host_arch(), -1});
-  std::vector<WorstElement> worst;
-  Tolerance t;
-  t.metric = Metric::bounded;
-  t.factor = 1;
-  t.false_alarm = 1e-12;
-  const OutputStats s = compare_output("out", got.at("out"), ref.exact.at("out"), nullptr, t, worst, 5, nullptr, 0,
-                                       &ref.reduction.at("out"));
-  EXPECT_GT(s.mismatches, 128 * 32 / 2);
+  EXPECT_GT(judged(got, ref).mismatches, 128 * 32 / 2);
 }
 
 TEST(GroupedMmHost, PassesTheSmokeTierWithinItsBound) {
@@ -258,22 +255,16 @@ TEST(GroupedMmBound, CatchesEveryBScaleOffBy2ToTheMinus8) {
                   .split = grouped_mm::Split::skewed};
   const TensorMap in = family().make_inputs(p, 11);
   const References ref = family().reference(p, in);
-  auto judged = [&](const TensorMap& given) {
-    const TensorMap got = impl("host.grouped").run(p, given, RunContext{&testutil::host_arch(), -1});
-    std::vector<WorstElement> worst;
-    Tolerance t;
-    t.metric = Metric::bounded;
-    t.factor = 1;
-    t.false_alarm = 1e-12;
-    return compare_output("out", got.at("out"), ref.exact.at("out"), nullptr, t, worst, 5, nullptr, 0, &ref.reduction.at("out"));
+  auto run_on = [&](const TensorMap& given) {
+    return judged(impl("host.grouped").run(p, given, RunContext{&testutil::host_arch(), -1}), ref);
   };
-  const OutputStats ok = judged(in);
+  const OutputStats ok = run_on(in);
   EXPECT_EQ(ok.mismatches, 0);
   EXPECT_FALSE(ok.biased());
   TensorMap off = in;
   HostTensor& bs = off.at("b_scale");
   for (int64_t i = 0; i < bs.numel(); ++i) bs.set(i, bs.get(i) * (1 + std::ldexp(1.0, -8)));
-  const OutputStats bad = judged(off);
+  const OutputStats bad = run_on(off);
   EXPECT_TRUE(bad.mismatches > 0 || bad.biased()) << "slope " << bad.slope << " in [" << bad.slope_lo << ", " << bad.slope_hi << "]";
 }
 
