@@ -27,6 +27,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
@@ -152,6 +153,19 @@ int main(int argc, char** argv) {
   cudaFree(src);
   cudaFree(dst);
   std::printf("device-to-device copy (512 MiB, read + write): %.0f GB/s\n\n", copy_gbs);
+
+  // Input generation in the code domain (issue 12: a 14336 x 4096 weight in milliseconds): the
+  // host's make_inputs of each shape's tinygemm problem at M = 1, timed once.
+  std::printf("inputs (random codes, scales and zeros; make_inputs on the host, OMP_NUM_THREADS as set)\n");
+  for (const Shape& s : kShapes) {
+    const int4_mm::Problem ip{.m = 1, .n = s.n, .k = s.k};
+    const auto t0 = std::chrono::steady_clock::now();
+    const TensorMap in = fam.make_inputs(ip, case_seed(fam, ip));
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%-14s %6lldx%-6lld %8.1f ms for %lld codes (%zu bytes packed)\n", s.what, static_cast<long long>(s.n),
+                static_cast<long long>(s.k), ms, static_cast<long long>(s.n * s.k), in.at("weight").nbytes());
+  }
+  std::printf("\n");
 
   // The tunings compared: the default first (what the impls run).
   const struct {
