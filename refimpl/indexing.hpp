@@ -129,7 +129,11 @@ int64_t typical_max_adds(const Problem& p);
 ///            atomics: cuda.warp_aggregated, the MI300 opportunistic fast atomics)
 ///   once     self and every term summed in fp32 (fp64 for fp64) in any order, rounded once to
 ///            the dtype (a sorted segmented reduction, host.omp)
-enum class Accumulation { per_add, grouped, once };
+///   warp32   grouped, with its groups known: the terms of the element at term positions t
+///            (scatter_add's src and index_add's source flattened as [outer, m, inner]) with the
+///            same t / 32, one warp's lanes matched by destination (cuda.warp_aggregated's
+///            kernel, device_impl/cuda/indexing_atomic.cu)
+enum class Accumulation { per_add, grouped, once, warp32 };
 std::string_view to_string(Accumulation a);
 const std::vector<Accumulation>& all_accumulations();
 /// "out@per_add": the key of a model's bound in References::bound.
@@ -144,6 +148,8 @@ References reference(const Problem& p, const TensorMap& inputs);
 /// alpha·source, exact in double) and the dtype. `bound` gives a model's E for it.
 /// `symmetric`: self and the terms are independent draws symmetric about zero (the normal
 /// fill), which admits the probabilistic bound besides the worst case (indexing_bound.cpp).
+/// `positions`: each term's position t (ascending), for warp32's groups; null: warp32 is
+/// grouped's bound.
 struct ElementSums {
   DType dtype;
   double self = 0;
@@ -151,11 +157,12 @@ struct ElementSums {
   int64_t count = 0;
   double exact = 0;  // s0 + Σ terms (the reference's value)
   bool symmetric = false;
+  const int64_t* positions = nullptr;
 };
 /// Each model's bound E for one element, indexed by Accumulation (0 when every partial sum of
 /// every order is exactly representable in the model's arithmetic; derivation in
 /// indexing_bound.cpp).
-std::array<double, 3> bounds(const ElementSums& e);
+std::array<double, 4> bounds(const ElementSums& e);
 /// One model's bound.
 double bound(Accumulation a, const ElementSums& e);
 

@@ -30,6 +30,13 @@
 //   once     v = s0 + Σ t̂_j summed in the accumulator in any order (each value passes through at
 //            most n additions), then one rounding to d, which the `bounded` metric adds
 //            (ulp_d(|x| + E)):  E = Στ + θ_n(u_a)·(T + Στ).
+//   warp32   grouped with the groups known (the terms sharing t / 32): each group g's fp32 sum
+//            Ĝ_g is within w_g = θ_{|g|−1}(u_a)·Σ_g(|t| + τ) of G_g = Σ_g t̂, then rounded to d
+//            once and added by one rounding in d: per_add's process over the terms G_g (each
+//            formed in fp32 and rounded once, τ_g = ½·ulp_d(|G_g| + w_g) when G_g is not a value
+//            of d), so E = Σ_g w_g + Στ + per_add's E over the G_g, its probabilistic form
+//            included (group sums of independent symmetric terms are independent and symmetric);
+//            0 where per_add's is (every partial sum exact in d: the group sums too).
 // Probabilistic, for symmetric fills (ElementSums::symmetric: self and the terms independent
 // and symmetric about zero, the normal fill; never the ones or positive fills, whose absorbed
 // adds — a bf16 counter at 256 — err one way). The total error is Σ_k e_k over the roundings
@@ -73,12 +80,14 @@ std::string_view to_string(Accumulation a) {
     case Accumulation::per_add: return "per_add";
     case Accumulation::grouped: return "grouped";
     case Accumulation::once: return "once";
+    case Accumulation::warp32: return "warp32";
   }
   return "?";
 }
 
 const std::vector<Accumulation>& all_accumulations() {
-  static const std::vector<Accumulation> a = {Accumulation::per_add, Accumulation::grouped, Accumulation::once};
+  static const std::vector<Accumulation> a = {Accumulation::per_add, Accumulation::grouped, Accumulation::once,
+                                              Accumulation::warp32};
   return a;
 }
 
@@ -122,8 +131,42 @@ double capped(const ElementSums& s, const std::vector<double>& tau, double c, do
 
 }  // namespace
 
-std::array<double, 3> bounds(const ElementSums& s) {
-  if (s.count == 0) return {0, 0, 0};  // out = self, copied
+namespace {
+
+// warp32's E (the file comment) given per_add's E over the terms themselves.
+double warp32_bound(const ElementSums& s, double per_add_of_terms) {
+  if (per_add_of_terms == 0 || !s.positions) return -1;  // exact (0), or no groups known (-1: grouped's)
+  const DType d = s.dtype;
+  const double u_a = d == DType::fp64 ? 0x1p-53 : 0x1p-24;
+  thread_local std::vector<double> sums;
+  sums.clear();
+  double within = 0, tau_terms = 0, widened = 0;
+  for (int64_t a = 0; a < s.count;) {
+    int64_t b = a;
+    double g = 0, abs_sum = 0;
+    while (b < s.count && s.positions[b] / 32 == s.positions[a] / 32) {
+      const double t = s.terms[b++];
+      const double tau = representable(d, t) ? 0 : 0.5 * spacing_at(d, std::fabs(t));
+      g += t, abs_sum += std::fabs(t) + tau, tau_terms += tau;
+    }
+    const double w = theta(static_cast<double>(b - a - 1), u_a) * abs_sum;
+    within += w;
+    // τ_g at |G_g| + w_g: RN_d of the fp32 sum may sit one binade above G_g's.
+    if (!representable(d, g)) widened += 0.5 * (spacing_at(d, std::fabs(g) + w) - spacing_at(d, std::fabs(g)));
+    sums.push_back(g);
+    a = b;
+  }
+  ElementSums groups = s;
+  groups.terms = sums.data();
+  groups.count = static_cast<int64_t>(sums.size());
+  groups.positions = nullptr;
+  return within + tau_terms + widened + bounds(groups)[static_cast<size_t>(Accumulation::per_add)];
+}
+
+}  // namespace
+
+std::array<double, 4> bounds(const ElementSums& s) {
+  if (s.count == 0) return {0, 0, 0, 0};  // out = self, copied
   const DType d = s.dtype;
   const double u_a = d == DType::fp64 ? 0x1p-53 : 0x1p-24;
   const int p_a = d == DType::fp64 ? 53 : 24;
@@ -150,7 +193,7 @@ std::array<double, 3> bounds(const ElementSums& s) {
   auto exact_in = [&](int p, double max_finite) { return sum_tau == 0 && (T == 0 || T <= std::ldexp(q, p)) && T <= max_finite; };
   const double e_ref = (0x1p-53 + std::pow(theta(n, 0x1p-53), 2)) * T;
   const double max_d = dtype_info(d).max_finite;
-  std::array<double, 3> e{};
+  std::array<double, 4> e{};
 
   if (!exact_in(precision(d), max_d)) {
     double per_add = sum_tau + S + sum_tau;  // E⁰: every min at its first argument
@@ -175,6 +218,9 @@ std::array<double, 3> bounds(const ElementSums& s) {
       exact_in(p_a, dtype_info(d == DType::fp64 ? DType::fp64 : DType::fp32).max_finite)
           ? (std::fabs(s.exact) > max_d ? 0 : std::fabs(round_to(d, s.exact) - s.exact))
           : once + e_ref;
+  const double warp = warp32_bound(s, e[static_cast<size_t>(Accumulation::per_add)]);
+  e[static_cast<size_t>(Accumulation::warp32)] =
+      warp < 0 ? e[static_cast<size_t>(Accumulation::grouped)] : std::min(warp, e[static_cast<size_t>(Accumulation::grouped)]);
   return e;
 }
 

@@ -62,7 +62,8 @@ class Accumulator {
       for (auto& b : bounds_) b.assign(static_cast<size_t>(n), 0.0);
   }
 
-  void finish(int64_t e, const std::vector<double>& terms) {
+  // `positions`: each term's position t in the flattened [outer, m, inner] terms (warp32's groups).
+  void finish(int64_t e, const std::vector<double>& terms, const std::vector<int64_t>& positions) {
     if (terms.empty()) return;
     const double s0 = exact_[static_cast<size_t>(e)];
     if (p_.integer()) {  // terms and sums stay below 2^53 (the fills' ranges): exact in int64
@@ -76,7 +77,8 @@ class Accumulator {
     for (double t : terms) acc.add(t);
     const double x = acc.value();
     exact_[static_cast<size_t>(e)] = x;
-    const auto b = bounds(ElementSums{p_.dtype, s0, terms.data(), static_cast<int64_t>(terms.size()), x, p_.fill == Fill::normal});
+    const auto b = bounds(ElementSums{p_.dtype, s0, terms.data(), static_cast<int64_t>(terms.size()), x,
+                                      p_.fill == Fill::normal, positions.data()});
     for (size_t k = 0; k < b.size(); ++k) bounds_[k][static_cast<size_t>(e)] = b[k];
   }
 
@@ -91,7 +93,7 @@ class Accumulator {
  private:
   const Problem& p_;
   std::vector<double> exact_;
-  std::array<std::vector<double>, 3> bounds_;
+  std::array<std::vector<double>, 4> bounds_;
 };
 
 References scatter_add_reference(const Problem& p, const TensorMap& in) {
@@ -102,16 +104,22 @@ References scatter_add_reference(const Problem& p, const TensorMap& in) {
   const bool by_column = columns >= 4 * max_threads();
   Buckets shared;
   std::vector<double> terms;
-#pragma omp parallel for schedule(dynamic) firstprivate(shared, terms) if (by_column)
+  std::vector<int64_t> positions;
+#pragma omp parallel for schedule(dynamic) firstprivate(shared, terms, positions) if (by_column)
   for (int64_t c = 0; c < columns; ++c) {
     const int64_t o = c / p.inner, k = c % p.inner;
     auto at = [&](int64_t j) { return (o * p.m + j) * p.inner + k; };
     shared.build(p.n, p.m, [&](int64_t j) { return load_index(index, at(j)); });
-#pragma omp parallel for schedule(dynamic, 64) firstprivate(terms) if (!by_column && p.m > 4096)
+#pragma omp parallel for schedule(dynamic, 64) firstprivate(terms, positions) if (!by_column && p.m > 4096)
     for (int64_t r = 0; r < p.n; ++r) {
       terms.clear();
-      for (int64_t b = shared.begin(r); b < shared.end(r); ++b) terms.push_back(load(src, at(shared.list[static_cast<size_t>(b)])));
-      acc.finish((o * p.n + r) * p.inner + k, terms);
+      positions.clear();
+      for (int64_t b = shared.begin(r); b < shared.end(r); ++b) {
+        const int64_t t = at(shared.list[static_cast<size_t>(b)]);
+        terms.push_back(load(src, t));
+        positions.push_back(t);
+      }
+      acc.finish((o * p.n + r) * p.inner + k, terms, positions);
     }
   }
   return acc.take();
@@ -123,15 +131,20 @@ References index_add_reference(const Problem& p, const TensorMap& in) {
   Buckets rows;
   rows.build(p.n, p.m, [&](int64_t j) { return load_index(index, j); });
   std::vector<double> terms;
-#pragma omp parallel for schedule(dynamic, 16) firstprivate(terms) if (p.outer * p.n * p.inner > 4096)
+  std::vector<int64_t> positions;
+#pragma omp parallel for schedule(dynamic, 16) firstprivate(terms, positions) if (p.outer * p.n * p.inner > 4096)
   for (int64_t or_ = 0; or_ < p.outer * p.n; ++or_) {
     const int64_t o = or_ / p.n, r = or_ % p.n;
     if (rows.begin(r) == rows.end(r)) continue;
     for (int64_t k = 0; k < p.inner; ++k) {
       terms.clear();
-      for (int64_t b = rows.begin(r); b < rows.end(r); ++b)
-        terms.push_back(p.alpha * load(source, (o * p.m + rows.list[static_cast<size_t>(b)]) * p.inner + k));
-      acc.finish(or_ * p.inner + k, terms);
+      positions.clear();
+      for (int64_t b = rows.begin(r); b < rows.end(r); ++b) {
+        const int64_t t = (o * p.m + rows.list[static_cast<size_t>(b)]) * p.inner + k;
+        terms.push_back(p.alpha * load(source, t));
+        positions.push_back(t);
+      }
+      acc.finish(or_ * p.inner + k, terms, positions);
     }
   }
   return acc.take();

@@ -25,43 +25,11 @@
 //           value no larger than Σ_j p_ij·|v_jd| (≥ |O_id|), and the row sum l's relative error
 //           (n_i positive terms summed in fp32 with round-to-nearest: Σ_k δ_k·S_k with
 //           |S_k| <= l, so λ·√n_i·u by the bound above), common to the row.
-//   ε_ij, e_ij's relative error in fp32: the score's (D + 4)·u·scale·Σ_d |q_id·k_jd| (see lse
-//           below), the subtraction s − m (u·|s_ij − m_i| = −u·ln e_ij) and exp (≤ 2 ulp),
+//   ε_ij, e_ij's relative error in fp32: the score's (D + 4)·u·scale·Σ_d |q_id·k_jd| (see
+//           refimpl/sdpa_lse_floor.hpp), the subtraction s − m (u·|s_ij − m_i| = −u·ln e_ij) and exp (≤ 2 ulp),
 //           4u for both and the product by it.
-//   lse_i:  lse = m + ln Σ_j exp(s_j − m) moves by Σ_j p_j·δs_j to first order (∂lse/∂s_j = p_j)
-//           and by δl/l through l. Terms modelled as independent mean-zero errors (fp32 ops
-//           that round to nearest: h = 2^-24 of the value; the dot product's losses, a
-//           tensor core's truncations below, are made mean-zero by the fill: flipping k_j flips
-//           s_j's partial sums and their losses) are added in the Azuma–Hoeffding form
-//           Λ·√(Σ c²) (Λ = √(2·ln(2/P)) at P = 2e^-24 per element, the roundings' λ above, for
-//           bounded rather than uniform errors); the rest are added outright:
-//           - s_j, an fp32 dot product of D exact products (3·D roundings for fp32 inputs,
-//             whose products round too), summed by a truncating adder: 2·D losses each below
-//             u times a magnitude whose square is at most Q_j = scale²·Σ_d (q_id·k_jd)² in
-//             expectation, plus the adder's drift toward zero 2.45·√D·u·√Q_j, which follows
-//             the sign of s_j and so does not cancel against p_j (runner/accumulator.cpp
-//             derives both for the scaled GEMMs' `truncate` model); then the scale, log2(e) and
-//             the mask's addition (3 roundings of |s_j|; 5 with a softcap's division and
-//             product, whose tanh adds 2 ulp of |s_j| outright: CUDA's tanhf, CUDA C
-//             Programming Guide, "Mathematical Functions", 2 ulp);
-//           - e_j = exp(s_j − m): the subtraction and the product by log2(e) (2 roundings of
-//             |s_j − m|), exp's 2 ulp (ex2.approx.f32, PTX ISA: outright, Σ_j p_j·2u = 2u);
-//           - l: n − 1 fp32 additions of positive terms, each rounding at most h·l (relative
-//             h, mean-zero: an FADD row sum as FlashAttention-2's softmax keeps; a row sum
-//             on a truncating tensor core would be one-sided and is not this model);
-//           - the online softmax's rescales l·exp(m_old − m_new), one per record of the running
-//             max: 2.5·u each (exp's 2 ulp and the product) plus 2 roundings of |Δm|, Σ|Δm| <=
-//             2·M (M = max_j |s_j|); the records of n exchangeable scores (i.i.d. q, k and
-//             mask values in any data-independent order) are independent Bernoulli(1/k), k =
-//             2..n past the first (Rényi, 1962), so R, the least r with Chernoff's
-//             (e^δ/(1+δ)^(1+δ))^μ <= P for r = (1+δ)·μ, μ = H_n − 1, bounds them at P;
-//           - lse = m + ln l: log's 2 ulp of |log2 l| <= log2 n plus 2u, the sum and the
-//             log2/ln conversions: 3 roundings (h each) of at most M + ln n.
-//           So, in units of u = 2^-23 (h = u/2): lse_i's floor =
-//             Λ·√(Σ_j p_j²·(2D·Q_j + h²/u²·(k_s·s_j² + 2·(s_j − m)²)) + (n − 1)·h²/u²)
-//             + Σ_j p_j·2.45·√D·√Q_j + 2 + 2.5·R + 2·M + 2·Σ_j p_j·|s_j| (softcap)
-//             + 2·(log2 n + 1) + 1.5·(M + ln n).
-//           lse has no rounding to the dtype: the floor is its whole bound.
+//   lse_i:  its floor is its whole bound (refimpl/sdpa_lse_floor.hpp); P's error below takes
+//           the per-key one, which holds for any impl.
 //   E_ij, dS_ij's fp32 cancellation (dQ and dK are exactly 0 in a row with one key: dP = D):
 //           dP_ij − D_i takes two Dv-long fp32 dot products and a subtraction:
 //           P_ij·|dcap_ij|·(Dv + 2)·u·(Σ_d |dO_id||v_jd| + Σ_d |dO_id||O_id|) (γ_Dv each,
@@ -86,6 +54,7 @@
 #include <vector>
 
 #include "refimpl/sdpa_detail.hpp"
+#include "refimpl/sdpa_lse_floor.hpp"
 
 namespace opcts::sdpa::detail {
 
@@ -130,62 +99,6 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
   return bound;
 }
 
-/// Λ of the lse floor's mean-zero fp32 errors (the file comment): √(2·ln(2/P)) at the
-/// roundings' P = 2·e^-24, i.e. √48.
-constexpr double kAzumaSigmas = 6.928203230275509;
-
-/// The false-alarm probability per element of the lse floor: 2·e^-24 (Λ's).
-constexpr double kLseFalseAlarm = 7.550269088558195e-11;
-
-/// The records past the first that a running max of n exchangeable scores sets, bounded at
-/// kLseFalseAlarm by Chernoff's tail of a sum of independent Bernoulli(1/k) (the file comment).
-inline double running_max_records(int64_t n) {
-  double mu = 0;
-  for (int64_t k = 2; k <= n; ++k) mu += 1.0 / static_cast<double>(k);
-  if (mu == 0) return 0;
-  const double log_p = std::log(kLseFalseAlarm);
-  for (int64_t r = 1; r < n; ++r) {
-    const double ratio = static_cast<double>(r) / mu;  // 1 + δ
-    if (ratio > 1 && mu * (ratio - 1 - ratio * std::log(ratio)) <= log_p) return static_cast<double>(r);
-  }
-  return static_cast<double>(n - 1);
-}
-
-/// The floor of each lse_i of a head (the file comment) from the fp32 pipeline's forward `f`
-/// of that head and its q and k slices.
-template <typename T>
-std::vector<double> lse_floors(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>& qh, const RowMajor<T>& kh) {
-  const RowMajor<T> qk2 = mul<T>(qh.cwiseAbs2(), false, kh.cwiseAbs2(), true);  // Σ_d (q_id·k_jd)²
-  const double d = static_cast<double>(p.head_dim), scale = p.effective_scale();
-  const double dot_losses = (p.dtype == DType::fp32 ? 3 : 2) * d;
-  const double score_roundings = p.softcap > 0 ? 5 : 3;
-  const double hh = 0.25;  // (h/u)²: a rounding to nearest costs half the unit u
-  const double drift = 2.45 * std::sqrt(d);
-  std::vector<double> floor(f.l.size(), 0.0);
-  int64_t records_n = -1;
-  double records = 0;
-  for (size_t i = 0; i < floor.size(); ++i) {
-    if (f.keys[i] == 0) continue;
-    if (f.keys[i] != records_n) records = running_max_records(records_n = f.keys[i]);
-    const auto r = static_cast<Eigen::Index>(i);
-    const double l = static_cast<double>(f.l[i]), n = static_cast<double>(f.keys[i]);
-    const double m = static_cast<double>(f.lse[i]) - std::log(l), big_m = static_cast<double>(f.absmax[i]);
-    double var = (n - 1) * hh, outright = 0, tanh_ulps = 0;
-    for (Eigen::Index j = 0; j < f.e.cols(); ++j) {
-      const double e = static_cast<double>(f.e(r, j));
-      if (e == 0) continue;  // a masked key, or one whose weight underflows fp32
-      const double pj = e / l, sm = std::log(e), s = sm + m, q2 = scale * scale * static_cast<double>(qk2(r, j));
-      var += pj * pj * (dot_losses * q2 + hh * (score_roundings * s * s + 2 * sm * sm));
-      outright += pj * drift * std::sqrt(q2);
-      tanh_ulps += pj * std::fabs(s);
-    }
-    outright += 2 + 2.5 * records + 2 * big_m + 2 * (std::log2(n) + 1) + 1.5 * (big_m + std::log(n));
-    if (p.softcap > 0) outright += 2 * tanh_ulps;
-    floor[i] = kAccUnit * (kAzumaSigmas * std::sqrt(var) + outright);
-  }
-  return floor;
-}
-
 /// The gradients' bounds of one (batch, KV head), accumulated over the query heads of its
 /// group from the fp32 pipeline's backward (the file comment).
 template <typename T>
@@ -206,7 +119,7 @@ class GradientBounds {
     const T scale = static_cast<T>(p_.effective_scale());
     const int64_t sq = g.p.rows(), sk = g.p.cols(), dv = vh.cols();
     const RowMajor<T> ado = doh.cwiseAbs(), aq = qh.cwiseAbs(), ak = kh.cwiseAbs();
-    const std::vector<double> lf = lse_floors(p_, g.f, qh, kh);
+    const std::vector<LseFloor> lf = lse_floors(p_, g.f, qh, kh);
     const RowMajor<T> qk = mul(aq, false, ak, true);            // Σ_d |q_id||k_jd|
     RowMajor<T> f = mul<T>(ado, false, vh.cwiseAbs(), true);  // Σ_d |dO_id||v_jd|, then F
     RowMajor<T> pd(sq, sk), pe(sq, sk);               // P ⊙ dcap; P ⊙ (4u + ε)
@@ -220,7 +133,7 @@ class GradientBounds {
       for (int64_t j = 0; j < sk; ++j) {
         const T pij = g.p(i, j);
         const T dcap = p_.softcap > 0 ? g.f.dcap(i, j) : T(1);
-        const T eps = u * ((static_cast<T>(p_.head_dim) + 4) * scale * qk(i, j) + 4) + static_cast<T>(lf[i]);
+        const T eps = u * ((static_cast<T>(p_.head_dim) + 4) * scale * qk(i, j) + 4) + static_cast<T>(lf[i].under(1));
         pd(i, j) = pij * dcap;
         pe(i, j) = pij * (n_round * u + eps);
         f(i, j) = pij * std::fabs(dcap) * (static_cast<T>(dv) + 2) * u * (f(i, j) + o_terms) +

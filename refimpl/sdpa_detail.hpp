@@ -152,7 +152,6 @@ struct ForwardHead {
   RowMajor<T> e;              // exp(s_ij − m_i) at visible keys (m_i the row max), else 0
   std::vector<T> l;           // Σ_j e_ij (0 for a row without keys)
   std::vector<T> lse;         // m_i + log l_i (-inf for a row without keys)
-  std::vector<T> absmax;      // max_j |s_ij| over visible keys (0 without keys)
   std::vector<int64_t> keys;  // visible keys of the row (attn_mask applied)
   RowMajor<T> o;              // Σ_j rnd(e_ij)·v_j / l_i, before the output rounding
   RowMajor<T> dcap;           // 1 − tanh², with a softcap and want_dcap only
@@ -171,7 +170,6 @@ ForwardHead<T> forward_head(const Problem& p, const MaskView& mask, int64_t b, i
   const int64_t sq = f.e.rows(), sk = f.e.cols();
   f.l.assign(static_cast<size_t>(sq), T(0));
   f.lse.assign(static_cast<size_t>(sq), neg_inf);
-  f.absmax.assign(static_cast<size_t>(sq), T(0));
   f.keys.assign(static_cast<size_t>(sq), 0);
   for (int64_t i = 0; i < sq; ++i) {
     T m = neg_inf;
@@ -179,7 +177,6 @@ ForwardHead<T> forward_head(const Problem& p, const MaskView& mask, int64_t b, i
       const T x = f.e(i, j);
       if (x == neg_inf) continue;
       m = std::max(m, x);
-      f.absmax[i] = std::max(f.absmax[i], std::fabs(x));
       ++f.keys[i];
     }
     if (m == neg_inf) {  // no key (or every key at -inf): O = 0, lse = -inf

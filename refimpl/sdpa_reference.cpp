@@ -26,8 +26,10 @@
 // (cases/tolerances.yaml, SdpaFamily::outputs).
 //
 // Bounds (`bound`): refimpl/sdpa_bound.hpp, from the same-precision pipeline's own P.
+#include <array>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "refimpl/sdpa.hpp"
 #include "refimpl/sdpa_bound.hpp"
@@ -55,6 +57,12 @@ References reference(const Problem& p, const TensorMap& inputs) {
   auto &o = r.exact.at("O"), &lse = r.exact.at("lse");
   auto &o_lp = r.lowp.at("O"), &lse_lp = r.lowp.at("lse");
   auto &o_bd = r.bound.at("O"), &lse_bd = r.bound.at("lse");
+  // lse's floor under each softmax structure an impl may declare (refimpl/sdpa_lse_floor.hpp).
+  std::array<std::vector<double>*, detail::kSoftmaxStructures.size()> lse_declared{};
+  for (size_t s = 0; s < lse_declared.size(); ++s) {
+    lse_declared[s] = &r.bound["lse@" + std::string(detail::kSoftmaxStructures[s].name)];
+    lse_declared[s]->assign(B * Hq * Sq, 0.0);
+  }
 
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t b = 0; b < B; ++b) {
@@ -75,10 +83,12 @@ References reference(const Problem& p, const TensorMap& inputs) {
         const auto qh = detail::gather<float>(q, qs, b, h, Sq, D);
         const auto f = detail::forward_head(p, mask, b, h, qh, kh, vh, false, to_dtype);
         detail::scatter(o_lp, os, b, h, f.o, detail::Exact{});  // before the output rounding
-        const std::vector<double> lf = detail::lse_floors(p, f, qh, kh);
+        const std::vector<detail::LseFloor> lf = detail::lse_floors(p, f, qh, kh);
         for (int64_t i = 0; i < Sq; ++i) {
           lse_lp[row0 + i] = f.lse[i];
-          lse_bd[row0 + i] = lf[i];
+          lse_bd[row0 + i] = lf[i].under(1);
+          for (size_t s = 0; s < detail::kSoftmaxStructures.size(); ++s)
+            (*lse_declared[s])[row0 + i] = lf[i].under(detail::kSoftmaxStructures[s].block);
         }
         detail::scatter(o_bd, os, b, h, detail::o_bound(p, f, qh, kh, vh), detail::Exact{});
       }

@@ -41,8 +41,10 @@ struct Tolerance {
   // element of the probabilistic bound and per output of the bias check (0: worst case only).
   AccumulatorModel accumulator;
   double false_alarm = 0;
-  // bounded: the impl's declared accumulation model; its bound is References::bound
-  // "<output>@<model>" ("" = "<output>"), the reference giving one bound per model it knows.
+  // bounded and ref_relative: the impl's declared accumulation model (the indexing families'
+  // per_add / grouped / once, SDPA lse's softmax structure); its bound is References::bound
+  // "<output>@<model>" ("" = "<output>"), the reference giving one bound per model it knows;
+  // a model the reference does not know is an error (runner/execute.cpp), never no bound.
   std::string accumulation;
   std::string source;  // where it came from: "cases/tolerances.yaml:12", "manifest sm90.yaml:4"
 };

@@ -184,6 +184,9 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
                                                        &suite.manifest());
       const auto lp = ref.refs.lowp.find(spec.name);
       const auto bd = ref.refs.bound.find(tol.accumulation.empty() ? spec.name : spec.name + "@" + tol.accumulation);
+      if (!tol.accumulation.empty() && bd == ref.refs.bound.end())
+        throw std::runtime_error("output '" + spec.name + "': the reference gives no bound for accumulation '" +
+                                 tol.accumulation + "' (" + tol.source + ")");
       const auto rd = ref.refs.reduction.find(spec.name);
       OutputStats s = compare_output(spec.name, it->second, ref.refs.exact.at(spec.name),
                                      lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst, 5,

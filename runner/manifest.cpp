@@ -34,7 +34,8 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     case EntryKind::flaky: check_keys(path, n, {"match", "reason", "link", "reruns"}); break;
     case EntryKind::tolerance:
       check_keys(path, n,
-                 {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps", "accumulator", "false_alarm"});
+                 {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps", "accumulator", "false_alarm",
+                  "accumulation"});
       break;
   }
   const std::string what(to_string(kind));
@@ -81,9 +82,15 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     if (!(*e.false_alarm >= 0 && *e.false_alarm < 1)) yaml_fail(path, n["false_alarm"], "'false_alarm' must lie in [0, 1)");
   }
   if (n["accumulator"]) e.accumulator = parse_accumulator(path, n["accumulator"]);
-  if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps && !e.accumulator && !e.false_alarm)
+  if (n["accumulation"]) {
+    e.accumulation = text_of(path, n, "accumulation");
+    if (e.accumulation->empty()) yaml_fail(path, n["accumulation"], "'accumulation' is empty");
+  }
+  if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps && !e.accumulator && !e.false_alarm &&
+      !e.accumulation)
     yaml_fail(path, n,
-              "tolerance entry '" + e.match + "' sets none of factor, atol, rtol, atol_eps, accumulator, false_alarm");
+              "tolerance entry '" + e.match +
+                  "' sets none of factor, atol, rtol, atol_eps, accumulator, false_alarm, accumulation");
   return e;
 }
 

@@ -37,6 +37,9 @@ struct ManifestEntry {
   std::optional<double> factor, atol, rtol, atol_eps;
   std::optional<AccumulatorModel> accumulator;  // bounded: how the impl accumulates on this arch
   std::optional<double> false_alarm;
+  // bounded and ref_relative: the reference's bound the impl declares ("warp32", "two_pass"):
+  // a plugin's, which cases/tolerances.yaml cannot name (its rules name built-in impls)
+  std::optional<std::string> accumulation;
 };
 
 /// A parsed manifest with its `extends:` chain flattened: the file's own entries first, so

@@ -63,8 +63,8 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
     r.why = text_of(path, n, "why");
     if ((r.tol.metric == Metric::ref_relative || r.tol.metric == Metric::bounded) && !(r.tol.factor > 0))
       yaml_fail(path, n, std::string(to_string(r.tol.metric)) + " needs a positive 'factor:'");
-    if (!r.tol.accumulation.empty() && r.tol.metric != Metric::bounded)
-      yaml_fail(path, n, "'accumulation' names a bound of the bounded metric only");
+    if (!r.tol.accumulation.empty() && r.tol.metric != Metric::bounded && r.tol.metric != Metric::ref_relative)
+      yaml_fail(path, n, "'accumulation' names a reference's bound: bounded and ref_relative only");
     if (r.tol.metric != Metric::allclose && r.tol.rtol != 0)
       yaml_fail(path, n["rtol"], "'rtol' only applies to the allclose metric");
     if (r.tol.metric != Metric::bounded && (n["accumulator"] || n["false_alarm"]))
@@ -107,9 +107,13 @@ Tolerance ToleranceTable::resolve(const std::string& family, const std::string& 
       if (e->atol_eps) t.atol_eps = *e->atol_eps;
       if (e->accumulator) t.accumulator = *e->accumulator;
       if (e->false_alarm) t.false_alarm = *e->false_alarm;
+      if (e->accumulation) t.accumulation = *e->accumulation;
       if ((e->accumulator || e->false_alarm) && t.metric != Metric::bounded)
         throw std::runtime_error(e->source + ": 'accumulator' / 'false_alarm' override a bounded tolerance, not " +
                                  std::string(to_string(t.metric)) + " (" + case_id + ")");
+      if (e->accumulation && t.metric != Metric::bounded && t.metric != Metric::ref_relative)
+        throw std::runtime_error(e->source + ": 'accumulation' names a reference's bound of a bounded or ref_relative " +
+                                 "tolerance, not " + std::string(to_string(t.metric)) + " (" + case_id + ")");
       t.source += ", " + e->source;
     }
   }

@@ -276,6 +276,23 @@ struct Sim {
     }
     return r;
   }
+  // cuda.warp_aggregated: the terms at positions sharing pos / 32 summed in fp32 in lane order,
+  // each sum rounded once and the groups added in a random order; `leader_only`, the planted
+  // bug of a shuffle loop that never runs: each group adds its first lane's term alone.
+  double warp32(std::mt19937& g, const std::vector<int64_t>& pos, bool leader_only = false) const {
+    std::vector<double> sums;
+    for (size_t a = 0; a < terms.size();) {
+      size_t b = a;
+      float f = 0;
+      for (; b < terms.size() && pos[b] / 32 == pos[a] / 32; ++b) f += static_cast<float>(terms[b]);
+      sums.push_back(leader_only ? terms[a] : rn(d, f));
+      a = b;
+    }
+    std::shuffle(sums.begin(), sums.end(), g);
+    double r = self;
+    for (double x : sums) r = rn(d, r + x);
+    return r;
+  }
   double once(std::mt19937& g) const {  // fp32 in a random order, self anywhere, one rounding
     std::vector<double> t = terms;
     t.push_back(self);
@@ -311,6 +328,44 @@ TEST(IndexingBound, EachModelCoversItsArithmeticInRandomOrders) {
           EXPECT_LE(std::fabs(s.once(g) - x), allowed(d, b[2], x)) << name(d) << " n " << n;
         }
         EXPECT_LE(b[0], b[1]);  // grouped allows every per_add result
+      }
+}
+
+// warp32 (the groups of one warp's lanes known): every simulated kernel run stays inside it, it
+// is per_add's bound where every group holds one term and a third of grouped's or less where
+// warps hold 32, and a group that adds its leader's term alone exceeds it there.
+TEST(IndexingBound, Warp32CoversTheWarpKernelAndIsTighterThanGrouped) {
+  std::mt19937 g(17);
+  for (DType d : {DType::bf16, DType::fp16, DType::fp32})
+    for (int n : {64, 1000, 20000})
+      for (int stride : {1, 3, 37}) {  // positions i·stride: groups of 32, 11 and 1 terms
+        const Sim s = random_sim(d, n, g, false);
+        std::vector<int64_t> pos(static_cast<size_t>(n));
+        for (int i = 0; i < n; ++i) pos[static_cast<size_t>(i)] = static_cast<int64_t>(i) * stride;
+        for (bool symmetric : {false, true}) {
+          indexing::ElementSums e = s.sums(symmetric);
+          e.positions = pos.data();
+          const auto b = indexing::bounds(e);
+          const double x = s.exact();
+          double seen = 0;
+          for (int trial = 0; trial < (n >= 20000 ? 10 : 50); ++trial) seen = std::max(seen, std::fabs(s.warp32(g, pos) - x));
+          SCOPED_TRACE(std::string(name(d)) + " n " + std::to_string(n) + " stride " + std::to_string(stride) +
+                       (symmetric ? " symmetric" : ""));
+          EXPECT_LE(seen, allowed(d, b[3], x));
+          EXPECT_LE(b[3], b[1]);
+          if (stride == 37) EXPECT_DOUBLE_EQ(b[3], b[0]);  // groups of one: one atomic per term
+          if (stride == 1 && symmetric && n >= 1000) EXPECT_LT(b[3] * 3, b[1]);
+
+        }
+        indexing::ElementSums none = s.sums(true);  // no positions: grouped's bound
+        EXPECT_EQ(indexing::bounds(none)[3], indexing::bounds(none)[1]);
+        if (stride == 1 && n == 1000) {  // positive terms: leader-only groups lose 31/32 of the sum
+          const Sim pos_sim = random_sim(d, n, g, true);
+          indexing::ElementSums e = pos_sim.sums(false);
+          e.positions = pos.data();
+          const double x = pos_sim.exact();
+          EXPECT_GT(std::fabs(pos_sim.warp32(g, pos, true) - x), allowed(d, indexing::bounds(e)[3], x)) << name(d);
+        }
       }
 }
 
@@ -428,7 +483,9 @@ TEST(IndexingHost, DeclaredModelsOfTheToleranceTable) {
   auto model = [&](const char* fam, const char* impl, DType d) { return t.resolve(fam, "out", d, impl, "sm90", "", nullptr); };
   EXPECT_EQ(model("scatter_add", "cuda.atomic", DType::bf16).accumulation, "per_add");
   EXPECT_EQ(model("index_add", "cuda.atomic_rows", DType::fp16).accumulation, "per_add");
-  EXPECT_EQ(model("scatter_add", "cuda.warp_aggregated", DType::fp32).accumulation, "grouped");
+  EXPECT_EQ(model("scatter_add", "cuda.warp_aggregated", DType::fp32).accumulation, "warp32");
+  EXPECT_EQ(model("index_add", "cuda.warp_aggregated_rows", DType::bf16).accumulation, "warp32");
+  EXPECT_EQ(model("scatter_add", "hip.warp_aggregated", DType::bf16).accumulation, "grouped");  // 64-lane waves
   EXPECT_EQ(model("scatter_add", "cuda.sorted_dtype_acc", DType::bf16).accumulation, "once");
   EXPECT_EQ(model("scatter_add", "host.omp", DType::fp64).accumulation, "once");
   EXPECT_EQ(model("scatter_add", "aten.plugin_impl", DType::fp32).accumulation, "grouped");  // undeclared

@@ -126,6 +126,30 @@ TEST_F(RunOnAFakeRegistry, LoadsItsCatalogAndJudgesItsRecords) {
   EXPECT_NE(r.expectation.find("expects FAIL, got ERROR"), std::string::npos) << r.expectation;
 }
 
+// A declared accumulation the reference has no bound for stops the case with an ERROR that
+// names it, rather than judging the output with no bound at all.
+TEST(RunDeclaredAccumulation, AnUnknownModelIsAnErrorNamingIt) {
+  Registry reg;
+  reg.add(std::make_unique<EchoFamily>());
+  reg.add(std::make_unique<EchoImpl>());
+  const std::string cases = testutil::temp_dir() + "/cases";
+  std::filesystem::create_directories(cases + "/manifests");
+  testutil::write(cases, "archs.yaml", "archs:\n  host: {backend: host, caps: []}\n");
+  testutil::write(cases, "tolerances.yaml",
+                  "tolerances:\n  - family: echo\n    metric: ref_relative\n    factor: 2\n"
+                  "    accumulation: per_tile\n    why: a model the echo reference knows nothing of\n");
+  testutil::write(cases, "echo.yaml", "family: echo\nedges:\n  - {name: small, tier: smoke, problem: {n: 4}, why: w}\n");
+  testutil::write(cases + "/manifests", "host.yaml", "arch: host\n");
+  SuiteOptions o;
+  o.cases_dir = cases;
+  o.arch = "host";
+  const Suite suite(reg, o);
+  ReferenceCache cache;
+  const ResultRecord r = execute_case(suite, suite.all_cases().at(0), -1, cache);
+  EXPECT_EQ(r.raw_outcome, Outcome::ERROR);
+  EXPECT_NE(r.message.find("no bound for accumulation 'per_tile'"), std::string::npos) << r.message;
+}
+
 // The record says where its time went: the case that made the problem's inputs and references
 // carries their times, a second case of the same problem shares them (0), and the phases come
 // back from the results line.

@@ -227,6 +227,37 @@ TEST(ToleranceAccumulator, ErrorsNameTheirLine) {
   EXPECT_NE(err.find("'down'"), std::string::npos) << err;
 }
 
+// A manifest entry declares a plugin's accumulation (its rules cannot name plugin impls): it
+// selects the reference's bound "<output>@<name>" for ref_relative and bounded outputs only, and
+// tolerance rules take `accumulation:` on those two metrics only.
+TEST(ToleranceAccumulation, RulesAndManifestEntriesDeclareIt) {
+  const std::string dir = temp_dir();
+  const ToleranceTable t = ToleranceTable::load(write(dir, "t.yaml",
+                                                      "tolerances:\n"
+                                                      "  - family: sdpa\n    metric: ref_relative\n    factor: 2\n    why: w\n"
+                                                      "  - family: sdpa\n    output: lse\n    impl: \"cuda.*\"\n"
+                                                      "    metric: ref_relative\n    factor: 2\n    accumulation: two_pass\n"
+                                                      "    why: w\n"
+                                                      "  - family: cast\n    metric: exact\n    why: w\n"));
+  EXPECT_EQ(t.resolve("sdpa", "lse", DType::fp32, "cuda.math", "sm90", "sdpa.cuda_math/p", nullptr).accumulation, "two_pass");
+  EXPECT_EQ(t.resolve("sdpa", "O", DType::bf16, "cuda.math", "sm90", "sdpa.cuda_math/p", nullptr).accumulation, "");
+  const Manifest m = Manifest::load(write(dir, "sm90.yaml",
+                                          "arch: sm90\n"
+                                          "tolerance:\n"
+                                          "  - match: \"sdpa.aten_math/*\"\n"
+                                          "    output: lse\n"
+                                          "    accumulation: two_pass\n"
+                                          "    reason: at::logsumexp\n"
+                                          "  - match: \"cast.aten_cast/*\"\n"
+                                          "    accumulation: once\n"
+                                          "    reason: wrong metric\n"));
+  EXPECT_EQ(t.resolve("sdpa", "lse", DType::fp32, "aten.math", "sm90", "sdpa.aten_math/p", &m).accumulation, "two_pass");
+  EXPECT_EQ(t.resolve("sdpa", "O", DType::bf16, "aten.math", "sm90", "sdpa.aten_math/p", &m).accumulation, "");
+  EXPECT_THROW(t.resolve("cast", "y", DType::bf16, "aten.cast", "sm90", "cast.aten_cast/p", &m), std::runtime_error);
+  const std::string exact = write(dir, "e.yaml", "tolerances:\n  - family: cast\n    metric: exact\n    accumulation: once\n    why: w\n");
+  EXPECT_NE(load_error(exact).find("bounded and ref_relative only"), std::string::npos) << load_error(exact);
+}
+
 // The models cases/ gives scaled_mm: IEEE fp32 by default, Hopper's for its emulation and for
 // cuBLASLt (and its planted variants) on sm90, no promotion for fast_accum.
 TEST(ToleranceBuiltin, ScaledMmModels) {

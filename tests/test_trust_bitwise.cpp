@@ -122,13 +122,19 @@ TEST(TrustCheck, Rules) {
   EXPECT_TRUE(trust_check("y", 20, 20, 0, 1.0));    // all zero while the reference is not: even at 100%
   EXPECT_FALSE(trust_check("y", 20, 20, 20, 0.3));  // the reference is zero too
   EXPECT_FALSE(trust_check("y", 9, 9, 0, 0.0));     // < 10 elements
-  EXPECT_TRUE(trust_check("y", 20, 7, 0, 0.3));     // 35% zeros
+  EXPECT_FALSE(trust_check("y", 20, 7, 0, 0.3));    // 35% zeros: 30% and one element
+  EXPECT_TRUE(trust_check("y", 20, 8, 0, 0.3));     // 40%
   EXPECT_FALSE(trust_check("y", 20, 7, 0, 0.4));
   EXPECT_FALSE(trust_check("y", 20, 7, 7, 0.0));    // as many zeros as the reference
-  EXPECT_TRUE(trust_check("y", 20, 8, 7, 0.0));
-  const auto why = trust_check("O", 20, 7, 0, 0.3);
+  EXPECT_FALSE(trust_check("y", 20, 8, 7, 0.0));   // one zero more: the margin's one element
+  EXPECT_TRUE(trust_check("y", 20, 9, 7, 0.0));
+  EXPECT_FALSE(trust_check("y", 37, 1, 0, 0.0));   // a bf16 sum that cancels to 0 (call Q)
+  EXPECT_TRUE(trust_check("y", 37, 2, 0, 0.0));
+  EXPECT_TRUE(trust_check("y", 1000, 11, 0, 0.0));  // 1% of 1000 is 10 elements
+  EXPECT_FALSE(trust_check("y", 1000, 10, 0, 0.0));
+  const auto why = trust_check("O", 20, 8, 0, 0.3);
   ASSERT_TRUE(why);
-  EXPECT_NE(why->find("7/20 zeros"), std::string::npos) << *why;
+  EXPECT_NE(why->find("8/20 zeros"), std::string::npos) << *why;
 }
 
 // compare_output counts the zeros the trust check judges: +0 and -0, not NaN.
