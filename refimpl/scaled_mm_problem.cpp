@@ -1,10 +1,12 @@
 // scaled_mm problems: names, validation, the argument contract, ids and inputs.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
 
+#include "core/codec.hpp"
 #include "core/rng.hpp"
 #include "refimpl/scaled_mm.hpp"
 
@@ -237,25 +239,91 @@ struct Operand {
   double global = 1.0;
 };
 
-// Random operand: N(0,1) values whose magnitude varies by 2^0..2^3 per row and per 32-wide K
-// chunk (so neighbouring scale blocks of every recipe get different scales, as outlier
-// channels do in real activations), times 2^scale_exp, quantized by refimpl/quant.
+// Random operand, made in the code domain (no float tensor is quantized): element (r, k) stands
+// for a value of typical size 2^E, E = e_r + e_c + scale_exp with e_r and e_c uniform in 0..3
+// per row and per 32-wide K chunk (so neighbouring scale blocks of every recipe get different
+// scales, as outlier channels do in real activations). Each scale block takes its largest E,
+// E_b, and a scale s_b of 2^E_b·(1 + u_b)/σ (u_b uniform in [0, 1), rounded to fp32) for the fp32
+// recipes (σ = the element's largest value / 4: the block's largest codes near 4σ), 2^(E_b + 2 −
+// emax_elem) for mx (OCP's shared exponent of an amax near 2^(E_b + 2)), and the ue4m3 code
+// nearest 2^E_b·(1 + u_b)/(1.5·g) for nvfp4 (g = 2^(E_max + 2)/2688 over the tensor, or 1
+// without the global scale); each code is drawn as RN_satfinite(z·σ·2^(E − E_b)), z ~ N(0, 1)
+// (quant::NormalCodeSampler; mx: σ = 2^(emax_elem − 2)). The values code·s_b·g are exact.
 Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLayout layout, int64_t R, uint64_t seed,
                        uint32_t stream) {
-  HostTensor x(DType::fp32, {R, p.k});
-  fill_normal(x, seed, stream, 1.0);
   const int64_t K = p.k;
-  std::vector<int> ec(static_cast<size_t>((K + 31) / 32));
+  std::vector<int> ec(static_cast<size_t>((K + 31) / 32)), er(static_cast<size_t>(R));
   for (size_t c = 0; c < ec.size(); ++c) ec[c] = static_cast<int>(uniform01(seed, stream + 200, c) * 4);
-  float* xs = reinterpret_cast<float*>(x.data());  // contiguous fp32 [R, K]
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < R; ++r) {
-    const int er = static_cast<int>(uniform01(seed, stream + 100, static_cast<uint64_t>(r)) * 4);
-    for (int64_t k = 0; k < K; ++k)  // a power of two in double, rounded once to fp32
-      xs[r * K + k] = static_cast<float>(std::ldexp(static_cast<double>(xs[r * K + k]), er + ec[k / 32] + p.scale_exp));
+  for (int64_t r = 0; r < R; ++r) er[static_cast<size_t>(r)] = static_cast<int>(uniform01(seed, stream + 100, static_cast<uint64_t>(r)) * 4);
+  const quant::ScaleGrid g = quant::scale_grid(s, R, K);
+  const DType sd = quant::scale_dtype(s);
+  const bool mx = s.recipe == quant::Recipe::mx, nvfp4 = s.recipe == quant::Recipe::nvfp4;
+  const double sigma = mx ? std::ldexp(1.0, quant::mx_emax(s.element) - 2) : nvfp4 ? 1.5 : dtype_info(s.element).max_finite / 4;
+
+  Operand o;
+  int e_max = 0;
+  for (int x : er) e_max = std::max(e_max, x);
+  int ec_max = 0;
+  for (int x : ec) ec_max = std::max(ec_max, x);
+  e_max += ec_max + p.scale_exp;
+  const float global = nvfp4 && s.global_scale ? static_cast<float>(std::ldexp(1.0, e_max + 2) / 2688.0) : 1.0f;
+  if (nvfp4) o.global = global;
+
+  // Each block's E_b and scale.
+  HostTensor rm(sd, {g.rows, g.cols});
+  std::vector<int> block_e(static_cast<size_t>(g.rows * g.cols), 0);
+  for (int64_t br = 0; br < g.rows; ++br) {
+    int row_e = 0;
+    for (int64_t r = br * g.block_rows; r < std::min(R, (br + 1) * g.block_rows); ++r) row_e = std::max(row_e, er[static_cast<size_t>(r)]);
+    for (int64_t bc = 0; bc < g.cols; ++bc) {
+      int chunk_e = 0;
+      for (int64_t c = bc * g.block_cols / 32; c * 32 < std::min(K, (bc + 1) * g.block_cols); ++c)
+        chunk_e = std::max(chunk_e, ec[static_cast<size_t>(c)]);
+      const int64_t b = br * g.cols + bc;
+      const int e_b = row_e + chunk_e + p.scale_exp;
+      block_e[static_cast<size_t>(b)] = e_b;
+      const double u = uniform01(seed, stream + 400, static_cast<uint64_t>(b));
+      if (mx) {
+        rm.set_code(b, encode_e8m0(std::ldexp(1.0, e_b + 2 - quant::mx_emax(s.element)), ScaleRounding::floor));
+      } else if (nvfp4) {
+        const double want = std::ldexp(1 + u, e_b) / (sigma * static_cast<double>(global));
+        rm.set_code(b, encode(DType::ue4m3, std::clamp(want, 0x1p-6, 448.0), Overflow::satfinite));
+      } else {
+        rm.set(b, static_cast<double>(static_cast<float>(std::ldexp(1 + u, e_b) / sigma)));
+      }
+    }
   }
-  quant::Quantized q = quant::quantize(x, s, layout);
-  return {std::move(q.data), std::move(q.scale), q.global_scale};
+  o.scale = in_layout(rm, layout);
+
+  // The codes: one sampler per binade below the block's largest E (0..6).
+  std::vector<quant::NormalCodeSampler> samplers;
+  for (int d = 0; d <= 6; ++d) samplers.emplace_back(s.element, std::ldexp(sigma, -d));
+  o.codes = HostTensor(s.element, {R, K});
+  const bool bytes = dtype_info(s.element).bits == 8;
+  std::vector<uint8_t> codes(bytes ? 0 : static_cast<size_t>(R * K));
+  auto* out = bytes ? reinterpret_cast<uint8_t*>(o.codes.data()) : codes.data();
+  const int64_t cols_per_block = g.block_cols;
+#pragma omp parallel for schedule(static) if (R * K > (1 << 16))
+  for (int64_t r = 0; r < R; ++r) {
+    const int64_t br = r / g.block_rows;
+    std::array<uint32_t, 4> bits{};
+    for (int64_t k = 0; k < K; ++k) {
+      const auto i = static_cast<uint64_t>(r * K + k);  // uniform01(seed, stream + 300, i)'s 32 bits
+      if (k == 0 || i % 4 == 0) bits = random_block(seed, stream + 300, i / 4);
+      const int e = er[static_cast<size_t>(r)] + ec[static_cast<size_t>(k / 32)] + p.scale_exp;
+      const int d = block_e[static_cast<size_t>(br * g.cols + k / cols_per_block)] - e;
+      out[i] = samplers[static_cast<size_t>(d)].from_bits(bits[i % 4]);
+    }
+  }
+  if (!bytes) {  // 4-bit codes, two per byte, element 2i in the low nibble (HostTensor's packing)
+    auto* packed = reinterpret_cast<uint8_t*>(o.codes.data());
+    const int64_t n = R * K;
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+    for (int64_t j = 0; j < n / 2; ++j)
+      packed[j] = static_cast<uint8_t>(codes[static_cast<size_t>(2 * j)] | (codes[static_cast<size_t>(2 * j + 1)] << 4));
+    if (n % 2) o.codes.set_code(n - 1, codes[static_cast<size_t>(n - 1)]);
+  }
+  return o;
 }
 
 // Exact operand: integer codes in [-max, max] and scales 2^e, e in [lo, lo + span], per block.
@@ -353,9 +421,10 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
       for (int64_t j = 0; j < p.n; ++j)
         bias.set(j, (std::floor(uniform01(seed, 2, static_cast<uint64_t>(j)) * 17) - 8) * std::ldexp(g, 2 * er.exp_lo));
     } else {
-      // As large as a typical output, as a layer's bias is: x = Σ_k a_k·b_k with each operand
-      // N(0, 1)·2^(r + c + scale_exp), r and c uniform in 0..3 (random_operand), has
-      // E[x²] = K·(4^scale_exp·E[4^r]·E[4^c])² with E[4^r] = 85/4.
+      // As large as a typical output, as a layer's bias is: x = Σ_k a_k·b_k with each operand's
+      // values of typical size 2^(r + c + scale_exp), r and c uniform in 0..3 (random_operand),
+      // has E[x²] ≈ K·(4^scale_exp·E[4^r]·E[4^c])² with E[4^r] = 85/4 (the fp32 recipes' random
+      // scale factors 1 + u add E[(1 + u)²]² = (7/3)² to it).
       const double rms = std::ldexp(1.0, 2 * p.scale_exp) * (85.0 / 4) * (85.0 / 4) * std::sqrt(static_cast<double>(p.k));
       fill_normal(bias, seed, 2, rms);
     }
