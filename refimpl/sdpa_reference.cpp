@@ -25,7 +25,8 @@
 // another sample of the same roundings, which factor 2 and tiles of 16 rows cover
 // (cases/tolerances.yaml, SdpaFamily::outputs).
 //
-// Bounds (`bound`): refimpl/sdpa_bound.hpp, from the same-precision pipeline's own P.
+// Bounds (`bound`): refimpl/sdpa_bound.hpp (O) and sdpa_lse_floor.hpp (lse, one bound per
+// softmax structure: "lse" per key, "lse@<structure>"), from the same-precision pipeline's own P.
 #include <array>
 #include <cmath>
 #include <limits>
