@@ -39,18 +39,21 @@
 //     finds (any θ gives a valid bound), and by the
 //     unweighted bound on the number of records (all weights 1) where that is smaller; a
 //     simulation of 20,000 key orders per row stays below it (tests/test_sdpa_lse_floor.cpp).
-//     A kernel whose
-//     running max steps over blocks of B keys rescales only at the records of its block
+//     A kernel whose running max steps over blocks of B keys rescales only at the records of its block
 //     maxima, a subset of the records of its keys read in order, so W bounds it too, and it
 //     rescales at most ceil((span − 1)/B) times, span = last − first + 1 over the row's keys
 //     (blocks of any alignment); an impl declares B (cases/tolerances.yaml `accumulation:`
 //     on lse, kSoftmaxStructures); a two-pass softmax (the max first, then the sum) has none;
 //     an undeclared impl is judged per key (B = 1);
-//   - lse = m + ln l: log's 2 ulp of |log2 l| (l in [1, n]: the row's max term is 1) plus 2u,
-//     and 3 roundings (h each) of at most |m| + ln l (the sum, the log2/ln conversions).
-// So lse_i's floor =
+//   - lse = m + ln l: log's 2 ulp of log2 l (l in [1, n]: the row's max term is 1) plus 2u,
+//     and 3 roundings to fp32, each of half its value's own spacing (hs): m's conversion to the
+//     log2 domain, the sum and the product by ln 2 — at the larger of the log2 and natural
+//     domains' spacings, so a kernel in either is covered (`either` below).
+// The drift of s_j points toward zero of s_j, so the keys of each sign move lse one way: the
+// larger of the two signs' sums is added. So lse_i's floor, in units of u =
 //   Λ·√(Σ_j p_j²·(2D·Q_j + h²/u²·(k_s·s_j² + 2·(s_j − m)²)) + h²/u²·Σ_m (P_m/l)²)
-//   + Σ_j p_j·2.45·√D·√Q_j + 2 + 2·Σ_j p_j·|s_j| (softcap) + 2·(log2 l + 1) + 1.5·(|m| + ln l)
+//   + max_± Σ_{±s_j >= 0} p_j·2.45·√D·√Q_j + 2 + 2·Σ_j p_j·|s_j| (softcap) + 4·hs(log2 l) + 2
+//   + either(m) + either(lse) + hs(lse)
 //   + [2.5·min(W, ceil((span − 1)/B)) + (m − min_j s_j) where the kernel rescales].
 #pragma once
 
