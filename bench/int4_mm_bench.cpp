@@ -12,10 +12,14 @@
 // Each gemv row prints the default split (what the impls run; us, GB/s, fraction of the copy)
 // and the fraction of the copy of the other settings of cuda::Int4GemvTuning, measured in the
 // same run: "generic", the generic kernel where the default runs the fast tinygemm path
-// (innerKTiles 8; the same kernel elsewhere), so one run shows both, and its 4-warp and
-// unbatched variants (one item in flight per lane); then the grid's fill target at 12 and 48
-// warps per SM instead of 24 (split-K in the generic kernel; warps per n-tile, then split-K, in
-// the fast one). The "chained" column times the
+// (innerKTiles 8; the same kernel elsewhere), so one run shows both, and its unbatched variant
+// (one item in flight per lane); for the fast path (tinygemm, innerKTiles 8; elsewhere these
+// columns repeat the default) "fast fma" (fp32 FMA instead of tensor cores), "ring 2" and
+// "ring 6" (a warp's ring of items in shared memory 2 or 6 deep instead of 4: 1 or 5 items in
+// flight), "wk 4" (4 warps per pair of n-tiles, whatever the grid's fill: a block's warps read
+// one pair's contiguous bytes together); then the grid's fill
+// target at 12 warps per SM instead of 24 (split-K in the generic kernel; warps per n-tile,
+// then split-K, in the fast one). The "chained" column times the
 // default back to back as a decode loop runs it: kChain launches, each on its own copy of the
 // weight (enough copies to exceed L2 twice over, so none is read from L2), between two events,
 // so a launch's fixed cost overlaps the previous one's tail. The tunings sum in other orders, so
@@ -173,10 +177,12 @@ int main(int argc, char** argv) {
     cuda::Int4GemvTuning t;
   } tunings[] = {{"default", {}},
                  {"generic", {.fast = false}},
-                 {"gen 4 w", {.warps = 4, .fast = false}},
                  {"gen nobat", {.batch = false, .fast = false}},
-                 {"fill 12", {.warps_per_sm = 12}},
-                 {"fill 48", {.warps_per_sm = 48}}};
+                 {"fast fma", {.mma = false}},
+                 {"ring 2", {.stages = 2}},
+                 {"ring 6", {.stages = 6}},
+                 {"wk 4", {.tiny_wk = 4}},
+                 {"fill 12", {.warps_per_sm = 12}}};
   std::printf("cuda.int4_gemv, M = 1, Llama-3-8B projections (weights, scales and zeros per second)\n");
   std::printf("%-14s %-13s %-44s %8s %8s %8s", "shape", "NxK", "problem", "us", "GB/s", "of copy");
   for (size_t v = 1; v < std::size(tunings); ++v) std::printf(" %9s", tunings[v].name);

@@ -94,7 +94,7 @@ std::vector<float> emulate_tiny_groups(const k4::Args& a, int wk, int b, int64_t
         for (int64_t ib = ic + int64_t{sub} * b; ib < ie; ib += int64_t{b} * wk)
           for (int64_t item = ib; item < std::min(ib + b, ie); ++item)
             for (int lane = 0; lane < k4::kLanes; ++lane)
-            k4::tiny::use<T, kMT, OneGroup>(a, k4::tiny::load<OneGroup>(a, unit, item, lane), xs.data() + 128 * (item - ic), ld, lane,
+            k4::tiny::use<T, kMT, OneGroup>(a, k4::tiny::load<OneGroup>(k4::tiny::source(a, unit, lane), item), xs.data() + 128 * (item - ic), ld, lane,
                                   acc[static_cast<size_t>(sub * k4::kLanes + lane)].v);
     }
     for (int m = 0; m < a.m; ++m)
@@ -111,8 +111,65 @@ std::vector<float> emulate_tiny_groups(const k4::Args& a, int wk, int b, int64_t
   return y;
 }
 
+// The fast path on tensor cores (tiny_mma_kernel) as its kernel runs it: a warp per pair of
+// n-tiles, the mma staging per chunk (the other slots NaN), each lane's operands of each word
+// from tiny::mma_operands, the m16n8k16 products by mma_tile.cuh's emulation over the warp's 32
+// lanes (the fragments the hardware would exchange) into two accumulator sets (k-tile 2w + j into
+// set j; rows 8..15 of x into a second pair of sets), the sets and then the pair's warps added in
+// the kernel's order, columns past N dropped.
+template <class T, bool OneGroup>
+std::vector<float> emulate_tiny_mma_groups(const k4::Args& a, int wk, int b, int64_t chunk) {
+  struct Acc {
+    float c[2][4], c16[2][4];
+  };
+  constexpr int kBlockThreads = 256;
+  const int64_t ld = 128 * chunk, items = a.k / 128, pairs = (a.n / 8 + 1) / 2;
+  std::vector<T> xs(static_cast<size_t>(16 * ld)), zeros(128, k4::round_to<T>(0.0f));
+  std::vector<float> y(static_cast<size_t>(a.m * a.n), 0.0f);
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    std::vector<Acc> acc(static_cast<size_t>(wk * k4::kLanes), Acc{});
+    for (int64_t ic = 0; ic < items; ic += chunk) {
+      std::fill(xs.begin(), xs.end(), k4::round_to<T>(std::nanf("")));
+      const int64_t ie = std::min(items, ic + chunk);
+      for (int tid = 0; tid < kBlockThreads; ++tid) k4::tiny::stage_x_mma<T>(a, 128 * ic, 128 * (ie - ic), ld, xs.data(), tid, kBlockThreads);
+      for (int sub = 0; sub < wk; ++sub)
+        for (int64_t ib = ic + int64_t{sub} * b; ib < ie; ib += int64_t{b} * wk)
+          for (int64_t item = ib; item < std::min(ib + b, ie); ++item)
+            for (int w = 0; w < 4; ++w) {
+              k4::tiny::MmaOperands op[k4::kLanes][2];
+              uint32_t hi[k4::kLanes][2][2];
+              for (int lane = 0; lane < k4::kLanes; ++lane) {
+                const auto f = k4::tiny::load<OneGroup>(k4::tiny::pair_source(a, pair, lane), item);
+                const auto x = k4::tiny::x_rows<T>(a, xs.data(), ld, zeros.data(), lane);
+                if (a.m > 8) k4::tiny::mma_operands<T, true, OneGroup>(a, f, x, static_cast<uint32_t>(item - ic), w, op[lane], hi[lane]);
+                else k4::tiny::mma_operands<T, false, OneGroup>(a, f, x, static_cast<uint32_t>(item - ic), w, op[lane], hi[lane]);
+              }
+              for (int j = 0; j < 2; ++j)
+                for (int lane = 0; lane < k4::kLanes; ++lane) {
+                  Acc& s = acc[static_cast<size_t>(sub * k4::kLanes + lane)];
+                  gpu::mma::mma_emulated<T>(s.c[j], lane, [&](int r, int l) { return r < 4 ? op[l][j].a[r] : op[l][j].b[r - 4]; });
+                  if (a.m > 8)
+                    gpu::mma::mma_emulated<T>(s.c16[j], lane, [&](int r, int l) { return r < 4 ? op[l][j].a[r] : hi[l][j][r - 4]; });
+                }
+            }
+    }
+    for (int m = 0; m < a.m; ++m)
+      for (int col = 0; col < 16 && 16 * pair + col < a.n; ++col) {
+        const int lane = 4 * (col % 8) + (m % 8) / 2, e = (col >= 8 ? 2 : 0) + m % 2;  // c[e] of lane (g, t)
+        float t = 0;
+        for (int sub = 0; sub < wk; ++sub) {
+          const Acc& s = acc[static_cast<size_t>(sub * k4::kLanes + lane)];
+          t += m >= 8 ? s.c16[0][e] + s.c16[1][e] : s.c[0][e] + s.c[1][e];
+        }
+        y[static_cast<size_t>(m * a.n + 16 * pair + col)] = t;
+      }
+  }
+  return y;
+}
+
 template <class T>
-std::vector<float> emulate_tiny(const k4::Args& a, int wk, int b, int64_t chunk) {
+std::vector<float> emulate_tiny(const k4::Args& a, int wk, int b, int64_t chunk, bool mma) {
+  if (mma) return a.group_shift >= 7 ? emulate_tiny_mma_groups<T, true>(a, wk, b, chunk) : emulate_tiny_mma_groups<T, false>(a, wk, b, chunk);
   return a.group_shift >= 7 ? emulate_tiny_groups<T, true>(a, wk, b, chunk) : emulate_tiny_groups<T, false>(a, wk, b, chunk);
 }
 
@@ -135,11 +192,12 @@ std::vector<float> emulate(Int4Format f, const k4::Args& a, bool gemv) {
   return {};
 }
 
-// Mismatches of the emulated kernel (gemv or mm; with tiny = {wk, b, chunk}, the gemv's fast
-// tinygemm path) against the reference, bounded metric, factor 1.
+// Mismatches of the emulated kernel (gemv or mm; with tiny = {wk, b, chunk, mma}, the gemv's
+// fast tinygemm path) against the reference, bounded metric, factor 1.
 struct Tiny {
   int wk = 0, b = 0;
   int64_t chunk = 0;
+  bool mma = false;
 };
 int64_t mismatches(const int4_mm::Problem& p, bool gemv, Int4Plant plant, Tiny tiny = {}) {
   const TensorMap in = family().make_inputs(p, case_seed(family(), p));
@@ -150,7 +208,8 @@ int64_t mismatches(const int4_mm::Problem& p, bool gemv, Int4Plant plant, Tiny t
   k4::validate(params, "emulated");
   const k4::Args a = k4::make_args(params);
   const bool bf16 = p.dtype == DType::bf16;
-  const std::vector<float> y = tiny.wk > 0 ? (bf16 ? emulate_tiny<__nv_bfloat16>(a, tiny.wk, tiny.b, tiny.chunk) : emulate_tiny<__half>(a, tiny.wk, tiny.b, tiny.chunk))
+  const std::vector<float> y = tiny.wk > 0 ? (bf16 ? emulate_tiny<__nv_bfloat16>(a, tiny.wk, tiny.b, tiny.chunk, tiny.mma)
+                                                   : emulate_tiny<__half>(a, tiny.wk, tiny.b, tiny.chunk, tiny.mma))
                                : bf16      ? emulate<__nv_bfloat16>(params.format, a, gemv)
                                            : emulate<__half>(params.format, a, gemv);
   for (int64_t i = 0; i < p.m * p.n; ++i) got.set(i, y[static_cast<size_t>(i)]);
@@ -184,15 +243,18 @@ TEST(Int4KernelCode, GemvAndMmTileMatchTheReferenceOnEverySmokeProblem) {
   EXPECT_GE(mm, 200);
 }
 
-// The fast path runs tinygemm at innerKTiles 8 for every M <= 16: warps per n-tile and batches
-// the launcher can pick, with chunks of the whole K, of a multiple of the batch and of neither.
+// The fast path runs tinygemm at innerKTiles 8 for every M <= 16, on tensor cores and in FMA:
+// warps per n-tile and batches the launcher can pick, with chunks of the whole K, of a multiple
+// of the batch and of neither.
 TEST(Int4KernelCode, GemvTinygemmFastPathMatchesTheReferenceOnEverySmokeProblem) {
   int n = 0;
   for (const auto& e : smoke()) {
     const auto& p = (*e.problem).as<int4_mm::Problem>();
     if (!p.expect_error.empty() || p.format != int4_mm::Format::tinygemm || p.inner_k_tiles != 8 || p.m > cuda::kInt4GemvMaxM) continue;
-    for (const Tiny t : {Tiny{1, 4, 64}, Tiny{4, 4, 32}, Tiny{2, 2, 3}, Tiny{8, 1, 4}})
-      EXPECT_EQ(mismatches(p, true, Int4Plant::none, t), 0) << "wk " << t.wk << " batch " << t.b << " chunk " << t.chunk << ": " << e.problem_id;
+    for (const bool mma : {false, true})  // the mma kernel's warps take one item at a time (its ring's order)
+      for (const Tiny t : {Tiny{1, mma ? 1 : 4, 64, mma}, Tiny{4, mma ? 1 : 4, 32, mma}, Tiny{2, mma ? 1 : 2, 3, mma}, Tiny{8, 1, 4, mma}})
+        EXPECT_EQ(mismatches(p, true, Int4Plant::none, t), 0)
+            << (mma ? "mma" : "fma") << " wk " << t.wk << " batch " << t.b << " chunk " << t.chunk << ": " << e.problem_id;
     ++n;
   }
   EXPECT_GE(n, 10);
@@ -210,6 +272,29 @@ TEST(Int4KernelCode, GemvTinygemmStagedSlotsAreTheNibblesK) {
       const int64_t slot = 8 * q + 2 * (i % 4) + i / 4;  // what tiny::use multiplies nibble i with
       EXPECT_EQ(k4::tiny::x_slot(k), slot) << "q " << q << " nibble " << i;
     }
+}
+
+// The mma staging's slots: a permutation of each 128-k super-tile, and the 16 bytes lane (g, t)
+// reads for word w (slots 32t + 8(w ^ t/2) .. + 7) hold k-tile 2w + j's A registers a[0] (k 2t,
+// 2t + 1) and a[2] (k 2t + 8, 2t + 9) at positions 4j + 2h + e (mma_tile.cuh's fragment table);
+// lanes t and t + 2 read different banks.
+TEST(Int4KernelCode, GemvTinygemmMmaSlotsAreTheFragmentsK) {
+  std::vector<int> seen(256, 0);
+  for (int64_t kk = 0; kk < 256; ++kk) ++seen[static_cast<size_t>(k4::tiny::mma_slot(kk))];
+  for (int s : seen) EXPECT_EQ(s, 1);
+  for (int t = 0; t < 4; ++t)
+    for (int w = 0; w < 4; ++w)
+      for (int j = 0; j < 2; ++j)
+        for (int h = 0; h < 2; ++h)
+          for (int e = 0; e < 2; ++e) {
+            const int64_t k = 16 * (2 * w + j) + 8 * h + 2 * t + e;
+            EXPECT_EQ(k4::tiny::mma_slot(128 + k), 128 + 32 * t + 8 * (w ^ (t / 2)) + 4 * j + 2 * h + e) << "t " << t << " w " << w << " j " << j;
+          }
+  for (int w = 0; w < 4; ++w) {  // 16-byte loads of lanes t = 0..3: four distinct 16-byte bank groups (of 8)
+    std::vector<int> group(8, 0);
+    for (int t = 0; t < 4; ++t) ++group[static_cast<size_t>((k4::tiny::mma_slot(16 * (2 * w) + 2 * t) * 2 / 16) % 8)];
+    for (int c : group) EXPECT_LE(c, 1) << "w " << w;
+  }
 }
 
 // The planted variants of the CUDA impls go through the same per-thread code with a plant set:

@@ -115,59 +115,100 @@ __global__ void gemv_finalize(const float* ws, int64_t slices, int64_t m, int64_
 }
 
 // The fast path (tinygemm, innerKTiles 8, no plant; int4_gemv_tiny.cuh for the per-thread
-// work): a block of kTinyWarps warps holds tb = kTinyWarps / wk n-tiles with wk warps each and
-// one K slice, which it walks in chunks of super-tiles whose x fits the staging bound. Per
-// chunk every lane first issues its first batch of 16-byte weight loads (warp sub of a tile
-// takes batches sub, sub + wk, ... of the chunk: `batch` consecutive super-tiles, 512 bytes
-// apart, with their group parameters), the block stages the chunk's x as fp32 in shared memory
-// while those loads are in flight, and each warp then computes and loads its batches in turn
-// (no barrier until the next chunk). Lanes of a column are summed by a butterfly over the
-// quad, the tile's warps in warp order through shared memory, slices by gemv_finalize.
+// work): a block of kTinyWarps warps holds tb = kTinyWarps / wk units with wk warps each and one
+// K slice, which it walks in chunks of super-tiles whose x fits the staging bound; warp sub of a
+// unit takes its items sub, sub + wk, ... of the chunk (fma: batches of them). Two kernels:
+//  - tiny_mma_kernel (CUDA): a unit is a pair of n-tiles and an item one super-tile of both
+//    (1 KiB); each warp streams its items through a ring of S slots in shared memory with
+//    cp.async (S − 1 in flight), the block staging the chunk's x while the first ones load; the
+//    m16n8k16 products sum each warp's k, y[2t + e][column g] in lane (g, t).
+//  - tiny_kernel (fp32 FMA; HIP): a unit is one n-tile and an item one super-tile (512 bytes); a
+//    lane loads a batch of items into registers before it uses them, the next batch after; the
+//    quad's lanes are summed by a butterfly.
+// The unit's warps are added in warp order through shared memory, slices by gemv_finalize.
 constexpr int kTinyWarps = 8;
 
-// units n-tiles of items super-tiles; blocks × slices blocks of tb n-tiles with wk warps each;
-// chunk: super-tiles of x staged at a time (row m of the staged x at xs + 128·chunk·m).
+// units (n-tiles, or pairs of them) of items super-tiles; blocks × slices blocks of tb units with
+// wk warps each; chunk: super-tiles of x staged at a time (row m of the staged x at
+// xs + 128·chunk·m).
 struct TinySplit {
   int64_t units, items, blocks, slices, per_slice, chunk;
   int wk, tb;
 };
 
-// Three blocks per SM (85 registers): 24 warps of batches in flight.
+// Where a warp of the fast path stands: its `unit` (live: < units; warp-uniform), its turn `sub`
+// among the unit's warps, the block's K slice [i0, i1) of super-tiles.
+struct TinyWarp {
+  int tid, warp, lane, sub;
+  int64_t unit, i0, i1;
+  bool live;
+};
+
+__device__ __forceinline__ TinyWarp tiny_warp(const TinySplit& sp) {
+  TinyWarp w;
+  w.tid = static_cast<int>(threadIdx.x);
+  w.warp = w.tid / kLanes;
+  w.lane = w.tid % kLanes;
+  w.sub = w.warp % sp.wk;
+  w.unit = static_cast<int64_t>(blockIdx.x) * sp.tb + w.warp / sp.wk;
+  w.live = w.unit < sp.units;
+  w.i0 = static_cast<int64_t>(blockIdx.y) * sp.per_slice;
+  w.i1 = w.i0 + sp.per_slice < sp.items ? w.i0 + sp.per_slice : sp.items;
+  return w;
+}
+
+// The fma kernel's walk: per chunk, this warp's first batch of B items is loaded by fetch(item),
+// stage(ic, ie) stages x[:, 128·ic .. 128·ie) (the block's barriers around it), then use(frag,
+// item) runs for each of this warp's items in order, the next batch loaded after the current one
+// is used (its accumulators leave no registers for a second batch).
+template <int B, class Frag, class Fetch, class Stage, class Use>
+__device__ __forceinline__ void tiny_walk(const TinySplit& sp, const TinyWarp& w, Fetch fetch, Stage stage, Use use) {
+  const int64_t step = static_cast<int64_t>(B) * sp.wk;
+  Frag f[B];
+  for (int64_t ic = w.i0; ic < w.i1; ic += sp.chunk) {
+    const int64_t ie = ic + sp.chunk < w.i1 ? ic + sp.chunk : w.i1;
+    int64_t ib = w.live ? ic + static_cast<int64_t>(w.sub) * B : ie;  // a warp past the last tile takes none
+#pragma unroll
+    for (int b = 0; b < B; ++b)
+      if (ib + b < ie) f[b] = fetch(ib + b);
+    __syncthreads();  // the previous chunk's readers are done with the staging
+    stage(ic, ie);
+    __syncthreads();
+    for (; ib < ie; ib += step) {
+#pragma unroll
+      for (int b = 0; b < B; ++b)
+        if (ib + b < ie) use(f[b], ib + b);
+#pragma unroll
+      for (int b = 0; b < B; ++b)
+        if (ib + step + b < ie) f[b] = fetch(ib + step + b);
+    }
+  }
+}
+
+// tiny_kernel (fp32 FMA, MT rows of x per thread). Three blocks per SM (85 registers): 24 warps
+// of batches in flight.
 template <class T, int MT, bool OneGroup>
 __global__ void OPCTS_LAUNCH_BOUNDS(kTinyWarps * kLanes, 3) tiny_kernel(Args a, TinySplit sp, float* ws, T* y, int64_t ldy) {
   constexpr int B = int4mm::tiny::batch(MT);
   extern __shared__ float xs[];  // MT rows of the chunk, 128 · sp.chunk floats apart
   __shared__ float part[kTinyWarps][MT][8];
-  const int tid = static_cast<int>(threadIdx.x), warp = tid / kLanes, lane = tid % kLanes;
-  const int sub = warp % sp.wk;
-  const int64_t unit = static_cast<int64_t>(blockIdx.x) * sp.tb + warp / sp.wk;
-  const bool live = unit < sp.units;  // warp-uniform
-  const int64_t i0 = static_cast<int64_t>(blockIdx.y) * sp.per_slice, i1 = i0 + sp.per_slice < sp.items ? i0 + sp.per_slice : sp.items;
-  const int64_t ld = 128 * sp.chunk, step = static_cast<int64_t>(B) * sp.wk;
+  const TinyWarp w = tiny_warp(sp);
+  const int64_t ld = 128 * sp.chunk;
 
   float acc[MT][2];
 #pragma unroll
   for (int m = 0; m < MT; ++m) acc[m][0] = acc[m][1] = 0.0f;
-  int4mm::tiny::Frag<OneGroup> f[B];
-  const auto load = [&](int64_t ib, int64_t ie) {
-#pragma unroll
-    for (int b = 0; b < B; ++b)
-      if (live && ib + b < ie) f[b] = int4mm::tiny::load<OneGroup>(a, unit, ib + b, lane);
-  };
-  for (int64_t ic = i0; ic < i1; ic += sp.chunk) {
-    const int64_t ie = ic + sp.chunk < i1 ? ic + sp.chunk : i1;
-    int64_t ib = ic + static_cast<int64_t>(sub) * B;
-    load(ib, ie);
-    __syncthreads();  // the previous chunk's readers are done with xs
-    int4mm::tiny::stage_x<T>(a, 128 * ic, 128 * (ie - ic), MT, ld, xs, tid, kTinyWarps * kLanes);
-    __syncthreads();
-    for (; ib < ie; ib += step) {
-#pragma unroll
-      for (int b = 0; b < B; ++b)
-        if (live && ib + b < ie) int4mm::tiny::use<T, MT, OneGroup>(a, f[b], xs + 128 * (ib + b - ic), ld, lane, acc);
-      if (ib + step < ie) load(ib + step, ie);
-    }
-  }
+  int64_t ic = 0;
+  const int4mm::tiny::Source src = int4mm::tiny::source(a, w.unit, w.lane);
+  tiny_walk<B, int4mm::tiny::Frag<OneGroup>>(
+      sp, w, [&](int64_t item) { return int4mm::tiny::load<OneGroup>(src, item); },
+      [&](int64_t c0, int64_t c1) {
+        ic = c0;
+        int4mm::tiny::stage_x<T>(a, 128 * c0, 128 * (c1 - c0), MT, ld, xs, w.tid, kTinyWarps * kLanes);
+      },
+      [&](const int4mm::tiny::Frag<OneGroup>& f, int64_t item) {
+        int4mm::tiny::use<T, MT, OneGroup>(a, f, xs + 128 * (item - ic), ld, w.lane, acc);
+      });
 
   float s[MT];
 #pragma unroll
@@ -176,27 +217,156 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kTinyWarps * kLanes, 3) tiny_kernel(Args a, 
     s[m] += gpu::warp_xor(s[m], 1);
     s[m] += gpu::warp_xor(s[m], 2);
   }
-  if (lane % 4 == 0)
+  if (w.lane % 4 == 0)
 #pragma unroll
-    for (int m = 0; m < MT; ++m) part[warp][m][lane / 4] = s[m];
+    for (int m = 0; m < MT; ++m) part[w.warp][m][w.lane / 4] = s[m];
   __syncthreads();
-  if (sub != 0 || !live || lane % 4 != 0) return;
-  const int64_t col = 8 * unit + lane / 4;
+  if (w.sub != 0 || !w.live || w.lane % 4 != 0) return;
+  const int64_t col = 8 * w.unit + w.lane / 4;
   for (int m = 0; m < MT && m < a.m; ++m) {
-    float t = part[warp][m][lane / 4];
-    for (int w = 1; w < sp.wk; ++w) t += part[warp + w][m][lane / 4];
+    float t = part[w.warp][m][w.lane / 4];
+    for (int k = 1; k < sp.wk; ++k) t += part[w.warp + k][m][w.lane / 4];
     if (sp.slices == 1) y[m * ldy + col] = int4mm::round_to<T>(t);
     else ws[(static_cast<int64_t>(blockIdx.y) * a.m + m) * a.n + col] = t;
   }
 }
 
-// Rows of x held per thread: the next power of two >= M.
+#if !OPCTS_GPU_HIP
+// cp.async (sm_80+; PTX ISA "cp.async"): 16 bytes through L2 only (.cg), 4 bytes (.ca: .cg
+// takes 16 only); a thread's copies complete in the order of their commit groups.
+__device__ __forceinline__ void copy16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))), "l"(src));
+}
+__device__ __forceinline__ void copy4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))), "l"(src));
+}
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void copy_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// One item's slot of a warp's ring (the pair's two n-tiles): words[tile][lane], sz[tile][w][lane]
+// (G group words a super-tile: 1 when g >= 128, else 4), lane-contiguous so that each lane's
+// shared loads of its own copies hit distinct banks.
+template <int G>
+struct RingSlot {
+  int4mm::Words4 words[2][kLanes];
+  uint32_t sz[2][G][kLanes];
+};
+
+// tiny_mma_kernel (tensor cores; a warp's unit is a pair of n-tiles, int4_gemv_tiny.cuh; every
+// M <= 16 in one or two products per k-tile, Rows16: M > 8). Each warp streams its items
+// through a ring of S slots in shared memory with cp.async: S − 1 items (1 KiB of weight each)
+// in flight while it multiplies one, no registers held for them and no barrier (a lane reads
+// only what it copied). Three blocks per SM (85 registers; the ring, the x chunk and the partial
+// sums fit three blocks' shared memory at S = 4; four blocks of 64 registers spill and were no
+// faster, docs/status/sm90.md), two for M > 8 (its second set of accumulators would spill in 85).
+template <class T, bool Rows16, bool OneGroup, int S>
+__global__ void OPCTS_LAUNCH_BOUNDS(kTinyWarps * kLanes, Rows16 ? 2 : 3) tiny_mma_kernel(Args a, TinySplit sp, float* ws, T* y, int64_t ldy) {
+  constexpr int R = Rows16 ? 16 : 8, G = OneGroup ? 1 : 4;
+  using Slot = RingSlot<G>;
+  extern __shared__ __align__(16) unsigned char dyn[];  // [kTinyWarps][S] slots, then min(M, 16) rows of the chunk as T
+  Slot* ring = reinterpret_cast<Slot*>(dyn);
+  T* xs = reinterpret_cast<T*>(dyn + sizeof(Slot) * S * kTinyWarps);
+  __shared__ __align__(16) uint32_t zeros[64];  // the B columns past M (x_rows)
+  __shared__ float part[kTinyWarps][R][16];
+  const TinyWarp w = tiny_warp(sp);
+  const int64_t ld = 128 * sp.chunk;
+  if (w.tid < 64) zeros[w.tid] = 0;  // before the first barrier
+  const int4mm::tiny::XRows<T> x = int4mm::tiny::x_rows<T>(a, xs, ld, reinterpret_cast<const T*>(zeros), w.lane);
+  const int4mm::tiny::PairSource src = int4mm::tiny::pair_source(a, w.unit, w.lane);
+  Slot* mine = ring + S * w.warp;
+
+  // Copies the warp's item first + k·wk into slot `s` (a lane its own 16 bytes of each tile and
+  // their group words). Offsets past the warp's bases in 32 bits: a warp's items are < K / 128.
+  const auto issue = [&](const int4mm::Words4* const (&wbase)[2], uint32_t first, uint32_t k, int s) {
+    const uint32_t item = first + k * static_cast<uint32_t>(sp.wk);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      copy16(&mine[s].words[h][w.lane], wbase[h] + k * static_cast<uint32_t>(sp.wk * kLanes));
+#pragma unroll
+      for (int q = 0; q < G; ++q) {
+        const uint32_t gi = ((item << 7) + 32 * q) >> src.s[h].group_shift;  // the group of word q
+        copy4(&mine[s].sz[h][q][w.lane], src.s[h].sz + static_cast<uint64_t>(gi) * static_cast<uint64_t>(a.n));
+      }
+    }
+  };
+  const auto read = [&](int s) {
+    int4mm::tiny::PairFrag<OneGroup> f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      f.f[h].v = mine[s].words[h][w.lane];
+#pragma unroll
+      for (int q = 0; q < G; ++q) f.f[h].sz[q] = mine[s].sz[h][q][w.lane];
+    }
+    return f;
+  };
+
+  float c[2][4] = {}, c16[2][4] = {};
+  for (int64_t ic = w.i0; ic < w.i1; ic += sp.chunk) {
+    const int64_t ie = ic + sp.chunk < w.i1 ? ic + sp.chunk : w.i1;
+    // This warp's items of the chunk: first, first + wk, ... (n of them).
+    const int64_t first = ic + w.sub;
+    const int n = w.live && first < ie ? static_cast<int>((ie - first + sp.wk - 1) / sp.wk) : 0;
+    const int4mm::Words4* const wbase[2] = {src.s[0].words + first * kLanes, src.s[1].words + first * kLanes};
+    const uint32_t f32 = static_cast<uint32_t>(first), at = static_cast<uint32_t>(first - ic);  // first's place in the chunk
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) {
+      if (s < n) issue(wbase, f32, s, s);
+      copy_commit();
+    }
+    __syncthreads();  // the previous chunk's readers are done with the staging
+    int4mm::tiny::stage_x_mma<T>(a, 128 * ic, 128 * (ie - ic), ld, xs, w.tid, kTinyWarps * kLanes);
+    __syncthreads();
+    for (int i = 0; i < n; ++i) {
+      copy_wait<S - 2>();  // item i's group has landed (S − 2 younger ones may still fly)
+      const auto f = read(i % S);
+      // Its slot's previous item was used in the last iteration: refill it S − 1 items ahead.
+      if (i + S - 1 < n) issue(wbase, f32, i + S - 1, (i + S - 1) % S);
+      copy_commit();
+      int4mm::tiny::use_mma<T, Rows16, OneGroup>(a, f, x, at + static_cast<uint32_t>(i * sp.wk), c, c16);
+    }
+  }
+
+  // Lane (g, t): y[2t + e][column g of the pair's first n-tile] in c[.][e], of its second in
+  // c[.][2 + e]; rows 8 + 2t + e in c16.
+  const int g = w.lane / 4, t = w.lane % 4;
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    part[w.warp][2 * t + e][g] = c[0][e] + c[1][e];
+    part[w.warp][2 * t + e][8 + g] = c[0][2 + e] + c[1][2 + e];
+    if (Rows16) {
+      part[w.warp][8 + 2 * t + e][g] = c16[0][e] + c16[1][e];
+      part[w.warp][8 + 2 * t + e][8 + g] = c16[0][2 + e] + c16[1][2 + e];
+    }
+  }
+  __syncthreads();
+  if (w.sub != 0 || !w.live) return;
+  const int64_t cols = int4mm::tiny::pair_columns(a, w.unit);
+  for (int r = w.lane; r < R * 16; r += kLanes) {  // row r / 16, column r % 16 of the pair
+    const int64_t m = r / 16, col = 16 * w.unit + r % 16;
+    if (m >= a.m) break;
+    if (r % 16 >= cols) continue;
+    float s = part[w.warp][m][r % 16];
+    for (int k = 1; k < sp.wk; ++k) s += part[w.warp + k][m][r % 16];
+    if (sp.slices == 1) y[m * ldy + col] = int4mm::round_to<T>(s);
+    else ws[(static_cast<int64_t>(blockIdx.y) * a.m + m) * a.n + col] = s;
+  }
+}
+#endif
+
+// Whether the fast path runs on tensor cores for this tuning (kTinyMma: CUDA; the tuning's mma).
+bool tiny_mma(const Int4GemvTuning& t) { return int4mm::tiny::kTinyMma && t.mma; }
+
+// Rows of x the fma path holds per thread: the next power of two >= M.
 int tiny_rows(int64_t m) { return m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : m <= 8 ? 8 : 16; }
 
 bool tiny_applies(const Args& a, Int4Format format, const Int4GemvTuning& t) {
-  // stage_x reads x 16 bytes at a time (K % 128 == 0 at innerKTiles 8; the base must be aligned)
+  // the staging reads x 16 bytes at a time (K % 128 == 0 at innerKTiles 8; the base must be
+  // aligned); the mma kernel counts k in 32 bits
   return t.fast && format == Int4Format::tinygemm && a.ikt == 8 && a.plant == Int4Plant::none &&
-         reinterpret_cast<uintptr_t>(a.x) % 16 == 0;
+         reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.k < (int64_t{1} << 31);
 }
 
 int device_sms() {
@@ -208,34 +378,109 @@ int device_sms() {
   return sms;
 }
 
-// wk: the most warps per n-tile (1, 2, 4, 8) that keep the grid within warps_per_sm warps per
-// SM (one wave: more warps would wait for the first ones instead of adding loads in flight);
-// K is split only where the grid is short of half of that, never below one batch per warp and
-// slice. A chunk is the slice, or as much of it as the staging bound lets one block hold.
+// The mma kernel's ring depth: the tuning's stages where the kernel has it (M <= 8, g >= 128),
+// else 4.
+int tiny_stages(const Args& a, const Int4GemvTuning& t) {
+  return a.m <= 8 && a.group_shift >= 7 && (t.stages == 2 || t.stages == 6) ? t.stages : 4;
+}
+
+// Blocks per SM the fast path's kernel is built for (its launch bounds): 3, the mma kernel's 2
+// at M > 8.
+int tiny_blocks(const Args& a, const Int4GemvTuning& t) { return tiny_mma(t) && a.m > 8 ? 2 : 3; }
+
+// Bytes of staged x per row and super-tile: fp32 (fma) or T (mma).
+int64_t tiny_stage_bytes(const Args& a, const Int4GemvTuning& t) {
+  return tiny_mma(t) ? std::min<int64_t>(a.m, 16) * 128 * 2 : static_cast<int64_t>(tiny_rows(a.m)) * 128 * 4;
+}
+
+// The mma kernel's ring (dynamic shared memory ahead of the staged x).
+int64_t tiny_ring_bytes(const Args& a, const Int4GemvTuning& t) {
+#if OPCTS_GPU_HIP
+  (void)a, (void)t;
+  return 0;
+#else
+  if (!tiny_mma(t)) return 0;
+  const int64_t slot = a.group_shift >= 7 ? sizeof(RingSlot<1>) : sizeof(RingSlot<4>);
+  return slot * tiny_stages(a, t) * kTinyWarps;
+#endif
+}
+
+// Bound of a block's staged x: the fma kernel's, or what leaves the mma kernel its blocks of an
+// SM's 227 KiB (less 1 KiB each the runtime keeps) beside its ring and partial sums, at most
+// that bound.
+int64_t tiny_stage_bound(const Args& a, const Int4GemvTuning& t) {
+  if (!tiny_mma(t)) return int4mm::tiny::kMaxStageBytes;
+  const int64_t part = (a.m > 8 ? 16 : 8) * 16 * kTinyWarps * 4 + 256;
+  return std::clamp<int64_t>(227 * 1024 / tiny_blocks(a, t) - 1024 - part - tiny_ring_bytes(a, t), 4 * 1024,
+                             int4mm::tiny::kMaxStageBytes);
+}
+
+// Warps per SM the fast path's kernel holds: its launch bounds' blocks (tiny_blocks), fewer where
+// its shared memory (ring, chunk, partial sums; 1 KiB a block kept by the runtime) does not fit.
+int tiny_resident(const Args& a, const Int4GemvTuning& t, int64_t smem) {
+  const int64_t part = tiny_mma(t) ? (a.m > 8 ? 16 : 8) * 16 * kTinyWarps * 4 + 256 : tiny_rows(a.m) * 8 * kTinyWarps * 4;
+  return kTinyWarps * static_cast<int>(std::clamp<int64_t>(227 * 1024 / (smem + part + 1024), 1, tiny_blocks(a, t)));
+}
+
+// Items a warp of the fast path keeps in flight per batch (the split's smallest share).
+int tiny_batch(const Args& a, const Int4GemvTuning& t) { return tiny_mma(t) ? 1 : int4mm::tiny::batch(tiny_rows(a.m)); }
+
+// Dynamic shared memory of a launch: the ring and the chunk of x.
+int64_t tiny_smem(const Args& a, const Int4GemvTuning& t, const TinySplit& sp) {
+  return tiny_ring_bytes(a, t) + tiny_stage_bytes(a, t) * sp.chunk;
+}
+
+// wk: the most warps per n-tile (mma: pair of n-tiles) of 1, 2, 4, 8 that keep the grid within
+// warps_per_sm warps per SM, at most what the kernel holds (one wave: more warps would wait for
+// the first ones instead of adding loads in flight); K is split only where the grid is short of
+// half of that, never below one batch per warp and slice. A chunk is the slice, or as much of it
+// as the staging bound lets one block hold.
 TinySplit tiny_plan(const Args& a, const Int4GemvTuning& t) {
-  const int mt = tiny_rows(a.m), b = int4mm::tiny::batch(mt);
-  const int64_t want = static_cast<int64_t>(device_sms()) * std::max(1, t.warps_per_sm);
-  TinySplit p{a.n / 8, a.k / 128, 0, 1, 0, 0, 1, kTinyWarps};
-  while (p.wk < kTinyWarps && p.units * p.wk * 2 <= want) p.wk *= 2;
+  const int b = tiny_batch(a, t);
+  const int64_t tiles = a.n / 8;
+  TinySplit p{tiny_mma(t) ? (tiles + 1) / 2 : tiles, a.k / 128, 0, 1, 0, 0, 1, kTinyWarps};
+  p.chunk = std::min<int64_t>(p.items, tiny_stage_bound(a, t) / tiny_stage_bytes(a, t));
+  const int64_t want = static_cast<int64_t>(device_sms()) * std::clamp(t.warps_per_sm, 1, tiny_resident(a, t, tiny_smem(a, t, p)));
+  if (t.tiny_wk > 0) p.wk = std::clamp(t.tiny_wk, 1, kTinyWarps);
+  else
+    while (p.wk < kTinyWarps && p.units * p.wk * 2 <= want) p.wk *= 2;
   p.tb = kTinyWarps / p.wk;
   p.blocks = (p.units + p.tb - 1) / p.tb;
   const int64_t have = p.units * p.wk;
   if (2 * have < want) p.slices = std::max<int64_t>(1, std::min<int64_t>({want / have, p.items / (static_cast<int64_t>(b) * p.wk), 65535}));
   p.per_slice = (p.items + p.slices - 1) / p.slices;
   p.slices = (p.items + p.per_slice - 1) / p.per_slice;
-  p.chunk = std::min<int64_t>(p.per_slice, int4mm::tiny::kMaxStageBytes / (static_cast<int64_t>(mt) * 128 * 4));
+  p.chunk = std::min<int64_t>(p.per_slice, p.chunk);
   return p;
 }
 
-int tiny_smem_bytes(const Args& a, const TinySplit& sp) {
-  return tiny_rows(a.m) * static_cast<int>(128 * sp.chunk * sizeof(float));
+#if !OPCTS_GPU_HIP
+template <class T, bool Rows16, bool OneGroup, int S>
+void tiny_mma_launch(const Args& a, const TinySplit& sp, dim3 grid, size_t smem, float* ws, T* y, int64_t ldy, cudaStream_t s) {
+  const auto kernel = tiny_mma_kernel<T, Rows16, OneGroup, S>;
+  gpu::set_max_dynamic_smem(kernel, static_cast<int>(smem));  // beyond 48 KiB needs the opt-in
+  kernel<<<grid, kTinyWarps * kLanes, smem, s>>>(a, sp, ws, y, ldy);
 }
+#endif
 
 template <class T, bool OneGroup>
-void tiny_launch_rows(const Args& a, const TinySplit& sp, float* ws, T* y, int64_t ldy, cudaStream_t s) {
+void tiny_launch_rows(const Args& a, const Int4GemvTuning& t, const TinySplit& sp, float* ws, T* y, int64_t ldy, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(sp.blocks), static_cast<unsigned>(sp.slices));
   const unsigned threads = kTinyWarps * kLanes;
-  const size_t smem = static_cast<size_t>(tiny_smem_bytes(a, sp));
+  const size_t smem = static_cast<size_t>(tiny_smem(a, t, sp));
+#if !OPCTS_GPU_HIP
+  if (tiny_mma(t)) {
+    if (a.m > 8) tiny_mma_launch<T, true, OneGroup, 4>(a, sp, grid, smem, ws, y, ldy, s);
+    else if constexpr (OneGroup) {
+      switch (tiny_stages(a, t)) {
+        case 2: tiny_mma_launch<T, false, true, 2>(a, sp, grid, smem, ws, y, ldy, s); break;
+        case 6: tiny_mma_launch<T, false, true, 6>(a, sp, grid, smem, ws, y, ldy, s); break;
+        default: tiny_mma_launch<T, false, true, 4>(a, sp, grid, smem, ws, y, ldy, s); break;
+      }
+    } else tiny_mma_launch<T, false, false, 4>(a, sp, grid, smem, ws, y, ldy, s);
+    return;
+  }
+#endif
   switch (tiny_rows(a.m)) {
     case 1: tiny_kernel<T, 1, OneGroup><<<grid, threads, smem, s>>>(a, sp, ws, y, ldy); break;
     case 2: tiny_kernel<T, 2, OneGroup><<<grid, threads, smem, s>>>(a, sp, ws, y, ldy); break;
@@ -246,9 +491,9 @@ void tiny_launch_rows(const Args& a, const TinySplit& sp, float* ws, T* y, int64
 }
 
 template <class T>
-void tiny_launch(const Args& a, const TinySplit& sp, float* ws, T* y, int64_t ldy, cudaStream_t s) {
-  if (a.group_shift >= 7) tiny_launch_rows<T, true>(a, sp, ws, y, ldy, s);  // g >= 128: one group per super-tile
-  else tiny_launch_rows<T, false>(a, sp, ws, y, ldy, s);
+void tiny_launch(const Args& a, const Int4GemvTuning& t, const TinySplit& sp, float* ws, T* y, int64_t ldy, cudaStream_t s) {
+  if (a.group_shift >= 7) tiny_launch_rows<T, true>(a, t, sp, ws, y, ldy, s);  // g >= 128: one group per super-tile
+  else tiny_launch_rows<T, false>(a, t, sp, ws, y, ldy, s);
 }
 
 // The kernel's variant for a problem and a tuning: warps per block W and items per batch B.
@@ -362,7 +607,7 @@ void run_typed(const Int4MmParams& p, const Args& a, const Int4GemvTuning& t, cu
   auto* ws = static_cast<float*>(p.workspace);
   if (tiny_applies(a, p.format, t)) {
     const TinySplit sp = tiny_plan(a, t);
-    tiny_launch<T>(a, sp, ws, y, p.ldy, s);
+    tiny_launch<T>(a, t, sp, ws, y, p.ldy, s);
     check_launch("launch");
     finalize<T>(p, sp.slices, s);
     return;

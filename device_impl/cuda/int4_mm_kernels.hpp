@@ -79,8 +79,11 @@ struct Int4GemvTuning {
   int warps_per_sm = 24;  // K is split over blocks until the grid holds this many warps per SM
   bool batch = true;      // each lane loads Code::kBatch items before it computes (false: one; M = 1 only)
   // tinygemm at innerKTiles 8 without a plant: the staged-x kernel (int4_gemv_tiny.cuh; it
-  // reads warps_per_sm, not warps or batch); false: the generic kernel for it too.
+  // reads warps_per_sm, mma, stages and tiny_wk, not warps or batch); false: the generic kernel for it too.
   bool fast = true;
+  bool mma = true;   // the fast path on tensor cores (CUDA; HIP always takes fp32 FMA)
+  int stages = 4;    // the mma path's ring of items per warp (S − 1 in flight): 4, or 2 or 6 at M <= 8, g >= 128
+  int tiny_wk = 0;   // the fast path's warps per n-tile (mma: pair of n-tiles; 1, 2, 4, 8); 0: as the grid's fill target says
 };
 
 /// cuda.int4_gemv: M <= 16, memory-bound. One pass over the packed weight: each warp owns a
@@ -91,8 +94,10 @@ struct Int4GemvTuning {
 /// accumulates all M rows in fp32 FMA. One slice writes y directly; several write fp32 partial
 /// sums to `workspace` and a second kernel adds them in slice order, so the result is
 /// deterministic. tinygemm at innerKTiles 8 (no plant, x 16-byte aligned) takes a fast path
-/// (int4_gemv.cu, int4_gemv_tiny.cuh: x staged once per chunk as fp32 in shared memory, the
-/// same dequantization and fp32 sums in another order). Throws Int4ArgumentError.
+/// (int4_gemv.cu, int4_gemv_tiny.cuh: x staged once per chunk in shared memory; on CUDA the
+/// weight streamed through a cp.async ring and multiplied on tensor cores (mma.sync m16n8k16,
+/// fp32 accumulation), on HIP in fp32 FMA; the same dequantization, fp32 sums in another order).
+/// Throws Int4ArgumentError.
 void int4_gemv(const Int4MmParams& p, CUstream_st* stream, const Int4GemvTuning& tuning = {});
 /// The workspace int4_gemv needs for `p` on the current device (fp32 partial sums; 0 when K is
 /// not split).
