@@ -91,7 +91,7 @@ const std::vector<Accumulation>& all_accumulations() {
   return a;
 }
 
-std::string bound_key(Accumulation a) { return "out@" + std::string(to_string(a)); }
+std::string bound_key(Accumulation a) { return opcts::bound_key("out", to_string(a)); }
 
 namespace {
 
