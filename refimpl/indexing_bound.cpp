@@ -70,6 +70,7 @@
 #include <bit>
 #include <cmath>
 
+#include "core/azuma.hpp"
 #include "refimpl/indexing.hpp"
 #include "refimpl/indexing_codes.hpp"
 
@@ -97,8 +98,8 @@ namespace {
 
 double theta(double k, double u) { return std::expm1(k * std::log1p(u)); }
 
-// Λ at P = 1e-12 per element, √(2·ln(2e12)) (the file comment).
-constexpr double kAzumaSigmas = 7.5265;
+// Λ at P = 1e-12 per element, √(2·ln(2e12)) = 7.5265089 (the file comment), computed once.
+const double kAzumaSigmas = azuma_lambda(1e-12);
 // The straddling adds' mean, per unit of u·S (the file comment).
 constexpr double kStraddleMean = 2.2;
 

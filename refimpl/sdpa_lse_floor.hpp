@@ -63,16 +63,17 @@
 #include <string_view>
 #include <vector>
 
+#include "core/azuma.hpp"
 #include "refimpl/sdpa_detail.hpp"
 
 namespace opcts::sdpa::detail {
 
-/// Λ of the lse floor's mean-zero fp32 errors (the file comment): √(2·ln(2/P)) at the
-/// roundings' P = 2·e^-24, i.e. √48.
-constexpr double kAzumaSigmas = 6.928203230275509;
-
 /// The false-alarm probability per element of the lse floor: 2·e^-24 (Λ's).
 constexpr double kLseFalseAlarm = 7.550269088558195e-11;
+
+/// Λ of the lse floor's mean-zero fp32 errors (the file comment): √(2·ln(2/P)) at the
+/// roundings' P = kLseFalseAlarm, i.e. √48 = 6.928203230275509 (core/azuma.hpp), computed once.
+inline const double kAzumaSigmas = azuma_lambda(kLseFalseAlarm);
 
 /// An online softmax an impl may declare for its lse (`accumulation:` on output lse in
 /// cases/tolerances.yaml; the reference's bound "lse@<name>"): keys per step of its running
