@@ -24,6 +24,12 @@ Tier parse_tier(std::string_view s) {
   throw std::invalid_argument("unknown tier '" + std::string(s) + "' (expected smoke, default or full)");
 }
 
+std::string bound_key(std::string_view output, std::string_view accumulation) {
+  std::string key(output);
+  if (!accumulation.empty()) key.append("@").append(accumulation);
+  return key;
+}
+
 namespace {
 std::string id_token(std::string_view impl_name) {
   std::string t(impl_name);

@@ -91,6 +91,13 @@ struct References {
   std::map<std::string, ReductionStats> reduction;
 };
 
+/// The key of References::bound that holds output `output`'s bound under an accumulation
+/// model an impl declares (cases/tolerances.yaml or a manifest tolerance entry,
+/// `accumulation:`): "<output>@<accumulation>", e.g. "lse@online_block64" or "out@per_add";
+/// plain "<output>" when `accumulation` is empty (the bound for an impl that declares none).
+/// References write their bounds under it and the comparison looks them up by it.
+std::string bound_key(std::string_view output, std::string_view accumulation);
+
 /// One operator family: owns its problem type, YAML parser, stable id, inputs, reference.
 class Family {
  public:

@@ -136,7 +136,7 @@ int64_t typical_max_adds(const Problem& p);
 enum class Accumulation { per_add, grouped, once, warp32 };
 std::string_view to_string(Accumulation a);
 const std::vector<Accumulation>& all_accumulations();
-/// "out@per_add": the key of a model's bound in References::bound.
+/// "out@per_add": the key of a model's bound in References::bound (core/family.hpp: bound_key).
 std::string bound_key(Accumulation a);
 
 /// exact["out"]: self + Σ terms per element (double-double sums, stored as the nearest double;

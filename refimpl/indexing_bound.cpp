@@ -70,6 +70,7 @@
 #include <bit>
 #include <cmath>
 
+#include "core/azuma.hpp"
 #include "refimpl/indexing.hpp"
 #include "refimpl/indexing_codes.hpp"
 
@@ -91,14 +92,14 @@ const std::vector<Accumulation>& all_accumulations() {
   return a;
 }
 
-std::string bound_key(Accumulation a) { return "out@" + std::string(to_string(a)); }
+std::string bound_key(Accumulation a) { return opcts::bound_key("out", to_string(a)); }
 
 namespace {
 
 double theta(double k, double u) { return std::expm1(k * std::log1p(u)); }
 
-// Λ at P = 1e-12 per element, √(2·ln(2e12)) (the file comment).
-constexpr double kAzumaSigmas = 7.5265;
+// Λ at P = 1e-12 per element, √(2·ln(2e12)) = 7.5265089 (the file comment), computed once.
+const double kAzumaSigmas = azuma_lambda(1e-12);
 // The straddling adds' mean, per unit of u·S (the file comment).
 constexpr double kStraddleMean = 2.2;
 
@@ -133,12 +134,63 @@ double capped(const ElementSums& s, const std::vector<double>& tau, double c, do
 
 namespace {
 
-// warp32's E (the file comment) given per_add's E over the terms themselves.
+// What every model's E reads of one element (the file comment's S, Q, Στ, Στ², Σ(|t| + τ)²,
+// q, T), gathered in one pass over its terms; each τ_j is left in `tau` for capped().
+struct TermSums {
+  double n = 0, S = 0, Q = 0, sum_tau = 0, sum_tau2 = 0, term_sq = 0, q = INFINITY;
+  double per_rounding = 0;  // the probabilistic variance proxies' factor: one rounding in d
+  double T = 0;             // |s0| + S
+  // Whether every partial sum of every order is exact in p bits and below max_finite.
+  bool exact_in(int p, double max_finite) const {
+    return sum_tau == 0 && (T == 0 || T <= std::ldexp(q, p)) && T <= max_finite;
+  }
+  // The reference's own error (the file comment).
+  double e_ref() const { return (0x1p-53 + std::pow(theta(n, 0x1p-53), 2)) * T; }
+};
+
+TermSums term_sums(const ElementSums& s, std::vector<double>& tau) {
+  const DType d = s.dtype;
+  const double u_d = std::ldexp(1.0, -precision(d));
+  TermSums v;
+  v.n = static_cast<double>(s.count);
+  tau.assign(static_cast<size_t>(s.count), 0.0);
+  if (s.self != 0) v.q = lowest_bit(s.self);
+  for (int64_t j = 0; j < s.count; ++j) {
+    const double t = s.terms[j];
+    v.S += std::fabs(t);
+    v.Q += t * t;
+    if (t != 0) v.q = std::min(v.q, lowest_bit(t));
+    if (!representable(d, t)) v.sum_tau += tau[static_cast<size_t>(j)] = 0.5 * spacing_at(d, std::fabs(t));
+    const double tj = tau[static_cast<size_t>(j)];
+    v.sum_tau2 += tj * tj;
+    v.term_sq += (std::fabs(t) + tj) * (std::fabs(t) + tj);
+  }
+  const double h_sub = 0.5 * spacing_at(d, 0);  // half the subnormal spacing
+  v.per_rounding = u_d * u_d * (s.self * s.self + v.Q) + h_sub * h_sub;
+  v.T = std::fabs(s.self) + v.S;
+  return v;
+}
+
+// per_add's E (the file comment), e_ref included; 0 when every partial sum is exact in d.
+double per_add_bound(const ElementSums& s, const TermSums& v, const std::vector<double>& tau, double e_ref) {
+  const DType d = s.dtype;
+  if (v.exact_in(precision(d), dtype_info(d).max_finite)) return 0;
+  const double u_d = std::ldexp(1.0, -precision(d));
+  double per_add = v.sum_tau + v.S + v.sum_tau;  // E⁰: every min at its first argument
+  for (int it = 0; it < 3; ++it) per_add = v.sum_tau + capped(s, tau, 1, 0.5 * spacing_at(d, v.T + per_add));
+  if (s.symmetric)
+    per_add = std::min(per_add, v.sum_tau + kAzumaSigmas * std::sqrt(std::min(v.term_sq, v.n * v.per_rounding)) +
+                                    kStraddleMean * u_d * v.S);
+  return per_add + e_ref;
+}
+
+// warp32's E (the file comment) given per_add's E over the terms themselves: per_add's process
+// over the group sums (only per_add's bound of them, not the other models').
 double warp32_bound(const ElementSums& s, double per_add_of_terms) {
   if (per_add_of_terms == 0 || !s.positions) return -1;  // exact (0), or no groups known (-1: grouped's)
   const DType d = s.dtype;
   const double u_a = d == DType::fp64 ? 0x1p-53 : 0x1p-24;
-  thread_local std::vector<double> sums;
+  thread_local std::vector<double> sums, tau;
   sums.clear();
   double within = 0, tau_terms = 0, widened = 0;
   for (int64_t a = 0; a < s.count;) {
@@ -146,8 +198,8 @@ double warp32_bound(const ElementSums& s, double per_add_of_terms) {
     double g = 0, abs_sum = 0;
     while (b < s.count && s.positions[b] / 32 == s.positions[a] / 32) {
       const double t = s.terms[b++];
-      const double tau = representable(d, t) ? 0 : 0.5 * spacing_at(d, std::fabs(t));
-      g += t, abs_sum += std::fabs(t) + tau, tau_terms += tau;
+      const double tau_t = representable(d, t) ? 0 : 0.5 * spacing_at(d, std::fabs(t));
+      g += t, abs_sum += std::fabs(t) + tau_t, tau_terms += tau_t;
     }
     const double w = theta(static_cast<double>(b - a - 1), u_a) * abs_sum;
     within += w;
@@ -160,7 +212,8 @@ double warp32_bound(const ElementSums& s, double per_add_of_terms) {
   groups.terms = sums.data();
   groups.count = static_cast<int64_t>(sums.size());
   groups.positions = nullptr;
-  return within + tau_terms + widened + bounds(groups)[static_cast<size_t>(Accumulation::per_add)];
+  const TermSums v = term_sums(groups, tau);
+  return within + tau_terms + widened + per_add_bound(groups, v, tau, v.e_ref());
 }
 
 }  // namespace
@@ -171,51 +224,30 @@ std::array<double, 4> bounds(const ElementSums& s) {
   const double u_a = d == DType::fp64 ? 0x1p-53 : 0x1p-24;
   const int p_a = d == DType::fp64 ? 53 : 24;
   const double u_d = std::ldexp(1.0, -precision(d));
-  const auto n = static_cast<double>(s.count);
 
   thread_local std::vector<double> tau;
-  tau.assign(static_cast<size_t>(s.count), 0.0);
-  double S = 0, Q = 0, sum_tau = 0, sum_tau2 = 0, term_sq = 0, q = s.self != 0 ? lowest_bit(s.self) : INFINITY;
-  for (int64_t j = 0; j < s.count; ++j) {
-    const double t = s.terms[j];
-    S += std::fabs(t);
-    Q += t * t;
-    if (t != 0) q = std::min(q, lowest_bit(t));
-    if (!representable(d, t)) sum_tau += tau[static_cast<size_t>(j)] = 0.5 * spacing_at(d, std::fabs(t));
-    const double tj = tau[static_cast<size_t>(j)];
-    sum_tau2 += tj * tj;
-    term_sq += (std::fabs(t) + tj) * (std::fabs(t) + tj);
-  }
-  // The probabilistic variance proxies' common factor: one rounding of a partial value in d.
-  const double h_sub = 0.5 * spacing_at(d, 0);
-  const double per_rounding = u_d * u_d * (s.self * s.self + Q) + h_sub * h_sub;
-  const double T = std::fabs(s.self) + S;
-  auto exact_in = [&](int p, double max_finite) { return sum_tau == 0 && (T == 0 || T <= std::ldexp(q, p)) && T <= max_finite; };
-  const double e_ref = (0x1p-53 + std::pow(theta(n, 0x1p-53), 2)) * T;
+  const TermSums v = term_sums(s, tau);
+  const double n = v.n, S = v.S, sum_tau = v.sum_tau, T = v.T;
+  const double e_ref = v.e_ref();
   const double max_d = dtype_info(d).max_finite;
   std::array<double, 4> e{};
 
-  if (!exact_in(precision(d), max_d)) {
-    double per_add = sum_tau + S + sum_tau;  // E⁰: every min at its first argument
-    for (int it = 0; it < 3; ++it) per_add = sum_tau + capped(s, tau, 1, 0.5 * spacing_at(d, T + per_add));
-    if (s.symmetric)
-      per_add = std::min(per_add, sum_tau + kAzumaSigmas * std::sqrt(std::min(term_sq, n * per_rounding)) + kStraddleMean * u_d * S);
-    e[static_cast<size_t>(Accumulation::per_add)] = per_add + e_ref;
-
+  e[static_cast<size_t>(Accumulation::per_add)] = per_add_bound(s, v, tau, e_ref);
+  if (!v.exact_in(precision(d), max_d)) {
     const double th = theta(n - 1, u_a), c = (1 + u_d) * (1 + th);
     const double within = sum_tau + th * (S + sum_tau);
     double grouped = within + 2 * c * (S + sum_tau);
     for (int it = 0; it < 3; ++it) grouped = within + 2 * capped(s, tau, c, 0.5 * spacing_at(d, T + grouped));
     if (s.symmetric)
-      grouped = std::min(grouped, within + kAzumaSigmas * std::sqrt(std::min(4 * c * c * term_sq, (n + 1) * per_rounding)) +
+      grouped = std::min(grouped, within + kAzumaSigmas * std::sqrt(std::min(4 * c * c * v.term_sq, (n + 1) * v.per_rounding)) +
                                       kStraddleMean * u_d * S);
     e[static_cast<size_t>(Accumulation::grouped)] = grouped + e_ref;
   }
   double once = sum_tau + theta(n, u_a) * (T + sum_tau);
   if (s.symmetric)
-    once = std::min(once, sum_tau + kAzumaSigmas * u_a * std::sqrt(n * (s.self * s.self + Q + sum_tau2)) + kStraddleMean * u_a * S);
+    once = std::min(once, sum_tau + kAzumaSigmas * u_a * std::sqrt(n * (s.self * s.self + v.Q + v.sum_tau2)) + kStraddleMean * u_a * S);
   e[static_cast<size_t>(Accumulation::once)] =
-      exact_in(p_a, dtype_info(d == DType::fp64 ? DType::fp64 : DType::fp32).max_finite)
+      v.exact_in(p_a, dtype_info(d == DType::fp64 ? DType::fp64 : DType::fp32).max_finite)
           ? (std::fabs(s.exact) > max_d ? 0 : std::fabs(round_to(d, s.exact) - s.exact))
           : once + e_ref;
   const double warp = warp32_bound(s, e[static_cast<size_t>(Accumulation::per_add)]);

@@ -63,16 +63,17 @@
 #include <string_view>
 #include <vector>
 
+#include "core/azuma.hpp"
 #include "refimpl/sdpa_detail.hpp"
 
 namespace opcts::sdpa::detail {
 
-/// Λ of the lse floor's mean-zero fp32 errors (the file comment): √(2·ln(2/P)) at the
-/// roundings' P = 2·e^-24, i.e. √48.
-constexpr double kAzumaSigmas = 6.928203230275509;
-
 /// The false-alarm probability per element of the lse floor: 2·e^-24 (Λ's).
 constexpr double kLseFalseAlarm = 7.550269088558195e-11;
+
+/// Λ of the lse floor's mean-zero fp32 errors (the file comment): √(2·ln(2/P)) at the
+/// roundings' P = kLseFalseAlarm, i.e. √48 = 6.928203230275509 (core/azuma.hpp), computed once.
+inline const double kAzumaSigmas = azuma_lambda(kLseFalseAlarm);
 
 /// An online softmax an impl may declare for its lse (`accumulation:` on output lse in
 /// cases/tolerances.yaml; the reference's bound "lse@<name>"): keys per step of its running
@@ -105,7 +106,9 @@ inline double running_max_records(int64_t n) {
 /// Upper bounds of a row's top masses P_m (the sum of its m largest weights e_j in (0, 1])
 /// from a histogram by eighths of a binade (of the significand's range [1/2, 1)): whole bins
 /// by their exact sums, part of one by r times its top (a bin's weights are each below its
-/// top, and larger than every later bin's), so each bound is within 9/8 of P_m.
+/// top, and larger than every later bin's), so each bound is within 9/8 of P_m. Only the bins
+/// from the first to the last filled one are walked (the others are empty: they add nothing),
+/// so a row of few keys costs little.
 class TopMass {
  public:
   void add(double e) {
@@ -116,25 +119,32 @@ class TopMass {
     ++count_[bin];
     sum_[bin] += e;
     ++n_;
+    lo_ = std::min(lo_, bin);
+    hi_ = std::max(hi_, bin + 1);
+  }
+  /// Empties it for the next row (zeroing the filled range only).
+  void clear() {
+    for (int bin = lo_; bin < hi_; ++bin) count_[bin] = 0, sum_[bin] = 0;
+    n_ = 0, lo_ = kBins, hi_ = 0;
   }
   int64_t count() const { return n_; }
   /// P_m for every m in `ms` (ascending), in one walk over the binades.
   void top(const std::vector<int64_t>& ms, std::vector<double>& out) const {
     out.assign(ms.size(), 0.0);
-    int bin = 0;
+    int bin = lo_;
     int64_t before = 0;  // weights in the binades before `bin`
     double mass = 0;     // their sum
     for (size_t q = 0; q < ms.size(); ++q) {
-      while (bin < kBins && before + count_[bin] <= ms[q]) mass += sum_[bin], before += count_[bin++];
+      while (bin < hi_ && before + count_[bin] <= ms[q]) mass += sum_[bin], before += count_[bin++];
       const int64_t r = ms[q] - before;
-      out[q] = mass + (r > 0 && bin < kBins ? std::min(sum_[bin], static_cast<double>(r) * bin_top(bin)) : 0.0);
+      out[q] = mass + (r > 0 && bin < hi_ ? std::min(sum_[bin], static_cast<double>(r) * bin_top(bin)) : 0.0);
     }
   }
   /// Σ_{m=2..n} P_m² (bounded as `top`).
   double sum_sq_tops() const {
     double s = 0, mass = 0;
     int64_t m = 0;
-    for (int bin = 0; bin < kBins; ++bin) {
+    for (int bin = lo_; bin < hi_; ++bin) {
       for (int64_t r = 1; r <= count_[bin]; ++r) {
         const double pm = mass + std::min(sum_[bin], static_cast<double>(r) * bin_top(bin));
         if (++m >= 2) s += pm * pm;
@@ -154,6 +164,7 @@ class TopMass {
   std::array<int64_t, kBins> count_{};
   std::array<double, kBins> sum_{};
   int64_t n_ = 0;
+  int lo_ = kBins, hi_ = 0;  // the filled bins lie in [lo_, hi_)
 };
 
 /// W of the file comment: the rescaled partial sums, in units of l, that the running max's
@@ -240,6 +251,7 @@ std::vector<LseFloor> lse_floors(const Problem& p, const ForwardHead<T>& f, cons
   std::vector<LseFloor> floor(f.l.size());
   int64_t records_n = -1;
   double records = 0;
+  TopMass tops;  // one histogram for every row, cleared per row (its bins are 19 KB)
   for (size_t i = 0; i < floor.size(); ++i) {
     if (f.keys[i] == 0) continue;
     const auto r = static_cast<Eigen::Index>(i);
@@ -247,7 +259,7 @@ std::vector<LseFloor> lse_floors(const Problem& p, const ForwardHead<T>& f, cons
     const double m = static_cast<double>(f.lse[i]) - std::log(l);
     double var = 0, drift_pos = 0, drift_neg = 0, tanh_ulps = 0, min_s = m;
     int64_t first = -1, last = -1;
-    TopMass tops;
+    tops.clear();
     for (Eigen::Index j = 0; j < f.e.cols(); ++j) {
       const double e = static_cast<double>(f.e(r, j));
       if (e == 0) continue;  // a masked key, or one whose weight underflows fp32

@@ -61,7 +61,7 @@ References reference(const Problem& p, const TensorMap& inputs) {
   // lse's floor under each softmax structure an impl may declare (refimpl/sdpa_lse_floor.hpp).
   std::array<std::vector<double>*, detail::kSoftmaxStructures.size()> lse_declared{};
   for (size_t s = 0; s < lse_declared.size(); ++s) {
-    lse_declared[s] = &r.bound["lse@" + std::string(detail::kSoftmaxStructures[s].name)];
+    lse_declared[s] = &r.bound[bound_key("lse", detail::kSoftmaxStructures[s].name)];
     lse_declared[s]->assign(B * Hq * Sq, 0.0);
   }
 

@@ -85,6 +85,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/azuma.hpp"
 #include "core/yaml_util.hpp"
 
 namespace opcts {
@@ -117,8 +118,6 @@ AccumulatorModel parse_accumulator(const std::string& path, const YAML::Node& n)
   if (m.promote_every < 0) yaml_fail(path, n["promote_every"], "'promote_every' must be >= 0 (0: never promoted)");
   return m;
 }
-
-double hoeffding_lambda(double p) { return std::sqrt(2 * std::log(2 / p)); }
 
 namespace {
 
@@ -158,7 +157,7 @@ AccumulationBound accumulation_bound(const AccumulatorModel& m, const ReductionS
   b.c_wc = g_in + g_out + g_in * g_out;
   b.c_epi = gamma(5, kU32);
   if (st.zero_mean && false_alarm > 0) {
-    b.lambda = hoeffding_lambda(false_alarm);
+    b.lambda = azuma_lambda(false_alarm);
     b.c_var = std::max(0.0, roundings) * up * up + static_cast<double>(chunks + 1) * kU32 * kU32;
     if (trunc) {
       const double rn = std::sqrt(static_cast<double>(n));

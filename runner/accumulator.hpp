@@ -58,7 +58,7 @@ struct AccumulationBound {
   double c_epi = 0;      // γ_5: the fp32 epilogue (scales, global scale, bias, output scale)
   double c_var = 0;      // variance proxy per unit of Q (0: no probabilistic bound)
   double c_drift = 0;    // toward-zero drift of a truncating adder per unit of √Q
-  double lambda = 0;     // Hoeffding's λ for the false-alarm probability
+  double lambda = 0;     // Azuma–Hoeffding's λ for the false-alarm probability (core/azuma.hpp)
   double slope_drift = 0;  // D: the slope toward zero a truncating adder may give (bias check)
   /// E for element i of `stats`.
   double element(const ReductionStats& stats, size_t i) const;
@@ -70,9 +70,6 @@ struct AccumulationBound {
 /// probability per element (and per output for the bias check) that a correct device
 /// exceeds the probabilistic bound; 0 keeps the worst case only.
 AccumulationBound accumulation_bound(const AccumulatorModel& model, const ReductionStats& stats, double false_alarm);
-
-/// λ with 2·exp(-λ²/2) = p (Hoeffding-Azuma's two-sided tail); p in (0, 1).
-double hoeffding_lambda(double p);
 
 /// The bias check of a bounded output: the least-squares slope β of err = got − want against
 /// want over the compared elements, and the interval a correct device's β lies in.

@@ -43,8 +43,9 @@ struct Tolerance {
   double false_alarm = 0;
   // bounded and ref_relative: the impl's declared accumulation model (the indexing families'
   // per_add / grouped / once, SDPA lse's softmax structure); its bound is References::bound
-  // "<output>@<model>" ("" = "<output>"), the reference giving one bound per model it knows;
-  // a model the reference does not know is an error (runner/execute.cpp), never no bound.
+  // at bound_key(output, model) (core/family.hpp: "<output>@<model>", "" = "<output>"), the
+  // reference giving one bound per model it knows; a model the reference does not know is an
+  // error (runner/execute.cpp), never no bound.
   std::string accumulation;
   std::string source;  // where it came from: "cases/tolerances.yaml:12", "manifest sm90.yaml:4"
 };

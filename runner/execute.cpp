@@ -183,7 +183,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       const Tolerance tol = suite.tolerances().resolve(r.family, spec.name, spec.dtype, r.impl, r.arch, c.id,
                                                        &suite.manifest());
       const auto lp = ref.refs.lowp.find(spec.name);
-      const auto bd = ref.refs.bound.find(tol.accumulation.empty() ? spec.name : spec.name + "@" + tol.accumulation);
+      const auto bd = ref.refs.bound.find(bound_key(spec.name, tol.accumulation));
       if (!tol.accumulation.empty() && bd == ref.refs.bound.end())
         throw std::runtime_error("output '" + spec.name + "': the reference gives no bound for accumulation '" +
                                  tol.accumulation + "' (" + tol.source + ")");

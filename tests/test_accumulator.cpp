@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/azuma.hpp"
 #include "runner/accumulator.hpp"
 #include "runner/compare.hpp"
 #include "tests/test_util.hpp"
@@ -207,6 +208,17 @@ TEST(AccumulationBound, SimulatedTruncatingAdderStaysInside) {
   const double D = accumulation_bound(model, st, 1e-12).slope_drift;
   EXPECT_LT(swe / sww, 0.0);  // truncation shrinks
   EXPECT_GT(swe / sww, -D / 4);
+}
+
+// Azuma–Hoeffding's Λ solves 2·exp(−Λ²/2) = p; the values the bounds were derived with: 7.5265089
+// at the scaled GEMMs' and indexing's p = 1e-12, √48 at the lse floor's 2·e^-24.
+TEST(AzumaLambda, SolvesTheTwoSidedTailAtEachFalseAlarm) {
+  for (double p : {0.5, 1e-3, 1e-12, 2 * std::exp(-24.0)}) {
+    const double l = azuma_lambda(p);
+    EXPECT_NEAR(2 * std::exp(-l * l / 2), p, 1e-13 * p) << p;
+  }
+  EXPECT_NEAR(azuma_lambda(1e-12), 7.5265089246593595, 1e-15);
+  EXPECT_EQ(azuma_lambda(2 * std::exp(-24.0)), std::sqrt(48.0));
 }
 
 }  // namespace

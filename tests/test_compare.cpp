@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/family.hpp"
 #include "runner/compare.hpp"
 
 namespace opcts {
@@ -316,6 +317,13 @@ TEST(CompareBounded, HalfASpacingCatchesATruncatingConversion) {
 TEST(CompareMetric, ParseAndPrintRoundTrip) {
   for (Metric m : {Metric::exact, Metric::allclose, Metric::ref_relative}) EXPECT_EQ(parse_metric(to_string(m)), m);
   EXPECT_THROW(parse_metric("close"), std::invalid_argument);
+}
+
+// The key of References::bound that the references write and execute_case reads.
+TEST(BoundKey, OutputAtAccumulationOrTheOutputAlone) {
+  EXPECT_EQ(bound_key("lse", ""), "lse");
+  EXPECT_EQ(bound_key("lse", "online_block64"), "lse@online_block64");
+  EXPECT_EQ(bound_key("out", "per_add"), "out@per_add");
 }
 
 }  // namespace

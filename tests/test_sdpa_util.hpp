@@ -49,9 +49,7 @@ inline std::map<std::string, OutputStats> compare_all(const std::string& impl, c
     const Tolerance tol = tolerances().resolve("sdpa", spec.name, spec.dtype, impl, "host", "", nullptr);
     std::vector<WorstElement> worst;
     stats[spec.name] = compare_output(spec.name, out.at(spec.name), r.exact.at(spec.name), &r.lowp.at(spec.name),
-                                      tol, worst, 5,
-                                      &r.bound.at(tol.accumulation.empty() ? spec.name : spec.name + "@" + tol.accumulation),
-                                      spec.row);
+                                      tol, worst, 5, &r.bound.at(bound_key(spec.name, tol.accumulation)), spec.row);
   }
   return stats;
 }
