@@ -240,7 +240,7 @@ OPCTS_INT4_HD void dequant_pairs(const Args& a, uint32_t v, uint32_t sz, uint32_
 #endif
 }
 
-/// Where lane (g, t) reads its A registers in the mma staging: row g (and g + 8: hi) of a
+/// Where lane (g, t) reads its B registers (x) in the mma staging: row g (and g + 8: hi) of a
 /// super-tile at lo[w % 2] + 8w + step·i (i: the super-tile's place in the chunk; lo[0], lo[1]
 /// fold mma_slot's 8·(w ^ (t >> 1)) in), or, for rows past M, a zeroed area of 128 T values
 /// (step 0), so the loads need no branch and those rows are 0.
