@@ -405,21 +405,31 @@ int64_t tiny_ring_bytes(const Args& a, const Int4GemvTuning& t) {
 #endif
 }
 
+// Shared memory of an SM a kernel's blocks may take (sm_90: 227 KiB), and what the runtime keeps
+// per block beside them (1 KiB; CUDA C++ Programming Guide, "Shared Memory" of compute
+// capability 9.0).
+constexpr int64_t kSmemPerSm = 227 * 1024, kSmemReservedPerBlock = 1024;
+
+// A fast-path block's static shared memory: its partial sums ([kTinyWarps][rows][columns]
+// floats) and, in the mma kernel, the zero area of x_rows.
+int64_t tiny_static_smem(const Args& a, const Int4GemvTuning& t) {
+  if (tiny_mma(t)) return (a.m > 8 ? 16 : 8) * 16 * kTinyWarps * 4 + 256;
+  return tiny_rows(a.m) * 8 * kTinyWarps * 4;
+}
+
 // Bound of a block's staged x: the fma kernel's, or what leaves the mma kernel its blocks of an
-// SM's 227 KiB (less 1 KiB each the runtime keeps) beside its ring and partial sums, at most
-// that bound.
+// SM beside its ring and static shared memory, at most that bound.
 int64_t tiny_stage_bound(const Args& a, const Int4GemvTuning& t) {
   if (!tiny_mma(t)) return int4mm::tiny::kMaxStageBytes;
-  const int64_t part = (a.m > 8 ? 16 : 8) * 16 * kTinyWarps * 4 + 256;
-  return std::clamp<int64_t>(227 * 1024 / tiny_blocks(a, t) - 1024 - part - tiny_ring_bytes(a, t), 4 * 1024,
-                             int4mm::tiny::kMaxStageBytes);
+  const int64_t per_block = kSmemPerSm / tiny_blocks(a, t) - kSmemReservedPerBlock;
+  return std::clamp<int64_t>(per_block - tiny_static_smem(a, t) - tiny_ring_bytes(a, t), 4 * 1024, int4mm::tiny::kMaxStageBytes);
 }
 
 // Warps per SM the fast path's kernel holds: its launch bounds' blocks (tiny_blocks), fewer where
-// its shared memory (ring, chunk, partial sums; 1 KiB a block kept by the runtime) does not fit.
+// its shared memory (dynamic `smem`, static, the runtime's share) does not fit.
 int tiny_resident(const Args& a, const Int4GemvTuning& t, int64_t smem) {
-  const int64_t part = tiny_mma(t) ? (a.m > 8 ? 16 : 8) * 16 * kTinyWarps * 4 + 256 : tiny_rows(a.m) * 8 * kTinyWarps * 4;
-  return kTinyWarps * static_cast<int>(std::clamp<int64_t>(227 * 1024 / (smem + part + 1024), 1, tiny_blocks(a, t)));
+  const int64_t per_block = smem + tiny_static_smem(a, t) + kSmemReservedPerBlock;
+  return kTinyWarps * static_cast<int>(std::clamp<int64_t>(kSmemPerSm / per_block, 1, tiny_blocks(a, t)));
 }
 
 // Items a warp of the fast path keeps in flight per batch (the split's smallest share).

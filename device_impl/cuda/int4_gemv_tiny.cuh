@@ -200,7 +200,8 @@ OPCTS_INT4_HD int64_t pair_columns(const Args& a, int64_t pair) { return a.n - 1
 
 /// b[i] = {Ŵ of nibble i, Ŵ of nibble i + 4} of word v as a T pair, the word's group parameters
 /// in `sz` (scale, zero as T bits): Code<tinygemm>::dequant8's arithmetic, (q − 8)·scale + zero
-/// rounded once to T (on sm_80+ the magic-number pair and __hfma2; elsewhere Code::dequant).
+/// rounded once to T (on sm_80+ biased_pair's magic-number pair and __hfma2; elsewhere
+/// Code::dequant).
 template <class T>
 OPCTS_INT4_HD void dequant_pairs(const Args& a, uint32_t v, uint32_t sz, uint32_t (&b)[4]) {
 #if defined(OPCTS_INT4_PAIRS)
@@ -214,16 +215,9 @@ OPCTS_INT4_HD void dequant_pairs(const Args& a, uint32_t v, uint32_t sz, uint32_
   memcpy(&s, &s_bits, 4);
   memcpy(&z, &z_bits, 4);
   memcpy(&minus, &kMinus, 4);
-  // {B + q_i, B + q_{i+4}} = (v >> 4i) & 0x000F000F | magic in one LOP3 (both constants in
-  // registers: an immediate takes one operand only).
-  uint32_t mask = 0x000F000Fu, magic = P::kMagic;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    uint32_t h;
-    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(h) : "r"(v >> (4 * i)), "r"(mask), "r"(magic));  // (a & b) | c
-    V biased;
-    memcpy(&biased, &h, 4);
-    const V w = __hfma2(__hadd2(biased, minus), s, z);  // q − 8 exact, then the one rounding
+    const V w = __hfma2(__hadd2(biased_pair<T>(v, i), minus), s, z);  // q − 8 exact, then the one rounding
     memcpy(&b[i], &w, 4);
   }
 #else

@@ -138,10 +138,14 @@ struct Pair<__half> {
   __device__ static float2 floats(type v) { return __half22float2(v); }
 };
 
-// {B + q_i, B + q_{i+4}} from nibbles i and i + 4 of v.
+// {B + q_i, B + q_{i+4}} from nibbles i and i + 4 of v: (v >> 4i) & 0x000F000F | magic in one
+// LOP3, both constants in registers (an immediate takes one operand only, so nvcc's own code for
+// the expression is two LOP3s).
 template <class T>
 __device__ __forceinline__ typename Pair<T>::type biased_pair(uint32_t v, int i) {
-  const uint32_t h = (v >> (4 * i) & 0x000F000Fu) | Pair<T>::kMagic;
+  uint32_t h;
+  const uint32_t mask = 0x000F000Fu, magic = Pair<T>::kMagic;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(h) : "r"(v >> (4 * i)), "r"(mask), "r"(magic));  // (a & b) | c
   typename Pair<T>::type r;
   memcpy(&r, &h, 4);
   return r;
