@@ -14,18 +14,23 @@
 // same run: "generic", the generic kernel where the default runs the fast tinygemm path
 // (innerKTiles 8; the same kernel elsewhere), so one run shows both, and its unbatched variant
 // (one item in flight per lane); for the fast path (tinygemm, innerKTiles 8; elsewhere these
-// columns repeat the default) "fast fma" (fp32 FMA instead of tensor cores), "ring 2" and
-// "ring 6" (a warp's ring of items in shared memory 2 or 6 deep instead of 4: 1 or 5 items in
-// flight), "wk 4" (4 warps per pair of n-tiles, whatever the grid's fill: a block's warps read
-// one pair's contiguous bytes together); then the grid's fill
-// target at 12 warps per SM instead of 24 (split-K in the generic kernel; warps per n-tile,
-// then split-K, in the fast one). The "chained" column times the
+// columns repeat the default) "fast fma" (fp32 FMA instead of tensor cores), "8-warp" (the
+// mma kernel in blocks of 8 warps, wk 1, 2, 4 or 8, as before the planner's blocks of any
+// size), "ring 3" and "ring 4" (a warp's ring of items in shared memory 3 or 4 deep instead of
+// 2: 2 or 3 items in flight), "wk 4" (4 warps per pair of n-tiles, whatever the grid's fill);
+// then the grid's fill target at 12 warps per SM instead of 24 (split-K in the generic kernel;
+// the blocks, then split-K, in the fast one); then two probes of the fast path that compute no
+// product (cuda::Int4GemvProbe): "loads" streams the weight and scales through the
+// ring and multiplies nothing, "math" multiplies what the first loads brought and loads nothing
+// more — what the memory side and the arithmetic reach alone. The "chained" column times the
 // default back to back as a decode loop runs it: kChain launches, each on its own copy of the
 // weight (enough copies to exceed L2 twice over, so none is read from L2), between two events,
-// so a launch's fixed cost overlaps the previous one's tail. The tunings sum in other orders, so
-// their outputs may differ from the default's in the last bits; the last column prints the
-// largest such difference relative to max |y| (the suite's cases judge the default; a larger
-// figure means a tuning computes something else).
+// so a launch's fixed cost overlaps the previous one's tail. "copy same" is a device-to-device
+// copy of the packed weight alone, timed as the gemv is (after the flush), as a fraction of the
+// big copy: what the size alone leaves a memory-bound launch. The tunings sum in other orders,
+// so their outputs may differ from the default's in the last bits; the last column prints the
+// largest such difference relative to max |y| over the tunings that compute a product (the
+// suite's cases judge the default; a larger figure means a tuning computes something else).
 //
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -179,14 +184,17 @@ int main(int argc, char** argv) {
                  {"generic", {.fast = false}},
                  {"gen nobat", {.batch = false, .fast = false}},
                  {"fast fma", {.mma = false}},
-                 {"ring 2", {.stages = 2}},
-                 {"ring 6", {.stages = 6}},
+                 {"8-warp", {.fixed_blocks = true}},
+                 {"ring 3", {.stages = 3}},
+                 {"ring 4", {.stages = 4}},
                  {"wk 4", {.tiny_wk = 4}},
-                 {"fill 12", {.warps_per_sm = 12}}};
+                 {"fill 12", {.warps_per_sm = 12}},
+                 {"loads", {.probe = cuda::Int4GemvProbe::loads_only}},
+                 {"math", {.probe = cuda::Int4GemvProbe::math_only}}};
   std::printf("cuda.int4_gemv, M = 1, Llama-3-8B projections (weights, scales and zeros per second)\n");
   std::printf("%-14s %-13s %-44s %8s %8s %8s", "shape", "NxK", "problem", "us", "GB/s", "of copy");
   for (size_t v = 1; v < std::size(tunings); ++v) std::printf(" %9s", tunings[v].name);
-  std::printf(" %9s %10s\n", "chained", "max rel Δ");
+  std::printf(" %9s %9s %10s\n", "chained", "copy same", "max rel Δ");
   for (const Shape& s : kShapes)
     for (const int4_mm::Format f : int4_mm::all_formats()) {
       // The dtypes the checkpoints ship in: tinygemm bf16, AWQ / GPTQ / Q4_0 fp16.
@@ -217,7 +225,8 @@ int main(int argc, char** argv) {
           std::printf("%-14s %5lldx%-7lld %-44s %8.1f %8.0f %8.3f", s.what, static_cast<long long>(s.n), static_cast<long long>(s.k),
                       id.c_str(), ms * 1e3, gbs, gbs / copy_gbs);
         } else {
-          for (size_t i = 0; i < y.size(); ++i) apart = std::max(apart, std::abs(decode(ip.dtype, y[i]) - decode(ip.dtype, first[i])));
+          if (tunings[v].t.probe == cuda::Int4GemvProbe::none)  // a probe's y is not a product
+            for (size_t i = 0; i < y.size(); ++i) apart = std::max(apart, std::abs(decode(ip.dtype, y[i]) - decode(ip.dtype, first[i])));
           std::printf(" %9.3f", gbs / copy_gbs);
         }
       }
@@ -242,7 +251,13 @@ int main(int argc, char** argv) {
                                     },
                                     &flush) /
                                 kChain;
-      std::printf(" %9.3f %10.2g\n", bytes / chained_ms / 1e6 / copy_gbs, most > 0 ? apart / most : apart);
+      // A device-to-device copy of the packed weight, timed as the gemv is: what the size alone
+      // leaves a memory-bound launch of the big copy's bandwidth.
+      const size_t wbytes = prep.weight.bytes();
+      cuda::DeviceBuffer same(wbytes);
+      const double same_ms = mean_ms([&] { cudaMemcpyAsync(same.get(), prep.weight.get(), wbytes, cudaMemcpyDeviceToDevice); }, &flush);
+      std::printf(" %9.3f %9.3f %10.2g\n", bytes / chained_ms / 1e6 / copy_gbs, 2.0 * static_cast<double>(wbytes) / same_ms / 1e6 / copy_gbs,
+                  most > 0 ? apart / most : apart);
     }
 
   std::printf("\ncuda.int4_mm, M = %lld (tinygemm bf16 g128) against cublasGemmEx bf16 (fp32 compute) of the dequantized weight\n",

@@ -115,9 +115,10 @@ __global__ void gemv_finalize(const float* ws, int64_t slices, int64_t m, int64_
 }
 
 // The fast path (tinygemm, innerKTiles 8, no plant; int4_gemv_tiny.cuh for the per-thread
-// work): a block of kTinyWarps warps holds tb = kTinyWarps / wk units with wk warps each and one
-// K slice, which it walks in chunks of super-tiles whose x fits the staging bound; warp sub of a
-// unit takes its items sub, sub + wk, ... of the chunk (fma: batches of them). Two kernels:
+// work): a block of bw = tb·wk warps holds tb units with wk warps each and one K slice (the fma
+// kernel: bw = kTinyWarps), which it walks in chunks of super-tiles whose x fits the staging
+// bound; warp sub of a unit takes its items sub, sub + wk, ... of the chunk (fma: batches of
+// them). Two kernels:
 //  - tiny_mma_kernel (CUDA): a unit is a pair of n-tiles and an item one super-tile of both
 //    (1 KiB); each warp streams its items through a ring of S slots in shared memory with
 //    cp.async (S − 1 in flight), the block staging the chunk's x while the first ones load; the
@@ -127,13 +128,16 @@ __global__ void gemv_finalize(const float* ws, int64_t slices, int64_t m, int64_
 //    quad's lanes are summed by a butterfly.
 // The unit's warps are added in warp order through shared memory, slices by gemv_finalize.
 constexpr int kTinyWarps = 8;
+// The mma kernel's largest block (its launch bounds; the registers of one SM at 80 a thread):
+// 24 warps, 16 at M > 8.
+constexpr int kTinyMmaMaxWarps = 24, kTinyMmaMaxWarps16 = 16;
 
 // units (n-tiles, or pairs of them) of items super-tiles; blocks × slices blocks of tb units with
-// wk warps each; chunk: super-tiles of x staged at a time (row m of the staged x at
-// xs + 128·chunk·m).
+// wk warps each (bw = tb·wk warps); chunk: super-tiles of x staged at a time (row m of the staged
+// x at xs + 128·chunk·m).
 struct TinySplit {
   int64_t units, items, blocks, slices, per_slice, chunk;
-  int wk, tb;
+  int wk, tb, bw;
 };
 
 // Where a warp of the fast path stands: its `unit` (live: < units; warp-uniform), its turn `sub`
@@ -259,18 +263,22 @@ struct RingSlot {
 // M <= 16 in one or two products per k-tile, Rows16: M > 8). Each warp streams its items
 // through a ring of S slots in shared memory with cp.async: S − 1 items (1 KiB of weight each)
 // in flight while it multiplies one, no registers held for them and no barrier (a lane reads
-// only what it copied). Three blocks per SM (85 registers; the ring, the x chunk and the partial
-// sums fit three blocks' shared memory at S = 4; four blocks of 64 registers spill and were no
-// faster, docs/status/sm90.md), two for M > 8 (its second set of accumulators would spill in 85).
-template <class T, bool Rows16, bool OneGroup, int S>
-__global__ void OPCTS_LAUNCH_BOUNDS(kTinyWarps * kLanes, Rows16 ? 2 : 3) tiny_mma_kernel(Args a, TinySplit sp, float* ws, T* y, int64_t ldy) {
+// only what it copied). A block has bw = tb·wk warps (tiny_plan_mma), up to 24 an SM at 80
+// registers (16 at M > 8, 106 registers: its second set of accumulators); four blocks of 64
+// registers spilled and were no faster (docs/status/sm90.md). Probe (the benchmark's
+// Int4GemvProbe): 1 loads without multiplying, 3 multiplies without loading past the first S − 1.
+template <class T, bool Rows16, bool OneGroup, int S, int Probe = 0>
+__global__ void OPCTS_LAUNCH_BOUNDS((Rows16 ? kTinyMmaMaxWarps16 : kTinyMmaMaxWarps) * kLanes, 1)
+    tiny_mma_kernel(Args a, TinySplit sp, float* ws, T* y, int64_t ldy) {
   constexpr int R = Rows16 ? 16 : 8, G = OneGroup ? 1 : 4;
   using Slot = RingSlot<G>;
-  extern __shared__ __align__(16) unsigned char dyn[];  // [kTinyWarps][S] slots, then min(M, 16) rows of the chunk as T
+  // [bw][S] slots, the partial sums [bw][R][16], then min(M, 16) rows of the chunk as T
+  extern __shared__ __align__(16) unsigned char dyn[];
   Slot* ring = reinterpret_cast<Slot*>(dyn);
-  T* xs = reinterpret_cast<T*>(dyn + sizeof(Slot) * S * kTinyWarps);
+  auto* part = reinterpret_cast<float(*)[R][16]>(dyn + sizeof(Slot) * S * sp.bw);
+  T* xs = reinterpret_cast<T*>(part + sp.bw);
   __shared__ __align__(16) uint32_t zeros[64];  // the B columns past M (x_rows)
-  __shared__ float part[kTinyWarps][R][16];
+  uint32_t probe_bits = 0;  // Probe 1: what the loads brought, kept live
   const TinyWarp w = tiny_warp(sp);
   const int64_t ld = 128 * sp.chunk;
   if (w.tid < 64) zeros[w.tid] = 0;  // before the first barrier
@@ -317,17 +325,22 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kTinyWarps * kLanes, Rows16 ? 2 : 3) tiny_mm
       copy_commit();
     }
     __syncthreads();  // the previous chunk's readers are done with the staging
-    int4mm::tiny::stage_x_mma<T>(a, 128 * ic, 128 * (ie - ic), ld, xs, w.tid, kTinyWarps * kLanes);
+    int4mm::tiny::stage_x_mma<T>(a, 128 * ic, 128 * (ie - ic), ld, xs, w.tid, sp.bw * kLanes);
     __syncthreads();
     for (int i = 0; i < n; ++i) {
       copy_wait<S - 2>();  // item i's group has landed (S − 2 younger ones may still fly)
       const auto f = read(i % S);
       // Its slot's previous item was used in the last iteration: refill it S − 1 items ahead.
-      if (i + S - 1 < n) issue(wbase, f32, i + S - 1, (i + S - 1) % S);
+      if (Probe != 3 && i + S - 1 < n) issue(wbase, f32, i + S - 1, (i + S - 1) % S);
       copy_commit();
-      int4mm::tiny::use_mma<T, Rows16, OneGroup>(a, f, x, at + static_cast<uint32_t>(i * sp.wk), c, c16);
+      if constexpr (Probe == 1) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) probe_bits ^= f.f[h].v.w[0] ^ f.f[h].v.w[1] ^ f.f[h].v.w[2] ^ f.f[h].v.w[3] ^ f.f[h].sz[0];
+      } else
+        int4mm::tiny::use_mma<T, Rows16, OneGroup>(a, f, x, at + static_cast<uint32_t>(i * sp.wk), c, c16);
     }
   }
+  if (Probe == 1 && probe_bits == 0x9e3779b9u) c[0][0] += 1.0f;
 
   // Lane (g, t): y[2t + e][column g of the pair's first n-tile] in c[.][e], of its second in
   // c[.][2 + e]; rows 8 + 2t + e in c16.
@@ -378,30 +391,34 @@ int device_sms() {
   return sms;
 }
 
-// The mma kernel's ring depth: the tuning's stages where the kernel has it (M <= 8, g >= 128),
-// else 4.
+#if !OPCTS_GPU_HIP
+// The mma kernel's ring depth: the tuning's stages where the kernel has it (M <= 8, g >= 128;
+// a probe's kernel has 2 only), else 4.
 int tiny_stages(const Args& a, const Int4GemvTuning& t) {
-  return a.m <= 8 && a.group_shift >= 7 && (t.stages == 2 || t.stages == 6) ? t.stages : 4;
+  if (a.m > 8 || a.group_shift < 7) return 4;
+  if (t.probe != Int4GemvProbe::none) return 2;
+  return t.stages == 3 || t.stages == 4 ? t.stages : 2;
 }
+#endif
 
-// Blocks per SM the fast path's kernel is built for (its launch bounds): 3, the mma kernel's 2
-// at M > 8.
-int tiny_blocks(const Args& a, const Int4GemvTuning& t) { return tiny_mma(t) && a.m > 8 ? 2 : 3; }
+// Blocks per SM the fma kernel is built for (its launch bounds): 3.
+constexpr int kTinyFmaBlocks = 3;
 
 // Bytes of staged x per row and super-tile: fp32 (fma) or T (mma).
 int64_t tiny_stage_bytes(const Args& a, const Int4GemvTuning& t) {
   return tiny_mma(t) ? std::min<int64_t>(a.m, 16) * 128 * 2 : static_cast<int64_t>(tiny_rows(a.m)) * 128 * 4;
 }
 
-// The mma kernel's ring (dynamic shared memory ahead of the staged x).
-int64_t tiny_ring_bytes(const Args& a, const Int4GemvTuning& t) {
+// The mma kernel's ring and partial sums for a block of bw warps (dynamic shared memory ahead of
+// the staged x); the fma kernel has neither there.
+int64_t tiny_ring_bytes(const Args& a, const Int4GemvTuning& t, int bw) {
 #if OPCTS_GPU_HIP
-  (void)a, (void)t;
+  (void)a, (void)t, (void)bw;
   return 0;
 #else
   if (!tiny_mma(t)) return 0;
   const int64_t slot = a.group_shift >= 7 ? sizeof(RingSlot<1>) : sizeof(RingSlot<4>);
-  return slot * tiny_stages(a, t) * kTinyWarps;
+  return (slot * tiny_stages(a, t) + (a.m > 8 ? 16 : 8) * 16 * 4) * bw;
 #endif
 }
 
@@ -410,66 +427,121 @@ int64_t tiny_ring_bytes(const Args& a, const Int4GemvTuning& t) {
 // capability 9.0).
 constexpr int64_t kSmemPerSm = 227 * 1024, kSmemReservedPerBlock = 1024;
 
-// A fast-path block's static shared memory: its partial sums ([kTinyWarps][rows][columns]
-// floats) and, in the mma kernel, the zero area of x_rows.
+// A fast-path block's static shared memory: the zero area of x_rows (mma), the partial sums
+// ([kTinyWarps][rows][8] floats, fma).
 int64_t tiny_static_smem(const Args& a, const Int4GemvTuning& t) {
-  if (tiny_mma(t)) return (a.m > 8 ? 16 : 8) * 16 * kTinyWarps * 4 + 256;
+  if (tiny_mma(t)) return 256;
   return tiny_rows(a.m) * 8 * kTinyWarps * 4;
 }
 
-// Bound of a block's staged x: the fma kernel's, or what leaves the mma kernel its blocks of an
-// SM beside its ring and static shared memory, at most that bound.
-int64_t tiny_stage_bound(const Args& a, const Int4GemvTuning& t) {
-  if (!tiny_mma(t)) return int4mm::tiny::kMaxStageBytes;
-  const int64_t per_block = kSmemPerSm / tiny_blocks(a, t) - kSmemReservedPerBlock;
-  return std::clamp<int64_t>(per_block - tiny_static_smem(a, t) - tiny_ring_bytes(a, t), 4 * 1024, int4mm::tiny::kMaxStageBytes);
-}
-
-// Warps per SM the fast path's kernel holds: its launch bounds' blocks (tiny_blocks), fewer where
-// its shared memory (dynamic `smem`, static, the runtime's share) does not fit.
-int tiny_resident(const Args& a, const Int4GemvTuning& t, int64_t smem) {
-  const int64_t per_block = smem + tiny_static_smem(a, t) + kSmemReservedPerBlock;
-  return kTinyWarps * static_cast<int>(std::clamp<int64_t>(kSmemPerSm / per_block, 1, tiny_blocks(a, t)));
+// Bound of a block's staged x when `blocks` blocks of bw warps share an SM: what their ring,
+// partial sums and static shared memory leave, within [4 KiB, kMaxStageBytes].
+int64_t tiny_stage_bound(const Args& a, const Int4GemvTuning& t, int bw, int blocks) {
+  const int64_t per_block = kSmemPerSm / blocks - kSmemReservedPerBlock;
+  return std::clamp<int64_t>(per_block - tiny_static_smem(a, t) - tiny_ring_bytes(a, t, bw), 4 * 1024, int4mm::tiny::kMaxStageBytes);
 }
 
 // Items a warp of the fast path keeps in flight per batch (the split's smallest share).
 int tiny_batch(const Args& a, const Int4GemvTuning& t) { return tiny_mma(t) ? 1 : int4mm::tiny::batch(tiny_rows(a.m)); }
 
-// Dynamic shared memory of a launch: the ring and the chunk of x.
+// Dynamic shared memory of a launch: the ring and partial sums, and the chunk of x.
 int64_t tiny_smem(const Args& a, const Int4GemvTuning& t, const TinySplit& sp) {
-  return tiny_ring_bytes(a, t) + tiny_stage_bytes(a, t) * sp.chunk;
+  return tiny_ring_bytes(a, t, sp.bw) + tiny_stage_bytes(a, t) * sp.chunk;
 }
 
-// wk: the most warps per n-tile (mma: pair of n-tiles) of 1, 2, 4, 8 that keep the grid within
-// warps_per_sm warps per SM, at most what the kernel holds (one wave: more warps would wait for
-// the first ones instead of adding loads in flight); K is split only where the grid is short of
-// half of that, never below one batch per warp and slice. A chunk is the slice, or as much of it
-// as the staging bound lets one block hold.
-TinySplit tiny_plan(const Args& a, const Int4GemvTuning& t) {
-  const int b = tiny_batch(a, t);
-  const int64_t tiles = a.n / 8;
-  TinySplit p{tiny_mma(t) ? (tiles + 1) / 2 : tiles, a.k / 128, 0, 1, 0, 0, 1, kTinyWarps};
-  p.chunk = std::min<int64_t>(p.items, tiny_stage_bound(a, t) / tiny_stage_bytes(a, t));
-  const int64_t want = static_cast<int64_t>(device_sms()) * std::clamp(t.warps_per_sm, 1, tiny_resident(a, t, tiny_smem(a, t, p)));
+// Whether `blocks` blocks of split p fit one SM's shared memory.
+bool tiny_fits(const Args& a, const Int4GemvTuning& t, const TinySplit& p, int blocks) {
+  return blocks * (tiny_smem(a, t, p) + tiny_static_smem(a, t) + kSmemReservedPerBlock) <= kSmemPerSm;
+}
+
+// The K split and the chunk of a split whose units, wk, tb and bw are set, for a grid of `fill`
+// warps per SM at most resident: K is split only where the grid is short of half of that, never
+// below one batch per warp and slice. A chunk is the slice, or as much of it as the staging
+// bound lets one block hold.
+void tiny_finish(const Args& a, const Int4GemvTuning& t, int sms, int fill, int resident_blocks, TinySplit& p) {
+  const int64_t want = static_cast<int64_t>(sms) * fill, have = p.units * p.wk;
+  p.blocks = (p.units + p.tb - 1) / p.tb;
+  p.slices = 1;
+  if (2 * have < want)
+    p.slices = std::max<int64_t>(1, std::min<int64_t>({want / have, p.items / (static_cast<int64_t>(tiny_batch(a, t)) * p.wk), 65535}));
+  p.per_slice = (p.items + p.slices - 1) / p.slices;
+  p.slices = (p.items + p.per_slice - 1) / p.per_slice;
+  p.chunk = std::min<int64_t>(p.per_slice, std::max<int64_t>(1, tiny_stage_bound(a, t, p.bw, resident_blocks) / tiny_stage_bytes(a, t)));
+}
+
+// Blocks of kTinyWarps warps: wk the most warps per unit of 1, 2, 4, 8 that keep the grid within
+// `fill` warps per SM, at most what the kernel holds (one wave: more warps would wait for the
+// first ones instead of adding loads in flight), or the tuning's tiny_wk; `resident` such blocks
+// share an SM.
+TinySplit tiny_plan_8warp(const Args& a, const Int4GemvTuning& t, TinySplit p, int sms, int fill, int resident) {
+  const int64_t want = static_cast<int64_t>(sms) * fill;
+  p.bw = kTinyWarps;
+  p.wk = 1;
   if (t.tiny_wk > 0) p.wk = std::clamp(t.tiny_wk, 1, kTinyWarps);
   else
     while (p.wk < kTinyWarps && p.units * p.wk * 2 <= want) p.wk *= 2;
   p.tb = kTinyWarps / p.wk;
-  p.blocks = (p.units + p.tb - 1) / p.tb;
-  const int64_t have = p.units * p.wk;
-  if (2 * have < want) p.slices = std::max<int64_t>(1, std::min<int64_t>({want / have, p.items / (static_cast<int64_t>(b) * p.wk), 65535}));
-  p.per_slice = (p.items + p.slices - 1) / p.slices;
-  p.slices = (p.items + p.per_slice - 1) / p.per_slice;
-  p.chunk = std::min<int64_t>(p.per_slice, p.chunk);
+  tiny_finish(a, t, sms, fill, resident, p);
   return p;
 }
 
+// The fma kernel's split: 8-warp blocks, as many an SM (up to its launch bounds' 3) as the
+// shared memory holds.
+TinySplit tiny_plan_fma(const Args& a, const Int4GemvTuning& t) {
+  TinySplit p{a.n / 8, a.k / 128, 0, 1, 0, 0, 1, kTinyWarps, kTinyWarps};
+  p.chunk = std::min<int64_t>(p.items, int4mm::tiny::kMaxStageBytes / tiny_stage_bytes(a, t));
+  int resident = kTinyFmaBlocks;
+  while (resident > 1 && !tiny_fits(a, t, p, resident)) --resident;
+  return tiny_plan_8warp(a, t, p, device_sms(), std::clamp(t.warps_per_sm, 1, kTinyWarps * resident), resident);
+}
+
+// The mma kernel's split: blocks of any bw = tb·wk warps up to what its registers allow on one
+// SM (24; 16 at M > 8). With one wave of blocks spread breadth first, the busiest SM holds
+// ceil(blocks / SMs) blocks: the split that gives it the fewest units (pairs) of work, then the
+// most warps (loads in flight), then the fewest blocks, within warps_per_sm. 8-warp blocks gave
+// gate/up (896 pairs: 224 blocks of 4 pairs) two blocks on 92 SMs and one on 40; 128 blocks of
+// 7 pairs × 3 warps give each SM one. down_proj (256 pairs) gets 128 blocks of 2 pairs × 12
+// warps, 22 warps an SM instead of 15.5 (docs/status/sm90.md, 2026-12-02: 0.42 -> 0.46 of the
+// copy; gate/up unchanged). Grids too small to fill the SMs (fewer units than a wave's warps)
+// keep 8-warp blocks and split K (tiny_finish).
+TinySplit tiny_plan_mma(const Args& a, const Int4GemvTuning& t) {
+  const int sms = device_sms(), maxw = a.m > 8 ? kTinyMmaMaxWarps16 : kTinyMmaMaxWarps;
+  const int fill = std::clamp(t.warps_per_sm, 1, maxw);
+  const int64_t tiles = a.n / 8;
+  TinySplit best{(tiles + 1) / 2, a.k / 128, 0, 1, 0, 0, 0, 0, 0};
+  int64_t best_load = 0;
+  int best_warps = 0;
+  if (!t.fixed_blocks && best.units * maxw >= static_cast<int64_t>(sms) * fill)
+    for (int tb = 1; tb <= maxw; ++tb)
+      for (int wk = 1; tb * wk <= maxw; ++wk) {
+        if ((t.tiny_wk > 0 && wk != t.tiny_wk) || wk > best.items) continue;
+        TinySplit p = best;
+        p.tb = tb, p.wk = wk, p.bw = tb * wk;
+        const int64_t blocks = (p.units + tb - 1) / tb, per_sm = (blocks + sms - 1) / sms;
+        if (per_sm * p.bw > fill) continue;  // more than one wave, or past the fill target
+        tiny_finish(a, t, sms, fill, static_cast<int>(per_sm), p);
+        if (p.slices != 1 || !tiny_fits(a, t, p, static_cast<int>(per_sm))) continue;
+        const int64_t load = per_sm * tb;
+        const int warps = static_cast<int>(per_sm) * p.bw;
+        // Ties: fewer, larger blocks (each block stages the chunk of x: gate/up in 896 blocks
+        // of 3 warps ran at 0.41 of the copy, in 128 blocks of 21 warps at 0.45).
+        const bool better = best.bw == 0 || load < best_load || (load == best_load && warps > best_warps) ||
+                            (load == best_load && warps == best_warps && p.blocks < best.blocks);
+        if (better) best = p, best_load = load, best_warps = warps;
+      }
+  if (best.bw != 0) return best;
+  // Few units (or a forced wk that fits no wave): 8-warp blocks, the fma kernel's rule for wk.
+  return tiny_plan_8warp(a, t, best, sms, fill, std::max(1, fill / kTinyWarps));
+}
+
+TinySplit tiny_plan(const Args& a, const Int4GemvTuning& t) { return tiny_mma(t) ? tiny_plan_mma(a, t) : tiny_plan_fma(a, t); }
+
 #if !OPCTS_GPU_HIP
-template <class T, bool Rows16, bool OneGroup, int S>
+template <class T, bool Rows16, bool OneGroup, int S, int Probe = 0>
 void tiny_mma_launch(const Args& a, const TinySplit& sp, dim3 grid, size_t smem, float* ws, T* y, int64_t ldy, cudaStream_t s) {
-  const auto kernel = tiny_mma_kernel<T, Rows16, OneGroup, S>;
+  const auto kernel = tiny_mma_kernel<T, Rows16, OneGroup, S, Probe>;
   gpu::set_max_dynamic_smem(kernel, static_cast<int>(smem));  // beyond 48 KiB needs the opt-in
-  kernel<<<grid, kTinyWarps * kLanes, smem, s>>>(a, sp, ws, y, ldy);
+  kernel<<<grid, sp.bw * kLanes, smem, s>>>(a, sp, ws, y, ldy);
 }
 #endif
 
@@ -482,10 +554,12 @@ void tiny_launch_rows(const Args& a, const Int4GemvTuning& t, const TinySplit& s
   if (tiny_mma(t)) {
     if (a.m > 8) tiny_mma_launch<T, true, OneGroup, 4>(a, sp, grid, smem, ws, y, ldy, s);
     else if constexpr (OneGroup) {
-      switch (tiny_stages(a, t)) {
-        case 2: tiny_mma_launch<T, false, true, 2>(a, sp, grid, smem, ws, y, ldy, s); break;
-        case 6: tiny_mma_launch<T, false, true, 6>(a, sp, grid, smem, ws, y, ldy, s); break;
-        default: tiny_mma_launch<T, false, true, 4>(a, sp, grid, smem, ws, y, ldy, s); break;
+      if (t.probe == Int4GemvProbe::loads_only) tiny_mma_launch<T, false, true, 2, 1>(a, sp, grid, smem, ws, y, ldy, s);
+      else if (t.probe == Int4GemvProbe::math_only) tiny_mma_launch<T, false, true, 2, 3>(a, sp, grid, smem, ws, y, ldy, s);
+      else switch (tiny_stages(a, t)) {
+        case 3: tiny_mma_launch<T, false, true, 3>(a, sp, grid, smem, ws, y, ldy, s); break;
+        case 4: tiny_mma_launch<T, false, true, 4>(a, sp, grid, smem, ws, y, ldy, s); break;
+        default: tiny_mma_launch<T, false, true, 2>(a, sp, grid, smem, ws, y, ldy, s); break;
       }
     } else tiny_mma_launch<T, false, false, 4>(a, sp, grid, smem, ws, y, ldy, s);
     return;

@@ -71,9 +71,17 @@ constexpr int64_t kInt4GemvMaxM = 16;
 bool int4_gemv_takes(Int4Format f, int64_t group_size);
 bool int4_mm_takes(Int4Format f, int64_t group_size);
 
+/// What a probe run of cuda.int4_gemv's mma fast path leaves out (opcts_bench_int4_mm only; its
+/// y is wrong): loads_only streams the weight and its scales through the ring and multiplies
+/// nothing, math_only multiplies what the first loads brought without loading more. Each time
+/// bounds what the kernel's memory side and its arithmetic reach alone (g >= 128, M <= 8, at a
+/// ring of 2; elsewhere the probe is ignored).
+enum class Int4GemvProbe { none, loads_only, math_only };
+
 /// How cuda.int4_gemv spreads its work. The impls run the default; the benchmark
 /// (bench/int4_mm_bench.cpp) times the others in the same run. Every setting computes the same
-/// sums (fp32, each lane's products in K order; lanes, warps and slices added in a fixed order).
+/// sums (fp32, each lane's products in K order; lanes, warps and slices added in a fixed order),
+/// except a probe's.
 struct Int4GemvTuning {
   int warps = 8;          // warps per block: 8, or 4 (M = 1 without a plant only; else 8)
   int warps_per_sm = 24;  // K is split over blocks until the grid holds this many warps per SM
@@ -82,8 +90,10 @@ struct Int4GemvTuning {
   // reads warps_per_sm, mma, stages and tiny_wk, not warps or batch); false: the generic kernel for it too.
   bool fast = true;
   bool mma = true;   // the fast path on tensor cores (CUDA; HIP always takes fp32 FMA)
-  int stages = 4;    // the mma path's ring of items per warp (S − 1 in flight): 4, or 2 or 6 at M <= 8, g >= 128
-  int tiny_wk = 0;   // the fast path's warps per n-tile (mma: pair of n-tiles; 1, 2, 4, 8); 0: as the grid's fill target says
+  int stages = 2;    // the mma path's ring of items per warp (S − 1 in flight): 2, or 3 or 4 at M <= 8, g >= 128 (else 4)
+  int tiny_wk = 0;   // the fast path's warps per n-tile (mma: pair of n-tiles; fma 1, 2, 4, 8; mma up to 24); 0: the planner's
+  bool fixed_blocks = false;  // the mma path in 8-warp blocks (wk 1, 2, 4, 8 as fma) instead of the planner's blocks of any bw
+  Int4GemvProbe probe = Int4GemvProbe::none;
 };
 
 /// cuda.int4_gemv: M <= 16, memory-bound. One pass over the packed weight: each warp owns a
