@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace opcts {
@@ -13,6 +14,32 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 int exp_all_ones(const FloatFormat& f) { return (1 << f.exponent_bits) - 1; }
+
+// 2^n exactly: a normal double's bits (|n| <= 1022, all the formats here need), std::ldexp
+// beyond. glibc's ldexp and frexp were a third of int4_mm's input generation (perf, 2026-12-02).
+double exp2i(int n) {
+  if (n < -1022 || n > 1023) return std::ldexp(1.0, n);
+  const uint64_t bits = static_cast<uint64_t>(n + 1023) << 52;
+  double v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+// a·2^n where the result is a normal double: one exact product where 2^n is one, std::ldexp
+// where it is not (fp64's own subnormal scales).
+double scale2(double a, int n) { return n < -1022 || n > 1023 ? std::ldexp(a, n) : a * exp2i(n); }
+
+// frexp's exponent e of a finite x != 0 (|x| in [2^(e-1), 2^e)): from a normal double's bits,
+// std::frexp for a subnormal one.
+int binade(double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
+  if (biased != 0) return biased - 1022;
+  int e;
+  std::frexp(x, &e);
+  return e;
+}
 
 // Largest finite unbiased exponent: IEEE formats reserve the all-ones exponent.
 int emax(const FloatFormat& f) {
@@ -34,21 +61,20 @@ double overflow_value(double x, const FloatFormat& f, Overflow ov) {
 }  // namespace
 
 double max_finite(const FloatFormat& f) {
-  if (f.specials == Specials::e8m0) return std::ldexp(1.0, 127);
+  if (f.specials == Specials::e8m0) return exp2i(127);
   // fn formats lose the all-ones mantissa of the top exponent to NaN.
-  const double top_mantissa = f.specials == Specials::fn ? 2.0 - 2 * std::ldexp(1.0, -f.mantissa_bits)
-                                                          : 2.0 - std::ldexp(1.0, -f.mantissa_bits);
-  return std::ldexp(top_mantissa, emax(f));
+  const double top_mantissa = f.specials == Specials::fn ? 2.0 - 2 * exp2i(-f.mantissa_bits) : 2.0 - exp2i(-f.mantissa_bits);
+  return scale2(top_mantissa, emax(f));
 }
 
 double min_normal(const FloatFormat& f) {
-  if (f.specials == Specials::e8m0) return std::ldexp(1.0, -127);
-  return std::ldexp(1.0, 1 - f.bias);
+  if (f.specials == Specials::e8m0) return exp2i(-127);
+  return exp2i(1 - f.bias);
 }
 
 double min_subnormal(const FloatFormat& f) {
   if (f.specials == Specials::e8m0) return min_normal(f);
-  return std::ldexp(1.0, 1 - f.bias - f.mantissa_bits);
+  return exp2i(1 - f.bias - f.mantissa_bits);
 }
 
 double round_to_format(double x, const FloatFormat& f, Overflow ov) {
@@ -58,12 +84,11 @@ double round_to_format(double x, const FloatFormat& f, Overflow ov) {
   if (std::isinf(x)) return overflow_value(x, f, ov);
   if (x == 0) return f.specials == Specials::fnuz ? 0.0 : x;
   const int emin = 1 - f.bias;
-  int e;
-  std::frexp(x, &e);  // |x| in [2^(e-1), 2^e)
+  const int e = binade(x);  // |x| in [2^(e-1), 2^e)
   const int exp = std::max(e - 1, emin);
   // The quantum of x's binade (subnormals share emin's); scaling by a power of two is exact in
   // double and nearbyint rounds half to even in the default rounding mode.
-  const double quantum = std::ldexp(1.0, exp - f.mantissa_bits);
+  const double quantum = exp2i(exp - f.mantissa_bits);
   double r = std::nearbyint(x / quantum) * quantum;
   if (std::fabs(r) > max_finite(f)) return overflow_value(x, f, ov);
   if (r == 0 && f.specials == Specials::fnuz) r = 0.0;  // no −0 in FNUZ
@@ -101,20 +126,18 @@ uint64_t encode_format(double x, const FloatFormat& f, Overflow ov) {
   if (std::isinf(r)) return sign | all_exp;  // ieee only
   const double a = std::fabs(r);
   if (a == 0) return sign;
-  int e;
-  std::frexp(a, &e);
-  const int exp = e - 1;
+  const int exp = binade(a) - 1;
   const int emin = 1 - f.bias;
-  if (exp < emin)  // subnormal: the mantissa counts quanta of 2^(emin − mb)
-    return sign | static_cast<uint64_t>(std::ldexp(a, f.bias - 1 + mb));
-  const uint64_t mant = static_cast<uint64_t>(std::ldexp(a, mb - exp)) - (uint64_t{1} << mb);
+  if (exp < emin)  // subnormal: the mantissa counts quanta of 2^(emin − mb) (exact products)
+    return sign | static_cast<uint64_t>(scale2(a, f.bias - 1 + mb));
+  const uint64_t mant = static_cast<uint64_t>(scale2(a, mb - exp)) - (uint64_t{1} << mb);
   return sign | (static_cast<uint64_t>(exp + f.bias) << mb) | mant;
 }
 
 double decode_format(uint64_t bits, const FloatFormat& f) {
   if (f.specials == Specials::e8m0) {
     const unsigned c = bits & 0xFF;
-    return c == 0xFF ? kNaN : std::ldexp(1.0, static_cast<int>(c) - 127);
+    return c == 0xFF ? kNaN : exp2i(static_cast<int>(c) - 127);
   }
   if (is_nan_code(bits, f)) return kNaN;
   const int mb = f.mantissa_bits;
@@ -125,9 +148,9 @@ double decode_format(uint64_t bits, const FloatFormat& f) {
   if (f.specials == Specials::ieee && exp == static_cast<uint64_t>(exp_all_ones(f))) {
     v = kInf;
   } else if (exp == 0) {
-    v = std::ldexp(static_cast<double>(mant), 1 - f.bias - mb);
+    v = scale2(static_cast<double>(mant), 1 - f.bias - mb);
   } else {
-    v = std::ldexp(static_cast<double>(mant + (uint64_t{1} << mb)), static_cast<int>(exp) - f.bias - mb);
+    v = scale2(static_cast<double>(mant + (uint64_t{1} << mb)), static_cast<int>(exp) - f.bias - mb);
   }
   return neg ? -v : v;
 }

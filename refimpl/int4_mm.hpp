@@ -16,7 +16,11 @@
 // Output "y": [M, N] dtype, row-major.
 //
 // Fills are drawn in the code domain (random codes, scales and zero points, never a quantized
-// float weight), so a 14336 × 4096 weight costs a few Philox blocks per 32 codes:
+// float weight), so a 14336 × 4096 weight costs one Philox block per 32 codes and one per
+// (group, column) for its scale and zero point. Codes of the random fill at the packing's own
+// shape are the packed weight's bytes themselves (every nibble of a packed format is a code, so
+// uniform bytes are uniform codes in the format's order; Q4_0's d written over them); the
+// all_codes fill and padded negative cases draw codes per (n, k) and pack them:
 //   scales  m·2^(e + b(K) + scale_exp), m ∈ [1, 2), e ∈ {−3, ..., 0} per (group, column),
 //           b(K) = −2 − ⌈log2(K)/2⌉ so that |y| is O(1); Q4_0's d gets a random sign
 //   zeros   tinygemm: zero = (8 − p)·scale with p ∈ [0, 15] uniform (p is the integer zero

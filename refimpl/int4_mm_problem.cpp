@@ -1,5 +1,7 @@
 // int4_mm problems: names, validation, the argument contract and the inputs, drawn in the code domain.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "core/rng.hpp"
@@ -13,7 +15,7 @@ namespace {
 int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
 // Philox streams of the inputs (seed = the case's seed).
-enum Stream : uint32_t { kX = 0, kCodes, kScaleMantissa, kScaleExp, kZero, kPermutation, kSign, kExtreme };
+enum Stream : uint32_t { kX = 0, kCodes, kGroupDraws, kPermutation = 5, kExtreme = 7 };
 
 }  // namespace
 
@@ -155,24 +157,63 @@ int4::Codes make_codes(const Problem& p, const Shape& s, uint64_t seed) {
   return q;
 }
 
+// The packed weight of a problem whose codes are uniform and i.i.d. (the default fill) at a shape
+// the packing takes as is: its storage (int4_pack.hpp) filled with random bytes straight from
+// Philox, byte 16b + j the j-th little-endian byte of block b of kCodes — uniform codes in the
+// format's own order, one block per 32 codes like make_codes but without its bytes per code or
+// the packer's gather (a 14336 × 4096 weight: 420 ms -> ... on one core). Q4_0's d are written
+// over bytes 0 and 1 of each block afterwards (make_inputs).
+HostTensor random_storage(const Problem& p, uint64_t seed) {
+  HostTensor t = p.format == Format::tinygemm            ? int4::tinygemm_storage(p.n, p.k, p.inner_k_tiles)
+                 : p.format == Format::tinygemm_unpacked ? int4::tinygemm_unpacked_storage(p.n, p.k)
+                 : p.format == Format::awq               ? int4::awq_storage(p.n, p.k)
+                 : p.format == Format::gptq              ? int4::gptq_storage(p.n, p.k)
+                                                         : int4::q4_0_storage(p.n, p.k);
+  auto* bytes = reinterpret_cast<uint8_t*>(t.data());
+  const int64_t n = static_cast<int64_t>(t.nbytes());
+#pragma omp parallel for schedule(static) if (n > (1 << 17))
+  for (int64_t b = 0; b < (n + 15) / 16; ++b) {
+    const auto r = random_block(seed, kCodes, static_cast<uint64_t>(b));
+    uint8_t le[16];  // the four lanes little-endian, whatever the host's byte order
+    for (int j = 0; j < 16; ++j) le[j] = static_cast<uint8_t>(r[j / 4] >> (8 * (j % 4)));
+    std::memcpy(bytes + 16 * b, le, static_cast<size_t>(std::min<int64_t>(16, n - 16 * b)));
+  }
+  return t;
+}
+
+// Whether the packed weight is drawn straight into storage (random_storage): the default fill
+// (all_codes places codes by (n, k)) at the problem's own shape (a negative case's packing may
+// need a padded one, whose extra codes stay 0).
+bool direct_codes(const Problem& p, const Shape& s) { return p.fill != Fill::all_codes && s.n == p.n && s.k == p.k; }
+
+// The four uniform [0, 1) draws of (group, column) `at` from one Philox block of kGroupDraws
+// (a call each would cost four blocks): the scale's mantissa, its exponent, the zero point and
+// Q4_0's sign.
+struct GroupDraws {
+  double mantissa, exponent, zero, sign;
+};
+GroupDraws group_draws(uint64_t seed, uint64_t at) {
+  const auto r = random_block(seed, kGroupDraws, at);
+  const auto u = [](uint32_t v) { return std::ldexp(static_cast<double>(v), -32); };
+  return {u(r[0]), u(r[1]), u(r[2]), u(r[3])};
+}
+
 // A scale of (group, column): m·2^(e + b(K) + scale_exp) in the scale dtype (file comment of
 // int4_mm.hpp); Q4_0's d gets a random sign.
-double scale_value(const Problem& p, uint64_t seed, uint64_t at) {
+double scale_value(const Problem& p, const GroupDraws& d) {
   int kbits = 0;
   while ((int64_t{1} << kbits) < p.k) ++kbits;
   const int base = -2 - (kbits + 1) / 2;
-  const double mant = 1.0 + uniform01(seed, kScaleMantissa, at);
-  const int e = static_cast<int>(uniform01(seed, kScaleExp, at) * 4) - 3;
-  double s = std::ldexp(mant, e + base + p.scale_exp);
-  if (p.format == Format::q4_0 && uniform01(seed, kSign, at) < 0.5) s = -s;
+  const int e = static_cast<int>(d.exponent * 4) - 3;
+  double s = std::ldexp(1.0 + d.mantissa, e + base + p.scale_exp);
+  if (p.format == Format::q4_0 && d.sign < 0.5) s = -s;
   return round_to(p.scale_dtype(), s);
 }
 
 // An integer zero point p ∈ [0, 15] (tinygemm: the real p its float zero stands for).
-double zero_point(const Problem& p, uint64_t seed, uint64_t at, bool integer) {
+double zero_point(const Problem& p, uint64_t seed, uint64_t at, const GroupDraws& d, bool integer) {
   if (p.fill == Fill::extreme_zeros) return uniform01(seed, kExtreme, at) < 0.5 ? 0.0 : 15.0;
-  const double u = uniform01(seed, kZero, at);
-  return integer ? std::floor(u * 16) : u * 15;
+  return integer ? std::floor(d.zero * 16) : d.zero * 15;
 }
 
 }  // namespace
@@ -183,47 +224,60 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
   HostTensor x(p.dtype, {p.m, p.k});
   fill_normal(x, seed, kX, 1.0);
   in.emplace("x", std::move(x));
-  const int4::Codes q = make_codes(p, s, seed);
+  const bool direct = direct_codes(p, s);
+  const int4::Codes q = direct ? int4::Codes{} : make_codes(p, s, seed);
   const int64_t G = s.scale_groups, N = s.n;
 
   switch (p.format) {
     case Format::tinygemm:
     case Format::tinygemm_unpacked: {
-      in.emplace("weight", p.format == Format::tinygemm ? int4::pack_tinygemm(q, N, s.k, p.inner_k_tiles)
-                                                        : int4::pack_tinygemm_unpacked(q, N, s.k));
+      in.emplace("weight", direct                          ? random_storage(p, seed)
+                           : p.format == Format::tinygemm ? int4::pack_tinygemm(q, N, s.k, p.inner_k_tiles)
+                                                          : int4::pack_tinygemm_unpacked(q, N, s.k));
       HostTensor sz(p.dtype, {G, N, 2});
 #pragma omp parallel for schedule(static) if (G * N > (1 << 14))
       for (int64_t i = 0; i < G * N; ++i) {
-        const double sc = scale_value(p, seed, static_cast<uint64_t>(i));
+        const auto at = static_cast<uint64_t>(i);
+        const GroupDraws d = group_draws(seed, at);
+        const double sc = scale_value(p, d);
         sz.set(2 * i, sc);
-        sz.set(2 * i + 1, (8 - zero_point(p, seed, static_cast<uint64_t>(i), false)) * sc);  // zero, rounded once
+        sz.set(2 * i + 1, (8 - zero_point(p, seed, at, d, false)) * sc);  // zero, rounded once
       }
       in.emplace("scale_and_zero", std::move(sz));
       break;
     }
     case Format::awq:
     case Format::gptq: {
-      in.emplace("weight", p.format == Format::awq ? int4::pack_awq(q, N, s.k) : int4::pack_gptq(q, N, s.k));
+      in.emplace("weight", direct ? random_storage(p, seed) : p.format == Format::awq ? int4::pack_awq(q, N, s.k) : int4::pack_gptq(q, N, s.k));
       HostTensor sc(p.dtype, {G, N});
 #pragma omp parallel for schedule(static) if (G * N > (1 << 14))
-      for (int64_t i = 0; i < G * N; ++i) sc.set(i, scale_value(p, seed, static_cast<uint64_t>(i)));
+      for (int64_t i = 0; i < G * N; ++i) sc.set(i, scale_value(p, group_draws(seed, static_cast<uint64_t>(i))));
       in.emplace("scales", std::move(sc));
       const int64_t GZ = s.zero_groups;
-      if (p.format == Format::awq) {
-        int4::Codes z(static_cast<size_t>(GZ * N));
-        for (int64_t i = 0; i < GZ * N; ++i) z[static_cast<size_t>(i)] = static_cast<uint8_t>(zero_point(p, seed, static_cast<uint64_t>(i), true));
-        in.emplace("qzeros", int4::pack_awq_zeros(z, GZ, N));
-      } else {  // the stored code is drawn; the zero point is stored + 1
-        std::vector<int> z(static_cast<size_t>(GZ * N));
-        for (int64_t i = 0; i < GZ * N; ++i) z[static_cast<size_t>(i)] = static_cast<int>(zero_point(p, seed, static_cast<uint64_t>(i), true)) + 1;
+      std::vector<int> z(static_cast<size_t>(GZ * N));  // zero point (g, n) at g·N + n
+#pragma omp parallel for schedule(static) if (GZ * N > (1 << 14))
+      for (int64_t i = 0; i < GZ * N; ++i) {
+        const auto at = static_cast<uint64_t>(i);
+        z[static_cast<size_t>(i)] = static_cast<int>(zero_point(p, seed, at, group_draws(seed, at), true));
+      }
+      if (p.format == Format::awq) in.emplace("qzeros", int4::pack_awq_zeros(int4::Codes(z.begin(), z.end()), GZ, N));
+      else {  // the stored code is drawn; the zero point is stored + 1
+        for (int& v : z) ++v;
         in.emplace("qzeros", int4::pack_gptq_zeros(z, GZ, N));
       }
       break;
     }
     case Format::q4_0: {
       std::vector<uint16_t> d(static_cast<size_t>(N * (s.k / 32)));
-      for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<uint16_t>(encode(DType::fp16, scale_value(p, seed, i)));
-      in.emplace("weight", int4::pack_q4_0(q, d, N, s.k));
+#pragma omp parallel for schedule(static) if (N * s.k > (1 << 16))
+      for (int64_t i = 0; i < static_cast<int64_t>(d.size()); ++i)
+        d[static_cast<size_t>(i)] = static_cast<uint16_t>(encode(DType::fp16, scale_value(p, group_draws(seed, static_cast<uint64_t>(i)))));
+      if (direct) {
+        HostTensor w = random_storage(p, seed);
+        int4::put_q4_0_d(w, d);
+        in.emplace("weight", std::move(w));
+      } else
+        in.emplace("weight", int4::pack_q4_0(q, d, N, s.k));
       break;
     }
   }

@@ -120,10 +120,14 @@ constexpr int64_t kQ4Block = 18;
 
 }  // namespace
 
-HostTensor pack_tinygemm(const Codes& q, int64_t n, int64_t k, int ikt, TinygemmTarget target) {
+HostTensor tinygemm_storage(int64_t n, int64_t k, int ikt, TinygemmTarget target) {
   check_tinygemm(n, k, ikt, target);
+  return HostTensor(DType::uint4, {n / 8, k / (16 * ikt), 32, ikt / 2, 8});
+}
+
+HostTensor pack_tinygemm(const Codes& q, int64_t n, int64_t k, int ikt, TinygemmTarget target) {
+  HostTensor t = tinygemm_storage(n, k, ikt, target);
   require_codes(q, n, k);
-  HostTensor t(DType::uint4, {n / 8, k / (16 * ikt), 32, ikt / 2, 8});
   pack_walk(t.data(), q.data(), t.numel(), TinygemmMap{k, ikt, target});
   return t;
 }
@@ -136,10 +140,14 @@ Codes unpack_tinygemm(const HostTensor& packed, int64_t n, int64_t k, int ikt, T
   return q;
 }
 
-HostTensor pack_tinygemm_unpacked(const Codes& q, int64_t n, int64_t k) {
+HostTensor tinygemm_unpacked_storage(int64_t n, int64_t k) {
   require(k % 2 == 0, "unpacked tinygemm K must be even");
+  return HostTensor(DType::uint4, {n, k / 2, 2});
+}
+
+HostTensor pack_tinygemm_unpacked(const Codes& q, int64_t n, int64_t k) {
+  HostTensor t = tinygemm_unpacked_storage(n, k);
   require_codes(q, n, k);
-  HostTensor t(DType::uint4, {n, k / 2, 2});
   pack_walk(t.data(), q.data(), t.numel(), UnpackedMap{});
   return t;
 }
@@ -190,6 +198,11 @@ Codes unpack_awq_rows(const HostTensor& packed, int64_t r, int64_t n) {
 
 }  // namespace
 
+HostTensor awq_storage(int64_t n, int64_t k) {
+  require(n % 8 == 0, "AWQ N = " + std::to_string(n) + " is not a multiple of 8");
+  return HostTensor(DType::uint4, {k, n / 8, 8});
+}
+
 HostTensor pack_awq(const Codes& q, int64_t n, int64_t k) {
   require_codes(q, n, k);
   return pack_awq_rows(transpose(q, n, k), k, n);
@@ -201,10 +214,14 @@ HostTensor pack_awq_zeros(const Codes& z, int64_t groups, int64_t n) { return pa
 
 Codes unpack_awq_zeros(const HostTensor& packed, int64_t groups, int64_t n) { return unpack_awq_rows(packed, groups, n); }
 
-HostTensor pack_gptq(const Codes& q, int64_t n, int64_t k) {
+HostTensor gptq_storage(int64_t n, int64_t k) {
   require(k % 8 == 0, "GPTQ K = " + std::to_string(k) + " is not a multiple of 8");
+  return HostTensor(DType::uint4, {k / 8, n, 8});
+}
+
+HostTensor pack_gptq(const Codes& q, int64_t n, int64_t k) {
+  HostTensor t = gptq_storage(n, k);
   require_codes(q, n, k);
-  HostTensor t(DType::uint4, {k / 8, n, 8});
   pack_walk(t.data(), q.data(), t.numel(), GptqMap{n, k});
   return t;
 }
@@ -235,17 +252,30 @@ std::vector<int> unpack_gptq_zeros(const HostTensor& packed, int64_t groups, int
   return z;
 }
 
-HostTensor pack_q4_0(const Codes& q, const std::vector<uint16_t>& d_bits, int64_t n, int64_t k) {
+HostTensor q4_0_storage(int64_t n, int64_t k) {
   require(k % 32 == 0, "Q4_0 K = " + std::to_string(k) + " is not a multiple of 32");
+  return HostTensor(DType::uint4, {n, k / 32, 36});
+}
+
+void put_q4_0_d(HostTensor& packed, const std::vector<uint16_t>& d_bits) {
+  const int64_t blocks = packed.numel() / 36;
+  require(packed.dtype() == DType::uint4 && packed.numel() % 36 == 0 && static_cast<int64_t>(d_bits.size()) == blocks,
+          "one d per 32-element block");
+  auto* bytes = reinterpret_cast<uint8_t*>(packed.data());
+  for (int64_t b = 0; b < blocks; ++b) {
+    bytes[kQ4Block * b] = static_cast<uint8_t>(d_bits[static_cast<size_t>(b)] & 0xFF);  // little-endian fp16
+    bytes[kQ4Block * b + 1] = static_cast<uint8_t>(d_bits[static_cast<size_t>(b)] >> 8);
+  }
+}
+
+HostTensor pack_q4_0(const Codes& q, const std::vector<uint16_t>& d_bits, int64_t n, int64_t k) {
+  HostTensor t = q4_0_storage(n, k);
   require_codes(q, n, k);
-  require(static_cast<int64_t>(d_bits.size()) == n * (k / 32), "one d per 32-element block");
-  HostTensor t(DType::uint4, {n, k / 32, 36});
+  put_q4_0_d(t, d_bits);
   auto* bytes = reinterpret_cast<uint8_t*>(t.data());
 #pragma omp parallel for schedule(static) if (n * k > (1 << 16))
   for (int64_t b = 0; b < n * (k / 32); ++b) {  // block b holds codes 32b .. 32b + 31 of the row-major [N, K]
     uint8_t* blk = bytes + kQ4Block * b;
-    blk[0] = static_cast<uint8_t>(d_bits[static_cast<size_t>(b)] & 0xFF);  // little-endian fp16
-    blk[1] = static_cast<uint8_t>(d_bits[static_cast<size_t>(b)] >> 8);
     for (int64_t j = 0; j < 16; ++j) blk[2 + j] = static_cast<uint8_t>(q[static_cast<size_t>(32 * b + j)] | q[static_cast<size_t>(32 * b + j + 16)] << 4);
   }
   return t;

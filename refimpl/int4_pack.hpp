@@ -84,6 +84,20 @@ std::vector<int> unpack_gptq_zeros(const HostTensor& packed, int64_t groups, int
 /// Q4_0 blocks [N, K/32, 36] from codes [N, K] and the fp16 bits of each block's d at
 /// n·(K/32) + b; K % 32 == 0.
 HostTensor pack_q4_0(const Codes& q, const std::vector<uint16_t>& d_bits, int64_t n, int64_t k);
+/// Writes the fp16 bits of each block's d (at n·(K/32) + b, bytes 0 and 1 of the 18-byte block,
+/// little-endian) into Q4_0 blocks, leaving their codes; throws std::invalid_argument on a count
+/// that is not one per block.
+void put_q4_0_d(HostTensor& packed, const std::vector<uint16_t>& d_bits);
+
+/// The packers' tensors for an [N, K] weight, zeroed, with the packers' checks: for writing codes
+/// in storage order directly. Every nibble of them is one code, except Q4_0's d (bytes 0 and 1
+/// of each 18-byte block), so uniform random bytes in them are uniform i.i.d. codes in whatever
+/// order the format stores them.
+HostTensor tinygemm_storage(int64_t n, int64_t k, int inner_k_tiles, TinygemmTarget target = TinygemmTarget::cuda_n8);
+HostTensor tinygemm_unpacked_storage(int64_t n, int64_t k);
+HostTensor awq_storage(int64_t n, int64_t k);
+HostTensor gptq_storage(int64_t n, int64_t k);
+HostTensor q4_0_storage(int64_t n, int64_t k);
 struct Q4_0 {
   Codes q;
   std::vector<uint16_t> d_bits;

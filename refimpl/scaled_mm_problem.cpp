@@ -4,6 +4,7 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "core/codec.hpp"
@@ -272,6 +273,8 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
   // Each block's E_b and scale.
   HostTensor rm(sd, {g.rows, g.cols});
   std::vector<int> block_e(static_cast<size_t>(g.rows * g.cols), 0);
+  // Rows of blocks in parallel: each block's scale is its own element (8 or 32 bits).
+#pragma omp parallel for schedule(static) if (g.rows * g.cols > (1 << 14))
   for (int64_t br = 0; br < g.rows; ++br) {
     int row_e = 0;
     for (int64_t r = br * g.block_rows; r < std::min(R, (br + 1) * g.block_rows); ++r) row_e = std::max(row_e, er[static_cast<size_t>(r)]);
@@ -360,7 +363,24 @@ HostTensor place(const HostTensor& codes, bool k_major, int64_t ld) {
       for (int64_t k = 0; k < K; ++k) dst[k_major ? r * ld + k : k * ld + r] = src[r * K + k];
     return t;
   }
-  for (int64_t i = 0; i < R * K; ++i) t.set_code(i, codes.code(i));
+  // 4-bit codes, storage position o in byte o / 2 (low nibble when o is even; HostTensor's
+  // packing): the bytes as they are where the layout is the codes' own; else nibble by nibble,
+  // rows (K-major) or columns in parallel where each starts on a byte (ld even). Per-element
+  // set_code was 45% of an nvfp4 operand's inputs (perf, 2026-12-02).
+  const auto* src = reinterpret_cast<const uint8_t*>(codes.data());
+  auto* dst = reinterpret_cast<uint8_t*>(t.data());
+  if (k_major && ld == K) {
+    std::memcpy(dst, src, static_cast<size_t>((R * K + 1) / 2));
+    return t;
+  }
+  const int64_t outer = k_major ? R : K, inner = k_major ? K : R;
+#pragma omp parallel for schedule(static) if (ld % 2 == 0 && R * K > (1 << 16))
+  for (int64_t a = 0; a < outer; ++a)
+    for (int64_t b = 0; b < inner; ++b) {
+      const int64_t r = k_major ? a : b, k = k_major ? b : a, i = r * K + k, at = a * ld + b;
+      const int v = src[i / 2] >> (4 * (i % 2)) & 0xF, shift = 4 * static_cast<int>(at % 2);
+      dst[at / 2] = static_cast<uint8_t>((dst[at / 2] & ~(0xF << shift)) | v << shift);
+    }
   return t;
 }
 

@@ -78,6 +78,58 @@ TEST(Int4MmInputs, DeterministicAndDrawnInTheCodeDomain) {
   EXPECT_GE(scales.size(), 6u);
 }
 
+// The random fill's codes are the packed weight's random bytes (random_storage): every format's
+// codes, read back through its unpacker, are uniform over 0..15 (Pearson's χ² over 65,536 codes,
+// 15 degrees of freedom: 37.7 is P = 0.001; a fixed seed, so it cannot flake), and Q4_0's d
+// written over its blocks are the scales, not random bytes (finite, within the scale range).
+TEST(Int4MmInputs, DirectCodesAreUniformInEveryFormat) {
+  for (const Format f : int4_mm::all_formats()) {
+    const Problem p{.format = f, .dtype = DType::fp16, .m = 1, .n = 64, .k = 1024, .group = f == Format::q4_0 ? 32 : 128};
+    const TensorMap in = int4_mm::make_inputs(p, 7);
+    const HostTensor& w = in.at("weight");
+    int4::Codes q;
+    switch (f) {
+      case Format::tinygemm: q = int4::unpack_tinygemm(w, 64, 1024, p.inner_k_tiles); break;
+      case Format::tinygemm_unpacked: q = int4::unpack_tinygemm_unpacked(w, 64, 1024); break;
+      case Format::awq: q = int4::unpack_awq(w, 64, 1024); break;
+      case Format::gptq: q = int4::unpack_gptq(w, 64, 1024); break;
+      case Format::q4_0: {
+        const int4::Q4_0 u = int4::unpack_q4_0(w, 64, 1024);
+        q = u.q;
+        for (uint16_t d : u.d_bits) {
+          const double v = std::fabs(decode(DType::fp16, d));
+          EXPECT_TRUE(v > 0 && v < 1) << int4_mm::to_string(f) << " d " << v;
+        }
+        break;
+      }
+    }
+    ASSERT_EQ(q.size(), 65536u);
+    double count[16] = {};
+    for (uint8_t c : q) ++count[c];
+    double chi2 = 0;
+    for (double c : count) chi2 += (c - 4096) * (c - 4096) / 4096;
+    EXPECT_LT(chi2, 37.7) << int4_mm::to_string(f);
+  }
+}
+
+// The storages the direct fill writes are the packers' tensors (shape, dtype), so an impl sees
+// the same layout whichever way a problem's weight was made.
+TEST(Int4Pack, StoragesAreThePackersTensors) {
+  const int4::Codes q(64 * 1024, 3);
+  const std::vector<uint16_t> d(64 * 32, 0x3C00);
+  const auto same = [](const HostTensor& a, const HostTensor& b) { return a.shape() == b.shape() && a.dtype() == b.dtype(); };
+  EXPECT_TRUE(same(int4::tinygemm_storage(64, 1024, 8), int4::pack_tinygemm(q, 64, 1024, 8)));
+  EXPECT_TRUE(same(int4::tinygemm_storage(64, 1024, 2), int4::pack_tinygemm(q, 64, 1024, 2)));
+  EXPECT_TRUE(same(int4::tinygemm_unpacked_storage(64, 1024), int4::pack_tinygemm_unpacked(q, 64, 1024)));
+  EXPECT_TRUE(same(int4::awq_storage(64, 1024), int4::pack_awq(q, 64, 1024)));
+  EXPECT_TRUE(same(int4::gptq_storage(64, 1024), int4::pack_gptq(q, 64, 1024)));
+  EXPECT_TRUE(same(int4::q4_0_storage(64, 1024), int4::pack_q4_0(q, d, 64, 1024)));
+  HostTensor t = int4::q4_0_storage(64, 1024);
+  int4::put_q4_0_d(t, d);
+  EXPECT_EQ(int4::unpack_q4_0(t, 64, 1024).d_bits, d);
+  EXPECT_THROW(int4::put_q4_0_d(t, std::vector<uint16_t>(3)), std::invalid_argument);
+}
+
 TEST(Int4MmInputs, ExtremeZerosAndAllCodes) {
   const Problem z{.format = Format::gptq, .dtype = DType::fp16, .m = 1, .n = 64, .k = 512, .group = 64, .fill = int4_mm::Fill::extreme_zeros};
   const TensorMap in = int4_mm::make_inputs(z, 1);
