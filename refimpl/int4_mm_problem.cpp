@@ -14,7 +14,9 @@ namespace {
 
 int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
-// Philox streams of the inputs (seed = the case's seed).
+// Philox streams of the inputs (seed = the case's seed). kGroupDraws took the place of the
+// scale's mantissa, exponent, zero point and sign streams (2, 3, 4, 6); the others keep their
+// numbers, so the all_codes and extreme_zeros fills draw what they drew.
 enum Stream : uint32_t { kX = 0, kCodes, kGroupDraws, kPermutation = 5, kExtreme = 7 };
 
 }  // namespace
@@ -161,8 +163,9 @@ int4::Codes make_codes(const Problem& p, const Shape& s, uint64_t seed) {
 // the packing takes as is: its storage (int4_pack.hpp) filled with random bytes straight from
 // Philox, byte 16b + j the j-th little-endian byte of block b of kCodes — uniform codes in the
 // format's own order, one block per 32 codes like make_codes but without its bytes per code or
-// the packer's gather (a 14336 × 4096 weight: 420 ms -> ... on one core). Q4_0's d are written
-// over bytes 0 and 1 of each block afterwards (make_inputs).
+// the packer's gather (with group_draws and the codec's exact powers of two, a 14336 × 4096
+// tinygemm problem's inputs went from 532 to 102 ms on one core, docs/status/sm90.md). Q4_0's d
+// are written over bytes 0 and 1 of each block afterwards (make_inputs).
 HostTensor random_storage(const Problem& p, uint64_t seed) {
   HostTensor t = p.format == Format::tinygemm            ? int4::tinygemm_storage(p.n, p.k, p.inner_k_tiles)
                  : p.format == Format::tinygemm_unpacked ? int4::tinygemm_unpacked_storage(p.n, p.k)
@@ -194,7 +197,7 @@ struct GroupDraws {
 };
 GroupDraws group_draws(uint64_t seed, uint64_t at) {
   const auto r = random_block(seed, kGroupDraws, at);
-  const auto u = [](uint32_t v) { return std::ldexp(static_cast<double>(v), -32); };
+  const auto u = [](uint32_t v) { return static_cast<double>(v) * 0x1p-32; };  // exact
   return {u(r[0]), u(r[1]), u(r[2]), u(r[3])};
 }
 
