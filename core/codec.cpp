@@ -15,8 +15,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 int exp_all_ones(const FloatFormat& f) { return (1 << f.exponent_bits) - 1; }
 
-// 2^n exactly: a normal double's bits (|n| <= 1022, all the formats here need), std::ldexp
-// beyond. glibc's ldexp and frexp were a third of int4_mm's input generation (perf, 2026-12-02).
+// 2^n exactly: a normal double's bits for n in [−1022, 1023] (all the formats here need),
+// std::ldexp beyond. glibc's ldexp and frexp were a third of int4_mm's input generation (perf, 2026-12-02).
 double exp2i(int n) {
   if (n < -1022 || n > 1023) return std::ldexp(1.0, n);
   const uint64_t bits = static_cast<uint64_t>(n + 1023) << 52;

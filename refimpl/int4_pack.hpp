@@ -88,6 +88,11 @@ HostTensor pack_q4_0(const Codes& q, const std::vector<uint16_t>& d_bits, int64_
 /// little-endian) into Q4_0 blocks, leaving their codes; throws std::invalid_argument on a count
 /// that is not one per block.
 void put_q4_0_d(HostTensor& packed, const std::vector<uint16_t>& d_bits);
+struct Q4_0 {
+  Codes q;
+  std::vector<uint16_t> d_bits;
+};
+Q4_0 unpack_q4_0(const HostTensor& packed, int64_t n, int64_t k);
 
 /// The packers' tensors for an [N, K] weight, zeroed, with the packers' checks: for writing codes
 /// in storage order directly. Every nibble of them is one code, except Q4_0's d (bytes 0 and 1
@@ -98,10 +103,5 @@ HostTensor tinygemm_unpacked_storage(int64_t n, int64_t k);
 HostTensor awq_storage(int64_t n, int64_t k);
 HostTensor gptq_storage(int64_t n, int64_t k);
 HostTensor q4_0_storage(int64_t n, int64_t k);
-struct Q4_0 {
-  Codes q;
-  std::vector<uint16_t> d_bits;
-};
-Q4_0 unpack_q4_0(const HostTensor& packed, int64_t n, int64_t k);
 
 }  // namespace opcts::int4
