@@ -3,6 +3,7 @@
 // interval, and the host-side checks both kernels share.
 #pragma once
 
+#include "device_impl/cuda/cp_async.cuh"
 #include "device_impl/portable/gpu.hpp"
 #include "device_impl/portable/mma_tile.cuh"
 
@@ -152,25 +153,12 @@ __device__ __forceinline__ float fast_exp2(float x) { return exp2f(x); }  // exp
 
 #else
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte global->shared copy; src_bytes = 0 zero-fills the destination without reading.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-}
-// 4-byte global->shared copy (L1-allocating .ca: .cg takes 16 bytes only); src_bytes = 0
-// zero-fills.
-__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
+// The copies (device_impl/cuda/cp_async.cuh, shared with cuda.int4_gemv's ring).
+using async::cp_async_16;
+using async::cp_async_4;
+using async::cp_async_commit;
+using async::cp_async_wait_all;
+using async::smem_addr;
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
