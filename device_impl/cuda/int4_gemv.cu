@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "device_impl/cuda/cp_async.cuh"
 #include "device_impl/cuda/int4_gemv_tiny.cuh"
 #include "device_impl/cuda/int4_mm_args.cuh"
 #include "device_impl/cuda/int4_mm_layout.cuh"
@@ -236,19 +237,10 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kTinyWarps * kLanes, 3) tiny_kernel(Args a, 
 }
 
 #if !OPCTS_GPU_HIP
-// cp.async (sm_80+; PTX ISA "cp.async"): 16 bytes through L2 only (.cg), 4 bytes (.ca: .cg
-// takes 16 only); a thread's copies complete in the order of their commit groups.
-__device__ __forceinline__ void copy16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))), "l"(src));
-}
-__device__ __forceinline__ void copy4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))), "l"(src));
-}
-__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void copy_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
+using async::cp_async_16;
+using async::cp_async_4;
+using async::cp_async_commit;
+using async::cp_async_wait;
 
 // One item's slot of a warp's ring (the pair's two n-tiles): words[tile][lane], sz[tile][w][lane]
 // (G group words a super-tile: 1 when g >= 128, else 4), lane-contiguous so that each lane's
@@ -265,9 +257,9 @@ struct RingSlot {
 // in flight while it multiplies one, no registers held for them and no barrier (a lane reads
 // only what it copied). A block has bw = tb·wk warps (tiny_plan_mma), up to 24 an SM at 80
 // registers (16 at M > 8, 106 registers: its second set of accumulators); four blocks of 64
-// registers spilled and were no faster (docs/status/sm90.md). Probe (the benchmark's
-// Int4GemvProbe): 1 loads without multiplying, 3 multiplies without loading past the first S − 1.
-template <class T, bool Rows16, bool OneGroup, int S, int Probe = 0>
+// registers spilled and were no faster (docs/status/sm90.md). Probe (the benchmark's): loads_only
+// loads without multiplying, math_only multiplies without loading past the first S − 1 items.
+template <class T, bool Rows16, bool OneGroup, int S, Int4GemvProbe Probe = Int4GemvProbe::none>
 __global__ void OPCTS_LAUNCH_BOUNDS((Rows16 ? kTinyMmaMaxWarps16 : kTinyMmaMaxWarps) * kLanes, 1)
     tiny_mma_kernel(Args a, TinySplit sp, float* ws, T* y, int64_t ldy) {
   constexpr int R = Rows16 ? 16 : 8, G = OneGroup ? 1 : 4;
@@ -278,7 +270,7 @@ __global__ void OPCTS_LAUNCH_BOUNDS((Rows16 ? kTinyMmaMaxWarps16 : kTinyMmaMaxWa
   auto* part = reinterpret_cast<float(*)[R][16]>(dyn + sizeof(Slot) * S * sp.bw);
   T* xs = reinterpret_cast<T*>(part + sp.bw);
   __shared__ __align__(16) uint32_t zeros[64];  // the B columns past M (x_rows)
-  uint32_t probe_bits = 0;  // Probe 1: what the loads brought, kept live
+  uint32_t probe_bits = 0;  // loads_only: what the loads brought, kept live
   const TinyWarp w = tiny_warp(sp);
   const int64_t ld = 128 * sp.chunk;
   if (w.tid < 64) zeros[w.tid] = 0;  // before the first barrier
@@ -292,11 +284,11 @@ __global__ void OPCTS_LAUNCH_BOUNDS((Rows16 ? kTinyMmaMaxWarps16 : kTinyMmaMaxWa
     const uint32_t item = first + k * static_cast<uint32_t>(sp.wk);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      copy16(&mine[s].words[h][w.lane], wbase[h] + k * static_cast<uint32_t>(sp.wk * kLanes));
+      cp_async_16(&mine[s].words[h][w.lane], wbase[h] + k * static_cast<uint32_t>(sp.wk * kLanes));
 #pragma unroll
       for (int q = 0; q < G; ++q) {
         const uint32_t gi = ((item << 7) + 32 * q) >> src.s[h].group_shift;  // the group of word q
-        copy4(&mine[s].sz[h][q][w.lane], src.s[h].sz + static_cast<uint64_t>(gi) * static_cast<uint64_t>(a.n));
+        cp_async_4(&mine[s].sz[h][q][w.lane], src.s[h].sz + static_cast<uint64_t>(gi) * static_cast<uint64_t>(a.n));
       }
     }
   };
@@ -322,25 +314,25 @@ __global__ void OPCTS_LAUNCH_BOUNDS((Rows16 ? kTinyMmaMaxWarps16 : kTinyMmaMaxWa
 #pragma unroll
     for (int s = 0; s < S - 1; ++s) {
       if (s < n) issue(wbase, f32, s, s);
-      copy_commit();
+      cp_async_commit();
     }
     __syncthreads();  // the previous chunk's readers are done with the staging
     int4mm::tiny::stage_x_mma<T>(a, 128 * ic, 128 * (ie - ic), ld, xs, w.tid, sp.bw * kLanes);
     __syncthreads();
     for (int i = 0; i < n; ++i) {
-      copy_wait<S - 2>();  // item i's group has landed (S − 2 younger ones may still fly)
+      cp_async_wait<S - 2>();  // item i's group has landed (S − 2 younger ones may still fly)
       const auto f = read(i % S);
       // Its slot's previous item was used in the last iteration: refill it S − 1 items ahead.
-      if (Probe != 3 && i + S - 1 < n) issue(wbase, f32, i + S - 1, (i + S - 1) % S);
-      copy_commit();
-      if constexpr (Probe == 1) {
+      if (Probe != Int4GemvProbe::math_only && i + S - 1 < n) issue(wbase, f32, i + S - 1, (i + S - 1) % S);
+      cp_async_commit();
+      if constexpr (Probe == Int4GemvProbe::loads_only) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) probe_bits ^= f.f[h].v.w[0] ^ f.f[h].v.w[1] ^ f.f[h].v.w[2] ^ f.f[h].v.w[3] ^ f.f[h].sz[0];
       } else
         int4mm::tiny::use_mma<T, Rows16, OneGroup>(a, f, x, at + static_cast<uint32_t>(i * sp.wk), c, c16);
     }
   }
-  if (Probe == 1 && probe_bits == 0x9e3779b9u) c[0][0] += 1.0f;
+  if (Probe == Int4GemvProbe::loads_only && probe_bits == 0x9e3779b9u) c[0][0] += 1.0f;
 
   // Lane (g, t): y[2t + e][column g of the pair's first n-tile] in c[.][e], of its second in
   // c[.][2 + e]; rows 8 + 2t + e in c16.
@@ -537,7 +529,7 @@ TinySplit tiny_plan_mma(const Args& a, const Int4GemvTuning& t) {
 TinySplit tiny_plan(const Args& a, const Int4GemvTuning& t) { return tiny_mma(t) ? tiny_plan_mma(a, t) : tiny_plan_fma(a, t); }
 
 #if !OPCTS_GPU_HIP
-template <class T, bool Rows16, bool OneGroup, int S, int Probe = 0>
+template <class T, bool Rows16, bool OneGroup, int S, Int4GemvProbe Probe = Int4GemvProbe::none>
 void tiny_mma_launch(const Args& a, const TinySplit& sp, dim3 grid, size_t smem, float* ws, T* y, int64_t ldy, cudaStream_t s) {
   const auto kernel = tiny_mma_kernel<T, Rows16, OneGroup, S, Probe>;
   gpu::set_max_dynamic_smem(kernel, static_cast<int>(smem));  // beyond 48 KiB needs the opt-in
@@ -554,8 +546,8 @@ void tiny_launch_rows(const Args& a, const Int4GemvTuning& t, const TinySplit& s
   if (tiny_mma(t)) {
     if (a.m > 8) tiny_mma_launch<T, true, OneGroup, 4>(a, sp, grid, smem, ws, y, ldy, s);
     else if constexpr (OneGroup) {
-      if (t.probe == Int4GemvProbe::loads_only) tiny_mma_launch<T, false, true, 2, 1>(a, sp, grid, smem, ws, y, ldy, s);
-      else if (t.probe == Int4GemvProbe::math_only) tiny_mma_launch<T, false, true, 2, 3>(a, sp, grid, smem, ws, y, ldy, s);
+      if (t.probe == Int4GemvProbe::loads_only) tiny_mma_launch<T, false, true, 2, Int4GemvProbe::loads_only>(a, sp, grid, smem, ws, y, ldy, s);
+      else if (t.probe == Int4GemvProbe::math_only) tiny_mma_launch<T, false, true, 2, Int4GemvProbe::math_only>(a, sp, grid, smem, ws, y, ldy, s);
       else switch (tiny_stages(a, t)) {
         case 3: tiny_mma_launch<T, false, true, 3>(a, sp, grid, smem, ws, y, ldy, s); break;
         case 4: tiny_mma_launch<T, false, true, 4>(a, sp, grid, smem, ws, y, ldy, s); break;
@@ -685,26 +677,35 @@ void finalize(const Int4MmParams& p, int64_t slices, cudaStream_t s) {
   check_launch("finalize");
 }
 
-template <class T>
-void run_typed(const Int4MmParams& p, const Args& a, const Int4GemvTuning& t, cudaStream_t s) {
-  T* y = static_cast<T*>(p.y);
-  auto* ws = static_cast<float*>(p.workspace);
-  if (tiny_applies(a, p.format, t)) {
-    const TinySplit sp = tiny_plan(a, t);
-    tiny_launch<T>(a, t, sp, ws, y, p.ldy, s);
-    check_launch("launch");
-    finalize<T>(p, sp.slices, s);
-    return;
-  }
-  const Split sp = plan(a, p.format, t);
-  launch_format<T>(p.format, a, sp, shape_of(a, t), ws, y, p.ldy, s);
-  check_launch("launch");
-  finalize<T>(p, sp.slices, s);
+// The launch int4_gemv makes for `a`: the fast path's split or the generic kernel's, planned
+// once per call (the workspace check and the launch read the same plan).
+struct Launch {
+  bool tiny;
+  TinySplit tiny_split;
+  Split split;
+  int64_t slices() const { return tiny ? tiny_split.slices : split.slices; }
+};
+
+Launch launch_of(const Args& a, Int4Format format, const Int4GemvTuning& t) {
+  Launch l{tiny_applies(a, format, t), {}, {}};
+  if (l.tiny) l.tiny_split = tiny_plan(a, t);
+  else l.split = plan(a, format, t);
+  return l;
 }
 
-// K slices of the launch int4_gemv makes for `a` (1: no workspace).
-int64_t slices_of(const Args& a, Int4Format format, const Int4GemvTuning& t) {
-  return tiny_applies(a, format, t) ? tiny_plan(a, t).slices : plan(a, format, t).slices;
+// Bytes of fp32 partial sums a launch of `slices` K slices needs (0 for one slice).
+int64_t workspace_for(const Int4MmParams& p, int64_t slices) {
+  return slices == 1 ? 0 : slices * p.m * p.n * static_cast<int64_t>(sizeof(float));
+}
+
+template <class T>
+void run_typed(const Int4MmParams& p, const Args& a, const Int4GemvTuning& t, const Launch& l, cudaStream_t s) {
+  T* y = static_cast<T*>(p.y);
+  auto* ws = static_cast<float*>(p.workspace);
+  if (l.tiny) tiny_launch<T>(a, t, l.tiny_split, ws, y, p.ldy, s);
+  else launch_format<T>(p.format, a, l.split, shape_of(a, t), ws, y, p.ldy, s);
+  check_launch("launch");
+  finalize<T>(p, l.slices(), s);
 }
 
 }  // namespace
@@ -713,8 +714,7 @@ bool int4_gemv_takes(Int4Format f, int64_t group_size) { return int4mm::takes(f,
 
 int64_t int4_gemv_workspace_bytes(const Int4MmParams& p, const Int4GemvTuning& t) {
   if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 0;
-  const int64_t slices = slices_of(int4mm::make_args(p), p.format, t);
-  return slices == 1 ? 0 : slices * p.m * p.n * static_cast<int64_t>(sizeof(float));
+  return workspace_for(p, launch_of(int4mm::make_args(p), p.format, t).slices());
 }
 
 void int4_gemv(const Int4MmParams& p, CUstream_st* stream, const Int4GemvTuning& t) {
@@ -722,12 +722,13 @@ void int4_gemv(const Int4MmParams& p, CUstream_st* stream, const Int4GemvTuning&
   if (p.m > kInt4GemvMaxM) throw Int4ArgumentError("M", "cuda.int4_gemv: M = " + std::to_string(p.m) + " > 16");
   if (p.m == 0 || p.n == 0) return;
   const Args a = int4mm::make_args(p);
-  const int64_t need = int4_gemv_workspace_bytes(p, t);
+  const Launch l = launch_of(a, p.format, t);
+  const int64_t need = workspace_for(p, l.slices());
   if (need > 0 && (!p.workspace || p.workspace_bytes < need))
     throw Int4ArgumentError("workspace", "cuda.int4_gemv: needs " + std::to_string(need) + " bytes of workspace, got " +
                                              std::to_string(p.workspace_bytes));
-  if (p.act == Int4Act::bf16) run_typed<__nv_bfloat16>(p, a, t, stream);
-  else run_typed<__half>(p, a, t, stream);
+  if (p.act == Int4Act::bf16) run_typed<__nv_bfloat16>(p, a, t, l, stream);
+  else run_typed<__half>(p, a, t, l, stream);
 }
 
 }  // namespace opcts::cuda

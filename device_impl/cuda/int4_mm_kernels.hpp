@@ -84,7 +84,7 @@ enum class Int4GemvProbe { none, loads_only, math_only };
 /// except a probe's.
 struct Int4GemvTuning {
   int warps = 8;          // warps per block: 8, or 4 (M = 1 without a plant only; else 8)
-  int warps_per_sm = 24;  // K is split over blocks until the grid holds this many warps per SM
+  int warps_per_sm = 24;  // K is split over blocks until the grid holds this many warps per SM (mma fast path: also the most it places)
   bool batch = true;      // each lane loads Code::kBatch items before it computes (false: one; M = 1 only)
   // tinygemm at innerKTiles 8 without a plant: the staged-x kernel (int4_gemv_tiny.cuh; it
   // reads warps_per_sm, mma, stages and tiny_wk, not warps or batch); false: the generic kernel for it too.
