@@ -172,7 +172,7 @@ TermSums term_sums(const ElementSums& s, std::vector<double>& tau) {
 }
 
 // per_add's E (the file comment), e_ref included; 0 when every partial sum is exact in d.
-double per_add_bound(const ElementSums& s, const TermSums& v, const std::vector<double>& tau, double e_ref) {
+double per_add_bound(const ElementSums& s, const TermSums& v, const std::vector<double>& tau) {
   const DType d = s.dtype;
   if (v.exact_in(precision(d), dtype_info(d).max_finite)) return 0;
   const double u_d = std::ldexp(1.0, -precision(d));
@@ -181,7 +181,7 @@ double per_add_bound(const ElementSums& s, const TermSums& v, const std::vector<
   if (s.symmetric)
     per_add = std::min(per_add, v.sum_tau + kAzumaSigmas * std::sqrt(std::min(v.term_sq, v.n * v.per_rounding)) +
                                     kStraddleMean * u_d * v.S);
-  return per_add + e_ref;
+  return per_add + v.e_ref();
 }
 
 // warp32's E (the file comment) given per_add's E over the terms themselves: per_add's process
@@ -213,7 +213,7 @@ double warp32_bound(const ElementSums& s, double per_add_of_terms) {
   groups.count = static_cast<int64_t>(sums.size());
   groups.positions = nullptr;
   const TermSums v = term_sums(groups, tau);
-  return within + tau_terms + widened + per_add_bound(groups, v, tau, v.e_ref());
+  return within + tau_terms + widened + per_add_bound(groups, v, tau);
 }
 
 }  // namespace
@@ -232,7 +232,7 @@ std::array<double, 4> bounds(const ElementSums& s) {
   const double max_d = dtype_info(d).max_finite;
   std::array<double, 4> e{};
 
-  e[static_cast<size_t>(Accumulation::per_add)] = per_add_bound(s, v, tau, e_ref);
+  e[static_cast<size_t>(Accumulation::per_add)] = per_add_bound(s, v, tau);
   if (!v.exact_in(precision(d), max_d)) {
     const double th = theta(n - 1, u_a), c = (1 + u_d) * (1 + th);
     const double within = sum_tau + th * (S + sum_tau);

@@ -252,17 +252,19 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
     case Format::awq:
     case Format::gptq: {
       in.emplace("weight", direct ? random_storage(p, seed) : p.format == Format::awq ? int4::pack_awq(q, N, s.k) : int4::pack_gptq(q, N, s.k));
+      // The scale and the zero point of (group, column) from one draw; a negative case may give
+      // them different group counts.
+      const int64_t GZ = s.zero_groups, both = std::max(G, GZ) * N;
       HostTensor sc(p.dtype, {G, N});
-#pragma omp parallel for schedule(static) if (G * N > (1 << 14))
-      for (int64_t i = 0; i < G * N; ++i) sc.set(i, scale_value(p, group_draws(seed, static_cast<uint64_t>(i))));
-      in.emplace("scales", std::move(sc));
-      const int64_t GZ = s.zero_groups;
       std::vector<int> z(static_cast<size_t>(GZ * N));  // zero point (g, n) at g·N + n
-#pragma omp parallel for schedule(static) if (GZ * N > (1 << 14))
-      for (int64_t i = 0; i < GZ * N; ++i) {
+#pragma omp parallel for schedule(static) if (both > (1 << 14))
+      for (int64_t i = 0; i < both; ++i) {
         const auto at = static_cast<uint64_t>(i);
-        z[static_cast<size_t>(i)] = static_cast<int>(zero_point(p, seed, at, group_draws(seed, at), true));
+        const GroupDraws d = group_draws(seed, at);
+        if (i < G * N) sc.set(i, scale_value(p, d));
+        if (i < GZ * N) z[static_cast<size_t>(i)] = static_cast<int>(zero_point(p, seed, at, d, true));
       }
+      in.emplace("scales", std::move(sc));
       if (p.format == Format::awq) in.emplace("qzeros", int4::pack_awq_zeros(int4::Codes(z.begin(), z.end()), GZ, N));
       else {  // the stored code is drawn; the zero point is stored + 1
         for (int& v : z) ++v;
