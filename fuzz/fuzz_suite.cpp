@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <regex>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +27,24 @@ fs::path fresh_folder() {
   fs::remove_all(dir, ec);
   fs::create_directories(dir);
   return dir;
+}
+
+// Whether `what` reads "<path>.yaml:<line>:<column>: <message>". By hand, not std::regex:
+// libstdc++'s matcher recurses once per character of a ".+", and a message that quotes a long
+// scalar overflowed the stack of this ASan build (a CI finding, not a loader bug).
+bool names_file_line_column(const std::string& what) {
+  const auto digits = [&](size_t& at) {
+    const size_t from = at;
+    while (at < what.size() && what[at] >= '0' && what[at] <= '9') ++at;
+    return at > from;
+  };
+  for (size_t p = what.find(".yaml:", 1); p != std::string::npos; p = what.find(".yaml:", p + 1)) {
+    size_t at = p + 6;
+    if (digits(at) && at < what.size() && what[at++] == ':' && digits(at) && what.compare(at, 2, ": ") == 0 &&
+        at + 2 < what.size())
+      return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -65,9 +83,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     suite = std::make_unique<Suite>(reg, o);
   } catch (const YamlError& e) {
-    static const std::regex located(R"(^.+\.yaml:[0-9]+:[0-9]+: .+)");
     const std::string what = e.what();
-    if (what.rfind(dir.string(), 0) != 0 || !std::regex_search(what, located))
+    if (what.rfind(dir.string(), 0) != 0 || !names_file_line_column(what))
       opcts_fuzz::fail("YAML error without file:line:column: " + what.substr(0, 300));
     return 0;
   } catch (const std::invalid_argument&) {

@@ -168,7 +168,12 @@ std::vector<const ManifestEntry*> Manifest::stale(const std::vector<std::string>
 std::string unmet_expectation(Outcome raw, const std::string& message, const ManifestEntry& xfail) {
   if (!is_failure(raw)) return "";
   const bool outcome_ok = raw == xfail.expect;
-  const bool message_ok = xfail.message.empty() || std::regex_search(message, std::regex(xfail.message));
+  // The first kMessageMatchChars characters only: libstdc++'s matcher recurses once per
+  // character a ".*" consumes and overflowed the stack at ~100,000 characters (measured on
+  // this build), which would take the runner down over one long impl message. A pattern that
+  // needs text further on goes unmet, and the failure stands: a cap can only fail a case.
+  const std::string head = message.substr(0, kMessageMatchChars);
+  const bool message_ok = xfail.message.empty() || std::regex_search(head, std::regex(xfail.message));
   if (outcome_ok && message_ok) return "";
   std::string want = std::string(to_string(xfail.expect));
   if (!xfail.message.empty()) want += " matching '" + xfail.message + "'";

@@ -1,6 +1,7 @@
 // Per-arch expectations (cases/manifests/<arch>.yaml): skip, xfail, flaky and tolerance entries.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +28,8 @@ struct ManifestEntry {
   bool strict = true;  // xfail: an unexpected pass is XPASS (fails the gate)
   bool planted = false;  // xfail implied by a planted-bug impl (Impl::planted), not by a file
   // xfail: the failure it expects (required in files: FAIL, ERROR, CRASH or TIMEOUT) and,
-  // optionally, an ECMAScript regex the raw message must contain (e.g. "status 15"). Another
+  // optionally, an ECMAScript regex the raw message's first kMessageMatchChars characters
+  // must contain (e.g. "status 15"). Another
   // outcome or message is an unexpected failure: the entry no longer describes what happens.
   Outcome expect = Outcome::FAIL;
   std::string message;
@@ -69,6 +71,10 @@ class Manifest {
   std::string arch_, path_;
   std::vector<ManifestEntry> entries_;
 };
+
+/// How much of a raw message an xfail's `message` pattern is matched against (see
+/// unmet_expectation: std::regex's stack depth grows with the text a pattern consumes).
+inline constexpr size_t kMessageMatchChars = 4096;
 
 /// The outcome of a case given its raw outcome and message and the xfail entry matching it (or
 /// null). The whole table, as deqp-runner's baseline rules, typed: the failure the entry

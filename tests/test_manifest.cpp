@@ -264,5 +264,19 @@ TEST(ManifestExpectation, FullTable) {
   EXPECT_EQ(unmet_expectation(Outcome::ERROR, "status 15", refused), "");
 }
 
+// A megabyte-long impl message under a pattern that consumes all it can: matched against its
+// first kMessageMatchChars characters, without the stack overflow that matching the whole text
+// is (std::regex recursed once per character and crashed at ~100,000 here).
+TEST(Manifest, ALongMessageIsMatchedByItsHeadWithoutOverflowingTheStack) {
+  ManifestEntry e{.kind = EntryKind::xfail, .match = "*", .reason = "r", .source = "m.yaml:3"};
+  e.expect = Outcome::ERROR;
+  e.message = "^x.*status 15";
+  const std::string head = "x status 15 " + std::string(kMessageMatchChars, '.');
+  EXPECT_EQ(apply_expectation(Outcome::ERROR, head + std::string(1 << 20, 'y'), &e), Outcome::XFAIL);
+  e.message = "^x.*tail$";
+  EXPECT_EQ(apply_expectation(Outcome::ERROR, head + std::string(1 << 20, 'y') + "tail", &e), Outcome::ERROR);
+  EXPECT_EQ(apply_expectation(Outcome::ERROR, "x and tail", &e), Outcome::XFAIL);
+}
+
 }  // namespace
 }  // namespace opcts
