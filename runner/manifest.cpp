@@ -61,6 +61,11 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     e.expect = *o;
     if (n["message"]) {
       e.message = text_of(path, n, "message");
+      // std::regex compiles and matches by recursion: a 100,000-character pattern overflowed
+      // the stack (measured) instead of being refused. No real message pattern is near this.
+      if (e.message.size() > kMaxMessagePatternChars)
+        yaml_fail(path, n["message"], "'message' is " + std::to_string(e.message.size()) + " characters; at most " +
+                                          std::to_string(kMaxMessagePatternChars) + " are accepted");
       try {
         std::regex re(e.message);
       } catch (const std::regex_error& ex) {

@@ -75,6 +75,8 @@ class Manifest {
 /// How much of a raw message an xfail's `message` pattern is matched against (see
 /// unmet_expectation: std::regex's stack depth grows with the text a pattern consumes).
 inline constexpr size_t kMessageMatchChars = 4096;
+/// The longest `message` pattern a manifest may give (longer is a YamlError at its line).
+inline constexpr size_t kMaxMessagePatternChars = 1000;
 
 /// The outcome of a case given its raw outcome and message and the xfail entry matching it (or
 /// null). The whole table, as deqp-runner's baseline rules, typed: the failure the entry

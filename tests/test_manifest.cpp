@@ -228,6 +228,11 @@ TEST(ManifestErrors, AnXfailNamesTheFailureItExpects) {
   const std::string re = write(dir, "r.yaml", "xfail:\n  - match: x\n    reason: r\n    expect: ERROR\n    message: \"(\"\n");
   EXPECT_NE(load_error(re).find(re + ":5:14: 'message' is not a valid regular expression"), std::string::npos)
       << load_error(re);
+  // 100,000 nested groups: std::regex would recurse through them and overflow the stack.
+  const std::string deep = write(dir, "d.yaml", "xfail:\n  - match: x\n    reason: r\n    expect: ERROR\n    message: \"" +
+                                                    std::string(100000, '(') + "a" + std::string(100000, ')') + "\"\n");
+  EXPECT_NE(load_error(deep).find(deep + ":5:14: 'message' is 200001 characters; at most 1000"), std::string::npos)
+      << load_error(deep).substr(0, 300);
 }
 
 // The typed table: an entry expects one failure (and, when it says so, a message); any other
