@@ -572,17 +572,22 @@ void tiny_launch(const Args& a, const Int4GemvTuning& t, const TinySplit& sp, fl
   else tiny_launch_rows<T, false>(a, t, sp, ws, y, ldy, s);
 }
 
-// The kernel's variant for a problem and a tuning: warps per block W and items per batch B.
-// Only M = 1 without a plant takes the tuning's other settings (the benchmark's case); every
-// other launch runs the default, so the planted and multi-row kernels are compiled once.
+// The generic kernel's blocks: 8 warps. A 4-warp variant at M = 1 was a benchmark column
+// until docs/status/data/sm90_int4_mm_bench_2026-12-01b.txt (there: gptq 0.16 against 0.10 of
+// the copy on the large shapes, tinygemm 0.02 lower); nothing selected it, and its 20 kernels
+// cost every build ~10 s of CPU, so it went.
+constexpr int kGenericWarps = 8;
+
+// The kernel's variant for a problem and a tuning: whether a lane batches its items. Only M = 1
+// without a plant takes the tuning's setting (the benchmark's case); every other launch batches,
+// so the planted and multi-row kernels are compiled once.
 struct Shape {
-  int warps;
   bool batch;
 };
 
 Shape shape_of(const Args& a, const Int4GemvTuning& t) {
-  if (a.m > 1 || a.plant != Int4Plant::none) return {8, true};
-  return {t.warps == 4 ? 4 : 8, t.batch};
+  if (a.m > 1 || a.plant != Int4Plant::none) return {true};
+  return {t.batch};
 }
 
 // The batch of format F at the row count `launch_rows` picks for M (and 1 when not batching).
@@ -599,14 +604,14 @@ Split plan_format(const Args& a, int sms, const Int4GemvTuning& t) {
   using Code = int4mm::Code<F, __half, false>;  // the work split does not depend on T
   const Shape sh = shape_of(a, t);
   const int batch = batch_of<F>(a, sh.batch);
-  Split p{Code::units(a), Code::items(a), 0, 1, 1, sh.warps, 1};
+  Split p{Code::units(a), Code::items(a), 0, 1, 1, kGenericWarps, 1};
   // As many warps on a unit as keep a whole batch each; the block's other warps take more units.
   while (p.wu > 1 && static_cast<int64_t>(p.wu) * batch > p.items) p.wu /= 2;
-  p.ub = sh.warps / p.wu;
+  p.ub = kGenericWarps / p.wu;
   p.blocks = (p.units + p.ub - 1) / p.ub;
   // Split K only while the grid is short of warps_per_sm warps per SM (with a batch of loads in
   // flight each, enough for the memory system), and never below one batch per warp and slice.
-  const int64_t want = static_cast<int64_t>(sms) * std::max(1, t.warps_per_sm), have = p.blocks * sh.warps;
+  const int64_t want = static_cast<int64_t>(sms) * std::max(1, t.warps_per_sm), have = p.blocks * kGenericWarps;
   if (have < want)
     p.slices = std::max<int64_t>(1, std::min<int64_t>({(want + have - 1) / have, p.items / (static_cast<int64_t>(p.wu) * batch), 65535}));
   p.per_slice = (p.items + p.slices - 1) / p.slices;
@@ -638,17 +643,15 @@ void launch_rows(const Args& a, const Split& sp, const Shape& sh, float* ws, T* 
   // Rows of x held per thread: the next power of two >= M (rows past M are skipped). Planted
   // variants take two row counts only (1 and 16), so the real kernels carry no plant test.
   if (a.plant != Int4Plant::none) {
-    if (a.m <= 1) launch<F, T, 1, true, 8, Code::template kBatch<1>>(a, sp, ws, y, ldy, s);
-    else launch<F, T, 16, true, 8, Code::template kBatch<16>>(a, sp, ws, y, ldy, s);
+    if (a.m <= 1) launch<F, T, 1, true, kGenericWarps, Code::template kBatch<1>>(a, sp, ws, y, ldy, s);
+    else launch<F, T, 16, true, kGenericWarps, Code::template kBatch<16>>(a, sp, ws, y, ldy, s);
   } else if (a.m <= 1) {
-    if (sh.warps == 4 && sh.batch) launch<F, T, 1, false, 4, Code::template kBatch<1>>(a, sp, ws, y, ldy, s);
-    else if (sh.warps == 4) launch<F, T, 1, false, 4, 1>(a, sp, ws, y, ldy, s);
-    else if (sh.batch) launch<F, T, 1, false, 8, Code::template kBatch<1>>(a, sp, ws, y, ldy, s);
-    else launch<F, T, 1, false, 8, 1>(a, sp, ws, y, ldy, s);
-  } else if (a.m <= 2) launch<F, T, 2, false, 8, Code::template kBatch<2>>(a, sp, ws, y, ldy, s);
-  else if (a.m <= 4) launch<F, T, 4, false, 8, Code::template kBatch<4>>(a, sp, ws, y, ldy, s);
-  else if (a.m <= 8) launch<F, T, 8, false, 8, Code::template kBatch<8>>(a, sp, ws, y, ldy, s);
-  else launch<F, T, 16, false, 8, Code::template kBatch<16>>(a, sp, ws, y, ldy, s);
+    if (sh.batch) launch<F, T, 1, false, kGenericWarps, Code::template kBatch<1>>(a, sp, ws, y, ldy, s);
+    else launch<F, T, 1, false, kGenericWarps, 1>(a, sp, ws, y, ldy, s);
+  } else if (a.m <= 2) launch<F, T, 2, false, kGenericWarps, Code::template kBatch<2>>(a, sp, ws, y, ldy, s);
+  else if (a.m <= 4) launch<F, T, 4, false, kGenericWarps, Code::template kBatch<4>>(a, sp, ws, y, ldy, s);
+  else if (a.m <= 8) launch<F, T, 8, false, kGenericWarps, Code::template kBatch<8>>(a, sp, ws, y, ldy, s);
+  else launch<F, T, 16, false, kGenericWarps, Code::template kBatch<16>>(a, sp, ws, y, ldy, s);
 }
 
 template <class T>

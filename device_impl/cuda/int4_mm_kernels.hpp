@@ -83,11 +83,10 @@ enum class Int4GemvProbe { none, loads_only, math_only };
 /// sums (fp32, each lane's products in K order; lanes, warps and slices added in a fixed order),
 /// except a probe's.
 struct Int4GemvTuning {
-  int warps = 8;          // warps per block: 8, or 4 (M = 1 without a plant only; else 8)
   int warps_per_sm = 24;  // K is split over blocks until the grid holds this many warps per SM (mma fast path: also the most it places)
   bool batch = true;      // each lane loads Code::kBatch items before it computes (false: one; M = 1 only)
   // tinygemm at innerKTiles 8 without a plant: the staged-x kernel (int4_gemv_tiny.cuh; it
-  // reads warps_per_sm, mma, stages and tiny_wk, not warps or batch); false: the generic kernel for it too.
+  // reads warps_per_sm, mma, stages and tiny_wk, not batch); false: the generic kernel for it too.
   bool fast = true;
   bool mma = true;   // the fast path on tensor cores (CUDA; HIP always takes fp32 FMA)
   int stages = 2;    // the mma path's ring of items per warp (S − 1 in flight): 2, or 3 or 4 at M <= 8, g >= 128 (else 4)
