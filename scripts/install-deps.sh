@@ -15,6 +15,7 @@ packages=(
   libfmt-dev              # formatting (header-only use)
   librandom123-dev        # counter-based RNG (Philox)
   nlohmann-json3-dev      # result lines
+  libxxhash-dev           # XXH3 (header-only use): the fingerprints of inputs the harness checks after every run
   clang libclang-rt-dev   # libFuzzer targets (scripts/run-fuzz.sh): clang and its fuzzer/sanitizer runtimes
   llvm                    # llvm-symbolizer: readable stack traces in fuzzer reports
   libxml2-utils           # xmllint: the tests validate JUnit against tests/data/junit_ant.xsd
