@@ -5,6 +5,7 @@
 // from fields, and an integer RNE encoder that rounds the 53-bit significand of a double.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -783,6 +784,48 @@ TEST(CodecFast, HandlesShortAndEmptyArrays) {
   EXPECT_EQ(out[0], 0x7E);
   EXPECT_EQ(out[1], 0x7F);
   EXPECT_EQ(out[2], 0x80);
+}
+
+// round_to from double (the references' rounding: sdpa's same-precision pipeline, int4_mm's
+// weights) into bf16 and fp16, against their ladder of finite values: the nearer neighbour,
+// ties to the even code, beyond the largest value's half spacing inf. Doubles reach what fp32
+// inputs cannot: a tie or one double ulp off it at 2^-53 relative, below fp32's resolution.
+TEST(CodecRoundTo, Bf16AndFp16FromDoubleMatchTheirLadders) {
+  for (DType t : {DType::bf16, DType::fp16}) {
+    std::vector<double> L;  // positive finite values in code order: 0x0000 .. the largest
+    for (uint64_t c = 0;; ++c) {
+      const double v = decode(t, c);
+      if (!std::isfinite(v)) break;
+      L.push_back(v);
+    }
+    const double top = L.back(), half_ulp_top = (L.back() - L[L.size() - 2]) / 2;
+    const auto ladder = [&](double x) {  // the oracle, for x >= 0
+      if (x >= top + half_ulp_top) return kInf;
+      if (x >= top) return top;
+      const size_t hi = static_cast<size_t>(std::upper_bound(L.begin(), L.end(), x) - L.begin()), lo = hi - 1;
+      const double dl = x - L[lo], dh = L[hi] - x;
+      return dl < dh || (dl == dh && lo % 2 == 0) ? L[lo] : L[hi];
+    };
+    std::mt19937_64 rng(kSeed + 7);
+    std::vector<double> xs;
+    for (size_t c = 0; c + 1 < L.size(); ++c) {
+      const double tie = (L[c] + L[c + 1]) / 2;  // exact in double
+      for (double x : {tie, std::nextafter(tie, 0.0), std::nextafter(tie, kInf), L[c]}) xs.push_back(x);
+    }
+    for (double x : {top + half_ulp_top, std::nextafter(top + half_ulp_top, 0.0), 1e300, 0x1p-1074}) xs.push_back(x);
+    for (int i = 0; i < 1 << 20; ++i) {  // random significands across the range and past its ends
+      const int e = static_cast<int>(rng() % 300) - 160;
+      xs.push_back(std::ldexp(1.0 + std::ldexp(static_cast<double>(rng() >> 12), -52), e));
+    }
+    size_t bad = 0;
+    for (double x : xs)
+      for (double sx : {x, -x}) {
+        const double want = std::copysign(ladder(x), sx), got = round_to(t, sx);
+        if (std::bit_cast<uint64_t>(got) != std::bit_cast<uint64_t>(want) && bad++ < 5)
+          ADD_FAILURE() << dtype_info(t).name << " " << std::hexfloat << sx << ": got " << got << ", want " << want;
+      }
+    EXPECT_EQ(bad, 0u) << dtype_info(t).name << " of " << 2 * xs.size();
+  }
 }
 
 }  // namespace
