@@ -281,6 +281,13 @@ TEST(Manifest, ALongMessageIsMatchedByItsHeadWithoutOverflowingTheStack) {
   e.message = "^x.*tail$";
   EXPECT_EQ(apply_expectation(Outcome::ERROR, head + std::string(1 << 20, 'y') + "tail", &e), Outcome::ERROR);
   EXPECT_EQ(apply_expectation(Outcome::ERROR, "x and tail", &e), Outcome::XFAIL);
+  // Nor does the cut pass for the message's end or a word's.
+  const std::string cut_after_15 = std::string(kMessageMatchChars - 9, '.') + "status 15";
+  for (const char* pattern : {"status 15$", "status 15\\b"}) {
+    e.message = pattern;
+    EXPECT_EQ(apply_expectation(Outcome::ERROR, cut_after_15, &e), Outcome::XFAIL) << pattern;
+    EXPECT_EQ(apply_expectation(Outcome::ERROR, cut_after_15 + "0 more", &e), Outcome::ERROR) << pattern;
+  }
 }
 
 }  // namespace
