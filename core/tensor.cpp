@@ -103,7 +103,7 @@ uint64_t fingerprint(const HostTensor& t) {
   // over the dtype, shape and strides, then the bytes. The harness fingerprints every input
   // after every run (execute.cpp: an impl must not write into its inputs), a quarter of a GB for
   // the largest scaled_mm weights: the splitmix64 fold this replaces ran at ~1.1 GB/s (a chain of
-  // dependent multiplies), XXH3 at ~8 GB/s at the x86-64 baseline (measured here, 235 MiB).
+  // dependent multiplies), XXH3 at 4-9 GB/s at the x86-64 baseline (measured here, 235 MiB).
   XXH3_state_t st;
   XXH3_64bits_reset(&st);
   std::vector<uint64_t> header{static_cast<uint64_t>(t.dtype()), t.shape().size()};

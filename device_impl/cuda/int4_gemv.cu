@@ -574,8 +574,9 @@ void tiny_launch(const Args& a, const Int4GemvTuning& t, const TinySplit& sp, fl
 
 // The generic kernel's blocks: 8 warps. A 4-warp variant at M = 1 was a benchmark column
 // until docs/status/data/sm90_int4_mm_bench_2026-12-01b.txt (there: gptq 0.16 against 0.10 of
-// the copy on the large shapes, tinygemm 0.02 lower); nothing selected it, and its 20 kernels
-// cost every build ~10 s of CPU, so it went.
+// the copy on the large shapes, tinygemm 0.02 lower); nothing selected it since, and its 20
+// kernels cost every CUDA and -O3 HIP build seconds of CPU (HIP at -O3: ~2.5 s a target), so it
+// went. gptq's lead there is still to be taken up by the planner.
 constexpr int kGenericWarps = 8;
 
 // The kernel's variant for a problem and a tuning: whether a lane batches its items. Only M = 1
