@@ -29,10 +29,11 @@ fs::path fresh_folder() {
   return dir;
 }
 
-// Whether `what` reads "<path>.yaml:<line>:<column>: <message>". By hand, not std::regex:
-// libstdc++'s matcher recurses once per character of a ".+", and a message that quotes a long
-// scalar overflowed the stack of this ASan build (a CI finding, not a loader bug).
-bool names_file_line_column(const std::string& what) {
+// Whether the first line of `what` reads "<path>.yaml:<line>:<column>: <message>". By hand, not
+// std::regex: libstdc++'s matcher recurses once per character of a ".+", and a message that
+// quotes a long scalar overflowed the stack of this ASan build (a CI finding, not a loader bug).
+bool names_file_line_column(const std::string& message) {
+  const std::string what = message.substr(0, message.find('\n'));
   const auto digits = [&](size_t& at) {
     const size_t from = at;
     while (at < what.size() && what[at] >= '0' && what[at] <= '9') ++at;
