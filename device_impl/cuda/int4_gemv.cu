@@ -1,15 +1,16 @@
 // cuda.int4_gemv: M <= 16 weight-only int4 matmul in one pass over the packed weight; split-K partial sums, where K is split, added in a fixed order.
 //
-// Grid (blocks of column units, K slices); a block of W warps holds W / wu units and wu warps
-// per unit, which take the unit's items of the block's K slice in turn (int4_mm_layout.cuh's
-// table: 16-byte tinygemm fragments, 16-byte rows of unpacked bytes, 32-byte runs of AWQ words,
-// 128-byte runs of GPTQ words, consecutive Q4_0 blocks). A lane first loads Code::kBatch items
-// (gemv_load: the packed words and their group parameters, all in flight together), then
-// dequantizes them in registers and accumulates every row of x in fp32 FMA (gemv_use). Lanes
-// sharing a column are summed with a butterfly over the lane bits that differ, the unit's warps
-// through shared memory in warp order, and slices, when K is split, by a second kernel in slice
-// order: no atomics, the same bytes on every run. Where the units alone give the GPU enough
-// warps K is not split: the block writes y and there is no second kernel and no workspace.
+// Grid (blocks of column units, K slices); a block of kGenericWarps warps holds kGenericWarps / wu
+// units and wu warps per unit, which take the unit's items of the block's K slice in turn
+// (int4_mm_layout.cuh's table: 16-byte tinygemm fragments, 16-byte rows of unpacked bytes,
+// 32-byte runs of AWQ words, 128-byte runs of GPTQ words, consecutive Q4_0 blocks). A lane first
+// loads Code::kBatch items (gemv_load: the packed words and their group parameters, all in flight
+// together), then dequantizes them in registers and accumulates every row of x in fp32 FMA
+// (gemv_use). Lanes sharing a column are summed with a butterfly over the lane bits that differ,
+// the unit's warps through shared memory in warp order, and slices, when K is split, by a second
+// kernel in slice order: no atomics, the same bytes on every run. Where the units alone give the
+// GPU enough warps K is not split: the block writes y and there is no second kernel and no
+// workspace.
 // Portable (device_impl/portable/gpu.hpp): no inline PTX; the shuffle is the only warp primitive,
 // 32 lanes wide on every target (a wave64 wavefront holds two of these warps, one per half).
 #include "device_impl/portable/gpu.hpp"
@@ -44,19 +45,27 @@ __device__ __forceinline__ int rep_slot(int lane) {
   return F == Int4Format::tinygemm ? lane / 4 : F == Int4Format::awq || F == Int4Format::gptq ? lane : 0;
 }
 
+// The generic kernel's blocks: 8 warps. A 4-warp variant at M = 1 was a benchmark column
+// until docs/status/data/sm90_int4_mm_bench_2026-12-01b.txt (there: gptq 0.16 against 0.10 of
+// the copy on the large shapes, tinygemm 0.02 lower); nothing selected it since, and its 20
+// kernels cost every CUDA and -O3 HIP build seconds of CPU (HIP at -O3: ~2.5 s a target), so it
+// went. gptq's lead there is still to be taken up by the planner.
+constexpr int kGenericWarps = 8;
+
 // The work split of one launch (plan()): `units` column units of `items` items each; a block
-// holds ub units with wu warps each (ub·wu = W) and one of `slices` K slices of per_slice items.
+// holds ub units with wu warps each (ub·wu = kGenericWarps) and one of `slices` K slices of
+// per_slice items.
 struct Split {
   int64_t units, items, blocks, slices, per_slice;
   int wu, ub;
 };
 
-template <Int4Format F, class T, int MT, bool Planted, int W, int B>
-__global__ void __launch_bounds__(W * kLanes) gemv_kernel(Args a, Split sp, float* ws, T* y, int64_t ldy) {
+template <Int4Format F, class T, int MT, bool Planted, int B>
+__global__ void __launch_bounds__(kGenericWarps * kLanes) gemv_kernel(Args a, Split sp, float* ws, T* y, int64_t ldy) {
   using Code = int4mm::Code<F, T, Planted>;
   using Frag = typename Code::Frag;
   constexpr int C = Code::kCols;
-  __shared__ float part[W][kReps<F>][MT][C];
+  __shared__ float part[kGenericWarps][kReps<F>][MT][C];
   const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
   const int sub = warp % sp.wu;  // this warp's turn among its unit's warps
   const int64_t unit = static_cast<int64_t>(blockIdx.x) * sp.ub + warp / sp.wu;
@@ -572,24 +581,10 @@ void tiny_launch(const Args& a, const Int4GemvTuning& t, const TinySplit& sp, fl
   else tiny_launch_rows<T, false>(a, t, sp, ws, y, ldy, s);
 }
 
-// The generic kernel's blocks: 8 warps. A 4-warp variant at M = 1 was a benchmark column
-// until docs/status/data/sm90_int4_mm_bench_2026-12-01b.txt (there: gptq 0.16 against 0.10 of
-// the copy on the large shapes, tinygemm 0.02 lower); nothing selected it since, and its 20
-// kernels cost every CUDA and -O3 HIP build seconds of CPU (HIP at -O3: ~2.5 s a target), so it
-// went. gptq's lead there is still to be taken up by the planner.
-constexpr int kGenericWarps = 8;
-
-// The kernel's variant for a problem and a tuning: whether a lane batches its items. Only M = 1
-// without a plant takes the tuning's setting (the benchmark's case); every other launch batches,
-// so the planted and multi-row kernels are compiled once.
-struct Shape {
-  bool batch;
-};
-
-Shape shape_of(const Args& a, const Int4GemvTuning& t) {
-  if (a.m > 1 || a.plant != Int4Plant::none) return {true};
-  return {t.batch};
-}
+// Whether a lane batches its items, for a problem and a tuning. Only M = 1 without a plant takes
+// the tuning's setting (the benchmark's case); every other launch batches, so the planted and
+// multi-row kernels are compiled once.
+bool batching(const Args& a, const Int4GemvTuning& t) { return a.m > 1 || a.plant != Int4Plant::none || t.batch; }
 
 // The batch of format F at the row count `launch_rows` picks for M (and 1 when not batching).
 template <Int4Format F>
@@ -603,8 +598,7 @@ int batch_of(const Args& a, bool batch) {
 template <Int4Format F>
 Split plan_format(const Args& a, int sms, const Int4GemvTuning& t) {
   using Code = int4mm::Code<F, __half, false>;  // the work split does not depend on T
-  const Shape sh = shape_of(a, t);
-  const int batch = batch_of<F>(a, sh.batch);
+  const int batch = batch_of<F>(a, batching(a, t));
   Split p{Code::units(a), Code::items(a), 0, 1, 1, kGenericWarps, 1};
   // As many warps on a unit as keep a whole batch each; the block's other warps take more units.
   while (p.wu > 1 && static_cast<int64_t>(p.wu) * batch > p.items) p.wu /= 2;
@@ -632,37 +626,37 @@ Split plan(const Args& a, Int4Format format, const Int4GemvTuning& t) {
   return {};
 }
 
-template <Int4Format F, class T, int MT, bool Planted, int W, int B>
+template <Int4Format F, class T, int MT, bool Planted, int B>
 void launch(const Args& a, const Split& sp, float* ws, T* y, int64_t ldy, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(sp.blocks), static_cast<unsigned>(sp.slices));
-  gemv_kernel<F, T, MT, Planted, W, B><<<grid, W * kLanes, 0, s>>>(a, sp, ws, y, ldy);
+  gemv_kernel<F, T, MT, Planted, B><<<grid, kGenericWarps * kLanes, 0, s>>>(a, sp, ws, y, ldy);
 }
 
 template <Int4Format F, class T>
-void launch_rows(const Args& a, const Split& sp, const Shape& sh, float* ws, T* y, int64_t ldy, cudaStream_t s) {
+void launch_rows(const Args& a, const Split& sp, bool batch, float* ws, T* y, int64_t ldy, cudaStream_t s) {
   using Code = int4mm::Code<F, T, false>;
   // Rows of x held per thread: the next power of two >= M (rows past M are skipped). Planted
   // variants take two row counts only (1 and 16), so the real kernels carry no plant test.
   if (a.plant != Int4Plant::none) {
-    if (a.m <= 1) launch<F, T, 1, true, kGenericWarps, Code::template kBatch<1>>(a, sp, ws, y, ldy, s);
-    else launch<F, T, 16, true, kGenericWarps, Code::template kBatch<16>>(a, sp, ws, y, ldy, s);
+    if (a.m <= 1) launch<F, T, 1, true, Code::template kBatch<1>>(a, sp, ws, y, ldy, s);
+    else launch<F, T, 16, true, Code::template kBatch<16>>(a, sp, ws, y, ldy, s);
   } else if (a.m <= 1) {
-    if (sh.batch) launch<F, T, 1, false, kGenericWarps, Code::template kBatch<1>>(a, sp, ws, y, ldy, s);
-    else launch<F, T, 1, false, kGenericWarps, 1>(a, sp, ws, y, ldy, s);
-  } else if (a.m <= 2) launch<F, T, 2, false, kGenericWarps, Code::template kBatch<2>>(a, sp, ws, y, ldy, s);
-  else if (a.m <= 4) launch<F, T, 4, false, kGenericWarps, Code::template kBatch<4>>(a, sp, ws, y, ldy, s);
-  else if (a.m <= 8) launch<F, T, 8, false, kGenericWarps, Code::template kBatch<8>>(a, sp, ws, y, ldy, s);
-  else launch<F, T, 16, false, kGenericWarps, Code::template kBatch<16>>(a, sp, ws, y, ldy, s);
+    if (batch) launch<F, T, 1, false, Code::template kBatch<1>>(a, sp, ws, y, ldy, s);
+    else launch<F, T, 1, false, 1>(a, sp, ws, y, ldy, s);
+  } else if (a.m <= 2) launch<F, T, 2, false, Code::template kBatch<2>>(a, sp, ws, y, ldy, s);
+  else if (a.m <= 4) launch<F, T, 4, false, Code::template kBatch<4>>(a, sp, ws, y, ldy, s);
+  else if (a.m <= 8) launch<F, T, 8, false, Code::template kBatch<8>>(a, sp, ws, y, ldy, s);
+  else launch<F, T, 16, false, Code::template kBatch<16>>(a, sp, ws, y, ldy, s);
 }
 
 template <class T>
-void launch_format(Int4Format format, const Args& a, const Split& sp, const Shape& sh, float* ws, T* y, int64_t ldy, cudaStream_t s) {
+void launch_format(Int4Format format, const Args& a, const Split& sp, bool batch, float* ws, T* y, int64_t ldy, cudaStream_t s) {
   switch (format) {
-    case Int4Format::tinygemm: launch_rows<Int4Format::tinygemm, T>(a, sp, sh, ws, y, ldy, s); break;
-    case Int4Format::tinygemm_unpacked: launch_rows<Int4Format::tinygemm_unpacked, T>(a, sp, sh, ws, y, ldy, s); break;
-    case Int4Format::awq: launch_rows<Int4Format::awq, T>(a, sp, sh, ws, y, ldy, s); break;
-    case Int4Format::gptq: launch_rows<Int4Format::gptq, T>(a, sp, sh, ws, y, ldy, s); break;
-    case Int4Format::q4_0: launch_rows<Int4Format::q4_0, T>(a, sp, sh, ws, y, ldy, s); break;
+    case Int4Format::tinygemm: launch_rows<Int4Format::tinygemm, T>(a, sp, batch, ws, y, ldy, s); break;
+    case Int4Format::tinygemm_unpacked: launch_rows<Int4Format::tinygemm_unpacked, T>(a, sp, batch, ws, y, ldy, s); break;
+    case Int4Format::awq: launch_rows<Int4Format::awq, T>(a, sp, batch, ws, y, ldy, s); break;
+    case Int4Format::gptq: launch_rows<Int4Format::gptq, T>(a, sp, batch, ws, y, ldy, s); break;
+    case Int4Format::q4_0: launch_rows<Int4Format::q4_0, T>(a, sp, batch, ws, y, ldy, s); break;
   }
 }
 
@@ -707,7 +701,7 @@ void run_typed(const Int4MmParams& p, const Args& a, const Int4GemvTuning& t, co
   T* y = static_cast<T*>(p.y);
   auto* ws = static_cast<float*>(p.workspace);
   if (l.tiny) tiny_launch<T>(a, t, l.tiny_split, ws, y, p.ldy, s);
-  else launch_format<T>(p.format, a, l.split, shape_of(a, t), ws, y, p.ldy, s);
+  else launch_format<T>(p.format, a, l.split, batching(a, t), ws, y, p.ldy, s);
   check_launch("launch");
   finalize<T>(p, l.slices(), s);
 }
