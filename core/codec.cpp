@@ -84,6 +84,7 @@ double round_to_format(double x, const FloatFormat& f, Overflow ov) {
   if (std::isinf(x)) return overflow_value(x, f, ov);
   if (x == 0) return f.specials == Specials::fnuz ? 0.0 : x;
   const int emin = 1 - f.bias;
+  const int e = binade(x);  // |x| in [2^(e-1), 2^e)
   // x in the format's normal range (a normal double of binade emin or above), the common case:
   // round its significand to the format's mantissa_bits on the bits themselves, adding half a
   // quantum less one (plus the kept last bit: ties to even) and clearing what lies below. This
@@ -92,19 +93,16 @@ double round_to_format(double x, const FloatFormat& f, Overflow ov) {
   // division and libm call: round_to for bf16 took 15 ns, 16 of them per weight group of every
   // int4_mm reference and one per element of sdpa's same-precision one. The overflow test runs
   // only from 2^emax up, below which every value is under max_finite.
-  uint64_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
-  if (biased != 0 && biased - 1023 >= emin && f.mantissa_bits < 52) {
+  if (e - 1 >= std::max(emin, -1022) && f.mantissa_bits < 52) {
     const int shift = 52 - f.mantissa_bits;
+    uint64_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
     bits = (bits + (uint64_t{1} << (shift - 1)) - 1 + ((bits >> shift) & 1)) & ~((uint64_t{1} << shift) - 1);
     double r;
     std::memcpy(&r, &bits, sizeof r);
-    if (static_cast<int>((bits >> 52) & 0x7FF) - 1023 >= emax(f) && std::fabs(r) > max_finite(f))
-      return overflow_value(x, f, ov);
+    if (binade(r) - 1 >= emax(f) && std::fabs(r) > max_finite(f)) return overflow_value(x, f, ov);
     return r;
   }
-  const int e = binade(x);  // |x| in [2^(e-1), 2^e)
   const int exp = std::max(e - 1, emin);
   // The quantum of x's binade (subnormals share emin's); scaling by a power of two is exact in
   // double and nearbyint rounds half to even in the default rounding mode.
