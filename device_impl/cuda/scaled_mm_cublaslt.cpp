@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -273,7 +274,8 @@ struct CachedAlgo {
   std::exception_ptr refused;
 };
 
-cublasLtMatmulAlgo_t cached_algo(DeviceState& st, const Lt& lt, const ScaledMmParams& p) {
+// `asked`, when given, is set when this call asked the heuristic (the key was new to the process).
+cublasLtMatmulAlgo_t cached_algo(DeviceState& st, const Lt& lt, const ScaledMmParams& p, bool* asked = nullptr) {
   static std::mutex mu;
   static std::map<std::string, CachedAlgo> algos;
   const std::string key = heuristic_key(p);
@@ -284,6 +286,7 @@ cublasLtMatmulAlgo_t cached_algo(DeviceState& st, const Lt& lt, const ScaledMmPa
       return it->second.algo;
     }
   }
+  if (asked) *asked = true;
   CachedAlgo e;
   try {
     cublasLtMatmulHeuristicResult_t heur{};
@@ -299,6 +302,58 @@ cublasLtMatmulAlgo_t cached_algo(DeviceState& st, const Lt& lt, const ScaledMmPa
   algos.emplace(key, e);
   if (e.refused) std::rethrow_exception(e.refused);
   return e.algo;
+}
+
+// Bytes of `rows` × `k` elements of `bits` bits at leading dimension ld.
+size_t operand_bytes(int64_t rows, int64_t ld, int64_t bits) { return static_cast<size_t>(rows * ld * bits / 8); }
+
+// More than any scale mode's tensor for `rows` rows and K = k needs (a float per 16 elements of
+// a row, per row, plus a block row of padding), so the warm-up needs no mode-by-mode sizes.
+size_t scale_bytes_bound(int64_t rows, int64_t k) { return static_cast<size_t>((rows + 128) * (k / 16 + 8) * 4); }
+
+// One call of the matmul `shape` describes on zeroed operands of its sizes, on a stream of its
+// own, waited for (scaled_mm_cublaslt_plan says why).
+void warm_up_cublaslt(const ScaledMmParams& shape, bool bias, bool d_scale) {
+  const int64_t bits = shape.a_elem == MmElem::e2m1 ? 4 : 8;
+  const size_t sizes[] = {operand_bytes(shape.m, shape.lda, bits),
+                          operand_bytes(shape.n, shape.ldb, bits),
+                          static_cast<size_t>(shape.m * shape.ldd * out_bytes(shape.out)),
+                          scale_bytes_bound(shape.m, shape.k),
+                          scale_bytes_bound(shape.n, shape.k),
+                          static_cast<size_t>(shape.n * 4),
+                          4};
+  size_t offsets[std::size(sizes)], total = 0;
+  for (size_t i = 0; i < std::size(sizes); ++i) {
+    offsets[i] = total;
+    total += (sizes[i] + 255) / 256 * 256;
+  }
+  void* mem = nullptr;
+  if (cudaMalloc(&mem, total) != cudaSuccess) {
+    // Too large to warm up: the run pays the module load instead. The error is not left for
+    // the backend's cudaGetLastError after the run to find.
+    (void)cudaGetLastError();
+    return;
+  }
+  const auto at = [&](size_t i) { return static_cast<void*>(static_cast<char*>(mem) + offsets[i]); };
+  cudaStream_t s = nullptr;
+  cudaError_t e = cudaMemset(mem, 0, total);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (e == cudaSuccess) {
+    ScaledMmParams p = shape;
+    p.a = at(0), p.b = at(1), p.d = at(2), p.a_scale = at(3), p.b_scale = at(4);
+    p.bias = bias ? at(5) : nullptr;
+    p.d_scale = d_scale ? static_cast<const float*>(at(6)) : nullptr;
+    try {
+      scaled_mm_cublaslt(p, s);
+    } catch (...) {
+      // A refusal or failure is the run's to report, with its own arguments.
+    }
+    e = cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  }
+  cudaFree(mem);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  cuda_check(e, "warm-up");
 }
 
 }  // namespace
@@ -319,7 +374,15 @@ void scaled_mm_cublaslt_plan(const ScaledMmParams& shape, bool bias, bool d_scal
     if (p.m == 0 || p.n == 0 || p.k == 0) return;
     Lt lt;
     build_descriptors(lt, p, p.a_scale, p.b_scale);
-    cached_algo(st, lt, p);
+    bool asked = false;
+    cached_algo(st, lt, p, &asked);
+    // cuBLASLt loads a kernel (cuLibraryLoadData) at its first use in the process, whatever
+    // CUDA_MODULE_LOADING says, and the load waits for the device: under the backend's stream
+    // gate the first call of each kernel waited out the gate's whole timeout (160 of the 255
+    // cuda.cublaslt cases of the default tier that run, on the H200; 0 with this warm-up,
+    // docs/status/sm90.md 2026-12-02 afternoon). One call on zeroed operands of the same shape,
+    // here, loads it.
+    if (asked) warm_up_cublaslt(shape, bias, d_scale);
   } catch (...) {
     // Left to the run, which asks again and reports what failed.
   }
