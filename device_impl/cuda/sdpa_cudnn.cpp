@@ -496,13 +496,23 @@ struct SdpaCudnnPlan::Impl {
   int64_t workspace_bytes = 0;
   bool backward = false;
   bool has_bias = false;
-  // Backward scratch tensors (frontend workspace): softmax_sum, dQ_accum, seq_len q / kv,
-  // allocated per run on its stream.
+  // Backward scratch tensors (frontend workspace): softmax_sum and dQ_accum, allocated per run
+  // on its stream; seq_len q / kv, constant per plan, uploaded when the plan is built.
   size_t softmax_sum_bytes = 0;
   size_t dq_accum_bytes = 0;
-  std::vector<int32_t> seq_len;  // 2·B int32: seq_len_q then seq_len_kv (empty: no padding mask)
+  // 2·B int32 on the device: seq_len_q then seq_len_kv (null: no padding mask). A copy from
+  // pageable host memory at run time may synchronise with the stream (CUDA runtime API, "API
+  // synchronization behavior"), the stream the backend holds behind its gate.
+  int32_t* seq_len = nullptr;
   int64_t batch = 0;
   bool memset_dq_accum = false;
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
+    if (seq_len) cudaFree(seq_len);
+  }
 
   void execute(std::vector<int64_t> uids, std::vector<void*> ptrs, void* workspace, CUstream_st* stream) {
     for (const auto& [uid, host] : graph->scalars()) {
@@ -666,11 +676,13 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
   im->memset_dq_accum = version < 90600;  // the frontend memsets dQ_accum only before 9.6.0
   im->batch = B;
   if (workaround_padding) {
-    im->seq_len.assign(static_cast<size_t>(2 * B), 0);
+    std::vector<int32_t> lens(static_cast<size_t>(2 * B));
     for (int64_t b = 0; b < B; ++b) {
-      im->seq_len[b] = static_cast<int32_t>(Sq);
-      im->seq_len[B + b] = static_cast<int32_t>(Sk);
+      lens[static_cast<size_t>(b)] = static_cast<int32_t>(Sq);
+      lens[static_cast<size_t>(B + b)] = static_cast<int32_t>(Sk);
     }
+    cuda_check(cudaMalloc(reinterpret_cast<void**>(&im->seq_len), lens.size() * 4), "cudaMalloc(seq_len)");
+    cuda_check(cudaMemcpy(im->seq_len, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy(seq_len)");
     im->description += ", workaround padding mask (s_kv % 128 != 0, cuDNN <= 9.15)";
   }
   return std::unique_ptr<SdpaCudnnPlan>(new SdpaCudnnPlan(std::move(im)));
@@ -712,16 +724,11 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
     uids.push_back(kBias);
     ptrs.push_back(const_cast<void*>(p.attn_mask));
   }
-  if (!impl_->seq_len.empty()) {
-    // cudaMemcpyAsync from pageable memory stages the copy before it returns (CUDA runtime API,
-    // "API synchronization behavior"): the host vector may go, and nothing waits for the stream.
-    auto* lens = static_cast<int32_t*>(scratch.alloc(impl_->seq_len.size() * 4, "seq_len"));
-    cuda_check(cudaMemcpyAsync(lens, impl_->seq_len.data(), impl_->seq_len.size() * 4, cudaMemcpyHostToDevice, s),
-               "cudaMemcpyAsync(seq_len)");
+  if (impl_->seq_len) {
     uids.push_back(kSeqLenQ);
-    ptrs.push_back(lens);
+    ptrs.push_back(impl_->seq_len);
     uids.push_back(kSeqLenKV);
-    ptrs.push_back(lens + impl_->batch);
+    ptrs.push_back(impl_->seq_len + impl_->batch);
   }
   if (impl_->memset_dq_accum) cuda_check(cudaMemsetAsync(dq_accum, 0, impl_->dq_accum_bytes, s), "cudaMemsetAsync(dQ_accum)");
   impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
