@@ -31,8 +31,8 @@ int32_t grouped_supports(const void* impl, const void* params, const opcts_arch*
     return 0;
   }
   if (row->cublas) {
-    // The handle and workspace are made here, before the backend holds a stream (creation may
-    // synchronise the device).
+    // Whether cuBLAS can be set up at all (a SKIP with its reason if not). This runs in the
+    // parent process; the worker makes its own in grouped_prepare.
     try {
       cublas_grouped_context();
     } catch (const std::exception& e) {
@@ -41,6 +41,15 @@ int32_t grouped_supports(const void* impl, const void* params, const opcts_arch*
     }
   }
   return 1;
+}
+
+void grouped_prepare(const void* impl, const void*) {
+  if (!static_cast<const GroupedRow*>(impl)->cublas) return;
+  try {
+    cublas_grouped_context();
+  } catch (const std::exception&) {
+    // Left to the run, which asks again and reports what failed.
+  }
 }
 
 opcts_status grouped_run(const void* impl, const opcts_run_args* a, opcts_report* r) {

@@ -78,5 +78,9 @@ inline GroupedMmParams grouped_kernel_params(const opcts_grouped_mm_params& c, c
 
 int32_t grouped_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size);
 opcts_status grouped_run(const void* impl, const opcts_run_args* args, opcts_report* report);
+/// Row::prepare: cuda.cublas_grouped's cuBLAS handle and workspace, made in the worker before
+/// the backend holds the stream (cublasCreate loads cuBLAS's libraries, which waits for the
+/// device); nothing for the kernel rows.
+void grouped_prepare(const void* impl, const void* params);
 
 }  // namespace opcts::cuda

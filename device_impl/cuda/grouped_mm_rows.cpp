@@ -45,6 +45,7 @@ void register_cuda_grouped_mm(Registry& reg) {
   auto add = [&](const char* name, const GroupedRow* data) {
     rows.push_back(row("grouped_mm", name, OPCTS_CUDA_ONLY(grouped_supports), OPCTS_CUDA_ONLY(grouped_run), nullptr, data));
     rows.back().caps = {"mma_sync_bf16"};
+    rows.back().prepare = OPCTS_CUDA_ONLY(grouped_prepare);
   };
   add("cuda.grouped_kernel", &kKernel);
   add("cuda.cublas_grouped", &kCublas);
