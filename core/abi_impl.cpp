@@ -93,7 +93,8 @@ namespace {
 class HostBackend final : public AbiBackend {
  public:
   TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
-                const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device) const override {
+                const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device,
+                std::string* /*note: every check applies on the host*/) const override {
     TensorMap in_copy = inputs;
     TensorMap out;
     AbiTensors tensors;
@@ -181,8 +182,9 @@ TensorMap AbiImpl::run(const Problem& p, const TensorMap& inputs, const RunConte
   const std::vector<unsigned char> params = family_def().abi_params(p);
   const AbiArch a(*ctx.arch);
   if (planted_inputs_)
-    return transport_->run(desc_, params.data(), planted_inputs_(p, inputs), family_def().outputs(p), a.get(), ctx.device);
-  return transport_->run(desc_, params.data(), inputs, family_def().outputs(p), a.get(), ctx.device);
+    return transport_->run(desc_, params.data(), planted_inputs_(p, inputs), family_def().outputs(p), a.get(), ctx.device,
+                           ctx.note);
+  return transport_->run(desc_, params.data(), inputs, family_def().outputs(p), a.get(), ctx.device, ctx.note);
 }
 
 bool AbiImpl::deterministic(const Problem& p) const {

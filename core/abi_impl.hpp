@@ -78,11 +78,14 @@ void throw_abi_status(opcts_status s, const opcts_report& report, const std::str
 /// Where an ABI impl's tensors live. run() makes the outputs `outs` (0xFF-poisoned), hands
 /// inputs and outputs to the impl, and returns the outputs on the host; it throws FAIL-worthy
 /// problems (an input written, work off the given stream) as ContractBreach (core/errors.hpp).
+/// A check it could not apply to this run is said in `*note` when `note` is not null
+/// (RunContext::note).
 class AbiBackend {
  public:
   virtual ~AbiBackend() = default;
   virtual TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
-                        const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device) const = 0;
+                        const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device,
+                        std::string* note) const = 0;
   /// Whether `bytes` of tensors fit where the impl runs (device memory); yes on the host.
   virtual Support fits(double bytes, const std::string& who) const;
 };

@@ -142,6 +142,10 @@ class Family {
 struct RunContext {
   const ArchInfo* arch = nullptr;
   int device = -1;  // GPU ordinal; -1 on the host device
+  // Where the run may say which of the harness's own checks did not apply to it (the CUDA
+  // backend's stream check when the run waited for the device); a passing record carries it as
+  // its message (runner/execute.cpp). Null: nobody asks.
+  std::string* note = nullptr;
 };
 
 /// One implementation of a family on one backend.

@@ -63,7 +63,8 @@ struct ResultRecord {
   // shared them with the previous case of its problem; ref_ms is the load time when they came
   // from the disk cache), the impl's run, the comparison. ms minus these is the harness's own.
   double inputs_ms = 0, ref_ms = 0, device_ms = 0, compare_ms = 0;
-  std::string message;  // skip reason, error text, or the failure summary: what running the case said
+  std::string message;  // skip reason, error text, the failure summary, or for a pass a check that did not
+                        // apply (RunContext::note): what running the case said
   std::string expectation;  // the manifest entry that judged it: "xfail sm90.yaml:40: reason", a
                             // planted bug, an unmet xfail ("expects ERROR ..., got FAIL"), a known flake
   std::vector<OutputStats> outputs;

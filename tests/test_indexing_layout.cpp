@@ -65,11 +65,11 @@ TEST(OutputGuard, TheHostBackendFailsAPlusZeroPastTheEnd) {
       const std::vector<OutputSpec> outs{{.name = "out", .dtype = DType::fp16, .shape = {5}, .misalign_bytes = mis}};
       const opcts_arch arch{};
       if (!data) {
-        EXPECT_EQ(host_abi_backend().run(d, nullptr, {}, outs, arch, 0).at("out").get(4), 0.0);
+        EXPECT_EQ(host_abi_backend().run(d, nullptr, {}, outs, arch, 0, nullptr).at("out").get(4), 0.0);
         continue;
       }
       try {
-        host_abi_backend().run(d, nullptr, {}, outs, arch, 0);
+        host_abi_backend().run(d, nullptr, {}, outs, arch, 0, nullptr);
         ADD_FAILURE() << "a +0 past the end passed (misalign " << mis << ")";
       } catch (const ContractBreach& e) {
         EXPECT_NE(std::string(e.what()).find("test.zeros wrote outside its output: bytes [+0, +2) past the end of 'out'"),

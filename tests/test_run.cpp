@@ -126,24 +126,74 @@ TEST_F(RunOnAFakeRegistry, LoadsItsCatalogAndJudgesItsRecords) {
   EXPECT_NE(r.expectation.find("expects FAIL, got ERROR"), std::string::npos) << r.expectation;
 }
 
+// Options of a host suite over a fresh cases folder: the echo family's one small problem (n = 4),
+// an empty manifest and one tolerance entry for echo whose keys after `family` are `entry`.
+SuiteOptions one_echo_problem(const std::string& entry) {
+  const std::string cases = testutil::temp_dir() + "/cases";
+  std::filesystem::create_directories(cases + "/manifests");
+  testutil::write(cases, "archs.yaml", "archs:\n  host: {backend: host, caps: []}\n");
+  testutil::write(cases, "tolerances.yaml", "tolerances:\n  - family: echo\n" + entry);
+  testutil::write(cases, "echo.yaml", "family: echo\nedges:\n  - {name: small, tier: smoke, problem: {n: 4}, why: w}\n");
+  testutil::write(cases + "/manifests", "host.yaml", "arch: host\n");
+  SuiteOptions o;
+  o.cases_dir = cases;
+  o.arch = "host";
+  return o;
+}
+
+// An impl whose run says, through RunContext::note, that a check did not apply to it (as the
+// CUDA backend does when a run waits out its stream gate); `wrong` makes its output wrong.
+class NotedEchoImpl final : public Impl {
+ public:
+  explicit NotedEchoImpl(bool wrong) : wrong_(wrong) {}
+  std::string_view family() const override { return "echo"; }
+  std::string_view name() const override { return wrong_ ? "host.noted_wrong" : "host.noted"; }
+  std::string_view backend() const override { return "host"; }
+  Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
+  TensorMap run(const Problem&, const TensorMap& in, const RunContext& ctx) const override {
+    if (ctx.note) *ctx.note = "stream check not applied: a test's note";
+    HostTensor y = in.at("x");
+    if (wrong_) y.set(0, 2 * y.get(0));
+    return {{"y", y}};
+  }
+
+ private:
+  bool wrong_;
+};
+
+// A pass that a backend check did not cover says so in its message; a failure keeps its own
+// message (the manifest's message patterns match that), without the note.
+TEST(RunNote, APassCarriesTheNoteAndAFailureKeepsItsMessage) {
+  Registry reg;
+  reg.add(std::make_unique<EchoFamily>());
+  reg.add(std::make_unique<NotedEchoImpl>(false));
+  reg.add(std::make_unique<NotedEchoImpl>(true));
+  const Suite suite(reg, one_echo_problem("    metric: exact\n    why: an echo is exact\n"));
+  ASSERT_EQ(suite.all_cases().size(), 2u);
+  ReferenceCache cache;
+  for (const Case& c : suite.all_cases()) {
+    const ResultRecord r = execute_case(suite, c, -1, cache);
+    if (c.id == "echo.host_noted/n4") {
+      EXPECT_EQ(r.raw_outcome, Outcome::PASS);
+      EXPECT_EQ(r.message, "stream check not applied: a test's note");
+      EXPECT_EQ(parse_json_line(to_json_line(r)).message, r.message);
+    } else {
+      EXPECT_EQ(c.id, "echo.host_noted_wrong/n4");
+      EXPECT_EQ(r.raw_outcome, Outcome::FAIL);
+      EXPECT_EQ(r.message.find("stream check"), std::string::npos) << r.message;
+      EXPECT_FALSE(r.message.empty());
+    }
+  }
+}
+
 // A declared accumulation the reference has no bound for stops the case with an ERROR that
 // names it, rather than judging the output with no bound at all.
 TEST(RunDeclaredAccumulation, AnUnknownModelIsAnErrorNamingIt) {
   Registry reg;
   reg.add(std::make_unique<EchoFamily>());
   reg.add(std::make_unique<EchoImpl>());
-  const std::string cases = testutil::temp_dir() + "/cases";
-  std::filesystem::create_directories(cases + "/manifests");
-  testutil::write(cases, "archs.yaml", "archs:\n  host: {backend: host, caps: []}\n");
-  testutil::write(cases, "tolerances.yaml",
-                  "tolerances:\n  - family: echo\n    metric: ref_relative\n    factor: 2\n"
-                  "    accumulation: per_tile\n    why: a model the echo reference knows nothing of\n");
-  testutil::write(cases, "echo.yaml", "family: echo\nedges:\n  - {name: small, tier: smoke, problem: {n: 4}, why: w}\n");
-  testutil::write(cases + "/manifests", "host.yaml", "arch: host\n");
-  SuiteOptions o;
-  o.cases_dir = cases;
-  o.arch = "host";
-  const Suite suite(reg, o);
+  const Suite suite(reg, one_echo_problem("    metric: ref_relative\n    factor: 2\n    accumulation: per_tile\n"
+                                           "    why: a model the echo reference knows nothing of\n"));
   ReferenceCache cache;
   const ResultRecord r = execute_case(suite, suite.all_cases().at(0), -1, cache);
   EXPECT_EQ(r.raw_outcome, Outcome::ERROR);
