@@ -210,6 +210,7 @@ NormalCodeSampler::NormalCodeSampler(DType element, double sigma) {
     code_.push_back(values[i].code);
   }
   cdf_.back() = 1;
+  for (double c : cdf_) threshold_.push_back(static_cast<uint64_t>(std::ceil(std::ldexp(c, 32))));
   guide_.resize(size_t{1} << kGuideBits);
   size_t i = 0;
   for (size_t j = 0; j < guide_.size(); ++j) {

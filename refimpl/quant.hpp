@@ -172,16 +172,18 @@ class NormalCodeSampler {
   NormalCodeSampler(DType element, double sigma);
   uint8_t operator()(double u) const;
   /// The code of u = bits·2^-32 (32 random bits: core/rng's uniform01 and random_block lanes).
+  /// The same code as operator()(u), found in integers: cdf_[i] <= bits·2^-32 exactly when
+  /// bits >= ceil(cdf_[i]·2^32) (scaling by 2^32 is exact).
   uint8_t from_bits(uint32_t bits) const {
-    const double u = static_cast<double>(bits) * 0x1p-32;
     size_t i = guide_[bits >> (32 - kGuideBits)];
-    while (i + 1 < cdf_.size() && cdf_[i] <= u) ++i;
+    while (i + 1 < threshold_.size() && threshold_[i] <= bits) ++i;
     return code_[i];
   }
 
  private:
   static constexpr int kGuideBits = 12;
   std::vector<double> cdf_;  // P(code index <= i), ascending
+  std::vector<uint64_t> threshold_;  // ceil(cdf_[i]·2^32): the least 32-bit draw past cdf_[i]
   std::vector<uint8_t> code_;
   std::vector<uint16_t> guide_;  // guide_[j]: the first i with cdf_[i] > j·2^-kGuideBits
 };

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 
 #include "core/codec.hpp"
@@ -306,16 +307,21 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
   std::vector<uint8_t> codes(bytes ? 0 : static_cast<size_t>(R * K));
   auto* out = bytes ? reinterpret_cast<uint8_t*>(o.codes.data()) : codes.data();
   const int64_t cols_per_block = g.block_cols;
+  // Runs of columns in one 32-wide K chunk and one scale block share their binade offset d.
+  const int64_t run = cols_per_block >= K ? std::min<int64_t>(32, K) : std::gcd<int64_t>(32, cols_per_block);
 #pragma omp parallel for schedule(static) if (R * K > (1 << 16))
   for (int64_t r = 0; r < R; ++r) {
     const int64_t br = r / g.block_rows;
     std::array<uint32_t, 4> bits{};
-    for (int64_t k = 0; k < K; ++k) {
-      const auto i = static_cast<uint64_t>(r * K + k);  // uniform01(seed, stream + 300, i)'s 32 bits
-      if (k == 0 || i % 4 == 0) bits = random_block(seed, stream + 300, i / 4);
-      const int e = er[static_cast<size_t>(r)] + ec[static_cast<size_t>(k / 32)] + p.scale_exp;
-      const int d = block_e[static_cast<size_t>(br * g.cols + k / cols_per_block)] - e;
-      out[i] = samplers[static_cast<size_t>(d)].from_bits(bits[i % 4]);
+    for (int64_t k0 = 0; k0 < K; k0 += run) {
+      const int e = er[static_cast<size_t>(r)] + ec[static_cast<size_t>(k0 / 32)] + p.scale_exp;
+      const int d = block_e[static_cast<size_t>(br * g.cols + k0 / cols_per_block)] - e;
+      const quant::NormalCodeSampler& sampler = samplers[static_cast<size_t>(d)];
+      for (int64_t k = k0; k < std::min(K, k0 + run); ++k) {
+        const auto i = static_cast<uint64_t>(r * K + k);  // uniform01(seed, stream + 300, i)'s 32 bits
+        if (k == 0 || i % 4 == 0) bits = random_block(seed, stream + 300, i / 4);
+        out[i] = sampler.from_bits(bits[i % 4]);
+      }
     }
   }
   if (!bytes) {  // 4-bit codes, two per byte, element 2i in the low nibble (HostTensor's packing)

@@ -180,9 +180,21 @@ TEST(QuantSampler, CodesFollowTheRoundedNormal) {
     const double lo_edge = std::erfc(dtype_info(c.t).max_finite / 2 / c.sigma / std::sqrt(2.0));
     EXPECT_GE(at_max, static_cast<int64_t>(hi * n) - 1);
     EXPECT_LE(at_max, static_cast<int64_t>(lo_edge * n) + 1);
-    // The guide-table lookup from 32 bits is the same draw as the search from u = bits·2^-32.
-    for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 0x10001)
-      ASSERT_EQ(sample.from_bits(static_cast<uint32_t>(b)), sample(static_cast<double>(b) * 0x1p-32)) << b;
+    // The guide-table lookup from 32 bits is the same draw as the search from u = bits·2^-32:
+    // on a lattice of draws, and on both sides of every boundary between codes the lattice
+    // brackets (found by bisection on the search), where an off-by-one threshold would show.
+    const auto by_search = [&](uint64_t b) { return sample(static_cast<double>(b) * 0x1p-32); };
+    int boundaries = 0;
+    for (uint64_t b = 0; b + 0x10001 < (uint64_t{1} << 32); b += 0x10001) {
+      ASSERT_EQ(sample.from_bits(static_cast<uint32_t>(b)), by_search(b)) << b;
+      if (by_search(b) == by_search(b + 0x10001)) continue;
+      uint64_t lo = b, hi = b + 0x10001;  // by_search(lo) != by_search(hi)
+      while (hi - lo > 1) (by_search((lo + hi) / 2) == by_search(lo) ? lo : hi) = (lo + hi) / 2;
+      ASSERT_EQ(sample.from_bits(static_cast<uint32_t>(lo)), by_search(lo)) << lo;
+      ASSERT_EQ(sample.from_bits(static_cast<uint32_t>(hi)), by_search(hi)) << hi;
+      ++boundaries;
+    }
+    EXPECT_GT(boundaries, 8);
   }
   EXPECT_THROW(quant::NormalCodeSampler(DType::bf16, 1), std::invalid_argument);
   EXPECT_THROW(quant::NormalCodeSampler(DType::e4m3fn, 0), std::invalid_argument);
