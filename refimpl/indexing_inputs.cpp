@@ -208,28 +208,54 @@ void fill_values(HostTensor& t, const Values& v, uint64_t seed, uint32_t stream)
 
 // Random finite codes: every bit pattern of the dtype but Inf and NaN (an all-ones exponent
 // loses its top bit); int64 keeps |x| < 2^53 so that its values compare exactly as doubles.
-void fill_codes(HostTensor& t, uint64_t seed) {
-  const int64_t n = t.numel();
-  const int bytes = storage_bytes(t.dtype());
-  const int per_block = 16 / bytes;
-  std::byte* out = t.data();
+template <DType T>
+void fix_code(unsigned char* c) {
+  if constexpr (T == DType::fp16) {
+    if ((c[1] & 0x7C) == 0x7C) c[1] ^= 0x40;
+  } else if constexpr (T == DType::bf16) {
+    if ((c[1] & 0x7F) == 0x7F && (c[0] & 0x80)) c[1] ^= 0x40;
+  } else if constexpr (T == DType::fp32) {
+    if ((c[3] & 0x7F) == 0x7F && (c[2] & 0x80)) c[3] ^= 0x40;
+  } else if constexpr (T == DType::fp64) {
+    if ((c[7] & 0x7F) == 0x7F && (c[6] & 0xF0) == 0xF0) c[7] ^= 0x40;
+  } else if constexpr (T == DType::int64) {
+    c[6] &= 0x1F;
+    c[7] = (c[7] & 0x80) ? 0xFF : 0x00;
+    if (c[7]) c[6] |= 0xE0;
+  }
+}
+
+// One Philox block (16 bytes) per 16 / bytes elements, each fixed in place (fix_code<T>); whole
+// blocks are stored with one 16-byte copy, the last, partial one with its elements' bytes only.
+template <DType T>
+void fill_codes_of(std::byte* out, int64_t n, uint64_t seed) {
+  constexpr int bytes = T == DType::fp64 || T == DType::int64 ? 8 : T == DType::fp32 || T == DType::int32 ? 4 : 2;
+  constexpr int per_block = 16 / bytes;
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
   for (int64_t b = 0; b < (n + per_block - 1) / per_block; ++b) {
     const auto r = random_block(seed, kCodes, static_cast<uint64_t>(b));
     unsigned char raw[16];
     std::memcpy(raw, r.data(), 16);
-    for (int l = 0; l < per_block && b * per_block + l < n; ++l) {
-      unsigned char* c = raw + l * bytes;
-      switch (t.dtype()) {
-        case DType::fp16: if ((c[1] & 0x7C) == 0x7C) c[1] ^= 0x40; break;
-        case DType::bf16: if ((c[1] & 0x7F) == 0x7F && (c[0] & 0x80)) c[1] ^= 0x40; break;
-        case DType::fp32: if ((c[3] & 0x7F) == 0x7F && (c[2] & 0x80)) c[3] ^= 0x40; break;
-        case DType::fp64: if ((c[7] & 0x7F) == 0x7F && (c[6] & 0xF0) == 0xF0) c[7] ^= 0x40; break;
-        case DType::int64: c[6] &= 0x1F; c[7] = (c[7] & 0x80) ? 0xFF : 0x00; if (c[7]) c[6] |= 0xE0; break;
-        default: break;
-      }
-      std::memcpy(out + (b * per_block + l) * bytes, c, static_cast<size_t>(bytes));
-    }
+    for (int l = 0; l < per_block; ++l) fix_code<T>(raw + l * bytes);
+    const int64_t first = b * per_block;
+    if (first + per_block <= n)
+      std::memcpy(out + first * bytes, raw, 16);
+    else
+      std::memcpy(out + first * bytes, raw, static_cast<size_t>((n - first) * bytes));
+  }
+}
+
+void fill_codes(HostTensor& t, uint64_t seed) {
+  const int64_t n = t.numel();
+  std::byte* out = t.data();
+  switch (t.dtype()) {
+    case DType::fp16: return fill_codes_of<DType::fp16>(out, n, seed);
+    case DType::bf16: return fill_codes_of<DType::bf16>(out, n, seed);
+    case DType::fp32: return fill_codes_of<DType::fp32>(out, n, seed);
+    case DType::fp64: return fill_codes_of<DType::fp64>(out, n, seed);
+    case DType::int64: return fill_codes_of<DType::int64>(out, n, seed);
+    case DType::int32: return fill_codes_of<DType::int32>(out, n, seed);
+    default: throw std::invalid_argument(std::string("fill_codes: no code fill for ") + std::string(name(t.dtype())));
   }
 }
 
