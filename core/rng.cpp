@@ -8,7 +8,7 @@
 #include <Random123/philox.h>
 #include <Random123/uniform.hpp>
 
-#include "core/codec_fast.hpp"
+#include "core/codec.hpp"
 
 namespace opcts {
 
@@ -68,10 +68,11 @@ void fill_normal(HostTensor& t, uint64_t seed, uint32_t stream, double sigma) {
   // A contiguous fp32 tensor (quantizers' inputs: hundreds of millions of elements) is written
   // in place: a finite in-range value's fp32 encoding is its round-to-nearest cast, as set() does.
   float* f32 = t.dtype() == DType::fp32 && t.is_contiguous() ? reinterpret_cast<float*>(t.data()) : nullptr;
-  // A contiguous bf16 or fp16 tensor (activations, Q/K/V) likewise, through the bit encoder
-  // that gives set()'s code in the normal range (core/codec_fast.hpp); set() takes the rest.
-  uint16_t* b16 = t.dtype() == DType::bf16 && t.is_contiguous() ? reinterpret_cast<uint16_t*>(t.data()) : nullptr;
-  uint16_t* f16 = t.dtype() == DType::fp16 && t.is_contiguous() ? reinterpret_cast<uint16_t*>(t.data()) : nullptr;
+  // A contiguous bf16 or fp16 tensor (activations, Q/K/V) likewise: set()'s code, encode_format
+  // with set()'s overflow policy, without set()'s per-element dtype lookups and offsets.
+  uint16_t* h16 = (t.dtype() == DType::bf16 || t.dtype() == DType::fp16) && t.is_contiguous() ? reinterpret_cast<uint16_t*>(t.data()) : nullptr;
+  const FloatFormat& format = dtype_info(t.dtype()).format;
+  const Overflow overflow = default_overflow(t.dtype());
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
   for (int64_t b = 0; b < (n + 3) / 4; ++b) {
     const auto r = draw(seed, stream, static_cast<uint64_t>(b));
@@ -85,8 +86,8 @@ void fill_normal(HostTensor& t, uint64_t seed, uint32_t stream, double sigma) {
         if (i >= n) continue;
         const double v = sigma * z[k];
         if (f32 && std::fabs(v) <= std::numeric_limits<float>::max()) f32[i] = static_cast<float>(v);
-        else if (!(b16 && encode_normal_from_double<8, 7>(v, b16[i])) && !(f16 && encode_normal_from_double<5, 10>(v, f16[i])))
-          t.set(i, v);
+        else if (h16) h16[i] = static_cast<uint16_t>(encode_format(v, format, overflow));
+        else t.set(i, v);
       }
     }
   }

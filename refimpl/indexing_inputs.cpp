@@ -229,8 +229,7 @@ void fix_code(unsigned char* c) {
 // blocks are stored with one 16-byte copy, the last, partial one with its elements' bytes only.
 template <DType T>
 void fill_codes_of(std::byte* out, int64_t n, uint64_t seed) {
-  constexpr int bytes = T == DType::fp64 || T == DType::int64 ? 8 : T == DType::fp32 || T == DType::int32 ? 4 : 2;
-  constexpr int per_block = 16 / bytes;
+  const int bytes = storage_bytes(T), per_block = 16 / bytes;
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
   for (int64_t b = 0; b < (n + per_block - 1) / per_block; ++b) {
     const auto r = random_block(seed, kCodes, static_cast<uint64_t>(b));

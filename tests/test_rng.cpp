@@ -126,16 +126,18 @@ TEST(RngNormal, PrefixStableAndStreamsDiffer) {
   EXPECT_LT(count_equal(large, other), large.numel() / 20);
 }
 
-// A contiguous fp32 tensor is filled in place (core/rng.cpp); a strided one goes through set():
-// the two give the same values.
-TEST(RngNormal, ContiguousFp32FillIsTheCodecsFill) {
+// A contiguous fp32, bf16 or fp16 tensor is filled in place (core/rng.cpp); a strided one goes
+// through set(): the two give the same codes.
+TEST(RngNormal, ContiguousFillIsTheCodecsFill) {
   const int64_t rows = 300, cols = 301;
-  HostTensor fast(DType::fp32, {rows, cols}), slow(DType::fp32, {rows, cols}, {1, rows}, rows * cols);
-  fill_normal(fast, 4, 1, 3.0);
-  fill_normal(slow, 4, 1, 3.0);
-  ASSERT_TRUE(fast.is_contiguous());
-  ASSERT_FALSE(slow.is_contiguous());
-  for (int64_t i = 0; i < fast.numel(); ++i) ASSERT_EQ(fast.get(i), slow.get(i)) << i;
+  for (DType t : {DType::fp32, DType::bf16, DType::fp16}) {
+    HostTensor fast(t, {rows, cols}), slow(t, {rows, cols}, {1, rows}, rows * cols);
+    fill_normal(fast, 4, 1, 3.0);
+    fill_normal(slow, 4, 1, 3.0);
+    ASSERT_TRUE(fast.is_contiguous());
+    ASSERT_FALSE(slow.is_contiguous());
+    for (int64_t i = 0; i < fast.numel(); ++i) ASSERT_EQ(fast.code(i), slow.code(i)) << name(t) << " " << i;
+  }
 }
 
 }  // namespace
