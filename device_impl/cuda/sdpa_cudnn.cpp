@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -793,12 +794,14 @@ PlanCache& plan_cache() {
   return c;
 }
 
+// `built`, when given, is set when this call built the plan (the key was new to the process).
 template <class Build>
-std::shared_ptr<SdpaCudnnPlan> cached_plan(const std::string& key, Build build, bool evict) {
+std::shared_ptr<SdpaCudnnPlan> cached_plan(const std::string& key, Build build, bool evict, bool* built = nullptr) {
   PlanCache& c = plan_cache();
   std::unique_lock<std::mutex> lock(c.mu);
   auto it = c.plans.find(key);
   if (it == c.plans.end()) {
+    if (built) *built = true;
     lock.unlock();
     CachedPlan e;
     try {
@@ -825,12 +828,63 @@ std::shared_ptr<SdpaCudnnPlan> cached_plan(const std::string& key, Build build, 
   return found.plan;
 }
 
-std::shared_ptr<SdpaCudnnPlan> forward_plan(const SdpaParams& p, bool evict) {
-  return cached_plan(plan_key(p, nullptr), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::forward(p)); }, evict);
+std::shared_ptr<SdpaCudnnPlan> forward_plan(const SdpaParams& p, bool evict, bool* built = nullptr) {
+  return cached_plan(plan_key(p, nullptr), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::forward(p)); }, evict, built);
 }
 
-std::shared_ptr<SdpaCudnnPlan> backward_plan(const SdpaBackwardParams& p, bool evict) {
-  return cached_plan(plan_key(p.fwd, &p), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::backward(p)); }, evict);
+std::shared_ptr<SdpaCudnnPlan> backward_plan(const SdpaBackwardParams& p, bool evict, bool* built = nullptr) {
+  return cached_plan(plan_key(p.fwd, &p), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::backward(p)); }, evict,
+                     built);
+}
+
+// Elements a [b, h, s, d] tensor with these strides (d contiguous; a broadcast dimension's
+// stride is 0) spans from its first element.
+int64_t span(int64_t b, int64_t h, int64_t s, int64_t d, const SdpaStrides& st) {
+  if (b <= 0 || h <= 0 || s <= 0 || d <= 0) return 0;
+  return (b - 1) * st.batch + (h - 1) * st.head + (s - 1) * st.seq + d;
+}
+
+// Runs `plan` once on zeroed tensors of the sizes `bp` describes, on a stream of its own, and
+// waits for it. cuDNN loads a runtime-compiled engine's kernels at the plan's first execution
+// (cuLibraryLoadData inside cudnnBackendExecute), and a load waits for the device: under the
+// backend's stream gate, the whole timeout (all 8 of cuda.cudnn's gate losses in the default
+// tier on the H200, 2026-12-02). Failures are left to the run, which executes the plan again.
+void warm_up(SdpaCudnnPlan& plan, SdpaBackwardParams bp, bool backward) noexcept {
+  SdpaParams& p = bp.fwd;
+  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim, Dv = p.head_dim_v;
+  const int64_t elems[] = {span(B, Hq, Sq, D, p.q_strides),     span(B, Hk, Sk, D, p.k_strides),
+                           span(B, Hk, Sk, Dv, p.v_strides),    span(B, Hq, Sq, Dv, p.o_strides),
+                           2 * B * Hq * Sq,  // lse: fp32, two 16-bit slots a value
+                           p.mask_kind == SdpaMaskTensor::none ? 0 : span(B, Hq, Sq, Sk, p.mask_strides),
+                           backward ? span(B, Hq, Sq, Dv, bp.do_strides) : 0,
+                           backward ? span(B, Hq, Sq, D, bp.dq_strides) : 0,
+                           backward ? span(B, Hk, Sk, D, bp.dk_strides) : 0,
+                           backward ? span(B, Hk, Sk, Dv, bp.dv_strides) : 0};
+  size_t at[std::size(elems)], total = 0;
+  for (size_t i = 0; i < std::size(elems); ++i) {
+    at[i] = total;
+    total += (static_cast<size_t>(elems[i]) * 2 + 255) / 256 * 256;  // 16-bit elements
+  }
+  char* mem = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&mem), total) != cudaSuccess) {
+    (void)cudaGetLastError();  // too large to warm up: the run pays the load instead
+    return;
+  }
+  cudaStream_t s = nullptr;
+  if (cudaMemset(mem, 0, total) == cudaSuccess && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
+    p.q = mem + at[0], p.k = mem + at[1], p.v = mem + at[2], p.o = mem + at[3];
+    p.lse = reinterpret_cast<float*>(mem + at[4]);
+    p.attn_mask = p.mask_kind == SdpaMaskTensor::none ? nullptr : mem + at[5];
+    bp.d_o = mem + at[6], bp.d_q = mem + at[7], bp.d_k = mem + at[8], bp.d_v = mem + at[9];
+    try {
+      backward ? plan.run(bp, s) : plan.run(p, s);
+    } catch (...) {
+    }
+    (void)cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  }
+  cudaFree(mem);
+  (void)cudaGetLastError();
 }
 
 }  // namespace
@@ -838,8 +892,14 @@ std::shared_ptr<SdpaCudnnPlan> backward_plan(const SdpaBackwardParams& p, bool e
 void sdpa_cudnn_prepare_plans(const SdpaBackwardParams& p, bool backward) noexcept {
   try {
     sdpa_cudnn_prepare();
-    forward_plan(p.fwd, true);
-    if (backward) backward_plan(p, true);
+    bool built = false;
+    const std::shared_ptr<SdpaCudnnPlan> fwd = forward_plan(p.fwd, true, &built);
+    if (built && fwd) warm_up(*fwd, p, false);
+    if (backward) {
+      built = false;
+      const std::shared_ptr<SdpaCudnnPlan> bwd = backward_plan(p, true, &built);
+      if (built && bwd) warm_up(*bwd, p, true);
+    }
   } catch (...) {
     // Left to the run, which builds the plan again and reports what failed.
   }
