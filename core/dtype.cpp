@@ -168,9 +168,12 @@ double spacing_at(DType t, double y) {
   const auto& info = dtype_info(t);
   y = std::min(y, info.max_finite);
   if (!(y >= info.min_normal)) return info.min_normal * info.epsilon;
-  int e = 0;
-  std::frexp(y, &e);  // y = f·2^e, f in [0.5, 1): the binade starts at 2^(e-1)
-  return std::ldexp(info.epsilon, e - 1);
+  // y is a normal double here (every min_normal is >= 2^-1022), so its binade's start
+  // 2^floor(log2 y) is its exponent field alone; epsilon is a power of two too, so the product
+  // is exact (what frexp and ldexp give, at a fraction of the cost: the comparison calls this
+  // for every element).
+  const double binade = std::bit_cast<double>(std::bit_cast<uint64_t>(y) & 0x7ff0000000000000ull);
+  return info.epsilon * binade;
 }
 
 double next_below(DType t, double x) {

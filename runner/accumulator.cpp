@@ -189,6 +189,12 @@ void SlopeAccumulator::add(double want, double err, double noise_variance) {
   sw2v_ += want * want * noise_variance;
 }
 
+void SlopeAccumulator::merge(const SlopeAccumulator& o) {
+  sww_ += o.sww_;
+  swe_ += o.swe_;
+  sw2v_ += o.sw2v_;
+}
+
 SlopeCheck SlopeAccumulator::finish(const AccumulationBound& b) const {
   SlopeCheck c;
   if (!(sww_ > 0) || !(b.c_var > 0) || !std::isfinite(sww_)) return c;

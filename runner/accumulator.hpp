@@ -84,6 +84,8 @@ struct SlopeCheck {
 class SlopeAccumulator {
  public:
   void add(double want, double err, double noise_variance);
+  /// Adds another accumulator's elements (the sums of a chunk compared on its own).
+  void merge(const SlopeAccumulator& o);
   /// The slope and its interval: [−(D + ε + λ·σ_β), ε + λ·σ_β], with σ_β the slope's noise,
   /// ε = c_epi (a systematic fp32 rounding common to all elements, such as fl(s_a·s_b)) and
   /// D the model's toward-zero drift. Not checked (lo == hi == 0) without a probabilistic

@@ -53,6 +53,38 @@ struct Candidate {
   int64_t index;
 };
 
+// The order of the worst elements: the larger error first, then the lower index (a total
+// order, so which elements are listed never depends on how the work was split).
+bool worse(const Candidate& a, const Candidate& b) { return a.key != b.key ? a.key > b.key : a.index < b.index; }
+
+// Keeps the max_worst worst candidates; returns the least key kept (0 when none are kept).
+double keep_worst(std::vector<Candidate>& c, size_t max_worst) {
+  if (max_worst == 0) {
+    c.clear();
+    return INFINITY;  // nothing can enter
+  }
+  if (c.size() > max_worst) {
+    std::nth_element(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(max_worst - 1), c.end(), worse);
+    c.resize(max_worst);
+  }
+  double least = INFINITY;
+  for (const Candidate& k : c) least = std::min(least, k.key);
+  return c.size() == max_worst ? least : 0.0;
+}
+
+// Elements per chunk of the comparison, and the output size from which it runs in parallel.
+constexpr int64_t kChunk = int64_t{1} << 15;
+constexpr int64_t kParallelMin = int64_t{1} << 16;
+
+// One chunk's share of OutputStats (merged in chunk order).
+struct ChunkStats {
+  double max_abs_err = 0, max_rel_err = 0, max_ratio = 0, bound = 0, worst_ratio = 0, largest_bound = 0;
+  int64_t mismatches = 0, zeros = 0, ref_zeros = 0;
+  SlopeAccumulator slope;
+  std::vector<Candidate> cands;
+  double least_kept = 0;  // once max_worst candidates are kept: the least of their keys
+};
+
 }  // namespace
 
 OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
@@ -82,7 +114,6 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   auto allowed = [&](int64_t i) {
     return tol.factor * (st ? acc.element(*st, static_cast<size_t>(i)) : (*fixed)[static_cast<size_t>(i)]);
   };
-  SlopeAccumulator slope;
   if (tol.metric == Metric::ref_relative && bound && static_cast<int64_t>(bound->size()) != n)
     throw std::invalid_argument("output '" + name + "': the reference's bound has the wrong size");
 
@@ -93,101 +124,130 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   s.elements = n;
 
   double max_ref = 0;
-  for (double w : want)
-    if (std::isfinite(w)) max_ref = std::max(max_ref, std::fabs(w));
+#pragma omp parallel for schedule(static) reduction(max : max_ref) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isfinite(want[i])) max_ref = std::max(max_ref, std::fabs(want[i]));
   const double floor = tol.atol + tol.atol_eps * dtype_info(got.dtype()).epsilon * max_ref;
 
   // ref_relative: the same-precision reference's largest error over each row, so that one
   // row's error does not set every row's bound (Family::outputs says what a row is).
   const int64_t row_len = row > 0 ? row : std::max<int64_t>(n, 1);
   std::vector<double> row_lp;
-  double worst_ratio = 0, largest_bound = 0;
   if (tol.metric == Metric::ref_relative) {
-    row_lp.assign(static_cast<size_t>((n + row_len - 1) / row_len), 0.0);
-    for (int64_t i = 0; i < n; ++i)
-      if (std::isfinite(want[i]) && std::isfinite((*lowp)[i])) {
-        const double e = std::fabs((*lowp)[i] - want[i]);
-        row_lp[i / row_len] = std::max(row_lp[i / row_len], e);
-        s.lowp_err = std::max(s.lowp_err, e);
-      }
+    const int64_t rows = (n + row_len - 1) / row_len;
+    row_lp.assign(static_cast<size_t>(rows), 0.0);
+    double lowp_err = 0;
+#pragma omp parallel for schedule(static) reduction(max : lowp_err) if (n > kParallelMin && rows > 1)
+    for (int64_t r = 0; r < rows; ++r) {
+      double m = 0;
+      for (int64_t i = r * row_len; i < std::min(n, (r + 1) * row_len); ++i)
+        if (std::isfinite(want[i]) && std::isfinite((*lowp)[i])) m = std::max(m, std::fabs((*lowp)[i] - want[i]));
+      row_lp[static_cast<size_t>(r)] = m;
+      lowp_err = std::max(lowp_err, m);
+    }
+    s.lowp_err = lowp_err;
   } else if (tol.metric == Metric::allclose) {
     s.bound = floor;  // the per-element bound adds rtol·|want|
   }
 
-  const double maxf = dtype_info(got.dtype()).max_finite;
-  std::vector<Candidate> cands;
-  for (int64_t i = 0; i < n; ++i) {
-    const double gi = g[i], wi = want[i];
-    s.zeros += gi == 0.0;  // +0 and -0; NaN is not zero
-    s.ref_zeros += zero_in(got.dtype(), wi);
-    // bounded: a reference value beyond the output's range is stored unrounded (x, not inf;
-    // refimpl/scaled_mm_reference.cpp), because a result within E of x may round to the
-    // largest finite value or overflow. The device's inf is right when x + E reaches the
-    // overflow threshold max + spacing(max)/2 (IEEE 754 round-to-nearest overflow rule).
-    if (tol.metric == Metric::bounded && std::isinf(gi) && std::isfinite(wi) && std::signbit(gi) == std::signbit(wi)) {
-      const double e = allowed(i);
-      if (std::fabs(wi) + e >= maxf + spacing_at(got.dtype(), maxf) / 2) continue;
-    }
-    if (!specials_agree(gi, wi)) {
-      ++s.mismatches;
-      s.max_ratio = INFINITY;
-      cands.push_back({INFINITY, i});
-      continue;
-    }
-    if (!std::isfinite(wi)) continue;
-    const double err = std::fabs(gi - wi);
-    s.max_abs_err = std::max(s.max_abs_err, err);
-    if (wi != 0) s.max_rel_err = std::max(s.max_rel_err, err / std::fabs(wi));
-    bool bad = false;
-    double bi = 0;  // this element's bound (0 for the exact metrics)
-    switch (tol.metric) {
-      case Metric::bitexact: bad = gi != wi || std::signbit(gi) != std::signbit(wi); break;
-      case Metric::exact: bad = gi != wi; break;
-      // Written as !(err <= bound) so that a NaN bound fails every element instead of none.
-      case Metric::allclose: bi = floor + tol.rtol * std::fabs(wi); bad = !(err <= bi); break;
-      case Metric::ref_relative: {
-        // lowp is the same-precision result before its output rounding: a correct result v
-        // within e of want may round to the output dtype by half a spacing at |want| + e.
-        // The accumulation error: the larger of the statistic and the reference's bound (its
-        // model of what the statistic cannot show, e.g. where a row holds one rounding).
-        const double e = std::max(tol.factor * row_lp[i / row_len], bound ? (*bound)[i] : 0.0) + floor;
-        const double b = e + spacing_at(got.dtype(), std::fabs(wi) + e) / 2;
-        largest_bound = std::max(largest_bound, b);
-        worst_ratio = std::max(worst_ratio, b > 0 ? err / b : (err > 0 ? INFINITY : 0.0));
-        bi = b;
-        bad = !(err <= b);
-        break;
-      }
-      case Metric::bounded: {
-        // factor·E is the accumulation error the model allows around the exact, unrounded x;
-        // a correct device rounds its v (|v − x| <= E) once to nearest in the output dtype:
-        // |RN(v) − x| <= E + spacing(|x| + E)/2. E = 0 (exact fills) leaves the rounding of x
-        // itself: the result must be RN(x) (either neighbour only at a tie).
+  const DType out_t = got.dtype();
+  const double maxf = dtype_info(out_t).max_finite;
+  // The elements in fixed chunks, each with its own statistics, merged in chunk order: the
+  // result depends on the chunk size only, not on the number of threads (the bias check's sums
+  // are added in one fixed order).
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<ChunkStats> part(static_cast<size_t>(chunks));
+#pragma omp parallel for schedule(dynamic, 1) if (n > kParallelMin)
+  for (int64_t c = 0; c < chunks; ++c) {
+    ChunkStats p;  // on this thread's stack: neighbouring chunks run on other threads
+    for (int64_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+      const double gi = g[i], wi = want[i];
+      p.zeros += gi == 0.0;  // +0 and -0; NaN is not zero
+      p.ref_zeros += zero_in(out_t, wi);
+      // bounded: a reference value beyond the output's range is stored unrounded (x, not inf;
+      // refimpl/scaled_mm_reference.cpp), because a result within E of x may round to the
+      // largest finite value or overflow. The device's inf is right when x + E reaches the
+      // overflow threshold max + spacing(max)/2 (IEEE 754 round-to-nearest overflow rule).
+      if (tol.metric == Metric::bounded && std::isinf(gi) && std::isfinite(wi) && std::signbit(gi) == std::signbit(wi)) {
         const double e = allowed(i);
-        const double rounding = e > 0 ? spacing_at(got.dtype(), std::fabs(wi) + e) / 2 : std::fabs(round_to(got.dtype(), wi) - wi);
-        bi = e + floor + rounding;
-        s.bound = std::max(s.bound, bi);  // reported: the largest per-element bound
-        bad = !(err <= bi);
-        // The bias check takes the elements the output rounds normally (a value beyond the
-        // output's range is kept unrounded), each with its noise (accumulator.hpp).
-        if (st && e > 0 && std::fabs(wi) <= maxf) {
-          const double sp = spacing_at(got.dtype(), std::fabs(wi));
-          slope.add(wi, gi - wi, tol.factor * tol.factor * acc.variance(*st, static_cast<size_t>(i)) + sp * sp / 4);
-        }
-        break;
+        if (std::fabs(wi) + e >= maxf + spacing_at(out_t, maxf) / 2) continue;
       }
+      if (!specials_agree(gi, wi)) {
+        ++p.mismatches;
+        p.max_ratio = INFINITY;
+        p.cands.push_back({INFINITY, i});
+        continue;
+      }
+      if (!std::isfinite(wi)) continue;
+      const double err = std::fabs(gi - wi);
+      p.max_abs_err = std::max(p.max_abs_err, err);
+      if (wi != 0) p.max_rel_err = std::max(p.max_rel_err, err / std::fabs(wi));
+      bool bad = false;
+      double bi = 0;  // this element's bound (0 for the exact metrics)
+      switch (tol.metric) {
+        case Metric::bitexact: bad = gi != wi || std::signbit(gi) != std::signbit(wi); break;
+        case Metric::exact: bad = gi != wi; break;
+        // Written as !(err <= bound) so that a NaN bound fails every element instead of none.
+        case Metric::allclose: bi = floor + tol.rtol * std::fabs(wi); bad = !(err <= bi); break;
+        case Metric::ref_relative: {
+          // lowp is the same-precision result before its output rounding: a correct result v
+          // within e of want may round to the output dtype by half a spacing at |want| + e.
+          // The accumulation error: the larger of the statistic and the reference's bound (its
+          // model of what the statistic cannot show, e.g. where a row holds one rounding).
+          const double e = std::max(tol.factor * row_lp[i / row_len], bound ? (*bound)[i] : 0.0) + floor;
+          const double b = e + spacing_at(out_t, std::fabs(wi) + e) / 2;
+          p.largest_bound = std::max(p.largest_bound, b);
+          p.worst_ratio = std::max(p.worst_ratio, b > 0 ? err / b : (err > 0 ? INFINITY : 0.0));
+          bi = b;
+          bad = !(err <= b);
+          break;
+        }
+        case Metric::bounded: {
+          // factor·E is the accumulation error the model allows around the exact, unrounded x;
+          // a correct device rounds its v (|v − x| <= E) once to nearest in the output dtype:
+          // |RN(v) − x| <= E + spacing(|x| + E)/2. E = 0 (exact fills) leaves the rounding of x
+          // itself: the result must be RN(x) (either neighbour only at a tie).
+          const double e = allowed(i);
+          const double rounding = e > 0 ? spacing_at(out_t, std::fabs(wi) + e) / 2 : std::fabs(round_to(out_t, wi) - wi);
+          bi = e + floor + rounding;
+          p.bound = std::max(p.bound, bi);  // reported: the largest per-element bound
+          bad = !(err <= bi);
+          // The bias check takes the elements the output rounds normally (a value beyond the
+          // output's range is kept unrounded), each with its noise (accumulator.hpp).
+          if (st && e > 0 && std::fabs(wi) <= maxf) {
+            const double sp = spacing_at(out_t, std::fabs(wi));
+            p.slope.add(wi, gi - wi, tol.factor * tol.factor * acc.variance(*st, static_cast<size_t>(i)) + sp * sp / 4);
+          }
+          break;
+        }
+      }
+      if (bad) ++p.mismatches;
+      // NaN-safe: a NaN ratio (a NaN bound) counts as the worst.
+      const double ratio = err == 0 && !bad ? 0.0 : bi > 0 ? err / bi : INFINITY;
+      p.max_ratio = std::isnan(ratio) ? INFINITY : std::max(p.max_ratio, ratio);
+      // Keep the candidate list short: only the largest errors matter. Once max_worst are
+      // kept, an error no larger than the least of them cannot enter (elements come in
+      // increasing index, and a tie goes to the lower index).
+      if (err > 0 && err > p.least_kept) p.cands.push_back({err, i});
+      if (p.cands.size() > 4 * max_worst + 64) p.least_kept = keep_worst(p.cands, max_worst);
     }
-    if (bad) ++s.mismatches;
-    // NaN-safe: a NaN ratio (a NaN bound) counts as the worst.
-    const double ratio = err == 0 && !bad ? 0.0 : bi > 0 ? err / bi : INFINITY;
-    s.max_ratio = std::isnan(ratio) ? INFINITY : std::max(s.max_ratio, ratio);
-    if (err > 0) cands.push_back({err, i});
-    // Keep the candidate list short: only the largest errors matter.
-    if (cands.size() > 4 * max_worst + 64) {
-      std::nth_element(cands.begin(), cands.begin() + max_worst, cands.end(),
-                       [](const Candidate& a, const Candidate& b) { return a.key > b.key; });
-      cands.resize(max_worst);
-    }
+    part[static_cast<size_t>(c)] = std::move(p);
+  }
+  double worst_ratio = 0, largest_bound = 0;
+  SlopeAccumulator slope;
+  std::vector<Candidate> cands;
+  for (const ChunkStats& p : part) {
+    s.zeros += p.zeros;
+    s.ref_zeros += p.ref_zeros;
+    s.mismatches += p.mismatches;
+    s.max_abs_err = std::max(s.max_abs_err, p.max_abs_err);
+    s.max_rel_err = std::max(s.max_rel_err, p.max_rel_err);
+    s.max_ratio = std::max(s.max_ratio, p.max_ratio);
+    if (tol.metric == Metric::bounded) s.bound = std::max(s.bound, p.bound);
+    worst_ratio = std::max(worst_ratio, p.worst_ratio);
+    largest_bound = std::max(largest_bound, p.largest_bound);
+    slope.merge(p.slope);
+    cands.insert(cands.end(), p.cands.begin(), p.cands.end());
   }
   if (tol.metric == Metric::ref_relative)
     s.bound = worst_ratio > 0 ? s.max_abs_err / worst_ratio : largest_bound;
@@ -197,9 +257,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     s.slope_lo = c.lo;
     s.slope_hi = c.hi;
   }
-  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-    return a.key != b.key ? a.key > b.key : a.index < b.index;
-  });
+  std::sort(cands.begin(), cands.end(), worse);
   for (size_t k = 0; k < cands.size() && k < max_worst; ++k)
     worst.push_back({name, got.unravel(cands[k].index), g[cands[k].index], want[cands[k].index]});
   return s;

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include <omp.h>
+
 #include "core/family.hpp"
 #include "runner/compare.hpp"
 
@@ -324,6 +326,71 @@ TEST(BoundKey, OutputAtAccumulationOrTheOutputAlone) {
   EXPECT_EQ(bound_key("lse", ""), "lse");
   EXPECT_EQ(bound_key("lse", "online_block64"), "lse@online_block64");
   EXPECT_EQ(bound_key("out", "per_add"), "out@per_add");
+}
+
+// The comparison splits a long output into chunks compared in parallel: its statistics and
+// worst elements must not depend on the number of threads, the worst elements must be the
+// largest errors with ties going to the lower index (across chunks too), and NaN mismatches in
+// any chunk come first.
+TEST(CompareChunks, SameResultOnAnyNumberOfThreads) {
+  const int64_t n = 300000;  // ~9 chunks of 2^15
+  std::vector<double> want(n), lowp(n);
+  HostTensor got(DType::bf16, {n});
+  ReductionStats st;
+  st.terms = 256;
+  st.zero_mean = true;
+  st.abs_sum.resize(n);
+  st.sq_sum.resize(n);
+  st.magnitude.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    want[i] = std::ldexp(1.0 + (i * 2654435761u % 1000) / 1000.0, static_cast<int>(i % 9) - 4) * (i % 2 ? -1 : 1);
+    lowp[i] = want[i] * (1 + 1e-4 * ((i * 7) % 5 - 2));
+    st.abs_sum[i] = 20 * std::fabs(want[i]);
+    st.sq_sum[i] = 4 * want[i] * want[i];
+    st.magnitude[i] = std::fabs(want[i]);
+    got.set(i, want[i]);
+  }
+  // 300 equal errors in every chunk (ties), two NaN mismatches far apart, one large error.
+  for (int64_t i = 17; i < n; i += 1000) want[i] = got.get(i) + 0.5;
+  got.set(199999, NAN);
+  got.set(3, NAN);
+  want[150001] = got.get(150001) - 3;
+  for (Metric m : {Metric::bounded, Metric::ref_relative, Metric::allclose, Metric::exact}) {
+    Tolerance t = tol_of(m, 0, 1e-3, 2);
+    t.false_alarm = m == Metric::bounded ? 1e-6 : 0;
+    std::vector<OutputStats> s;
+    std::vector<std::vector<WorstElement>> w;
+    for (int threads : {1, 2, 5}) {
+      omp_set_num_threads(threads);
+      w.emplace_back();
+      s.push_back(compare_output("O", got, want, &lowp, t, w.back(), 5, nullptr, 1000, m == Metric::bounded ? &st : nullptr));
+    }
+    omp_set_num_threads(omp_get_num_procs());
+    SCOPED_TRACE(std::string(to_string(m)));
+    for (size_t k = 1; k < s.size(); ++k) {
+      EXPECT_EQ(s[k].mismatches, s[0].mismatches);
+      EXPECT_EQ(s[k].max_abs_err, s[0].max_abs_err);
+      EXPECT_EQ(s[k].max_rel_err, s[0].max_rel_err);
+      EXPECT_EQ(s[k].max_ratio, s[0].max_ratio);
+      EXPECT_EQ(s[k].bound, s[0].bound);
+      EXPECT_EQ(s[k].lowp_err, s[0].lowp_err);
+      EXPECT_EQ(s[k].zeros, s[0].zeros);
+      EXPECT_EQ(s[k].ref_zeros, s[0].ref_zeros);
+      EXPECT_EQ(s[k].slope, s[0].slope);
+      EXPECT_EQ(s[k].slope_lo, s[0].slope_lo);
+      EXPECT_EQ(s[k].slope_hi, s[0].slope_hi);
+      ASSERT_EQ(w[k].size(), w[0].size());
+      for (size_t i = 0; i < w[k].size(); ++i) EXPECT_EQ(w[k][i].index, w[0][i].index);
+    }
+    ASSERT_EQ(w[0].size(), 5u);
+    EXPECT_EQ(w[0][0].index, std::vector<int64_t>{3});  // NaN mismatches first, lower index first
+    EXPECT_EQ(w[0][1].index, std::vector<int64_t>{199999});
+    EXPECT_EQ(w[0][2].index, std::vector<int64_t>{150001});
+    EXPECT_EQ(w[0][3].index, std::vector<int64_t>{17});  // the ties of 0.5: the two lowest indices
+    EXPECT_EQ(w[0][4].index, std::vector<int64_t>{1017});
+    EXPECT_GE(s[0].mismatches, 2);
+    if (m == Metric::bounded) EXPECT_NE(s[0].slope_hi, 0.0);
+  }
 }
 
 }  // namespace
