@@ -12,8 +12,10 @@ namespace opcts {
 /// vectors are per element, in the output's element order.
 struct ReductionStats {
   int64_t terms = 0;               // K: products summed per element
-  std::vector<double> abs_sum;     // S = os·|g|·Σ_k |t_k|
-  std::vector<double> sq_sum;      // Q = (os·g)²·Σ_k t_k²
+  // S and Q only scale bounds (every bound grows with them), so a reference may give upper
+  // bounds of them close to the sums (refimpl/reduction_gemm.hpp: within 2γ_{K+4} at fp32's u).
+  std::vector<double> abs_sum;     // S >= os·|g|·Σ_k |t_k|
+  std::vector<double> sq_sum;      // Q >= (os·g)²·Σ_k t_k²
   std::vector<double> magnitude;   // X = os·(|g·Σ_k t_k| + |bias|): what the epilogue's roundings act on
   // The terms are independent and symmetric about zero (the fills' distributions), which the
   // probabilistic bound and the bias check assume; false: only the worst-case bound applies.

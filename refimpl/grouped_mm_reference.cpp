@@ -1,4 +1,4 @@
-// grouped_mm reference: per group, exact dequantization and three fp64 Eigen GEMMs (values, magnitudes, squares), the exact unrounded result, and the reduction statistics.
+// grouped_mm reference: per group, exact dequantization and three Eigen GEMMs (values; magnitudes and squares, refimpl/reduction_gemm.hpp), the exact unrounded result, and the reduction statistics.
 //
 // Each group's block of the output is x = Σ_k t_k over the group's K, t_k = deq(a_k)·deq(b_k)
 // (bf16 values, or e4m3fn / e4m3fnuz codes times an fp32 or 2^e scale: exact in double), unrounded (the
@@ -11,6 +11,7 @@
 // offset) hold NaN, the poison the ABI backends fill outputs with (grouped_mm.hpp); their
 // statistics are 0. A group of zero K gives exact zeros (S = 0: the bound is 0).
 #include <cmath>
+#include <cstring>
 
 #include "refimpl/grouped_mm.hpp"
 #include "refimpl/reduction_gemm.hpp"
@@ -21,29 +22,71 @@ namespace {
 
 using RowMajor = RowMajorF64;
 
+// decode() of every code of a dtype of at most 16 bits: dequantization looks codes up.
+std::vector<double> code_values(DType t) {
+  std::vector<double> v(size_t{1} << dtype_info(t).bits);
+  for (size_t c = 0; c < v.size(); ++c) v[c] = decode(t, c);
+  return v;
+}
+
+// An operand's codes and scales, with their decoded values (built once, used by every group).
+struct Operand {
+  const HostTensor* codes = nullptr;
+  const HostTensor* scale = nullptr;  // nullptr for bf16
+  std::vector<double> value;          // per code
+  std::vector<double> scale_value;    // mxfp8: per e8m0 scale code
+  bool contiguous = false;            // codes (and scales) read straight from storage
+  int code_bytes = 0;                 // 1 or 2 when contiguous
+  uint64_t code(int64_t i) const {
+    if (!contiguous) return codes->code(i);
+    const std::byte* b = codes->data();
+    if (code_bytes == 1) return static_cast<uint8_t>(b[i]);
+    uint16_t c;
+    std::memcpy(&c, b + 2 * i, 2);  // little-endian hosts only
+    return c;
+  }
+  double mx_scale(int64_t i) const {
+    return contiguous ? scale_value[static_cast<uint8_t>(scale->data()[i])] : scale->get(i);
+  }
+};
+
+Operand operand(const Problem& p, const TensorMap& in, char which) {
+  Operand o;
+  o.codes = &in.at(which == 'a' ? "a" : "b");
+  o.value = code_values(o.codes->dtype());
+  o.scale = p.scaled() ? &in.at(which == 'a' ? "a_scale" : "b_scale") : nullptr;
+  o.code_bytes = storage_bytes(o.codes->dtype());
+  o.contiguous = o.codes->is_contiguous() && o.code_bytes <= 2 && dtype_info(o.codes->dtype()).bits >= 8;
+  if (p.recipe == Recipe::mxfp8) {
+    o.scale_value = code_values(o.scale->dtype());
+    o.contiguous = o.contiguous && o.scale->is_contiguous() && dtype_info(o.scale->dtype()).bits == 8;
+  }
+  return o;
+}
+
 // One operand of one group, dequantized: `rows` rows from row0 of matrix `mat` of the codes
 // (a 2-D tensor is one matrix), K columns [k0, k0 + depth), each code times its scale.
 // `mx`: the operand's mxfp8 scale layout.
-RowMajor dequantized(const Problem& p, const TensorMap& in, char which, int64_t g, const GroupView& v, const MxLayout& mx) {
-  const HostTensor& codes = in.at(which == 'a' ? "a" : "b");
+RowMajor dequantized(const Problem& p, const Operand& o, char which, int64_t g, const GroupView& v, const MxLayout& mx) {
+  const HostTensor& codes = *o.codes;
   const int64_t rows = which == 'a' ? v.rows : v.cols, mat = which == 'a' ? v.a_mat : v.b_mat;
   const int64_t row0 = which == 'a' ? v.a_row0 : v.b_row0;
   const int64_t ld = codes.shape().back(), mat_stride = codes.shape().size() == 3 ? codes.dim(1) * ld : 0;
-  std::vector<double> value(size_t{1} << dtype_info(codes.dtype()).bits);
-  for (size_t c = 0; c < value.size(); ++c) value[c] = decode(codes.dtype(), c);
-  const HostTensor* scale = p.scaled() ? &in.at(which == 'a' ? "a_scale" : "b_scale") : nullptr;
   // rowwise: a scale per row of the 2-D operand that spans every group (2d_3d's A, 3d_2d's B),
   // else one row of scales per group.
   const bool global_rows = (which == 'a' && p.mode == Mode::m2d_3d) || (which == 'b' && p.mode == Mode::m3d_2d);
+  const bool mxfp8 = p.recipe == Recipe::mxfp8;
   RowMajor x(rows, v.depth);
 #pragma omp parallel for schedule(static) if (rows * v.depth > (1 << 16))
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t at = mat * mat_stride + (row0 + r) * ld + v.k0;
-    const double row_scale = !is_rowwise(p.recipe) ? 1.0 : scale->get(global_rows ? row0 + r : g * rows + r);
-    for (int64_t k = 0; k < v.depth; ++k) {
-      double s = row_scale;
-      if (p.recipe == Recipe::mxfp8) s = scale->get(mx.index(g, r, k / 32));
-      x(r, k) = value[codes.code(at + k)] * s;
+    const double row_scale = !is_rowwise(p.recipe) ? 1.0 : o.scale->get(global_rows ? row0 + r : g * rows + r);
+    double* out = x.data() + r * v.depth;
+    // mxfp8: one scale per block of 32 K elements, looked up once a block.
+    const int64_t block = mxfp8 ? 32 : v.depth;
+    for (int64_t k0 = 0; k0 < v.depth; k0 += block) {
+      const double s = mxfp8 ? o.mx_scale(mx.index(g, r, k0 / 32)) : row_scale;
+      for (int64_t k = k0; k < std::min(v.depth, k0 + block); ++k) out[k] = o.value[o.code(at + k)] * s;
     }
   }
   return x;
@@ -64,19 +107,20 @@ References reference(const Problem& p, const TensorMap& in) {
   st.zero_mean = true;
   const bool mx = p.recipe == Recipe::mxfp8;
   const MxLayout a_mx = mx ? mx_layout(p, 'a') : MxLayout{}, b_mx = mx ? mx_layout(p, 'b') : MxLayout{};
+  const Operand a = operand(p, in, 'a'), b = operand(p, in, 'b');
   for (int64_t g = 0; g < p.groups; ++g) {
     const GroupView v = group_view(p, g);
     st.terms = std::max(st.terms, v.depth);
     if (v.rows == 0 || v.cols == 0) continue;
-    const ReductionProducts t = reduction_products(dequantized(p, in, 'a', g, v, a_mx), dequantized(p, in, 'b', g, v, b_mx));
+    // The group's block of the output, written in place (unrounded: the bounded metric adds
+    // the one output rounding).
+    reduction_products(dequantized(p, a, 'a', g, v, a_mx), dequantized(p, b, 'b', g, v, b_mx),
+                       {want.data() + v.out0, st.abs_sum.data() + v.out0, st.sq_sum.data() + v.out0, v.ld});
 #pragma omp parallel for schedule(static) if (v.rows * v.cols > (1 << 14))
     for (int64_t i = 0; i < v.rows; ++i)
       for (int64_t j = 0; j < v.cols; ++j) {
         const size_t at = static_cast<size_t>(v.out0 + i * v.ld + j);
-        want[at] = t.value(i, j);  // unrounded: the bounded metric adds the one output rounding
-        st.abs_sum[at] = t.abs_sum(i, j);
-        st.sq_sum[at] = t.sq_sum(i, j);
-        st.magnitude[at] = std::fabs(t.value(i, j));
+        st.magnitude[at] = std::fabs(want[at]);
       }
   }
   return r;

@@ -13,7 +13,8 @@
 //   Q = (os·g)²·Σ_k t_k²          the probabilistic bound and the bias check: the variance of a
 //                                 partial sum of independent zero-mean terms is its Σt²
 //   X = os·(|g·Σ_k t_k| + |bias|) the values the fp32 epilogue rounds
-// from three GEMMs: of the values, of their magnitudes and of their squares. Both fills give
+// from three GEMMs: of the values, of their magnitudes and of their squares (the last two in
+// fp32 with a derived inflation where the operands allow it: refimpl/reduction_gemm.hpp). Both fills give
 // independent terms symmetric about zero (random: N(0, 1) quantized symmetrically; exact:
 // codes uniform in [-max, max]), so zero_mean holds. Exact fills also give term_bits
 // (exact_ranges): every partial sum then fits a 14-bit adder over 128 products (the whole K
@@ -61,38 +62,39 @@ RowMajor dequantized(const Problem& p, const TensorMap& in, char which, int64_t 
 
 References reference(const Problem& p, const TensorMap& in) {
   const int64_t M = p.m, N = p.n;
-  const ReductionProducts t = reduction_products(dequantized(p, in, 'a', M), dequantized(p, in, 'b', N));
   const double g = in.count("global_scale") ? in.at("global_scale").get(0) : 1.0;
   const double os = in.count("out_scale") ? in.at("out_scale").get(0) : 1.0;
   const HostTensor* bias = in.count("bias") ? &in.at("bias") : nullptr;
-
-  const RowMajor &c = t.value, &mag = t.abs_sum, &sq = t.sq_sum;
 
   References r;
   auto& want = r.exact["d"];
   ReductionStats& st = r.reduction["d"];
   const size_t count = static_cast<size_t>(M * N);
-  want.assign(count, 0.0);
+  want.resize(count);
   st.terms = p.k;
   st.zero_mean = true;
   st.exact_term_bits = p.fill == Fill::exact ? exact_ranges(p).term_bits : -1;
-  st.abs_sum.assign(count, 0.0);
-  st.sq_sum.assign(count, 0.0);
-  st.magnitude.assign(count, 0.0);
+  st.abs_sum.resize(count);
+  st.sq_sum.resize(count);
+  st.magnitude.resize(count);
+  // The three products straight into the outputs (Σt in want, Σ|t| and Σt² in the statistics),
+  // then scaled in place.
+  reduction_products(dequantized(p, in, 'a', M), dequantized(p, in, 'b', N), {want.data(), st.abs_sum.data(), st.sq_sum.data(), N});
   const Overflow ov = p.out == DType::e4m3fn ? Overflow::satfinite : default_overflow(p.out);
   const double scale = os * std::fabs(g), max_out = dtype_info(p.out).max_finite;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       const double bj = bias ? bias->get(j) : 0.0;
-      const double x = os * (g * c(i, j) + bj);
       const size_t idx = static_cast<size_t>(i * N + j);
+      const double c = want[idx];
+      const double x = os * (g * c + bj);
       // Unrounded: the bounded metric allows half an output spacing around x (runner/compare.cpp);
       // a saturating output's result beyond its range is its largest value, exactly.
       want[idx] = ov == Overflow::satfinite && std::fabs(x) > max_out ? std::copysign(max_out, x) : x;
-      st.abs_sum[idx] = scale * mag(i, j);
-      st.sq_sum[idx] = scale * scale * sq(i, j);
-      st.magnitude[idx] = os * (std::fabs(g * c(i, j)) + std::fabs(bj));
+      st.abs_sum[idx] = scale * st.abs_sum[idx];
+      st.sq_sum[idx] = scale * scale * st.sq_sum[idx];
+      st.magnitude[idx] = os * (std::fabs(g * c) + std::fabs(bj));
     }
   return r;
 }

@@ -10,6 +10,7 @@
 
 #include "app/builtins.hpp"
 #include "refimpl/gemm.hpp"
+#include "refimpl/reduction_gemm.hpp"
 #include "refimpl/scaled_mm.hpp"
 
 namespace opcts {
@@ -171,9 +172,9 @@ TEST(RefGemm, EmptySumsGiveZeroAndEmptyOutputsAreLeftAlone) {
   EXPECT_EQ(c, std::vector<double>(6, 5.0));
 }
 
-// scaled_mm's exact fill: every partial sum is exact in fp64, so the reference is the same at
-// every level; its random fill differs between levels by at most 2γ_K·S (S = its abs_sum
-// statistic, the |·| sum each level's rounding is bounded by).
+// scaled_mm's exact fill: every partial sum is exact in fp64 (and Σ|t|'s in fp32), so the
+// reference is the same at every level; its random fill differs between levels by at most
+// 2γ_K·S (S = its abs_sum statistic, the |·| sum each level's rounding is bounded by).
 TEST(RefGemm, ScaledMmReferenceIsTheSameAtEveryLevel) {
   LevelGuard guard;
   const Family& f = *builtin_registry().family("scaled_mm");
@@ -193,18 +194,99 @@ TEST(RefGemm, ScaledMmReferenceIsTheSameAtEveryLevel) {
         EXPECT_EQ(r.reduction.at("d").abs_sum, s);
         continue;
       }
-      // d is rounded to bf16 once, so the unrounded GEMM outputs are compared: S itself and
-      // the magnitude |Σt| (signed sums), each level within γ_K·S of the exact, so 2γ_K·S apart.
-      const double coef = 2 * gamma(p.k, std::ldexp(1.0, -53));
+      // d is rounded to bf16 once, so the unrounded GEMM outputs are compared: the magnitude
+      // |Σt| (signed sums), each level within γ_K·S of the exact, so 2γ_K·S apart; and S
+      // itself, an upper bound of Σ|t| within 2γ_{K+4} at fp32's u (refimpl/reduction_gemm.hpp)
+      // at every level.
+      const double coef = 2 * gamma(p.k, std::ldexp(1.0, -53)), coef_s = 2.05 * gamma(p.k + 4, std::ldexp(1.0, -24));
       const auto &mag = r.reduction.at("d").magnitude, &mag0 = base.reduction.at("d").magnitude;
       int64_t bad = 0;
       for (size_t i = 0; i < s.size(); ++i) {
-        bad += std::fabs(r.reduction.at("d").abs_sum[i] - s[i]) > coef * s[i];
+        bad += std::fabs(r.reduction.at("d").abs_sum[i] - s[i]) > coef_s * s[i];
         bad += std::fabs(mag[i] - mag0[i]) > coef * s[i];
       }
       EXPECT_EQ(bad, 0);
     }
   }
+}
+
+// reduction_products' magnitudes and squares (refimpl/reduction_gemm.hpp): upper bounds of
+// Σ|t| and Σt² within a relative 2γ_{K+4} (fp32's u) where it takes fp32, the fp64 products
+// exactly where it does not.
+struct Stats {
+  std::vector<double> value, abs_sum, sq_sum;
+};
+Stats stats_of(const RowMajorF64& a, const RowMajorF64& bt) {
+  const int64_t R = a.rows(), C = bt.rows();
+  Stats s{std::vector<double>(R * C), std::vector<double>(R * C), std::vector<double>(R * C)};
+  reduction_products(a, bt, {s.value.data(), s.abs_sum.data(), s.sq_sum.data(), C});
+  return s;
+}
+
+// Entries ±(2^20 + r)·2^(e − 20), r < 2^20, e in [-2, 2]: 21 significant bits (exact in fp32),
+// so |a||b| has 42 and fp32 rounds the products, while long double (64 bits) sums K = 1000 of
+// them (exponents within 2^8 of each other) exactly.
+RowMajorF64 wide_operand(int64_t rows, int64_t k, std::mt19937_64& rng) {
+  RowMajorF64 x(rows, k);
+  std::uniform_int_distribution<int64_t> r(0, (int64_t{1} << 20) - 1);
+  std::uniform_int_distribution<int> e(-2, 2), sign(0, 1);
+  for (int64_t i = 0; i < x.size(); ++i)
+    x.data()[i] = (sign(rng) ? -1.0 : 1.0) * std::ldexp(static_cast<double>((int64_t{1} << 20) + r(rng)), e(rng) - 20);
+  return x;
+}
+
+TEST(ReductionProducts, Fp32StatisticsBoundTheSumsFromAbove) {
+  std::mt19937_64 rng(5);
+  const int64_t R = 80, C = 72, K = 1000;
+  const RowMajorF64 a = wide_operand(R, K, rng), bt = wide_operand(C, K, rng);
+  const Stats s = stats_of(a, bt);
+  const double u = std::ldexp(1.0, -24), inflate = reduction_detail::fp32_sum_inflation(K + 4);
+  const double slack = 2.05 * gamma(K + 4, u);
+  int64_t below = 0, above = 0, raw_below = 0;
+  for (int64_t i = 0; i < R; ++i)
+    for (int64_t j = 0; j < C; ++j) {
+      long double abs = 0, sq = 0;
+      for (int64_t l = 0; l < K; ++l) {
+        const long double t = static_cast<long double>(a(i, l)) * bt(j, l);
+        abs += std::fabs(t);  // exact: 42-bit products, sums within 64 bits
+        sq += t * t;          // rounded at 2^-64 per step: γ_{2K}(2^-64) relative at most
+      }
+      const long double sq_lo = sq * (1 - gamma(2 * K, std::ldexp(1.0, -64)));
+      const size_t at = static_cast<size_t>(i * C + j);
+      below += s.abs_sum[at] < abs || s.sq_sum[at] < sq_lo;
+      above += s.abs_sum[at] > abs * (1 + slack) || s.sq_sum[at] > sq * (1 + slack);
+      // Without the inflation the fp32 sums fall below the true ones: what the test must catch.
+      raw_below += s.abs_sum[at] / inflate < abs;
+    }
+  EXPECT_EQ(below, 0);
+  EXPECT_EQ(above, 0);
+  EXPECT_GT(raw_below, R * C / 10);
+}
+
+TEST(ReductionProducts, Fp64WhereFp32CouldUnderflowOrTheProductIsSkinny) {
+  std::mt19937_64 rng(6);
+  const auto fp64_abs = [](const RowMajorF64& a, const RowMajorF64& bt) {
+    const RowMajorF64 aa = a.cwiseAbs(), ba = bt.cwiseAbs();
+    std::vector<double> c(static_cast<size_t>(a.rows() * bt.rows()));
+    ref::gemm<double>(a.rows(), bt.rows(), a.cols(), {aa.data(), a.cols()}, {ba.data(), a.cols(), true}, c.data(), bt.rows());
+    return c;
+  };
+  // One magnitude below 2^-30 (its square could leave fp32's normal range): fp64 throughout.
+  RowMajorF64 a = wide_operand(70, 64, rng), bt = wide_operand(66, 64, rng);
+  a(3, 5) = 0x1p-31;
+  EXPECT_EQ(stats_of(a, bt).abs_sum, fp64_abs(a, bt));
+  a(3, 5) = 0x1p26;  // above 2^25
+  EXPECT_EQ(stats_of(a, bt).abs_sum, fp64_abs(a, bt));
+  a(3, 5) = 0x1p-30;  // in range: fp32, inflated, so not fp64's
+  EXPECT_NE(stats_of(a, bt).abs_sum, fp64_abs(a, bt));
+  // Fewer than 64 rows: fp64.
+  const RowMajorF64 skinny = wide_operand(63, 64, rng);
+  EXPECT_EQ(stats_of(skinny, bt).abs_sum, fp64_abs(skinny, bt));
+  // Zeros are exact in both and keep the fp32 path; an all-zero row gives exact zeros.
+  a(3, 5) = 0;
+  a.row(7).setZero();
+  const Stats z = stats_of(a, bt);
+  for (int64_t j = 0; j < bt.rows(); ++j) EXPECT_EQ(z.abs_sum[static_cast<size_t>(7 * bt.rows() + j)], 0.0);
 }
 
 }  // namespace
