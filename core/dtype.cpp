@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 namespace opcts {
 
@@ -194,9 +195,49 @@ double next_below(DType t, double x) {
   return decode_format(bits + 1, f);                                      // more negative: the magnitude grows
 }
 
-uint16_t fp32_to_fp16_bits(float x) { return static_cast<uint16_t>(encode_format(x, kFp16)); }
-uint16_t fp32_to_bf16_bits(float x) { return static_cast<uint16_t>(encode_format(x, kBf16)); }
-float fp16_bits_to_fp32(uint16_t b) { return static_cast<float>(decode_format(b, kFp16)); }
+// The 16-bit forms run per element in references' inner loops (the SDPA same-precision
+// pipeline rounds every P and dS), so they work on the bits; NaN takes encode_format, whose
+// NaN code they keep. tests/test_dtype.cpp checks them against formulas of its own.
+uint16_t fp32_to_fp16_bits(float x) {
+  // Round to nearest even by fp32 arithmetic and integer rounding bias (the classic
+  // float-to-half of F. Giesen, "float->half variants", 2016, variant fast3_rtne).
+  uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  uint32_t h;
+  if (u > 0x7F800000u) return static_cast<uint16_t>(encode_format(x, kFp16));  // NaN
+  if (u >= (127u + 16) << 23) {
+    h = 0x7C00u;  // 2^16 and up (and Inf): Inf
+  } else if (u < 113u << 23) {
+    // Below fp16's smallest normal 2^-14: adding 0.5 (2^-1, whose ulp is 2^-24, fp16's
+    // subnormal quantum) makes the fp32 adder round the value to a multiple of 2^-24, to
+    // nearest even; the low bits of the sum are the subnormal code.
+    constexpr uint32_t kMagic = ((127u - 15) + (23 - 10) + 1) << 23;
+    const float sum = std::bit_cast<float>(u) + std::bit_cast<float>(kMagic);
+    h = std::bit_cast<uint32_t>(sum) - kMagic;
+  } else {
+    // Rebias the exponent and drop 13 bits, ties to even; a carry out of the significand
+    // steps the exponent (65520 and up become Inf).
+    const uint32_t odd = (u >> 13) & 1u;
+    u += (static_cast<uint32_t>(15 - 127) << 23) + 0xFFFu + odd;
+    h = u >> 13;
+  }
+  return static_cast<uint16_t>(h | (sign >> 16));
+}
+uint16_t fp32_to_bf16_bits(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>(encode_format(x, kBf16));  // NaN
+  // Drop 16 bits, ties to even; a carry steps the exponent (and overflows into Inf).
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+float fp16_bits_to_fp32(uint16_t b) {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t c = 0; c < t.size(); ++c) t[c] = static_cast<float>(decode_format(c, kFp16));
+    return t;
+  }();
+  return table[b];
+}
 float bf16_bits_to_fp32(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
 }  // namespace opcts

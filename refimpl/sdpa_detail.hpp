@@ -53,10 +53,16 @@ struct Exact {
   }
 };
 
-/// Rounds an fp32 intermediate to the problem's dtype (round to nearest even).
+/// Rounds an fp32 intermediate to the problem's dtype (round to nearest even); bf16 and fp16
+/// on the bits (core/dtype.hpp's 16-bit forms: the same values as round_to, per element of
+/// every P and dS).
 struct ToDtype {
   DType t;
-  float operator()(float x) const { return static_cast<float>(round_to(t, x)); }
+  float operator()(float x) const {
+    if (t == DType::bf16) return bf16_bits_to_fp32(fp32_to_bf16_bits(x));
+    if (t == DType::fp16) return fp16_bits_to_fp32(fp32_to_fp16_bits(x));
+    return static_cast<float>(round_to(t, x));
+  }
 };
 
 /// m with `rnd` applied to every element: m itself under Exact, else a rounded copy in `tmp`.

@@ -196,6 +196,25 @@ TEST(DtypeBf16, EncodeFromFp32MatchesReferenceOnRandomPatterns) {
   }
 }
 
+// The 16-bit forms work on the bits (core/dtype.cpp); encode() and round_to() go through the
+// generic codec. Every 257th fp32 pattern over the exponents where fp16 rounds to something
+// other than 0 or Inf (and bf16's whole range, every 4099th), and the edges, must agree on
+// the code and on the rounded value (the SDPA reference's ToDtype takes the second).
+TEST(Dtype16, BitFormsAgreeWithTheGenericCodec) {
+  const auto check = [](float x) {
+    const uint16_t h = fp32_to_fp16_bits(x), b = fp32_to_bf16_bits(x);
+    if (std::isnan(x)) return is_nan_code16(h, 10) && is_nan_code16(b, 7);
+    return h == encode(DType::fp16, x) && b == encode(DType::bf16, x) &&
+           fp16_bits_to_fp32(h) == static_cast<float>(round_to(DType::fp16, x)) &&
+           bf16_bits_to_fp32(b) == static_cast<float>(round_to(DType::bf16, x));
+  };
+  int64_t bad = 0;
+  for (uint32_t u = 102u << 23; u < 144u << 23; u += 257) bad += !check(f32(u)) + !check(-f32(u));
+  for (uint64_t u = 0; u < 0xFFFFFFFFull; u += 4099) bad += !check(f32(static_cast<uint32_t>(u)));
+  for (float x : edge_values()) bad += !check(x);
+  EXPECT_EQ(bad, 0);
+}
+
 TEST(DtypeFp16, NamedEdgeValues) {
   EXPECT_EQ(encode(DType::fp16, 65504.0), 0x7BFFu);
   EXPECT_EQ(encode(DType::fp16, 65519.99), 0x7BFFu);  // below the overflow threshold
