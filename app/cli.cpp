@@ -5,6 +5,7 @@
 #include "app/builtins.hpp"
 #include "app/cli_commands.hpp"
 #include "app/cli_parse.hpp"
+#include "core/allocator.hpp"
 #include "runner/worker.hpp"
 
 using namespace opcts;
@@ -45,6 +46,7 @@ int dispatch(CommandLine& cl, const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  opcts::keep_freed_memory();  // workers, forked or started from here, inherit or repeat it
   CommandLine cl;
   const auto app = make_cli(cl);
   try {

@@ -22,6 +22,7 @@
 #include "app/builtins.hpp"
 #include "bench/gemm_peak.hpp"
 #include "bench/suite_load.hpp"
+#include "core/allocator.hpp"
 #include "runner/execute.hpp"
 
 namespace {
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "GPU ordinal (default: 0 for a GPU arch, -1 for host)");
   app.add_option("--cases-dir", cases_dir, "folder of built-in catalogs");
   CLI11_PARSE(app, argc, argv);
+  keep_freed_memory();  // as the opcts CLI does
 
   Registry reg;
   register_builtins(reg);
