@@ -1,5 +1,8 @@
 // grouped_mm inputs, drawn in the code domain: element codes and scales straight from Philox bits, offsets from the problem, defects applied.
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 
 #include "core/rng.hpp"
 #include "refimpl/grouped_mm.hpp"
@@ -16,29 +19,45 @@ enum Stream : uint32_t { kA = 1, kB, kAScale, kBScale, kAScaleExp, kBScaleExp };
 // lane: sign, 2 exponent bits, 7 fraction bits); e4m3fn ±(1 + f/8)·2^e, e ∈ [-4, 3] (one byte a
 // code: sign, 3 exponent bits, 3 fraction bits; the exponent field stays in [3, 10], never NaN);
 // e4m3fnuz the same bytes, ±(1 + f/8)·2^(e-1) (never 0x80, its NaN).
-HostTensor random_codes(DType t, std::vector<int64_t> shape, uint64_t seed, uint32_t stream) {
-  HostTensor x(t, std::move(shape));
-  const int64_t n = x.numel();
-  const int64_t per_block = t == DType::bf16 ? 8 : 16;
-  const int64_t blocks = (n + per_block - 1) / per_block;
-  auto* b16 = reinterpret_cast<uint16_t*>(x.data());
-  auto* b8 = reinterpret_cast<uint8_t*>(x.data());
+// Fills x with one code per lane of each Philox block (bf16: 8 lanes of 16 bits; the 8-bit
+// formats: 16 of 8 bits), `map` turning a lane's bits into the code; a whole block is stored
+// with one 16-byte copy. Tens of GB of codes at the largest shapes (2d_3d g256: 3.8 G codes).
+template <class Code, class Map>
+void fill_codes(HostTensor& x, uint64_t seed, uint32_t stream, Map map) {
+  constexpr int64_t kLanes = 16 / sizeof(Code);
+  constexpr int kBits = 8 * sizeof(Code);
+  const int64_t n = x.numel(), blocks = (n + kLanes - 1) / kLanes;
+  std::byte* out = x.data();
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
   for (int64_t b = 0; b < blocks; ++b) {
     const auto r = random_block(seed, stream, static_cast<uint64_t>(b));
-    for (int64_t j = 0; j < per_block && b * per_block + j < n; ++j) {
-      const int64_t i = b * per_block + j;
-      if (t == DType::bf16) {
-        const uint32_t bits = r[static_cast<size_t>(j / 2)] >> (16 * (j % 2)) & 0xFFFF;
-        const uint32_t sign = bits & 1, e = bits >> 1 & 3, f = bits >> 3 & 0x7F;
-        b16[i] = static_cast<uint16_t>(sign << 15 | (127 - 3 + e) << 7 | f);
-      } else {
-        const uint32_t bits = r[static_cast<size_t>(j / 4)] >> (8 * (j % 4)) & 0xFF;
-        const uint32_t sign = bits & 1, e = bits >> 1 & 7, f = bits >> 4 & 7;
-        b8[i] = static_cast<uint8_t>(sign << 7 | (3 + e) << 3 | f);
-      }
-    }
+    Code c[kLanes];
+    for (int64_t j = 0; j < kLanes; ++j)
+      c[j] = map(r[static_cast<size_t>(j * kBits / 32)] >> (kBits * j % 32) & ((uint32_t{1} << kBits) - 1));
+    const int64_t count = std::min(kLanes, n - b * kLanes);
+    std::memcpy(out + b * 16, c, static_cast<size_t>(count) * sizeof(Code));  // little-endian hosts only
   }
+}
+
+HostTensor random_codes(DType t, std::vector<int64_t> shape, uint64_t seed, uint32_t stream) {
+  HostTensor x(t, std::move(shape));
+  if (t == DType::bf16) {
+    fill_codes<uint16_t>(x, seed, stream, [](uint32_t bits) {
+      const uint32_t sign = bits & 1, e = bits >> 1 & 3, f = bits >> 3 & 0x7F;
+      return static_cast<uint16_t>(sign << 15 | (127 - 3 + e) << 7 | f);
+    });
+    return x;
+  }
+  // A byte's code by table: sign (bit 0), exponent field 3 + e (bits 1-3), fraction (bits 4-6).
+  static const std::array<uint8_t, 256> byte_code = [] {
+    std::array<uint8_t, 256> c{};
+    for (uint32_t bits = 0; bits < 256; ++bits) {
+      const uint32_t sign = bits & 1, e = bits >> 1 & 7, f = bits >> 4 & 7;
+      c[bits] = static_cast<uint8_t>(sign << 7 | (3 + e) << 3 | f);
+    }
+    return c;
+  }();
+  fill_codes<uint8_t>(x, seed, stream, [](uint32_t bits) { return byte_code[bits]; });
   return x;
 }
 
@@ -57,16 +76,18 @@ HostTensor rowwise_scales(std::vector<int64_t> shape, uint64_t seed, uint32_t st
 // padding holds code 0, as torch's F.pad leaves it.
 HostTensor mx_scales(const Problem& p, char which, uint64_t seed, uint32_t stream) {
   const MxLayout l = mx_layout(p, which);
-  HostTensor s(DType::e8m0fnu, {l.count});
-  for (int64_t i = 0; i < l.count; ++i) s.set_code(i, 0);
+  HostTensor s(DType::e8m0fnu, {l.count});  // zero bytes: code 0 in the padding
+  auto* code = reinterpret_cast<uint8_t*>(s.data());  // one byte a scale, contiguous
   for (int64_t g = 0; g < p.groups; ++g) {
     const GroupView v = group_view(p, g);
-    const int64_t rows = which == 'a' ? v.rows : v.cols;
+    const int64_t rows = which == 'a' ? v.rows : v.cols, cols = l.cols[static_cast<size_t>(g)];
+    // Each scale is drawn at its own index: rows fill in parallel (117 M scales at 2d_3d g256).
+#pragma omp parallel for schedule(static) if (rows * cols > (1 << 14))
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < l.cols[static_cast<size_t>(g)]; ++c) {
+      for (int64_t c = 0; c < cols; ++c) {
         const int64_t at = l.index(g, r, c);
         const int e = static_cast<int>(uniform01(seed, stream, static_cast<uint64_t>(at)) * 5) - 4;
-        s.set_code(at, static_cast<uint64_t>(127 + e));
+        code[at] = static_cast<uint8_t>(127 + e);
       }
   }
   return s;
