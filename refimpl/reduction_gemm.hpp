@@ -53,6 +53,10 @@ inline double fp32_sum_inflation(int64_t n) {
 
 }  // namespace reduction_detail
 
+/// The fewest rows (of either operand) for which the fp32 path pays for its conversions
+/// (measured: grouped_mm's groups of ~32 rows ran slower in fp32 at 16).
+inline constexpr int64_t kFp32MinRows = 64;
+
 /// Where reduction_products writes: three row-major [R, C] blocks with leading dimension ldc
 /// (a block of a larger output, such as one group's).
 struct ReductionOut {
@@ -64,8 +68,8 @@ struct ReductionOut {
 
 /// For dequantized operands a [R, K] and bt [C, K] (Bᵀ), with t_k = a[r, k]·bt[c, k], writes
 /// value = Σ_k t_k (fp64), abs_sum >= Σ_k |t_k| and sq_sum >= Σ_k t_k² per (r, c) into `out`
-/// (what ReductionStats holds, core/reduction.hpp). Takes the operands by value: they are
-/// overwritten by their magnitudes and squares.
+/// (what ReductionStats holds, core/reduction.hpp). Takes the operands by value (the fp64 path
+/// overwrites them by their magnitudes and squares).
 ///
 /// abs_sum and sq_sum only scale bounds, so an upper bound close to the sum serves, and they
 /// are computed in fp32 (twice fp64's rate on AVX-512) when every nonzero operand magnitude
@@ -76,9 +80,6 @@ struct ReductionOut {
 /// nonnegative products, with or without FMA, gives ŝ >= (1 − γ_K)·s (Higham §3.1). So
 /// s <= ŝ/(1 − γ_{K+4}): the fp32 result times fp32_sum_inflation(K + 4), at most a relative
 /// ~2γ_{K+4} above the sum (4.9e-4 at K = 8192). tests/test_gemm.cpp checks both sides.
-/// The fewest rows (of either operand) for which the fp32 path pays for its conversions.
-inline constexpr int64_t kFp32MinRows = 64;
-
 inline void reduction_products(RowMajorF64 a, RowMajorF64 bt, const ReductionOut& out) {
   const int64_t R = a.rows(), C = bt.rows(), K = a.cols();
   // Each product at the CPU's best ISA level (refimpl/gemm.hpp): [R, C] = a·btᵀ.
