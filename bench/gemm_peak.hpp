@@ -11,19 +11,20 @@
 
 namespace opcts_bench {
 
-/// GFLOP/s of an n³ fp64 product at `level` (the best of `reps` runs; 2n³ flops a run).
-/// Leaves the process's level at `level`.
+/// GFLOP/s of an n³ product in T (double or float) at `level` (the best of `reps` runs; 2n³
+/// flops a run). Leaves the process's level at `level`.
+template <class T = double>
 inline double gemm_gflops(opcts::ref::IsaLevel level, int64_t n, int reps = 3) {
   opcts::ref::set_gemm_isa_level(level);
-  std::vector<double> a(static_cast<size_t>(n * n)), b(a.size()), c(a.size());
+  std::vector<T> a(static_cast<size_t>(n * n)), b(a.size()), c(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
-    a[i] = static_cast<double>(i % 7) - 3.0;
-    b[i] = static_cast<double>(i % 5) - 2.0;
+    a[i] = static_cast<T>(i % 7) - T(3);
+    b[i] = static_cast<T>(i % 5) - T(2);
   }
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    opcts::ref::gemm<double>(n, n, n, {a.data(), n}, {b.data(), n}, c.data(), n);
+    opcts::ref::gemm<T>(n, n, n, {a.data(), n}, {b.data(), n}, c.data(), n);
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / best / 1e9;

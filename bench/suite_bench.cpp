@@ -5,6 +5,11 @@
 //     records' phases (core/result.hpp);
 //   - the reference's GFLOP/s (the problem's flops, Family::cost, over its reference time)
 //     against the best fp64 GEMM of the references' own GEMM on this CPU, measured here;
+//   - "gemm share": the time the reference's own products (ref::gemm_flops, fp64 and fp32)
+//     would take at this CPU's GEMM rates, over its reference time: near 1, the reference is
+//     its products at the CPU's peak (and does more flops than the problem: statistics, bounds,
+//     a same-precision pipeline); well below 1, the rest of it (elementwise passes, softmax,
+//     dequantization) is what to make faster;
 //   - the harness overhead per case with a no-op impl (it returns zeros; target <= 0.2 ms);
 //   - the suite's load time (bench/suite_load.hpp).
 // The slice: the first --per-family problems (in id order) of each family's default tier that
@@ -50,6 +55,7 @@ class NoopImpl : public Impl {
 struct Split {
   int cases = 0;
   double ms = 0, inputs = 0, ref = 0, device = 0, compare = 0, flops = 0;
+  double gemm_f64 = 0, gemm_f32 = 0;  // the references' own products (ref::gemm_flops)
   double overhead() const { return ms - inputs - ref - device - compare; }
   void add(const ResultRecord& r) {
     ++cases;
@@ -81,6 +87,8 @@ int main(int argc, char** argv) {
   opcts_bench::print_load(("suite load, " + arch).c_str(), opcts_bench::time_load(builtin_registry(), cases_dir, arch, {}, 2));
   std::printf("the references' GEMM on this CPU (dispatcher: %s):\n", std::string(ref::to_string(ref::gemm_isa_level())).c_str());
   const double best_gemm = opcts_bench::print_gemm_levels(1536, 2);
+  const double best_gemm32 = opcts_bench::gemm_gflops<float>(ref::gemm_isa_level(), 1536, 2);
+  std::printf("fp32 GEMM 1536^3 at %-10s %7.1f GFLOP/s\n", std::string(ref::to_string(ref::gemm_isa_level())).c_str(), best_gemm32);
 
   SuiteOptions opt;
   opt.cases_dir = cases_dir;
@@ -97,8 +105,8 @@ int main(int argc, char** argv) {
     if (std::string_view(c.impl->name()).starts_with("host.bench_noop_")) continue;
     problems[std::string(c.family->name())][c.family->problem_id(*c.problem)].push_back(&c);
   }
-  std::printf("\n%-14s %5s %8s | %9s %9s %9s %9s %9s | %9s %6s | %9s\n", "family", "cases", "cases/s", "inputs",
-              "reference", "device", "compare", "harness", "ref GF/s", "/best", "noop ms");
+  std::printf("\n%-14s %5s %8s | %9s %9s %9s %9s %9s | %9s %6s %6s | %9s\n", "family", "cases", "cases/s", "inputs",
+              "reference", "device", "compare", "harness", "ref GF/s", "/best", "gemm", "noop ms");
   for (const auto& [fam, by_problem] : problems) {
     Split s, noop;
     int taken = 0;
@@ -110,8 +118,14 @@ int main(int argc, char** argv) {
       ++taken;
       ReferenceCache cache;  // cold per problem: its first case makes inputs and references
       for (const Case* c : cases) {
+        const ref::GemmFlops f0 = ref::gemm_flops();
         const ResultRecord r = execute_case(suite, *c, device, cache);
-        if (r.ref_ms > 0) s.flops += c->family->cost(*c->problem).flops;
+        if (r.ref_ms > 0) {
+          s.flops += c->family->cost(*c->problem).flops;
+          const ref::GemmFlops f1 = ref::gemm_flops();  // the impls here never call ref::gemm
+          s.gemm_f64 += static_cast<double>(f1.f64 - f0.f64);
+          s.gemm_f32 += static_cast<double>(f1.f32 - f0.f32);
+        }
         s.add(r);
       }
       Case nc = *cases.front();
@@ -121,11 +135,15 @@ int main(int argc, char** argv) {
     }
     if (!s.cases) continue;
     const double gflops = s.ref > 0 ? s.flops / (s.ref * 1e-3) / 1e9 : 0;
-    std::printf("%-14s %5d %8.1f | %7.2fms %7.2fms %7.2fms %7.2fms %7.3fms | %9.1f %6.2f | %9.3f\n", fam.c_str(), s.cases,
+    // Seconds the references' products take at the measured rates, over the reference seconds.
+    const double gemm_s = (best_gemm > 0 ? s.gemm_f64 / (best_gemm * 1e9) : 0) + (best_gemm32 > 0 ? s.gemm_f32 / (best_gemm32 * 1e9) : 0);
+    std::printf("%-14s %5d %8.1f | %7.2fms %7.2fms %7.2fms %7.2fms %7.3fms | %9.1f %6.2f %6.2f | %9.3f\n", fam.c_str(), s.cases,
                 s.cases / (s.ms * 1e-3), s.inputs / s.cases, s.ref / s.cases, s.device / s.cases, s.compare / s.cases,
-                s.overhead() / s.cases, gflops, best_gemm > 0 ? gflops / best_gemm : 0.0, noop.overhead() / noop.cases);
+                s.overhead() / s.cases, gflops, best_gemm > 0 ? gflops / best_gemm : 0.0, s.ref > 0 ? gemm_s / (s.ref * 1e-3) : 0.0,
+                noop.overhead() / noop.cases);
   }
-  std::printf("(per-case means; harness = case time minus the four phases; noop ms: the harness per case with a "
-              "no-op impl, target <= 0.2 ms)\n");
+  std::printf("(per-case means; harness = case time minus the four phases; /best: the problem's flops a second over the "
+              "best fp64 GEMM's; gemm: the references' own products at the measured fp64/fp32 GEMM rates over their time; "
+              "noop ms: the harness per case with a no-op impl, target <= 0.2 ms)\n");
   return 0;
 }

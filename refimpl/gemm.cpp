@@ -51,6 +51,9 @@ IsaLevel checked(IsaLevel l) {
 // -1 until the first gemm (or set_gemm_isa_level) decides.
 std::atomic<int> g_level{-1};
 
+// gemm_flops()'s counts (relaxed: a tally, read between references).
+std::atomic<uint64_t> g_flops_f64{0}, g_flops_f32{0};
+
 }  // namespace
 
 std::string_view to_string(IsaLevel l) {
@@ -114,7 +117,11 @@ void gemm(int64_t m, int64_t n, int64_t k, GemmOperand<T> a, GemmOperand<T> b, T
 #undef OPCTS_ISA_CASE
   }
   fn(g);
+  (std::is_same_v<T, double> ? g_flops_f64 : g_flops_f32)
+      .fetch_add(2 * static_cast<uint64_t>(m) * static_cast<uint64_t>(n) * static_cast<uint64_t>(k), std::memory_order_relaxed);
 }
+
+GemmFlops gemm_flops() { return {g_flops_f64.load(std::memory_order_relaxed), g_flops_f32.load(std::memory_order_relaxed)}; }
 
 template void gemm<double>(int64_t, int64_t, int64_t, GemmOperand<double>, GemmOperand<double>, double*, int64_t, bool);
 template void gemm<float>(int64_t, int64_t, int64_t, GemmOperand<float>, GemmOperand<float>, float*, int64_t, bool);

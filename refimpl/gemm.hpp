@@ -54,4 +54,12 @@ struct GemmOperand {
 template <class T>
 void gemm(int64_t m, int64_t n, int64_t k, GemmOperand<T> a, GemmOperand<T> b, T* c, int64_t ldc, bool accumulate = false);
 
+/// The flops (2·m·n·k a call) of every gemm() this process has run, by type: benchmarks take
+/// the difference around a reference to tell what share of its time its products take at the
+/// CPU's GEMM rate (bench/suite_bench.cpp).
+struct GemmFlops {
+  uint64_t f64 = 0, f32 = 0;
+};
+GemmFlops gemm_flops();
+
 }  // namespace opcts::ref

@@ -210,6 +210,19 @@ TEST(RefGemm, ScaledMmReferenceIsTheSameAtEveryLevel) {
   }
 }
 
+// gemm_flops() counts 2·m·n·k a call, fp64 and fp32 apart (the suite bench's "gemm" column).
+TEST(RefGemm, FlopsAreCountedByType) {
+  std::vector<double> a(6 * 5, 1.0), b(5 * 4, 1.0), c(6 * 4);
+  std::vector<float> af(3 * 7, 1.0f), bf(7 * 2, 1.0f), cf(3 * 2);
+  const ref::GemmFlops f0 = ref::gemm_flops();
+  ref::gemm<double>(6, 4, 5, {a.data(), 5}, {b.data(), 4}, c.data(), 4);
+  ref::gemm<float>(3, 2, 7, {af.data(), 7}, {bf.data(), 2}, cf.data(), 2);
+  ref::gemm<float>(3, 2, 7, {af.data(), 7}, {bf.data(), 2}, cf.data(), 2, true);
+  const ref::GemmFlops f1 = ref::gemm_flops();
+  EXPECT_EQ(f1.f64 - f0.f64, 2u * 6 * 4 * 5);
+  EXPECT_EQ(f1.f32 - f0.f32, 2u * 2 * 3 * 2 * 7);
+}
+
 // reduction_products' magnitudes and squares (refimpl/reduction_gemm.hpp): upper bounds of
 // Σ|t| and Σt² within a relative 2γ_{K+4} (fp32's u) where it takes fp32, the fp64 products
 // exactly where it does not.
