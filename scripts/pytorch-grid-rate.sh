@@ -70,13 +70,16 @@ recs = [json.loads(l) for l in sys.stdin if l.strip()]
 out = {}
 for r in recs: out[r["outcome"]] = out.get(r["outcome"], 0) + 1
 recs = [r for r in recs if r["outcome"] != "MISSING"]  # what a cut-short lane had not run
-done = {r["id"].split("/", 1)[1] for r in recs}
+impls = int(sys.argv[6])
+per_problem = {}
+for r in recs: per_problem[r["id"].split("/", 1)[1]] = per_problem.get(r["id"].split("/", 1)[1], 0) + 1
+done = [k for k, v in per_problem.items() if v == impls]  # a problem counts once every impl has its record
 pairs = len(done) / 2
 oc = ", ".join(k + " " + str(v) for k, v in sorted(out.items()))
 print(f"  {sys.argv[5]}: {len(recs)} of {cases} cases in {t:.1f} s ({oc}); "
       f"{pairs:.0f} forward+backward pairs: {pairs / t:.1f} a second (PyTorch: ~90)"
       + ("" if len(recs) == cases else "  [cut short: the rate is over the problems finished]"))
-' "$t0" "$t1" "$problems" "$cases" "$name"
+' "$t0" "$t1" "$problems" "$cases" "$name" "${#names[@]}"
 }
 rm -rf "$out/ref_cache"
 pass cold
