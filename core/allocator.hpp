@@ -1,6 +1,8 @@
 // Process-wide allocator tuning for the references' large, short-lived matrices (glibc malloc).
 #pragma once
 
+#include <cstdlib>  // defines __GLIBC__ (through <features.h>) before it is tested
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
