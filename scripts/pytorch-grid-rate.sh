@@ -10,7 +10,8 @@
 #   --lanes  parallel `opcts run --shard i/N` processes (default: cores / 2, each OMP_NUM_THREADS=2)
 #   --limit  seconds a pass may take (default 0: none); a pass cut short still prints its rate
 #            over the cases it finished (records are written as they finish)
-#   --warm   a second pass over the same on-disk reference cache (its cap is raised to fit)
+#   --warm   a second pass over the same on-disk reference cache (OPCTS_REF_CACHE_GIB sets its cap,
+#            default 4: the whole grid's references come to ~530 GiB, so only part of them stays warm)
 #   --out    where results, summaries and logs go (default: a new folder under /tmp)
 # The grid alone is selected: a cases folder holding only it (and the arch, tolerance and
 # manifest files) is made under --out, so no built-in problem joins it.
