@@ -165,6 +165,14 @@ double decode(DType t, uint64_t bits) {
   }
 }
 
+std::vector<double> decode_table(DType t) {
+  const int bits = dtype_info(t).bits;
+  if (bits > 16) throw std::invalid_argument("decode_table: " + std::string(name(t)) + " has more than 16 bits");
+  std::vector<double> v(size_t{1} << bits);
+  for (size_t c = 0; c < v.size(); ++c) v[c] = decode(t, c);
+  return v;
+}
+
 double spacing_at(DType t, double y) {
   const auto& info = dtype_info(t);
   y = std::min(y, info.max_finite);

@@ -62,6 +62,9 @@ inline double round_to(DType t, double x) { return round_to(t, x, default_overfl
 uint64_t encode(DType t, double x, Overflow ov);
 inline uint64_t encode(DType t, double x) { return encode(t, x, default_overflow(t)); }
 double decode(DType t, uint64_t bits);
+/// decode(t, c) for every code c of a dtype of at most 16 bits (2^bits doubles): what decoding
+/// many elements looks up. Throws std::invalid_argument for a wider dtype.
+std::vector<double> decode_table(DType t);
 /// The spacing of dtype t's values at magnitude y >= 0 (its subnormal spacing below the
 /// smallest normal, its top binade's spacing above max_finite): one output ulp.
 double spacing_at(DType t, double y);

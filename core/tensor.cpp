@@ -124,8 +124,7 @@ std::vector<double> HostTensor::to_f64() const {
       out[i] = f;  // exact, NaN payloads kept as decode does for fp32
     }
   } else if (bits == 8 || bits == 16) {
-    std::vector<double> table(size_t{1} << bits);
-    for (size_t c = 0; c < table.size(); ++c) table[c] = decode(dtype_, c);
+    const std::vector<double> table = decode_table(dtype_);
     if (bits == 8)
       decode_by_table<uint8_t>(bytes_.data(), numel_, table, out.data());
     else

@@ -22,13 +22,6 @@ namespace {
 
 using RowMajor = RowMajorF64;
 
-// decode() of every code of a dtype of at most 16 bits: dequantization looks codes up.
-std::vector<double> code_values(DType t) {
-  std::vector<double> v(size_t{1} << dtype_info(t).bits);
-  for (size_t c = 0; c < v.size(); ++c) v[c] = decode(t, c);
-  return v;
-}
-
 // An operand's codes and scales, with their decoded values (built once, used by every group).
 struct Operand {
   const HostTensor* codes = nullptr;
@@ -53,12 +46,12 @@ struct Operand {
 Operand operand(const Problem& p, const TensorMap& in, char which) {
   Operand o;
   o.codes = &in.at(which == 'a' ? "a" : "b");
-  o.value = code_values(o.codes->dtype());
+  o.value = decode_table(o.codes->dtype());
   o.scale = p.scaled() ? &in.at(which == 'a' ? "a_scale" : "b_scale") : nullptr;
   o.code_bytes = storage_bytes(o.codes->dtype());
   o.contiguous = o.codes->is_contiguous() && o.code_bytes <= 2 && dtype_info(o.codes->dtype()).bits >= 8;
   if (p.recipe == Recipe::mxfp8) {
-    o.scale_value = code_values(o.scale->dtype());
+    o.scale_value = decode_table(o.scale->dtype());
     o.contiguous = o.contiguous && o.scale->is_contiguous() && dtype_info(o.scale->dtype()).bits == 8;
   }
   return o;

@@ -107,8 +107,7 @@ References reference(const Problem& p, const TensorMap& in) {
   const int64_t M = p.m, N = p.n, K = p.k, G = p.groups(), g = p.group;
   const Unpacked u = unpack(p, in);
   // x's 16-bit codes decoded through a table: M·K reaches tens of millions at prefill sizes.
-  std::vector<double> value(1 << 16);
-  for (size_t c = 0; c < value.size(); ++c) value[c] = decode(p.dtype, c);
+  const std::vector<double> value = decode_table(p.dtype);
   const auto* codes = reinterpret_cast<const uint16_t*>(in.at("x").data());  // contiguous [M, K]
   RowMajor x(M, K);
 #pragma omp parallel for schedule(static) if (M * K > (1 << 16))

@@ -37,8 +37,7 @@ RowMajor dequantized(const Problem& p, const TensorMap& in, char which, int64_t 
   const HostTensor& codes = in.at(which == 'a' ? "a" : "b");
   const int64_t K = p.k, blk = scale_block_k(p);
   const int bits = dtype_info(codes.dtype()).bits;
-  std::vector<double> value(size_t{1} << bits);
-  for (size_t c = 0; c < value.size(); ++c) value[c] = decode(codes.dtype(), c);
+  const std::vector<double> value = decode_table(codes.dtype());
   const int64_t s0 = codes.strides()[0], s1 = codes.strides()[1];
   const auto* bytes = reinterpret_cast<const uint8_t*>(codes.data());
   auto code_at = [&](int64_t r, int64_t k) -> unsigned {

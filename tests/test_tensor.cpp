@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -88,6 +89,7 @@ TEST(ToF64, EveryElementIsDecodeOfItsCode) {
   for (int64_t i = 0; i < 12; ++i) strided.set_code(i, static_cast<uint64_t>(0x3f80 + i));
   EXPECT_EQ(same_bits(strided), 0);
   EXPECT_EQ(strided.to_f64()[1], decode(DType::bf16, 0x3f80 + 1));
+  EXPECT_THROW(decode_table(DType::fp32), std::invalid_argument);  // 2^32 entries: not a table
 }
 
 // spacing_at reads the binade from the double's exponent field: the same value as
