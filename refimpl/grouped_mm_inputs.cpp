@@ -19,30 +19,10 @@ enum Stream : uint32_t { kA = 1, kB, kAScale, kBScale, kAScaleExp, kBScaleExp };
 // lane: sign, 2 exponent bits, 7 fraction bits); e4m3fn ±(1 + f/8)·2^e, e ∈ [-4, 3] (one byte a
 // code: sign, 3 exponent bits, 3 fraction bits; the exponent field stays in [3, 10], never NaN);
 // e4m3fnuz the same bytes, ±(1 + f/8)·2^(e-1) (never 0x80, its NaN).
-// Fills x with one code per lane of each Philox block (bf16: 8 lanes of 16 bits; the 8-bit
-// formats: 16 of 8 bits), `map` turning a lane's bits into the code; a whole block is stored
-// with one 16-byte copy. Tens of GB of codes at the largest shapes (2d_3d g256: 3.8 G codes).
-template <class Code, class Map>
-void fill_codes(HostTensor& x, uint64_t seed, uint32_t stream, Map map) {
-  constexpr int64_t kLanes = 16 / sizeof(Code);
-  constexpr int kBits = 8 * sizeof(Code);
-  const int64_t n = x.numel(), blocks = (n + kLanes - 1) / kLanes;
-  std::byte* out = x.data();
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t b = 0; b < blocks; ++b) {
-    const auto r = random_block(seed, stream, static_cast<uint64_t>(b));
-    Code c[kLanes];
-    for (int64_t j = 0; j < kLanes; ++j)
-      c[j] = map(r[static_cast<size_t>(j * kBits / 32)] >> (kBits * j % 32) & ((uint32_t{1} << kBits) - 1));
-    const int64_t count = std::min(kLanes, n - b * kLanes);
-    std::memcpy(out + b * 16, c, static_cast<size_t>(count) * sizeof(Code));  // little-endian hosts only
-  }
-}
-
 HostTensor random_codes(DType t, std::vector<int64_t> shape, uint64_t seed, uint32_t stream) {
   HostTensor x(t, std::move(shape));
   if (t == DType::bf16) {
-    fill_codes<uint16_t>(x, seed, stream, [](uint32_t bits) {
+    fill_block_codes(reinterpret_cast<uint16_t*>(x.data()), x.numel(), seed, stream, [](uint16_t bits) {
       const uint32_t sign = bits & 1, e = bits >> 1 & 3, f = bits >> 3 & 0x7F;
       return static_cast<uint16_t>(sign << 15 | (127 - 3 + e) << 7 | f);
     });
@@ -57,7 +37,7 @@ HostTensor random_codes(DType t, std::vector<int64_t> shape, uint64_t seed, uint
     }
     return c;
   }();
-  fill_codes<uint8_t>(x, seed, stream, [](uint32_t bits) { return byte_code[bits]; });
+  fill_block_codes(reinterpret_cast<uint8_t*>(x.data()), x.numel(), seed, stream, [](uint8_t bits) { return byte_code[bits]; });
   return x;
 }
 

@@ -207,53 +207,31 @@ void fill_values(HostTensor& t, const Values& v, uint64_t seed, uint32_t stream)
 }
 
 // Random finite codes: every bit pattern of the dtype but Inf and NaN (an all-ones exponent
-// loses its top bit); int64 keeps |x| < 2^53 so that its values compare exactly as doubles.
-template <DType T>
-void fix_code(unsigned char* c) {
-  if constexpr (T == DType::fp16) {
-    if ((c[1] & 0x7C) == 0x7C) c[1] ^= 0x40;
-  } else if constexpr (T == DType::bf16) {
-    if ((c[1] & 0x7F) == 0x7F && (c[0] & 0x80)) c[1] ^= 0x40;
-  } else if constexpr (T == DType::fp32) {
-    if ((c[3] & 0x7F) == 0x7F && (c[2] & 0x80)) c[3] ^= 0x40;
-  } else if constexpr (T == DType::fp64) {
-    if ((c[7] & 0x7F) == 0x7F && (c[6] & 0xF0) == 0xF0) c[7] ^= 0x40;
-  } else if constexpr (T == DType::int64) {
-    c[6] &= 0x1F;
-    c[7] = (c[7] & 0x80) ? 0xFF : 0x00;
-    if (c[7]) c[6] |= 0xE0;
-  }
-}
-
-// One Philox block (16 bytes) per 16 / bytes elements, each fixed in place (fix_code<T>); whole
-// blocks are stored with one 16-byte copy, the last, partial one with its elements' bytes only.
-template <DType T>
-void fill_codes_of(std::byte* out, int64_t n, uint64_t seed) {
-  const int bytes = storage_bytes(T), per_block = 16 / bytes;
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t b = 0; b < (n + per_block - 1) / per_block; ++b) {
-    const auto r = random_block(seed, kCodes, static_cast<uint64_t>(b));
-    unsigned char raw[16];
-    std::memcpy(raw, r.data(), 16);
-    for (int l = 0; l < per_block; ++l) fix_code<T>(raw + l * bytes);
-    const int64_t first = b * per_block;
-    if (first + per_block <= n)
-      std::memcpy(out + first * bytes, raw, 16);
-    else
-      std::memcpy(out + first * bytes, raw, static_cast<size_t>((n - first) * bytes));
-  }
-}
-
+// loses its top bit); int64 keeps |x| < 2^53 (its low 53 bits, sign-extended from its top bit)
+// so that its values compare exactly as doubles.
 void fill_codes(HostTensor& t, uint64_t seed) {
   const int64_t n = t.numel();
   std::byte* out = t.data();
+  // An all-ones exponent field `exp` loses its top bit `top`.
+  const auto finite = [](auto exp, auto top) {
+    return [=](auto x) { return (x & exp) == exp ? static_cast<decltype(x)>(x ^ top) : x; };
+  };
   switch (t.dtype()) {
-    case DType::fp16: return fill_codes_of<DType::fp16>(out, n, seed);
-    case DType::bf16: return fill_codes_of<DType::bf16>(out, n, seed);
-    case DType::fp32: return fill_codes_of<DType::fp32>(out, n, seed);
-    case DType::fp64: return fill_codes_of<DType::fp64>(out, n, seed);
-    case DType::int64: return fill_codes_of<DType::int64>(out, n, seed);
-    case DType::int32: return fill_codes_of<DType::int32>(out, n, seed);
+    case DType::fp16:
+      return fill_block_codes(reinterpret_cast<uint16_t*>(out), n, seed, kCodes, finite(uint16_t{0x7C00}, uint16_t{0x4000}));
+    case DType::bf16:
+      return fill_block_codes(reinterpret_cast<uint16_t*>(out), n, seed, kCodes, finite(uint16_t{0x7F80}, uint16_t{0x4000}));
+    case DType::fp32:
+      return fill_block_codes(reinterpret_cast<uint32_t*>(out), n, seed, kCodes, finite(0x7F800000u, 0x40000000u));
+    case DType::fp64:
+      return fill_block_codes(reinterpret_cast<uint64_t*>(out), n, seed, kCodes,
+                              finite(uint64_t{0x7FF0000000000000}, uint64_t{0x4000000000000000}));
+    case DType::int64:
+      return fill_block_codes(reinterpret_cast<uint64_t*>(out), n, seed, kCodes, [](uint64_t x) {
+        return (x & 0x001FFFFFFFFFFFFFull) | (x >> 63 ? 0xFFE0000000000000ull : 0);
+      });
+    case DType::int32:
+      return fill_block_codes(reinterpret_cast<uint32_t*>(out), n, seed, kCodes, [](uint32_t x) { return x; });
     default: throw std::invalid_argument(std::string("fill_codes: no code fill for ") + std::string(name(t.dtype())));
   }
 }
