@@ -11,13 +11,13 @@
 
 #include <cstdint>
 #include <exception>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "device_impl/cuda/scaled_mm_kernels.hpp"
+#include "device_impl/cuda/warm_up.hpp"
 
 namespace opcts::cuda {
 
@@ -311,49 +311,23 @@ size_t operand_bytes(int64_t rows, int64_t ld, int64_t bits) { return static_cas
 // a row, per row, plus a block row of padding), so the warm-up needs no mode-by-mode sizes.
 size_t scale_bytes_bound(int64_t rows, int64_t k) { return static_cast<size_t>((rows + 128) * (k / 16 + 8) * 4); }
 
-// One call of the matmul `shape` describes on zeroed operands of its sizes, on a stream of its
-// own, waited for (scaled_mm_cublaslt_plan says why).
+// One call of the matmul `shape` describes on zeroed operands of its sizes (warm_up.hpp).
 void warm_up_cublaslt(const ScaledMmParams& shape, bool bias, bool d_scale) {
   const int64_t bits = shape.a_elem == MmElem::e2m1 ? 4 : 8;
-  const size_t sizes[] = {operand_bytes(shape.m, shape.lda, bits),
-                          operand_bytes(shape.n, shape.ldb, bits),
-                          static_cast<size_t>(shape.m * shape.ldd * out_bytes(shape.out)),
-                          scale_bytes_bound(shape.m, shape.k),
-                          scale_bytes_bound(shape.n, shape.k),
-                          static_cast<size_t>(shape.n * 4),
-                          4};
-  size_t offsets[std::size(sizes)], total = 0;
-  for (size_t i = 0; i < std::size(sizes); ++i) {
-    offsets[i] = total;
-    total += (sizes[i] + 255) / 256 * 256;
-  }
-  void* mem = nullptr;
-  if (cudaMalloc(&mem, total) != cudaSuccess) {
-    // Too large to warm up: the run pays the module load instead. The error is not left for
-    // the backend's cudaGetLastError after the run to find.
-    (void)cudaGetLastError();
-    return;
-  }
-  const auto at = [&](size_t i) { return static_cast<void*>(static_cast<char*>(mem) + offsets[i]); };
-  cudaStream_t s = nullptr;
-  cudaError_t e = cudaMemset(mem, 0, total);
-  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-  if (e == cudaSuccess) {
+  const std::vector<size_t> sizes{operand_bytes(shape.m, shape.lda, bits),
+                                  operand_bytes(shape.n, shape.ldb, bits),
+                                  static_cast<size_t>(shape.m * shape.ldd * out_bytes(shape.out)),
+                                  scale_bytes_bound(shape.m, shape.k),
+                                  scale_bytes_bound(shape.n, shape.k),
+                                  static_cast<size_t>(shape.n * 4),
+                                  4};
+  run_on_zeroed_scratch(sizes, [&](const std::vector<void*>& at, cudaStream_t s) {
     ScaledMmParams p = shape;
-    p.a = at(0), p.b = at(1), p.d = at(2), p.a_scale = at(3), p.b_scale = at(4);
-    p.bias = bias ? at(5) : nullptr;
-    p.d_scale = d_scale ? static_cast<const float*>(at(6)) : nullptr;
-    try {
-      scaled_mm_cublaslt(p, s);
-    } catch (...) {
-      // A refusal or failure is the run's to report, with its own arguments.
-    }
-    e = cudaStreamSynchronize(s);
-    cudaStreamDestroy(s);
-  }
-  cudaFree(mem);
-  if (e != cudaSuccess) (void)cudaGetLastError();
-  cuda_check(e, "warm-up");
+    p.a = at[0], p.b = at[1], p.d = at[2], p.a_scale = at[3], p.b_scale = at[4];
+    p.bias = bias ? at[5] : nullptr;
+    p.d_scale = d_scale ? static_cast<const float*>(at[6]) : nullptr;
+    scaled_mm_cublaslt(p, s);
+  });
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // sdpa_cudnn.hpp; each helper below names the frontend node it mirrors.
 #include "device_impl/cuda/sdpa_cudnn.hpp"
 #include "device_impl/cuda/stream_scratch.cuh"
+#include "device_impl/cuda/warm_up.hpp"
 
 #include <cudnn.h>
 #include <cuda_runtime_api.h>
@@ -12,7 +13,6 @@
 #include <cstring>
 #include <deque>
 #include <exception>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -844,11 +844,10 @@ int64_t span(int64_t b, int64_t h, int64_t s, int64_t d, const SdpaStrides& st) 
   return (b - 1) * st.batch + (h - 1) * st.head + (s - 1) * st.seq + d;
 }
 
-// Runs `plan` once on zeroed tensors of the sizes `bp` describes, on a stream of its own, and
-// waits for it. cuDNN loads a runtime-compiled engine's kernels at the plan's first execution
-// (cuLibraryLoadData inside cudnnBackendExecute), and a load waits for the device: under the
-// backend's stream gate, the whole timeout (all 8 of cuda.cudnn's gate losses in the default
-// tier on the H200, 2026-12-02). Failures are left to the run, which executes the plan again.
+// Runs `plan` once on zeroed tensors of the sizes `bp` describes (warm_up.hpp): cuDNN loads a
+// runtime-compiled engine's kernels at the plan's first execution (cuLibraryLoadData inside
+// cudnnBackendExecute; all 8 of cuda.cudnn's gate losses in the default tier on the H200,
+// 2026-12-02, before this). Failures are left to the run, which executes the plan again.
 void warm_up(SdpaCudnnPlan& plan, SdpaBackwardParams bp, bool backward) noexcept {
   SdpaParams& p = bp.fwd;
   const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim, Dv = p.head_dim_v;
@@ -860,31 +859,15 @@ void warm_up(SdpaCudnnPlan& plan, SdpaBackwardParams bp, bool backward) noexcept
                            backward ? span(B, Hq, Sq, D, bp.dq_strides) : 0,
                            backward ? span(B, Hk, Sk, D, bp.dk_strides) : 0,
                            backward ? span(B, Hk, Sk, Dv, bp.dv_strides) : 0};
-  size_t at[std::size(elems)], total = 0;
-  for (size_t i = 0; i < std::size(elems); ++i) {
-    at[i] = total;
-    total += (static_cast<size_t>(elems[i]) * 2 + 255) / 256 * 256;  // 16-bit elements
-  }
-  char* mem = nullptr;
-  if (cudaMalloc(reinterpret_cast<void**>(&mem), total) != cudaSuccess) {
-    (void)cudaGetLastError();  // too large to warm up: the run pays the load instead
-    return;
-  }
-  cudaStream_t s = nullptr;
-  if (cudaMemset(mem, 0, total) == cudaSuccess && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
-    p.q = mem + at[0], p.k = mem + at[1], p.v = mem + at[2], p.o = mem + at[3];
-    p.lse = reinterpret_cast<float*>(mem + at[4]);
-    p.attn_mask = p.mask_kind == SdpaMaskTensor::none ? nullptr : mem + at[5];
-    bp.d_o = mem + at[6], bp.d_q = mem + at[7], bp.d_k = mem + at[8], bp.d_v = mem + at[9];
-    try {
-      backward ? plan.run(bp, s) : plan.run(p, s);
-    } catch (...) {
-    }
-    (void)cudaStreamSynchronize(s);
-    cudaStreamDestroy(s);
-  }
-  cudaFree(mem);
-  (void)cudaGetLastError();
+  std::vector<size_t> bytes;
+  for (int64_t e : elems) bytes.push_back(static_cast<size_t>(e) * 2);  // 16-bit elements
+  run_on_zeroed_scratch(bytes, [&](const std::vector<void*>& at, cudaStream_t s) {
+    p.q = at[0], p.k = at[1], p.v = at[2], p.o = at[3];
+    p.lse = static_cast<float*>(at[4]);
+    p.attn_mask = p.mask_kind == SdpaMaskTensor::none ? nullptr : at[5];
+    bp.d_o = at[6], bp.d_q = at[7], bp.d_k = at[8], bp.d_v = at[9];
+    backward ? plan.run(bp, s) : plan.run(p, s);
+  });
 }
 
 }  // namespace
