@@ -1,6 +1,7 @@
 // Philox-based tensor fills.
 #include "core/rng.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <Random123/uniform.hpp>
 
 #include "core/codec.hpp"
+#include "core/normal_codes.hpp"
 
 namespace opcts {
 
@@ -39,10 +41,11 @@ std::string seed_hex(uint64_t seed) {
   return buf;
 }
 
-double uniform01(uint64_t seed, uint32_t stream, uint64_t i) {
-  const auto r = draw(seed, stream, i / 4);
-  return 1.0 - r123::u01<double>(r[i % 4]);  // u01 is (0, 1]; 1 − u01 is [0, 1)
+double uniform01_of_bits(uint32_t bits) {
+  return 1.0 - r123::u01<double>(bits);  // u01 is (0, 1]; 1 − u01 is [0, 1)
 }
+
+double uniform01(uint64_t seed, uint32_t stream, uint64_t i) { return uniform01_of_bits(draw(seed, stream, i / 4)[i % 4]); }
 
 std::array<uint32_t, 4> random_block(uint64_t seed, uint32_t stream, uint64_t block) {
   const auto r = draw(seed, stream, block);
@@ -65,29 +68,43 @@ void fill_uniform(HostTensor& t, uint64_t seed, uint32_t stream, double lo, doub
 
 void fill_normal(HostTensor& t, uint64_t seed, uint32_t stream, double sigma) {
   const int64_t n = t.numel();
-  // A contiguous fp32 tensor (quantizers' inputs: hundreds of millions of elements) is written
-  // in place: a finite in-range value's fp32 encoding is its round-to-nearest cast, as set() does.
-  float* f32 = t.dtype() == DType::fp32 && t.is_contiguous() ? reinterpret_cast<float*>(t.data()) : nullptr;
-  // A contiguous bf16 or fp16 tensor (activations, Q/K/V) likewise: set()'s code, encode_format
-  // with set()'s overflow policy, without set()'s per-element dtype lookups and offsets.
-  uint16_t* h16 = (t.dtype() == DType::bf16 || t.dtype() == DType::fp16) && t.is_contiguous() ? reinterpret_cast<uint16_t*>(t.data()) : nullptr;
-  const FloatFormat& format = dtype_info(t.dtype()).format;
-  const Overflow overflow = default_overflow(t.dtype());
+  constexpr int64_t kRun = 256;  // Philox blocks drawn at once (random_blocks): 4 KiB of bits
+  const int64_t runs = (n + 4 * kRun - 1) / (4 * kRun);
+  const DTypeInfo& info = dtype_info(t.dtype());
+  if (!info.is_integer && info.bits <= 16) {
+    // In the code domain: element i is the code the sampler gives lane i % 4 of block i / 4.
+    const NormalCodeSampler& sampler = normal_code_sampler(t.dtype(), sigma);
+    uint16_t* h16 = info.bits == 16 && t.is_contiguous() ? reinterpret_cast<uint16_t*>(t.data()) : nullptr;
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t b = 0; b < (n + 3) / 4; ++b) {
-    const auto r = draw(seed, stream, static_cast<uint64_t>(b));
-    for (int pair = 0; pair < 2; ++pair) {
-      const double u1 = r123::u01<double>(r[2 * pair]);  // (0,1]: log is finite
-      const double u2 = r123::u01<double>(r[2 * pair + 1]);
+    for (int64_t run = 0; run < runs; ++run) {
+      uint32_t bits[4 * kRun];
+      const int64_t i0 = 4 * kRun * run, count = std::min<int64_t>(4 * kRun, n - i0);
+      random_blocks(seed, stream, static_cast<uint64_t>(i0 / 4), (count + 3) / 4, bits);
+      if (h16)
+        for (int64_t j = 0; j < count; ++j) h16[i0 + j] = sampler.from_bits(bits[j]);
+      else
+        for (int64_t j = 0; j < count; ++j) t.set_code(i0 + j, sampler.from_bits(bits[j]));
+    }
+    return;
+  }
+  // fp32 and fp64 (and integer dtypes, rounded by set()): Box-Muller on lane pairs. A contiguous
+  // fp32 tensor (quantizers' inputs: hundreds of millions of elements) is written in place: a
+  // finite in-range value's fp32 encoding is its round-to-nearest cast, as set() does.
+  float* f32 = t.dtype() == DType::fp32 && t.is_contiguous() ? reinterpret_cast<float*>(t.data()) : nullptr;
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (int64_t run = 0; run < runs; ++run) {
+    uint32_t bits[4 * kRun];
+    const int64_t i0 = 4 * kRun * run, count = std::min<int64_t>(4 * kRun, n - i0);
+    random_blocks(seed, stream, static_cast<uint64_t>(i0 / 4), (count + 3) / 4, bits);
+    for (int64_t j = 0; j < count; j += 2) {
+      const double u1 = r123::u01<double>(bits[j]);  // (0,1]: log is finite
+      const double u2 = r123::u01<double>(bits[j + 1]);
       const double rad = std::sqrt(-2.0 * std::log(u1));
       const double z[2] = {rad * std::cos(2 * M_PI * u2), rad * std::sin(2 * M_PI * u2)};
-      for (int k = 0; k < 2; ++k) {
-        const int64_t i = b * 4 + pair * 2 + k;
-        if (i >= n) continue;
+      for (int k = 0; k < 2 && j + k < count; ++k) {
         const double v = sigma * z[k];
-        if (f32 && std::fabs(v) <= std::numeric_limits<float>::max()) f32[i] = static_cast<float>(v);
-        else if (h16) h16[i] = static_cast<uint16_t>(encode_format(v, format, overflow));
-        else t.set(i, v);
+        if (f32 && std::fabs(v) <= std::numeric_limits<float>::max()) f32[i0 + j + k] = static_cast<float>(v);
+        else t.set(i0 + j + k, v);
       }
     }
   }

@@ -84,6 +84,20 @@ std::vector<int64_t> routed_index(int64_t n, int64_t k, uint64_t seed) {
   return order;
 }
 
+// f(e, lane 0 of Philox block e of `stream`) for e < total, in parallel; the blocks are drawn
+// 256 at a time (random_blocks).
+template <class F>
+void for_each_draw(uint64_t seed, uint32_t stream, int64_t total, F f) {
+  constexpr int64_t kRun = 256;
+#pragma omp parallel for schedule(static) if (total > (1 << 16))
+  for (int64_t e0 = 0; e0 < total; e0 += kRun) {
+    uint32_t bits[4 * kRun];
+    const int64_t count = std::min(kRun, total - e0);
+    random_blocks(seed, stream, static_cast<uint64_t>(e0), count, bits);
+    for (int64_t e = e0; e < e0 + count; ++e) f(e, bits[4 * (e - e0)]);
+  }
+}
+
 // The index values (before any bad value is planted), in the index tensor's element order.
 std::vector<int64_t> index_values(const Problem& p, uint64_t seed) {
   const Columns cols = columns_of(p);
@@ -93,9 +107,9 @@ std::vector<int64_t> index_values(const Problem& p, uint64_t seed) {
   switch (p.dist) {
     case Dist::uniform:
     case Dist::sorted:
-#pragma omp parallel for schedule(static) if (total > (1 << 16))
-      for (int64_t e = 0; e < total; ++e)
-        idx[static_cast<size_t>(e)] = std::min<int64_t>(n - 1, static_cast<int64_t>(u01(random_block(seed, kIndex, static_cast<uint64_t>(e))[0]) * static_cast<double>(n)));
+      for_each_draw(seed, kIndex, total, [&](int64_t e, uint32_t bits) {
+        idx[static_cast<size_t>(e)] = std::min<int64_t>(n - 1, static_cast<int64_t>(u01(bits) * static_cast<double>(n)));
+      });
       if (p.dist == Dist::sorted) {
 #pragma omp parallel for schedule(dynamic) if (cols.count > 1)
         for (int64_t c = 0; c < cols.count; ++c) {
@@ -110,12 +124,10 @@ std::vector<int64_t> index_values(const Problem& p, uint64_t seed) {
     case Dist::all_last: std::fill(idx.begin(), idx.end(), n - 1); break;
     case Dist::zipf: {
       const std::vector<double> cdf = zipf_cdf(n);
-#pragma omp parallel for schedule(static) if (total > (1 << 16))
-      for (int64_t e = 0; e < total; ++e) {
-        const double u = u01(random_block(seed, kIndex, static_cast<uint64_t>(e))[0]);
-        const auto r = std::min<int64_t>(n - 1, std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+      for_each_draw(seed, kIndex, total, [&](int64_t e, uint32_t bits) {
+        const auto r = std::min<int64_t>(n - 1, std::lower_bound(cdf.begin(), cdf.end(), u01(bits)) - cdf.begin());
         idx[static_cast<size_t>(e)] = zipf_map(r, n);
-      }
+      });
       break;
     }
     case Dist::routed:
@@ -158,17 +170,17 @@ int64_t max_adds(const Problem& p, const std::vector<int64_t>& idx) {
   return best;
 }
 
-// A value fill: how element e of a stream is drawn.
+// A value fill: how element e of a stream is drawn (from Philox block e of the stream; 16-bit
+// normal fills are made in the code domain by fill_normal instead, see fill_values).
 struct Values {
   DType dtype;
   Fill fill;
   double sigma = 1;   // floats: scale of normal and positive fills
   double range = 1;   // integers: R
   bool zero = false;  // ones fill of self: 0
-  double at(uint64_t seed, uint32_t stream, int64_t e) const {
+  double from_block(const uint32_t* r) const {
     if (zero) return 0;
     if (fill == Fill::ones) return 1;
-    const auto r = random_block(seed, stream, static_cast<uint64_t>(e));
     if (dtype == DType::int32 || dtype == DType::int64) {
       const uint64_t bits = (static_cast<uint64_t>(r[0]) << 32) | r[1];
       const auto span = static_cast<uint64_t>(range);
@@ -201,9 +213,19 @@ Values values_for(const Problem& p, int64_t adds) {
 }
 
 void fill_values(HostTensor& t, const Values& v, uint64_t seed, uint32_t stream) {
+  // bf16 and fp16 normals: codes of RN(σ·z) drawn with their exact probabilities (core/rng.hpp),
+  // ten times faster than Box-Muller, which was most of these families' input time.
+  if (!v.zero && v.fill == Fill::normal && (t.dtype() == DType::bf16 || t.dtype() == DType::fp16))
+    return fill_normal(t, seed, stream, v.sigma);
   const int64_t n = t.numel();
+  constexpr int64_t kRun = 256;  // elements (Philox blocks) drawn at once
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t e = 0; e < n; ++e) store(t, e, v.at(seed, stream, e));
+  for (int64_t e0 = 0; e0 < n; e0 += kRun) {
+    uint32_t bits[4 * kRun];
+    const int64_t count = std::min(kRun, n - e0);
+    random_blocks(seed, stream, static_cast<uint64_t>(e0), count, bits);
+    for (int64_t e = e0; e < e0 + count; ++e) store(t, e, v.from_block(bits + 4 * (e - e0)));
+  }
 }
 
 // Random finite codes: every bit pattern of the dtype but Inf and NaN (an all-ones exponent

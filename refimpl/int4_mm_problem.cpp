@@ -172,15 +172,8 @@ HostTensor random_storage(const Problem& p, uint64_t seed) {
                  : p.format == Format::awq               ? int4::awq_storage(p.n, p.k)
                  : p.format == Format::gptq              ? int4::gptq_storage(p.n, p.k)
                                                          : int4::q4_0_storage(p.n, p.k);
-  auto* bytes = reinterpret_cast<uint8_t*>(t.data());
-  const int64_t n = static_cast<int64_t>(t.nbytes());
-#pragma omp parallel for schedule(static) if (n > (1 << 17))
-  for (int64_t b = 0; b < (n + 15) / 16; ++b) {
-    const auto r = random_block(seed, kCodes, static_cast<uint64_t>(b));
-    uint8_t le[16];  // the four lanes little-endian, whatever the host's byte order
-    for (int j = 0; j < 16; ++j) le[j] = static_cast<uint8_t>(r[j / 4] >> (8 * (j % 4)));
-    std::memcpy(bytes + 16 * b, le, static_cast<size_t>(std::min<int64_t>(16, n - 16 * b)));
-  }
+  fill_block_codes(reinterpret_cast<uint8_t*>(t.data()), static_cast<int64_t>(t.nbytes()), seed, kCodes,
+                   [](uint8_t x) { return x; });
   return t;
 }
 

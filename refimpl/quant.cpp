@@ -179,52 +179,6 @@ int mx_emax(DType element) {
   }
 }
 
-NormalCodeSampler::NormalCodeSampler(DType element, double sigma) {
-  const DTypeInfo& info = dtype_info(element);
-  const FloatFormat& f = info.format;
-  const int code_bits = (f.is_signed ? 1 : 0) + f.exponent_bits + f.mantissa_bits;
-  if (info.is_integer || info.bits > 8 || code_bits < 2 || !(sigma > 0))
-    throw std::invalid_argument("NormalCodeSampler: an 8-bit or narrower float dtype and sigma > 0");
-  struct Value {
-    double v;
-    uint8_t code;
-  };
-  std::vector<Value> values;
-  for (uint64_t c = 0; c < (uint64_t{1} << code_bits); ++c) {
-    const double v = decode(element, c);
-    if (std::isfinite(v)) values.push_back({v, static_cast<uint8_t>(c)});
-  }
-  // Ascending, −0 before +0.
-  std::sort(values.begin(), values.end(), [](const Value& a, const Value& b) {
-    return a.v != b.v ? a.v < b.v : std::signbit(a.v) && !std::signbit(b.v);
-  });
-  const auto phi = [&](double x) { return 0.5 * std::erfc(-x / (sigma * std::sqrt(2.0))); };
-  for (size_t i = 0; i < values.size(); ++i) {
-    double upper = 1;  // the last value takes everything above it (satfinite)
-    if (i + 1 < values.size()) {
-      const double a = values[i].v, b = values[i + 1].v;
-      upper = a == b ? phi(0) : phi(0.5 * (a + b));  // −0 | +0 split at 0
-    }
-    if (!cdf_.empty() && upper <= cdf_.back()) continue;  // an empty interval (far tails)
-    cdf_.push_back(upper);
-    code_.push_back(values[i].code);
-  }
-  cdf_.back() = 1;
-  for (double c : cdf_) threshold_.push_back(static_cast<uint64_t>(std::ceil(std::ldexp(c, 32))));
-  guide_.resize(size_t{1} << kGuideBits);
-  size_t i = 0;
-  for (size_t j = 0; j < guide_.size(); ++j) {
-    const double u = std::ldexp(static_cast<double>(j), -kGuideBits);
-    while (i + 1 < cdf_.size() && cdf_[i] <= u) ++i;
-    guide_[j] = static_cast<uint16_t>(i);
-  }
-}
-
-uint8_t NormalCodeSampler::operator()(double u) const {
-  const auto it = std::upper_bound(cdf_.begin(), cdf_.end(), u);
-  return code_[std::min(static_cast<size_t>(it - cdf_.begin()), code_.size() - 1)];
-}
-
 ScaleGrid scale_grid(const Scheme& s, int64_t R, int64_t K) {
   const auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   switch (s.recipe) {

@@ -161,32 +161,10 @@ uint8_t mx_scale_code(float amax, DType element, MxScaleMode mode);
 float nvfp4_global_scale(float amax_tensor);
 uint8_t nvfp4_block_scale_code(float amax_block, float g);
 
-/// Codes of a float element type drawn as RN_satfinite(z·sigma), z ~ N(0, 1), from a uniform
-/// u in [0, 1): the code whose interval of round-to-nearest holds the normal quantile of u
-/// (intervals between midpoints of neighbouring values, the extremes saturating; ±0 split at
-/// 0), probabilities from erfc. Quantized operands made in the code domain draw their codes
-/// here and set their scales directly, so no float tensor is quantized (issue 16).
-class NormalCodeSampler {
- public:
-  /// Throws std::invalid_argument for a non-float dtype, a dtype wider than 8 bits or sigma <= 0.
-  NormalCodeSampler(DType element, double sigma);
-  uint8_t operator()(double u) const;
-  /// The code of u = bits·2^-32 (32 random bits: core/rng's uniform01 and random_block lanes).
-  /// The same code as operator()(u), found in integers: cdf_[i] <= bits·2^-32 exactly when
-  /// bits >= ceil(cdf_[i]·2^32) (scaling by 2^32 is exact).
-  uint8_t from_bits(uint32_t bits) const {
-    size_t i = guide_[bits >> (32 - kGuideBits)];
-    while (i + 1 < threshold_.size() && threshold_[i] <= bits) ++i;
-    return code_[i];
-  }
-
- private:
-  static constexpr int kGuideBits = 12;
-  std::vector<double> cdf_;  // P(code index <= i), ascending
-  std::vector<uint64_t> threshold_;  // ceil(cdf_[i]·2^32): the least 32-bit draw past cdf_[i]
-  std::vector<uint8_t> code_;
-  std::vector<uint16_t> guide_;  // guide_[j]: the first i with cdf_[i] > j·2^-kGuideBits
-};
+// Codes of a float element type drawn as RN_satfinite(z·sigma) from a uniform: core/normal_codes.hpp
+// (NormalCodeSampler, shared with the 16-bit activations' fills). Quantized operands made in the
+// code domain draw their codes there and set their scales directly, so no float tensor is
+// quantized (issue 16).
 
 /// Byte offset of scale (r, c) in the swizzled layout (cuBLAS, torchao to_blocked):
 /// ((r/128)·(S'/4) + c/4)·512 + (r%32)·16 + ((r%128)/32)·4 + c%4, S' = roundup(scale_cols, 4).

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/codec.hpp"
+#include "core/normal_codes.hpp"
 #include "core/rng.hpp"
 #include "refimpl/scaled_mm.hpp"
 
@@ -250,7 +251,7 @@ struct Operand {
 // emax_elem) for mx (OCP's shared exponent of an amax near 2^(E_b + 2)), and the ue4m3 code
 // nearest 2^E_b·(1 + u_b)/(1.5·g) for nvfp4 (g = 2^(E_max + 2)/2688 over the tensor, or 1
 // without the global scale); each code is drawn as RN_satfinite(z·σ·2^(E − E_b)), z ~ N(0, 1)
-// (quant::NormalCodeSampler; mx: σ = 2^(emax_elem − 2)). The values code·s_b·g are exact.
+// (core/normal_codes.hpp; mx: σ = 2^(emax_elem − 2)). The values code·s_b·g are exact.
 Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLayout layout, int64_t R, uint64_t seed,
                        uint32_t stream) {
   const int64_t K = p.k;
@@ -300,8 +301,8 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
   o.scale = in_layout(rm, layout);
 
   // The codes: one sampler per binade below the block's largest E (0..6).
-  std::vector<quant::NormalCodeSampler> samplers;
-  for (int d = 0; d <= 6; ++d) samplers.emplace_back(s.element, std::ldexp(sigma, -d));
+  std::vector<const NormalCodeSampler*> samplers;
+  for (int d = 0; d <= 6; ++d) samplers.push_back(&normal_code_sampler(s.element, std::ldexp(sigma, -d)));
   o.codes = HostTensor(s.element, {R, K});
   const bool bytes = dtype_info(s.element).bits == 8;
   std::vector<uint8_t> codes(bytes ? 0 : static_cast<size_t>(R * K));
@@ -309,18 +310,22 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
   const int64_t cols_per_block = g.block_cols;
   // Runs of columns in one 32-wide K chunk and one scale block share their binade offset d.
   const int64_t run = cols_per_block >= K ? std::min<int64_t>(32, K) : std::gcd<int64_t>(32, cols_per_block);
-#pragma omp parallel for schedule(static) if (R * K > (1 << 16))
-  for (int64_t r = 0; r < R; ++r) {
-    const int64_t br = r / g.block_rows;
-    std::array<uint32_t, 4> bits{};
-    for (int64_t k0 = 0; k0 < K; k0 += run) {
-      const int e = er[static_cast<size_t>(r)] + ec[static_cast<size_t>(k0 / 32)] + p.scale_exp;
-      const int d = block_e[static_cast<size_t>(br * g.cols + k0 / cols_per_block)] - e;
-      const quant::NormalCodeSampler& sampler = samplers[static_cast<size_t>(d)];
-      for (int64_t k = k0; k < std::min(K, k0 + run); ++k) {
-        const auto i = static_cast<uint64_t>(r * K + k);  // uniform01(seed, stream + 300, i)'s 32 bits
-        if (k == 0 || i % 4 == 0) bits = random_block(seed, stream + 300, i / 4);
-        out[i] = sampler.from_bits(bits[i % 4]);
+#pragma omp parallel if (R * K > (1 << 16))
+  {
+    std::vector<uint32_t> bits;  // the row's Philox blocks: element i takes lane i % 4 of block i / 4
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t br = r / g.block_rows, first = r * K / 4, blocks = (r * K + K - 1) / 4 - first + 1;
+      bits.resize(static_cast<size_t>(4 * blocks));
+      random_blocks(seed, stream + 300, static_cast<uint64_t>(first), blocks, bits.data());
+      const uint32_t* row_bits = bits.data() + (r * K - 4 * first);  // uniform01(seed, stream + 300, r·K + k)'s 32 bits at k
+      uint8_t* row_out = out + r * K;
+      for (int64_t k0 = 0; k0 < K; k0 += run) {
+        const int e = er[static_cast<size_t>(r)] + ec[static_cast<size_t>(k0 / 32)] + p.scale_exp;
+        const int d = block_e[static_cast<size_t>(br * g.cols + k0 / cols_per_block)] - e;
+        const NormalCodeSampler& sampler = *samplers[static_cast<size_t>(d)];
+        const int64_t end = std::min(K, k0 + run);
+        for (int64_t k = k0; k < end; ++k) row_out[k] = static_cast<uint8_t>(sampler.from_bits(row_bits[k]));
       }
     }
   }
@@ -357,8 +362,9 @@ Operand exact_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLayo
 
 // Codes [R, K] row-major placed in a device buffer: K contiguous (strides (ld, 1)) or R
 // contiguous (strides (1, ld)).
-HostTensor place(const HostTensor& codes, bool k_major, int64_t ld) {
+HostTensor place(HostTensor codes, bool k_major, int64_t ld) {
   const int64_t R = codes.dim(0), K = codes.dim(1);
+  if (k_major && ld == K) return codes;  // already the device layout: strides (K, 1), R·K codes
   HostTensor t = k_major ? HostTensor(codes.dtype(), {R, K}, {ld, 1}, std::max<int64_t>(R * ld, 0))
                          : HostTensor(codes.dtype(), {R, K}, {1, ld}, std::max<int64_t>(K * ld, 0));
   if (dtype_info(codes.dtype()).bits == 8) {  // one byte a code: copy bytes, not decoded values
@@ -375,10 +381,6 @@ HostTensor place(const HostTensor& codes, bool k_major, int64_t ld) {
   // set_code was 45% of an nvfp4 operand's inputs (perf, 2026-12-02).
   const auto* src = reinterpret_cast<const uint8_t*>(codes.data());
   auto* dst = reinterpret_cast<uint8_t*>(t.data());
-  if (k_major && ld == K) {
-    std::memcpy(dst, src, static_cast<size_t>((R * K + 1) / 2));
-    return t;
-  }
   const int64_t outer = k_major ? R : K, inner = k_major ? K : R;
 #pragma omp parallel for schedule(static) if (ld % 2 == 0 && R * K > (1 << 16))
   for (int64_t a = 0; a < outer; ++a)
@@ -420,8 +422,8 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
     b = random_operand(p, p.b_scheme(), p.b_scale_layout(), p.n, seed, 1);
   }
   TensorMap in;
-  in.emplace("a", place(a.codes, p.a_layout == Layout::row, p.eff_lda()));
-  in.emplace("b", place(b.codes, p.b_layout == Layout::col, p.eff_ldb()));
+  in.emplace("a", place(std::move(a.codes), p.a_layout == Layout::row, p.eff_lda()));
+  in.emplace("b", place(std::move(b.codes), p.b_layout == Layout::col, p.eff_ldb()));
   const bool a_def = p.defect == Defect::a_scale_shape || p.defect == Defect::a_scale_dtype;
   const bool b_def = p.defect == Defect::b_scale_shape || p.defect == Defect::b_scale_dtype;
   const bool shape_def = p.defect == Defect::a_scale_shape || p.defect == Defect::b_scale_shape;

@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "core/philox_blocks.hpp"
 #include "core/rng.hpp"
 
 namespace opcts {
@@ -138,6 +141,52 @@ TEST(RngNormal, ContiguousFillIsTheCodecsFill) {
     ASSERT_FALSE(slow.is_contiguous());
     for (int64_t i = 0; i < fast.numel(); ++i) ASSERT_EQ(fast.code(i), slow.code(i)) << name(t) << " " << i;
   }
+}
+
+
+// Every SIMD path the CPU has gives Random123's bits (random_block, one call a block): runs that
+// start anywhere (a counter whose low word wraps into the high word included), of lengths that
+// are and are not multiples of the 8 and 16 lanes, for several seeds and streams.
+TEST(RngBlocks, EveryPathIsRandom123BlockForBlock) {
+  const auto paths = detail::supported_philox_paths();
+  ASSERT_EQ(paths.front(), detail::PhiloxPath::scalar);
+  std::printf("[          ] %zu Philox path(s) on this CPU\n", paths.size());
+  const uint64_t firsts[] = {0, 5, 0xFFFFFFF9ull, (1ull << 40) + 3};
+  const int64_t counts[] = {1, 7, 8, 15, 16, 17, 100, 1000};
+  for (const detail::PhiloxPath path : paths)
+    for (const uint64_t seed : {0ull, 0x0123456789abcdefull, ~0ull})
+      for (const uint32_t stream : {0u, 300u, 0xFFFFFFFFu})
+        for (const uint64_t first : firsts)
+          for (const int64_t count : counts) {
+            std::vector<uint32_t> got(static_cast<size_t>(4 * count + 4), 0xDEADBEEFu);
+            detail::random_blocks_on(path, seed, stream, first, count, got.data());
+            for (int64_t b = 0; b < count; ++b) {
+              const std::array<uint32_t, 4> want = random_block(seed, stream, first + static_cast<uint64_t>(b));
+              for (int j = 0; j < 4; ++j)
+                ASSERT_EQ(got[static_cast<size_t>(4 * b + j)], want[static_cast<size_t>(j)])
+                    << "path " << static_cast<int>(path) << " seed " << seed << " stream " << stream << " first "
+                    << first << " block " << b << " lane " << j;
+            }
+            for (int j = 0; j < 4; ++j) EXPECT_EQ(got[static_cast<size_t>(4 * count + j)], 0xDEADBEEFu) << "wrote past the run";
+          }
+  std::vector<uint32_t> got(400);
+  random_blocks(7, 9, 11, 100, got.data());  // the dispatched path
+  for (int64_t b = 0; b < 100; ++b) EXPECT_EQ(got[static_cast<size_t>(4 * b + 2)], random_block(7, 9, 11 + static_cast<uint64_t>(b))[2]);
+}
+
+// fill_block_codes is random_block's bytes, code by code, through the map; the last partial
+// block gives its first codes only.
+TEST(RngBlocks, FillBlockCodesIsTheBlocksBytes) {
+  const int64_t n = 16 * 300 + 5;  // past one 256-block run, and a partial block
+  std::vector<uint8_t> codes(static_cast<size_t>(n) + 1, 0xAB);
+  fill_block_codes(codes.data(), n, 42, 3, [](uint8_t x) { return static_cast<uint8_t>(x ^ 0x55); });
+  for (int64_t i = 0; i < n; ++i) {
+    const std::array<uint32_t, 4> r = random_block(42, 3, static_cast<uint64_t>(i / 16));
+    uint8_t bytes[16];
+    std::memcpy(bytes, r.data(), 16);
+    ASSERT_EQ(codes[static_cast<size_t>(i)], bytes[i % 16] ^ 0x55) << i;
+  }
+  EXPECT_EQ(codes[static_cast<size_t>(n)], 0xAB) << "wrote past n";
 }
 
 }  // namespace
