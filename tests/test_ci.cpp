@@ -292,6 +292,26 @@ TEST(ShardAuto, ReadsTheCiEnginesVariables) {
   EXPECT_NE(bad.output.find("OPCTS_SHARD_INDEX=4"), std::string::npos) << bad.output;
 }
 
+// `list -v` answers for every case, on any machine: a GPU arch listed where there is no GPU (a
+// CI planner) gets each impl's own answer, "undecided here: <why>" where the impl cannot tell
+// without its device, instead of stopping at the first CUDA row (it exited 2 at scaled_mm).
+TEST(ListVerbose, EveryCaseGetsAnAnswerWithoutTheGpu) {
+  const std::string list = std::string(OPCTS_BINARY) + " list --arch sm90 --tier smoke";
+  const Shell count = sh(list + " --count 2>/dev/null");
+  ASSERT_EQ(count.status, 0) << count.output;
+  const Shell v = sh(list + " -v 2>/dev/null");
+  ASSERT_EQ(v.status, 0) << v.output.substr(0, 2000);
+  std::istringstream lines(v.output);
+  size_t n = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    const auto tab = line.rfind('\t');
+    ASSERT_NE(tab, std::string::npos) << line;
+    const std::string what = line.substr(tab + 1);
+    EXPECT_TRUE(what.rfind("run", 0) == 0 || what.rfind("SKIP: ", 0) == 0 || what.rfind("undecided here: ", 0) == 0) << line;
+  }
+  EXPECT_EQ(std::to_string(n) + "\n", count.output);
+}
+
 TEST(Bounds, ShardsAndRerunsAreBounded) {
   const std::string opcts = OPCTS_BINARY;
   for (const std::string shard : {"1/100000000", "1/2147483647", "1/1025"}) {
