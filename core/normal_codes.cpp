@@ -77,6 +77,8 @@ uint16_t NormalCodeSampler::operator()(double u) const {
 }
 
 const NormalCodeSampler& normal_code_sampler(DType element, double sigma) {
+  // A NaN key would compare equivalent to every sigma of the map and return another's sampler.
+  if (!(sigma > 0) || !std::isfinite(sigma)) (void)NormalCodeSampler(element, sigma);  // throws
   static std::mutex mutex;
   static std::map<std::pair<DType, double>, std::unique_ptr<NormalCodeSampler>> samplers;
   const std::lock_guard<std::mutex> lock(mutex);

@@ -84,6 +84,8 @@ TEST(NormalCodes, CacheKeepsOneSamplerPerDtypeAndSigma) {
   EXPECT_EQ(normal_code_sampler(DType::fp16, 2).sigma(), 2);
   EXPECT_THROW(normal_code_sampler(DType::fp32, 1), std::invalid_argument);
   EXPECT_THROW(normal_code_sampler(DType::fp32, 1), std::invalid_argument);  // not cached as built
+  EXPECT_THROW(normal_code_sampler(DType::bf16, NAN), std::invalid_argument);  // not bf16 σ = 1's sampler
+  EXPECT_THROW(normal_code_sampler(DType::bf16, -1), std::invalid_argument);
 }
 
 }  // namespace
