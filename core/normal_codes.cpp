@@ -48,8 +48,9 @@ NormalCodeSampler::NormalCodeSampler(DType element, double sigma) : element_(ele
   cdf_.back() = 1;
   for (double c : cdf_) threshold_.push_back(static_cast<uint64_t>(std::ceil(std::ldexp(c, 32))));
 
-  // A code of no finite value is never drawn: every float dtype here has a NaN or an Inf code.
-  std::vector<bool> used(size_t{1} << code_bits);
+  // A value no code_ holds is never drawn: a NaN or Inf code, or 2^code_bits where every code
+  // is finite (e2m1fn, e2m3fn, e3m2fn); from_bits returns 16-bit codes, so one always exists.
+  std::vector<bool> used(size_t{1} << 16);
   for (uint16_t c : code_) used[c] = true;
   while (used[no_code_]) ++no_code_;
   direct_.assign(size_t{1} << 16, no_code_);

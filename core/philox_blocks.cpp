@@ -14,10 +14,15 @@
 
 // GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized on its own _mm512_undefined (GCC bug
 // 105593, fixed in 13); the warning is located in the header, so it is silenced there only.
+#if defined(__x86_64__) || defined(__i386__)
+#define OPCTS_PHILOX_X86 1  // the SIMD paths; other processors take the scalar one
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#else
+#define OPCTS_PHILOX_X86 0
+#endif
 
 #include <cstring>
 
@@ -38,6 +43,7 @@ void blocks_scalar(uint64_t seed, uint32_t stream, uint64_t first, int64_t count
   }
 }
 
+#if OPCTS_PHILOX_X86
 // The last, partial group of a run goes through a buffer (and lanes past the run are dropped).
 template <int W>
 void store_partial(const uint32_t* full, int n, uint32_t* out) {
@@ -157,10 +163,14 @@ __attribute__((target("avx512f"))) void blocks_avx512(uint64_t seed, uint32_t st
   }
 }
 
+#endif  // OPCTS_PHILOX_X86
+
 PhiloxPath best_path() {
+#if OPCTS_PHILOX_X86
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return PhiloxPath::avx512;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2")) return PhiloxPath::avx512;
   if (__builtin_cpu_supports("avx2")) return PhiloxPath::avx2;
+#endif
   return PhiloxPath::scalar;
 }
 
@@ -176,10 +186,16 @@ std::vector<PhiloxPath> supported_philox_paths() {
 
 void random_blocks_on(PhiloxPath path, uint64_t seed, uint32_t stream, uint64_t first, int64_t count, uint32_t* out) {
   switch (path) {
+#if OPCTS_PHILOX_X86
     case PhiloxPath::avx512: return blocks_avx512(seed, stream, first, count, out);
     case PhiloxPath::avx2: return blocks_avx2(seed, stream, first, count, out);
+#else
+    case PhiloxPath::avx512:
+    case PhiloxPath::avx2: break;  // not in supported_philox_paths() here
+#endif
     case PhiloxPath::scalar: return blocks_scalar(seed, stream, first, count, out);
   }
+  blocks_scalar(seed, stream, first, count, out);
 }
 
 }  // namespace opcts::detail

@@ -29,6 +29,8 @@ void fill_uniform(HostTensor& t, uint64_t seed, uint32_t stream, double lo, doub
 /// normal_code_sampler(dtype, sigma) (core/normal_codes.hpp) of lane i % 4 of Philox block i / 4,
 /// so the codes have RN_satfinite(σ·z)'s exact probabilities (up to 2^-32 each). fp32, fp64 and
 /// integer dtypes get Box-Muller on lanes (2j, 2j + 1) of the same blocks, rounded to the dtype.
+/// sigma = 0 gives zeros (+0 in the 16-bit dtypes); a 16-bit fill throws std::invalid_argument
+/// for a negative or non-finite sigma (NormalCodeSampler).
 void fill_normal(HostTensor& t, uint64_t seed, uint32_t stream, double sigma);
 
 /// The uniform [0,1) double of (seed, stream, i) (32 random bits); what fill_uniform maps to [lo, hi).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,18 @@ TEST(RngNormal, PrefixStableAndStreamsDiffer) {
   for (int64_t i = 0; i < large.numel(); ++i) ASSERT_EQ(round_to(DType::bf16, large.get(i)), large.get(i));
   // bf16 normals collide more often (8 significant bits), but far from always.
   EXPECT_LT(count_equal(large, other), large.numel() / 20);
+}
+
+// sigma = 0 (a K = 0 GEMM's bias, whose spread scales with √K) gives zeros in every dtype; the
+// 16-bit sampler would refuse it.
+TEST(RngNormal, ZeroSigmaGivesZeros) {
+  for (DType t : {DType::fp32, DType::bf16, DType::fp16, DType::fp64}) {
+    HostTensor x(t, {9});
+    fill_normal(x, 3, 2, 0.0);
+    for (int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(x.get(i), 0.0) << name(t) << " " << i;
+  }
+  HostTensor h(DType::bf16, {4});
+  EXPECT_THROW(fill_normal(h, 3, 2, -1.0), std::invalid_argument);
 }
 
 // A contiguous fp32, bf16 or fp16 tensor is filled in place (core/rng.cpp); a strided one goes
