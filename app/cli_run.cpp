@@ -64,7 +64,8 @@ int cmd_list(const Selection& s, bool verbose, bool count_only) {
       const ManifestEntry* xf = suite.manifest().find(EntryKind::xfail, c.id);
       what = skip ? "SKIP: " + *skip : xf ? "run, xfail (" + xf->source + "): " + xf->reason : "run";
     } catch (const std::exception& e) {
-      what = std::string("undecided here: ") + e.what();
+      const ManifestEntry* skip = suite.manifest().find(EntryKind::skip, c.id);  // SKIP whatever the impl says
+      what = skip ? "SKIP: manifest skip (" + skip->source + "): " + skip->reason : std::string("undecided here: ") + e.what();
     }
     std::cout << c.id << "\t" << to_string(c.tier) << "\t" << c.source << "\t" << what << "\n";
   }
