@@ -11,10 +11,14 @@
 // GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized on its own _mm512_undefined_* inside
 // Eigen's AVX-512 transposes (GCC bug 105593, fixed in 13; 272 lines of every v4 build's log);
 // the warning is located in the header, so it is silenced for the headers only.
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no such warning (the fuzz build)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <Eigen/Core>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #include "refimpl/isa/gemm_levels.hpp"
 
