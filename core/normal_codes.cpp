@@ -25,11 +25,10 @@ NormalCodeSampler::NormalCodeSampler(DType element, double sigma) : element_(ele
     double v;
     uint16_t code;
   };
+  const std::vector<double> decoded = decode_table(element);  // 2^storage bits ≥ 2^code_bits
   std::vector<Value> values;
-  for (uint64_t c = 0; c < (uint64_t{1} << code_bits); ++c) {
-    const double v = decode(element, c);
-    if (std::isfinite(v)) values.push_back({v, static_cast<uint16_t>(c)});
-  }
+  for (uint64_t c = 0; c < (uint64_t{1} << code_bits); ++c)
+    if (std::isfinite(decoded[c])) values.push_back({decoded[c], static_cast<uint16_t>(c)});
   // Ascending, −0 before +0.
   std::sort(values.begin(), values.end(), [](const Value& a, const Value& b) {
     return a.v != b.v ? a.v < b.v : std::signbit(a.v) && !std::signbit(b.v);

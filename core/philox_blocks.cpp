@@ -12,21 +12,7 @@
 // down.
 #include "core/philox_blocks.hpp"
 
-// GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized on its own _mm512_undefined (GCC bug
-// 105593, fixed in 13); the warning is located in the header, so it is silenced there only.
-#if defined(__x86_64__) || defined(__i386__)
-#define OPCTS_PHILOX_X86 1  // the SIMD paths; other processors take the scalar one
-#if defined(__GNUC__) && !defined(__clang__)  // clang has no such warning (the fuzz build)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#else
-#define OPCTS_PHILOX_X86 0
-#endif
+#include "core/x86_intrinsics.hpp"  // OPCTS_X86: the SIMD paths; other processors take the scalar one
 
 #include <cstring>
 
@@ -47,7 +33,7 @@ void blocks_scalar(uint64_t seed, uint32_t stream, uint64_t first, int64_t count
   }
 }
 
-#if OPCTS_PHILOX_X86
+#if OPCTS_X86
 // The last, partial group of a run goes through a buffer (and lanes past the run are dropped).
 template <int W>
 void store_partial(const uint32_t* full, int n, uint32_t* out) {
@@ -167,10 +153,10 @@ __attribute__((target("avx512f"))) void blocks_avx512(uint64_t seed, uint32_t st
   }
 }
 
-#endif  // OPCTS_PHILOX_X86
+#endif  // OPCTS_X86
 
 PhiloxPath best_path() {
-#if OPCTS_PHILOX_X86
+#if OPCTS_X86
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2")) return PhiloxPath::avx512;
   if (__builtin_cpu_supports("avx2")) return PhiloxPath::avx2;
@@ -190,7 +176,7 @@ std::vector<PhiloxPath> supported_philox_paths() {
 
 void random_blocks_on(PhiloxPath path, uint64_t seed, uint32_t stream, uint64_t first, int64_t count, uint32_t* out) {
   switch (path) {
-#if OPCTS_PHILOX_X86
+#if OPCTS_X86
     case PhiloxPath::avx512: return blocks_avx512(seed, stream, first, count, out);
     case PhiloxPath::avx2: return blocks_avx2(seed, stream, first, count, out);
 #else

@@ -67,9 +67,7 @@ void fill_uniform(HostTensor& t, uint64_t seed, uint32_t stream, double lo, doub
 }
 
 void fill_normal(HostTensor& t, uint64_t seed, uint32_t stream, double sigma) {
-  const int64_t n = t.numel();
-  constexpr int64_t kRun = 256;  // Philox blocks drawn at once (random_blocks): 4 KiB of bits
-  const int64_t runs = (n + 4 * kRun - 1) / (4 * kRun);
+  const int64_t n = t.numel(), blocks = (n + 3) / 4;
   const DTypeInfo& info = dtype_info(t.dtype());
   if (!info.is_integer && info.bits <= 16) {
     if (sigma == 0) {  // N(0, 0): every element +0 (a bias of a K = 0 GEMM, whose σ scales with √K)
@@ -80,27 +78,21 @@ void fill_normal(HostTensor& t, uint64_t seed, uint32_t stream, double sigma) {
     // In the code domain: element i is the code the sampler gives lane i % 4 of block i / 4.
     const NormalCodeSampler& sampler = normal_code_sampler(t.dtype(), sigma);
     uint16_t* h16 = info.bits == 16 && t.is_contiguous() ? reinterpret_cast<uint16_t*>(t.data()) : nullptr;
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-    for (int64_t run = 0; run < runs; ++run) {
-      uint32_t bits[4 * kRun];
-      const int64_t i0 = 4 * kRun * run, count = std::min<int64_t>(4 * kRun, n - i0);
-      random_blocks(seed, stream, static_cast<uint64_t>(i0 / 4), (count + 3) / 4, bits);
+    for_each_block_run(seed, stream, blocks, [&](int64_t b0, int64_t nb, const uint32_t* bits) {
+      const int64_t i0 = 4 * b0, count = std::min(4 * nb, n - i0);
       if (h16)
         for (int64_t j = 0; j < count; ++j) h16[i0 + j] = sampler.from_bits(bits[j]);
       else
         for (int64_t j = 0; j < count; ++j) t.set_code(i0 + j, sampler.from_bits(bits[j]));
-    }
+    });
     return;
   }
   // fp32 and fp64 (and integer dtypes, rounded by set()): Box-Muller on lane pairs. A contiguous
   // fp32 tensor (quantizers' inputs: hundreds of millions of elements) is written in place: a
   // finite in-range value's fp32 encoding is its round-to-nearest cast, as set() does.
   float* f32 = t.dtype() == DType::fp32 && t.is_contiguous() ? reinterpret_cast<float*>(t.data()) : nullptr;
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t run = 0; run < runs; ++run) {
-    uint32_t bits[4 * kRun];
-    const int64_t i0 = 4 * kRun * run, count = std::min<int64_t>(4 * kRun, n - i0);
-    random_blocks(seed, stream, static_cast<uint64_t>(i0 / 4), (count + 3) / 4, bits);
+  for_each_block_run(seed, stream, blocks, [&](int64_t b0, int64_t nb, const uint32_t* bits) {
+    const int64_t i0 = 4 * b0, count = std::min(4 * nb, n - i0);
     for (int64_t j = 0; j < count; j += 2) {
       const double u1 = r123::u01<double>(bits[j]);  // (0,1]: log is finite
       const double u2 = r123::u01<double>(bits[j + 1]);
@@ -112,7 +104,7 @@ void fill_normal(HostTensor& t, uint64_t seed, uint32_t stream, double sigma) {
         else t.set(i0 + j + k, v);
       }
     }
-  }
+  });
 }
 
 }  // namespace opcts

@@ -50,28 +50,37 @@ std::array<uint32_t, 4> random_block(uint64_t seed, uint32_t stream, uint64_t bl
 /// (7.6 → 3.3 and 1.7 ns a block). For generators of millions of codes.
 void random_blocks(uint64_t seed, uint32_t stream, uint64_t first, int64_t count, uint32_t* out);
 
+/// f(b0, nb, bits) for runs of consecutive Philox blocks [b0, b0 + nb) of `stream` under `seed`
+/// that cover blocks 0 .. blocks − 1: `bits` holds the run's 4·nb lanes (random_blocks), nb at
+/// most kBlockRun (4 KiB of bits, in L1). Runs in parallel (OpenMP) past 2^14 blocks, so f must
+/// write only its own run's elements. The loop of every fill below.
+constexpr int64_t kBlockRun = 256;
+template <class F>
+void for_each_block_run(uint64_t seed, uint32_t stream, int64_t blocks, F f) {
+  const int64_t runs = (blocks + kBlockRun - 1) / kBlockRun;
+#pragma omp parallel for schedule(static) if (blocks > (1 << 14))
+  for (int64_t run = 0; run < runs; ++run) {
+    uint32_t bits[4 * kBlockRun];
+    const int64_t b0 = run * kBlockRun, nb = blocks - b0 < kBlockRun ? blocks - b0 : kBlockRun;
+    random_blocks(seed, stream, static_cast<uint64_t>(b0), nb, bits);
+    f(b0, nb, static_cast<const uint32_t*>(bits));
+  }
+}
+
 /// n codes of an unsigned integer type Code (1, 2, 4 or 8 bytes) at `out`, straight from Philox
 /// bits: block b's 16 bytes (random_block, little-endian) are codes b·(16 / sizeof(Code))
 /// onward, each passed through `map` (Code → Code: where a generator confines its codes); the
-/// last, partial block gives only its first codes. Bits are drawn 256 blocks at a time
-/// (random_blocks); OpenMP over those runs. For inputs of up to billions of codes
+/// last, partial block gives only its first codes. For inputs of up to billions of codes
 /// (index_select's self, grouped_mm's weights).
 template <class Code, class Map>
 void fill_block_codes(Code* out, int64_t n, uint64_t seed, uint32_t stream, Map map) {
   constexpr int64_t kLanes = 16 / static_cast<int64_t>(sizeof(Code));
-  const int64_t blocks = (n + kLanes - 1) / kLanes;
-  constexpr int64_t kRun = 256;  // blocks drawn at once: 4 KiB of bits, in L1
-  const int64_t runs = (blocks + kRun - 1) / kRun;
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t run = 0; run < runs; ++run) {
-    uint32_t bits[4 * kRun];
-    const int64_t b0 = run * kRun, nb = blocks - b0 < kRun ? blocks - b0 : kRun;
-    random_blocks(seed, stream, static_cast<uint64_t>(b0), nb, bits);
-    Code c[kLanes * kRun];
+  for_each_block_run(seed, stream, (n + kLanes - 1) / kLanes, [&](int64_t b0, int64_t nb, const uint32_t* bits) {
+    Code c[kLanes * kBlockRun];
     std::memcpy(c, bits, static_cast<size_t>(16 * nb));  // little-endian hosts only
     const int64_t count = n - b0 * kLanes < nb * kLanes ? n - b0 * kLanes : nb * kLanes;
     for (int64_t j = 0; j < count; ++j) out[b0 * kLanes + j] = map(c[j]);
-  }
+  });
 }
 
 }  // namespace opcts

@@ -121,14 +121,13 @@ HostTensor make_input(const Problem& p, uint64_t seed) {
       const double lo_exp = std::log2(dtype_info(p.to).min_normal) - dtype_info(p.to).format.mantissa_bits - 2;
       const double hi_exp = std::log2(top) + 2;
       auto* out = reinterpret_cast<uint32_t*>(t.data());
-      constexpr int64_t kRun = 1024;  // elements a run: uniform01 of streams 0 and 1, drawn at once
-#pragma omp parallel for schedule(static)
-      for (int64_t i0 = 0; i0 < p.count; i0 += kRun) {
-        uint32_t draws[2][kRun];
-        const int64_t count = std::min(kRun, p.count - i0);
-        for (uint32_t stream : {0u, 1u}) random_blocks(seed, stream, static_cast<uint64_t>(i0 / 4), (count + 3) / 4, draws[stream]);
+      // Element i: uniform01 of streams 0 and 1 at i, lane i % 4 of their blocks i / 4.
+      for_each_block_run(seed, 0, (p.count + 3) / 4, [&](int64_t b0, int64_t nb, const uint32_t* draws0) {
+        uint32_t draws1[4 * kBlockRun];
+        random_blocks(seed, 1, static_cast<uint64_t>(b0), nb, draws1);
+        const int64_t i0 = 4 * b0, count = std::min(4 * nb, p.count - i0);
         for (int64_t i = i0; i < i0 + count; ++i) {
-          const double u = uniform01_of_bits(draws[0][i - i0]), w = uniform01_of_bits(draws[1][i - i0]);
+          const double u = uniform01_of_bits(draws0[i - i0]), w = uniform01_of_bits(draws1[i - i0]);
           uint32_t bits;
           if (i % 2 == 0) {  // any fp32 bit pattern: huge, tiny, subnormal, Inf, NaN
             bits = static_cast<uint32_t>(u * 4294967296.0);
@@ -138,7 +137,7 @@ HostTensor make_input(const Problem& p, uint64_t seed) {
           }
           out[i] = bits;
         }
-      }
+      });
       return t;
     }
   }

@@ -84,18 +84,12 @@ std::vector<int64_t> routed_index(int64_t n, int64_t k, uint64_t seed) {
   return order;
 }
 
-// f(e, lane 0 of Philox block e of `stream`) for e < total, in parallel; the blocks are drawn
-// 256 at a time (random_blocks).
+// f(e, lane 0 of Philox block e of `stream`) for e < total (for_each_block_run: in parallel).
 template <class F>
 void for_each_draw(uint64_t seed, uint32_t stream, int64_t total, F f) {
-  constexpr int64_t kRun = 256;
-#pragma omp parallel for schedule(static) if (total > (1 << 16))
-  for (int64_t e0 = 0; e0 < total; e0 += kRun) {
-    uint32_t bits[4 * kRun];
-    const int64_t count = std::min(kRun, total - e0);
-    random_blocks(seed, stream, static_cast<uint64_t>(e0), count, bits);
+  for_each_block_run(seed, stream, total, [&](int64_t e0, int64_t count, const uint32_t* bits) {
     for (int64_t e = e0; e < e0 + count; ++e) f(e, bits[4 * (e - e0)]);
-  }
+  });
 }
 
 // The index values (before any bad value is planted), in the index tensor's element order.
@@ -217,15 +211,9 @@ void fill_values(HostTensor& t, const Values& v, uint64_t seed, uint32_t stream)
   // ten times faster than Box-Muller, which was most of these families' input time.
   if (!v.zero && v.fill == Fill::normal && (t.dtype() == DType::bf16 || t.dtype() == DType::fp16))
     return fill_normal(t, seed, stream, v.sigma);
-  const int64_t n = t.numel();
-  constexpr int64_t kRun = 256;  // elements (Philox blocks) drawn at once
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t e0 = 0; e0 < n; e0 += kRun) {
-    uint32_t bits[4 * kRun];
-    const int64_t count = std::min(kRun, n - e0);
-    random_blocks(seed, stream, static_cast<uint64_t>(e0), count, bits);
-    for (int64_t e = e0; e < e0 + count; ++e) store(t, e, v.from_block(bits + 4 * (e - e0)));
-  }
+  for_each_block_run(seed, stream, t.numel(), [&](int64_t e0, int64_t count, const uint32_t* bits) {
+    for (int64_t e = e0; e < e0 + count; ++e) store(t, e, v.from_block(bits + 4 * (e - e0)));  // block e: element e
+  });
 }
 
 // Random finite codes: every bit pattern of the dtype but Inf and NaN (an all-ones exponent

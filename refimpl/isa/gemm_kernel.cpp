@@ -8,17 +8,9 @@
 #error "compiled once per ISA level by cmake/isa_levels.cmake, with OPCTS_ISA set"
 #endif
 
-// GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized on its own _mm512_undefined_* inside
-// Eigen's AVX-512 transposes (GCC bug 105593, fixed in 13; 272 lines of every v4 build's log);
-// the warning is located in the header, so it is silenced for the headers only.
-#if defined(__GNUC__) && !defined(__clang__)  // clang has no such warning (the fuzz build)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "core/x86_intrinsics.hpp"  // first: GCC 12's avx512fintrin.h false positive, silenced there
+
 #include <Eigen/Core>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 #include "refimpl/isa/gemm_levels.hpp"
 
