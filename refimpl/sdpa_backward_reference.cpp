@@ -2,7 +2,8 @@
 // same-precision reference of the ref_relative metric and its per-element bounds.
 //
 // Both run refimpl/sdpa_detail.hpp's backward_head per (batch, KV head), the group's query
-// heads in a fixed order (OpenMP over the pairs): the head's forward, D_i = rowsum(dO ⊙ O),
+// heads in a fixed order (OpenMP over the pairs), each head by blocks of 128 query rows and the
+// keys they see (detail::RowBlock): the head's forward, D_i = rowsum(dO ⊙ O),
 // dP = dO·Vᵀ, dS = P ⊙ (dP − D) (0 where P is 0: masked keys and rows that see no key, never
 // 0·NaN), ⊙ (1 − tanh²(x/softcap)) with a softcap, dQ = scale·dS·K, dK = Σ_group scale·dSᵀ·Q,
 // dV = Σ_group Pᵀ·dO (FlashAttention-2, Dao 2023, Algorithm 2).
@@ -49,7 +50,9 @@ References backward_reference(const Problem& p, const TensorMap& inputs) {
     (*refs)["dV"].assign(B * Hkv * Sk * Dv, 0.0);
   }
 
-  // One precision's gradients of (b, hk) into `refs`; `bounds` (lowp only) also writes the
+  const std::vector<detail::RowBlock> blocks = detail::row_blocks(p);
+
+  // One precision's gradients of (b, hk) into `refs`, row block by row block; `bounds` (lowp only) also writes the
   // bounds from that pipeline's own P, dS and O.
   const auto run = [&]<typename T, typename Round>(T, Round rnd, int64_t b, int64_t hk, bool exact_zeros,
                                                    std::map<std::string, std::vector<double>>& refs, bool bounds) {
@@ -57,12 +60,19 @@ References backward_reference(const Problem& p, const TensorMap& inputs) {
     const auto vh = detail::gather<T>(v, vs, b, hk, Sk, Dv, &unseen);
     RowMajor<T> dk = RowMajor<T>::Zero(Sk, D), dv = RowMajor<T>::Zero(Sk, Dv);
     detail::GradientBounds<T> gb(p, Sk);
+    RowMajor<T> dq(Sq, D), dq_bound(bounds ? Sq : 0, D);
     for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
       const auto qh = detail::gather<T>(q, qs, b, h, Sq, D);
       const auto doh = detail::gather<T>(d_o, os, b, h, Sq, Dv);
-      const auto g = detail::backward_head(p, mask, b, h, qh, kh, vh, doh, rnd, exact_zeros, dk, dv);
-      detail::scatter(refs.at("dQ"), qs, b, h, g.dq, detail::Exact{});
-      if (bounds) detail::scatter(r.bound.at("dQ"), qs, b, h, gb.add_head(g, qh, kh, vh, doh), detail::Exact{});
+      for (const detail::RowBlock& blk : blocks) {
+        const RowMajor<T> qb = qh.middleRows(blk.r0, blk.rows), dob = doh.middleRows(blk.r0, blk.rows),
+                          kb = kh.middleRows(blk.k0, blk.keys), vb = vh.middleRows(blk.k0, blk.keys);
+        const auto g = detail::backward_head(p, mask, b, h, blk, qb, kb, vb, dob, rnd, exact_zeros, dk, dv);
+        dq.middleRows(blk.r0, blk.rows) = g.dq;
+        if (bounds) dq_bound.middleRows(blk.r0, blk.rows) = gb.add_head(blk, g, qb, kb, vb, dob);
+      }
+      detail::scatter(refs.at("dQ"), qs, b, h, dq, detail::Exact{});
+      if (bounds) detail::scatter(r.bound.at("dQ"), qs, b, h, dq_bound, detail::Exact{});
     }
     dk *= static_cast<T>(p.effective_scale());
     detail::scatter(refs.at("dK"), ks, b, hk, dk, detail::Exact{});

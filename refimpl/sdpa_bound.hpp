@@ -26,7 +26,7 @@
 //           (n_i positive terms summed in fp32 with round-to-nearest: Σ_k δ_k·S_k with
 //           |S_k| <= l, so λ·√n_i·u by the bound above), common to the row.
 //   ε_ij, e_ij's relative error in fp32: the score's (D + 4)·u·scale·Σ_d |q_id·k_jd| (see
-//           refimpl/sdpa_lse_floor.hpp), the subtraction s − m (u·|s_ij − m_i| = −u·ln e_ij) and exp (≤ 2 ulp),
+//           refimpl/sdpa_lse_floor.hpp), the subtraction s − m (u·|s_ij − m_i|, the pipeline's own s − m) and exp (≤ 2 ulp),
 //           4u for both and the product by it.
 //   lse_i:  its floor is its whole bound (refimpl/sdpa_lse_floor.hpp); P's error below takes
 //           the per-key one, which holds for any impl.
@@ -61,29 +61,37 @@ namespace opcts::sdpa::detail {
 /// λ of the modelled roundings (the file comment).
 constexpr double kRoundingSigmas = 4;
 
-/// b² of one rounding of x to the dtype (the file comment): 0 for x = 0 and x = 1.
+/// b of one rounding of x to the dtype, and b² (the file comment): 0 for x = 0 and x = 1.
 template <typename T>
-T rounding_sq(DType t, T x) {
-  const T a = std::fabs(x);
-  if (a == T(0) || a == T(1)) return T(0);
-  const DTypeInfo& info = dtype_info(t);
-  const T b = std::max(static_cast<T>(info.epsilon / 2) * a, static_cast<T>(info.min_normal * info.epsilon / 2));
-  return b * b;
-}
+struct Rounding {
+  T unit, least;  // u_in, and half the smallest subnormal spacing
+  explicit Rounding(DType t)
+      : unit(static_cast<T>(dtype_info(t).epsilon / 2)),
+        least(static_cast<T>(dtype_info(t).min_normal * dtype_info(t).epsilon / 2)) {}
+  T bound(T x) const {
+    const T a = std::fabs(x);
+    return a == T(0) || a == T(1) ? T(0) : std::max(unit * a, least);
+  }
+  T sq(T x) const {
+    const T b = bound(x);
+    return b * b;
+  }
+};
 
-/// The bound of O for one head from the fp32 pipeline's forward `f` (the file comment),
-/// before the storage-order scatter.
+/// The bound of O for one row block of a head from the fp32 pipeline's forward `f` and the
+/// block's slices of q, k and v (the file comment), before the storage-order scatter.
 template <typename T>
 RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>& qh, const RowMajor<T>& kh,
                     const RowMajor<T>& vh) {
   const T u = static_cast<T>(kAccUnit), scale = static_cast<T>(p.effective_scale());
   const RowMajor<T> qk = mul<T>(qh.cwiseAbs(), false, kh.cwiseAbs(), true);  // Σ_d |q_id||k_jd|
+  const Rounding<T> rounding(p.dtype);
   RowMajor<T> b2(f.e.rows(), f.e.cols());  // (b(e_ij) + ε_ij·e_ij)²
   for (int64_t i = 0; i < b2.rows(); ++i)
     for (int64_t j = 0; j < b2.cols(); ++j) {
       const T e = f.e(i, j);
-      const T eps = e > 0 ? u * ((static_cast<T>(p.head_dim) + 4) * scale * qk(i, j) - std::log(e) + 4) : T(0);
-      const T b = std::sqrt(rounding_sq(p.dtype, e)) + eps * e;
+      const T eps = e > 0 ? u * ((static_cast<T>(p.head_dim) + 4) * scale * qk(i, j) - f.shift(i, j) + 4) : T(0);
+      const T b = rounding.bound(e) + eps * e;
       b2(i, j) = b * b;
     }
   RowMajor<T> bound = mul<T>(b2, false, vh.cwiseAbs2(), false).cwiseSqrt() * static_cast<T>(kRoundingSigmas);
@@ -111,8 +119,9 @@ class GradientBounds {
         dv_(RowMajor<T>::Zero(sk, p.head_dim_v)),
         dv_sq_(RowMajor<T>::Zero(sk, p.head_dim_v)) {}
 
-  /// Adds query head g's terms to dK's and dV's and returns its dQ bound.
-  RowMajor<T> add_head(const BackwardHead<T>& g, const RowMajor<T>& qh, const RowMajor<T>& kh,
+  /// Adds row block `blk` of a query head's terms (g, from the block's rows of q and dO and its
+  /// keys' rows of k and v) to dK's and dV's rows of its keys and returns its rows' dQ bound.
+  RowMajor<T> add_head(const RowBlock& blk, const BackwardHead<T>& g, const RowMajor<T>& qh, const RowMajor<T>& kh,
                        const RowMajor<T>& vh, const RowMajor<T>& doh) {
     const T u = static_cast<T>(kAccUnit), u_out = static_cast<T>(dtype_info(p_.dtype).epsilon / 2);
     const T n_round = static_cast<T>(kNormalisationRoundings), lambda = static_cast<T>(kRoundingSigmas);
@@ -140,7 +149,8 @@ class GradientBounds {
                   (n_round * u + eps) * std::fabs(g.ds(i, j));
       }
     }
-    const auto rsq = [&](T x) { return rounding_sq(p_.dtype, x); };
+    const Rounding<T> rounding(p_.dtype);
+    const auto rsq = [&](T x) { return rounding.sq(x); };
     const RowMajor<T> ds2 = g.ds.unaryExpr(rsq), p2 = g.p.unaryExpr(rsq);
     RowMajor<T> dq = mul(f, false, ak, false) + lambda * mul<T>(ds2, false, kh.cwiseAbs2(), false).cwiseSqrt();
     const RowMajor<T> pdk = mul(pd, false, kh, false);  // Σ_j P_ij·dcap_ij·k_jd, signed: D's error moves dQ_i along it
@@ -148,10 +158,10 @@ class GradientBounds {
       dq.row(i) += od[i] * pdk.row(i).cwiseAbs();
       f.row(i) += od[i] * pd.row(i).cwiseAbs();
     }
-    add_mul(dk_, f, true, aq, false);
-    add_mul<T>(dk_sq_, ds2, true, qh.cwiseAbs2(), false);
-    add_mul(dv_, pe, true, ado, false);
-    add_mul<T>(dv_sq_, p2, true, doh.cwiseAbs2(), false);
+    add_mul_rows(dk_, blk.k0, f, true, aq, false);
+    add_mul_rows<T>(dk_sq_, blk.k0, ds2, true, qh.cwiseAbs2(), false);
+    add_mul_rows(dv_, blk.k0, pe, true, ado, false);
+    add_mul_rows<T>(dv_sq_, blk.k0, p2, true, doh.cwiseAbs2(), false);
     return dq * scale;
   }
 

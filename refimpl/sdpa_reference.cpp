@@ -4,6 +4,9 @@
 // (-inf before the softmax, P = 0 after it) and K/V rows that no query row sees are zeroed
 // before the GEMMs, so poison (NaN) in them cannot leak through 0·NaN.
 //
+// Both run per (batch, query head), OpenMP over the pairs, each head by blocks of 128 query rows
+// and the keys they see (refimpl/sdpa_detail.hpp RowBlock).
+//
 // fp64: refimpl/sdpa_detail.hpp's pipeline in double without rounding, on the inputs' values.
 //
 // Same precision (`lowp`): the ideal low-precision flash kernel, the same pipeline in fp32
@@ -65,6 +68,8 @@ References reference(const Problem& p, const TensorMap& inputs) {
     lse_declared[s]->assign(B * Hq * Sq, 0.0);
   }
 
+  const std::vector<detail::RowBlock> blocks = detail::row_blocks(p);
+
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < Hq; ++h) {
@@ -74,24 +79,38 @@ References reference(const Problem& p, const TensorMap& inputs) {
         const auto kh = detail::gather<double>(k, ks, b, hk, Sk, D, &unseen);
         const auto vh = detail::gather<double>(v, vs, b, hk, Sk, Dv, &unseen);
         const auto qh = detail::gather<double>(q, qs, b, h, Sq, D);
-        const auto f = detail::forward_head(p, mask, b, h, qh, kh, vh, false, detail::Exact{});
-        detail::scatter(o, os, b, h, f.o, detail::Exact{});
-        for (int64_t i = 0; i < Sq; ++i) lse[row0 + i] = f.lse[i];
+        RowMajor<double> oh(Sq, Dv);
+        for (const detail::RowBlock& blk : blocks) {
+          const auto f = detail::forward_head<double>(p, mask, b, h, blk, qh.middleRows(blk.r0, blk.rows),
+                                                      kh.middleRows(blk.k0, blk.keys), vh.middleRows(blk.k0, blk.keys),
+                                                      false, detail::Exact{});
+          oh.middleRows(blk.r0, blk.rows) = f.o;
+          for (int64_t i = 0; i < blk.rows; ++i) lse[row0 + blk.r0 + i] = f.lse[i];
+        }
+        detail::scatter(o, os, b, h, oh, detail::Exact{});
       }
       {
         const auto kh = detail::gather<float>(k, ks, b, hk, Sk, D, &unseen);
         const auto vh = detail::gather<float>(v, vs, b, hk, Sk, Dv, &unseen);
         const auto qh = detail::gather<float>(q, qs, b, h, Sq, D);
-        const auto f = detail::forward_head(p, mask, b, h, qh, kh, vh, false, to_dtype);
-        detail::scatter(o_lp, os, b, h, f.o, detail::Exact{});  // before the output rounding
-        const std::vector<detail::LseFloor> lf = detail::lse_floors(p, f, qh, kh);
-        for (int64_t i = 0; i < Sq; ++i) {
-          lse_lp[row0 + i] = f.lse[i];
-          lse_bd[row0 + i] = lf[i].under(1);
-          for (size_t s = 0; s < detail::kSoftmaxStructures.size(); ++s)
-            (*lse_declared[s])[row0 + i] = lf[i].under(detail::kSoftmaxStructures[s].block);
+        RowMajor<float> oh(Sq, Dv), bh(Sq, Dv);
+        for (const detail::RowBlock& blk : blocks) {
+          const RowMajor<float> qb = qh.middleRows(blk.r0, blk.rows), kb = kh.middleRows(blk.k0, blk.keys),
+                                vb = vh.middleRows(blk.k0, blk.keys);
+          const auto f = detail::forward_head(p, mask, b, h, blk, qb, kb, vb, false, to_dtype);
+          oh.middleRows(blk.r0, blk.rows) = f.o;  // before the output rounding
+          const std::vector<detail::LseFloor> lf = detail::lse_floors(p, f, qb, kb);
+          for (int64_t i = 0; i < blk.rows; ++i) {
+            const int64_t row = row0 + blk.r0 + i;
+            lse_lp[row] = f.lse[i];
+            lse_bd[row] = lf[i].under(1);
+            for (size_t s = 0; s < detail::kSoftmaxStructures.size(); ++s)
+              (*lse_declared[s])[row] = lf[i].under(detail::kSoftmaxStructures[s].block);
+          }
+          bh.middleRows(blk.r0, blk.rows) = detail::o_bound(p, f, qb, kb, vb);
         }
-        detail::scatter(o_bd, os, b, h, detail::o_bound(p, f, qh, kh, vh), detail::Exact{});
+        detail::scatter(o_lp, os, b, h, oh, detail::Exact{});
+        detail::scatter(o_bd, os, b, h, bh, detail::Exact{});
       }
     }
   }

@@ -10,6 +10,13 @@
 
 #include "core/x86_intrinsics.hpp"  // first: GCC 12's avx512fintrin.h false positive, silenced there
 
+// Every product through Eigen's blocked GEMM (or its GEMV for a vector), never its
+// coefficient-based product for small sizes (m + n + k < 20 by default): that one sums each dot
+// product in an order set by the operands' addresses (its vector loop starts at the first
+// 64-byte-aligned element), so the same product gave different last bits from one allocation to
+// the next, and two heads of a GQA group with equal inputs could differ
+// (tests/test_sdpa.cpp GqaUsesHeadDivRatio, once the references ran row blocks of 5 keys).
+#define EIGEN_GEMM_TO_COEFFBASED_THRESHOLD 0
 #include <Eigen/Core>
 
 #include "refimpl/isa/gemm_levels.hpp"
