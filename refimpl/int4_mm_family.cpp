@@ -13,7 +13,7 @@ class Int4MmFamily final : public KitFamily<Problem> {
   std::string_view name() const override { return "int4_mm"; }
   const kit::FieldTable<Problem>& fields() const override { return int4_mm::fields(); }
   // Bump when the reference or the inputs change: cached references are then recomputed.
-  std::string reference_version() const override { return "int4_mm-ref-2"; }
+  std::string reference_version() const override { return "int4_mm-ref-3"; }
 
   Cost cost(const opcts::Problem& pp) const override {
     const auto& p = get(pp);

@@ -1,11 +1,13 @@
 // The SDPA references run a head by blocks of 128 query rows and the keys those rows see
 // (refimpl/sdpa_detail.hpp RowBlock). Shown three ways on problems of several blocks, causal in
 // both alignments and windowed: the blocks cover every visible key and nothing else of a row;
-// the fp64 forward and backward equal a naive one written from the definition; and every
+// the fp64 forward and backward equal a naive one written from the definition (the forward
+// also with a softcap, attn_masks, poison and BSHD storage); and every
 // reference (fp64, the fp32 pipeline, its bounds) equals the reference of the same masking given
 // as data (a boolean attn_mask, so that every block reads every key).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "refimpl/sdpa_detail.hpp"
@@ -130,6 +132,39 @@ TEST(SdpaRowBlocks, Fp64ReferencesEqualTheDefinition) {
     expect_close(r.exact.at("dQ"), g.dq, 1e-10, sdpa::problem_id(p) + " dQ");
     expect_close(r.exact.at("dK"), g.dk, 1e-10, sdpa::problem_id(p) + " dK");
     expect_close(r.exact.at("dV"), g.dv, 1e-10, sdpa::problem_id(p) + " dV");
+  }
+}
+
+// The forward's other variants on problems of several blocks, against the naive forward (which
+// reads them all): a softcap, additive masks per batch and head, a boolean mask with a window,
+// poisoned unseen K/V rows and BSHD storage, in the 16-bit dtypes.
+TEST(SdpaRowBlocks, Fp64ForwardOfEveryVariantEqualsTheDefinition) {
+  std::vector<sdpa::Problem> ps;
+  auto cap = make(DType::bf16, 1, 4, 2, 300, 280, 16, Mask::causal_lower_right);
+  cap.softcap = 2.5, cap.window_left = 90;
+  ps.push_back(cap);
+  auto add = make(DType::fp16, 2, 2, 1, 260, 400, 8, Mask::causal_lower_right);
+  add.mask_tensor = sdpa::MaskTensor::additive, add.mask_per_batch = add.mask_per_head = true;
+  add.window_left = 60;
+  ps.push_back(add);
+  auto boolean = make(DType::bf16, 2, 2, 2, 300, 300, 8, Mask::none);
+  boolean.mask_tensor = sdpa::MaskTensor::boolean, boolean.mask_per_batch = true;
+  boolean.window_left = 40, boolean.window_right = 0;
+  boolean.poison_masked = true, boolean.layout = sdpa::Layout::bshd;
+  ps.push_back(boolean);
+  for (const sdpa::Problem& p : ps) {
+    const auto blocks = sdpa::detail::row_blocks(p);
+    ASSERT_GT(blocks.size(), 1u);
+    // Some block's keys start after key 0: block-local key indices differ from the head's.
+    ASSERT_TRUE(std::any_of(blocks.begin(), blocks.end(), [](const auto& blk) { return blk.k0 > 0; })) << sdpa::problem_id(p);
+    const TensorMap in = sdpatest::inputs_of(p);
+    const auto n = sdpatest::naive_forward(p, in);
+    const References f = sdpatest::family().reference(p, in);
+    expect_close(f.exact.at("O"), n.o, 1e-12, sdpa::problem_id(p) + " O");
+    expect_close(f.exact.at("lse"), n.lse, 1e-12, sdpa::problem_id(p) + " lse");
+    for (const auto* refs : {&f.lowp, &f.bound})
+      for (const auto& [name, v] : *refs)
+        for (double x : v) ASSERT_FALSE(std::isnan(x)) << sdpa::problem_id(p) << " " << name;
   }
 }
 
