@@ -197,8 +197,8 @@ struct ForwardHead {
   std::vector<int64_t> keys;  // visible keys of the row (attn_mask applied)
   RowMajor<T> o;              // Σ_j rnd(e_ij)·v_j / l_i, before the output rounding
   RowMajor<T> dcap;           // 1 − tanh², with a softcap and want_dcap only
-  RowMajor<T> shift;          // s_ij − m_i at visible keys, else 0: the same-precision pipeline's
-                              // only (a rounding Round), which the bounds read (sdpa_bound.hpp)
+  RowMajor<T> shift;          // s_ij − m_i at visible keys, else 0; kept where Round rounds (the
+                              // same-precision pipeline), whose bounds read it (sdpa_bound.hpp)
 };
 
 /// The forward of row block `blk` of head (b, h), from its rows of q (qh) and its keys' rows
@@ -232,8 +232,9 @@ ForwardHead<T> forward_head(const Problem& p, const MaskView& mask, int64_t b, i
     }
     T l = 0;
     for (int64_t j = 0; j < sk; ++j) {
-      const T d = f.e(i, j) == neg_inf ? T(0) : f.e(i, j) - m;
-      const T x = f.e(i, j) == neg_inf ? T(0) : std::exp(d);
+      const bool masked = f.e(i, j) == neg_inf;
+      const T d = masked ? T(0) : f.e(i, j) - m;
+      const T x = masked ? T(0) : std::exp(d);
       if constexpr (kKeepShift) f.shift(i, j) = d;
       f.e(i, j) = x;
       l += x;

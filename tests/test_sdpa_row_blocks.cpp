@@ -118,13 +118,19 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
   }
 }
 
+// The forward references of p: fp64 O and lse against the naive forward.
+References expect_naive_forward(const sdpa::Problem& p) {
+  const TensorMap in = sdpatest::inputs_of(p);
+  const auto n = sdpatest::naive_forward(p, in);
+  References f = sdpatest::family().reference(p, in);
+  expect_close(f.exact.at("O"), n.o, 1e-12, sdpa::problem_id(p) + " O");
+  expect_close(f.exact.at("lse"), n.lse, 1e-12, sdpa::problem_id(p) + " lse");
+  return f;
+}
+
 TEST(SdpaRowBlocks, Fp64ReferencesEqualTheDefinition) {
   for (sdpa::Problem p : blocked_problems()) {
-    const TensorMap in = sdpatest::inputs_of(p);
-    const auto n = sdpatest::naive_forward(p, in);
-    const References f = sdpatest::family().reference(p, in);
-    expect_close(f.exact.at("O"), n.o, 1e-12, sdpa::problem_id(p) + " O");
-    expect_close(f.exact.at("lse"), n.lse, 1e-12, sdpa::problem_id(p) + " lse");
+    expect_naive_forward(p);
     p.direction = sdpa::Direction::backward;
     const TensorMap bin = sdpatest::inputs_of(p);
     const NaiveGrads g = naive_backward(p, bin);
@@ -157,11 +163,7 @@ TEST(SdpaRowBlocks, Fp64ForwardOfEveryVariantEqualsTheDefinition) {
     ASSERT_GT(blocks.size(), 1u);
     // Some block's keys start after key 0: block-local key indices differ from the head's.
     ASSERT_TRUE(std::any_of(blocks.begin(), blocks.end(), [](const auto& blk) { return blk.k0 > 0; })) << sdpa::problem_id(p);
-    const TensorMap in = sdpatest::inputs_of(p);
-    const auto n = sdpatest::naive_forward(p, in);
-    const References f = sdpatest::family().reference(p, in);
-    expect_close(f.exact.at("O"), n.o, 1e-12, sdpa::problem_id(p) + " O");
-    expect_close(f.exact.at("lse"), n.lse, 1e-12, sdpa::problem_id(p) + " lse");
+    const References f = expect_naive_forward(p);
     for (const auto* refs : {&f.lowp, &f.bound})
       for (const auto& [name, v] : *refs)
         for (double x : v) ASSERT_FALSE(std::isnan(x)) << sdpa::problem_id(p) << " " << name;
