@@ -37,7 +37,7 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape, std::vector<int6
                        int64_t storage_elements)
     : dtype_(dtype), shape_(std::move(shape)), strides_(std::move(strides)), numel_(product(shape_)) {
   if (strides_.size() != shape_.size()) throw std::invalid_argument("strides and shape differ in rank");
-  bytes_.assign(static_cast<size_t>(storage_bytes_for(dtype_, storage_elements)), std::byte{0});
+  bytes_ = ZeroedBytes(static_cast<size_t>(storage_bytes_for(dtype_, storage_elements)));
 }
 
 bool HostTensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }

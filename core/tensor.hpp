@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "core/zeroed_bytes.hpp"
 
 namespace opcts {
 
@@ -57,7 +58,7 @@ class HostTensor {
   DType dtype_ = DType::fp32;
   std::vector<int64_t> shape_, strides_;
   int64_t numel_ = 0;
-  std::vector<std::byte> bytes_;
+  ZeroedBytes bytes_;  // calloc'd: a large tensor's pages are first touched by its fill
 };
 
 /// Named tensors: a case's inputs ("q", "k", "v") or outputs ("O", "lse").
