@@ -35,7 +35,9 @@
 //   strided    index[j] = n − 1 − (j·s mod n), s = max(1, n / m): starts at the last row, spreads
 //              over the whole range, and for m > n cycles so that neighbouring lanes hit
 //              neighbouring destinations
-// Value fills (floats; self and src alike): normal N(0, σ²), ones (src 1, self 0: counters),
+// Value fills (floats; self and src alike): normal N(0, σ²) (fp16 and bf16: RN(σ·z)'s codes with
+// their exact probabilities; fp32 and fp64: a bf16 code drawn so, its lower bits uniform within
+// half a bf16 spacing: refimpl/indexing_inputs.cpp), ones (src 1, self 0: counters),
 // positive (uniform (0, σ]); σ = 1 except for fp16 normal/positive fills, where σ is the power
 // of two that keeps every element's |self| + Σ|src| below 2^13 (fp16 overflows past 65504).
 // Integers: uniform in [−R, R] (positive: [1, R]; ones: 1, self 0), R = 2^20 for int32 and
