@@ -188,10 +188,19 @@ bool direct_codes(const Problem& p, const Shape& s) { return p.fill != Fill::all
 struct GroupDraws {
   double mantissa, exponent, zero, sign;
 };
-GroupDraws group_draws(uint64_t seed, uint64_t at) {
-  const auto r = random_block(seed, kGroupDraws, at);
+GroupDraws group_draws(const uint32_t* r) {
   const auto u = [](uint32_t v) { return static_cast<double>(v) * 0x1p-32; };  // exact
   return {u(r[0]), u(r[1]), u(r[2]), u(r[3])};
+}
+
+// f(at, group_draws of block `at`) for at in [0, total), from runs of Philox blocks
+// (for_each_block_run: in parallel past 2^14 groups; a random_block call per group was 6% of
+// int4_mm's input time, perf, 2026-12-03).
+template <class F>
+void for_each_group(uint64_t seed, int64_t total, F f) {
+  for_each_block_run(seed, kGroupDraws, total, [&](int64_t b0, int64_t nb, const uint32_t* bits) {
+    for (int64_t b = b0; b < b0 + nb; ++b) f(b, group_draws(bits + 4 * (b - b0)));
+  });
 }
 
 // A scale of (group, column): m·2^(e + b(K) + scale_exp) in the scale dtype (file comment of
@@ -231,14 +240,11 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
                            : p.format == Format::tinygemm ? int4::pack_tinygemm(q, N, s.k, p.inner_k_tiles)
                                                           : int4::pack_tinygemm_unpacked(q, N, s.k));
       HostTensor sz(p.dtype, {G, N, 2});
-#pragma omp parallel for schedule(static) if (G * N > (1 << 14))
-      for (int64_t i = 0; i < G * N; ++i) {
-        const auto at = static_cast<uint64_t>(i);
-        const GroupDraws d = group_draws(seed, at);
+      for_each_group(seed, G * N, [&](int64_t i, const GroupDraws& d) {
         const double sc = scale_value(p, d);
         sz.set(2 * i, sc);
-        sz.set(2 * i + 1, (8 - zero_point(p, seed, at, d, false)) * sc);  // zero, rounded once
-      }
+        sz.set(2 * i + 1, (8 - zero_point(p, seed, static_cast<uint64_t>(i), d, false)) * sc);  // zero, rounded once
+      });
       in.emplace("scale_and_zero", std::move(sz));
       break;
     }
@@ -250,13 +256,10 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
       const int64_t GZ = s.zero_groups, both = std::max(G, GZ) * N;
       HostTensor sc(p.dtype, {G, N});
       std::vector<int> z(static_cast<size_t>(GZ * N));  // zero point (g, n) at g·N + n
-#pragma omp parallel for schedule(static) if (both > (1 << 14))
-      for (int64_t i = 0; i < both; ++i) {
-        const auto at = static_cast<uint64_t>(i);
-        const GroupDraws d = group_draws(seed, at);
+      for_each_group(seed, both, [&](int64_t i, const GroupDraws& d) {
         if (i < G * N) sc.set(i, scale_value(p, d));
-        if (i < GZ * N) z[static_cast<size_t>(i)] = static_cast<int>(zero_point(p, seed, at, d, true));
-      }
+        if (i < GZ * N) z[static_cast<size_t>(i)] = static_cast<int>(zero_point(p, seed, static_cast<uint64_t>(i), d, true));
+      });
       in.emplace("scales", std::move(sc));
       if (p.format == Format::awq) in.emplace("qzeros", int4::pack_awq_zeros(int4::Codes(z.begin(), z.end()), GZ, N));
       else {  // the stored code is drawn; the zero point is stored + 1
@@ -267,9 +270,9 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
     }
     case Format::q4_0: {
       std::vector<uint16_t> d(static_cast<size_t>(N * (s.k / 32)));
-#pragma omp parallel for schedule(static) if (N * s.k > (1 << 16))
-      for (int64_t i = 0; i < static_cast<int64_t>(d.size()); ++i)
-        d[static_cast<size_t>(i)] = static_cast<uint16_t>(encode(DType::fp16, scale_value(p, group_draws(seed, static_cast<uint64_t>(i)))));
+      for_each_group(seed, static_cast<int64_t>(d.size()), [&](int64_t i, const GroupDraws& g) {
+        d[static_cast<size_t>(i)] = static_cast<uint16_t>(encode(DType::fp16, scale_value(p, g)));
+      });
       if (direct) {
         HostTensor w = random_storage(p, seed);
         int4::put_q4_0_d(w, d);

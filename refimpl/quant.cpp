@@ -346,6 +346,12 @@ HostTensor swizzle(const HostTensor& row_major_scales) {
   const auto rows = static_cast<size_t>(row_major_scales.dim(0));
   const auto cols = static_cast<size_t>(row_major_scales.dim(1));
   HostTensor out(row_major_scales.dtype(), {static_cast<int64_t>(swizzled_size(rows, cols))});  // padding: code 0
+  if (dtype_info(out.dtype()).bits == 8 && row_major_scales.is_contiguous()) {  // e8m0 and ue4m3: bytes
+    const std::byte* in = row_major_scales.data();
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t c = 0; c < cols; ++c) out.data()[swizzled_offset(r, c, cols)] = in[r * cols + c];
+    return out;
+  }
   for (size_t r = 0; r < rows; ++r)
     for (size_t c = 0; c < cols; ++c)
       out.set_code(static_cast<int64_t>(swizzled_offset(r, c, cols)), row_major_scales.code(static_cast<int64_t>(r * cols + c)));

@@ -229,7 +229,15 @@ HostTensor in_layout(const HostTensor& rm, quant::ScaleLayout layout) {
     case quant::ScaleLayout::column_major: {
       const int64_t rows = rm.dim(0), cols = rm.dim(1);
       HostTensor t(rm.dtype(), {rows, cols}, {1, rows}, rows * cols);
-      for (int64_t i = 0; i < rows * cols; ++i) t.set_code(i, rm.code(i));
+      const int bits = dtype_info(rm.dtype()).bits;
+      if (bits % 8 || !rm.is_contiguous()) {
+        for (int64_t i = 0; i < rows * cols; ++i) t.set_code(i, rm.code(i));
+        return t;
+      }
+      const auto size = static_cast<size_t>(bits / 8);  // whole-byte codes (every scale dtype's): copied as bytes
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          std::memcpy(t.data() + size * static_cast<size_t>(c * rows + r), rm.data() + size * static_cast<size_t>(r * cols + c), size);
       return t;
     }
   }
@@ -272,29 +280,41 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
   const float global = nvfp4 && s.global_scale ? static_cast<float>(std::ldexp(1.0, e_max + 2) / 2688.0) : 1.0f;
   if (nvfp4) o.global = global;
 
-  // Each block's E_b and scale.
+  // Each block's E_b and scale. A block column's chunk exponent is the same in every row of
+  // blocks; each row of blocks draws its u_b from one run of Philox blocks (u_b is
+  // uniform01(seed, stream + 400, b): lane b % 4 of block b / 4) and writes its scale codes
+  // straight into the row-major tensor (fp32: the float's bits, as HostTensor::set stores them).
   HostTensor rm(sd, {g.rows, g.cols});
-  std::vector<int> block_e(static_cast<size_t>(g.rows * g.cols), 0);
-  // Rows of blocks in parallel: each block's scale is its own element (8 or 32 bits).
-#pragma omp parallel for schedule(static) if (g.rows * g.cols > (1 << 14))
-  for (int64_t br = 0; br < g.rows; ++br) {
-    int row_e = 0;
-    for (int64_t r = br * g.block_rows; r < std::min(R, (br + 1) * g.block_rows); ++r) row_e = std::max(row_e, er[static_cast<size_t>(r)]);
-    for (int64_t bc = 0; bc < g.cols; ++bc) {
-      int chunk_e = 0;
-      for (int64_t c = bc * g.block_cols / 32; c * 32 < std::min(K, (bc + 1) * g.block_cols); ++c)
-        chunk_e = std::max(chunk_e, ec[static_cast<size_t>(c)]);
-      const int64_t b = br * g.cols + bc;
-      const int e_b = row_e + chunk_e + p.scale_exp;
-      block_e[static_cast<size_t>(b)] = e_b;
-      const double u = uniform01(seed, stream + 400, static_cast<uint64_t>(b));
-      if (mx) {
-        rm.set_code(b, encode_e8m0(std::ldexp(1.0, e_b + 2 - quant::mx_emax(s.element)), ScaleRounding::floor));
-      } else if (nvfp4) {
-        const double want = std::ldexp(1 + u, e_b) / (sigma * static_cast<double>(global));
-        rm.set_code(b, encode(DType::ue4m3, std::clamp(want, 0x1p-6, 448.0), Overflow::satfinite));
-      } else {
-        rm.set(b, static_cast<double>(static_cast<float>(std::ldexp(1 + u, e_b) / sigma)));
+  std::vector<int> block_e(static_cast<size_t>(g.rows * g.cols), 0), chunk_e(static_cast<size_t>(g.cols), 0);
+  for (int64_t bc = 0; bc < g.cols; ++bc)
+    for (int64_t c = bc * g.block_cols / 32; c * 32 < std::min(K, (bc + 1) * g.block_cols); ++c)
+      chunk_e[static_cast<size_t>(bc)] = std::max(chunk_e[static_cast<size_t>(bc)], ec[static_cast<size_t>(c)]);
+  const int scale_bits = dtype_info(sd).bits;
+  if (scale_bits != 8 && scale_bits != 32) throw std::logic_error("random_operand: scales of 8 or 32 bits");
+#pragma omp parallel if (g.rows * g.cols > (1 << 14))
+  {
+    std::vector<uint32_t> bits;
+#pragma omp for schedule(static)
+    for (int64_t br = 0; br < g.rows; ++br) {
+      int row_e = 0;
+      for (int64_t r = br * g.block_rows; r < std::min(R, (br + 1) * g.block_rows); ++r) row_e = std::max(row_e, er[static_cast<size_t>(r)]);
+      const int64_t b_first = br * g.cols, first = b_first / 4, blocks = (b_first + g.cols - 1) / 4 - first + 1;
+      bits.resize(static_cast<size_t>(4 * blocks));
+      random_blocks(seed, stream + 400, static_cast<uint64_t>(first), blocks, bits.data());
+      for (int64_t bc = 0; bc < g.cols; ++bc) {
+        const int64_t b = b_first + bc;
+        const int e_b = row_e + chunk_e[static_cast<size_t>(bc)] + p.scale_exp;
+        block_e[static_cast<size_t>(b)] = e_b;
+        const double u = uniform01_of_bits(bits[static_cast<size_t>(b - 4 * first)]);
+        if (mx) {
+          reinterpret_cast<uint8_t*>(rm.data())[b] = encode_e8m0(std::ldexp(1.0, e_b + 2 - quant::mx_emax(s.element)), ScaleRounding::floor);
+        } else if (nvfp4) {
+          const double want = std::ldexp(1 + u, e_b) / (sigma * static_cast<double>(global));
+          reinterpret_cast<uint8_t*>(rm.data())[b] = static_cast<uint8_t>(encode(DType::ue4m3, std::clamp(want, 0x1p-6, 448.0), Overflow::satfinite));
+        } else {
+          const auto f = static_cast<float>(std::ldexp(1 + u, e_b) / sigma);
+          std::memcpy(rm.data() + 4 * b, &f, 4);
+        }
       }
     }
   }
@@ -305,7 +325,11 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
   for (int d = 0; d <= 6; ++d) samplers.push_back(&normal_code_sampler(s.element, std::ldexp(sigma, -d)));
   o.codes = HostTensor(s.element, {R, K});
   const bool bytes = dtype_info(s.element).bits == 8;
-  std::vector<uint8_t> codes(bytes ? 0 : static_cast<size_t>(R * K));
+  // 4-bit codes go two to a byte, element 2i in the low nibble (HostTensor's packing): with K
+  // even each row packs into its own K/2 bytes from a row of byte codes per thread; an odd K
+  // packs the whole tensor once every code is drawn.
+  const bool row_packs = !bytes && K % 2 == 0;
+  std::vector<uint8_t> codes(bytes || row_packs ? 0 : static_cast<size_t>(R * K));
   auto* out = bytes ? reinterpret_cast<uint8_t*>(o.codes.data()) : codes.data();
   const int64_t cols_per_block = g.block_cols;
   // Runs of columns in one 32-wide K chunk and one scale block share their binade offset d.
@@ -313,13 +337,14 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
 #pragma omp parallel if (R * K > (1 << 16))
   {
     std::vector<uint32_t> bits;  // the row's Philox blocks: element i takes lane i % 4 of block i / 4
+    std::vector<uint8_t> row_codes(row_packs ? static_cast<size_t>(K) : 0);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < R; ++r) {
       const int64_t br = r / g.block_rows, first = r * K / 4, blocks = (r * K + K - 1) / 4 - first + 1;
       bits.resize(static_cast<size_t>(4 * blocks));
       random_blocks(seed, stream + 300, static_cast<uint64_t>(first), blocks, bits.data());
       const uint32_t* row_bits = bits.data() + (r * K - 4 * first);  // uniform01(seed, stream + 300, r·K + k)'s 32 bits at k
-      uint8_t* row_out = out + r * K;
+      uint8_t* row_out = row_packs ? row_codes.data() : out + r * K;
       for (int64_t k0 = 0; k0 < K; k0 += run) {
         const int e = er[static_cast<size_t>(r)] + ec[static_cast<size_t>(k0 / 32)] + p.scale_exp;
         const int d = block_e[static_cast<size_t>(br * g.cols + k0 / cols_per_block)] - e;
@@ -327,9 +352,13 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
         const int64_t end = std::min(K, k0 + run);
         for (int64_t k = k0; k < end; ++k) row_out[k] = static_cast<uint8_t>(sampler.from_bits(row_bits[k]));
       }
+      if (row_packs) {
+        auto* packed = reinterpret_cast<uint8_t*>(o.codes.data()) + r * K / 2;
+        for (int64_t j = 0; j < K / 2; ++j) packed[j] = static_cast<uint8_t>(row_out[2 * j] | (row_out[2 * j + 1] << 4));
+      }
     }
   }
-  if (!bytes) {  // 4-bit codes, two per byte, element 2i in the low nibble (HostTensor's packing)
+  if (!bytes && !row_packs) {
     auto* packed = reinterpret_cast<uint8_t*>(o.codes.data());
     const int64_t n = R * K;
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
