@@ -120,7 +120,7 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
 
   // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
-  std::string reference_version() const override { return "sdpa-ref-8"; }
+  std::string reference_version() const override { return "sdpa-ref-9"; }
 
   // Exact zeros that a correct result has by construction: O and dQ rows of query rows that
   // see no key (causal_lower_right with Sq > Sk, windows, attn_mask rows i ≡ 3 mod 8), dK and
