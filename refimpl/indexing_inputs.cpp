@@ -158,7 +158,7 @@ int64_t max_adds(const Problem& p, const std::vector<int64_t>& idx) {
   int64_t best = 0;
 #pragma omp parallel if (tiles > 1 && static_cast<int64_t>(idx.size()) > (1 << 16))
   {
-    std::vector<int64_t> count(static_cast<size_t>(kTile * p.n));
+    std::vector<int64_t> count(static_cast<size_t>((cols.per_element ? std::min(kTile, cols.inner) : 1) * p.n));
     int64_t mine = 0;
 #pragma omp for schedule(static)
     for (int64_t tile = 0; tile < tiles; ++tile) {
