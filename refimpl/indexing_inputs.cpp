@@ -184,10 +184,8 @@ struct Values {
   Fill fill;
   double sigma = 1;   // floats: scale of normal and positive fills
   double range = 1;   // integers: R
-  bool zero = false;  // ones fill of self: 0
+  bool zero = false;  // ones fill of self: 0 (fill_values writes zero and ones fills itself)
   double from_block(const uint32_t* r) const {
-    if (zero) return 0;
-    if (fill == Fill::ones) return 1;
     if (dtype == DType::int32 || dtype == DType::int64) {
       const uint64_t bits = (static_cast<uint64_t>(r[0]) << 32) | r[1];
       const auto span = static_cast<uint64_t>(range);
