@@ -119,10 +119,6 @@ class Family {
   /// The case then PASSes when the impl throws InvalidArgument naming that argument, and
   /// FAILs when it runs or blames another one. Empty for ordinary problems.
   virtual std::string expected_error(const Problem&) const { return {}; }
-  /// Trust check (benchdnn's zero_trust_percent): the fraction of an output's elements that
-  /// may be exactly zero whatever the reference holds. The case is MISTRUSTED when the output
-  /// has more zeros than max(this, the reference's own zero fraction) + 1% (runner/trust.hpp).
-  virtual double max_zero_fraction(const Problem&, const std::string& /*output*/) const { return 0.3; }
   /// Names the reference's algorithm for the on-disk reference cache: bump it whenever
   /// `reference` (or `make_inputs`) changes, so stale cached references are recomputed.
   virtual std::string reference_version() const { return "1"; }

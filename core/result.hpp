@@ -30,10 +30,13 @@ struct OutputStats {
                             // worst element's error ÷ bound, so max_abs_err / bound is that ratio)
   double lowp_err = 0;      // ref_relative only: max |same-precision reference − reference|
   int64_t mismatches = 0;   // elements beyond the bound, plus NaN/Inf position mismatches
-  // Exact zeros (+0 and -0) of the output and of the reference rounded to the output dtype,
-  // for the trust check (runner/trust.hpp); counted during the comparison, not reported.
+  // For the trust check (runner/trust.hpp), counted during the comparison, not reported: exact
+  // zeros (+0 and -0) of the output, of the reference rounded to the output dtype, and the
+  // output's zeros that the reference does not explain (runner/compare.cpp: neither its
+  // rounded value nor the element's own bound reaches 0).
   int64_t zeros = 0;
   int64_t ref_zeros = 0;
+  int64_t unexplained_zeros = 0;
   // The largest per-element error ÷ that element's bound (0 when every error is 0; +inf for an
   // error against a zero bound or a NaN/Inf mismatch): how tight the bound is (report tightness).
   double max_ratio = 0;

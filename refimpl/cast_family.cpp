@@ -49,10 +49,6 @@ class CastFamily final : public KitFamily<Problem> {
   // Bump when the codecs (reference_output) or make_input change.
   std::string reference_version() const override { return "cast-ref-1"; }
 
-  // Conversions to narrow formats flush small inputs to zero legitimately: allow exactly the
-  // zeros the reference holds (the trust check's max(this, reference) + margin), no more.
-  double max_zero_fraction(const opcts::Problem&, const std::string&) const override { return 0; }
-
   // One input and one output element per value, each at most 4 bytes on the device.
   double device_bytes(const opcts::Problem& p) const override { return cost(p).bytes; }
 };

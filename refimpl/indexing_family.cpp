@@ -41,10 +41,6 @@ class IndexingFamily final : public KitFamily<Problem> {
   std::string expected_error(const opcts::Problem& p) const override { return get(p).expect_error; }
   std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return indexing::abi_params(get(p)); }
 
-  // Sums rarely cancel to exactly zero: allow the reference's own zeros (counters' untouched
-  // elements, self's), no more (the trust check adds its 1% margin).
-  double max_zero_fraction(const opcts::Problem&, const std::string&) const override { return 0; }
-
   // Inputs and out, plus the sorted impls' scratch: 64-bit keys and 32-bit positions, both
   // double-buffered by the radix sort, the gathered terms in the accumulator type and the
   // chunk sums (about 40 bytes per term).

@@ -122,27 +122,6 @@ class SdpaFamily final : public KitFamily<Problem> {
   // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
   std::string reference_version() const override { return "sdpa-ref-9"; }
 
-  // Exact zeros that a correct result has by construction: O and dQ rows of query rows that
-  // see no key (causal_lower_right with Sq > Sk, windows, attn_mask rows i ≡ 3 mod 8), dK and
-  // dV rows of keys that no row sees. Nothing else is exactly 0 with N(0, 1) inputs beyond
-  // chance (the trust check also allows the reference's own zeros); lse is -inf there, never 0.
-  double max_zero_fraction(const opcts::Problem& pp, const std::string& output) const override {
-    const auto& p = get(pp);
-    if (output == "O" || output == "dQ") {
-      if (p.seq_q == 0) return 0;
-      int64_t empty = 0;
-      for (int64_t i = 0; i < p.seq_q; ++i)
-        empty += p.keys_of_row(i) == 0 || (p.mask_tensor != sdpa::MaskTensor::none && i % 8 == 3);
-      return static_cast<double>(empty) / static_cast<double>(p.seq_q);
-    }
-    if (output == "dK" || output == "dV") {
-      if (p.seq_k == 0) return 0;
-      const auto unseen = sdpa::unseen_keys(p);
-      return static_cast<double>(std::count(unseen.begin(), unseen.end(), 1)) / static_cast<double>(p.seq_k);
-    }
-    return 0;
-  }
-
   // Inputs and outputs in the problem's dtype (the boolean mask as bytes), lse in fp32.
   double device_bytes(const opcts::Problem& pp) const override {
     const auto& p = get(pp);

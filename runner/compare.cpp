@@ -79,7 +79,7 @@ constexpr int64_t kParallelMin = int64_t{1} << 16;
 // One chunk's share of OutputStats (merged in chunk order).
 struct ChunkStats {
   double max_abs_err = 0, max_rel_err = 0, max_ratio = 0, bound = 0, worst_ratio = 0, largest_bound = 0;
-  int64_t mismatches = 0, zeros = 0, ref_zeros = 0;
+  int64_t mismatches = 0, zeros = 0, ref_zeros = 0, unexplained_zeros = 0;
   SlopeAccumulator slope;
   std::vector<Candidate> cands;
   double least_kept = 0;  // once max_worst candidates are kept: the least of their keys
@@ -222,6 +222,21 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
         }
       }
       if (bad) ++p.mismatches;
+      // The trust check's zeros (runner/trust.hpp): a zero the reference explains is a right
+      // answer there — the reference rounds to 0 in the output dtype (zero_in), or 0 lies within
+      // the element's own bound (the rounding model of ref_relative's reference, without the row
+      // statistic that a row's large elements set; bounded's per-element bound), where a correct
+      // result rounds to 0 as a one-subnormal fp16 dQ entry does. allclose, exact and bitexact
+      // carry no error model, so there only the rounded reference explains a zero.
+      if (gi == 0.0 && !zero_in(out_t, wi)) {
+        double reach = 0;
+        if (tol.metric == Metric::bounded) reach = bi;
+        if (tol.metric == Metric::ref_relative) {
+          const double own = (bound ? (*bound)[i] : 0.0) + floor;
+          reach = own + spacing_at(out_t, std::fabs(wi) + own) / 2;
+        }
+        p.unexplained_zeros += !(std::fabs(wi) <= reach);
+      }
       // NaN-safe: a NaN ratio (a NaN bound) counts as the worst.
       const double ratio = err == 0 && !bad ? 0.0 : bi > 0 ? err / bi : INFINITY;
       p.max_ratio = std::isnan(ratio) ? INFINITY : std::max(p.max_ratio, ratio);
@@ -239,6 +254,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   for (const ChunkStats& p : part) {
     s.zeros += p.zeros;
     s.ref_zeros += p.ref_zeros;
+    s.unexplained_zeros += p.unexplained_zeros;
     s.mismatches += p.mismatches;
     s.max_abs_err = std::max(s.max_abs_err, p.max_abs_err);
     s.max_rel_err = std::max(s.max_rel_err, p.max_rel_err);

@@ -209,8 +209,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     // Trust check: within tolerance is not enough when the output is (mostly) zeros.
     for (const auto& o : r.outputs) {
       if (!ok) break;
-      const auto why =
-          trust_check(o.out, o.elements, o.zeros, o.ref_zeros, c.family->max_zero_fraction(*c.problem, o.out));
+      const auto why = trust_check(o);
       if (why) {
         r.raw_outcome = Outcome::MISTRUSTED;
         r.message = "mistrusted: " + *why;

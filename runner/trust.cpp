@@ -6,28 +6,25 @@
 
 namespace opcts {
 
-std::optional<std::string> trust_check(const std::string& name, int64_t elements, int64_t zeros, int64_t ref_zeros,
-                                       double family_allowance) {
-  const int64_t n = elements, zg = zeros, zw = ref_zeros;
-  if (n < kTrustMinElements) return std::nullopt;
-  char buf[256];
-  if (zg == n && zw < n) {
-    std::snprintf(buf, sizeof buf, "%s is all zeros (norm 0) while the reference rounded to its dtype has %lld nonzero of %lld",
-                  name.c_str(), static_cast<long long>(n - zw), static_cast<long long>(n));
+std::optional<std::string> trust_check(const OutputStats& s) {
+  const int64_t n = s.elements, bad = s.unexplained_zeros;
+  if (n == 0 || bad == 0) return std::nullopt;
+  char buf[320];
+  if (s.zeros == n) {
+    std::snprintf(buf, sizeof buf,
+                  "%s is all zeros (norm 0) while the reference explains %lld of them (%lld round to 0 in its "
+                  "dtype; the rest lie beyond their element's bound)",
+                  s.out.c_str(), static_cast<long long>(n - bad), static_cast<long long>(s.ref_zeros));
     return std::string(buf);
   }
-  const double fg = static_cast<double>(zg) / static_cast<double>(n);
-  const double fw = static_cast<double>(zw) / static_cast<double>(n);
-  const double margin = std::max(kTrustZeroMargin, 1.0 / static_cast<double>(n));  // at least one element
-  const double allowed = std::max(family_allowance, fw) + margin;
-  // Compared in elements, so that "one more zero than the reference" is exact.
-  const double allowed_zeros = std::max(family_allowance * static_cast<double>(n), static_cast<double>(zw)) +
-                               std::max(kTrustZeroMargin * static_cast<double>(n), 1.0);
-  if (static_cast<double>(zg) > allowed_zeros + 1e-9) {
+  const double margin = std::max(kTrustZeroMargin * static_cast<double>(n), 1.0);
+  if (static_cast<double>(bad) > margin) {
     std::snprintf(buf, sizeof buf,
-                  "%s has %lld/%lld zeros (%.1f%%), more than allowed %.1f%% (family %.1f%%, rounded reference %.1f%%, +%.1f%%)",
-                  name.c_str(), static_cast<long long>(zg), static_cast<long long>(n), 100 * fg, 100 * allowed,
-                  100 * family_allowance, 100 * fw, 100 * margin);
+                  "%s has %lld/%lld zeros (%.1f%%), %lld of them where the reference is beyond the element's "
+                  "bound and does not round to 0; allowed %lld (%.0f%% of the output, at least one)",
+                  s.out.c_str(), static_cast<long long>(s.zeros), static_cast<long long>(n),
+                  100.0 * static_cast<double>(s.zeros) / static_cast<double>(n), static_cast<long long>(bad),
+                  static_cast<long long>(margin), 100 * kTrustZeroMargin);
     return std::string(buf);
   }
   return std::nullopt;

@@ -540,7 +540,6 @@ TEST(SdpaReference, FullyMaskedRowsOfMasksAreZero) {
             EXPECT_FALSE(std::isnan(lse));
           }
         }
-    EXPECT_NEAR(family().max_zero_fraction(p, "O"), 3.0 / 20, 1e-12);  // rows 3, 11 and 19
   }
 }
 

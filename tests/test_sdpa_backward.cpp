@@ -115,7 +115,6 @@ TEST(SdpaBackward, KeysNobodySeesHaveZeroDkDv) {
         if (j >= 5) EXPECT_TRUE(dk == 0 && dv == 0) << j;
         else EXPECT_NE(dv, 0) << j;
       }
-  EXPECT_NEAR(family().max_zero_fraction(p, "dK"), 7.0 / 12, 1e-12);
   EXPECT_EQ(sdpatest::mismatches_of("host.flash", p), 0);
 }
 
@@ -205,8 +204,42 @@ TEST(SdpaBackward, UnderflowingGradientsAreTrusted) {
     int64_t fp64_zeros = 0;
     for (double x : r.exact.at(name)) fp64_zeros += x == 0.0;
     EXPECT_GE(s.ref_zeros, fp64_zeros) << name;
-    EXPECT_FALSE(trust_check(name, s.elements, s.zeros, s.ref_zeros, family().max_zero_fraction(p, name)))
-        << name << ": " << s.zeros << " zeros, " << s.ref_zeros << " in the rounded reference";
+    EXPECT_FALSE(trust_check(s)) << name << ": " << s.zeros << " zeros, " << s.ref_zeros
+                                 << " in the rounded reference";
+  }
+}
+
+// Issue 43, shapes from public SDPA bug reports: one query row and scale 4 put most of P's mass
+// on few keys, so many dQ entries are a few fp16 subnormals; host.flash rounds 37.5% of dQ to 0
+// where the rounded reference keeps a subnormal. Each such zero lies within its element's own
+// bound: a right answer, which the trust check no longer counts. Zeros written where the
+// reference exceeds twice its element's own bound still fail the case.
+TEST(SdpaBackward, SubnormalGradientsRoundedToZeroAreTrusted) {
+  for (int64_t d : {128, 64}) {
+    auto p = bwd(make(DType::fp16, 1, 8, 8, 1, 128, d, Mask::none));
+    p.scale = 4.0;
+    const TensorMap in = inputs_of(p);
+    const References r = family().reference(p, in);
+    const ArchInfo host{"host", "host"};
+    TensorMap out = builtin_registry().impl("host.flash")->run(p, in, RunContext{&host, -1});
+    const auto stats = sdpatest::compare_all("host.flash", p, r, out);
+    const OutputStats& dq = stats.at("dQ");
+    EXPECT_EQ(dq.mismatches, 0);
+    EXPECT_GT(dq.zeros, dq.ref_zeros) << "the problem no longer shows the issue";
+    EXPECT_EQ(dq.unexplained_zeros, 0);
+    for (const auto& [name, s] : stats) EXPECT_FALSE(trust_check(s)) << name << ": " << *trust_check(s);
+    const std::vector<double>& want = r.exact.at("dQ");
+    const std::vector<double>& own = r.bound.at("dQ");
+    int64_t zeroed = 0;
+    for (size_t e = 0; e < want.size(); ++e)
+      if (std::fabs(want[e]) > 2 * own[e]) {
+        out.at("dQ").set(static_cast<int64_t>(e), 0.0);
+        ++zeroed;
+      }
+    ASSERT_GT(zeroed, 0);
+    const OutputStats s = sdpatest::compare_all("host.flash", p, r, out).at("dQ");
+    EXPECT_EQ(s.unexplained_zeros, zeroed);
+    EXPECT_TRUE(s.mismatches > 0 || trust_check(s)) << zeroed << " zeroed";
   }
 }
 
