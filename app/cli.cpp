@@ -1,4 +1,4 @@
-// opcts: the command line — list, run, repro, gate, report merge/matrix/times/html/tightness, resources, manifest lint, ctest-tests and the worker.
+// opcts: the command line — list, run, repro, gate, report merge/matrix/times/html/tightness, resources, manifest lint, probe accumulators, ctest-tests and the worker.
 #include <cstdio>
 #include <sstream>
 
@@ -21,6 +21,7 @@ int dispatch(CommandLine& cl, const char* argv0) {
   if (*cl.repro) return cmd_repro(cl.repro_id, cl.sel, cl.repro_device, cl.repro_json);
   if (*cl.resources) return cmd_resources(cl.resources_out);
   if (*cl.manifest_lint) return cmd_manifest_lint(cl.sel);
+  if (*cl.probe_accumulators) return cmd_probe_accumulators(cl.sel, cl.probe_device, cl.probe_out);
   if (*cl.merge) return cmd_merge(cl.merge_inputs, cl.merge_junit, cl.merge_summary, cl.merge_results, cl.prefer_later);
   if (*cl.matrix) return cmd_report_matrix(cl.view_inputs, cl.matrix_md);
   if (*cl.times) return cmd_report_times(cl.view_inputs, cl.times_out, cl.times_arch);

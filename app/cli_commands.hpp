@@ -80,6 +80,10 @@ int cmd_report_html(const std::vector<std::string>& inputs, const std::string& o
 /// Error ÷ bound per family, impl and output over passing cases (reports/tightness.hpp), as
 /// Markdown to stdout or `markdown`.
 int cmd_report_tightness(const std::vector<std::string>& inputs, const std::string& markdown);
+/// opcts probe accumulators (app/cli_probe.cpp): runs runner/accumulator_probe.hpp's experiments on every
+/// scaled_mm impl of the arch's backend (filters: impl globs) and prints the manifest tolerance: entries of
+/// the models read off, beside today's; 0 when every probed path fit a model, 1 otherwise or when none ran.
+int cmd_probe_accumulators(const Selection& s, int device_flag, const std::string& out);
 int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, int shards, const std::string& exe,
                     const std::string& reports_dir, const std::string& out, double timeout);
 

@@ -88,6 +88,21 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.manifest_lint->add_option("--manifest", cl.sel.manifest, "manifest file (default: <cases-dir>/manifests/<arch>.yaml)");
   cl.manifest_lint->add_option("--plugin", cl.sel.plugins, "shared library of impls to load (repeatable)");
 
+  cl.probe = app->add_subcommand("probe", "measure properties of the device's impls");
+  cl.probe->require_subcommand(1);
+  cl.probe_accumulators = cl.probe->add_subcommand(
+      "accumulators", "measure how each scaled GEMM path of the arch accumulates; print manifest tolerance: entries "
+                      "(exit 1 when a path fits no model or none was measured)");
+  cl.probe_accumulators->add_option("--arch", cl.sel.arch, "arch whose impls are probed (auto = the GPU present, else host)")
+      ->capture_default_str();
+  cl.probe_accumulators->add_option("--device", cl.probe_device, "GPU ordinal (default: CTest's resource allocation, else 0)");
+  cl.probe_accumulators->add_option("--filter", cl.sel.filters, "glob over impl names to probe (repeatable; default: all)");
+  cl.probe_accumulators->add_option("--cases-dir", cl.sel.cases_dir, "folder of archs.yaml, tolerances.yaml, manifests/");
+  cl.probe_accumulators->add_option("--manifest", cl.sel.manifest,
+                                    "manifest whose models are printed beside the measured ones (default: the arch's)");
+  cl.probe_accumulators->add_option("--plugin", cl.sel.plugins, "shared library of impls to load (repeatable)");
+  cl.probe_accumulators->add_option("--out", cl.probe_out, "file to write the entries to (default: stdout)");
+
   cl.ctest = app->add_subcommand("ctest-tests", "write the CTest script of shard tests (used by the build)");
   add_selection(cl.ctest, cl.sel);
   cl.ctest->add_option("--archs", cl.ctest_archs, "archs, ';' or ',' separated")->delimiter(';')->required();

@@ -32,10 +32,13 @@ struct CommandLine {
   int ctest_shards = 4;
   std::string ctest_exe, ctest_reports, ctest_out;
   double ctest_timeout = 600;
+  int probe_device = -1;
+  std::string probe_out;
   WorkerOptions wo;
   CLI::App *list = nullptr, *run = nullptr, *resources = nullptr, *repro = nullptr, *report = nullptr,
            *merge = nullptr, *matrix = nullptr, *times = nullptr, *html = nullptr, *tightness = nullptr, *gate_cmd = nullptr,
-           *ctest = nullptr, *worker = nullptr, *manifest = nullptr, *manifest_lint = nullptr;
+           *ctest = nullptr, *worker = nullptr, *manifest = nullptr, *manifest_lint = nullptr, *probe = nullptr,
+           *probe_accumulators = nullptr;
 };
 
 /// The CLI11 app whose options write into `cl` (which must outlive it). Its parse() throws
