@@ -48,6 +48,9 @@ struct Tolerance {
   // error (runner/execute.cpp), never no bound.
   std::string accumulation;
   std::string source;  // where it came from: "cases/tolerances.yaml:12", "manifest sm90.yaml:4"
+  // bounded: the accumulator is a rule's stand-in for a model the arch never measured
+  // (ToleranceRule::provisional); the verdict holds under that model only.
+  bool provisional = false;
 };
 
 /// Compares `got` (any dtype, row-major over its shape) with `want` (the fp64 reference, same

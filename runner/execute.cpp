@@ -188,6 +188,9 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       if (!tol.accumulation.empty() && bd == ref.refs.bound.end())
         throw std::runtime_error("output '" + spec.name + "': the reference gives no bound for accumulation '" +
                                  tol.accumulation + "' (" + tol.source + ")");
+      if (tol.provisional)
+        r.provisional += (r.provisional.empty() ? "" : "; ") + spec.name + ": " + to_string(tol.accumulator) + " (" +
+                         tol.source + ")";
       const auto rd = ref.refs.reduction.find(spec.name);
       OutputStats s = compare_output(spec.name, it->second, ref.refs.exact.at(spec.name),
                                      lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst, 5,

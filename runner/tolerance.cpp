@@ -17,7 +17,7 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
   ToleranceTable t;
   for (const auto& n : require_list(path, root["tolerances"], "'tolerances'")) {
     check_keys(path, n, {"family", "output", "dtype", "impl", "arch", "problem", "metric", "atol", "rtol", "factor",
-                         "atol_eps", "accumulator", "accumulation", "false_alarm", "why"});
+                         "atol_eps", "accumulator", "accumulation", "false_alarm", "provisional", "why"});
     ToleranceRule r;
     if (!n["family"]) yaml_fail(path, n, "a tolerance rule needs 'family:'");
     if (!n["metric"]) yaml_fail(path, n, "a tolerance rule needs 'metric:'");
@@ -46,6 +46,11 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
     r.problem = n["problem"] ? text_of(path, n, "problem") : "";
     r.tol.accumulation = n["accumulation"] ? text_of(path, n, "accumulation") : "";
     if (n["accumulator"]) r.tol.accumulator = parse_accumulator(path, n["accumulator"]);
+    if (n["provisional"]) {
+      r.provisional = bool_of(path, n, "provisional");
+      if (r.provisional && !n["accumulator"])
+        yaml_fail(path, n["provisional"], "'provisional' marks a stand-in 'accumulator:' model; this rule gives none");
+    }
     try {
       r.tol.metric = parse_metric(text_of(path, n, "metric"));
     } catch (const YamlError&) {
@@ -99,6 +104,7 @@ Tolerance ToleranceTable::resolve(const std::string& family, const std::string& 
     throw std::runtime_error("no tolerance rule covers " + family + " output '" + output + "' (" + dt + ", " + impl +
                              ") in cases/tolerances.yaml");
   Tolerance t = hit->tol;
+  bool measured = false;  // the arch's manifest states the impl's accumulator
   if (manifest) {
     if (const ManifestEntry* e = manifest->find(EntryKind::tolerance, case_id, output)) {
       if (e->factor) t.factor = *e->factor;
@@ -106,6 +112,7 @@ Tolerance ToleranceTable::resolve(const std::string& family, const std::string& 
       if (e->rtol) t.rtol = *e->rtol;
       if (e->atol_eps) t.atol_eps = *e->atol_eps;
       if (e->accumulator) t.accumulator = *e->accumulator;
+      if (e->accumulator) measured = true;
       if (e->false_alarm) t.false_alarm = *e->false_alarm;
       if (e->accumulation) t.accumulation = *e->accumulation;
       if ((e->accumulator || e->false_alarm) && t.metric != Metric::bounded)
@@ -117,6 +124,7 @@ Tolerance ToleranceTable::resolve(const std::string& family, const std::string& 
       t.source += ", " + e->source;
     }
   }
+  t.provisional = hit->provisional && !measured;
   return t;
 }
 

@@ -22,6 +22,10 @@ struct ToleranceRule {
   std::string problem;              // glob over problem ids (the case id after '/'); "" = any
   Tolerance tol;
   std::string why;
+  // `provisional: true`: the rule's accumulator is a stand-in, the loosest model the family's
+  // paths are known to have, for an arch whose manifest measured none (`opcts probe
+  // accumulators` prints the entry); a case judged under it is reported provisional.
+  bool provisional = false;
 };
 
 /// What a RuleCheck finds wrong with a rule: the YAML key at fault and why.
@@ -39,7 +43,8 @@ class ToleranceTable {
   /// (file:line:column), also at the key a `check` names.
   static ToleranceTable load(const std::string& path, const RuleCheck& check = {});
   /// The last rule that matches (later rules refine earlier ones), then the manifest's
-  /// tolerance entry for the case, if any, overrides its fields. Throws std::runtime_error
+  /// tolerance entry for the case, if any, overrides its fields; `provisional` when the rule's
+  /// accumulator is a stand-in and no manifest entry states one. Throws std::runtime_error
   /// when no rule covers the output: an output without a tolerance is a catalog bug.
   Tolerance resolve(const std::string& family, const std::string& output, DType dtype, const std::string& impl,
                     const std::string& arch, const std::string& case_id, const Manifest* manifest) const;

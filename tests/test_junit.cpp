@@ -178,6 +178,16 @@ TEST(JsonLines, RoundTripEveryOutcome) {
   EXPECT_TRUE(std::isnan(old.outputs.at(0).max_ratio));
 }
 
+// A verdict under a stand-in accumulator model says so in its results line.
+TEST(JsonLines, ProvisionalModelRoundTrips) {
+  ResultRecord r = every_outcome()[0];
+  r.provisional = "d: {bits: 14, rounding: truncate, promote_every: 0} (cases/tolerances.yaml:150)";
+  const std::string line = to_json_line(r);
+  EXPECT_NE(line.find("\"provisional\""), std::string::npos) << line;
+  EXPECT_EQ(parse_json_line(line).provisional, r.provisional);
+  EXPECT_EQ(to_json_line(every_outcome()[0]).find("provisional"), std::string::npos);  // only when set
+}
+
 TEST(Junit, SameRecordNoticesADifference) {
   // Guards the round-trip test: same_record must not be true for everything.
   auto a = every_outcome()[1];
