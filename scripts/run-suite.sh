@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the suite on the GPU found (as sm<XY>, or gfx<N> for AMD), else on the host device.
+# Installs what is missing, builds opcts on every core, and runs the suite on the GPU found (as sm<XY>, or gfx<N> for
+# AMD), else on the host device. Builds in the folder run-tests.sh uses (build/cuda with nvcc, else build/host).
 # Writes build/<preset>/reports/junit.xml and summary.md. Environment knobs:
 #   OPCTS_TIER    smoke | default | full (default: "default" on a GPU, "smoke" on the host device)
 #   OPCTS_SHARDS  shards to split each family into (default 4 on the host device; on GPUs the
@@ -7,10 +8,11 @@
 #   OPCTS_SHARDS_PER_GPU  shards that share one GPU at a time (default: cores / (4 × GPUs), 1 to 4:
 #                 the references run on the CPU and dominate a shard's time, so a GPU is kept
 #                 busy by several shards when there are cores for their references)
+#   OPCTS_CUDA_ARCH  the CUDA arch to build (default: the GPU's compute capability, else 90)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$OPCTS_ROOT"
-scripts/install-deps.sh
+scripts/install-deps.sh --for build
 
 arch=host
 cc=""
@@ -20,7 +22,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 fi
 # An AMD GPU: its gcnArchName (rocminfo's agent "Name: gfx942"; feature suffixes such as
 # ":sramecc+:xnack-" dropped). The hip.* rows are SKIP until opcts runs them through a HIP
-# backend (issue 15); the arch's manifest and gate apply as on any GPU.
+# backend; the arch's manifest and gate apply as on any GPU.
 if [ "$arch" = host ] && command -v rocminfo >/dev/null 2>&1; then
   gfx=$(rocminfo 2>/dev/null | opcts_gfx_from_rocminfo || true)
   [ -n "$gfx" ] && arch="$gfx"
@@ -30,22 +32,15 @@ if ! grep -q "^  $arch:\$" cases/archs.yaml; then
   echo "run-suite: found GPU arch $arch, which cases/archs.yaml does not know (known: $(sed -n 's/^  \([a-z0-9]*\):$/\1/p' cases/archs.yaml | tr '\n' ' '))" >&2
   exit 1
 fi
-preset=host
-extra=()
-if [ "$arch" != host ] && [ "${arch#gfx}" = "$arch" ]; then
-  if [ "$OPCTS_PRESET" != cuda ]; then
-    echo "run-suite: found GPU $arch but no nvcc; install the CUDA toolkit or set CUDACXX" >&2
-    exit 1
-  fi
-  preset=cuda
-  extra+=("-DCMAKE_CUDA_ARCHITECTURES=$cc")
+if [ "$arch" != host ] && [ "${arch#gfx}" = "$arch" ] && [ "$OPCTS_PRESET" != cuda ]; then
+  echo "run-suite: found GPU $arch but no nvcc; install the CUDA toolkit or set CUDACXX" >&2
+  exit 1
 fi
-# The HIP kernels are built where they could run (an AMD GPU), optimised (a build dir that
-# run-tests.sh configured holds its -O0 compile check); CI's run-tests.sh builds them everywhere
-# to keep them compiling.
-if [ "${arch#gfx}" != "$arch" ]; then extra+=("-DOPCTS_HIP_OPT=-O3"); else extra+=("-DOPCTS_HIP=OFF"); fi
+# The folder and options run-tests.sh uses too (common.sh: opcts_configure), so running both
+# builds once: build/cuda wherever nvcc is (the host device runs from it as well), else build/host.
+preset=$OPCTS_PRESET
 tier=${OPCTS_TIER:-$([ "$arch" = host ] && echo smoke || echo default)}
-cores=$(nproc)
+cores=$(opcts_cores)
 jobs=${OPCTS_SHARDS:-4}
 if [ "$arch" != host ]; then
   if [ "${arch#gfx}" != "$arch" ]; then  # AMD: the KFD topology's GPU nodes (a CPU node has gfx_target_version 0)
@@ -60,11 +55,12 @@ if [ "$arch" != host ]; then
   jobs=$((gpus * per_gpu))
 fi
 shards=${OPCTS_SHARDS:-$jobs}
+
+# Only what the suite needs (the opcts binary; the CTest glue is written at configure), on every core.
+opcts_configure -DOPCTS_ARCHS="$arch" -DOPCTS_TIER="$tier" -DOPCTS_SHARDS="$shards"
+cmake --build --preset "$preset" --target opcts -j "$cores"
 # Each shard's references share the cores with the shards beside it.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(((cores + jobs - 1) / jobs))}
-
-cmake --preset "$preset" "${extra[@]}" -DOPCTS_ARCHS="$arch" -DOPCTS_TIER="$tier" -DOPCTS_SHARDS="$shards"
-cmake --build --preset "$preset" -j "$(nproc)"
 
 build="build/$preset"
 rm -rf "$build/reports/$arch"

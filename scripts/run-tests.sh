@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, then runs the harness's own tests, the host suite's smoke tier
 # and the libFuzzer targets for a bounded time (scripts/run-fuzz.sh).
-# With nvcc present the CUDA impls are compiled too (for one arch, OPCTS_TEST_CUDA_ARCH, default 90);
+# With nvcc present the CUDA impls are compiled too (for one arch, OPCTS_CUDA_ARCH: the GPU's, else 90);
 # with hipcc, the portable kernels for OPCTS_TEST_HIP_ARCHS (default gfx90a;gfx940, MI200 and the
-# MI300 family: what issue 15 holds CI to) at OPCTS_TEST_HIP_OPT (default -O0: a compile check).
+# MI300 family) at OPCTS_TEST_HIP_OPT (default -O0: a compile check).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$OPCTS_ROOT"
-scripts/install-deps.sh
+scripts/install-deps.sh --for all
 
 # The fuzz targets (clang, a build of their own, a fifth of CI's CPU) build in the background at
 # the lowest priority from the start: they take only the CPU the main build and the tests leave
@@ -24,17 +24,16 @@ if [ "${OPCTS_FUZZ_SECONDS:-20}" != 0 ]; then
   trap '[ -n "$fuzz_build_pid" ] && kill -- -"$fuzz_build_pid" 2>/dev/null; true' EXIT
 fi
 
-# HIP at -O0 (OPCTS_TEST_HIP_OPT): nothing runs these objects here, and -O3's register allocation
-# of the spilling flash kernels was ~340 of the HIP build's ~370 s of CPU (cmake/hip.cmake).
-# OPCTS_HIP=AUTO: run-suite.sh turns HIP off in a folder this script shares with it (build/host
-# without nvcc), which the cache would otherwise keep, skipping the compile check.
-extra=("-DOPCTS_HIP=AUTO" "-DOPCTS_HIP_ARCHS=${OPCTS_TEST_HIP_ARCHS:-gfx90a;gfx940}" "-DOPCTS_HIP_OPT=${OPCTS_TEST_HIP_OPT:--O0}")
-[ "$OPCTS_PRESET" = cuda ] && extra+=("-DCMAKE_CUDA_ARCHITECTURES=${OPCTS_TEST_CUDA_ARCH:-90}")
-cmake --preset "$OPCTS_PRESET" "${extra[@]}"
-cmake --build --preset "$OPCTS_PRESET" -j "$(nproc)"
+# The folder and options run-suite.sh uses too (common.sh: opcts_configure): one CUDA arch
+# (OPCTS_CUDA_ARCH, default the GPU's, else 90), HIP at -O0 (OPCTS_TEST_HIP_OPT: nothing runs
+# these objects here, and -O3's register allocation of the spilling flash kernels was ~340 of
+# the HIP build's ~370 s of CPU, cmake/hip.cmake).
+cores=$(opcts_cores)
+opcts_configure
+cmake --build --preset "$OPCTS_PRESET" -j "$cores"
 
 build="build/$OPCTS_PRESET"
-ctest --test-dir "$build" -L selftest -j "$(nproc)" --output-on-failure --no-tests=error \
+ctest --test-dir "$build" -L selftest -j "$cores" --output-on-failure --no-tests=error \
   --output-junit "$OPCTS_ROOT/$build/reports/selftest.xml"
 
 mkdir -p "$build/reports/host-smoke"
