@@ -28,8 +28,7 @@ struct ManifestEntry {
   bool strict = true;  // xfail: an unexpected pass is XPASS (fails the gate)
   bool planted = false;  // xfail implied by a planted-bug impl (Impl::planted), not by a file
   // xfail: the failure it expects (required in files: FAIL, ERROR, CRASH or TIMEOUT) and,
-  // optionally, an ECMAScript regex the raw message's first kMessageMatchChars characters
-  // must contain (e.g. "status 15"). Another
+  // optionally, an RE2 pattern the raw message must contain (e.g. "status 15"). Another
   // outcome or message is an unexpected failure: the entry no longer describes what happens.
   Outcome expect = Outcome::FAIL;
   std::string message;
@@ -48,7 +47,8 @@ struct ManifestEntry {
 /// they win over the ones it extends.
 class Manifest {
  public:
-  /// Loads `path`; `extends: [name]` loads `<dir of path>/<name>.yaml`. Throws YamlError
+  /// Loads `path`; `extends: [name]` loads `<dir of path>/<name>.yaml`, and `extends: [p]` with
+  /// a path (a '/' or a .yaml/.yml ending) loads p relative to `path`'s folder. Throws YamlError
   /// ("path:line:column: ...") on a malformed file (core/yaml_util.hpp: empty, a second
   /// document, a duplicate key), unknown keys, a value of the wrong kind or out of range, a
   /// missing reason or match, a missing `extends` file, a cycle. An entry that matches no
@@ -71,12 +71,6 @@ class Manifest {
   std::string arch_, path_;
   std::vector<ManifestEntry> entries_;
 };
-
-/// How much of a raw message an xfail's `message` pattern is matched against (see
-/// unmet_expectation: std::regex's stack depth grows with the text a pattern consumes).
-inline constexpr size_t kMessageMatchChars = 4096;
-/// The longest `message` pattern a manifest may give (longer is a YamlError at its line).
-inline constexpr size_t kMaxMessagePatternChars = 1000;
 
 /// The outcome of a case given its raw outcome and message and the xfail entry matching it (or
 /// null). The whole table, as deqp-runner's baseline rules, typed: the failure the entry
