@@ -5,6 +5,7 @@
 #include "app/builtins.hpp"
 #include "app/cli_commands.hpp"
 #include "app/cli_parse.hpp"
+#include "app/cli_suggest.hpp"
 #include "core/allocator.hpp"
 #include "runner/worker.hpp"
 
@@ -22,7 +23,9 @@ int dispatch(CommandLine& cl, const char* argv0) {
   if (*cl.resources) return cmd_resources(cl.resources_out);
   if (*cl.manifest_lint) return cmd_manifest_lint(cl.sel);
   if (*cl.probe_accumulators) return cmd_probe_accumulators(cl.sel, cl.probe_device, cl.probe_out);
-  if (*cl.merge) return cmd_merge(cl.merge_inputs, cl.merge_junit, cl.merge_summary, cl.merge_results, cl.prefer_later);
+  if (*cl.merge)
+    return cmd_merge(cl.merge_inputs, cl.merge_junit, cl.merge_summary, cl.merge_results, cl.prefer_later,
+                     cl.merge_junit_properties);
   if (*cl.matrix) return cmd_report_matrix(cl.view_inputs, cl.matrix_md);
   if (*cl.times) return cmd_report_times(cl.view_inputs, cl.times_out, cl.times_arch);
   if (*cl.html) return cmd_report_html(cl.view_inputs, cl.html_out, cl.html_title);
@@ -50,12 +53,16 @@ int main(int argc, char** argv) {
   opcts::keep_freed_memory();  // workers, forked or started from here, inherit or repeat it
   CommandLine cl;
   const auto app = make_cli(cl);
+  app->set_version_flag("--version", [] { return version_text(); }, "print the version, commit, build options and the cases folder");
   try {
     app->parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2, as the commands' own errors do.
     const int rc = app->exit(e);
-    return rc == 0 ? 0 : 2;
+    if (rc == 0) return 0;
+    if (const std::string hint = suggestion(*app, std::vector<std::string>(argv + 1, argv + argc)); !hint.empty())
+      std::fprintf(stderr, "opcts: %s\n", hint.c_str());
+    return 2;
   }
   try {
     return dispatch(cl, argv[0]);

@@ -32,10 +32,13 @@ int resolve_device(int flag);
 /// `auto` becomes the arch of the GPU present (detect_arch), else the name is kept.
 std::string resolve_arch(const std::string& arch, int device);
 SuiteOptions suite_options(const Selection& s, const std::string& arch);
-/// --shard as "i/N": itself, or for `auto` the CI engine's shard from the environment:
-/// OPCTS_SHARD_INDEX and OPCTS_SHARD_COUNT (set them from a GitHub Actions matrix or a
-/// Jenkins parallel stage), else GitLab's CI_NODE_INDEX and CI_NODE_TOTAL (`parallel:`), else
-/// "1/1". Both variables of a pair or neither; throws std::invalid_argument naming them.
+/// --shard as "i/N": itself, or for `auto` the CI engine's shard from the environment, the
+/// first of: OPCTS_SHARD_INDEX and OPCTS_SHARD_COUNT (set them from a GitHub Actions matrix or
+/// a Jenkins parallel stage); Kubernetes' JOB_COMPLETION_INDEX (from 0) with OPCTS_SHARD_COUNT
+/// (an Indexed Job's completions); Slurm's SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT
+/// (with SLURM_ARRAY_TASK_MIN and _STEP: the task's place in the array); GitLab's
+/// CI_NODE_INDEX and CI_NODE_TOTAL (`parallel:`); else "1/1". Both variables of a pair or
+/// neither; throws std::invalid_argument naming them.
 std::string resolve_shard(const std::string& shard);
 /// The selection's cases before sharding: tier, families, filters.
 std::vector<Case> unsharded(const Suite& suite, const Selection& s);
@@ -57,6 +60,7 @@ struct RunFlags {
   bool no_ref_cache = false;
   double ref_cache_max_gib = 4;  // the reference cache's size cap (kDefaultRefCacheMaxBytes)
   std::string resume;         // results of a killed run to continue ("" = a fresh run)
+  std::string junit_properties = "lean";  // lean | all (reports/junit.hpp: JunitDetail)
 };
 
 int cmd_list(const Selection& s, bool verbose, bool count_only);
@@ -70,8 +74,9 @@ int cmd_resources(const std::string& out);
 /// the full tier with planted impls; exit 1 when there is one. A malformed file throws (file:line).
 int cmd_manifest_lint(const Selection& s);
 /// `prefer_later`: of two differing records of a case, keep the later (load_reports).
+/// Throws std::invalid_argument when no output (--junit, --summary, --results) is given.
 int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, const std::string& summary,
-              const std::string& results, bool prefer_later);
+              const std::string& results, bool prefer_later, const std::string& junit_properties = "lean");
 /// `tier_given`: --tier was on the command line; otherwise the plan takes the reports' tier.
 int cmd_gate(const Selection& s, const std::vector<std::string>& inputs, bool tier_given, bool prefer_later);
 int cmd_report_matrix(const std::vector<std::string>& inputs, const std::string& markdown);

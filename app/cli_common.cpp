@@ -46,7 +46,8 @@ void add_selection(CLI::App* app, Selection& s) {
   app->add_option("--exclude", s.excludes, "glob over case ids or impl names to leave out (repeatable)");
   app->add_option("--catalog", s.catalogs, "extra catalog file or folder (repeatable)");
   app->add_option("--shard", s.shard,
-                  "i/N: run shard i of N (1-based); auto: from OPCTS_SHARD_INDEX/OPCTS_SHARD_COUNT or GitLab's "
+                  "i/N: run shard i of N (1-based); auto: from OPCTS_SHARD_INDEX/OPCTS_SHARD_COUNT, Kubernetes' "
+                  "JOB_COMPLETION_INDEX with OPCTS_SHARD_COUNT, Slurm's SLURM_ARRAY_TASK_ID/_COUNT, or GitLab's "
                   "CI_NODE_INDEX/CI_NODE_TOTAL, else 1/1");
   app->add_option("--times", s.times, "test-times file (JSON {case id: seconds}) for balancing shards");
   app->add_option("--cases-dir", s.cases_dir, "folder of built-in catalogs, archs.yaml, tolerances.yaml, manifests/");
@@ -95,25 +96,79 @@ std::vector<Case> unsharded(const Suite& suite, const Selection& s) {
   return cases;
 }
 
+namespace {
+
+std::string env_of(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// A non-negative integer variable, or throws naming it.
+long env_index(const char* name, const std::string& v) {
+  size_t used = 0;
+  long n = -1;
+  try {
+    n = std::stol(v, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != v.size() || n < 0)
+    throw std::invalid_argument(std::string("--shard auto: ") + name + "=" + v + " is not a non-negative integer");
+  return n;
+}
+
+// "i/N" checked by parse_shard, or throws naming where it came from.
+std::string checked(const std::string& spec, const std::string& from) {
+  try {
+    parse_shard(spec);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("--shard auto: " + from + ": " + e.what());
+  }
+  return spec;
+}
+
+}  // namespace
+
 std::string resolve_shard(const std::string& shard) {
   if (shard != "auto") return shard;
-  const auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v ? v : "";
-  };
-  for (const auto& [index, count] : {std::pair{"OPCTS_SHARD_INDEX", "OPCTS_SHARD_COUNT"}, {"CI_NODE_INDEX", "CI_NODE_TOTAL"}}) {
-    const std::string i = env(index), n = env(count);
-    if (i.empty() && n.empty()) continue;
-    if (i.empty() || n.empty())
-      throw std::invalid_argument(std::string("--shard auto: ") + (i.empty() ? index : count) + " is not set but " +
-                                  (i.empty() ? count : index) + " is");
-    const std::string spec = i + "/" + n;
-    try {
-      parse_shard(spec);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string("--shard auto: ") + index + "=" + i + ", " + count + "=" + n + ": " + e.what());
-    }
-    return spec;
+  const std::string oi = env_of("OPCTS_SHARD_INDEX"), on = env_of("OPCTS_SHARD_COUNT");
+  const std::string jci = env_of("JOB_COMPLETION_INDEX");
+  // Kubernetes' Indexed Job: JOB_COMPLETION_INDEX from 0, the count from OPCTS_SHARD_COUNT
+  // (the Job's `completions`, which Kubernetes does not pass on).
+  if (oi.empty() && !jci.empty()) {
+    if (on.empty())
+      throw std::invalid_argument("--shard auto: JOB_COMPLETION_INDEX is set but OPCTS_SHARD_COUNT is not "
+                                  "(set it to the Indexed Job's completions)");
+    return checked(std::to_string(env_index("JOB_COMPLETION_INDEX", jci) + 1) + "/" + on,
+                   "JOB_COMPLETION_INDEX=" + jci + ", OPCTS_SHARD_COUNT=" + on);
+  }
+  if (!oi.empty() || !on.empty()) {
+    if (oi.empty() || on.empty())
+      throw std::invalid_argument(std::string("--shard auto: ") + (oi.empty() ? "OPCTS_SHARD_INDEX" : "OPCTS_SHARD_COUNT") +
+                                  " is not set but " + (oi.empty() ? "OPCTS_SHARD_COUNT" : "OPCTS_SHARD_INDEX") + " is");
+    return checked(oi + "/" + on, "OPCTS_SHARD_INDEX=" + oi + ", OPCTS_SHARD_COUNT=" + on);
+  }
+  // A Slurm job array (sbatch --array=MIN-MAX[:STEP]): the task's place in the array, from 1.
+  const std::string sid = env_of("SLURM_ARRAY_TASK_ID"), scount = env_of("SLURM_ARRAY_TASK_COUNT");
+  if (!sid.empty() || !scount.empty()) {
+    if (sid.empty() || scount.empty())
+      throw std::invalid_argument(std::string("--shard auto: ") + (sid.empty() ? "SLURM_ARRAY_TASK_ID" : "SLURM_ARRAY_TASK_COUNT") +
+                                  " is not set but " + (sid.empty() ? "SLURM_ARRAY_TASK_COUNT" : "SLURM_ARRAY_TASK_ID") + " is");
+    const std::string smin = env_of("SLURM_ARRAY_TASK_MIN"), sstep = env_of("SLURM_ARRAY_TASK_STEP");
+    const long id = env_index("SLURM_ARRAY_TASK_ID", sid);
+    const long min = smin.empty() ? 0 : env_index("SLURM_ARRAY_TASK_MIN", smin);
+    const long step = sstep.empty() ? 1 : std::max(1L, env_index("SLURM_ARRAY_TASK_STEP", sstep));
+    const std::string from = "SLURM_ARRAY_TASK_ID=" + sid + ", SLURM_ARRAY_TASK_MIN=" + (smin.empty() ? "unset" : smin) +
+                             ", SLURM_ARRAY_TASK_COUNT=" + scount;
+    if (id < min || (id - min) % step != 0)
+      throw std::invalid_argument("--shard auto: " + from + ": the task is not in the array MIN, MIN+STEP, ...");
+    return checked(std::to_string((id - min) / step + 1) + "/" + scount, from);
+  }
+  const std::string gi = env_of("CI_NODE_INDEX"), gn = env_of("CI_NODE_TOTAL");
+  if (!gi.empty() || !gn.empty()) {
+    if (gi.empty() || gn.empty())
+      throw std::invalid_argument(std::string("--shard auto: ") + (gi.empty() ? "CI_NODE_INDEX" : "CI_NODE_TOTAL") +
+                                  " is not set but " + (gi.empty() ? "CI_NODE_TOTAL" : "CI_NODE_INDEX") + " is");
+    return checked(gi + "/" + gn, "CI_NODE_INDEX=" + gi + ", CI_NODE_TOTAL=" + gn);
   }
   return "1/1";
 }

@@ -4,14 +4,31 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "reports/junit.hpp"
 #include "runner/manifest.hpp"
 #include "runner/shard_plan.hpp"
 
 namespace opcts::cli {
 
+namespace {
+
+// --help shows each option's default; an empty list ("[]"), a required option's placeholder
+// and a -1 that means "not given" (--device) say nothing a reader needs, so they show none.
+void tidy_defaults(CLI::App* app) {
+  for (CLI::Option* o : app->get_options()) {
+    const std::string d = o->get_default_str();
+    if (d == "[]" || o->get_required() || (d == "-1" && o->get_name() == "--device")) o->default_str("");
+  }
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) tidy_defaults(sub);
+}
+
+}  // namespace
+
 std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   auto app = std::make_unique<CLI::App>("opcts: conformance tests for GPU operators against CPU references");
   app->require_subcommand(1);
+  // Every option shows its default in --help ("--timeout FLOAT=600"); subcommands inherit this.
+  app->option_defaults()->always_capture_default();
   cl.list = app->add_subcommand("list", "list case ids");
   add_selection(cl.list, cl.sel);
   cl.list->add_flag("-v,--verbose", cl.verbose, "show tier, catalog source and whether the case would run or SKIP");
@@ -21,6 +38,9 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.run = app->add_subcommand("run", "run cases in worker processes and write reports");
   add_selection(cl.run, cl.sel);
   cl.run->add_option("--junit", cl.rf.junit, "JUnit XML report path");
+  cl.run->add_option("--junit-properties", cl.rf.junit_properties,
+                     "lean: a passing testcase carries id, impl and tier, a failure also its message, worst elements "
+                     "and repro; all: every field of the record (--results always keeps everything)");
   cl.run->add_option("--results", cl.rf.results, "results file (one JSON line per case)");
   cl.run->add_option("--summary", cl.rf.summary, "Markdown summary path");
   cl.run->add_option("--device", cl.rf.device, "GPU ordinal (default: CTest's resource allocation, else 0)");
@@ -57,6 +77,7 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.merge->add_option("--junit", cl.merge_junit, "merged JUnit path");
   cl.merge->add_option("--summary", cl.merge_summary, "Markdown summary path");
   cl.merge->add_option("--results", cl.merge_results, "merged results (JSON lines) path");
+  cl.merge->add_option("--junit-properties", cl.merge_junit_properties, "lean or all, as run --junit-properties");
   cl.merge->add_flag("--prefer-later", cl.prefer_later,
                   "of two differing results of a case, keep the later (a later argument; in a folder, a later path), "
                   "e.g. a retried shard's, instead of refusing to merge");
@@ -112,6 +133,8 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.ctest->add_option("--out", cl.ctest_out, "script to write")->required();
   cl.ctest->add_option("--timeout", cl.ctest_timeout, "per-case timeout passed to run");
 
+  tidy_defaults(app.get());
+
   cl.worker = app->add_subcommand("__worker", "internal: the worker process");
   cl.worker->group("");  // hidden from --help
   cl.worker->add_option("--arch", cl.wo.suite.arch)->required();
@@ -134,6 +157,7 @@ void check_run_flags(const RunFlags& f) {
     throw std::invalid_argument("--timeout must be a positive number of seconds");
   if (!(f.ref_cache_max_gib > 0) || !(f.ref_cache_max_gib <= 1 << 20))
     throw std::invalid_argument("--ref-cache-max-gib must be a positive number of GiB (at most 1048576)");
+  parse_junit_detail(f.junit_properties);
   if (f.reruns < 0 || f.reruns > kMaxReruns)
     throw std::invalid_argument("--reruns must be from 0 to " + std::to_string(kMaxReruns) + ", not " + std::to_string(f.reruns));
 }

@@ -23,7 +23,7 @@ struct CommandLine {
   std::string repro_id, repro_json;
   int repro_device = -1;
   std::vector<std::string> merge_inputs;
-  std::string merge_junit, merge_summary, merge_results;
+  std::string merge_junit, merge_summary, merge_results, merge_junit_properties = "lean";
   bool prefer_later = false;
   std::vector<std::string> view_inputs;
   std::string matrix_md, times_out, times_arch, html_out, html_title = "opcts report", tightness_md;
@@ -44,6 +44,10 @@ struct CommandLine {
 /// The CLI11 app whose options write into `cl` (which must outlive it). Its parse() throws
 /// CLI::ParseError on a usage error and for --help; app.exit(e) prints either.
 std::unique_ptr<CLI::App> make_cli(CommandLine& cl);
+
+/// `opcts --version`'s text: version, commit, build options, CUDA/cuDNN/HIP as built, and the
+/// cases folder this binary reads by default (app/cli_version.cpp).
+std::string version_text();
 
 /// The checks a parsed command makes of its options before it reads or writes any file:
 /// --tier and --shard (resolve_shard, so `auto` reads the environment), and run's flags

@@ -38,13 +38,18 @@
 namespace opcts::cli {
 
 int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, const std::string& summary,
-              const std::string& results, bool prefer_later) {
+              const std::string& results, bool prefer_later, const std::string& junit_properties) {
+  // A merge that writes nothing would succeed having done nothing: a CI step that forgot its
+  // output flag must fail, not gate on files that were never written.
+  if (junit.empty() && summary.empty() && results.empty())
+    throw std::invalid_argument("report merge writes nothing: give --junit, --summary or --results");
+  const JunitDetail detail = parse_junit_detail(junit_properties);
   check_distinct_outputs({{"--junit", junit}, {"--summary", summary}, {"--results", results}});
   const auto records = load_reports(inputs, prefer_later);
   // An empty merge usually means the shards never wrote their reports: never a green gate.
   if (records.empty()) throw std::runtime_error("no results found in the given reports");
   std::vector<std::pair<std::string, std::string>> files;
-  if (!junit.empty()) files.emplace_back(junit, junit_xml(records, "opcts"));
+  if (!junit.empty()) files.emplace_back(junit, junit_xml(records, "opcts", detail));
   if (!summary.empty()) files.emplace_back(summary, summary_markdown(records));
   if (!results.empty()) files.emplace_back(results, results_text(records));
   write_files(files);  // all or none: a full disk leaves every old file as it was

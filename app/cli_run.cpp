@@ -13,7 +13,10 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <mutex>
+#include <condition_variable>
 #include <sstream>
+#include <thread>
 
 #include "app/builtins.hpp"
 #include "core/errors.hpp"
@@ -36,6 +39,7 @@
 #include "reports/summary.hpp"
 #include "reports/times.hpp"
 #include "runner/shard_cases.hpp"
+#include "runner/shard_plan.hpp"
 #include "app/cli_commands.hpp"
 #include "app/cli_parse.hpp"
 
@@ -102,29 +106,102 @@ void check_arch_matches(const Suite& suite, int device, bool allow) {
                               " is " + found + " (" + why + "); pass --allow-arch-mismatch to run anyway");
 }
 
-// The progress line and each failure as it arrives (stderr).
+// A failure's reason on one line, each part said once: the manifest's word on it (an unmet
+// xfail, a planted bug not caught) and the impl's message, cut at 300 characters.
+std::string failure_text(const ResultRecord& r) {
+  if (r.outcome == Outcome::XPASS) return r.expectation;
+  std::string msg = r.message.substr(0, r.message.find('\n'));
+  if (msg.size() > 300) msg = msg.substr(0, 300) + "...";
+  if (r.expectation.empty() || r.expectation.find(msg) != std::string::npos) return r.expectation.empty() ? msg : r.expectation;
+  if (msg.empty() || msg.find(r.expectation) != std::string::npos) return msg.empty() ? r.expectation : msg;
+  return r.expectation + ": " + msg;
+}
+
+// The progress line and each failure as it arrives (stderr). The ETA weighs the cases by the
+// shard planner's cost estimates (a problem's reference once, each impl's device time;
+// estimate_seconds), so a run whose large problems come last does not promise an early end. In
+// a log that is no terminal a line is printed every 100 cases and, between them, every 30 s
+// (heartbeat_period), so a CI job that kills a step after minutes without output never kills a slow
+// shard that is still working.
 class Progress {
  public:
+  // 30 s; OPCTS_HEARTBEAT_SECONDS sets another period (the tests use 1).
+  static std::chrono::seconds heartbeat_period() {
+    const char* v = std::getenv("OPCTS_HEARTBEAT_SECONDS");
+    const int s = v ? std::atoi(v) : 0;
+    return std::chrono::seconds(s > 0 ? s : 30);
+  }
+
+  Progress(const Suite& suite, const std::vector<Case>& cases) : tty_(isatty(STDERR_FILENO)), period_(heartbeat_period()) {
+    const bool on_gpu = suite.arch().backend != "host";
+    std::map<std::string, bool> problem_seen;
+    for (const auto& c : cases) {
+      if (suite.skip_reason(c)) continue;
+      const Cost cost = c.family->cost(*c.problem);
+      const double ref = estimate_seconds(cost.flops, cost.bytes, false);
+      const double dev = on_gpu ? std::max(0.0, estimate_seconds(cost.flops, cost.bytes, true) - ref) : ref;
+      bool& seen = problem_seen[c.id.substr(c.id.find('/'))];
+      const double est = dev + (seen ? 0.0 : ref) + 1e-3;  // + a worker's fixed cost per case
+      seen = true;
+      estimate_[c.id] = est;
+      total_est_ += est;
+    }
+    total_ = cases.size();  // until the first record says how many run
+    if (!tty_) heartbeat_ = std::thread([this] { beat(); });
+  }
+  ~Progress() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (heartbeat_.joinable()) heartbeat_.join();
+  }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
   void operator()(const ResultRecord& r, size_t done, size_t total) {
-    const bool tty = isatty(STDERR_FILENO);
+    std::lock_guard lock(mu_);
+    done_ = done;
+    total_ = total;
+    if (const auto it = estimate_.find(r.id); it != estimate_.end()) done_est_ += it->second;
     if (is_gate_failure(r.outcome)) {
       ++failures_;
-      const std::string why = r.outcome == Outcome::XPASS ? r.expectation
-                              : r.expectation.empty()     ? r.message.substr(0, 300)
-                                                          : r.expectation + ": " + r.message.substr(0, 300);
-      std::fprintf(stderr, "%s%s %s: %s\n  repro: %s\n", tty ? "\r\033[K" : "", std::string(to_string(r.outcome)).c_str(),
-                   r.id.c_str(), why.c_str(), r.repro.c_str());
+      std::fprintf(stderr, "%s%s %s: %s\n  repro: %s\n", tty_ ? "\r\033[K" : "", std::string(to_string(r.outcome)).c_str(),
+                   r.id.c_str(), failure_text(r).c_str(), r.repro.c_str());
     }
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    if (tty || done == total || done % 100 == 0)
-      std::fprintf(stderr, "%s[%zu/%zu] %zu failures, %.0f s elapsed, ~%.0f s left%s", tty ? "\r" : "", done, total,
-                   failures_, el, el / static_cast<double>(done) * static_cast<double>(total - done),
-                   tty && done < total ? "" : "\n");
+    if (tty_ || done == total || done % 100 == 0) print(done < total);
   }
 
  private:
-  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
-  size_t failures_ = 0;
+  // Called with mu_ held.
+  void print(bool more) {
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    // Seconds left: the estimated cost not yet done, at the rate the done cost took.
+    const double left = done_est_ > 0 ? el * std::max(0.0, total_est_ - done_est_) / done_est_
+                        : done_ > 0  ? el / static_cast<double>(done_) * static_cast<double>(total_ - done_)
+                                     : 0.0;
+    std::fprintf(stderr, "%s[%zu/%zu] %zu failures, %.0f s elapsed, ~%.0f s left%s", tty_ ? "\r" : "", done_, total_,
+                 failures_, el, left, tty_ && more ? "" : "\n");
+    last_print_ = std::chrono::steady_clock::now();
+  }
+
+  void beat() {
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; }))
+      if (total_ > 0 && done_ < total_ && std::chrono::steady_clock::now() - last_print_ >= period_) print(true);
+  }
+
+  const bool tty_;
+  const std::chrono::seconds period_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread heartbeat_;
+  bool stop_ = false;
+  std::map<std::string, double> estimate_;
+  double total_est_ = 0, done_est_ = 0;
+  size_t done_ = 0, total_ = 0, failures_ = 0;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), last_print_ = t0_;
 };
 
 // The reports a run starts with, so that no report of an earlier run at these paths can pass
@@ -158,7 +235,7 @@ std::vector<ResultRecord> carried_list(const std::map<std::string, ResultRecord>
 void write_reports(const RunFlags& f, const std::vector<ResultRecord>& records, const std::string& arch) {
   std::vector<std::pair<std::string, std::string>> files;
   if (!f.results.empty()) files.emplace_back(f.results, results_text(records));
-  if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(records, "opcts." + arch));
+  if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(records, "opcts." + arch, parse_junit_detail(f.junit_properties)));
   if (!f.summary.empty()) files.emplace_back(f.summary, summary_markdown(records));
   write_files(files);
 }
@@ -224,12 +301,12 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
   {
     const auto start = starting_records(suite, cases, carried, device);
     std::vector<std::pair<std::string, std::string>> files;
-    if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(start, "opcts." + arch));
+    if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(start, "opcts." + arch, parse_junit_detail(f.junit_properties)));
     if (!f.summary.empty()) files.emplace_back(f.summary, summary_markdown(start));
     write_files(files);
   }
   req.on_record = [&](const ResultRecord& r) { stream.append(r); };
-  Progress progress;
+  Progress progress(suite, cases);
   const RunResult result = run_cases(suite, cases, req, std::ref(progress));
   const auto& records = result.records;
   write_reports(f, records, arch);

@@ -13,8 +13,9 @@ set(OPCTS_HIP_ARCHS "gfx90a;gfx940" CACHE STRING "AMD targets the portable kerne
 # asks for -O0: its HIP objects are a compile check that nothing runs, and at -O3 the register
 # allocation of the flash kernels, which spill past 256 VGPRs on gfx90a, is most of the HIP build
 # (sdpa_flash.cu for gfx90a: 82 s at -O3, 84 s at -O2, 104 s at -O1, 5 s at -O0, measured here).
-# A cache variable: a build folder run-tests.sh configured keeps -O0 until configured with
-# -DOPCTS_HIP_OPT=-O3 (run-suite.sh on an AMD GPU does so; the configure line says which).
+# A cache variable: a build folder run-tests.sh or run-suite.sh configured (both the same way,
+# scripts/common.sh) keeps -O0 until configured with -DOPCTS_HIP_OPT=-O3, which a HIP backend
+# that runs the objects will want (the configure line says which).
 set(OPCTS_HIP_OPT -O3 CACHE STRING "hipcc optimisation of the portable kernels (-O3; -O0 for a compile check)")
 
 set(OPCTS_HAVE_HIP OFF)

@@ -165,7 +165,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int k = 0; k < n && fdp.remaining_bytes() > 0; ++k) records.push_back(record(fdp));
 
   const std::string path = (opcts_fuzz::tmp_dir() / "junit.xml").string();
-  opcts::write_junit(records, path, suite);  // throws only on I/O failure: a crash here
+  opcts::write_junit(records, path, suite, opcts::JunitDetail::all);  // throws only on I/O failure: a crash here
 
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

@@ -136,9 +136,7 @@ std::string failures_section(const std::vector<ResultRecord>& records) {
   for (std::size_t i = 0; i < bad.size() && i < kMaxFailures; ++i) {
     const ResultRecord& r = *bad[i];
     std::string why = r.outcome == Outcome::XPASS ? "remove this manifest entry: the case now passes. " : "";
-    why += r.message;
-    const std::string stats = stats_line(r);
-    if (!stats.empty()) why += (why.empty() ? "" : " — ") + stats;
+    why = with_stats(why + r.message, r, " — ");
     s += fmt::format(
         "<tr><td style=\"color:{}\"><b>{}</b></td><td>{}</td><td><code>{}</code><br><code class=\"repro\">{}</code></td>"
         "<td>{}</td></tr>\n",
@@ -188,51 +186,68 @@ std::string tightness_section(const std::vector<ResultRecord>& records) {
   return s + "</table></section>\n";
 }
 
-// Per family, one strip: x = log10(error ÷ bound) of each compared case.
+// Per family, one strip: x = log10(error ÷ bound) of each compared case, in three regions: exact
+// results (error 0) on the left, the log axis, and on the right the cases whose ratio is
+// infinite (an error against a zero bound, a NaN or Inf where the reference holds another
+// value) or beyond the axis, each spread over a column of its own rather than piled on an edge;
+// under it, a legend of the outcomes' colours.
 std::string error_plot_section(const std::vector<ResultRecord>& records) {
   std::map<std::string, std::vector<const ResultRecord*>> by_family;
+  std::map<Outcome, std::size_t> shown;
   for (const auto& r : records)
-    if (!r.outputs.empty() && r.outcome != Outcome::SKIP) by_family[family_of(r)].push_back(&r);
+    if (!r.outputs.empty() && r.outcome != Outcome::SKIP) by_family[family_of(r)].push_back(&r), ++shown[r.outcome];
   std::string s =
       "<section id=\"errors\"><h2>Error as a fraction of the bound</h2>\n<p>Each dot is one case: "
       "the largest error ÷ bound of its outputs (per element where the bound is), log scale. Left of the red "
-      "line is within the bound; the first column holds exact results (error 0).</p>\n";
+      "line is within the bound; the first column holds exact results (error 0), the last the cases beyond the "
+      "axis or with an infinite ratio (an error where the bound is 0, a NaN or Inf the reference does not "
+      "have).</p>\n";
   if (by_family.empty()) return s + "<p>No compared outputs.</p></section>\n";
-  const double w = 900, left = 150, exact_w = 50, plot_l = left + exact_w + 25, plot_r = w - 20, row_h = 44, top = 24;
-  const double h = top + row_h * static_cast<double>(by_family.size()) + 30;
+  const double w = 960, left = 150, exact_w = 50, far_w = 60, plot_l = left + exact_w + 25, far_l = w - 20 - far_w,
+               plot_r = far_l - 25, row_h = 44, top = 24;
+  const double legend_h = 24;
+  const double h = top + row_h * static_cast<double>(by_family.size()) + 30 + legend_h;
   auto xpos = [&](double lg) { return plot_l + (std::clamp(lg, kLogLo, kLogHi) - kLogLo) / (kLogHi - kLogLo) * (plot_r - plot_l); };
   s += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
                    "role=\"img\" aria-label=\"error over bound per family\">\n", w, h, w, h);
   s += fmt::format("<text x=\"{}\" y=\"16\" font-size=\"11\" text-anchor=\"middle\">exact</text>\n", left + exact_w / 2);
+  s += fmt::format("<text x=\"{}\" y=\"16\" font-size=\"11\" text-anchor=\"middle\">&gt;1e{} or ∞</text>\n",
+                   far_l + far_w / 2, static_cast<int>(kLogHi));
+  const double axis_bottom = top + row_h * static_cast<double>(by_family.size());
   for (int e = static_cast<int>(kLogLo); e <= static_cast<int>(kLogHi); ++e) {
     const double x = xpos(e);
     s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"{4}\"/>"
                      "<text x=\"{0}\" y=\"16\" font-size=\"11\" text-anchor=\"middle\">1e{5}</text>\n",
-                     x, top, h - 30, e == 0 ? "#c62828" : "#ddd", e == 0 ? 2 : 1, e);
+                     x, top, axis_bottom, e == 0 ? "#c62828" : "#ddd", e == 0 ? 2 : 1, e);
   }
   double y = top;
   for (const auto& [fam, rs] : by_family) {
-    std::size_t exact = 0;
     s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"13\" text-anchor=\"end\">{} ({})</text>\n", left - 8,
                      y + row_h / 2 + 4, html_escape(fam), rs.size());
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#eee\"/>\n", left,
-                     y + 2, plot_r - left, row_h - 4);
+                     y + 2, far_l + far_w - left, row_h - 4);
     for (const ResultRecord* r : rs) {
       const double ratio = error_ratio(*r);
       double x;
-      if (ratio == 0 || std::isnan(ratio)) {
-        ++exact;
-        x = left + 5 + jitter(r->id + "x") * (exact_w - 10);
-      } else {
-        x = xpos(std::log10(ratio));
-      }
-      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\" fill-opacity=\"0.6\"><title>{}: error/bound {:.3g}</title></circle>\n",
-                       x, y + 6 + jitter(r->id) * (row_h - 12), color(r->outcome), html_escape(r->id), ratio);
+      if (ratio == 0 || std::isnan(ratio)) x = left + 5 + jitter(r->id + "x") * (exact_w - 10);
+      else if (!(std::log10(ratio) <= kLogHi)) x = far_l + 5 + jitter(r->id + "x") * (far_w - 10);
+      else x = xpos(std::log10(ratio));
+      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\" fill-opacity=\"0.6\"><title>{}: {}, error/bound {:.3g}</title></circle>\n",
+                       x, y + 6 + jitter(r->id) * (row_h - 12), color(r->outcome), html_escape(r->id),
+                       to_string(r->outcome), ratio);
     }
     y += row_h;
   }
   s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">max_abs_err / bound (log)</text>\n",
-                   (plot_l + plot_r) / 2, h - 10);
+                   (plot_l + plot_r) / 2, axis_bottom + 18);
+  double lx = left;
+  for (const auto& [o, n] : shown) {
+    const std::string label = fmt::format("{} ({})", to_string(o), n);
+    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/><text class=\"legend-item\" x=\"{:.1f}\" "
+                     "y=\"{:.1f}\" font-size=\"11\">{}</text>\n",
+                     lx, h - 10, color(o), lx + 8, h - 6, label);
+    lx += 16 + 7 * static_cast<double>(label.size());
+  }
   return s + "</svg></section>\n";
 }
 

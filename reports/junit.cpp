@@ -9,6 +9,7 @@
 #include <ctime>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -85,7 +86,33 @@ std::string metrics(const ResultRecord& r) {
   return fmt::format("{}", fmt::join(seen, ","));
 }
 
-void add_properties(pugi::xml_node tc, const ResultRecord& r) {
+// The lean properties (JunitDetail::lean): what a CI page shows and a reader needs to rebuild
+// the verdict. A passing case carries its id, impl and tier (the time is the testcase's
+// attribute, the arch its classname's); any other outcome adds the outcomes, its message, the
+// manifest's expectation, the worst elements and the repro line. The .jsonl keeps the rest.
+void add_lean_properties(pugi::xml_node tc, const ResultRecord& r) {
+  auto props = tc.append_child("properties");
+  add_prop(props, "id", r.id);
+  add_prop(props, "impl", r.impl);
+  if (!r.tier.empty()) add_prop(props, "tier", r.tier);
+  if (r.outcome == Outcome::PASS && r.raw_outcome == Outcome::PASS) return;
+  add_prop(props, "outcome", to_string(r.outcome));
+  add_prop(props, "raw_outcome", to_string(r.raw_outcome));
+  if (!r.message.empty()) add_prop(props, "message", r.message);
+  if (!r.expectation.empty()) add_prop(props, "expectation", r.expectation);
+  for (std::size_t k = 0; k < r.worst.size(); ++k) {
+    const auto& w = r.worst[k];
+    const std::string p = k == 0 ? "first_mismatch." : fmt::format("worst.{}.", k);
+    add_prop(props, p + "out", w.out);
+    add_prop(props, p + "index", join_index(w.index));
+    add_prop(props, p + "got", num(w.got));
+    add_prop(props, p + "want", num(w.want));
+  }
+  if (!r.repro.empty()) add_prop(props, "repro", r.repro);
+}
+
+void add_properties(pugi::xml_node tc, const ResultRecord& r, JunitDetail detail) {
+  if (detail == JunitDetail::lean) return add_lean_properties(tc, r);
   auto props = tc.append_child("properties");
   add_prop(props, "id", r.id);
   add_prop(props, "arch", r.arch);
@@ -188,7 +215,7 @@ void add_result(pugi::xml_node tc, const ResultRecord& r) {
     case Outcome::FLAKE:
     case Outcome::MISTRUSTED:
     case Outcome::MISSING:
-      set_attr(e, "message", join_nonempty(join_nonempty(r.expectation, r.message), stats_line(r)));
+      set_attr(e, "message", with_stats(join_nonempty(r.expectation, r.message), r));
       set_attr(e, "type", outcome);
       add_text(e, details(r));
       break;
@@ -304,11 +331,26 @@ void set_output_field(OutputStats& o, const std::string& field, const std::strin
   else if (field == "slope_hi") o.slope_hi = parse_double(value, name);
 }
 
+// A lean testcase's outcome where it has no `outcome` property: PASS without a result element,
+// else the element's type (failure and error carry the outcome's name; skipped is SKIP, or
+// XFAIL by pytest's type="xfail").
+std::optional<Outcome> outcome_from_element(pugi::xml_node tc) {
+  for (const char* e : {"failure", "error"})
+    if (auto n = tc.child(e)) return parse_outcome(n.attribute("type").value());
+  if (auto n = tc.child("skipped")) return std::string_view(n.attribute("type").value()) == "xfail" ? Outcome::XFAIL : Outcome::SKIP;
+  return Outcome::PASS;
+}
+
 ResultRecord parse_testcase(pugi::xml_node tc, const std::string& family) {
   auto props = tc.child("properties");
   if (!props) throw std::runtime_error("no <properties> (not written by opcts write_junit?)");
   ResultRecord r;
   r.family = family;
+  // Lean reports carry no arch or ms property: the classname (<family>.<arch>) and the time
+  // attribute say them; a property, where present, wins below.
+  if (const std::string cls = tc.attribute("classname").value(); cls.rfind(family + ".", 0) == 0)
+    r.arch = cls.substr(family.size() + 1);
+  if (const std::string t = tc.attribute("time").value(); !t.empty()) r.ms = parse_double(t, "time") * 1000.0;
   bool has_id = false, has_outcome = false, has_raw = false;
   std::map<std::size_t, WorstElement> worst;
   std::vector<std::string> output_order;
@@ -351,7 +393,11 @@ ResultRecord parse_testcase(pugi::xml_node tc, const std::string& family) {
     // Other properties (metric, max_abs_err, ...) are derived from these or unknown: ignored.
   }
   if (!has_id) throw std::runtime_error("no 'id' property");
-  if (!has_outcome) throw std::runtime_error("no 'outcome' property");
+  if (!has_outcome) {
+    const auto o = outcome_from_element(tc);
+    if (!o) throw std::runtime_error("no 'outcome' property, and the result element's type names no outcome");
+    r.outcome = *o;
+  }
   if (!has_raw) r.raw_outcome = r.outcome;
   for (auto& [k, w] : worst) r.worst.push_back(std::move(w));
   for (const auto& name : output_order) r.outputs.push_back(std::move(outputs[name]));
@@ -410,7 +456,7 @@ std::string sanitize_xml_text(std::string_view s) {
   return out;
 }
 
-std::string junit_xml(const std::vector<ResultRecord>& records, const std::string& suite_name) {
+std::string junit_xml(const std::vector<ResultRecord>& records, const std::string& suite_name, JunitDetail detail) {
   // Families in name order; cases in the order given (callers sort for determinism).
   std::map<std::string, std::vector<const ResultRecord*>> by_family;
   for (const auto& r : records) by_family[family_of(r)].push_back(&r);
@@ -447,7 +493,7 @@ std::string junit_xml(const std::vector<ResultRecord>& records, const std::strin
       set_attr(tc, "classname", family + "." + r->arch);
       set_attr(tc, "name", case_name(*r, family));
       set_attr(tc, "time", time_attr(seconds(r->ms)));
-      add_properties(tc, *r);
+      add_properties(tc, *r, detail);
       add_result(tc, *r);
     }
     suite.append_child("system-out");
@@ -458,9 +504,15 @@ std::string junit_xml(const std::vector<ResultRecord>& records, const std::strin
   return os.str();
 }
 
-void write_junit(const std::vector<ResultRecord>& records, const std::string& path,
-                 const std::string& suite_name) {
-  write_text_file(path, junit_xml(records, suite_name));
+void write_junit(const std::vector<ResultRecord>& records, const std::string& path, const std::string& suite_name,
+                 JunitDetail detail) {
+  write_text_file(path, junit_xml(records, suite_name, detail));
+}
+
+JunitDetail parse_junit_detail(const std::string& s) {
+  if (s == "lean") return JunitDetail::lean;
+  if (s == "all") return JunitDetail::all;
+  throw std::invalid_argument("--junit-properties must be lean or all, not '" + s + "'");
 }
 
 std::vector<ResultRecord> read_junit(const std::string& path) {

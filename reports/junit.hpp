@@ -9,21 +9,32 @@
 
 namespace opcts {
 
+/// How much of a record a testcase's <properties> carry. `lean` (the default): a passing case
+/// its id, impl and tier (~400 bytes a testcase, where CI servers ignore properties and
+/// xunit-viewer lists them above the failure); any other outcome also its outcomes, message,
+/// expectation, worst elements and repro. `all`: every field of the record (seed, device, ms,
+/// each output's statistics), as the .jsonl results hold them.
+enum class JunitDetail { lean, all };
+/// "lean" or "all" (--junit-properties); throws std::invalid_argument naming the option.
+JunitDetail parse_junit_detail(const std::string& s);
+
 /// Writes `records` as JUnit XML to `path`, atomically (a temporary file renamed over it).
 /// One <testsuite> per family, one <testcase classname="<family>.<arch>" name="<id after
 /// 'family.'>"> per record; FAIL/XPASS become <failure>, ERROR/CRASH/TIMEOUT <error>,
 /// SKIP <skipped>, XFAIL <skipped type="xfail"> (pytest's convention). Every testcase
-/// carries <properties> from which read_junit rebuilds the record. Any bytes in messages
+/// carries <properties> (as `detail` says) from which read_junit rebuilds the record: all of it
+/// under JunitDetail::all, its outcome, identity and failure details under lean. Any bytes in messages
 /// are made valid XML 1.0 with sanitize_xml_text. Throws std::runtime_error on I/O failure.
-void write_junit(const std::vector<ResultRecord>& records, const std::string& path,
-                 const std::string& suite_name);
+void write_junit(const std::vector<ResultRecord>& records, const std::string& path, const std::string& suite_name,
+                 JunitDetail detail = JunitDetail::lean);
 
 /// The JUnit XML write_junit writes, as text (for write_files, which writes several reports
 /// all or none).
-std::string junit_xml(const std::vector<ResultRecord>& records, const std::string& suite_name);
+std::string junit_xml(const std::vector<ResultRecord>& records, const std::string& suite_name,
+                      JunitDetail detail = JunitDetail::lean);
 
-/// Reads a file written by write_junit back into records (from the testcase properties),
-/// in file order. Throws std::runtime_error naming the file and what is wrong.
+/// Reads a file written by write_junit back into records (from the testcase properties, and
+/// for a lean report its classname, time and result element), in file order. Throws std::runtime_error naming the file and what is wrong.
 std::vector<ResultRecord> read_junit(const std::string& path);
 
 /// Makes arbitrary bytes valid, readable XML 1.0 text: valid UTF-8 is kept; C0 controls other

@@ -58,9 +58,7 @@ std::string short_message(const ResultRecord& r) {
     msg = "passes under a strict xfail entry: remove the entry";
   else
     msg = one_line(r.message);
-  const std::string stats = stats_line(r);
-  if (!stats.empty()) msg = msg.empty() ? stats : msg + "; " + stats;
-  return msg;
+  return with_stats(msg, r);
 }
 
 void reasons_section(std::string& md, const std::vector<const ResultRecord*>& cases,
@@ -98,6 +96,12 @@ std::string stats_line(const ResultRecord& r) {
   const double err = max_abs_err(r), b = bound(r);
   const char* rel = (err > b || std::isnan(err)) ? ">" : "<=";
   return fmt::format("max abs err {:.3g} {} bound {:.3g} ({} mismatches)", err, rel, b, mismatches(r));
+}
+
+std::string with_stats(const std::string& message, const ResultRecord& r, const std::string& sep) {
+  const std::string stats = stats_line(r);
+  if (stats.empty() || message.find("max abs err") != std::string::npos) return message;
+  return message.empty() ? stats : message + sep + stats;
 }
 
 std::string summary_markdown(const std::vector<ResultRecord>& records) {

@@ -20,6 +20,9 @@ std::string markdown_cell(const std::string& s);
 /// The error statistics of a record in one phrase, e.g. "max abs err 0.031 > bound 0.004
 /// (64 mismatches)"; empty when the record has no compared outputs.
 std::string stats_line(const ResultRecord& r);
+/// `message`, then `sep` and stats_line(r), unless the message already gives the error against
+/// the bound (a comparison's FAIL message does, per output): each fact said once.
+std::string with_stats(const std::string& message, const ResultRecord& r, const std::string& sep = "; ");
 
 /// Writes `content` to `path` atomically: a temporary file beside it, renamed over it, so a
 /// reader never sees half a file; through symlinks to their targets (write_files in

@@ -78,6 +78,29 @@ std::string describe_failure(const ResultRecord& r) {
   return m.str();
 }
 
+// What the worst element's position says besides got and want: the input at the same index
+// where an input has the output's shape (cast's x: which value was converted), and a hint when
+// the output still holds the poison every output arrives filled with (0xFF bytes), which decodes
+// to a plain number in some formats (-6 in e2m1fn) and reads as a wrong answer.
+std::string worst_context(const std::vector<WorstElement>& worst, const TensorMap& inputs, const TensorMap& outputs) {
+  if (worst.empty()) return "";
+  const WorstElement& w = worst.front();
+  const auto out = outputs.find(w.out);
+  if (out == outputs.end() || w.index.size() != out->second.shape().size()) return "";
+  const HostTensor& y = out->second;
+  int64_t linear = 0;
+  for (size_t k = 0; k < w.index.size(); ++k) linear = linear * y.dim(k) + w.index[k];
+  if (linear < 0 || linear >= y.numel()) return "";
+  std::ostringstream m;
+  m.precision(9);
+  for (const auto& [name, x] : inputs)
+    if (x.shape() == y.shape()) m << " from " << name << " = " << x.get(linear);
+  const int bits = dtype_info(y.dtype()).bits;
+  if (y.code(linear) == (bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1))
+    m << " (the bits the output arrived with, all ones: never written?)";
+  return m.str();
+}
+
 // The first element whose stored bits differ between two runs' outputs, described; "" if none.
 std::string first_bit_difference(const TensorMap& a, const TensorMap& b) {
   for (const auto& [name, x] : a) {
@@ -208,7 +231,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     if (r.worst.size() > 5) r.worst.resize(5);
     r.compare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_compare).count();
     r.raw_outcome = ok ? Outcome::PASS : Outcome::FAIL;
-    if (!ok) r.message = describe_failure(r);
+    if (!ok) r.message = describe_failure(r) + worst_context(r.worst, ref.inputs, out);
     // Trust check: within tolerance is not enough when the output is (mostly) zeros.
     for (const auto& o : r.outputs) {
       if (!ok) break;

@@ -21,7 +21,7 @@ ResultRecord base_record(const Suite& suite, const Case& c, int device) {
   r.device = suite.arch().backend == "host" ? -1 : device;
   r.seed = seed_hex(case_seed(*c.family, *c.problem));
   r.tier = std::string(to_string(c.tier));
-  r.repro = repro_command(c.id, r.arch, suite.options().manifest, suite.options().plugins);
+  r.repro = repro_command(suite, c.id);
   return r;
 }
 

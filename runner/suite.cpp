@@ -43,15 +43,39 @@ RuleCheck rule_globs_name_something(const Registry& reg, const ArchTable& archs)
 
 }  // namespace
 
+std::string cases_dir_beside_binary() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return OPCTS_CASES_FROM_BIN;
+  // lexically_normal, not canonical: the build tree's cases/ is a link into the source tree,
+  // and the message should name the path a user can look at.
+  return (exe.parent_path() / OPCTS_CASES_FROM_BIN).lexically_normal().string();
+}
+
 std::string default_cases_dir() {
   if (const char* env = std::getenv("OPCTS_CASES_DIR"); env && *env) return env;
-  return OPCTS_SOURCE_CASES_DIR;  // set by CMake to <source>/cases
+  return cases_dir_beside_binary();
 }
+
+namespace {
+
+// The cases folder, checked before anything in it is read: a missing folder names the three
+// ways to give one, so a copied binary never guesses.
+const std::string& existing_cases_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw std::invalid_argument("no cases folder at " + dir + " (--cases-dir, else $OPCTS_CASES_DIR, else " +
+                                std::string(OPCTS_CASES_FROM_BIN) + " beside the opcts binary: " +
+                                cases_dir_beside_binary() + ")");
+  return dir;
+}
+
+}  // namespace
 
 Suite::Suite(const Registry& reg, const SuiteOptions& opt)
     : reg_(&reg),
       options_(opt),
-      archs_(ArchTable::load(opt.cases_dir + "/archs.yaml")),
+      archs_(ArchTable::load(existing_cases_dir(opt.cases_dir) + "/archs.yaml")),
       arch_(archs_.get(opt.arch)),
       manifest_(Manifest::empty(opt.arch)),
       tolerances_(ToleranceTable::load(opt.cases_dir + "/tolerances.yaml", rule_globs_name_something(reg, archs_))) {
@@ -126,13 +150,53 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+std::string repro_program() {
+  static const std::string program = [] {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec || exe.filename() != "opcts") return std::string("opcts");  // a test binary, say
+    if (const char* path = std::getenv("PATH")) {
+      std::string dirs = path;
+      for (size_t at = 0; at <= dirs.size();) {
+        const size_t colon = std::min(dirs.find(':', at), dirs.size());
+        const fs::path candidate = fs::path(dirs.substr(at, colon - at)) / "opcts";
+        if (colon > at && fs::equivalent(candidate, exe, ec)) return std::string("opcts");
+        at = colon + 1;
+      }
+    }
+    const std::string path = exe.string();
+    const bool plain = path.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+-") ==
+                       std::string::npos;
+    return plain ? path : shell_quote(path);
+  }();
+  return program;
+}
+
 std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest,
-                          const std::vector<std::string>& plugins) {
+                          const std::vector<std::string>& plugins, const std::string& cases_dir) {
   const bool plain_arch = !arch.empty() && arch.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789") == std::string::npos;
-  std::string cmd = "opcts repro " + shell_quote(id) + " --arch " + (plain_arch ? arch : shell_quote(arch));
+  std::string cmd = repro_program() + " repro " + shell_quote(id) + " --arch " + (plain_arch ? arch : shell_quote(arch));
+  if (!cases_dir.empty()) cmd += " --cases-dir " + shell_quote(cases_dir);
   if (!manifest.empty()) cmd += " --manifest " + shell_quote(manifest);
   for (const auto& p : plugins) cmd += " --plugin " + shell_quote(p);
   return cmd;
+}
+
+std::string repro_command(const Suite& suite, const std::string& id) {
+  const SuiteOptions& o = suite.options();
+  // Paths as absolute ones, so the line runs from any folder; a plugin's bare name stays a
+  // name (dlopen looks it up on the library path), and the default cases folder goes unsaid.
+  const auto absolute = [](const std::string& p) {
+    std::error_code ec;
+    const fs::path a = fs::absolute(p, ec);
+    return ec ? p : a.lexically_normal().string();
+  };
+  std::vector<std::string> plugins;
+  for (const auto& p : o.plugins) plugins.push_back(p.find('/') == std::string::npos ? p : absolute(p));
+  std::error_code ec;
+  const bool default_cases = fs::equivalent(o.cases_dir, default_cases_dir(), ec);
+  return repro_command(id, suite.arch().name, o.manifest.empty() ? "" : absolute(o.manifest), plugins,
+                       default_cases || o.cases_dir.empty() ? "" : absolute(o.cases_dir));
 }
 
 }  // namespace opcts

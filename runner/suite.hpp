@@ -24,8 +24,13 @@ struct SuiteOptions {
   std::vector<std::string> plugins;   // --plugin: shared libraries whose impls the registry holds (workers load them too)
 };
 
-/// The default cases folder: $OPCTS_CASES_DIR, else the source tree's cases/ compiled in.
+/// The default cases folder: $OPCTS_CASES_DIR, else cases_dir_beside_binary() (`--cases-dir`
+/// overrides both). Never the source tree's path compiled in: a copied binary must not read
+/// the clone it was built from.
 std::string default_cases_dir();
+/// The cases folder where an install puts it, relative to the running binary
+/// (<bin>/../share/opcts/cases; the build tree links it to the source's cases/, cmake/install.cmake).
+std::string cases_dir_beside_binary();
 
 /// Everything a run needs, loaded once.
 class Suite {
@@ -63,10 +68,18 @@ class Suite {
 /// `opcts repro` and the worker use. Throws std::invalid_argument naming the bad part.
 Case case_from_id(const Registry& reg, const std::string& id);
 
-/// The one-line command that reproduces a case (with --manifest and --plugin when the run named
-/// them); every argument is quoted for POSIX shells, so pasting it runs nothing else.
+/// The one-line command that reproduces a case (with --cases-dir, --manifest and --plugin when
+/// given); every argument is quoted for POSIX shells, so pasting it runs nothing else. It starts
+/// with repro_program().
 std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest = "",
-                          const std::vector<std::string>& plugins = {});
+                          const std::vector<std::string>& plugins = {}, const std::string& cases_dir = "");
+/// The repro line of a case of `suite`: its manifest and plugin paths made absolute, and its
+/// cases folder where it is not the default one, so the line runs from any folder.
+std::string repro_command(const Suite& suite, const std::string& id);
+/// How a pasted repro line calls this binary: "opcts" when that is what PATH finds (or this is
+/// no binary named opcts, e.g. a test), else the binary's absolute path (quoted where it holds
+/// a character a shell would read).
+std::string repro_program();
 
 /// `s` as one POSIX shell word: in single quotes, each ' written as '\''.
 std::string shell_quote(const std::string& s);

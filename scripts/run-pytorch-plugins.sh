@@ -4,7 +4,7 @@
 # and, when Triton imports, plugins/triton with Triton's AOT compiler; then runs both plugins'
 # cases on the NVIDIA GPUs found, in one shard per core (spread over the GPUs), with the manifest
 # of PyTorch's findings where the arch has one (cases/manifests/<arch>_pytorch.yaml). Needs an
-# opcts binary built for this GPU (README, "Testing your own kernels"). Writes
+# opcts binary built for this GPU (docs/plugins.md, "PyTorch's operators"). Writes
 # build/pytorch/reports/pytorch.{jsonl,xml,md} (merged from the shards in build/pytorch/reports/shards/).
 #
 #   scripts/run-pytorch-plugins.sh [--tier smoke|default|full]
@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$tier" in smoke|default|full) ;; *) echo "run-pytorch-plugins: --tier '$tier': smoke, default or full" >&2; exit 2 ;; esac
-[ -x "$opcts" ] || { echo "run-pytorch-plugins: no opcts binary at $opcts (README, \"Testing your own kernels\"; or set OPCTS)" >&2; exit 1; }
+[ -x "$opcts" ] || { echo "run-pytorch-plugins: no opcts binary at $opcts (docs/plugins.md; or set OPCTS)" >&2; exit 1; }
 if ! torch_dir=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null); then
   echo "run-pytorch-plugins: '$python' cannot import torch (set PYTHON to the Python that has PyTorch)" >&2
   exit 1

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
+#include "runner/suite.hpp"
 #include "core/yaml_util.hpp"
 #include "tests/test_util.hpp"
 
@@ -245,6 +246,92 @@ TEST(CiTemplates, JenkinsfilePublishesJunitAndGates) {
   check_commands(path.string(), text);
 }
 
+// Each task of the Slurm array runs its own shard (SLURM_ARRAY_TASK_ID from --array=1-N, with
+// SLURM_ARRAY_TASK_MIN and _COUNT as sbatch sets them), then the gate mode merges and gates;
+// the file's commands and flags exist, its array length is its shard count.
+TEST(CiTemplates, SlurmArrayShardsMergesAndGates) {
+  const fs::path path = kSource / "ci/slurm.sh";
+  const std::string text = read(path);
+  check_commands(path.string(), text);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex(R"(#SBATCH --array=1-([0-9]+))")));
+  const int tasks = std::stoi(m[1]);
+  EXPECT_EQ(sh("bash -n " + path.string()).status, 0);
+  const std::string dir = testutil::temp_dir();
+  tiny_cases_dir(dir);
+  testutil::write(dir, "slurm.sh",
+                  std::regex_replace(text, std::regex(R"(build/cuda/bin/opcts)"), std::string(OPCTS_BINARY)));
+  const std::string env = "cd " + dir + " && env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL "
+                          "OPCTS_ARCH=host OPCTS_TIER=smoke OPCTS_CASES_DIR=" + dir + "/cases ";
+  size_t cases = 0;
+  std::string nonempty;
+  for (int i = 1; i <= tasks; ++i) {
+    const std::string id = std::to_string(i);
+    const Shell r = sh(env + "SLURM_ARRAY_TASK_ID=" + id + " SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=" +
+                       std::to_string(tasks) + " bash slurm.sh shard");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("shard " + id + "/" + std::to_string(tasks)), std::string::npos) << r.output;
+    const size_t n = read_results_file(dir + "/reports/shard" + id + ".jsonl").size();
+    if (n && nonempty.empty()) nonempty = id;
+    cases += n;
+  }
+  EXPECT_EQ(cases, 3u);  // each case in exactly one task's shard
+  const Shell ok = sh(env + "bash slurm.sh gate");
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  // A task whose reports are lost: its cases are MISSING to the gate.
+  ASSERT_FALSE(nonempty.empty());
+  fs::remove(dir + "/reports/shard" + nonempty + ".jsonl");
+  fs::remove(dir + "/reports/shard" + nonempty + ".xml");
+  fs::remove_all(dir + "/merged");
+  const Shell lost = sh(env + "bash slurm.sh gate");
+  EXPECT_NE(lost.status, 0) << lost.output;
+  EXPECT_NE(lost.output.find("MISSING"), std::string::npos) << lost.output;
+}
+
+// Each index of the Kubernetes Indexed Job runs its own shard (JOB_COMPLETION_INDEX from 0 with
+// OPCTS_SHARD_COUNT = completions), the suspended gate Job merges and gates.
+TEST(CiTemplates, KubernetesIndexedJobShardsMergesAndGates) {
+  const std::string path = (kSource / "ci/kubernetes-job.yaml").string();
+  const YAML::Node list = load_yaml_file(path);
+  std::vector<YAML::Node> indexed, others;
+  for (const auto& item : list["items"])
+    if (item["kind"].Scalar() == "Job") (item["spec"]["completionMode"] ? indexed : others).push_back(YAML::Node(item));
+  ASSERT_EQ(indexed.size(), 1u);
+  ASSERT_EQ(others.size(), 1u);
+  const YAML::Node shards = indexed[0], gate = others[0];
+  EXPECT_EQ(shards["spec"]["completionMode"].Scalar(), "Indexed");
+  EXPECT_TRUE(gate["spec"]["suspend"].as<bool>()) << "the gate must wait until the shards are done";
+  const int n = shards["spec"]["completions"].as<int>();
+  EXPECT_EQ(shards["spec"]["parallelism"].as<int>(), n);
+  const YAML::Node shard_c = shards["spec"]["template"]["spec"]["containers"][0];
+  std::map<std::string, std::string> env;
+  for (const auto& e : shard_c["env"]) env[e["name"].Scalar()] = e["value"].Scalar();
+  EXPECT_EQ(env.at("OPCTS_SHARD_COUNT"), std::to_string(n));
+  EXPECT_EQ(shard_c["resources"]["limits"]["nvidia.com/gpu"].as<int>(), 1);
+  std::string text;
+  strings_of(list, text);
+  check_commands(path, text);
+  const std::string dir = testutil::temp_dir();
+  tiny_cases_dir(dir);
+  const auto script = [](const YAML::Node& job) {
+    return std::regex_replace(job["spec"]["template"]["spec"]["containers"][0]["command"][2].Scalar(),
+                              std::regex(R"(/usr/bin/opcts)"), std::string(OPCTS_BINARY));
+  };
+  const std::string env_line = "cd " + dir + " && mkdir -p reports && env -u OPCTS_SHARD_INDEX -u CI_NODE_INDEX -u CI_NODE_TOTAL "
+                               "OPCTS_ARCH=host OPCTS_TIER=smoke OPCTS_SHARD_COUNT=" + std::to_string(n) +
+                               " OPCTS_CASES_DIR=" + dir + "/cases ";
+  size_t cases = 0;
+  for (int i = 0; i < n; ++i) {
+    const Shell r = sh(env_line + "JOB_COMPLETION_INDEX=" + std::to_string(i) + " bash -c " + shell_quote(script(shards)));
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("shard " + std::to_string(i + 1) + "/" + std::to_string(n)), std::string::npos) << r.output;
+    cases += read_results_file(dir + "/reports/shard" + std::to_string(i) + ".jsonl").size();
+  }
+  EXPECT_EQ(cases, 3u);
+  const Shell ok = sh(env_line + "bash -c " + shell_quote(script(gate)));
+  EXPECT_EQ(ok.status, 0) << ok.output;
+}
+
 // When `opcts ctest-tests` fails as ctest starts, one test fails and its output is the real
 // error, with no cmake needed on the machine (tests/../cmake/ctest_shards.cmake).
 TEST(CtestGlue, AFailingPlanIsOneFailingTestShowingTheError) {
@@ -256,7 +343,8 @@ TEST(CtestGlue, AFailingPlanIsOneFailingTestShowingTheError) {
   EXPECT_EQ(r.output.find("Unable to find executable"), std::string::npos) << r.output;
   // Printed as ctest starts (CMake wraps the warning's lines) and by the failing test itself.
   EXPECT_NE(r.output.find("opcts ctest-tests failed (2)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("opcts: error: " + dir + "/no_such_cases/archs.yaml:1:1: cannot open file"), std::string::npos)
+  EXPECT_NE(r.output.find("opcts: error: no cases folder at " + dir + "/no_such_cases (--cases-dir, else $OPCTS_CASES_DIR"),
+            std::string::npos)
       << r.output;
 }
 
@@ -265,14 +353,16 @@ TEST(CtestGlue, TestPresetsAndReadmeRefuseAnEmptySelection) {
   ASSERT_FALSE(presets["testPresets"].empty());
   for (const auto& p : presets["testPresets"])
     EXPECT_EQ(p["execution"]["noTestsAction"], "error") << p["name"];
-  std::istringstream readme(read(kSource / "README.md"));
   size_t recipes = 0;
-  for (std::string line; std::getline(readme, line);)
-    if (line.rfind("ctest ", 0) == 0) {
-      ++recipes;
-      EXPECT_NE(line.find("--no-tests=error"), std::string::npos) << line;
-    }
-  EXPECT_GE(recipes, 1u);
+  for (const fs::path page : {kSource / "README.md", kSource / "docs/ci.md", kSource / "docs/amd.md"}) {
+    std::istringstream text(read(page));
+    for (std::string line; std::getline(text, line);)
+      if (line.rfind("ctest ", 0) == 0) {
+        ++recipes;
+        EXPECT_NE(line.find("--no-tests=error"), std::string::npos) << page << ": " << line;
+      }
+  }
+  EXPECT_GE(recipes, 2u);
 }
 
 TEST(ShardAuto, ReadsTheCiEnginesVariables) {
@@ -290,6 +380,40 @@ TEST(ShardAuto, ReadsTheCiEnginesVariables) {
   const Shell bad = sh("OPCTS_SHARD_INDEX=4 OPCTS_SHARD_COUNT=3 " + list + "auto");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("OPCTS_SHARD_INDEX=4"), std::string::npos) << bad.output;
+}
+
+// Slurm job arrays (the task's place in --array=MIN-MAX:STEP) and Kubernetes Indexed Jobs
+// (JOB_COMPLETION_INDEX from 0, the count from OPCTS_SHARD_COUNT) pick the same shard as i/N.
+TEST(ShardAuto, ReadsSlurmArraysAndKubernetesIndexedJobs) {
+  const std::string clean = "env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL "
+                            "-u JOB_COMPLETION_INDEX -u SLURM_ARRAY_TASK_ID -u SLURM_ARRAY_TASK_COUNT "
+                            "-u SLURM_ARRAY_TASK_MIN -u SLURM_ARRAY_TASK_STEP ";
+  const std::string list = std::string(OPCTS_BINARY) + " list --arch host --tier smoke --family cast --shard ";
+  const Shell want = sh(clean + list + "2/3");
+  ASSERT_EQ(want.status, 0) << want.output;
+  ASSERT_NE(want.output, sh(clean + list + "1/3").output);
+  // --array=1-3, --array=0-2 and --array=10-14:2 (tasks 10, 12, 14): the second task each time.
+  EXPECT_EQ(sh(clean + "SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=3 " + list + "auto").output,
+            want.output);
+  EXPECT_EQ(sh(clean + "SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_COUNT=3 " + list + "auto").output,
+            want.output);
+  EXPECT_EQ(sh(clean + "SLURM_ARRAY_TASK_ID=12 SLURM_ARRAY_TASK_MIN=10 SLURM_ARRAY_TASK_STEP=2 SLURM_ARRAY_TASK_COUNT=3 " +
+               list + "auto").output,
+            want.output);
+  EXPECT_EQ(sh(clean + "JOB_COMPLETION_INDEX=1 OPCTS_SHARD_COUNT=3 " + list + "auto").output, want.output);
+  const Shell no_count = sh(clean + "JOB_COMPLETION_INDEX=1 " + list + "auto");
+  EXPECT_EQ(no_count.status, 2);
+  EXPECT_NE(no_count.output.find("JOB_COMPLETION_INDEX is set but OPCTS_SHARD_COUNT is not"), std::string::npos)
+      << no_count.output;
+  const Shell past = sh(clean + "JOB_COMPLETION_INDEX=3 OPCTS_SHARD_COUNT=3 " + list + "auto");
+  EXPECT_EQ(past.status, 2);
+  EXPECT_NE(past.output.find("JOB_COMPLETION_INDEX=3"), std::string::npos) << past.output;
+  const Shell half = sh(clean + "SLURM_ARRAY_TASK_ID=2 " + list + "auto");
+  EXPECT_EQ(half.status, 2);
+  EXPECT_NE(half.output.find("SLURM_ARRAY_TASK_COUNT is not set"), std::string::npos) << half.output;
+  const Shell off_step = sh(clean + "SLURM_ARRAY_TASK_ID=11 SLURM_ARRAY_TASK_MIN=10 SLURM_ARRAY_TASK_STEP=2 "
+                                    "SLURM_ARRAY_TASK_COUNT=3 " + list + "auto");
+  EXPECT_EQ(off_step.status, 2) << off_step.output;
 }
 
 // `list -v` answers for every case, on any machine: a GPU arch listed where there is no GPU (a

@@ -135,7 +135,7 @@ TEST(Junit, RoundTripsEveryOutcome) {
   const auto dir = test_dir();
   const auto records = every_outcome();
   const auto path = (dir / "r.xml").string();
-  write_junit(records, path, "opcts sm90");
+  write_junit(records, path, "opcts sm90", JunitDetail::all);
   const auto back = read_junit(path);
   ASSERT_EQ(back.size(), records.size());
   const auto m = by_id(back);
@@ -212,7 +212,7 @@ TEST(Junit, SameRecordNoticesADifference) {
 TEST(Junit, CountsAndNamesFollowTheMapping) {
   const auto dir = test_dir();
   const auto path = (dir / "r.xml").string();
-  write_junit(every_outcome(), path, "opcts sm90");
+  write_junit(every_outcome(), path, "opcts sm90", JunitDetail::all);
   pugi::xml_document doc;
   ASSERT_TRUE(doc.load_file(path.c_str()));
   auto root = doc.child("testsuites");
@@ -288,7 +288,7 @@ TEST(Junit, CountsAndNamesFollowTheMapping) {
 TEST(Junit, XfailIsSkippedWithTypeXfailAndXpassIsAFailure) {
   const auto dir = test_dir();
   const auto path = (dir / "r.xml").string();
-  write_junit(every_outcome(), path, "s");
+  write_junit(every_outcome(), path, "s", JunitDetail::all);
   pugi::xml_document doc;
   ASSERT_TRUE(doc.load_file(path.c_str()));
   auto xfail = find_case(doc, "cuda_flash/e4m3_xfail");
@@ -316,7 +316,7 @@ TEST(Junit, HostileMessagesStayValidAndReadable) {
   for (auto& r : records) r.message = hostile;
   records[0].repro = "opcts repro ']]>\x07'";
   const auto path = (dir / "hostile.xml").string();
-  write_junit(records, path, "suite\x02name");
+  write_junit(records, path, "suite\x02name", JunitDetail::all);
 
   const std::string bytes = slurp(path);
   expect_xml10_bytes(bytes);
@@ -361,8 +361,8 @@ TEST(Junit, SanitizeKeepsValidUtf8AndEscapesTheRest) {
 TEST(Junit, LeavesNoTemporaryFileAndReplacesAnOldOne) {
   const auto dir = test_dir();
   const auto path = dir / "sub" / "r.xml";
-  write_junit(every_outcome(), path.string(), "s");
-  write_junit({every_outcome()[0]}, path.string(), "s");
+  write_junit(every_outcome(), path.string(), "s", JunitDetail::all);
+  write_junit({every_outcome()[0]}, path.string(), "s", JunitDetail::all);
   EXPECT_EQ(read_junit(path.string()).size(), 1u);
   std::size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir / "sub")) {
@@ -375,7 +375,7 @@ TEST(Junit, LeavesNoTemporaryFileAndReplacesAnOldOne) {
 TEST(Junit, WriteFailureThrows) {
   const auto dir = test_dir();
   std::ofstream(dir / "file") << "x";
-  EXPECT_THROW(write_junit(every_outcome(), (dir / "file" / "r.xml").string(), "s"), std::runtime_error);
+  EXPECT_THROW(write_junit(every_outcome(), (dir / "file" / "r.xml").string(), "s", JunitDetail::all), std::runtime_error);
 }
 
 void expect_read_error(const std::string& path, const std::string& needle) {
@@ -420,8 +420,8 @@ TEST(Merge, LoadsXmlJsonlAndDirectoriesSortedById) {
   std::vector<ResultRecord> first(records.begin(), records.begin() + 4);
   std::vector<ResultRecord> second(records.begin() + 4, records.end());
   fs::create_directories(dir / "shards" / "a");
-  write_junit(first, (dir / "shards" / "a" / "shard1.xml").string(), "s");
-  write_junit({records[7]}, (dir / "shards" / "shard_dup.xml").string(), "s");  // identical duplicate
+  write_junit(first, (dir / "shards" / "a" / "shard1.xml").string(), "s", JunitDetail::all);
+  write_junit({records[7]}, (dir / "shards" / "shard_dup.xml").string(), "s", JunitDetail::all);  // identical duplicate
   {
     std::ofstream out(dir / "rest.jsonl");
     for (const auto& r : second) out << to_json_line(r) << "\n";
@@ -437,8 +437,8 @@ TEST(Merge, SameIdOnAnotherArchIsAnotherCase) {
   const auto dir = test_dir();
   auto a = make("sdpa", "x", Outcome::PASS, "sm90");
   auto b = make("sdpa", "x", Outcome::FAIL, "sm89");
-  write_junit({a}, (dir / "a.xml").string(), "s");
-  write_junit({b}, (dir / "b.xml").string(), "s");
+  write_junit({a}, (dir / "a.xml").string(), "s", JunitDetail::all);
+  write_junit({b}, (dir / "b.xml").string(), "s", JunitDetail::all);
   const auto merged = load_reports({(dir / "a.xml").string(), (dir / "b.xml").string()});
   ASSERT_EQ(merged.size(), 2u);
   EXPECT_EQ(merged[0].arch, "sm89");
@@ -451,7 +451,7 @@ TEST(Merge, ConflictNamesBothFiles) {
   auto b = a;
   b.outcome = b.raw_outcome = Outcome::FAIL;
   const auto pa = (dir / "a.xml").string(), pb = (dir / "b.jsonl").string();
-  write_junit({a}, pa, "s");
+  write_junit({a}, pa, "s", JunitDetail::all);
   std::ofstream(pb) << to_json_line(b) << "\n";
   try {
     load_reports({pa, pb});
@@ -469,7 +469,7 @@ TEST(Merge, SameOutcomeWithOtherTimingsMergesOnce) {
   auto a = make("sdpa", "x", Outcome::PASS);
   auto b = a;
   b.ms = a.ms + 17;  // a retried shard: same case, same outcome, another timing
-  write_junit({a}, (dir / "a.xml").string(), "s");
+  write_junit({a}, (dir / "a.xml").string(), "s", JunitDetail::all);
   std::ofstream(dir / "b.jsonl") << to_json_line(b) << "\n";
   const auto merged = load_reports({(dir / "a.xml").string(), (dir / "b.jsonl").string()});
   ASSERT_EQ(merged.size(), 1u);

@@ -246,10 +246,10 @@ TEST_F(Supervisor, ResourcesWritesACtestResourceSpec) {
     EXPECT_EQ(gpus[i]["id"], std::to_string(i));
     EXPECT_EQ(gpus[i]["slots"], 1);
   }
-  // Why, in every build: "no CUDA device: ..." with CUDA, "built without CUDA" without it.
+  // Why, in every build: "no NVIDIA GPU found: ..." with CUDA, "built without CUDA" without it.
   if (gpus.empty()) {
     EXPECT_NE(r.output.find("no CUDA or AMD GPU found ("), std::string::npos) << r.output;
-    EXPECT_TRUE(r.output.find("(no CUDA device: ") != std::string::npos ||
+    EXPECT_TRUE(r.output.find("(no NVIDIA GPU found: ") != std::string::npos ||
                 r.output.find("(built without CUDA") != std::string::npos)
         << r.output;
   }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "device_impl/cuda/cuda_error.hpp"
 #include "core/tensor.hpp"
 
 namespace opcts::cuda {
@@ -15,7 +16,7 @@ namespace opcts::cuda {
 /// and std::runtime_error for the rest, both naming the call and CUDA's error name.
 inline void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
-  const std::string msg = std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+  const std::string msg = std::string(what) + ": " + cuda_error_text(e);
   switch (e) {
     case cudaErrorIllegalAddress:
     case cudaErrorLaunchFailure:

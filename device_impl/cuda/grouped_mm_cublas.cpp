@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "device_impl/cuda/grouped_mm_args.cuh"
+#include "device_impl/cuda/cuda_error.hpp"
 
 namespace opcts::cuda {
 
@@ -27,7 +28,7 @@ using bf16_bits = uint16_t;
 
 void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
-    throw std::runtime_error(std::string("cuda.cublas_grouped: ") + what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    throw std::runtime_error(std::string("cuda.cublas_grouped: ") + what + ": " + cuda_error_text(e));
 }
 
 void cublas_check(cublasStatus_t s, const char* what) {

@@ -18,6 +18,7 @@
 
 #include "device_impl/cuda/scaled_mm_kernels.hpp"
 #include "device_impl/cuda/warm_up.hpp"
+#include "device_impl/cuda/cuda_error.hpp"
 
 namespace opcts::cuda {
 
@@ -97,8 +98,7 @@ void require(bool ok, const char* arg, const std::string& why) {
 
 void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
-    throw std::runtime_error(std::string("scaled_mm_cublaslt: ") + what + ": " + cudaGetErrorName(e) + " (" +
-                             cudaGetErrorString(e) + ")");
+    throw std::runtime_error(std::string("scaled_mm_cublaslt: ") + what + ": " + cuda_error_text(e));
 }
 
 std::string combination(const ScaledMmParams& p) {

@@ -4,6 +4,7 @@
 #include "device_impl/cuda/sdpa_cudnn.hpp"
 #include "device_impl/cuda/stream_scratch.cuh"
 #include "device_impl/cuda/warm_up.hpp"
+#include "device_impl/cuda/cuda_error.hpp"
 
 #include <cudnn.h>
 #include <cuda_runtime_api.h>
@@ -48,8 +49,7 @@ void check(cudnnStatus_t s, const std::string& what) {
 
 void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
-    throw std::runtime_error(std::string("sdpa_cudnn: ") + what + ": " + cudaGetErrorName(e) + " (" +
-                             cudaGetErrorString(e) + ")");
+    throw std::runtime_error(std::string("sdpa_cudnn: ") + what + ": " + cuda_error_text(e));
 }
 
 void require(bool ok, const char* arg, const std::string& why) {

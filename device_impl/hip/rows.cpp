@@ -15,7 +15,7 @@ void register_hip_rows(Registry& reg) {
   using cuda::row;
   static const std::string missing =
       "no ROCm runtime in this build: hipcc compiles the portable kernels (OPCTS_HIP) but opcts runs them "
-      "through no HIP backend yet (issue 15)";
+      "through no HIP backend yet";
   auto hip_row = [](const char* family, const char* name) {
     return row(family, name, nullptr, nullptr, nullptr, nullptr, "hip");
   };

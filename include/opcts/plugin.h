@@ -20,7 +20,9 @@
  * (a cudaStream_t / hipStream_t that is NOT the legacy default stream); opcts synchronises it.
  * `run` enqueues and returns without waiting for that stream: opcts holds it until run returns
  * (2 s at most; a run that waits for it loses that time, and its case the stream check). Inputs
- * are on the device before `run` is called. Make library handles in `supports`, not in `run`.
+ * are on the device before `run` is called. Make library handles (cuBLAS, cuDNN, ...) in
+ * OPCTS_PLUGIN_ENTRY, which every worker process calls, not in `run` (where a first use waits
+ * on the held stream) nor in `supports`, which runs in the parent process, not where `run` runs.
  *
  * Which tensors a family passes, their names, shapes and dtypes, and what its parameter struct
  * means: docs/plugins.md, and the comments on each opcts_<family>_params below.
@@ -127,7 +129,9 @@ typedef struct opcts_run_args {
 /* ---- An impl ----------------------------------------------------------------------------- */
 
 /* Whether the impl runs a problem on an arch: non-zero = yes; 0 = no, with the reason in
- * `reason` (a SKIP in the report). Must not touch the device beyond queries. */
+ * `reason` (a SKIP in the report, after the impl's name: "computes the forward only" reads
+ * "example.sdpa: computes the forward only"). Called in the parent process, never in the worker
+ * that calls `run`; must not touch the device beyond queries. */
 typedef int32_t (*opcts_supports_fn)(const void* impl_data, const void* params, const opcts_arch* arch, char* reason,
                                      size_t reason_size);
 /* Runs the problem on the tensors, on args->stream. */

@@ -6,6 +6,7 @@
  *   4 crash          an sdpa impl whose run dereferences a null pointer
  *   5 scribble       an sdpa impl that writes into its input q, then returns zeros
  *   6 no_entry       exports no entry point at all
+ *   7 lazy_cast      a cast impl that writes nothing: its outputs keep the bytes they arrived with
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -45,16 +46,35 @@ static opcts_status scribble(const void* impl, const opcts_run_args* a, opcts_re
   return OPCTS_OK;
 }
 
+static int32_t any_cast(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size) {
+  (void)impl;
+  (void)params;
+  (void)arch;
+  (void)reason;
+  (void)size;
+  return 1;
+}
+
+static opcts_status lazy(const void* impl, const opcts_run_args* a, opcts_report* r) {
+  (void)impl;
+  (void)a;
+  (void)r;
+  return OPCTS_OK;
+}
+
 #if OPCTS_BAD_VARIANT != 6
 int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   if (OPCTS_BAD_VARIANT == 1 && abi_version != 99) return 7;
   opcts_impl_desc d = {0};
   d.struct_size = sizeof d;
-  d.family = OPCTS_BAD_VARIANT == 3 ? "no_such_family" : "sdpa";
-  d.name = OPCTS_BAD_VARIANT == 2 ? "host.flash" : OPCTS_BAD_VARIANT == 4 ? "bad.crash" : "bad.scribble";
+  d.family = OPCTS_BAD_VARIANT == 3 ? "no_such_family" : OPCTS_BAD_VARIANT == 7 ? "cast" : "sdpa";
+  d.name = OPCTS_BAD_VARIANT == 2   ? "host.flash"
+           : OPCTS_BAD_VARIANT == 4 ? "bad.crash"
+           : OPCTS_BAD_VARIANT == 7 ? "bad.lazy_cast"
+                                    : "bad.scribble";
   d.backend = "host";
-  d.supports = yes;
-  d.run = OPCTS_BAD_VARIANT == 4 ? crash : scribble;
+  d.supports = OPCTS_BAD_VARIANT == 7 ? any_cast : yes;
+  d.run = OPCTS_BAD_VARIANT == 4 ? crash : OPCTS_BAD_VARIANT == 7 ? lazy : scribble;
   char error[256];
   return reg->add_impl(reg->ctx, &d, error, sizeof error) == 0 ? 0 : 3;
 }

@@ -1,0 +1,205 @@
+// The command line as a user meets it: --version, defaults in --help, suggestions for typos,
+// errors that say what to do, the non-TTY heartbeat, repro lines that paste and run.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "app/cli_suggest.hpp"
+#include "reports/html.hpp"
+#include "core/result.hpp"
+#include "runner/suite.hpp"
+#include "tests/test_util.hpp"
+
+namespace opcts {
+namespace {
+
+namespace fs = std::filesystem;
+using testutil::sh;
+using testutil::Shell;
+
+const std::string kOpcts = OPCTS_BINARY;
+
+TEST(CliVersion, NamesVersionCommitBuildAndCases) {
+  const Shell r = sh(kOpcts + " --version");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(^opcts [0-9]+\.[0-9]+\.[0-9]+ \(commit [0-9a-z-]+\))")))
+      << r.output;
+  for (const char* line : {"\nbuild:  ", "\nCUDA:   ", "\ncuDNN:  ", "\nHIP:    ", "\ncases:  "})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  EXPECT_NE(r.output.find("cases:  " + std::string(OPCTS_BINARY_DIR) + "/share/opcts/cases"), std::string::npos) << r.output;
+}
+
+TEST(CliHelp, ShowsTheDefaults) {
+  const Shell run = sh(kOpcts + " run --help");
+  ASSERT_EQ(run.status, 0) << run.output;
+  for (const char* want : {"--timeout FLOAT=600", "--reruns INT=1", "--tier TEXT=default", "--arch TEXT=auto",
+                           "--shard TEXT=1/1", "--junit-properties TEXT=lean", "--ref-cache-max-gib FLOAT=4"})
+    EXPECT_NE(run.output.find(want), std::string::npos) << want << "\n" << run.output;
+}
+
+TEST(CliSuggest, EditDistanceAndClosestName) {
+  EXPECT_EQ(cli::edit_distance("lst", "list"), 1u);
+  EXPECT_EQ(cli::edit_distance("", "abc"), 3u);
+  EXPECT_EQ(cli::edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(cli::closest_name("--filtr", {"--filter", "--family"}), "--filter");
+  EXPECT_EQ(cli::closest_name("--inc", {"--include-planted", "--tier"}), "--include-planted");
+  EXPECT_EQ(cli::closest_name("xyzzy", {"list", "run"}), "");
+}
+
+TEST(CliSuggest, MistypedSubcommandsAndFlagsGetASuggestion) {
+  const Shell sub = sh(kOpcts + " lst --arch host");
+  EXPECT_EQ(sub.status, 2);
+  EXPECT_NE(sub.output.find("did you mean 'list'?"), std::string::npos) << sub.output;
+  const Shell nested = sh(kOpcts + " report merg x.jsonl");
+  EXPECT_EQ(nested.status, 2);
+  EXPECT_NE(nested.output.find("did you mean 'merge'?"), std::string::npos) << nested.output;
+  const Shell flag = sh(kOpcts + " run --arch host --tier smoke --filtr 'cast.*'");
+  EXPECT_EQ(flag.status, 2);
+  EXPECT_NE(flag.output.find("unknown option --filtr of opcts run; did you mean --filter?"), std::string::npos)
+      << flag.output;
+  const Shell flag_eq = sh(kOpcts + " list --tierr=smoke");
+  EXPECT_EQ(flag_eq.status, 2);
+  EXPECT_NE(flag_eq.output.find("did you mean --tier?"), std::string::npos) << flag_eq.output;
+}
+
+// No output flag: the merge would write nothing and succeed; it is an error instead.
+TEST(CliMerge, WithoutAnOutputIsAnError) {
+  const std::string dir = testutil::temp_dir();
+  ResultRecord r;
+  r.id = "cast.host_cvt/x";
+  r.family = "cast";
+  r.arch = "host";
+  r.outcome = r.raw_outcome = Outcome::PASS;
+  testutil::write(dir, "r.jsonl", to_json_line(r) + "\n");
+  const Shell m = sh(kOpcts + " report merge " + dir + "/r.jsonl");
+  EXPECT_EQ(m.status, 2) << m.output;
+  EXPECT_NE(m.output.find("report merge writes nothing: give --junit, --summary or --results"), std::string::npos)
+      << m.output;
+}
+
+// Where there is no NVIDIA GPU, the CUDA runtime's "driver version is insufficient" reads as a
+// version problem: opcts says there is no GPU.
+TEST(CliNoGpu, ReproAndListSayNoNvidiaGpuFound) {
+  if (fs::exists("/proc/driver/nvidia/version")) GTEST_SKIP() << "this machine has an NVIDIA driver";
+  const Shell repro = sh(kOpcts + " repro 'sdpa.cuda_flash/bf16_b1_hq4_hkv4_sq6_sk4_d64_causal_lr' --arch sm90");
+  EXPECT_EQ(repro.output.find("insufficient"), std::string::npos) << repro.output;
+  const Shell version = sh(kOpcts + " --version");
+  if (version.output.find("CUDA:   CUDA ") == std::string::npos) GTEST_SKIP() << "built without CUDA: " << repro.output;
+  EXPECT_NE(repro.output.find("no NVIDIA GPU found"), std::string::npos) << repro.output;
+  const Shell list = sh(kOpcts + " list -v --arch sm90 --tier smoke --family grouped_mm 2>&1");
+  EXPECT_EQ(list.output.find("insufficient"), std::string::npos) << list.output.substr(0, 2000);
+  EXPECT_NE(list.output.find("no NVIDIA GPU found"), std::string::npos) << list.output.substr(0, 2000);
+}
+
+// No HIP row's SKIP reason cites the project's own issue numbers.
+TEST(CliSkipReasons, CiteNoInternalIssue) {
+  const Shell list = sh(kOpcts + " list -v --arch gfx942 --tier smoke --filter 'hip.*'");
+  ASSERT_EQ(list.status, 0) << list.output.substr(0, 2000);
+  EXPECT_NE(list.output.find("SKIP: "), std::string::npos);
+  EXPECT_EQ(list.output.find("(issue "), std::string::npos) << list.output.substr(0, 2000);
+}
+
+// In a log that is no terminal, a case that runs long still prints a progress line every
+// heartbeat (30 s; 1 s here), so a CI step's no-output timeout does not kill a working shard.
+TEST(CliProgress, ANonTtyLogGetsAHeartbeat) {
+  const std::string dir = testutil::temp_dir();
+  const std::string catalog = testutil::write(dir, "tiny.yaml", testutil::kTinyCatalog);
+  const Shell r = sh("OPCTS_HEARTBEAT_SECONDS=1 OPCTS_FAULT_HANG='*' " + kOpcts + " run --arch host --catalog " + catalog +
+                     " --filter " + testutil::kTinyFilter + " --timeout 3 --reruns 0 --no-ref-cache < /dev/null");
+  size_t beats = 0;
+  for (size_t at = r.output.find("[0/3] "); at != std::string::npos; at = r.output.find("[0/3] ", at + 1)) ++beats;
+  EXPECT_GE(beats, 2u) << r.output;
+  EXPECT_NE(r.output.find("s left"), std::string::npos) << r.output;
+}
+
+// A cast failure names the input it converted, and an output the impl never wrote (it keeps the
+// all-ones bytes it arrived with; -6 in e2m1fn) says so instead of reading as a wrong number.
+TEST(CliFailureText, ShowsTheInputAndAnUnwrittenOutput) {
+  const std::string dir = testutil::temp_dir();
+  const Shell r = sh("cd " + dir + " && " + kOpcts + " run --arch host --tier smoke --plugin " + OPCTS_BAD_PLUGIN_DIR +
+                     "/lazy_cast.so --filter 'cast.bad_lazy_cast/fp32_to_e2m1fn*' --reruns 0 --results r.jsonl --junit j.xml"
+                     " --summary s.md --no-ref-cache");
+  EXPECT_EQ(r.status, 1) << r.output;
+  const auto records = read_results_file(dir + "/r.jsonl");
+  ASSERT_FALSE(records.empty()) << r.output;
+  for (const auto& rec : records) {
+    if (rec.outcome != Outcome::FAIL) continue;
+    EXPECT_NE(rec.message.find(" got -6 want "), std::string::npos) << rec.message;
+    EXPECT_NE(rec.message.find(" from x = "), std::string::npos) << rec.message;
+    EXPECT_NE(rec.message.find("never written?"), std::string::npos) << rec.message;
+  }
+  // The console line, the JUnit failure's message and the summary say each fact once: the
+  // statistics line is not appended to a message that already gives the error and the bound.
+  const auto line = r.output.substr(r.output.find("FAIL cast.bad_lazy_cast/"));
+  const std::string first = line.substr(0, line.find('\n'));
+  EXPECT_EQ(first.find("max abs err"), first.rfind("max abs err")) << first;
+  const std::string xml = testutil::sh("cat " + dir + "/j.xml").output;
+  const auto at = xml.find("<failure message=\"");
+  ASSERT_NE(at, std::string::npos) << xml.substr(0, 2000);
+  const std::string msg = xml.substr(at, xml.find('"', at + 18) - at);
+  EXPECT_NE(msg.find("max abs err"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("max abs err"), msg.rfind("max abs err")) << msg;
+  const std::string md = testutil::sh("cat " + dir + "/s.md").output;
+  for (size_t p = md.find("max abs err"); p != std::string::npos; p = md.find("max abs err", p + 1)) {
+    const std::string md_line = md.substr(md.rfind('\n', p) + 1, md.find('\n', p) - md.rfind('\n', p) - 1);
+    EXPECT_EQ(md_line.find("max abs err"), md_line.rfind("max abs err")) << md_line;
+  }
+}
+
+// A failure's repro line starts with a program that runs here: `opcts` only when PATH finds this
+// binary, else its absolute path; and it runs from another folder.
+TEST(CliRepro, TheLineRunsFromAnotherFolder) {
+  const std::string dir = testutil::temp_dir();
+  const Shell r = sh("cd " + dir + " && " + kOpcts +
+                     " run --arch host --tier smoke --include-planted --filter 'cast.host_cvt_ties_up/*' --reruns 0"
+                     " --results r.jsonl --no-ref-cache");
+  const auto records = read_results_file(dir + "/r.jsonl");
+  ASSERT_FALSE(records.empty()) << r.output;
+  const std::string repro = records.front().repro;
+  EXPECT_EQ(repro.rfind(fs::canonical(kOpcts).string() + " repro ", 0), 0u) << repro;
+  const Shell again = sh("cd / && env -i " + repro);
+  EXPECT_NE(again.output.find("case   " + records.front().id), std::string::npos) << again.output;
+}
+
+// The HTML report's error plot: failures against a zero bound (an infinite ratio) and beyond
+// the axis get a column of their own instead of piling on its right edge, and a legend names the
+// outcomes' colours.
+TEST(HtmlErrorPlot, InfiniteRatiosHaveTheirColumnAndALegend) {
+  std::vector<ResultRecord> rs;
+  for (const auto& [id, ratio, outcome] : std::vector<std::tuple<std::string, double, Outcome>>{
+           {"cast.x_y/zero_bound", INFINITY, Outcome::FAIL},
+           {"cast.x_y/far", 1e5, Outcome::FAIL},
+           {"cast.x_y/edge", 99.0, Outcome::FAIL},
+           {"cast.x_y/fine", 0.5, Outcome::PASS}}) {
+    ResultRecord r;
+    r.id = id;
+    r.family = "cast";
+    r.arch = "host";
+    r.outcome = r.raw_outcome = outcome;
+    r.outputs.push_back({"y", "bounded", 10, 1, 1, 0, 0, 1});
+    r.outputs.back().max_ratio = ratio;
+    rs.push_back(r);
+  }
+  const std::string html = html_report(rs, "t");
+  std::map<std::string, double> x;
+  const std::regex dot(R"re(<circle cx="([0-9.]+)" cy="[0-9.]+" r="2.5"[^>]*><title>([^:]+):)re");
+  for (std::sregex_iterator it(html.begin(), html.end(), dot), end; it != end; ++it) x[(*it)[2]] = std::stod((*it)[1]);
+  ASSERT_EQ(x.size(), 4u) << html.substr(0, 3000);
+  const double far_l = 960 - 20 - 60;
+  EXPECT_GE(x.at("cast.x_y/zero_bound"), far_l);
+  EXPECT_GE(x.at("cast.x_y/far"), far_l);
+  EXPECT_LT(x.at("cast.x_y/edge"), far_l - 25);  // 99 is on the axis (up to 1e2)
+  EXPECT_LT(x.at("cast.x_y/fine"), x.at("cast.x_y/edge"));
+  EXPECT_NE(html.find(">FAIL (3)</text>"), std::string::npos);
+  EXPECT_NE(html.find(">PASS (1)</text>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace opcts

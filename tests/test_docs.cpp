@@ -1,0 +1,195 @@
+// The README and docs/ stay true: the README's size and first two commands, every link between
+// the pages, every catalog key the field tables know, every CLI option --help lists, and the
+// plugin example built and run as docs/plugins.md says.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.hpp"
+
+namespace opcts {
+namespace {
+
+namespace fs = std::filesystem;
+using testutil::sh;
+using testutil::Shell;
+
+const fs::path kSource = OPCTS_SOURCE_DIR;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// README.md and every page of docs/ (not docs/status/, the GPU runs' records).
+std::vector<fs::path> pages() {
+  std::vector<fs::path> out{kSource / "README.md"};
+  for (const auto& e : fs::directory_iterator(kSource / "docs"))
+    if (e.path().extension() == ".md") out.push_back(e.path());
+  return out;
+}
+
+// GitHub's anchor of a heading: lower case, punctuation other than '-' and '_' dropped, spaces as '-'.
+std::string anchor_of(const std::string& heading) {
+  std::string a;
+  for (unsigned char c : heading) {
+    if (std::isalnum(c) || c == '-' || c == '_') a += static_cast<char>(std::tolower(c));
+    else if (c == ' ') a += '-';
+    else if (c >= 0x80) a += static_cast<char>(c);
+  }
+  return a;
+}
+
+std::set<std::string> anchors(const fs::path& page) {
+  std::set<std::string> out;
+  std::istringstream in(read(page));
+  bool fenced = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("```", 0) == 0) fenced = !fenced;
+    if (!fenced && line.rfind("#", 0) == 0) out.insert(anchor_of(line.substr(line.find_first_not_of('#') + 1)));
+  }
+  return out;
+}
+
+// Pages other branches add (tests/data/docs_links_pending.txt): a link to one may dangle until
+// it lands, and once it exists its line must go, so nothing dangles for long.
+std::set<std::string> pending() {
+  std::set<std::string> out;
+  std::istringstream in(read(kSource / "tests/data/docs_links_pending.txt"));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') out.insert(line.substr(0, line.find(' ')));
+  return out;
+}
+
+TEST(Readme, IsShortAndStartsWithTheTwoCommands) {
+  const std::string readme = read(kSource / "README.md");
+  EXPECT_LE(readme.size(), 12000u);
+  const auto fence = readme.find("```sh\n");
+  ASSERT_NE(fence, std::string::npos);
+  std::istringstream block(readme.substr(fence + 6, readme.find("```", fence + 6) - fence - 6));
+  std::string first, second;
+  std::getline(block, first);
+  std::getline(block, second);
+  EXPECT_EQ(first.rfind("scripts/run-suite.sh ", 0), 0u) << first;
+  EXPECT_EQ(second.rfind("scripts/run-tests.sh ", 0), 0u) << second;
+}
+
+// Every relative link of every page names a file or folder that exists, and an anchor a heading
+// of the page it points to; web links are left to the reader.
+TEST(Docs, EveryLinkIsValid) {
+  const std::regex link(R"(\]\(([^)\s]+)\))");
+  const auto waiting = pending();
+  size_t links = 0;
+  for (const fs::path& page : pages()) {
+    const std::string text = read(page);
+    for (std::sregex_iterator it(text.begin(), text.end(), link), end; it != end; ++it) {
+      const std::string target = (*it)[1];
+      if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0 || target.rfind("mailto:", 0) == 0) continue;
+      ++links;
+      const std::string file = target.substr(0, target.find('#'));
+      const std::string anchor = target.find('#') == std::string::npos ? "" : target.substr(target.find('#') + 1);
+      const fs::path resolved = file.empty() ? page : (page.parent_path() / file).lexically_normal();
+      const std::string rel = fs::relative(resolved, kSource).string();
+      if (!fs::exists(resolved)) {
+        EXPECT_TRUE(waiting.count(rel)) << page.filename() << ": link to " << target << " (" << rel << ") names nothing";
+        continue;
+      }
+      if (!anchor.empty()) EXPECT_TRUE(anchors(resolved).count(anchor)) << page.filename() << ": no heading #" << anchor
+                                                                         << " in " << rel;
+    }
+  }
+  EXPECT_GE(links, 30u);
+  for (const auto& p : waiting)
+    EXPECT_FALSE(fs::exists(kSource / p)) << p << " exists now: remove it from tests/data/docs_links_pending.txt";
+}
+
+// docs/catalog.md documents every key `opcts list --fields all` prints, in its family's section,
+// and every structural key of a catalog file.
+TEST(Docs, TheCatalogReferenceHasEveryKey) {
+  const Shell fields = sh(std::string(OPCTS_BINARY) + " list --fields all");
+  ASSERT_EQ(fields.status, 0) << fields.output;
+  const std::string doc = read(kSource / "docs/catalog.md");
+  std::istringstream lines(fields.output);
+  std::string family, section;
+  size_t keys = 0;
+  const std::regex header(R"(^([a-z0-9_]+) fields \(YAML key)"), key(R"(^  ([a-z0-9_]+)( \(required\))?: )");
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, header)) {
+      family = m[1];
+      const auto at = doc.find("\n### " + family + "\n");
+      ASSERT_NE(at, std::string::npos) << "docs/catalog.md has no section ### " << family;
+      section = doc.substr(at, doc.find("\n### ", at + 1) - at);
+    } else if (std::regex_search(line, m, key)) {
+      ++keys;
+      const std::string row = "| `" + std::string(m[1]) + "`" + std::string(m[2]) + " |";
+      EXPECT_NE(section.find(row), std::string::npos) << family << ": no row " << row << " in docs/catalog.md";
+    }
+  }
+  EXPECT_GE(keys, 60u);
+  for (const char* k : {"family", "description", "grids", "edges", "name", "tier", "why", "axes", "fixed", "problem"})
+    EXPECT_NE(doc.find("| `" + std::string(k) + "` |"), std::string::npos) << k;
+}
+
+// docs/cli.md names every option of every subcommand that --help lists.
+TEST(Docs, TheCliReferenceHasEveryOption) {
+  const std::string doc = read(kSource / "docs/cli.md");
+  const std::regex flag(R"((^|[\s,])(--[a-z][a-z0-9-]*))");
+  for (const char* sub : {"list", "run", "repro", "gate", "report merge", "report matrix", "report times", "report html",
+                          "report tightness", "resources", "manifest lint", "ctest-tests"}) {
+    const Shell help = sh(std::string(OPCTS_BINARY) + " " + sub + " --help");
+    ASSERT_EQ(help.status, 0) << help.output;
+    const std::string options = help.output.substr(help.output.find("Options:"));
+    for (std::sregex_iterator it(options.begin(), options.end(), flag), end; it != end; ++it) {
+      const std::string f = (*it)[2];
+      if (f == "--help") continue;
+      EXPECT_NE(doc.find("`" + f), std::string::npos) << "opcts " << sub << " " << f << " is not in docs/cli.md";
+    }
+  }
+  EXPECT_NE(doc.find("`opcts --version`"), std::string::npos);
+}
+
+// The code block of docs/plugins.md that follows `heading`.
+std::string block_after(const std::string& doc, const std::string& heading) {
+  const auto at = doc.find(heading);
+  const auto open = doc.find("```sh\n", at);
+  return doc.substr(open + 6, doc.find("```", open + 6) - open - 6);
+}
+
+// The example plugin, built with the command docs/plugins.md gives and run with its first green
+// run: exit 0, cases PASS, and a SKIP's reason is the plugin's after its name, said once.
+TEST(Docs, ThePluginExampleBuildsAndRunsAsDocumented) {
+  const std::string doc = read(kSource / "docs/plugins.md");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(doc, m, std::regex(R"(`(cc -O2 -shared -fPIC [^`]+)`)")));
+  const std::string dir = testutil::temp_dir();
+  std::string build = m[1];
+  build = std::regex_replace(build, std::regex("<opcts>"), kSource.string());
+  build = std::regex_replace(build, std::regex(R"(\bmine\.c\b)"), (kSource / "plugins/example/example_plugin.c").string());
+  build = std::regex_replace(build, std::regex(R"(\blibmine\.so\b)"), dir + "/libmine.so");
+  const Shell cc = sh(build);
+  ASSERT_EQ(cc.status, 0) << build << "\n" << cc.output;
+  std::string run = std::regex_replace(block_after(doc, "## A first green run"), std::regex(R"(\\\n)"), " ");
+  run = run.substr(run.find("build/cuda/bin/opcts"));
+  run = std::regex_replace(run, std::regex(R"(build/cuda/bin/opcts)"), std::string(OPCTS_BINARY));
+  run = std::regex_replace(run, std::regex(R"(build/cuda/bin/libopcts_example_plugin\.so)"), dir + "/libmine.so");
+  const Shell r = sh("cd " + dir + " && " + run);
+  EXPECT_EQ(r.status, 0) << run << "\n" << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(opcts host: [1-9][0-9]* PASS, 0 FAIL)"))) << r.output;
+  EXPECT_TRUE(fs::exists(dir + "/mine.xml"));
+  const Shell list = sh(std::string(OPCTS_BINARY) + " list -v --arch host --tier smoke --plugin " + dir +
+                        "/libmine.so --filter 'sdpa.example_*'");
+  EXPECT_NE(list.output.find("\tSKIP: example.sdpa: computes the forward only\n"), std::string::npos) << list.output;
+  EXPECT_EQ(list.output.find("example.sdpa: example.sdpa"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace opcts
