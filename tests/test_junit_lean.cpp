@@ -33,8 +33,18 @@ ResultRecord realistic(const std::string& id, Outcome o) {
   r.ms = 12345.678901;
   r.tier = "default";
   r.repro = "opcts repro '" + id + "' --arch sm90";
-  for (const char* out : {"O", "lse", "dQ"})
-    r.outputs.push_back({out, "ref_relative", 134217728, 0.0078125, 0.03125, 0.015625, 0.00390625, 0, 0, 0, 0.4999});
+  for (const char* out : {"O", "lse", "dQ"}) {
+    OutputStats o;
+    o.out = out;
+    o.metric = "ref_relative";
+    o.elements = 134217728;
+    o.max_abs_err = 0.0078125;
+    o.max_rel_err = 0.03125;
+    o.bound = 0.015625;
+    o.lowp_err = 0.00390625;
+    o.max_ratio = 0.4999;
+    r.outputs.push_back(o);
+  }
   if (o != Outcome::PASS) {
     r.message = "O: 3 of 134217728 elements beyond the bound (max_abs_err 0.5, bound 0.0156)";
     r.worst.push_back({"O", {0, 31, 4095, 127}, 0.5, 0.0});
