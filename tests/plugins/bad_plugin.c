@@ -6,6 +6,9 @@
  *   4 crash          an sdpa impl whose run dereferences a null pointer
  *   5 scribble       an sdpa impl that writes into its input q, then returns zeros
  *   6 no_entry       exports no entry point at all
+ *   7 crash_init     whose entry point dereferences a null pointer (in the probe process)
+ *   8 crash_supports an sdpa impl whose supports() dereferences a null pointer on problems of
+ *                    seq_q 4 (testutil::kTinyB) and answers the others, running like scribble
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +20,10 @@ static int32_t yes(const void* impl, const void* params, const opcts_arch* arch,
   const opcts_sdpa_params* p = (const opcts_sdpa_params*)params;
   (void)impl;
   (void)arch;
+  if (OPCTS_BAD_VARIANT == 8 && p->seq_q == 4) {
+    volatile int* nowhere = (volatile int*)(uintptr_t)(p->seq_q - 4);
+    *nowhere = 1;
+  }
   if (p->direction != OPCTS_SDPA_FORWARD || p->dtype.bits != 32 || p->attn_mask != OPCTS_SDPA_ATTN_MASK_NONE) {
     snprintf(reason, size, "fp32 forward without attn_mask only");
     return 0;
@@ -48,10 +55,17 @@ static opcts_status scribble(const void* impl, const opcts_run_args* a, opcts_re
 #if OPCTS_BAD_VARIANT != 6
 int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   if (OPCTS_BAD_VARIANT == 1 && abi_version != 99) return 7;
+  if (OPCTS_BAD_VARIANT == 7) {
+    volatile int* nowhere = (volatile int*)(uintptr_t)(abi_version - OPCTS_PLUGIN_ABI_VERSION);
+    *nowhere = 1;
+  }
   opcts_impl_desc d = {0};
   d.struct_size = sizeof d;
   d.family = OPCTS_BAD_VARIANT == 3 ? "no_such_family" : "sdpa";
-  d.name = OPCTS_BAD_VARIANT == 2 ? "host.flash" : OPCTS_BAD_VARIANT == 4 ? "bad.crash" : "bad.scribble";
+  d.name = OPCTS_BAD_VARIANT == 2   ? "host.flash"
+           : OPCTS_BAD_VARIANT == 4 ? "bad.crash"
+           : OPCTS_BAD_VARIANT == 8 ? "bad.crash_supports"
+                                    : "bad.scribble";
   d.backend = "host";
   d.supports = yes;
   d.run = OPCTS_BAD_VARIANT == 4 ? crash : scribble;
