@@ -80,7 +80,9 @@ int cmd_gate(const Selection& sel, const std::vector<std::string>& inputs, bool 
   if (!against_plan) {
     v = gate_as_judged(loaded.records);
     check_selections(selections, loaded.records, v);
-    check_coverage(loaded.records, nullptr, static_cast<size_t>(min_run), v);
+    std::set<std::string> planted;
+    for (const auto& [sel, file] : selections) planted.insert(sel.planted.begin(), sel.planted.end());
+    check_coverage(loaded.records, nullptr, static_cast<size_t>(min_run), v, planted);
     for (const auto& a : archs) label += (label.empty() ? "" : ",") + a;
     if (label.empty()) label = "(no selection)";
   } else {
@@ -107,7 +109,10 @@ int cmd_gate(const Selection& sel, const std::vector<std::string>& inputs, bool 
     for (const auto& c : suite.all_cases()) all_ids.push_back(c.id);
     v = gate(records, suite.manifest(), planned, all_ids);
     if (!selections.empty()) check_selections(selections, records, v);
-    check_coverage(records, &suite.manifest(), static_cast<size_t>(min_run), v);
+    std::set<std::string> planted;
+    for (const auto& c : suite.all_cases())
+      if (c.impl->planted()) planted.insert(std::string(c.impl->name()));
+    check_coverage(records, &suite.manifest(), static_cast<size_t>(min_run), v, planted);
     label = s.arch;
   }
   std::fputs(format_verdict(v, label).c_str(), stdout);

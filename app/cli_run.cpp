@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -347,6 +348,10 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
     selection.planned_digest = ids_digest(planned);
     selection.selected = all.size();
     selection.selected_digest = ids_digest(all);
+    std::set<std::string> planted;
+    for (const auto& c : cases)
+      if (c.impl->planted()) planted.insert(std::string(c.impl->name()));
+    selection.planted.assign(planted.begin(), planted.end());
     selection.state = RunState::planned;
   }
   const auto carried = resumed_records(suite, cases, resumed);
@@ -391,7 +396,9 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
   const auto& records = result.records;
   // The run as a whole: coverage needs every shard, so a shard leaves it to `opcts gate`.
   const bool whole = parse_shard(s.shard).count == 1;
-  if (whole) check_coverage(records, &suite.manifest(), static_cast<size_t>(f.min_run), result.verdict);
+  if (whole)
+    check_coverage(records, &suite.manifest(), static_cast<size_t>(f.min_run), result.verdict,
+                   {selection.planted.begin(), selection.planted.end()});
   selection.state = result.stopped_by ? RunState::stopped : RunState::finished;
   const std::string unwritten =
       write_reports(f, records, arch, selection, summary_with(records, result.verdict.problems));
@@ -429,6 +436,7 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
     std::fprintf(stderr, "opcts: note: %s %s: %s\n", std::string(to_string(n.outcome)).c_str(), n.id.c_str(),
                  n.why.c_str());
   for (const auto& p : result.verdict.problems) std::fprintf(stderr, "opcts: gate: %s\n", p.c_str());
+  for (const auto& n : result.verdict.run_notes) std::fprintf(stderr, "opcts: note: %s\n", n.c_str());
   if (!whole)
     std::fprintf(stderr, "opcts: shard %s: whether enough cases ran and every impl was tested is for `opcts gate` "
                  "over all shards' reports\n", s.shard.c_str());

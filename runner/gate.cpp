@@ -160,7 +160,7 @@ bool skip_excuses_impl(const std::string& message) {
 }
 
 void check_coverage(const std::vector<ResultRecord>& results, const Manifest* manifest, std::size_t min_run,
-                    GateVerdict& v) {
+                    GateVerdict& v, const std::set<std::string>& planted) {
   struct Impl {
     std::size_t ran = 0, skipped = 0, unexcused = 0;
     std::string example;  // an unexcused SKIP's reason
@@ -189,7 +189,11 @@ void check_coverage(const std::vector<ResultRecord>& results, const Manifest* ma
                                      "a selection where nothing runs tests nothing",
                                      ran, ran == 1 ? "" : "s", min_run));
   for (const auto& [key, i] : impls)
-    if (i.ran == 0 && i.unexcused > 0)
+    if (i.ran == 0 && i.unexcused > 0 && planted.count(std::get<2>(key)))
+      v.run_notes.push_back(fmt::format("planted impl {} ({} on {}) ran no case: this selection shows its bug on no "
+                                        "problem (e.g. '{}'); another tier may",
+                                        std::get<2>(key), std::get<1>(key), std::get<0>(key), i.example));
+    else if (i.ran == 0 && i.unexcused > 0)
       v.problems.push_back(fmt::format("impl {} ({} on {}) is not tested: it ran no case; {} of its {} SKIP for "
                                        "another reason than a capability or the manifest, e.g. '{}'",
                                        std::get<2>(key), std::get<1>(key), std::get<0>(key), i.unexcused, i.skipped,

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,10 +70,12 @@ bool skip_excuses_impl(const std::string& message);
 
 /// The run as a whole, added to `v.problems`: fewer than `min_run` records that ran (neither
 /// SKIP nor MISSING), and each family × impl × arch of the records that ran no case while some
-/// of its SKIPs are not excused (skip_excuses_impl): "not tested". `manifest` as in gate(); null:
-/// the records' own outcomes (gate_as_judged).
+/// of its SKIPs are not excused (skip_excuses_impl): "not tested". A planted impl of `planted`
+/// (the suite's own proof that a bug class is caught, not an impl under test) that ran nothing
+/// is a note instead: the selection does not show its bug. `manifest` as in gate(); null: the
+/// records' own outcomes (gate_as_judged).
 void check_coverage(const std::vector<ResultRecord>& results, const Manifest* manifest, std::size_t min_run,
-                    GateVerdict& v);
+                    GateVerdict& v, const std::set<std::string>& planted = {});
 
 /// The reports' selections (runner/run_selection.hpp; with the file each came from) against
 /// the records, added to `v.problems` (and `v.run_notes`): for each selection (all shards of one

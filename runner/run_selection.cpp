@@ -52,7 +52,7 @@ json to_json(const RunSelection& s, bool identity_only) {
          {"arch", s.arch},  {"tier", s.tier},  {"families", s.families}, {"filters", s.filters},
          {"excludes", s.excludes}, {"include_planted", s.include_planted}, {"bitwise", s.bitwise},
          {"cases_dir", s.cases_dir}, {"plugins", plugins}, {"manifests", files_json(s.manifests)},
-         {"catalogs", files_json(s.catalogs)}};
+         {"catalogs", files_json(s.catalogs)}, {"planted", s.planted}};
   j.update({{"state", std::string(to_string(s.state))}, {"shard", s.shard}, {"planned", s.planned},
             {"planned_digest", s.planned_digest}, {"selected", s.selected}, {"selected_digest", s.selected_digest},
             {"error", s.error}});
@@ -143,6 +143,7 @@ RunSelection RunSelection::parse(const std::string& text) {
                            p.value("error", ""), p.value("impls", std::vector<std::string>{})});
     s.manifests = files_of(j.value("manifests", nlohmann::json::array()));
     s.catalogs = files_of(j.value("catalogs", nlohmann::json::array()));
+    s.planted = j.value("planted", std::vector<std::string>{});
     s.planned = j.value("planned", std::size_t{0});
     s.selected = j.value("selected", std::size_t{0});
     s.planned_digest = j.value("planned_digest", "");

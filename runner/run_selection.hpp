@@ -41,6 +41,7 @@ struct RunSelection {
   std::string cases_dir;
   std::vector<SelectedPlugin> plugins;
   std::vector<SelectedFile> manifests, catalogs;
+  std::vector<std::string> planted;  // the planted impls of its cases (the gate's coverage notes them apart)
   // The plan: this shard's case ids, and the whole selection's (every shard's) ids.
   std::size_t planned = 0, selected = 0;
   std::string planned_digest, selected_digest;

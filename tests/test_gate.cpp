@@ -333,6 +333,12 @@ TEST(GateCoverage, AnImplThatRanNothingIsNotTestedUnlessItsSkipsAreExcused) {
   EXPECT_NE(v.problems[0].find("built without CUDA"), std::string::npos) << v.problems[0];
   EXPECT_NE(v.problems[1].find("impl cuda.c"), std::string::npos) << v.problems[1];
   EXPECT_NE(v.problems[1].find("1 of its 2 SKIP"), std::string::npos) << v.problems[1];
+  // A planted impl (the suite's self-test) that ran nothing is a note: the selection shows its bug nowhere.
+  GateVerdict p = gate_as_judged(rs);
+  check_coverage(rs, nullptr, 1, p, {"cuda.b", "cuda.c"});
+  EXPECT_TRUE(p.passed()) << format_verdict(p, "sm90");
+  ASSERT_EQ(p.run_notes.size(), 2u);
+  EXPECT_NE(p.run_notes[0].find("planted impl cuda.b (gate on sm90) ran no case"), std::string::npos) << p.run_notes[0];
   // With the gate's manifest, its skip entry excuses whatever the record's message says.
   const auto dir = testutil::temp_dir();
   const Manifest m = Manifest::load(testutil::write(dir, "sm90.yaml", R"(arch: sm90
