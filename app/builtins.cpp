@@ -2,7 +2,10 @@
 #include "app/builtins.hpp"
 
 #include <cstdio>
+#include <filesystem>
+#include <stdexcept>
 
+#include "app/plugin_probe.hpp"
 #include "app/plugins.hpp"
 #include "core/family.hpp"
 
@@ -41,14 +44,74 @@ const Registry& builtin_registry() {
   return reg;
 }
 
-const Registry& registry_for(const std::vector<std::string>& plugins) {
+namespace {
+
+std::vector<PluginStatus> g_statuses;  // registry_for's plugins, as probed
+
+std::string token_of(std::string name) {
+  for (char& c : name)
+    if (c == '.') c = '_';
+  return name;
+}
+
+std::string this_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot find this program (/proc/self/exe) to start a plugin probe: " + ec.message());
+  return p.string();
+}
+
+}  // namespace
+
+const Registry& registry_for(const std::vector<std::string>& plugins, const std::vector<std::string>& optional) {
+  if (plugins.empty() && optional.empty()) return builtin_registry();
+  static const Registry reg = [&] {
+    Registry r;
+    register_builtins(r);
+    const std::string exe = this_exe();
+    std::vector<std::pair<std::string, bool>> all;
+    for (const auto& p : plugins) all.emplace_back(p, false);
+    for (const auto& p : optional) all.emplace_back(p, true);
+    for (const auto& [path, is_optional] : all) {
+      PluginStatus st = probe_plugin(exe, path, is_optional);
+      // The probe checked the impls against the built-ins; against the plugins before it here.
+      for (const auto& d : st.impls)
+        if (st.error.empty() && (r.impl(d.name) || r.impl_by_id_token(token_of(d.name))))
+          st.error = "plugin " + path + " is not used: impl " + d.name + ": another impl has this name (or its id spelling " +
+                     token_of(d.name) + ")";
+      if (st.error.empty()) {
+        for (const auto& d : st.impls) r.add(std::make_unique<ProbedImpl>(d));
+      } else {
+        st.impls.clear();
+        if (!is_optional) {
+          g_statuses.push_back(st);
+          throw std::runtime_error(st.error + " (a plugin the run may go without is passed with --plugin-optional)");
+        }
+        std::fprintf(stderr, "opcts: warning: optional plugin left out: %s\n", st.error.c_str());
+      }
+      g_statuses.push_back(std::move(st));
+    }
+    return r;
+  }();
+  return reg;
+}
+
+const std::vector<PluginStatus>& plugin_statuses() { return g_statuses; }
+
+std::vector<std::string> loaded_plugins() {
+  std::vector<std::string> out;
+  for (const auto& st : g_statuses)
+    if (st.error.empty()) out.push_back(st.path);
+  return out;
+}
+
+const Registry& loaded_registry_for(const std::vector<std::string>& plugins) {
   if (plugins.empty()) return builtin_registry();
   static const Registry reg = [&] {
     Registry r;
     register_builtins(r);
     for (const auto& p : plugins)
-      if (const std::string err = load_plugin(r, p); !err.empty())
-        std::fprintf(stderr, "opcts: %s; going on without it\n", err.c_str());
+      if (const std::string err = load_plugin(r, p); !err.empty()) throw std::runtime_error(err);
     return r;
   }();
   return reg;

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "app/builtins.hpp"
+#include "app/plugin_probe.hpp"
 #include "app/cli_commands.hpp"
 #include "app/cli_parse.hpp"
 #include "app/cli_suggest.hpp"
@@ -30,7 +31,18 @@ int dispatch(CommandLine& cl, const char* argv0) {
   if (*cl.times) return cmd_report_times(cl.view_inputs, cl.times_out, cl.times_arch);
   if (*cl.html) return cmd_report_html(cl.view_inputs, cl.html_out, cl.html_title);
   if (*cl.tightness) return cmd_report_tightness(cl.view_inputs, cl.tightness_md);
-  if (*cl.gate_cmd) return cmd_gate(cl.sel, cl.gate_inputs, cl.gate_cmd->count("--tier") > 0, cl.prefer_later);
+  if (*cl.gate_cmd)
+    return cmd_gate(cl.sel, cl.gate_inputs, cl.gate_cmd->count("--arch") > 0, cl.gate_cmd->count("--tier") > 0,
+                    cl.prefer_later, cl.gate_min_run);
+  if (*cl.cache_verify) return cmd_cache_verify(cl.cache_dir, cl.cache_sample);
+  if (*cl.plugin_probe) {
+    if (cl.pp_ids.empty()) {
+      if (cl.pp_plugins.size() != 1) throw std::invalid_argument("__plugin-probe loads one --plugin at a time");
+      return plugin_probe_main(cl.pp_plugins.front(), cl.pp_answer_fd);
+    }
+    return supports_probe_main(loaded_registry_for(cl.pp_plugins), cl.pp_arch, cl.pp_cases_dir, cl.pp_ids,
+                               cl.pp_answer_fd, cl.pp_device);
+  }
   if (*cl.ctest) {
     std::vector<std::string> archs;
     for (auto& a : cl.ctest_archs) {
@@ -42,7 +54,7 @@ int dispatch(CommandLine& cl, const char* argv0) {
   }
   if (*cl.worker) {
     cl.wo.suite.load_catalogs = false;
-    return worker_main(registry_for(cl.wo.suite.plugins), cl.wo, argv0);
+    return worker_main(loaded_registry_for(cl.wo.suite.plugins), cl.wo, argv0);
   }
   return 2;
 }

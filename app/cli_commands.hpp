@@ -20,11 +20,12 @@ struct Selection {
   std::string cases_dir = default_cases_dir();
   std::string manifest;
   bool include_planted = false;
-  std::vector<std::string> plugins;  // --plugin
+  std::vector<std::string> plugins;           // --plugin: an error when it cannot be used
+  std::vector<std::string> optional_plugins;  // --plugin-optional: left out with a warning when it cannot
 };
 
 /// Adds the selection options (--arch --tier --family --filter --exclude --catalog --shard
-/// --times --cases-dir --manifest --include-planted) to a subcommand.
+/// --times --cases-dir --manifest --include-planted --plugin --plugin-optional) to a subcommand.
 void add_selection(CLI::App* app, Selection& s);
 /// The GPU of this process: --device, else CTest's resource allocation
 /// (CTEST_RESOURCE_GROUP_0_GPUS = "id:N,slots:1"), else 0.
@@ -61,6 +62,7 @@ struct RunFlags {
   double ref_cache_max_gib = 4;  // the reference cache's size cap (kDefaultRefCacheMaxBytes)
   std::string resume;         // results of a killed run to continue ("" = a fresh run)
   std::string junit_properties = "lean";  // lean | all (reports/junit.hpp: JunitDetail)
+  int min_run = 1;            // the gate fails when fewer cases ran (neither SKIP nor MISSING)
 };
 
 int cmd_list(const Selection& s, bool verbose, bool count_only);
@@ -77,8 +79,16 @@ int cmd_manifest_lint(const Selection& s);
 /// Throws std::invalid_argument when no output (--junit, --summary, --results) is given.
 int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, const std::string& summary,
               const std::string& results, bool prefer_later, const std::string& junit_properties = "lean");
-/// `tier_given`: --tier was on the command line; otherwise the plan takes the reports' tier.
-int cmd_gate(const Selection& s, const std::vector<std::string>& inputs, bool tier_given, bool prefer_later);
+/// `opcts gate REPORTS...`: with `against_plan` (--arch given) the reports are judged against
+/// the plan and manifest the selection options make now (`tier_given`: --tier was on the
+/// command line; otherwise the plan takes the reports' tier); without it, against the
+/// selections the reports carry (docs/gate.md). Either way the run's coverage (`min_run`,
+/// impls that ran nothing) is checked. Exit 0 passed, 1 failed.
+int cmd_gate(const Selection& s, const std::vector<std::string>& inputs, bool against_plan, bool tier_given,
+             bool prefer_later, int min_run);
+/// `opcts cache verify`: recomputes `sample` entries of the reference cache (0: all) and
+/// compares them bit for bit (runner/ref_cache_verify.hpp); exit 1 when one differs.
+int cmd_cache_verify(const std::string& dir, int sample);
 int cmd_report_matrix(const std::vector<std::string>& inputs, const std::string& markdown);
 int cmd_report_times(const std::vector<std::string>& inputs, const std::string& out, const std::string& arch);
 int cmd_report_html(const std::vector<std::string>& inputs, const std::string& out, const std::string& title);

@@ -54,7 +54,11 @@ void add_selection(CLI::App* app, Selection& s) {
   app->add_option("--manifest", s.manifest, "manifest file (default: <cases-dir>/manifests/<arch>.yaml)");
   app->add_flag("--include-planted", s.include_planted,
                 "add the cases of planted-bug impls, which prove the suite catches their bug (they must FAIL)");
-  app->add_option("--plugin", s.plugins, "shared library of impls (include/opcts/plugin.h) to load (repeatable)");
+  app->add_option("--plugin", s.plugins,
+                  "shared library of impls (include/opcts/plugin.h) to load (repeatable); one that cannot be used is an "
+                  "error (exit 2)");
+  app->add_option("--plugin-optional", s.optional_plugins,
+                  "as --plugin, but one that cannot be used is left out with a warning (the reports say so)");
 }
 
 // The GPU of this process: --device, else CTest's resource allocation
@@ -77,15 +81,16 @@ std::string resolve_arch(const std::string& arch, int device) {
 SuiteOptions suite_options(const Selection& s, const std::string& arch) {
   SuiteOptions o{s.cases_dir, s.catalogs, arch, s.manifest};
   o.include_planted = s.include_planted;
-  o.plugins = s.plugins;
+  registry_for(s.plugins, s.optional_plugins);  // probes the plugins, once per process
+  o.plugins = loaded_plugins();                 // what the workers load
   return o;
 }
 
 std::vector<Case> unsharded(const Suite& suite, const Selection& s) {
   for (const auto& f : s.families)
-    if (!registry_for(s.plugins).family(f)) {
+    if (!registry_for(s.plugins, s.optional_plugins).family(f)) {
       std::string known;
-      for (const Family* fam : registry_for(s.plugins).families()) known += (known.empty() ? "" : ", ") + std::string(fam->name());
+      for (const Family* fam : registry_for(s.plugins, s.optional_plugins).families()) known += (known.empty() ? "" : ", ") + std::string(fam->name());
       throw std::invalid_argument("--family: unknown family '" + f + "' (known: " + known + ")");
     }
   auto cases = select_cases(suite.all_cases(), parse_tier(s.tier), s.filters, s.excludes);
@@ -98,8 +103,13 @@ std::vector<Case> unsharded(const Suite& suite, const Selection& s) {
 
 namespace {
 
+// The variable's value, "" when unset. Set but empty is a CI variable that did not expand (a
+// matrix key misspelled): taking it as "not set" would make every shard run everything, as 1/1.
 std::string env_of(const char* name) {
   const char* v = std::getenv(name);
+  if (v && !*v)
+    throw std::invalid_argument(std::string("--shard auto: ") + name +
+                                " is set but empty (a CI variable that did not expand?)");
   return v ? v : "";
 }
 

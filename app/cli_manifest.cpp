@@ -34,7 +34,7 @@ int cmd_manifest_lint(const Selection& s) {
   all.include_planted = true;  // the universe the gate judges staleness against, planted rows included
   const std::string arch = resolve_arch(s.arch, 0);
   // Loading the manifest (and its extends chain) throws on a malformed entry, naming file:line.
-  Suite suite(registry_for(all.plugins), suite_options(all, arch));
+  Suite suite(registry_for(all.plugins, all.optional_plugins), suite_options(all, arch));
   if (suite.manifest().path().empty())
     throw std::invalid_argument("manifest lint: arch '" + arch + "' has no manifest (" + all.cases_dir + "/manifests/" +
                                 arch + ".yaml) and no --manifest was given");

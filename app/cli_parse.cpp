@@ -54,6 +54,9 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.run->add_flag("--no-ref-cache", cl.rf.no_ref_cache, "compute every reference; neither read nor write the cache");
   cl.run->add_option("--ref-cache-max-gib", cl.rf.ref_cache_max_gib,
                   "size cap of the reference cache in GiB (default 4); the least recently used references go first");
+  cl.run->add_option("--min-run", cl.rf.min_run,
+                     "the run fails when fewer cases ran than this (neither SKIP nor MISSING; default 1); a shard "
+                     "leaves it to `opcts gate`");
   cl.run->add_option("--resume", cl.rf.resume,
                   "continue a stopped or killed run from its results file: cases with a record there do not run "
                   "again (the same selection; --results defaults to this file)");
@@ -96,10 +99,20 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.tightness = cl.report->add_subcommand("tightness", "error ÷ bound per family, impl and output over passing cases (Markdown)");
   cl.tightness->add_option("inputs", cl.view_inputs, "reports or folders")->required();
   cl.tightness->add_option("--markdown", cl.tightness_md, "write the Markdown here (default: stdout)");
-  cl.gate_cmd = app->add_subcommand("gate", "judge reports of one arch against its manifest and plan (exit 1 on anything unexpected)");
+  cl.gate_cmd = app->add_subcommand(
+      "gate", "judge reports against the selection their runs recorded, or with --arch against a plan made now "
+              "(exit 0 passed, 1 failed, 2 error; docs/gate.md)");
   add_selection(cl.gate_cmd, cl.sel);
   cl.gate_cmd->add_option("reports", cl.gate_inputs, "reports (JUnit .xml, results .jsonl) or folders")->required();
   cl.gate_cmd->add_flag("--prefer-later", cl.prefer_later, "as report merge --prefer-later");
+  cl.gate_cmd->add_option("--min-run", cl.gate_min_run, "fail when fewer cases ran (neither SKIP nor MISSING; default 1)");
+
+  cl.cache = app->add_subcommand("cache", "work with the on-disk reference cache");
+  cl.cache->require_subcommand(1);
+  cl.cache_verify = cl.cache->add_subcommand("verify", "recompute a sample of cached references and compare them bit "
+                                                      "for bit; wrong or unreadable entries are removed (exit 1 on any wrong one)");
+  cl.cache_verify->add_option("--ref-cache", cl.cache_dir, "cache folder (default: $XDG_CACHE_HOME/opcts or ~/.cache/opcts)");
+  cl.cache_verify->add_option("--sample", cl.cache_sample, "entries to recompute, chosen at random (0: every one; default 16)");
 
   cl.manifest = app->add_subcommand("manifest", "work with arch manifests");
   cl.manifest->require_subcommand(1);
@@ -149,6 +162,16 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.worker->add_option("--ref-cache-max-bytes", cl.wo.exec.ref_cache_max_bytes);
   cl.worker->add_flag("--bitwise", cl.wo.exec.bitwise);
   cl.worker->add_option("--plugin", cl.wo.suite.plugins);
+
+  // The plugin probe (app/plugin_probe.hpp): loads plugins, or asks their supports().
+  cl.plugin_probe = app->add_subcommand("__plugin-probe", "internal: load plugins or ask their impls in a probe process");
+  cl.plugin_probe->group("");
+  cl.plugin_probe->add_option("--plugin", cl.pp_plugins)->required();
+  cl.plugin_probe->add_option("--answer-fd", cl.pp_answer_fd);
+  cl.plugin_probe->add_option("--arch", cl.pp_arch);
+  cl.plugin_probe->add_option("--cases-dir", cl.pp_cases_dir);
+  cl.plugin_probe->add_option("--ids", cl.pp_ids);
+  cl.plugin_probe->add_option("--device", cl.pp_device);
   return app;
 }
 
@@ -160,6 +183,7 @@ void check_run_flags(const RunFlags& f) {
   parse_junit_detail(f.junit_properties);
   if (f.reruns < 0 || f.reruns > kMaxReruns)
     throw std::invalid_argument("--reruns must be from 0 to " + std::to_string(kMaxReruns) + ", not " + std::to_string(f.reruns));
+  if (f.min_run < 0) throw std::invalid_argument("--min-run must be 0 or more, not " + std::to_string(f.min_run));
 }
 
 void check_options(const CommandLine& cl) {

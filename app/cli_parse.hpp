@@ -34,11 +34,17 @@ struct CommandLine {
   double ctest_timeout = 600;
   int probe_device = -1;
   std::string probe_out;
+  int gate_min_run = 1;
+  std::string cache_dir;
+  int cache_sample = 16;
+  std::vector<std::string> pp_plugins;  // __plugin-probe
+  std::string pp_arch, pp_cases_dir, pp_ids;
+  int pp_answer_fd = 4, pp_device = 0;
   WorkerOptions wo;
   CLI::App *list = nullptr, *run = nullptr, *resources = nullptr, *repro = nullptr, *report = nullptr,
            *merge = nullptr, *matrix = nullptr, *times = nullptr, *html = nullptr, *tightness = nullptr, *gate_cmd = nullptr,
            *ctest = nullptr, *worker = nullptr, *manifest = nullptr, *manifest_lint = nullptr, *probe = nullptr,
-           *probe_accumulators = nullptr;
+           *probe_accumulators = nullptr, *cache = nullptr, *cache_verify = nullptr, *plugin_probe = nullptr;
 };
 
 /// The CLI11 app whose options write into `cl` (which must outlive it). Its parse() throws
@@ -54,7 +60,7 @@ std::string version_text();
 /// (check_run_flags). Throws std::invalid_argument naming the option.
 void check_options(const CommandLine& cl);
 
-/// --timeout positive, --reruns from 0 to kMaxReruns, --ref-cache-max-gib positive.
+/// --timeout positive, --reruns from 0 to kMaxReruns, --ref-cache-max-gib positive, --min-run >= 0.
 void check_run_flags(const RunFlags& f);
 
 }  // namespace opcts::cli

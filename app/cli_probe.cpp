@@ -139,9 +139,11 @@ int cmd_probe_accumulators(const Selection& sel, int device_flag, const std::str
   const int device = resolve_device(device_flag);
   const std::string arch = resolve_arch(sel.arch, device);
   use_cuda_device(device);
-  SuiteOptions o = suite_options(sel, arch);
+  // The impls run in this process, plugins' included (loaded here, as `opcts repro` does).
+  SuiteOptions o{sel.cases_dir, sel.catalogs, arch, sel.manifest};
+  o.plugins = sel.plugins;
   o.load_catalogs = false;
-  const Suite suite(registry_for(sel.plugins), o);
+  const Suite suite(loaded_registry_for(sel.plugins), o);
   std::ostringstream head, body;
   const std::string where = suite.arch().backend == "host" ? "the host device" : "GPU " + std::to_string(device);
   head << "# opcts probe accumulators: arch " << arch << " on " << where << ", " << today() << "\n"

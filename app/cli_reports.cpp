@@ -32,6 +32,8 @@
 #include "reports/summary.hpp"
 #include "reports/tightness.hpp"
 #include "reports/times.hpp"
+#include "runner/ref_cache_verify.hpp"
+#include "runner/run_selection.hpp"
 #include "runner/shard_cases.hpp"
 #include "app/cli_commands.hpp"
 
@@ -45,44 +47,80 @@ int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, 
     throw std::invalid_argument("report merge writes nothing: give --junit, --summary or --results");
   const JunitDetail detail = parse_junit_detail(junit_properties);
   check_distinct_outputs({{"--junit", junit}, {"--summary", summary}, {"--results", results}});
-  const auto records = load_reports(inputs, prefer_later);
+  const LoadedReports loaded = load_reports_with_selections(inputs, prefer_later);
+  const auto& records = loaded.records;
   // An empty merge usually means the shards never wrote their reports: never a green gate.
   if (records.empty()) throw std::runtime_error("no results found in the given reports");
+  // Every shard's selection travels on, so that `opcts gate` of the merged report still knows
+  // what should have run (and which shards it holds).
+  std::vector<std::string> selections;
+  std::string headers;
+  for (const auto& rs : loaded.selections) {
+    selections.push_back(rs.selection.json());
+    headers += (headers.empty() ? "" : "\n") + rs.selection.header_line();
+  }
   std::vector<std::pair<std::string, std::string>> files;
-  if (!junit.empty()) files.emplace_back(junit, junit_xml(records, "opcts", detail));
+  if (!junit.empty()) files.emplace_back(junit, junit_xml(records, "opcts", detail, selections));
   if (!summary.empty()) files.emplace_back(summary, summary_markdown(records));
-  if (!results.empty()) files.emplace_back(results, results_text(records));
+  if (!results.empty()) files.emplace_back(results, results_text(records, headers));
   write_files(files);  // all or none: a full disk leaves every old file as it was
-  std::printf("merged %zu results\n", records.size());
+  std::printf("merged %zu results (%zu run selections)\n", records.size(), loaded.selections.size());
   return 0;
 }
 
-// Judges merged reports of one arch against its manifest and plan (the tier/filter/shard
-// selection): exit 1 naming each offending case, 0 when the arch is green.
-int cmd_gate(const Selection& sel, const std::vector<std::string>& inputs, bool tier_given, bool prefer_later) {
-  if (sel.arch == "auto") throw std::invalid_argument("gate needs --arch");
-  Selection s = sel;
-  Suite suite(registry_for(s.plugins), suite_options(s, s.arch));
-  std::vector<ResultRecord> records;
-  size_t other = 0;
-  for (auto& r : load_reports(inputs, prefer_later)) {
-    if (r.arch.empty() || r.arch == s.arch) records.push_back(std::move(r));
-    else ++other;
+// Judges reports: against the selections they carry (no flags), or against the plan and
+// manifest the options make now (--arch); then the run as a whole.
+int cmd_gate(const Selection& sel, const std::vector<std::string>& inputs, bool against_plan, bool tier_given,
+             bool prefer_later, int min_run) {
+  if (min_run < 0) throw std::invalid_argument("--min-run must be 0 or more, not " + std::to_string(min_run));
+  const LoadedReports loaded = load_reports_with_selections(inputs, prefer_later);
+  std::vector<std::pair<RunSelection, std::string>> selections;
+  std::set<std::string> archs;
+  for (const auto& rs : loaded.selections) {
+    selections.emplace_back(rs.selection, rs.file);
+    archs.insert(rs.selection.arch);
   }
-  if (other) std::fprintf(stderr, "opcts gate: ignoring %zu results of other archs\n", other);
-  // Without --tier the plan is the tier the reports were run at (the widest one they hold),
-  // so gating a smoke run does not call the default tier's cases MISSING.
-  if (!tier_given) {
-    Tier widest = Tier::smoke;
-    for (const auto& r : records)
-      if (!r.tier.empty()) widest = std::max(widest, parse_tier(r.tier));
-    s.tier = std::string(to_string(widest));
+  GateVerdict v;
+  std::string label;
+  if (!against_plan) {
+    v = gate_as_judged(loaded.records);
+    check_selections(selections, loaded.records, v);
+    std::set<std::string> planted;
+    for (const auto& [sel, file] : selections) planted.insert(sel.planted.begin(), sel.planted.end());
+    check_coverage(loaded.records, nullptr, static_cast<size_t>(min_run), v, planted);
+    for (const auto& a : archs) label += (label.empty() ? "" : ",") + a;
+    if (label.empty()) label = "(no selection)";
+  } else {
+    if (sel.arch == "auto") throw std::invalid_argument("gate against a plan needs --arch");
+    Selection s = sel;
+    Suite suite(registry_for(s.plugins, s.optional_plugins), suite_options(s, s.arch));
+    std::vector<ResultRecord> records;
+    size_t other = 0;
+    for (const auto& r : loaded.records) {
+      if (r.arch.empty() || r.arch == s.arch) records.push_back(r);
+      else ++other;
+    }
+    if (other) std::fprintf(stderr, "opcts gate: ignoring %zu results of other archs\n", other);
+    // Without --tier the plan is the tier the reports were run at (the widest one they hold),
+    // so gating a smoke run does not call the default tier's cases MISSING.
+    if (!tier_given) {
+      Tier widest = Tier::smoke;
+      for (const auto& r : records)
+        if (!r.tier.empty()) widest = std::max(widest, parse_tier(r.tier));
+      s.tier = std::string(to_string(widest));
+    }
+    std::vector<std::string> planned, all_ids;
+    for (const auto& c : selected(suite, s)) planned.push_back(c.id);
+    for (const auto& c : suite.all_cases()) all_ids.push_back(c.id);
+    v = gate(records, suite.manifest(), planned, all_ids);
+    if (!selections.empty()) check_selections(selections, records, v);
+    std::set<std::string> planted;
+    for (const auto& c : suite.all_cases())
+      if (c.impl->planted()) planted.insert(std::string(c.impl->name()));
+    check_coverage(records, &suite.manifest(), static_cast<size_t>(min_run), v, planted);
+    label = s.arch;
   }
-  std::vector<std::string> planned, all_ids;
-  for (const auto& c : selected(suite, s)) planned.push_back(c.id);
-  for (const auto& c : suite.all_cases()) all_ids.push_back(c.id);
-  const GateVerdict v = gate(records, suite.manifest(), planned, all_ids);
-  std::fputs(format_verdict(v, s.arch).c_str(), stdout);
+  std::fputs(format_verdict(v, label).c_str(), stdout);
   return v.passed() ? 0 : 1;
 }
 
@@ -137,7 +175,7 @@ int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, i
   std::ostringstream cm;
   cm << "# Generated by opcts ctest-tests; do not edit.\n";
   for (const auto& arch : archs) {
-    Suite suite(registry_for(s.plugins), suite_options(s, arch));
+    Suite suite(registry_for(s.plugins, s.optional_plugins), suite_options(s, arch));
     const bool gpu = suite.arch().backend != "host";
     std::set<std::string> fams;
     for (const auto& c : unsharded(suite, s)) fams.insert(std::string(c.family->name()));
@@ -151,6 +189,7 @@ int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, i
            << ".xml\" --results \"" << stem << ".jsonl\" --timeout " << timeout;
         for (const auto& c : s.catalogs) cm << " --catalog \"" << c << "\"";
         for (const auto& p : s.plugins) cm << " --plugin \"" << p << "\"";
+        for (const auto& p : s.optional_plugins) cm << " --plugin-optional \"" << p << "\"";
         for (const auto& f : s.filters) cm << " --filter \"" << f << "\"";
         for (const auto& x : s.excludes) cm << " --exclude \"" << x << "\"";
         if (!s.times.empty()) cm << " --times \"" << s.times << "\"";
@@ -166,5 +205,18 @@ int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, i
   return 0;
 }
 
+int cmd_cache_verify(const std::string& dir_flag, int sample) {
+  if (sample < 0) throw std::invalid_argument("--sample must be 0 (every entry) or more, not " + std::to_string(sample));
+  const std::string dir = dir_flag.empty() ? default_ref_cache_dir() : dir_flag;
+  if (dir.empty()) throw std::invalid_argument("no reference cache folder: pass --ref-cache (no $XDG_CACHE_HOME or $HOME)");
+  if (!std::filesystem::is_directory(dir)) throw std::invalid_argument("--ref-cache " + dir + ": no such folder");
+  const CacheVerdict v = verify_ref_cache(builtin_registry(), RefDiskCache(dir), static_cast<size_t>(sample));
+  for (const auto& line : v.lines) std::printf("%s\n", line.c_str());
+  std::printf("cache verify %s: %zu files, %zu of this build (references %s), %zu recomputed: %zu differ, %zu "
+              "unreadable%s\n",
+              dir.c_str(), v.files, v.this_build, ref_build_digest().c_str(), v.checked, v.mismatched, v.unreadable,
+              v.passed() ? "" : " — the cache served wrong references; those entries are removed");
+  return v.passed() ? 0 : 1;
+}
 
 }  // namespace opcts::cli

@@ -12,18 +12,23 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <mutex>
 #include <condition_variable>
 #include <sstream>
 #include <thread>
 
+#include "app/build_version.hpp"
 #include "app/builtins.hpp"
+#include "core/digest.hpp"
 #include "core/errors.hpp"
 #include "runner/execute.hpp"
 #include "runner/device_probe.hpp"
 #include "runner/ref_disk_cache.hpp"
 #include "runner/run.hpp"
+#include "runner/run_selection.hpp"
+#include "runner/shard_plan.hpp"
 #include "runner/stop_signal.hpp"
 #include "core/rng.hpp"
 #include "runner/supervisor.hpp"
@@ -35,6 +40,7 @@
 #include "reports/matrix.hpp"
 #include "reports/merge.hpp"
 #include "reports/output_files.hpp"
+#include "reports/output_lock.hpp"
 #include "reports/results_stream.hpp"
 #include "reports/summary.hpp"
 #include "reports/times.hpp"
@@ -49,12 +55,14 @@ namespace opcts::cli {
 
 int cmd_list(const Selection& s, bool verbose, bool count_only) {
   const std::string arch = resolve_arch(s.arch, 0);
-  Suite suite(registry_for(s.plugins), suite_options(s, arch));
+  const SuiteOptions so = suite_options(s, arch);
+  Suite suite(registry_for(s.plugins, s.optional_plugins), so);
   const auto cases = selected(suite, s);
   if (count_only) {
     std::cout << cases.size() << "\n";
     return 0;
   }
+  if (verbose) ask_supports({self_exe(""), arch, so.cases_dir, so.plugins, 0}, cases);
   for (const auto& c : cases) {
     if (!verbose) {
       std::cout << c.id << "\n";
@@ -64,9 +72,11 @@ int cmd_list(const Selection& s, bool verbose, bool count_only) {
     // driver) is the impl's answer to report, not a reason to stop listing the other cases.
     std::string what;
     try {
-      const auto skip = suite.skip_reason(c);
+      const auto pre = suite.pre_run(c);
       const ManifestEntry* xf = suite.manifest().find(EntryKind::xfail, c.id);
-      what = skip ? "SKIP: " + *skip : xf ? "run, xfail (" + xf->source + "): " + xf->reason : "run";
+      what = pre ? std::string(to_string(pre->outcome)) + ": " + pre->reason
+             : xf ? "run, xfail (" + xf->source + "): " + xf->reason
+                  : "run";
     } catch (const std::exception& e) {
       const ManifestEntry* skip = suite.manifest().find(EntryKind::skip, c.id);  // SKIP whatever the impl says
       what = skip ? "SKIP: manifest skip (" + skip->source + "): " + skip->reason : std::string("undecided here: ") + e.what();
@@ -231,13 +241,113 @@ std::vector<ResultRecord> carried_list(const std::map<std::string, ResultRecord>
   return out;
 }
 
-// The run's reports, all or none (reports/output_files.hpp).
-void write_reports(const RunFlags& f, const std::vector<ResultRecord>& records, const std::string& arch) {
+// The run's reports: all or none when they can be; when that fails (a full disk under one of
+// them), each one alone, so that every report that can still be written holds every finished
+// record. Returns what failed ("" when nothing did).
+std::string write_reports(const RunFlags& f, const std::vector<ResultRecord>& records, const std::string& arch,
+                          const RunSelection& sel, const std::string& summary) {
   std::vector<std::pair<std::string, std::string>> files;
-  if (!f.results.empty()) files.emplace_back(f.results, results_text(records));
-  if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(records, "opcts." + arch, parse_junit_detail(f.junit_properties)));
-  if (!f.summary.empty()) files.emplace_back(f.summary, summary_markdown(records));
+  if (!f.results.empty()) files.emplace_back(f.results, results_text(records, sel.header_line()));
+  if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(records, "opcts." + arch, parse_junit_detail(f.junit_properties), {sel.json()}));
+  if (!f.summary.empty()) files.emplace_back(f.summary, summary);
+  try {
+    write_files(files);
+    return "";
+  } catch (const std::exception& all) {
+    std::string failed;
+    for (const auto& file : files) {
+      try {
+        write_files({file});
+      } catch (const std::exception& e) {
+        failed += (failed.empty() ? "" : "; ") + std::string(e.what());
+      }
+    }
+    return failed.empty() ? std::string(all.what()) : failed;
+  }
+}
+
+// The summary with what the gate found wrong with the run as a whole (no case names it).
+std::string summary_with(const std::vector<ResultRecord>& records, const std::vector<std::string>& problems) {
+  std::string md = summary_markdown(records);
+  if (problems.empty()) return md;
+  std::string block = "> **The gate fails this run:**\n";
+  for (const auto& p : problems) block += "> - " + markdown_cell(p) + "\n";
+  const auto at = md.find("\n\n");
+  return at == std::string::npos ? block + "\n" + md : md.substr(0, at + 2) + block + "\n" + md.substr(at + 2);
+}
+
+// What a report says before the run has planned its cases (or when it never does): a
+// selection in state "started", and in the JUnit and the summary one MISSING record, so that no
+// reader takes an empty report for a green one.
+std::string placeholder_summary(const RunSelection& sel) {
+  return "# opcts results\n\n**The run has not planned its cases** (it is loading, or it stopped or failed before "
+         "it planned them): no verdict.\n" +
+         (sel.error.empty() ? std::string() : "\nIt failed: " + markdown_cell(sel.error) + "\n");
+}
+
+ResultRecord not_planned_record(const RunSelection& sel) {
+  ResultRecord r;
+  r.id = "opcts.run/not_planned";
+  r.family = "opcts";
+  r.impl = "run";
+  r.arch = sel.arch;
+  r.outcome = r.raw_outcome = Outcome::MISSING;
+  r.message = sel.error.empty() ? "the run has not planned its cases (loading, or ended before it planned them)"
+                                : "the run ended before it planned its cases: " + sel.error;
+  return r;
+}
+
+void write_placeholder(const RunFlags& f, const std::vector<ResultRecord>& resumed, const RunSelection& sel) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!f.results.empty()) files.emplace_back(f.results, results_text(resumed, sel.header_line()));
+  if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml({not_planned_record(sel)}, "opcts." + sel.arch, parse_junit_detail(f.junit_properties),
+                                                      {sel.json()}));
+  if (!f.summary.empty()) files.emplace_back(f.summary, placeholder_summary(sel));
   write_files(files);
+}
+
+// The selection as the reports record it, before the plan.
+RunSelection selection_of(const Selection& s, const std::string& arch, const RunFlags& f) {
+  RunSelection sel;
+  sel.opcts_version = opcts_version();
+  sel.opcts_commit = opcts_commit();
+  sel.ref_digest = ref_build_digest();
+  sel.arch = arch;
+  sel.tier = s.tier;
+  sel.shard = s.shard;
+  sel.families = s.families;
+  sel.filters = s.filters;
+  sel.excludes = s.excludes;
+  sel.include_planted = s.include_planted;
+  sel.bitwise = f.bitwise;
+  sel.cases_dir = s.cases_dir;
+  for (const auto& p : s.plugins) sel.plugins.push_back({p, file_digest(p), false, "", {}});
+  for (const auto& p : s.optional_plugins) sel.plugins.push_back({p, file_digest(p), true, "", {}});
+  return sel;
+}
+
+// The catalog files a run reads: every catalog of the cases folder and each --catalog (a
+// folder: its catalogs), as load_catalogs finds them.
+std::vector<SelectedFile> catalog_files(const Selection& s) {
+  std::vector<std::string> paths{s.cases_dir};
+  paths.insert(paths.end(), s.catalogs.begin(), s.catalogs.end());
+  std::vector<SelectedFile> out;
+  for (const auto& p : paths) {
+    std::vector<std::string> files;
+    if (fs::is_directory(p)) {
+      for (const auto& de : fs::directory_iterator(p)) {
+        const auto ext = de.path().extension();
+        const auto name = de.path().filename();
+        if (de.is_regular_file() && (ext == ".yaml" || ext == ".yml") && name != "archs.yaml" && name != "tolerances.yaml")
+          files.push_back(de.path().string());
+      }
+      std::sort(files.begin(), files.end());
+    } else {
+      files.push_back(p);
+    }
+    for (const auto& file : files) out.push_back({file, file_digest(file)});
+  }
+  return out;
 }
 
 }  // namespace
@@ -245,35 +355,87 @@ void write_reports(const RunFlags& f, const std::vector<ResultRecord>& records, 
 int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
   RunFlags f = flags;
   if (f.results.empty()) f.results = f.resume;  // a resumed run goes on in the file it resumes
-  const int device = resolve_device(f.device);
-  const std::string arch = resolve_arch(sel.arch, device);
   check_run_flags(f);
   check_distinct_outputs({{"--junit", f.junit}, {"--results", f.results}, {"--summary", f.summary}});
   // --resume may continue in the results file it reads, never in the JUnit or summary.
   check_distinct_outputs({{"--resume", f.resume}, {"--junit", f.junit}, {"--summary", f.summary}});
+  // From here a signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE) is a stop request: no
+  // default action can end the process between here and the last report.
+  const StopOnSignals stop_on_signals;
+  // One writer per report: a second run given these paths is refused before it touches them.
+  const OutputLock lock({f.results, f.junit, f.summary});
   const std::vector<ResultRecord> resumed = f.resume.empty() ? std::vector<ResultRecord>{} : read_results_file(f.resume);
   // No report of an earlier run at these paths may outlive this one's start, even if it is
-  // killed while the suite loads: cleared now (the results keep what --resume carries), then
-  // rewritten with every planned case MISSING once the plan is known.
-  write_reports(f, resumed, arch);
+  // stopped or fails while the suite loads: replaced now by reports that say the run has not
+  // planned yet (the results keep what --resume carries), then by every planned case MISSING.
   Selection s = sel;
-  s.shard = resolve_shard(sel.shard);
-  SuiteOptions so = suite_options(s, arch);
-  so.bitwise = f.bitwise;
-  Suite suite(registry_for(s.plugins), so);
-  check_arch_matches(suite, device, f.allow_arch_mismatch);
-  if (suite.arch().backend == "cuda") use_cuda_device(device);  // skip checks read this GPU's free memory
-  const auto cases = selected(suite, s);
-  // A filter typo must not gate green: an empty selection is an error unless allowed
-  // (CTest shards allow it: a small tier may leave a shard empty).
-  if (cases.empty() && !f.allow_empty)
-    throw std::invalid_argument("no case of arch " + arch + " matches the selection (tier " + s.tier +
-                                (s.filters.empty() ? "" : ", --filter " + s.filters.front()) +
-                                ", shard " + s.shard + "); pass --allow-empty if that is expected");
+  RunSelection selection = selection_of(s, s.arch, f);
+  write_placeholder(f, resumed, selection);
+  std::string arch;
+  int device = 0;
+  SuiteOptions so;
+  std::unique_ptr<Suite> suite_ptr;
+  std::vector<Case> cases;
+  try {
+    device = resolve_device(f.device);
+    arch = resolve_arch(sel.arch, device);
+    s.shard = resolve_shard(sel.shard);
+    selection.arch = arch;
+    selection.shard = s.shard;
+    so = suite_options(s, arch);  // probes the plugins: one that cannot be used throws here
+    so.bitwise = f.bitwise;
+    suite_ptr = std::make_unique<Suite>(registry_for(s.plugins, s.optional_plugins), so);
+    check_arch_matches(*suite_ptr, device, f.allow_arch_mismatch);
+    if (suite_ptr->arch().backend == "cuda") use_cuda_device(device);  // skip checks read this GPU's free memory
+    cases = selected(*suite_ptr, s);
+    // A filter typo must not gate green: an empty selection is an error unless allowed
+    // (CTest shards allow it: a small tier may leave a shard empty; the gate over all shards
+    // still fails a selection where nothing ran, --min-run).
+    if (cases.empty() && !f.allow_empty)
+      throw std::invalid_argument("no case of arch " + arch + " matches the selection (tier " + s.tier +
+                                  (s.filters.empty() ? "" : ", --filter " + s.filters.front()) + ", shard " + s.shard +
+                                  "); pass --allow-empty if that is expected");
+    // Plugin impls' supports(), asked in a probe process (app/plugin_probe.hpp).
+    ask_supports({self_exe(argv0), arch, so.cases_dir, so.plugins, device}, cases);
+  } catch (const std::exception& e) {
+    selection.error = e.what();
+    for (auto& p : selection.plugins)
+      for (const auto& st : plugin_statuses())
+        if (st.path == p.path && st.optional == p.optional) p.error = st.error;
+    try {
+      write_placeholder(f, resumed, selection);
+    } catch (const std::exception&) {
+    }
+    throw;
+  }
+  const Suite& suite = *suite_ptr;
+  for (auto& p : selection.plugins)
+    for (const auto& st : plugin_statuses())
+      if (st.path == p.path && st.optional == p.optional) {
+        p.error = st.error;
+        for (const auto& d : st.impls) p.impls.push_back(d.name);
+      }
+  if (!suite.manifest().path().empty())
+    selection.manifests.push_back({suite.manifest().path(), file_digest(suite.manifest().path())});
+  selection.catalogs = catalog_files(s);
+  {
+    std::vector<std::string> planned, all;
+    for (const auto& c : cases) planned.push_back(c.id);
+    for (const auto& c : unsharded(suite, s)) all.push_back(c.id);
+    selection.planned = planned.size();
+    selection.planned_digest = ids_digest(planned);
+    selection.selected = all.size();
+    selection.selected_digest = ids_digest(all);
+    std::set<std::string> planted;
+    for (const auto& c : cases)
+      if (c.impl->planted()) planted.insert(std::string(c.impl->name()));
+    selection.planted.assign(planted.begin(), planted.end());
+    selection.state = RunState::planned;
+  }
   const auto carried = resumed_records(suite, cases, resumed);
   size_t skipped = 0, done_before = 0;
   for (const auto& c : cases) {
-    const bool skip = suite.skip_reason(c).has_value();
+    const bool skip = suite.pre_run(c).has_value();
     skipped += skip;
     done_before += !skip && carried.count(c.id);
   }
@@ -295,21 +457,30 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
   req.supervise.exec.ref_cache_max_bytes = static_cast<std::uint64_t>(f.ref_cache_max_gib * double(1 << 30));
   req.resumed = carried_list(carried);
 
-  // SIGTERM/SIGINT from here on stop the run; the reports are written before the handlers go.
-  const StopOnSignals stop_on_signals;
-  ResultsStream stream(f.results, req.resumed);
+  // The results file streams each finished record; one it cannot take (a full disk) stops the
+  // run: the JUnit and summary, elsewhere, then hold every record finished.
+  ResultsStream stream(f.results, req.resumed, selection.header_line(),
+                       [](const std::string&) { request_stop(kStopResultsUnwritable); });
   {
     const auto start = starting_records(suite, cases, carried, device);
     std::vector<std::pair<std::string, std::string>> files;
-    if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(start, "opcts." + arch, parse_junit_detail(f.junit_properties)));
+    if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(start, "opcts." + arch, parse_junit_detail(f.junit_properties),
+                                                               {selection.json()}));
     if (!f.summary.empty()) files.emplace_back(f.summary, summary_markdown(start));
     write_files(files);
   }
   req.on_record = [&](const ResultRecord& r) { stream.append(r); };
   Progress progress(suite, cases);
-  const RunResult result = run_cases(suite, cases, req, std::ref(progress));
+  RunResult result = run_cases(suite, cases, req, std::ref(progress));
   const auto& records = result.records;
-  write_reports(f, records, arch);
+  // The run as a whole: coverage needs every shard, so a shard leaves it to `opcts gate`.
+  const bool whole = parse_shard(s.shard).count == 1;
+  if (whole)
+    check_coverage(records, &suite.manifest(), static_cast<size_t>(f.min_run), result.verdict,
+                   {selection.planted.begin(), selection.planted.end()});
+  selection.state = result.stopped_by ? RunState::stopped : RunState::finished;
+  const std::string unwritten =
+      write_reports(f, records, arch, selection, summary_with(records, result.verdict.problems));
 
   for (const ManifestEntry& e : result.verdict.stale)
     std::fprintf(stderr, "opcts: stale manifest entry %s (%s '%s'): matches no case of %s; remove it\n",
@@ -322,17 +493,32 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
               arch.c_str(), counts[Outcome::PASS], counts[Outcome::FAIL], counts[Outcome::ERROR],
               counts[Outcome::CRASH], counts[Outcome::TIMEOUT], counts[Outcome::SKIP], counts[Outcome::XFAIL],
               counts[Outcome::XPASS], counts[Outcome::FLAKE], counts[Outcome::MISTRUSTED], counts[Outcome::MISSING]);
+  if (!unwritten.empty())
+    std::fprintf(stderr, "opcts: error: a report could not be written: %s; every other report holds every finished "
+                 "record\n", unwritten.c_str());
+  if (result.stopped_by == kStopResultsUnwritable) {
+    std::fprintf(stderr, "opcts: error: stopped: the results file %s could not be written (a full disk?); %zu cases "
+                 "not run are MISSING in the reports that could be written\n",
+                 f.results.c_str(), counts[Outcome::MISSING]);
+    return 2;
+  }
   if (result.stopped_by) {
-    std::fprintf(stderr, "opcts: stopped by signal %d (%s): %zu cases not run are MISSING in the reports; "
-                 "`opcts run ... --resume %s` continues\n", result.stopped_by, strsignal(result.stopped_by),
+    std::fprintf(stderr, "opcts: stopped by %s: %zu cases not run are MISSING in the reports; "
+                 "`opcts run ... --resume %s` continues\n", stop_description(result.stopped_by).c_str(),
                  counts[Outcome::MISSING], f.results.empty() ? "RESULTS" : shell_quote(f.results).c_str());
     return 128 + result.stopped_by;  // as a shell reports a command ended by that signal
   }
+  if (!unwritten.empty()) return 2;
   // The exit code is the gate's verdict (runner/gate.hpp), so a shard fails exactly when
   // `opcts gate` would: e.g. FLAKE (or a failure) under a manifest `flaky` entry is a note.
   for (const auto& n : result.verdict.notes)
     std::fprintf(stderr, "opcts: note: %s %s: %s\n", std::string(to_string(n.outcome)).c_str(), n.id.c_str(),
                  n.why.c_str());
+  for (const auto& p : result.verdict.problems) std::fprintf(stderr, "opcts: gate: %s\n", p.c_str());
+  for (const auto& n : result.verdict.run_notes) std::fprintf(stderr, "opcts: note: %s\n", n.c_str());
+  if (!whole)
+    std::fprintf(stderr, "opcts: shard %s: whether enough cases ran and every impl was tested is for `opcts gate` "
+                 "over all shards' reports\n", s.shard.c_str());
   return result.verdict.passed() ? 0 : 1;
 }
 
@@ -361,8 +547,10 @@ int cmd_resources(const std::string& out) {
 int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out) {
   const int device = resolve_device(device_flag);
   const std::string arch = resolve_arch(s.arch, device);
-  SuiteOptions so = suite_options(s, arch);
-  Suite suite(registry_for(s.plugins), so);
+  // The case runs in this process, its plugin's code included: repro is for debugging it.
+  SuiteOptions so{s.cases_dir, s.catalogs, arch, s.manifest};
+  so.plugins = s.plugins;
+  Suite suite(loaded_registry_for(s.plugins), so);
   const Case c = case_from_id(suite.registry(), id);
   if (c.impl->backend() != suite.arch().backend)
     throw std::invalid_argument("impl " + std::string(c.impl->name()) + " runs on " + std::string(c.impl->backend()) +

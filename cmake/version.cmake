@@ -28,4 +28,5 @@ add_custom_target(opcts_commit
   BYPRODUCTS ${CMAKE_BINARY_DIR}/generated/opcts_commit.hpp
   COMMENT "opcts: the commit for --version" VERBATIM)
 add_dependencies(opcts opcts_commit)
+add_dependencies(opcts_app opcts_commit)  # app/build_version.cpp: the commit a run's selection records
 target_include_directories(opcts PRIVATE ${CMAKE_BINARY_DIR}/generated)

@@ -59,8 +59,12 @@ struct Cost {
 struct Support {
   bool ok = true;
   std::string reason;
+  // The impl could not answer at all (a plugin's supports() that crashed or hung, asked in a
+  // probe process: app/plugin_probe.hpp): the case is an ERROR with `reason`, not a SKIP.
+  bool error = false;
   static Support yes() { return {}; }
   static Support no(std::string why) { return {false, std::move(why)}; }
+  static Support failed(std::string why) { return {false, std::move(why), true}; }
 };
 
 /// An output a family produces and compares: its name and dtype (for the tolerance table), its

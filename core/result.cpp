@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/read_file.hpp"
+
 namespace opcts {
 
 namespace {
@@ -152,16 +154,22 @@ ResultRecord parse_json_line(const std::string& line) {
   return r;
 }
 
-std::vector<ResultRecord> read_results_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open results file");
+std::vector<ResultRecord> read_results_file(const std::string& path, std::vector<std::string>* headers) {
+  const std::string text = read_file_limited(path, kMaxReportBytes, "a results file");
   std::vector<ResultRecord> out;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
+  size_t pos = 0;
+  for (int n = 1; pos < text.size(); ++n) {
+    const size_t nl = text.find('\n', pos);
+    // A last line without its newline is a run killed in the middle of appending it (lines
+    // are appended whole, each ending in '\n'): that half line is no record.
+    const bool torn = nl == std::string::npos;
+    const std::string line = text.substr(pos, torn ? std::string::npos : nl - pos);
+    pos = torn ? text.size() : nl + 1;
     if (line.empty()) continue;
-    // getline hits EOF only on a last line without its newline: a run killed in the middle of
-    // appending it (lines are appended whole, each ending in '\n'). That half line is no record.
-    const bool torn = in.eof();
+    if (line.rfind(kHeaderLinePrefix, 0) == 0) {  // the run's selection (runner/run_selection.hpp)
+      if (headers && !torn) headers->push_back(line);
+      continue;
+    }
     try {
       out.push_back(parse_json_line(line));
     } catch (const std::exception& e) {

@@ -84,9 +84,14 @@ struct ResultRecord {
 std::string to_json_line(const ResultRecord& r);
 /// Parses a line written by to_json_line; throws std::runtime_error naming the bad field.
 ResultRecord parse_json_line(const std::string& line);
-/// Reads a results file (one JSON line per case); throws std::runtime_error with file:line.
-/// A last line without its newline that does not parse is a write cut off by a kill: ignored.
-std::vector<ResultRecord> read_results_file(const std::string& path);
+/// How a results file's header line starts: the run's selection (runner/run_selection.hpp),
+/// written before the records (a record's line, keys in name order, starts with '{"arch"').
+inline constexpr const char* kHeaderLinePrefix = "{\"opcts_selection\"";
+/// Reads a results file (one JSON line per case, at most kMaxReportBytes); throws
+/// std::runtime_error with file:line. A last line without its newline that does not parse is a
+/// write cut off by a kill: ignored. Header lines (kHeaderLinePrefix) are no records: they go
+/// to `headers` when given.
+std::vector<ResultRecord> read_results_file(const std::string& path, std::vector<std::string>* headers = nullptr);
 
 /// Summary statistics of a record over its outputs: the output with the largest
 /// error-to-bound ratio gives max_abs_err and bound.

@@ -14,6 +14,8 @@
 
 #include <yaml-cpp/eventhandler.h>
 
+#include "core/read_file.hpp"
+
 namespace opcts {
 
 namespace {
@@ -40,10 +42,23 @@ std::string kind_of(const YAML::Node& n) {
   return n.IsMap() ? "a map" : "a list";
 }
 
-// Duplicate keys, non-text keys and depth, in every map and list of a document. An alias is
+// An explicit tag ("!!binary", "!!str", "!local") asks yaml-cpp for a type it does not apply:
+// `family: !!binary cast` would read as the text 'cast' and the tag be silently dropped. No
+// input of ours needs one, so each is an error at its node. yaml-cpp marks an untagged plain
+// node "?" and an untagged quoted scalar "!" (the YAML spec's non-specific tags).
+void check_tag(const std::string& path, const YAML::Node& n) {
+  const std::string& tag = n.Tag();
+  if (tag.empty() || tag == "?" || tag == "!") return;
+  std::string shown = tag;
+  if (const std::string core = "tag:yaml.org,2002:"; shown.rfind(core, 0) == 0) shown = "!!" + shown.substr(core.size());
+  yaml_fail(path, n, "YAML tag '" + shown + "' is not accepted (opcts reads plain values; a tag would be ignored)");
+}
+
+// Tags, duplicate keys, non-text keys and depth, in every node of a document. An alias is
 // the node it names (same place), so each node is checked once: a "billion laughs" document
 // costs its size, not its expansion.
 void check_tree(const std::string& path, const YAML::Node& n, int depth, std::set<std::tuple<int, int, int>>& seen) {
+  check_tag(path, n);
   if (!n.IsMap() && !n.IsSequence()) return;
   if (depth > kMaxYamlDepth) yaml_fail(path, n, "nested deeper than " + std::to_string(kMaxYamlDepth) + " levels");
   const auto [line, col] = place(n);
@@ -55,6 +70,7 @@ void check_tree(const std::string& path, const YAML::Node& n, int depth, std::se
   std::map<std::string, YAML::Node> keys;
   for (const auto& kv : n) {
     if (!kv.first.IsScalar()) yaml_fail(path, kv.first, "a key must be plain text, not " + kind_of(kv.first));
+    check_tag(path, kv.first);
     const std::string key = kv.first.Scalar();
     if (const auto it = keys.find(key); it != keys.end()) {
       const auto [l, c] = place(it->second);
@@ -112,8 +128,7 @@ std::optional<YAML::Mark> second_document(const std::string& text) {
   return std::nullopt;
 }
 
-YAML::Node load_strict(std::istream& in, const std::string& path) {
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+YAML::Node load_strict(const std::string& text, const std::string& path) {
   YAML::Node doc;
   std::optional<YAML::Mark> second;
   try {
@@ -172,15 +187,18 @@ void yaml_fail(const std::string& path, const YAML::Node& n, const std::string& 
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw YamlError(path + ":1:1: cannot open file");
-  return load_strict(in, path);
+  std::string text;
+  try {
+    text = read_file_limited(path, kMaxYamlBytes, "a YAML input");
+  } catch (const std::runtime_error& e) {
+    // "path: why" as "path:1:1: why", the place every YamlError starts with.
+    const std::string what = e.what();
+    throw YamlError(path + ":1:1: " + (what.rfind(path + ": ", 0) == 0 ? what.substr(path.size() + 2) : what));
+  }
+  return load_strict(text, path);
 }
 
-YAML::Node load_yaml_text(const std::string& text, const std::string& path) {
-  std::istringstream in(text);
-  return load_strict(in, path);
-}
+YAML::Node load_yaml_text(const std::string& text, const std::string& path) { return load_strict(text, path); }
 
 std::string one_line(const YAML::Node& n) {
   YAML::Emitter e;

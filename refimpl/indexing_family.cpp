@@ -9,6 +9,16 @@ namespace {
 using indexing::Op;
 using indexing::Problem;
 
+// Element counts in double (Problem's numel helpers in int64 would overflow on absurd sizes).
+double out_elems(const Problem& p) {
+  return static_cast<double>(p.outer) * static_cast<double>(p.op == Op::index_select ? p.m : p.n) * static_cast<double>(p.inner);
+}
+double self_elems(const Problem& p) { return static_cast<double>(p.outer) * static_cast<double>(p.n) * static_cast<double>(p.inner); }
+double src_elems(const Problem& p) {
+  return p.op == Op::index_select ? 0 : static_cast<double>(p.outer) * static_cast<double>(p.m) * static_cast<double>(p.inner);
+}
+double index_elems(const Problem& p) { return p.op == Op::scatter_add ? src_elems(p) : static_cast<double>(p.m); }
+
 class IndexingFamily final : public KitFamily<Problem> {
  public:
   explicit IndexingFamily(Op op) : op_(op) {}
@@ -19,12 +29,13 @@ class IndexingFamily final : public KitFamily<Problem> {
 
   Cost cost(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
-    const double bytes = static_cast<double>(storage_bytes(p.dtype)) *
-                             static_cast<double>(p.self_numel() + p.src_numel() + p.out_numel()) +
-                         static_cast<double>(storage_bytes(p.index_dtype)) * static_cast<double>(p.index_numel());
+    // In double from the sizes: a catalog's sizes whose product overflows int64 (the numel
+    // helpers) must still give a huge size for the catalog's size check (runner/catalog.hpp).
+    const double bytes = static_cast<double>(storage_bytes(p.dtype)) * (self_elems(p) + src_elems(p) + out_elems(p)) +
+                         static_cast<double>(storage_bytes(p.index_dtype)) * index_elems(p);
     // The reference's work: a double-double add and three bounds' passes per term (about 40
     // flops), a load per element.
-    return {40 * static_cast<double>(p.src_numel()) + 2 * static_cast<double>(p.out_numel()), bytes};
+    return {40 * src_elems(p) + 2 * out_elems(p), bytes};
   }
 
   std::vector<OutputSpec> outputs(const opcts::Problem& pp) const override {
@@ -46,7 +57,7 @@ class IndexingFamily final : public KitFamily<Problem> {
   // chunk sums (about 40 bytes per term).
   double device_bytes(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
-    return cost(pp).bytes + 40 * static_cast<double>(p.src_numel());
+    return cost(pp).bytes + 40 * src_elems(p);
   }
 
  private:

@@ -58,6 +58,7 @@ std::string state_color(CellState s) {
     case CellState::partial: return "#fff3c4";
     case CellState::unsupported: return "#e0e0e0";
     case CellState::skipped: return "#eeeeee";
+    case CellState::not_tested: return "#ffe0b2";  // the gate fails it: amber, apart from partial
     case CellState::failing: return "#ffcdd2";
     case CellState::not_run: return "#ffffff";
   }

@@ -18,11 +18,15 @@
 #include <fmt/format.h>
 #include <pugixml.hpp>
 
+#include "core/read_file.hpp"
 #include "reports/summary.hpp"
 
 namespace opcts {
 
 namespace {
+
+// The testsuite (and its properties' name) that carries the run's selection.
+constexpr const char* kSelectionSuite = "opcts.selection";
 
 // Doubles travel as fmt's shortest round-trip text ("0.031", "1e-05", "nan", "-inf"), which
 // std::from_chars reads back to the same value.
@@ -456,7 +460,8 @@ std::string sanitize_xml_text(std::string_view s) {
   return out;
 }
 
-std::string junit_xml(const std::vector<ResultRecord>& records, const std::string& suite_name, JunitDetail detail) {
+std::string junit_xml(const std::vector<ResultRecord>& records, const std::string& suite_name, JunitDetail detail,
+                      const std::vector<std::string>& selections) {
   // Families in name order; cases in the order given (callers sort for determinism).
   std::map<std::string, std::vector<const ResultRecord*>> by_family;
   for (const auto& r : records) by_family[family_of(r)].push_back(&r);
@@ -499,6 +504,20 @@ std::string junit_xml(const std::vector<ResultRecord>& records, const std::strin
     suite.append_child("system-out");
     suite.append_child("system-err");
   }
+  if (!selections.empty()) {
+    // What the run was asked to run (`opcts gate` reads it back): a suite of no testcases.
+    auto suite = root.append_child("testsuite");
+    set_attr(suite, "name", kSelectionSuite);
+    set_attr(suite, "package", kSelectionSuite);
+    suite.append_attribute("id").set_value(suite_id++);
+    auto props = suite.append_child("properties");
+    for (const auto& sel : selections) add_prop(props, kSelectionSuite, sel);
+    Counts{}.write(suite);
+    set_attr(suite, "timestamp", timestamp);
+    set_attr(suite, "hostname", host);
+    suite.append_child("system-out");
+    suite.append_child("system-err");
+  }
   std::ostringstream os;
   doc.save(os, "  ", pugi::format_default, pugi::encoding_utf8);
   return os.str();
@@ -515,9 +534,10 @@ JunitDetail parse_junit_detail(const std::string& s) {
   throw std::invalid_argument("--junit-properties must be lean or all, not '" + s + "'");
 }
 
-std::vector<ResultRecord> read_junit(const std::string& path) {
+std::vector<ResultRecord> read_junit(const std::string& path, std::vector<std::string>* selections) {
   pugi::xml_document doc;
-  const auto res = doc.load_file(path.c_str());
+  const std::string text = read_file_limited(path, kMaxReportBytes, "a JUnit report");
+  const auto res = doc.load_buffer(text.data(), text.size());
   if (!res)
     throw std::runtime_error(
         fmt::format("{}: not valid XML: {} at byte {}", path, res.description(), res.offset));
@@ -526,6 +546,12 @@ std::vector<ResultRecord> read_junit(const std::string& path) {
   std::vector<ResultRecord> out;
   for (auto suite : root.children("testsuite")) {
     const std::string family = suite.attribute("name").value();
+    if (family == kSelectionSuite) {
+      for (auto p : suite.child("properties").children("property"))
+        if (selections && std::string(p.attribute("name").value()) == kSelectionSuite)
+          selections->push_back(p.attribute("value").value());
+      continue;
+    }
     for (auto tc : suite.children("testcase")) {
       try {
         out.push_back(parse_testcase(tc, family));

@@ -29,13 +29,16 @@ void write_junit(const std::vector<ResultRecord>& records, const std::string& pa
                  JunitDetail detail = JunitDetail::lean);
 
 /// The JUnit XML write_junit writes, as text (for write_files, which writes several reports
-/// all or none).
+/// all or none). `selections` (runner/run_selection.hpp, each as its JSON) go into a last
+/// testsuite "opcts.selection" without testcases, one property "opcts.selection" each.
 std::string junit_xml(const std::vector<ResultRecord>& records, const std::string& suite_name,
-                      JunitDetail detail = JunitDetail::lean);
+                      JunitDetail detail = JunitDetail::lean, const std::vector<std::string>& selections = {});
 
-/// Reads a file written by write_junit back into records (from the testcase properties, and
-/// for a lean report its classname, time and result element), in file order. Throws std::runtime_error naming the file and what is wrong.
-std::vector<ResultRecord> read_junit(const std::string& path);
+/// Reads a file written by write_junit (at most kMaxReportBytes) back into records (from the
+/// testcase properties, and for a lean report its classname, time and result element), in file
+/// order, and the selections it carries into `selections` when given. Throws
+/// std::runtime_error naming the file and what is wrong.
+std::vector<ResultRecord> read_junit(const std::string& path, std::vector<std::string>* selections = nullptr);
 
 /// Makes arbitrary bytes valid, readable XML 1.0 text: valid UTF-8 is kept; C0 controls other
 /// than tab/LF/CR become "\xNN"; bytes that are not valid UTF-8 (stray, overlong, truncated,

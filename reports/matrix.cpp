@@ -2,6 +2,7 @@
 #include "reports/matrix.hpp"
 
 #include "reports/summary.hpp"
+#include "runner/gate.hpp"
 
 #include <algorithm>
 #include <set>
@@ -18,6 +19,7 @@ std::string_view to_string(CellState s) {
     case CellState::skipped: return "skipped";
     case CellState::failing: return "failing";
     case CellState::not_run: return "not run";
+    case CellState::not_tested: return "not tested";
   }
   return "?";
 }
@@ -59,7 +61,7 @@ void classify(MatrixCell& c) {
   else if (c.failing > 0) c.state = CellState::failing;
   else if (c.xfail > 0) c.state = CellState::partial;
   else if (c.pass > 0) c.state = CellState::enabled;
-  else if (skips == c.total && c.skip_not_built == c.total) c.state = CellState::not_run;
+  else if (c.skip_unexcused > 0) c.state = CellState::not_tested;  // as the gate judges it
   else if (skips == c.total && c.skip_manifest > 0) c.state = CellState::skipped;
   else c.state = CellState::unsupported;
 }
@@ -94,6 +96,7 @@ EnablementMatrix enablement_matrix(const std::vector<ResultRecord>& records) {
           case SkipKind::not_built: ++c.skip_not_built; break;
         }
         ++c.skip_reasons[r.message];
+        c.skip_unexcused += !skip_excuses_impl(r.message);
         break;
       default:
         if (is_gate_failure(r.outcome)) ++c.failing;
@@ -114,6 +117,7 @@ std::string cell_text(const MatrixCell& c) {
     case CellState::skipped: return fmt::format("skipped ({} by manifest)", c.skip_manifest);
     case CellState::failing: return fmt::format("failing: {}/{}", c.failing, c.total);
     case CellState::not_run: return "not run";
+    case CellState::not_tested: return fmt::format("not tested ({} SKIP)", c.skip_unexcused);
   }
   return "?";
 }
@@ -121,14 +125,17 @@ std::string cell_text(const MatrixCell& c) {
 std::string matrix_markdown(const EnablementMatrix& m) {
   static const std::map<CellState, std::string> kIcon{
       {CellState::enabled, "✅"}, {CellState::partial, "🟡"}, {CellState::unsupported, "⛔"},
-      {CellState::skipped, "⏭️"}, {CellState::failing, "❌"},  {CellState::not_run, "—"}};
+      {CellState::skipped, "⏭️"}, {CellState::failing, "❌"},  {CellState::not_run, "—"},
+      {CellState::not_tested, "⚠️"}};
   std::string s = "## Enablement matrix\n\n";
   s += "✅ enabled: every case that ran passed · 🟡 partial: some cases are expected failures (xfail) · "
-       "⛔ unsupported: every case skipped for a capability or the impl's support · ⏭️ skipped by the manifest · "
+       "⛔ unsupported: every case skipped for a capability the arch lacks · ⏭️ skipped by the manifest · "
+       "⚠️ not tested: no case ran, skipped by the impl's support or the build (the gate fails it) · "
        "❌ failing the gate · — not run\n\n";
   if (m.rows.empty()) return s + "_no results_\n";
   s += "| family | impl |";
-  for (const auto& a : m.archs) s += " " + markdown_cell(a) + " |";
+  // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false positive) on `" " + f()`.
+  for (const auto& a : m.archs) s.append(" ").append(markdown_cell(a)).append(" |");
   s += "\n|---|---|";
   for (std::size_t i = 0; i < m.archs.size(); ++i) s += "---|";
   s += "\n";
@@ -136,7 +143,9 @@ std::string matrix_markdown(const EnablementMatrix& m) {
     s += "| " + markdown_cell(fam) + " | " + markdown_cell(impl) + " |";
     for (const auto& a : m.archs) {
       const MatrixCell& c = m.cell(fam, impl, a);
-      s += " " + kIcon.at(c.state) + (c.state == CellState::not_run ? "" : " " + cell_text(c)) + " |";
+      s.append(" ").append(kIcon.at(c.state));
+      if (c.state != CellState::not_run) s.append(" ").append(cell_text(c));
+      s.append(" |");
     }
     s += "\n";
   }
@@ -144,7 +153,9 @@ std::string matrix_markdown(const EnablementMatrix& m) {
   for (const auto& [fam, impl] : m.rows)
     for (const auto& a : m.archs) {
       const MatrixCell& c = m.cell(fam, impl, a);
-      if (c.state != CellState::partial && c.state != CellState::unsupported && c.state != CellState::skipped) continue;
+      if (c.state != CellState::partial && c.state != CellState::unsupported && c.state != CellState::skipped &&
+          c.state != CellState::not_tested)
+        continue;
       std::vector<std::pair<std::size_t, std::string>> top;
       for (const auto& [why, n] : c.state == CellState::partial ? c.xfail_reasons : c.skip_reasons)
         top.push_back({n, why});
@@ -154,7 +165,7 @@ std::string matrix_markdown(const EnablementMatrix& m) {
         details += fmt::format("  - {} × {}\n", top[i].first, markdown_cell(top[i].second));
       if (top.size() > 5) details += fmt::format("  - … {} more reasons\n", top.size() - 5);
     }
-  if (!details.empty()) s += "\n### Why cells are partial, unsupported or skipped\n\n" + details;
+  if (!details.empty()) s += "\n### Why cells are partial, unsupported, skipped or not tested\n\n" + details;
   return s;
 }
 

@@ -15,10 +15,12 @@ namespace opcts {
 enum class CellState {
   enabled,      // every case that ran passed (skips by capability may sit beside them)
   partial,      // no unexpected failure, but n cases are XFAIL (reasons listed)
-  unsupported,  // every case is SKIP for a required capability or the impl's support
+  unsupported,  // every case is SKIP for a capability the arch lacks (or a run option, --bitwise)
   skipped,      // every case is SKIP and the manifest skips some of them
   failing,      // some case fails the gate (FAIL, ERROR, CRASH, TIMEOUT, XPASS, FLAKE, MISTRUSTED)
-  not_run,      // no record, or every case SKIP because this opcts was built without the backend
+  not_run,      // no record
+  not_tested,   // no case ran and some SKIP for another reason (the impl's support, a build without the
+                // backend, the host's memory): the gate fails it (runner/gate.hpp skip_excuses_impl)
 };
 std::string_view to_string(CellState s);
 
@@ -30,6 +32,7 @@ struct MatrixCell {
   CellState state = CellState::not_run;
   std::size_t total = 0, pass = 0, xfail = 0, failing = 0;
   std::size_t skip_capability = 0, skip_manifest = 0, skip_not_built = 0;
+  std::size_t skip_unexcused = 0;  // SKIPs that leave an impl not tested (skip_excuses_impl)
   std::map<std::string, std::size_t> xfail_reasons;  // the xfail entry's reason → cases
   std::map<std::string, std::size_t> skip_reasons;   // SKIP message → cases
 };

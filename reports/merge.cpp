@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -43,10 +44,10 @@ std::string lower_extension(const fs::path& p) {
   return ext;
 }
 
-std::vector<ResultRecord> load_file(const std::string& path) {
+std::vector<ResultRecord> load_file(const std::string& path, std::vector<std::string>& selections) {
   const std::string ext = lower_extension(path);
-  if (ext == ".xml") return read_junit(path);
-  if (ext == ".jsonl" || ext == ".json") return read_results_file(path);
+  if (ext == ".xml") return read_junit(path, &selections);
+  if (ext == ".jsonl" || ext == ".json") return read_results_file(path, &selections);
   throw std::runtime_error(path + ": unknown report type (expected .xml, .jsonl or .json)");
 }
 
@@ -78,11 +79,29 @@ bool same_record(const ResultRecord& a, const ResultRecord& b) {
 }
 
 std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths, bool prefer_later) {
+  return load_reports_with_selections(paths, prefer_later).records;
+}
+
+LoadedReports load_reports_with_selections(const std::vector<std::string>& paths, bool prefer_later) {
+  LoadedReports loaded;
+  std::set<std::string> seen_selections;
   // (id, arch) -> the record and the file it came from.
   std::map<std::pair<std::string, std::string>, std::pair<ResultRecord, std::string>> merged;
   for (const auto& arg : paths) {
     for (const auto& file : expand(arg)) {
-      for (auto& r : load_file(file)) {
+      std::vector<std::string> selections;
+      auto records = load_file(file, selections);
+      for (const auto& text : selections) {
+        RunSelection sel;
+        try {
+          sel = RunSelection::parse(text);
+        } catch (const std::exception& e) {
+          throw std::runtime_error(file + ": " + e.what());
+        }
+        // A results file and a JUnit of one run carry the same selection: kept once.
+        if (seen_selections.insert(sel.json()).second) loaded.selections.push_back({std::move(sel), file});
+      }
+      for (auto& r : records) {
         auto key = std::make_pair(r.id, r.arch);
         const auto it = merged.find(key);
         if (it == merged.end()) {
@@ -105,10 +124,9 @@ std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths, bo
       }
     }
   }
-  std::vector<ResultRecord> out;
-  out.reserve(merged.size());
-  for (auto& [key, value] : merged) out.push_back(std::move(value.first));
-  return out;
+  loaded.records.reserve(merged.size());
+  for (auto& [key, value] : merged) loaded.records.push_back(std::move(value.first));
+  return loaded;
 }
 
 }  // namespace opcts

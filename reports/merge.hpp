@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "runner/run_selection.hpp"
 
 namespace opcts {
 
@@ -17,6 +18,20 @@ namespace opcts {
 /// which keeps the one read later (a later argument; in a folder, a later path), e.g. a
 /// retried shard's. The result is sorted by id, then arch, whatever the order of the paths.
 std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths, bool prefer_later = false);
+
+/// A run's selection as a report carried it, and the file it came from.
+struct ReportSelection {
+  RunSelection selection;
+  std::string file;
+};
+
+/// load_reports, plus every selection the reports carry (results header lines, JUnit's
+/// "opcts.selection" suite), each once per (key, shard, state, plan), in the order read.
+struct LoadedReports {
+  std::vector<ResultRecord> records;
+  std::vector<ReportSelection> selections;
+};
+LoadedReports load_reports_with_selections(const std::vector<std::string>& paths, bool prefer_later = false);
 
 /// True when two records hold the same values in every field (NaN equals NaN).
 bool same_record(const ResultRecord& a, const ResultRecord& b);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -46,6 +47,22 @@ void remove_staged(const std::vector<Pending>& files) {
     if (!f.tmp.empty()) ::unlink(f.tmp.c_str());
 }
 
+}  // namespace
+
+bool fault_disk_full(const std::string& target, unsigned long long size_after) {
+  const char* spec = std::getenv("OPCTS_FAULT_DISK_FULL");
+  if (!spec || !*spec) return false;
+  const std::string s(spec);
+  const auto colon = s.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::error_code ec;
+  const fs::path want = fs::weakly_canonical(fs::absolute(s.substr(0, colon)), ec);
+  const fs::path got = fs::weakly_canonical(fs::absolute(target), ec);
+  return want == got && size_after > std::stoull(s.substr(colon + 1));
+}
+
+namespace {
+
 void stage(Pending& f) {
   std::error_code ec;
   if (f.target.has_parent_path()) fs::create_directories(f.target.parent_path(), ec);
@@ -56,6 +73,11 @@ void stage(Pending& f) {
   const mode_t mask = umask(0);
   umask(mask);
   // mkstemp makes 0600; a report is as readable as any file this user makes.
+  if (fault_disk_full(f.target.string(), f.content->size())) {
+    ::close(fd);
+    errno = ENOSPC;
+    throw std::runtime_error(f.path + ": write failed: " + errno_text());
+  }
   bool ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, *f.content) && fsync(fd) == 0;
   std::string why = ok ? "" : errno_text();
   if (::close(fd) != 0 && ok) {

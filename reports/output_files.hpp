@@ -21,6 +21,12 @@ std::string resolve_output(const std::string& path);
 /// folders. Throws std::runtime_error naming the path that failed.
 void write_files(const std::vector<std::pair<std::string, std::string>>& files);
 
+/// Fault injection for the runner's own tests (like the worker's OPCTS_FAULT_*): with
+/// $OPCTS_FAULT_DISK_FULL set to "<path>:<bytes>", the file `target` (after symlinks) is on a
+/// disk that holds only <bytes> of it when `target` is that path: true when a write that makes
+/// it `size_after` bytes long must fail with ENOSPC. Unset in real runs.
+bool fault_disk_full(const std::string& target, unsigned long long size_after);
+
 /// Throws std::invalid_argument when two non-empty outputs are one file (after symlinks and
 /// relative paths), e.g. "--junit and --results are the same file: r.txt". `flagged` holds
 /// (flag, path) pairs.

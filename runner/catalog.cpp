@@ -4,6 +4,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -34,9 +35,32 @@ std::string optional_text(const std::string& path, const YAML::Node& n, const ch
   return n[key] ? text_of(path, n, key) : "";
 }
 
+// "5.1e+14 bytes (465 TiB)": a size as a byte count and in the unit a reader thinks in.
+std::string bytes_text(double b) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = b;
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.3g bytes (%.3g %s)", b, v, units[u]);
+  return buf;
+}
+
+// Why a problem's tensors cannot exist anywhere, or "" when they can (kMaxProblemBytes).
+std::string too_large(const Family& f, const Problem& p) {
+  const double need = problem_bytes(f, p);
+  if (need <= kMaxProblemBytes) return "";
+  return "its tensors and references need " + bytes_text(need) + ", more than " + bytes_text(kMaxProblemBytes) +
+         ": no device or host can hold them (check its sizes)";
+}
+
 ProblemPtr parse_problem(const Family& f, const std::string& path, const YAML::Node& n) {
+  ProblemPtr p;
   try {
-    return f.parse(n);
+    p = f.parse(n);
   } catch (const YamlError&) {
     throw;
   } catch (const YAML::Exception& e) {
@@ -44,7 +68,25 @@ ProblemPtr parse_problem(const Family& f, const std::string& path, const YAML::N
   } catch (const std::exception& e) {
     yaml_fail(path, n, e.what());
   }
+  if (const std::string why = too_large(f, *p); !why.empty()) yaml_fail(path, n, "problem " + f.problem_id(*p) + ": " + why);
+  return p;
 }
+
+// Points planned so far: in the catalog file being read and in the whole run.
+struct Budget {
+  size_t file = 0, run = 0;
+  // Takes `n` more points for what is at `n_at`, or fails there naming the cap it passes.
+  void take(size_t n, const std::string& path, const YAML::Node& at, const std::string& what) {
+    if (n > kMaxCatalogPoints - file)
+      yaml_fail(path, at, what + " takes the file past " + std::to_string(kMaxCatalogPoints) +
+                              " points (grid points and edges together); split the catalog or shorten its axes");
+    if (n > kMaxRunPoints - run)
+      yaml_fail(path, at, what + " takes the run past " + std::to_string(kMaxRunPoints) +
+                              " points (all catalogs together); pass fewer --catalog files");
+    file += n;
+    run += n;
+  }
+};
 
 // Adds an entry, keeping the lowest tier of a problem listed more than once.
 void add_entry(std::vector<CatalogEntry>& out, std::map<std::string, size_t>& seen, CatalogEntry e) {
@@ -101,6 +143,8 @@ void expand_grid(const Family& f, const std::string& path, const YAML::Node& gri
     } catch (const std::exception& e) {
       yaml_fail(path, grid, "grid '" + name + "' point " + one_line(point).substr(0, 200) + ": " + e.what());
     }
+    if (const std::string why = too_large(f, *p); !why.empty())
+      yaml_fail(path, grid, "grid '" + name + "' point " + one_line(point).substr(0, 200) + ": " + why);
     add_entry(out, seen, {&f, p, f.problem_id(*p), tier, source, why});
     size_t a = ax.size();
     while (a-- > 0) {
@@ -111,9 +155,33 @@ void expand_grid(const Family& f, const std::string& path, const YAML::Node& gri
   }
 }
 
-void load_one(const Registry& reg, const std::string& path, std::vector<CatalogEntry>& out,
+// Counts a catalog's points (each grid's product of axis lengths, each edge one) into the
+// budget before anything expands, failing at the grid or edge that passes a cap. What is
+// malformed is left for load_one to name.
+void count_points(const std::string& path, const YAML::Node& root, Budget& budget) {
+  budget.file = 0;
+  if (!root.IsMap()) return;
+  if (const YAML::Node grids = root["grids"]; grids && grids.IsSequence())
+    for (const auto& g : grids) {
+      if (!g.IsMap() || !g["axes"] || !g["axes"].IsMap()) continue;
+      size_t points = 1;
+      for (const auto& kv : g["axes"]) {
+        const size_t n = kv.second.IsSequence() ? kv.second.size() : 1;
+        points = n == 0 ? 0 : points > kMaxRunPoints / n ? kMaxRunPoints + 1 : points * n;  // saturating
+      }
+      if (points > kMaxGridPoints) continue;  // expand_grid refuses it, naming the grid's own cap
+      const std::string name = g["name"] && g["name"].IsScalar() ? g["name"].Scalar() : "?";
+      budget.take(points, path, g, "grid '" + name + "' (" + std::to_string(points) + " points)");
+    }
+  if (const YAML::Node edges = root["edges"]; edges && edges.IsSequence())
+    for (const auto& e : edges) {
+      const std::string name = e.IsMap() && e["name"] && e["name"].IsScalar() ? e["name"].Scalar() : "?";
+      budget.take(1, path, e, "edge '" + name + "'");
+    }
+}
+
+void load_one(const Registry& reg, const std::string& path, const YAML::Node& root, std::vector<CatalogEntry>& out,
               std::map<std::string, size_t>& seen) {
-  const YAML::Node root = load_yaml_file(path);
   check_keys(path, root, {"family", "grids", "edges", "description"});
   if (!root["family"]) yaml_fail(path, root, "not a catalog: no top-level 'family:'");
   const auto fname = text_of(path, root, "family");
@@ -151,22 +219,41 @@ bool is_catalog_file(const fs::path& p) {
 
 }  // namespace
 
+double problem_bytes(const Family& f, const Problem& p) {
+  double elements = 0;
+  for (const OutputSpec& o : f.outputs(p)) {
+    double n = 1;
+    for (const int64_t d : o.shape) n *= static_cast<double>(d);
+    elements += n;
+  }
+  return f.device_bytes(p) + 24 * elements;
+}
+
 std::vector<CatalogEntry> load_catalogs(const Registry& reg, const std::vector<std::string>& paths) {
   std::vector<CatalogEntry> out;
   std::map<std::string, size_t> seen;
+  // Every file is read and its points counted first: a run past a cap is refused before any
+  // grid expands, whichever file takes it there.
+  std::vector<std::pair<std::string, YAML::Node>> docs;
+  Budget budget;
+  const auto read = [&](const std::string& file) {
+    docs.emplace_back(file, load_yaml_file(file));
+    count_points(file, docs.back().second, budget);
+  };
   for (const auto& p : paths) {
     if (fs::is_directory(p)) {
       std::vector<fs::path> files;
       for (const auto& de : fs::directory_iterator(p))
         if (de.is_regular_file() && is_catalog_file(de.path())) files.push_back(de.path());
       std::sort(files.begin(), files.end());
-      for (const auto& f : files) load_one(reg, f.string(), out, seen);
+      for (const auto& f : files) read(f.string());
     } else if (fs::exists(p)) {
-      load_one(reg, p, out, seen);
+      read(p);
     } else {
       throw YamlError(p + ": no such catalog file or folder");
     }
   }
+  for (const auto& [file, root] : docs) load_one(reg, file, root, out, seen);
   return out;
 }
 

@@ -26,12 +26,32 @@ struct CatalogEntry {
 /// The most points one grid may expand to: a typo in an axis must not make a run that never
 /// starts (the default tier of every family together holds about 20,000 cases).
 inline constexpr size_t kMaxGridPoints = 1'000'000;
+/// The most points (grid points plus edges, before duplicates merge) one catalog file, and all
+/// catalogs of one run together, may hold. A point costs about 1 KB while it is planned (five
+/// grids of 10^6 points took 5 GB and ended in std::bad_alloc after 124 s), so each cap is
+/// checked from the axes' lengths before a grid expands: memory stays bounded by these.
+inline constexpr size_t kMaxCatalogPoints = 1'000'000;
+inline constexpr size_t kMaxRunPoints = 2'000'000;
+
+/// The most bytes a problem's tensors may need (Family::device_bytes, and the outputs' fp64
+/// references on the host: problem_bytes): a problem past it (a 4·10^9 batch, four sizes of
+/// 65536) cannot exist on any device or host, so it is a catalog error at its line. One that
+/// exceeds only the memory of the machine at hand is a SKIP naming both sizes (Suite).
+inline constexpr double kMaxProblemBytes = 1099511627776.0;  // 1 TiB
+
+/// A lower bound of the memory a case of `p` needs on the host: the tensors as stored
+/// (Family::device_bytes) plus three fp64 values (the exact and same-precision references and
+/// the bound) per output element. Computed in double from the output shapes, so sizes whose
+/// product overflows 64 bits still give a (huge) finite answer.
+double problem_bytes(const Family& f, const Problem& p);
 
 /// Loads catalogs from files and folders (a folder means every *.yaml and *.yml file in it,
 /// sorted, except archs.yaml and tolerances.yaml; each must be a catalog). The same problem
 /// listed twice keeps its lowest tier. A grid expands in time linear in its points, at most
-/// kMaxGridPoints. Throws YamlError ("path:line:column: ...") on a malformed catalog (see
-/// core/yaml_util.hpp), a missing or unknown family, an unknown field, a grid past the cap.
+/// kMaxGridPoints; a file holds at most kMaxCatalogPoints and all of them kMaxRunPoints.
+/// Throws YamlError ("path:line:column: ...") on a malformed catalog (see
+/// core/yaml_util.hpp), a missing or unknown family, an unknown field, a grid or file past its
+/// cap (checked before it expands), a problem past kMaxProblemBytes.
 std::vector<CatalogEntry> load_catalogs(const Registry& reg, const std::vector<std::string>& paths);
 
 /// Every case of the entries for the impls of the arch's backend, sorted by id; planted

@@ -69,7 +69,10 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     }
   }
   if (n["reruns"]) e.reruns = static_cast<int>(int_of(path, n, "reruns", 0, kMaxReruns));
-  if (n["output"]) e.output = text_of(path, n, "output");
+  if (n["output"]) {
+    e.output = text_of(path, n, "output");
+    e.output_at = where_col(path, n["output"]);
+  }
   for (const auto& [key, field] : {std::pair{"factor", &e.factor}, {"atol", &e.atol}, {"rtol", &e.rtol}, {"atol_eps", &e.atol_eps}}) {
     if (!n[key]) continue;
     *field = number_of(path, n, key);

@@ -35,6 +35,7 @@ struct ManifestEntry {
   int reruns = 0;      // flaky: how often a failure is re-run
   // tolerance: overrides of the table's values (unset fields keep the table's)
   std::string output;  // "" = every output
+  std::string output_at;  // "path:line:column" of `output:` (Suite checks it names a real output)
   std::optional<double> factor, atol, rtol, atol_eps;
   std::optional<AccumulatorModel> accumulator;  // bounded: how the impl accumulates on this arch
   std::optional<double> false_alarm;

@@ -1,15 +1,21 @@
 // Reading and writing the reference cache's binary files.
 #include "runner/ref_disk_cache.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "opcts_ref_digest.hpp"  // OPCTS_REF_BUILD_DIGEST (cmake/ref_digest.cmake)
 
 namespace opcts {
 
@@ -126,7 +132,42 @@ bool get_reductions(Reader& r, Reductions& m) {
   return true;
 }
 
+// Writes `data` to the new file `path`, checked through write, fsync and close (a full disk
+// may only show at fsync or close) and against the size it must have: "" or why it failed.
+std::string write_checked(const std::string& path, const std::string& data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return std::string("cannot create ") + path + ": " + std::strerror(errno);
+  std::string why;
+  size_t off = 0;
+  while (why.empty() && off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) why = std::string("write: ") + (n < 0 ? std::strerror(errno) : "no progress");
+    else off += static_cast<size_t>(n);
+  }
+  if (why.empty() && ::fsync(fd) != 0) why = std::string("fsync: ") + std::strerror(errno);
+  struct stat st {};
+  if (why.empty() && (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != data.size()))
+    why = "the file holds " + std::to_string(st.st_size) + " of " + std::to_string(data.size()) + " bytes";
+  if (::close(fd) != 0 && why.empty()) why = std::string("close: ") + std::strerror(errno);
+  return why;
+}
+
+// One warning per process: a cache that cannot store (a full or read-only disk) makes every
+// reference be computed, which the user should know once, not once per problem.
+std::atomic<bool> g_store_failure_reported{false};
+
+void report_store_failure(const std::string& dir, const std::string& why) {
+  if (g_store_failure_reported.exchange(true)) return;
+  std::fprintf(stderr,
+               "opcts: warning: reference cache %s: cannot store a reference (%s); references this process cannot "
+               "store are computed again next time\n",
+               dir.c_str(), why.c_str());
+}
+
 }  // namespace
+
+std::string ref_build_digest() { return OPCTS_REF_BUILD_DIGEST; }
 
 std::string default_ref_cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "opcts").string();
@@ -139,7 +180,7 @@ std::string RefDiskCache::key(const Family& f, const Problem& p, const TensorMap
   for (const auto& [name, t] : inputs) h = fnv1a(name.data(), name.size()) ^ (h * 0x100000001b3ull) ^ fingerprint(t);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return std::string(f.name()) + "/" + f.problem_id(p) + "@" + f.reference_version() + "#" + hex;
+  return std::string(f.name()) + "/" + f.problem_id(p) + "@" + f.reference_version() + "+" + ref_build_digest() + "#" + hex;
 }
 
 std::string RefDiskCache::path_of(const std::string& key) const {
@@ -149,9 +190,12 @@ std::string RefDiskCache::path_of(const std::string& key) const {
   return (fs::path(dir_) / family / (std::string(hex) + ".ref")).string();
 }
 
-std::optional<References> RefDiskCache::load(const std::string& key) const {
-  if (!enabled()) return std::nullopt;
-  std::ifstream f(path_of(key), std::ios::binary);
+namespace {
+
+// A cache file's body (without its checksum) when the checksum holds and the header is ours,
+// with the key it stores; nullopt otherwise.
+std::optional<std::pair<std::string, std::string>> read_entry(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
   if (!f) return std::nullopt;
   std::stringstream ss;
   ss << f.rdbuf();
@@ -161,14 +205,32 @@ std::optional<References> RefDiskCache::load(const std::string& key) const {
   uint64_t sum = 0;
   std::memcpy(&sum, buf.data() + buf.size() - sizeof sum, sizeof sum);
   if (sum != fnv1a(buf.data(), buf.size() - sizeof sum)) return std::nullopt;
-  const std::string body = buf.substr(0, buf.size() - sizeof sum);
+  std::string body = buf.substr(0, buf.size() - sizeof sum);
   Reader r{body};
   char magic[8];
   uint32_t format = 0;
   std::string stored_key;
   if (!r.get(magic) || std::memcmp(magic, kMagic, sizeof kMagic) != 0 || !r.get(format) || format != kFormat ||
-      !r.get_str(stored_key, 1 << 16) || stored_key != key)
+      !r.get_str(stored_key, 1 << 16))
     return std::nullopt;
+  return std::make_pair(std::move(stored_key), std::move(body));
+}
+
+}  // namespace
+
+std::optional<std::string> RefDiskCache::key_of_file(const std::string& path) {
+  auto e = read_entry(path);
+  if (!e) return std::nullopt;
+  return std::move(e->first);
+}
+
+std::optional<References> RefDiskCache::load(const std::string& key) const {
+  if (!enabled()) return std::nullopt;
+  const auto entry = read_entry(path_of(key));
+  if (!entry || entry->first != key) return std::nullopt;
+  const std::string& body = entry->second;
+  Reader r{body};
+  r.pos = sizeof kMagic + sizeof(uint32_t) + sizeof(uint64_t) + key.size();
   References refs;
   if (!get_maps(r, refs.exact) || !get_maps(r, refs.lowp) || !get_maps(r, refs.bound) ||
       !get_reductions(r, refs.reduction) || r.pos != body.size())
@@ -232,17 +294,19 @@ void RefDiskCache::store(const std::string& key, const References& refs) const {
   std::error_code ec;
   fs::create_directories(dst.parent_path(), ec);
   const fs::path tmp = dst.string() + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(out.data(), static_cast<std::streamsize>(out.size()));
-    if (!f) {
-      fs::remove(tmp, ec);
-      return;
-    }
+  fs::remove(tmp, ec);  // left by a killed process of this PID
+  // Only a file that holds every byte, synced, is renamed into place: a full disk must leave
+  // no empty or short entry (it would be refused on every load, and never be reported).
+  if (const std::string why = write_checked(tmp.string(), out); !why.empty()) {
+    fs::remove(tmp, ec);
+    report_store_failure(dir_, why);
+    return;
   }
   fs::rename(tmp, dst, ec);  // atomic on one file system: readers see the old file or the new one
   if (ec) {
+    const std::string why = "rename: " + ec.message();
     fs::remove(tmp, ec);
+    report_store_failure(dir_, why);
     return;
   }
   // The cap: scanned now and then (other shards write here too), counted in between.

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/rng.hpp"
+#include "runner/stop_signal.hpp"
 
 namespace opcts {
 
@@ -124,7 +125,19 @@ std::map<std::string, ResultRecord> resumed_records(const Suite& suite, const st
       if (outside++ == 0) example = r.id;
       continue;
     }
-    if (r.raw_outcome != Outcome::MISSING) out[r.id] = r;
+    if (r.raw_outcome == Outcome::MISSING) continue;
+    // One run writes one record per case: two that differ are two runs' (sharing the file, or
+    // files joined by hand), and neither can be taken for the case's result.
+    if (const auto it = out.find(r.id); it != out.end()) {
+      const ResultRecord& a = it->second;
+      if (a.raw_outcome != r.raw_outcome || a.outcome != r.outcome || a.message != r.message)
+        throw std::invalid_argument("--resume: two different records of case '" + r.id + "' (" +
+                                    std::string(to_string(a.raw_outcome)) + " and " + std::string(to_string(r.raw_outcome)) +
+                                    (a.raw_outcome == r.raw_outcome ? ", other messages" : "") +
+                                    "): the file holds results of two runs; resume from one run's results");
+      continue;
+    }
+    out[r.id] = r;
   }
   if (outside)
     throw std::invalid_argument("--resume: " + std::to_string(outside) + " finished case(s) are not in this selection (e.g. '" +
@@ -142,9 +155,10 @@ RunResult run_cases(const Suite& suite, const std::vector<Case>& cases, const Ru
   std::vector<std::string> to_run_ids;
   for (const auto& c : cases) {
     ResultRecord r = base_record(suite, c, device);
-    if (auto why = suite.skip_reason(c)) {
-      r.raw_outcome = r.outcome = Outcome::SKIP;
-      r.message = *why;
+    if (auto pre = suite.pre_run(c)) {
+      r.raw_outcome = r.outcome = pre->outcome;  // SKIP, or ERROR: the impl could not answer
+      r.message = pre->reason;
+      judge(suite, r);
       if (req.on_record && !carried.count(c.id)) req.on_record(r);
       out.records.push_back(std::move(r));
     } else if (const auto it = carried.find(c.id); it != carried.end()) {
@@ -176,8 +190,7 @@ RunResult run_cases(const Suite& suite, const std::vector<Case>& cases, const Ru
       take_outcome(mine, std::move(*results.records[k]));
     } else {
       mine.raw_outcome = Outcome::MISSING;
-      mine.message = "not run: the run was stopped by signal " + std::to_string(out.stopped_by) + " (" +
-                     strsignal(out.stopped_by) + ") before this case finished";
+      mine.message = "not run: the run was stopped by " + stop_description(out.stopped_by) + " before this case finished";
     }
     judge(suite, mine);
   }
@@ -185,7 +198,10 @@ RunResult run_cases(const Suite& suite, const std::vector<Case>& cases, const Ru
   for (auto& r : ran) {
     judge(suite, r);
     const ManifestEntry* flaky = suite.manifest().find(EntryKind::flaky, r.id);
-    if (flaky && r.outcome == Outcome::FLAKE) r.expectation = "known flaky (" + flaky->source + "): " + flaky->reason;
+    // The gate's table (runner/gate.cpp): a failure or FLAKE under a flaky entry is a note;
+    // the record says so, so that `opcts gate DIR` judges it as this run did.
+    if (flaky && (is_failure(r.outcome) || r.outcome == Outcome::FLAKE))
+      r.expectation = "known flaky (" + flaky->source + "): " + flaky->reason;
     out.records.push_back(std::move(r));
   }
   std::sort(out.records.begin(), out.records.end(), [](const auto& a, const auto& b) { return a.id < b.id; });

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -16,7 +17,8 @@ namespace {
 
 volatile sig_atomic_t g_signal = 0;
 int g_pipe[2] = {-1, -1};
-struct sigaction g_old_term, g_old_int;
+constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE};
+struct sigaction g_old[std::size(kStopSignals)];
 
 void on_signal(int sig) {
   const int saved = errno;  // the interrupted code may read errno right after the handler
@@ -39,19 +41,22 @@ StopOnSignals::StopOnSignals() {
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: a blocking call returns EINTR and the caller looks at the flag
-  sigaction(SIGTERM, &sa, &g_old_term);
-  sigaction(SIGINT, &sa, &g_old_int);
+  for (size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &sa, &g_old[i]);
 }
 
 StopOnSignals::~StopOnSignals() {
-  sigaction(SIGTERM, &g_old_term, nullptr);
-  sigaction(SIGINT, &g_old_int, nullptr);
+  for (size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &g_old[i], nullptr);
   close(g_pipe[0]);
   close(g_pipe[1]);
   g_pipe[0] = g_pipe[1] = -1;
 }
 
 int stop_requested() { return g_signal; }
+
+std::string stop_description(int stopped_by) {
+  if (stopped_by == kStopResultsUnwritable) return "the failure to write its results file";
+  return "signal " + std::to_string(stopped_by) + " (" + strsignal(stopped_by) + ")";
+}
 
 int stop_fd() { return g_pipe[0]; }
 

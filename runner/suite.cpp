@@ -1,10 +1,16 @@
 // Loading the suite's data files and deciding skips.
 #include "runner/suite.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
+
+#include "core/yaml_util.hpp"
 
 
 namespace opcts {
@@ -37,8 +43,65 @@ RuleCheck rule_globs_name_something(const Registry& reg, const ArchTable& archs)
     const auto names = archs.names();
     if (!r.arch.empty() && std::none_of(names.begin(), names.end(), [&](const std::string& a) { return glob_match(r.arch, a); }))
       return RuleProblem{"arch", "tolerance rule's arch '" + r.arch + "' matches no arch of archs.yaml"};
+    // Both given: some impl it names must run on some arch it names (host impls never on sm90).
+    if (!r.impl.empty() && !r.arch.empty()) {
+      bool meet = false;
+      for (const Impl* i : reg.impls_of(r.family))
+        for (const auto& a : names)
+          meet = meet || (glob_match(r.impl, std::string(i->name())) && glob_match(r.arch, a) && archs.get(a).backend == i->backend());
+      if (!meet)
+        return RuleProblem{"arch", "tolerance rule's impl '" + r.impl + "' and arch '" + r.arch +
+                                       "' never meet: no impl it names runs on an arch it names (impls run on archs of their backend)"};
+    }
     return std::nullopt;
   };
+}
+
+// Every output of every loaded problem, by family: what tolerance rules may name.
+std::map<std::string, std::vector<RuleTarget>> rule_targets(const std::vector<CatalogEntry>& entries) {
+  std::map<std::string, std::vector<RuleTarget>> out;
+  for (const auto& e : entries)
+    for (const OutputSpec& o : e.family->outputs(*e.problem))
+      out[std::string(e.family->name())].push_back({e.problem_id, o.name, std::string(name(o.dtype))});
+  return out;
+}
+
+// A manifest entry's `output:` must name an output of a case its glob matches: else it applies
+// to nothing while looking as if it did. An entry that matches no case is stale (warned by the
+// run and the gate, an error of `manifest lint`), not checked here.
+void check_manifest_outputs(const Manifest& m, const std::vector<Case>& cases) {
+  for (const ManifestEntry& e : m.entries()) {
+    if (e.output.empty() || e.planted) continue;
+    size_t matched = 0;
+    std::set<std::string> outputs;
+    bool found = false;
+    for (const Case& c : cases) {
+      if (!glob_match(e.match, c.id)) continue;
+      ++matched;
+      for (const OutputSpec& o : c.family->outputs(*c.problem)) {
+        found = found || o.name == e.output;
+        if (outputs.size() < 20) outputs.insert(o.name);
+      }
+      if (found) break;
+    }
+    if (found || matched == 0) continue;
+    std::string list;
+    for (const auto& o : outputs) list += (list.empty() ? "" : ", ") + o;
+    throw YamlError((e.output_at.empty() ? e.source : e.output_at) + ": " + std::string(to_string(e.kind)) + " entry '" +
+                    e.match + "' names output '" + e.output + "', which none of the " + std::to_string(matched) +
+                    " cases it matches has (their outputs: " + list + ")");
+  }
+}
+
+double host_memory_bytes() {
+  static const double bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  return bytes;
+}
+
+std::string gib(double bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / 1073741824.0);
+  return buf;
 }
 
 }  // namespace
@@ -92,7 +155,10 @@ Suite::Suite(const Registry& reg, const SuiteOptions& opt)
   if (!opt.load_catalogs) return;
   std::vector<std::string> paths{opt.cases_dir};
   paths.insert(paths.end(), opt.catalogs.begin(), opt.catalogs.end());
-  cases_ = make_cases(*reg_, load_catalogs(*reg_, paths), arch_, opt.include_planted);
+  const std::vector<CatalogEntry> entries = load_catalogs(*reg_, paths);
+  tolerances_.check_targets(rule_targets(entries));
+  cases_ = make_cases(*reg_, entries, arch_, opt.include_planted);
+  check_manifest_outputs(manifest_, cases_);
   // A planted impl exists to fail: each of its cases is an implied strict xfail, so a caught
   // bug is XFAIL (neither rerun nor a gate failure) and a missed one is XPASS, which fails
   // the run and the gate.
@@ -111,14 +177,29 @@ Suite::Suite(const Registry& reg, const SuiteOptions& opt)
 }
 
 std::optional<std::string> Suite::skip_reason(const Case& c) const {
+  const auto p = pre_run(c);
+  return p ? std::optional<std::string>(p->reason) : std::nullopt;
+}
+
+std::optional<Suite::PreRun> Suite::pre_run(const Case& c) const {
+  const auto skip = [](std::string why) { return PreRun{Outcome::SKIP, std::move(why)}; };
   for (const auto& cap : c.impl->required_caps())
-    if (!arch_.has(cap)) return "arch " + arch_.name + " lacks capability '" + cap + "' needed by " + std::string(c.impl->name());
+    if (!arch_.has(cap)) return skip("arch " + arch_.name + " lacks capability '" + cap + "' needed by " + std::string(c.impl->name()));
+  // Every case's inputs and references live on the host, whatever device runs the impl.
+  if (const double need = problem_bytes(*c.family, *c.problem); need > host_memory_bytes())
+    return skip("the problem needs at least " + gib(need) + " of host memory (its tensors and fp64 references); this host has " +
+                gib(host_memory_bytes()));
   const Support s = c.impl->supports(*c.problem, arch_);
-  if (!s.ok) return s.reason;
+  if (s.error) {  // unless the manifest skips the case anyway
+    if (const ManifestEntry* e = manifest_.find(EntryKind::skip, c.id))
+      return skip("manifest skip (" + e->source + "): " + e->reason);
+    return PreRun{Outcome::ERROR, s.reason};
+  }
+  if (!s.ok) return skip(s.reason);
   if (c.impl->planted() && c.impl->bug_needs_bitwise() && !options_.bitwise)
-    return std::string(c.impl->name()) + ": its bug breaks its determinism claim, which only opcts run --bitwise shows";
+    return skip(std::string(c.impl->name()) + ": its bug breaks its determinism claim, which only opcts run --bitwise shows");
   if (const ManifestEntry* e = manifest_.find(EntryKind::skip, c.id))
-    return "manifest skip (" + e->source + "): " + e->reason;
+    return skip("manifest skip (" + e->source + "): " + e->reason);
   return std::nullopt;
 }
 

@@ -50,9 +50,18 @@ class Suite {
   /// Every case of the arch (all tiers, unfiltered), sorted by id.
   const std::vector<Case>& all_cases() const { return cases_; }
 
-  /// Capability, impl support and manifest skip, in that order: the SKIP reason, or
-  /// nullopt when the case must run.
+  /// Capability, host memory (problem_bytes against this host's, naming both), impl support
+  /// and manifest skip, in that order: the SKIP reason, or nullopt when the case must run.
+  /// An impl that could not answer (Support::error) gives its reason here too.
   std::optional<std::string> skip_reason(const Case& c) const;
+
+  /// What a case is without running it: SKIP (skip_reason), or ERROR when its impl could not
+  /// say whether it supports the problem (Support::error); nullopt when it must run.
+  struct PreRun {
+    Outcome outcome;
+    std::string reason;
+  };
+  std::optional<PreRun> pre_run(const Case& c) const;
 
  private:
   const Registry* reg_;

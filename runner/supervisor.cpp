@@ -202,30 +202,8 @@ Supervised supervise(const SupervisorOptions& opt, const std::vector<std::string
       if (in_flight < 0) in_flight = static_cast<long>(next);
       kill_worker(w);
     };
-    while (protocol_error.empty()) {
-      const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-      pollfd p[2] = {{w.fd, POLLIN, 0}, {stop_fd(), POLLIN, 0}};
-      const int pr = poll(p, p[1].fd >= 0 ? 2 : 1, left <= 0 ? 0 : static_cast<int>(std::min(left * 1000.0, 2.0e9)));
-      if (stop_requested()) {
-        kill_worker(w);
-        out.stopped_by = stop_requested();
-        break;
-      }
-      if (pr == 0) {  // time is up for the case in flight (or for startup)
-        kill_worker(w);
-        killed_for_timeout = true;
-        break;
-      }
-      if (pr < 0) {
-        if (errno == EINTR) continue;
-        kill_worker(w);
-        throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
-      }
-      char chunk[65536];
-      const ssize_t n = read(w.fd, chunk, sizeof chunk);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // the worker closed the pipe: finished or died
-      buf.append(chunk, static_cast<size_t>(n));
+    // The lines of `buf` that are complete: BEGIN and RESULT checked against the plan.
+    auto take_lines = [&] {
       size_t nl;
       while (protocol_error.empty() && (nl = buf.find('\n')) != std::string::npos) {
         const std::string line = buf.substr(0, nl);
@@ -269,6 +247,48 @@ Supervised supervise(const SupervisorOptions& opt, const std::vector<std::string
       }
       if (protocol_error.empty() && buf.size() > kMaxLineBytes)
         broke_protocol("a line longer than " + std::to_string(kMaxLineBytes) + " bytes");
+    };
+    char chunk[65536];
+    while (protocol_error.empty()) {
+      const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+      pollfd p[2] = {{w.fd, POLLIN, 0}, {stop_fd(), POLLIN, 0}};
+      const int pr = poll(p, p[1].fd >= 0 ? 2 : 1, left <= 0 ? 0 : static_cast<int>(std::min(left * 1000.0, 2.0e9)));
+      if (stop_requested()) {
+        kill_worker(w);
+        out.stopped_by = stop_requested();
+        // Every result the worker sent before it died is a finished case: read the pipe to its
+        // end (the killed worker's write end is closed; a second at most, should a process
+        // outside its group still hold it) and keep them.
+        const auto until = Clock::now() + std::chrono::seconds(1);
+        for (;;) {
+          const double ms = std::chrono::duration<double, std::milli>(until - Clock::now()).count();
+          pollfd d{w.fd, POLLIN, 0};
+          const int dr = poll(&d, 1, ms <= 0 ? 0 : static_cast<int>(ms));
+          if (dr < 0 && errno == EINTR) continue;
+          if (dr <= 0) break;
+          const ssize_t n = read(w.fd, chunk, sizeof chunk);
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) break;
+          buf.append(chunk, static_cast<size_t>(n));
+        }
+        take_lines();
+        break;
+      }
+      if (pr == 0) {  // time is up for the case in flight (or for startup)
+        kill_worker(w);
+        killed_for_timeout = true;
+        break;
+      }
+      if (pr < 0) {
+        if (errno == EINTR) continue;
+        kill_worker(w);
+        throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+      }
+      const ssize_t n = read(w.fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // the worker closed the pipe: finished or died
+      buf.append(chunk, static_cast<size_t>(n));
+      take_lines();
     }
     close(w.fd);
     int status = 0;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "runner/catalog.hpp"
 #include "core/yaml_util.hpp"
@@ -65,6 +66,10 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
       if (*field < 0) yaml_fail(path, n[key], std::string("'") + key + "' must be finite and >= 0");
     }
     r.tol.source = where(path, n);
+    r.at = where_col(path, n);
+    if (n["output"]) r.output_at = where_col(path, n["output"]);
+    if (n["dtype"]) r.dtype_at = where_col(path, n["dtype"]);
+    if (n["problem"]) r.problem_at = where_col(path, n["problem"]);
     r.why = text_of(path, n, "why");
     if ((r.tol.metric == Metric::ref_relative || r.tol.metric == Metric::bounded) && !(r.tol.factor > 0))
       yaml_fail(path, n, std::string(to_string(r.tol.metric)) + " needs a positive 'factor:'");
@@ -82,6 +87,41 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
     t.rules_.push_back(std::move(r));
   }
   return t;
+}
+
+void ToleranceTable::check_targets(const std::map<std::string, std::vector<RuleTarget>>& targets) const {
+  for (const auto& r : rules_) {
+    if (r.output.empty() && r.dtypes.empty() && r.problem.empty()) continue;
+    const auto it = targets.find(r.family);
+    if (it == targets.end() || it->second.empty()) continue;
+    const auto& all = it->second;
+    const auto problem_ok = [&](const RuleTarget& t) { return r.problem.empty() || glob_match(r.problem, t.problem_id); };
+    const auto output_ok = [&](const RuleTarget& t) { return r.output.empty() || r.output == t.output; };
+    const auto dtype_ok = [&](const RuleTarget& t) {
+      return r.dtypes.empty() || std::find(r.dtypes.begin(), r.dtypes.end(), t.dtype) != r.dtypes.end();
+    };
+    if (std::any_of(all.begin(), all.end(), [&](const RuleTarget& t) { return problem_ok(t) && output_ok(t) && dtype_ok(t); }))
+      continue;
+    // Which key is at fault, the narrowest first: the problem glob, the output name, the dtypes.
+    const auto names = [&](auto field, auto keep) {
+      std::set<std::string> seen;
+      for (const auto& t : all)
+        if (keep(t)) seen.insert(t.*field);
+      std::string list;
+      for (const auto& n : seen) list += (list.empty() ? "" : ", ") + n;
+      return list;
+    };
+    const std::string in = " (in the catalogs loaded; a rule that applies to nothing leaves a wider rule in force)";
+    if (!std::any_of(all.begin(), all.end(), problem_ok))
+      throw YamlError(r.problem_at + ": tolerance rule's problem '" + r.problem + "' matches no problem of " + r.family + in);
+    if (!std::any_of(all.begin(), all.end(), [&](const RuleTarget& t) { return problem_ok(t) && output_ok(t); }))
+      throw YamlError(r.output_at + ": tolerance rule's output '" + r.output + "' is no output of " + r.family +
+                      (r.problem.empty() ? "" : " problems matching '" + r.problem + "'") + " (outputs: " +
+                      names(&RuleTarget::output, problem_ok) + ")" + in);
+    throw YamlError(r.dtype_at + ": tolerance rule's dtype matches no " + (r.output.empty() ? "output" : "output '" + r.output + "'") +
+                    " of " + r.family + (r.problem.empty() ? "" : " problems matching '" + r.problem + "'") + " (their dtypes: " +
+                    names(&RuleTarget::dtype, [&](const RuleTarget& t) { return problem_ok(t) && output_ok(t); }) + ")" + in);
+  }
 }
 
 Tolerance ToleranceTable::resolve(const std::string& family, const std::string& output, DType dtype,

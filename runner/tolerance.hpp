@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct ToleranceRule {
   // paths are known to have, for an arch whose manifest measured none (`opcts probe
   // accumulators` prints the entry); a case judged under it is reported provisional.
   bool provisional = false;
+  // "path:line:column" of the rule and of its narrowing keys (empty when absent), for errors
+  // found after loading (rules_name_problems).
+  std::string at, output_at, dtype_at, problem_at;
 };
 
 /// What a RuleCheck finds wrong with a rule: the YAML key at fault and why.
@@ -35,6 +39,11 @@ struct RuleProblem {
 };
 /// A check of each rule as it loads (the Suite's: its family, impl and arch globs name something).
 using RuleCheck = std::function<std::optional<RuleProblem>(const ToleranceRule&)>;
+
+/// One output of one catalog problem, as a rule's `output:`, `dtype:` and `problem:` see it.
+struct RuleTarget {
+  std::string problem_id, output, dtype;
+};
 
 class ToleranceTable {
  public:
@@ -49,6 +58,12 @@ class ToleranceTable {
   Tolerance resolve(const std::string& family, const std::string& output, DType dtype, const std::string& impl,
                     const std::string& arch, const std::string& case_id, const Manifest* manifest) const;
   const std::vector<ToleranceRule>& rules() const { return rules_; }
+  /// Checks that every rule's `problem:` glob, `output:` and `dtype:` together name at least
+  /// one output of a loaded problem of its family (`targets`: family name → every output of
+  /// every catalog problem). A rule that can apply to nothing would leave a wider rule in force
+  /// (`output: outt` silently loosened scatter_add): a YamlError at the key at fault. Families
+  /// without a loaded problem are not checked (nothing to check against).
+  void check_targets(const std::map<std::string, std::vector<RuleTarget>>& targets) const;
 
  private:
   std::vector<ToleranceRule> rules_;

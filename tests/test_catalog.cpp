@@ -8,6 +8,7 @@
 #include "tests/test_util.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -311,6 +312,94 @@ TEST(CatalogBuiltin, Sm90DefaultTierHasAThousandUniqueStableCases) {
   // sm90 is a CUDA arch: only cuda impls make its cases.
   for (const auto& id : ids) EXPECT_NE(id.find(".cuda_"), std::string::npos) << id;
   EXPECT_EQ(builtin_default_ids(), ids);  // a second load gives the same ids in the same order
+}
+
+// ---- Sizes bounded before allocation (issue 33) ----
+
+// A grid of `a` batch values by `b` seq values (a·b points), as catalog text from line `at`.
+std::string big_grid(const std::string& name, int a, int b) {
+  std::string s = "  - name: " + name + "\n    tier: full\n    axes:\n      dtype: [fp32]\n      batch: [";
+  for (int i = 1; i <= a; ++i) s += (i > 1 ? "," : "") + std::to_string(i);
+  s += "]\n      seq: [";
+  for (int i = 1; i <= b; ++i) s += (i > 1 ? "," : "") + std::to_string(i);
+  return s + "]\n      head_dim: [8]\n";
+}
+
+// The 10^6-point cap was per grid: five grids of 10^6 points took 5 GB and ended in bad_alloc
+// after 124 s. A file's grids together are capped, counted before any of them expands.
+TEST(CatalogCaps, AFileOfManyGridsIsRefusedBeforeItExpands) {
+  const std::string dir = temp_dir();
+  const std::string path = write(dir, "t.yaml", "family: sdpa\ngrids:\n" + big_grid("a", 1000, 600) + big_grid("b", 1000, 600));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string err = load_error(path);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(err.rfind(path + ":10:5: grid 'b' (600000 points) takes the file past 1000000 points", 0), 0u) << err;
+  EXPECT_LT(s, 10) << "refused before expanding";
+}
+
+TEST(CatalogCaps, ARunOfManyCatalogsIsRefusedBeforeItExpands) {
+  const std::string dir = temp_dir();
+  std::vector<std::string> paths;
+  for (const char* name : {"a", "b", "c"})
+    paths.push_back(write(dir, std::string(name) + ".yaml", "family: sdpa\ngrids:\n" + big_grid(name, 1000, 700)));
+  const std::string err = testutil::yaml_error_of([&] { load_catalogs(builtin_registry(), paths); });
+  EXPECT_EQ(err.rfind(paths[2] + ":3:5: grid 'c' (700000 points) takes the run past 2000000 points", 0), 0u) << err;
+}
+
+// Problems whose tensors cannot exist once passed the parser and became ERROR std::bad_alloc
+// at run time: refused at their line.
+TEST(CatalogCaps, AProblemThatCannotExistIsRefusedAtItsLine) {
+  const std::string dir = temp_dir();
+  const std::string batch = write(dir, "batch.yaml",
+                                  "family: sdpa\n"
+                                  "edges:\n"
+                                  "  - name: huge_batch\n"
+                                  "    why: a typo\n"
+                                  "    problem: {dtype: bf16, batch: 4000000000, heads: 8, seq: 128, head_dim: 64}\n");
+  const std::string eb = load_error(batch);
+  EXPECT_EQ(eb.rfind(batch + ":5:14: problem bf16_b4000000000", 0), 0u) << eb;
+  EXPECT_NE(eb.find("no device or host can hold them"), std::string::npos) << eb;
+  const std::string four = write(dir, "four.yaml",
+                                 "family: sdpa\n"
+                                 "grids:\n"
+                                 "  - name: four\n"
+                                 "    axes: {dtype: [fp32], batch: [65536], heads: [65536], seq: [65536], head_dim: [64]}\n");
+  const std::string ef = load_error(four);
+  EXPECT_EQ(ef.rfind(four + ":3:5: grid 'four' point", 0), 0u) << ef;
+  EXPECT_NE(ef.find("more than 1.1e+12 bytes"), std::string::npos) << ef;
+  // An indexing problem whose element counts overflow int64 still gets a (huge) size.
+  const std::string idx = write(dir, "idx.yaml",
+                                "family: scatter_add\n"
+                                "edges:\n"
+                                "  - name: overflow\n"
+                                "    why: a typo\n"
+                                "    problem: {dtype: fp32, index: int64, outer: 4294967296, n: 4294967296, m: 8, inner: 4294967296, dist: uniform}\n");
+  EXPECT_NE(load_error(idx).find("no device or host can hold them"), std::string::npos) << load_error(idx);
+}
+
+// A problem that exists but does not fit this host is a SKIP naming both sizes.
+TEST(CatalogCaps, AProblemLargerThanTheHostIsASkipNamingBothSizes) {
+  const std::string dir = temp_dir();
+  write(dir, "big.yaml",
+        "family: sdpa\n"
+        "edges:\n"
+        "  - name: big\n"
+        "    tier: smoke\n"
+        "    why: about 0.6 TiB of tensors and references\n"
+        "    problem: {dtype: fp32, batch: 1024, heads: 32, seq: 4096, head_dim: 128}\n");
+  const auto r = testutil::sh(std::string(OPCTS_BINARY) + " list -v --arch host --tier smoke --catalog " + dir +
+                              "/big.yaml --filter 'sdpa.host_flash/fp32_b1024_*'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("SKIP: the problem needs at least 6"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GiB of host memory (its tensors and fp64 references); this host has "), std::string::npos)
+      << r.output;
+}
+
+// `--catalog /dev/urandom` read until memory ran out: input files are read up to a limit.
+TEST(CatalogCaps, AnEndlessInputIsRefusedAtItsSizeLimit) {
+  const auto r = testutil::sh(std::string(OPCTS_BINARY) + " list --arch host --tier smoke --catalog /dev/urandom");
+  EXPECT_EQ(r.status, 2) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("/dev/urandom:1:1: a YAML input larger than 16 MiB"), std::string::npos) << r.output.substr(0, 2000);
 }
 
 }  // namespace

@@ -128,7 +128,9 @@ Shell run_template_commands(const std::string& dir, const std::string& env, cons
   for (const std::string& s : scripts)
     all += std::regex_replace(s, std::regex(R"((^|[^/])build/(cuda|host)/bin/opcts)"), std::string("$1") + OPCTS_BINARY) + "\n";
   testutil::write(dir, "steps.sh", "set -e\n" + all);
-  return sh("cd " + dir + " && env OPCTS_ARCH=host OPCTS_TIER=smoke OPCTS_CASES_DIR=" + dir + "/cases " + env + " bash steps.sh");
+  // The engine's shard variables only as the caller sets them (set but empty is an error).
+  return sh("cd " + dir + " && env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL " +
+            "OPCTS_ARCH=host OPCTS_TIER=smoke OPCTS_CASES_DIR=" + dir + "/cases " + env + " bash steps.sh");
 }
 
 // The GitHub Actions template's shard, merge and gate commands run on the host: four shards
@@ -189,8 +191,7 @@ TEST(CiTemplates, GitlabCommandsRunMergeAndGateOnTheHost) {
   const int total = g["opcts-shard"]["parallel"].as<int>();
   for (int i = 1; i <= total; ++i) {
     const Shell r = run_template_commands(
-        dir, "CI_NODE_INDEX=" + std::to_string(i) + " CI_NODE_TOTAL=" + std::to_string(total) +
-                 " OPCTS_SHARD_INDEX= OPCTS_SHARD_COUNT=", opcts_lines("opcts-shard"));
+        dir, "CI_NODE_INDEX=" + std::to_string(i) + " CI_NODE_TOTAL=" + std::to_string(total), opcts_lines("opcts-shard"));
     ASSERT_EQ(r.status, 0) << r.output;
   }
   const Shell ok = run_template_commands(dir, "", opcts_lines("opcts-gate"));
@@ -380,6 +381,10 @@ TEST(ShardAuto, ReadsTheCiEnginesVariables) {
   const Shell bad = sh("OPCTS_SHARD_INDEX=4 OPCTS_SHARD_COUNT=3 " + list + "auto");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("OPCTS_SHARD_INDEX=4"), std::string::npos) << bad.output;
+  // Set but empty (a CI variable that did not expand) once meant 1/1: every shard ran everything.
+  const Shell empty = sh("env -u CI_NODE_INDEX -u CI_NODE_TOTAL OPCTS_SHARD_INDEX= OPCTS_SHARD_COUNT= " + list + "auto");
+  EXPECT_EQ(empty.status, 2) << empty.output;
+  EXPECT_NE(empty.output.find("OPCTS_SHARD_INDEX is set but empty"), std::string::npos) << empty.output;
 }
 
 // Slurm job arrays (the task's place in --array=MIN-MAX:STEP) and Kubernetes Indexed Jobs

@@ -281,5 +281,202 @@ TEST(Gate, EmptyResultsWithAPlanFail) {
   EXPECT_NE(format_verdict(v, "sm90").find("FAILED"), std::string::npos);
 }
 
+// ---- The run as a whole (issue 33): coverage, the selections the reports carry ----
+
+ResultRecord case_of(const std::string& impl, const std::string& problem, Outcome o, const std::string& message = "") {
+  ResultRecord r;
+  std::string tok = impl;
+  for (char& c : tok) c = c == '.' ? '_' : c;
+  r.id = "gate." + tok + "/" + problem;
+  r.family = "gate";
+  r.impl = impl;
+  r.arch = "sm90";
+  r.tier = "smoke";
+  r.outcome = r.raw_outcome = o;
+  r.message = message;
+  return r;
+}
+
+TEST(GateCoverage, FewerCasesRunThanMinRunFail) {
+  // Every case SKIP for a capability: nothing is wrong with any case, and nothing was tested.
+  const std::vector<ResultRecord> rs = {
+      case_of("hip.x", "a", Outcome::SKIP, "arch sm90 lacks capability 'mfma' needed by hip.x")};
+  GateVerdict v = gate_as_judged(rs);
+  EXPECT_TRUE(v.passed());
+  check_coverage(rs, nullptr, 1, v);
+  EXPECT_FALSE(v.passed());
+  ASSERT_EQ(v.problems.size(), 1u);
+  EXPECT_NE(v.problems[0].find("0 cases ran"), std::string::npos) << v.problems[0];
+  GateVerdict w = gate_as_judged(rs);
+  check_coverage(rs, nullptr, 0, w);  // --min-run 0: an empty run may pass, on purpose
+  EXPECT_TRUE(w.passed()) << format_verdict(w, "sm90");
+}
+
+TEST(GateCoverage, AnImplThatRanNothingIsNotTestedUnlessItsSkipsAreExcused) {
+  const std::vector<ResultRecord> rs = {
+      case_of("host.a", "p", Outcome::PASS),
+      // Built without its backend, or refused by its own supports(): not tested.
+      case_of("cuda.b", "p", Outcome::SKIP, "cuda.b: this opcts was built without CUDA"),
+      case_of("cuda.c", "p", Outcome::SKIP, "arch sm90 lacks capability 'nvfp4' needed by cuda.c"),
+      case_of("cuda.c", "q", Outcome::SKIP, "cuda.c: fp32 only"),
+      // Excused: a capability, the manifest, a planted bug only --bitwise shows.
+      case_of("cuda.d", "p", Outcome::SKIP, "arch sm90 lacks capability 'nvfp4' needed by cuda.d"),
+      case_of("cuda.e", "p", Outcome::SKIP, "manifest skip (sm90.yaml:3): hangs"),
+      case_of("cuda.f", "p", Outcome::SKIP,
+              "cuda.f: its bug breaks its determinism claim, which only opcts run --bitwise shows"),
+  };
+  GateVerdict v = gate_as_judged(rs);
+  check_coverage(rs, nullptr, 1, v);
+  EXPECT_FALSE(v.passed());
+  ASSERT_EQ(v.problems.size(), 2u) << format_verdict(v, "sm90");
+  EXPECT_NE(v.problems[0].find("impl cuda.b (gate on sm90) is not tested"), std::string::npos) << v.problems[0];
+  EXPECT_NE(v.problems[0].find("built without CUDA"), std::string::npos) << v.problems[0];
+  EXPECT_NE(v.problems[1].find("impl cuda.c"), std::string::npos) << v.problems[1];
+  EXPECT_NE(v.problems[1].find("1 of its 2 SKIP"), std::string::npos) << v.problems[1];
+  // A planted impl (the suite's self-test) that ran nothing is a note: the selection shows its bug nowhere.
+  GateVerdict p = gate_as_judged(rs);
+  check_coverage(rs, nullptr, 1, p, {"cuda.b", "cuda.c"});
+  EXPECT_TRUE(p.passed()) << format_verdict(p, "sm90");
+  ASSERT_EQ(p.run_notes.size(), 2u);
+  EXPECT_NE(p.run_notes[0].find("planted impl cuda.b (gate on sm90) ran no case"), std::string::npos) << p.run_notes[0];
+  // With the gate's manifest, its skip entry excuses whatever the record's message says.
+  const auto dir = testutil::temp_dir();
+  const Manifest m = Manifest::load(testutil::write(dir, "sm90.yaml", R"(arch: sm90
+skip:
+  - match: "gate.cuda_b/*"
+    reason: "not on this machine"
+  - match: "gate.cuda_c/*"
+    reason: "not on this machine"
+)"));
+  GateVerdict w = gate(rs, m, {});
+  check_coverage(rs, &m, 1, w);
+  EXPECT_TRUE(w.passed()) << format_verdict(w, "sm90");
+}
+
+TEST(GateCoverage, AsJudgedAFailureUnderAFlakyEntryIsANote) {
+  ResultRecord flaky = case_of("host.a", "p", Outcome::FAIL, "mismatch");
+  flaky.expectation = "known flaky (sm90.yaml:9): atomics";
+  ResultRecord xfail = case_of("host.a", "q", Outcome::XFAIL, "mismatch");
+  xfail.raw_outcome = Outcome::FAIL;
+  const ResultRecord bad = case_of("host.a", "r", Outcome::FAIL, "mismatch");
+  const GateVerdict v = gate_as_judged({flaky, xfail, bad});
+  ASSERT_EQ(v.offending.size(), 1u) << format_verdict(v, "sm90");
+  EXPECT_EQ(v.offending[0].id, bad.id);
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_EQ(v.notes[0].id, flaky.id);
+}
+
+// A selection of `ids` (one shard of `n`, all its ids planned in that shard when n = 1).
+RunSelection selection(int shard, int n, const std::vector<std::string>& all, RunState state = RunState::finished) {
+  RunSelection s;
+  s.state = state;
+  s.arch = "sm90";
+  s.tier = "smoke";
+  s.shard = std::to_string(shard) + "/" + std::to_string(n);
+  s.selected = all.size();
+  s.selected_digest = ids_digest(all);
+  return s;
+}
+
+TEST(GateSelections, EveryShardMustHaveAReport) {
+  std::vector<ResultRecord> rs;
+  std::vector<std::string> ids;
+  for (const char* p : {"a", "b", "c", "d"}) {
+    rs.push_back(case_of("host.a", p, Outcome::PASS));
+    ids.push_back(rs.back().id);
+  }
+  std::vector<std::pair<RunSelection, std::string>> sels;
+  for (int i = 1; i <= 4; ++i) sels.push_back({selection(i, 4, ids), "shard" + std::to_string(i) + ".xml"});
+  GateVerdict all;
+  check_selections(sels, rs, all);
+  EXPECT_TRUE(all.passed()) << format_verdict(all, "sm90");
+
+  // 3 of 4 shards (with the records of the three): the lost one is named.
+  auto three = sels;
+  three.erase(three.begin() + 2);
+  GateVerdict v;
+  check_selections(three, {rs[0], rs[1], rs[3]}, v);
+  ASSERT_EQ(v.problems.size(), 1u) << format_verdict(v, "sm90");
+  EXPECT_NE(v.problems[0].find("shard 3/4 has no report"), std::string::npos) << v.problems[0];
+
+  // A shard that stopped before it planned, with the error its run hit.
+  auto started = sels;
+  started[1].first.state = RunState::started;
+  started[1].first.error = "plugin /x.so: cannot load";
+  GateVerdict w;
+  check_selections(started, rs, w);
+  ASSERT_EQ(w.problems.size(), 1u);
+  EXPECT_NE(w.problems[0].find("shard 2/4 (shard2.xml) ended before it planned its cases (plugin /x.so: cannot load)"),
+            std::string::npos)
+      << w.problems[0];
+}
+
+TEST(GateSelections, TheRecordsMustBeThePlan) {
+  std::vector<ResultRecord> rs;
+  std::vector<std::string> ids;
+  for (const char* p : {"a", "b", "c"}) {
+    rs.push_back(case_of("host.a", p, Outcome::PASS));
+    ids.push_back(rs.back().id);
+  }
+  const std::vector<std::pair<RunSelection, std::string>> sels = {{selection(1, 1, ids), "r.jsonl"}};
+  GateVerdict cut;
+  check_selections(sels, {rs[0], rs[1]}, cut);  // a report cut short
+  ASSERT_EQ(cut.problems.size(), 1u);
+  EXPECT_NE(cut.problems[0].find("hold 2 of its cases where it planned 3"), std::string::npos) << cut.problems[0];
+  // Another selection's records (another family) are not this one's.
+  ResultRecord other = rs[0];
+  other.family = "elsewhere";
+  other.id = "elsewhere.host_a/a";
+  auto narrowed = sels;
+  narrowed[0].first.families = {"gate"};
+  std::vector<ResultRecord> with_other = rs;
+  with_other.push_back(other);
+  GateVerdict ok;
+  check_selections(narrowed, with_other, ok);
+  EXPECT_TRUE(ok.passed()) << format_verdict(ok, "sm90");
+}
+
+TEST(GateSelections, NoSelectionOrAPluginNotUsedFails) {
+  GateVerdict none;
+  check_selections({}, {case_of("host.a", "a", Outcome::PASS)}, none);
+  ASSERT_EQ(none.problems.size(), 1u);
+  EXPECT_NE(none.problems[0].find("carry no run selection"), std::string::npos);
+  const ResultRecord r = case_of("host.a", "a", Outcome::PASS);
+  RunSelection s = selection(1, 1, {r.id});
+  s.plugins = {{"/opt/p.so", "", false, "plugin /opt/p.so: cannot load: no such file", {}},
+               {"/opt/q.so", "", true, "plugin /opt/q.so: cannot load: no such file", {}}};
+  GateVerdict v;
+  check_selections({{s, "r.jsonl"}}, {r}, v);
+  ASSERT_EQ(v.problems.size(), 1u) << format_verdict(v, "sm90");
+  EXPECT_NE(v.problems[0].find("plugin /opt/p.so was not used"), std::string::npos);
+  ASSERT_EQ(v.run_notes.size(), 1u);
+  EXPECT_NE(v.run_notes[0].find("optional plugin /opt/q.so"), std::string::npos);
+}
+
+TEST(GateSelections, TheSelectionRoundTripsThroughItsJson) {
+  RunSelection s = selection(2, 3, {"x.y/z"}, RunState::stopped);
+  s.families = {"sdpa"};
+  s.filters = {"sdpa.*/*fp32*"};
+  s.plugins = {{"/p.so", "xxh128:00", true, "why", {"p.one"}}};
+  s.manifests = {{"m.yaml", "xxh128:11"}};
+  s.error = "e";
+  const RunSelection back = RunSelection::parse(s.header_line());
+  EXPECT_EQ(back.json(), s.json());
+  EXPECT_EQ(back.key(), s.key());
+  RunSelection other_shard = s;
+  other_shard.shard = "3/3";
+  other_shard.state = RunState::finished;
+  EXPECT_EQ(other_shard.key(), s.key()) << "the shards of one run share a key";
+  RunSelection moved = s;  // a shard run from another folder (or machine) of the same files
+  moved.cases_dir = "/elsewhere/cases";
+  moved.manifests[0].path = "/elsewhere/m.yaml";
+  moved.plugins[0].path = "/elsewhere/p.so";
+  EXPECT_EQ(moved.key(), s.key());
+  moved.manifests[0].digest = "xxh128:12";
+  EXPECT_NE(moved.key(), s.key()) << "another manifest is another run";
+  other_shard.filters = {"*"};
+  EXPECT_NE(other_shard.key(), s.key());
+}
+
 }  // namespace
 }  // namespace opcts

@@ -71,6 +71,17 @@ std::string error_of(const Variant& v, std::string& shown_as) {
       SuiteOptions o{dir, {}, "host", ""};
       o.load_catalogs = false;
       Suite suite(builtin_registry(), o);
+    } else if (kind == "rules") {
+      // A tolerances.yaml judged against the real catalogs: its rules must name real outputs.
+      const std::string dir = cases_with("tolerances.yaml", file);
+      for (const auto& e : fs::directory_iterator(testutil::cases_dir()))
+        if (e.is_regular_file() && e.path().extension() == ".yaml" && !fs::exists(fs::path(dir) / e.path().filename()))
+          fs::copy_file(e.path(), fs::path(dir) / e.path().filename());
+      shown_as = (fs::path(dir) / "tolerances.yaml").string();
+      Suite suite(builtin_registry(), SuiteOptions{dir, {}, "host", ""});
+    } else if (kind == "suite_manifest") {
+      // A manifest judged against the real catalogs of its arch (host).
+      Suite suite(builtin_registry(), SuiteOptions{testutil::cases_dir().string(), {}, "host", file.string()});
     } else {
       return "unknown corpus folder '" + kind + "'";
     }

@@ -2,6 +2,7 @@
 // it; the arch's own manifest passes (the ctest opcts.manifest_lint.<arch> runs every arch).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -29,6 +30,43 @@ TEST(ManifestLint, ReportsStaleAndShadowedEntriesAndFails) {
   const Shell good = sh(lint);
   EXPECT_EQ(good.status, 0) << good.output;
   EXPECT_NE(good.output.find("0 stale or shadowed"), std::string::npos) << good.output;
+}
+
+// A tolerance rule or manifest entry whose output names nothing applied to nothing while
+// looking as if it did: `output: outt` on the host scatter_add rule let five planted dtype_acc
+// bugs pass, and `manifest lint` said "0 stale". Now run, list and lint stop at its line.
+TEST(ManifestLint, ARuleOrEntryThatNamesNoOutputStopsRunListAndLint) {
+  const fs::path dir = opcts::testutil::temp_dir();
+  const fs::path cases = dir / "cases";
+  fs::copy(fs::path(OPCTS_SOURCE_DIR) / "cases", cases, fs::copy_options::recursive);
+  std::ifstream in(cases / "tolerances.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const std::string rule = "  - family: scatter_add\n";
+  const auto at = text.find(rule);
+  ASSERT_NE(at, std::string::npos);
+  const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n')) + 1;
+  text.insert(at + rule.size(), "    output: outt\n");
+  std::ofstream(cases / "tolerances.yaml") << text;
+  const std::string where = (cases / "tolerances.yaml").string() + ":" + std::to_string(line) + ":13: " +
+                            "tolerance rule's output 'outt' is no output of scatter_add";
+  const std::string opcts = std::string(OPCTS_BINARY);
+  const std::string sel = " --arch host --tier smoke --cases-dir " + cases.string();
+  for (const std::string& cmd : {opcts + " list" + sel, opcts + " run" + sel + " --filter 'scatter_add.host_omp/*'",
+                                 opcts + " manifest lint --arch host --cases-dir " + cases.string()}) {
+    const Shell r = sh(cmd);
+    EXPECT_EQ(r.status, 2) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find(where), std::string::npos) << cmd << "\n" << r.output;
+  }
+  // A manifest tolerance entry's output, against the cases its glob matches.
+  const fs::path m = dir / "host.yaml";
+  std::ofstream(m) << "arch: host\ntolerance:\n  - match: \"scatter_add.host_*/*\"\n    output: outt\n"
+                      "    reason: a typo\n    factor: 2\n";
+  const Shell lint = sh(opcts + " manifest lint --arch host --cases-dir " + OPCTS_SOURCE_DIR + "/cases --manifest " + m.string());
+  EXPECT_EQ(lint.status, 2) << lint.output;
+  EXPECT_NE(lint.output.find(m.string() + ":4:13: tolerance entry 'scatter_add.host_*/*' names output 'outt'"),
+            std::string::npos)
+      << lint.output;
 }
 
 }  // namespace

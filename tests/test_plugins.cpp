@@ -1,13 +1,16 @@
 // The plugin ABI end to end: the example plugin's impls listed, run and judged like built-in
-// ones; every way a plugin can go wrong gives an error naming it while the run goes on; a crash
-// inside a plugin's run is a CRASH of that case only; an impl that writes into its input FAILs.
+// ones; every way a plugin can go wrong stops the run naming it (unless it is optional); a crash
+// inside a plugin's supports() is one ERROR, inside its run a CRASH of that case only; an impl
+// that writes into its input FAILs.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "app/builtins.hpp"
 #include "app/plugins.hpp"
 #include "core/result.hpp"
+#include "reports/junit.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {
@@ -55,7 +58,10 @@ TEST(Plugins, ExampleCasesRunAndPassOnTheHost) {
   EXPECT_NE(list.output.find("SKIP: example.sdpa: computes the forward only"), std::string::npos) << list.output;
 }
 
-TEST(Plugins, EveryWayToFailNamesThePluginAndTheRunGoesOn) {
+// A plugin that cannot be used once printed "going on without it" and exited 0, leaving a green
+// or empty report (issue 33). Now it stops list and run with exit 2, naming it and why, unless
+// it is marked optional: then the run goes on without it and says so.
+TEST(Plugins, EveryWayToFailStopsTheRunUnlessOptional) {
   struct Row {
     std::string path, says;
   };
@@ -65,15 +71,56 @@ TEST(Plugins, EveryWayToFailNamesThePluginAndTheRunGoesOn) {
       {bad("wrong_abi"), "returned 7 for ABI version 1"},
       {bad("duplicate"), "impl host.flash: another impl has this name"},
       {bad("unknown_family"), "unknown family 'no_such_family'"},
+      {bad("crash_init"), "ended the probe process with signal"},
+      {kExample + " --plugin " + kExample, "impl example.sdpa: another impl has this name"},
   };
   for (const Row& row : rows) {
-    const auto r = sh(kOpcts + " list --arch host --tier smoke --filter 'sdpa.host_flash/*' --plugin " + row.path);
-    EXPECT_EQ(r.status, 0) << row.path << "\n" << r.output;  // the run goes on without it
-    EXPECT_NE(r.output.find("plugin " + row.path), std::string::npos) << r.output;
+    SCOPED_TRACE(row.path);
+    const std::string list = kOpcts + " list --arch host --tier smoke --filter 'sdpa.host_flash/*' ";
+    const auto r = sh(list + "--plugin " + row.path);
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("plugin " + row.path.substr(0, row.path.find(' '))), std::string::npos) << r.output;
     EXPECT_NE(r.output.find(row.says), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("going on without it"), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("sdpa.host_flash/"), std::string::npos) << "built-in cases still listed";
+    EXPECT_EQ(r.output.find("sdpa.host_flash/"), std::string::npos) << "nothing listed";
+    const auto dir = testutil::temp_dir();
+    const auto run = sh(kOpcts + " run --arch host --tier smoke --filter 'sdpa.host_flash/fp32_*' --plugin " + row.path +
+                        " --results " + dir + "/r.jsonl");
+    EXPECT_EQ(run.status, 2) << run.output;
+    EXPECT_NE(run.output.find(row.says), std::string::npos) << run.output;
+    const auto optional = sh(list + "--plugin-optional " + row.path.substr(0, row.path.find(' ')) +
+                             (row.path.find(' ') == std::string::npos ? "" : " --plugin " + kExample));
+    EXPECT_EQ(optional.status, 0) << optional.output;
+    EXPECT_NE(optional.output.find("optional plugin left out"), std::string::npos) << optional.output;
+    EXPECT_NE(optional.output.find("sdpa.host_flash/"), std::string::npos) << "built-in cases still listed";
   }
+}
+
+// A crash inside a plugin's supports() once killed `opcts run` (rc 139, no message) and left a
+// JUnit of 0 tests. supports() is asked in a probe process: the case it crashed on is one ERROR
+// naming the signal, the impl's cases not asked yet SKIP saying why, and the run goes on.
+TEST(Plugins, ACrashInsideSupportsIsOneErrorNamingTheSignal) {
+  const auto dir = testutil::temp_dir();
+  testutil::write(dir, "tiny.yaml", testutil::kTinyCatalog);
+  const auto r = sh(kOpcts + " run --arch host --tier smoke --reruns 0 --no-ref-cache --catalog " + dir +
+                    "/tiny.yaml --plugin " + bad("crash_supports") +
+                    " --filter 'sdpa.bad_crash_supports/fp32_b1_hq2_hkv1_sq*_d8_nomask' --filter " + testutil::kTinyFilter +
+                    " --results " + dir + "/r.jsonl --junit " + dir + "/j.xml");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("supports() ended the probe process with signal"), std::string::npos) << r.output;
+  std::map<std::string, Outcome> got;
+  std::string crashed;
+  for (const auto& rec : read_junit(dir + "/j.xml")) {
+    got[rec.id] = rec.outcome;
+    if (rec.id.find("bad_crash_supports/fp32_b1_hq2_hkv1_sq4") != std::string::npos) crashed = rec.message;
+  }
+  const std::string impl = "sdpa.bad_crash_supports/";
+  const auto tail = [](const std::string& id) { return id.substr(id.find('/') + 1); };
+  EXPECT_EQ(got.at(impl + tail(testutil::kTinyB)), Outcome::ERROR);
+  EXPECT_NE(crashed.find("signal 11"), std::string::npos) << crashed;
+  EXPECT_EQ(got.at(impl + tail(testutil::kTinyC)), Outcome::SKIP) << "not asked after the crash";
+  EXPECT_EQ(got.at(impl + tail(testutil::kTinyA)), Outcome::FAIL) << "asked before the crash, ran (and scribbled)";
+  for (const std::string& id : {testutil::kTinyA, testutil::kTinyB, testutil::kTinyC})
+    EXPECT_EQ(got.at(id), Outcome::PASS) << id << ": the built-in impl's cases ran";
 }
 
 TEST(Plugins, ACrashInsideRunIsACrashOfThatCaseOnly) {

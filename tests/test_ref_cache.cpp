@@ -1,6 +1,11 @@
 // The on-disk reference cache: round trip, key mismatch, truncation, and the worker's cache using it.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -9,6 +14,7 @@
 #include "app/builtins.hpp"
 #include "runner/execute.hpp"
 #include "runner/ref_disk_cache.hpp"
+#include "runner/suite.hpp"
 #include "test_util.hpp"
 
 namespace opcts {
@@ -133,6 +139,118 @@ TEST(RefDiskCache, TheKeyHoldsTheInputsFingerprint) {
   EXPECT_EQ(key.rfind("sdpa/fp32_b1_hq2_hkv1_sq3_sk5_d8_nomask@", 0), 0u) << key;
   in.at("k").set(3, in.at("k").get(3) + 1);
   EXPECT_NE(key, RefDiskCache::key(*c.family, *c.problem, in));
+}
+
+// ---- The cache cannot lie (issue 33) ----
+
+// The key held a hand-edited version string and the inputs' fingerprint: a reference changed
+// without a bump, or built by another compiler, was served from a folder every checkout and
+// build shares. The key now holds the digest the build derives from the references' sources.
+TEST(RefDiskCache, TheKeyHoldsTheReferencesBuildDigest) {
+  const std::string digest = ref_build_digest();
+  EXPECT_EQ(digest.size(), 16u) << digest;
+  EXPECT_EQ(digest.find_first_not_of("0123456789abcdef"), std::string::npos) << digest;
+  const Case c = case_from_id(builtin_registry(), "sdpa.host_flash/fp32_b1_hq2_hkv1_sq3_sk5_d8_nomask");
+  const TensorMap in = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
+  const std::string key = RefDiskCache::key(*c.family, *c.problem, in);
+  EXPECT_NE(key.find("@" + c.family->reference_version() + "+" + digest + "#"), std::string::npos) << key;
+}
+
+// The digest is the build's own: the script over a copy of the sources gives this build's
+// digest, and another one once a reference's source changes by a byte.
+TEST(RefDiskCache, ABuildDigestChangesWithTheReferencesSources) {
+  const std::string dir = testutil::temp_dir();
+  const fs::path src = OPCTS_SOURCE_DIR;
+  for (const char* sub : {"refimpl", "core"}) fs::copy(src / sub, fs::path(dir) / sub, fs::copy_options::recursive);
+  fs::create_directories(fs::path(dir) / "cmake");
+  fs::copy_file(src / "cmake/isa_levels.cmake", fs::path(dir) / "cmake/isa_levels.cmake");
+  const auto digest_of_tree = [&](const std::string& build) {
+    const std::string out = dir + "/d.hpp";
+    fs::remove(out);
+    const auto r = testutil::sh("cmake -DSRC=" + dir + " -DOUT=" + out + " '-DBUILD=" + build + "' -P " +
+                                (src / "cmake/ref_digest.cmake").string());
+    EXPECT_EQ(r.status, 0) << r.output;
+    std::ifstream in(out);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto q = text.find('"');
+    return q == std::string::npos ? text : text.substr(q + 1, 16);
+  };
+  const std::string a = digest_of_tree("g++ 12");
+  EXPECT_EQ(a.size(), 16u);
+  EXPECT_EQ(digest_of_tree("g++ 12"), a) << "the same tree and build give the same digest";
+  EXPECT_NE(digest_of_tree("clang 15"), a) << "another compiler is another build";
+  std::ofstream(dir + "/refimpl/sdpa_reference.cpp", std::ios::app) << "\n";
+  EXPECT_NE(digest_of_tree("g++ 12"), a) << "a changed reference source is another digest";
+}
+
+// On a full disk the cache renamed zero-byte entries into place (refused on every load, never
+// reported). Stores are checked through fsync and close: nothing short is renamed into place,
+// and the first failure of a process is reported, once. RLIMIT_FSIZE stands in for the full disk.
+TEST(RefDiskCache, AStoreThatFailsLeavesNoEntryAndIsReportedOnce) {
+  const std::string dir = testutil::temp_dir();
+  int err_pipe[2];
+  ASSERT_EQ(pipe(err_pipe), 0);  // the child's stderr (a pipe: no file size limit applies)
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(err_pipe[1], STDERR_FILENO);
+    close(err_pipe[0]);
+    signal(SIGXFSZ, SIG_IGN);
+    const rlimit none{0, 0};
+    setrlimit(RLIMIT_FSIZE, &none);
+    const RefDiskCache c(dir + "/cache");
+    for (const char* key : {"sdpa/a@1", "sdpa/b@1", "sdpa/c@1"}) c.store(key, sample());
+    std::fflush(stderr);
+    _exit(0);
+  }
+  close(err_pipe[1]);
+  std::string err;
+  char buf[4096];
+  for (ssize_t n; (n = read(err_pipe[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(n));
+  close(err_pipe[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  size_t files = 0;
+  for (auto it = fs::recursive_directory_iterator(dir + "/cache"); it != fs::recursive_directory_iterator(); ++it)
+    files += it->is_regular_file();
+  EXPECT_EQ(files, 0u) << "no empty, short or temporary entry is left";
+  const auto first = err.find("cannot store a reference");
+  EXPECT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find("cannot store a reference", first + 1), std::string::npos) << "reported once:\n" << err;
+}
+
+// An entry rewritten with other values and a valid checksum turned a PASS into a FAIL that
+// --no-ref-cache and repro did not reproduce. `opcts cache verify` recomputes and finds it.
+TEST(RefDiskCache, CacheVerifyFindsAndRemovesAnEntryThatLies) {
+  const std::string dir = testutil::temp_dir();
+  std::ofstream(dir + "/tiny.yaml") << testutil::kTinyCatalog;
+  const std::string run = std::string(OPCTS_BINARY) + " run --arch host --tier smoke --catalog " + dir +
+                          "/tiny.yaml --filter " + testutil::kTinyFilter + " --ref-cache " + dir + "/cache --results " +
+                          dir + "/r.jsonl";
+  ASSERT_EQ(testutil::sh(run).status, 0);
+  const std::string verify = std::string(OPCTS_BINARY) + " cache verify --ref-cache " + dir + "/cache --sample 0";
+  const auto clean = testutil::sh(verify);
+  EXPECT_EQ(clean.status, 0) << clean.output;
+  EXPECT_NE(clean.output.find("3 recomputed: 0 differ"), std::string::npos) << clean.output;
+  // Rewrite kTinyB's entry as a saboteur would: other values, the right key, a valid checksum.
+  const Case c = case_from_id(builtin_registry(), testutil::kTinyB);
+  const TensorMap in = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
+  const std::string key = RefDiskCache::key(*c.family, *c.problem, in);
+  const RefDiskCache cache(dir + "/cache");
+  auto refs = cache.load(key);
+  ASSERT_TRUE(refs) << key;
+  // Both references of O shifted alike (ref_relative's bound comes from their difference).
+  refs->exact.at("O")[0] += 1;
+  refs->lowp.at("O")[0] += 1;
+  cache.store(key, *refs);
+  ASSERT_NE(testutil::sh(run).status, 0) << "the lie turns a PASS into a FAIL";
+  const auto found = testutil::sh(verify);
+  EXPECT_EQ(found.status, 1) << found.output;
+  EXPECT_NE(found.output.find(key + ": stored reference differs from the recomputed one (exact O); removed"),
+            std::string::npos)
+      << found.output;
+  EXPECT_FALSE(fs::exists(cache.path_of(key)));
+  EXPECT_EQ(testutil::sh(run).status, 0) << "recomputed";
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ class StopResume : public ::testing::Test {
       }
       std::ifstream in(dir_ + "/r.jsonl");
       int lines = 0;
-      for (std::string l; std::getline(in, l);) lines += !l.empty();
+      for (std::string l; std::getline(in, l);) lines += !l.empty() && l.rfind(kHeaderLinePrefix, 0) != 0;
       if (lines >= 2) return pid;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -143,7 +143,9 @@ TEST_P(StopBySignal, WritesWhatFinishedMarksTheRestMissingAndResumes) {
   resume_matches_a_whole_run();
 }
 
-INSTANTIATE_TEST_SUITE_P(TermAndInt, StopBySignal, ::testing::Values(SIGTERM, SIGINT));
+// SIGHUP (a closed terminal), SIGQUIT (Ctrl-\\) and SIGPIPE (a reader of the output gone) once
+// ended the run by their default action and left the JUnit all MISSING (issue 33).
+INSTANTIATE_TEST_SUITE_P(TermIntHupQuitPipe, StopBySignal, ::testing::Values(SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE));
 
 TEST_F(StopResume, SigkillKeepsTheStreamedResultsAndNoReportPasses) {
   // An earlier, complete run's reports at the same paths must not survive to pass the gate.
@@ -173,6 +175,147 @@ TEST_F(StopResume, ResumeRefusesAnotherSelection) {
   const Shell r = sh(run_args(dir_) + " --resume " + dir_ + "/other.jsonl");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("not in this selection"), std::string::npos) << r.output;
+}
+
+// Two runs given the same reports once both ran and one's records replaced the other's (48 of
+// 89 lost, both exit 0): the second is refused while the first holds them.
+TEST_F(StopResume, ASecondRunOnTheSameReportsIsRefused) {
+  const pid_t pid = start_and_wait_for_two();
+  const Shell second = sh(run_args(dir_));
+  EXPECT_EQ(second.status, 2) << second.output;
+  EXPECT_NE(second.output.find("is being written by another opcts run (pid " + std::to_string(pid)), std::string::npos)
+      << second.output;
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  expect_no_survivor();
+  // The first run's records are its own: A and B finished, C MISSING.
+  EXPECT_EQ(outcomes_of(read_results_file(dir_ + "/r.jsonl")),
+            (std::map<std::string, Outcome>{{kA, Outcome::PASS}, {kB, Outcome::PASS}, {kC, Outcome::MISSING}}));
+  // Once it is gone, the paths are free again.
+  EXPECT_EQ(sh(run_args(dir_)).status, 0);
+}
+
+// A stop once dropped the results the worker had already sent but the supervisor had not read
+// (26 finished cases became MISSING). Here the supervisor is frozen (SIGSTOP) while its worker
+// finishes every case into the pipe, then stopped: every case finished is in the reports.
+TEST_F(StopResume, AStopKeepsEveryResultAlreadySent) {
+  std::ofstream(dir_ + "/eight.yaml") << R"(family: sdpa
+grids:
+  - name: eight
+    tier: smoke
+    axes:
+      dtype: [fp32]
+      heads: [{q: 2, kv: 1}]
+      seq: [{q: 3, k: 5}, {q: 4, k: 6}, {q: 5, k: 7}, {q: 6, k: 8}, {q: 7, k: 9}, {q: 8, k: 10}, {q: 9, k: 11}, {q: 10, k: 12}]
+      head_dim: [8]
+)";
+  const std::string trace = dir_ + "/trace.txt";
+  const std::string cmd = "exec env OPCTS_TEST_TAG=" + tag_ + " OPCTS_TRACE_INPUTS=" + trace + " " + OPCTS_BINARY +
+                          " run --arch host --tier smoke --no-ref-cache --catalog " + dir_ + "/eight.yaml --filter " +
+                          testutil::kTinyFilter + " --results " + dir_ + "/r.jsonl --junit " + dir_ + "/j.xml >" + dir_ +
+                          "/log.txt 2>&1";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const auto problems_made = [&] {
+    std::ifstream in(trace);
+    int n = 0;
+    for (std::string l; std::getline(in, l);) n += !l.empty();
+    return n;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (problems_made() < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);  // the worker goes on; its results wait in the pipe
+  while (problems_made() < 8 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(problems_made(), 8);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the last case's result written
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  expect_no_survivor();
+  const auto junit = outcomes_of(read_junit(dir_ + "/j.xml"));
+  EXPECT_EQ(junit.size(), 8u);
+  for (const auto& [id, o] : junit) EXPECT_EQ(o, Outcome::PASS) << id << ": finished before the stop, yet lost";
+  EXPECT_EQ(outcomes_of(read_results_file(dir_ + "/r.jsonl")), junit);
+}
+
+// A stop early in a run (here as soon as it holds its report paths, then later and later while
+// it loads) once left the previous run's passing reports (before ~0.2 s) or an empty "0 cases —
+// no gate failures" one (until ~0.7 s). Now the run installs its handlers first and replaces
+// the reports at once: whatever the moment, it exits 128 + 15 and no report passes the gate.
+TEST_F(StopResume, AStopWhileLoadingLeavesNoReportThatPasses) {
+  ASSERT_EQ(sh(run_args(dir_)).status, 0);
+  const std::string gate_dir = std::string(OPCTS_BINARY) + " gate " + dir_ + "/";
+  ASSERT_EQ(sh(gate_dir + "j.xml").status, 0) << "the earlier run's reports pass";
+  for (const int delay_ms : {0, 10, 30, 60, 100, 200, 400}) {
+    SCOPED_TRACE(std::to_string(delay_ms) + " ms after the run locked its reports");
+    fs::remove(dir_ + "/r.jsonl.lock");
+    const std::string cmd = "exec " + run_args(dir_) + " >" + dir_ + "/log.txt 2>&1";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!fs::exists(dir_ + "/r.jsonl.lock") && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ASSERT_TRUE(fs::exists(dir_ + "/r.jsonl.lock")) << "the run never locked its reports";
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ASSERT_EQ(kill(pid, SIGTERM), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "ended by the signal's default action";
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+    for (const char* report : {"j.xml", "r.jsonl"}) {
+      const Shell g = sh(gate_dir + report);
+      EXPECT_EQ(g.status, 1) << report << "\n" << g.output;
+    }
+    std::ifstream summary(dir_ + "/s.md");
+    const std::string md((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(md.find("no gate failures"), std::string::npos) << md;
+  }
+}
+
+// A results disk that filled mid-run lost finished records and left the JUnit and summary on a
+// healthy disk all MISSING. Now the run stops at the first record it cannot keep and writes
+// every finished one to the reports it still can (OPCTS_FAULT_DISK_FULL: the results file's
+// disk holds its header and one record).
+TEST_F(StopResume, AFullResultsDiskStopsWithEveryFinishedRecordInTheJunit) {
+  const std::string whole = dir_ + "/whole";
+  fs::create_directories(whole);
+  ASSERT_EQ(sh(run_args(whole)).status, 0);
+  std::ifstream in(whole + "/r.jsonl");
+  std::string header, first;
+  std::getline(in, header);
+  std::getline(in, first);
+  ASSERT_EQ(header.rfind(kHeaderLinePrefix, 0), 0u);
+  const size_t room = header.size() + 1 + first.size() + 1 + first.size() / 2;
+  const Shell r = sh("OPCTS_FAULT_DISK_FULL=" + dir_ + "/r.jsonl:" + std::to_string(room) + " " + run_args(dir_));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot append a result"), std::string::npos) << r.output;
+  const auto junit = outcomes_of(read_junit(dir_ + "/j.xml"));
+  EXPECT_EQ(junit.at(kA), Outcome::PASS) << r.output;
+  EXPECT_EQ(junit.at(kB), Outcome::PASS) << "finished, though its line did not fit: " << r.output;
+  std::ifstream summary(dir_ + "/s.md");
+  const std::string md((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("PASS"), std::string::npos) << md;
+}
+
+TEST_F(StopResume, ResumeRefusesTwoDifferentRecordsOfOneCase) {
+  const std::string rec = "{\"arch\":\"host\",\"id\":\"" + kA + "\",\"outcome\":\"";
+  std::ofstream(dir_ + "/two.jsonl") << rec << "PASS\",\"raw_outcome\":\"PASS\"}\n"
+                                     << rec << "FAIL\",\"raw_outcome\":\"FAIL\",\"message\":\"mismatch\"}\n";
+  const Shell r = sh(run_args(dir_) + " --resume " + dir_ + "/two.jsonl");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("two different records of case '" + kA + "' (PASS and FAIL)"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
  *   5 scribble       an sdpa impl that writes into its input q, then returns zeros
  *   6 no_entry       exports no entry point at all
  *   7 lazy_cast      a cast impl that writes nothing: its outputs keep the bytes they arrived with
+ *   8 crash_init     whose entry point dereferences a null pointer (in the probe process)
+ *   9 crash_supports an sdpa impl whose supports() dereferences a null pointer on problems of
+ *                    seq_q 4 (testutil::kTinyB) and answers the others, running like scribble
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +21,10 @@ static int32_t yes(const void* impl, const void* params, const opcts_arch* arch,
   const opcts_sdpa_params* p = (const opcts_sdpa_params*)params;
   (void)impl;
   (void)arch;
+  if (OPCTS_BAD_VARIANT == 9 && p->seq_q == 4) {
+    volatile int* nowhere = (volatile int*)(uintptr_t)(p->seq_q - 4);
+    *nowhere = 1;
+  }
   if (p->direction != OPCTS_SDPA_FORWARD || p->dtype.bits != 32 || p->attn_mask != OPCTS_SDPA_ATTN_MASK_NONE) {
     snprintf(reason, size, "fp32 forward without attn_mask only");
     return 0;
@@ -65,12 +72,17 @@ static opcts_status lazy(const void* impl, const opcts_run_args* a, opcts_report
 #if OPCTS_BAD_VARIANT != 6
 int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   if (OPCTS_BAD_VARIANT == 1 && abi_version != 99) return 7;
+  if (OPCTS_BAD_VARIANT == 8) {
+    volatile int* nowhere = (volatile int*)(uintptr_t)(abi_version - OPCTS_PLUGIN_ABI_VERSION);
+    *nowhere = 1;
+  }
   opcts_impl_desc d = {0};
   d.struct_size = sizeof d;
   d.family = OPCTS_BAD_VARIANT == 3 ? "no_such_family" : OPCTS_BAD_VARIANT == 7 ? "cast" : "sdpa";
   d.name = OPCTS_BAD_VARIANT == 2   ? "host.flash"
            : OPCTS_BAD_VARIANT == 4 ? "bad.crash"
            : OPCTS_BAD_VARIANT == 7 ? "bad.lazy_cast"
+           : OPCTS_BAD_VARIANT == 9 ? "bad.crash_supports"
                                     : "bad.scribble";
   d.backend = "host";
   d.supports = OPCTS_BAD_VARIANT == 7 ? any_cast : yes;
