@@ -134,6 +134,12 @@ class Family {
   virtual bool equal(const Problem& a, const Problem& b) const = 0;
 };
 
+/// An output whose guard bytes a run changed (core/output_guard.hpp): which, and what changed.
+struct GuardBreach {
+  std::string output;
+  std::string message;  // "<impl> wrote outside its output: bytes [+0, +2) past the end of 'out' ..."
+};
+
 /// What an impl is given besides the problem.
 struct RunContext {
   const ArchInfo* arch = nullptr;
@@ -142,6 +148,10 @@ struct RunContext {
   // backend's stream check when the run waited for the device); a passing record carries it as
   // its message (runner/execute.cpp). Null: nobody asks.
   std::string* note = nullptr;
+  // Where an ABI backend reports outputs written outside (guard bytes changed): with this set it
+  // returns the outputs anyway, so that their values are judged too (runner/execute.cpp records
+  // a written_outside failure per output); null: it throws ContractBreach.
+  std::vector<GuardBreach>* breaches = nullptr;
 };
 
 /// One implementation of a family on one backend.

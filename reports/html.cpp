@@ -136,6 +136,7 @@ std::string failures_section(const std::vector<ResultRecord>& records) {
   for (std::size_t i = 0; i < bad.size() && i < kMaxFailures; ++i) {
     const ResultRecord& r = *bad[i];
     std::string why = r.outcome == Outcome::XPASS ? "remove this manifest entry: the case now passes. " : "";
+    if (!r.failures.empty()) why += "failed: " + describe(r.failures) + ". ";
     why += r.message;
     const std::string stats = stats_line(r);
     if (!stats.empty()) why += (why.empty() ? "" : " — ") + stats;

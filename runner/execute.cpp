@@ -52,8 +52,9 @@ const ReferenceCache::Entry& ReferenceCache::get(const Case& c, bool* fresh) {
 
 namespace {
 
-std::string describe_failure(const ResultRecord& r) {
+std::string describe_failure(const ResultRecord& r, const std::vector<GuardBreach>& breaches) {
   std::ostringstream m;
+  for (const GuardBreach& b : breaches) m << b.message << "; ";
   for (const auto& o : r.outputs) {
     if (o.biased())
       m << o.out << ": biased: the error's slope against the value is " << o.slope << ", outside ["
@@ -115,7 +116,8 @@ TensorMap run_checked(const Impl& impl, const Problem& p, const TensorMap& input
   if (run_ms) *run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& [name, h] : before)
     if (fingerprint(inputs.at(name)) != h)
-      throw ContractBreach(std::string(impl.name()) + " wrote into its input '" + name + "' (inputs are read-only)");
+      throw ContractBreach(FailureKind::wrote_input,
+                           std::string(impl.name()) + " wrote into its input '" + name + "' (inputs are read-only)");
   return out;
 }
 
@@ -153,14 +155,17 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       c.impl->run(*c.problem, inputs, ctx);
       r.raw_outcome = Outcome::FAIL;
       r.message = "accepted an invalid '" + expected + "': expected InvalidArgument naming it";
+      r.failures = {{"", FailureKind::accepted_invalid, 0, 0}};
     } catch (const InvalidArgument& e) {
       r.raw_outcome = e.argument == expected ? Outcome::PASS : Outcome::FAIL;
       r.message = e.argument == expected ? std::string() : std::string("refused the wrong argument: ") + e.what();
+      if (e.argument != expected) r.failures = {{"", FailureKind::wrong_refusal, 0, 0}};
     } catch (const DeviceLost&) {
       throw;
     } catch (const std::exception& e) {
       r.raw_outcome = Outcome::FAIL;
       r.message = std::string("expected InvalidArgument naming '") + expected + "', got: " + e.what();
+      r.failures = {{"", FailureKind::wrong_refusal, 0, 0}};
     }
     r.outcome = r.raw_outcome;
     r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -174,7 +179,8 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       r.ref_ms = ref.ref_ms;
     }
     std::string note;  // a check of the backend's that did not apply (RunContext::note)
-    RunContext ctx{&suite.arch(), device, &note};
+    std::vector<GuardBreach> breaches;  // outputs written outside: judged with their values
+    RunContext ctx{&suite.arch(), device, &note, &breaches};
     const TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx, &r.device_ms, &ref.input_fingerprints);
     const auto t_compare = std::chrono::steady_clock::now();
     bool ok = true;
@@ -194,8 +200,13 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
                                      bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row,
                                      rd == ref.refs.reduction.end() ? nullptr : &rd->second);
       ok = ok && s.mismatches == 0 && !s.biased();
+      for (Failure& f : output_failures(s)) r.failures.push_back(std::move(f));
+      for (const GuardBreach& b : breaches)
+        if (b.output == spec.name) r.failures.push_back({spec.name, FailureKind::written_outside, 0, 0});
       r.outputs.push_back(std::move(s));
     }
+    ok = ok && breaches.empty();
+    ctx.breaches = nullptr;  // the --bitwise reruns below throw a breach (ContractBreach)
     // Worst elements: special-value mismatches first, then by error.
     std::stable_sort(r.worst.begin(), r.worst.end(), [](const WorstElement& a, const WorstElement& b) {
       const double ea = std::isfinite(a.got - a.want) ? std::fabs(a.got - a.want) : INFINITY;
@@ -205,7 +216,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     if (r.worst.size() > 5) r.worst.resize(5);
     r.compare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_compare).count();
     r.raw_outcome = ok ? Outcome::PASS : Outcome::FAIL;
-    if (!ok) r.message = describe_failure(r);
+    if (!ok) r.message = describe_failure(r, breaches);
     // Trust check: within tolerance is not enough when the output is (mostly) zeros.
     for (const auto& o : r.outputs) {
       if (!ok) break;
@@ -222,6 +233,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       if (!diff.empty()) {
         r.raw_outcome = Outcome::FAIL;
         r.message = diff;
+        r.failures = {{"", FailureKind::nondeterministic, 0, 0}};
         ok = false;
       }
     }
@@ -235,6 +247,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
           r.raw_outcome = Outcome::FAIL;
           r.message = "--bitwise: the inputs of a second seed gave the very same output bytes (a result reused "
                       "from an earlier call?)";
+          r.failures = {{"", FailureKind::reused_result, 0, 0}};
         }
       }
     }
@@ -254,6 +267,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     cache.forget();  // the inputs may be written over: the next impl gets them made afresh
     r.raw_outcome = Outcome::FAIL;
     r.message = e.what();
+    r.failures = {{e.output, e.kind, 0, 0}};
   } catch (const std::exception& e) {
     r.raw_outcome = Outcome::ERROR;
     r.message = e.what();

@@ -54,7 +54,8 @@ class ReferenceCache {
 };
 
 /// Runs a case that passed the skip checks and returns its raw result (PASS, FAIL, ERROR or
-/// MISTRUSTED; outcome == raw_outcome). Throws DeviceLost when the device context died.
+/// MISTRUSTED; outcome == raw_outcome), a FAIL with its failure kinds (ResultRecord::failures).
+/// Throws DeviceLost when the device context died.
 ResultRecord execute_case(const Suite& suite, const Case& c, int device, ReferenceCache& cache,
                           const ExecOptions& opts = {});
 

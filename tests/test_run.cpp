@@ -2,6 +2,10 @@
 // fake registry: the runner needs no built-in family.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+
+#include "core/abi_impl.hpp"
 #include "core/kit_family.hpp"
 #include "runner/execute.hpp"
 #include "runner/run.hpp"
@@ -51,7 +55,7 @@ class EchoFamily final : public KitFamily<Echo> {
     return t;
   }
   Cost cost(const Problem& p) const override { return {static_cast<double>(get(p).n), 0}; }
-  std::vector<OutputSpec> outputs(const Problem&) const override { return {{"y", DType::fp32}}; }
+  std::vector<OutputSpec> outputs(const Problem& p) const override { return {{"y", DType::fp32, {get(p).n}}}; }
   TensorMap make_inputs(const Problem& p, uint64_t) const override {
     HostTensor x(DType::fp32, {get(p).n});
     for (int64_t i = 0; i < x.numel(); ++i) x.set(i, 1.0 + static_cast<double>(i));
@@ -61,6 +65,12 @@ class EchoFamily final : public KitFamily<Echo> {
     References r;
     r.exact["y"] = in.at("x").to_f64();
     return r;
+  }
+  // For ABI impls on the host backend: the struct is n itself.
+  std::vector<unsigned char> abi_params(const Problem& p) const override {
+    std::vector<unsigned char> b(sizeof(int64_t));
+    std::memcpy(b.data(), &get(p).n, sizeof(int64_t));
+    return b;
   }
 };
 
@@ -91,7 +101,8 @@ class RunOnAFakeRegistry : public testing::Test {
                     "  - {name: small, tier: smoke, problem: {n: 4}, why: a few values}\n"
                     "  - {name: big, tier: smoke, problem: {n: 200}, why: more than the impl takes}\n");
     testutil::write(cases + "/manifests", "host.yaml",
-                    "arch: host\nxfail:\n  - match: 'echo.host_echo/n4'\n    reason: pretend it fails\n    expect: FAIL\n");
+                    "arch: host\nxfail:\n  - match: 'echo.host_echo/n4'\n    reason: pretend it fails\n    expect: FAIL\n"
+                    "    outputs: {y: [exceeds_bound]}\n");
     SuiteOptions o;
     o.cases_dir = cases;
     o.arch = "host";
@@ -123,7 +134,7 @@ TEST_F(RunOnAFakeRegistry, LoadsItsCatalogAndJudgesItsRecords) {
   r.message = "boom";
   judge(*suite_, r);
   EXPECT_EQ(r.outcome, Outcome::ERROR);
-  EXPECT_NE(r.expectation.find("expects FAIL, got ERROR"), std::string::npos) << r.expectation;
+  EXPECT_NE(r.expectation.find("expects FAIL of y: exceeds_bound, got ERROR"), std::string::npos) << r.expectation;
 }
 
 // Options of a host suite over a fresh cases folder: the echo family's one small problem (n = 4),
@@ -219,6 +230,61 @@ TEST_F(RunOnAFakeRegistry, RecordsThePhasesOfItsTime) {
   EXPECT_EQ(back.ref_ms, first.ref_ms);
   EXPECT_EQ(back.device_ms, first.device_ms);
   EXPECT_EQ(back.compare_ms, first.compare_ms);
+}
+
+// An ABI echo on the host backend that also writes the fp32 element past y's end (the guard's
+// -0.0 becomes +0.0); `wrong` doubles y[0] as well.
+opcts_status echo_spill(const void* impl_data, const opcts_run_args* args, opcts_report*) {
+  const opcts_tensor& x = args->tensors[0];
+  const opcts_tensor& y = args->tensors[args->n_tensors - 1];
+  auto* out = static_cast<float*>(y.data);
+  std::memcpy(out, x.data, static_cast<size_t>(y.shape[0]) * sizeof(float));
+  out[y.shape[0]] = 0.0f;
+  if (impl_data) out[0] *= 2;
+  return OPCTS_OK;
+}
+
+// A write outside an output is its own failure kind on that output, and the values are still
+// judged: a typed xfail for the breach absorbs it alone, not a wrong value beside it.
+TEST(RunFailureKinds, AWriteOutsideIsJudgedWithTheValues) {
+  static const int wrong = 1;
+  Registry reg;
+  reg.add(std::make_unique<EchoFamily>());
+  for (const auto& [name, data] : {std::pair{"host.spill", static_cast<const void*>(nullptr)}, std::pair{"host.spill_wrong", static_cast<const void*>(&wrong)}}) {
+    opcts_impl_desc d{};
+    d.struct_size = sizeof d;
+    d.family = "echo";
+    d.name = name;
+    d.backend = "host";
+    d.run = echo_spill;
+    d.impl_data = data;
+    reg.add(std::make_unique<AbiImpl>(d, &host_abi_backend()));
+  }
+  SuiteOptions o = one_echo_problem("    metric: exact\n    why: an echo is exact\n");
+  testutil::write(o.cases_dir + "/manifests", "host.yaml",
+                  "arch: host\nxfail:\n  - match: 'echo.host_spill*'\n    reason: r\n    expect: FAIL\n"
+                  "    outputs: {y: [written_outside]}\n");
+  const Suite suite(reg, o);
+  ReferenceCache cache;
+  ASSERT_EQ(suite.all_cases().size(), 2u);
+  ResultRecord spill = execute_case(suite, suite.all_cases()[0], -1, cache);
+  ResultRecord both = execute_case(suite, suite.all_cases()[1], -1, cache);
+  ASSERT_EQ(spill.id, "echo.host_spill/n4");
+  EXPECT_EQ(spill.raw_outcome, Outcome::FAIL);
+  EXPECT_EQ(spill.failures, (std::vector<Failure>{{"y", FailureKind::written_outside, 0, 0}}));
+  EXPECT_NE(spill.message.find("host.spill wrote outside its output: bytes [+0, +4) past the end of 'y'"), std::string::npos)
+      << spill.message;
+  ASSERT_EQ(spill.outputs.size(), 1u);  // compared all the same
+  EXPECT_EQ(spill.outputs[0].mismatches, 0);
+  EXPECT_EQ(both.raw_outcome, Outcome::FAIL);
+  EXPECT_EQ(both.failures, (std::vector<Failure>{{"y", FailureKind::exceeds_bound, 1, INFINITY}, {"y", FailureKind::written_outside, 0, 0}}));
+  judge(suite, spill);
+  judge(suite, both);
+  EXPECT_EQ(spill.outcome, Outcome::XFAIL);
+  EXPECT_EQ(both.outcome, Outcome::FAIL);
+  EXPECT_NE(both.expectation.find("got FAIL: y exceeds_bound ×inf (1 element)"), std::string::npos) << both.expectation;
+  // The kinds travel with the record.
+  EXPECT_EQ(parse_json_line(to_json_line(both)).failures, both.failures);
 }
 
 }  // namespace
