@@ -180,6 +180,8 @@ Support AbiImpl::supports(const Problem& p, const ArchInfo& arch) const {
   return transport_->fits(family_def().device_bytes(p), name_);
 }
 
+std::string AbiImpl::unavailable() const { return transport_ ? std::string() : name_ + ": " + missing_; }
+
 TensorMap AbiImpl::run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const {
   if (!transport_) throw std::logic_error(name_ + " is not runnable in this build: " + missing_);
   const std::vector<unsigned char> params = family_def().abi_params(p);

@@ -106,6 +106,7 @@ class AbiImpl final : public Impl {
   std::string_view backend() const override { return backend_name_; }
   std::vector<std::string> required_caps() const override { return caps_; }
   Support supports(const Problem& p, const ArchInfo& arch) const override;
+  std::string unavailable() const override;
   TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const override;
   bool planted() const override { return planted_; }
   bool deterministic(const Problem& p) const override;

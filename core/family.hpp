@@ -165,8 +165,15 @@ class Impl {
   virtual std::string_view backend() const = 0;
   /// Capabilities (archs.yaml) the impl needs on every problem.
   virtual std::vector<std::string> required_caps() const { return {}; }
-  /// Problem-dependent support (dtype, head dim, ...), given the arch.
+  /// Problem-dependent support (dtype, head dim, ...), given the arch. Not asked before a
+  /// negative case (Family::expected_error), which must reach run so that the impl's own refusal
+  /// is judged; a decline there only turns a refusal that is not the contract's into a SKIP
+  /// (runner/execute.cpp). So supports declines what the impl does not implement, never an
+  /// argument the contract says run must refuse.
   virtual Support supports(const Problem& p, const ArchInfo& arch) const = 0;
+  /// Why this impl cannot run anything in this build ("built without CUDA"), "" when it can:
+  /// the one decline a negative case honours before it runs.
+  virtual std::string unavailable() const { return {}; }
   /// Runs the problem; returns the outputs named by Family::outputs. Throws on errors.
   virtual TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const = 0;
   /// A deliberately wrong impl that proves the suite catches a bug class; its cases exist only

@@ -79,6 +79,46 @@ std::string describe_failure(const ResultRecord& r, const std::vector<GuardBreac
   return m.str();
 }
 
+// A negative case: the impl must refuse the invalid argument itself, with InvalidArgument
+// naming it. Its supports() is asked only after another refusal: a decline there means the impl
+// does not implement the problem's (valid) rest — a recipe, a layout, an M — so the refusal it
+// gave says nothing of the argument and the case is a SKIP; an impl that accepts the invalid
+// problem FAILs whatever its supports() says. The Suite never lets supports() skip a negative
+// case before it runs (Suite::skip_reason), which would hide the refusal the case is about.
+void judge_refusal(const Suite& suite, const Case& c, int device, const std::string& expected, ResultRecord& r) {
+  std::string refusal, said;  // the failure's message, and what the impl said instead of the expected refusal
+  try {
+    const TensorMap inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
+    RunContext ctx{&suite.arch(), device};
+    c.impl->run(*c.problem, inputs, ctx);
+    r.raw_outcome = Outcome::FAIL;
+    r.message = "accepted an invalid '" + expected + "': expected InvalidArgument naming it";
+    r.failures = {{"", FailureKind::accepted_invalid, 0, 0}};
+    return;
+  } catch (const InvalidArgument& e) {
+    if (e.argument == expected) {
+      r.raw_outcome = Outcome::PASS;
+      return;
+    }
+    said = e.what();
+    refusal = "refused the wrong argument: " + said;
+  } catch (const DeviceLost&) {
+    throw;
+  } catch (const std::exception& e) {
+    said = e.what();
+    refusal = "expected InvalidArgument naming '" + expected + "', got: " + said;
+  }
+  const Support s = c.impl->supports(*c.problem, suite.arch());
+  if (!s.ok) {
+    r.raw_outcome = Outcome::SKIP;
+    r.message = s.reason + " (a negative case for '" + expected + "', refused for what the impl does not implement: " + said + ")";
+    return;
+  }
+  r.raw_outcome = Outcome::FAIL;
+  r.message = refusal;
+  r.failures = {{"", FailureKind::wrong_refusal, 0, 0}};
+}
+
 // The first element whose stored bits differ between two runs' outputs, described; "" if none.
 std::string first_bit_difference(const TensorMap& a, const TensorMap& b) {
   for (const auto& [name, x] : a) {
@@ -149,24 +189,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
   const auto t0 = std::chrono::steady_clock::now();
   const std::string expected = c.family->expected_error(*c.problem);
   if (!expected.empty()) {
-    try {
-      const TensorMap inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
-      RunContext ctx{&suite.arch(), device};
-      c.impl->run(*c.problem, inputs, ctx);
-      r.raw_outcome = Outcome::FAIL;
-      r.message = "accepted an invalid '" + expected + "': expected InvalidArgument naming it";
-      r.failures = {{"", FailureKind::accepted_invalid, 0, 0}};
-    } catch (const InvalidArgument& e) {
-      r.raw_outcome = e.argument == expected ? Outcome::PASS : Outcome::FAIL;
-      r.message = e.argument == expected ? std::string() : std::string("refused the wrong argument: ") + e.what();
-      if (e.argument != expected) r.failures = {{"", FailureKind::wrong_refusal, 0, 0}};
-    } catch (const DeviceLost&) {
-      throw;
-    } catch (const std::exception& e) {
-      r.raw_outcome = Outcome::FAIL;
-      r.message = std::string("expected InvalidArgument naming '") + expected + "', got: " + e.what();
-      r.failures = {{"", FailureKind::wrong_refusal, 0, 0}};
-    }
+    judge_refusal(suite, c, device, expected, r);
     r.outcome = r.raw_outcome;
     r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return r;

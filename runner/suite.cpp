@@ -89,8 +89,15 @@ Suite::Suite(const Registry& reg, const SuiteOptions& opt)
 std::optional<std::string> Suite::skip_reason(const Case& c) const {
   for (const auto& cap : c.impl->required_caps())
     if (!arch_.has(cap)) return "arch " + arch_.name + " lacks capability '" + cap + "' needed by " + std::string(c.impl->name());
-  const Support s = c.impl->supports(*c.problem, arch_);
-  if (!s.ok) return s.reason;
+  // A negative case must reach the impl's run: a supports() that declines the invalid problem
+  // would hide the refusal the case is about. Only an impl that cannot run at all here skips it
+  // (its supports() is asked after a refusal that is not the contract's: runner/execute.cpp).
+  // Planted impls take only the problems that probe their bug.
+  if (!c.family->expected_error(*c.problem).empty() && !c.impl->planted()) {
+    if (std::string why = c.impl->unavailable(); !why.empty()) return why;
+  } else if (const Support s = c.impl->supports(*c.problem, arch_); !s.ok) {
+    return s.reason;
+  }
   if (c.impl->planted() && c.impl->bug_needs_bitwise() && !options_.bitwise)
     return std::string(c.impl->name()) + ": its bug breaks its determinism claim, which only opcts run --bitwise shows";
   if (const ManifestEntry* e = manifest_.find(EntryKind::skip, c.id))

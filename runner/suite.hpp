@@ -46,7 +46,9 @@ class Suite {
   const std::vector<Case>& all_cases() const { return cases_; }
 
   /// Capability, impl support and manifest skip, in that order: the SKIP reason, or
-  /// nullopt when the case must run.
+  /// nullopt when the case must run. A negative case (Family::expected_error) of an impl that
+  /// is not planted is not asked about support, only whether the impl runs at all here
+  /// (Impl::unavailable): it must reach run, which must refuse it.
   std::optional<std::string> skip_reason(const Case& c) const;
 
  private:

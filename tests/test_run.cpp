@@ -2,10 +2,13 @@
 // fake registry: the runner needs no built-in family.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "core/abi_impl.hpp"
+#include "core/errors.hpp"
 #include "core/kit_family.hpp"
 #include "runner/execute.hpp"
 #include "runner/run.hpp"
@@ -66,6 +69,8 @@ class EchoFamily final : public KitFamily<Echo> {
     r.exact["y"] = in.at("x").to_f64();
     return r;
   }
+  // The contract: n <= 1000; a larger n is a negative case every impl must refuse naming "n".
+  std::string expected_error(const Problem& p) const override { return get(p).n > 1000 ? "n" : ""; }
   // For ABI impls on the host backend: the struct is n itself.
   std::vector<unsigned char> abi_params(const Problem& p) const override {
     std::vector<unsigned char> b(sizeof(int64_t));
@@ -230,6 +235,90 @@ TEST_F(RunOnAFakeRegistry, RecordsThePhasesOfItsTime) {
   EXPECT_EQ(back.ref_ms, first.ref_ms);
   EXPECT_EQ(back.device_ms, first.device_ms);
   EXPECT_EQ(back.compare_ms, first.compare_ms);
+}
+
+// An echo impl for negative cases: what its run does with n > 1000, and whether its supports()
+// declines such an n (as an impl declines what it does not implement).
+class RefusalImpl final : public Impl {
+ public:
+  enum class Run { accepts, refuses_n, refuses_other, throws };
+  RefusalImpl(std::string name, Run run, bool declines, bool planted = false, std::string unavailable = "")
+      : name_(std::move(name)), run_(run), declines_(declines), planted_(planted), unavailable_(std::move(unavailable)) {}
+  std::string_view family() const override { return "echo"; }
+  std::string_view name() const override { return name_; }
+  std::string_view backend() const override { return "host"; }
+  Support supports(const Problem& p, const ArchInfo&) const override {
+    return declines_ && p.as<Echo>().n > 100 ? Support::no(name_ + " takes n <= 100") : Support::yes();
+  }
+  std::string unavailable() const override { return unavailable_; }
+  bool planted() const override { return planted_; }
+  TensorMap run(const Problem& p, const TensorMap& in, const RunContext&) const override {
+    if (p.as<Echo>().n > 1000) {
+      if (run_ == Run::refuses_n) throw InvalidArgument("n", "n must be <= 1000");
+      if (run_ == Run::refuses_other) throw InvalidArgument("m", "not n");
+      if (run_ == Run::throws) throw std::runtime_error("status 15");
+    }
+    return {{"y", in.at("x")}};
+  }
+
+ private:
+  std::string name_;
+  Run run_;
+  bool declines_, planted_;
+  std::string unavailable_;
+};
+
+// A negative case reaches the impl's run whatever its supports() says: an impl that declines
+// the invalid problem there and accepts it in run FAILs (it was a SKIP, which hid it). A
+// supports() decline only turns a refusal that is not the contract's into a SKIP (the impl does
+// not implement the problem's rest); planted impls and an impl that cannot run here still SKIP.
+TEST(RunNegativeCase, SupportsNeverSkipsItBeforeTheRun) {
+  using R = RefusalImpl::Run;
+  Registry reg;
+  reg.add(std::make_unique<EchoFamily>());
+  reg.add(std::make_unique<RefusalImpl>("host.accepts", R::accepts, true));
+  reg.add(std::make_unique<RefusalImpl>("host.refuses", R::refuses_n, true));
+  reg.add(std::make_unique<RefusalImpl>("host.other", R::refuses_other, true));
+  reg.add(std::make_unique<RefusalImpl>("host.other_supported", R::refuses_other, false));
+  reg.add(std::make_unique<RefusalImpl>("host.status", R::throws, false));
+  reg.add(std::make_unique<RefusalImpl>("host.planted", R::accepts, true, true));
+  reg.add(std::make_unique<RefusalImpl>("host.gone", R::accepts, false, false, "host.gone: built without it"));
+  SuiteOptions o = one_echo_problem("    metric: exact\n    why: an echo is exact\n");
+  testutil::write(o.cases_dir, "echo.yaml", "family: echo\nedges:\n  - {name: bad, tier: smoke, problem: {n: 2000}, why: w}\n");
+  o.include_planted = true;
+  const Suite suite(reg, o);
+  struct Row {
+    const char* id;
+    std::optional<std::string> skip;  // Suite::skip_reason
+    Outcome raw;                      // execute_case, when it runs
+    std::vector<Failure> failures;
+    const char* message;
+  };
+  const Row rows[] = {
+      {"echo.host_accepts/n2000", std::nullopt, Outcome::FAIL, {{"", FailureKind::accepted_invalid, 0, 0}}, "accepted an invalid 'n'"},
+      {"echo.host_refuses/n2000", std::nullopt, Outcome::PASS, {}, ""},
+      {"echo.host_other/n2000", std::nullopt, Outcome::SKIP, {},
+       "host.other takes n <= 100 (a negative case for 'n', refused for what the impl does not implement: invalid argument 'm'"},
+      {"echo.host_other_supported/n2000", std::nullopt, Outcome::FAIL, {{"", FailureKind::wrong_refusal, 0, 0}},
+       "refused the wrong argument: invalid argument 'm'"},
+      {"echo.host_status/n2000", std::nullopt, Outcome::FAIL, {{"", FailureKind::wrong_refusal, 0, 0}},
+       "expected InvalidArgument naming 'n', got: status 15"},
+      {"echo.host_planted/n2000", "host.planted takes n <= 100", Outcome::SKIP, {}, ""},
+      {"echo.host_gone/n2000", "host.gone: built without it", Outcome::SKIP, {}, ""},
+  };
+  ASSERT_EQ(suite.all_cases().size(), std::size(rows));
+  ReferenceCache cache;
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.id);
+    const auto it = std::find_if(suite.all_cases().begin(), suite.all_cases().end(), [&](const Case& c) { return c.id == row.id; });
+    ASSERT_NE(it, suite.all_cases().end());
+    EXPECT_EQ(suite.skip_reason(*it), row.skip);
+    if (row.skip) continue;
+    const ResultRecord r = execute_case(suite, *it, -1, cache);
+    EXPECT_EQ(r.raw_outcome, row.raw);
+    EXPECT_EQ(r.failures, row.failures);
+    EXPECT_NE(r.message.find(row.message), std::string::npos) << r.message;
+  }
 }
 
 // An ABI echo on the host backend that also writes the fp32 element past y's end (the guard's
