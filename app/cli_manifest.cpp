@@ -1,5 +1,7 @@
-// opcts manifest lint: an arch's manifest checked against every case of that arch.
+// opcts manifest lint: an arch's manifest checked against every case of that arch (malformed and
+// untyped FAIL entries are refused by Manifest::load, naming file:line).
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,26 @@ bool decides_some_case(const std::vector<ManifestEntry>& entries, size_t at, con
     if (!claimed) return true;
   }
   return false;
+}
+
+// A typed xfail's output names that no case it matches has (a misspelt "dv" would leave the
+// entry expecting a failure no case can give): each printed with file:line; how many.
+int unknown_outputs(const ManifestEntry& e, const std::vector<Case>& cases) {
+  if (e.outputs.empty()) return 0;
+  std::set<std::string> have;
+  for (const auto& c : cases)
+    if (glob_match(e.match, c.id))
+      for (const auto& o : c.family->outputs(*c.problem)) have.insert(o.name);
+  int bad = 0;
+  for (const auto& [out, kinds] : e.outputs) {
+    if (have.count(out)) continue;
+    std::string names;
+    for (const auto& h : have) names += (names.empty() ? "" : ", ") + h;
+    std::printf("%s: xfail entry '%s' names output '%s', which no case it matches has (outputs: %s)\n", e.source.c_str(),
+                e.match.c_str(), out.c_str(), names.empty() ? "none" : names.c_str());
+    ++bad;
+  }
+  return bad;
 }
 
 }  // namespace
@@ -57,9 +79,11 @@ int cmd_manifest_lint(const Selection& s) {
       std::printf("%s: shadowed %s entry '%s': every case it matches is decided by an earlier entry\n", e.source.c_str(),
                   std::string(to_string(e.kind)).c_str(), e.match.c_str());
       ++problems;
+    } else {
+      problems += unknown_outputs(e, suite.all_cases());
     }
   }
-  std::printf("manifest lint %s: %d entries (%s), %zu cases, %d stale or shadowed\n", arch.c_str(), from_files,
+  std::printf("manifest lint %s: %d entries (%s), %zu cases, %d stale, shadowed or misnamed\n", arch.c_str(), from_files,
               suite.manifest().path().c_str(), ids.size(), problems);
   return problems == 0 ? 0 : 1;
 }

@@ -159,7 +159,7 @@ int cmd_report_html(const std::vector<std::string>& inputs, const std::string& o
 int cmd_report_tightness(const std::vector<std::string>& inputs, const std::string& markdown) {
   const auto records = load_reports(inputs);
   if (records.empty()) throw std::runtime_error("no results found in the given reports");
-  const std::string md = tightness_markdown(tightness(records));
+  const std::string md = tightness_report_markdown(records);
   if (markdown.empty()) std::fputs(md.c_str(), stdout);
   else write_text_file(markdown, md);
   return 0;

@@ -94,7 +94,7 @@ class HostBackend final : public AbiBackend {
  public:
   TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
                 const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device,
-                std::string* /*note: every check applies on the host*/) const override {
+                std::string* /*note: every check applies on the host*/, std::vector<GuardBreach>* breaches) const override {
     TensorMap in_copy = inputs;
     TensorMap out;
     AbiTensors tensors;
@@ -105,7 +105,7 @@ class HostBackend final : public AbiBackend {
       const HostTensor& t = out.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
       tensors.add(o.name, t, true);
       layouts.push_back(guard_layout(o, t.nbytes()));
-      guarded.push_back(guarded_image(o.dtype, layouts.back(), 0xFF));
+      guarded.push_back(guarded_image(o.dtype, layouts.back(), kOutputPoison));
     }
     size_t i = 0;
     for (auto& [name, t] : in_copy) tensors.descriptors()[i++].data = t.data();
@@ -123,14 +123,17 @@ class HostBackend final : public AbiBackend {
     throw_abi_status(s, report, c_text(desc.name));
     for (size_t k = 0; k < outs.size(); ++k) {
       HostTensor& t = out.at(outs[k].name);
-      if (const std::string breach = guard_breach(outs[k].name, outs[k].dtype, guarded[k].data(), layouts[k]); !breach.empty())
-        throw ContractBreach(c_text(desc.name) + " wrote outside its output: " + breach);
+      if (const std::string breach = guard_breach(outs[k].name, outs[k].dtype, guarded[k].data(), layouts[k]); !breach.empty()) {
+        const std::string what = c_text(desc.name) + " wrote outside its output: " + breach;
+        if (!breaches) throw ContractBreach(FailureKind::written_outside, what, outs[k].name);
+        breaches->push_back({outs[k].name, what});
+      }
       std::memcpy(t.data(), guarded[k].data() + layouts[k].before, t.nbytes());
     }
     for (const auto& [name, t] : inputs) {
       const HostTensor& after = in_copy.at(name);
       if (std::memcmp(after.data(), t.data(), t.nbytes()) != 0)
-        throw ContractBreach(c_text(desc.name) + " wrote into its input '" + name + "' (inputs are read-only)");
+        throw ContractBreach(FailureKind::wrote_input, c_text(desc.name) + " wrote into its input '" + name + "' (inputs are read-only)");
     }
     return out;
   }
@@ -177,14 +180,16 @@ Support AbiImpl::supports(const Problem& p, const ArchInfo& arch) const {
   return transport_->fits(family_def().device_bytes(p), name_);
 }
 
+std::string AbiImpl::unavailable() const { return transport_ ? std::string() : name_ + ": " + missing_; }
+
 TensorMap AbiImpl::run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const {
   if (!transport_) throw std::logic_error(name_ + " is not runnable in this build: " + missing_);
   const std::vector<unsigned char> params = family_def().abi_params(p);
   const AbiArch a(*ctx.arch);
   if (planted_inputs_)
     return transport_->run(desc_, params.data(), planted_inputs_(p, inputs), family_def().outputs(p), a.get(), ctx.device,
-                           ctx.note);
-  return transport_->run(desc_, params.data(), inputs, family_def().outputs(p), a.get(), ctx.device, ctx.note);
+                           ctx.note, ctx.breaches);
+  return transport_->run(desc_, params.data(), inputs, family_def().outputs(p), a.get(), ctx.device, ctx.note, ctx.breaches);
 }
 
 bool AbiImpl::deterministic(const Problem& p) const {

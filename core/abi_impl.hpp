@@ -75,17 +75,18 @@ class AbiTensors {
 /// Throws the error an ABI status stands for (nothing for OPCTS_OK); `who` names the impl.
 void throw_abi_status(opcts_status s, const opcts_report& report, const std::string& who);
 
-/// Where an ABI impl's tensors live. run() makes the outputs `outs` (0xFF-poisoned), hands
-/// inputs and outputs to the impl, and returns the outputs on the host; it throws FAIL-worthy
-/// problems (an input written, work off the given stream) as ContractBreach (core/errors.hpp).
-/// A check it could not apply to this run is said in `*note` when `note` is not null
-/// (RunContext::note).
+/// Where an ABI impl's tensors live. run() makes the outputs `outs` (poisoned with
+/// kOutputPoison), hands inputs and outputs to the impl, and returns the outputs on the host; it
+/// throws FAIL-worthy problems (an input written, work off the given stream) as ContractBreach
+/// (core/errors.hpp). An output written outside is added to `*breaches` when `breaches` is not
+/// null (the outputs are still returned, to be compared), else thrown as ContractBreach. A check
+/// it could not apply to this run is said in `*note` when `note` is not null (RunContext::note).
 class AbiBackend {
  public:
   virtual ~AbiBackend() = default;
   virtual TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
                         const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device,
-                        std::string* note) const = 0;
+                        std::string* note, std::vector<GuardBreach>* breaches) const = 0;
   /// Whether `bytes` of tensors fit where the impl runs (device memory); yes on the host.
   virtual Support fits(double bytes, const std::string& who) const;
 };
@@ -105,6 +106,7 @@ class AbiImpl final : public Impl {
   std::string_view backend() const override { return backend_name_; }
   std::vector<std::string> required_caps() const override { return caps_; }
   Support supports(const Problem& p, const ArchInfo& arch) const override;
+  std::string unavailable() const override;
   TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const override;
   bool planted() const override { return planted_; }
   bool deterministic(const Problem& p) const override;

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/failure_kind.hpp"
+
 namespace opcts {
 
 /// An impl refused its arguments: `argument` names the one at fault ("K", "lda",
@@ -28,10 +30,15 @@ struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// An impl broke the contract every impl is held to (it wrote into an input, or did its work
-/// off the stream it was handed): the case FAILs with the message, whatever its outputs.
+/// An impl broke the contract every impl is held to (it wrote into an input, did its work off
+/// the stream it was handed, or — where nobody collects guard breaches — wrote outside an
+/// output): the case FAILs with the message and `kind` (core/failure_kind.hpp), whatever its
+/// outputs. `output` names the output of a written_outside breach.
 struct ContractBreach : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  ContractBreach(FailureKind k, const std::string& message, std::string out = "")
+      : std::runtime_error(message), kind(k), output(std::move(out)) {}
+  FailureKind kind;
+  std::string output;
 };
 
 /// The device context is unusable (a sticky CUDA error such as an illegal address): the

@@ -138,6 +138,12 @@ class Family {
   virtual bool equal(const Problem& a, const Problem& b) const = 0;
 };
 
+/// An output whose guard bytes a run changed (core/output_guard.hpp): which, and what changed.
+struct GuardBreach {
+  std::string output;
+  std::string message;  // "<impl> wrote outside its output: bytes [+0, +2) past the end of 'out' ..."
+};
+
 /// What an impl is given besides the problem.
 struct RunContext {
   const ArchInfo* arch = nullptr;
@@ -146,6 +152,10 @@ struct RunContext {
   // backend's stream check when the run waited for the device); a passing record carries it as
   // its message (runner/execute.cpp). Null: nobody asks.
   std::string* note = nullptr;
+  // Where an ABI backend reports outputs written outside (guard bytes changed): with this set it
+  // returns the outputs anyway, so that their values are judged too (runner/execute.cpp records
+  // a written_outside failure per output); null: it throws ContractBreach.
+  std::vector<GuardBreach>* breaches = nullptr;
 };
 
 /// One implementation of a family on one backend.
@@ -159,8 +169,15 @@ class Impl {
   virtual std::string_view backend() const = 0;
   /// Capabilities (archs.yaml) the impl needs on every problem.
   virtual std::vector<std::string> required_caps() const { return {}; }
-  /// Problem-dependent support (dtype, head dim, ...), given the arch.
+  /// Problem-dependent support (dtype, head dim, ...), given the arch. Not asked before a
+  /// negative case (Family::expected_error), which must reach run so that the impl's own refusal
+  /// is judged; a decline there only turns a refusal that is not the contract's into a SKIP
+  /// (runner/execute.cpp). So supports declines what the impl does not implement, never an
+  /// argument the contract says run must refuse.
   virtual Support supports(const Problem& p, const ArchInfo& arch) const = 0;
+  /// Why this impl cannot run anything in this build ("built without CUDA"), "" when it can:
+  /// the one decline a negative case honours before it runs.
+  virtual std::string unavailable() const { return {}; }
   /// Runs the problem; returns the outputs named by Family::outputs. Throws on errors.
   virtual TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const = 0;
   /// A deliberately wrong impl that proves the suite catches a bug class; its cases exist only

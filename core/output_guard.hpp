@@ -22,6 +22,10 @@ namespace opcts {
 constexpr size_t kGuardBytes = 256;
 /// The canary byte of the guards of integer and other non-float outputs.
 constexpr unsigned char kGuardByte = 0x5A;
+/// The byte both ABI backends fill every output with before a run (0xFF: a NaN in fp64, fp32,
+/// fp16, bf16 and the 8-bit float formats), so an element an impl never writes cannot pass,
+/// and the comparison can tell it from a computed NaN (FailureKind::untouched).
+constexpr unsigned char kOutputPoison = 0xFF;
 
 /// Byte offsets of one guarded output: the tensor starts at `before` and is `tensor` bytes long;
 /// `after` guard bytes follow.

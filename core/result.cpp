@@ -2,6 +2,7 @@
 #include "core/result.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
@@ -55,7 +56,65 @@ const OutputStats* decisive(const ResultRecord& r) {
   return best;
 }
 
+json failures_to(const std::vector<Failure>& fs) {
+  json a = json::array();
+  for (const auto& f : fs) {
+    json jf = {{"kind", std::string(to_string(f.kind))}};
+    if (!f.out.empty()) jf["out"] = f.out;
+    if (f.elements) jf["elements"] = f.elements;
+    if (f.kind == FailureKind::exceeds_bound) jf["ratio"] = num(f.ratio);
+    a.push_back(std::move(jf));
+  }
+  return a;
+}
+
+std::vector<Failure> failures_from(const json& a) {
+  if (!a.is_array()) throw std::runtime_error("'failures' is not an array: " + a.dump());
+  std::vector<Failure> out;
+  for (const auto& jf : a) {
+    Failure f;
+    const std::string kind = jf.at("kind").get<std::string>();
+    const auto k = parse_failure_kind(kind);
+    if (!k) throw std::runtime_error("unknown failure kind '" + kind + "'");
+    f.kind = *k;
+    f.out = jf.value("out", "");
+    f.elements = jf.value("elements", int64_t{0});
+    f.ratio = jf.contains("ratio") ? as_num(jf["ratio"]) : 0;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string describe(const Failure& f) {
+  std::string s = f.out.empty() ? std::string(to_string(f.kind)) : f.out + " " + std::string(to_string(f.kind));
+  if (f.kind == FailureKind::exceeds_bound) {
+    char r[32];
+    std::snprintf(r, sizeof r, " ×%.3g", f.ratio);
+    s += r;
+  }
+  if (f.elements) s += " (" + std::to_string(f.elements) + (f.elements == 1 ? " element)" : " elements)");
+  return s;
+}
+
+std::string describe(const std::vector<Failure>& failures) {
+  std::string s;
+  for (const auto& f : failures) s += (s.empty() ? "" : ", ") + describe(f);
+  return s;
+}
+
+std::string failures_json(const std::vector<Failure>& failures) {
+  return failures_to(failures).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::vector<Failure> parse_failures_json(const std::string& text) {
+  try {
+    return failures_from(json::parse(text));
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("'failures': ") + e.what());
+  }
+}
 
 std::string to_json_line(const ResultRecord& r) {
   json j;
@@ -94,6 +153,8 @@ std::string to_json_line(const ResultRecord& r) {
     outs.push_back(std::move(jo));
   }
   if (!outs.empty()) j["outputs"] = outs;
+  if (!r.failures.empty()) j["failures"] = failures_to(r.failures);
+  if (r.planted) j["planted"] = true;
   json worst = json::array();
   for (const auto& w : r.worst)
     worst.push_back({{"out", w.out}, {"index", w.index}, {"got", num(w.got)}, {"want", num(w.want)}});
@@ -145,6 +206,8 @@ ResultRecord parse_json_line(const std::string& line) {
       r.outputs.push_back(std::move(s));
     }
   }
+  if (j.contains("failures")) r.failures = failures_from(j["failures"]);
+  r.planted = j.value("planted", false);
   if (j.contains("worst")) {
     for (const auto& w : j["worst"])
       r.worst.push_back({w.at("out").get<std::string>(), w.at("index").get<std::vector<int64_t>>(),

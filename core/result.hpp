@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/failure_kind.hpp"
 #include "core/outcome.hpp"
 
 namespace opcts {
@@ -44,11 +45,37 @@ struct OutputStats {
   // value and the interval a correct device's slope lies in; lo == hi == 0 when not checked.
   double slope = 0, slope_lo = 0, slope_hi = 0;
   bool biased() const { return slope_lo < slope_hi && !(slope >= slope_lo && slope <= slope_hi); }
+  // How the failing elements fail, counted during the comparison for its failure kinds
+  // (runner/compare.hpp output_failures; core/failure_kind.hpp); not reported themselves.
+  int64_t nonfinite = 0;          // NaN/Inf where the reference is finite (poison excepted)
+  int64_t untouched = 0;          // still the backends' poison where the reference is not NaN
+  int64_t specials_mismatch = 0;  // the reference NaN/Inf, the output something else
+  double finite_ratio = 0;        // the largest error ÷ bound over the finite pairs (max_ratio without specials)
   /// Whether the slope fields hold anything but +0 (reports write them only then).
   bool has_slope() const {
     return std::bit_cast<uint64_t>(slope) | std::bit_cast<uint64_t>(slope_lo) | std::bit_cast<uint64_t>(slope_hi);
   }
 };
+
+/// One way a case failed: a kind of one output (`out` names it) or of the case as a whole
+/// (`out` empty; core/failure_kind.hpp is_case_kind).
+struct Failure {
+  std::string out;
+  FailureKind kind = FailureKind::exceeds_bound;
+  int64_t elements = 0;  // how many elements show it (0 where it is not counted by element)
+  double ratio = 0;      // exceeds_bound: the largest error ÷ bound among the finite elements
+  bool operator==(const Failure&) const = default;
+};
+
+/// "dV exceeds_bound ×1.09 (1 element)", "O nonfinite (16384 elements)", "accepted_invalid".
+std::string describe(const Failure& f);
+/// The failures described and joined by ", " ("" for none).
+std::string describe(const std::vector<Failure>& failures);
+/// The failures as the JSON array a record's "failures" field holds (JUnit's `failures`
+/// property carries the same text), and back; the parser throws std::runtime_error naming the
+/// bad field or kind.
+std::string failures_json(const std::vector<Failure>& failures);
+std::vector<Failure> parse_failures_json(const std::string& text);
 
 /// The result line of one case (DESIGN.md, "A result line"). `raw_outcome` is what running
 /// the case gave; `outcome` is after the manifest's expectation (XFAIL/XPASS).
@@ -75,6 +102,10 @@ struct ResultRecord {
   // (`opcts probe accumulators` measures the model; `gate --require-measured-models` fails).
   std::string provisional;
   std::vector<OutputStats> outputs;
+  // FAIL: each way it failed (an output's kinds in output order, then the case's); what a
+  // manifest xfail's `outputs:` and `case:` are matched against. Empty for other outcomes.
+  std::vector<Failure> failures;
+  bool planted = false;  // the impl is a planted bug (Impl::planted): its cases exist to FAIL
   std::vector<WorstElement> worst;  // a few worst elements over all outputs
   std::string repro;                // one shell command that reproduces the case
   std::string tier;

@@ -137,6 +137,7 @@ std::string failures_section(const std::vector<ResultRecord>& records) {
   for (std::size_t i = 0; i < bad.size() && i < kMaxFailures; ++i) {
     const ResultRecord& r = *bad[i];
     std::string why = r.outcome == Outcome::XPASS ? "remove this manifest entry: the case now passes. " : "";
+    if (!r.failures.empty()) why += "failed: " + describe(r.failures) + ". ";
     why = with_stats(why + r.message, r, " — ");
     s += fmt::format(
         "<tr><td style=\"color:{}\"><b>{}</b></td><td>{}</td><td><code>{}</code><br><code class=\"repro\">{}</code></td>"
@@ -183,6 +184,24 @@ std::string tightness_section(const std::vector<ResultRecord>& records) {
                        some ? fmt::format("{:.3g}", 1 / r.median_nonzero) : "–");
     else
       s += "<td colspan=\"5\">–</td></tr>\n";
+  }
+  s += "</table>\n<h3>Loosest case per impl and output</h3>\n<table><tr><th>family</th><th>impl</th><th>output</th>"
+       "<th>case</th><th>bound÷error</th></tr>\n";
+  for (const auto& l : loosest_cases(records))
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"num\">{:.3g}</td></tr>\n",
+                     html_escape(l.family), html_escape(l.impl), html_escape(l.out), html_escape(l.id), l.bound_over_error);
+  s += "</table>\n";
+  const auto planted = planted_bugs(records);
+  if (planted.empty()) return s + "</section>\n";
+  s += "<h3>Planted bugs</h3>\n<table><tr><th>family</th><th>planted impl</th><th>skipped</th><th>run</th><th>caught</th>"
+       "<th>not caught</th></tr>\n";
+  for (const auto& p : planted) {
+    std::string missed;
+    for (const auto& id : p.missed) missed += (missed.empty() ? "" : " ") + id;
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                     "<td>{}</td></tr>\n",
+                     html_escape(p.family), html_escape(p.impl), p.skipped, p.run, p.caught,
+                     html_escape(short_text(missed.empty() ? "0" : fmt::format("{}: {}", p.missed.size(), missed), kMaxMessage)));
   }
   return s + "</table></section>\n";
 }

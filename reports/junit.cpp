@@ -130,6 +130,9 @@ void add_properties(pugi::xml_node tc, const ResultRecord& r, JunitDetail detail
   // The record's own message; the failure/skipped element's message is a display form.
   if (!r.message.empty()) add_prop(props, "message", r.message);
   if (!r.expectation.empty()) add_prop(props, "expectation", r.expectation);
+  // The failure kinds, machine-read by read_junit (the gate matches typed xfails against them).
+  if (!r.failures.empty()) add_prop(props, "failures", failures_json(r.failures));
+  if (r.planted) add_prop(props, "planted", "true");
   if (!r.outputs.empty()) {
     add_prop(props, "metric", metrics(r));
     add_prop(props, "max_abs_err", num(max_abs_err(r)));
@@ -185,6 +188,9 @@ std::string details(const ResultRecord& r) {
   return s;
 }
 
+// "failed: dV exceeds_bound ×1.09 (1 element)" for a record with failure kinds, else "".
+std::string kinds_line(const ResultRecord& r) { return r.failures.empty() ? "" : "failed: " + describe(r.failures); }
+
 std::string join_nonempty(const std::string& a, const std::string& b) {
   if (a.empty()) return b;
   if (b.empty()) return a;
@@ -219,7 +225,7 @@ void add_result(pugi::xml_node tc, const ResultRecord& r) {
     case Outcome::FLAKE:
     case Outcome::MISTRUSTED:
     case Outcome::MISSING:
-      set_attr(e, "message", with_stats(join_nonempty(r.expectation, r.message), r));
+      set_attr(e, "message", with_stats(join_nonempty(join_nonempty(r.expectation, r.message), kinds_line(r)), r));
       set_attr(e, "type", outcome);
       add_text(e, details(r));
       break;
@@ -243,7 +249,7 @@ void add_result(pugi::xml_node tc, const ResultRecord& r) {
       break;
     case Outcome::XFAIL: {
       // pytest's convention; the message also says how it failed, so a change shows.
-      const std::string how = join_nonempty(std::string(to_string(r.raw_outcome)), stats_line(r));
+      const std::string how = join_nonempty(join_nonempty(std::string(to_string(r.raw_outcome)), kinds_line(r)), stats_line(r));
       set_attr(e, "type", "xfail");
       const std::string why = join_nonempty(r.expectation, r.message);
       set_attr(e, "message", why.empty() ? how : why + " [" + how + "]");
@@ -374,6 +380,8 @@ ResultRecord parse_testcase(pugi::xml_node tc, const std::string& family) {
     else if (name == "message") r.message = value;
     else if (name == "expectation") r.expectation = value;
     else if (name == "repro") r.repro = value;
+    else if (name == "failures") r.failures = parse_failures_json(value);
+    else if (name == "planted") r.planted = value == "true";
     else if (name.rfind("first_mismatch.", 0) == 0) {
       set_worst_field(worst[0], name.substr(15), value, name);
     } else if (name.rfind("worst.", 0) == 0) {

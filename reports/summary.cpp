@@ -58,6 +58,8 @@ std::string short_message(const ResultRecord& r) {
     msg = "passes under a strict xfail entry: remove the entry";
   else
     msg = one_line(r.message);
+  // The failure kinds first: the message may be cut, and they are what an xfail would name.
+  if (!r.failures.empty()) msg = "failed: " + describe(r.failures) + (msg.empty() ? "" : "; " + msg);
   return with_stats(msg, r);
 }
 

@@ -82,4 +82,86 @@ std::string tightness_markdown(const std::vector<TightnessRow>& rows) {
   return md;
 }
 
+std::vector<LoosestCase> loosest_cases(const std::vector<ResultRecord>& records) {
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::map<Key, std::pair<double, std::string>> best;  // the smallest ratio and its id
+  for (const auto& r : records) {
+    if (r.outcome != Outcome::PASS) continue;
+    const std::string fam = r.family.empty() ? r.id.substr(0, r.id.find('.')) : r.family;
+    for (const auto& o : r.outputs) {
+      if (!(o.bound > 0) || !(o.max_ratio > 0) || !std::isfinite(o.max_ratio)) continue;
+      const Key key{fam, r.impl, o.out};
+      auto it = best.find(key);
+      if (it == best.end() || o.max_ratio < it->second.first || (o.max_ratio == it->second.first && r.id < it->second.second))
+        best[key] = {o.max_ratio, r.id};
+    }
+  }
+  std::vector<LoosestCase> out;
+  for (const auto& [key, v] : best)
+    out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), v.second, 1 / v.first});
+  return out;
+}
+
+std::vector<PlantedRow> planted_bugs(const std::vector<ResultRecord>& records) {
+  std::map<std::pair<std::string, std::string>, PlantedRow> rows;
+  for (const auto& r : records) {
+    if (!r.planted && r.expectation.rfind("planted bug", 0) != 0) continue;
+    const std::string fam = r.family.empty() ? r.id.substr(0, r.id.find('.')) : r.family;
+    PlantedRow& row = rows[{fam, r.impl}];
+    row.family = fam;
+    row.impl = r.impl;
+    ++row.cases;
+    // Records that hold only the mapped outcome stand for the raw one behind it.
+    const Outcome raw = r.raw_outcome == Outcome::XFAIL ? Outcome::FAIL : r.raw_outcome == Outcome::XPASS ? Outcome::PASS : r.raw_outcome;
+    if (raw == Outcome::SKIP) ++row.skipped;
+    if (raw == Outcome::SKIP || raw == Outcome::MISSING) continue;
+    ++row.run;
+    if (raw == Outcome::FAIL) ++row.caught;
+    else if (raw == Outcome::PASS) row.missed.push_back(r.id);
+    else row.other.push_back(r.id + " (" + std::string(to_string(raw)) + ")");
+  }
+  std::vector<PlantedRow> out;
+  for (auto& [key, row] : rows) {
+    std::sort(row.missed.begin(), row.missed.end());
+    std::sort(row.other.begin(), row.other.end());
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+namespace {
+
+// At most kListed ids, then how many more.
+constexpr size_t kListed = 20;
+std::string id_list(const std::vector<std::string>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size() && i < kListed; ++i) s += (i ? ", " : "") + std::string("`") + ids[i] + "`";
+  if (ids.size() > kListed) s += fmt::format(" … and {} more", ids.size() - kListed);
+  return s;
+}
+
+}  // namespace
+
+std::string tightness_report_markdown(const std::vector<ResultRecord>& records) {
+  std::string md = tightness_markdown(tightness(records));
+  const auto loosest = loosest_cases(records);
+  md += "\n## Loosest case per impl and output\n\nThe passing case whose bound is the most times its error: a bug "
+        "that many times a correct device's error passes there.\n\n| family | impl | output | case | bound÷error |\n"
+        "|---|---|---|---|---:|\n";
+  for (const auto& l : loosest)
+    md += fmt::format("| {} | {} | {} | `{}` | {:.3g} |\n", markdown_cell(l.family), markdown_cell(l.impl),
+                      markdown_cell(l.out), markdown_cell(l.id), l.bound_over_error);
+  if (loosest.empty()) md += "| (no passing case with an error) | | | | |\n";
+  const auto planted = planted_bugs(records);
+  md += "\n## Planted bugs\n\nEach planted impl must FAIL on every case it runs (SKIP: problems its bug "
+        "cannot show on).\n\n| family | planted impl | cases | skipped | run | caught | not caught | neither |\n"
+        "|---|---|---:|---:|---:|---:|---|---|\n";
+  for (const auto& p : planted)
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(p.family), markdown_cell(p.impl), p.cases,
+                      p.skipped, p.run, p.caught, p.missed.empty() ? "0" : markdown_cell(fmt::format("{}: {}", p.missed.size(), id_list(p.missed))),
+                      p.other.empty() ? "0" : markdown_cell(fmt::format("{}: {}", p.other.size(), id_list(p.other))));
+  if (planted.empty()) md += "| (no planted impl in these reports) | | | | | | | |\n";
+  return md;
+}
+
 }  // namespace opcts

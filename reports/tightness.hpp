@@ -30,4 +30,34 @@ std::vector<TightnessRow> tightness(const std::vector<ResultRecord>& records);
 /// bound allows).
 std::string tightness_markdown(const std::vector<TightnessRow>& rows);
 
+/// The loosest case of one family × impl × output: among its passing cases with an error and a
+/// non-zero bound, the one whose bound is the most times its error (the smallest error ÷ bound;
+/// ties to the lower id) — the case where a bug of that many times a correct error passes.
+struct LoosestCase {
+  std::string family, impl, out, id;
+  double bound_over_error = 0;  // 1 / OutputStats::max_ratio
+};
+
+/// One per family × impl × output that has such a case, sorted by family, impl, output.
+std::vector<LoosestCase> loosest_cases(const std::vector<ResultRecord>& records);
+
+/// What a planted impl's cases gave (ResultRecord::planted; records from before the field by
+/// their "planted bug" expectation): each must FAIL wherever its bug changes an output.
+struct PlantedRow {
+  std::string family, impl;
+  size_t cases = 0;    // records of the impl
+  size_t skipped = 0;  // SKIP: problems the bug cannot show on (planted_bug_cannot_show) or a capability
+  size_t run = 0;      // the rest, MISSING left out
+  size_t caught = 0;   // raw FAIL
+  std::vector<std::string> missed;  // raw PASS: the bug passed these (each an XPASS of the gate)
+  std::vector<std::string> other;   // ERROR, CRASH, TIMEOUT, MISTRUSTED, FLAKE: neither caught nor missed
+};
+
+/// One per planted impl, sorted by family and impl.
+std::vector<PlantedRow> planted_bugs(const std::vector<ResultRecord>& records);
+
+/// The whole report: the table (tightness_markdown), each family × impl × output's loosest case
+/// by id, and each planted bug's cases — run, caught, and the ids it was not caught on.
+std::string tightness_report_markdown(const std::vector<ResultRecord>& records);
+
 }  // namespace opcts

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/output_guard.hpp"
+
 namespace opcts {
 
 std::string_view to_string(Metric m) {
@@ -80,6 +82,9 @@ constexpr int64_t kParallelMin = int64_t{1} << 16;
 struct ChunkStats {
   double max_abs_err = 0, max_rel_err = 0, max_ratio = 0, bound = 0, worst_ratio = 0, largest_bound = 0;
   int64_t mismatches = 0, zeros = 0, ref_zeros = 0, unexplained_zeros = 0;
+  // The failure kinds' counts (output_failures) and the largest ratio over finite pairs.
+  int64_t nonfinite = 0, untouched = 0, specials_mismatch = 0;
+  double finite_ratio = 0;
   SlopeAccumulator slope;
   std::vector<Candidate> cands;
   double least_kept = 0;  // once max_worst candidates are kept: the least of their keys
@@ -152,6 +157,15 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
 
   const DType out_t = got.dtype();
   const double maxf = dtype_info(out_t).max_finite;
+  // The ABI backends' poison in this dtype's code, where no arithmetic gives it: a NaN of
+  // 16 bits or more with every payload bit set (GPUs write the canonical 0x7FFF / 0x7FC0 /
+  // 0x7FFFFFFF, x86 0xFFC00000), so such an element was never written (FailureKind::untouched).
+  // An 8-bit float's 0xFF is its own negative NaN, which a conversion gives; in integers and
+  // fp4/fp6 it is a value: there an unwritten element shows as what it is (nonfinite, exceeds_bound).
+  static_assert(kOutputPoison == 0xFF, "the poison's code below is all ones");
+  const int bits = dtype_info(out_t).bits;
+  const uint64_t poison = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  const bool poison_is_nan = bits >= 16 && std::isnan(decode(out_t, poison));
   // The elements in fixed chunks, each with its own statistics, merged in chunk order: the
   // result depends on the chunk size only, not on the number of threads (the bias check's sums
   // are added in one fixed order).
@@ -174,6 +188,9 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
       }
       if (!specials_agree(gi, wi)) {
         ++p.mismatches;
+        if (!std::isfinite(wi)) ++p.specials_mismatch;
+        else if (poison_is_nan && got.code(i) == poison) ++p.untouched;
+        else ++p.nonfinite;
         p.max_ratio = INFINITY;
         p.cands.push_back({INFINITY, i});
         continue;
@@ -240,6 +257,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
       // NaN-safe: a NaN ratio (a NaN bound) counts as the worst.
       const double ratio = err == 0 && !bad ? 0.0 : bi > 0 ? err / bi : INFINITY;
       p.max_ratio = std::isnan(ratio) ? INFINITY : std::max(p.max_ratio, ratio);
+      p.finite_ratio = std::isnan(ratio) ? INFINITY : std::max(p.finite_ratio, ratio);
       // Keep the candidate list short: only the largest errors matter. Once max_worst are
       // kept, an error no larger than the least of them cannot enter (elements come in
       // increasing index, and a tie goes to the lower index).
@@ -259,6 +277,10 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     s.max_abs_err = std::max(s.max_abs_err, p.max_abs_err);
     s.max_rel_err = std::max(s.max_rel_err, p.max_rel_err);
     s.max_ratio = std::max(s.max_ratio, p.max_ratio);
+    s.nonfinite += p.nonfinite;
+    s.untouched += p.untouched;
+    s.specials_mismatch += p.specials_mismatch;
+    s.finite_ratio = std::max(s.finite_ratio, p.finite_ratio);
     if (tol.metric == Metric::bounded) s.bound = std::max(s.bound, p.bound);
     worst_ratio = std::max(worst_ratio, p.worst_ratio);
     largest_bound = std::max(largest_bound, p.largest_bound);
@@ -277,6 +299,22 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   for (size_t k = 0; k < cands.size() && k < max_worst; ++k)
     worst.push_back({name, got.unravel(cands[k].index), g[cands[k].index], want[cands[k].index]});
   return s;
+}
+
+std::vector<Failure> output_failures(const OutputStats& s) {
+  std::vector<Failure> out;
+  const int64_t finite_bad = s.mismatches - s.nonfinite - s.untouched - s.specials_mismatch;
+  // Every element zero where the reference is not explains the elements beyond their bound.
+  const bool all_zero = s.elements > 0 && s.zeros == s.elements && s.ref_zeros < s.elements;
+  if (finite_bad > 0) {
+    if (all_zero) out.push_back({s.out, FailureKind::all_zero, finite_bad, 0});
+    else out.push_back({s.out, FailureKind::exceeds_bound, finite_bad, s.finite_ratio});
+  }
+  if (s.biased()) out.push_back({s.out, FailureKind::biased, 0, 0});
+  if (s.nonfinite > 0) out.push_back({s.out, FailureKind::nonfinite, s.nonfinite, 0});
+  if (s.specials_mismatch > 0) out.push_back({s.out, FailureKind::specials_mismatch, s.specials_mismatch, 0});
+  if (s.untouched > 0) out.push_back({s.out, FailureKind::untouched, s.untouched, 0});
+  return out;
 }
 
 }  // namespace opcts

@@ -76,4 +76,10 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
                            const std::vector<double>* bound = nullptr, int64_t row = 0,
                            const ReductionStats* reduction = nullptr);
 
+/// The ways an output compared by compare_output failed (core/failure_kind.hpp), in this order:
+/// exceeds_bound (ratio: the largest error ÷ bound of a finite element) — or all_zero instead
+/// when every element is zero and the reference is not —, biased, nonfinite, specials_mismatch,
+/// untouched; each with the number of elements that show it. Empty for an output that passed.
+std::vector<Failure> output_failures(const OutputStats& s);
+
 }  // namespace opcts

@@ -52,8 +52,9 @@ const ReferenceCache::Entry& ReferenceCache::get(const Case& c, bool* fresh) {
 
 namespace {
 
-std::string describe_failure(const ResultRecord& r) {
+std::string describe_failure(const ResultRecord& r, const std::vector<GuardBreach>& breaches) {
   std::ostringstream m;
+  for (const GuardBreach& b : breaches) m << b.message << "; ";
   for (const auto& o : r.outputs) {
     if (o.biased())
       m << o.out << ": biased: the error's slope against the value is " << o.slope << ", outside ["
@@ -101,6 +102,46 @@ std::string worst_context(const std::vector<WorstElement>& worst, const TensorMa
   return m.str();
 }
 
+// A negative case: the impl must refuse the invalid argument itself, with InvalidArgument
+// naming it. Its supports() is asked only after another refusal: a decline there means the impl
+// does not implement the problem's (valid) rest — a recipe, a layout, an M — so the refusal it
+// gave says nothing of the argument and the case is a SKIP; an impl that accepts the invalid
+// problem FAILs whatever its supports() says. The Suite never lets supports() skip a negative
+// case before it runs (Suite::skip_reason), which would hide the refusal the case is about.
+void judge_refusal(const Suite& suite, const Case& c, int device, const std::string& expected, ResultRecord& r) {
+  std::string refusal, said;  // the failure's message, and what the impl said instead of the expected refusal
+  try {
+    const TensorMap inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
+    RunContext ctx{&suite.arch(), device};
+    c.impl->run(*c.problem, inputs, ctx);
+    r.raw_outcome = Outcome::FAIL;
+    r.message = "accepted an invalid '" + expected + "': expected InvalidArgument naming it";
+    r.failures = {{"", FailureKind::accepted_invalid, 0, 0}};
+    return;
+  } catch (const InvalidArgument& e) {
+    if (e.argument == expected) {
+      r.raw_outcome = Outcome::PASS;
+      return;
+    }
+    said = e.what();
+    refusal = "refused the wrong argument: " + said;
+  } catch (const DeviceLost&) {
+    throw;
+  } catch (const std::exception& e) {
+    said = e.what();
+    refusal = "expected InvalidArgument naming '" + expected + "', got: " + said;
+  }
+  const Support s = c.impl->supports(*c.problem, suite.arch());
+  if (!s.ok) {
+    r.raw_outcome = Outcome::SKIP;
+    r.message = s.reason + " (a negative case for '" + expected + "', refused for what the impl does not implement: " + said + ")";
+    return;
+  }
+  r.raw_outcome = Outcome::FAIL;
+  r.message = refusal;
+  r.failures = {{"", FailureKind::wrong_refusal, 0, 0}};
+}
+
 // The first element whose stored bits differ between two runs' outputs, described; "" if none.
 std::string first_bit_difference(const TensorMap& a, const TensorMap& b) {
   for (const auto& [name, x] : a) {
@@ -138,7 +179,8 @@ TensorMap run_checked(const Impl& impl, const Problem& p, const TensorMap& input
   if (run_ms) *run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& [name, h] : before)
     if (fingerprint(inputs.at(name)) != h)
-      throw ContractBreach(std::string(impl.name()) + " wrote into its input '" + name + "' (inputs are read-only)");
+      throw ContractBreach(FailureKind::wrote_input,
+                           std::string(impl.name()) + " wrote into its input '" + name + "' (inputs are read-only)");
   return out;
 }
 
@@ -170,21 +212,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
   const auto t0 = std::chrono::steady_clock::now();
   const std::string expected = c.family->expected_error(*c.problem);
   if (!expected.empty()) {
-    try {
-      const TensorMap inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
-      RunContext ctx{&suite.arch(), device};
-      c.impl->run(*c.problem, inputs, ctx);
-      r.raw_outcome = Outcome::FAIL;
-      r.message = "accepted an invalid '" + expected + "': expected InvalidArgument naming it";
-    } catch (const InvalidArgument& e) {
-      r.raw_outcome = e.argument == expected ? Outcome::PASS : Outcome::FAIL;
-      r.message = e.argument == expected ? std::string() : std::string("refused the wrong argument: ") + e.what();
-    } catch (const DeviceLost&) {
-      throw;
-    } catch (const std::exception& e) {
-      r.raw_outcome = Outcome::FAIL;
-      r.message = std::string("expected InvalidArgument naming '") + expected + "', got: " + e.what();
-    }
+    judge_refusal(suite, c, device, expected, r);
     r.outcome = r.raw_outcome;
     r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return r;
@@ -197,7 +225,8 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       r.ref_ms = ref.ref_ms;
     }
     std::string note;  // a check of the backend's that did not apply (RunContext::note)
-    RunContext ctx{&suite.arch(), device, &note};
+    std::vector<GuardBreach> breaches;  // outputs written outside: judged with their values
+    RunContext ctx{&suite.arch(), device, &note, &breaches};
     const TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx, &r.device_ms, &ref.input_fingerprints);
     const auto t_compare = std::chrono::steady_clock::now();
     bool ok = true;
@@ -220,8 +249,13 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
                                      bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row,
                                      rd == ref.refs.reduction.end() ? nullptr : &rd->second);
       ok = ok && s.mismatches == 0 && !s.biased();
+      for (Failure& f : output_failures(s)) r.failures.push_back(std::move(f));
+      for (const GuardBreach& b : breaches)
+        if (b.output == spec.name) r.failures.push_back({spec.name, FailureKind::written_outside, 0, 0});
       r.outputs.push_back(std::move(s));
     }
+    ok = ok && breaches.empty();
+    ctx.breaches = nullptr;  // the --bitwise reruns below throw a breach (ContractBreach)
     // Worst elements: special-value mismatches first, then by error.
     std::stable_sort(r.worst.begin(), r.worst.end(), [](const WorstElement& a, const WorstElement& b) {
       const double ea = std::isfinite(a.got - a.want) ? std::fabs(a.got - a.want) : INFINITY;
@@ -231,7 +265,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     if (r.worst.size() > 5) r.worst.resize(5);
     r.compare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_compare).count();
     r.raw_outcome = ok ? Outcome::PASS : Outcome::FAIL;
-    if (!ok) r.message = describe_failure(r) + worst_context(r.worst, ref.inputs, out);
+    if (!ok) r.message = describe_failure(r, breaches) + worst_context(r.worst, ref.inputs, out);
     // Trust check: within tolerance is not enough when the output is (mostly) zeros.
     for (const auto& o : r.outputs) {
       if (!ok) break;
@@ -248,6 +282,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       if (!diff.empty()) {
         r.raw_outcome = Outcome::FAIL;
         r.message = diff;
+        r.failures = {{"", FailureKind::nondeterministic, 0, 0}};
         ok = false;
       }
     }
@@ -261,6 +296,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
           r.raw_outcome = Outcome::FAIL;
           r.message = "--bitwise: the inputs of a second seed gave the very same output bytes (a result reused "
                       "from an earlier call?)";
+          r.failures = {{"", FailureKind::reused_result, 0, 0}};
         }
       }
     }
@@ -280,6 +316,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     cache.forget();  // the inputs may be written over: the next impl gets them made afresh
     r.raw_outcome = Outcome::FAIL;
     r.message = e.what();
+    r.failures = {{e.output, e.kind, 0, 0}};
   } catch (const std::exception& e) {
     r.raw_outcome = Outcome::ERROR;
     r.message = e.what();

@@ -54,7 +54,9 @@ class ReferenceCache {
 };
 
 /// Runs a case that passed the skip checks and returns its raw result (PASS, FAIL, ERROR or
-/// MISTRUSTED; outcome == raw_outcome). Throws DeviceLost when the device context died.
+/// MISTRUSTED; SKIP for a negative case whose impl refused it otherwise than the contract asks
+/// and whose supports() declines it; outcome == raw_outcome), a FAIL with its failure kinds
+/// (ResultRecord::failures). Throws DeviceLost when the device context died.
 ResultRecord execute_case(const Suite& suite, const Case& c, int device, ReferenceCache& cache,
                           const ExecOptions& opts = {});
 

@@ -33,7 +33,7 @@ std::string first_line(const std::string& s, std::size_t max = 200) {
 Outcome gate_outcome(const ResultRecord& r, const Manifest& manifest) {
   const Outcome raw = raw_of(r);
   if (raw == Outcome::SKIP || manifest.find(EntryKind::skip, r.id)) return Outcome::SKIP;
-  return apply_expectation(raw, r.message, manifest.find(EntryKind::xfail, r.id));
+  return apply_expectation(raw, r.message, r.failures, manifest.find(EntryKind::xfail, r.id));
 }
 
 namespace {
@@ -75,7 +75,7 @@ Judged judge_with(const ResultRecord& r, const Manifest& manifest) {
     case Outcome::MISSING: j.why = "no result"; break;  // a report's mark for a case its run did not finish
     default: {
       const ManifestEntry* x = manifest.find(EntryKind::xfail, r.id);
-      j.why = x ? "unexpected: " + unmet_expectation(raw, r.message, *x) : "unexpected (no xfail entry)";
+      j.why = x ? "unexpected: " + unmet_expectation(raw, r.message, r.failures, *x) : "unexpected (no xfail entry)";
       break;
     }
   }

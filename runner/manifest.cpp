@@ -1,7 +1,9 @@
 // Manifest parsing, matching and the expectation table.
 #include "runner/manifest.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include <re2/re2.h>
 
@@ -28,10 +30,78 @@ std::string_view to_string(EntryKind k) {
 
 namespace {
 
+// Every kind name of the output (case_kinds false) or case (true) kinds, for errors.
+std::string kind_names(bool case_kinds) {
+  std::string s;
+  for (FailureKind k : kAllFailureKinds)
+    if (is_case_kind(k) == case_kinds) s += (s.empty() ? "" : ", ") + std::string(to_string(k));
+  return s;
+}
+
+// A list of failure kinds at `n` (`what` names it in errors), each of the output kinds or of the
+// case kinds as `case_kinds` says.
+std::vector<FailureKind> parse_kinds(const std::string& path, const YAML::Node& n, const std::string& what, bool case_kinds) {
+  std::vector<FailureKind> out;
+  const YAML::Node list = require_list(path, n, what + " (a list of failure kinds)");
+  if (list.size() == 0) yaml_fail(path, n, what + " is empty: name the failure kinds expected");
+  for (const auto& k : list) {
+    const std::string name = require_scalar(path, k, "a failure kind in " + what).Scalar();
+    const auto kind = parse_failure_kind(name);
+    if (!kind || is_case_kind(*kind) != case_kinds)
+      yaml_fail(path, k,
+                "'" + name + "' is not " + (case_kinds ? "a kind of the case" : "a kind of an output") + " (" +
+                    (kind ? std::string(case_kinds ? "it is an output's: put it under 'outputs'" : "it is the case's: put it under 'case'")
+                          : "kinds: " + kind_names(case_kinds)) +
+                    ")");
+    if (std::find(out.begin(), out.end(), *kind) == out.end()) out.push_back(*kind);
+  }
+  return out;
+}
+
+// An xfail's typed failures: `outputs: {NAME: [KIND...]}`, `case: [KIND...]`, `max_ratio`. An
+// entry expecting FAIL must name at least one (an untyped FAIL entry would absorb any failure
+// of any output); the others expect what their `message` says and take none of these.
+void parse_expected_failures(const std::string& path, const YAML::Node& n, ManifestEntry& e) {
+  const bool typed = n["outputs"] || n["case"] || n["max_ratio"];
+  if (e.expect != Outcome::FAIL) {
+    if (typed)
+      yaml_fail(path, n, "xfail entry '" + e.match + "' expects " + std::string(to_string(e.expect)) +
+                             ": 'outputs', 'case' and 'max_ratio' type a FAIL only (an " +
+                             std::string(to_string(e.expect)) + " says what it expects with 'message')");
+    return;
+  }
+  if (n["outputs"]) {
+    const YAML::Node m = require_map(path, n["outputs"], "'outputs' (a map of output names to failure kinds)");
+    if (m.size() == 0) yaml_fail(path, n["outputs"], "'outputs' is empty: name each output and the kinds expected of it");
+    for (const auto& kv : m) {
+      const std::string out = require_scalar(path, kv.first, "an output name in 'outputs'").Scalar();
+      if (out.empty()) yaml_fail(path, kv.first, "an output name in 'outputs' is empty");
+      e.outputs.emplace_back(out, parse_kinds(path, kv.second, "the kinds of output '" + out + "'", false));
+    }
+  }
+  if (n["case"]) e.case_kinds = parse_kinds(path, n["case"], "'case'", true);
+  if (e.outputs.empty() && e.case_kinds.empty())
+    yaml_fail(path, n,
+              "xfail entry '" + e.match +
+                  "' expects FAIL but names no failure kind: give 'outputs: {OUTPUT: [KIND, ...]}' (kinds: " +
+                  kind_names(false) + ") and/or 'case: [KIND, ...]' (kinds: " + kind_names(true) + ")");
+  if (n["max_ratio"]) {
+    e.max_ratio = number_of(path, n, "max_ratio");
+    if (!(*e.max_ratio > 1))
+      yaml_fail(path, n["max_ratio"], "'max_ratio' must be > 1 (an exceeds_bound's error ÷ bound is above 1)");
+    bool any = false;
+    for (const auto& [out, kinds] : e.outputs)
+      any = any || std::find(kinds.begin(), kinds.end(), FailureKind::exceeds_bound) != kinds.end();
+    if (!any) yaml_fail(path, n["max_ratio"], "'max_ratio' caps exceeds_bound, which no output of this entry names");
+  }
+}
+
 ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::Node& n) {
   switch (kind) {
     case EntryKind::skip: check_keys(path, n, {"match", "reason", "link"}); break;
-    case EntryKind::xfail: check_keys(path, n, {"match", "reason", "link", "strict", "expect", "message"}); break;
+    case EntryKind::xfail:
+      check_keys(path, n, {"match", "reason", "link", "strict", "expect", "message", "outputs", "case", "max_ratio"});
+      break;
     case EntryKind::flaky: check_keys(path, n, {"match", "reason", "link", "reruns"}); break;
     case EntryKind::tolerance:
       check_keys(path, n,
@@ -67,6 +137,7 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
       if (const RE2 re(e.message, RE2::Quiet); !re.ok())
         yaml_fail(path, n["message"], "'message' is not a valid regular expression (RE2 syntax): " + re.error());
     }
+    parse_expected_failures(path, n, e);
   }
   if (n["reruns"]) e.reruns = static_cast<int>(int_of(path, n, "reruns", 0, kMaxReruns));
   if (n["output"]) {
@@ -178,25 +249,85 @@ std::vector<const ManifestEntry*> Manifest::stale(const std::vector<std::string>
   return out;
 }
 
-std::string unmet_expectation(Outcome raw, const std::string& message, const ManifestEntry& xfail) {
+namespace {
+
+std::string fmt_ratio(double r) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", r);
+  return b;
+}
+
+}  // namespace
+
+std::string expected_failures(const ManifestEntry& xfail) {
+  std::string s;
+  for (const auto& [out, kinds] : xfail.outputs) {
+    s += (s.empty() ? "" : "; ") + out + ":";
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      s += (i ? ", " : " ") + std::string(to_string(kinds[i]));
+      if (kinds[i] == FailureKind::exceeds_bound && xfail.max_ratio) s += " (ratio <= " + fmt_ratio(*xfail.max_ratio) + ")";
+    }
+  }
+  if (!xfail.case_kinds.empty()) {
+    s += (s.empty() ? "" : "; ") + std::string("case:");
+    for (size_t i = 0; i < xfail.case_kinds.size(); ++i) s += (i ? ", " : " ") + std::string(to_string(xfail.case_kinds[i]));
+  }
+  return s;
+}
+
+namespace {
+
+// The failures of a FAIL that its typed entry does not name (or names with a smaller ratio).
+std::vector<Failure> unexpected_failures(const std::vector<Failure>& failures, const ManifestEntry& xfail) {
+  std::vector<Failure> out;
+  for (const Failure& f : failures) {
+    bool named = false;
+    if (f.out.empty()) {
+      named = std::find(xfail.case_kinds.begin(), xfail.case_kinds.end(), f.kind) != xfail.case_kinds.end();
+    } else {
+      for (const auto& [o, kinds] : xfail.outputs)
+        if (o == f.out) named = std::find(kinds.begin(), kinds.end(), f.kind) != kinds.end();
+    }
+    // NaN-safe: a ratio that is not at most the cap is over it.
+    if (named && f.kind == FailureKind::exceeds_bound && xfail.max_ratio) named = f.ratio <= *xfail.max_ratio;
+    if (!named) out.push_back(f);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string unmet_expectation(Outcome raw, const std::string& message, const std::vector<Failure>& failures,
+                              const ManifestEntry& xfail) {
   if (!is_failure(raw)) return "";
   const bool outcome_ok = raw == xfail.expect;
+  // A FAIL meets a typed entry when each of its failures is one the entry names; a planted
+  // impl's implied entry takes any FAIL (any kind shows the bug caught).
+  std::string kinds_unmet;
+  if (outcome_ok && raw == Outcome::FAIL && !xfail.planted) {
+    if (failures.empty()) kinds_unmet = "no failure kind recorded";
+    else if (const auto other = unexpected_failures(failures, xfail); !other.empty()) kinds_unmet = describe(other);
+  }
   // RE2 matches in time linear in the message and without recursion, so the whole message is
   // matched however long (libstdc++'s std::regex recursed once per character consumed and
   // overflowed the stack at ~100,000). A pattern that does not compile matches nothing.
   const bool message_ok = xfail.message.empty() || RE2::PartialMatch(message, RE2(xfail.message, RE2::Quiet));
-  if (outcome_ok && message_ok) return "";
+  if (outcome_ok && message_ok && kinds_unmet.empty()) return "";
   std::string want = std::string(to_string(xfail.expect));
+  if (xfail.expect == Outcome::FAIL && !xfail.planted) want += " of " + expected_failures(xfail);
   if (!xfail.message.empty()) want += " matching '" + xfail.message + "'";
-  return "xfail " + xfail.source + " expects " + want + ", got " + std::string(to_string(raw)) +
-         (outcome_ok ? " with another message" : "");
+  std::string got = std::string(to_string(raw));
+  if (!kinds_unmet.empty()) got += ": " + kinds_unmet;
+  else if (outcome_ok) got += " with another message";
+  return "xfail " + xfail.source + " expects " + want + ", got " + got;
 }
 
-Outcome apply_expectation(Outcome raw, const std::string& message, const ManifestEntry* xfail) {
+Outcome apply_expectation(Outcome raw, const std::string& message, const std::vector<Failure>& failures,
+                          const ManifestEntry* xfail) {
   if (!xfail) return raw;
   // Only the failure the entry expects is XFAIL (a planted bug is caught by a FAIL, not by an
   // error, crash or timeout); any other failure stands.
-  if (is_failure(raw)) return unmet_expectation(raw, message, *xfail).empty() ? Outcome::XFAIL : raw;
+  if (is_failure(raw)) return unmet_expectation(raw, message, failures, *xfail).empty() ? Outcome::XFAIL : raw;
   if (raw == Outcome::PASS) return xfail->strict ? Outcome::XPASS : Outcome::PASS;
   return raw;  // SKIP stays SKIP; XFAIL/XPASS are already resolved
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/outcome.hpp"
+#include "core/result.hpp"
 #include "runner/accumulator.hpp"
 
 namespace opcts {
@@ -32,6 +33,13 @@ struct ManifestEntry {
   // outcome or message is an unexpected failure: the entry no longer describes what happens.
   Outcome expect = Outcome::FAIL;
   std::string message;
+  // xfail expecting FAIL (required in files, at least one of the two): the failure kinds it
+  // expects of each named output (`outputs: {dV: [exceeds_bound]}`) and of the case as a whole
+  // (`case: [wrong_refusal]`); every failure of the case must be one of them, so another kind,
+  // or any kind of another output, stands. `max_ratio` caps an exceeds_bound's error ÷ bound.
+  std::vector<std::pair<std::string, std::vector<FailureKind>>> outputs;
+  std::vector<FailureKind> case_kinds;
+  std::optional<double> max_ratio;
   int reruns = 0;      // flaky: how often a failure is re-run
   // tolerance: overrides of the table's values (unset fields keep the table's)
   std::string output;  // "" = every output
@@ -73,16 +81,27 @@ class Manifest {
   std::vector<ManifestEntry> entries_;
 };
 
-/// The outcome of a case given its raw outcome and message and the xfail entry matching it (or
-/// null). The whole table, as deqp-runner's baseline rules, typed: the failure the entry
-/// expects (its `expect`, and its `message` pattern when given) is XFAIL; any other failure
-/// (FAIL/ERROR/CRASH/TIMEOUT) stands, so a refusal that turns into wrong numbers or a crash
-/// fails the gate; PASS under a strict xfail is XPASS, under a non-strict one PASS; SKIP stays
-/// SKIP; without an entry the raw outcome stands. Planted impls' implied entries expect FAIL.
-Outcome apply_expectation(Outcome raw, const std::string& message, const ManifestEntry* xfail);
+/// The outcome of a case given its raw outcome, message and failure kinds (ResultRecord::
+/// failures) and the xfail entry matching it (or null). The whole table, as deqp-runner's
+/// baseline rules and pytest's xfail(raises=...), typed: the failure the entry expects is XFAIL —
+/// its `expect`; for FAIL, every failure of the case among the output kinds and case kinds it
+/// names (an exceeds_bound within its `max_ratio`); its `message` pattern when given —; any other
+/// failure (FAIL/ERROR/CRASH/TIMEOUT, a FAIL of another kind or output, a FAIL with no kind
+/// recorded) stands, so a refusal that turns into wrong numbers, a NaN where a bound was
+/// exceeded or a second output going wrong fails the gate; PASS under a strict xfail is XPASS,
+/// under a non-strict one PASS; SKIP stays SKIP; without an entry the raw outcome stands.
+/// Planted impls' implied entries expect FAIL of any kind.
+Outcome apply_expectation(Outcome raw, const std::string& message, const std::vector<Failure>& failures,
+                          const ManifestEntry* xfail);
 
 /// Why a failure does not meet its xfail entry ("" when it does, or when it is no failure):
-/// "xfail sm90.yaml:40 expects ERROR matching 'status 15', got FAIL".
-std::string unmet_expectation(Outcome raw, const std::string& message, const ManifestEntry& xfail);
+/// "xfail sm90.yaml:40 expects ERROR matching 'status 15', got FAIL", "xfail sm90.yaml:52
+/// expects FAIL of lse: exceeds_bound, got FAIL: O nonfinite (16384 elements)".
+std::string unmet_expectation(Outcome raw, const std::string& message, const std::vector<Failure>& failures,
+                              const ManifestEntry& xfail);
+
+/// What a typed FAIL entry expects, as messages say it: "dV: exceeds_bound (ratio <= 2); case:
+/// wrong_refusal".
+std::string expected_failures(const ManifestEntry& xfail);
 
 }  // namespace opcts

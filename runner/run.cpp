@@ -23,18 +23,19 @@ ResultRecord base_record(const Suite& suite, const Case& c, int device) {
   r.seed = seed_hex(case_seed(*c.family, *c.problem));
   r.tier = std::string(to_string(c.tier));
   r.repro = repro_command(suite, c.id);
+  r.planted = c.impl->planted();
   return r;
 }
 
 void judge(const Suite& suite, ResultRecord& r) {
   const ManifestEntry* xf = suite.manifest().find(EntryKind::xfail, r.id);
-  r.outcome = apply_expectation(r.raw_outcome, r.message, xf);
+  r.outcome = apply_expectation(r.raw_outcome, r.message, r.failures, xf);
   r.expectation.clear();
   if (!xf) return;
   if (r.outcome == Outcome::XFAIL || r.outcome == Outcome::XPASS) {
     r.expectation = xf->planted ? "planted bug (" + xf->source + ")" : "xfail (" + xf->source + "): " + xf->reason;
     if (r.outcome == Outcome::XPASS && xf->planted) r.expectation = "planted bug NOT caught: " + xf->source + " passed";
-  } else if (const std::string unmet = unmet_expectation(r.raw_outcome, r.message, *xf); !unmet.empty()) {
+  } else if (const std::string unmet = unmet_expectation(r.raw_outcome, r.message, r.failures, *xf); !unmet.empty()) {
     r.expectation = unmet;
   }
 }
@@ -54,6 +55,7 @@ void take_outcome(ResultRecord& r, ResultRecord&& ran) {
   r.raw_outcome = ran.raw_outcome;
   r.message = std::move(ran.message);
   r.outputs = std::move(ran.outputs);
+  r.failures = std::move(ran.failures);
   r.worst = std::move(ran.worst);
   r.ms = ran.ms;
   r.inputs_ms = ran.inputs_ms;

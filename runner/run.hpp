@@ -44,7 +44,7 @@ struct RunResult {
 using RunProgress = std::function<void(const ResultRecord&, size_t done, size_t total)>;
 
 /// The identity of a case's record: id, family, impl, arch, device (-1 on the host), seed,
-/// tier and the repro command. Every record of the case starts from it.
+/// tier, the repro command and whether the impl is planted. Every record of the case starts from it.
 ResultRecord base_record(const Suite& suite, const Case& c, int device);
 
 /// Judges a record against the manifest: `outcome` from its raw outcome (apply_expectation),

@@ -52,7 +52,9 @@ class Suite {
 
   /// Capability, host memory (problem_bytes against this host's, naming both), impl support
   /// and manifest skip, in that order: the SKIP reason, or nullopt when the case must run.
-  /// An impl that could not answer (Support::error) gives its reason here too.
+  /// An impl that could not answer (Support::error) gives its reason here too. A negative case
+  /// (Family::expected_error) of an impl that is not planted is not asked about support, only
+  /// whether the impl runs at all here (Impl::unavailable): it must reach run, which must refuse it.
   std::optional<std::string> skip_reason(const Case& c) const;
 
   /// What a case is without running it: SKIP (skip_reason), or ERROR when its impl could not

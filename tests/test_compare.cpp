@@ -316,6 +316,44 @@ TEST(CompareBounded, HalfASpacingCatchesATruncatingConversion) {
   EXPECT_GT(compare_output("d", rz, want, nullptr, t, w, 5, &bound).mismatches, n / 3);
 }
 
+// Each failing output gets its kinds (core/failure_kind.hpp) from how its elements fail: a
+// finite error beyond the bound (with the largest ratio), NaN/Inf where the reference is finite,
+// the backends' poison left in place, a special of the reference not reproduced, all zeros.
+TEST(CompareFailureKinds, EachFailingOutputSaysHowItFails) {
+  using K = FailureKind;
+  const Tolerance tol = tol_of(Metric::allclose, 0.125);
+  const std::vector<double> want = {1.0, 2.0, 3.0, 4.0, kNaN, kInf};
+  auto kinds = [&](const HostTensor& got) { return output_failures(run(got, want, tol)); };
+  EXPECT_TRUE(kinds(tensor(DType::bf16, {6}, {1.0, 2.0, 3.0, 4.0, kNaN, kInf})).empty());
+  // Two finite elements 0.5 and 1 beyond a bound of 0.125: ratio 8, two elements.
+  EXPECT_EQ(kinds(tensor(DType::bf16, {6}, {1.5, 2.0, 4.0, 4.0, kNaN, kInf})),
+            (std::vector<Failure>{{"O", K::exceeds_bound, 2, 8.0}}));
+  // A computed NaN where 2 is due, and a finite value where the reference holds Inf.
+  EXPECT_EQ(kinds(tensor(DType::bf16, {6}, {1.0, kNaN, 3.0, 4.0, kNaN, 7.0})),
+            (std::vector<Failure>{{"O", K::nonfinite, 1, 0}, {"O", K::specials_mismatch, 1, 0}}));
+  // The poison (bf16 0xFFFF) left in elements 2 and 3: untouched, told from the computed NaN.
+  HostTensor poisoned = tensor(DType::bf16, {6}, {1.0, kNaN, 3.0, 4.0, kNaN, kInf});
+  poisoned.set_code(2, 0xFFFF);
+  poisoned.set_code(3, 0xFFFF);
+  EXPECT_EQ(kinds(poisoned), (std::vector<Failure>{{"O", K::nonfinite, 1, 0}, {"O", K::untouched, 2, 0}}));
+  // Zeros everywhere where the reference is not: all_zero, not exceeds_bound.
+  EXPECT_EQ(output_failures(run(tensor(DType::fp32, {3}, {0.0, 0.0, 0.0}), {1.0, 0.0, 2.0}, tol)),
+            (std::vector<Failure>{{"O", K::all_zero, 2, 0}}));
+  // e4m3fn's 0xFF is its negative NaN, which a conversion writes: nonfinite, not untouched.
+  HostTensor e4 = tensor(DType::e4m3fn, {2}, {1.0, 2.0});
+  e4.set_code(1, 0xFF);
+  EXPECT_EQ(output_failures(run(e4, {1.0, 2.0}, tol)), (std::vector<Failure>{{"O", K::nonfinite, 1, 0}}));
+  // fp4's all-ones code is a value (-6), so it is no poison: a plain error beyond the bound.
+  HostTensor fp4 = tensor(DType::e2m1fn, {2}, {1.0, 2.0});
+  fp4.set_code(1, 0xF);
+  EXPECT_EQ(output_failures(run(fp4, {1.0, 2.0}, tol)), (std::vector<Failure>{{"O", K::exceeds_bound, 1, 64.0}}));
+  // The bias check's slope outside its interval is its own kind.
+  OutputStats biased;
+  biased.out = "d";
+  biased.slope = 0.01, biased.slope_lo = -0.001, biased.slope_hi = 0.001;
+  EXPECT_EQ(output_failures(biased), (std::vector<Failure>{{"d", K::biased, 0, 0}}));
+}
+
 TEST(CompareMetric, ParseAndPrintRoundTrip) {
   for (Metric m : {Metric::exact, Metric::allclose, Metric::ref_relative}) EXPECT_EQ(parse_metric(to_string(m)), m);
   EXPECT_THROW(parse_metric("close"), std::invalid_argument);

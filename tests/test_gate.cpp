@@ -20,9 +20,11 @@ xfail:
   - match: "gate.host_x/e_strict_*"
     reason: "known bad (strict)"
     expect: FAIL
+    outputs: {O: [exceeds_bound]}
   - match: "gate.host_x/e_lenient_*"
     reason: "known bad (not strict)"
     expect: FAIL
+    outputs: {O: [exceeds_bound]}
     strict: false
   - match: "gate.host_x/e_crash_*"
     reason: "known crash"
@@ -34,6 +36,7 @@ xfail:
   - match: "gate.host_x/nothing_matches_this_*"
     reason: "a stale entry"
     expect: FAIL
+    case: [accepted_invalid]
 flaky:
   - match: "gate.host_x/e_flaky_*"
     reason: "atomics order varies"
@@ -62,6 +65,8 @@ ResultRecord rec(const std::string& entry, Outcome raw, const std::string& messa
   r.arch = "sm90";
   r.outcome = r.raw_outcome = raw;
   r.message = message;
+  // A FAIL of the kind the strict and lenient entries expect.
+  if (raw == Outcome::FAIL) r.failures = {{"O", FailureKind::exceeds_bound, 3, 2.0}};
   return r;
 }
 
@@ -163,7 +168,7 @@ TEST(Gate, EveryOutcomeUnderEveryEntryRawOrAlreadyMapped) {
     ResultRecord raw = rec(row.entry, row.raw, row.message);
     // The same result as a run with this manifest wrote it: outcome mapped, raw kept.
     ResultRecord mapped = raw;
-    mapped.outcome = apply_expectation(row.raw, row.message, m.find(EntryKind::xfail, raw.id));
+    mapped.outcome = apply_expectation(row.raw, row.message, raw.failures, m.find(EntryKind::xfail, raw.id));
     for (const ResultRecord& r : {raw, mapped}) {
       EXPECT_EQ(gate_outcome(r, m), row.judged) << row_name(row);
       const GateVerdict v = gate({r}, m, {r.id});
@@ -187,6 +192,32 @@ TEST(Gate, TableCoversEveryRunOutcomeUnderEveryEntry) {
       for (const Row& row : kTable) n += std::string(row.entry) == entry && row.raw == o;
       EXPECT_EQ(n, 1 + (std::string(entry) == "refused" && o == Outcome::ERROR)) << entry << " × " << to_string(o);
     }
+}
+
+// A typed FAIL entry absorbs only the failures it names: the same kind on a second output, or
+// another kind on the named one, fails the gate and says which (raw records and records a run
+// already mapped alike, as merged JUnit brings them).
+TEST(Gate, AFailOfAnotherKindOrOutputIsUnexpected) {
+  const Manifest m = manifest();
+  const std::vector<std::pair<std::vector<Failure>, std::string>> rows = {
+      {{{"O", FailureKind::exceeds_bound, 3, 2.0}, {"lse", FailureKind::exceeds_bound, 1, 1.5}}, "lse exceeds_bound ×1.5 (1 element)"},
+      {{{"O", FailureKind::nonfinite, 16384, 0}}, "O nonfinite (16384 elements)"},
+      {{{"O", FailureKind::exceeds_bound, 3, 2.0}, {"", FailureKind::wrote_input, 0, 0}}, "wrote_input"},
+      {{}, "no failure kind recorded"},
+  };
+  for (const auto& [failures, named] : rows) {
+    ResultRecord r = rec("strict", Outcome::FAIL);
+    r.failures = failures;
+    for (const Outcome mapped : {Outcome::FAIL, Outcome::XFAIL}) {
+      r.outcome = mapped;
+      r.raw_outcome = mapped;  // an older record holds only the mapped outcome
+      EXPECT_EQ(gate_outcome(r, m), Outcome::FAIL) << named;
+      const GateVerdict v = gate({r}, m, {r.id});
+      ASSERT_EQ(v.offending.size(), 1u) << named;
+      EXPECT_NE(v.offending[0].why.find("expects FAIL of O: exceeds_bound, got FAIL: " + named), std::string::npos)
+          << v.offending[0].why;
+    }
+  }
 }
 
 TEST(Gate, AnUnmetXfailSaysWhatChanged) {

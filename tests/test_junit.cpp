@@ -80,6 +80,10 @@ std::vector<ResultRecord> every_outcome() {
   rs.push_back(make("sdpa", "bf16_b1_fail", Outcome::FAIL));
   add_stats(rs.back());
   rs.back().message = "O exceeds its bound\nsecond line";
+  rs.back().failures = {{"O", FailureKind::exceeds_bound, 64, 7.75},
+                        {"lse", FailureKind::nonfinite, 3, 0},
+                        {"d", FailureKind::biased, 0, 0},
+                        {"", FailureKind::wrote_input, 0, 0}};
   rs.push_back(make("sdpa", "bf16_b1_error", Outcome::ERROR));
   rs.back().message = "std::runtime_error: cudaErrorIllegalAddress";
   rs.push_back(make("scaled_mm", "e4m3_crash", Outcome::CRASH));
@@ -95,6 +99,8 @@ std::vector<ResultRecord> every_outcome() {
   rs.back().expectation = "rowwise scales exceed the bound by 9x";
   rs.back().message = "d: 3/100 mismatches";
   add_stats(rs.back());
+  rs.back().failures = {{"d", FailureKind::exceeds_bound, 3, std::numeric_limits<double>::infinity()}};
+  rs.back().planted = true;
   rs.push_back(make("sdpa", "bf16_b1_xpass", Outcome::XPASS));
   rs.back().raw_outcome = Outcome::PASS;
   rs.back().expectation = "xfail (sm90.yaml:7): known bad on this arch";
@@ -153,7 +159,15 @@ TEST(Junit, RoundTripsEveryOutcome) {
     EXPECT_EQ(b.repro, r.repro) << r.id;
     EXPECT_EQ(b.outputs.size(), r.outputs.size()) << r.id;
     EXPECT_EQ(b.worst.size(), r.worst.size()) << r.id;
+    EXPECT_EQ(b.failures, r.failures) << r.id;
+    EXPECT_EQ(b.planted, r.planted) << r.id;
   }
+  // The failure message and the xfail's say the kinds.
+  const std::string xml = slurp(path);
+  EXPECT_NE(xml.find("second line; failed: O exceeds_bound ×7.75 (64 elements), lse nonfinite (3 elements), d biased, wrote_input"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("[FAIL; failed: d exceeds_bound ×inf (3 elements)"), std::string::npos) << xml;
   const auto& fail = m.at("sdpa.cuda_flash/bf16_b1_fail");
   ASSERT_EQ(fail.worst.size(), 3u);
   EXPECT_EQ(fail.worst[1].index, (std::vector<int64_t>{0, 1, 2, 3}));
@@ -171,7 +185,13 @@ TEST(Junit, RoundTripsEveryOutcome) {
 }
 
 TEST(JsonLines, RoundTripEveryOutcome) {
-  for (const auto& r : every_outcome()) EXPECT_TRUE(same_record(r, parse_json_line(to_json_line(r)))) << r.id;
+  for (const auto& r : every_outcome()) {
+    const ResultRecord b = parse_json_line(to_json_line(r));
+    EXPECT_TRUE(same_record(r, b)) << r.id;
+    EXPECT_EQ(b.failures, r.failures) << r.id;
+    EXPECT_EQ(b.planted, r.planted) << r.id;
+  }
+  EXPECT_THROW(parse_json_line(R"({"id":"a.b/c","outcome":"FAIL","failures":[{"kind":"too_big"}]})"), std::runtime_error);
   // Written before max_ratio existed: unknown (NaN), which the tightness report leaves out.
   const auto old = parse_json_line(
       R"({"id":"a.b/c","outcome":"PASS","outputs":[{"out":"d","max_abs_err":0,"max_rel_err":0,"bound":1}]})");

@@ -159,6 +159,58 @@ TEST(Tightness, MedianP99AndMaxPerImplAndOutput) {
   EXPECT_NE(md.find("| scaled_mm | cuda.y | d | bounded | 1 | 1 | 0 | 0 | 0 | 0 | – | – |"), std::string::npos) << md;
 }
 
+// The report's two lists: each impl and output's loosest passing case by id (the smallest error
+// ÷ bound above 0: ties to the lower id; exact and error-free cases say nothing), and each
+// planted impl's cases — skipped, run, caught, and the ids it passed or errored on.
+TEST(Tightness, LoosestCasePerImplAndOutputAndEachPlantedBugsCases) {
+  std::vector<ResultRecord> rs;
+  auto add = [&](const std::string& impl, const std::string& p, Outcome o, double bound, double ratio) {
+    rs.push_back(rec("scaled_mm", impl, "sm90", p, o));
+    rs.back().outputs.push_back({"d", "bounded", 16, ratio * bound, 0, bound, 0, 0});
+    rs.back().outputs.back().max_ratio = ratio;
+  };
+  add("cuda.x", "a", Outcome::PASS, 1.0, 0.1);
+  add("cuda.x", "b", Outcome::PASS, 2.0, 0.02);
+  add("cuda.x", "b2", Outcome::PASS, 2.0, 0.02);  // the same ratio: b, the lower id, stays
+  add("cuda.x", "zero", Outcome::PASS, 1.0, 0.0);
+  add("cuda.x", "exact", Outcome::PASS, 0.0, 0.0);
+  add("cuda.x", "fail", Outcome::FAIL, 1.0, 0.001);
+  const auto loose = loosest_cases(rs);
+  ASSERT_EQ(loose.size(), 1u);
+  EXPECT_EQ(loose[0].id, "scaled_mm.cuda_x/b");
+  EXPECT_EQ(loose[0].out, "d");
+  EXPECT_DOUBLE_EQ(loose[0].bound_over_error, 50.0);
+
+  auto planted = [&](const std::string& p, Outcome raw) {
+    rs.push_back(rec("sdpa", "host.flash_bug", "host", p, raw));
+    rs.back().planted = true;
+    rs.back().outcome = raw == Outcome::FAIL ? Outcome::XFAIL : raw == Outcome::PASS ? Outcome::XPASS : raw;
+  };
+  planted("caught1", Outcome::FAIL);
+  planted("caught2", Outcome::FAIL);
+  planted("missed", Outcome::PASS);
+  planted("skipped", Outcome::SKIP);
+  planted("crashed", Outcome::CRASH);
+  // A record from before the field: known by its expectation.
+  rs.push_back(rec("sdpa", "host.flash_old", "host", "x", Outcome::XFAIL));
+  rs.back().expectation = "planted bug (planted impl host.flash_old)";
+  const auto bugs = planted_bugs(rs);
+  ASSERT_EQ(bugs.size(), 2u);
+  EXPECT_EQ(bugs[0].impl, "host.flash_bug");
+  EXPECT_EQ(bugs[0].cases, 5u);
+  EXPECT_EQ(bugs[0].skipped, 1u);
+  EXPECT_EQ(bugs[0].run, 4u);
+  EXPECT_EQ(bugs[0].caught, 2u);
+  EXPECT_EQ(bugs[0].missed, std::vector<std::string>{"sdpa.host_flash_bug/missed"});
+  EXPECT_EQ(bugs[0].other, std::vector<std::string>{"sdpa.host_flash_bug/crashed (CRASH)"});
+  EXPECT_EQ(bugs[1].caught, 1u);
+  const std::string md = tightness_report_markdown(rs);
+  EXPECT_NE(md.find("| scaled_mm | cuda.x | d | `scaled_mm.cuda_x/b` | 50 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| sdpa | host.flash_bug | 5 | 1 | 4 | 2 | 1: `sdpa.host_flash_bug/missed` | 1: `sdpa.host_flash_bug/crashed (CRASH)` |"),
+            std::string::npos)
+      << md;
+}
+
 std::string slurp(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};

@@ -2,6 +2,13 @@
 // fake registry: the runner needs no built-in family.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "core/abi_impl.hpp"
+#include "core/errors.hpp"
 #include "core/kit_family.hpp"
 #include "runner/execute.hpp"
 #include "runner/run.hpp"
@@ -51,7 +58,7 @@ class EchoFamily final : public KitFamily<Echo> {
     return t;
   }
   Cost cost(const Problem& p) const override { return {static_cast<double>(get(p).n), 0}; }
-  std::vector<OutputSpec> outputs(const Problem&) const override { return {{"y", DType::fp32}}; }
+  std::vector<OutputSpec> outputs(const Problem& p) const override { return {{"y", DType::fp32, {get(p).n}}}; }
   TensorMap make_inputs(const Problem& p, uint64_t) const override {
     HostTensor x(DType::fp32, {get(p).n});
     for (int64_t i = 0; i < x.numel(); ++i) x.set(i, 1.0 + static_cast<double>(i));
@@ -61,6 +68,14 @@ class EchoFamily final : public KitFamily<Echo> {
     References r;
     r.exact["y"] = in.at("x").to_f64();
     return r;
+  }
+  // The contract: n <= 1000; a larger n is a negative case every impl must refuse naming "n".
+  std::string expected_error(const Problem& p) const override { return get(p).n > 1000 ? "n" : ""; }
+  // For ABI impls on the host backend: the struct is n itself.
+  std::vector<unsigned char> abi_params(const Problem& p) const override {
+    std::vector<unsigned char> b(sizeof(int64_t));
+    std::memcpy(b.data(), &get(p).n, sizeof(int64_t));
+    return b;
   }
 };
 
@@ -91,7 +106,8 @@ class RunOnAFakeRegistry : public testing::Test {
                     "  - {name: small, tier: smoke, problem: {n: 4}, why: a few values}\n"
                     "  - {name: big, tier: smoke, problem: {n: 200}, why: more than the impl takes}\n");
     testutil::write(cases + "/manifests", "host.yaml",
-                    "arch: host\nxfail:\n  - match: 'echo.host_echo/n4'\n    reason: pretend it fails\n    expect: FAIL\n");
+                    "arch: host\nxfail:\n  - match: 'echo.host_echo/n4'\n    reason: pretend it fails\n    expect: FAIL\n"
+                    "    outputs: {y: [exceeds_bound]}\n");
     SuiteOptions o;
     o.cases_dir = cases;
     o.arch = "host";
@@ -124,7 +140,7 @@ TEST_F(RunOnAFakeRegistry, LoadsItsCatalogAndJudgesItsRecords) {
   r.message = "boom";
   judge(*suite_, r);
   EXPECT_EQ(r.outcome, Outcome::ERROR);
-  EXPECT_NE(r.expectation.find("expects FAIL, got ERROR"), std::string::npos) << r.expectation;
+  EXPECT_NE(r.expectation.find("expects FAIL of y: exceeds_bound, got ERROR"), std::string::npos) << r.expectation;
 }
 
 // Options of a host suite over a fresh cases folder: the echo family's one small problem (n = 4),
@@ -220,6 +236,145 @@ TEST_F(RunOnAFakeRegistry, RecordsThePhasesOfItsTime) {
   EXPECT_EQ(back.ref_ms, first.ref_ms);
   EXPECT_EQ(back.device_ms, first.device_ms);
   EXPECT_EQ(back.compare_ms, first.compare_ms);
+}
+
+// An echo impl for negative cases: what its run does with n > 1000, and whether its supports()
+// declines such an n (as an impl declines what it does not implement).
+class RefusalImpl final : public Impl {
+ public:
+  enum class Run { accepts, refuses_n, refuses_other, throws };
+  RefusalImpl(std::string name, Run run, bool declines, bool planted = false, std::string unavailable = "")
+      : name_(std::move(name)), run_(run), declines_(declines), planted_(planted), unavailable_(std::move(unavailable)) {}
+  std::string_view family() const override { return "echo"; }
+  std::string_view name() const override { return name_; }
+  std::string_view backend() const override { return "host"; }
+  Support supports(const Problem& p, const ArchInfo&) const override {
+    return declines_ && p.as<Echo>().n > 100 ? Support::no(name_ + " takes n <= 100") : Support::yes();
+  }
+  std::string unavailable() const override { return unavailable_; }
+  bool planted() const override { return planted_; }
+  TensorMap run(const Problem& p, const TensorMap& in, const RunContext&) const override {
+    if (p.as<Echo>().n > 1000) {
+      if (run_ == Run::refuses_n) throw InvalidArgument("n", "n must be <= 1000");
+      if (run_ == Run::refuses_other) throw InvalidArgument("m", "not n");
+      if (run_ == Run::throws) throw std::runtime_error("status 15");
+    }
+    return {{"y", in.at("x")}};
+  }
+
+ private:
+  std::string name_;
+  Run run_;
+  bool declines_, planted_;
+  std::string unavailable_;
+};
+
+// A negative case reaches the impl's run whatever its supports() says: an impl that declines
+// the invalid problem there and accepts it in run FAILs (it was a SKIP, which hid it). A
+// supports() decline only turns a refusal that is not the contract's into a SKIP (the impl does
+// not implement the problem's rest); planted impls and an impl that cannot run here still SKIP.
+TEST(RunNegativeCase, SupportsNeverSkipsItBeforeTheRun) {
+  using R = RefusalImpl::Run;
+  Registry reg;
+  reg.add(std::make_unique<EchoFamily>());
+  reg.add(std::make_unique<RefusalImpl>("host.accepts", R::accepts, true));
+  reg.add(std::make_unique<RefusalImpl>("host.refuses", R::refuses_n, true));
+  reg.add(std::make_unique<RefusalImpl>("host.other", R::refuses_other, true));
+  reg.add(std::make_unique<RefusalImpl>("host.other_supported", R::refuses_other, false));
+  reg.add(std::make_unique<RefusalImpl>("host.status", R::throws, false));
+  reg.add(std::make_unique<RefusalImpl>("host.planted", R::accepts, true, true));
+  reg.add(std::make_unique<RefusalImpl>("host.gone", R::accepts, false, false, "host.gone: built without it"));
+  SuiteOptions o = one_echo_problem("    metric: exact\n    why: an echo is exact\n");
+  testutil::write(o.cases_dir, "echo.yaml", "family: echo\nedges:\n  - {name: bad, tier: smoke, problem: {n: 2000}, why: w}\n");
+  o.include_planted = true;
+  const Suite suite(reg, o);
+  struct Row {
+    const char* id;
+    std::optional<std::string> skip;  // Suite::skip_reason
+    Outcome raw;                      // execute_case, when it runs
+    std::vector<Failure> failures;
+    const char* message;
+  };
+  const Row rows[] = {
+      {"echo.host_accepts/n2000", std::nullopt, Outcome::FAIL, {{"", FailureKind::accepted_invalid, 0, 0}}, "accepted an invalid 'n'"},
+      {"echo.host_refuses/n2000", std::nullopt, Outcome::PASS, {}, ""},
+      {"echo.host_other/n2000", std::nullopt, Outcome::SKIP, {},
+       "host.other takes n <= 100 (a negative case for 'n', refused for what the impl does not implement: invalid argument 'm'"},
+      {"echo.host_other_supported/n2000", std::nullopt, Outcome::FAIL, {{"", FailureKind::wrong_refusal, 0, 0}},
+       "refused the wrong argument: invalid argument 'm'"},
+      {"echo.host_status/n2000", std::nullopt, Outcome::FAIL, {{"", FailureKind::wrong_refusal, 0, 0}},
+       "expected InvalidArgument naming 'n', got: status 15"},
+      {"echo.host_planted/n2000", "host.planted takes n <= 100", Outcome::SKIP, {}, ""},
+      {"echo.host_gone/n2000", "host.gone: built without it", Outcome::SKIP, {}, ""},
+  };
+  ASSERT_EQ(suite.all_cases().size(), std::size(rows));
+  ReferenceCache cache;
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.id);
+    const auto it = std::find_if(suite.all_cases().begin(), suite.all_cases().end(), [&](const Case& c) { return c.id == row.id; });
+    ASSERT_NE(it, suite.all_cases().end());
+    EXPECT_EQ(suite.skip_reason(*it), row.skip);
+    if (row.skip) continue;
+    const ResultRecord r = execute_case(suite, *it, -1, cache);
+    EXPECT_EQ(r.raw_outcome, row.raw);
+    EXPECT_EQ(r.failures, row.failures);
+    EXPECT_NE(r.message.find(row.message), std::string::npos) << r.message;
+  }
+}
+
+// An ABI echo on the host backend that also writes the fp32 element past y's end (the guard's
+// -0.0 becomes +0.0); `wrong` doubles y[0] as well.
+opcts_status echo_spill(const void* impl_data, const opcts_run_args* args, opcts_report*) {
+  const opcts_tensor& x = args->tensors[0];
+  const opcts_tensor& y = args->tensors[args->n_tensors - 1];
+  auto* out = static_cast<float*>(y.data);
+  std::memcpy(out, x.data, static_cast<size_t>(y.shape[0]) * sizeof(float));
+  out[y.shape[0]] = 0.0f;
+  if (impl_data) out[0] *= 2;
+  return OPCTS_OK;
+}
+
+// A write outside an output is its own failure kind on that output, and the values are still
+// judged: a typed xfail for the breach absorbs it alone, not a wrong value beside it.
+TEST(RunFailureKinds, AWriteOutsideIsJudgedWithTheValues) {
+  static const int wrong = 1;
+  Registry reg;
+  reg.add(std::make_unique<EchoFamily>());
+  for (const auto& [name, data] : {std::pair{"host.spill", static_cast<const void*>(nullptr)}, std::pair{"host.spill_wrong", static_cast<const void*>(&wrong)}}) {
+    opcts_impl_desc d{};
+    d.struct_size = sizeof d;
+    d.family = "echo";
+    d.name = name;
+    d.backend = "host";
+    d.run = echo_spill;
+    d.impl_data = data;
+    reg.add(std::make_unique<AbiImpl>(d, &host_abi_backend()));
+  }
+  SuiteOptions o = one_echo_problem("    metric: exact\n    why: an echo is exact\n");
+  testutil::write(o.cases_dir + "/manifests", "host.yaml",
+                  "arch: host\nxfail:\n  - match: 'echo.host_spill*'\n    reason: r\n    expect: FAIL\n"
+                  "    outputs: {y: [written_outside]}\n");
+  const Suite suite(reg, o);
+  ReferenceCache cache;
+  ASSERT_EQ(suite.all_cases().size(), 2u);
+  ResultRecord spill = execute_case(suite, suite.all_cases()[0], -1, cache);
+  ResultRecord both = execute_case(suite, suite.all_cases()[1], -1, cache);
+  ASSERT_EQ(spill.id, "echo.host_spill/n4");
+  EXPECT_EQ(spill.raw_outcome, Outcome::FAIL);
+  EXPECT_EQ(spill.failures, (std::vector<Failure>{{"y", FailureKind::written_outside, 0, 0}}));
+  EXPECT_NE(spill.message.find("host.spill wrote outside its output: bytes [+0, +4) past the end of 'y'"), std::string::npos)
+      << spill.message;
+  ASSERT_EQ(spill.outputs.size(), 1u);  // compared all the same
+  EXPECT_EQ(spill.outputs[0].mismatches, 0);
+  EXPECT_EQ(both.raw_outcome, Outcome::FAIL);
+  EXPECT_EQ(both.failures, (std::vector<Failure>{{"y", FailureKind::exceeds_bound, 1, INFINITY}, {"y", FailureKind::written_outside, 0, 0}}));
+  judge(suite, spill);
+  judge(suite, both);
+  EXPECT_EQ(spill.outcome, Outcome::XFAIL);
+  EXPECT_EQ(both.outcome, Outcome::FAIL);
+  EXPECT_NE(both.expectation.find("got FAIL: y exceeds_bound ×inf (1 element)"), std::string::npos) << both.expectation;
+  // The kinds travel with the record.
+  EXPECT_EQ(parse_json_line(to_json_line(both)).failures, both.failures);
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
 // SDPA backward: the fp64 gradients against central finite differences of the forward
 // reference for every variant, fully masked rows and poison, GQA sums, the same-precision
 // reference and its floors (exact zeros, underflow), host.flash's backward within the
-// tolerances, drop_rowsum caught, and cuda.flash's determinism per problem.
+// tolerances, drop_rowsum caught, cuda.flash's determinism per problem, and every catalog
+// backward problem's forward twin.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include <map>
+
 #include "app/builtins.hpp"
+#include "runner/catalog.hpp"
 #include "runner/trust.hpp"
 #include "refimpl/sdpa.hpp"
 #include "tests/test_sdpa_util.hpp"
@@ -78,6 +82,26 @@ std::vector<sdpa::Problem> fd_problems() {
 
 INSTANTIATE_TEST_SUITE_P(Variants, SdpaBackwardFd, ::testing::ValuesIn(fd_problems()),
                          [](const auto& info) { return sdpa::problem_id(info.param); });
+
+// A backward case compares dQ, dK and dV only: O and lse of its problem are compared where the
+// catalog has the same problem forward, which must run no later (tier) than the backward. A
+// negative case compares nothing, so it needs none.
+TEST(SdpaCatalog, EveryBackwardProblemHasItsForwardTwin) {
+  const auto entries = load_catalogs(builtin_registry(), {std::string(OPCTS_SOURCE_DIR) + "/cases/sdpa.yaml"});
+  std::map<std::string, Tier> forward;
+  for (const auto& e : entries)
+    if (e.problem->as<sdpa::Problem>().direction == sdpa::Direction::forward) forward[e.problem_id] = e.tier;
+  size_t backward = 0;
+  for (const auto& e : entries) {
+    auto p = e.problem->as<sdpa::Problem>();
+    if (p.direction != sdpa::Direction::backward || !e.family->expected_error(*e.problem).empty()) continue;
+    ++backward;
+    p.direction = sdpa::Direction::forward;
+    const auto it = forward.find(e.family->problem_id(Problem(p)));
+    EXPECT_TRUE(it != forward.end() && it->second <= e.tier) << e.problem_id << " (" << e.source << ") has no forward twin in its tier";
+  }
+  EXPECT_GT(backward, 100u);
+}
 
 TEST(SdpaBackward, FullyMaskedRowsHaveZeroGradients) {
   // Rows 0..1 see no key (lower-right, Sq > Sk); rows i ≡ 3 (mod 8) of the mask see none.

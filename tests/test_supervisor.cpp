@@ -140,7 +140,8 @@ TEST_F(Supervisor, ManifestXfailSkipAndXpass) {
   std::ofstream(dir_ / "host.yaml") << "arch: host\n"
                                        "skip:\n  - match: '*sq5_sk7*'\n    reason: testing skip\n"
                                        "xfail:\n  - match: '*sq4_sk6*'\n    reason: known crash\n    expect: CRASH\n"
-                                       "  - match: '*sq3_sk5*'\n    reason: fixed already\n    expect: FAIL\n";
+                                       "  - match: '*sq3_sk5*'\n    reason: fixed already\n    expect: FAIL\n"
+                                       "    outputs: {O: [exceeds_bound]}\n";
   const Shell r = sh(run_cmd("--manifest " + (dir_ / "host.yaml").string(), "OPCTS_FAULT_CRASH='*sq4_sk6*'"));
   EXPECT_EQ(r.status, 1) << r.output;  // the XPASS fails the run
   const auto o = outcomes();

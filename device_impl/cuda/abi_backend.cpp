@@ -9,8 +9,8 @@
 // the stream it was given. Then the gate opens and the stream is synchronised.
 //
 // Every output lies between guard bytes (core/output_guard.hpp, as in the host backend), at the
-// misalignment its OutputSpec asks for: a run that changed a guard byte is a ContractBreach
-// naming the offset.
+// misalignment its OutputSpec asks for: a run that changed a guard byte is reported naming the
+// offset (RunContext::breaches, else a ContractBreach).
 #include "device_impl/cuda/abi_backend.hpp"
 
 #include <cuda_runtime_api.h>
@@ -93,14 +93,15 @@ struct GuardedOutput {
   check(cudaMemcpyAsync(host.data(), d.tensor(), host.size(), cudaMemcpyDeviceToHost, side), "cudaMemcpyAsync D2H");
   check(cudaStreamSynchronize(side), "cudaStreamSynchronize");
   for (unsigned char b : host)
-    if (b != 0xFF) return false;
+    if (b != kOutputPoison) return false;
   return true;
 }
 
 class CudaBackend final : public AbiBackend {
  public:
   TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
-                const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device, std::string* note) const override {
+                const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device, std::string* note,
+                std::vector<GuardBreach>* breaches) const override {
     const std::string who = desc.name ? desc.name : "?";
     check(cudaSetDevice(device < 0 ? 0 : device), "cudaSetDevice");
     AbiTensors tensors;
@@ -116,7 +117,7 @@ class CudaBackend final : public AbiBackend {
       tensors.add(o.name, t, true);
       const GuardLayout g = guard_layout(o, t.nbytes());
       out_bufs.push_back(GuardedOutput{g, DeviceBuffer(g.total())});
-      const std::vector<unsigned char> image = guarded_image(o.dtype, g, 0xFF);
+      const std::vector<unsigned char> image = guarded_image(o.dtype, g, kOutputPoison);
       check(cudaMemcpy(out_bufs.back().buffer.get(), image.data(), image.size(), cudaMemcpyHostToDevice),
             "cudaMemcpy (output poison and guards)");
     }
@@ -167,14 +168,16 @@ class CudaBackend final : public AbiBackend {
       if (note) *note = text;
       std::fprintf(stderr, "opcts: %s: %s\n", who.c_str(), text);
     } else if (written_early)
-      throw ContractBreach(who + " wrote its outputs before the stream it was handed could run: its work went to "
+      throw ContractBreach(FailureKind::off_stream, who + " wrote its outputs before the stream it was handed could run: its work went to "
                                  "another stream or the legacy default stream (impls must launch on args->stream)");
     for (size_t i = 0; i < out_bufs.size(); ++i) {
       const GuardedOutput& b = out_bufs[i];
       std::vector<unsigned char> all(b.layout.total());
       check(cudaMemcpy(all.data(), b.buffer.get(), all.size(), cudaMemcpyDeviceToHost), "cudaMemcpy D2H (output)");
-      if (const std::string breach = guard_breach(outs[i].name, outs[i].dtype, all.data(), b.layout); !breach.empty())
-        throw ContractBreach(who + " wrote outside its output: " + breach);
+      if (const std::string breach = guard_breach(outs[i].name, outs[i].dtype, all.data(), b.layout); !breach.empty()) {
+        if (!breaches) throw ContractBreach(FailureKind::written_outside, who + " wrote outside its output: " + breach, outs[i].name);
+        breaches->push_back({outs[i].name, who + " wrote outside its output: " + breach});
+      }
       HostTensor& t = out.at(outs[i].name);
       std::memcpy(t.data(), all.data() + b.layout.before, b.layout.tensor);
     }
@@ -183,7 +186,7 @@ class CudaBackend final : public AbiBackend {
       HostTensor after = t;
       in_bufs[i++].download(after);
       if (std::memcmp(after.data(), t.data(), t.nbytes()) != 0)
-        throw ContractBreach(who + " wrote into its input '" + name + "' (inputs are read-only)");
+        throw ContractBreach(FailureKind::wrote_input, who + " wrote into its input '" + name + "' (inputs are read-only)");
     }
     return out;
   }

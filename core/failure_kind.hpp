@@ -1,0 +1,83 @@
+// The closed set of ways a case FAILs: what the comparison, the backends' guards and the
+// harness's own checks saw, one kind per output (or per case) — the vocabulary of typed xfails.
+//
+// A manifest xfail that expects FAIL names the outputs and kinds it expects (docs/manifests.md);
+// any other kind, or the same kind on another output, is a FAIL the entry does not absorb. So
+// each kind is a distinct thing a kernel gets wrong, narrow enough that a known finding of one
+// kind (cuDNN's softcap lse a little beyond its bound) cannot hide a new bug of another (NaN in
+// O, or a write past the output's end).
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace opcts {
+
+enum class FailureKind {
+  // ---- kinds of one output (Failure::out names it) ----
+  /// Finite elements beyond their per-element bound. Failure::ratio is the largest error ÷
+  /// bound among them, so an xfail may cap how far a known inaccuracy may go (`max_ratio`): a
+  /// kernel whose error grows past the measured finding fails again.
+  exceeds_bound,
+  /// The bounded metric's bias check: the error's slope against the value lies outside the
+  /// interval a correct device's lies in (runner/accumulator.hpp) — a relative error common to
+  /// every element (a scale 2^-8 low, an accumulator that truncates) that no element shows alone.
+  biased,
+  /// NaN or ±Inf where the reference is finite (elements still holding the backend's poison are
+  /// `untouched` instead): overflow, 0·NaN from masked poison, a division by an empty sum.
+  nonfinite,
+  /// Where the reference is NaN or ±Inf, something else: a finite value, the other infinity, or
+  /// NaN for an infinity. A kernel that saturates, flushes or drops a special the operator must
+  /// propagate (a grouped GEMM's tail rows, a cast's NaN).
+  specials_mismatch,
+  /// Elements that still hold the poison the ABI backends fill outputs with (0xFF bytes:
+  /// core/output_guard.hpp kOutputPoison) where the reference holds another value: never
+  /// written — a skipped tile, an early return, work on another buffer. Told apart in fp16,
+  /// bf16, fp32 and fp64, where all ones is a NaN no arithmetic writes; an 8-bit float's 0xFF
+  /// is the NaN a conversion gives (nonfinite there).
+  untouched,
+  /// Every element is zero while the reference is not: a kernel that never ran into a
+  /// zero-initialised buffer, or a result multiplied by a zero scale. Said instead of
+  /// exceeds_bound, which it explains.
+  all_zero,
+  /// Bytes of the guard bands around the output changed (core/output_guard.hpp): a write past
+  /// the end or before the start, such as a paired 16-bit atomic's +0 into the neighbour.
+  written_outside,
+
+  // ---- kinds of the case as a whole (Failure::out is empty) ----
+  /// A negative case (Family::expected_error) ran to the end: the impl accepted an argument the
+  /// contract says it must refuse.
+  accepted_invalid,
+  /// A negative case was refused, but not with InvalidArgument naming the argument: another
+  /// argument named, or another error (a vendor status, a shape error that names nothing).
+  wrong_refusal,
+  /// The impl wrote into one of its inputs (their fingerprints changed).
+  wrote_input,
+  /// CUDA: the outputs changed before the stream the impl was handed could run — its work went
+  /// to another stream or to the legacy default stream.
+  off_stream,
+  /// --bitwise: an impl that claims determinism gave other bytes on a second run.
+  nondeterministic,
+  /// --bitwise: the inputs of a second seed gave the very same output bytes (a result kept from
+  /// an earlier call).
+  reused_result,
+};
+
+/// Every kind, in declaration order (output kinds first).
+inline constexpr std::array<FailureKind, 13> kAllFailureKinds{
+    FailureKind::exceeds_bound,   FailureKind::biased,           FailureKind::nonfinite,
+    FailureKind::specials_mismatch, FailureKind::untouched,      FailureKind::all_zero,
+    FailureKind::written_outside, FailureKind::accepted_invalid, FailureKind::wrong_refusal,
+    FailureKind::wrote_input,     FailureKind::off_stream,       FailureKind::nondeterministic,
+    FailureKind::reused_result};
+
+/// The kind's name as manifests, JSON lines and JUnit spell it ("exceeds_bound").
+std::string_view to_string(FailureKind k);
+/// Parses a name written by to_string; std::nullopt for anything else.
+std::optional<FailureKind> parse_failure_kind(std::string_view s);
+/// True for the kinds of the case as a whole (accepted_invalid ... reused_result), false for
+/// the kinds of one output.
+bool is_case_kind(FailureKind k);
+
+}  // namespace opcts
