@@ -44,6 +44,11 @@ struct OutputStats {
   // value and the interval a correct device's slope lies in; lo == hi == 0 when not checked.
   double slope = 0, slope_lo = 0, slope_hi = 0;
   bool biased() const { return slope_lo < slope_hi && !(slope >= slope_lo && slope <= slope_hi); }
+  // The conservation check (runner/conservation.hpp): groups of the output (destination rows),
+  // and the whole output counted as one more, whose sum lies outside the reference's interval;
+  // `conservation` describes the first (the failure message; not written to records).
+  int64_t conservation_off = 0;
+  std::string conservation;
   /// Whether the slope fields hold anything but +0 (reports write them only then).
   bool has_slope() const {
     return std::bit_cast<uint64_t>(slope) | std::bit_cast<uint64_t>(slope_lo) | std::bit_cast<uint64_t>(slope_hi);
