@@ -158,7 +158,7 @@ int main() {
                       gbs, gbs / copy_gbs, ms * 1e6 / static_cast<double>(s.m), elapsed_s());
         };
         row("cuda.atomic", [&] { cuda::scatter_atomic(a, cuda::AtomicPlant::none, stream); });
-        row("cuda.warp_aggregated", [&] { cuda::scatter_warp_aggregated(a, stream); });
+        row("cuda.warp_aggregated", [&] { cuda::scatter_warp_aggregated(a, false, stream); });
         row("cuda.sorted", [&] { cuda::scatter_sorted(a, cuda::SortedPlant::none, stream); });
       }
   } catch (const std::exception& e) {

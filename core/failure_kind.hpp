@@ -41,6 +41,11 @@ enum class FailureKind {
   /// zero-initialised buffer, or a result multiplied by a zero scale. Said instead of
   /// exceeds_bound, which it explains.
   all_zero,
+  /// The conservation check (runner/conservation.hpp): the sum of a group of the output (a
+  /// destination row of scatter_add / index_add, or the whole output) lies outside the
+  /// interval every correct summation order gives — lost or doubled updates that each element's
+  /// own bound is too wide to see. Failure::count is the number of such groups.
+  not_conserved,
   /// Bytes of the guard bands around the output changed (core/output_guard.hpp): a write past
   /// the end or before the start, such as a paired 16-bit atomic's +0 into the neighbour.
   written_outside,
@@ -65,10 +70,10 @@ enum class FailureKind {
 };
 
 /// Every kind, in declaration order (output kinds first).
-inline constexpr std::array<FailureKind, 13> kAllFailureKinds{
+inline constexpr std::array<FailureKind, 14> kAllFailureKinds{
     FailureKind::exceeds_bound,   FailureKind::biased,           FailureKind::nonfinite,
     FailureKind::specials_mismatch, FailureKind::untouched,      FailureKind::all_zero,
-    FailureKind::written_outside, FailureKind::accepted_invalid, FailureKind::wrong_refusal,
+    FailureKind::not_conserved,   FailureKind::written_outside, FailureKind::accepted_invalid, FailureKind::wrong_refusal,
     FailureKind::wrote_input,     FailureKind::off_stream,       FailureKind::nondeterministic,
     FailureKind::reused_result};
 

@@ -82,6 +82,20 @@ struct OutputSpec {
   int64_t misalign_bytes = 0;
 };
 
+/// A reduction output's conservation check (runner/conservation.hpp): its elements summed over
+/// each group of `group` consecutive elements in storage order (a destination row; the last
+/// group may be shorter; 0: the whole output is one group) and over the whole output, against
+/// the fp64 sums of the exact values (self plus every term summed into the group). Σ got − sum
+/// must lie in [−below, above] for every group and for the whole output; the reference derives
+/// both sides from the accumulation model like its per-element bounds, output roundings
+/// included, so one element's lost term, within its own bound, still moves its group's sum.
+struct Conservation {
+  int64_t group = 0;
+  std::vector<double> sum, below, above;  // per group
+  double total_sum = 0, total_below = 0, total_above = 0;
+  bool operator==(const Conservation&) const = default;
+};
+
 /// The fp64 reference and, for the ref_relative metric, a same-precision reference; for the
 /// bounded metric either a per-element bound the family derives for the one arithmetic it
 /// allows (`bound`), or each element's reduction statistics, from which each impl's accumulator
@@ -93,6 +107,15 @@ struct References {
   std::map<std::string, std::vector<double>> lowp;
   std::map<std::string, std::vector<double>> bound;
   std::map<std::string, ReductionStats> reduction;
+  // Where an element's error may be larger below the reference than above it (or the other
+  // way): `bound` then allows got − want up to bound[i] above and `bound_below` down to
+  // −bound_below[i] below, under the same key (a sum of one-signed terms whose 16-bit counter
+  // stalls may lose mass down to its stall point, refimpl/indexing_bound.cpp). Absent: `bound`
+  // holds both sides.
+  std::map<std::string, std::vector<double>> bound_below;
+  // A reduction output's conservation check, under the same keys as `bound`
+  // (runner/conservation.hpp).
+  std::map<std::string, Conservation> conservation;
 };
 
 /// The key of References::bound that holds output `output`'s bound under an accumulation

@@ -145,6 +145,7 @@ std::string to_json_line(const ResultRecord& r) {
                {"lowp_err", num(o.lowp_err)},
                {"mismatches", o.mismatches},
                {"max_ratio", num(o.max_ratio)}};
+    if (o.conservation_off) jo["conservation_off"] = o.conservation_off;
     if (o.has_slope()) {
       jo["slope"] = num(o.slope);
       jo["slope_lo"] = num(o.slope_lo);
@@ -203,6 +204,7 @@ ResultRecord parse_json_line(const std::string& line) {
       s.slope = o.contains("slope") ? as_num(o["slope"]) : 0;
       s.slope_lo = o.contains("slope_lo") ? as_num(o["slope_lo"]) : 0;
       s.slope_hi = o.contains("slope_hi") ? as_num(o["slope_hi"]) : 0;
+      s.conservation_off = o.value("conservation_off", int64_t{0});
       r.outputs.push_back(std::move(s));
     }
   }

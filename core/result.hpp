@@ -51,6 +51,11 @@ struct OutputStats {
   int64_t untouched = 0;          // still the backends' poison where the reference is not NaN
   int64_t specials_mismatch = 0;  // the reference NaN/Inf, the output something else
   double finite_ratio = 0;        // the largest error ÷ bound over the finite pairs (max_ratio without specials)
+  // The conservation check (runner/conservation.hpp): groups of the output (destination rows),
+  // and the whole output counted as one more, whose sum lies outside the reference's interval;
+  // `conservation` describes the first (the failure message; not written to records).
+  int64_t conservation_off = 0;
+  std::string conservation;
   /// Whether the slope fields hold anything but +0 (reports write them only then).
   bool has_slope() const {
     return std::bit_cast<uint64_t>(slope) | std::bit_cast<uint64_t>(slope_lo) | std::bit_cast<uint64_t>(slope_hi);

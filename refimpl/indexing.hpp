@@ -142,8 +142,10 @@ const std::vector<Accumulation>& all_accumulations();
 std::string bound_key(Accumulation a);
 
 /// exact["out"]: self + Σ terms per element (double-double sums, stored as the nearest double;
-/// integers exact), and for float scatter_add / index_add one bound per model. index_select:
-/// the gathered values, no bound (bit-exact).
+/// integers exact), and for float scatter_add / index_add per model: the bound (`bound`; the
+/// side away from zero where one-signed terms stall), the side toward zero where it differs
+/// (`bound_below`, the ones and positive fills) and the conservation check of the destination
+/// rows out[o, r, :] (`conservation`). index_select: the gathered values, no bound (bit-exact).
 References reference(const Problem& p, const TensorMap& inputs);
 
 /// What one element's bound depends on: self's value, the terms landing on it (t = src, or
@@ -168,6 +170,44 @@ std::array<double, 4> bounds(const ElementSums& e);
 /// One model's bound.
 double bound(Accumulation a, const ElementSums& e);
 
+/// One model's allowance for one element, and what a group of elements sums of it for its
+/// conservation check (indexing_bound.cpp):
+///   above, below      x − below <= result <= x + above before the output's one rounding (which
+///                     the `bounded` metric adds); both are the model's E except where one-signed
+///                     terms stall (the stall floor): there the side toward zero is
+///                     σ·x − floor <= E
+///   prob, sure, var, mean  the probabilistic form where `prob` (symmetric fills): the error is
+///                     within sure + Λ·√var + mean, and over independent elements within
+///                     Σ(sure + mean) + Λ·√(Σ var) (Azuma–Hoeffding over all their roundings)
+struct ModelBound {
+  double above = 0, below = 0;
+  bool prob = false;
+  double sure = 0, var = 0, mean = 0;
+};
+/// Every model's allowance for one element, indexed by Accumulation.
+std::array<ModelBound, 4> model_bounds(const ElementSums& e);
+
+/// A group's conservation interval under one model (core/family.hpp: Conservation): each
+/// element's allowance added in a fixed order (the metric's output rounding included), and the
+/// probabilistic form over all the group's roundings where every element has one.
+struct GroupBound {
+  double worst_above = 0, worst_below = 0;  // Σ (allowance + output rounding) per side
+  double sure = 0, var = 0;                 // Σ (sure + mean), Σ var
+  double abs_sum = 0;                       // Σ |x| (the caller's): the stored fp64 sum's rounding
+  bool prob = true;
+  /// Adds element x (the reference's value in dtype d) with its allowance b (elements without
+  /// terms, out = self exactly, need not be added).
+  void add(const ModelBound& b, double x, DType d);
+  /// Adds another group's elements (the whole output from its groups, in group order).
+  void merge(const GroupBound& g);
+  /// Σ got − Σ x may lie this far above / below.
+  double above() const { return side(worst_above); }
+  double below() const { return side(worst_below); }
+
+ private:
+  double side(double worst) const;
+};
+
 // ---- Planted bugs ---------------------------------------------------------------------------
 
 /// The bug classes of the planted impls (host.omp_*, cuda.*):
@@ -177,14 +217,19 @@ double bound(Accumulation a, const ElementSums& e);
 ///                      (host: flips every call; CUDA: the sorted segments summed with atomics);
 ///                      only `opcts run --bitwise` sees it
 ///   index32            index_select offsets computed in 32 bits (CUDA only)
-///   drop_duplicates    out = self + the last term instead of the sum (a plain store)
+///   drop_duplicates    out = self + the last term (or the last warp group's sum) instead of
+///                      the sum (a plain store: a 16-bit atomic that loses updates)
 ///   dtype_accumulation a 16-bit destination accumulated in its own dtype while the impl declares
 ///                      fp32 accumulation (`once`)
 enum class PlantedBug { pair_past_end, unstable, index32, drop_duplicates, dtype_accumulation };
 /// The adds per element from which an unstable order surely changes some element's bits.
 constexpr int64_t kPlantedManyAdds = 1024;
-/// Why `bug` cannot change this problem's result ("" when it can): a planted impl SKIPs those.
-std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
+/// Why `bug` cannot show on this problem ("" when it can): a planted impl SKIPs those. A
+/// problem is excluded only where the bug changes no output value, or where a derived reason
+/// says the bound of the model the impl is judged under (`judged`) cannot surely see it (a lost
+/// duplicate among random-sign terms that a 16-bit per-add bound covers with probability above
+/// 1%: the reason gives it).
+std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug, Accumulation judged = Accumulation::once);
 
 /// The plugin ABI's parameter struct of the problem's family (include/opcts/plugin.h:
 /// opcts_scatter_add_params, opcts_index_add_params, opcts_index_select_params), as bytes.

@@ -37,6 +37,39 @@
 //            of d), so E = Σ_g w_g + Στ + per_add's E over the G_g, its probabilistic form
 //            included (group sums of independent symmetric terms are independent and symmetric);
 //            0 where per_add's is (every partial sum exact in d: the group sums too).
+// The stall floor (one-signed terms; the ones and positive fills). A per-add counter stalls:
+// once ½·ulp(r) exceeds a term, adding it changes nothing, so the bounds above allow a 16-bit
+// counter to lose almost all of S, and with it anything in [x − S, x + S]. But it loses no mass
+// below its stall point. Let every term have the sign σ and σ·s0 >= 0, and write r for σ·r:
+// RN is monotone, so r_0 <= r_1 <= ... <= r_n, and an add that rounds down loses
+// ℓ_k = r_{k−1} + t̂_k − r_k <= min(t̂_k, ½·ulp_d(r_k)) <= min(|t_k| + τ_k, ½·ulp_d(r_n)) (r_k is
+// the grid point below the sum, whose gap to the next is ulp_d(r_k); r_k <= r_n and ulp_d is
+// monotone; an add that rounds up loses nothing). Summing, r_n >= F(r_n) with
+//   F(r) = σ·x − Στ − e_ref − Σ_j min(|t_j| + τ_j, ½·ulp_d(r)),
+// non-increasing in r, so r_n is at least the least r with r >= F(r): the floor, a value of d
+// (r_n is one), found binade by binade (F is constant on each). A bf16 counter of 3000 ones
+// has floor 256, exactly where it stalls; one that lost its duplicates (1) is far below it.
+// grouped: each group's sum is rounded to d and then added, two roundings that each lose at
+// most min(c·Σ_g(|t| + τ), ½·ulp_d(r_n)) (the rounded group sum is at most r_n: r_{k−1} >= 0),
+// subadditive over any grouping, and its fp32 sums lose at most Σ_j min(|t_j| + τ_j,
+// ½·ulp_a(r_n/(1 − u_d))) (a group's partial sums are at most its sum, which rounds to at most
+// r_n): F as above with the min doubled and c inside it, less that. warp32: per_add's
+// floor over its group sums wherever those are one-signed (random-sign terms included),
+// lowered twice by what forming and rounding them moves them, and never below grouped's (its
+// process is one of grouped's). The side toward zero of the
+// element's allowance is then min(E, σ·x − floor); the other side stays E.
+//
+// Conservation (runner/conservation.hpp: a group's elements — a destination row — and the whole
+// output summed against the fp64 sum of self and the terms). The worst case of a group's sum is
+// the sum of its elements' allowances, output roundings included; for symmetric fills the sum
+// of all the group's errors is one martingale over all its roundings (independent elements,
+// each its own terms), so Azuma–Hoeffding bounds it by Σ(Στ + e_ref + straddle means) +
+// Λ·√(Σ V), each element's parts as below (its rounding to d under `once`, which the
+// martingale does not hold, summed outright as ½·ulp_d(|x| + E)): √(elements) where the
+// per-element bounds add linearly, so an error common to a row's elements (a rounding direction,
+// a systematic loss) that no element shows moves the row's sum out. Exact elements add RN(x) − x.
+// The group's own fp64 sum, stored as a double, adds 2^-52·Σ|x|.
+//
 // Probabilistic, for symmetric fills (ElementSums::symmetric: self and the terms independent
 // and symmetric about zero, the normal fill; never the ones or positive fills, whose absorbed
 // adds — a bf16 counter at 256 — err one way). The total error is Σ_k e_k over the roundings
@@ -69,6 +102,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <optional>
 
 #include "core/azuma.hpp"
 #include "refimpl/indexing.hpp"
@@ -171,23 +205,94 @@ TermSums term_sums(const ElementSums& s, std::vector<double>& tau) {
   return v;
 }
 
+// One model's E and its probabilistic parts (the file comment): E = min(worst, sure + Λ·√var +
+// mean) where `prob`, else the worst case; e_ref is in `sure` and in E.
+struct Parts {
+  double E = 0;
+  bool prob = false;
+  double sure = 0, var = 0, mean = 0;
+};
+
+Parts with_prob(double worst, bool symmetric, double sure, double var, double mean, double e_ref) {
+  Parts r{worst, symmetric, sure + e_ref, var, mean};
+  if (symmetric) r.E = std::min(worst, sure + kAzumaSigmas * std::sqrt(var) + mean);
+  r.E += e_ref;
+  return r;
+}
+
 // per_add's E (the file comment), e_ref included; 0 when every partial sum is exact in d.
-double per_add_bound(const ElementSums& s, const TermSums& v, const std::vector<double>& tau) {
+Parts per_add_parts(const ElementSums& s, const TermSums& v, const std::vector<double>& tau) {
   const DType d = s.dtype;
-  if (v.exact_in(precision(d), dtype_info(d).max_finite)) return 0;
+  if (v.exact_in(precision(d), dtype_info(d).max_finite)) return {};
   const double u_d = std::ldexp(1.0, -precision(d));
   double per_add = v.sum_tau + v.S + v.sum_tau;  // E⁰: every min at its first argument
   for (int it = 0; it < 3; ++it) per_add = v.sum_tau + capped(s, tau, 1, 0.5 * spacing_at(d, v.T + per_add));
-  if (s.symmetric)
-    per_add = std::min(per_add, v.sum_tau + kAzumaSigmas * std::sqrt(std::min(v.term_sq, v.n * v.per_rounding)) +
-                                    kStraddleMean * u_d * v.S);
-  return per_add + v.e_ref();
+  return with_prob(per_add, s.symmetric, v.sum_tau, std::min(v.term_sq, v.n * v.per_rounding), kStraddleMean * u_d * v.S,
+                   v.e_ref());
 }
 
-// warp32's E (the file comment) given per_add's E over the terms themselves: per_add's process
-// over the group sums (only per_add's bound of them, not the other models').
-double warp32_bound(const ElementSums& s, double per_add_of_terms) {
-  if (per_add_of_terms == 0 || !s.positions) return -1;  // exact (0), or no groups known (-1: grouped's)
+// The stall floor (the file comment): for terms of one sign σ and σ·s0 >= 0, the least value r
+// >= 0 of d with r >= y − shift − k·Σ_j min(c·(|t_j| + τ_j), ½·ulp_d(r)), y = σ·x: the
+// device's σ·result is at least that. F(r), the right side, is constant on each binade of r
+// and non-increasing from binade to binade, so the first binade whose top exceeds its F holds
+// the answer: max(its bottom, F) rounded up to d's grid. -inf when the terms are not one-signed.
+struct Floor {
+  double at = -INFINITY;  // σ·result >= at; -inf: none
+  bool positive = true;   // σ = +1
+};
+
+// `acc` (grouped's fp32 group sums): their own additions lose at most
+// Σ_j min(|t_j| + τ_j, ½·ulp_acc(r/(1 − u_d))) too (each partial sum of a group is at most the
+// group's sum, which rounds to a value of d at most r), taken at the top of r's binade.
+Floor stall_floor(const ElementSums& s, const std::vector<double>& tau, double c, double k, double shift,
+                  std::optional<DType> acc = std::nullopt) {
+  const DType d = s.dtype;
+  bool pos = true, neg = true;
+  for (int64_t j = 0; j < s.count; ++j) pos = pos && s.terms[j] >= 0, neg = neg && s.terms[j] <= 0;
+  if (!pos && !neg) return {};
+  const double sigma = pos ? 1 : -1;
+  if (sigma * s.self < 0) return {};  // self against the terms: the path crosses 0
+  const double y = sigma * s.exact;
+  const auto& info = dtype_info(d);
+  const double u_d = std::ldexp(1.0, -precision(d));
+  const double sub = info.min_normal * info.epsilon;  // the subnormal spacing
+  // F on the binade of spacing `spacing` whose values lie below `top`.
+  auto F = [&](double spacing, double top) {
+    double f = y - shift - k * capped(s, tau, c, 0.5 * spacing);
+    if (acc) f -= capped(s, tau, 1, 0.5 * spacing_at(*acc, top / (1 - u_d)));
+    return f;
+  };
+  auto up = [](double r, double spacing) { return std::ceil(r / spacing) * spacing; };  // exact: powers of two
+  if (const double f = F(sub, info.min_normal); f < info.min_normal) return {up(std::max(0.0, f), sub), pos};
+  int lo = std::ilogb(info.min_normal), hi = std::max(lo, std::ilogb(std::max(y, info.min_normal)) + 1);
+  // Invariant: binade hi's top exceeds its F (F <= y < 2^hi's top), binade lo − 1's does not.
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (F(info.epsilon * std::ldexp(1.0, mid), std::ldexp(1.0, mid + 1)) < std::ldexp(1.0, mid + 1)) hi = mid;
+    else lo = mid + 1;
+  }
+  const double spacing = info.epsilon * std::ldexp(1.0, lo);
+  return {up(std::max(std::ldexp(1.0, lo), F(spacing, std::ldexp(1.0, lo + 1))), spacing), pos};
+}
+
+// The below and above allowances from E and a floor of σ·result (the file comment).
+ModelBound sided(const ElementSums& s, const Parts& p, const Floor& floor) {
+  ModelBound b{p.E, p.E, p.prob, p.sure, p.var, p.mean};
+  if (!(floor.at > -INFINITY) || p.E == 0) return b;
+  const double lost = std::max(0.0, (floor.positive ? s.exact : -s.exact) - floor.at);
+  (floor.positive ? b.below : b.above) = std::min(p.E, lost);
+  return b;
+}
+
+// warp32's parts (the file comment): per_add's process over the group sums (only per_add's
+// bound of them, not the other models'), and its floor; E < 0: no groups known (grouped's).
+struct Warp32 {
+  Parts parts;
+  Floor floor;
+};
+Warp32 warp32_parts(const ElementSums& s, const Parts& per_add_of_terms) {
+  if (per_add_of_terms.E == 0) return {per_add_of_terms, {}};  // exact
+  if (!s.positions) return {{-1}, {}};
   const DType d = s.dtype;
   const double u_a = d == DType::fp64 ? 0x1p-53 : 0x1p-24;
   thread_local std::vector<double> sums, tau;
@@ -213,13 +318,23 @@ double warp32_bound(const ElementSums& s, double per_add_of_terms) {
   groups.count = static_cast<int64_t>(sums.size());
   groups.positions = nullptr;
   const TermSums v = term_sums(groups, tau);
-  return within + tau_terms + widened + per_add_bound(groups, v, tau);
+  Parts p = per_add_parts(groups, v, tau);
+  const double extra = within + tau_terms + widened;
+  p.E += extra, p.sure += extra;
+  // The floor over the group sums (one-signed group sums suffice: the process over them is
+  // per_add's): lowered twice by what forming them in fp32 and rounding them to d may move them
+  // (their sum, and the first argument of each add's min).
+  return {p, stall_floor(groups, tau, 1, 1, v.sum_tau + v.e_ref() + 2 * extra)};
 }
 
-}  // namespace
+struct AllModels {
+  std::array<Parts, 4> parts;
+  std::array<Floor, 4> floor;
+};
 
-std::array<double, 4> bounds(const ElementSums& s) {
-  if (s.count == 0) return {0, 0, 0, 0};  // out = self, copied
+AllModels all_models(const ElementSums& s) {
+  AllModels r;
+  if (s.count == 0) return r;  // out = self, copied
   const DType d = s.dtype;
   const double u_a = d == DType::fp64 ? 0x1p-53 : 0x1p-24;
   const int p_a = d == DType::fp64 ? 53 : 24;
@@ -230,32 +345,93 @@ std::array<double, 4> bounds(const ElementSums& s) {
   const double n = v.n, S = v.S, sum_tau = v.sum_tau, T = v.T;
   const double e_ref = v.e_ref();
   const double max_d = dtype_info(d).max_finite;
-  std::array<double, 4> e{};
+  auto& e = r.parts;
+  constexpr auto per_add = static_cast<size_t>(Accumulation::per_add), grouped = static_cast<size_t>(Accumulation::grouped),
+                 once = static_cast<size_t>(Accumulation::once), warp = static_cast<size_t>(Accumulation::warp32);
 
-  e[static_cast<size_t>(Accumulation::per_add)] = per_add_bound(s, v, tau);
+  e[per_add] = per_add_parts(s, v, tau);
+  if (e[per_add].E > 0) r.floor[per_add] = stall_floor(s, tau, 1, 1, sum_tau + e_ref);
   if (!v.exact_in(precision(d), max_d)) {
     const double th = theta(n - 1, u_a), c = (1 + u_d) * (1 + th);
     const double within = sum_tau + th * (S + sum_tau);
-    double grouped = within + 2 * c * (S + sum_tau);
-    for (int it = 0; it < 3; ++it) grouped = within + 2 * capped(s, tau, c, 0.5 * spacing_at(d, T + grouped));
-    if (s.symmetric)
-      grouped = std::min(grouped, within + kAzumaSigmas * std::sqrt(std::min(4 * c * c * v.term_sq, (n + 1) * v.per_rounding)) +
-                                      kStraddleMean * u_d * S);
-    e[static_cast<size_t>(Accumulation::grouped)] = grouped + e_ref;
+    double worst = within + 2 * c * (S + sum_tau);
+    for (int it = 0; it < 3; ++it) worst = within + 2 * capped(s, tau, c, 0.5 * spacing_at(d, T + worst));
+    e[grouped] = with_prob(worst, s.symmetric, within, std::min(4 * c * c * v.term_sq, (n + 1) * v.per_rounding),
+                           kStraddleMean * u_d * S, e_ref);
+    // The fp32 sums' loss taken at the running sum (the file comment), not as `within`'s
+    // θ_{n−1}(u_a)·S, which past 2^24 one-signed terms exceeds the sum itself.
+    r.floor[grouped] = stall_floor(s, tau, c, 2, sum_tau + e_ref, d == DType::fp64 ? DType::fp64 : DType::fp32);
   }
-  double once = sum_tau + theta(n, u_a) * (T + sum_tau);
-  if (s.symmetric)
-    once = std::min(once, sum_tau + kAzumaSigmas * u_a * std::sqrt(n * (s.self * s.self + v.Q + v.sum_tau2)) + kStraddleMean * u_a * S);
-  e[static_cast<size_t>(Accumulation::once)] =
-      v.exact_in(p_a, dtype_info(d == DType::fp64 ? DType::fp64 : DType::fp32).max_finite)
-          ? (std::fabs(s.exact) > max_d ? 0 : std::fabs(round_to(d, s.exact) - s.exact))
-          : once + e_ref;
-  const double warp = warp32_bound(s, e[static_cast<size_t>(Accumulation::per_add)]);
-  e[static_cast<size_t>(Accumulation::warp32)] =
-      warp < 0 ? e[static_cast<size_t>(Accumulation::grouped)] : std::min(warp, e[static_cast<size_t>(Accumulation::grouped)]);
+  if (v.exact_in(p_a, dtype_info(d == DType::fp64 ? DType::fp64 : DType::fp32).max_finite)) {
+    // Every partial sum exact in the accumulator: the result is RN_d(x), off by that rounding only.
+    const double off = std::fabs(s.exact) > max_d ? 0 : std::fabs(round_to(d, s.exact) - s.exact);
+    e[once] = Parts{off, true, off, 0, 0};
+  } else {
+    e[once] = with_prob(sum_tau + theta(n, u_a) * (T + sum_tau), s.symmetric, sum_tau,
+                        u_a * u_a * n * (s.self * s.self + v.Q + v.sum_tau2), kStraddleMean * u_a * S, e_ref);
+    // The probabilistic form's group sums see the one rounding to d as well (the metric adds it
+    // per element): at most half a spacing at |x| + E.
+    e[once].sure += 0.5 * spacing_at(d, std::fabs(s.exact) + e[once].E);
+  }
+  const Warp32 w = warp32_parts(s, e[per_add]);
+  if (w.parts.E < 0 || w.parts.E >= e[grouped].E) {
+    e[warp] = e[grouped];
+    r.floor[warp] = r.floor[grouped];
+  } else {
+    e[warp] = w.parts;
+    // Both floors hold (the warp kernel's process is one of grouped's); grouped's exists only
+    // for one-signed terms, whose group sums share their sign.
+    r.floor[warp] = w.floor.at >= r.floor[grouped].at ? w.floor : r.floor[grouped];
+  }
+  return r;
+}
+
+}  // namespace
+
+std::array<double, 4> bounds(const ElementSums& s) {
+  const AllModels m = all_models(s);
+  std::array<double, 4> e{};
+  for (size_t k = 0; k < e.size(); ++k) e[k] = m.parts[k].E;
   return e;
 }
 
+std::array<ModelBound, 4> model_bounds(const ElementSums& s) {
+  const AllModels m = all_models(s);
+  std::array<ModelBound, 4> b{};
+  for (size_t k = 0; k < b.size(); ++k) b[k] = sided(s, m.parts[k], m.floor[k]);
+  return b;
+}
+
 double bound(Accumulation a, const ElementSums& s) { return bounds(s)[static_cast<size_t>(a)]; }
+
+void GroupBound::add(const ModelBound& b, double x, DType d) {
+  const double e = std::max(b.above, b.below);
+  // The `bounded` metric's output rounding (runner/compare.cpp): half a spacing at |x| + E (at
+  // each end where the sides differ), or RN(x)'s own distance from x where E = 0.
+  if (e == 0) {
+    const double rounding = std::fabs(x) > dtype_info(d).max_finite ? 0 : std::fabs(round_to(d, x) - x);
+    worst_above += rounding, worst_below += rounding;
+  } else if (b.above == b.below) {
+    worst_above += e + 0.5 * spacing_at(d, std::fabs(x) + e), worst_below += e + 0.5 * spacing_at(d, std::fabs(x) + e);
+  } else {
+    worst_above += b.above + 0.5 * spacing_at(d, std::fabs(x + b.above));
+    worst_below += b.below + 0.5 * spacing_at(d, std::fabs(x - b.below));
+  }
+  if (e == 0) sure += std::fabs(x) > dtype_info(d).max_finite ? 0 : std::fabs(round_to(d, x) - x);  // exact: RN(x)
+  else if (b.prob) sure += b.sure + b.mean, var += b.var;
+  else prob = false;
+}
+
+void GroupBound::merge(const GroupBound& g) {
+  worst_above += g.worst_above, worst_below += g.worst_below, sure += g.sure, var += g.var, abs_sum += g.abs_sum;
+  prob = prob && g.prob;
+}
+
+double GroupBound::side(double worst) const {
+  // The group's fp64 sum of the exact values is stored as a double: half an ulp of it at most,
+  // which 2^-52 of Σ|x| covers (the double-double sum's own error is far below it).
+  const double stored = 0x1p-52 * abs_sum;
+  return std::min(worst, prob ? sure + kAzumaSigmas * std::sqrt(var) : INFINITY) + stored;
+}
 
 }  // namespace opcts::indexing

@@ -25,7 +25,7 @@ class IndexingFamily final : public KitFamily<Problem> {
   std::string_view name() const override { return indexing::to_string(op_); }
   const kit::FieldTable<Problem>& fields() const override { return indexing::fields(op_); }
   // Bump when the reference, its bounds or the inputs change: cached references are recomputed.
-  std::string reference_version() const override { return "indexing-ref-4"; }
+  std::string reference_version() const override { return "indexing-ref-5"; }
 
   Cost cost(const opcts::Problem& pp) const override {
     const auto& p = get(pp);

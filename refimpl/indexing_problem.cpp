@@ -1,5 +1,7 @@
 // scatter_add / index_add / index_select problems: validation, the argument contract, and where each planted bug can show.
 #include <cmath>
+#include <cstdio>
+#include <numbers>
 #include <stdexcept>
 
 #include "refimpl/indexing.hpp"
@@ -107,7 +109,83 @@ bool last_taken(const Problem& p) { return p.m > 0 && (p.n == 1 || p.dist == Dis
 
 }  // namespace
 
-std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
+namespace {
+
+// Whether some element surely takes two or more terms (the index surely repeats a value): by
+// pigeonhole (m > n), by construction (all_first/all_last, routed with k >= 2 slots), or, for
+// the random distributions, with probability at least 1 − 10^-6: uniform draws repeat with
+// probability 1 − exp(−m(m − 1)/(2n)) or more (the birthday bound; sorted is uniform, zipf's
+// skew only adds repeats). strided with m <= n never repeats (j·s < n for j < m).
+bool surely_repeated(const Problem& p) {
+  if (p.m < 2) return false;
+  if (p.m > p.n) return true;
+  switch (p.dist) {
+    case Dist::all_first:
+    case Dist::all_last: return true;
+    case Dist::strided: return false;
+    case Dist::routed: return p.m / p.n >= 2;
+    default: return static_cast<double>(p.m) * static_cast<double>(p.m - 1) / (2 * static_cast<double>(p.n)) >= 14;
+  }
+}
+
+// The probability that a bug hides on every element that takes two or more adds, given the
+// probability hide(k) that it hides on one element of k adds (independent per element: each has
+// its own terms): all_first/all_last put m adds on one element per column, zipf's rank r takes
+// m / (H_n·(r + 1)), the others about m / n each (Poisson for the random distributions; the
+// elements with two or more at the typical count).
+template <class Hide>
+double hides_everywhere(const Problem& p, Hide hide) {
+  auto all = [&](double k, double count) { return k < 2 || count <= 0 ? 1.0 : std::pow(hide(k), count); };
+  const double columns = static_cast<double>(p.outer * p.inner);
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n);
+  switch (p.dist) {
+    case Dist::all_first:
+    case Dist::all_last: return all(m, columns);
+    case Dist::zipf: {
+      double h = 0;  // H_n
+      for (int64_t r = 1; r <= p.n; ++r) h += 1.0 / static_cast<double>(r);
+      double every = 1;
+      for (int64_t r = 0; r < p.n && every > 0; ++r) {
+        const double k = m / (h * static_cast<double>(r + 1));
+        if (k < 2) break;
+        every *= all(k, columns);
+      }
+      return every;
+    }
+    default: {
+      const double lambda = m / n, repeated = 1 - std::exp(-lambda) * (1 + lambda);
+      return all(std::max(2.0, std::floor(lambda)), columns * n * repeated);
+    }
+  }
+}
+
+// A lost duplicate among random-sign terms (the normal fill) under a bound of the probabilistic
+// form (indexing_bound.cpp): an element of k adds that keeps only its last term loses the other
+// k − 1, a normal draw of deviation σ·√(k − 1), while its bound is near (Λ + 2.2·√(2/π))·u·k·σ =
+// 9.3·u·k·σ (V ≈ k·u²·(k·σ²): every add one rounding of relative size u at the running sum;
+// the straddle means 2.2·u·S, S ≈ k·σ·√(2/π)). It hides with probability erf(a/√2),
+// a = 9.3·u·k/√(k − 1) + u_out, u_out the share of a final rounding to the dtype (`once`: at
+// most 2·u_d of the lost mass, |x| + E being about as large as it).
+double lost_duplicate_hides(const Problem& p, double u, double u_out) {
+  return hides_everywhere(p, [&](double k) { return std::erf((9.3 * u * k / std::sqrt(k - 1) + u_out) / std::sqrt(2.0)); });
+}
+
+// A 16-bit running sum of k random-sign terms (the planted dtype accumulation) against `once`'s
+// allowance, half an output spacing at |x| (its fp32 part is far below): each add rounds by a
+// nearly uniform error within half a spacing at the running sum |r_j| ≈ σ·√j, a spacing of
+// about 2·u_d·|r_j|/1.44 on average over a binade (log-uniform position), so the k roundings
+// add up to a deviation of about √(Σ_j (2·u_d·σ·√j/1.44)²/12) ≈ 0.28·u_d·k·σ, against
+// u_d·|x| with |x| ≈ σ·√k·|Z'|: the bug hides where |Z| < 3.6·|Z'|/√k, with probability
+// (2/π)·atan(3.6/√k) for independent normals Z, Z'.
+double dtype_accumulation_hides(const Problem& p) {
+  return hides_everywhere(p, [](double k) { return 2 / std::numbers::pi * std::atan(3.6 / std::sqrt(k)); });
+}
+
+double unit(DType t) { return std::ldexp(1.0, -(dtype_info(t).format.mantissa_bits + 1)); }
+
+}  // namespace
+
+std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug, Accumulation judged) {
   if (!p.expect_error.empty()) return "planted impls run valid problems only";
   const bool accumulates = p.op != Op::index_select;
   switch (bug) {
@@ -132,29 +210,53 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       return p.self_numel() > (int64_t{1} << 32) && last_taken(p)
                  ? ""
                  : "needs an input past 2^32 elements whose last rows are read";
-    case PlantedBug::drop_duplicates:
+    case PlantedBug::drop_duplicates: {
       if (!accumulates) return "index_select adds nothing";
-      if (p.m <= p.n) return "m <= n: no index is surely repeated";
-      // 16-bit per-add bounds may cover a dropped term under heavy contention. fp32's bounds
-      // grow as n²·2^-24·σ while n random-sign terms dropped weigh about √n·σ: far apart up to
-      // 4096 adds per element (positive and unit terms weigh n/2 and n: always).
-      if (sixteen_bit(p.dtype)) return "a 16-bit destination's bound may cover a dropped term";
-      if (p.dtype == DType::fp32 && p.fill == Fill::normal && typical_max_adds(p) > 4096)
-        return "more than 4096 random-sign fp32 terms per element: the bound nears their sum";
-      if (p.dtype == DType::fp32 && typical_max_adds(p) > (int64_t{1} << 20))
-        return "past 2^20 fp32 adds per element the bound nears the sum";
+      if (p.out_numel() == 0 || !surely_repeated(p)) return "no index surely repeats: nothing is dropped";
+      if (p.integer()) return "";  // the exact comparison sees any lost term
+      if (p.fill == Fill::normal) {
+        // The model's rounding unit: the destination's for the per-add models, the
+        // accumulator's under `once`, whose one rounding to the dtype adds at most u_d·(|x| + E).
+        const bool once = judged == Accumulation::once;
+        const double hides = lost_duplicate_hides(p, once ? (p.dtype == DType::fp64 ? 0x1p-53 : 0x1p-24) : unit(p.dtype),
+                                                  once ? 2 * unit(p.dtype) : 0);
+        if (hides > 0.01) {
+          char why[200];
+          std::snprintf(why, sizeof why,
+                        "random-sign terms: the lost mass hides within the %s bound on every element with "
+                        "probability %.2g (erf of 9.3·u·k/√(2(k − 1)) per element of k adds)",
+                        std::string(to_string(judged)).c_str(), hides);
+          return why;
+        }
+        return "";
+      }
+      // One-signed fills: the per-add models' stall floor sees any lost term above it; `once`
+      // allows θ_k(2^-24)·T ≈ k²·2^-24·t̄ against a loss of (k − 1)·t̄.
+      if (judged == Accumulation::once && p.dtype != DType::fp64 &&
+          static_cast<double>(typical_max_adds(p)) * 0x1p-24 > 0.5)
+        return "past 2^23 fp32 adds per element the `once` bound nears the sum";
       return "";
+    }
     case PlantedBug::dtype_accumulation: {
       if (!accumulates || !sixteen_bit(p.dtype)) return "the bug is in 16-bit destinations";
-      // Sums of non-negative terms stall in 16 bits once the running value's half ulp passes
-      // the terms: a counter of ones past 2^p (256 for bf16, 2048 for fp16), uniform (0, σ)
-      // terms from about 2^p adds on, far outside the fp32 bound. Random-sign terms only err by
-      // about √n/4 times the bound per element: not sure to show on a few elements.
-      // Past 2^20 adds the fp32 bound θ_n(2^-24)·T nears the sum itself.
+      if (typical_max_adds(p) < 2) return "one add per element: the dtype's rounding is the output's";
+      // A counter of ones is exact in 16 bits up to 2^p (256 for bf16, 2048 for fp16): below
+      // that the dtype's accumulation changes nothing. Past 2^20 adds the fp32 bound θ_n(2^-24)·T
+      // nears the sum itself.
       const int64_t stall = p.dtype == DType::bf16 ? 256 : 2048;
-      if (p.fill == Fill::normal) return "random-sign terms need not leave the bound on every problem";
+      if (p.fill == Fill::ones && typical_max_adds(p) <= stall)
+        return "a counter of ones below " + std::to_string(stall) + " is exact in the dtype";
+      if (p.fill == Fill::normal)
+        if (const double hides = dtype_accumulation_hides(p); hides > 0.01) {
+          char why[200];
+          std::snprintf(why, sizeof why,
+                        "random-sign terms: the 16-bit sum's error hides within the output's half spacing on "
+                        "every element with probability %.2g ((2/π)·atan(3.6/√k) per element of k adds)",
+                        hides);
+          return why;
+        }
       if (typical_max_adds(p) > (int64_t{1} << 20)) return "past 2^20 adds per element the fp32 bound nears the sum";
-      return typical_max_adds(p) > stall ? "" : "needs elements taking more than " + std::to_string(stall) + " adds";
+      return "";
     }
   }
   return "";

@@ -158,6 +158,7 @@ void add_properties(pugi::xml_node tc, const ResultRecord& r, JunitDetail detail
     add_prop(props, p + "lowp_err", num(o.lowp_err));
     add_prop(props, p + "mismatches", std::to_string(o.mismatches));
     add_prop(props, p + "max_ratio", num(o.max_ratio));
+    if (o.conservation_off) add_prop(props, p + "conservation_off", std::to_string(o.conservation_off));
     if (o.has_slope()) {
       add_prop(props, p + "slope", num(o.slope));
       add_prop(props, p + "slope_lo", num(o.slope_lo));
@@ -339,6 +340,7 @@ void set_output_field(OutputStats& o, const std::string& field, const std::strin
   else if (field == "slope") o.slope = parse_double(value, name);
   else if (field == "slope_lo") o.slope_lo = parse_double(value, name);
   else if (field == "slope_hi") o.slope_hi = parse_double(value, name);
+  else if (field == "conservation_off") o.conservation_off = parse_int(value, name);
 }
 
 // A lean testcase's outcome where it has no `outcome` property: PASS without a result element,

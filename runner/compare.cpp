@@ -95,7 +95,8 @@ struct ChunkStats {
 OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
                            const std::vector<double>* lowp, const Tolerance& tol,
                            std::vector<WorstElement>& worst, size_t max_worst,
-                           const std::vector<double>* bound, int64_t row, const ReductionStats* reduction) {
+                           const std::vector<double>* bound, int64_t row, const ReductionStats* reduction,
+                           const std::vector<double>* bound_below) {
   const int64_t n = got.numel();
   if (static_cast<int64_t>(want.size()) != n)
     throw std::invalid_argument("output '" + name + "': " + std::to_string(n) + " elements, reference has " +
@@ -111,6 +112,9 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     throw std::invalid_argument("output '" + name + "': reduction statistics of another size");
   if (tol.metric == Metric::bounded && !st && (!fixed || static_cast<int64_t>(fixed->size()) != n))
     throw std::invalid_argument("output '" + name + "': bounded needs the reference's per-element bound or reduction statistics");
+  const std::vector<double>* below = fixed ? bound_below : nullptr;
+  if (below && static_cast<int64_t>(below->size()) != n)
+    throw std::invalid_argument("output '" + name + "': the reference's bound below has the wrong size");
   if (fixed && !(tol.accumulator == AccumulatorModel{}))
     throw std::invalid_argument("output '" + name + "': its reference gives a fixed bound, which no accumulator model (" +
                                 to_string(tol.accumulator) + ", " + tol.source + ") changes");
@@ -119,6 +123,8 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   auto allowed = [&](int64_t i) {
     return tol.factor * (st ? acc.element(*st, static_cast<size_t>(i)) : (*fixed)[static_cast<size_t>(i)]);
   };
+  // factor·E below want of element i (the same as above unless the reference gives a side).
+  auto allowed_below = [&](int64_t i, double above) { return below ? tol.factor * (*below)[static_cast<size_t>(i)] : above; };
   if (tol.metric == Metric::ref_relative && bound && static_cast<int64_t>(bound->size()) != n)
     throw std::invalid_argument("output '" + name + "': the reference's bound has the wrong size");
 
@@ -183,7 +189,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
       // largest finite value or overflow. The device's inf is right when x + E reaches the
       // overflow threshold max + spacing(max)/2 (IEEE 754 round-to-nearest overflow rule).
       if (tol.metric == Metric::bounded && std::isinf(gi) && std::isfinite(wi) && std::signbit(gi) == std::signbit(wi)) {
-        const double e = allowed(i);
+        const double e = std::signbit(wi) ? allowed_below(i, allowed(i)) : allowed(i);  // the side away from 0
         if (std::fabs(wi) + e >= maxf + spacing_at(out_t, maxf) / 2) continue;
       }
       if (!specials_agree(gi, wi)) {
@@ -224,10 +230,18 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
           // a correct device rounds its v (|v − x| <= E) once to nearest in the output dtype:
           // |RN(v) − x| <= E + spacing(|x| + E)/2. E = 0 (exact fills) leaves the rounding of x
           // itself: the result must be RN(x) (either neighbour only at a tie).
-          const double e = allowed(i);
-          const double rounding = e > 0 ? spacing_at(out_t, std::fabs(wi) + e) / 2 : std::fabs(round_to(out_t, wi) - wi);
+          const double e_hi = allowed(i), e = below ? std::max(e_hi, allowed_below(i, e_hi)) : e_hi;
+          double rounding = e > 0 ? spacing_at(out_t, std::fabs(wi) + e) / 2 : std::fabs(round_to(out_t, wi) - wi);
           bi = e + floor + rounding;
           p.bound = std::max(p.bound, bi);  // reported: the largest per-element bound
+          if (below && e > 0) {
+            // A reference that gives the two sides apart (References::bound_below): the side got
+            // lies on, and RN being monotone, a result within [want − e_lo, want + e_hi] rounds
+            // to within half a spacing at that end.
+            const double side = gi < wi ? allowed_below(i, e_hi) : e_hi;
+            rounding = spacing_at(out_t, std::fabs(gi < wi ? wi - side : wi + side)) / 2;
+            bi = side + floor + rounding;
+          }
           bad = !(err <= bi);
           // The bias check takes the elements the output rounds normally (a value beyond the
           // output's range is kept unrounded), each with its noise (accumulator.hpp).
@@ -314,6 +328,7 @@ std::vector<Failure> output_failures(const OutputStats& s) {
   if (s.nonfinite > 0) out.push_back({s.out, FailureKind::nonfinite, s.nonfinite, 0});
   if (s.specials_mismatch > 0) out.push_back({s.out, FailureKind::specials_mismatch, s.specials_mismatch, 0});
   if (s.untouched > 0) out.push_back({s.out, FailureKind::untouched, s.untouched, 0});
+  if (s.conservation_off > 0) out.push_back({s.out, FailureKind::not_conserved, s.conservation_off, 0});
   return out;
 }
 

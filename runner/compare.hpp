@@ -68,18 +68,21 @@ struct Tolerance {
 /// NaN and ±Inf must sit at the same positions with the same sign in got and want; each
 /// position that differs counts as a mismatch and is listed first among the worst elements.
 /// `worst` receives up to `max_worst` elements with the largest errors.
+/// bounded with a fixed bound: `bound_below` (References::bound_below), where given, is the
+/// allowance below want (got − want >= −factor·bound_below[i] − ...), `bound` then the one above.
 /// Throws std::invalid_argument when sizes differ, lowp is missing for ref_relative, bounded
 /// has neither a bound nor statistics, or an accumulator model is given for a fixed bound.
 OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
                            const std::vector<double>* lowp, const Tolerance& tol,
                            std::vector<WorstElement>& worst, size_t max_worst = 5,
                            const std::vector<double>* bound = nullptr, int64_t row = 0,
-                           const ReductionStats* reduction = nullptr);
+                           const ReductionStats* reduction = nullptr, const std::vector<double>* bound_below = nullptr);
 
 /// The ways an output compared by compare_output failed (core/failure_kind.hpp), in this order:
 /// exceeds_bound (ratio: the largest error ÷ bound of a finite element) — or all_zero instead
 /// when every element is zero and the reference is not —, biased, nonfinite, specials_mismatch,
-/// untouched; each with the number of elements that show it. Empty for an output that passed.
+/// untouched; each with the number of elements that show it; then not_conserved with the number
+/// of groups off (OutputStats::conservation_off, set by the caller). Empty for an output that passed.
 std::vector<Failure> output_failures(const OutputStats& s);
 
 }  // namespace opcts

@@ -1,12 +1,14 @@
 // One case end to end inside a worker (or `opcts repro`).
 #include "runner/execute.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <sstream>
 
 #include "runner/artifacts.hpp"
 #include "runner/compare.hpp"
+#include "runner/conservation.hpp"
 #include <cstdlib>
 #include <fstream>
 
@@ -59,6 +61,10 @@ std::string describe_failure(const ResultRecord& r, const std::vector<GuardBreac
     if (o.biased())
       m << o.out << ": biased: the error's slope against the value is " << o.slope << ", outside ["
         << o.slope_lo << ", " << o.slope_hi << "] (a relative error common to all elements); ";
+    if (o.conservation_off)
+      m << o.out << ": not conserved: " << o.conservation_off
+        << " sum(s) outside the reference's interval (destination rows, whole output), first " << o.conservation
+        << "; ";
     if (!o.mismatches) continue;
     m << o.out << ": " << o.mismatches << "/" << o.elements << " mismatches, max abs err " << o.max_abs_err;
     // `bounded` compares each element with its own bound: the largest one says little. The
@@ -244,11 +250,27 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
         r.provisional += (r.provisional.empty() ? "" : "; ") + spec.name + ": " + to_string(tol.accumulator) + " (" +
                          tol.source + ")";
       const auto rd = ref.refs.reduction.find(spec.name);
-      OutputStats s = compare_output(spec.name, it->second, ref.refs.exact.at(spec.name),
-                                     lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol, r.worst, 5,
-                                     bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row,
-                                     rd == ref.refs.reduction.end() ? nullptr : &rd->second);
-      ok = ok && s.mismatches == 0 && !s.biased();
+      const auto bb = ref.refs.bound_below.find(bound_key(spec.name, tol.accumulation));
+      const std::vector<double>& want = ref.refs.exact.at(spec.name);
+      OutputStats s = compare_output(spec.name, it->second, want, lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol,
+                                     r.worst, 5, bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row,
+                                     rd == ref.refs.reduction.end() ? nullptr : &rd->second,
+                                     bb == ref.refs.bound_below.end() ? nullptr : &bb->second);
+      // A reduction output's conservation check, under the same model as its bound.
+      if (const auto cs = ref.refs.conservation.find(bound_key(spec.name, tol.accumulation));
+          tol.metric == Metric::bounded && cs != ref.refs.conservation.end()) {
+        double floor = tol.atol;
+        if (tol.atol_eps != 0) {
+          double max_ref = 0;
+          for (double w : want)
+            if (std::isfinite(w)) max_ref = std::max(max_ref, std::fabs(w));
+          floor += tol.atol_eps * dtype_info(spec.dtype).epsilon * max_ref;
+        }
+        const ConservationStats c = check_conservation(spec.name, it->second, cs->second, tol.factor, floor);
+        s.conservation_off = c.groups_off + (c.total_off ? 1 : 0);
+        s.conservation = c.first;
+      }
+      ok = ok && s.mismatches == 0 && !s.biased() && s.conservation_off == 0;
       for (Failure& f : output_failures(s)) r.failures.push_back(std::move(f));
       for (const GuardBreach& b : breaches)
         if (b.output == spec.name) r.failures.push_back({spec.name, FailureKind::written_outside, 0, 0});

@@ -24,7 +24,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'O', 'P', 'C', 'T', 'S', 'R', 'E', 'F'};
-constexpr uint32_t kFormat = 2;  // 2: reduction statistics after the per-element bounds
+// 2: reduction statistics after the per-element bounds; 3: then the bounds below and the
+// conservation checks
+constexpr uint32_t kFormat = 3;
 
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -165,6 +167,35 @@ void report_store_failure(const std::string& dir, const std::string& why) {
                dir.c_str(), why.c_str());
 }
 
+using Conservations = std::map<std::string, Conservation>;
+
+void put_conservations(std::string& out, const Conservations& m) {
+  put(out, static_cast<uint64_t>(m.size()));
+  for (const auto& [name, c] : m) {
+    put_str(out, name);
+    put(out, static_cast<int64_t>(c.group));
+    for (const double v : {c.total_sum, c.total_below, c.total_above}) put(out, v);
+    for (const auto* v : {&c.sum, &c.below, &c.above}) put_values(out, *v);
+  }
+}
+
+bool get_conservations(Reader& r, Conservations& m) {
+  uint64_t n = 0;
+  if (!r.get(n) || n > 1024) return false;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string name;
+    Conservation c;
+    int64_t group = 0;
+    if (!r.get_str(name, 4096) || !r.get(group) || !r.get(c.total_sum) || !r.get(c.total_below) || !r.get(c.total_above))
+      return false;
+    c.group = group;
+    for (auto* v : {&c.sum, &c.below, &c.above})
+      if (!get_values(r, *v)) return false;
+    m.emplace(std::move(name), std::move(c));
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string ref_build_digest() { return OPCTS_REF_BUILD_DIGEST; }
@@ -233,7 +264,8 @@ std::optional<References> RefDiskCache::load(const std::string& key) const {
   r.pos = sizeof kMagic + sizeof(uint32_t) + sizeof(uint64_t) + key.size();
   References refs;
   if (!get_maps(r, refs.exact) || !get_maps(r, refs.lowp) || !get_maps(r, refs.bound) ||
-      !get_reductions(r, refs.reduction) || r.pos != body.size())
+      !get_reductions(r, refs.reduction) || !get_maps(r, refs.bound_below) || !get_conservations(r, refs.conservation) ||
+      r.pos != body.size())
     return std::nullopt;
   // Marks the file as just used for the LRU eviction; a read-only cache simply keeps its order.
   std::error_code ec;
@@ -276,8 +308,9 @@ void RefDiskCache::store(const std::string& key, const References& refs) const {
   // much to write and read back as to compute, and would fill the disk: not cached.
   constexpr size_t kMaxBytes = size_t{64} << 20;
   size_t bytes = 0;
-  for (const auto* m : {&refs.exact, &refs.lowp, &refs.bound})
+  for (const auto* m : {&refs.exact, &refs.lowp, &refs.bound, &refs.bound_below})
     for (const auto& [name, v] : *m) bytes += v.size() * sizeof(double);
+  for (const auto& [name, c] : refs.conservation) bytes += 3 * c.sum.size() * sizeof(double);
   for (const auto& [name, st] : refs.reduction)
     bytes += (st.abs_sum.size() + st.sq_sum.size() + st.magnitude.size()) * sizeof(double);
   if (bytes > kMaxBytes || bytes > max_bytes_) return;
@@ -289,6 +322,8 @@ void RefDiskCache::store(const std::string& key, const References& refs) const {
   put_maps(out, refs.lowp);
   put_maps(out, refs.bound);
   put_reductions(out, refs.reduction);
+  put_maps(out, refs.bound_below);
+  put_conservations(out, refs.conservation);
   put(out, fnv1a(out.data(), out.size()));
   const fs::path dst = path_of(key);
   std::error_code ec;

@@ -11,6 +11,7 @@
 
 #include "core/family.hpp"
 #include "runner/compare.hpp"
+#include "runner/conservation.hpp"
 
 namespace opcts {
 namespace {
@@ -296,6 +297,30 @@ TEST(CompareBounded, ReferenceBoundPerElement) {
   EXPECT_THROW(compare_output("d", got, want, nullptr, t, w, 5, &bound), std::invalid_argument);
 }
 
+// A fixed bound with two sides (References::bound_below): the side got lies on, its rounding
+// at that end. bf16 around 3000 (spacing 16): 3000 − 2744 = 256 is the floor, half a spacing
+// at 256 below it (1); above, 100 and half a spacing at 3100 (8).
+TEST(CompareBounded, TwoSidedBoundTakesTheSideGotLiesOn) {
+  const std::vector<double> want{3000}, above{100}, below{2744};
+  auto t = tol_of(Metric::bounded);
+  t.factor = 1;
+  std::vector<WorstElement> w;
+  auto mismatches = [&](double got) {
+    HostTensor g(DType::bf16, {1});
+    g.set(0, got);
+    return compare_output("d", g, want, nullptr, t, w, 5, &above, 0, nullptr, &below).mismatches;
+  };
+  EXPECT_EQ(mismatches(256), 0);
+  EXPECT_EQ(mismatches(255), 0);
+  EXPECT_EQ(mismatches(254), 1);  // more than the floor's rounding below it
+  EXPECT_EQ(mismatches(1), 1);    // a lost duplicate
+  EXPECT_EQ(mismatches(3104), 0);
+  EXPECT_EQ(mismatches(3120), 1);
+  const std::vector<double> wrong{1, 2};
+  EXPECT_THROW(compare_output("d", tensor(DType::bf16, {1}, {3000}), want, nullptr, t, w, 5, &above, 0, nullptr, &wrong),
+               std::invalid_argument);
+}
+
 // bounded around the exact x: one rounding to nearest passes, a truncating conversion (the far
 // neighbour on about half the elements: up to a whole spacing) fails, as does any result a whole
 // spacing off — the full-spacing allowance around RN(x) that this replaced admitted both.
@@ -339,6 +364,11 @@ TEST(CompareFailureKinds, EachFailingOutputSaysHowItFails) {
   // Zeros everywhere where the reference is not: all_zero, not exceeds_bound.
   EXPECT_EQ(output_failures(run(tensor(DType::fp32, {3}, {0.0, 0.0, 0.0}), {1.0, 0.0, 2.0}, tol)),
             (std::vector<Failure>{{"O", K::all_zero, 2, 0}}));
+  // Every element within its bound, but 3 groups' sums off (set by runner/execute.cpp from the
+  // conservation check): not_conserved, with the count of groups; alone, it still fails.
+  OutputStats lost = run(tensor(DType::bf16, {6}, {1.0, 2.0, 3.0, 4.0, kNaN, kInf}), want, tol);
+  lost.conservation_off = 3;
+  EXPECT_EQ(output_failures(lost), (std::vector<Failure>{{"O", K::not_conserved, 3, 0}}));
   // e4m3fn's 0xFF is its negative NaN, which a conversion writes: nonfinite, not untouched.
   HostTensor e4 = tensor(DType::e4m3fn, {2}, {1.0, 2.0});
   e4.set_code(1, 0xFF);
@@ -429,6 +459,38 @@ TEST(CompareChunks, SameResultOnAnyNumberOfThreads) {
     EXPECT_GE(s[0].mismatches, 2);
     if (m == Metric::bounded) EXPECT_NE(s[0].slope_hi, 0.0);
   }
+}
+
+// The check itself: groups of `group` elements in order, the interval's two sides and the
+// tolerance's factor, non-finite sums left to the per-element comparison, sizes checked.
+TEST(ConservationCheck, GroupsSidesFactorAndErrors) {
+  HostTensor got(DType::fp32, {2, 3});
+  for (int i = 0; i < 6; ++i) got.set(i, i);  // groups of 3: sums 3 and 12
+  Conservation c;
+  c.group = 3;
+  c.sum = {3.5, 12};
+  c.below = {0.5, 0};
+  c.above = {0, 0};
+  c.total_sum = 15.5, c.total_below = 0.5, c.total_above = 0;
+  EXPECT_FALSE(check_conservation("o", got, c).failed());
+  c.below[0] = 0.25;  // 3 is 0.5 below 3.5
+  ConservationStats s = check_conservation("o", got, c);
+  EXPECT_EQ(s.groups_off, 1);
+  EXPECT_FALSE(s.total_off);
+  EXPECT_NE(s.first.find("group 0 of 2 (o[0,0] to o[0,2]): sum 3, due 3.5"), std::string::npos) << s.first;
+  EXPECT_FALSE(check_conservation("o", got, c, 2).failed());  // the factor scales the interval
+  c.total_below = 0;
+  c.below[0] = 0.5;
+  s = check_conservation("o", got, c);
+  EXPECT_TRUE(s.total_off);
+  EXPECT_NE(s.first.find("the whole output"), std::string::npos);
+  got.set(4, NAN);  // group 1 and the total are left to the per-element comparison
+  c.total_below = 0;
+  s = check_conservation("o", got, c);
+  EXPECT_FALSE(s.failed());
+  EXPECT_EQ(s.groups, 1);
+  c.sum.pop_back();
+  EXPECT_THROW(check_conservation("o", got, c), std::invalid_argument);
 }
 
 }  // namespace

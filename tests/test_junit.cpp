@@ -66,6 +66,7 @@ void add_stats(ResultRecord& r) {
   r.outputs.back().slope = 0x1p-8;
   r.outputs.back().slope_lo = -0.006;
   r.outputs.back().slope_hi = 1e-4;
+  r.outputs.back().conservation_off = 3;
   r.worst.push_back({"O", {0, 0, 1, 5}, 0.031, 0.0});
   r.worst.push_back({"O", {0, 1, 2, 3}, -0.02, 0.01});
   r.worst.push_back({"lse", {}, std::numeric_limits<double>::quiet_NaN(),
@@ -223,6 +224,9 @@ TEST(Junit, SameRecordNoticesADifference) {
   EXPECT_FALSE(same_record(a, b));
   b = a;
   b.outputs[2].slope_hi = 1;
+  EXPECT_FALSE(same_record(a, b));
+  b = a;
+  b.outputs[2].conservation_off = 0;
   EXPECT_FALSE(same_record(a, b));
   b = a;
   b.raw_outcome = Outcome::ERROR;

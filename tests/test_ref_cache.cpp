@@ -35,6 +35,13 @@ References sample() {
   st.abs_sum = {3.0, 0.5};
   st.sq_sum = {1.25, 1e-300};
   st.magnitude = {2.0, INFINITY};
+  r.bound_below["y"] = {5e-4, 0.0};
+  Conservation& c = r.conservation["y@per_add"];
+  c.group = 3;
+  c.sum = {1.5, -2.0};
+  c.below = {0.25, 0.0};
+  c.above = {0.5, 1e-300};
+  c.total_sum = -0.5, c.total_below = 0.25, c.total_above = INFINITY;
   return r;
 }
 
@@ -48,6 +55,8 @@ TEST(RefDiskCache, RoundTrip) {
   EXPECT_EQ(got->lowp, sample().lowp);
   EXPECT_EQ(got->bound, sample().bound);
   EXPECT_EQ(got->reduction, sample().reduction);
+  EXPECT_EQ(got->bound_below, sample().bound_below);
+  EXPECT_EQ(got->conservation, sample().conservation);
   EXPECT_FALSE(c.load("sdpa/x@2"));  // another reference version is another key
 }
 

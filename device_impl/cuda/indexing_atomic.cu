@@ -47,8 +47,10 @@ __global__ void atomic_kernel(Shape s, const T* __restrict__ terms, const I* __r
 }
 
 // Every warp walks the terms in uniform steps, so its ballots and shuffles see all lanes.
+// `store` (planted): the leader stores self + the group's sum instead of adding it.
 template <class T, class I>
-__global__ void warp_aggregated_kernel(Shape s, const T* __restrict__ terms, const I* __restrict__ index, T* out) {
+__global__ void warp_aggregated_kernel(Shape s, const T* __restrict__ terms, const I* __restrict__ index,
+                                       const T* __restrict__ self, T* out, bool store) {
   const int lane = static_cast<int>(threadIdx.x) % idx::kWarpSize;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x; base < s.terms;
        base += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -62,7 +64,10 @@ __global__ void warp_aggregated_kernel(Shape s, const T* __restrict__ terms, con
       const idx::LaneMask same = idx::warp_ballot(valid && key == leader_key);
       acc_t<T> sum = 0;  // the group's terms in lane order
       for (idx::LaneMask b = same; b; b &= b - 1) sum += idx::warp_shfl(value, idx::lowest_lane(b));
-      if (lane == leader) idx::atomic_add(out, leader_key, s.numel, idx::narrow<T>(sum), false);
+      if (lane == leader) {
+        if (store) out[leader_key] = idx::narrow<T>(idx::widen(self[leader_key]) + idx::widen(idx::narrow<T>(sum)));
+        else idx::atomic_add(out, leader_key, s.numel, idx::narrow<T>(sum), false);
+      }
       pending &= ~same;
     }
   }
@@ -131,12 +136,13 @@ void scatter_atomic(const IndexingArgs& a, AtomicPlant plant, CUstream_st* strea
   });
 }
 
-void scatter_warp_aggregated(const IndexingArgs& a, CUstream_st* stream) {
+void scatter_warp_aggregated(const IndexingArgs& a, bool store, CUstream_st* stream) {
   scatter_with(a, stream, "warp-aggregated scatter kernel", [&](auto tv, auto iv, const Shape& s) {
     using T = decltype(tv);
     using I = decltype(iv);
     warp_aggregated_kernel<T, I><<<idx::blocks_for(s.terms), kThreads, 0, stream>>>(
-        s, static_cast<const T*>(a.terms), static_cast<const I*>(a.index), static_cast<T*>(a.out));
+        s, static_cast<const T*>(a.terms), static_cast<const I*>(a.index), static_cast<const T*>(a.self),
+        static_cast<T*>(a.out), store);
   });
 }
 

@@ -125,7 +125,7 @@ opcts_status indexing_run(const void* impl, const opcts_run_args* args, opcts_re
                                                                   : AtomicPlant::none,
                        stream);
         break;
-      case IndexingKernel::warp_aggregated: scatter_warp_aggregated(a, stream); break;
+      case IndexingKernel::warp_aggregated: scatter_warp_aggregated(a, row->plant == IndexingPlant::store, stream); break;
       case IndexingKernel::sorted:
         scatter_sorted(a,
                        row->plant == IndexingPlant::racy        ? SortedPlant::racy

@@ -49,8 +49,9 @@ void scatter_atomic(const IndexingArgs& a, AtomicPlant plant, CUstream_st* strea
 
 /// cuda.warp_aggregated: lanes of a warp sharing a destination sum their terms in fp32 (fp64,
 /// int64) in lane order and the lowest of them adds the sum with one atomic (the MI300
-/// opportunistic fast atomics).
-void scatter_warp_aggregated(const IndexingArgs& a, CUstream_st* stream);
+/// opportunistic fast atomics). `store` (planted): the lowest lane stores self + the sum instead
+/// of adding it (the last group of the duplicates wins).
+void scatter_warp_aggregated(const IndexingArgs& a, bool store, CUstream_st* stream);
 
 /// What a planted sorted impl does wrong: racy sums the sorted terms with fp32 atomics (not
 /// deterministic, while the row declares it is); dtype_acc sums each destination's terms in

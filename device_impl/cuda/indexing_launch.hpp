@@ -8,6 +8,8 @@ namespace opcts::cuda {
 /// Which kernel a row runs and what it plants: a row's impl_data points to one (indexing_rows.cpp).
 enum class IndexingOp { scatter_add, index_add, index_select };  // which opcts_*_params the row is handed
 enum class IndexingKernel { atomic, warp_aggregated, sorted, gather };
+// store: the atomic kernel stores self + the term, the warp kernel's leader self + the group's
+// sum, instead of adding (a lost duplicate)
 enum class IndexingPlant { none, pair_past_end, store, racy, dtype_acc, offsets32 };
 struct IndexingRow {
   IndexingOp op;

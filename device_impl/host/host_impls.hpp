@@ -20,7 +20,11 @@ void register_host_int4_mm(Registry& reg);
 void register_host_grouped_mm(Registry& reg);
 /// host.emulated_hopper and its planted variants (scaled_mm_hopper.cpp).
 void register_host_scaled_mm_hopper(Registry& reg);
-/// host.omp (scatter_add), host.omp_rows (index_add), host.gather (index_select) and the planted
-/// host.omp_drop_dups, host.omp_dtype_acc, host.omp_unstable (scatter_add).
+/// host.omp (scatter_add), host.omp_rows (index_add), host.gather (index_select), the planted
+/// host.omp_drop_dups, host.omp_dtype_acc (each with an index_add twin _rows), host.omp_unstable
+/// (scatter_add), and register_host_indexing_atomics's.
 void register_host_indexing(Registry& reg);
+/// host.atomic, host.warp_aggregated (and index_add's _rows): the CUDA kernels' arithmetic
+/// emulated in order, and their planted lost-duplicate variants (indexing_atomic.cpp).
+void register_host_indexing_atomics(Registry& reg);
 }  // namespace opcts

@@ -4,16 +4,16 @@
 // in an accumulator copy of self — fp32 for fp32/fp16/bf16, fp64 for fp64, int64 for integers —
 // in index order, each element's terms in order (OpenMP splits the columns, never an element),
 // and out is rounded from it once: the `once` accumulation model, deterministic. Planted
-// variants (scatter_add): host.omp_drop_dups stores self + the term instead of adding (the
-// last term wins), host.omp_dtype_acc accumulates in the destination's own dtype while
-// declaring `once`, host.omp_unstable reverses its order on every other call while declaring
-// itself deterministic (only `opcts run --bitwise` sees it).
+// variants (index_add's carry _rows): host.omp_drop_dups stores self + the term instead of
+// adding (the last term wins), host.omp_dtype_acc accumulates in the destination's own dtype
+// while declaring `once`, host.omp_unstable (scatter_add) reverses its order on every other call
+// while declaring itself deterministic (only `opcts run --bitwise` sees it). The emulations of
+// the CUDA kernels' arithmetic are in indexing_atomic.cpp.
 #include <atomic>
-#include <cstring>
 
-#include "core/errors.hpp"
 #include "core/threads.hpp"
 #include "device_impl/host/host_impls.hpp"
+#include "device_impl/host/indexing_host.hpp"
 #include "refimpl/indexing.hpp"
 
 namespace opcts {
@@ -36,20 +36,8 @@ std::optional<PlantedBug> bug_of(Variant v) {
   return std::nullopt;
 }
 
-int64_t index_at(const HostTensor& index, int64_t i) {
-  int64_t v = 0;
-  std::memcpy(&v, index.data() + i * storage_bytes(index.dtype()), static_cast<size_t>(storage_bytes(index.dtype())));
-  return index.dtype() == DType::int32 ? static_cast<int32_t>(v) : v;  // sign of an int32 index
-}
-
-void check_index(const HostTensor& index, int64_t n) {
-  for (int64_t i = 0; i < index.numel(); ++i) {
-    const int64_t v = index_at(index, i);
-    if (v < 0 || v >= n)
-      throw InvalidArgument("index", "index element " + std::to_string(i) + " is " + std::to_string(v) + ", outside [0, " +
-                                         std::to_string(n) + ")");
-  }
-}
+using host_indexing::check_index;
+using host_indexing::index_at;
 
 // out from the accumulator: integers exactly, floats rounded once to the dtype.
 template <class Acc>
@@ -161,8 +149,11 @@ void register_host_indexing(Registry& reg) {
   reg.add(std::make_unique<HostIndexing>(Op::index_add, Variant::correct, "host.omp_rows"));
   reg.add(std::make_unique<HostIndexing>(Op::index_select, Variant::correct, "host.gather"));
   reg.add(std::make_unique<HostIndexing>(Op::scatter_add, Variant::drop_dups, "host.omp_drop_dups"));
+  reg.add(std::make_unique<HostIndexing>(Op::index_add, Variant::drop_dups, "host.omp_rows_drop_dups"));
   reg.add(std::make_unique<HostIndexing>(Op::scatter_add, Variant::dtype_acc, "host.omp_dtype_acc"));
+  reg.add(std::make_unique<HostIndexing>(Op::index_add, Variant::dtype_acc, "host.omp_rows_dtype_acc"));
   reg.add(std::make_unique<HostIndexing>(Op::scatter_add, Variant::unstable, "host.omp_unstable"));
+  register_host_indexing_atomics(reg);
 }
 
 }  // namespace opcts
