@@ -50,7 +50,8 @@ int dispatch(CommandLine& cl, const char* argv0) {
       for (std::string x; std::getline(ss, x, ',');)
         if (!x.empty()) archs.push_back(x);
     }
-    return cmd_ctest_tests(cl.sel, archs, cl.ctest_shards, cl.ctest_exe, cl.ctest_reports, cl.ctest_out, cl.ctest_timeout);
+    return cmd_ctest_tests(cl.sel, archs, cl.ctest_shards, cl.ctest_exe, cl.ctest_reports, cl.ctest_out, cl.ctest_timeout,
+                           cl.ctest_bitwise);
   }
   if (*cl.worker) {
     cl.wo.suite.load_catalogs = false;

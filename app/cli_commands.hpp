@@ -99,7 +99,9 @@ int cmd_report_tightness(const std::vector<std::string>& inputs, const std::stri
 /// scaled_mm impl of the arch's backend (filters: impl globs) and prints the manifest tolerance: entries of
 /// the models read off, beside today's; 0 when every probed path fit a model, 1 otherwise or when none ran.
 int cmd_probe_accumulators(const Selection& s, int device_flag, const std::string& out);
+/// `bitwise`: each shard test runs `opcts run --bitwise` (every deterministic() claim and the
+/// second-seed check).
 int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, int shards, const std::string& exe,
-                    const std::string& reports_dir, const std::string& out, double timeout);
+                    const std::string& reports_dir, const std::string& out, double timeout, bool bitwise = false);
 
 }  // namespace opcts::cli

@@ -145,6 +145,7 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.ctest->add_option("--reports-dir", cl.ctest_reports, "where shard reports go")->required();
   cl.ctest->add_option("--out", cl.ctest_out, "script to write")->required();
   cl.ctest->add_option("--timeout", cl.ctest_timeout, "per-case timeout passed to run");
+  cl.ctest->add_flag("--bitwise", cl.ctest_bitwise, "the shards run with --bitwise (determinism checks)");
 
   tidy_defaults(app.get());
 

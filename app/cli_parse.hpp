@@ -32,6 +32,7 @@ struct CommandLine {
   int ctest_shards = 4;
   std::string ctest_exe, ctest_reports, ctest_out;
   double ctest_timeout = 600;
+  bool ctest_bitwise = false;
   int probe_device = -1;
   std::string probe_out;
   int gate_min_run = 1;

@@ -169,7 +169,7 @@ int cmd_report_tightness(const std::vector<std::string>& inputs, const std::stri
 // opcts.<arch>.<family>.shard<i>of<N>, labelled with the arch, gpu or cpu, and the family,
 // so `ctest -L sm90 -L scaled_mm` runs exactly that family; GPU shards ask for one GPU.
 int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, int shards, const std::string& exe,
-                    const std::string& reports_dir, const std::string& out, double timeout) {
+                    const std::string& reports_dir, const std::string& out, double timeout, bool bitwise) {
   if (shards < 1 || shards > kMaxShards)
     throw std::invalid_argument("--shards must be from 1 to " + std::to_string(kMaxShards) + ", not " + std::to_string(shards));
   std::ostringstream cm;
@@ -187,6 +187,7 @@ int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, i
         cm << "add_test(" << name << " \"" << exe << "\" run --arch " << arch << " --tier " << s.tier
            << " --family " << fam << " --shard " << i << "/" << shards << " --allow-empty --junit \"" << stem
            << ".xml\" --results \"" << stem << ".jsonl\" --timeout " << timeout;
+        if (bitwise) cm << " --bitwise";
         for (const auto& c : s.catalogs) cm << " --catalog \"" << c << "\"";
         for (const auto& p : s.plugins) cm << " --plugin \"" << p << "\"";
         for (const auto& p : s.optional_plugins) cm << " --plugin-optional \"" << p << "\"";

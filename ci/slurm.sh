@@ -31,7 +31,7 @@ case "${1:-shard}" in
     ;;
   shard)
     # A cancelled task (scancel: SIGTERM) still writes its reports: finished cases, the rest MISSING.
-    build/cuda/bin/opcts run --arch "$OPCTS_ARCH" --tier "$OPCTS_TIER" --shard auto --allow-empty \
+    build/cuda/bin/opcts run --arch "$OPCTS_ARCH" --tier "$OPCTS_TIER" --shard auto --allow-empty --bitwise \
       --junit "reports/shard$SLURM_ARRAY_TASK_ID.xml" \
       --results "reports/shard$SLURM_ARRAY_TASK_ID.jsonl" \
       --summary "reports/shard$SLURM_ARRAY_TASK_ID.md"

@@ -349,6 +349,31 @@ TEST(CtestGlue, AFailingPlanIsOneFailingTestShowingTheError) {
       << r.output;
 }
 
+// The CTest shards check determinism (OPCTS_CTEST_BITWISE, on by default): an impl that claims
+// determinism and gives other bytes on a second run (tests/plugins/bad_plugin.c, unstable: every
+// result within its bound) fails its shard; the same shards without --bitwise pass it.
+TEST(CtestGlue, ShardsRunTheDeterminismChecksAndFailAnImplThatBreaksItsClaim) {
+  EXPECT_NE(read(OPCTS_SHARDS_SCRIPT).find("\"--bitwise\""), std::string::npos) << OPCTS_SHARDS_SCRIPT;
+  const std::string dir = testutil::temp_dir();
+  const std::string plugin = std::string(OPCTS_BAD_PLUGIN_DIR) + "/unstable.so";
+  for (const bool bitwise : {false, true}) {
+    const std::string sub = dir + (bitwise ? "/bitwise" : "/plain");
+    fs::create_directories(sub);
+    const Shell glue = sh(std::string(OPCTS_BINARY) + " ctest-tests --archs host --tier smoke --shards 1 --exe " +
+                          OPCTS_BINARY + " --reports-dir " + sub + "/reports --out " + sub + "/tests.cmake --plugin " +
+                          plugin + " --filter 'scatter_add.bad_unstable_scatter/*'" + (bitwise ? " --bitwise" : ""));
+    ASSERT_EQ(glue.status, 0) << glue.output;
+    testutil::write(sub, "CTestTestfile.cmake", "include(\"" + sub + "/tests.cmake\")\n");
+    const Shell r = sh("cd " + sub + " && ctest --output-on-failure --no-tests=error");
+    if (bitwise) {
+      EXPECT_NE(r.status, 0) << r.output;
+      EXPECT_NE(r.output.find("differs between two runs of a deterministic impl"), std::string::npos) << r.output;
+    } else {
+      EXPECT_EQ(r.status, 0) << r.output;
+    }
+  }
+}
+
 TEST(CtestGlue, TestPresetsAndReadmeRefuseAnEmptySelection) {
   const auto presets = nlohmann::json::parse(read(kSource / "CMakePresets.json"));
   ASSERT_FALSE(presets["testPresets"].empty());

@@ -10,6 +10,9 @@
  *   8 crash_init     whose entry point dereferences a null pointer (in the probe process)
  *   9 crash_supports an sdpa impl whose supports() dereferences a null pointer on problems of
  *                    seq_q 4 (testutil::kTinyB) and answers the others, running like scribble
+ *  10 unstable       an fp32 scatter_add impl that claims determinism and sums each destination's
+ *                    terms forwards on one call and backwards on the next: every result is
+ *                    within its bound, but two runs give other bytes (only --bitwise sees it)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -69,6 +72,66 @@ static opcts_status lazy(const void* impl, const opcts_run_args* a, opcts_report
   return OPCTS_OK;
 }
 
+static int32_t fp32_scatter(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size) {
+  const opcts_scatter_add_params* p = (const opcts_scatter_add_params*)params;
+  (void)impl;
+  (void)arch;
+  if (p->dtype.code != OPCTS_DL_FLOAT || p->dtype.bits != 32) {
+    snprintf(reason, size, "fp32 only");
+    return 0;
+  }
+  return 1;
+}
+
+static int32_t claims_determinism(const void* impl, const void* params) {
+  (void)impl;
+  (void)params;
+  return 1;
+}
+
+static const opcts_tensor* tensor_named(const opcts_run_args* a, const char* name) {
+  for (int32_t i = 0; i < a->n_tensors; ++i)
+    if (strcmp(a->tensors[i].name, name) == 0) return &a->tensors[i];
+  return NULL;
+}
+
+/* out = self; out[o, index[o, j, k], k] += src[o, j, k], over j forwards on odd calls and
+ * backwards on even ones (contiguous tensors, as opcts passes them). */
+static opcts_status unstable_scatter(const void* impl, const opcts_run_args* a, opcts_report* r) {
+  static int calls = 0;
+  const opcts_scatter_add_params* p = (const opcts_scatter_add_params*)a->params;
+  const opcts_tensor *self = tensor_named(a, "self"), *src = tensor_named(a, "src"), *index = tensor_named(a, "index"),
+                     *out = tensor_named(a, "out");
+  (void)impl;
+  if (!self || !src || !index || !out) {
+    snprintf(r->message, sizeof r->message, "missing one of the tensors self, src, index, out");
+    return OPCTS_INTERNAL;
+  }
+  const int wide = p->index.bits == 64;
+  for (int64_t e = 0; e < p->outer * p->m * p->inner; ++e) {
+    const int64_t t = wide ? ((const int64_t*)index->data)[e] : ((const int32_t*)index->data)[e];
+    if (t < 0 || t >= p->n) {
+      snprintf(r->argument, sizeof r->argument, "index");
+      snprintf(r->message, sizeof r->message, "index %lld outside [0, %lld)", (long long)t, (long long)p->n);
+      return OPCTS_INVALID_ARGUMENT;
+    }
+  }
+  float* y = (float*)out->data;
+  const float* x = (const float*)src->data;
+  memcpy(y, self->data, (size_t)(p->outer * p->n * p->inner) * sizeof(float));
+  const int forwards = ++calls % 2;
+  for (int64_t o = 0; o < p->outer; ++o)
+    for (int64_t jj = 0; jj < p->m; ++jj) {
+      const int64_t j = forwards ? jj : p->m - 1 - jj;
+      for (int64_t k = 0; k < p->inner; ++k) {
+        const int64_t e = (o * p->m + j) * p->inner + k;
+        const int64_t t = wide ? ((const int64_t*)index->data)[e] : ((const int32_t*)index->data)[e];
+        y[(o * p->n + t) * p->inner + k] += x[e];
+      }
+    }
+  return OPCTS_OK;
+}
+
 #if OPCTS_BAD_VARIANT != 6
 int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   if (OPCTS_BAD_VARIANT == 1 && abi_version != 99) return 7;
@@ -78,15 +141,20 @@ int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   }
   opcts_impl_desc d = {0};
   d.struct_size = sizeof d;
-  d.family = OPCTS_BAD_VARIANT == 3 ? "no_such_family" : OPCTS_BAD_VARIANT == 7 ? "cast" : "sdpa";
+  d.family = OPCTS_BAD_VARIANT == 3    ? "no_such_family"
+             : OPCTS_BAD_VARIANT == 7  ? "cast"
+             : OPCTS_BAD_VARIANT == 10 ? "scatter_add"
+                                       : "sdpa";
   d.name = OPCTS_BAD_VARIANT == 2   ? "host.flash"
            : OPCTS_BAD_VARIANT == 4 ? "bad.crash"
            : OPCTS_BAD_VARIANT == 7 ? "bad.lazy_cast"
            : OPCTS_BAD_VARIANT == 9 ? "bad.crash_supports"
+           : OPCTS_BAD_VARIANT == 10 ? "bad.unstable_scatter"
                                     : "bad.scribble";
   d.backend = "host";
-  d.supports = OPCTS_BAD_VARIANT == 7 ? any_cast : yes;
-  d.run = OPCTS_BAD_VARIANT == 4 ? crash : OPCTS_BAD_VARIANT == 7 ? lazy : scribble;
+  d.supports = OPCTS_BAD_VARIANT == 7 ? any_cast : OPCTS_BAD_VARIANT == 10 ? fp32_scatter : yes;
+  d.run = OPCTS_BAD_VARIANT == 4 ? crash : OPCTS_BAD_VARIANT == 7 ? lazy : OPCTS_BAD_VARIANT == 10 ? unstable_scatter : scribble;
+  if (OPCTS_BAD_VARIANT == 10) d.deterministic = claims_determinism;
   char error[256];
   return reg->add_impl(reg->ctx, &d, error, sizeof error) == 0 ? 0 : 3;
 }
