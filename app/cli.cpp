@@ -33,7 +33,7 @@ int dispatch(CommandLine& cl, const char* argv0) {
   if (*cl.tightness) return cmd_report_tightness(cl.view_inputs, cl.tightness_md);
   if (*cl.gate_cmd)
     return cmd_gate(cl.sel, cl.gate_inputs, cl.gate_cmd->count("--arch") > 0, cl.gate_cmd->count("--tier") > 0,
-                    cl.prefer_later, cl.gate_min_run);
+                    cl.prefer_later, cl.gate_min_run, cl.gate_require_measured);
   if (*cl.cache_verify) return cmd_cache_verify(cl.cache_dir, cl.cache_sample);
   if (*cl.plugin_probe) {
     if (cl.pp_ids.empty()) {

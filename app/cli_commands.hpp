@@ -83,9 +83,10 @@ int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, 
 /// the plan and manifest the selection options make now (`tier_given`: --tier was on the
 /// command line; otherwise the plan takes the reports' tier); without it, against the
 /// selections the reports carry (docs/gate.md). Either way the run's coverage (`min_run`,
-/// impls that ran nothing) is checked. Exit 0 passed, 1 failed.
+/// impls that ran nothing) is checked; with `require_measured_models`, cases judged under a
+/// provisional accumulator model fail (check_measured_models). Exit 0 passed, 1 failed.
 int cmd_gate(const Selection& s, const std::vector<std::string>& inputs, bool against_plan, bool tier_given,
-             bool prefer_later, int min_run);
+             bool prefer_later, int min_run, bool require_measured_models = false);
 /// `opcts cache verify`: recomputes `sample` entries of the reference cache (0: all) and
 /// compares them bit for bit (runner/ref_cache_verify.hpp); exit 1 when one differs.
 int cmd_cache_verify(const std::string& dir, int sample);

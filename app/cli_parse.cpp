@@ -106,6 +106,8 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.gate_cmd->add_option("reports", cl.gate_inputs, "reports (JUnit .xml, results .jsonl) or folders")->required();
   cl.gate_cmd->add_flag("--prefer-later", cl.prefer_later, "as report merge --prefer-later");
   cl.gate_cmd->add_option("--min-run", cl.gate_min_run, "fail when fewer cases ran (neither SKIP nor MISSING; default 1)");
+  cl.gate_cmd->add_flag("--require-measured-models", cl.gate_require_measured,
+                        "fail cases judged under a provisional accumulator model (an arch whose manifest measured none)");
 
   cl.cache = app->add_subcommand("cache", "work with the on-disk reference cache");
   cl.cache->require_subcommand(1);

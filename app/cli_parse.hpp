@@ -36,6 +36,7 @@ struct CommandLine {
   int probe_device = -1;
   std::string probe_out;
   int gate_min_run = 1;
+  bool gate_require_measured = false;
   std::string cache_dir;
   int cache_sample = 16;
   std::vector<std::string> pp_plugins;  // __plugin-probe

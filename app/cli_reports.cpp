@@ -71,7 +71,7 @@ int cmd_merge(const std::vector<std::string>& inputs, const std::string& junit, 
 // Judges reports: against the selections they carry (no flags), or against the plan and
 // manifest the options make now (--arch); then the run as a whole.
 int cmd_gate(const Selection& sel, const std::vector<std::string>& inputs, bool against_plan, bool tier_given,
-             bool prefer_later, int min_run) {
+             bool prefer_later, int min_run, bool require_measured_models) {
   if (min_run < 0) throw std::invalid_argument("--min-run must be 0 or more, not " + std::to_string(min_run));
   const LoadedReports loaded = load_reports_with_selections(inputs, prefer_later);
   std::vector<std::pair<RunSelection, std::string>> selections;
@@ -88,6 +88,7 @@ int cmd_gate(const Selection& sel, const std::vector<std::string>& inputs, bool 
     std::set<std::string> planted;
     for (const auto& [sel, file] : selections) planted.insert(sel.planted.begin(), sel.planted.end());
     check_coverage(loaded.records, nullptr, static_cast<size_t>(min_run), v, planted);
+    if (require_measured_models) check_measured_models(loaded.records, v);
     for (const auto& a : archs) label += (label.empty() ? "" : ",") + a;
     if (label.empty()) label = "(no selection)";
   } else {
@@ -118,6 +119,7 @@ int cmd_gate(const Selection& sel, const std::vector<std::string>& inputs, bool 
     for (const auto& c : suite.all_cases())
       if (c.impl->planted()) planted.insert(std::string(c.impl->name()));
     check_coverage(records, &suite.manifest(), static_cast<size_t>(min_run), v, planted);
+    if (require_measured_models) check_measured_models(records, v);
     label = s.arch;
   }
   std::fputs(format_verdict(v, label).c_str(), stdout);

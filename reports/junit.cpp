@@ -99,6 +99,8 @@ void add_lean_properties(pugi::xml_node tc, const ResultRecord& r) {
   add_prop(props, "id", r.id);
   add_prop(props, "impl", r.impl);
   if (!r.tier.empty()) add_prop(props, "tier", r.tier);
+  // A verdict under a stand-in accumulator model says so even when it passed.
+  if (!r.provisional.empty()) add_prop(props, "provisional", r.provisional);
   if (r.outcome == Outcome::PASS && r.raw_outcome == Outcome::PASS) return;
   add_prop(props, "outcome", to_string(r.outcome));
   add_prop(props, "raw_outcome", to_string(r.raw_outcome));
@@ -133,6 +135,7 @@ void add_properties(pugi::xml_node tc, const ResultRecord& r, JunitDetail detail
   // The failure kinds, machine-read by read_junit (the gate matches typed xfails against them).
   if (!r.failures.empty()) add_prop(props, "failures", failures_json(r.failures));
   if (r.planted) add_prop(props, "planted", "true");
+  if (!r.provisional.empty()) add_prop(props, "provisional", r.provisional);
   if (!r.outputs.empty()) {
     add_prop(props, "metric", metrics(r));
     add_prop(props, "max_abs_err", num(max_abs_err(r)));
@@ -384,6 +387,7 @@ ResultRecord parse_testcase(pugi::xml_node tc, const std::string& family) {
     else if (name == "repro") r.repro = value;
     else if (name == "failures") r.failures = parse_failures_json(value);
     else if (name == "planted") r.planted = value == "true";
+    else if (name == "provisional") r.provisional = value;
     else if (name.rfind("first_mismatch.", 0) == 0) {
       set_worst_field(worst[0], name.substr(15), value, name);
     } else if (name.rfind("worst.", 0) == 0) {

@@ -86,6 +86,7 @@ EnablementMatrix enablement_matrix(const std::vector<ResultRecord>& records) {
     rows.insert({fam, impl});
     MatrixCell& c = m.cells[{fam, impl, r.arch}];
     ++c.total;
+    c.provisional += !r.provisional.empty() && r.outcome != Outcome::SKIP;
     switch (r.outcome) {
       case Outcome::PASS: ++c.pass; break;
       case Outcome::XFAIL: ++c.xfail, ++c.xfail_reasons[xfail_reason(r.message)]; break;
@@ -109,7 +110,9 @@ EnablementMatrix enablement_matrix(const std::vector<ResultRecord>& records) {
   return m;
 }
 
-std::string cell_text(const MatrixCell& c) {
+namespace {
+
+std::string cell_state_text(const MatrixCell& c) {
   switch (c.state) {
     case CellState::enabled: return fmt::format("enabled ({})", c.pass);
     case CellState::partial: return fmt::format("partial: {}/{} xfail", c.xfail, c.total);
@@ -122,6 +125,13 @@ std::string cell_text(const MatrixCell& c) {
   return "?";
 }
 
+}  // namespace
+
+std::string cell_text(const MatrixCell& c) {
+  const std::string s = cell_state_text(c);
+  return c.provisional == 0 ? s : fmt::format("{}, provisional ({})", s, c.provisional);
+}
+
 std::string matrix_markdown(const EnablementMatrix& m) {
   static const std::map<CellState, std::string> kIcon{
       {CellState::enabled, "✅"}, {CellState::partial, "🟡"}, {CellState::unsupported, "⛔"},
@@ -131,7 +141,9 @@ std::string matrix_markdown(const EnablementMatrix& m) {
   s += "✅ enabled: every case that ran passed · 🟡 partial: some cases are expected failures (xfail) · "
        "⛔ unsupported: every case skipped for a capability the arch lacks · ⏭️ skipped by the manifest · "
        "⚠️ not tested: no case ran, skipped by the impl's support or the build (the gate fails it) · "
-       "❌ failing the gate · — not run\n\n";
+       "❌ failing the gate · — not run · *provisional (N)*: N cases judged under a stand-in accumulator "
+       "model, the loosest the family's paths are known to have, because the arch's manifest measured none "
+       "(`opcts probe accumulators`; `opcts gate --require-measured-models` fails them)\n\n";
   if (m.rows.empty()) return s + "_no results_\n";
   s += "| family | impl |";
   // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false positive) on `" " + f()`.

@@ -33,6 +33,9 @@ struct MatrixCell {
   std::size_t total = 0, pass = 0, xfail = 0, failing = 0;
   std::size_t skip_capability = 0, skip_manifest = 0, skip_not_built = 0;
   std::size_t skip_unexcused = 0;  // SKIPs that leave an impl not tested (skip_excuses_impl)
+  // Cases that ran under a stand-in accumulator model (ResultRecord::provisional): the cell's
+  // verdict holds under that model only, until the arch's model is measured.
+  std::size_t provisional = 0;
   std::map<std::string, std::size_t> xfail_reasons;  // the xfail entry's reason → cases
   std::map<std::string, std::size_t> skip_reasons;   // SKIP message → cases
 };
@@ -48,7 +51,8 @@ struct EnablementMatrix {
 /// Groups records (any archs, outcomes as written by the run) into the matrix.
 EnablementMatrix enablement_matrix(const std::vector<ResultRecord>& records);
 
-/// A cell in a few words: "enabled (12)", "partial: 3/40 xfail", "unsupported", "failing: 2/40", "not run".
+/// A cell in a few words: "enabled (12)", "partial: 3/40 xfail", "unsupported", "failing: 2/40", "not run";
+/// ", provisional (N)" after it when N of its cases ran under a stand-in accumulator model.
 std::string cell_text(const MatrixCell& c);
 
 /// Markdown for a CI job summary: a legend, one table row per family × impl with one column

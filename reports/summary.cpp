@@ -63,6 +63,27 @@ std::string short_message(const ResultRecord& r) {
   return with_stats(msg, r);
 }
 
+// Cases judged under a stand-in accumulator model (ResultRecord::provisional), grouped by
+// family, impl, arch and model: their verdict holds under that model only.
+void provisional_section(std::string& md, const std::vector<ResultRecord>& records) {
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::size_t> groups;
+  for (const auto& r : records)
+    if (!r.provisional.empty() && r.outcome != Outcome::SKIP) ++groups[{r.family, r.impl, r.arch, r.provisional}];
+  if (groups.empty()) return;
+  std::size_t n = 0;
+  for (const auto& [key, count] : groups) n += count;
+  md += fmt::format("\n## Provisional ({})\n\nJudged under a stand-in accumulator model, the loosest the family's "
+                    "paths are known to have, because the arch's manifest measured none: run `opcts probe "
+                    "accumulators --arch A` on the GPU and put the entries it prints in the manifest "
+                    "(`opcts gate --require-measured-models` fails these).\n\n",
+                    n);
+  for (const auto& [key, count] : groups) {
+    const auto& [family, impl, arch, model] = key;
+    md += fmt::format("- {} {} on {}: {} case{} under {}\n", markdown_cell(family), markdown_cell(impl),
+                      markdown_cell(arch), count, count == 1 ? "" : "s", code_span(model));
+  }
+}
+
 void reasons_section(std::string& md, const std::vector<const ResultRecord*>& cases,
                      const std::string& title) {
   if (cases.empty()) return;
@@ -155,6 +176,7 @@ std::string summary_markdown(const std::vector<ResultRecord>& records) {
     if (failures.size() > kMaxFailuresListed)
       md += fmt::format("\n…and {} more; see the JUnit report.\n", failures.size() - kMaxFailuresListed);
   }
+  provisional_section(md, records);
   reasons_section(md, skips, "Skipped");
   reasons_section(md, xfails, "Expected failures");
   return md;

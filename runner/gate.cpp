@@ -159,6 +159,22 @@ bool skip_excuses_impl(const std::string& message) {
          message.rfind("manifest skip", 0) == 0 || message.find("which only opcts run --bitwise shows") != std::string::npos;
 }
 
+void check_measured_models(const std::vector<ResultRecord>& results, GateVerdict& v) {
+  std::map<std::tuple<std::string, std::string, std::string>, std::pair<std::size_t, std::string>> groups;
+  for (const auto& r : results)
+    if (!r.provisional.empty() && r.outcome != Outcome::SKIP && r.outcome != Outcome::MISSING) {
+      auto& g = groups[{r.family, r.impl, r.arch}];
+      if (g.first++ == 0) g.second = r.provisional;
+    }
+  for (const auto& [key, g] : groups) {
+    const auto& [family, impl, arch] = key;
+    v.problems.push_back(fmt::format("impl {} ({} on {}): {} case{} judged under a provisional accumulator model "
+                                     "({}); measure it with `opcts probe accumulators --arch {}` and put the "
+                                     "entries it prints in the manifest",
+                                     impl, family, arch, g.first, g.first == 1 ? "" : "s", g.second, arch));
+  }
+}
+
 void check_coverage(const std::vector<ResultRecord>& results, const Manifest* manifest, std::size_t min_run,
                     GateVerdict& v, const std::set<std::string>& planted) {
   struct Impl {

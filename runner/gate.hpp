@@ -77,6 +77,12 @@ bool skip_excuses_impl(const std::string& message);
 void check_coverage(const std::vector<ResultRecord>& results, const Manifest* manifest, std::size_t min_run,
                     GateVerdict& v, const std::set<std::string>& planted = {});
 
+/// `opcts gate --require-measured-models`, added to `v.problems`: each family × impl × arch
+/// with cases that ran under a stand-in accumulator model (ResultRecord::provisional: the arch's
+/// manifest measured none), naming the model and how to measure it. Without the flag such
+/// verdicts pass, marked provisional in the reports.
+void check_measured_models(const std::vector<ResultRecord>& results, GateVerdict& v);
+
 /// The reports' selections (runner/run_selection.hpp; with the file each came from) against
 /// the records, added to `v.problems` (and `v.run_notes`): for each selection (all shards of one
 /// run), every shard 1..N has a report; none stopped before planning; the records the

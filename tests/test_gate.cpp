@@ -343,6 +343,28 @@ TEST(GateCoverage, FewerCasesRunThanMinRunFail) {
   EXPECT_TRUE(w.passed()) << format_verdict(w, "sm90");
 }
 
+// --require-measured-models: each impl × arch with cases judged under a provisional model fails,
+// once, naming the model and the probe; without the flag they pass.
+TEST(GateCoverage, RequireMeasuredModelsFailsProvisionalVerdicts) {
+  std::vector<ResultRecord> rs = {case_of("cuda.lt", "a", Outcome::PASS), case_of("cuda.lt", "b", Outcome::PASS),
+                                  case_of("cuda.lt", "c", Outcome::SKIP, "unsupported"),
+                                  case_of("cuda.mx", "a", Outcome::PASS)};
+  GateVerdict clean = gate_as_judged(rs);
+  check_measured_models(rs, clean);
+  EXPECT_TRUE(clean.passed()) << format_verdict(clean, "sm90");
+  for (auto& r : rs)
+    if (r.impl == "cuda.lt") r.provisional = "d: {bits: 14, rounding: truncate, promote_every: 0} (t.yaml:3)";
+  GateVerdict v = gate_as_judged(rs);
+  EXPECT_TRUE(v.passed());
+  check_measured_models(rs, v);
+  ASSERT_EQ(v.problems.size(), 1u) << format_verdict(v, "sm90");
+  EXPECT_NE(v.problems[0].find("impl cuda.lt (gate on sm90): 2 cases judged under a provisional accumulator model "
+                               "(d: {bits: 14"),
+            std::string::npos)
+      << v.problems[0];
+  EXPECT_NE(v.problems[0].find("opcts probe accumulators --arch sm90"), std::string::npos) << v.problems[0];
+}
+
 TEST(GateCoverage, AnImplThatRanNothingIsNotTestedUnlessItsSkipsAreExcused) {
   const std::vector<ResultRecord> rs = {
       case_of("host.a", "p", Outcome::PASS),

@@ -209,6 +209,19 @@ TEST(JsonLines, ProvisionalModelRoundTrips) {
   EXPECT_EQ(to_json_line(every_outcome()[0]).find("provisional"), std::string::npos);  // only when set
 }
 
+// ... and in the JUnit, lean or not, also for a case that passed.
+TEST(Junit, ProvisionalModelRoundTripsLeanAndAll) {
+  const auto dir = test_dir();
+  ResultRecord r = every_outcome()[0];
+  ASSERT_EQ(r.outcome, Outcome::PASS);
+  r.provisional = "d: {bits: 14, rounding: truncate, promote_every: 0} (cases/tolerances.yaml:150)";
+  for (const JunitDetail detail : {JunitDetail::lean, JunitDetail::all}) {
+    const std::string path = (dir / (detail == JunitDetail::lean ? "lean.xml" : "all.xml")).string();
+    write_junit({r}, path, "s", detail);
+    EXPECT_EQ(read_junit(path).at(0).provisional, r.provisional) << path;
+  }
+}
+
 TEST(Junit, SameRecordNoticesADifference) {
   // Guards the round-trip test: same_record must not be true for everything.
   auto a = every_outcome()[1];

@@ -87,6 +87,19 @@ TEST(Matrix, MarkdownHasOneRowPerImplAndTheReasons) {
   EXPECT_NE(md.find("lacks capability 'mx_mma'"), std::string::npos) << md;
 }
 
+// A cell whose cases ran under a stand-in accumulator model says how many, beside its state;
+// the HTML's matrix shows the same text.
+TEST(Matrix, ProvisionalCasesAreMarkedInTheCell) {
+  auto rs = records();
+  for (auto& r : rs)
+    if (r.impl == "cuda.flash" && r.arch == "sm80") r.provisional = "O: {bits: 14} (t.yaml:1)";
+  const EnablementMatrix m = enablement_matrix(rs);
+  EXPECT_EQ(m.cell("sdpa", "cuda.flash", "sm80").provisional, 3u);
+  EXPECT_EQ(cell_text(m.cell("sdpa", "cuda.flash", "sm80")), "partial: 2/3 xfail, provisional (3)");
+  EXPECT_EQ(cell_text(m.cell("sdpa", "cuda.flash", "sm90")), "enabled (1)");
+  EXPECT_NE(html_report(rs, "t").find("partial: 2/3 xfail, provisional (3)"), std::string::npos);
+}
+
 TEST(Times, OneFilePerArchThatThePlannerReads) {
   const auto dir = testutil::temp_dir();
   const auto by_arch = times_by_arch(records());

@@ -50,6 +50,20 @@ std::vector<ResultRecord> sample() {
   return rs;
 }
 
+// Cases judged under a stand-in accumulator model get a section naming impl, arch and model;
+// a SKIP under it is not counted, and a summary without any has no such section.
+TEST(Summary, ProvisionalVerdictsAreListedByImplAndModel) {
+  auto rs = sample();
+  EXPECT_EQ(summary_markdown(rs).find("## Provisional"), std::string::npos);
+  const std::string model = "d: {bits: 14, rounding: truncate, promote_every: 0} (cases/tolerances.yaml:150)";
+  for (auto& r : rs)
+    if (r.impl == "cuda_cublaslt") r.provisional = model;
+  const std::string md = summary_markdown(rs);
+  // crash, xpass and xfail ran; the five SKIPs did not.
+  EXPECT_NE(md.find("## Provisional (3)"), std::string::npos) << md;
+  EXPECT_NE(md.find("- scaled_mm cuda_cublaslt on sm90: 3 cases under `" + model + "`"), std::string::npos) << md;
+}
+
 TEST(Summary, CountsPerOutcome) {
   const auto md = summary_markdown(sample());
   EXPECT_NE(md.find("**13 cases**"), std::string::npos) << md;
