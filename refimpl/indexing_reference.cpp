@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/double_double.hpp"
 #include "core/threads.hpp"
 #include "refimpl/indexing.hpp"
 #include "refimpl/indexing_codes.hpp"
@@ -18,18 +19,6 @@
 namespace opcts::indexing {
 
 namespace {
-
-// A double-double accumulator: hi + lo holds the running sum, lo collecting TwoSum's exact
-// rounding errors (Ogita, Rump and Oishi's Sum2).
-struct DoubleDouble {
-  double hi = 0, lo = 0;
-  void add(double x) {
-    const double s = hi + x, b = s - hi;
-    lo += (hi - (s - b)) + (x - b);
-    hi = s;
-  }
-  double value() const { return hi + lo; }
-};
 
 // The buckets of one index column: for each destination r in [0, n), the positions j (in
 // order) whose index is r.

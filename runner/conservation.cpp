@@ -6,21 +6,11 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/double_double.hpp"
+
 namespace opcts {
 
 namespace {
-
-// Sum2's accumulator (Ogita, Rump and Oishi, SIAM J. Sci. Comput. 26(6), 2005): hi + lo holds
-// the running sum, lo collecting TwoSum's exact rounding errors.
-struct DoubleDouble {
-  double hi = 0, lo = 0;
-  void add(double x) {
-    const double s = hi + x, b = s - hi;
-    lo += (hi - (s - b)) + (x - b);
-    hi = s;
-  }
-  double value() const { return hi + lo; }
-};
 
 struct GroupSum {
   double sum = 0, abs_sum = 0;
