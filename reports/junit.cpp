@@ -90,6 +90,19 @@ std::string metrics(const ResultRecord& r) {
   return fmt::format("{}", fmt::join(seen, ","));
 }
 
+// The worst elements, the first as first_mismatch.*, the others as worst.<k>.* (read_junit
+// reads both back).
+void add_worst_properties(pugi::xml_node props, const ResultRecord& r) {
+  for (std::size_t k = 0; k < r.worst.size(); ++k) {
+    const auto& w = r.worst[k];
+    const std::string p = k == 0 ? "first_mismatch." : fmt::format("worst.{}.", k);
+    add_prop(props, p + "out", w.out);
+    add_prop(props, p + "index", join_index(w.index));
+    add_prop(props, p + "got", num(w.got));
+    add_prop(props, p + "want", num(w.want));
+  }
+}
+
 // The lean properties (JunitDetail::lean): what a CI page shows and a reader needs to rebuild
 // the verdict. A passing case carries its id, impl and tier (the time is the testcase's
 // attribute, the arch its classname's); any other outcome adds the outcomes, its message, the
@@ -106,14 +119,7 @@ void add_lean_properties(pugi::xml_node tc, const ResultRecord& r) {
   add_prop(props, "raw_outcome", to_string(r.raw_outcome));
   if (!r.message.empty()) add_prop(props, "message", r.message);
   if (!r.expectation.empty()) add_prop(props, "expectation", r.expectation);
-  for (std::size_t k = 0; k < r.worst.size(); ++k) {
-    const auto& w = r.worst[k];
-    const std::string p = k == 0 ? "first_mismatch." : fmt::format("worst.{}.", k);
-    add_prop(props, p + "out", w.out);
-    add_prop(props, p + "index", join_index(w.index));
-    add_prop(props, p + "got", num(w.got));
-    add_prop(props, p + "want", num(w.want));
-  }
+  add_worst_properties(props, r);
   if (!r.repro.empty()) add_prop(props, "repro", r.repro);
 }
 
@@ -143,14 +149,7 @@ void add_properties(pugi::xml_node tc, const ResultRecord& r, JunitDetail detail
     add_prop(props, "bound", num(bound(r)));
     add_prop(props, "mismatches", std::to_string(mismatches(r)));
   }
-  for (std::size_t k = 0; k < r.worst.size(); ++k) {
-    const auto& w = r.worst[k];
-    const std::string p = k == 0 ? "first_mismatch." : fmt::format("worst.{}.", k);
-    add_prop(props, p + "out", w.out);
-    add_prop(props, p + "index", join_index(w.index));
-    add_prop(props, p + "got", num(w.got));
-    add_prop(props, p + "want", num(w.want));
-  }
+  add_worst_properties(props, r);
   for (const auto& o : r.outputs) {
     const std::string p = "out." + o.out + ".";
     add_prop(props, p + "metric", o.metric);
