@@ -107,8 +107,10 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   // else the reference's own per-element bound.
   const ReductionStats* st = tol.metric == Metric::bounded ? reduction : nullptr;
   const std::vector<double>* fixed = tol.metric == Metric::bounded && !st ? bound : nullptr;
-  if (st && (static_cast<int64_t>(st->abs_sum.size()) != n || static_cast<int64_t>(st->sq_sum.size()) != n ||
-             static_cast<int64_t>(st->magnitude.size()) != n))
+  const auto sized = [n](const std::vector<double>& v, bool may_be_empty) {
+    return static_cast<int64_t>(v.size()) == n || (may_be_empty && v.empty());
+  };
+  if (st && !(sized(st->abs_sum, false) && sized(st->sq_sum, false) && sized(st->magnitude, true) && sized(st->offset, true)))
     throw std::invalid_argument("output '" + name + "': reduction statistics of another size");
   if (tol.metric == Metric::bounded && !st && (!fixed || static_cast<int64_t>(fixed->size()) != n))
     throw std::invalid_argument("output '" + name + "': bounded needs the reference's per-element bound or reduction statistics");
@@ -247,7 +249,8 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
           // output's range is kept unrounded), each with its noise (accumulator.hpp).
           if (st && e > 0 && std::fabs(wi) <= maxf) {
             const double sp = spacing_at(out_t, std::fabs(wi));
-            p.slope.add(wi, gi - wi, tol.factor * tol.factor * acc.variance(*st, static_cast<size_t>(i)) + sp * sp / 4);
+            p.slope.add(wi, gi - wi, tol.factor * tol.factor * acc.variance(*st, static_cast<size_t>(i)) + sp * sp / 4,
+                        acc.expected(*st, static_cast<size_t>(i), wi));
           }
           break;
         }
