@@ -13,7 +13,7 @@ class GroupedMmFamily final : public KitFamily<Problem> {
   std::string_view name() const override { return "grouped_mm"; }
   const kit::FieldTable<Problem>& fields() const override { return grouped_mm::fields(); }
   // Bump when the reference or the inputs change: cached references are then recomputed.
-  std::string reference_version() const override { return "grouped_mm-ref-4"; }
+  std::string reference_version() const override { return "grouped_mm-ref-5"; }
 
   Cost cost(const opcts::Problem& pp) const override {
     const auto& p = get(pp);

@@ -98,6 +98,10 @@ References reference(const Problem& p, const TensorMap& in) {
   st.sq_sum.assign(count, 0.0);
   st.magnitude.assign(count, 0.0);
   st.zero_mean = true;
+  st.ragged = true;  // each element sums its own group's K; terms is the largest
+  // The products a tensor core's adder receives: bf16 × bf16 (8 + 8 significant bits), e4m3 ×
+  // e4m3 codes (4 + 4; the scales multiply the sums, mxfp8's powers of two per 32-deep block).
+  st.term_bits = p.recipe == Recipe::bf16 ? 16 : 8;
   const bool mx = p.recipe == Recipe::mxfp8;
   const MxLayout a_mx = mx ? mx_layout(p, 'a') : MxLayout{}, b_mx = mx ? mx_layout(p, 'b') : MxLayout{};
   const Operand a = operand(p, in, 'a'), b = operand(p, in, 'b');

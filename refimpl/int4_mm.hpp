@@ -103,18 +103,41 @@ int64_t packing_n_tile(const Problem& p);
 /// The bug classes of the planted impls (host.int4_*, cuda.int4_*): group 0's scale and zero
 /// used for every group when M = 1; the two nibbles of every weight byte exchanged; the zero
 /// point on the wrong side of the scale; GPTQ's stored z − 1 taken as z; K walked in tiles of
-/// kPlantedKTile with a partial last tile dropped.
-enum class PlantedBug { group0_scale, nibble_swap, zero_before_scale, gptq_z, drop_partial_k };
+/// kPlantedKTile with a partial last tile dropped; and the precision bugs of real kernels: the
+/// last K element dropped (an off-by-one loop bound); an fp16 problem computed in bf16 (x and
+/// ŵ rounded to bf16: a kernel instantiated for the wrong 16-bit type); the running sum
+/// rounded to the dtype every kPlantedSumEvery K elements (a 16-bit accumulator register);
+/// split-K over kPlantedSplits slices whose partial sums are stored in the dtype.
+enum class PlantedBug {
+  group0_scale,
+  nibble_swap,
+  zero_before_scale,
+  gptq_z,
+  drop_partial_k,
+  drop_last_k,
+  fp16_as_bf16,
+  sum_in_dtype_64,
+  split_k4_in_dtype,
+};
 constexpr int64_t kPlantedKTile = 128;
+constexpr int64_t kPlantedSumEvery = 64;
+constexpr int64_t kPlantedSplits = 4;
+constexpr int64_t kPlantedSplitElements = 64;  // outputs below this may hide split_k4_in_dtype (int4_mm_problem.cpp)
 /// Why `bug` cannot change this problem's result ("" when it can): a planted impl SKIPs those
-/// problems, so every case it runs is one it must fail.
+/// problems, so every case it runs is one it must fail. Only where the bug changes no output
+/// value (or does not exist in the problem: a format without its zero point), or, for
+/// split_k4_in_dtype, where an output of fewer than kPlantedSplitElements elements may hide its
+/// four roundings in every element (derived in int4_mm_problem.cpp), is a problem left out; a
+/// bound that cannot see the bug elsewhere is the bound's defect.
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
 
 /// The inputs (see the file comment), a pure function of (problem, seed).
 TensorMap make_inputs(const Problem& p, uint64_t seed);
 
-/// The fp64 reference ("y": exact value rounded once to the dtype) and the per-element bound
-/// of the `bounded` metric (derivation in int4_mm_reference.cpp).
+/// The fp64 reference ("y": the exact value, unrounded) and its reduction statistics
+/// (References::reduction["y"]: S, Q, the dequantization's known offset Δ, no epilogue), from
+/// which the `bounded` metric derives the bound under the impl's accumulator model (derivation
+/// in int4_mm_reference.cpp and runner/accumulator.cpp).
 References reference(const Problem& p, const TensorMap& inputs);
 
 }  // namespace opcts::int4_mm

@@ -107,6 +107,20 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::gptq_z: return p.format == Format::gptq ? "" : "only GPTQ stores z - 1";
     case PlantedBug::drop_partial_k:
       return p.k % kPlantedKTile != 0 ? "" : "K = " + std::to_string(p.k) + " has no partial " + std::to_string(kPlantedKTile) + "-tile";
+    case PlantedBug::drop_last_k: return "";
+    case PlantedBug::fp16_as_bf16: return p.dtype == DType::fp16 ? "" : "x and the weights are bf16 already";
+    case PlantedBug::sum_in_dtype_64:
+      // K <= 64: the one rounding of the whole sum is the output's own, RN(RN(v)) = RN(v).
+      return p.k > kPlantedSumEvery ? "" : "K <= " + std::to_string(kPlantedSumEvery) + ": the sum is rounded once, as the output is";
+    case PlantedBug::split_k4_in_dtype:
+      // Four roundings of partial sums P_q ≈ y/4 ± √(Q/4) are about the output's own half
+      // spacing unless |y| is small against √Q, where the partials' spacings dwarf y's: for a
+      // near-normal y (independent symmetric terms) |y| < √Q/4 with probability erf(1/(4√2)) =
+      // 0.197, so every element of an output of E elements hides the bug with probability about
+      // 0.8^E, below 1e-6 only from E = 62 on.
+      return p.m * p.n >= kPlantedSplitElements
+                 ? ""
+                 : std::to_string(p.m * p.n) + " elements: four partial roundings can hide in every one of them";
   }
   return "";
 }

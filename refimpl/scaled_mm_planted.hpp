@@ -24,14 +24,25 @@ enum class PlantedBug {
   no_bias,               // the bias dropped
   half_k,                // the second half of K dropped (A's codes there read as 0)
   out_times_2,           // the result doubled (every A scale, or the NVFP4 global scale, ×2)
+  product_low,           // every product 2^-8 low (every A scale × (1 − 2^-8)): seen only by the bias check
+  product_high,          // every product 2^-8 high (every A scale × (1 + 2^-8))
+  drop_last_k_step,      // the last MMA step of K dropped (A's codes of the last 32 K elements read as 0):
+                         // a FAST_ACCUM main loop that stops one step short
 };
+/// The K elements of one FP8 MMA step (a Hopper wgmma's K): what drop_last_k_step drops.
+constexpr int64_t kPlantedKStep = 32;
 /// "block_scale_doubled", ...: the suffix of the planted impls' names.
 std::string_view to_string(PlantedBug b);
 /// Every bug but none.
 const std::vector<PlantedBug>& planted_bugs();
 
-/// Why `bug` cannot show on `p` ("" when it can): negative cases, no block scales, no output
-/// scale or bias to drop, too few elements for the bias check to see 2^-8 (scale_error).
+/// Why `bug` cannot show on `p` ("" when it can): negative cases and empty products; a bug that
+/// does not exist in the problem (no output scale other than 1 or no bias to drop, e8m0 / ue4m3
+/// scales that cannot carry a 2^-8 error); and, for the 2^-8 errors,
+/// outputs so few and coarse that their rounding alone puts the bias check's noise floor above
+/// the error (derived in scaled_mm_planted.cpp); results pushed past fp16's range, and for
+/// the doubling bugs e4m3fn outputs scaled up, whose unsaturated results may all lie inside
+/// the accumulation bound.
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
 
 /// The inputs with the bug applied (scales, codes, out_scale or bias changed; the layouts kept).

@@ -436,6 +436,22 @@ HostTensor defective(const HostTensor& s, bool shape) {
 
 }  // namespace
 
+double random_fill_k_share(const Problem& p, uint64_t seed, int64_t k0, int64_t k1) {
+  // random_operand's chunk exponents: ec[c] = ⌊4·uniform01(seed, stream + 200, c)⌋, stream 0 for
+  // A and 1 for B.
+  const auto chunk_e = [&](uint32_t stream, int64_t c) {
+    return static_cast<int>(uniform01(seed, stream + 200, static_cast<uint64_t>(c)) * 4);
+  };
+  double part = 0, all = 0;
+  for (int64_t c = 0; 32 * c < p.k; ++c) {
+    const double w = std::ldexp(1.0, 2 * (chunk_e(0, c) + chunk_e(1, c)));
+    const int64_t lo = 32 * c, hi = std::min(p.k, lo + 32);
+    all += w * static_cast<double>(hi - lo);
+    part += w * static_cast<double>(std::max<int64_t>(0, std::min(hi, k1) - std::max(lo, k0)));
+  }
+  return all > 0 ? part / all : 0.0;
+}
+
 TensorMap make_inputs(const Problem& p, uint64_t seed) {
   Operand a, b;
   if (p.fill == Fill::exact) {

@@ -14,7 +14,9 @@
 //                                 partial sum of independent zero-mean terms is its Σt²
 //   X = os·(|g·Σ_k t_k| + |bias|) the values the fp32 epilogue rounds
 // from three GEMMs: of the values, of their magnitudes and of their squares (the last two in
-// fp32 with a derived inflation where the operands allow it: refimpl/reduction_gemm.hpp). Both fills give
+// fp32 with a derived inflation where the operands allow it: refimpl/reduction_gemm.hpp), and the
+// products' significant bits (term_bits: a truncating adder loses nothing of a product on its
+// grid, runner/accumulator.cpp). Both fills give
 // independent terms symmetric about zero (random: N(0, 1) quantized symmetrically; exact:
 // codes uniform in [-max, max]), so zero_mean holds. Exact fills also give term_bits
 // (exact_ranges): every partial sum then fits a 14-bit adder over 128 products (the whole K
@@ -73,6 +75,11 @@ References reference(const Problem& p, const TensorMap& in) {
   st.terms = p.k;
   st.zero_mean = true;
   st.exact_term_bits = p.fill == Fill::exact ? exact_ranges(p).term_bits : -1;
+  // The products an FP8 tensor core's adder receives are the two codes' (the fp32 scales
+  // multiply the chunk sums): their significands' bits. Block-scaled MMAs may fold ue4m3
+  // scales into the products: unknown.
+  const auto significand = [](DType t) { return dtype_info(t).format.mantissa_bits + 1; };
+  st.term_bits = p.block_scaled() ? -1 : significand(p.a_elem) + significand(p.b_elem);
   st.abs_sum.resize(count);
   st.sq_sum.resize(count);
   st.magnitude.resize(count);

@@ -173,18 +173,12 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       if (p.direction != Direction::forward) return "the precision bugs are planted in the forward";
       if (bug == PlantedBug::lse_plus_log2) return "";
       if (p.dtype == DType::fp32) return "rounding to the dtype changes nothing in fp32";
-      // N(0, 1) inputs give scores of σ = scale·√D (at most the softcap): far above 8, rows are
-      // one-hot, l ≈ 1 and O ≈ one V row, which the dtype holds exactly.
-      double spread = p.effective_scale() * std::sqrt(static_cast<double>(p.head_dim));
-      if (p.softcap > 0) spread = std::min(spread, p.softcap);
-      if (spread > kPlantedSharpScores) return "near one-hot rows: l and O are exact in the dtype";
       const bool pv = bug == PlantedBug::pv_in_dtype;
-      const int64_t min_keys = pv ? kPlantedPvKeys : kPlantedRowsumKeys, min_rows = pv ? kPlantedPvRows : kPlantedRowsumRows;
-      int64_t long_rows = 0;
-      for (int64_t i = 0; i < p.seq_q; ++i) long_rows += p.keys_of_row(i) >= min_keys;
-      if (long_rows * p.batch * p.heads_q >= min_rows) return "";
-      return "fewer than " + std::to_string(min_rows) + " rows of " + std::to_string(min_keys) +
-             " keys or more: too few roundings to tell from the reference's own";
+      const int64_t min_keys = pv ? kPlantedPvKeys : kPlantedRowsumKeys;
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (p.keys_of_row(i) >= min_keys) return "";
+      return pv ? "no row of " + std::to_string(min_keys) + " keys or more: three roundings of the accumulator or fewer hide in the bound"
+                : "every row sees one key: l = 1 is exact in the dtype";
     }
     case PlantedBug::none: break;
   }

@@ -7,6 +7,7 @@
 // The derivations, with their sources, are in accumulator.cpp.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -48,22 +49,38 @@ AccumulatorModel parse_accumulator(const std::string& path, const YAML::Node& no
 
 /// The bound of one output under one model, its constants resolved once (accumulator.cpp
 /// derives each). Per element: E = 0 when the fill is exact for the model, else
-/// min(worst case, probabilistic) with
+/// |offset| + extra_rel·S + extra_abs + min(worst case, probabilistic) with
 ///   worst case     E_acc = c_wc·S,            E = E_acc + c_epi·(X + E_acc)
 ///   probabilistic  E_acc = λ·√(c_var·Q) + c_drift·√Q, E = E_acc + c_epi·(X + E_acc)
-/// (the probabilistic one only for zero-mean terms and a false-alarm probability > 0).
+/// (the probabilistic one only for zero-mean terms and a false-alarm probability > 0; c_epi = 0
+/// where the reduction has no epilogue).
 struct AccumulationBound {
   bool exact = false;    // the exact fill's partial sums all fit the model's adders
   double c_wc = 0;       // worst-case coefficient of S; +inf once k·u_p >= 1 (the proof says nothing)
-  double c_epi = 0;      // γ_5: the fp32 epilogue (scales, global scale, bias, output scale)
+  double c_epi = 0;      // γ_5: the fp32 epilogue (scales, global scale, bias, output scale); 0 without one
   double c_var = 0;      // variance proxy per unit of Q (0: no probabilistic bound)
   double c_drift = 0;    // toward-zero drift of a truncating adder per unit of √Q
   double lambda = 0;     // Azuma–Hoeffding's λ for the false-alarm probability (core/azuma.hpp)
-  double slope_drift = 0;  // D: the slope toward zero a truncating adder may give (bias check)
+  // The bias check's expected slope under a truncating adder: E[err·x] lies in
+  // [−D_hi·Q, −D_lo·Q] per element, D_hi = drift_hi + min(drift_hi_ct·ĉ, drift_ct_cap) with
+  // ĉ = S/√(K·Q) when the whole K is one chunk (drift_ct_terms = K), else ĉ = 1. 0 for rne.
+  double drift_lo = 0, drift_hi = 0, drift_hi_ct = 0;
+  double drift_ct_cap = INFINITY;  // (a)'s cap from the product bits: min(drift_hi_ct·ĉ, drift_ct_cap)
+  int64_t drift_ct_terms = 0;
+  /// D_hi of element i (its ĉ, where K is one chunk).
+  double drift_hi_of(const ReductionStats& stats, size_t i) const;
   /// E for element i of `stats`.
   double element(const ReductionStats& stats, size_t i) const;
   /// The probabilistic variance proxy of element i (λ·√ of it bounds the noise), 0 if none.
   double variance(const ReductionStats& stats, size_t i) const;
+  /// What a correct device's error is expected to give element i's term of the bias check:
+  /// err·want within [−D_hi, −D_lo]·want² (the model's relative drift) and the known offset
+  /// (stats.offset).
+  struct Expected {
+    double drift_lo = 0, drift_hi = 0;  // the interval of err·want the model's drift gives, <= 0
+    double offset = 0;                  // a known error a device carries all of or none of
+  };
+  Expected expected(const ReductionStats& stats, size_t i, double want) const;
 };
 
 /// Resolves the model for a reduction of stats.terms products; `false_alarm` is the
@@ -79,21 +96,24 @@ struct SlopeCheck {
 };
 
 /// Accumulates the bias check over elements (add), then decides (finish). Each element adds
-/// want, the error and its noise variance (the accumulation's proxy plus a quarter of the
-/// output spacing squared: the output rounding).
+/// want, the error, its noise variance (the accumulation's proxy plus a quarter of the output
+/// spacing squared: the output rounding) and what a correct device's error is expected to give
+/// it (AccumulationBound::expected).
 class SlopeAccumulator {
  public:
-  void add(double want, double err, double noise_variance);
+  void add(double want, double err, double noise_variance, const AccumulationBound::Expected& expected = {});
   /// Adds another accumulator's elements (the sums of a chunk compared on its own).
   void merge(const SlopeAccumulator& o);
-  /// The slope and its interval: [−(D + ε + λ·σ_β), ε + λ·σ_β], with σ_β the slope's noise,
-  /// ε = c_epi (a systematic fp32 rounding common to all elements, such as fl(s_a·s_b)) and
-  /// D the model's toward-zero drift. Not checked (lo == hi == 0) without a probabilistic
-  /// bound or without elements.
+  /// The slope and its interval: [(Σ lo_i + min(0, O))/Σw² − ε − λ·σ_β, (Σ hi_i + max(0, O))/Σw²
+  /// + ε + λ·σ_β], with σ_β the slope's noise, ε = c_epi (a systematic fp32 rounding common to
+  /// all elements, such as fl(s_a·s_b)), [lo_i, hi_i] the expected drift (a truncating adder's
+  /// [−D_hi, −D_lo]·w²: the interval is centred on the drift the model predicts,
+  /// accumulator.cpp) and O = Σ offset_i·w_i the slope of a known offset a device may carry.
+  /// Not checked (lo == hi == 0) without a probabilistic bound or without elements.
   SlopeCheck finish(const AccumulationBound& b) const;
 
  private:
-  double sww_ = 0, swe_ = 0, sw2v_ = 0;
+  double sww_ = 0, swe_ = 0, sw2v_ = 0, lo_ = 0, hi_ = 0, swo_ = 0;
 };
 
 }  // namespace opcts

@@ -107,8 +107,10 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   // else the reference's own per-element bound.
   const ReductionStats* st = tol.metric == Metric::bounded ? reduction : nullptr;
   const std::vector<double>* fixed = tol.metric == Metric::bounded && !st ? bound : nullptr;
-  if (st && (static_cast<int64_t>(st->abs_sum.size()) != n || static_cast<int64_t>(st->sq_sum.size()) != n ||
-             static_cast<int64_t>(st->magnitude.size()) != n))
+  const auto sized = [n](const std::vector<double>& v, bool may_be_empty) {
+    return static_cast<int64_t>(v.size()) == n || (may_be_empty && v.empty());
+  };
+  if (st && !(sized(st->abs_sum, false) && sized(st->sq_sum, false) && sized(st->magnitude, true) && sized(st->offset, true)))
     throw std::invalid_argument("output '" + name + "': reduction statistics of another size");
   if (tol.metric == Metric::bounded && !st && (!fixed || static_cast<int64_t>(fixed->size()) != n))
     throw std::invalid_argument("output '" + name + "': bounded needs the reference's per-element bound or reduction statistics");
@@ -118,7 +120,11 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   if (fixed && !(tol.accumulator == AccumulatorModel{}))
     throw std::invalid_argument("output '" + name + "': its reference gives a fixed bound, which no accumulator model (" +
                                 to_string(tol.accumulator) + ", " + tol.source + ") changes");
-  const AccumulationBound acc = st ? accumulation_bound(tol.accumulator, *st, tol.false_alarm) : AccumulationBound{};
+  AccumulationBound acc = st ? accumulation_bound(tol.accumulator, *st, tol.false_alarm) : AccumulationBound{};
+  // A provisional model is a stand-in, the loosest a path may have (runner/tolerance.hpp): a path
+  // that truncates less, or rounds to nearest, drifts less than a truncating adder's least drift
+  // D_lo, so the bias check's interval reaches up to no drift at all there.
+  if (tol.provisional) acc.drift_lo = 0;
   // factor·E of element i (the model's, or the reference's bound).
   auto allowed = [&](int64_t i) {
     return tol.factor * (st ? acc.element(*st, static_cast<size_t>(i)) : (*fixed)[static_cast<size_t>(i)]);
@@ -247,7 +253,8 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
           // output's range is kept unrounded), each with its noise (accumulator.hpp).
           if (st && e > 0 && std::fabs(wi) <= maxf) {
             const double sp = spacing_at(out_t, std::fabs(wi));
-            p.slope.add(wi, gi - wi, tol.factor * tol.factor * acc.variance(*st, static_cast<size_t>(i)) + sp * sp / 4);
+            p.slope.add(wi, gi - wi, tol.factor * tol.factor * acc.variance(*st, static_cast<size_t>(i)) + sp * sp / 4,
+                        acc.expected(*st, static_cast<size_t>(i), wi));
           }
           break;
         }

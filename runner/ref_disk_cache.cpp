@@ -25,8 +25,8 @@ namespace {
 
 constexpr char kMagic[8] = {'O', 'P', 'C', 'T', 'S', 'R', 'E', 'F'};
 // 2: reduction statistics after the per-element bounds; 3: then the bounds below and the
-// conservation checks
-constexpr uint32_t kFormat = 3;
+// conservation checks; 4: the reductions' raggedness, term bits, extra allowance and offset
+constexpr uint32_t kFormat = 4;
 
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -109,8 +109,12 @@ void put_reductions(std::string& out, const Reductions& m) {
     put_str(out, name);
     put(out, static_cast<int64_t>(st.terms));
     put(out, static_cast<uint8_t>(st.zero_mean));
+    put(out, static_cast<uint8_t>(st.ragged));
     put(out, static_cast<int32_t>(st.exact_term_bits));
-    for (const auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude}) put_values(out, *v);
+    put(out, static_cast<int32_t>(st.term_bits));
+    put(out, st.extra_rel);
+    put(out, st.extra_abs);
+    for (const auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude, &st.offset}) put_values(out, *v);
   }
 }
 
@@ -121,13 +125,17 @@ bool get_reductions(Reader& r, Reductions& m) {
     std::string name;
     ReductionStats st;
     int64_t terms = 0;
-    uint8_t zero_mean = 0;
-    int32_t bits = 0;
-    if (!r.get_str(name, 4096) || !r.get(terms) || !r.get(zero_mean) || !r.get(bits)) return false;
+    uint8_t zero_mean = 0, ragged = 0;
+    int32_t bits = 0, term_bits = 0;
+    if (!r.get_str(name, 4096) || !r.get(terms) || !r.get(zero_mean) || !r.get(ragged) || !r.get(bits) || !r.get(term_bits) ||
+        !r.get(st.extra_rel) || !r.get(st.extra_abs))
+      return false;
     st.terms = terms;
     st.zero_mean = zero_mean != 0;
+    st.ragged = ragged != 0;
     st.exact_term_bits = bits;
-    for (auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude})
+    st.term_bits = term_bits;
+    for (auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude, &st.offset})
       if (!get_values(r, *v)) return false;
     m.emplace(std::move(name), std::move(st));
   }
@@ -312,7 +320,7 @@ void RefDiskCache::store(const std::string& key, const References& refs) const {
     for (const auto& [name, v] : *m) bytes += v.size() * sizeof(double);
   for (const auto& [name, c] : refs.conservation) bytes += 3 * c.sum.size() * sizeof(double);
   for (const auto& [name, st] : refs.reduction)
-    bytes += (st.abs_sum.size() + st.sq_sum.size() + st.magnitude.size()) * sizeof(double);
+    bytes += (st.abs_sum.size() + st.sq_sum.size() + st.magnitude.size() + st.offset.size()) * sizeof(double);
   if (bytes > kMaxBytes || bytes > max_bytes_) return;
   std::string out;
   out.append(kMagic, sizeof kMagic);

@@ -279,7 +279,7 @@ TEST(CompareBounded, OverflowNearTheEdgeMayRoundEitherWay) {
   EXPECT_EQ(cmp({kInf, 65504, 65504}, {-65530, 65504, 65504}), 1);  // wrong sign
 }
 
-// bounded with the reference's own per-element bound (int4_mm): factor·bound[i] plus one output
+// bounded with the reference's own per-element bound (the indexing families): factor·bound[i] plus one output
 // rounding; an accumulator model cannot apply to it.
 TEST(CompareBounded, ReferenceBoundPerElement) {
   HostTensor got(DType::fp32, {2});

@@ -1,4 +1,4 @@
-// Test helpers shared by the families' tests: an impl judged by the bounded metric, and the two
+// Test helpers shared by the families' tests: an impl judged by the bounded metric as the runner judges it on the host, and the two
 // catalog-wide checks every family with negative cases and planted impls runs.
 #pragma once
 
@@ -11,6 +11,9 @@
 #include "core/family.hpp"
 #include "runner/catalog.hpp"
 #include "runner/compare.hpp"
+#include "runner/manifest.hpp"
+#include "runner/tolerance.hpp"
+#include "tests/test_util.hpp"
 
 namespace opcts::testutil {
 
@@ -19,17 +22,33 @@ inline const ArchInfo& host_arch() {
   return h;
 }
 
-/// Mismatches of `impl`'s output `out` on problem p against the family's reference, bounded
-/// metric with factor 1 (the family's own derived bound).
-inline int64_t bounded_mismatches(const Family& f, const Impl& impl, const Problem& p, const std::string& out) {
-  const TensorMap in = f.make_inputs(p, case_seed(f, p));
-  const References ref = f.reference(p, in);
+/// The tolerance a case gets on the host device (cases/tolerances.yaml, manifests/host.yaml), as
+/// the runner resolves it.
+inline Tolerance host_tolerance(const Family& f, const Impl& impl, const Problem& p, const std::string& out, DType dtype) {
+  static const ToleranceTable table = ToleranceTable::load((cases_dir() / "tolerances.yaml").string());
+  static const Manifest manifest = Manifest::load((cases_dir() / "manifests" / "host.yaml").string());
+  return table.resolve(std::string(f.name()), out, dtype, std::string(impl.name()), "host", case_id(f, impl, p), &manifest);
+}
+
+/// `impl`'s output `out` on problem p (inputs `in`, reference `ref`) judged as the runner judges
+/// it on the host device: the bounded metric under the impl's tolerance rule, from the
+/// reference's reduction statistics or its own per-element bound.
+inline OutputStats judge_bounded(const Family& f, const Impl& impl, const Problem& p, const TensorMap& in, const References& ref,
+                                 const std::string& out) {
   const TensorMap got = impl.run(p, in, RunContext{&host_arch(), -1});
   std::vector<WorstElement> worst;
-  Tolerance t;
-  t.metric = Metric::bounded;
-  t.factor = 1;
-  return compare_output(out, got.at(out), ref.exact.at(out), nullptr, t, worst, 5, &ref.bound.at(out)).mismatches;
+  const Tolerance t = host_tolerance(f, impl, p, out, got.at(out).dtype());
+  const auto bound = ref.bound.find(out);
+  const auto reduction = ref.reduction.find(out);
+  return compare_output(out, got.at(out), ref.exact.at(out), nullptr, t, worst, 5, bound == ref.bound.end() ? nullptr : &bound->second, 0,
+                        reduction == ref.reduction.end() ? nullptr : &reduction->second);
+}
+
+/// Whether `impl` fails on problem p: any element outside the bound, or the bias check.
+inline bool bounded_fails(const Family& f, const Impl& impl, const Problem& p, const std::string& out) {
+  const TensorMap in = f.make_inputs(p, case_seed(f, p));
+  const OutputStats s = judge_bounded(f, impl, p, in, f.reference(p, in), out);
+  return s.mismatches > 0 || s.biased();
 }
 
 /// Every negative case of `entries` makes `impl` throw InvalidArgument naming the argument
@@ -60,7 +79,7 @@ inline void expect_planted_fails_on_smoke(const Family& f, const Impl* planted, 
   int n = 0;
   for (const auto& e : entries) {
     if (e.tier != Tier::smoke || !planted->supports(*e.problem, host_arch()).ok) continue;
-    EXPECT_GT(bounded_mismatches(f, *planted, *e.problem, out), 0) << planted->name() << " passed " << e.problem_id;
+    EXPECT_TRUE(bounded_fails(f, *planted, *e.problem, out)) << planted->name() << " passed " << e.problem_id;
     ++n;
   }
   EXPECT_GE(n, at_least) << planted->name();

@@ -35,6 +35,11 @@ References sample() {
   st.abs_sum = {3.0, 0.5};
   st.sq_sum = {1.25, 1e-300};
   st.magnitude = {2.0, INFINITY};
+  st.term_bits = 8;  // and the int4_mm fields: a known offset, the reference's own allowance
+  st.ragged = true;
+  st.offset = {-1e-3, 2e-4};
+  st.extra_rel = 0x1p-50;
+  st.extra_abs = 0x1p-140;
   r.bound_below["y"] = {5e-4, 0.0};
   Conservation& c = r.conservation["y@per_add"];
   c.group = 3;

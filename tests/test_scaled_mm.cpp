@@ -203,7 +203,8 @@ TEST(ScaledMmPlanted, HopperBugsCaughtAtModelK) {
   const TensorMap in = family().make_inputs(p, case_seed(family(), p));
   const References ref = family().reference(p, in);
   EXPECT_FALSE(judge(*builtin_registry().impl("host.emulated_hopper"), p, in, ref).failed());
-  for (const char* bug : {"block_scale_doubled", "k_block_scale_zeroed", "scale_error", "half_k", "out_times_2"}) {
+  for (const char* bug : {"block_scale_doubled", "k_block_scale_zeroed", "scale_error", "half_k", "out_times_2", "product_low",
+                          "product_high", "drop_last_k_step"}) {
     const Impl* impl = builtin_registry().impl(std::string("host.emulated_hopper_") + bug);
     ASSERT_TRUE(impl && impl->supports(p, host()).ok) << bug;
     const Judged j = judge(*impl, p, in, ref);
@@ -212,8 +213,46 @@ TEST(ScaledMmPlanted, HopperBugsCaughtAtModelK) {
                 static_cast<long long>(j.stats.mismatches), j.stats.max_ratio, j.stats.slope, j.stats.slope_lo,
                 j.stats.slope_hi);
   }
-  // The 2^-8 scale error is an aggregate finding: the bias check sees it.
-  EXPECT_TRUE(judge(*builtin_registry().impl("host.emulated_hopper_scale_error"), p, in, ref).stats.biased());
+  // The 2^-8 scale errors are aggregate findings: the bias check sees them, on either side.
+  for (const char* bug : {"scale_error", "product_low", "product_high"})
+    EXPECT_TRUE(judge(*builtin_registry().impl(std::string("host.emulated_hopper_") + bug), p, in, ref).stats.biased()) << bug;
+}
+
+// FAST_ACCUM at model K (the default tier's fast_accum grid: K = 4096, never promoted): the
+// emulation passes and a dropped last MMA step (32 K elements) fails, under the model the
+// tolerance table gives the emulation there. A product 2^-8 off runs only where the derived
+// band (ĉ = 1, the largest: scaled_mm_planted.cpp) stays inside 2^-8, which at K = 4096 with a
+// bf16 output it does not (D_hi alone is 36·u_p = 4.4e-3 at ĉ = 1): SKIP, named as such.
+TEST(ScaledMmPlanted, FastAccumBugsCaughtAtModelK) {
+  for (const scaled_mm::Recipe r : {scaled_mm::Recipe::tensorwise, scaled_mm::Recipe::rowwise}) {
+    scaled_mm::Problem p;
+    p.recipe = r;
+    p.m = 128;
+    p.n = 1024;
+    p.k = 4096;
+    p.fast_accum = true;
+    const TensorMap in = family().make_inputs(p, case_seed(family(), p));
+    const References ref = family().reference(p, in);
+    const std::string id = scaled_mm::problem_id(p);
+    const Judged ok = judge(*builtin_registry().impl("host.emulated_hopper"), p, in, ref);
+    EXPECT_FALSE(ok.failed()) << id << ": slope " << ok.stats.slope << " in [" << ok.stats.slope_lo << ", " << ok.stats.slope_hi << "]";
+    for (const char* bug : {"drop_last_k_step", "product_low", "product_high"}) {
+      const Impl& impl = *builtin_registry().impl(std::string("host.emulated_hopper_") + bug);
+      const Support s = impl.supports(p, host());
+      if (!s.ok) {  // the fill's last step too light to show, or the drift band too wide (scaled_mm_planted.cpp)
+        std::printf("%s %s: SKIP %s\n", id.c_str(), bug, s.reason.c_str());
+        if (std::string(bug) == "drop_last_k_step")
+          EXPECT_EQ(r, scaled_mm::Recipe::rowwise);
+        else
+          EXPECT_NE(s.reason.find("the bias check's band reaches"), std::string::npos) << s.reason;
+        continue;
+      }
+      const Judged j = judge(impl, p, in, ref);
+      std::printf("%s %s: %lld mismatches, slope %.3g in [%.3g, %.3g]\n", id.c_str(), bug, static_cast<long long>(j.stats.mismatches),
+                  j.stats.slope, j.stats.slope_lo, j.stats.slope_hi);
+      EXPECT_TRUE(j.failed()) << bug << " passed " << id;
+    }
+  }
 }
 
 }  // namespace

@@ -603,14 +603,21 @@ TEST(SdpaPlanted, PrecisionBugsSkipWhatCannotShowThem) {
   sharp.mask = Mask::none;
   sharp.scale = 2.0;
   // Where the bug cannot show: the backward (forward bugs), fp32 (rounding to fp32 is a no-op),
-  // rows of a few tiles (pv), one-hot rows whose l and O are exact in the dtype (rowsum).
+  // rows of three key tiles or fewer (pv: 192 keys), rows of one key (rowsum: l = 1). Rows of
+  // 193 keys and near one-hot rows (whose l keeps the next keys' weights) run.
   const Impl& pv = *builtin_registry().impl("host.flash_pv_in_dtype");
+  const Impl& rowsum = *builtin_registry().impl("host.flash_rowsum_in_dtype");
   auto bwd = long_rows;
   bwd.direction = sdpa::Direction::backward;
   EXPECT_FALSE(pv.supports(bwd, host).ok);
   EXPECT_FALSE(pv.supports(make(DType::fp32, 1, 4, 2, 64, 2048, 64, Mask::none), host).ok);
-  EXPECT_FALSE(pv.supports(rows, host).ok);
-  EXPECT_FALSE(builtin_registry().impl("host.flash_rowsum_in_dtype")->supports(sharp, host).ok);
+  EXPECT_FALSE(pv.supports(make(DType::bf16, 1, 4, 2, 64, 192, 64, Mask::none), host).ok);
+  EXPECT_TRUE(pv.supports(make(DType::bf16, 1, 4, 2, 1, 193, 64, Mask::none), host).ok);  // one row of 193 keys
+  EXPECT_TRUE(pv.supports(rows, host).ok);
+  EXPECT_TRUE(pv.supports(sharp, host).ok);
+  EXPECT_TRUE(rowsum.supports(sharp, host).ok);
+  EXPECT_FALSE(rowsum.supports(make(DType::fp16, 1, 4, 2, 8, 1, 64, Mask::none), host).ok);
+  EXPECT_TRUE(rowsum.supports(make(DType::fp16, 1, 4, 2, 1, 2, 64, Mask::none), host).ok);
   EXPECT_TRUE(builtin_registry().impl("host.flash_lse_plus_log2")->supports(make(DType::fp32, 1, 2, 1, 8, 8, 32, Mask::none), host).ok);
 }
 

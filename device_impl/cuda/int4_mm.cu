@@ -6,7 +6,10 @@
 // elements (the fragment loads of a warp hit 32 distinct banks), in two stages: the next
 // slice's x and packed words are read while the current one is multiplied. Each warp loads its
 // fragments for 16 k with ldmatrix (2 A and 2 × 2 B, once each) and runs 2 × 4 m16n8k16 MMAs
-// over its 32×32 quarter (device_impl/portable/mma_tile.cuh's warp tile). Where mma.sync is
+// over its 32×32 quarter (device_impl/portable/mma_tile.cuh's warp tile). The planted
+// instantiation (Planted = true, the cuda.int4_mm_* rows) also carries the plants that live in
+// this kernel's structure: x's last K element dropped, x and Ŵ rounded to bf16, the
+// accumulators rounded to the dtype every 64 K or per quarter of K. Where mma.sync is
 // missing (HIP) the tile header loads the same fragments with 32-bit loads and emulates the
 // MMAs with fp32 FMA, so the kernel builds everywhere with one numerical model: exact products,
 // fp32 sums.
@@ -55,6 +58,50 @@ __device__ __forceinline__ void store_x_tile(const int4mm::Words4 (&v)[2], int t
   dst[1] = v[1];
 }
 
+__device__ __forceinline__ uint16_t bits_of(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+__device__ __forceinline__ uint16_t bits_of(__half v) { return __half_as_ushort(v); }
+
+// A T value's bits rounded to bf16 and back (the fp16_as_bf16 plant; exact for bf16 itself).
+template <class T>
+__device__ __forceinline__ uint16_t via_bf16(uint16_t bits) {
+  const float f = int4mm::to_float(int4mm::round_to<__nv_bfloat16>(int4mm::bits_to_float<T>(bits)));
+  return bits_of(int4mm::round_to<T>(f));
+}
+
+// The planted kernel's change to a thread's x words of slice k0 (load_x_tile's v): drop_last_k
+// zeroes x[:, K − 1], fp16_as_bf16 rounds every x to bf16. Element e of 32-bit word w of v[h]
+// is x[., k0 + c + 8h + 2w + e] (little-endian halves).
+template <class T>
+__device__ __forceinline__ void plant_x(const Args& a, int64_t k0, int tid, int4mm::Words4 (&v)[2]) {
+  const int c = 16 * (tid % 2);
+  for (int h = 0; h < 2; ++h)
+    for (int w = 0; w < 4; ++w)
+      for (int e = 0; e < 2; ++e) {
+        uint32_t& word = v[h].w[w];
+        uint16_t bits = static_cast<uint16_t>(word >> (16 * e));
+        if (a.plant == Int4Plant::drop_last_k && k0 + c + 8 * h + 2 * w + e == a.k - 1) bits = 0;
+        if (a.plant == Int4Plant::fp16_as_bf16) bits = via_bf16<T>(bits);
+        word = (word & ~(0xFFFFu << (16 * e))) | static_cast<uint32_t>(bits) << (16 * e);
+      }
+}
+
+// The fp16_as_bf16 plant on a dequantized weight tile in shared memory (after a barrier).
+template <class T>
+__device__ __forceinline__ void plant_tile_bf16(int tid, T* Bs) {
+  for (int i = tid; i < kTileN * kTileLd; i += kThreads) {
+    const uint16_t b = via_bf16<T>(bits_of(Bs[i]));
+    Bs[i] = int4mm::round_to<T>(int4mm::bits_to_float<T>(b));
+  }
+}
+
+// A warp tile's accumulators rounded to T (the sum_in_dtype_64 and split_k4_in_dtype plants).
+template <class T>
+__device__ __forceinline__ void round_acc(float (&v)[2][4][4]) {
+  for (int mi = 0; mi < 2; ++mi)
+    for (int ni = 0; ni < 4; ++ni)
+      for (int e = 0; e < 4; ++e) v[mi][ni][e] = int4mm::to_float(int4mm::round_to<T>(v[mi][ni][e]));
+}
+
 template <Int4Format F, class T, bool Planted>
 __global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy) {
   using Code = int4mm::Code<F, T, Planted>;
@@ -66,12 +113,22 @@ __global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy)
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kTileM, n0 = static_cast<int64_t>(blockIdx.x) * kTileN;
   const int wr = 32 * (warp / 2), wc = 32 * (warp % 2);  // this warp's quarter of the tile
   float acc[2][4][4] = {};
+  // The planted structures (the real kernel, Planted = false, has none of this): split_k4's
+  // sum of the rounded slices and the end of the current slice.
+  [[maybe_unused]] float total[2][4][4] = {};
+  [[maybe_unused]] int64_t slice_end = (a.k + 3) / 4;
   int4mm::Words4 xv[2];
   typename Code::MmWord wv[2];
   if (a.k_end > 0) {
     load_x_tile<T>(a, m0, 0, tid, xv);
+    if constexpr (Planted) plant_x<T>(a, 0, tid, xv);
     store_x_tile(xv, tid, As[0]);
     Code::mm_tile_part(a, n0, 0, tid, Bs[0]);
+    if constexpr (Planted)
+      if (a.plant == Int4Plant::fp16_as_bf16) {
+        __syncthreads();
+        plant_tile_bf16<T>(tid, Bs[0]);
+      }
   }
   __syncthreads();
   int cur = 0;
@@ -79,6 +136,7 @@ __global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy)
     const bool more = k0 + kTileK < a.k_end;
     if (more) {
       load_x_tile<T>(a, m0, k0 + kTileK, tid, xv);
+      if constexpr (Planted) plant_x<T>(a, k0 + kTileK, tid, xv);
       for (int r = 0; r < 2; ++r) wv[r] = Code::mm_load(a, n0, k0 + kTileK, tid, r);
     }
     const T* at = As[cur];
@@ -97,12 +155,35 @@ __global__ void __launch_bounds__(kThreads) mm_kernel(Args a, T* y, int64_t ldy)
         for (int ni = 0; ni < 4; ++ni)
           gpu::mma::mma_m16n8k16<T>(acc[mi][ni], af[mi], bf[ni / 2][2 * (ni % 2)], bf[ni / 2][2 * (ni % 2) + 1]);
     }
+    if constexpr (Planted) {
+      if (a.plant == Int4Plant::sum_in_dtype_64 && (k0 + kTileK) % 64 == 0) round_acc<T>(acc);
+      if (a.plant == Int4Plant::split_k4_in_dtype && (k0 + kTileK >= slice_end || !more)) {
+        round_acc<T>(acc);
+        for (int mi = 0; mi < 2; ++mi)
+          for (int ni = 0; ni < 4; ++ni)
+            for (int e = 0; e < 4; ++e) {
+              total[mi][ni][e] += acc[mi][ni][e];
+              acc[mi][ni][e] = 0;
+            }
+        slice_end += (a.k + 3) / 4;
+      }
+    }
     if (more) {  // the other stage was last read before the previous barrier
       store_x_tile(xv, tid, As[cur ^ 1]);
       for (int r = 0; r < 2; ++r) Code::mm_store(a, wv[r], n0, k0 + kTileK, tid, r, Bs[cur ^ 1]);
+      if constexpr (Planted)
+        if (a.plant == Int4Plant::fp16_as_bf16) {
+          __syncthreads();
+          plant_tile_bf16<T>(tid, Bs[cur ^ 1]);
+        }
     }
     __syncthreads();
   }
+  if constexpr (Planted)
+    if (a.plant == Int4Plant::split_k4_in_dtype)
+      for (int mi = 0; mi < 2; ++mi)
+        for (int ni = 0; ni < 4; ++ni)
+          for (int e = 0; e < 4; ++e) acc[mi][ni][e] = total[mi][ni][e];
   // mma_tile.cuh's each_acc walk written out: through its lambda nvcc compiles this kernel to
   // other sm_90 code (the header keeps the code the kernel had).
   const int g = lane / 4, t = lane % 4;

@@ -34,6 +34,11 @@ enum class Int4Plant {
   zero_before_scale,  // tinygemm (q − 8 + zero)·scale; awq/gptq q·scale − z
   gptq_z,             // GPTQ's stored z − 1 used as the zero point
   drop_partial_k,     // K walked in tiles of 128, a partial last tile dropped
+  // cuda.int4_mm only (mm_kernel's planted instantiation):
+  drop_last_k,        // x[:, K − 1] read as 0: the last K element dropped
+  fp16_as_bf16,       // x and the dequantized weights rounded to bf16 (an fp16 problem computed in bf16)
+  sum_in_dtype_64,    // the fp32 accumulators rounded to the dtype after every 64 K elements
+  split_k4_in_dtype,  // K in 4 slices, each slice's fp32 sums rounded to the dtype, then added
 };
 
 struct Int4MmParams {

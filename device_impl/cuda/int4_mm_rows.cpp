@@ -19,6 +19,11 @@ void register_cuda_int4_mm(Registry& reg) {
       {"cuda.int4_gemv_gptq_z", {true, Int4Plant::gptq_z}, int4_mm::PlantedBug::gptq_z},
       {"cuda.int4_mm_zero_before_scale", {false, Int4Plant::zero_before_scale}, int4_mm::PlantedBug::zero_before_scale},
       {"cuda.int4_mm_drop_partial_k", {false, Int4Plant::drop_partial_k}, int4_mm::PlantedBug::drop_partial_k},
+      // The precision bugs live in the mma kernel's planted instantiation (int4_mm.cu).
+      {"cuda.int4_mm_drop_last_k", {false, Int4Plant::drop_last_k}, int4_mm::PlantedBug::drop_last_k},
+      {"cuda.int4_mm_fp16_as_bf16", {false, Int4Plant::fp16_as_bf16}, int4_mm::PlantedBug::fp16_as_bf16},
+      {"cuda.int4_mm_sum_in_dtype_64", {false, Int4Plant::sum_in_dtype_64}, int4_mm::PlantedBug::sum_in_dtype_64},
+      {"cuda.int4_mm_split_k4_in_dtype", {false, Int4Plant::split_k4_in_dtype}, int4_mm::PlantedBug::split_k4_in_dtype},
   };
   std::vector<Row> rows;
   auto add = [&](const char* name, const Int4Row* data) {

@@ -54,12 +54,13 @@ class HostScaledMm final : public Impl {
         if (p.out == DType::e4m3fn && p.out_scale != 1.0) return Support::yes();
         return Support::no(std::string(name()) + ": no output scale other than 1 to ignore");
       case Bug::scale_transposed:
-        // Probed where both operands have several rows and several scale blocks along K, and
-        // the scales differ (an exact fill over a long unpromoted K has one exponent only).
+        // Left out only where the transposed read reads what the right one does: every scale
+        // the same (an exact fill over a long unpromoted K has one exponent only), or every
+        // (row, K block) at the same storage position either way (one K block, one row).
         if (p.fill == scaled_mm::Fill::exact && scaled_mm::exact_ranges(p).exp_span == 0)
           return Support::no(std::string(name()) + ": every scale of this exact fill is the same");
-        if (blk > 0 && p.m >= 64 && p.n >= 64 && p.k >= 2 * blk && p.k > 128) return Support::yes();
-        return Support::no(std::string(name()) + ": too few scale rows and K blocks for a transposed read to differ");
+        if (host_mm::transposed_read_differs(p)) return Support::yes();
+        return Support::no(std::string(name()) + ": every scale sits where the transposed read looks for it");
       case Bug::drop_partial_k:
         if (p.k % (blk ? blk : 128) != 0 && p.m * p.n > 1) return Support::yes();
         return Support::no(std::string(name()) + ": K has no partial last block to drop");

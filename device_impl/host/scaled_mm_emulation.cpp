@@ -138,6 +138,17 @@ MatF code_values(const HostTensor& t, int64_t R, int64_t K) {
   return x;
 }
 
+bool transposed_read_differs(const Problem& p) {
+  const int64_t S = scale_cols(p);
+  for (const char which : {'a', 'b'}) {
+    const int64_t R = which == 'a' ? p.m : p.n;
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t kb = 0; kb < S; ++kb)
+        if (scale_pos(p, which, R, r, kb, false) != scale_pos(p, which, R, r, kb, true)) return true;
+  }
+  return false;
+}
+
 float scale(const Problem& p, const TensorMap& in, char which, int64_t r, int64_t kb, bool transposed) {
   const int64_t R = which == 'a' ? p.m : p.n;
   return stored_scale(in.at(which == 'a' ? "a_scale" : "b_scale"), scale_pos(p, which, R, r, kb, transposed));

@@ -27,6 +27,11 @@ MatF code_values(const HostTensor& t, int64_t R, int64_t K);
 float scale(const scaled_mm::Problem& p, const TensorMap& in, char which, int64_t r, int64_t kb,
             bool transposed = false);
 
+/// Whether reading the scales with the layout's roles exchanged (`scale`'s `transposed`) reads
+/// another storage position for some (row, K block) of either operand: where it does not (one
+/// K block, one row, a scalar), the transposed-read bug changes nothing.
+bool transposed_read_differs(const scaled_mm::Problem& p);
+
 /// The epilogue of D = out(os·(g·acc + bias)) in fp32 with one rounding to the output dtype
 /// (e4m3fn: satfinite); `out_scale` false ignores the output scale (a planted bug).
 TensorMap epilogue(const scaled_mm::Problem& p, const TensorMap& in, const MatF& acc, bool out_scale = true);

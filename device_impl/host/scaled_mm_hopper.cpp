@@ -18,7 +18,9 @@
 //
 // Planted (host.emulated_hopper_<bug>, must FAIL under the sm90 model; refimpl/scaled_mm_planted.hpp):
 // block_scale_doubled, k_block_scale_zeroed, no_out_scale, scale_error, no_bias, half_k,
-// out_times_2 — the same bugs cuda.cublaslt_<bug> plants into cuBLASLt's inputs.
+// out_times_2, product_low, product_high (every product 2^-8 off: the bias check's two sides),
+// drop_last_k_step (the last 32 K elements: a FAST_ACCUM step) — the same bugs
+// cuda.cublaslt_<bug> plants into cuBLASLt's inputs.
 #include <bit>
 #include <cmath>
 #include <cstdint>
