@@ -2,8 +2,8 @@
 # The evidence runs a docs/status/<arch>.md entry records, on the GPU found (else the host
 # device), with an opcts already built (scripts/run-suite.sh or run-tests.sh build it):
 #
-#   scripts/status-runs.sh tier    the tier as run-suite.sh runs it: the CTest shards (with
-#                                  --bitwise, as the build configures them), a resource spec with
+#   scripts/status-runs.sh tier    the tier as run-suite.sh runs it: the CTest shard tests (with
+#                                  --bitwise, as the build's glue writes them), a resource spec with
 #                                  OPCTS_SHARDS_PER_GPU slots, a cold reference cache; then the
 #                                  merged report, the gate over it, the tightness report, the
 #                                  slowest cases and the wall time
@@ -48,9 +48,11 @@ for l in open(sys.argv[1]):
 if [ "$what" = tier ]; then
   per_gpu=${OPCTS_SHARDS_PER_GPU:-4}
   rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/opcts" "$build/reports/$arch"
-  # The build's CTest glue (bin/opcts_shards.cmake) in a folder of its own: only the shard tests.
-  echo "include(\"$build/bin/opcts_shards.cmake\")" > "$work/CTestTestfile.cmake"
-  grep -q -- '"--bitwise"' "$build/bin/opcts_shards.cmake" || echo "status-runs: the CTest glue runs without --bitwise" | tee "$out/warning.txt"
+  # The shard tests the build's CTest glue writes (opcts ctest-tests, with --bitwise), for this
+  # arch and tier, in a folder of their own; as many shards a family as run at once.
+  "$bin" ctest-tests --archs "$arch" --tier "$tier" --shards "$per_gpu" --bitwise --exe "$bin" \
+    --reports-dir "$build/reports" --out "$work/shards.cmake" || exit 2
+  echo "include(\"$work/shards.cmake\")" > "$work/CTestTestfile.cmake"
   resources=()
   if [ "$arch" != host ]; then
     "$bin" resources --out "$work/gpus.json"
