@@ -112,16 +112,21 @@ cat "$work/new.jsonl" "$work/planted.jsonl" > "$work/planted_all.jsonl"
 timeout 300 "$bin" probe accumulators --arch "$arch" > "$out/probe.txt" 2>&1
 echo "probe exit $?" >> "$out/probe.txt"
 # Stopped and resumed: the same outcomes as a clean run.
-"$bin" run --arch "$arch" --tier smoke --results "$work/clean.jsonl" > "$work/clean.log" 2>&1
+start=$(date +%s)
+"$bin" run --arch "$arch" --tier smoke --no-ref-cache --results "$work/clean.jsonl" > "$work/clean.log" 2>&1
 echo "clean run: exit $?" > "$out/resume.txt"
-"$bin" run --arch "$arch" --tier smoke --results "$work/stopped.jsonl" > "$work/s1.log" 2>&1 &
-pid=$!; sleep "${OPCTS_STATUS_KILL_AFTER:-10}"; kill -TERM "$pid"; wait "$pid"
+# Stop a third of the way in, kill two thirds in (of the clean run's wall, references computed
+# again: --no-ref-cache, so the stops land mid-tier).
+wall=$(( $(date +%s) - start ))
+kill_after=${OPCTS_STATUS_KILL_AFTER:-$(( wall / 3 > 1 ? wall / 3 : 1 ))}
+"$bin" run --arch "$arch" --tier smoke --no-ref-cache --results "$work/stopped.jsonl" > "$work/s1.log" 2>&1 &
+pid=$!; sleep "$kill_after"; kill -TERM "$pid"; wait "$pid"
 echo "stopped by SIGTERM: exit $?, $(grep -c '"outcome"' "$work/stopped.jsonl") records" >> "$out/resume.txt"
-"$bin" run --arch "$arch" --tier smoke --resume "$work/stopped.jsonl" > "$work/s2.log" 2>&1 &
-pid=$!; sleep "${OPCTS_STATUS_KILL_AFTER:-10}"; kill -KILL "$pid"; wait "$pid"
+"$bin" run --arch "$arch" --tier smoke --no-ref-cache --resume "$work/stopped.jsonl" > "$work/s2.log" 2>&1 &
+pid=$!; sleep "$kill_after"; kill -KILL "$pid"; wait "$pid"
 echo "resumed, killed by SIGKILL: exit $?, $(grep -c '"outcome"' "$work/stopped.jsonl") records" >> "$out/resume.txt"
 sleep 1  # the killed supervisor's workers die with it (PR_SET_PDEATHSIG)
-"$bin" run --arch "$arch" --tier smoke --resume "$work/stopped.jsonl" > "$work/s3.log" 2>&1
+"$bin" run --arch "$arch" --tier smoke --no-ref-cache --resume "$work/stopped.jsonl" > "$work/s3.log" 2>&1
 echo "resumed to the end: exit $?, $(grep -c '"outcome"' "$work/stopped.jsonl") records" >> "$out/resume.txt"
 if diff <(outcomes "$work/clean.jsonl") <(outcomes "$work/stopped.jsonl") > "$work/diff.txt"; then
   echo "same outcomes as the clean run: $(outcomes "$work/clean.jsonl" | wc -l) cases" >> "$out/resume.txt"
