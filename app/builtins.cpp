@@ -14,7 +14,7 @@ namespace opcts {
 // Each family's three registration functions, declared from the family list (cmake/families.cmake):
 // the family (refimpl/<f>_family.cpp), its host impls (device_impl/host/) and its CUDA rows
 // (device_impl/cuda/<f>_rows.cpp, in every build: without CUDA each row is a SKIP saying why).
-#define OPCTS_FAMILY(f)                 \
+#define OPCTS_FAMILY(f)                  \
   void register_##f##_family(Registry&); \
   void register_host_##f(Registry&);     \
   void register_cuda_##f(Registry&);
@@ -27,7 +27,7 @@ void register_builtins(Registry& reg) {
 #define OPCTS_FAMILY(f) register_##f##_family(reg);
 #include "opcts_families.inc"
 #undef OPCTS_FAMILY
-#define OPCTS_FAMILY(f) \
+#define OPCTS_FAMILY(f)   \
   register_host_##f(reg); \
   register_cuda_##f(reg);
 #include "opcts_families.inc"
@@ -57,7 +57,8 @@ std::string token_of(std::string name) {
 std::string this_exe() {
   std::error_code ec;
   const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw std::runtime_error("cannot find this program (/proc/self/exe) to start a plugin probe: " + ec.message());
+  if (ec)
+    throw std::runtime_error("cannot find this program (/proc/self/exe) to start a plugin probe: " + ec.message());
   return p.string();
 }
 
@@ -77,8 +78,8 @@ const Registry& registry_for(const std::vector<std::string>& plugins, const std:
       // The probe checked the impls against the built-ins; against the plugins before it here.
       for (const auto& d : st.impls)
         if (st.error.empty() && (r.impl(d.name) || r.impl_by_id_token(token_of(d.name))))
-          st.error = "plugin " + path + " is not used: impl " + d.name + ": another impl has this name (or its id spelling " +
-                     token_of(d.name) + ")";
+          st.error = "plugin " + path + " is not used: impl " + d.name +
+                     ": another impl has this name (or its id spelling " + token_of(d.name) + ")";
       if (st.error.empty()) {
         for (const auto& d : st.impls) r.add(std::make_unique<ProbedImpl>(d));
       } else {

@@ -1,12 +1,13 @@
-// opcts: the command line — list, run, repro, gate, report merge/matrix/times/html/tightness, resources, manifest lint, probe accumulators, ctest-tests and the worker.
+// opcts: the command line — list, run, repro, gate, report merge/matrix/times/html/tightness, resources, manifest lint,
+// probe accumulators, ctest-tests and the worker.
 #include <cstdio>
 #include <sstream>
 
 #include "app/builtins.hpp"
-#include "app/plugin_probe.hpp"
 #include "app/cli_commands.hpp"
 #include "app/cli_parse.hpp"
 #include "app/cli_suggest.hpp"
+#include "app/plugin_probe.hpp"
 #include "core/allocator.hpp"
 #include "runner/worker.hpp"
 
@@ -18,7 +19,8 @@ namespace {
 // Runs the parsed command; returns its exit code.
 int dispatch(CommandLine& cl, const char* argv0) {
   check_options(cl);
-  if (*cl.list) return cl.fields_of.empty() ? cmd_list(cl.sel, cl.verbose, cl.count_only) : cmd_list_fields(cl.fields_of);
+  if (*cl.list)
+    return cl.fields_of.empty() ? cmd_list(cl.sel, cl.verbose, cl.count_only) : cmd_list_fields(cl.fields_of);
   if (*cl.run) return cmd_run(cl.sel, cl.rf, argv0);
   if (*cl.repro) return cmd_repro(cl.repro_id, cl.sel, cl.repro_device, cl.repro_json);
   if (*cl.resources) return cmd_resources(cl.resources_out);
@@ -50,8 +52,8 @@ int dispatch(CommandLine& cl, const char* argv0) {
       for (std::string x; std::getline(ss, x, ',');)
         if (!x.empty()) archs.push_back(x);
     }
-    return cmd_ctest_tests(cl.sel, archs, cl.ctest_shards, cl.ctest_exe, cl.ctest_reports, cl.ctest_out, cl.ctest_timeout,
-                           cl.ctest_bitwise);
+    return cmd_ctest_tests(cl.sel, archs, cl.ctest_shards, cl.ctest_exe, cl.ctest_reports, cl.ctest_out,
+                           cl.ctest_timeout, cl.ctest_bitwise);
   }
   if (*cl.worker) {
     cl.wo.suite.load_catalogs = false;
@@ -66,7 +68,8 @@ int main(int argc, char** argv) {
   opcts::keep_freed_memory();  // workers, forked or started from here, inherit or repeat it
   CommandLine cl;
   const auto app = make_cli(cl);
-  app->set_version_flag("--version", [] { return version_text(); }, "print the version, commit, build options and the cases folder");
+  app->set_version_flag(
+      "--version", [] { return version_text(); }, "print the version, commit, build options and the cases folder");
   try {
     app->parse(argc, argv);
   } catch (const CLI::ParseError& e) {

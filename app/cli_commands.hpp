@@ -54,15 +54,15 @@ struct RunFlags {
   double timeout = 600;
   bool allow_arch_mismatch = false;
   bool allow_empty = false;
-  int reruns = 1;             // reruns of an unexpected failure (a manifest flaky entry may set its own)
-  std::string artifacts;      // failure artifacts folder ("" = next to --results)
-  bool bitwise = false;       // run deterministic impls twice, require identical bytes
-  std::string ref_cache;      // on-disk reference cache ("" = the default folder)
+  int reruns = 1;         // reruns of an unexpected failure (a manifest flaky entry may set its own)
+  std::string artifacts;  // failure artifacts folder ("" = next to --results)
+  bool bitwise = false;   // run deterministic impls twice, require identical bytes
+  std::string ref_cache;  // on-disk reference cache ("" = the default folder)
   bool no_ref_cache = false;
-  double ref_cache_max_gib = 4;  // the reference cache's size cap (kDefaultRefCacheMaxBytes)
-  std::string resume;         // results of a killed run to continue ("" = a fresh run)
+  double ref_cache_max_gib = 4;           // the reference cache's size cap (kDefaultRefCacheMaxBytes)
+  std::string resume;                     // results of a killed run to continue ("" = a fresh run)
   std::string junit_properties = "lean";  // lean | all (reports/junit.hpp: JunitDetail)
-  int min_run = 1;            // the gate fails when fewer cases ran (neither SKIP nor MISSING)
+  int min_run = 1;                        // the gate fails when fewer cases ran (neither SKIP nor MISSING)
 };
 
 int cmd_list(const Selection& s, bool verbose, bool count_only);

@@ -15,34 +15,34 @@
 #include <sstream>
 
 #include "app/builtins.hpp"
+#include "app/cli_commands.hpp"
 #include "core/errors.hpp"
-#include "runner/execute.hpp"
-#include "runner/device_probe.hpp"
-#include "runner/ref_disk_cache.hpp"
 #include "core/rng.hpp"
-#include "runner/supervisor.hpp"
-#include "runner/worker.hpp"
 #include "core/yaml_util.hpp"
-#include "runner/gate.hpp"
 #include "reports/html.hpp"
 #include "reports/junit.hpp"
 #include "reports/matrix.hpp"
 #include "reports/merge.hpp"
 #include "reports/summary.hpp"
 #include "reports/times.hpp"
+#include "runner/device_probe.hpp"
+#include "runner/execute.hpp"
+#include "runner/gate.hpp"
+#include "runner/ref_disk_cache.hpp"
 #include "runner/shard_cases.hpp"
-#include "app/cli_commands.hpp"
+#include "runner/supervisor.hpp"
+#include "runner/worker.hpp"
 
 namespace fs = std::filesystem;
 
 namespace opcts::cli {
 
-
 void add_selection(CLI::App* app, Selection& s) {
   app->add_option("--arch", s.arch, "arch to plan for (sm80, sm90, host, ...; auto = the GPU present, else host)");
   app->add_option("--tier", s.tier, "smoke, default or full (each includes the tiers before it)");
   app->add_option("--family", s.families, "family to select (repeatable; default: all)");
-  app->add_option("--filter", s.filters, "glob over case ids or impl names to include (repeatable; 'aten.*' selects an impl prefix)");
+  app->add_option("--filter", s.filters,
+                  "glob over case ids or impl names to include (repeatable; 'aten.*' selects an impl prefix)");
   app->add_option("--exclude", s.excludes, "glob over case ids or impl names to leave out (repeatable)");
   app->add_option("--catalog", s.catalogs, "extra catalog file or folder (repeatable)");
   app->add_option("--shard", s.shard,
@@ -54,9 +54,10 @@ void add_selection(CLI::App* app, Selection& s) {
   app->add_option("--manifest", s.manifest, "manifest file (default: <cases-dir>/manifests/<arch>.yaml)");
   app->add_flag("--include-planted", s.include_planted,
                 "add the cases of planted-bug impls, which prove the suite catches their bug (they must FAIL)");
-  app->add_option("--plugin", s.plugins,
-                  "shared library of impls (include/opcts/plugin.h) to load (repeatable); one that cannot be used is an "
-                  "error (exit 2)");
+  app->add_option(
+      "--plugin", s.plugins,
+      "shared library of impls (include/opcts/plugin.h) to load (repeatable); one that cannot be used is an "
+      "error (exit 2)");
   app->add_option("--plugin-optional", s.optional_plugins,
                   "as --plugin, but one that cannot be used is left out with a warning (the reports say so)");
 }
@@ -90,7 +91,8 @@ std::vector<Case> unsharded(const Suite& suite, const Selection& s) {
   for (const auto& f : s.families)
     if (!registry_for(s.plugins, s.optional_plugins).family(f)) {
       std::string known;
-      for (const Family* fam : registry_for(s.plugins, s.optional_plugins).families()) known += (known.empty() ? "" : ", ") + std::string(fam->name());
+      for (const Family* fam : registry_for(s.plugins, s.optional_plugins).families())
+        known += (known.empty() ? "" : ", ") + std::string(fam->name());
       throw std::invalid_argument("--family: unknown family '" + f + "' (known: " + known + ")");
     }
   auto cases = select_cases(suite.all_cases(), parse_tier(s.tier), s.filters, s.excludes);
@@ -146,28 +148,32 @@ std::string resolve_shard(const std::string& shard) {
   // (the Job's `completions`, which Kubernetes does not pass on).
   if (oi.empty() && !jci.empty()) {
     if (on.empty())
-      throw std::invalid_argument("--shard auto: JOB_COMPLETION_INDEX is set but OPCTS_SHARD_COUNT is not "
-                                  "(set it to the Indexed Job's completions)");
+      throw std::invalid_argument(
+          "--shard auto: JOB_COMPLETION_INDEX is set but OPCTS_SHARD_COUNT is not "
+          "(set it to the Indexed Job's completions)");
     return checked(std::to_string(env_index("JOB_COMPLETION_INDEX", jci) + 1) + "/" + on,
                    "JOB_COMPLETION_INDEX=" + jci + ", OPCTS_SHARD_COUNT=" + on);
   }
   if (!oi.empty() || !on.empty()) {
     if (oi.empty() || on.empty())
-      throw std::invalid_argument(std::string("--shard auto: ") + (oi.empty() ? "OPCTS_SHARD_INDEX" : "OPCTS_SHARD_COUNT") +
-                                  " is not set but " + (oi.empty() ? "OPCTS_SHARD_COUNT" : "OPCTS_SHARD_INDEX") + " is");
+      throw std::invalid_argument(std::string("--shard auto: ") +
+                                  (oi.empty() ? "OPCTS_SHARD_INDEX" : "OPCTS_SHARD_COUNT") + " is not set but " +
+                                  (oi.empty() ? "OPCTS_SHARD_COUNT" : "OPCTS_SHARD_INDEX") + " is");
     return checked(oi + "/" + on, "OPCTS_SHARD_INDEX=" + oi + ", OPCTS_SHARD_COUNT=" + on);
   }
   // A Slurm job array (sbatch --array=MIN-MAX[:STEP]): the task's place in the array, from 1.
   const std::string sid = env_of("SLURM_ARRAY_TASK_ID"), scount = env_of("SLURM_ARRAY_TASK_COUNT");
   if (!sid.empty() || !scount.empty()) {
     if (sid.empty() || scount.empty())
-      throw std::invalid_argument(std::string("--shard auto: ") + (sid.empty() ? "SLURM_ARRAY_TASK_ID" : "SLURM_ARRAY_TASK_COUNT") +
-                                  " is not set but " + (sid.empty() ? "SLURM_ARRAY_TASK_COUNT" : "SLURM_ARRAY_TASK_ID") + " is");
+      throw std::invalid_argument(
+          std::string("--shard auto: ") + (sid.empty() ? "SLURM_ARRAY_TASK_ID" : "SLURM_ARRAY_TASK_COUNT") +
+          " is not set but " + (sid.empty() ? "SLURM_ARRAY_TASK_COUNT" : "SLURM_ARRAY_TASK_ID") + " is");
     const std::string smin = env_of("SLURM_ARRAY_TASK_MIN"), sstep = env_of("SLURM_ARRAY_TASK_STEP");
     const long id = env_index("SLURM_ARRAY_TASK_ID", sid);
     const long min = smin.empty() ? 0 : env_index("SLURM_ARRAY_TASK_MIN", smin);
     const long step = sstep.empty() ? 1 : std::max(1L, env_index("SLURM_ARRAY_TASK_STEP", sstep));
-    const std::string from = "SLURM_ARRAY_TASK_ID=" + sid + ", SLURM_ARRAY_TASK_MIN=" + (smin.empty() ? "unset" : smin) +
+    const std::string from = "SLURM_ARRAY_TASK_ID=" + sid +
+                             ", SLURM_ARRAY_TASK_MIN=" + (smin.empty() ? "unset" : smin) +
                              ", SLURM_ARRAY_TASK_COUNT=" + scount;
     if (id < min || (id - min) % step != 0)
       throw std::invalid_argument("--shard auto: " + from + ": the task is not in the array MIN, MIN+STEP, ...");

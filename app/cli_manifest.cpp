@@ -42,8 +42,8 @@ int unknown_outputs(const ManifestEntry& e, const std::vector<Case>& cases) {
     if (have.count(out)) continue;
     std::string names;
     for (const auto& h : have) names += (names.empty() ? "" : ", ") + h;
-    std::printf("%s: xfail entry '%s' names output '%s', which no case it matches has (outputs: %s)\n", e.source.c_str(),
-                e.match.c_str(), out.c_str(), names.empty() ? "none" : names.c_str());
+    std::printf("%s: xfail entry '%s' names output '%s', which no case it matches has (outputs: %s)\n",
+                e.source.c_str(), e.match.c_str(), out.c_str(), names.empty() ? "none" : names.c_str());
     ++bad;
   }
   return bad;
@@ -72,19 +72,19 @@ int cmd_manifest_lint(const Selection& s) {
     for (const auto& id : ids)
       if ((any = glob_match(e.match, id))) break;
     if (!any) {
-      std::printf("%s: stale %s entry '%s': matches no case of %s\n", e.source.c_str(), std::string(to_string(e.kind)).c_str(),
-                  e.match.c_str(), arch.c_str());
+      std::printf("%s: stale %s entry '%s': matches no case of %s\n", e.source.c_str(),
+                  std::string(to_string(e.kind)).c_str(), e.match.c_str(), arch.c_str());
       ++problems;
     } else if (!decides_some_case(entries, i, ids)) {
-      std::printf("%s: shadowed %s entry '%s': every case it matches is decided by an earlier entry\n", e.source.c_str(),
-                  std::string(to_string(e.kind)).c_str(), e.match.c_str());
+      std::printf("%s: shadowed %s entry '%s': every case it matches is decided by an earlier entry\n",
+                  e.source.c_str(), std::string(to_string(e.kind)).c_str(), e.match.c_str());
       ++problems;
     } else {
       problems += unknown_outputs(e, suite.all_cases());
     }
   }
-  std::printf("manifest lint %s: %d entries (%s), %zu cases, %d stale, shadowed or misnamed\n", arch.c_str(), from_files,
-              suite.manifest().path().c_str(), ids.size(), problems);
+  std::printf("manifest lint %s: %d entries (%s), %zu cases, %d stale, shadowed or misnamed\n", arch.c_str(),
+              from_files, suite.manifest().path().c_str(), ids.size(), problems);
   return problems == 0 ? 0 : 1;
 }
 

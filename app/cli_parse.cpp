@@ -33,7 +33,9 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   add_selection(cl.list, cl.sel);
   cl.list->add_flag("-v,--verbose", cl.verbose, "show tier, catalog source and whether the case would run or SKIP");
   cl.list->add_flag("--count", cl.count_only, "print only the number of cases");
-  cl.list->add_option("--fields", cl.fields_of, "print a family's problem fields (YAML keys, forms, id spelling) instead; 'all' for every family");
+  cl.list->add_option(
+      "--fields", cl.fields_of,
+      "print a family's problem fields (YAML keys, forms, id spelling) instead; 'all' for every family");
 
   cl.run = app->add_subcommand("run", "run cases in worker processes and write reports");
   add_selection(cl.run, cl.sel);
@@ -45,23 +47,30 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.run->add_option("--summary", cl.rf.summary, "Markdown summary path");
   cl.run->add_option("--device", cl.rf.device, "GPU ordinal (default: CTest's resource allocation, else 0)");
   cl.run->add_option("--timeout", cl.rf.timeout, "seconds one case may take before it is TIMEOUT");
-  cl.run->add_flag("--allow-arch-mismatch", cl.rf.allow_arch_mismatch, "run a GPU arch's cases on a GPU of another arch");
+  cl.run->add_flag("--allow-arch-mismatch", cl.rf.allow_arch_mismatch,
+                   "run a GPU arch's cases on a GPU of another arch");
   cl.run->add_flag("--allow-empty", cl.rf.allow_empty, "succeed when the selection holds no case (else an error)");
-  cl.run->add_option("--reruns", cl.rf.reruns, "re-run an unexpected failure this often; differing outcomes make it FLAKE (manifest flaky entries may set their own)");
-  cl.run->add_option("--artifacts", cl.rf.artifacts, "folder for failure artifacts (default: artifacts/ next to --results)");
-  cl.run->add_flag("--bitwise", cl.rf.bitwise, "run each case twice; deterministic impls must give identical output bytes");
-  cl.run->add_option("--ref-cache", cl.rf.ref_cache, "on-disk reference cache folder (default: $XDG_CACHE_HOME/opcts or ~/.cache/opcts)");
+  cl.run->add_option("--reruns", cl.rf.reruns,
+                     "re-run an unexpected failure this often; differing outcomes make it FLAKE (manifest flaky "
+                     "entries may set their own)");
+  cl.run->add_option("--artifacts", cl.rf.artifacts,
+                     "folder for failure artifacts (default: artifacts/ next to --results)");
+  cl.run->add_flag("--bitwise", cl.rf.bitwise,
+                   "run each case twice; deterministic impls must give identical output bytes");
+  cl.run->add_option("--ref-cache", cl.rf.ref_cache,
+                     "on-disk reference cache folder (default: $XDG_CACHE_HOME/opcts or ~/.cache/opcts)");
   cl.run->add_flag("--no-ref-cache", cl.rf.no_ref_cache, "compute every reference; neither read nor write the cache");
   cl.run->add_option("--ref-cache-max-gib", cl.rf.ref_cache_max_gib,
-                  "size cap of the reference cache in GiB (default 4); the least recently used references go first");
+                     "size cap of the reference cache in GiB (default 4); the least recently used references go first");
   cl.run->add_option("--min-run", cl.rf.min_run,
                      "the run fails when fewer cases ran than this (neither SKIP nor MISSING; default 1); a shard "
                      "leaves it to `opcts gate`");
   cl.run->add_option("--resume", cl.rf.resume,
-                  "continue a stopped or killed run from its results file: cases with a record there do not run "
-                  "again (the same selection; --results defaults to this file)");
+                     "continue a stopped or killed run from its results file: cases with a record there do not run "
+                     "again (the same selection; --results defaults to this file)");
 
-  cl.resources = app->add_subcommand("resources", "write a CTest resource spec (JSON) with the CUDA devices found, else the AMD GPUs");
+  cl.resources = app->add_subcommand(
+      "resources", "write a CTest resource spec (JSON) with the CUDA devices found, else the AMD GPUs");
   cl.resources->add_option("--out", cl.resources_out, "file to write (default: stdout)");
 
   cl.repro = app->add_subcommand("repro", "run one case in this process and print its statistics");
@@ -81,9 +90,10 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.merge->add_option("--summary", cl.merge_summary, "Markdown summary path");
   cl.merge->add_option("--results", cl.merge_results, "merged results (JSON lines) path");
   cl.merge->add_option("--junit-properties", cl.merge_junit_properties, "lean or all, as run --junit-properties");
-  cl.merge->add_flag("--prefer-later", cl.prefer_later,
-                  "of two differing results of a case, keep the later (a later argument; in a folder, a later path), "
-                  "e.g. a retried shard's, instead of refusing to merge");
+  cl.merge->add_flag(
+      "--prefer-later", cl.prefer_later,
+      "of two differing results of a case, keep the later (a later argument; in a folder, a later path), "
+      "e.g. a retried shard's, instead of refusing to merge");
   cl.matrix = cl.report->add_subcommand("matrix", "enablement matrix family × impl × arch (Markdown)");
   cl.matrix->add_option("inputs", cl.view_inputs, "reports or folders")->required();
   cl.matrix->add_option("--markdown", cl.matrix_md, "write the Markdown here (default: stdout)");
@@ -96,44 +106,59 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.html->add_option("inputs", cl.view_inputs, "reports or folders")->required();
   cl.html->add_option("--out", cl.html_out, "HTML path")->required();
   cl.html->add_option("--title", cl.html_title, "page title");
-  cl.tightness = cl.report->add_subcommand("tightness", "error ÷ bound per family, impl and output over passing cases (Markdown)");
+  cl.tightness =
+      cl.report->add_subcommand("tightness", "error ÷ bound per family, impl and output over passing cases (Markdown)");
   cl.tightness->add_option("inputs", cl.view_inputs, "reports or folders")->required();
   cl.tightness->add_option("--markdown", cl.tightness_md, "write the Markdown here (default: stdout)");
   cl.gate_cmd = app->add_subcommand(
-      "gate", "judge reports against the selection their runs recorded, or with --arch against a plan made now "
-              "(exit 0 passed, 1 failed, 2 error; docs/gate.md)");
+      "gate",
+      "judge reports against the selection their runs recorded, or with --arch against a plan made now "
+      "(exit 0 passed, 1 failed, 2 error; docs/gate.md)");
   add_selection(cl.gate_cmd, cl.sel);
   cl.gate_cmd->add_option("reports", cl.gate_inputs, "reports (JUnit .xml, results .jsonl) or folders")->required();
   cl.gate_cmd->add_flag("--prefer-later", cl.prefer_later, "as report merge --prefer-later");
-  cl.gate_cmd->add_option("--min-run", cl.gate_min_run, "fail when fewer cases ran (neither SKIP nor MISSING; default 1)");
-  cl.gate_cmd->add_flag("--require-measured-models", cl.gate_require_measured,
-                        "fail cases judged under a provisional accumulator model (an arch whose manifest measured none)");
+  cl.gate_cmd->add_option("--min-run", cl.gate_min_run,
+                          "fail when fewer cases ran (neither SKIP nor MISSING; default 1)");
+  cl.gate_cmd->add_flag(
+      "--require-measured-models", cl.gate_require_measured,
+      "fail cases judged under a provisional accumulator model (an arch whose manifest measured none)");
 
   cl.cache = app->add_subcommand("cache", "work with the on-disk reference cache");
   cl.cache->require_subcommand(1);
-  cl.cache_verify = cl.cache->add_subcommand("verify", "recompute a sample of cached references and compare them bit "
-                                                      "for bit; wrong or unreadable entries are removed (exit 1 on any wrong one)");
-  cl.cache_verify->add_option("--ref-cache", cl.cache_dir, "cache folder (default: $XDG_CACHE_HOME/opcts or ~/.cache/opcts)");
-  cl.cache_verify->add_option("--sample", cl.cache_sample, "entries to recompute, chosen at random (0: every one; default 16)");
+  cl.cache_verify =
+      cl.cache->add_subcommand("verify",
+                               "recompute a sample of cached references and compare them bit "
+                               "for bit; wrong or unreadable entries are removed (exit 1 on any wrong one)");
+  cl.cache_verify->add_option("--ref-cache", cl.cache_dir,
+                              "cache folder (default: $XDG_CACHE_HOME/opcts or ~/.cache/opcts)");
+  cl.cache_verify->add_option("--sample", cl.cache_sample,
+                              "entries to recompute, chosen at random (0: every one; default 16)");
 
   cl.manifest = app->add_subcommand("manifest", "work with arch manifests");
   cl.manifest->require_subcommand(1);
-  cl.manifest_lint = cl.manifest->add_subcommand("lint", "report stale, shadowed or malformed entries of an arch's manifest (exit 1 on any)");
+  cl.manifest_lint = cl.manifest->add_subcommand(
+      "lint", "report stale, shadowed or malformed entries of an arch's manifest (exit 1 on any)");
   cl.manifest_lint->add_option("--arch", cl.sel.arch, "arch whose manifest is checked")->required();
   cl.manifest_lint->add_option("--cases-dir", cl.sel.cases_dir, "folder of archs.yaml, tolerances.yaml, manifests/");
-  cl.manifest_lint->add_option("--manifest", cl.sel.manifest, "manifest file (default: <cases-dir>/manifests/<arch>.yaml)");
+  cl.manifest_lint->add_option("--manifest", cl.sel.manifest,
+                               "manifest file (default: <cases-dir>/manifests/<arch>.yaml)");
   cl.manifest_lint->add_option("--plugin", cl.sel.plugins, "shared library of impls to load (repeatable)");
 
   cl.probe = app->add_subcommand("probe", "measure properties of the device's impls");
   cl.probe->require_subcommand(1);
   cl.probe_accumulators = cl.probe->add_subcommand(
-      "accumulators", "measure how each scaled GEMM path of the arch accumulates; print manifest tolerance: entries "
-                      "(exit 1 when a path fits no model or none was measured)");
-  cl.probe_accumulators->add_option("--arch", cl.sel.arch, "arch whose impls are probed (auto = the GPU present, else host)")
+      "accumulators",
+      "measure how each scaled GEMM path of the arch accumulates; print manifest tolerance: entries "
+      "(exit 1 when a path fits no model or none was measured)");
+  cl.probe_accumulators
+      ->add_option("--arch", cl.sel.arch, "arch whose impls are probed (auto = the GPU present, else host)")
       ->capture_default_str();
-  cl.probe_accumulators->add_option("--device", cl.probe_device, "GPU ordinal (default: CTest's resource allocation, else 0)");
-  cl.probe_accumulators->add_option("--filter", cl.sel.filters, "glob over impl names to probe (repeatable; default: all)");
-  cl.probe_accumulators->add_option("--cases-dir", cl.sel.cases_dir, "folder of archs.yaml, tolerances.yaml, manifests/");
+  cl.probe_accumulators->add_option("--device", cl.probe_device,
+                                    "GPU ordinal (default: CTest's resource allocation, else 0)");
+  cl.probe_accumulators->add_option("--filter", cl.sel.filters,
+                                    "glob over impl names to probe (repeatable; default: all)");
+  cl.probe_accumulators->add_option("--cases-dir", cl.sel.cases_dir,
+                                    "folder of archs.yaml, tolerances.yaml, manifests/");
   cl.probe_accumulators->add_option("--manifest", cl.sel.manifest,
                                     "manifest whose models are printed beside the measured ones (default: the arch's)");
   cl.probe_accumulators->add_option("--plugin", cl.sel.plugins, "shared library of impls to load (repeatable)");
@@ -167,7 +192,8 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.worker->add_option("--plugin", cl.wo.suite.plugins);
 
   // The plugin probe (app/plugin_probe.hpp): loads plugins, or asks their supports().
-  cl.plugin_probe = app->add_subcommand("__plugin-probe", "internal: load plugins or ask their impls in a probe process");
+  cl.plugin_probe =
+      app->add_subcommand("__plugin-probe", "internal: load plugins or ask their impls in a probe process");
   cl.plugin_probe->group("");
   cl.plugin_probe->add_option("--plugin", cl.pp_plugins)->required();
   cl.plugin_probe->add_option("--answer-fd", cl.pp_answer_fd);
@@ -185,12 +211,14 @@ void check_run_flags(const RunFlags& f) {
     throw std::invalid_argument("--ref-cache-max-gib must be a positive number of GiB (at most 1048576)");
   parse_junit_detail(f.junit_properties);
   if (f.reruns < 0 || f.reruns > kMaxReruns)
-    throw std::invalid_argument("--reruns must be from 0 to " + std::to_string(kMaxReruns) + ", not " + std::to_string(f.reruns));
+    throw std::invalid_argument("--reruns must be from 0 to " + std::to_string(kMaxReruns) + ", not " +
+                                std::to_string(f.reruns));
   if (f.min_run < 0) throw std::invalid_argument("--min-run must be 0 or more, not " + std::to_string(f.min_run));
 }
 
 void check_options(const CommandLine& cl) {
-  const bool selects = (cl.list && *cl.list) || (cl.run && *cl.run) || (cl.gate_cmd && *cl.gate_cmd) || (cl.ctest && *cl.ctest);
+  const bool selects =
+      (cl.list && *cl.list) || (cl.run && *cl.run) || (cl.gate_cmd && *cl.gate_cmd) || (cl.ctest && *cl.ctest);
   if (selects) {
     parse_tier(cl.sel.tier);
     parse_shard(resolve_shard(cl.sel.shard));

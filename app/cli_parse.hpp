@@ -43,8 +43,8 @@ struct CommandLine {
   std::string pp_arch, pp_cases_dir, pp_ids;
   int pp_answer_fd = 4, pp_device = 0;
   WorkerOptions wo;
-  CLI::App *list = nullptr, *run = nullptr, *resources = nullptr, *repro = nullptr, *report = nullptr,
-           *merge = nullptr, *matrix = nullptr, *times = nullptr, *html = nullptr, *tightness = nullptr, *gate_cmd = nullptr,
+  CLI::App *list = nullptr, *run = nullptr, *resources = nullptr, *repro = nullptr, *report = nullptr, *merge = nullptr,
+           *matrix = nullptr, *times = nullptr, *html = nullptr, *tightness = nullptr, *gate_cmd = nullptr,
            *ctest = nullptr, *worker = nullptr, *manifest = nullptr, *manifest_lint = nullptr, *probe = nullptr,
            *probe_accumulators = nullptr, *cache = nullptr, *cache_verify = nullptr, *plugin_probe = nullptr;
 };

@@ -196,8 +196,8 @@ int cmd_probe_accumulators(const Selection& sel, int device_flag, const std::str
         for (const auto& g : globs)
           body << "  - match: \"" << impl_glob(*impl) << "/" << g << "\"\n"
                << "    accumulator: " << model << "\n"
-               << "    reason: \"measured by opcts probe accumulators on " << arch << " (" << where << ", "
-               << today() << "): " << list << (fast ? " with fast_accum" : "") << "\"\n";
+               << "    reason: \"measured by opcts probe accumulators on " << arch << " (" << where << ", " << today()
+               << "): " << list << (fast ? " with fast_accum" : "") << "\"\n";
       }
   }
   const std::string text = head.str() + "tolerance:\n" + body.str();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,29 +13,20 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
-#include <nlohmann/json.hpp>
 #include <mutex>
-#include <condition_variable>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "app/build_version.hpp"
 #include "app/builtins.hpp"
+#include "app/cli_commands.hpp"
+#include "app/cli_parse.hpp"
 #include "core/digest.hpp"
 #include "core/errors.hpp"
-#include "runner/execute.hpp"
-#include "runner/device_probe.hpp"
-#include "runner/ref_disk_cache.hpp"
-#include "runner/run.hpp"
-#include "runner/run_selection.hpp"
-#include "runner/shard_plan.hpp"
-#include "runner/stop_signal.hpp"
 #include "core/rng.hpp"
-#include "runner/supervisor.hpp"
-#include "runner/worker.hpp"
 #include "core/yaml_util.hpp"
-#include "runner/gate.hpp"
 #include "reports/html.hpp"
 #include "reports/junit.hpp"
 #include "reports/matrix.hpp"
@@ -44,10 +36,17 @@
 #include "reports/results_stream.hpp"
 #include "reports/summary.hpp"
 #include "reports/times.hpp"
+#include "runner/device_probe.hpp"
+#include "runner/execute.hpp"
+#include "runner/gate.hpp"
+#include "runner/ref_disk_cache.hpp"
+#include "runner/run.hpp"
+#include "runner/run_selection.hpp"
 #include "runner/shard_cases.hpp"
 #include "runner/shard_plan.hpp"
-#include "app/cli_commands.hpp"
-#include "app/cli_parse.hpp"
+#include "runner/stop_signal.hpp"
+#include "runner/supervisor.hpp"
+#include "runner/worker.hpp"
 
 namespace fs = std::filesystem;
 
@@ -74,19 +73,18 @@ int cmd_list(const Selection& s, bool verbose, bool count_only) {
     try {
       const auto pre = suite.pre_run(c);
       const ManifestEntry* xf = suite.manifest().find(EntryKind::xfail, c.id);
-      what = pre ? std::string(to_string(pre->outcome)) + ": " + pre->reason
+      what = pre  ? std::string(to_string(pre->outcome)) + ": " + pre->reason
              : xf ? "run, xfail (" + xf->source + "): " + xf->reason
                   : "run";
     } catch (const std::exception& e) {
       const ManifestEntry* skip = suite.manifest().find(EntryKind::skip, c.id);  // SKIP whatever the impl says
-      what = skip ? "SKIP: manifest skip (" + skip->source + "): " + skip->reason : std::string("undecided here: ") + e.what();
+      what = skip ? "SKIP: manifest skip (" + skip->source + "): " + skip->reason
+                  : std::string("undecided here: ") + e.what();
     }
     std::cout << c.id << "\t" << to_string(c.tier) << "\t" << c.source << "\t" << what << "\n";
   }
   return 0;
 }
-
-
 
 int cmd_list_fields(const std::string& family) {
   const Registry& reg = builtin_registry();
@@ -122,7 +120,8 @@ std::string failure_text(const ResultRecord& r) {
   if (r.outcome == Outcome::XPASS) return r.expectation;
   std::string msg = r.message.substr(0, r.message.find('\n'));
   if (msg.size() > 300) msg = msg.substr(0, 300) + "...";
-  if (r.expectation.empty() || r.expectation.find(msg) != std::string::npos) return r.expectation.empty() ? msg : r.expectation;
+  if (r.expectation.empty() || r.expectation.find(msg) != std::string::npos)
+    return r.expectation.empty() ? msg : r.expectation;
   if (msg.empty() || msg.find(r.expectation) != std::string::npos) return msg.empty() ? r.expectation : msg;
   return r.expectation + ": " + msg;
 }
@@ -142,7 +141,8 @@ class Progress {
     return std::chrono::seconds(s > 0 ? s : 30);
   }
 
-  Progress(const Suite& suite, const std::vector<Case>& cases) : tty_(isatty(STDERR_FILENO)), period_(heartbeat_period()) {
+  Progress(const Suite& suite, const std::vector<Case>& cases)
+      : tty_(isatty(STDERR_FILENO)), period_(heartbeat_period()) {
     const bool on_gpu = suite.arch().backend != "host";
     std::map<std::string, bool> problem_seen;
     for (const auto& c : cases) {
@@ -177,8 +177,8 @@ class Progress {
     if (const auto it = estimate_.find(r.id); it != estimate_.end()) done_est_ += it->second;
     if (is_gate_failure(r.outcome)) {
       ++failures_;
-      std::fprintf(stderr, "%s%s %s: %s\n  repro: %s\n", tty_ ? "\r\033[K" : "", std::string(to_string(r.outcome)).c_str(),
-                   r.id.c_str(), failure_text(r).c_str(), r.repro.c_str());
+      std::fprintf(stderr, "%s%s %s: %s\n  repro: %s\n", tty_ ? "\r\033[K" : "",
+                   std::string(to_string(r.outcome)).c_str(), r.id.c_str(), failure_text(r).c_str(), r.repro.c_str());
     }
     if (tty_ || done == total || done % 100 == 0) print(done < total);
   }
@@ -189,8 +189,8 @@ class Progress {
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     // Seconds left: the estimated cost not yet done, at the rate the done cost took.
     const double left = done_est_ > 0 ? el * std::max(0.0, total_est_ - done_est_) / done_est_
-                        : done_ > 0  ? el / static_cast<double>(done_) * static_cast<double>(total_ - done_)
-                                     : 0.0;
+                        : done_ > 0   ? el / static_cast<double>(done_) * static_cast<double>(total_ - done_)
+                                      : 0.0;
     std::fprintf(stderr, "%s[%zu/%zu] %zu failures, %.0f s elapsed, ~%.0f s left%s", tty_ ? "\r" : "", done_, total_,
                  failures_, el, left, tty_ && more ? "" : "\n");
     last_print_ = std::chrono::steady_clock::now();
@@ -248,7 +248,9 @@ std::string write_reports(const RunFlags& f, const std::vector<ResultRecord>& re
                           const RunSelection& sel, const std::string& summary) {
   std::vector<std::pair<std::string, std::string>> files;
   if (!f.results.empty()) files.emplace_back(f.results, results_text(records, sel.header_line()));
-  if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(records, "opcts." + arch, parse_junit_detail(f.junit_properties), {sel.json()}));
+  if (!f.junit.empty())
+    files.emplace_back(f.junit,
+                       junit_xml(records, "opcts." + arch, parse_junit_detail(f.junit_properties), {sel.json()}));
   if (!f.summary.empty()) files.emplace_back(f.summary, summary);
   try {
     write_files(files);
@@ -300,8 +302,9 @@ ResultRecord not_planned_record(const RunSelection& sel) {
 void write_placeholder(const RunFlags& f, const std::vector<ResultRecord>& resumed, const RunSelection& sel) {
   std::vector<std::pair<std::string, std::string>> files;
   if (!f.results.empty()) files.emplace_back(f.results, results_text(resumed, sel.header_line()));
-  if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml({not_planned_record(sel)}, "opcts." + sel.arch, parse_junit_detail(f.junit_properties),
-                                                      {sel.json()}));
+  if (!f.junit.empty())
+    files.emplace_back(f.junit, junit_xml({not_planned_record(sel)}, "opcts." + sel.arch,
+                                          parse_junit_detail(f.junit_properties), {sel.json()}));
   if (!f.summary.empty()) files.emplace_back(f.summary, placeholder_summary(sel));
   write_files(files);
 }
@@ -338,7 +341,8 @@ std::vector<SelectedFile> catalog_files(const Selection& s) {
       for (const auto& de : fs::directory_iterator(p)) {
         const auto ext = de.path().extension();
         const auto name = de.path().filename();
-        if (de.is_regular_file() && (ext == ".yaml" || ext == ".yml") && name != "archs.yaml" && name != "tolerances.yaml")
+        if (de.is_regular_file() && (ext == ".yaml" || ext == ".yml") && name != "archs.yaml" &&
+            name != "tolerances.yaml")
           files.push_back(de.path().string());
       }
       std::sort(files.begin(), files.end());
@@ -364,7 +368,8 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
   const StopOnSignals stop_on_signals;
   // One writer per report: a second run given these paths is refused before it touches them.
   const OutputLock lock({f.results, f.junit, f.summary});
-  const std::vector<ResultRecord> resumed = f.resume.empty() ? std::vector<ResultRecord>{} : read_results_file(f.resume);
+  const std::vector<ResultRecord> resumed =
+      f.resume.empty() ? std::vector<ResultRecord>{} : read_results_file(f.resume);
   // No report of an earlier run at these paths may outlive this one's start, even if it is
   // stopped or fails while the suite loads: replaced now by reports that say the run has not
   // planned yet (the results keep what --resume carries), then by every planned case MISSING.
@@ -441,9 +446,9 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
   }
   const std::string dev = suite.arch().backend == "host" ? "host" : "GPU " + std::to_string(device);
   const std::string resumed_note = done_before ? ", " + std::to_string(done_before) + " done before (--resume)" : "";
-  std::fprintf(stderr, "opcts: arch %s on %s, %zu cases (%zu to run, %zu skipped%s), shard %s, tier %s\n",
-               arch.c_str(), dev.c_str(), cases.size(), cases.size() - skipped - done_before, skipped,
-               resumed_note.c_str(), s.shard.c_str(), s.tier.c_str());
+  std::fprintf(stderr, "opcts: arch %s on %s, %zu cases (%zu to run, %zu skipped%s), shard %s, tier %s\n", arch.c_str(),
+               dev.c_str(), cases.size(), cases.size() - skipped - done_before, skipped, resumed_note.c_str(),
+               s.shard.c_str(), s.tier.c_str());
 
   RunRequest req{SupervisorOptions{so, self_exe(argv0), "", device, f.timeout}, f.reruns};
   // Failure artifacts go next to the reports unless --artifacts names a folder.
@@ -452,8 +457,9 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
                                      : report.empty()     ? std::string()
                                                           : (fs::path(report).parent_path() / "artifacts").string();
   req.supervise.exec.bitwise = f.bitwise;
-  req.supervise.exec.ref_cache_dir =
-      f.no_ref_cache ? std::string() : !f.ref_cache.empty() ? f.ref_cache : default_ref_cache_dir();
+  req.supervise.exec.ref_cache_dir = f.no_ref_cache         ? std::string()
+                                     : !f.ref_cache.empty() ? f.ref_cache
+                                                            : default_ref_cache_dir();
   req.supervise.exec.ref_cache_max_bytes = static_cast<std::uint64_t>(f.ref_cache_max_gib * double(1 << 30));
   req.resumed = carried_list(carried);
 
@@ -464,8 +470,9 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
   {
     const auto start = starting_records(suite, cases, carried, device);
     std::vector<std::pair<std::string, std::string>> files;
-    if (!f.junit.empty()) files.emplace_back(f.junit, junit_xml(start, "opcts." + arch, parse_junit_detail(f.junit_properties),
-                                                               {selection.json()}));
+    if (!f.junit.empty())
+      files.emplace_back(f.junit,
+                         junit_xml(start, "opcts." + arch, parse_junit_detail(f.junit_properties), {selection.json()}));
     if (!f.summary.empty()) files.emplace_back(f.summary, summary_markdown(start));
     write_files(files);
   }
@@ -488,24 +495,30 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
 
   std::map<Outcome, size_t> counts;
   for (const auto& r : records) ++counts[r.outcome];
-  std::printf("opcts %s: %zu PASS, %zu FAIL, %zu ERROR, %zu CRASH, %zu TIMEOUT, %zu SKIP, %zu XFAIL, %zu XPASS, "
-              "%zu FLAKE, %zu MISTRUSTED, %zu MISSING\n",
-              arch.c_str(), counts[Outcome::PASS], counts[Outcome::FAIL], counts[Outcome::ERROR],
-              counts[Outcome::CRASH], counts[Outcome::TIMEOUT], counts[Outcome::SKIP], counts[Outcome::XFAIL],
-              counts[Outcome::XPASS], counts[Outcome::FLAKE], counts[Outcome::MISTRUSTED], counts[Outcome::MISSING]);
+  std::printf(
+      "opcts %s: %zu PASS, %zu FAIL, %zu ERROR, %zu CRASH, %zu TIMEOUT, %zu SKIP, %zu XFAIL, %zu XPASS, "
+      "%zu FLAKE, %zu MISTRUSTED, %zu MISSING\n",
+      arch.c_str(), counts[Outcome::PASS], counts[Outcome::FAIL], counts[Outcome::ERROR], counts[Outcome::CRASH],
+      counts[Outcome::TIMEOUT], counts[Outcome::SKIP], counts[Outcome::XFAIL], counts[Outcome::XPASS],
+      counts[Outcome::FLAKE], counts[Outcome::MISTRUSTED], counts[Outcome::MISSING]);
   if (!unwritten.empty())
-    std::fprintf(stderr, "opcts: error: a report could not be written: %s; every other report holds every finished "
-                 "record\n", unwritten.c_str());
+    std::fprintf(stderr,
+                 "opcts: error: a report could not be written: %s; every other report holds every finished "
+                 "record\n",
+                 unwritten.c_str());
   if (result.stopped_by == kStopResultsUnwritable) {
-    std::fprintf(stderr, "opcts: error: stopped: the results file %s could not be written (a full disk?); %zu cases "
+    std::fprintf(stderr,
+                 "opcts: error: stopped: the results file %s could not be written (a full disk?); %zu cases "
                  "not run are MISSING in the reports that could be written\n",
                  f.results.c_str(), counts[Outcome::MISSING]);
     return 2;
   }
   if (result.stopped_by) {
-    std::fprintf(stderr, "opcts: stopped by %s: %zu cases not run are MISSING in the reports; "
-                 "`opcts run ... --resume %s` continues\n", stop_description(result.stopped_by).c_str(),
-                 counts[Outcome::MISSING], f.results.empty() ? "RESULTS" : shell_quote(f.results).c_str());
+    std::fprintf(stderr,
+                 "opcts: stopped by %s: %zu cases not run are MISSING in the reports; "
+                 "`opcts run ... --resume %s` continues\n",
+                 stop_description(result.stopped_by).c_str(), counts[Outcome::MISSING],
+                 f.results.empty() ? "RESULTS" : shell_quote(f.results).c_str());
     return 128 + result.stopped_by;  // as a shell reports a command ended by that signal
   }
   if (!unwritten.empty()) return 2;
@@ -517,8 +530,10 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
   for (const auto& p : result.verdict.problems) std::fprintf(stderr, "opcts: gate: %s\n", p.c_str());
   for (const auto& n : result.verdict.run_notes) std::fprintf(stderr, "opcts: note: %s\n", n.c_str());
   if (!whole)
-    std::fprintf(stderr, "opcts: shard %s: whether enough cases ran and every impl was tested is for `opcts gate` "
-                 "over all shards' reports\n", s.shard.c_str());
+    std::fprintf(stderr,
+                 "opcts: shard %s: whether enough cases ran and every impl was tested is for `opcts gate` "
+                 "over all shards' reports\n",
+                 s.shard.c_str());
   return result.verdict.passed() ? 0 : 1;
 }
 
@@ -537,10 +552,8 @@ int cmd_resources(const std::string& out) {
   }
   const nlohmann::json spec = {{"version", {{"major", 1}, {"minor", 0}}}, {"local", {{{"gpus", gpus}}}}};
   const std::string text = spec.dump(2) + "\n";
-  if (out.empty())
-    std::fputs(text.c_str(), stdout);
-  else
-    write_text_file(out, text);
+  if (out.empty()) std::fputs(text.c_str(), stdout);
+  else write_text_file(out, text);
   return 0;
 }
 
@@ -572,10 +585,11 @@ int cmd_repro(const std::string& id, const Selection& s, int device_flag, const 
   }
   judge(suite, r);
   for (const auto& o : r.outputs) {
-    std::printf("output %-4s %-12s max_abs_err %.6g  max_rel_err %.6g  bound %.6g  lowp_err %.6g  mismatches %lld/%lld"
-                "  err/bound %.3g\n",
-                o.out.c_str(), o.metric.c_str(), o.max_abs_err, o.max_rel_err, o.bound, o.lowp_err,
-                static_cast<long long>(o.mismatches), static_cast<long long>(o.elements), o.max_ratio);
+    std::printf(
+        "output %-4s %-12s max_abs_err %.6g  max_rel_err %.6g  bound %.6g  lowp_err %.6g  mismatches %lld/%lld"
+        "  err/bound %.3g\n",
+        o.out.c_str(), o.metric.c_str(), o.max_abs_err, o.max_rel_err, o.bound, o.lowp_err,
+        static_cast<long long>(o.mismatches), static_cast<long long>(o.elements), o.max_ratio);
     if (o.has_slope())
       std::printf("slope  %-4s %.6g in [%.6g, %.6g]%s\n", o.out.c_str(), o.slope, o.slope_lo, o.slope_hi,
                   o.biased() ? "  BIASED" : "");

@@ -68,7 +68,8 @@ std::string suggestion(const CLI::App& top, const std::vector<std::string>& args
       const CLI::Option* o = app->get_option_no_throw(name);
       if (!o) {
         const std::string near = closest_name(name, long_options(app));
-        return near.empty() ? "" : "unknown option " + name + " of " + command_path(app) + "; did you mean " + near + "?";
+        return near.empty() ? ""
+                            : "unknown option " + name + " of " + command_path(app) + "; did you mean " + near + "?";
       }
       if (a.find('=') == std::string::npos && o->get_type_size_max() > 0) ++i;  // its value
       continue;
@@ -81,7 +82,8 @@ std::string suggestion(const CLI::App& top, const std::vector<std::string>& args
     }
     if (!subs.empty() && app->get_require_subcommand_min() > 0) {
       const std::string near = closest_name(a, subs);
-      return near.empty() ? "" : "unknown subcommand '" + a + "' of " + command_path(app) + "; did you mean '" + near + "'?";
+      return near.empty() ? ""
+                          : "unknown subcommand '" + a + "' of " + command_path(app) + "; did you mean '" + near + "'?";
     }
   }
   return "";

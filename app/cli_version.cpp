@@ -8,10 +8,10 @@ namespace opcts::cli {
 
 std::string version_text() {
   return std::string("opcts ") + OPCTS_VERSION + " (commit " + OPCTS_GIT_COMMIT + ")\n" +  //
-         "build:  " + OPCTS_BUILD_OPTIONS + "\n" +                                          //
-         "CUDA:   " + OPCTS_BUILD_CUDA + "\n" +                                             //
-         "cuDNN:  " + OPCTS_BUILD_CUDNN + "\n" +                                            //
-         "HIP:    " + OPCTS_BUILD_HIP + "\n" +                                              //
+         "build:  " + OPCTS_BUILD_OPTIONS + "\n" +                                         //
+         "CUDA:   " + OPCTS_BUILD_CUDA + "\n" +                                            //
+         "cuDNN:  " + OPCTS_BUILD_CUDNN + "\n" +                                           //
+         "HIP:    " + OPCTS_BUILD_HIP + "\n" +                                             //
          "cases:  " + default_cases_dir() + "\n";
 }
 

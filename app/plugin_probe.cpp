@@ -140,27 +140,28 @@ PluginStatus probe_plugin(const std::string& exe, const std::string& path, bool 
   st.optional = optional;
   st.digest = file_digest(path);
   bool answered = false, timed_out = false;
-  const int status = run_probe({exe, "__plugin-probe", "--plugin", path, "--answer-fd", std::to_string(kAnswerFd)}, -1,
-                               kLoadSeconds,
-                               [&](const std::string& line) {
-                                 json j;
-                                 try {
-                                   j = json::parse(line);
-                                 } catch (const json::exception&) {
-                                   return;
-                                 }
-                                 answered = true;
-                                 if (j.contains("error")) {
-                                   st.error = j["error"].get<std::string>();
-                                   return;
-                                 }
-                                 for (const auto& i : j.at("impls"))
-                                   st.impls.push_back({i.at("family"), i.at("name"), i.at("backend"),
-                                                       i.at("caps").get<std::vector<std::string>>(), i.at("planted")});
-                               },
-                               timed_out);
+  const int status = run_probe(
+      {exe, "__plugin-probe", "--plugin", path, "--answer-fd", std::to_string(kAnswerFd)}, -1, kLoadSeconds,
+      [&](const std::string& line) {
+        json j;
+        try {
+          j = json::parse(line);
+        } catch (const json::exception&) {
+          return;
+        }
+        answered = true;
+        if (j.contains("error")) {
+          st.error = j["error"].get<std::string>();
+          return;
+        }
+        for (const auto& i : j.at("impls"))
+          st.impls.push_back({i.at("family"), i.at("name"), i.at("backend"),
+                              i.at("caps").get<std::vector<std::string>>(), i.at("planted")});
+      },
+      timed_out);
   if (timed_out)
-    st.error = "plugin " + path + ": loading it did not finish within " + std::to_string(static_cast<int>(kLoadSeconds)) +
+    st.error = "plugin " + path + ": loading it did not finish within " +
+               std::to_string(static_cast<int>(kLoadSeconds)) +
                " s (its entry point or a constructor hangs); probe killed";
   else if (!answered || (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 3)))
     st.error = "plugin " + path + ": loading it ended the probe process with " + exit_text(status) +
@@ -200,7 +201,8 @@ int plugin_probe_main(const std::string& path, int answer_fd) {
 
 Support ProbedImpl::supports(const Problem& p, const ArchInfo&) const {
   const auto it = answers_.find(family_def().problem_id(p));
-  if (it == answers_.end()) return Support::no(d_.name + ": supports() not asked (this command does not probe plugins)");
+  if (it == answers_.end())
+    return Support::no(d_.name + ": supports() not asked (this command does not probe plugins)");
   return it->second;
 }
 
@@ -217,38 +219,41 @@ void ask_supports(const SupportsProbe& probe, const std::vector<Case>& cases) {
     std::vector<std::string> ids;
     for (const Case* c : pending) ids.push_back(c->id);
     const int ids_fd = unnamed_file(ids);
-    std::vector<std::string> args{probe.exe,     "__plugin-probe", "--arch",   probe.arch,
-                                  "--cases-dir", probe.cases_dir,  "--ids",    "/proc/self/fd/" + std::to_string(kIdsFd),
-                                  "--device",    std::to_string(probe.device), "--answer-fd", std::to_string(kAnswerFd)};
+    std::vector<std::string> args{probe.exe,     "__plugin-probe",
+                                  "--arch",      probe.arch,
+                                  "--cases-dir", probe.cases_dir,
+                                  "--ids",       "/proc/self/fd/" + std::to_string(kIdsFd),
+                                  "--device",    std::to_string(probe.device),
+                                  "--answer-fd", std::to_string(kAnswerFd)};
     for (const auto& p : probe.plugins) args.insert(args.end(), {"--plugin", p});
     long asking = -1;
     size_t answered_upto = 0;  // every index below it has its answer
     bool timed_out = false;
     std::vector<bool> done(pending.size(), false);
-    const int status = run_probe(args, ids_fd, probe.timeout_s,
-                                 [&](const std::string& line) {
-                                   json j;
-                                   try {
-                                     j = json::parse(line);
-                                   } catch (const json::exception&) {
-                                     return;
-                                   }
-                                   if (j.contains("ask")) {
-                                     asking = j["ask"].get<long>();
-                                     return;
-                                   }
-                                   const size_t i = j.at("i").get<size_t>();
-                                   if (i >= pending.size()) return;
-                                   const Case& c = *pending[i];
-                                   const auto* impl = static_cast<const ProbedImpl*>(c.impl);
-                                   Support s{j.at("ok").get<bool>(), j.at("reason").get<std::string>(),
-                                             j.value("error", false)};
-                                   impl->answer(c.family->problem_id(*c.problem), std::move(s));
-                                   done[i] = true;
-                                   asking = -1;
-                                   answered_upto = i + 1;
-                                 },
-                                 timed_out);
+    const int status = run_probe(
+        args, ids_fd, probe.timeout_s,
+        [&](const std::string& line) {
+          json j;
+          try {
+            j = json::parse(line);
+          } catch (const json::exception&) {
+            return;
+          }
+          if (j.contains("ask")) {
+            asking = j["ask"].get<long>();
+            return;
+          }
+          const size_t i = j.at("i").get<size_t>();
+          if (i >= pending.size()) return;
+          const Case& c = *pending[i];
+          const auto* impl = static_cast<const ProbedImpl*>(c.impl);
+          Support s{j.at("ok").get<bool>(), j.at("reason").get<std::string>(), j.value("error", false)};
+          impl->answer(c.family->problem_id(*c.problem), std::move(s));
+          done[i] = true;
+          asking = -1;
+          answered_upto = i + 1;
+        },
+        timed_out);
     close(ids_fd);
     std::vector<const Case*> next;
     if (asking >= 0 && static_cast<size_t>(asking) < pending.size()) {
@@ -256,9 +261,9 @@ void ask_supports(const SupportsProbe& probe, const std::vector<Case>& cases) {
       // impl's other cases are not asked again.
       const Case& c = *pending[asking];
       const auto* impl = static_cast<const ProbedImpl*>(c.impl);
-      const std::string how = timed_out ? "did not return within " + std::to_string(static_cast<int>(probe.timeout_s)) +
-                                              " s (probe killed)"
-                                        : "ended the probe process with " + exit_text(status);
+      const std::string how =
+          timed_out ? "did not return within " + std::to_string(static_cast<int>(probe.timeout_s)) + " s (probe killed)"
+                    : "ended the probe process with " + exit_text(status);
       impl->answer(c.family->problem_id(*c.problem),
                    Support::failed(std::string(impl->name()) + ": supports() " + how + " on this problem"));
       done[asking] = true;
@@ -273,7 +278,7 @@ void ask_supports(const SupportsProbe& probe, const std::vector<Case>& cases) {
         if (!done[i]) {
           const Case& c = *pending[i];
           static_cast<const ProbedImpl*>(c.impl)->answer(c.family->problem_id(*c.problem),
-                                                          Support::failed(std::string(c.impl->name()) + ": " + why));
+                                                         Support::failed(std::string(c.impl->name()) + ": " + why));
         }
       return;
     }
@@ -283,7 +288,8 @@ void ask_supports(const SupportsProbe& probe, const std::vector<Case>& cases) {
       if (crashed.count(c.impl)) {
         static_cast<const ProbedImpl*>(c.impl)->answer(
             c.family->problem_id(*c.problem),
-            Support::no(std::string(c.impl->name()) + ": not asked: its supports() crashed on another problem (see its ERROR)"));
+            Support::no(std::string(c.impl->name()) +
+                        ": not asked: its supports() crashed on another problem (see its ERROR)"));
         continue;
       }
       next.push_back(&c);

@@ -94,7 +94,8 @@ std::string load_plugin(Registry& reg, const std::string& path) {
   const int32_t rc = init(OPCTS_PLUGIN_ABI_VERSION, &r);
   if (rc != 0)
     st.errors.insert(st.errors.begin(), "its entry point returned " + std::to_string(rc) + " for ABI version " +
-                                            std::to_string(OPCTS_PLUGIN_ABI_VERSION) + " (a version it does not speak?)");
+                                            std::to_string(OPCTS_PLUGIN_ABI_VERSION) +
+                                            " (a version it does not speak?)");
   if (st.errors.empty() && st.impls.empty()) st.errors.push_back("it registered no impl");
   if (!st.errors.empty()) {
     std::string msg = who + " is not used:";

@@ -1,4 +1,6 @@
-// Prints the effective bandwidth of scatter_add's three CUDA kernels (cuda.atomic, cuda.warp_aggregated, cuda.sorted) for uniform indices, every index equal (in a tensor and in a lone element), and the MI300 reproducer's shape, as a fraction of a device-to-device copy measured in the same run (issue 13).
+// Prints the effective bandwidth of scatter_add's three CUDA kernels (cuda.atomic, cuda.warp_aggregated, cuda.sorted)
+// for uniform indices, every index equal (in a tensor and in a lone element), and the MI300 reproducer's shape, as a
+// fraction of a device-to-device copy measured in the same run (issue 13).
 //
 // Effective bandwidth = the bytes a scatter must move at least (self read, out written, src and
 // index read once each) divided by the kernel's time: contention shows as time, not as bytes.
@@ -10,8 +12,8 @@
 // Every line is flushed as soon as it is measured, with the seconds since the start, so a slow
 // row shows where the time goes (an earlier version buffered its whole table in stdout and a
 // 40-s limit cut it before it printed anything). Each row stops timing once it has spent
-// kRowBudgetMs of device time (a warm-up call that alone exceeds it is the figure), and the host-side input generation of
-// each shape is printed with its own time.
+// kRowBudgetMs of device time (a warm-up call that alone exceeds it is the figure), and the host-side input generation
+// of each shape is printed with its own time.
 //
 // Usage: opcts_bench_atomics. Needs a CUDA GPU. About 20 s on an H200.
 #include <cuda_runtime_api.h>
@@ -128,7 +130,8 @@ int main() {
   {
     cuda::DeviceBuffer src(copy_bytes), dst(copy_bytes);
     cudaMemset(src.get(), 1, copy_bytes);
-    const double ms = mean_ms([&] { cudaMemcpyAsync(dst.get(), src.get(), copy_bytes, cudaMemcpyDeviceToDevice, stream); }, stream);
+    const double ms =
+        mean_ms([&] { cudaMemcpyAsync(dst.get(), src.get(), copy_bytes, cudaMemcpyDeviceToDevice, stream); }, stream);
     copy_gbs = 2.0 * static_cast<double>(copy_bytes) / ms / 1e6;
     std::printf("device-to-device copy (512 MiB, read + write): %.0f GB/s   [%.1f s]\n\n", copy_gbs, elapsed_s());
   }
@@ -145,17 +148,26 @@ int main() {
         const cuda::DeviceBuffer terms = cuda::DeviceBuffer::upload(in.at("src"));
         const cuda::DeviceBuffer index = cuda::DeviceBuffer::upload(in.at("index"));
         cuda::DeviceBuffer out(in.at("self").nbytes());
-        std::printf("%-17s %-44s (inputs generated and uploaded in %.2f s)\n", s.what, fam.problem_id(p).c_str(), elapsed_s() - t0);
-        const cuda::IndexingArgs a{.value = value_of(dt), .index_type = cuda::IdxIndex::int64, .per_element_index = true,
-                                   .outer = 1, .n = s.n, .m = s.m, .inner = 1, .self = self.get(), .terms = terms.get(),
-                                   .index = index.get(), .out = out.get()};
-        const double bytes = 2.0 * static_cast<double>(in.at("self").nbytes()) + static_cast<double>(in.at("src").nbytes()) +
-                             static_cast<double>(in.at("index").nbytes());
+        std::printf("%-17s %-44s (inputs generated and uploaded in %.2f s)\n", s.what, fam.problem_id(p).c_str(),
+                    elapsed_s() - t0);
+        const cuda::IndexingArgs a{.value = value_of(dt),
+                                   .index_type = cuda::IdxIndex::int64,
+                                   .per_element_index = true,
+                                   .outer = 1,
+                                   .n = s.n,
+                                   .m = s.m,
+                                   .inner = 1,
+                                   .self = self.get(),
+                                   .terms = terms.get(),
+                                   .index = index.get(),
+                                   .out = out.get()};
+        const double bytes = 2.0 * static_cast<double>(in.at("self").nbytes()) +
+                             static_cast<double>(in.at("src").nbytes()) + static_cast<double>(in.at("index").nbytes());
         const auto row = [&](const char* impl, auto launch) {
           const double ms = mean_ms(launch, stream);
           const double gbs = bytes / ms / 1e6;
-          std::printf("%-17s %-44s %-22s %10.1f %9.0f %8.3f %9.3f %7.1f\n", s.what, fam.problem_id(p).c_str(), impl, ms * 1e3,
-                      gbs, gbs / copy_gbs, ms * 1e6 / static_cast<double>(s.m), elapsed_s());
+          std::printf("%-17s %-44s %-22s %10.1f %9.0f %8.3f %9.3f %7.1f\n", s.what, fam.problem_id(p).c_str(), impl,
+                      ms * 1e3, gbs, gbs / copy_gbs, ms * 1e6 / static_cast<double>(s.m), elapsed_s());
         };
         row("cuda.atomic", [&] { cuda::scatter_atomic(a, cuda::AtomicPlant::none, stream); });
         row("cuda.warp_aggregated", [&] { cuda::scatter_warp_aggregated(a, false, stream); });

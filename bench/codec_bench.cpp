@@ -1,4 +1,5 @@
-// Sweeps fp32 bit patterns through encode_format and encode_fp32_to_e4m3fn (satfinite), counts disagreements, prints values/second.
+// Sweeps fp32 bit patterns through encode_format and encode_fp32_to_e4m3fn (satfinite), counts disagreements, prints
+// values/second.
 //
 // Usage: opcts_bench_codec [COUNT]   COUNT is a number or 2^K (default 2^32: every pattern).
 // Pattern i of the sweep is i·0x9E3779B1 mod 2^32 (odd, so a bijection): the full sweep visits
@@ -55,8 +56,7 @@ int main(int argc, char** argv) {
   const auto wall0 = std::chrono::steady_clock::now();
   for (uint64_t start = 0; start < count; start += kBlock) {
     const size_t n = static_cast<size_t>(std::min(kBlock, count - start));
-    for (size_t i = 0; i < n; ++i)
-      in[i] = std::bit_cast<float>(static_cast<uint32_t>((start + i) * 0x9E3779B1u));
+    for (size_t i = 0; i < n; ++i) in[i] = std::bit_cast<float>(static_cast<uint32_t>((start + i) * 0x9E3779B1u));
 
     auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < n; ++i)
@@ -84,8 +84,8 @@ int main(int argc, char** argv) {
   std::printf("  scalar encode_format loop      %8.2f s  %10.3e values/s\n", t_scalar, v / t_scalar);
   std::printf("  encode_fp32_to_e4m3fn, %2d thr  %8.2f s  %10.3e values/s  %6.1fx the scalar loop\n", threads, t_fast,
               v / t_fast, t_scalar / t_fast);
-  std::printf("  encode_fp32_to_e4m3fn,  1 thr  %8.2f s  %10.3e values/s  %6.1fx the scalar loop\n", t_fast1, v / t_fast1,
-              t_scalar / t_fast1);
+  std::printf("  encode_fp32_to_e4m3fn,  1 thr  %8.2f s  %10.3e values/s  %6.1fx the scalar loop\n", t_fast1,
+              v / t_fast1, t_scalar / t_fast1);
   std::printf("  disagreements: %llu (%d threads), %llu (1 thread)", static_cast<unsigned long long>(disagree), threads,
               static_cast<unsigned long long>(disagree1));
   if (disagree) std::printf("; first at fp32 bits 0x%08x", first_bad);

@@ -98,7 +98,8 @@ std::vector<uint16_t> download(const void* d, int64_t elems) {
 
 // Every element of every group within bound(), every other element still 0xFFFF. Returns the
 // number of bad elements; prints the first.
-int64_t check_all(const bench::GroupedProblem& pr, const std::vector<uint16_t>& out, const std::string& label, bool quiet) {
+int64_t check_all(const bench::GroupedProblem& pr, const std::vector<uint16_t>& out, const std::string& label,
+                  bool quiet) {
   std::vector<char> owned(out.size(), 0);
   int64_t bad = 0;
   for (int64_t g = 0; g < pr.groups(); ++g) {
@@ -112,8 +113,9 @@ int64_t check_all(const bench::GroupedProblem& pr, const std::vector<uint16_t>& 
         const double e = pr.exact(g, r, c, s), x = bench::bf16_value(out[at]);
         if (!(std::fabs(x - e) <= bound(e, s, kg))) {
           if (!bad++ && !quiet)
-            std::printf("      %s: group %lld (%lld, %lld) = %.8g, exact %.8g, bound %.3g\n", label.c_str(), static_cast<long long>(g),
-                        static_cast<long long>(r), static_cast<long long>(c), x, e, bound(e, s, kg));
+            std::printf("      %s: group %lld (%lld, %lld) = %.8g, exact %.8g, bound %.3g\n", label.c_str(),
+                        static_cast<long long>(g), static_cast<long long>(r), static_cast<long long>(c), x, e,
+                        bound(e, s, kg));
         }
       }
   }
@@ -164,7 +166,8 @@ void check_impl(bench::GroupedProblem& pr, const Impl& impl, const std::string& 
 }
 
 // The impl must throw GroupedArgumentError naming `arg` and leave out as it was.
-void expect_refusal(bench::GroupedProblem& pr, const Impl& impl, GroupedMmParams p, const char* arg, const std::string& label) {
+void expect_refusal(bench::GroupedProblem& pr, const Impl& impl, GroupedMmParams p, const char* arg,
+                    const std::string& label) {
   pr.poison_out();
   try {
     impl(p);
@@ -179,7 +182,8 @@ void expect_refusal(bench::GroupedProblem& pr, const Impl& impl, GroupedMmParams
   }
   ck(cudaDeviceSynchronize(), label.c_str());
   const std::vector<uint16_t> out = download(pr.params().out, pr.out_elems());
-  if (std::any_of(out.begin(), out.end(), [](uint16_t v) { return v != 0xFFFF; })) fail(label + ": refused but wrote out");
+  if (std::any_of(out.begin(), out.end(), [](uint16_t v) { return v != 0xFFFF; }))
+    fail(label + ": refused but wrote out");
   else std::printf("ok    %s (refused: %s)\n", label.c_str(), arg);
 }
 
@@ -231,7 +235,8 @@ void run_checks() {
       if (recipe == GroupedRecipe::mxfp8) {
         o = pr.offs();
         o[1] += 16;
-        with_offs(pr, o, [&] { expect_refusal(pr, impls[i], pr.params(), "offs", tag + "an offset not a multiple of 32"); });
+        with_offs(pr, o,
+                  [&] { expect_refusal(pr, impls[i], pr.params(), "offs", tag + "an offset not a multiple of 32"); });
       }
     }
   }
@@ -239,7 +244,10 @@ void run_checks() {
     bench::GroupedProblem pr(small_spec(GroupedMode::m2d_2d, GroupedRecipe::fp8_rowwise, seed++));
     std::vector<int32_t> o = pr.offs();
     o[1] += 8;
-    with_offs(pr, o, [&] { expect_refusal(pr, kernel(), pr.params(), "offs", "cuda.grouped_kernel 2d_2d fp8_rowwise: K offset not a multiple of 16"); });
+    with_offs(pr, o, [&] {
+      expect_refusal(pr, kernel(), pr.params(), "offs",
+                     "cuda.grouped_kernel 2d_2d fp8_rowwise: K offset not a multiple of 16");
+    });
   }
 
   // Every planted variant caught, each on a problem that shows it.
@@ -262,7 +270,8 @@ void run_checks() {
     bench::GroupedSpec spec = small_spec(pl.mode, pl.recipe, seed++);
     if (pl.plant == GroupedPlant::spill_past_n) spec.n = 40;  // one N tile: the spill lands on rows of the same block
     bench::GroupedProblem pr(spec);
-    const std::string label = std::string("planted ") + pl.name + " " + mode_name(pl.mode) + " " + recipe_name(pl.recipe);
+    const std::string label =
+        std::string("planted ") + pl.name + " " + mode_name(pl.mode) + " " + recipe_name(pl.recipe);
     pr.poison_out();
     kernel(pl.plant)(pr.params());
     ck(cudaDeviceSynchronize(), label.c_str());
@@ -300,7 +309,8 @@ int64_t check_sampled(const bench::GroupedProblem& pr, int samples) {
     } while (rows == 0 || cols == 0);
     const int64_t r = static_cast<int64_t>(rng() % rows), c = static_cast<int64_t>(rng() % cols);
     uint16_t v = 0;
-    ck(cudaMemcpy(&v, static_cast<const uint16_t*>(pr.params().out) + pr.out_index(g, r, c), 2, cudaMemcpyDeviceToHost), "sample");
+    ck(cudaMemcpy(&v, static_cast<const uint16_t*>(pr.params().out) + pr.out_index(g, r, c), 2, cudaMemcpyDeviceToHost),
+       "sample");
     double s = 0;
     const double e = pr.exact(g, r, c, s);
     if (!(std::fabs(bench::bf16_value(v) - e) <= bound(e, s, kg))) ++bad;
@@ -314,7 +324,8 @@ double max_rel_err(const void* x, const void* y, int64_t elems) {
   double num = 0, den = 0;
   for (int64_t c0 = 0; c0 < elems; c0 += kChunk) {
     const int64_t n = std::min(kChunk, elems - c0);
-    const std::vector<uint16_t> hx = download(static_cast<const uint16_t*>(x) + c0, n), hy = download(static_cast<const uint16_t*>(y) + c0, n);
+    const std::vector<uint16_t> hx = download(static_cast<const uint16_t*>(x) + c0, n),
+                                hy = download(static_cast<const uint16_t*>(y) + c0, n);
     for (int64_t i = 0; i < n; ++i) {
       const double a = bench::bf16_value(hx[i]), b = bench::bf16_value(hy[i]);
       num = std::max(num, std::fabs(a - b));
@@ -358,12 +369,13 @@ void bench_shape(const char* name, GroupedMode mode, double flops, int iters) {
         if (bad) fail(std::string(name) + " " + recipe_name(recipe) + " " + row.impl + ": " + note);
         if (recipe == GroupedRecipe::bf16) {
           char buf[64];
-          std::snprintf(buf, sizeof buf, ", max rel err vs loop %.2e", max_rel_err(pr.params().out, loop_p.out, pr.out_elems()));
+          std::snprintf(buf, sizeof buf, ", max rel err vs loop %.2e",
+                        max_rel_err(pr.params().out, loop_p.out, pr.out_elems()));
           note += buf;
         }
       }
-      std::printf("%-26s %-12s %-22s %9.3f ms %8.1f TFLOP/s  %s\n", name, recipe_name(recipe), row.impl, ms, flops / ms / 1e9,
-                  note.c_str());
+      std::printf("%-26s %-12s %-22s %9.3f ms %8.1f TFLOP/s  %s\n", name, recipe_name(recipe), row.impl, ms,
+                  flops / ms / 1e9, note.c_str());
     }
   }
 }

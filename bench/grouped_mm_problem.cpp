@@ -1,4 +1,5 @@
-// Generates grouped-GEMM problems in the code domain on the device and recomputes any output element in fp64 on the host (bench/grouped_mm_problem.hpp).
+// Generates grouped-GEMM problems in the code domain on the device and recomputes any output element in fp64 on the
+// host (bench/grouped_mm_problem.hpp).
 #include "bench/grouped_mm_problem.hpp"
 
 #include <cuda_runtime_api.h>
@@ -38,7 +39,9 @@ uint8_t fp8_code(uint64_t h) {
   return (c & 0x7F) == 0x7F ? static_cast<uint8_t>(c & 0xFE) : c;
 }
 // fp32 rowwise scales (1 + j/256)·2^e, e in [−2, 2], exact in fp32.
-float row_scale_value(uint64_t h) { return std::ldexp(1.0f + static_cast<float>(h & 255) / 256.0f, static_cast<int>((h >> 8) % 5) - 2); }
+float row_scale_value(uint64_t h) {
+  return std::ldexp(1.0f + static_cast<float>(h & 255) / 256.0f, static_cast<int>((h >> 8) % 5) - 2);
+}
 // e8m0 exponents 2^−8 .. 2^7.
 uint8_t e8m0_code(uint64_t h) { return static_cast<uint8_t>(119 + h % 16); }
 
@@ -73,7 +76,9 @@ void* upload(int64_t count, int bytes, Fn fn, std::vector<void*>& owned) {
         }
       });
     for (auto& th : pool) th.join();
-    ck(cudaMemcpy(static_cast<uint8_t*>(d) + c0 * bytes, host.data(), static_cast<size_t>(n) * bytes, cudaMemcpyHostToDevice), "upload");
+    ck(cudaMemcpy(static_cast<uint8_t*>(d) + c0 * bytes, host.data(), static_cast<size_t>(n) * bytes,
+                  cudaMemcpyHostToDevice),
+       "upload");
   }
   return d;
 }
@@ -130,17 +135,22 @@ GroupedProblem::GroupedProblem(const GroupedSpec& spec) : spec_(spec) {
 
   const uint64_t seed = spec.seed;
   if (fp8) {
-    p.a = upload(a_elems, 1, [&](int64_t i) { return fp8_code(hash(seed, kA, i)); }, owned_);
-    p.b = upload(b_elems, 1, [&](int64_t i) { return fp8_code(hash(seed, kB, i)); }, owned_);
+    p.a = upload(
+        a_elems, 1, [&](int64_t i) { return fp8_code(hash(seed, kA, i)); }, owned_);
+    p.b = upload(
+        b_elems, 1, [&](int64_t i) { return fp8_code(hash(seed, kB, i)); }, owned_);
   } else {
-    p.a = upload(a_elems, 2, [&](int64_t i) { return bf16_bits(hash(seed, kA, i)); }, owned_);
-    p.b = upload(b_elems, 2, [&](int64_t i) { return bf16_bits(hash(seed, kB, i)); }, owned_);
+    p.a = upload(
+        a_elems, 2, [&](int64_t i) { return bf16_bits(hash(seed, kA, i)); }, owned_);
+    p.b = upload(
+        b_elems, 2, [&](int64_t i) { return bf16_bits(hash(seed, kB, i)); }, owned_);
   }
   // Scale counts as grouped_mm_kernels.hpp documents them.
   const bool k_split = mode == GroupedMode::m2d_2d;
   if (mx) {
     pad_before_.assign(static_cast<size_t>(g) + 1, 0);
-    for (int64_t h = 0; h < (mode == GroupedMode::m3d_3d ? 0 : g); ++h) {  // 3d_3d: every group's block is the same size
+    for (int64_t h = 0; h < (mode == GroupedMode::m3d_3d ? 0 : g);
+         ++h) {  // 3d_3d: every group's block is the same size
       const int64_t s = spec.sizes[h];
       pad_before_[h + 1] = pad_before_[h] + (k_split ? round_up(s / 32, 4) : round_up(s, 128));
     }
@@ -150,18 +160,25 @@ GroupedProblem::GroupedProblem(const GroupedSpec& spec) : spec_(spec) {
       case GroupedMode::m2d_3d: p.a_scale_count = (split + 128 * g) * cp, p.b_scale_count = three_d(n); break;
       case GroupedMode::m3d_3d: p.a_scale_count = three_d(m), p.b_scale_count = three_d(n); break;
       case GroupedMode::m3d_2d: p.a_scale_count = three_d(m), p.b_scale_count = (split + 128 * g) * cp; break;
-      case GroupedMode::m2d_2d: p.a_scale_count = round_up(m, 128) * width, p.b_scale_count = round_up(n, 128) * width; break;
+      case GroupedMode::m2d_2d:
+        p.a_scale_count = round_up(m, 128) * width, p.b_scale_count = round_up(n, 128) * width;
+        break;
     }
-    p.a_scale = upload(p.a_scale_count, 1, [&](int64_t i) { return e8m0_code(hash(seed, kScaleA, i)); }, owned_);
-    p.b_scale = upload(p.b_scale_count, 1, [&](int64_t i) { return e8m0_code(hash(seed, kScaleB, i)); }, owned_);
+    p.a_scale = upload(
+        p.a_scale_count, 1, [&](int64_t i) { return e8m0_code(hash(seed, kScaleA, i)); }, owned_);
+    p.b_scale = upload(
+        p.b_scale_count, 1, [&](int64_t i) { return e8m0_code(hash(seed, kScaleB, i)); }, owned_);
   } else if (fp8) {
     p.a_scale_count = mode == GroupedMode::m2d_3d ? split : g * m;
     p.b_scale_count = mode == GroupedMode::m3d_2d ? split : g * n;
-    p.a_scale = upload(p.a_scale_count, 4, [&](int64_t i) { return row_scale_value(hash(seed, kScaleA, i)); }, owned_);
-    p.b_scale = upload(p.b_scale_count, 4, [&](int64_t i) { return row_scale_value(hash(seed, kScaleB, i)); }, owned_);
+    p.a_scale = upload(
+        p.a_scale_count, 4, [&](int64_t i) { return row_scale_value(hash(seed, kScaleA, i)); }, owned_);
+    p.b_scale = upload(
+        p.b_scale_count, 4, [&](int64_t i) { return row_scale_value(hash(seed, kScaleB, i)); }, owned_);
   }
   if (!offs_.empty()) {
-    p.offs = static_cast<const int32_t*>(upload(static_cast<int64_t>(offs_.size()), 4, [&](int64_t i) { return offs_[i]; }, owned_));
+    p.offs = static_cast<const int32_t*>(upload(
+        static_cast<int64_t>(offs_.size()), 4, [&](int64_t i) { return offs_[i]; }, owned_));
     p.offs_count = static_cast<int64_t>(offs_.size());
   }
   p.out = extra_out();

@@ -1,4 +1,6 @@
-// Prints cuda.int4_gemv's effective bandwidth at M = 1 on the Llama-3-8B projections as a fraction of a device-to-device copy, and cuda.int4_mm's TFLOP/s at M = 2048 against a cuBLAS bf16 GEMM of the same dequantized weights, both measured in the same run.
+// Prints cuda.int4_gemv's effective bandwidth at M = 1 on the Llama-3-8B projections as a fraction of a
+// device-to-device copy, and cuda.int4_mm's TFLOP/s at M = 2048 against a cuBLAS bf16 GEMM of the same dequantized
+// weights, both measured in the same run.
 //
 // Effective bandwidth = the packed weight's bytes plus its scales and zero points, divided by
 // the kernel's time; the copy's bandwidth counts what it reads and writes (2 × its size), so
@@ -43,8 +45,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <iterator>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -131,7 +133,8 @@ std::vector<uint16_t> dequantized_tinygemm(const int4_mm::Problem& p, const Tens
   for (int64_t n = 0; n < p.n; ++n)
     for (int64_t k = 0; k < p.k; ++k) {
       const int64_t g = k / p.group;
-      const double v = (q[static_cast<size_t>(n * p.k + k)] - 8) * sz.get(2 * (g * p.n + n)) + sz.get(2 * (g * p.n + n) + 1);
+      const double v =
+          (q[static_cast<size_t>(n * p.k + k)] - 8) * sz.get(2 * (g * p.n + n)) + sz.get(2 * (g * p.n + n) + 1);
       w[static_cast<size_t>(n * p.k + k)] = static_cast<uint16_t>(encode(DType::bf16, v));
     }
   return w;
@@ -141,7 +144,8 @@ struct Shape {
   const char* what;
   int64_t n, k;
 };
-constexpr Shape kShapes[] = {{"o_proj", 4096, 4096}, {"qkv_proj", 6144, 4096}, {"gate/up_proj", 14336, 4096}, {"down_proj", 4096, 14336}};
+constexpr Shape kShapes[] = {
+    {"o_proj", 4096, 4096}, {"qkv_proj", 6144, 4096}, {"gate/up_proj", 14336, 4096}, {"down_proj", 4096, 14336}};
 
 }  // namespace
 
@@ -203,13 +207,19 @@ int main(int argc, char** argv) {
   int sm_count = 0;
   cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0);
   unsigned* sink = nullptr;
-  cudaMalloc(reinterpret_cast<void**>(&sink), static_cast<size_t>(bench::read_all_blocks(sm_count, 16)) * sizeof(unsigned));
+  cudaMalloc(reinterpret_cast<void**>(&sink),
+             static_cast<size_t>(bench::read_all_blocks(sm_count, 16)) * sizeof(unsigned));
   for (const Shape& s : kShapes)
     for (const int4_mm::Format f : int4_mm::all_formats()) {
       // The dtypes the checkpoints ship in: tinygemm bf16, AWQ / GPTQ / Q4_0 fp16.
       const int4_mm::Problem ip{.format = f,
-                                .dtype = f == int4_mm::Format::tinygemm || f == int4_mm::Format::tinygemm_unpacked ? DType::bf16 : DType::fp16,
-                                .m = 1, .n = s.n, .k = s.k, .group = f == int4_mm::Format::q4_0 ? 32 : 128};
+                                .dtype = f == int4_mm::Format::tinygemm || f == int4_mm::Format::tinygemm_unpacked
+                                             ? DType::bf16
+                                             : DType::fp16,
+                                .m = 1,
+                                .n = s.n,
+                                .k = s.k,
+                                .group = f == int4_mm::Format::q4_0 ? 32 : 128};
       const std::string id = fam.problem_id(ip);
       const TensorMap in = fam.make_inputs(ip, case_seed(fam, ip));
       PreparedInt4Mm prep = prepare_int4_mm(ip, in, true, cuda::Int4Plant::none);
@@ -231,11 +241,12 @@ int main(int argc, char** argv) {
         if (v == 0) {
           first = y;
           for (uint16_t b : y) most = std::max(most, std::abs(decode(ip.dtype, b)));
-          std::printf("%-14s %5lldx%-7lld %-44s %8.1f %8.0f %8.3f", s.what, static_cast<long long>(s.n), static_cast<long long>(s.k),
-                      id.c_str(), ms * 1e3, gbs, gbs / copy_gbs);
+          std::printf("%-14s %5lldx%-7lld %-44s %8.1f %8.0f %8.3f", s.what, static_cast<long long>(s.n),
+                      static_cast<long long>(s.k), id.c_str(), ms * 1e3, gbs, gbs / copy_gbs);
         } else {
           if (tunings[v].t.probe == cuda::Int4GemvProbe::none)  // a probe's y is not a product
-            for (size_t i = 0; i < y.size(); ++i) apart = std::max(apart, std::abs(decode(ip.dtype, y[i]) - decode(ip.dtype, first[i])));
+            for (size_t i = 0; i < y.size(); ++i)
+              apart = std::max(apart, std::abs(decode(ip.dtype, y[i]) - decode(ip.dtype, first[i])));
           std::printf(" %9.3f", gbs / copy_gbs);
         }
       }
@@ -256,7 +267,8 @@ int main(int argc, char** argv) {
       }
       const double chained_ms = mean_ms(
                                     [&] {
-                                      for (int i = 0; i < kChain; ++i) cuda::int4_gemv(chain[i % chain.size()], nullptr);
+                                      for (int i = 0; i < kChain; ++i)
+                                        cuda::int4_gemv(chain[i % chain.size()], nullptr);
                                     },
                                     &flush) /
                                 kChain;
@@ -264,19 +276,23 @@ int main(int argc, char** argv) {
       // leaves a memory-bound launch of the big copy's bandwidth.
       const size_t wbytes = prep.weight.bytes();
       cuda::DeviceBuffer same(wbytes);
-      const double same_ms = mean_ms([&] { cudaMemcpyAsync(same.get(), prep.weight.get(), wbytes, cudaMemcpyDeviceToDevice); }, &flush);
+      const double same_ms =
+          mean_ms([&] { cudaMemcpyAsync(same.get(), prep.weight.get(), wbytes, cudaMemcpyDeviceToDevice); }, &flush);
       double read_ms = 0;
       for (int per_sm : {2, 4, 8, 16}) {
-        const double ms = mean_ms([&] { bench::read_all(prep.weight.get(), wbytes, sink, sm_count, per_sm, nullptr); }, &flush);
+        const double ms =
+            mean_ms([&] { bench::read_all(prep.weight.get(), wbytes, sink, sm_count, per_sm, nullptr); }, &flush);
         read_ms = read_ms == 0 ? ms : std::min(read_ms, ms);
       }
       std::printf(" %9.3f %9.3f %9.3f %10.2g\n", bytes / chained_ms / 1e6 / copy_gbs,
-                  2.0 * static_cast<double>(wbytes) / same_ms / 1e6 / copy_gbs, static_cast<double>(wbytes) / read_ms / 1e6 / copy_gbs,
-                  most > 0 ? apart / most : apart);
+                  2.0 * static_cast<double>(wbytes) / same_ms / 1e6 / copy_gbs,
+                  static_cast<double>(wbytes) / read_ms / 1e6 / copy_gbs, most > 0 ? apart / most : apart);
     }
 
-  std::printf("\ncuda.int4_mm, M = %lld (tinygemm bf16 g128) against cublasGemmEx bf16 (fp32 compute) of the dequantized weight\n",
-              static_cast<long long>(M));
+  std::printf(
+      "\ncuda.int4_mm, M = %lld (tinygemm bf16 g128) against cublasGemmEx bf16 (fp32 compute) of the dequantized "
+      "weight\n",
+      static_cast<long long>(M));
   std::printf("%-14s %-13s %12s %12s %9s\n", "shape", "NxK", "int4_mm TF/s", "cuBLAS TF/s", "ratio");
   for (const Shape& s : kShapes) {
     const int4_mm::Problem ip{.m = M, .n = s.n, .k = s.k};  // tinygemm, bf16, g 128, innerKTiles 8
@@ -294,17 +310,17 @@ int main(int argc, char** argv) {
     const double lt = flops /
                       mean_ms(
                           [&] {
-                            cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(s.n), static_cast<int>(M), static_cast<int>(s.k),
-                                         &alpha, wd, CUDA_R_16BF, static_cast<int>(s.k), prep.params.x, CUDA_R_16BF,
-                                         static_cast<int>(s.k), &beta, yd, CUDA_R_16BF, static_cast<int>(s.n), CUBLAS_COMPUTE_32F,
-                                         CUBLAS_GEMM_DEFAULT);
+                            cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(s.n), static_cast<int>(M),
+                                         static_cast<int>(s.k), &alpha, wd, CUDA_R_16BF, static_cast<int>(s.k),
+                                         prep.params.x, CUDA_R_16BF, static_cast<int>(s.k), &beta, yd, CUDA_R_16BF,
+                                         static_cast<int>(s.n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
                           },
                           nullptr) /
                       1e9;
     cudaFree(wd);
     cudaFree(yd);
-    std::printf("%-14s %5lldx%-7lld %12.1f %12.1f %9.3f\n", s.what, static_cast<long long>(s.n), static_cast<long long>(s.k), mm, lt,
-                mm / lt);
+    std::printf("%-14s %5lldx%-7lld %12.1f %12.1f %9.3f\n", s.what, static_cast<long long>(s.n),
+                static_cast<long long>(s.k), mm, lt, mm / lt);
   }
   const cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(e));

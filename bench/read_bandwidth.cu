@@ -40,8 +40,8 @@ __global__ void __launch_bounds__(kThreads) read_all_kernel(const uint4* __restr
 }  // namespace
 
 void read_all(const void* p, size_t bytes, unsigned* sink, int sm_count, int blocks_per_sm, cudaStream_t stream) {
-  read_all_kernel<<<read_all_blocks(sm_count, blocks_per_sm), kThreads, 0, stream>>>(static_cast<const uint4*>(p), bytes / 16,
-                                                                                     sink);
+  read_all_kernel<<<read_all_blocks(sm_count, blocks_per_sm), kThreads, 0, stream>>>(static_cast<const uint4*>(p),
+                                                                                     bytes / 16, sink);
 }
 
 }  // namespace opcts::bench

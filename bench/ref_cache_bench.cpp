@@ -1,14 +1,15 @@
-// Prints the reference time of a suite's problems computed (first run) against loaded from the on-disk cache (second run).
+// Prints the reference time of a suite's problems computed (first run) against loaded from the on-disk cache (second
+// run).
 //
 // Usage: opcts_bench_ref_cache [--tier smoke] [--filter GLOB]... [--limit N] [--dir DIR]
 // Runs the workers' ReferenceCache over the selected host cases three times — without the disk
 // cache (the baseline), with an empty cache folder (computes and stores), and again (loads) —
 // and prints each run's total reference time (inputs + reference, as execute_case spends it).
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <unistd.h>
 
 #include "app/builtins.hpp"
 #include "runner/execute.hpp"

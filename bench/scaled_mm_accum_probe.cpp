@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "device_impl/cuda/device_buffer.hpp"
 #include "device_impl/cuda/scaled_mm_kernels.hpp"
-#include "core/dtype.hpp"
 
 using namespace opcts;
 
@@ -135,7 +135,8 @@ int main() {
   }
   // 5. Rounding: 256 at k = 0 and 3·2^-6, 5·2^-6, 7·2^-6 ... at k = 1: truncation or rounding of the kept part.
   const size_t rnd0 = rows.size();
-  for (double f : {0.75, 1.5, 2.5, 3.5, 1.25, 0.375}) rows.push_back({"round", {{0, 256.0}, {1, f * std::ldexp(1.0, -5)}}});
+  for (double f : {0.75, 1.5, 2.5, 3.5, 1.25, 0.375})
+    rows.push_back({"round", {{0, 256.0}, {1, f * std::ldexp(1.0, -5)}}});
 
   while (rows.size() % 128) rows.push_back({"pad", {}});  // blockwise scales want M % 4 == 0
 
@@ -144,7 +145,8 @@ int main() {
       {"cublaslt tensorwise fast_accum", true, cuda::MmScaleMode::scalar_f32, cuda::MmScaleMode::scalar_f32, true},
       {"cublaslt rowwise", true, cuda::MmScaleMode::outer_vec_f32, cuda::MmScaleMode::outer_vec_f32, false},
       {"cublaslt rowwise fast_accum", true, cuda::MmScaleMode::outer_vec_f32, cuda::MmScaleMode::outer_vec_f32, true},
-      {"cublaslt blockwise 1x128/128x128", true, cuda::MmScaleMode::vec128_f32, cuda::MmScaleMode::blk128x128_f32, false},
+      {"cublaslt blockwise 1x128/128x128", true, cuda::MmScaleMode::vec128_f32, cuda::MmScaleMode::blk128x128_f32,
+       false},
       {"cublaslt blockwise 1x128/1x128", true, cuda::MmScaleMode::vec128_f32, cuda::MmScaleMode::vec128_f32, false},
       {"opcts mx_kernel tensorwise", false, cuda::MmScaleMode::scalar_f32, cuda::MmScaleMode::scalar_f32, false},
   };

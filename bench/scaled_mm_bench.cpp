@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "app/builtins.hpp"
-#include "device_impl/cuda/scaled_mm_prepared.hpp"
 #include "core/family.hpp"
 #include "core/rng.hpp"
+#include "device_impl/cuda/scaled_mm_prepared.hpp"
 
 using namespace opcts;
 

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -56,11 +56,12 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   ck(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   const int64_t v = sdpa_cudnn_version();
-  std::printf("device %s (sm_%d%d), cuDNN %lld.%lld.%lld; Llama-3-8B prefill B=%lld Hq=%lld Hkv=%lld S=%lld D=%lld bf16, "
-              "median of %d after 3 warmups\n",
-              prop.name, prop.major, prop.minor, static_cast<long long>(v / 10000), static_cast<long long>(v / 100 % 100),
-              static_cast<long long>(v % 100), static_cast<long long>(B), static_cast<long long>(Hq),
-              static_cast<long long>(Hk), static_cast<long long>(S), static_cast<long long>(D), iters);
+  std::printf(
+      "device %s (sm_%d%d), cuDNN %lld.%lld.%lld; Llama-3-8B prefill B=%lld Hq=%lld Hkv=%lld S=%lld D=%lld bf16, "
+      "median of %d after 3 warmups\n",
+      prop.name, prop.major, prop.minor, static_cast<long long>(v / 10000), static_cast<long long>(v / 100 % 100),
+      static_cast<long long>(v % 100), static_cast<long long>(B), static_cast<long long>(Hq),
+      static_cast<long long>(Hk), static_cast<long long>(S), static_cast<long long>(D), iters);
 
   void* q = dalloc_random(B * Hq * S * D, 1);
   void* k = dalloc_random(B * Hk * S * D, 2);
@@ -78,15 +79,29 @@ int main(int argc, char** argv) {
   for (const SdpaMask mask : {SdpaMask::causal_lower_right, SdpaMask::none}) {
     SdpaParams p{};
     p.dtype = SdpaDType::bf16;
-    p.batch = B; p.heads_q = Hq; p.heads_kv = Hk; p.seq_q = S; p.seq_k = S; p.head_dim = D; p.head_dim_v = D;
+    p.batch = B;
+    p.heads_q = Hq;
+    p.heads_kv = Hk;
+    p.seq_q = S;
+    p.seq_k = S;
+    p.head_dim = D;
+    p.head_dim_v = D;
     p.scale = 1.0f / std::sqrt(static_cast<float>(D));
     p.mask = mask;
     p.window_left = p.window_right = -1;
-    p.q = q; p.k = k; p.v = vv; p.o = o; p.lse = lse;
+    p.q = q;
+    p.k = k;
+    p.v = vv;
+    p.o = o;
+    p.lse = lse;
     p.q_strides = p.o_strides = contiguous_bhsd(Hq, S, D);
     p.k_strides = p.v_strides = contiguous_bhsd(Hk, S, D);
     SdpaBackwardParams bp{};
-    bp.fwd = p; bp.d_o = d_o; bp.d_q = dq; bp.d_k = dk; bp.d_v = dv;
+    bp.fwd = p;
+    bp.d_o = d_o;
+    bp.d_q = dq;
+    bp.d_k = dk;
+    bp.d_v = dv;
     bp.do_strides = bp.dq_strides = p.q_strides;
     bp.dk_strides = bp.dv_strides = p.k_strides;
     const bool causal = mask != SdpaMask::none;
@@ -145,7 +160,8 @@ int main(int argc, char** argv) {
   }
 
   std::printf("\n%-11s %-10s %-4s %s\n", "impl", "mask", "dir", "result");
-  for (const Row& r : rows) std::printf("%-11s %-10s %-4s %s\n", r.impl.c_str(), r.mask.c_str(), r.dir.c_str(), r.result.c_str());
+  for (const Row& r : rows)
+    std::printf("%-11s %-10s %-4s %s\n", r.impl.c_str(), r.mask.c_str(), r.dir.c_str(), r.result.c_str());
   for (void* ptr : {q, k, vv, d_o, o, dq, dk, dv, static_cast<void*>(lse)}) cudaFree(ptr);
   return 0;
 }

@@ -8,22 +8,22 @@
 // out). Worker start-up and reference sharing are not modelled.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <numeric>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "app/builtins.hpp"
-#include "runner/catalog.hpp"
-#include "runner/suite.hpp"
 #include "reports/merge.hpp"
 #include "reports/summary.hpp"
 #include "reports/times.hpp"
+#include "runner/catalog.hpp"
 #include "runner/shard_cases.hpp"
+#include "runner/suite.hpp"
 
 namespace {
 
@@ -81,14 +81,17 @@ int main(int argc, char** argv) {
     const std::size_t planned = cases.size();
     std::erase_if(cases, [&](const opcts::Case& c) { return !truth.count(c.id); });
     const std::size_t unknown = planned - cases.size();
-    const auto tmp = std::filesystem::temp_directory_path() / ("opcts_bench_times_" + std::to_string(getpid()) + ".json");
+    const auto tmp =
+        std::filesystem::temp_directory_path() / ("opcts_bench_times_" + std::to_string(getpid()) + ".json");
     opcts::write_text_file(tmp.string(), opcts::times_json(truth));
     const bool gpu = suite.arch().backend != "host";
     double total = 0, biggest = 0;
     for (const auto& c : cases)
       if (truth.count(c.id)) total += truth.at(c.id), biggest = std::max(biggest, truth.at(c.id));
-    std::printf("arch %s, tier %s, %zu cases (%zu more without a measured time left out), %d shards, %.3f s measured in all, "
-                "slowest case %.3f s\n", arch.c_str(), tier.c_str(), cases.size(), unknown, shards, total, biggest);
+    std::printf(
+        "arch %s, tier %s, %zu cases (%zu more without a measured time left out), %d shards, %.3f s measured in all, "
+        "slowest case %.3f s\n",
+        arch.c_str(), tier.c_str(), cases.size(), unknown, shards, total, biggest);
     print("cost estimate:", score(cases, shards, "", gpu, truth));
     print("times file:", score(cases, shards, tmp.string(), gpu, truth));
     std::printf("ideal (mean):          %8.3f s\n", total / shards);

@@ -84,11 +84,14 @@ int main(int argc, char** argv) {
   register_builtins(reg);
   for (const Family* f : builtin_registry().families()) reg.add(std::make_unique<NoopImpl>(std::string(f->name())));
 
-  opcts_bench::print_load(("suite load, " + arch).c_str(), opcts_bench::time_load(builtin_registry(), cases_dir, arch, {}, 2));
-  std::printf("the references' GEMM on this CPU (dispatcher: %s):\n", std::string(ref::to_string(ref::gemm_isa_level())).c_str());
+  opcts_bench::print_load(("suite load, " + arch).c_str(),
+                          opcts_bench::time_load(builtin_registry(), cases_dir, arch, {}, 2));
+  std::printf("the references' GEMM on this CPU (dispatcher: %s):\n",
+              std::string(ref::to_string(ref::gemm_isa_level())).c_str());
   const double best_gemm = opcts_bench::print_gemm_levels(1536, 2);
   const double best_gemm32 = opcts_bench::gemm_gflops<float>(ref::gemm_isa_level(), 1536, 2);
-  std::printf("fp32 GEMM 1536^3 at %-10s %7.1f GFLOP/s\n", std::string(ref::to_string(ref::gemm_isa_level())).c_str(), best_gemm32);
+  std::printf("fp32 GEMM 1536^3 at %-10s %7.1f GFLOP/s\n", std::string(ref::to_string(ref::gemm_isa_level())).c_str(),
+              best_gemm32);
 
   SuiteOptions opt;
   opt.cases_dir = cases_dir;
@@ -136,14 +139,16 @@ int main(int argc, char** argv) {
     if (!s.cases) continue;
     const double gflops = s.ref > 0 ? s.flops / (s.ref * 1e-3) / 1e9 : 0;
     // Seconds the references' products take at the measured rates, over the reference seconds.
-    const double gemm_s = (best_gemm > 0 ? s.gemm_f64 / (best_gemm * 1e9) : 0) + (best_gemm32 > 0 ? s.gemm_f32 / (best_gemm32 * 1e9) : 0);
-    std::printf("%-14s %5d %8.1f | %7.2fms %7.2fms %7.2fms %7.2fms %7.3fms | %9.1f %6.2f %6.2f | %9.3f\n", fam.c_str(), s.cases,
-                s.cases / (s.ms * 1e-3), s.inputs / s.cases, s.ref / s.cases, s.device / s.cases, s.compare / s.cases,
-                s.overhead() / s.cases, gflops, best_gemm > 0 ? gflops / best_gemm : 0.0, s.ref > 0 ? gemm_s / (s.ref * 1e-3) : 0.0,
-                noop.overhead() / noop.cases);
+    const double gemm_s =
+        (best_gemm > 0 ? s.gemm_f64 / (best_gemm * 1e9) : 0) + (best_gemm32 > 0 ? s.gemm_f32 / (best_gemm32 * 1e9) : 0);
+    std::printf("%-14s %5d %8.1f | %7.2fms %7.2fms %7.2fms %7.2fms %7.3fms | %9.1f %6.2f %6.2f | %9.3f\n", fam.c_str(),
+                s.cases, s.cases / (s.ms * 1e-3), s.inputs / s.cases, s.ref / s.cases, s.device / s.cases,
+                s.compare / s.cases, s.overhead() / s.cases, gflops, best_gemm > 0 ? gflops / best_gemm : 0.0,
+                s.ref > 0 ? gemm_s / (s.ref * 1e-3) : 0.0, noop.overhead() / noop.cases);
   }
-  std::printf("(per-case means; harness = case time minus the four phases; /best: the problem's flops a second over the "
-              "best fp64 GEMM's; gemm: the references' own products at the measured fp64/fp32 GEMM rates over their time; "
-              "noop ms: the harness per case with a no-op impl, target <= 0.2 ms)\n");
+  std::printf(
+      "(per-case means; harness = case time minus the four phases; /best: the problem's flops a second over the "
+      "best fp64 GEMM's; gemm: the references' own products at the measured fp64/fp32 GEMM rates over their time; "
+      "noop ms: the harness per case with a no-op impl, target <= 0.2 ms)\n");
   return 0;
 }

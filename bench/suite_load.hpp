@@ -66,10 +66,10 @@ inline LoadTimes time_load(const opcts::Registry& reg, const std::string& cases_
 
 /// One line: what was loaded, its size and each phase in ms.
 inline void print_load(const char* what, const LoadTimes& t) {
-  std::printf("%-28s %6zu problems %6zu cases  catalogs %7.1f ms  cases %6.1f ms  order %6.1f ms  "
-              "suite+order %7.1f ms\n",
-              what, t.entries, t.cases, 1e3 * t.catalogs_s, 1e3 * t.cases_s, 1e3 * t.order_s,
-              1e3 * (t.suite_s + t.order_s));
+  std::printf(
+      "%-28s %6zu problems %6zu cases  catalogs %7.1f ms  cases %6.1f ms  order %6.1f ms  "
+      "suite+order %7.1f ms\n",
+      what, t.entries, t.cases, 1e3 * t.catalogs_s, 1e3 * t.cases_s, 1e3 * t.order_s, 1e3 * (t.suite_s + t.order_s));
 }
 
 }  // namespace opcts_bench

@@ -5,11 +5,11 @@
 // Usage: opcts_bench_suite_load [--arch sm90] [--cases-dir DIR] [--reps 3]
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "app/builtins.hpp"
 #include "bench/suite_load.hpp"
@@ -18,12 +18,14 @@ namespace {
 
 // An sdpa grid of seqs × seqs × 5 head dims × 2 dtypes × 2 masks points (a PyTorch-like sweep).
 std::string synthetic_grid(int seqs) {
-  std::string s = "family: sdpa\ngrids:\n  - name: synthetic\n    tier: full\n    axes:\n      dtype: [bf16, fp16]\n"
+  std::string s =
+      "family: sdpa\ngrids:\n  - name: synthetic\n    tier: full\n    axes:\n      dtype: [bf16, fp16]\n"
       "      heads: [8]\n      seq: [";
   bool first = true;
   for (int q = 0; q < seqs; ++q)
     for (int k = 0; k < seqs; ++k) {
-      s += std::string(first ? "" : ", ") + "{q: " + std::to_string(4 + 8 * q) + ", k: " + std::to_string(4 + 8 * k) + "}";
+      s += std::string(first ? "" : ", ") + "{q: " + std::to_string(4 + 8 * q) + ", k: " + std::to_string(4 + 8 * k) +
+           "}";
       first = false;
     }
   s += "]\n      head_dim: [8, 16, 32, 64, 128]\n      mask: [none, causal_lower_right]\n";

@@ -17,15 +17,24 @@ struct DtypeCode {
 
 // DLPack v1.1 codes (dlpack.h DLDataTypeCode); ue4m3 has none and uses opcts's own.
 constexpr DtypeCode kCodes[] = {
-    {DType::fp64, OPCTS_DL_FLOAT, 64},         {DType::fp32, OPCTS_DL_FLOAT, 32},
-    {DType::fp16, OPCTS_DL_FLOAT, 16},         {DType::bf16, OPCTS_DL_BFLOAT, 16},
-    {DType::e4m3fn, OPCTS_DL_FLOAT8_E4M3FN, 8}, {DType::e5m2, OPCTS_DL_FLOAT8_E5M2, 8},
-    {DType::e4m3fnuz, OPCTS_DL_FLOAT8_E4M3FNUZ, 8}, {DType::e5m2fnuz, OPCTS_DL_FLOAT8_E5M2FNUZ, 8},
-    {DType::e8m0fnu, OPCTS_DL_FLOAT8_E8M0FNU, 8}, {DType::ue4m3, OPCTS_DL_OPCTS_UE4M3, 8},
-    {DType::e2m3fn, OPCTS_DL_FLOAT6_E2M3FN, 6}, {DType::e3m2fn, OPCTS_DL_FLOAT6_E3M2FN, 6},
-    {DType::e2m1fn, OPCTS_DL_FLOAT4_E2M1FN, 4}, {DType::int4, OPCTS_DL_INT, 4},
-    {DType::uint4, OPCTS_DL_UINT, 4}, {DType::bool8, OPCTS_DL_BOOL, 8},
-    {DType::int32, OPCTS_DL_INT, 32},  {DType::int64, OPCTS_DL_INT, 64},
+    {DType::fp64, OPCTS_DL_FLOAT, 64},
+    {DType::fp32, OPCTS_DL_FLOAT, 32},
+    {DType::fp16, OPCTS_DL_FLOAT, 16},
+    {DType::bf16, OPCTS_DL_BFLOAT, 16},
+    {DType::e4m3fn, OPCTS_DL_FLOAT8_E4M3FN, 8},
+    {DType::e5m2, OPCTS_DL_FLOAT8_E5M2, 8},
+    {DType::e4m3fnuz, OPCTS_DL_FLOAT8_E4M3FNUZ, 8},
+    {DType::e5m2fnuz, OPCTS_DL_FLOAT8_E5M2FNUZ, 8},
+    {DType::e8m0fnu, OPCTS_DL_FLOAT8_E8M0FNU, 8},
+    {DType::ue4m3, OPCTS_DL_OPCTS_UE4M3, 8},
+    {DType::e2m3fn, OPCTS_DL_FLOAT6_E2M3FN, 6},
+    {DType::e3m2fn, OPCTS_DL_FLOAT6_E3M2FN, 6},
+    {DType::e2m1fn, OPCTS_DL_FLOAT4_E2M1FN, 4},
+    {DType::int4, OPCTS_DL_INT, 4},
+    {DType::uint4, OPCTS_DL_UINT, 4},
+    {DType::bool8, OPCTS_DL_BOOL, 8},
+    {DType::int32, OPCTS_DL_INT, 32},
+    {DType::int64, OPCTS_DL_INT, 64},
 };
 
 std::string c_text(const char* s) { return s ? std::string(s) : std::string(); }
@@ -94,7 +103,8 @@ class HostBackend final : public AbiBackend {
  public:
   TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
                 const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device,
-                std::string* /*note: every check applies on the host*/, std::vector<GuardBreach>* breaches) const override {
+                std::string* /*note: every check applies on the host*/,
+                std::vector<GuardBreach>* breaches) const override {
     TensorMap in_copy = inputs;
     TensorMap out;
     AbiTensors tensors;
@@ -123,7 +133,8 @@ class HostBackend final : public AbiBackend {
     throw_abi_status(s, report, c_text(desc.name));
     for (size_t k = 0; k < outs.size(); ++k) {
       HostTensor& t = out.at(outs[k].name);
-      if (const std::string breach = guard_breach(outs[k].name, outs[k].dtype, guarded[k].data(), layouts[k]); !breach.empty()) {
+      if (const std::string breach = guard_breach(outs[k].name, outs[k].dtype, guarded[k].data(), layouts[k]);
+          !breach.empty()) {
         const std::string what = c_text(desc.name) + " wrote outside its output: " + breach;
         if (!breaches) throw ContractBreach(FailureKind::written_outside, what, outs[k].name);
         breaches->push_back({outs[k].name, what});
@@ -133,7 +144,8 @@ class HostBackend final : public AbiBackend {
     for (const auto& [name, t] : inputs) {
       const HostTensor& after = in_copy.at(name);
       if (std::memcmp(after.data(), t.data(), t.nbytes()) != 0)
-        throw ContractBreach(FailureKind::wrote_input, c_text(desc.name) + " wrote into its input '" + name + "' (inputs are read-only)");
+        throw ContractBreach(FailureKind::wrote_input,
+                             c_text(desc.name) + " wrote into its input '" + name + "' (inputs are read-only)");
     }
     return out;
   }
@@ -187,9 +199,10 @@ TensorMap AbiImpl::run(const Problem& p, const TensorMap& inputs, const RunConte
   const std::vector<unsigned char> params = family_def().abi_params(p);
   const AbiArch a(*ctx.arch);
   if (planted_inputs_)
-    return transport_->run(desc_, params.data(), planted_inputs_(p, inputs), family_def().outputs(p), a.get(), ctx.device,
-                           ctx.note, ctx.breaches);
-  return transport_->run(desc_, params.data(), inputs, family_def().outputs(p), a.get(), ctx.device, ctx.note, ctx.breaches);
+    return transport_->run(desc_, params.data(), planted_inputs_(p, inputs), family_def().outputs(p), a.get(),
+                           ctx.device, ctx.note, ctx.breaches);
+  return transport_->run(desc_, params.data(), inputs, family_def().outputs(p), a.get(), ctx.device, ctx.note,
+                         ctx.breaches);
 }
 
 bool AbiImpl::deterministic(const Problem& p) const {

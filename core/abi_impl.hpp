@@ -9,11 +9,11 @@
 // OPCTS_UNSUPPORTED → Unsupported, anything else → std::runtime_error.
 #pragma once
 
+#include <cstring>
 #include <functional>
 #include <memory>
-#include <string>
-#include <cstring>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/family.hpp"
@@ -85,8 +85,8 @@ class AbiBackend {
  public:
   virtual ~AbiBackend() = default;
   virtual TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
-                        const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device,
-                        std::string* note, std::vector<GuardBreach>* breaches) const = 0;
+                        const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device, std::string* note,
+                        std::vector<GuardBreach>* breaches) const = 0;
   /// Whether `bytes` of tensors fit where the impl runs (device memory); yes on the host.
   virtual Support fits(double bytes, const std::string& who) const;
 };
@@ -115,7 +115,9 @@ class AbiImpl final : public Impl {
   void set_cannot_show(std::function<std::string(const Problem&)> f) { cannot_show_ = std::move(f); }
   /// For a built-in planted row whose bug is in what the kernel is given: the inputs with the
   /// bug applied (refimpl's planted_inputs), uploaded instead of the case's own.
-  void set_planted_inputs(std::function<TensorMap(const Problem&, const TensorMap&)> f) { planted_inputs_ = std::move(f); }
+  void set_planted_inputs(std::function<TensorMap(const Problem&, const TensorMap&)> f) {
+    planted_inputs_ = std::move(f);
+  }
   /// For a built-in planted row whose bug only `--bitwise` sees (Impl::bug_needs_bitwise).
   void set_bug_needs_bitwise(bool b) { bug_needs_bitwise_ = b; }
   bool bug_needs_bitwise() const override { return bug_needs_bitwise_; }

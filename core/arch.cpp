@@ -20,7 +20,8 @@ std::pair<int, int> compute_capability(const std::string& path, const YAML::Node
   };
   const int major = dot == std::string::npos ? -1 : number(cc.substr(0, dot));
   const int minor = dot == std::string::npos ? -1 : number(cc.substr(dot + 1));
-  if (major < 0 || minor < 0) yaml_fail(path, v, "'compute_capability' must be MAJOR.MINOR (e.g. \"9.0\"), not '" + cc + "'");
+  if (major < 0 || minor < 0)
+    yaml_fail(path, v, "'compute_capability' must be MAJOR.MINOR (e.g. \"9.0\"), not '" + cc + "'");
   return {major, minor};
 }
 
@@ -50,9 +51,11 @@ ArchTable ArchTable::load(const std::string& path) {
         const std::string cap = require_scalar(path, c, "a capability").Scalar();
         if (!a.caps.insert(cap).second) yaml_fail(path, c, "capability '" + cap + "' is listed twice");
       }
-    if (n["compute_capability"]) std::tie(a.compute_major, a.compute_minor) = compute_capability(path, n["compute_capability"]);
+    if (n["compute_capability"])
+      std::tie(a.compute_major, a.compute_minor) = compute_capability(path, n["compute_capability"]);
     // Shared memory per block: 0 (unknown) up to 1 MiB, well above any GPU's 228 KiB.
-    if (n["smem_per_block_kib"]) a.smem_per_block_kib = static_cast<int>(int_of(path, n, "smem_per_block_kib", 0, 1024));
+    if (n["smem_per_block_kib"])
+      a.smem_per_block_kib = static_cast<int>(int_of(path, n, "smem_per_block_kib", 0, 1024));
     if (n["warp_size"]) {
       a.warp_size = static_cast<int>(int_of(path, n, "warp_size", 0, 64));
       if (a.warp_size != 0 && a.warp_size != 32 && a.warp_size != 64)

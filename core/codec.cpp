@@ -47,9 +47,7 @@ int emax(const FloatFormat& f) {
   return exp_all_ones(f) - (f.specials == Specials::ieee ? 1 : 0) - f.bias;
 }
 
-uint64_t sign_bit(const FloatFormat& f) {
-  return f.is_signed ? uint64_t{1} << (f.exponent_bits + f.mantissa_bits) : 0;
-}
+uint64_t sign_bit(const FloatFormat& f) { return f.is_signed ? uint64_t{1} << (f.exponent_bits + f.mantissa_bits) : 0; }
 
 // The value an overflow (finite beyond max, or ±Inf) becomes under the policy.
 double overflow_value(double x, const FloatFormat& f, Overflow ov) {
@@ -63,7 +61,8 @@ double overflow_value(double x, const FloatFormat& f, Overflow ov) {
 double max_finite(const FloatFormat& f) {
   if (f.specials == Specials::e8m0) return exp2i(127);
   // fn formats lose the all-ones mantissa of the top exponent to NaN.
-  const double top_mantissa = f.specials == Specials::fn ? 2.0 - 2 * exp2i(-f.mantissa_bits) : 2.0 - exp2i(-f.mantissa_bits);
+  const double top_mantissa =
+      f.specials == Specials::fn ? 2.0 - 2 * exp2i(-f.mantissa_bits) : 2.0 - exp2i(-f.mantissa_bits);
   return scale2(top_mantissa, emax(f));
 }
 
@@ -180,7 +179,7 @@ uint8_t encode_e8m0(double x, ScaleRounding r, Overflow ov) {
   if (a == 0) return 0x00;  // no zero: the smallest scale 2^-127
   int e2;
   const double m = std::frexp(a, &e2);  // a = m·2^e2, m in [0.5, 1)
-  int e = e2 - 1;                        // floor(log2 a)
+  int e = e2 - 1;                       // floor(log2 a)
   switch (r) {
     case ScaleRounding::floor: break;
     case ScaleRounding::ceil: e += m != 0.5 ? 1 : 0; break;

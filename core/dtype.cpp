@@ -97,15 +97,24 @@ DType parse_dtype(std::string_view s) {
     DType t;
   };
   static constexpr Alias kAliases[] = {
-      {"float16", DType::fp16},          {"half", DType::fp16},
-      {"bfloat16", DType::bf16},         {"float32", DType::fp32},
-      {"float", DType::fp32},            {"float64", DType::fp64},
-      {"double", DType::fp64},           {"float8_e4m3fn", DType::e4m3fn},
-      {"float8_e5m2", DType::e5m2},      {"float8_e4m3fnuz", DType::e4m3fnuz},
-      {"float8_e5m2fnuz", DType::e5m2fnuz}, {"float8_e8m0fnu", DType::e8m0fnu},
-      {"e8m0", DType::e8m0fnu},          {"float4_e2m1fn", DType::e2m1fn},
-      {"float6_e2m3fn", DType::e2m3fn},  {"float6_e3m2fn", DType::e3m2fn},
-      {"bool8", DType::bool8},           {"int", DType::int32},
+      {"float16", DType::fp16},
+      {"half", DType::fp16},
+      {"bfloat16", DType::bf16},
+      {"float32", DType::fp32},
+      {"float", DType::fp32},
+      {"float64", DType::fp64},
+      {"double", DType::fp64},
+      {"float8_e4m3fn", DType::e4m3fn},
+      {"float8_e5m2", DType::e5m2},
+      {"float8_e4m3fnuz", DType::e4m3fnuz},
+      {"float8_e5m2fnuz", DType::e5m2fnuz},
+      {"float8_e8m0fnu", DType::e8m0fnu},
+      {"e8m0", DType::e8m0fnu},
+      {"float4_e2m1fn", DType::e2m1fn},
+      {"float6_e2m3fn", DType::e2m3fn},
+      {"float6_e3m2fn", DType::e3m2fn},
+      {"bool8", DType::bool8},
+      {"int", DType::int32},
       {"long", DType::int64},
   };
   for (const auto& a : kAliases)

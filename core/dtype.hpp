@@ -17,13 +17,24 @@
 namespace opcts {
 
 enum class DType : uint8_t {
-  fp64, fp32, fp16, bf16,
-  e4m3fn, e5m2, e4m3fnuz, e5m2fnuz,
-  e8m0fnu, ue4m3,
-  e2m3fn, e3m2fn, e2m1fn,
-  int4, uint4,
+  fp64,
+  fp32,
+  fp16,
+  bf16,
+  e4m3fn,
+  e5m2,
+  e4m3fnuz,
+  e5m2fnuz,
+  e8m0fnu,
+  ue4m3,
+  e2m3fn,
+  e3m2fn,
+  e2m1fn,
+  int4,
+  uint4,
   bool8,  // one byte, 0 or 1 (a boolean mask: DLPack kDLBool)
-  int32, int64,  // two's complement; decoded exactly while |x| <= 2^53
+  int32,
+  int64,  // two's complement; decoded exactly while |x| <= 2^53
 };
 
 struct DTypeInfo {

@@ -71,11 +71,11 @@ enum class FailureKind {
 
 /// Every kind, in declaration order (output kinds first).
 inline constexpr std::array<FailureKind, 14> kAllFailureKinds{
-    FailureKind::exceeds_bound,   FailureKind::biased,           FailureKind::nonfinite,
-    FailureKind::specials_mismatch, FailureKind::untouched,      FailureKind::all_zero,
-    FailureKind::not_conserved,   FailureKind::written_outside, FailureKind::accepted_invalid, FailureKind::wrong_refusal,
-    FailureKind::wrote_input,     FailureKind::off_stream,       FailureKind::nondeterministic,
-    FailureKind::reused_result};
+    FailureKind::exceeds_bound,     FailureKind::biased,          FailureKind::nonfinite,
+    FailureKind::specials_mismatch, FailureKind::untouched,       FailureKind::all_zero,
+    FailureKind::not_conserved,     FailureKind::written_outside, FailureKind::accepted_invalid,
+    FailureKind::wrong_refusal,     FailureKind::wrote_input,     FailureKind::off_stream,
+    FailureKind::nondeterministic,  FailureKind::reused_result};
 
 /// The kind's name as manifests, JSON lines and JUnit spell it ("exceeds_bound").
 std::string_view to_string(FailureKind k);

@@ -38,15 +38,15 @@ std::string id_token(std::string_view impl_name) {
 }
 }  // namespace
 
-std::string case_id(const Family& f, const Impl& impl, const Problem& p) { return case_id_from_problem_id(f, impl, f.problem_id(p)); }
+std::string case_id(const Family& f, const Impl& impl, const Problem& p) {
+  return case_id_from_problem_id(f, impl, f.problem_id(p));
+}
 
 std::string case_id_from_problem_id(const Family& f, const Impl& impl, std::string_view problem_id) {
   return std::string(f.name()) + "." + id_token(impl.name()) + "/" + std::string(problem_id);
 }
 
-uint64_t case_seed(const Family& f, const Problem& p) {
-  return seed_of(std::string(f.name()) + "/" + f.problem_id(p));
-}
+uint64_t case_seed(const Family& f, const Problem& p) { return seed_of(std::string(f.name()) + "/" + f.problem_id(p)); }
 
 void Registry::add(std::unique_ptr<Family> f) {
   if (family(f->name())) throw std::logic_error("family registered twice: " + std::string(f->name()));

@@ -70,7 +70,7 @@ struct Field {
   std::string doc;  // the value's form, for errors and `opcts list --fields` ("N or {q: N, kv: N}")
   std::string id;   // how the id spells it, for `opcts list --fields` ("hqN_hkvN"; "" if none)
   bool required = false;
-  std::function<void(P&, const YAML::Node&)> read;                  // the problem's whole map
+  std::function<void(P&, const YAML::Node&)> read;                 // the problem's whole map
   std::function<void(const P&, std::vector<std::string>&)> write;  // appends this row's tokens
   std::function<void(P&, IdReader&)> scan;                         // reads them back (may read none)
 };
@@ -84,7 +84,9 @@ class FieldTable {
   /// expect_error, which the id leaves to the argument contract), after validate.
   FieldTable(std::string family, std::vector<Field<P>> rows, std::function<void(const P&)> validate,
              std::function<void(const P&, const YAML::Node&)> check_yaml = {})
-      : family_(std::move(family)), rows_(std::move(rows)), validate_(std::move(validate)),
+      : family_(std::move(family)),
+        rows_(std::move(rows)),
+        validate_(std::move(validate)),
         check_yaml_(std::move(check_yaml)) {}
 
   /// Parses a YAML map: unknown keys and missing required ones are errors listing the
@@ -202,11 +204,12 @@ T field_as_value(const YAML::Node& v, const std::string& what = "") {
   try {
     return v.as<T>();
   } catch (const YAML::Exception&) {
-    throw std::invalid_argument((what.empty() ? "" : what + ": ") + "cannot read '" + (v.IsScalar() ? v.Scalar() : one_line(v)) +
-                                "' as " + (std::is_same_v<T, bool>        ? "true or false"
-                                           : std::is_integral_v<T>       ? "an integer"
-                                           : std::is_floating_point_v<T> ? "a number"
-                                                                         : "text"));
+    throw std::invalid_argument((what.empty() ? "" : what + ": ") + "cannot read '" +
+                                (v.IsScalar() ? v.Scalar() : one_line(v)) + "' as " +
+                                (std::is_same_v<T, bool>       ? "true or false"
+                                 : std::is_integral_v<T>       ? "an integer"
+                                 : std::is_floating_point_v<T> ? "a number"
+                                                               : "text"));
   }
 }
 
@@ -328,11 +331,13 @@ Field<P> int_always(std::string key, int64_t P::*member, std::string prefix, std
 /// weight's shape `nk: {n: 4096, k: 4096}`); exactly one of the two forms.
 template <class P>
 Field<P> int_paired(std::string key, int64_t P::*member, std::string alias, std::string partner) {
-  Field<P> f = int_always<P>(key, member, key, "N (or give " + key + " and " + partner + " together as " + alias + ")", false);
+  Field<P> f =
+      int_always<P>(key, member, key, "N (or give " + key + " and " + partner + " together as " + alias + ")", false);
   f.read = [key, member, alias, partner](P& p, const YAML::Node& m) {
     const std::string both = alias + ": {" + key + ", " + partner + "}";
     if (m[alias]) {
-      if (m[key]) throw std::invalid_argument("give " + key + " and " + partner + " either alone or as " + both + ", not both");
+      if (m[key])
+        throw std::invalid_argument("give " + key + " and " + partner + " either alone or as " + both + ", not both");
       return;
     }
     if (!m[key]) throw std::invalid_argument("missing (give " + key + ", or " + both + ")");

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/minifloat_bits.hpp"
 #include "core/dtype.hpp"
+#include "core/minifloat_bits.hpp"
 
 namespace opcts::bits {
 

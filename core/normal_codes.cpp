@@ -19,8 +19,8 @@ NormalCodeSampler::NormalCodeSampler(DType element, double sigma) : element_(ele
   const FloatFormat& f = info.format;
   const int code_bits = (f.is_signed ? 1 : 0) + f.exponent_bits + f.mantissa_bits;
   if (info.is_integer || info.bits > 16 || code_bits < 2 || code_bits > 16 || !(sigma > 0) || !std::isfinite(sigma))
-    throw std::invalid_argument("NormalCodeSampler: " + std::string(name(element)) +
-                                " with sigma " + std::to_string(sigma) + ": a float dtype of at most 16 bits and a finite sigma > 0");
+    throw std::invalid_argument("NormalCodeSampler: " + std::string(name(element)) + " with sigma " +
+                                std::to_string(sigma) + ": a float dtype of at most 16 bits and a finite sigma > 0");
   struct Value {
     double v;
     uint16_t code;
@@ -57,8 +57,8 @@ NormalCodeSampler::NormalCodeSampler(DType element, double sigma) : element_(ele
   size_t i = 0;
   for (uint64_t j = 0; j < direct_.size(); ++j) {
     const uint64_t lo = j << 16, hi = lo | 0xFFFF;
-    while (i + 1 < threshold_.size() && threshold_[i] <= lo) ++i;  // from_bits(lo) is code_[i]
-    start_[j] = static_cast<uint16_t>(i);  // < 2^16: one index per code
+    while (i + 1 < threshold_.size() && threshold_[i] <= lo) ++i;                 // from_bits(lo) is code_[i]
+    start_[j] = static_cast<uint16_t>(i);                                         // < 2^16: one index per code
     if (i + 1 == threshold_.size() || threshold_[i] > hi) direct_[j] = code_[i];  // and so is from_bits(hi)
   }
 }
@@ -68,7 +68,9 @@ size_t NormalCodeSampler::search(uint32_t bits, size_t range) const {
   // index takes the rest: its threshold is 2^32, above every draw).
   const size_t from = start_[range], to = range + 1 < start_.size() ? start_[range + 1] : threshold_.size() - 1;
   const auto first = threshold_.begin();
-  return static_cast<size_t>(std::upper_bound(first + static_cast<std::ptrdiff_t>(from), first + static_cast<std::ptrdiff_t>(to), uint64_t{bits}) - first);
+  return static_cast<size_t>(std::upper_bound(first + static_cast<std::ptrdiff_t>(from),
+                                              first + static_cast<std::ptrdiff_t>(to), uint64_t{bits}) -
+                             first);
 }
 
 uint16_t NormalCodeSampler::operator()(double u) const {

@@ -38,9 +38,9 @@ std::pair<std::vector<int64_t>, int64_t> capped(const std::vector<int64_t>& shap
 }  // namespace
 
 std::string npy_header(NpyType type, const std::vector<int64_t>& shape) {
-  std::string dict = std::string("{'descr': '") + descr(type) + "', 'fortran_order': False, 'shape': " +
-                     shape_tuple(shape) + ", }";
-  const size_t prefix = 10;  // magic (6) + version (2) + header length (2)
+  std::string dict =
+      std::string("{'descr': '") + descr(type) + "', 'fortran_order': False, 'shape': " + shape_tuple(shape) + ", }";
+  const size_t prefix = 10;                 // magic (6) + version (2) + header length (2)
   size_t total = prefix + dict.size() + 1;  // + '\n'
   dict.append((64 - total % 64) % 64, ' ');
   dict += '\n';

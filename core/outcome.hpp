@@ -10,14 +10,14 @@ namespace opcts {
 /// What happened to one case. Raw outcomes come from running it; XFAIL and XPASS only
 /// arise when the arch's manifest expects a failure (see manifest.hpp apply_expectation).
 enum class Outcome {
-  PASS,     // every output within its bound
-  FAIL,     // an output outside its bound, or NaN/Inf in the wrong place
-  ERROR,    // an unexpected exception (a typed error where none was expected)
-  CRASH,    // the worker process died while running the case
-  TIMEOUT,  // the case ran past --timeout; its worker was killed
-  SKIP,     // cannot or must not run here: capability or manifest, always with a reason
-  XFAIL,    // failed (FAIL/ERROR/CRASH/TIMEOUT) under a manifest xfail entry
-  XPASS,    // passed under a strict xfail entry: the entry is stale, remove it
+  PASS,        // every output within its bound
+  FAIL,        // an output outside its bound, or NaN/Inf in the wrong place
+  ERROR,       // an unexpected exception (a typed error where none was expected)
+  CRASH,       // the worker process died while running the case
+  TIMEOUT,     // the case ran past --timeout; its worker was killed
+  SKIP,        // cannot or must not run here: capability or manifest, always with a reason
+  XFAIL,       // failed (FAIL/ERROR/CRASH/TIMEOUT) under a manifest xfail entry
+  XPASS,       // passed under a strict xfail entry: the entry is stale, remove it
   FLAKE,       // reruns of a failure disagreed (both outcomes are in the message); fails the
                // gate unless a manifest `flaky` entry covers the case
   MISTRUSTED,  // within tolerance but untrustworthy (all zeros, norm 0, more zeros than the

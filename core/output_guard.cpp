@@ -9,7 +9,9 @@ namespace opcts {
 
 namespace {
 
-bool signed_zero_canary(DType t) { return t == DType::fp16 || t == DType::bf16 || t == DType::fp32 || t == DType::fp64; }
+bool signed_zero_canary(DType t) {
+  return t == DType::fp16 || t == DType::bf16 || t == DType::fp32 || t == DType::fp64;
+}
 
 // The canary byte at byte offset x from the tensor's start (negative before it): -0.0 is all
 // zero bits but the sign, the top bit of an element's last byte (little-endian).
@@ -41,7 +43,8 @@ GuardLayout guard_layout(const OutputSpec& o, size_t tensor_bytes) {
 
 std::vector<unsigned char> guarded_image(DType t, const GuardLayout& g, unsigned char poison) {
   std::vector<unsigned char> img(g.total(), poison);
-  for (size_t i = 0; i < g.before; ++i) img[i] = canary(t, static_cast<long long>(i) - static_cast<long long>(g.before));
+  for (size_t i = 0; i < g.before; ++i)
+    img[i] = canary(t, static_cast<long long>(i) - static_cast<long long>(g.before));
   for (size_t i = 0; i < g.after; ++i) img[g.before + g.tensor + i] = canary(t, static_cast<long long>(g.tensor + i));
   return img;
 }
@@ -66,13 +69,12 @@ std::string guard_breach(const std::string& output, DType t, const unsigned char
     const long long a = static_cast<long long>(lo) - origin, b = static_cast<long long>(hi) - origin;
     const size_t shown = std::min<size_t>(hi - lo, 8);
     char head[160];
-    if (before)
-      std::snprintf(head, sizeof head, "bytes [%lld, %lld) before the start of '%s'", a, b, output.c_str());
+    if (before) std::snprintf(head, sizeof head, "bytes [%lld, %lld) before the start of '%s'", a, b, output.c_str());
     else
-      std::snprintf(head, sizeof head, "bytes [+%lld, +%lld) past the end of '%s'", a - static_cast<long long>(g.tensor),
-                    b - static_cast<long long>(g.tensor), output.c_str());
-    return std::string(head) + " hold " + hex(buffer + lo, shown) + (shown < hi - lo ? " ..." : "") + ", not the guard's " +
-           hex(want.data(), shown) + (shown < hi - lo ? " ..." : "");
+      std::snprintf(head, sizeof head, "bytes [+%lld, +%lld) past the end of '%s'",
+                    a - static_cast<long long>(g.tensor), b - static_cast<long long>(g.tensor), output.c_str());
+    return std::string(head) + " hold " + hex(buffer + lo, shown) + (shown < hi - lo ? " ..." : "") +
+           ", not the guard's " + hex(want.data(), shown) + (shown < hi - lo ? " ..." : "");
   };
   const auto origin = static_cast<long long>(g.before);
   std::string lo = region(0, g.before, origin, true);

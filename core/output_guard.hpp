@@ -1,4 +1,5 @@
-// Guard bytes around every output an ABI backend hands an impl: where the tensor sits in its allocation, what the guards hold, and which guard byte a run changed.
+// Guard bytes around every output an ABI backend hands an impl: where the tensor sits in its allocation, what the
+// guards hold, and which guard byte a run changed.
 //
 // Both ABI backends (core/abi_impl.cpp's host backend, device_impl/cuda/abi_backend.cpp) allocate
 // each output as [guard | misalign | tensor | guard] (kGuardBytes each side; misalign from

@@ -128,7 +128,9 @@ std::string to_json_line(const ResultRecord& r) {
   j["seed"] = r.seed;
   j["ms"] = num(r.ms);
   if (r.inputs_ms || r.ref_ms || r.device_ms || r.compare_ms)
-    j["phases_ms"] = {{"inputs", num(r.inputs_ms)}, {"reference", num(r.ref_ms)}, {"device", num(r.device_ms)},
+    j["phases_ms"] = {{"inputs", num(r.inputs_ms)},
+                      {"reference", num(r.ref_ms)},
+                      {"device", num(r.device_ms)},
                       {"compare", num(r.compare_ms)}};
   if (!r.tier.empty()) j["tier"] = r.tier;
   if (!r.message.empty()) j["message"] = r.message;
@@ -212,8 +214,8 @@ ResultRecord parse_json_line(const std::string& line) {
   r.planted = j.value("planted", false);
   if (j.contains("worst")) {
     for (const auto& w : j["worst"])
-      r.worst.push_back({w.at("out").get<std::string>(), w.at("index").get<std::vector<int64_t>>(),
-                         as_num(w.at("got")), as_num(w.at("want"))});
+      r.worst.push_back({w.at("out").get<std::string>(), w.at("index").get<std::vector<int64_t>>(), as_num(w.at("got")),
+                         as_num(w.at("want"))});
   }
   r.repro = j.value("repro", "");
   return r;

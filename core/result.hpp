@@ -27,10 +27,10 @@ struct OutputStats {
   int64_t elements = 0;
   double max_abs_err = 0;
   double max_rel_err = 0;
-  double bound = 0;         // the error allowed (ref_relative, per-element bounds: max_abs_err ÷ the
-                            // worst element's error ÷ bound, so max_abs_err / bound is that ratio)
-  double lowp_err = 0;      // ref_relative only: max |same-precision reference − reference|
-  int64_t mismatches = 0;   // elements beyond the bound, plus NaN/Inf position mismatches
+  double bound = 0;        // the error allowed (ref_relative, per-element bounds: max_abs_err ÷ the
+                           // worst element's error ÷ bound, so max_abs_err / bound is that ratio)
+  double lowp_err = 0;     // ref_relative only: max |same-precision reference − reference|
+  int64_t mismatches = 0;  // elements beyond the bound, plus NaN/Inf position mismatches
   // For the trust check (runner/trust.hpp), counted during the comparison, not reported: exact
   // zeros (+0 and -0) of the output, of the reference rounded to the output dtype, and the
   // output's zeros that the reference does not explain (runner/compare.cpp: neither its
@@ -92,14 +92,14 @@ struct ResultRecord {
   int device = -1;  // GPU ordinal, -1 on the host device
   Outcome outcome = Outcome::ERROR;
   Outcome raw_outcome = Outcome::ERROR;
-  std::string seed;     // hex, derived from the id
-  double ms = 0;        // wall time of the case in the worker
+  std::string seed;  // hex, derived from the id
+  double ms = 0;     // wall time of the case in the worker
   // Where ms went (issue 16 item 3): making the inputs and the references (0 when the case
   // shared them with the previous case of its problem; ref_ms is the load time when they came
   // from the disk cache), the impl's run, the comparison. ms minus these is the harness's own.
   double inputs_ms = 0, ref_ms = 0, device_ms = 0, compare_ms = 0;
-  std::string message;  // skip reason, error text, the failure summary, or for a pass a check that did not
-                        // apply (RunContext::note): what running the case said
+  std::string message;      // skip reason, error text, the failure summary, or for a pass a check that did not
+                            // apply (RunContext::note): what running the case said
   std::string expectation;  // the manifest entry that judged it: "xfail sm90.yaml:40: reason", a
                             // planted bug, an unmet xfail ("expects ERROR ..., got FAIL"), a known flake
   // Outputs judged under a stand-in accumulator model because the arch's manifest measured
@@ -110,7 +110,7 @@ struct ResultRecord {
   // FAIL: each way it failed (an output's kinds in output order, then the case's); what a
   // manifest xfail's `outputs:` and `case:` are matched against. Empty for other outcomes.
   std::vector<Failure> failures;
-  bool planted = false;  // the impl is a planted bug (Impl::planted): its cases exist to FAIL
+  bool planted = false;             // the impl is a planted bug (Impl::planted): its cases exist to FAIL
   std::vector<WorstElement> worst;  // a few worst elements over all outputs
   std::string repro;                // one shell command that reproduces the case
   std::string tier;

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdio>
+#include <limits>
 
 #include <Random123/philox.h>
 #include <Random123/uniform.hpp>
@@ -19,8 +19,7 @@ namespace {
 r123::Philox4x32::ctr_type draw(uint64_t seed, uint32_t stream, uint64_t block) {
   r123::Philox4x32 gen;
   r123::Philox4x32::key_type key = {{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
-  r123::Philox4x32::ctr_type ctr = {
-      {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), stream, 0}};
+  r123::Philox4x32::ctr_type ctr = {{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), stream, 0}};
   return gen(ctr, key);
 }
 
@@ -45,7 +44,9 @@ double uniform01_of_bits(uint32_t bits) {
   return 1.0 - r123::u01<double>(bits);  // u01 is (0, 1]; 1 − u01 is [0, 1)
 }
 
-double uniform01(uint64_t seed, uint32_t stream, uint64_t i) { return uniform01_of_bits(draw(seed, stream, i / 4)[i % 4]); }
+double uniform01(uint64_t seed, uint32_t stream, uint64_t i) {
+  return uniform01_of_bits(draw(seed, stream, i / 4)[i % 4]);
+}
 
 std::array<uint32_t, 4> random_block(uint64_t seed, uint32_t stream, uint64_t block) {
   const auto r = draw(seed, stream, block);

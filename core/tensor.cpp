@@ -33,8 +33,7 @@ int64_t product(const std::vector<int64_t>& shape) {
 HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape)
     : HostTensor(dtype, shape, contiguous_strides(shape), product(shape)) {}
 
-HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
-                       int64_t storage_elements)
+HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides, int64_t storage_elements)
     : dtype_(dtype), shape_(std::move(shape)), strides_(std::move(strides)), numel_(product(shape_)) {
   if (strides_.size() != shape_.size()) throw std::invalid_argument("strides and shape differ in rank");
   bytes_ = ZeroedBytes(static_cast<size_t>(storage_bytes_for(dtype_, storage_elements)));
@@ -125,10 +124,8 @@ std::vector<double> HostTensor::to_f64() const {
     }
   } else if (bits == 8 || bits == 16) {
     const std::vector<double> table = decode_table(dtype_);
-    if (bits == 8)
-      decode_by_table<uint8_t>(bytes_.data(), numel_, table, out.data());
-    else
-      decode_by_table<uint16_t>(bytes_.data(), numel_, table, out.data());
+    if (bits == 8) decode_by_table<uint8_t>(bytes_.data(), numel_, table, out.data());
+    else decode_by_table<uint16_t>(bytes_.data(), numel_, table, out.data());
   } else {
     for (int64_t i = 0; i < numel_; ++i) out[i] = get(i);
   }

@@ -50,7 +50,8 @@ void check_tag(const std::string& path, const YAML::Node& n) {
   const std::string& tag = n.Tag();
   if (tag.empty() || tag == "?" || tag == "!") return;
   std::string shown = tag;
-  if (const std::string core = "tag:yaml.org,2002:"; shown.rfind(core, 0) == 0) shown = "!!" + shown.substr(core.size());
+  if (const std::string core = "tag:yaml.org,2002:"; shown.rfind(core, 0) == 0)
+    shown = "!!" + shown.substr(core.size());
   yaml_fail(path, n, "YAML tag '" + shown + "' is not accepted (opcts reads plain values; a tag would be ignored)");
 }
 
@@ -74,8 +75,9 @@ void check_tree(const std::string& path, const YAML::Node& n, int depth, std::se
     const std::string key = kv.first.Scalar();
     if (const auto it = keys.find(key); it != keys.end()) {
       const auto [l, c] = place(it->second);
-      yaml_fail(path, kv.first, "duplicate key '" + key + "' (first at line " + std::to_string(l) + ", column " +
-                                    std::to_string(c) + "); a later one would be ignored");
+      yaml_fail(path, kv.first,
+                "duplicate key '" + key + "' (first at line " + std::to_string(l) + ", column " + std::to_string(c) +
+                    "); a later one would be ignored");
     }
     keys.emplace(key, kv.first);
     check_tree(path, kv.second, depth + 1, seen);
@@ -102,7 +104,9 @@ struct StopAtFirstNode : IgnoreEvents {
   };
   void OnNull(const YAML::Mark& m, YAML::anchor_t) override { throw Found{m}; }
   void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { throw Found{m}; }
-  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { throw Found{m}; }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override {
+    throw Found{m};
+  }
   void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
     throw Found{m};
   }
@@ -138,7 +142,8 @@ YAML::Node load_strict(const std::string& text, const std::string& path) {
     throw YamlError(at(path, e.mark) + ": " + e.msg);
   }
   if (second)
-    throw YamlError(at(path, *second) + ": a second YAML document ('---'); a file holds one, and a second would be ignored");
+    throw YamlError(at(path, *second) +
+                    ": a second YAML document ('---'); a file holds one, and a second would be ignored");
   if (!doc.IsDefined() || doc.IsNull()) throw YamlError(path + ":1:1: empty file (no YAML content)");
   std::set<std::tuple<int, int, int>> seen;
   check_tree(path, doc, 0, seen);
@@ -161,7 +166,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 YAML::Node require_kind(const std::string& path, const YAML::Node& n, const std::string& what, bool ok,
-                               const char* kind) {
+                        const char* kind) {
   if (!ok) yaml_fail(path, n, what + " must be " + kind + ", not " + kind_of(n));
   return n;
 }
@@ -257,8 +262,9 @@ long long int_of(const std::string& path, const YAML::Node& map, const char* key
   long long x = 0;
   const bool is_int = v.IsScalar() && YAML::convert<long long>::decode(v, x);
   if (!is_int || x < lo || x > hi)
-    yaml_fail(path, v, std::string("'") + key + "' must be an integer from " + std::to_string(lo) + " to " +
-                           std::to_string(hi) + ", not " + kind_of(v));
+    yaml_fail(path, v,
+              std::string("'") + key + "' must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                  ", not " + kind_of(v));
   return x;
 }
 

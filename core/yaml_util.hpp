@@ -74,12 +74,14 @@ T field_as(const YAML::Node& n, const char* field) {
   try {
     return n[field].as<T>();
   } catch (const YAML::Exception&) {
-    throw std::runtime_error(std::string("field '") + field + "': cannot read '" +
-                             (n[field].IsScalar() ? n[field].Scalar() : std::string("<") + (n[field].IsMap() ? "map" : "list") + ">") +
-                             "' as " + (std::is_same_v<T, bool>        ? "true or false"
-                                         : std::is_integral_v<T>       ? "an integer"
-                                         : std::is_floating_point_v<T> ? "a number"
-                                                                       : "text"));
+    throw std::runtime_error(
+        std::string("field '") + field + "': cannot read '" +
+        (n[field].IsScalar() ? n[field].Scalar() : std::string("<") + (n[field].IsMap() ? "map" : "list") + ">") +
+        "' as " +
+        (std::is_same_v<T, bool>       ? "true or false"
+         : std::is_integral_v<T>       ? "an integer"
+         : std::is_floating_point_v<T> ? "a number"
+                                       : "text"));
   }
 }
 

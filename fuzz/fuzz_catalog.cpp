@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "app/builtins.hpp"
-#include "fuzz/fuzz_util.hpp"
 #include "core/arch.hpp"
+#include "fuzz/fuzz_util.hpp"
 #include "runner/catalog.hpp"
 
 namespace {

@@ -40,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const CLI::App* sub : {cl.list, cl.run, cl.resources, cl.repro, cl.report, cl.gate_cmd, cl.ctest, cl.worker})
     given += static_cast<bool>(*sub);
   if (given != 1) opcts_fuzz::fail("parsed with " + std::to_string(given) + " subcommands, not one");
-  if (*cl.report && !*cl.merge && !*cl.matrix && !*cl.times && !*cl.html) opcts_fuzz::fail("report without its subcommand");
+  if (*cl.report && !*cl.merge && !*cl.matrix && !*cl.times && !*cl.html)
+    opcts_fuzz::fail("report without its subcommand");
   bool ok = false;
   try {
     check_options(cl);
@@ -50,10 +51,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!ok) return 0;
   if (*cl.list || *cl.run || *cl.gate_cmd || *cl.ctest) {
     const ShardSpec s = parse_shard(resolve_shard(cl.sel.shard));
-    if (s.index < 1 || s.index > s.count || s.count > kMaxShards) opcts_fuzz::fail("shard out of range: " + cl.sel.shard);
+    if (s.index < 1 || s.index > s.count || s.count > kMaxShards)
+      opcts_fuzz::fail("shard out of range: " + cl.sel.shard);
   }
-  if (*cl.run && (cl.rf.reruns < 0 || cl.rf.reruns > kMaxReruns || !(cl.rf.timeout > 0) || !std::isfinite(cl.rf.timeout) ||
-                  !(cl.rf.ref_cache_max_gib > 0)))
+  if (*cl.run && (cl.rf.reruns < 0 || cl.rf.reruns > kMaxReruns || !(cl.rf.timeout > 0) ||
+                  !std::isfinite(cl.rf.timeout) || !(cl.rf.ref_cache_max_gib > 0)))
     opcts_fuzz::fail("run flags out of range accepted");
   return 0;
 }

@@ -28,8 +28,8 @@
 
 #include <pugixml.hpp>
 
-#include "fuzz/fuzz_util.hpp"
 #include "core/result.hpp"
+#include "fuzz/fuzz_util.hpp"
 #include "reports/junit.hpp"
 
 namespace {
@@ -53,7 +53,9 @@ double num(FuzzedDataProvider& fdp) {
   }
 }
 
-bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
+bool same(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
 
 opcts::ResultRecord record(FuzzedDataProvider& fdp) {
   opcts::ResultRecord r;
@@ -117,7 +119,8 @@ void check_same(const opcts::ResultRecord& want, const opcts::ResultRecord& got,
   using opcts::sanitize_xml_text;
   const auto field = [&](const char* name, const std::string& a, const std::string& b) {
     if (sanitize_xml_text(a) != b)
-      fail("record " + std::to_string(i) + " field " + name + ": wrote '" + sanitize_xml_text(a) + "', read '" + b + "'");
+      fail("record " + std::to_string(i) + " field " + name + ": wrote '" + sanitize_xml_text(a) + "', read '" + b +
+           "'");
   };
   field("id", want.id, got.id);
   if (got.outcome != want.outcome) fail("record " + std::to_string(i) + ": outcome differs");
@@ -174,14 +177,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (opcts::sanitize_xml_text(xml) != xml) fail("the JUnit file holds bytes that are not XML 1.0 text");
 
   pugi::xml_document doc;
-  const auto res = doc.load_buffer(xml.data(), xml.size(), pugi::parse_default | pugi::parse_declaration,
-                                   pugi::encoding_utf8);
-  if (!res) fail(std::string("write_junit wrote malformed XML: ") + res.description() + " at byte " + std::to_string(res.offset));
+  const auto res =
+      doc.load_buffer(xml.data(), xml.size(), pugi::parse_default | pugi::parse_declaration, pugi::encoding_utf8);
+  if (!res)
+    fail(std::string("write_junit wrote malformed XML: ") + res.description() + " at byte " +
+         std::to_string(res.offset));
   const auto root = doc.child("testsuites");
   if (!root) fail("no <testsuites>");
   if (root.attribute("tests").as_ullong() != records.size()) fail("<testsuites tests> differs from the record count");
   size_t cases = 0;
-  for (auto s : root.children("testsuite")) cases += static_cast<size_t>(std::distance(s.children("testcase").begin(), s.children("testcase").end()));
+  for (auto s : root.children("testsuite"))
+    cases += static_cast<size_t>(std::distance(s.children("testcase").begin(), s.children("testcase").end()));
   if (cases != records.size()) fail("testcase count differs from the record count");
 
   std::vector<opcts::ResultRecord> back;

@@ -49,9 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (k == EntryKind::xfail)
         for (Outcome o : {Outcome::PASS, Outcome::FAIL, Outcome::ERROR, Outcome::SKIP, Outcome::CRASH})
           for (const char* message : {"", "cuBLASLt status 15", "mismatches: 3 of 64"})
-            for (const std::vector<Failure>& fs : {std::vector<Failure>{},
-                                                   std::vector<Failure>{{"O", FailureKind::exceeds_bound, 3, 1.5}},
-                                                   std::vector<Failure>{{"", FailureKind::wrong_refusal, 0, 0}}})
+            for (const std::vector<Failure>& fs :
+                 {std::vector<Failure>{}, std::vector<Failure>{{"O", FailureKind::exceeds_bound, 3, 1.5}},
+                  std::vector<Failure>{{"", FailureKind::wrong_refusal, 0, 0}}})
               (void)apply_expectation(o, message, fs, e);
     }
   }

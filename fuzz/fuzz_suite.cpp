@@ -100,8 +100,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)suite->manifest().find(EntryKind::flaky, c.id);
     for (const auto& out : c.family->outputs(*c.problem))
       opcts_fuzz::accepts([&] {
-        (void)suite->tolerances().resolve(std::string(c.family->name()), out.name, out.dtype, std::string(c.impl->name()),
-                                          arch, c.id, &suite->manifest());
+        (void)suite->tolerances().resolve(std::string(c.family->name()), out.name, out.dtype,
+                                          std::string(c.impl->name()), arch, c.id, &suite->manifest());
       });
   }
   (void)suite->manifest().stale(ids);

@@ -16,8 +16,8 @@
 namespace {
 
 const opcts::Manifest& override_manifest() {
-  static const opcts::Manifest m = opcts::Manifest::load(opcts_fuzz::write_file(
-      "override.yaml", "tolerance:\n  - {match: '*', reason: fuzz, factor: 3, atol: 0.5}\n"));
+  static const opcts::Manifest m = opcts::Manifest::load(
+      opcts_fuzz::write_file("override.yaml", "tolerance:\n  - {match: '*', reason: fuzz, factor: 3, atol: 0.5}\n"));
   return m;
 }
 
@@ -50,12 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const Manifest* m : {static_cast<const Manifest*>(nullptr), &manifest}) {
         // The rule's own impl/arch globs used as names match themselves unless they hold
         // glob metacharacters, so resolve may legitimately find nothing then.
-        opcts_fuzz::accepts([&] {
-          (void)t.resolve(r.family, r.output.empty() ? "O" : r.output, dt, impl, arch, "x.y/z", m);
-        });
+        opcts_fuzz::accepts(
+            [&] { (void)t.resolve(r.family, r.output.empty() ? "O" : r.output, dt, impl, arch, "x.y/z", m); });
       }
     }
-    opcts_fuzz::accepts([&] { (void)t.resolve(r.family, r.output, DType::fp32, "host.flash", "host", "id", &manifest); });
+    opcts_fuzz::accepts(
+        [&] { (void)t.resolve(r.family, r.output, DType::fp32, "host.flash", "host", "id", &manifest); });
   }
   return 0;
 }

@@ -28,7 +28,7 @@ enum class Input { exhaustive, all_codes, edges, random };
 struct Problem {
   DType from = DType::fp32;
   DType to = DType::e4m3fn;
-  Overflow overflow = Overflow::satfinite;  // unlike encode_format's default (core/codec.hpp)
+  Overflow overflow = Overflow::satfinite;      // unlike encode_format's default (core/codec.hpp)
   ScaleRounding rounding = ScaleRounding::rne;  // e8m0fnu targets only
   Input input = Input::edges;
   int64_t count = 0;  // random only

@@ -27,7 +27,8 @@ bool Problem::decoding() const { return is_narrow(from); }
 
 void Problem::validate() const {
   if (decoding()) {
-    if (to != DType::fp32) throw std::invalid_argument("decoding a narrow format goes to fp32, not " + std::string(name(to)));
+    if (to != DType::fp32)
+      throw std::invalid_argument("decoding a narrow format goes to fp32, not " + std::string(name(to)));
     if (input != Input::all_codes) throw std::invalid_argument("decoding takes input all_codes");
     return;
   }
@@ -72,10 +73,11 @@ std::vector<float> edge_values(DType to) {
   const double top = *vals.rbegin();
   const double ulp_top = top - *std::prev(vals.end(), 2);
   // Overflow thresholds: half an ulp above max is the RNE tie to the next binade.
-  for (double x : {top + ulp_top / 2, top + ulp_top, 2 * top, 1e30, static_cast<double>(std::numeric_limits<float>::max())})
+  for (double x :
+       {top + ulp_top / 2, top + ulp_top, 2 * top, 1e30, static_cast<double>(std::numeric_limits<float>::max())})
     both_signs(x);
   const double tiny = vals.size() > 1 ? *std::next(vals.begin()) : top;  // the smallest positive value
-  for (double x : {tiny / 2, tiny / 4, tiny * 0.75, 1e-30, 1e-40})  // half the smallest: the tie to 0
+  for (double x : {tiny / 2, tiny / 4, tiny * 0.75, 1e-30, 1e-40})       // half the smallest: the tie to 0
     both_signs(x);
   std::vector<float> signed_out;
   for (float f : out) {

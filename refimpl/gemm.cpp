@@ -19,12 +19,14 @@ namespace {
 // CPU that has the features checked.
 bool cpu_has(IsaLevel l) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  const bool v2 = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse3") && __builtin_cpu_supports("ssse3") &&
-                  __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("sse4.2");
-  const bool v3 = v2 && __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
-                  __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma");
+  const bool v2 = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse3") &&
+                  __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("sse4.1") &&
+                  __builtin_cpu_supports("sse4.2");
+  const bool v3 = v2 && __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") &&
+                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma");
   const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                  __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+                  __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vl");
   switch (l) {
     case IsaLevel::base: return true;
     case IsaLevel::v2: return v2;
@@ -58,14 +60,10 @@ std::atomic<uint64_t> g_flops_f64{0}, g_flops_f32{0};
 
 std::string_view to_string(IsaLevel l) {
   switch (l) {
-    case IsaLevel::base:
-      return "base";
-    case IsaLevel::v2:
-      return "x86-64-v2";
-    case IsaLevel::v3:
-      return "x86-64-v3";
-    case IsaLevel::v4:
-      return "x86-64-v4";
+    case IsaLevel::base: return "base";
+    case IsaLevel::v2: return "x86-64-v2";
+    case IsaLevel::v3: return "x86-64-v3";
+    case IsaLevel::v4: return "x86-64-v4";
   }
   return "?";
 }
@@ -73,7 +71,8 @@ std::string_view to_string(IsaLevel l) {
 IsaLevel parse_isa_level(std::string_view s) {
   for (IsaLevel l : {IsaLevel::base, IsaLevel::v2, IsaLevel::v3, IsaLevel::v4})
     if (s == to_string(l) || (l != IsaLevel::base && s == to_string(l).substr(7))) return l;
-  throw std::invalid_argument("unknown ISA level '" + std::string(s) + "' (expected base, x86-64-v2, x86-64-v3, x86-64-v4)");
+  throw std::invalid_argument("unknown ISA level '" + std::string(s) +
+                              "' (expected base, x86-64-v2, x86-64-v3, x86-64-v4)");
 }
 
 std::vector<IsaLevel> supported_isa_levels() {
@@ -105,10 +104,10 @@ void gemm(int64_t m, int64_t n, int64_t k, GemmOperand<T> a, GemmOperand<T> b, T
   const isa::GemmArgs<T> g{m, n, k, a.data, a.ld, a.transposed, b.data, b.ld, b.transposed, c, ldc, accumulate};
   void (*fn)(const isa::GemmArgs<T>&) = nullptr;
   switch (gemm_isa_level()) {
-#define OPCTS_ISA_CASE(L)                                                       \
-  case IsaLevel::L:                                                             \
-    if constexpr (std::is_same_v<T, double>) fn = isa::L::gemm_f64;             \
-    else fn = isa::L::gemm_f32;                                                 \
+#define OPCTS_ISA_CASE(L)                                           \
+  case IsaLevel::L:                                                 \
+    if constexpr (std::is_same_v<T, double>) fn = isa::L::gemm_f64; \
+    else fn = isa::L::gemm_f32;                                     \
     break;
     OPCTS_ISA_CASE(base)
     OPCTS_ISA_CASE(v2)
@@ -118,10 +117,13 @@ void gemm(int64_t m, int64_t n, int64_t k, GemmOperand<T> a, GemmOperand<T> b, T
   }
   fn(g);
   (std::is_same_v<T, double> ? g_flops_f64 : g_flops_f32)
-      .fetch_add(2 * static_cast<uint64_t>(m) * static_cast<uint64_t>(n) * static_cast<uint64_t>(k), std::memory_order_relaxed);
+      .fetch_add(2 * static_cast<uint64_t>(m) * static_cast<uint64_t>(n) * static_cast<uint64_t>(k),
+                 std::memory_order_relaxed);
 }
 
-GemmFlops gemm_flops() { return {g_flops_f64.load(std::memory_order_relaxed), g_flops_f32.load(std::memory_order_relaxed)}; }
+GemmFlops gemm_flops() {
+  return {g_flops_f64.load(std::memory_order_relaxed), g_flops_f32.load(std::memory_order_relaxed)};
+}
 
 template void gemm<double>(int64_t, int64_t, int64_t, GemmOperand<double>, GemmOperand<double>, double*, int64_t, bool);
 template void gemm<float>(int64_t, int64_t, int64_t, GemmOperand<float>, GemmOperand<float>, float*, int64_t, bool);

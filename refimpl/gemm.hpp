@@ -52,7 +52,8 @@ struct GemmOperand {
 /// `accumulate`. Operands must not alias C. T is double or float. Threads: Eigen's OpenMP
 /// GEMM outside a parallel region, one thread inside one (as before the dispatch).
 template <class T>
-void gemm(int64_t m, int64_t n, int64_t k, GemmOperand<T> a, GemmOperand<T> b, T* c, int64_t ldc, bool accumulate = false);
+void gemm(int64_t m, int64_t n, int64_t k, GemmOperand<T> a, GemmOperand<T> b, T* c, int64_t ldc,
+          bool accumulate = false);
 
 /// The flops (2·m·n·k a call) of every gemm() this process has run, by type: benchmarks take
 /// the difference around a reference to tell what share of its time its products take at the

@@ -28,7 +28,8 @@ class GroupedMmFamily final : public KitFamily<Problem> {
       return n;
     };
     const double elem = p.recipe == grouped_mm::Recipe::bf16 ? 2 : 1;
-    const double bytes = elem * (numel(grouped_mm::a_shape(p)) + numel(grouped_mm::b_shape(p))) + 2 * numel(grouped_mm::out_shape(p));
+    const double bytes =
+        elem * (numel(grouped_mm::a_shape(p)) + numel(grouped_mm::b_shape(p))) + 2 * numel(grouped_mm::out_shape(p));
     // The reference's three fp64 GEMMs and the dequantization of both operands dominate.
     return {3 * flops + 8 * numel(grouped_mm::b_shape(p)), bytes};
   }
@@ -37,9 +38,13 @@ class GroupedMmFamily final : public KitFamily<Problem> {
     return {{"out", DType::bf16, grouped_mm::out_shape(get(p))}};
   }
 
-  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return grouped_mm::abi_params(get(p)); }
+  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override {
+    return grouped_mm::abi_params(get(p));
+  }
 
-  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override { return grouped_mm::make_inputs(get(p), seed); }
+  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
+    return grouped_mm::make_inputs(get(p), seed);
+  }
 
   References reference(const opcts::Problem& p, const TensorMap& inputs) const override {
     return grouped_mm::reference(get(p), inputs);

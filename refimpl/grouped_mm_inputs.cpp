@@ -1,4 +1,5 @@
-// grouped_mm inputs, drawn in the code domain: element codes and scales straight from Philox bits, offsets from the problem, defects applied.
+// grouped_mm inputs, drawn in the code domain: element codes and scales straight from Philox bits, offsets from the
+// problem, defects applied.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -37,12 +38,14 @@ HostTensor random_codes(DType t, std::vector<int64_t> shape, uint64_t seed, uint
     }
     return c;
   }();
-  fill_block_codes(reinterpret_cast<uint8_t*>(x.data()), x.numel(), seed, stream, [](uint8_t bits) { return byte_code[bits]; });
+  fill_block_codes(reinterpret_cast<uint8_t*>(x.data()), x.numel(), seed, stream,
+                   [](uint8_t bits) { return byte_code[bits]; });
   return x;
 }
 
 // Rowwise fp32 scales factor·(1 + f)·2^e, a 23-bit f and e ∈ [-4, -1], factor 1 or 2: exact in fp32.
-HostTensor rowwise_scales(std::vector<int64_t> shape, uint64_t seed, uint32_t stream, uint32_t exp_stream, double factor) {
+HostTensor rowwise_scales(std::vector<int64_t> shape, uint64_t seed, uint32_t stream, uint32_t exp_stream,
+                          double factor) {
   HostTensor s(DType::fp32, std::move(shape));
   for (int64_t i = 0; i < s.numel(); ++i) {
     const double f = std::floor(uniform01(seed, stream, static_cast<uint64_t>(i)) * 8388608.0) / 8388608.0;
@@ -56,7 +59,7 @@ HostTensor rowwise_scales(std::vector<int64_t> shape, uint64_t seed, uint32_t st
 // padding holds code 0, as torch's F.pad leaves it.
 HostTensor mx_scales(const Problem& p, char which, uint64_t seed, uint32_t stream) {
   const MxLayout l = mx_layout(p, which);
-  HostTensor s(DType::e8m0fnu, {l.count});  // zero bytes: code 0 in the padding
+  HostTensor s(DType::e8m0fnu, {l.count});            // zero bytes: code 0 in the padding
   auto* code = reinterpret_cast<uint8_t*>(s.data());  // one byte a scale, contiguous
   for (int64_t g = 0; g < p.groups; ++g) {
     const GroupView v = group_view(p, g);
@@ -103,7 +106,8 @@ HostTensor offs_tensor(const Problem& p) {
 
 int64_t MxLayout::index(int64_t g, int64_t r, int64_t c) const {
   const size_t gi = static_cast<size_t>(g);
-  const int64_t f = static_cast<int64_t>(quant::swizzled_offset(static_cast<size_t>(r), static_cast<size_t>(c), static_cast<size_t>(cols[gi])));
+  const int64_t f = static_cast<int64_t>(
+      quant::swizzled_offset(static_cast<size_t>(r), static_cast<size_t>(c), static_cast<size_t>(cols[gi])));
   if (kind != k_split) return start[gi] + f;
   const int64_t cg = (cols[gi] + 3) / 4 * 4;
   return f / cg * width + start[gi] + f % cg;
@@ -151,10 +155,12 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
   HostTensor as, bs;
   if (is_rowwise(p.recipe)) {
     const double bias_factor = p.recipe == Recipe::rowwise_fnuz ? 2.0 : 1.0;
-    as = rowwise_scales(p.mode == Mode::m2d_3d ? std::vector<int64_t>{p.m + p.tail} : std::vector<int64_t>{p.groups, p.m},
-                        seed, kAScale, kAScaleExp, bias_factor);
-    bs = rowwise_scales(p.mode == Mode::m3d_2d ? std::vector<int64_t>{p.n + p.tail} : std::vector<int64_t>{p.groups, p.n},
-                        seed, kBScale, kBScaleExp, bias_factor);
+    as = rowwise_scales(
+        p.mode == Mode::m2d_3d ? std::vector<int64_t>{p.m + p.tail} : std::vector<int64_t>{p.groups, p.m}, seed,
+        kAScale, kAScaleExp, bias_factor);
+    bs = rowwise_scales(
+        p.mode == Mode::m3d_2d ? std::vector<int64_t>{p.n + p.tail} : std::vector<int64_t>{p.groups, p.n}, seed,
+        kBScale, kBScaleExp, bias_factor);
   } else {
     as = mx_scales(p, 'a', seed, kAScaleExp);
     bs = mx_scales(p, 'b', seed, kBScaleExp);

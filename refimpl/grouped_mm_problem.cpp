@@ -107,7 +107,8 @@ std::vector<int64_t> skewed_units(int64_t units, int64_t groups) {
     given += out[static_cast<size_t>(g)];
     frac.push_back({share - std::floor(share), g});
   }
-  std::sort(frac.begin(), frac.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::sort(frac.begin(), frac.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   for (int64_t i = 0; i < units - given; ++i) ++out[static_cast<size_t>(frac[static_cast<size_t>(i % groups)].second)];
   return out;
 }
@@ -169,9 +170,7 @@ GroupView group_view(const Problem& p, int64_t g) {
   const int64_t start = std::accumulate(s.begin(), s.begin() + g, int64_t{0}), size = s[static_cast<size_t>(g)];
   GroupView v;
   switch (p.mode) {
-    case Mode::m2d_3d:
-      v = {size, p.n, p.k, 0, start, 0, g, 0, start * p.n, p.n};
-      break;
+    case Mode::m2d_3d: v = {size, p.n, p.k, 0, start, 0, g, 0, start * p.n, p.n}; break;
     case Mode::m3d_3d: v = {p.m, p.n, p.k, g, 0, 0, g, 0, g * p.m * p.n, p.n}; break;
     case Mode::m2d_2d: v = {p.m, p.n, size, 0, 0, start, 0, 0, g * p.m * p.n, p.n}; break;
     case Mode::m3d_2d: v = {p.m, size, p.k, g, 0, 0, 0, start, start, p.n + p.tail}; break;
@@ -185,10 +184,12 @@ std::optional<Violation> contract_violation(const Problem& p) {
     return Violation{"K", "K = " + std::to_string(p.k) + " is not a multiple of " + std::to_string(km) + " (" +
                               std::string(to_string(p.recipe)) + ")"};
   if (p.mode != Mode::m3d_2d && p.n % nm != 0)
-    return Violation{"N", "N = " + std::to_string(p.n) + " is not a multiple of " + std::to_string(nm) + " (fp8 rows of Bᵀ)"};
+    return Violation{
+        "N", "N = " + std::to_string(p.n) + " is not a multiple of " + std::to_string(nm) + " (fp8 rows of Bᵀ)"};
   const int64_t a = offset_multiple(p);
   for (int64_t s : group_sizes(p))
-    if (s % a != 0) return Violation{"offs", "a group size " + std::to_string(s) + " is not a multiple of " + std::to_string(a)};
+    if (s % a != 0)
+      return Violation{"offs", "a group size " + std::to_string(s) + " is not a multiple of " + std::to_string(a)};
   switch (p.defect) {
     case Defect::none: break;
     case Defect::offs_decreasing: return Violation{"offs", "the offsets decrease"};

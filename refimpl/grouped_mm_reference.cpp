@@ -1,14 +1,14 @@
-// grouped_mm reference: per group, exact dequantization and three Eigen GEMMs (values; magnitudes and squares, refimpl/reduction_gemm.hpp), the exact unrounded result, and the reduction statistics.
+// grouped_mm reference: per group, exact dequantization and three Eigen GEMMs (values; magnitudes and squares,
+// refimpl/reduction_gemm.hpp), the exact unrounded result, and the reduction statistics.
 //
 // Each group's block of the output is x = Σ_k t_k over the group's K, t_k = deq(a_k)·deq(b_k)
 // (bf16 values, or e4m3fn / e4m3fnuz codes times an fp32 or 2^e scale: exact in double), unrounded (the
-// bounded metric allows the device's one rounding to bf16). Like scaled_mm (refimpl/scaled_mm_reference.cpp) the reference does not know how an
-// impl accumulates, so it gives per element S = Σ|t_k|, Q = Σ t_k² and X = |Σ t_k| (no bias, no
-// output scale), from which runner/accumulator.hpp derives each impl's bound; the fills' terms
-// are independent and symmetric about zero (random signs), so zero_mean holds. `terms` is the
-// largest group's K: the bound only grows with the reduction length, so it holds for every
-// group (loosest for the shortest). Elements no group writes (rows or columns past the last
-// offset) hold NaN, the poison the ABI backends fill outputs with (grouped_mm.hpp); their
+// bounded metric allows the device's one rounding to bf16). Like scaled_mm (refimpl/scaled_mm_reference.cpp) the
+// reference does not know how an impl accumulates, so it gives per element S = Σ|t_k|, Q = Σ t_k² and X = |Σ t_k| (no
+// bias, no output scale), from which runner/accumulator.hpp derives each impl's bound; the fills' terms are independent
+// and symmetric about zero (random signs), so zero_mean holds. `terms` is the largest group's K: the bound only grows
+// with the reduction length, so it holds for every group (loosest for the shortest). Elements no group writes (rows or
+// columns past the last offset) hold NaN, the poison the ABI backends fill outputs with (grouped_mm.hpp); their
 // statistics are 0. A group of zero K gives exact zeros (S = 0: the bound is 0).
 #include <cmath>
 #include <cstring>
@@ -60,7 +60,8 @@ Operand operand(const Problem& p, const TensorMap& in, char which) {
 // One operand of one group, dequantized: `rows` rows from row0 of matrix `mat` of the codes
 // (a 2-D tensor is one matrix), K columns [k0, k0 + depth), each code times its scale.
 // `mx`: the operand's mxfp8 scale layout.
-RowMajor dequantized(const Problem& p, const Operand& o, char which, int64_t g, const GroupView& v, const MxLayout& mx) {
+RowMajor dequantized(const Problem& p, const Operand& o, char which, int64_t g, const GroupView& v,
+                     const MxLayout& mx) {
   const HostTensor& codes = *o.codes;
   const int64_t rows = which == 'a' ? v.rows : v.cols, mat = which == 'a' ? v.a_mat : v.b_mat;
   const int64_t row0 = which == 'a' ? v.a_row0 : v.b_row0;

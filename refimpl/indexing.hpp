@@ -1,4 +1,5 @@
-// The atomics-based indexing families scatter_add, index_add and index_select: problems, ids, inputs, exact references and per-model bounds.
+// The atomics-based indexing families scatter_add, index_add and index_select: problems, ids, inputs, exact references
+// and per-model bounds.
 //
 // Every tensor is the contiguous view [outer, size along dim, inner] of a PyTorch tensor whose
 // middle dimension is the op's `dim` (a 1-D tensor is outer = inner = 1; dim 0 of a 2-D [N, H]

@@ -1,4 +1,5 @@
-// The indexing problems as the plugin ABI's opcts_scatter_add_params, opcts_index_add_params and opcts_index_select_params.
+// The indexing problems as the plugin ABI's opcts_scatter_add_params, opcts_index_add_params and
+// opcts_index_select_params.
 #include "core/abi_impl.hpp"
 #include "refimpl/indexing.hpp"
 

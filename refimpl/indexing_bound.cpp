@@ -227,8 +227,8 @@ Parts per_add_parts(const ElementSums& s, const TermSums& v, const std::vector<d
   const double u_d = std::ldexp(1.0, -precision(d));
   double per_add = v.sum_tau + v.S + v.sum_tau;  // E⁰: every min at its first argument
   for (int it = 0; it < 3; ++it) per_add = v.sum_tau + capped(s, tau, 1, 0.5 * spacing_at(d, v.T + per_add));
-  return with_prob(per_add, s.symmetric, v.sum_tau, std::min(v.term_sq, v.n * v.per_rounding), kStraddleMean * u_d * v.S,
-                   v.e_ref());
+  return with_prob(per_add, s.symmetric, v.sum_tau, std::min(v.term_sq, v.n * v.per_rounding),
+                   kStraddleMean * u_d * v.S, v.e_ref());
 }
 
 // The stall floor (the file comment): for terms of one sign σ and σ·s0 >= 0, the least value r
@@ -346,8 +346,9 @@ AllModels all_models(const ElementSums& s) {
   const double e_ref = v.e_ref();
   const double max_d = dtype_info(d).max_finite;
   auto& e = r.parts;
-  constexpr auto per_add = static_cast<size_t>(Accumulation::per_add), grouped = static_cast<size_t>(Accumulation::grouped),
-                 once = static_cast<size_t>(Accumulation::once), warp = static_cast<size_t>(Accumulation::warp32);
+  constexpr auto per_add = static_cast<size_t>(Accumulation::per_add),
+                 grouped = static_cast<size_t>(Accumulation::grouped), once = static_cast<size_t>(Accumulation::once),
+                 warp = static_cast<size_t>(Accumulation::warp32);
 
   e[per_add] = per_add_parts(s, v, tau);
   if (e[per_add].E > 0) r.floor[per_add] = stall_floor(s, tau, 1, 1, sum_tau + e_ref);

@@ -1,4 +1,5 @@
-// Exact element access of contiguous fp64/fp32/fp16/bf16/int32/int64 tensors for the indexing families' inputs and references.
+// Exact element access of contiguous fp64/fp32/fp16/bf16/int32/int64 tensors for the indexing families' inputs and
+// references.
 //
 // HostTensor::get and set go through the generic codecs (about 25 and 80 ns an element); the
 // indexing families touch up to 10^9 elements a case, so they read and write these dtypes'
@@ -53,12 +54,36 @@ inline uint16_t float_to_bf16(float f) {
 inline double load(const HostTensor& t, int64_t i) {
   const std::byte* p = t.data();
   switch (t.dtype()) {
-    case DType::fp64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
-    case DType::fp32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    case DType::fp16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return fp16_to_float(v); }
-    case DType::bf16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return bf16_to_float(v); }
-    case DType::int32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    case DType::int64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+    case DType::fp64: {
+      double v;
+      std::memcpy(&v, p + 8 * i, 8);
+      return v;
+    }
+    case DType::fp32: {
+      float v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    case DType::fp16: {
+      uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      return fp16_to_float(v);
+    }
+    case DType::bf16: {
+      uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      return bf16_to_float(v);
+    }
+    case DType::int32: {
+      int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    case DType::int64: {
+      int64_t v;
+      std::memcpy(&v, p + 8 * i, 8);
+      return static_cast<double>(v);
+    }
     default: throw std::invalid_argument("indexing: not a value dtype");
   }
 }
@@ -69,11 +94,31 @@ inline void store(HostTensor& t, int64_t i, double x) {
   std::byte* p = t.data();
   switch (t.dtype()) {
     case DType::fp64: std::memcpy(p + 8 * i, &x, 8); return;
-    case DType::fp32: { const float v = static_cast<float>(x); std::memcpy(p + 4 * i, &v, 4); return; }
-    case DType::fp16: { const uint16_t v = float_to_fp16(static_cast<float>(x)); std::memcpy(p + 2 * i, &v, 2); return; }
-    case DType::bf16: { const uint16_t v = float_to_bf16(static_cast<float>(x)); std::memcpy(p + 2 * i, &v, 2); return; }
-    case DType::int32: { const auto v = static_cast<int32_t>(x); std::memcpy(p + 4 * i, &v, 4); return; }
-    case DType::int64: { const auto v = static_cast<int64_t>(x); std::memcpy(p + 8 * i, &v, 8); return; }
+    case DType::fp32: {
+      const float v = static_cast<float>(x);
+      std::memcpy(p + 4 * i, &v, 4);
+      return;
+    }
+    case DType::fp16: {
+      const uint16_t v = float_to_fp16(static_cast<float>(x));
+      std::memcpy(p + 2 * i, &v, 2);
+      return;
+    }
+    case DType::bf16: {
+      const uint16_t v = float_to_bf16(static_cast<float>(x));
+      std::memcpy(p + 2 * i, &v, 2);
+      return;
+    }
+    case DType::int32: {
+      const auto v = static_cast<int32_t>(x);
+      std::memcpy(p + 4 * i, &v, 4);
+      return;
+    }
+    case DType::int64: {
+      const auto v = static_cast<int64_t>(x);
+      std::memcpy(p + 8 * i, &v, 8);
+      return;
+    }
     default: throw std::invalid_argument("indexing: not a value dtype");
   }
 }

@@ -1,4 +1,5 @@
-// The scatter_add, index_add and index_select families wired into the registry: one family class, its op fixed per instance.
+// The scatter_add, index_add and index_select families wired into the registry: one family class, its op fixed per
+// instance.
 #include "core/kit_family.hpp"
 #include "refimpl/indexing.hpp"
 
@@ -11,11 +12,16 @@ using indexing::Problem;
 
 // Element counts in double (Problem's numel helpers in int64 would overflow on absurd sizes).
 double out_elems(const Problem& p) {
-  return static_cast<double>(p.outer) * static_cast<double>(p.op == Op::index_select ? p.m : p.n) * static_cast<double>(p.inner);
+  return static_cast<double>(p.outer) * static_cast<double>(p.op == Op::index_select ? p.m : p.n) *
+         static_cast<double>(p.inner);
 }
-double self_elems(const Problem& p) { return static_cast<double>(p.outer) * static_cast<double>(p.n) * static_cast<double>(p.inner); }
+double self_elems(const Problem& p) {
+  return static_cast<double>(p.outer) * static_cast<double>(p.n) * static_cast<double>(p.inner);
+}
 double src_elems(const Problem& p) {
-  return p.op == Op::index_select ? 0 : static_cast<double>(p.outer) * static_cast<double>(p.m) * static_cast<double>(p.inner);
+  return p.op == Op::index_select
+             ? 0
+             : static_cast<double>(p.outer) * static_cast<double>(p.m) * static_cast<double>(p.inner);
 }
 double index_elems(const Problem& p) { return p.op == Op::scatter_add ? src_elems(p) : static_cast<double>(p.m); }
 
@@ -45,7 +51,9 @@ class IndexingFamily final : public KitFamily<Problem> {
     return {o};
   }
 
-  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override { return indexing::make_inputs(get(p), seed); }
+  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
+    return indexing::make_inputs(get(p), seed);
+  }
   References reference(const opcts::Problem& p, const TensorMap& inputs) const override {
     return indexing::reference(get(p), inputs);
   }

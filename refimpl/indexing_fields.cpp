@@ -49,8 +49,9 @@ Field<Problem> dist_row() {
 }
 
 Field<Problem> fill_row() {
-  return kit::choice<Problem>("fill", &Problem::fill,
-                              {{Fill::normal, "normal", ""}, {Fill::ones, "ones", "ones"}, {Fill::positive, "positive", "positive"}});
+  return kit::choice<Problem>(
+      "fill", &Problem::fill,
+      {{Fill::normal, "normal", ""}, {Fill::ones, "ones", "ones"}, {Fill::positive, "positive", "positive"}});
 }
 
 // alpha, in the id as alpha<number> when it is not 1.
@@ -85,12 +86,15 @@ kit::FieldTable<Problem> make_table(Op op) {
   std::vector<Field<Problem>> rows = {
       dtype_row(op),
       index_row(),
-      kit::int_unless<Problem, int64_t>("outer", &Problem::outer, 1, "b", "B: the size of the dims before dim (default 1)"),
+      kit::int_unless<Problem, int64_t>("outer", &Problem::outer, 1, "b",
+                                        "B: the size of the dims before dim (default 1)"),
       kit::int_always<Problem>("n", &Problem::n, "n",
                                op == Op::index_select ? "N: input's size along dim" : "N: self's size along dim", true),
       kit::int_always<Problem>("m", &Problem::m, "m",
-                               op == Op::scatter_add ? "M: index's and src's size along dim" : "M: the index's length", true),
-      kit::int_unless<Problem, int64_t>("inner", &Problem::inner, 1, "h", "H: the size of the dims after dim (default 1)"),
+                               op == Op::scatter_add ? "M: index's and src's size along dim" : "M: the index's length",
+                               true),
+      kit::int_unless<Problem, int64_t>("inner", &Problem::inner, 1, "h",
+                                        "H: the size of the dims after dim (default 1)"),
       dist_row(),
   };
   if (op != Op::index_select) rows.push_back(fill_row());
@@ -99,7 +103,9 @@ kit::FieldTable<Problem> make_table(Op op) {
   rows.push_back(bad_index_row());
   rows.push_back(kit::expect_argument<Problem>(&Problem::expect_error, "index"));
   return kit::FieldTable<Problem>(std::string(to_string(op)), std::move(rows), [op](const Problem& p) {
-    if (p.op != op) throw std::invalid_argument("a " + std::string(to_string(p.op)) + " problem in the " + std::string(to_string(op)) + " table");
+    if (p.op != op)
+      throw std::invalid_argument("a " + std::string(to_string(p.op)) + " problem in the " +
+                                  std::string(to_string(op)) + " table");
     p.validate();
   });
 }

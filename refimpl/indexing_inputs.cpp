@@ -1,4 +1,5 @@
-// The indexing families' inputs: index tensors of each distribution, value fills scaled to the dtype, random finite codes for index_select.
+// The indexing families' inputs: index tensors of each distribution, value fills scaled to the dtype, random finite
+// codes for index_select.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -17,7 +18,7 @@ namespace {
 enum Stream : uint32_t { kIndex = 0, kRoute, kSelf, kSrc, kCodes };
 
 double u01(uint32_t r) { return (static_cast<double>(r) + 0.5) * 0x1p-32; }  // (0, 1)
-double u01_53(uint32_t hi, uint32_t lo) {  // (0, 1) with 53 random bits
+double u01_53(uint32_t hi, uint32_t lo) {                                    // (0, 1) with 53 random bits
   return (static_cast<double>(((static_cast<uint64_t>(hi) << 32 | lo) >> 11)) + 0.5) * 0x1p-53;
 }
 
@@ -52,7 +53,8 @@ std::vector<double> zipf_cdf(int64_t n) {
 int64_t zipf_map(int64_t r, int64_t n) {
   int64_t a = 40503;  // odd, and stepped until coprime with n
   while (std::gcd(a, n) != 1) a += 2;
-  return static_cast<int64_t>((static_cast<unsigned __int128>(a) * static_cast<uint64_t>(r) + 12345u) % static_cast<uint64_t>(n));
+  return static_cast<int64_t>((static_cast<unsigned __int128>(a) * static_cast<uint64_t>(r) + 12345u) %
+                              static_cast<uint64_t>(n));
 }
 
 // routed: n tokens × k slots, each slot a distinct expert drawn with weight (e + 1)^-kExpertSkew;
@@ -61,7 +63,8 @@ int64_t zipf_map(int64_t r, int64_t n) {
 std::vector<int64_t> routed_index(int64_t n, int64_t k, uint64_t seed) {
   std::vector<double> cdf(kRoutedExperts);
   double acc = 0;
-  for (int64_t e = 0; e < kRoutedExperts; ++e) cdf[static_cast<size_t>(e)] = acc += std::pow(static_cast<double>(e + 1), -kExpertSkew);
+  for (int64_t e = 0; e < kRoutedExperts; ++e)
+    cdf[static_cast<size_t>(e)] = acc += std::pow(static_cast<double>(e + 1), -kExpertSkew);
   for (double& x : cdf) x /= acc;
   std::vector<int64_t> expert(static_cast<size_t>(n * k));
 #pragma omp parallel for schedule(static) if (n > 4096)
@@ -81,7 +84,9 @@ std::vector<int64_t> routed_index(int64_t n, int64_t k, uint64_t seed) {
   }
   std::vector<int64_t> order(static_cast<size_t>(n * k));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return expert[static_cast<size_t>(a)] < expert[static_cast<size_t>(b)]; });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return expert[static_cast<size_t>(a)] < expert[static_cast<size_t>(b)];
+  });
   for (auto& o : order) o /= k;  // the token of each pair
   return order;
 }
@@ -104,7 +109,8 @@ std::vector<int64_t> index_values(const Problem& p, uint64_t seed) {
     case Dist::uniform:
     case Dist::sorted:
       for_each_draw(seed, kIndex, total, [&](int64_t e, uint32_t bits) {
-        idx[static_cast<size_t>(e)] = std::min<int64_t>(n - 1, static_cast<int64_t>(u01(bits) * static_cast<double>(n)));
+        idx[static_cast<size_t>(e)] =
+            std::min<int64_t>(n - 1, static_cast<int64_t>(u01(bits) * static_cast<double>(n)));
       });
       if (p.dist == Dist::sorted) {
 #pragma omp parallel for schedule(dynamic) if (cols.count > 1)
@@ -135,7 +141,10 @@ std::vector<int64_t> index_values(const Problem& p, uint64_t seed) {
         const int64_t step = std::max<int64_t>(1, n / std::max<int64_t>(1, p.m));
         col.resize(static_cast<size_t>(p.m));
         for (int64_t j = 0; j < p.m; ++j)
-          col[static_cast<size_t>(j)] = n - 1 - static_cast<int64_t>((static_cast<unsigned __int128>(j) * static_cast<uint64_t>(step)) % static_cast<uint64_t>(n));
+          col[static_cast<size_t>(j)] =
+              n - 1 -
+              static_cast<int64_t>((static_cast<unsigned __int128>(j) * static_cast<uint64_t>(step)) %
+                                   static_cast<uint64_t>(n));
       }
 #pragma omp parallel for schedule(static) if (total > (1 << 16))
       for (int64_t c = 0; c < cols.count; ++c)
@@ -156,7 +165,7 @@ int64_t max_adds(const Problem& p, const std::vector<int64_t>& idx) {
   const int64_t tiles_per_row = cols.per_element ? (cols.inner + kTile - 1) / kTile : 1;
   const int64_t tiles = cols.per_element ? p.outer * tiles_per_row : 1;
   int64_t best = 0;
-#pragma omp parallel if (tiles > 1 && static_cast<int64_t>(idx.size()) > (1 << 16))
+#pragma omp parallel if (tiles > 1 && static_cast <int64_t>(idx.size()) > (1 << 16))
   {
     std::vector<int64_t> count(static_cast<size_t>((cols.per_element ? std::min(kTile, cols.inner) : 1) * p.n));
     int64_t mine = 0;
@@ -189,14 +198,16 @@ struct Values {
     if (dtype == DType::int32 || dtype == DType::int64) {
       const uint64_t bits = (static_cast<uint64_t>(r[0]) << 32) | r[1];
       const auto span = static_cast<uint64_t>(range);
-      return fill == Fill::positive ? static_cast<double>(1 + bits % span)
-                                    : static_cast<double>(static_cast<int64_t>(bits % (2 * span + 1)) - static_cast<int64_t>(span));
+      return fill == Fill::positive
+                 ? static_cast<double>(1 + bits % span)
+                 : static_cast<double>(static_cast<int64_t>(bits % (2 * span + 1)) - static_cast<int64_t>(span));
     }
     // fp64 draws use 64 random bits per uniform, so its values fill all 53 bits (fp32-valued
     // terms would sum exactly in double, in every order); the others are drawn in fp32.
     const bool wide = dtype == DType::fp64;
     const double ua = wide ? u01_53(r[0], r[1]) : u01(r[0]), ub = wide ? u01_53(r[2], r[3]) : u01(r[1]);
-    const double x = fill == Fill::positive ? sigma * ua : sigma * std::sqrt(-2 * std::log(ua)) * std::cos(6.283185307179586 * ub);
+    const double x =
+        fill == Fill::positive ? sigma * ua : sigma * std::sqrt(-2 * std::log(ua)) * std::cos(6.283185307179586 * ub);
     return wide ? x : static_cast<float>(x);  // Box-Muller for normal fills
   }
 };
@@ -245,7 +256,8 @@ void fill_normal_wide(HostTensor& t, uint64_t seed, uint32_t stream, double sigm
       const uint32_t* r = bits + 4 * j;
       const uint16_t code = sampler.from_bits(r[0]);
       const uint64_t v = std::bit_cast<uint64_t>(static_cast<double>(bf16_to_float(code)));
-      const uint64_t mag = v & 0x7FFFFFFFFFFFFFFFull, low = (static_cast<uint64_t>(r[1]) << 32 | r[2]) & ((uint64_t{1} << 45) - 1);
+      const uint64_t mag = v & 0x7FFFFFFFFFFFFFFFull,
+                     low = (static_cast<uint64_t>(r[1]) << 32 | r[2]) & ((uint64_t{1} << 45) - 1);
       out[b0 + j] = (v & ~0x7FFFFFFFFFFFFFFFull) | (mag ? mag - (uint64_t{1} << 44) + low : 0);
     }
   });
@@ -258,7 +270,7 @@ void fill_values(HostTensor& t, const Values& v, uint64_t seed, uint32_t stream)
     return fill_normal(t, seed, stream, v.sigma);
   if (!v.zero && v.fill == Fill::normal && (t.dtype() == DType::fp32 || t.dtype() == DType::fp64))
     return fill_normal_wide(t, seed, stream, v.sigma);
-  if (v.zero) return;  // HostTensor's storage starts at +0 in every dtype
+  if (v.zero) return;          // HostTensor's storage starts at +0 in every dtype
   if (v.fill == Fill::ones) {  // no random bits: the value 1 in the dtype, element by element
     const int64_t n = t.numel();
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
@@ -282,9 +294,11 @@ void fill_codes(HostTensor& t, uint64_t seed) {
   };
   switch (t.dtype()) {
     case DType::fp16:
-      return fill_block_codes(reinterpret_cast<uint16_t*>(out), n, seed, kCodes, finite(uint16_t{0x7C00}, uint16_t{0x4000}));
+      return fill_block_codes(reinterpret_cast<uint16_t*>(out), n, seed, kCodes,
+                              finite(uint16_t{0x7C00}, uint16_t{0x4000}));
     case DType::bf16:
-      return fill_block_codes(reinterpret_cast<uint16_t*>(out), n, seed, kCodes, finite(uint16_t{0x7F80}, uint16_t{0x4000}));
+      return fill_block_codes(reinterpret_cast<uint16_t*>(out), n, seed, kCodes,
+                              finite(uint16_t{0x7F80}, uint16_t{0x4000}));
     case DType::fp32:
       return fill_block_codes(reinterpret_cast<uint32_t*>(out), n, seed, kCodes, finite(0x7F800000u, 0x40000000u));
     case DType::fp64:
@@ -313,7 +327,8 @@ void plant_bad_index(const Problem& p, std::vector<int64_t>& idx) {
 }
 
 HostTensor index_tensor(const Problem& p, const std::vector<int64_t>& idx) {
-  const std::vector<int64_t> shape = p.op == Op::scatter_add ? std::vector<int64_t>{p.outer, p.m, p.inner} : std::vector<int64_t>{p.m};
+  const std::vector<int64_t> shape =
+      p.op == Op::scatter_add ? std::vector<int64_t>{p.outer, p.m, p.inner} : std::vector<int64_t>{p.m};
   HostTensor t(p.index_dtype, shape);
   const int64_t n = t.numel();
   if (p.index_dtype == DType::int32) {
@@ -343,8 +358,9 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
   Values self_v = v;
   self_v.zero = p.fill == Fill::ones;
   fill_values(in.emplace("self", HostTensor(p.dtype, self_shape)).first->second, self_v, seed, kSelf);
-  fill_values(in.emplace(p.op == Op::scatter_add ? "src" : "source", HostTensor(p.dtype, {p.outer, p.m, p.inner})).first->second, v,
-              seed, kSrc);
+  fill_values(in.emplace(p.op == Op::scatter_add ? "src" : "source", HostTensor(p.dtype, {p.outer, p.m, p.inner}))
+                  .first->second,
+              v, seed, kSrc);
   return in;
 }
 

@@ -1,4 +1,5 @@
-// scatter_add / index_add / index_select problems: validation, the argument contract, and where each planted bug can show.
+// scatter_add / index_add / index_select problems: validation, the argument contract, and where each planted bug can
+// show.
 #include <cmath>
 #include <cstdio>
 #include <numbers>
@@ -105,7 +106,9 @@ namespace {
 bool first_taken(const Problem& p) {
   return p.m > 0 && (p.n == 1 || p.dist == Dist::all_first || (p.dist == Dist::strided && p.m >= p.n));
 }
-bool last_taken(const Problem& p) { return p.m > 0 && (p.n == 1 || p.dist == Dist::all_last || p.dist == Dist::strided); }
+bool last_taken(const Problem& p) {
+  return p.m > 0 && (p.n == 1 || p.dist == Dist::all_last || p.dist == Dist::strided);
+}
 
 }  // namespace
 
@@ -167,7 +170,8 @@ double hides_everywhere(const Problem& p, Hide hide) {
 // a = 9.3·u·k/√(k − 1) + u_out, u_out the share of a final rounding to the dtype (`once`: at
 // most 2·u_d of the lost mass, |x| + E being about as large as it).
 double lost_duplicate_hides(const Problem& p, double u, double u_out) {
-  return hides_everywhere(p, [&](double k) { return std::erf((9.3 * u * k / std::sqrt(k - 1) + u_out) / std::sqrt(2.0)); });
+  return hides_everywhere(
+      p, [&](double k) { return std::erf((9.3 * u * k / std::sqrt(k - 1) + u_out) / std::sqrt(2.0)); });
 }
 
 // A 16-bit running sum of k random-sign terms (the planted dtype accumulation) against `once`'s
@@ -203,8 +207,9 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug, Accumulati
       if (!accumulates || p.integer()) return "integer sums do not depend on the order";
       if (sixteen_bit(p.dtype)) return "the final rounding to 16 bits hides an fp32 order's last bits";
       if (p.fill == Fill::ones) return "sums of ones below 2^24 are exact in every order";
-      return typical_max_adds(p) >= kPlantedManyAdds ? ""
-                                                     : "needs elements taking at least " + std::to_string(kPlantedManyAdds) + " adds";
+      return typical_max_adds(p) >= kPlantedManyAdds
+                 ? ""
+                 : "needs elements taking at least " + std::to_string(kPlantedManyAdds) + " adds";
     case PlantedBug::index32:
       if (p.op != Op::index_select) return "the bug is in index_select's offsets";
       return p.self_numel() > (int64_t{1} << 32) && last_taken(p)
@@ -218,8 +223,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug, Accumulati
         // The model's rounding unit: the destination's for the per-add models, the
         // accumulator's under `once`, whose one rounding to the dtype adds at most u_d·(|x| + E).
         const bool once = judged == Accumulation::once;
-        const double hides = lost_duplicate_hides(p, once ? (p.dtype == DType::fp64 ? 0x1p-53 : 0x1p-24) : unit(p.dtype),
-                                                  once ? 2 * unit(p.dtype) : 0);
+        const double hides = lost_duplicate_hides(
+            p, once ? (p.dtype == DType::fp64 ? 0x1p-53 : 0x1p-24) : unit(p.dtype), once ? 2 * unit(p.dtype) : 0);
         if (hides > 0.01) {
           char why[200];
           std::snprintf(why, sizeof why,

@@ -1,4 +1,5 @@
-// The indexing families' reference: exact sums per element (double-double, integers exactly) with each accumulation model's bound, and the exact gather.
+// The indexing families' reference: exact sums per element (double-double, integers exactly) with each accumulation
+// model's bound, and the exact gather.
 //
 // The terms landing on each element are found by bucketing the index: one bucket list per
 // column (o, k) of scatter_add's per-element index, one for index_add's 1-D index shared by all
@@ -164,7 +165,8 @@ References scatter_add_reference(const Problem& p, const TensorMap& in) {
         const int64_t k1 = std::min(p.inner, k0 + kColumnsPerChunk);
 #pragma omp parallel for schedule(dynamic) if (p.m * (k1 - k0) > 4096)
         for (int64_t k = k0; k < k1; ++k)
-          cols[static_cast<size_t>(k - k0)].build(p.n, p.m, [&](int64_t j) { return load_index(index, (o * p.m + j) * p.inner + k); });
+          cols[static_cast<size_t>(k - k0)].build(
+              p.n, p.m, [&](int64_t j) { return load_index(index, (o * p.m + j) * p.inner + k); });
 #pragma omp parallel for schedule(dynamic, 16) firstprivate(terms, positions) if (p.n * (k1 - k0) > 4096)
         for (int64_t r = 0; r < p.n; ++r) {
           for (int64_t k = k0; k < k1; ++k) {
@@ -240,7 +242,8 @@ References index_select_reference(const Problem& p, const TensorMap& in) {
   for (int64_t oj = 0; oj < p.outer * p.m; ++oj) {
     const int64_t o = oj / std::max<int64_t>(1, p.m), row = load_index(index, oj % std::max<int64_t>(1, p.m));
     if (row < 0 || row >= p.n) continue;  // negative cases are refused before any reference is made
-    for (int64_t k = 0; k < p.inner; ++k) out[static_cast<size_t>(oj * p.inner + k)] = load(input, (o * p.n + row) * p.inner + k);
+    for (int64_t k = 0; k < p.inner; ++k)
+      out[static_cast<size_t>(oj * p.inner + k)] = load(input, (o * p.n + row) * p.inner + k);
   }
   References r;
   r.exact["out"] = std::move(out);

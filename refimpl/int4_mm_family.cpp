@@ -30,7 +30,9 @@ class Int4MmFamily final : public KitFamily<Problem> {
 
   std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return int4_mm::abi_params(get(p)); }
 
-  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override { return int4_mm::make_inputs(get(p), seed); }
+  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
+    return int4_mm::make_inputs(get(p), seed);
+  }
 
   References reference(const opcts::Problem& p, const TensorMap& inputs) const override {
     return int4_mm::reference(get(p), inputs);

@@ -19,7 +19,8 @@ std::vector<Choice<Format>> format_choices() {
 
 // The group size: default 128, 32 for Q4_0 (so the format row comes first); always in the id.
 Field<Problem> group_field() {
-  Field<Problem> f = kit::int_always<Problem>("group", &Problem::group, "g", "G: 32 | 64 | 128 | 256 (default 128; q4_0: 32)", false);
+  Field<Problem> f =
+      kit::int_always<Problem>("group", &Problem::group, "g", "G: 32 | 64 | 128 | 256 (default 128; q4_0: 32)", false);
   f.read = [](Problem& p, const YAML::Node& m) {
     p.group = p.format == Format::q4_0 ? 32 : 128;
     if (const YAML::Node v = m["group"]) p.group = kit::field_as_value<int64_t>(v);
@@ -60,13 +61,11 @@ const kit::FieldTable<Problem>& fields() {
   static const kit::FieldTable<Problem> table(
       "int4_mm",
       {kit::choice<Problem>("format", &Problem::format, format_choices(), true),
-       kit::dtype_bare<Problem>("dtype", &Problem::dtype, "bf16 | fp16 (activations, output and, but for q4_0, scales)"),
+       kit::dtype_bare<Problem>("dtype", &Problem::dtype,
+                                "bf16 | fp16 (activations, output and, but for q4_0, scales)"),
        kit::int_always<Problem>("m", &Problem::m, "m", "M (rows of x)", true),
-       kit::int_paired<Problem>("n", &Problem::n, "nk", "k"),
-       kit::int_paired<Problem>("k", &Problem::k, "nk", "n"),
-       kit::pair_alias<Problem>("nk", "n", &Problem::n, "k", &Problem::k),
-       group_field(),
-       inner_k_tiles_field(),
+       kit::int_paired<Problem>("n", &Problem::n, "nk", "k"), kit::int_paired<Problem>("k", &Problem::k, "nk", "n"),
+       kit::pair_alias<Problem>("nk", "n", &Problem::n, "k", &Problem::k), group_field(), inner_k_tiles_field(),
        kit::choice<Problem>("fill", &Problem::fill,
                             {{Fill::random, "random", ""},
                              {Fill::extreme_zeros, "extreme_zeros", "zeroext"},

@@ -33,7 +33,8 @@ std::string_view to_string(Format f) {
 }
 
 const std::vector<Format>& all_formats() {
-  static const std::vector<Format> f = {Format::tinygemm, Format::tinygemm_unpacked, Format::awq, Format::gptq, Format::q4_0};
+  static const std::vector<Format> f = {Format::tinygemm, Format::tinygemm_unpacked, Format::awq, Format::gptq,
+                                        Format::q4_0};
   return f;
 }
 
@@ -55,9 +56,11 @@ int64_t packing_n_tile(const Problem& p) {
 std::optional<Violation> contract_violation(const Problem& p) {
   const bool q4 = p.format == Format::q4_0;
   if (q4 ? p.group != 32 : !(p.group == 32 || p.group == 64 || p.group == 128 || p.group == 256))
-    return Violation{"group_size", "group size " + std::to_string(p.group) + (q4 ? " (Q4_0 blocks are 32)" : " is not 32, 64, 128 or 256")};
+    return Violation{"group_size", "group size " + std::to_string(p.group) +
+                                       (q4 ? " (Q4_0 blocks are 32)" : " is not 32, 64, 128 or 256")};
   if (p.k % p.group != 0)
-    return Violation{"K", "K = " + std::to_string(p.k) + " is not a multiple of the group size " + std::to_string(p.group)};
+    return Violation{"K",
+                     "K = " + std::to_string(p.k) + " is not a multiple of the group size " + std::to_string(p.group)};
   if (p.k % packing_k_tile(p) != 0)
     return Violation{"K", "K = " + std::to_string(p.k) + " is not a multiple of the packing's K tile " +
                               std::to_string(packing_k_tile(p))};
@@ -67,7 +70,8 @@ std::optional<Violation> contract_violation(const Problem& p) {
   switch (p.defect) {
     case Defect::none: break;
     case Defect::scale_groups:
-      return Violation{p.tinygemm() ? "scale_and_zero" : "scales", "the scales hold the groups of group size 4g, not K/g"};
+      return Violation{p.tinygemm() ? "scale_and_zero" : "scales",
+                       "the scales hold the groups of group size 4g, not K/g"};
     case Defect::zero_groups: return Violation{"qzeros", "the zero points hold the groups of group size 4g, not K/g"};
   }
   return std::nullopt;
@@ -88,7 +92,8 @@ void Problem::validate() const {
   if (scale_exp < -lim || scale_exp > lim)
     bad("scale_exp must lie in [-" + std::to_string(lim) + ", " + std::to_string(lim) + "] for " +
         (format == Format::q4_0 ? "q4_0's fp16 scales" : std::string(name(dtype)) + " scales"));
-  if (defect == Defect::scale_groups && format == Format::q4_0) bad("q4_0 keeps its scales inside the blocks: no scale_groups defect");
+  if (defect == Defect::scale_groups && format == Format::q4_0)
+    bad("q4_0 keeps its scales inside the blocks: no scale_groups defect");
   if (defect == Defect::zero_groups && format != Format::awq && format != Format::gptq)
     bad("defect zero_groups applies to awq and gptq (the formats with a qzeros tensor)");
   const auto v = contract_violation(*this);
@@ -106,12 +111,16 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::zero_before_scale: return p.has_zeros() ? "" : "q4_0 has no zero point";
     case PlantedBug::gptq_z: return p.format == Format::gptq ? "" : "only GPTQ stores z - 1";
     case PlantedBug::drop_partial_k:
-      return p.k % kPlantedKTile != 0 ? "" : "K = " + std::to_string(p.k) + " has no partial " + std::to_string(kPlantedKTile) + "-tile";
+      return p.k % kPlantedKTile != 0
+                 ? ""
+                 : "K = " + std::to_string(p.k) + " has no partial " + std::to_string(kPlantedKTile) + "-tile";
     case PlantedBug::drop_last_k: return "";
     case PlantedBug::fp16_as_bf16: return p.dtype == DType::fp16 ? "" : "x and the weights are bf16 already";
     case PlantedBug::sum_in_dtype_64:
       // K <= 64: the one rounding of the whole sum is the output's own, RN(RN(v)) = RN(v).
-      return p.k > kPlantedSumEvery ? "" : "K <= " + std::to_string(kPlantedSumEvery) + ": the sum is rounded once, as the output is";
+      return p.k > kPlantedSumEvery
+                 ? ""
+                 : "K <= " + std::to_string(kPlantedSumEvery) + ": the sum is rounded once, as the output is";
     case PlantedBug::split_k4_in_dtype:
       // Four roundings of partial sums P_q ≈ y/4 ± √(Q/4) are about the output's own half
       // spacing unless |y| is small against √Q, where the partials' spacings dwarf y's: for a
@@ -250,7 +259,7 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
   switch (p.format) {
     case Format::tinygemm:
     case Format::tinygemm_unpacked: {
-      in.emplace("weight", direct                          ? random_storage(p, seed)
+      in.emplace("weight", direct                         ? random_storage(p, seed)
                            : p.format == Format::tinygemm ? int4::pack_tinygemm(q, N, s.k, p.inner_k_tiles)
                                                           : int4::pack_tinygemm_unpacked(q, N, s.k));
       HostTensor sz(p.dtype, {G, N, 2});
@@ -264,7 +273,9 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
     }
     case Format::awq:
     case Format::gptq: {
-      in.emplace("weight", direct ? random_storage(p, seed) : p.format == Format::awq ? int4::pack_awq(q, N, s.k) : int4::pack_gptq(q, N, s.k));
+      in.emplace("weight", direct                    ? random_storage(p, seed)
+                           : p.format == Format::awq ? int4::pack_awq(q, N, s.k)
+                                                     : int4::pack_gptq(q, N, s.k));
       // The scale and the zero point of (group, column) from one draw; a negative case may give
       // them different group counts.
       const int64_t GZ = s.zero_groups, both = std::max(G, GZ) * N;
@@ -272,7 +283,8 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
       std::vector<int> z(static_cast<size_t>(GZ * N));  // zero point (g, n) at g·N + n
       for_each_group(seed, both, [&](int64_t i, const GroupDraws& d) {
         if (i < G * N) sc.set(i, scale_value(p, d));
-        if (i < GZ * N) z[static_cast<size_t>(i)] = static_cast<int>(zero_point(p, seed, static_cast<uint64_t>(i), d, true));
+        if (i < GZ * N)
+          z[static_cast<size_t>(i)] = static_cast<int>(zero_point(p, seed, static_cast<uint64_t>(i), d, true));
       });
       in.emplace("scales", std::move(sc));
       if (p.format == Format::awq) in.emplace("qzeros", int4::pack_awq_zeros(int4::Codes(z.begin(), z.end()), GZ, N));
@@ -291,8 +303,7 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
         HostTensor w = random_storage(p, seed);
         int4::put_q4_0_d(w, d);
         in.emplace("weight", std::move(w));
-      } else
-        in.emplace("weight", int4::pack_q4_0(q, d, N, s.k));
+      } else in.emplace("weight", int4::pack_q4_0(q, d, N, s.k));
       break;
     }
   }

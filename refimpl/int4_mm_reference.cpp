@@ -1,4 +1,5 @@
-// int4_mm reference: the weights unpacked and dequantized exactly, fp64 Eigen GEMMs over column blocks (OpenMP; dispatched per ISA level), and the error bound.
+// int4_mm reference: the weights unpacked and dequantized exactly, fp64 Eigen GEMMs over column blocks (OpenMP;
+// dispatched per ISA level), and the error bound.
 //
 // Exact value. Every dequantized weight — (q − 8)·scale + zero, (q − z)·scale or (q − 8)·d with
 // 4-bit codes and 8- or 11-bit scales and zeros — is exact in fp64 (the generated zeros lie
@@ -69,7 +70,8 @@ Unpacked unpack(const Problem& p, const TensorMap& in) {
   switch (p.format) {
     case Format::tinygemm:
     case Format::tinygemm_unpacked: {
-      u.q = p.format == Format::tinygemm ? int4::unpack_tinygemm(w, N, K, p.inner_k_tiles) : int4::unpack_tinygemm_unpacked(w, N, K);
+      u.q = p.format == Format::tinygemm ? int4::unpack_tinygemm(w, N, K, p.inner_k_tiles)
+                                         : int4::unpack_tinygemm_unpacked(w, N, K);
       const HostTensor& sz = in.at("scale_and_zero");
       for (int64_t i = 0; i < G * N; ++i) {
         u.scale[static_cast<size_t>(i)] = sz.get(2 * i);

@@ -36,8 +36,8 @@ void require_codes(const Codes& q, int64_t rows, int64_t cols) {
 
 void require_packed(const HostTensor& t, int64_t nibbles) {
   require(t.dtype() == DType::uint4 && t.is_contiguous() && t.numel() == nibbles,
-          "a packed tensor of " + std::to_string(nibbles) + " uint4 elements, got " + std::to_string(t.numel()) + " of " +
-              std::string(name(t.dtype())));
+          "a packed tensor of " + std::to_string(nibbles) + " uint4 elements, got " + std::to_string(t.numel()) +
+              " of " + std::string(name(t.dtype())));
 }
 
 // Walks a packed tensor of `nibbles` elements in storage order a 32-bit word (8 nibbles, 4 whole
@@ -79,7 +79,8 @@ struct TinygemmMap {
     const bool cuda = target == TinygemmTarget::cuda_n8;
     const int64_t n = cuda ? 8 * nt + t / 4 : 16 * nt + t % 16;
     for (int i = 0; i < 8; ++i)
-      at[i] = n * k + 16 * kt + 16 * ((i % 4) / 2) + i / 4 + (cuda ? 8 * (i % 2) + 2 * (t % 4) : 2 * (i % 2) + 4 * (t / 16));
+      at[i] = n * k + 16 * kt + 16 * ((i % 4) / 2) + i / 4 +
+              (cuda ? 8 * (i % 2) + 2 * (t % 4) : 2 * (i % 2) + 4 * (t / 16));
   }
 };
 
@@ -208,11 +209,15 @@ HostTensor pack_awq(const Codes& q, int64_t n, int64_t k) {
   return pack_awq_rows(transpose(q, n, k), k, n);
 }
 
-Codes unpack_awq(const HostTensor& packed, int64_t n, int64_t k) { return transpose(unpack_awq_rows(packed, k, n), k, n); }
+Codes unpack_awq(const HostTensor& packed, int64_t n, int64_t k) {
+  return transpose(unpack_awq_rows(packed, k, n), k, n);
+}
 
 HostTensor pack_awq_zeros(const Codes& z, int64_t groups, int64_t n) { return pack_awq_rows(z, groups, n); }
 
-Codes unpack_awq_zeros(const HostTensor& packed, int64_t groups, int64_t n) { return unpack_awq_rows(packed, groups, n); }
+Codes unpack_awq_zeros(const HostTensor& packed, int64_t groups, int64_t n) {
+  return unpack_awq_rows(packed, groups, n);
+}
 
 HostTensor gptq_storage(int64_t n, int64_t k) {
   require(k % 8 == 0, "GPTQ K = " + std::to_string(k) + " is not a multiple of 8");
@@ -240,7 +245,8 @@ HostTensor pack_gptq_zeros(const std::vector<int>& z, int64_t groups, int64_t n)
   // Sequential: nibble i of word (g, c) holds column 8c + i, so nibble g·N + 8c + i of the
   // tensor is zero point (g, 8c + i) — storage order is the zero points' own order.
   HostTensor t(DType::uint4, {groups, n / 8, 8});
-  for (int64_t i = 0; i < t.numel(); ++i) put_nibble(t.data(), i, static_cast<uint8_t>((z[static_cast<size_t>(i)] - 1) & 0xF));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    put_nibble(t.data(), i, static_cast<uint8_t>((z[static_cast<size_t>(i)] - 1) & 0xF));
   return t;
 }
 
@@ -276,7 +282,9 @@ HostTensor pack_q4_0(const Codes& q, const std::vector<uint16_t>& d_bits, int64_
 #pragma omp parallel for schedule(static) if (n * k > (1 << 16))
   for (int64_t b = 0; b < n * (k / 32); ++b) {  // block b holds codes 32b .. 32b + 31 of the row-major [N, K]
     uint8_t* blk = bytes + kQ4Block * b;
-    for (int64_t j = 0; j < 16; ++j) blk[2 + j] = static_cast<uint8_t>(q[static_cast<size_t>(32 * b + j)] | q[static_cast<size_t>(32 * b + j + 16)] << 4);
+    for (int64_t j = 0; j < 16; ++j)
+      blk[2 + j] =
+          static_cast<uint8_t>(q[static_cast<size_t>(32 * b + j)] | q[static_cast<size_t>(32 * b + j + 16)] << 4);
   }
   return t;
 }

@@ -1,4 +1,5 @@
-// Packers and unpackers of the int4 weight formats users ship: tinygemm (tiled and unpacked), AWQ, GPTQ, llama.cpp Q4_0.
+// Packers and unpackers of the int4 weight formats users ship: tinygemm (tiled and unpacked), AWQ, GPTQ, llama.cpp
+// Q4_0.
 //
 // A weight W is [N, K] (N output channels, K input features; y = x·Wᵀ), quantized along K in
 // groups of g. Codes q ∈ [0, 15] are given as a `Codes` array, q(n, k) at n·K + k. Packed tensors

@@ -43,9 +43,7 @@ std::string_view mx_stem(DType e) {
 
 // The element code of v: nearest-even, overflow clamped to ±max; every NaN becomes the
 // format's +NaN code (or +max for formats without NaN), whatever sign arithmetic gave it.
-uint64_t encode_element(DType t, double v) {
-  return encode(t, std::isnan(v) ? kNaN : v, Overflow::satfinite);
-}
+uint64_t encode_element(DType t, double v) { return encode(t, std::isnan(v) ? kNaN : v, Overflow::satfinite); }
 
 // NaN-propagating max |x| over rows [r0, r1) × cols [c0, c1).
 // The input's element i (row-major) as a double: straight from the storage for a contiguous
@@ -55,7 +53,8 @@ struct Values {
   const HostTensor* x;
   const float* f32;
   explicit Values(const HostTensor& t)
-      : x(&t), f32(t.dtype() == DType::fp32 && t.is_contiguous() ? reinterpret_cast<const float*>(t.data()) : nullptr) {}
+      : x(&t),
+        f32(t.dtype() == DType::fp32 && t.is_contiguous() ? reinterpret_cast<const float*>(t.data()) : nullptr) {}
   double operator()(int64_t i) const { return f32 ? static_cast<double>(f32[i]) : x->get(i); }
 };
 
@@ -85,8 +84,8 @@ void Scheme::validate() const {
            element == DType::e5m2fnuz;
       break;
     case Recipe::mx:
-      ok = element == DType::e4m3fn || element == DType::e5m2 || element == DType::e2m3fn ||
-           element == DType::e3m2fn || element == DType::e2m1fn;
+      ok = element == DType::e4m3fn || element == DType::e5m2 || element == DType::e2m3fn || element == DType::e3m2fn ||
+           element == DType::e2m1fn;
       break;
     case Recipe::nvfp4: ok = element == DType::e2m1fn; break;
   }
@@ -111,7 +110,8 @@ const std::vector<Scheme>& all_schemes() {
   static const std::vector<Scheme> schemes = [] {
     std::vector<Scheme> v;
     for (Recipe r : {Recipe::tensorwise, Recipe::rowwise, Recipe::blockwise_1x128, Recipe::blockwise_128x128})
-      for (DType e : {DType::e4m3fn, DType::e5m2, DType::e4m3fnuz, DType::e5m2fnuz}) v.push_back({.recipe = r, .element = e});
+      for (DType e : {DType::e4m3fn, DType::e5m2, DType::e4m3fnuz, DType::e5m2fnuz})
+        v.push_back({.recipe = r, .element = e});
     for (DType e : {DType::e4m3fn, DType::e5m2, DType::e2m3fn, DType::e3m2fn, DType::e2m1fn})
       for (MxScaleMode m : {MxScaleMode::floor, MxScaleMode::rceil})
         v.push_back({.recipe = Recipe::mx, .element = e, .mx_mode = m});
@@ -307,11 +307,12 @@ Quantized quantize(const HostTensor& x, const Scheme& s, ScaleLayout layout) {
 
 uint64_t scale_code(const Quantized& q, int64_t br, int64_t bc) {
   if (br < 0 || br >= q.grid.rows || bc < 0 || bc >= q.grid.cols)
-    throw std::out_of_range("quant: scale block (" + std::to_string(br) + ", " + std::to_string(bc) + ") is outside the " +
-                            std::to_string(q.grid.rows) + "x" + std::to_string(q.grid.cols) + " grid");
+    throw std::out_of_range("quant: scale block (" + std::to_string(br) + ", " + std::to_string(bc) +
+                            ") is outside the " + std::to_string(q.grid.rows) + "x" + std::to_string(q.grid.cols) +
+                            " grid");
   if (q.layout == ScaleLayout::swizzled)
-    return q.scale.code(static_cast<int64_t>(swizzled_offset(static_cast<size_t>(br), static_cast<size_t>(bc),
-                                                             static_cast<size_t>(q.grid.cols))));
+    return q.scale.code(static_cast<int64_t>(
+        swizzled_offset(static_cast<size_t>(br), static_cast<size_t>(bc), static_cast<size_t>(q.grid.cols))));
   return q.scale.code(br * q.grid.cols + bc);  // row_major and column_major: the strides place it
 }
 
@@ -337,16 +338,15 @@ size_t swizzled_offset(size_t r, size_t c, size_t scale_cols) {
   return ((r / 128) * col_tiles + c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + (c % 4);
 }
 
-size_t swizzled_size(size_t rows, size_t scale_cols) {
-  return (rows + 127) / 128 * 128 * ((scale_cols + 3) / 4 * 4);
-}
+size_t swizzled_size(size_t rows, size_t scale_cols) { return (rows + 127) / 128 * 128 * ((scale_cols + 3) / 4 * 4); }
 
 HostTensor swizzle(const HostTensor& row_major_scales) {
-  if (row_major_scales.shape().size() != 2) throw std::invalid_argument("quant: swizzle takes 2-D [rows, scale_cols] scales");
+  if (row_major_scales.shape().size() != 2)
+    throw std::invalid_argument("quant: swizzle takes 2-D [rows, scale_cols] scales");
   const auto rows = static_cast<size_t>(row_major_scales.dim(0));
   const auto cols = static_cast<size_t>(row_major_scales.dim(1));
   HostTensor out(row_major_scales.dtype(), {static_cast<int64_t>(swizzled_size(rows, cols))});  // padding: code 0
-  if (dtype_info(out.dtype()).bits == 8 && row_major_scales.is_contiguous()) {  // e8m0 and ue4m3: bytes
+  if (dtype_info(out.dtype()).bits == 8 && row_major_scales.is_contiguous()) {                  // e8m0 and ue4m3: bytes
     const std::byte* in = row_major_scales.data();
     for (size_t r = 0; r < rows; ++r)
       for (size_t c = 0; c < cols; ++c) out.data()[swizzled_offset(r, c, cols)] = in[r * cols + c];
@@ -354,19 +354,21 @@ HostTensor swizzle(const HostTensor& row_major_scales) {
   }
   for (size_t r = 0; r < rows; ++r)
     for (size_t c = 0; c < cols; ++c)
-      out.set_code(static_cast<int64_t>(swizzled_offset(r, c, cols)), row_major_scales.code(static_cast<int64_t>(r * cols + c)));
+      out.set_code(static_cast<int64_t>(swizzled_offset(r, c, cols)),
+                   row_major_scales.code(static_cast<int64_t>(r * cols + c)));
   return out;
 }
 
 HostTensor unswizzle(const HostTensor& swizzled, size_t rows, size_t scale_cols) {
   if (swizzled.shape().size() != 1 || static_cast<size_t>(swizzled.numel()) != swizzled_size(rows, scale_cols))
-    throw std::invalid_argument("quant: unswizzle expects a 1-D tensor of " + std::to_string(swizzled_size(rows, scale_cols)) +
-                                " codes for " + std::to_string(rows) + "x" + std::to_string(scale_cols) + " scales, got " +
-                                std::to_string(swizzled.numel()));
+    throw std::invalid_argument("quant: unswizzle expects a 1-D tensor of " +
+                                std::to_string(swizzled_size(rows, scale_cols)) + " codes for " + std::to_string(rows) +
+                                "x" + std::to_string(scale_cols) + " scales, got " + std::to_string(swizzled.numel()));
   HostTensor out(swizzled.dtype(), {static_cast<int64_t>(rows), static_cast<int64_t>(scale_cols)});
   for (size_t r = 0; r < rows; ++r)
     for (size_t c = 0; c < scale_cols; ++c)
-      out.set_code(static_cast<int64_t>(r * scale_cols + c), swizzled.code(static_cast<int64_t>(swizzled_offset(r, c, scale_cols))));
+      out.set_code(static_cast<int64_t>(r * scale_cols + c),
+                   swizzled.code(static_cast<int64_t>(swizzled_offset(r, c, scale_cols))));
   return out;
 }
 

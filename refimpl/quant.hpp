@@ -134,9 +134,9 @@ struct Quantized {
   ScaleLayout layout = ScaleLayout::row_major;
   int64_t rows = 0, cols = 0;  // R, K of the source
   ScaleGrid grid;
-  HostTensor data;             // element dtype, [R, K] row-major (e2m1 packed, 2i low nibble)
-  HostTensor scale;            // scale_dtype(scheme), in `layout` (see the file comment)
-  double global_scale = 1.0;   // nvfp4's fp32 g (1 when disabled); 1 for every other recipe
+  HostTensor data;            // element dtype, [R, K] row-major (e2m1 packed, 2i low nibble)
+  HostTensor scale;           // scale_dtype(scheme), in `layout` (see the file comment)
+  double global_scale = 1.0;  // nvfp4's fp32 g (1 when disabled); 1 for every other recipe
 };
 
 /// Quantizes x [R, K] (fp32/bf16/fp16, any strides). Throws std::invalid_argument for a bad

@@ -1,4 +1,5 @@
-// The three GEMMs behind a bounded reference's reduction statistics: values (fp64), magnitudes and squares of the K products (fp32 with a derived inflation, or fp64).
+// The three GEMMs behind a bounded reference's reduction statistics: values (fp64), magnitudes and squares of the K
+// products (fp32 with a derived inflation, or fp64).
 #pragma once
 
 #include <Eigen/Dense>

@@ -77,7 +77,7 @@ struct Problem {
   int64_t lda = 0, ldb = 0;       // leading dimensions in elements; 0 = tight (K or M / N)
   Recipe recipe = Recipe::tensorwise;
   DType a_elem = DType::e4m3fn, b_elem = DType::e4m3fn;
-  quant::MxScaleMode mx_mode = quant::MxScaleMode::floor;  // mxfp8 / mxfp4
+  quant::MxScaleMode mx_mode = quant::MxScaleMode::floor;          // mxfp8 / mxfp4
   quant::ScaleLayout scale_layout = quant::ScaleLayout::swizzled;  // mxfp8 / mxfp4 / nvfp4
   DType out = DType::bf16;
   double out_scale = 1.0;  // e4m3fn output only

@@ -27,7 +27,8 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.b_col_major = p.b_layout == Layout::col;
   c.lda = p.eff_lda();
   c.ldb = p.eff_ldb();
-  c.scale_layout = p.scale_layout == quant::ScaleLayout::row_major ? OPCTS_MM_SCALES_ROW_MAJOR : OPCTS_MM_SCALES_SWIZZLED;
+  c.scale_layout =
+      p.scale_layout == quant::ScaleLayout::row_major ? OPCTS_MM_SCALES_ROW_MAJOR : OPCTS_MM_SCALES_SWIZZLED;
   c.mx_rceil = p.mx_mode == quant::MxScaleMode::rceil;
   c.fast_accum = p.fast_accum;
   return abi_bytes(c);

@@ -29,7 +29,9 @@ class ScaledMmFamily final : public KitFamily<Problem> {
     return {{"d", get(p).out, {get(p).m, get(p).n}}};
   }
 
-  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return scaled_mm::abi_params(get(p)); }
+  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override {
+    return scaled_mm::abi_params(get(p));
+  }
 
   TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
     return scaled_mm::make_inputs(get(p), seed);

@@ -112,7 +112,8 @@ Field<Problem> out_field() {
     const YAML::Node o = m["out"];
     if (!o) return;
     if (o.IsMap()) {
-      if (!o["dtype"] || m["out_scale"]) throw std::invalid_argument("as a map it is {dtype: DTYPE, scale: S} (and replaces out_scale)");
+      if (!o["dtype"] || m["out_scale"])
+        throw std::invalid_argument("as a map it is {dtype: DTYPE, scale: S} (and replaces out_scale)");
       for (const auto& kv : o)
         if (kv.first.as<std::string>() != "dtype" && kv.first.as<std::string>() != "scale")
           throw std::invalid_argument("unknown key '" + kv.first.as<std::string>() + "' (expected dtype, scale)");
@@ -155,7 +156,8 @@ Field<Problem> defect_field() {
   const std::vector<Defect> all = {Defect::none, Defect::a_scale_shape, Defect::b_scale_shape, Defect::a_scale_dtype,
                                    Defect::b_scale_dtype};
   std::vector<Choice<Defect>> cs;
-  for (Defect d : all) cs.push_back({d, std::string(to_string(d)), d == Defect::none ? "" : "defect_" + std::string(to_string(d))});
+  for (Defect d : all)
+    cs.push_back({d, std::string(to_string(d)), d == Defect::none ? "" : "defect_" + std::string(to_string(d))});
   Field<Problem> f = kit::choice<Problem>("defect", &Problem::defect, cs);
   f.id = "[defect_D]";
   return f;
@@ -166,27 +168,22 @@ Field<Problem> defect_field() {
 const kit::FieldTable<Problem>& fields() {
   static const kit::FieldTable<Problem> table(
       "scaled_mm",
-      {kit::choice<Problem>("recipe", &Problem::recipe, recipe_choices(), true),
-       elem_field(),
-       layout_field(),
+      {kit::choice<Problem>("recipe", &Problem::recipe, recipe_choices(), true), elem_field(), layout_field(),
        kit::int_always<Problem>("m", &Problem::m, "m", "M", true),
-       kit::int_paired<Problem>("n", &Problem::n, "nk", "k"),
-       kit::int_paired<Problem>("k", &Problem::k, "nk", "n"),
+       kit::int_paired<Problem>("n", &Problem::n, "nk", "k"), kit::int_paired<Problem>("k", &Problem::k, "nk", "n"),
        kit::pair_alias<Problem>("nk", "n", &Problem::n, "k", &Problem::k),
-       kit::int_unless<Problem, int64_t>("lda", &Problem::lda, 0, "lda", "leading dimension of A in elements (0 = tight)"),
-       kit::int_unless<Problem, int64_t>("ldb", &Problem::ldb, 0, "ldb", "leading dimension of B in elements (0 = tight)"),
-       mx_mode_field(),
-       scale_layout_field(),
-       out_field(),
-       out_scale_field(),
+       kit::int_unless<Problem, int64_t>("lda", &Problem::lda, 0, "lda",
+                                         "leading dimension of A in elements (0 = tight)"),
+       kit::int_unless<Problem, int64_t>("ldb", &Problem::ldb, 0, "ldb",
+                                         "leading dimension of B in elements (0 = tight)"),
+       mx_mode_field(), scale_layout_field(), out_field(), out_scale_field(),
        kit::flag<Problem>("bias", &Problem::bias, "bias"),
        kit::flag<Problem>("fast_accum", &Problem::fast_accum, "fastacc"),
        kit::int_unless<Problem, int>("scale_exp", &Problem::scale_exp, 0, "sexp",
                                      "E: data (random) or scale exponents (exact) shifted by 2^E"),
-       kit::choice<Problem>("fill", &Problem::fill, {{Fill::random, "random", "random"}, {Fill::exact, "exact", "exact"}},
-                            false),
-       defect_field(),
-       kit::expect_argument<Problem>(&Problem::expect_error, "K, lda, ldb, layout, a_scale, b_scale")},
+       kit::choice<Problem>("fill", &Problem::fill,
+                            {{Fill::random, "random", "random"}, {Fill::exact, "exact", "exact"}}, false),
+       defect_field(), kit::expect_argument<Problem>(&Problem::expect_error, "K, lda, ldb, layout, a_scale, b_scale")},
       [](const Problem& p) { p.validate(); });
   return table;
 }

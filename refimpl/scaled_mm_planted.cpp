@@ -27,8 +27,10 @@ std::string slope_too_noisy(const Problem& p, double size) {
   const int out_bits = dtype_info(p.out).format.mantissa_bits + 1;
   const int term_bits = dtype_info(p.a_elem).format.mantissa_bits + dtype_info(p.b_elem).format.mantissa_bits + 2;
   const double d_hi = (c / 2 * std::min(std::sqrt(n), std::ldexp(n, 1 - (14 - term_bits))) + c / 2 * std::sqrt(32.0) +
-                       c / 4 * std::sqrt(n) + 0.5 + c / 4) * up;
-  const double sigma = std::sqrt((2 * n * up * up + 3 * std::ldexp(1.0, -2 * out_bits)) / static_cast<double>(p.m * p.n));
+                       c / 4 * std::sqrt(n) + 0.5 + c / 4) *
+                      up;
+  const double sigma =
+      std::sqrt((2 * n * up * up + 3 * std::ldexp(1.0, -2 * out_bits)) / static_cast<double>(p.m * p.n));
   const double reach = d_hi + 5 * 0x1p-24 + (7.5265 + 3) * sigma;
   if (size >= reach) return "";
   char text[200];
@@ -77,11 +79,16 @@ std::string_view to_string(PlantedBug b) {
 }
 
 const std::vector<PlantedBug>& planted_bugs() {
-  static const std::vector<PlantedBug> all = {PlantedBug::block_scale_doubled, PlantedBug::k_block_scale_zeroed,
-                                              PlantedBug::no_out_scale,        PlantedBug::scale_error,
-                                              PlantedBug::no_bias,             PlantedBug::half_k,
-                                              PlantedBug::out_times_2,         PlantedBug::product_low,
-                                              PlantedBug::product_high,        PlantedBug::drop_last_k_step};
+  static const std::vector<PlantedBug> all = {PlantedBug::block_scale_doubled,
+                                              PlantedBug::k_block_scale_zeroed,
+                                              PlantedBug::no_out_scale,
+                                              PlantedBug::scale_error,
+                                              PlantedBug::no_bias,
+                                              PlantedBug::half_k,
+                                              PlantedBug::out_times_2,
+                                              PlantedBug::product_low,
+                                              PlantedBug::product_high,
+                                              PlantedBug::drop_last_k_step};
   return all;
 }
 
@@ -95,7 +102,9 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::block_scale_doubled:
     case PlantedBug::out_times_2:
       if (overflows_fp16(p)) return "results beyond fp16's range: a doubled one is ±inf too";
-      return saturates_e4m3(p) ? "e4m3fn output scaled up: a doubled result saturates as the right one does, or lies inside the bound" : "";
+      return saturates_e4m3(p)
+                 ? "e4m3fn output scaled up: a doubled result saturates as the right one does, or lies inside the bound"
+                 : "";
     case PlantedBug::k_block_scale_zeroed: return "";
     case PlantedBug::no_out_scale:
       return p.out == DType::e4m3fn && p.out_scale != 1.0 ? "" : "no output scale other than 1 to ignore";
@@ -128,8 +137,10 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       if (share >= need) return "";
       char text[200];
       std::snprintf(text, sizeof text,
-                    "the fill's last %lld K elements hold %.2g of the products' squares, below the %.2g a drop must hold to show in %lld elements",
-                    static_cast<long long>(std::min(p.k, kPlantedKStep)), share, need, static_cast<long long>(p.m * p.n));
+                    "the fill's last %lld K elements hold %.2g of the products' squares, below the %.2g a drop must "
+                    "hold to show in %lld elements",
+                    static_cast<long long>(std::min(p.k, kPlantedKStep)), share, need,
+                    static_cast<long long>(p.m * p.n));
       return text;
     }
   }
@@ -167,7 +178,8 @@ TensorMap planted_inputs(const Problem& p, const TensorMap& inputs, PlantedBug b
       break;
     case PlantedBug::product_low:
     case PlantedBug::product_high:
-      for (int64_t i = 0; i < as.numel(); ++i) scale_by(as, i, bug == PlantedBug::product_low ? 1 - 0x1p-8 : 1 + 0x1p-8);
+      for (int64_t i = 0; i < as.numel(); ++i)
+        scale_by(as, i, bug == PlantedBug::product_low ? 1 - 0x1p-8 : 1 + 0x1p-8);
       break;
     case PlantedBug::drop_last_k_step: {
       HostTensor& a = in.at("a");

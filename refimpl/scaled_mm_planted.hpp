@@ -1,4 +1,5 @@
-// Planted scaled_mm bugs shared by the host emulation and the cuBLASLt glue: which problems show each, and the wrong inputs it hands the impl.
+// Planted scaled_mm bugs shared by the host emulation and the cuBLASLt glue: which problems show each, and the wrong
+// inputs it hands the impl.
 //
 // Each bug is applied to what an impl is given (inputs) so that the host emulation of the
 // Hopper accumulator (host.emulated_hopper_*) and cuBLASLt itself (cuda.cublaslt_*) make the

@@ -17,8 +17,8 @@ namespace opcts::scaled_mm {
 
 namespace {
 
-constexpr const char* kRecipeNames[] = {"tensorwise", "rowwise", "blockwise_1x128_128x128", "blockwise_1x128_1x128",
-                                        "mxfp8", "mxfp4", "nvfp4"};
+constexpr const char* kRecipeNames[] = {
+    "tensorwise", "rowwise", "blockwise_1x128_128x128", "blockwise_1x128_1x128", "mxfp8", "mxfp4", "nvfp4"};
 
 bool is_ocp_fp8(DType t) { return t == DType::e4m3fn || t == DType::e5m2; }
 bool is_fnuz_fp8(DType t) { return t == DType::e4m3fnuz || t == DType::e5m2fnuz; }
@@ -53,8 +53,13 @@ Recipe parse_recipe(std::string_view s) {
 }
 
 const std::vector<Recipe>& all_recipes() {
-  static const std::vector<Recipe> r = {Recipe::tensorwise, Recipe::rowwise, Recipe::blockwise_1x128_128x128,
-                                        Recipe::blockwise_1x128_1x128, Recipe::mxfp8, Recipe::mxfp4, Recipe::nvfp4};
+  static const std::vector<Recipe> r = {Recipe::tensorwise,
+                                        Recipe::rowwise,
+                                        Recipe::blockwise_1x128_128x128,
+                                        Recipe::blockwise_1x128_1x128,
+                                        Recipe::mxfp8,
+                                        Recipe::mxfp4,
+                                        Recipe::nvfp4};
   return r;
 }
 
@@ -81,8 +86,14 @@ quant::Scheme Problem::a_scheme() const {
     case Recipe::blockwise_1x128_128x128:
     case Recipe::blockwise_1x128_1x128: s.recipe = quant::Recipe::blockwise_1x128; break;
     case Recipe::mxfp8:
-    case Recipe::mxfp4: s.recipe = quant::Recipe::mx; s.mx_mode = mx_mode; break;
-    case Recipe::nvfp4: s.recipe = quant::Recipe::nvfp4; s.global_scale = true; break;
+    case Recipe::mxfp4:
+      s.recipe = quant::Recipe::mx;
+      s.mx_mode = mx_mode;
+      break;
+    case Recipe::nvfp4:
+      s.recipe = quant::Recipe::nvfp4;
+      s.global_scale = true;
+      break;
   }
   return s;
 }
@@ -128,10 +139,12 @@ std::optional<Violation> contract_violation(const Problem& p) {
     return Violation{"K", "K = " + std::to_string(p.k) + " is not a multiple of " + std::to_string(k_multiple(p)) +
                               (p.is_mx() || p.is_fp4() ? " (MX / fp4 recipes)" : " (16-byte aligned fp8 rows)")};
   const int64_t a_tight = p.a_layout == Layout::row ? p.k : p.m, b_tight = p.b_layout == Layout::col ? p.k : p.n;
-  if (p.eff_lda() < a_tight) return Violation{"lda", "lda = " + std::to_string(p.eff_lda()) + " < " + std::to_string(a_tight)};
+  if (p.eff_lda() < a_tight)
+    return Violation{"lda", "lda = " + std::to_string(p.eff_lda()) + " < " + std::to_string(a_tight)};
   if (row_bytes(p.a_elem, p.eff_lda()) % 16 != 0)
     return Violation{"lda", "lda = " + std::to_string(p.eff_lda()) + " elements is not a multiple of 16 bytes"};
-  if (p.eff_ldb() < b_tight) return Violation{"ldb", "ldb = " + std::to_string(p.eff_ldb()) + " < " + std::to_string(b_tight)};
+  if (p.eff_ldb() < b_tight)
+    return Violation{"ldb", "ldb = " + std::to_string(p.eff_ldb()) + " < " + std::to_string(b_tight)};
   if (row_bytes(p.b_elem, p.eff_ldb()) % 16 != 0)
     return Violation{"ldb", "ldb = " + std::to_string(p.eff_ldb()) + " elements is not a multiple of 16 bytes"};
   switch (p.defect) {
@@ -157,7 +170,8 @@ void Problem::validate() const {
       break;
     case Recipe::blockwise_1x128_128x128:
     case Recipe::blockwise_1x128_1x128:
-      if (!((a_elem == DType::e4m3fn && b_elem == DType::e4m3fn) || (a_elem == DType::e4m3fnuz && b_elem == DType::e4m3fnuz)))
+      if (!((a_elem == DType::e4m3fn && b_elem == DType::e4m3fn) ||
+            (a_elem == DType::e4m3fnuz && b_elem == DType::e4m3fnuz)))
         bad("blockwise recipes take e4m3fn (or e4m3fnuz) a and b");
       break;
     case Recipe::mxfp8:
@@ -165,7 +179,8 @@ void Problem::validate() const {
       break;
     case Recipe::mxfp4:
     case Recipe::nvfp4:
-      if (a_elem != DType::e2m1fn || b_elem != DType::e2m1fn) bad(std::string(to_string(recipe)) + " takes e2m1fn a and b");
+      if (a_elem != DType::e2m1fn || b_elem != DType::e2m1fn)
+        bad(std::string(to_string(recipe)) + " takes e2m1fn a and b");
       break;
   }
   if (!is_mx() && mx_mode != quant::MxScaleMode::floor) bad("mx_mode applies to mxfp8 and mxfp4 only");
@@ -199,7 +214,8 @@ Problem parse_problem_id(std::string_view id) { return fields().parse_id(id); }
 
 ExactRanges exact_ranges(const Problem& p) {
   ExactRanges r;
-  r.exp_lo = p.recipe == Recipe::nvfp4 ? -2 : p.scale_exp - 2;  // nvfp4 moves scale_exp into g (ue4m3's range is narrow)
+  r.exp_lo =
+      p.recipe == Recipe::nvfp4 ? -2 : p.scale_exp - 2;  // nvfp4 moves scale_exp into g (ue4m3's range is narrow)
   auto ceil_log2 = [](int64_t n) {
     int b = 0;
     while ((int64_t{1} << b) < n) ++b;
@@ -237,7 +253,8 @@ HostTensor in_layout(const HostTensor& rm, quant::ScaleLayout layout) {
       const auto size = static_cast<size_t>(bits / 8);  // whole-byte codes (every scale dtype's): copied as bytes
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c)
-          std::memcpy(t.data() + size * static_cast<size_t>(c * rows + r), rm.data() + size * static_cast<size_t>(r * cols + c), size);
+          std::memcpy(t.data() + size * static_cast<size_t>(c * rows + r),
+                      rm.data() + size * static_cast<size_t>(r * cols + c), size);
       return t;
     }
   }
@@ -265,11 +282,14 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
   const int64_t K = p.k;
   std::vector<int> ec(static_cast<size_t>((K + 31) / 32)), er(static_cast<size_t>(R));
   for (size_t c = 0; c < ec.size(); ++c) ec[c] = static_cast<int>(uniform01(seed, stream + 200, c) * 4);
-  for (int64_t r = 0; r < R; ++r) er[static_cast<size_t>(r)] = static_cast<int>(uniform01(seed, stream + 100, static_cast<uint64_t>(r)) * 4);
+  for (int64_t r = 0; r < R; ++r)
+    er[static_cast<size_t>(r)] = static_cast<int>(uniform01(seed, stream + 100, static_cast<uint64_t>(r)) * 4);
   const quant::ScaleGrid g = quant::scale_grid(s, R, K);
   const DType sd = quant::scale_dtype(s);
   const bool mx = s.recipe == quant::Recipe::mx, nvfp4 = s.recipe == quant::Recipe::nvfp4;
-  const double sigma = mx ? std::ldexp(1.0, quant::mx_emax(s.element) - 2) : nvfp4 ? 1.5 : dtype_info(s.element).max_finite / 4;
+  const double sigma = mx      ? std::ldexp(1.0, quant::mx_emax(s.element) - 2)
+                       : nvfp4 ? 1.5
+                               : dtype_info(s.element).max_finite / 4;
 
   Operand o;
   int e_max = 0;
@@ -297,7 +317,8 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
 #pragma omp for schedule(static)
     for (int64_t br = 0; br < g.rows; ++br) {
       int row_e = 0;
-      for (int64_t r = br * g.block_rows; r < std::min(R, (br + 1) * g.block_rows); ++r) row_e = std::max(row_e, er[static_cast<size_t>(r)]);
+      for (int64_t r = br * g.block_rows; r < std::min(R, (br + 1) * g.block_rows); ++r)
+        row_e = std::max(row_e, er[static_cast<size_t>(r)]);
       const int64_t b_first = br * g.cols, first = b_first / 4, blocks = (b_first + g.cols - 1) / 4 - first + 1;
       bits.resize(static_cast<size_t>(4 * blocks));
       random_blocks(seed, stream + 400, static_cast<uint64_t>(first), blocks, bits.data());
@@ -307,10 +328,12 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
         block_e[static_cast<size_t>(b)] = e_b;
         const double u = uniform01_of_bits(bits[static_cast<size_t>(b - 4 * first)]);
         if (mx) {
-          reinterpret_cast<uint8_t*>(rm.data())[b] = encode_e8m0(std::ldexp(1.0, e_b + 2 - quant::mx_emax(s.element)), ScaleRounding::floor);
+          reinterpret_cast<uint8_t*>(rm.data())[b] =
+              encode_e8m0(std::ldexp(1.0, e_b + 2 - quant::mx_emax(s.element)), ScaleRounding::floor);
         } else if (nvfp4) {
           const double want = std::ldexp(1 + u, e_b) / (sigma * static_cast<double>(global));
-          reinterpret_cast<uint8_t*>(rm.data())[b] = static_cast<uint8_t>(encode(DType::ue4m3, std::clamp(want, 0x1p-6, 448.0), Overflow::satfinite));
+          reinterpret_cast<uint8_t*>(rm.data())[b] =
+              static_cast<uint8_t>(encode(DType::ue4m3, std::clamp(want, 0x1p-6, 448.0), Overflow::satfinite));
         } else {
           const auto f = static_cast<float>(std::ldexp(1 + u, e_b) / sigma);
           std::memcpy(rm.data() + 4 * b, &f, 4);
@@ -343,7 +366,8 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
       const int64_t br = r / g.block_rows, first = r * K / 4, blocks = (r * K + K - 1) / 4 - first + 1;
       bits.resize(static_cast<size_t>(4 * blocks));
       random_blocks(seed, stream + 300, static_cast<uint64_t>(first), blocks, bits.data());
-      const uint32_t* row_bits = bits.data() + (r * K - 4 * first);  // uniform01(seed, stream + 300, r·K + k)'s 32 bits at k
+      const uint32_t* row_bits =
+          bits.data() + (r * K - 4 * first);  // uniform01(seed, stream + 300, r·K + k)'s 32 bits at k
       uint8_t* row_out = row_packs ? row_codes.data() : out + r * K;
       for (int64_t k0 = 0; k0 < K; k0 += run) {
         const int e = er[static_cast<size_t>(r)] + ec[static_cast<size_t>(k0 / 32)] + p.scale_exp;
@@ -354,7 +378,8 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
       }
       if (row_packs) {
         auto* packed = reinterpret_cast<uint8_t*>(o.codes.data()) + r * K / 2;
-        for (int64_t j = 0; j < K / 2; ++j) packed[j] = static_cast<uint8_t>(row_out[2 * j] | (row_out[2 * j + 1] << 4));
+        for (int64_t j = 0; j < K / 2; ++j)
+          packed[j] = static_cast<uint8_t>(row_out[2 * j] | (row_out[2 * j + 1] << 4));
       }
     }
   }
@@ -363,7 +388,8 @@ Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLay
     const int64_t n = R * K;
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
     for (int64_t j = 0; j < n / 2; ++j)
-      packed[j] = static_cast<uint8_t>(codes[static_cast<size_t>(2 * j)] | (codes[static_cast<size_t>(2 * j + 1)] << 4));
+      packed[j] =
+          static_cast<uint8_t>(codes[static_cast<size_t>(2 * j)] | (codes[static_cast<size_t>(2 * j + 1)] << 4));
     if (n % 2) o.codes.set_code(n - 1, codes[static_cast<size_t>(n - 1)]);
   }
   return o;
@@ -498,7 +524,8 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
       // values of typical size 2^(r + c + scale_exp), r and c uniform in 0..3 (random_operand),
       // has E[x²] ≈ K·(4^scale_exp·E[4^r]·E[4^c])² with E[4^r] = 85/4 (the fp32 recipes' random
       // scale factors 1 + u add E[(1 + u)²]² = (7/3)² to it).
-      const double rms = std::ldexp(1.0, 2 * p.scale_exp) * (85.0 / 4) * (85.0 / 4) * std::sqrt(static_cast<double>(p.k));
+      const double rms =
+          std::ldexp(1.0, 2 * p.scale_exp) * (85.0 / 4) * (85.0 / 4) * std::sqrt(static_cast<double>(p.k));
       fill_normal(bias, seed, 2, rms);
     }
     in.emplace("bias", std::move(bias));

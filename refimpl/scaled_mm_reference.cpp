@@ -1,4 +1,5 @@
-// scaled_mm reference: exact dequantization, fp64 Eigen GEMMs (OpenMP, dispatched per ISA level), the exact unrounded result, and the reduction statistics.
+// scaled_mm reference: exact dequantization, fp64 Eigen GEMMs (OpenMP, dispatched per ISA level), the exact unrounded
+// result, and the reduction statistics.
 //
 // "d" is x = os·(g·Σ_k t_k + bias), t_k = deq(a_k)·deq(b_k) (exact in double: fp8/fp4 codes
 // times power-of-two or fp32 scales), unrounded: the bounded metric allows a device's one
@@ -58,7 +59,6 @@ RowMajor dequantized(const Problem& p, const TensorMap& in, char which, int64_t 
   return x;
 }
 
-
 }  // namespace
 
 References reference(const Problem& p, const TensorMap& in) {
@@ -85,7 +85,8 @@ References reference(const Problem& p, const TensorMap& in) {
   st.magnitude.resize(count);
   // The three products straight into the outputs (Σt in want, Σ|t| and Σt² in the statistics),
   // then scaled in place.
-  reduction_products(dequantized(p, in, 'a', M), dequantized(p, in, 'b', N), {want.data(), st.abs_sum.data(), st.sq_sum.data(), N});
+  reduction_products(dequantized(p, in, 'a', M), dequantized(p, in, 'b', N),
+                     {want.data(), st.abs_sum.data(), st.sq_sum.data(), N});
   const Overflow ov = p.out == DType::e4m3fn ? Overflow::satfinite : default_overflow(p.out);
   const double scale = os * std::fabs(g), max_out = dtype_info(p.out).max_finite;
 #pragma omp parallel for schedule(static)

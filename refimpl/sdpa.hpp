@@ -48,8 +48,8 @@ struct Problem {
   int64_t heads_kv = 1;
   int64_t seq_q = 1;
   int64_t seq_k = 1;
-  int64_t head_dim = 64;    // Dqk
-  int64_t head_dim_v = 64;  // Dv (YAML `head_dim: {qk: 192, v: 128}`; a number sets both)
+  int64_t head_dim = 64;        // Dqk
+  int64_t head_dim_v = 64;      // Dv (YAML `head_dim: {qk: 192, v: 128}`; a number sets both)
   std::optional<double> scale;  // unset: 1/sqrt(head_dim)
   Mask mask = Mask::none;
   int64_t window_left = -1;   // -1: unbounded
@@ -58,7 +58,7 @@ struct Problem {
   MaskTensor mask_tensor = MaskTensor::none;
   bool mask_per_batch = false;  // attn_mask is [B or 1, Hq or 1, Sq, Sk]
   bool mask_per_head = false;
-  bool poison_masked = false;   // NaN written into K/V rows that no query may see
+  bool poison_masked = false;  // NaN written into K/V rows that no query may see
   Layout layout = Layout::bhsd;
   Direction direction = Direction::forward;
 

@@ -26,8 +26,8 @@
 //           (n_i positive terms summed in fp32 with round-to-nearest: Σ_k δ_k·S_k with
 //           |S_k| <= l, so λ·√n_i·u by the bound above), common to the row.
 //   ε_ij, e_ij's relative error in fp32: the score's (D + 4)·u·scale·Σ_d |q_id·k_jd| (see
-//           refimpl/sdpa_lse_floor.hpp), the subtraction s − m (u·|s_ij − m_i|, the pipeline's own s − m) and exp (≤ 2 ulp),
-//           4u for both and the product by it.
+//           refimpl/sdpa_lse_floor.hpp), the subtraction s − m (u·|s_ij − m_i|, the pipeline's own s − m) and exp (≤ 2
+//           ulp), 4u for both and the product by it.
 //   lse_i:  its floor is its whole bound (refimpl/sdpa_lse_floor.hpp); P's error below takes
 //           the per-key one, which holds for any impl.
 //   E_ij, dS_ij's fp32 cancellation (dQ and dK are exactly 0 in a row with one key: dP = D):
@@ -129,10 +129,10 @@ class GradientBounds {
     const int64_t sq = g.p.rows(), sk = g.p.cols(), dv = vh.cols();
     const RowMajor<T> ado = doh.cwiseAbs(), aq = qh.cwiseAbs(), ak = kh.cwiseAbs();
     const std::vector<LseFloor> lf = lse_floors(p_, g.f, qh, kh);
-    const RowMajor<T> qk = mul(aq, false, ak, true);            // Σ_d |q_id||k_jd|
+    const RowMajor<T> qk = mul(aq, false, ak, true);          // Σ_d |q_id||k_jd|
     RowMajor<T> f = mul<T>(ado, false, vh.cwiseAbs(), true);  // Σ_d |dO_id||v_jd|, then F
-    RowMajor<T> pd(sq, sk), pe(sq, sk);               // P ⊙ dcap; P ⊙ (4u + ε)
-    std::vector<T> od(static_cast<size_t>(sq));       // B_i
+    RowMajor<T> pd(sq, sk), pe(sq, sk);                       // P ⊙ dcap; P ⊙ (4u + ε)
+    std::vector<T> od(static_cast<size_t>(sq));               // B_i
     for (int64_t i = 0; i < sq; ++i) {
       const T o_terms = ado.row(i).dot(g.o.row(i).cwiseAbs());
       T inexact = 0;

@@ -65,7 +65,8 @@ inline std::vector<RowBlock> row_blocks(const Problem& p) {
     RowBlock blk{r0, std::min(kBlockRows, p.seq_q - r0), p.seq_k, 0};
     int64_t end = 0;
     for (int64_t i = r0; i < r0 + blk.rows; ++i)
-      if (p.last_key(i) >= p.first_key(i)) blk.k0 = std::min(blk.k0, p.first_key(i)), end = std::max(end, p.last_key(i) + 1);
+      if (p.last_key(i) >= p.first_key(i))
+        blk.k0 = std::min(blk.k0, p.first_key(i)), end = std::max(end, p.last_key(i) + 1);
     if (end <= blk.k0) blk.k0 = end = 0;
     blk.keys = end - blk.k0;
     out.push_back(blk);
@@ -207,7 +208,8 @@ struct ForwardHead {
 /// without keys (all scores -inf) gives O = 0 and lse = -inf.
 template <typename T, typename Round>
 ForwardHead<T> forward_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, const RowBlock& blk,
-                            const RowMajor<T>& qh, const RowMajor<T>& kh, const RowMajor<T>& vh, bool want_dcap, Round rnd) {
+                            const RowMajor<T>& qh, const RowMajor<T>& kh, const RowMajor<T>& vh, bool want_dcap,
+                            Round rnd) {
   const T neg_inf = -std::numeric_limits<T>::infinity();
   ForwardHead<T> f;
   f.e = mul(qh, false, kh, true);
@@ -270,8 +272,8 @@ struct BackwardHead {
 /// exactly 0; setting it so keeps the ~1e-17 of rounding out of a gradient that is 0.
 template <typename T, typename Round>
 BackwardHead<T> backward_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, const RowBlock& blk,
-                              const RowMajor<T>& qh, const RowMajor<T>& kh, const RowMajor<T>& vh, const RowMajor<T>& doh,
-                              Round rnd, bool exact_zeros, RowMajor<T>& dk, RowMajor<T>& dv) {
+                              const RowMajor<T>& qh, const RowMajor<T>& kh, const RowMajor<T>& vh,
+                              const RowMajor<T>& doh, Round rnd, bool exact_zeros, RowMajor<T>& dk, RowMajor<T>& dv) {
   BackwardHead<T> r;
   ForwardHead<T>& f = r.f;
   f = forward_head(p, mask, b, h, blk, qh, kh, vh, true, rnd);

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/rng.hpp"
 #include "core/kit_family.hpp"
+#include "core/rng.hpp"
 #include "refimpl/sdpa.hpp"
 
 namespace opcts {

@@ -35,7 +35,8 @@ Field<Problem> pair_field(const char* key, int64_t Problem::*first, int64_t Prob
       p.*first = p.*second = kit::field_as_value<int64_t>(v);
       return;
     }
-    if (!v.IsMap() || !v[a] || !v[b]) throw std::invalid_argument(std::string("expected N or {") + a + ": N, " + b + ": N}");
+    if (!v.IsMap() || !v[a] || !v[b])
+      throw std::invalid_argument(std::string("expected N or {") + a + ": N, " + b + ": N}");
     check_subkeys(v, {a, b});
     p.*first = kit::field_as_value<int64_t>(v[a], a);
     p.*second = kit::field_as_value<int64_t>(v[b], b);
@@ -59,7 +60,8 @@ Field<Problem> head_dim_field() {
   Field<Problem> f = pair_field("head_dim", &Problem::head_dim, &Problem::head_dim_v, "qk", "v", "d", "v");
   f.id = "dD[vDV]";
   f.write = [](const Problem& p, std::vector<std::string>& t) {
-    t.push_back("d" + kit::int_token(p.head_dim) + (p.head_dim_v != p.head_dim ? "v" + kit::int_token(p.head_dim_v) : ""));
+    t.push_back("d" + kit::int_token(p.head_dim) +
+                (p.head_dim_v != p.head_dim ? "v" + kit::int_token(p.head_dim_v) : ""));
   };
   f.scan = [](Problem& p, kit::IdReader& in) {
     const auto d = in.take_prefixed("d");
@@ -169,7 +171,8 @@ Field<Problem> attn_mask_field() {
     t.push_back(s);
   };
   f.scan = [](Problem& p, kit::IdReader& in) {
-    for (const auto& [prefix, k] : {std::pair{"bmask", MaskTensor::boolean}, std::pair{"amask", MaskTensor::additive}}) {
+    for (const auto& [prefix, k] :
+         {std::pair{"bmask", MaskTensor::boolean}, std::pair{"amask", MaskTensor::additive}}) {
       const std::string& t = in.peek();
       if (t.rfind(prefix, 0) != 0) continue;
       const std::string flags = t.substr(5);
@@ -201,9 +204,10 @@ void check_expect_error(const Problem& p, const YAML::Node& m) {
   const std::string expect = m["expect_error"] ? kit::field_as_scalar(m["expect_error"]) : "";
   const auto v = contract_violation(p);
   if (v && expect != v->argument)
-    throw std::invalid_argument("the problem breaks the argument contract (" + v->why + "): it needs expect_error: " +
-                                v->argument);
-  if (!v && !expect.empty()) throw std::invalid_argument("expect_error: " + expect + " given, but the problem is valid");
+    throw std::invalid_argument("the problem breaks the argument contract (" + v->why +
+                                "): it needs expect_error: " + v->argument);
+  if (!v && !expect.empty())
+    throw std::invalid_argument("expect_error: " + expect + " given, but the problem is valid");
 }
 
 }  // namespace
@@ -214,16 +218,12 @@ const kit::FieldTable<Problem>& fields() {
       {kit::dtype_bare<Problem>("dtype", &Problem::dtype, "bf16 | fp16 | fp32"),
        kit::int_always<Problem>("batch", &Problem::batch, "b", "N (default 1)", false),
        pair_field("heads", &Problem::heads_q, &Problem::heads_kv, "q", "kv", "hq", "hkv"),
-       pair_field("seq", &Problem::seq_q, &Problem::seq_k, "q", "k", "sq", "sk"),
-       head_dim_field(),
+       pair_field("seq", &Problem::seq_q, &Problem::seq_k, "q", "k", "sq", "sk"), head_dim_field(),
        kit::choice<Problem>("mask", &Problem::mask,
                             {{Mask::none, "none", "nomask"},
                              {Mask::causal_upper_left, "causal_upper_left", "causal_ul"},
                              {Mask::causal_lower_right, "causal_lower_right", "causal_lr"}}),
-       scale_field(),
-       window_field(),
-       softcap_field(),
-       attn_mask_field(),
+       scale_field(), window_field(), softcap_field(), attn_mask_field(),
        kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
        kit::choice<Problem>("layout", &Problem::layout, {{Layout::bhsd, "bhsd", ""}, {Layout::bshd, "bshd", "bshd"}}),
        kit::choice<Problem>("direction", &Problem::direction,

@@ -88,10 +88,10 @@ struct SoftmaxStructure {
   int64_t block;
 };
 inline constexpr std::array<SoftmaxStructure, 5> kSoftmaxStructures{{{"online_block16", 16},
-                                                                      {"online_block32", 32},
-                                                                      {"online_block64", 64},
-                                                                      {"online_block128", 128},
-                                                                      {"two_pass", 0}}};
+                                                                     {"online_block32", 32},
+                                                                     {"online_block64", 64},
+                                                                     {"online_block128", 128},
+                                                                     {"two_pass", 0}}};
 
 /// The records past the first that a running max of n exchangeable scores sets, bounded at
 /// kLseFalseAlarm by Chernoff's tail of a sum of independent Bernoulli(1/k) (the file comment).
@@ -165,7 +165,7 @@ class TopMass {
  private:
   static constexpr int kSub = 8;
   static constexpr int kBins = 152 * kSub;  // fp32's subnormals reach 2^-149
-  static double bin_top(int bin) {  // f < 0.5 + (eighth + 1)/16 in binade x
+  static double bin_top(int bin) {          // f < 0.5 + (eighth + 1)/16 in binade x
     const int x = 1 - bin / kSub, eighth = kSub - 1 - bin % kSub;
     return std::ldexp(0.5 + (eighth + 1) / (2.0 * kSub), x);
   }
@@ -202,8 +202,8 @@ inline double weighted_records(const TopMass& tops, double l) {
   // ∂²/∂θ² = w·y'·(k − 1)/(k + y)²; a range's, y'·q with q = ln((b + y)/(a + y)) (G's
   // derivative in y is 1 + ln(x + y)), and w·y'·q + y'²·(1/(b + y) − 1/(a + y)).
   struct Point {
-    double t;       // Chernoff's bound (Λ + ln 1/P)/θ: valid at every θ > 0
-    double h, dh;   // h = θ·Λ' − Λ − ln 1/P, whose sign is t's slope, and dh/d(ln θ) = θ²·Λ''
+    double t;      // Chernoff's bound (Λ + ln 1/P)/θ: valid at every θ > 0
+    double h, dh;  // h = θ·Λ' − Λ − ln 1/P, whose sign is t's slope, and dh/d(ln θ) = θ²·Λ''
   };
   const auto at = [&](double u) {
     const double theta = std::exp(u);

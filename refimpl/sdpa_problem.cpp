@@ -18,9 +18,7 @@ std::string_view to_string(Mask m) {
   return "?";
 }
 
-double Problem::effective_scale() const {
-  return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
-}
+double Problem::effective_scale() const { return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(head_dim)); }
 
 int64_t Problem::first_key(int64_t i) const {
   if (window_left < 0) return 0;
@@ -46,7 +44,8 @@ std::optional<Violation> contract_violation(const Problem& p) {
   if (p.window_left < -1)
     return Violation{"window_left", "window_left = " + std::to_string(p.window_left) + " (>= 0, or -1 for unbounded)"};
   if (p.window_right < -1)
-    return Violation{"window_right", "window_right = " + std::to_string(p.window_right) + " (>= 0, or -1 for unbounded)"};
+    return Violation{"window_right",
+                     "window_right = " + std::to_string(p.window_right) + " (>= 0, or -1 for unbounded)"};
   if (p.softcap < 0) return Violation{"softcap", "softcap must be >= 0 (0 = off), got " + std::to_string(p.softcap)};
   return std::nullopt;
 }
@@ -177,7 +176,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       const int64_t min_keys = pv ? kPlantedPvKeys : kPlantedRowsumKeys;
       for (int64_t i = 0; i < p.seq_q; ++i)
         if (p.keys_of_row(i) >= min_keys) return "";
-      return pv ? "no row of " + std::to_string(min_keys) + " keys or more: three roundings of the accumulator or fewer hide in the bound"
+      return pv ? "no row of " + std::to_string(min_keys) +
+                      " keys or more: three roundings of the accumulator or fewer hide in the bound"
                 : "every row sees one key: l = 1 is exact in the dtype";
     }
     case PlantedBug::none: break;

@@ -119,8 +119,8 @@ std::string matrix_section(const std::vector<ResultRecord>& records) {
       for (const auto& [why, n] : c.state == CellState::partial ? c.xfail_reasons : c.skip_reasons)
         tip += fmt::format("{} × {}\n", n, short_text(why, 200));
       s += fmt::format("<td class=\"cell {}\" style=\"background:{}\" title=\"{}\">{}</td>",
-                       c.state == CellState::not_run ? "notrun" : std::string(to_string(c.state)),
-                       state_color(c.state), html_escape(tip), html_escape(cell_text(c)));
+                       c.state == CellState::not_run ? "notrun" : std::string(to_string(c.state)), state_color(c.state),
+                       html_escape(tip), html_escape(cell_text(c)));
     }
     s += "</tr>\n";
   }
@@ -140,13 +140,15 @@ std::string failures_section(const std::vector<ResultRecord>& records) {
     if (!r.failures.empty()) why += "failed: " + describe(r.failures) + ". ";
     why = with_stats(why + r.message, r, " — ");
     s += fmt::format(
-        "<tr><td style=\"color:{}\"><b>{}</b></td><td>{}</td><td><code>{}</code><br><code class=\"repro\">{}</code></td>"
+        "<tr><td style=\"color:{}\"><b>{}</b></td><td>{}</td><td><code>{}</code><br><code "
+        "class=\"repro\">{}</code></td>"
         "<td>{}</td></tr>\n",
         color(r.outcome), to_string(r.outcome), html_escape(r.arch), html_escape(r.id), html_escape(r.repro),
         html_escape(short_text(why, kMaxMessage)));
   }
   if (bad.size() > kMaxFailures)
-    s += fmt::format("<tr><td colspan=\"4\">… and {} more (see the JUnit report)</td></tr>\n", bad.size() - kMaxFailures);
+    s += fmt::format("<tr><td colspan=\"4\">… and {} more (see the JUnit report)</td></tr>\n",
+                     bad.size() - kMaxFailures);
   return s + "</table></section>\n";
 }
 
@@ -172,36 +174,40 @@ std::string tightness_section(const std::vector<ResultRecord>& records) {
   s += "<table><tr><th>family</th><th>impl</th><th>output</th><th>metric</th><th>cases</th><th>error 0</th>"
        "<th>exact</th><th>median</th><th>p99</th><th>max</th><th>median (error &gt; 0)</th><th>bound÷error</th></tr>\n";
   for (const auto& r : rows) {
-    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                     "<td class=\"num\">{}</td>",
-                     html_escape(r.family), html_escape(r.impl), html_escape(r.out), html_escape(r.metric), r.cases,
-                     r.zero_error, r.exact);
+    s += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td>",
+        html_escape(r.family), html_escape(r.impl), html_escape(r.out), html_escape(r.metric), r.cases, r.zero_error,
+        r.exact);
     const bool some = r.median_nonzero > 0;
     if (r.cases)
-      s += fmt::format("<td class=\"num\">{:.3g}</td><td class=\"num\">{:.3g}</td><td class=\"num\">{:.3g}</td>"
-                       "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                       r.median, r.p99, r.max, some ? fmt::format("{:.3g}", r.median_nonzero) : "–",
-                       some ? fmt::format("{:.3g}", 1 / r.median_nonzero) : "–");
-    else
-      s += "<td colspan=\"5\">–</td></tr>\n";
+      s += fmt::format(
+          "<td class=\"num\">{:.3g}</td><td class=\"num\">{:.3g}</td><td class=\"num\">{:.3g}</td>"
+          "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+          r.median, r.p99, r.max, some ? fmt::format("{:.3g}", r.median_nonzero) : "–",
+          some ? fmt::format("{:.3g}", 1 / r.median_nonzero) : "–");
+    else s += "<td colspan=\"5\">–</td></tr>\n";
   }
   s += "</table>\n<h3>Loosest case per impl and output</h3>\n<table><tr><th>family</th><th>impl</th><th>output</th>"
        "<th>case</th><th>bound÷error</th></tr>\n";
   for (const auto& l : loosest_cases(records))
-    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"num\">{:.3g}</td></tr>\n",
-                     html_escape(l.family), html_escape(l.impl), html_escape(l.out), html_escape(l.id), l.bound_over_error);
+    s += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"num\">{:.3g}</td></tr>\n",
+        html_escape(l.family), html_escape(l.impl), html_escape(l.out), html_escape(l.id), l.bound_over_error);
   s += "</table>\n";
   const auto planted = planted_bugs(records);
   if (planted.empty()) return s + "</section>\n";
-  s += "<h3>Planted bugs</h3>\n<table><tr><th>family</th><th>planted impl</th><th>skipped</th><th>run</th><th>caught</th>"
+  s += "<h3>Planted bugs</h3>\n<table><tr><th>family</th><th>planted "
+       "impl</th><th>skipped</th><th>run</th><th>caught</th>"
        "<th>not caught</th></tr>\n";
   for (const auto& p : planted) {
     std::string missed;
     for (const auto& id : p.missed) missed += (missed.empty() ? "" : " ") + id;
-    s += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                     "<td>{}</td></tr>\n",
-                     html_escape(p.family), html_escape(p.impl), p.skipped, p.run, p.caught,
-                     html_escape(short_text(missed.empty() ? "0" : fmt::format("{}: {}", p.missed.size(), missed), kMaxMessage)));
+    s += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td>{}</td></tr>\n",
+        html_escape(p.family), html_escape(p.impl), p.skipped, p.run, p.caught,
+        html_escape(short_text(missed.empty() ? "0" : fmt::format("{}: {}", p.missed.size(), missed), kMaxMessage)));
   }
   return s + "</table></section>\n";
 }
@@ -227,18 +233,24 @@ std::string error_plot_section(const std::vector<ResultRecord>& records) {
                plot_r = far_l - 25, row_h = 44, top = 24;
   const double legend_h = 24;
   const double h = top + row_h * static_cast<double>(by_family.size()) + 30 + legend_h;
-  auto xpos = [&](double lg) { return plot_l + (std::clamp(lg, kLogLo, kLogHi) - kLogLo) / (kLogHi - kLogLo) * (plot_r - plot_l); };
-  s += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
-                   "role=\"img\" aria-label=\"error over bound per family\">\n", w, h, w, h);
-  s += fmt::format("<text x=\"{}\" y=\"16\" font-size=\"11\" text-anchor=\"middle\">exact</text>\n", left + exact_w / 2);
+  auto xpos = [&](double lg) {
+    return plot_l + (std::clamp(lg, kLogLo, kLogHi) - kLogLo) / (kLogHi - kLogLo) * (plot_r - plot_l);
+  };
+  s += fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
+      "role=\"img\" aria-label=\"error over bound per family\">\n",
+      w, h, w, h);
+  s +=
+      fmt::format("<text x=\"{}\" y=\"16\" font-size=\"11\" text-anchor=\"middle\">exact</text>\n", left + exact_w / 2);
   s += fmt::format("<text x=\"{}\" y=\"16\" font-size=\"11\" text-anchor=\"middle\">&gt;1e{} or ∞</text>\n",
                    far_l + far_w / 2, static_cast<int>(kLogHi));
   const double axis_bottom = top + row_h * static_cast<double>(by_family.size());
   for (int e = static_cast<int>(kLogLo); e <= static_cast<int>(kLogHi); ++e) {
     const double x = xpos(e);
-    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"{4}\"/>"
-                     "<text x=\"{0}\" y=\"16\" font-size=\"11\" text-anchor=\"middle\">1e{5}</text>\n",
-                     x, top, axis_bottom, e == 0 ? "#c62828" : "#ddd", e == 0 ? 2 : 1, e);
+    s += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"{4}\"/>"
+        "<text x=\"{0}\" y=\"16\" font-size=\"11\" text-anchor=\"middle\">1e{5}</text>\n",
+        x, top, axis_bottom, e == 0 ? "#c62828" : "#ddd", e == 0 ? 2 : 1, e);
   }
   double y = top;
   for (const auto& [fam, rs] : by_family) {
@@ -252,9 +264,10 @@ std::string error_plot_section(const std::vector<ResultRecord>& records) {
       if (ratio == 0 || std::isnan(ratio)) x = left + 5 + jitter(r->id + "x") * (exact_w - 10);
       else if (!(std::log10(ratio) <= kLogHi)) x = far_l + 5 + jitter(r->id + "x") * (far_w - 10);
       else x = xpos(std::log10(ratio));
-      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\" fill-opacity=\"0.6\"><title>{}: {}, error/bound {:.3g}</title></circle>\n",
-                       x, y + 6 + jitter(r->id) * (row_h - 12), color(r->outcome), html_escape(r->id),
-                       to_string(r->outcome), ratio);
+      s += fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\" fill-opacity=\"0.6\"><title>{}: {}, error/bound "
+          "{:.3g}</title></circle>\n",
+          x, y + 6 + jitter(r->id) * (row_h - 12), color(r->outcome), html_escape(r->id), to_string(r->outcome), ratio);
     }
     y += row_h;
   }
@@ -263,9 +276,10 @@ std::string error_plot_section(const std::vector<ResultRecord>& records) {
   double lx = left;
   for (const auto& [o, n] : shown) {
     const std::string label = fmt::format("{} ({})", to_string(o), n);
-    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/><text class=\"legend-item\" x=\"{:.1f}\" "
-                     "y=\"{:.1f}\" font-size=\"11\">{}</text>\n",
-                     lx, h - 10, color(o), lx + 8, h - 6, label);
+    s += fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/><text class=\"legend-item\" x=\"{:.1f}\" "
+        "y=\"{:.1f}\" font-size=\"11\">{}</text>\n",
+        lx, h - 10, color(o), lx + 8, h - 6, label);
     lx += 16 + 7 * static_cast<double>(label.size());
   }
   return s + "</svg></section>\n";
@@ -282,16 +296,19 @@ std::string slowest_section(const std::vector<ResultRecord>& records) {
   const double w = 1100, label_w = 640, bar_h = 18, gap = 4, top = 8;
   const double h = top + (bar_h + gap) * static_cast<double>(rs.size()) + 8;
   const double max_ms = rs.front()->ms;
-  s += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
-                   "role=\"img\" aria-label=\"slowest cases\">\n", w, h, w, h);
+  s += fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
+      "role=\"img\" aria-label=\"slowest cases\">\n",
+      w, h, w, h);
   double y = top;
   for (const ResultRecord* r : rs) {
     const double bw = std::max(1.0, r->ms / max_ms * (w - label_w - 90));
-    s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\" font-family=\"monospace\">{}</text>"
-                     "<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>"
-                     "<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\">{:.1f} ms</text>\n",
-                     label_w - 6, y + bar_h - 5, html_escape(short_text(r->arch + " " + r->id, 90)), label_w, y, bw,
-                     bar_h, color(r->outcome), html_escape(r->id), label_w + bw + 4, y + bar_h - 5, r->ms);
+    s += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\" font-family=\"monospace\">{}</text>"
+        "<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>"
+        "<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\">{:.1f} ms</text>\n",
+        label_w - 6, y + bar_h - 5, html_escape(short_text(r->arch + " " + r->id, 90)), label_w, y, bw, bar_h,
+        color(r->outcome), html_escape(r->id), label_w + bw + 4, y + bar_h - 5, r->ms);
     y += bar_h + gap;
   }
   return s + "</svg></section>\n";
@@ -314,7 +331,8 @@ std::string html_report(const std::vector<ResultRecord>& records, const std::str
                   "h2{margin-top:28px;border-bottom:1px solid #ddd}\n"
                   "</style></head><body>\n";
   s += "<h1>" + html_escape(title) + "</h1>\n";
-  s += fmt::format("<p>{} results on {}.</p>\n", records.size(), html_escape(arch_list.empty() ? "no arch" : arch_list));
+  s +=
+      fmt::format("<p>{} results on {}.</p>\n", records.size(), html_escape(arch_list.empty() ? "no arch" : arch_list));
   s += counts_section(records);
   s += matrix_section(records);
   s += failures_section(records);

@@ -45,9 +45,7 @@ std::string case_name(const ResultRecord& r, const std::string& family) {
   return r.id.rfind(prefix, 0) == 0 ? r.id.substr(prefix.size()) : r.id;
 }
 
-std::string join_index(const std::vector<int64_t>& index) {
-  return fmt::format("{}", fmt::join(index, ","));
-}
+std::string join_index(const std::vector<int64_t>& index) { return fmt::format("{}", fmt::join(index, ",")); }
 
 std::string iso8601_utc_now() {
   const std::time_t now = std::time(nullptr);
@@ -178,9 +176,8 @@ std::string details(const ResultRecord& r) {
   if (!r.outputs.empty()) {
     s += "outputs:\n";
     for (const auto& o : r.outputs)
-      s += fmt::format("  {}: metric {}, max_abs_err {}, max_rel_err {}, bound {}, {} of {} mismatched\n",
-                       o.out, o.metric, o.max_abs_err, o.max_rel_err, o.bound, o.mismatches,
-                       o.elements);
+      s += fmt::format("  {}: metric {}, max_abs_err {}, max_rel_err {}, bound {}, {} of {} mismatched\n", o.out,
+                       o.metric, o.max_abs_err, o.max_rel_err, o.bound, o.mismatches, o.elements);
   }
   if (!r.worst.empty()) {
     s += "worst elements:\n";
@@ -243,16 +240,16 @@ void add_result(pugi::xml_node tc, const ResultRecord& r) {
     case Outcome::ERROR:
     case Outcome::CRASH:
     case Outcome::TIMEOUT:
-      set_attr(e, "message", r.message.empty() ? outcome + " with no message" : join_nonempty(r.expectation, r.message));
+      set_attr(e, "message",
+               r.message.empty() ? outcome + " with no message" : join_nonempty(r.expectation, r.message));
       set_attr(e, "type", outcome);
       add_text(e, details(r));
       break;
-    case Outcome::SKIP:
-      set_attr(e, "message", r.message);
-      break;
+    case Outcome::SKIP: set_attr(e, "message", r.message); break;
     case Outcome::XFAIL: {
       // pytest's convention; the message also says how it failed, so a change shows.
-      const std::string how = join_nonempty(join_nonempty(std::string(to_string(r.raw_outcome)), kinds_line(r)), stats_line(r));
+      const std::string how =
+          join_nonempty(join_nonempty(std::string(to_string(r.raw_outcome)), kinds_line(r)), stats_line(r));
       set_attr(e, "type", "xfail");
       const std::string why = join_nonempty(r.expectation, r.message);
       set_attr(e, "message", why.empty() ? how : why + " [" + how + "]");
@@ -321,16 +318,14 @@ Outcome parse_outcome_prop(const std::string& s, const std::string& what) {
   return *o;
 }
 
-void set_worst_field(WorstElement& w, const std::string& field, const std::string& value,
-                     const std::string& name) {
+void set_worst_field(WorstElement& w, const std::string& field, const std::string& value, const std::string& name) {
   if (field == "out") w.out = value;
   else if (field == "index") w.index = parse_index(value, name);
   else if (field == "got") w.got = parse_double(value, name);
   else if (field == "want") w.want = parse_double(value, name);
 }
 
-void set_output_field(OutputStats& o, const std::string& field, const std::string& value,
-                      const std::string& name) {
+void set_output_field(OutputStats& o, const std::string& field, const std::string& value, const std::string& name) {
   if (field == "metric") o.metric = value;
   else if (field == "elements") o.elements = parse_int(value, name);
   else if (field == "max_abs_err") o.max_abs_err = parse_double(value, name);
@@ -351,7 +346,8 @@ void set_output_field(OutputStats& o, const std::string& field, const std::strin
 std::optional<Outcome> outcome_from_element(pugi::xml_node tc) {
   for (const char* e : {"failure", "error"})
     if (auto n = tc.child(e)) return parse_outcome(n.attribute("type").value());
-  if (auto n = tc.child("skipped")) return std::string_view(n.attribute("type").value()) == "xfail" ? Outcome::XFAIL : Outcome::SKIP;
+  if (auto n = tc.child("skipped"))
+    return std::string_view(n.attribute("type").value()) == "xfail" ? Outcome::XFAIL : Outcome::SKIP;
   return Outcome::PASS;
 }
 
@@ -425,8 +421,8 @@ ResultRecord parse_testcase(pugi::xml_node tc, const std::string& family) {
     const bool present = static_cast<bool>(tc.child(e));
     const bool expected = want && std::string_view(want) == e;
     if (present != expected)
-      throw std::runtime_error(fmt::format("outcome {} but <{}> is {}", to_string(r.outcome), e,
-                                           present ? "present" : "missing"));
+      throw std::runtime_error(
+          fmt::format("outcome {} but <{}> is {}", to_string(r.outcome), e, present ? "present" : "missing"));
   }
   return r;
 }
@@ -552,8 +548,7 @@ std::vector<ResultRecord> read_junit(const std::string& path, std::vector<std::s
   const std::string text = read_file_limited(path, kMaxReportBytes, "a JUnit report");
   const auto res = doc.load_buffer(text.data(), text.size());
   if (!res)
-    throw std::runtime_error(
-        fmt::format("{}: not valid XML: {} at byte {}", path, res.description(), res.offset));
+    throw std::runtime_error(fmt::format("{}: not valid XML: {} at byte {}", path, res.description(), res.offset));
   auto root = doc.child("testsuites");
   if (!root) throw std::runtime_error(path + ": no <testsuites> root element");
   std::vector<ResultRecord> out;
@@ -569,8 +564,7 @@ std::vector<ResultRecord> read_junit(const std::string& path, std::vector<std::s
       try {
         out.push_back(parse_testcase(tc, family));
       } catch (const std::exception& e) {
-        throw std::runtime_error(fmt::format("{}: testcase '{}' '{}': {}", path,
-                                             tc.attribute("classname").value(),
+        throw std::runtime_error(fmt::format("{}: testcase '{}' '{}': {}", path, tc.attribute("classname").value(),
                                              tc.attribute("name").value(), e.what()));
       }
     }

@@ -66,7 +66,6 @@ void classify(MatrixCell& c) {
   else c.state = CellState::unsupported;
 }
 
-
 }  // namespace
 
 const MatrixCell& EnablementMatrix::cell(const std::string& family, const std::string& impl,
@@ -133,10 +132,10 @@ std::string cell_text(const MatrixCell& c) {
 }
 
 std::string matrix_markdown(const EnablementMatrix& m) {
-  static const std::map<CellState, std::string> kIcon{
-      {CellState::enabled, "✅"}, {CellState::partial, "🟡"}, {CellState::unsupported, "⛔"},
-      {CellState::skipped, "⏭️"}, {CellState::failing, "❌"},  {CellState::not_run, "—"},
-      {CellState::not_tested, "⚠️"}};
+  static const std::map<CellState, std::string> kIcon{{CellState::enabled, "✅"},        {CellState::partial, "🟡"},
+                                                      {CellState::unsupported, "⛔"},    {CellState::skipped, "⏭️"},
+                                                      {CellState::failing, "❌"},        {CellState::not_run, "—"},
+                                                      {CellState::not_tested, "⚠️"}};
   std::string s = "## Enablement matrix\n\n";
   s += "✅ enabled: every case that ran passed · 🟡 partial: some cases are expected failures (xfail) · "
        "⛔ unsupported: every case skipped for a capability the arch lacks · ⏭️ skipped by the manifest · "
@@ -172,7 +171,8 @@ std::string matrix_markdown(const EnablementMatrix& m) {
       for (const auto& [why, n] : c.state == CellState::partial ? c.xfail_reasons : c.skip_reasons)
         top.push_back({n, why});
       std::stable_sort(top.begin(), top.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-      details += fmt::format("- **{} {} on {}** ({}):\n", markdown_cell(fam), markdown_cell(impl), markdown_cell(a), cell_text(c));
+      details += fmt::format("- **{} {} on {}** ({}):\n", markdown_cell(fam), markdown_cell(impl), markdown_cell(a),
+                             cell_text(c));
       for (std::size_t i = 0; i < top.size() && i < 5; ++i)
         details += fmt::format("  - {} × {}\n", top[i].first, markdown_cell(top[i].second));
       if (top.size() > 5) details += fmt::format("  - … {} more reasons\n", top.size() - 5);

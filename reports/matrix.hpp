@@ -41,8 +41,8 @@ struct MatrixCell {
 };
 
 struct EnablementMatrix {
-  std::vector<std::string> archs;                            // sorted
-  std::vector<std::pair<std::string, std::string>> rows;     // (family, impl), sorted
+  std::vector<std::string> archs;                                                 // sorted
+  std::vector<std::pair<std::string, std::string>> rows;                          // (family, impl), sorted
   std::map<std::tuple<std::string, std::string, std::string>, MatrixCell> cells;  // (family, impl, arch)
   /// The cell, or a not_run cell when no record holds that family × impl × arch.
   const MatrixCell& cell(const std::string& family, const std::string& impl, const std::string& arch) const;

@@ -22,9 +22,8 @@ namespace fs = std::filesystem;
 bool same_num(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 bool same_output(const OutputStats& a, const OutputStats& b) {
-  return a.out == b.out && a.metric == b.metric && a.elements == b.elements &&
-         same_num(a.max_abs_err, b.max_abs_err) && same_num(a.max_rel_err, b.max_rel_err) &&
-         same_num(a.bound, b.bound) && same_num(a.lowp_err, b.lowp_err) &&
+  return a.out == b.out && a.metric == b.metric && a.elements == b.elements && same_num(a.max_abs_err, b.max_abs_err) &&
+         same_num(a.max_rel_err, b.max_rel_err) && same_num(a.bound, b.bound) && same_num(a.lowp_err, b.lowp_err) &&
          a.mismatches == b.mismatches && same_num(a.max_ratio, b.max_ratio) && same_num(a.slope, b.slope) &&
          same_num(a.slope_lo, b.slope_lo) && same_num(a.slope_hi, b.slope_hi) &&
          a.conservation_off == b.conservation_off;
@@ -72,11 +71,10 @@ std::vector<std::string> expand(const std::string& arg) {
 }  // namespace
 
 bool same_record(const ResultRecord& a, const ResultRecord& b) {
-  return a.id == b.id && a.family == b.family && a.impl == b.impl && a.arch == b.arch &&
-         a.device == b.device && a.outcome == b.outcome && a.raw_outcome == b.raw_outcome &&
-         a.seed == b.seed && same_num(a.ms, b.ms) && a.message == b.message &&
-         same_list(a.outputs, b.outputs, same_output) && same_list(a.worst, b.worst, same_worst) &&
-         a.repro == b.repro && a.tier == b.tier;
+  return a.id == b.id && a.family == b.family && a.impl == b.impl && a.arch == b.arch && a.device == b.device &&
+         a.outcome == b.outcome && a.raw_outcome == b.raw_outcome && a.seed == b.seed && same_num(a.ms, b.ms) &&
+         a.message == b.message && same_list(a.outputs, b.outputs, same_output) &&
+         same_list(a.worst, b.worst, same_worst) && a.repro == b.repro && a.tier == b.tier;
 }
 
 std::vector<ResultRecord> load_reports(const std::vector<std::string>& paths, bool prefer_later) {
@@ -118,9 +116,10 @@ LoadedReports load_reports_with_selections(const std::vector<std::string>& paths
         } else if (!same) {
           // The same case reported twice (a retried shard, a rerun) merges when the outcome
           // agrees — timings and error statistics may differ — and is a conflict otherwise.
-          throw std::runtime_error("case '" + r.id + "' on arch '" + r.arch + "' is " + std::string(to_string(have.outcome)) +
-                                   " in " + it->second.second + " but " + std::string(to_string(r.outcome)) + " in " +
-                                   file + " (--prefer-later takes the later one, e.g. a retried shard's)");
+          throw std::runtime_error("case '" + r.id + "' on arch '" + r.arch + "' is " +
+                                   std::string(to_string(have.outcome)) + " in " + it->second.second + " but " +
+                                   std::string(to_string(r.outcome)) + " in " + file +
+                                   " (--prefer-later takes the later one, e.g. a retried shard's)");
         }
       }
     }

@@ -153,8 +153,7 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
     fs::path real = fs::weakly_canonical(target, ec);
     if (ec) real = target;
     for (const auto& [other_flag, other] : seen)
-      if (other == real)
-        throw std::invalid_argument(other_flag + " and " + flag + " are the same file: " + path);
+      if (other == real) throw std::invalid_argument(other_flag + " and " + flag + " are the same file: " + path);
     seen.emplace_back(flag, real);
   }
 }

@@ -20,8 +20,8 @@ std::string results_text(const std::vector<ResultRecord>& records, const std::st
   return lines;
 }
 
-ResultsStream::ResultsStream(const std::string& path, const std::vector<ResultRecord>& initial, const std::string& header,
-                             std::function<void(const std::string&)> on_failure)
+ResultsStream::ResultsStream(const std::string& path, const std::vector<ResultRecord>& initial,
+                             const std::string& header, std::function<void(const std::string&)> on_failure)
     : path_(path), on_failure_(std::move(on_failure)) {
   if (path.empty()) return;
   write_files({{path, results_text(initial, header)}});
@@ -40,7 +40,8 @@ void ResultsStream::append(const ResultRecord& r) {
   const std::string line = to_json_line(r) + "\n";
   size_t off = 0;
   struct stat st {};
-  const bool full = ::fstat(fd_, &st) == 0 && fault_disk_full(path_, static_cast<unsigned long long>(st.st_size) + line.size());
+  const bool full =
+      ::fstat(fd_, &st) == 0 && fault_disk_full(path_, static_cast<unsigned long long>(st.st_size) + line.size());
   while (off < line.size()) {
     const ssize_t n = full ? (errno = ENOSPC, -1) : ::write(fd_, line.data() + off, line.size() - off);
     if (n < 0 && errno == EINTR) continue;

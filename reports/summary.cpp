@@ -30,7 +30,8 @@ using Counts = std::array<std::size_t, kOrder.size()>;
 
 // One line of at most kMaxMessageChars bytes, cut at a UTF-8 character boundary.
 std::string one_line(std::string s) {
-  std::replace_if(s.begin(), s.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; }, ' ');
+  std::replace_if(
+      s.begin(), s.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; }, ' ');
   if (s.size() > kMaxMessageChars) {
     std::size_t cut = kMaxMessageChars;
     while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
@@ -54,10 +55,8 @@ std::string code_span(const std::string& text) {
 
 std::string short_message(const ResultRecord& r) {
   std::string msg;
-  if (r.outcome == Outcome::XPASS)
-    msg = "passes under a strict xfail entry: remove the entry";
-  else
-    msg = one_line(r.message);
+  if (r.outcome == Outcome::XPASS) msg = "passes under a strict xfail entry: remove the entry";
+  else msg = one_line(r.message);
   // The failure kinds first: the message may be cut, and they are what an xfail would name.
   if (!r.failures.empty()) msg = "failed: " + describe(r.failures) + (msg.empty() ? "" : "; " + msg);
   return with_stats(msg, r);
@@ -72,11 +71,12 @@ void provisional_section(std::string& md, const std::vector<ResultRecord>& recor
   if (groups.empty()) return;
   std::size_t n = 0;
   for (const auto& [key, count] : groups) n += count;
-  md += fmt::format("\n## Provisional ({})\n\nJudged under a stand-in accumulator model, the loosest the family's "
-                    "paths are known to have, because the arch's manifest measured none: run `opcts probe "
-                    "accumulators --arch A` on the GPU and put the entries it prints in the manifest "
-                    "(`opcts gate --require-measured-models` fails these).\n\n",
-                    n);
+  md += fmt::format(
+      "\n## Provisional ({})\n\nJudged under a stand-in accumulator model, the loosest the family's "
+      "paths are known to have, because the arch's manifest measured none: run `opcts probe "
+      "accumulators --arch A` on the GPU and put the entries it prints in the manifest "
+      "(`opcts gate --require-measured-models` fails these).\n\n",
+      n);
   for (const auto& [key, count] : groups) {
     const auto& [family, impl, arch, model] = key;
     md += fmt::format("- {} {} on {}: {} case{} under {}\n", markdown_cell(family), markdown_cell(impl),
@@ -84,14 +84,12 @@ void provisional_section(std::string& md, const std::vector<ResultRecord>& recor
   }
 }
 
-void reasons_section(std::string& md, const std::vector<const ResultRecord*>& cases,
-                     const std::string& title) {
+void reasons_section(std::string& md, const std::vector<const ResultRecord*>& cases, const std::string& title) {
   if (cases.empty()) return;
   std::map<std::string, std::size_t> by_reason;
   for (const auto* r : cases) by_reason[r->message.empty() ? "(no reason given)" : one_line(r->message)]++;
   std::vector<std::pair<std::string, std::size_t>> sorted(by_reason.begin(), by_reason.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   md += fmt::format("\n## {} ({})\n\n| cases | reason |\n|---:|---|\n", title, cases.size());
   for (std::size_t i = 0; i < sorted.size() && i < kTopReasons; ++i)
     md += fmt::format("| {} | {} |\n", sorted[i].second, markdown_cell(sorted[i].first));
@@ -166,8 +164,7 @@ std::string summary_markdown(const std::vector<ResultRecord>& records) {
     md += fmt::format("\n## Failures ({})\n\n", failures.size());
     for (std::size_t i = 0; i < failures.size() && i < kMaxFailuresListed; ++i) {
       const auto& r = *failures[i];
-      md += fmt::format("- {} on {} **{}**", code_span(r.id), r.arch.empty() ? "?" : r.arch,
-                        to_string(r.outcome));
+      md += fmt::format("- {} on {} **{}**", code_span(r.id), r.arch.empty() ? "?" : r.arch, to_string(r.outcome));
       const std::string msg = short_message(r);
       if (!msg.empty()) md += ": " + msg;
       md += "\n";

@@ -65,16 +65,16 @@ std::vector<TightnessRow> tightness(const std::vector<ResultRecord>& records) {
 
 std::string tightness_markdown(const std::vector<TightnessRow>& rows) {
   std::string md =
-      "| family | impl | output | metric | cases | error 0 | exact | error÷bound median | p99 | max | median (error > 0) "
+      "| family | impl | output | metric | cases | error 0 | exact | error÷bound median | p99 | max | median (error > "
+      "0) "
       "| bound÷error |\n"
       "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& r : rows) {
     const bool some = r.median_nonzero > 0;
-    const std::string stats =
-        r.cases ? fmt::format("{:.3g} | {:.3g} | {:.3g} | {} | {}", r.median, r.p99, r.max,
-                              some ? fmt::format("{:.3g}", r.median_nonzero) : "–",
-                              some ? fmt::format("{:.3g}", 1 / r.median_nonzero) : "–")
-                : "– | – | – | – | –";
+    const std::string stats = r.cases ? fmt::format("{:.3g} | {:.3g} | {:.3g} | {} | {}", r.median, r.p99, r.max,
+                                                    some ? fmt::format("{:.3g}", r.median_nonzero) : "–",
+                                                    some ? fmt::format("{:.3g}", 1 / r.median_nonzero) : "–")
+                                      : "– | – | – | – | –";
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(r.family), markdown_cell(r.impl),
                       markdown_cell(r.out), markdown_cell(r.metric), r.cases, r.zero_error, r.exact, stats);
   }
@@ -92,7 +92,8 @@ std::vector<LoosestCase> loosest_cases(const std::vector<ResultRecord>& records)
       if (!(o.bound > 0) || !(o.max_ratio > 0) || !std::isfinite(o.max_ratio)) continue;
       const Key key{fam, r.impl, o.out};
       auto it = best.find(key);
-      if (it == best.end() || o.max_ratio < it->second.first || (o.max_ratio == it->second.first && r.id < it->second.second))
+      if (it == best.end() || o.max_ratio < it->second.first ||
+          (o.max_ratio == it->second.first && r.id < it->second.second))
         best[key] = {o.max_ratio, r.id};
     }
   }
@@ -112,7 +113,9 @@ std::vector<PlantedRow> planted_bugs(const std::vector<ResultRecord>& records) {
     row.impl = r.impl;
     ++row.cases;
     // Records that hold only the mapped outcome stand for the raw one behind it.
-    const Outcome raw = r.raw_outcome == Outcome::XFAIL ? Outcome::FAIL : r.raw_outcome == Outcome::XPASS ? Outcome::PASS : r.raw_outcome;
+    const Outcome raw = r.raw_outcome == Outcome::XFAIL   ? Outcome::FAIL
+                        : r.raw_outcome == Outcome::XPASS ? Outcome::PASS
+                                                          : r.raw_outcome;
     if (raw == Outcome::SKIP) ++row.skipped;
     if (raw == Outcome::SKIP || raw == Outcome::MISSING) continue;
     ++row.run;
@@ -145,20 +148,23 @@ std::string id_list(const std::vector<std::string>& ids) {
 std::string tightness_report_markdown(const std::vector<ResultRecord>& records) {
   std::string md = tightness_markdown(tightness(records));
   const auto loosest = loosest_cases(records);
-  md += "\n## Loosest case per impl and output\n\nThe passing case whose bound is the most times its error: a bug "
-        "that many times a correct device's error passes there.\n\n| family | impl | output | case | bound÷error |\n"
-        "|---|---|---|---|---:|\n";
+  md +=
+      "\n## Loosest case per impl and output\n\nThe passing case whose bound is the most times its error: a bug "
+      "that many times a correct device's error passes there.\n\n| family | impl | output | case | bound÷error |\n"
+      "|---|---|---|---|---:|\n";
   for (const auto& l : loosest)
     md += fmt::format("| {} | {} | {} | `{}` | {:.3g} |\n", markdown_cell(l.family), markdown_cell(l.impl),
                       markdown_cell(l.out), markdown_cell(l.id), l.bound_over_error);
   if (loosest.empty()) md += "| (no passing case with an error) | | | | |\n";
   const auto planted = planted_bugs(records);
-  md += "\n## Planted bugs\n\nEach planted impl must FAIL on every case it runs (SKIP: problems its bug "
-        "cannot show on).\n\n| family | planted impl | cases | skipped | run | caught | not caught | neither |\n"
-        "|---|---|---:|---:|---:|---:|---|---|\n";
+  md +=
+      "\n## Planted bugs\n\nEach planted impl must FAIL on every case it runs (SKIP: problems its bug "
+      "cannot show on).\n\n| family | planted impl | cases | skipped | run | caught | not caught | neither |\n"
+      "|---|---|---:|---:|---:|---:|---|---|\n";
   for (const auto& p : planted)
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(p.family), markdown_cell(p.impl), p.cases,
-                      p.skipped, p.run, p.caught, p.missed.empty() ? "0" : markdown_cell(fmt::format("{}: {}", p.missed.size(), id_list(p.missed))),
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(p.family), markdown_cell(p.impl),
+                      p.cases, p.skipped, p.run, p.caught,
+                      p.missed.empty() ? "0" : markdown_cell(fmt::format("{}: {}", p.missed.size(), id_list(p.missed))),
                       p.other.empty() ? "0" : markdown_cell(fmt::format("{}: {}", p.other.size(), id_list(p.other))));
   if (planted.empty()) md += "| (no planted impl in these reports) | | | | | | | |\n";
   return md;

@@ -12,9 +12,9 @@ namespace opcts {
 /// lets bugs ten times smaller than it through; these rows say how much room each bound leaves.
 struct TightnessRow {
   std::string family, impl, out, metric;
-  size_t cases = 0;       // passing cases with a non-zero bound and a recorded ratio
-  size_t zero_error = 0;  // of those, the cases whose error was 0 everywhere
-  size_t exact = 0;       // passing cases compared exactly (bound 0): not in the statistics
+  size_t cases = 0;                     // passing cases with a non-zero bound and a recorded ratio
+  size_t zero_error = 0;                // of those, the cases whose error was 0 everywhere
+  size_t exact = 0;                     // passing cases compared exactly (bound 0): not in the statistics
   double median = 0, p99 = 0, max = 0;  // of the largest per-element error ÷ bound (OutputStats::max_ratio)
   // The median over the cases with an error: a case without error says nothing about how
   // tight its bound is (no non-zero bound could be tight against 0).
@@ -45,10 +45,10 @@ std::vector<LoosestCase> loosest_cases(const std::vector<ResultRecord>& records)
 /// their "planted bug" expectation): each must FAIL wherever its bug changes an output.
 struct PlantedRow {
   std::string family, impl;
-  size_t cases = 0;    // records of the impl
-  size_t skipped = 0;  // SKIP: problems the bug cannot show on (planted_bug_cannot_show) or a capability
-  size_t run = 0;      // the rest, MISSING left out
-  size_t caught = 0;   // raw FAIL
+  size_t cases = 0;                 // records of the impl
+  size_t skipped = 0;               // SKIP: problems the bug cannot show on (planted_bug_cannot_show) or a capability
+  size_t run = 0;                   // the rest, MISSING left out
+  size_t caught = 0;                // raw FAIL
   std::vector<std::string> missed;  // raw PASS: the bug passed these (each an XPASS of the gate)
   std::vector<std::string> other;   // ERROR, CRASH, TIMEOUT, MISTRUSTED, FLAKE: neither caught nor missed
 };

@@ -247,7 +247,8 @@ AccumulationBound accumulation_bound(const AccumulatorModel& m, const ReductionS
       b.drift_ct_terms = chunks == 1 && !st.ragged ? K : 0;  // S/√(K·Q) is ĉ only where every element sums K
       b.drift_hi = drift_hi_steps(n) * up;
       const int64_t full = K / n, rest = K % n;
-      b.drift_lo = (static_cast<double>(full * n) * drift_lo_chunk(n) + (rest ? static_cast<double>(rest) * drift_lo_chunk(rest) : 0.0)) /
+      b.drift_lo = (static_cast<double>(full * n) * drift_lo_chunk(n) +
+                    (rest ? static_cast<double>(rest) * drift_lo_chunk(rest) : 0.0)) /
                    static_cast<double>(K) * up;
     }
   }
@@ -256,7 +257,8 @@ AccumulationBound accumulation_bound(const AccumulatorModel& m, const ReductionS
 
 double AccumulationBound::element(const ReductionStats& st, size_t i) const {
   // What no model covers: the known offset and the reference's own allowance.
-  const double fixed = (st.offset.empty() ? 0.0 : std::fabs(st.offset[i])) + st.extra_rel * st.abs_sum[i] + st.extra_abs;
+  const double fixed =
+      (st.offset.empty() ? 0.0 : std::fabs(st.offset[i])) + st.extra_rel * st.abs_sum[i] + st.extra_abs;
   if (exact) return fixed;
   const double s = st.abs_sum[i], x = st.magnitude.empty() ? 0.0 : st.magnitude[i];
   double acc = s > 0 ? c_wc * s : 0.0;  // c_wc may be +inf (k·u >= 1): no worst case, but 0·inf is not 0

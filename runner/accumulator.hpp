@@ -35,9 +35,9 @@ std::string_view to_string(AccRounding r);
 /// `bits`-bit adder, and chunk sums are added in IEEE fp32. The default is IEEE fp32 with no
 /// chunking: {24, rne, 0}.
 struct AccumulatorModel {
-  int bits = 24;                           // significant bits within a chunk, 2..24
+  int bits = 24;  // significant bits within a chunk, 2..24
   AccRounding rounding = AccRounding::rne;
-  int64_t promote_every = 0;               // K elements per chunk; 0 = never promoted
+  int64_t promote_every = 0;  // K elements per chunk; 0 = never promoted
   bool operator==(const AccumulatorModel&) const = default;
 };
 /// "{bits: 14, rounding: truncate, promote_every: 128}" (the YAML spelling).
@@ -55,12 +55,12 @@ AccumulatorModel parse_accumulator(const std::string& path, const YAML::Node& no
 /// (the probabilistic one only for zero-mean terms and a false-alarm probability > 0; c_epi = 0
 /// where the reduction has no epilogue).
 struct AccumulationBound {
-  bool exact = false;    // the exact fill's partial sums all fit the model's adders
-  double c_wc = 0;       // worst-case coefficient of S; +inf once k·u_p >= 1 (the proof says nothing)
-  double c_epi = 0;      // γ_5: the fp32 epilogue (scales, global scale, bias, output scale); 0 without one
-  double c_var = 0;      // variance proxy per unit of Q (0: no probabilistic bound)
-  double c_drift = 0;    // toward-zero drift of a truncating adder per unit of √Q
-  double lambda = 0;     // Azuma–Hoeffding's λ for the false-alarm probability (core/azuma.hpp)
+  bool exact = false;  // the exact fill's partial sums all fit the model's adders
+  double c_wc = 0;     // worst-case coefficient of S; +inf once k·u_p >= 1 (the proof says nothing)
+  double c_epi = 0;    // γ_5: the fp32 epilogue (scales, global scale, bias, output scale); 0 without one
+  double c_var = 0;    // variance proxy per unit of Q (0: no probabilistic bound)
+  double c_drift = 0;  // toward-zero drift of a truncating adder per unit of √Q
+  double lambda = 0;   // Azuma–Hoeffding's λ for the false-alarm probability (core/azuma.hpp)
   // The bias check's expected slope under a truncating adder: E[err·x] lies in
   // [−D_hi·Q, −D_lo·Q] per element, D_hi = drift_hi + min(drift_hi_ct·ĉ, drift_ct_cap) with
   // ĉ = S/√(K·Q) when the whole K is one chunk (drift_ct_terms = K), else ĉ = 1. 0 for rne.

@@ -9,10 +9,10 @@ namespace opcts {
 
 namespace {
 
-constexpr double kBig = 256.0;                   // 2^8: the product every small one is added to
-const double kSmallestB = std::ldexp(1.0, -9);   // e4m3fn's smallest subnormal, for b[k]
-constexpr int kMaxE = 23;                        // bits experiment: 2^(8−e) for e = 1..23 (fp32 holds 2^8 + 2^-15)
-constexpr int kPositions = 8;                    // ... at k = 1..8, so 8 interleaved accumulators meet 2^8
+constexpr double kBig = 256.0;                  // 2^8: the product every small one is added to
+const double kSmallestB = std::ldexp(1.0, -9);  // e4m3fn's smallest subnormal, for b[k]
+constexpr int kMaxE = 23;                       // bits experiment: 2^(8−e) for e = 1..23 (fp32 holds 2^8 + 2^-15)
+constexpr int kPositions = 8;                   // ... at k = 1..8, so 8 interleaved accumulators meet 2^8
 
 std::string fmt(const char* f, double a, double b = 0, double c = 0) {
   char buf[256];
@@ -108,17 +108,18 @@ ProbeFinding probe_accumulator(const ProbeRun& run, int64_t k_len) {
     // 2^8 + 2^-16 rounds to 2^8 in the fp32 output whatever the adder kept: read as IEEE fp32,
     // whose rounding an fp32 output cannot show either (a truncating fp32 adder is not a real
     // path; its bound would be twice rne's).
-    f.evidence.push_back(fmt("bits: 2^8 + 2^(8−e) kept for e = 1..%g, all an fp32 output shows: an adder at "
-                             "least as wide as fp32's, read as IEEE fp32",
-                             kMaxE));
+    f.evidence.push_back(
+        fmt("bits: 2^8 + 2^(8−e) kept for e = 1..%g, all an fp32 output shows: an adder at "
+            "least as wide as fp32's, read as IEEE fp32",
+            kMaxE));
     f.evidence.push_back("rounding: not readable through an fp32 output at 24 bits: round to nearest even (IEEE)");
     f.evidence.push_back("promote_every: none to read: chunk sums added in fp32 are no wider than a 24-bit adder");
     f.model = AccumulatorModel{};
     return f;
   }
-  f.evidence.push_back(fmt("bits: 2^8 + 2^(8−e) kept for e <= %g, lost from e = %g (small product at k = %g)", bits - 1,
-                           bits, pos) +
-                       ": " + std::to_string(bits) + " significant bits");
+  f.evidence.push_back(
+      fmt("bits: 2^8 + 2^(8−e) kept for e <= %g, lost from e = %g (small product at k = %g)", bits - 1, bits, pos) +
+      ": " + std::to_string(bits) + " significant bits");
 
   // 2. rounding: ±(2^8 + f·u) with u = 2^(9−bits) the adder's spacing at 2^8, the small product at
   // k = pos placed by b[pos] = 2^m: truncation toward zero keeps ⌊f⌋·u, round-to-nearest-even
@@ -186,18 +187,20 @@ ProbeFinding probe_accumulator(const ProbeRun& run, int64_t k_len) {
                                static_cast<double>(k_len)));
     } else if (kept == k_len - first_kept) {
       promote = first_kept;
-      f.evidence.push_back(fmt("promote_every: half a spacing after 2^8 lost at k = 1..%g, kept from k = %g on: "
-                               "chunks of %g",
-                               static_cast<double>(first_kept - 1), static_cast<double>(first_kept),
-                               static_cast<double>(first_kept)));
+      f.evidence.push_back(
+          fmt("promote_every: half a spacing after 2^8 lost at k = 1..%g, kept from k = %g on: "
+              "chunks of %g",
+              static_cast<double>(first_kept - 1), static_cast<double>(first_kept), static_cast<double>(first_kept)));
     } else if (rounding == AccRounding::rne) {
-      f.evidence.push_back(fmt("promote_every: half a spacing after 2^8 kept at %g of %g positions in no chunk "
-                               "pattern (another summation order); rne's bound holds for any order",
-                               static_cast<double>(kept), static_cast<double>(k_len - 1)));
+      f.evidence.push_back(
+          fmt("promote_every: half a spacing after 2^8 kept at %g of %g positions in no chunk "
+              "pattern (another summation order); rne's bound holds for any order",
+              static_cast<double>(kept), static_cast<double>(k_len - 1)));
     } else {
-      f.unexplained = fmt("promote_every: half a spacing after 2^8 kept at %g of %g positions, first at k = %g, in no "
-                          "chunk pattern",
-                          static_cast<double>(kept), static_cast<double>(k_len - 1), static_cast<double>(first_kept));
+      f.unexplained =
+          fmt("promote_every: half a spacing after 2^8 kept at %g of %g positions, first at k = %g, in no "
+              "chunk pattern",
+              static_cast<double>(kept), static_cast<double>(k_len - 1), static_cast<double>(first_kept));
       return f;
     }
   }

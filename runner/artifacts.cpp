@@ -30,8 +30,9 @@ std::string write_failure_artifacts(const std::string& dir, const ResultRecord& 
   if (ec) throw std::runtime_error(d.string() + ": " + ec.message());
   std::string truncated;
   auto note = [&](const std::string& file, bool cut, int64_t numel) {
-    if (cut) truncated += file + ": first " + std::to_string(kArtifactMaxElements) + " of " + std::to_string(numel) +
-                          " elements, written 1-D\n";
+    if (cut)
+      truncated += file + ": first " + std::to_string(kArtifactMaxElements) + " of " + std::to_string(numel) +
+                   " elements, written 1-D\n";
   };
   for (const auto& [name, t] : inputs) {
     const std::string f = "in_" + sanitize_id(name) + ".npy";

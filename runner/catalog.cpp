@@ -68,7 +68,8 @@ ProblemPtr parse_problem(const Family& f, const std::string& path, const YAML::N
   } catch (const std::exception& e) {
     yaml_fail(path, n, e.what());
   }
-  if (const std::string why = too_large(f, *p); !why.empty()) yaml_fail(path, n, "problem " + f.problem_id(*p) + ": " + why);
+  if (const std::string why = too_large(f, *p); !why.empty())
+    yaml_fail(path, n, "problem " + f.problem_id(*p) + ": " + why);
   return p;
 }
 
@@ -78,11 +79,13 @@ struct Budget {
   // Takes `n` more points for what is at `n_at`, or fails there naming the cap it passes.
   void take(size_t n, const std::string& path, const YAML::Node& at, const std::string& what) {
     if (n > kMaxCatalogPoints - file)
-      yaml_fail(path, at, what + " takes the file past " + std::to_string(kMaxCatalogPoints) +
-                              " points (grid points and edges together); split the catalog or shorten its axes");
+      yaml_fail(path, at,
+                what + " takes the file past " + std::to_string(kMaxCatalogPoints) +
+                    " points (grid points and edges together); split the catalog or shorten its axes");
     if (n > kMaxRunPoints - run)
-      yaml_fail(path, at, what + " takes the run past " + std::to_string(kMaxRunPoints) +
-                              " points (all catalogs together); pass fewer --catalog files");
+      yaml_fail(path, at,
+                what + " takes the run past " + std::to_string(kMaxRunPoints) +
+                    " points (all catalogs together); pass fewer --catalog files");
     file += n;
     run += n;
   }
@@ -111,19 +114,22 @@ void expand_grid(const Family& f, const std::string& path, const YAML::Node& gri
   if (!grid["axes"]) yaml_fail(path, grid, "grid '" + name + "' needs a map 'axes:'");
   const YAML::Node axes = require_map(path, grid["axes"], "grid '" + name + "' 'axes'");
   if (axes.size() == 0) yaml_fail(path, axes, "grid '" + name + "' has no axes");
-  const YAML::Node fixed = grid["fixed"] ? require_map(path, grid["fixed"], "grid '" + name + "' 'fixed'") : YAML::Node();
+  const YAML::Node fixed =
+      grid["fixed"] ? require_map(path, grid["fixed"], "grid '" + name + "' 'fixed'") : YAML::Node();
   std::vector<std::pair<std::string, YAML::Node>> ax;
   size_t points = 1;
   for (const auto& kv : axes) {
     const std::string axis = kv.first.Scalar();
     if (!kv.second.IsSequence() || kv.second.size() == 0)
       yaml_fail(path, kv.second, "axis '" + axis + "' must be a non-empty list");
-    if (fixed && fixed[axis]) yaml_fail(path, kv.first, "'" + axis + "' is both an axis and in 'fixed' of grid '" + name + "'");
+    if (fixed && fixed[axis])
+      yaml_fail(path, kv.first, "'" + axis + "' is both an axis and in 'fixed' of grid '" + name + "'");
     // The cap is checked as the product grows, so it cannot overflow.
     points *= kv.second.size();
     if (points > kMaxGridPoints)
-      yaml_fail(path, grid, "grid '" + name + "' has more than " + std::to_string(kMaxGridPoints) +
-                                " points (the product of its axes' lengths); split it or shorten its axes");
+      yaml_fail(path, grid,
+                "grid '" + name + "' has more than " + std::to_string(kMaxGridPoints) +
+                    " points (the product of its axes' lengths); split it or shorten its axes");
     ax.emplace_back(axis, kv.second);
   }
   std::vector<size_t> pos(ax.size(), 0);
@@ -273,13 +279,15 @@ std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry
     if (fresh)
       for (const Impl* impl : reg.impls_of(e.family->name()))
         if (impl->backend() == arch.backend && (!impl->planted() || include_planted)) it->second.push_back(impl);
-    for (const Impl* impl : it->second) slots.push_back({case_id_from_problem_id(*e.family, *impl, e.problem_id), &e, impl});
+    for (const Impl* impl : it->second)
+      slots.push_back({case_id_from_problem_id(*e.family, *impl, e.problem_id), &e, impl});
   }
   std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) { return a.id < b.id; });
   std::vector<Case> cases;
   cases.reserve(slots.size());
   for (auto& s : slots)
-    cases.push_back({std::move(s.id), s.entry->family, s.impl, s.entry->problem, s.entry->tier, s.entry->source, s.entry->why});
+    cases.push_back(
+        {std::move(s.id), s.entry->family, s.impl, s.entry->problem, s.entry->tier, s.entry->source, s.entry->why});
   return cases;
 }
 

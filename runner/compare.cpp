@@ -93,10 +93,9 @@ struct ChunkStats {
 }  // namespace
 
 OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
-                           const std::vector<double>* lowp, const Tolerance& tol,
-                           std::vector<WorstElement>& worst, size_t max_worst,
-                           const std::vector<double>* bound, int64_t row, const ReductionStats* reduction,
-                           const std::vector<double>* bound_below) {
+                           const std::vector<double>* lowp, const Tolerance& tol, std::vector<WorstElement>& worst,
+                           size_t max_worst, const std::vector<double>* bound, int64_t row,
+                           const ReductionStats* reduction, const std::vector<double>* bound_below) {
   const int64_t n = got.numel();
   if (static_cast<int64_t>(want.size()) != n)
     throw std::invalid_argument("output '" + name + "': " + std::to_string(n) + " elements, reference has " +
@@ -110,15 +109,18 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   const auto sized = [n](const std::vector<double>& v, bool may_be_empty) {
     return static_cast<int64_t>(v.size()) == n || (may_be_empty && v.empty());
   };
-  if (st && !(sized(st->abs_sum, false) && sized(st->sq_sum, false) && sized(st->magnitude, true) && sized(st->offset, true)))
+  if (st &&
+      !(sized(st->abs_sum, false) && sized(st->sq_sum, false) && sized(st->magnitude, true) && sized(st->offset, true)))
     throw std::invalid_argument("output '" + name + "': reduction statistics of another size");
   if (tol.metric == Metric::bounded && !st && (!fixed || static_cast<int64_t>(fixed->size()) != n))
-    throw std::invalid_argument("output '" + name + "': bounded needs the reference's per-element bound or reduction statistics");
+    throw std::invalid_argument("output '" + name +
+                                "': bounded needs the reference's per-element bound or reduction statistics");
   const std::vector<double>* below = fixed ? bound_below : nullptr;
   if (below && static_cast<int64_t>(below->size()) != n)
     throw std::invalid_argument("output '" + name + "': the reference's bound below has the wrong size");
   if (fixed && !(tol.accumulator == AccumulatorModel{}))
-    throw std::invalid_argument("output '" + name + "': its reference gives a fixed bound, which no accumulator model (" +
+    throw std::invalid_argument("output '" + name +
+                                "': its reference gives a fixed bound, which no accumulator model (" +
                                 to_string(tol.accumulator) + ", " + tol.source + ") changes");
   AccumulationBound acc = st ? accumulation_bound(tol.accumulator, *st, tol.false_alarm) : AccumulationBound{};
   // A provisional model is a stand-in, the loosest a path may have (runner/tolerance.hpp): a path
@@ -130,7 +132,9 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     return tol.factor * (st ? acc.element(*st, static_cast<size_t>(i)) : (*fixed)[static_cast<size_t>(i)]);
   };
   // factor·E below want of element i (the same as above unless the reference gives a side).
-  auto allowed_below = [&](int64_t i, double above) { return below ? tol.factor * (*below)[static_cast<size_t>(i)] : above; };
+  auto allowed_below = [&](int64_t i, double above) {
+    return below ? tol.factor * (*below)[static_cast<size_t>(i)] : above;
+  };
   if (tol.metric == Metric::ref_relative && bound && static_cast<int64_t>(bound->size()) != n)
     throw std::invalid_argument("output '" + name + "': the reference's bound has the wrong size");
 
@@ -194,7 +198,8 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
       // refimpl/scaled_mm_reference.cpp), because a result within E of x may round to the
       // largest finite value or overflow. The device's inf is right when x + E reaches the
       // overflow threshold max + spacing(max)/2 (IEEE 754 round-to-nearest overflow rule).
-      if (tol.metric == Metric::bounded && std::isinf(gi) && std::isfinite(wi) && std::signbit(gi) == std::signbit(wi)) {
+      if (tol.metric == Metric::bounded && std::isinf(gi) && std::isfinite(wi) &&
+          std::signbit(gi) == std::signbit(wi)) {
         const double e = std::signbit(wi) ? allowed_below(i, allowed(i)) : allowed(i);  // the side away from 0
         if (std::fabs(wi) + e >= maxf + spacing_at(out_t, maxf) / 2) continue;
       }
@@ -217,7 +222,10 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
         case Metric::bitexact: bad = gi != wi || std::signbit(gi) != std::signbit(wi); break;
         case Metric::exact: bad = gi != wi; break;
         // Written as !(err <= bound) so that a NaN bound fails every element instead of none.
-        case Metric::allclose: bi = floor + tol.rtol * std::fabs(wi); bad = !(err <= bi); break;
+        case Metric::allclose:
+          bi = floor + tol.rtol * std::fabs(wi);
+          bad = !(err <= bi);
+          break;
         case Metric::ref_relative: {
           // lowp is the same-precision result before its output rounding: a correct result v
           // within e of want may round to the output dtype by half a spacing at |want| + e.
@@ -308,8 +316,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
     slope.merge(p.slope);
     cands.insert(cands.end(), p.cands.begin(), p.cands.end());
   }
-  if (tol.metric == Metric::ref_relative)
-    s.bound = worst_ratio > 0 ? s.max_abs_err / worst_ratio : largest_bound;
+  if (tol.metric == Metric::ref_relative) s.bound = worst_ratio > 0 ? s.max_abs_err / worst_ratio : largest_bound;
   if (tol.metric == Metric::bounded) {
     const SlopeCheck c = slope.finish(acc);
     s.slope = c.slope;

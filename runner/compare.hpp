@@ -58,8 +58,8 @@ struct Tolerance {
 /// output dtype (the bound adds that rounding), required for ref_relative. bounded
 /// needs either `bound`, the reference's per-element bound (References::bound), or `reduction`,
 /// its reduction statistics (References::reduction), from which the tolerance's accumulator
-/// model derives the bound. For ref_relative `bound` is optional: the reference's bound of the accumulation error where the statistic says little
-/// (a row of few roundings, an exact 0), used where it is the larger. ref_relative takes
+/// model derives the bound. For ref_relative `bound` is optional: the reference's bound of the accumulation error where
+/// the statistic says little (a row of few roundings, an exact 0), used where it is the larger. ref_relative takes
 /// max|lowp − want| over each row of `row` consecutive elements (OutputSpec::row; 0: the whole
 /// output is one row) and reports as `bound` the one that makes max_abs_err / bound the worst
 /// element's error ÷ bound.
@@ -73,9 +73,8 @@ struct Tolerance {
 /// Throws std::invalid_argument when sizes differ, lowp is missing for ref_relative, bounded
 /// has neither a bound nor statistics, or an accumulator model is given for a fixed bound.
 OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
-                           const std::vector<double>* lowp, const Tolerance& tol,
-                           std::vector<WorstElement>& worst, size_t max_worst = 5,
-                           const std::vector<double>* bound = nullptr, int64_t row = 0,
+                           const std::vector<double>* lowp, const Tolerance& tol, std::vector<WorstElement>& worst,
+                           size_t max_worst = 5, const std::vector<double>* bound = nullptr, int64_t row = 0,
                            const ReductionStats* reduction = nullptr, const std::vector<double>* bound_below = nullptr);
 
 /// The ways an output compared by compare_output failed (core/failure_kind.hpp), in this order:

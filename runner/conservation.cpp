@@ -37,8 +37,8 @@ std::string describe(const HostTensor& t, const std::string& name, int64_t first
 
 }  // namespace
 
-ConservationStats check_conservation(const std::string& name, const HostTensor& got, const Conservation& c, double factor,
-                                     double floor) {
+ConservationStats check_conservation(const std::string& name, const HostTensor& got, const Conservation& c,
+                                     double factor, double floor) {
   const int64_t n = got.numel();
   const int64_t g = c.group > 0 ? c.group : std::max<int64_t>(n, 1);
   const int64_t count = n == 0 ? 0 : (n + g - 1) / g;
@@ -52,7 +52,8 @@ ConservationStats check_conservation(const std::string& name, const HostTensor& 
   for (int64_t k = 0; k < count; ++k) {
     DoubleDouble s;
     double a = 0;
-    for (int64_t i = k * g; i < std::min(n, (k + 1) * g); ++i) s.add(v[static_cast<size_t>(i)]), a += std::fabs(v[static_cast<size_t>(i)]);
+    for (int64_t i = k * g; i < std::min(n, (k + 1) * g); ++i)
+      s.add(v[static_cast<size_t>(i)]), a += std::fabs(v[static_cast<size_t>(i)]);
     sums[static_cast<size_t>(k)] = {s.value(), a};
   }
   ConservationStats st;

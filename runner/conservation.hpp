@@ -1,4 +1,5 @@
-// The conservation check of a reduction output: its elements summed over groups (destination rows) and over the whole output against the reference's fp64 sums.
+// The conservation check of a reduction output: its elements summed over groups (destination rows) and over the whole
+// output against the reference's fp64 sums.
 #pragma once
 
 #include <cstdint>

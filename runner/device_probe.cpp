@@ -53,9 +53,12 @@ std::string detect_arch(int device, std::string* why) {
   int n = 0;
   const cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess || n == 0)
-    return amd_or_host(device, why, std::string("no NVIDIA GPU found: ") + (err != cudaSuccess ? cudaGetErrorName(err) : "count is 0"));
+    return amd_or_host(
+        device, why,
+        std::string("no NVIDIA GPU found: ") + (err != cudaSuccess ? cudaGetErrorName(err) : "count is 0"));
   const int d = device < 0 ? 0 : device;
-  if (d >= n) throw std::invalid_argument("--device " + std::to_string(d) + " but only " + std::to_string(n) + " CUDA devices");
+  if (d >= n)
+    throw std::invalid_argument("--device " + std::to_string(d) + " but only " + std::to_string(n) + " CUDA devices");
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) {
     if (why) *why = "cudaGetDeviceProperties failed";

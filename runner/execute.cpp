@@ -6,16 +6,16 @@
 #include <cmath>
 #include <sstream>
 
+#include <cstdlib>
+#include <fstream>
 #include "runner/artifacts.hpp"
 #include "runner/compare.hpp"
 #include "runner/conservation.hpp"
-#include <cstdlib>
-#include <fstream>
 
 #include "core/errors.hpp"
+#include "core/rng.hpp"
 #include "runner/ref_disk_cache.hpp"
 #include "runner/run.hpp"
-#include "core/rng.hpp"
 #include "runner/trust.hpp"
 
 namespace opcts {
@@ -59,8 +59,8 @@ std::string describe_failure(const ResultRecord& r, const std::vector<GuardBreac
   for (const GuardBreach& b : breaches) m << b.message << "; ";
   for (const auto& o : r.outputs) {
     if (o.biased())
-      m << o.out << ": biased: the error's slope against the value is " << o.slope << ", outside ["
-        << o.slope_lo << ", " << o.slope_hi << "] (a relative error common to all elements); ";
+      m << o.out << ": biased: the error's slope against the value is " << o.slope << ", outside [" << o.slope_lo
+        << ", " << o.slope_hi << "] (a relative error common to all elements); ";
     if (o.conservation_off)
       m << o.out << ": not conserved: " << o.conservation_off
         << " sum(s) outside the reference's interval (destination rows, whole output), first " << o.conservation
@@ -71,7 +71,8 @@ std::string describe_failure(const ResultRecord& r, const std::vector<GuardBreac
     // error is taken over finite pairs, so when it is within the bound the mismatches are
     // NaN or inf where the reference holds another value.
     if (o.metric == "bounded") m << " (per-element bounds, largest " << o.bound << ")";
-    else if (o.max_abs_err <= o.bound) m << " (finite elements within bound " << o.bound << "; the mismatches are NaN/inf)";
+    else if (o.max_abs_err <= o.bound)
+      m << " (finite elements within bound " << o.bound << "; the mismatches are NaN/inf)";
     else m << " > bound " << o.bound;
     if (o.metric == "ref_relative") m << " (same-precision reference err " << o.lowp_err << ")";
     m << "; ";
@@ -140,7 +141,8 @@ void judge_refusal(const Suite& suite, const Case& c, int device, const std::str
   const Support s = c.impl->supports(*c.problem, suite.arch());
   if (!s.ok) {
     r.raw_outcome = Outcome::SKIP;
-    r.message = s.reason + " (a negative case for '" + expected + "', refused for what the impl does not implement: " + said + ")";
+    r.message = s.reason + " (a negative case for '" + expected +
+                "', refused for what the impl does not implement: " + said + ")";
     return;
   }
   r.raw_outcome = Outcome::FAIL;
@@ -230,7 +232,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       r.inputs_ms = ref.inputs_ms;
       r.ref_ms = ref.ref_ms;
     }
-    std::string note;  // a check of the backend's that did not apply (RunContext::note)
+    std::string note;                   // a check of the backend's that did not apply (RunContext::note)
     std::vector<GuardBreach> breaches;  // outputs written outside: judged with their values
     RunContext ctx{&suite.arch(), device, &note, &breaches};
     const TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx, &r.device_ms, &ref.input_fingerprints);
@@ -239,8 +241,8 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     for (const auto& spec : c.family->outputs(*c.problem)) {
       auto it = out.find(spec.name);
       if (it == out.end()) throw std::runtime_error("impl returned no output '" + spec.name + "'");
-      const Tolerance tol = suite.tolerances().resolve(r.family, spec.name, spec.dtype, r.impl, r.arch, c.id,
-                                                       &suite.manifest());
+      const Tolerance tol =
+          suite.tolerances().resolve(r.family, spec.name, spec.dtype, r.impl, r.arch, c.id, &suite.manifest());
       const auto lp = ref.refs.lowp.find(spec.name);
       const auto bd = ref.refs.bound.find(bound_key(spec.name, tol.accumulation));
       if (!tol.accumulation.empty() && bd == ref.refs.bound.end())
@@ -252,8 +254,8 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       const auto rd = ref.refs.reduction.find(spec.name);
       const auto bb = ref.refs.bound_below.find(bound_key(spec.name, tol.accumulation));
       const std::vector<double>& want = ref.refs.exact.at(spec.name);
-      OutputStats s = compare_output(spec.name, it->second, want, lp == ref.refs.lowp.end() ? nullptr : &lp->second, tol,
-                                     r.worst, 5, bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row,
+      OutputStats s = compare_output(spec.name, it->second, want, lp == ref.refs.lowp.end() ? nullptr : &lp->second,
+                                     tol, r.worst, 5, bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row,
                                      rd == ref.refs.reduction.end() ? nullptr : &rd->second,
                                      bb == ref.refs.bound_below.end() ? nullptr : &bb->second);
       // A reduction output's conservation check, under the same model as its bound.
@@ -316,8 +318,9 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
         const TensorMap out2 = run_checked(*c.impl, *c.problem, other, ctx);
         if (same_bytes(out, out2) && !constant_outputs(out)) {
           r.raw_outcome = Outcome::FAIL;
-          r.message = "--bitwise: the inputs of a second seed gave the very same output bytes (a result reused "
-                      "from an earlier call?)";
+          r.message =
+              "--bitwise: the inputs of a second seed gave the very same output bytes (a result reused "
+              "from an earlier call?)";
           r.failures = {{"", FailureKind::reused_result, 0, 0}};
         }
       }

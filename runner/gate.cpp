@@ -152,11 +152,14 @@ GateVerdict gate(const std::vector<ResultRecord>& results, const Manifest& manif
   return v;
 }
 
-GateVerdict gate_as_judged(const std::vector<ResultRecord>& results) { return judge_all(results, {}, judge_as_written); }
+GateVerdict gate_as_judged(const std::vector<ResultRecord>& results) {
+  return judge_all(results, {}, judge_as_written);
+}
 
 bool skip_excuses_impl(const std::string& message) {
   return (message.rfind("arch ", 0) == 0 && message.find(" lacks capability '") != std::string::npos) ||
-         message.rfind("manifest skip", 0) == 0 || message.find("which only opcts run --bitwise shows") != std::string::npos;
+         message.rfind("manifest skip", 0) == 0 ||
+         message.find("which only opcts run --bitwise shows") != std::string::npos;
 }
 
 void check_measured_models(const std::vector<ResultRecord>& results, GateVerdict& v) {
@@ -168,10 +171,11 @@ void check_measured_models(const std::vector<ResultRecord>& results, GateVerdict
     }
   for (const auto& [key, g] : groups) {
     const auto& [family, impl, arch] = key;
-    v.problems.push_back(fmt::format("impl {} ({} on {}): {} case{} judged under a provisional accumulator model "
-                                     "({}); measure it with `opcts probe accumulators --arch {}` and put the "
-                                     "entries it prints in the manifest",
-                                     impl, family, arch, g.first, g.first == 1 ? "" : "s", g.second, arch));
+    v.problems.push_back(
+        fmt::format("impl {} ({} on {}): {} case{} judged under a provisional accumulator model "
+                    "({}); measure it with `opcts probe accumulators --arch {}` and put the "
+                    "entries it prints in the manifest",
+                    impl, family, arch, g.first, g.first == 1 ? "" : "s", g.second, arch));
   }
 }
 
@@ -201,19 +205,21 @@ void check_coverage(const std::vector<ResultRecord>& results, const Manifest* ma
     }
   }
   if (ran < min_run)
-    v.problems.push_back(fmt::format("{} case{} ran (neither SKIP nor MISSING) where at least {} must (--min-run): "
-                                     "a selection where nothing runs tests nothing",
-                                     ran, ran == 1 ? "" : "s", min_run));
+    v.problems.push_back(
+        fmt::format("{} case{} ran (neither SKIP nor MISSING) where at least {} must (--min-run): "
+                    "a selection where nothing runs tests nothing",
+                    ran, ran == 1 ? "" : "s", min_run));
   for (const auto& [key, i] : impls)
     if (i.ran == 0 && i.unexcused > 0 && planted.count(std::get<2>(key)))
-      v.run_notes.push_back(fmt::format("planted impl {} ({} on {}) ran no case: this selection shows its bug on no "
-                                        "problem (e.g. '{}'); another tier may",
-                                        std::get<2>(key), std::get<1>(key), std::get<0>(key), i.example));
+      v.run_notes.push_back(
+          fmt::format("planted impl {} ({} on {}) ran no case: this selection shows its bug on no "
+                      "problem (e.g. '{}'); another tier may",
+                      std::get<2>(key), std::get<1>(key), std::get<0>(key), i.example));
     else if (i.ran == 0 && i.unexcused > 0)
-      v.problems.push_back(fmt::format("impl {} ({} on {}) is not tested: it ran no case; {} of its {} SKIP for "
-                                       "another reason than a capability or the manifest, e.g. '{}'",
-                                       std::get<2>(key), std::get<1>(key), std::get<0>(key), i.unexcused, i.skipped,
-                                       i.example));
+      v.problems.push_back(
+          fmt::format("impl {} ({} on {}) is not tested: it ran no case; {} of its {} SKIP for "
+                      "another reason than a capability or the manifest, e.g. '{}'",
+                      std::get<2>(key), std::get<1>(key), std::get<0>(key), i.unexcused, i.skipped, i.example));
 }
 
 void check_selections(const std::vector<std::pair<RunSelection, std::string>>& selections,
@@ -263,10 +269,8 @@ void check_selections(const std::vector<std::pair<RunSelection, std::string>>& s
     }
     for (const auto& p : any.plugins) {
       if (p.error.empty()) continue;
-      if (p.optional)
-        v.run_notes.push_back(what + ": optional plugin " + p.path + " was not used: " + p.error);
-      else
-        v.problems.push_back(what + ": plugin " + p.path + " was not used: " + p.error);
+      if (p.optional) v.run_notes.push_back(what + ": optional plugin " + p.path + " was not used: " + p.error);
+      else v.problems.push_back(what + ": plugin " + p.path + " was not used: " + p.error);
     }
     if (!complete) continue;
     // Every shard is there: the records this selection covers must be exactly its plan.
@@ -274,10 +278,10 @@ void check_selections(const std::vector<std::pair<RunSelection, std::string>>& s
     for (const auto& r : results)
       if (any.covers(r)) ids.push_back(r.id);
     if (ids.size() != any.selected || ids_digest(ids) != any.selected_digest)
-      v.problems.push_back(fmt::format("{}: the reports hold {} of its cases where it planned {}{} (a report cut "
-                                       "short, edited, or mixed with another run's)",
-                                       what, ids.size(), any.selected,
-                                       ids.size() == any.selected ? ", with other ids" : ""));
+      v.problems.push_back(
+          fmt::format("{}: the reports hold {} of its cases where it planned {}{} (a report cut "
+                      "short, edited, or mixed with another run's)",
+                      what, ids.size(), any.selected, ids.size() == any.selected ? ", with other ids" : ""));
   }
 }
 
@@ -294,7 +298,9 @@ std::string format_verdict(const GateVerdict& v, const std::string& arch) {
   for (const auto& [o, n] : v.counts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, to_string(o));
   s += fmt::format("gate {}: {} ({} offending case{}{}; {})\n", arch, v.passed() ? "PASSED" : "FAILED",
                    v.offending.size(), v.offending.size() == 1 ? "" : "s",
-                   v.problems.empty() ? "" : fmt::format(", {} problem{} of the run", v.problems.size(), v.problems.size() == 1 ? "" : "s"),
+                   v.problems.empty()
+                       ? ""
+                       : fmt::format(", {} problem{} of the run", v.problems.size(), v.problems.size() == 1 ? "" : "s"),
                    counts.empty() ? "no results" : counts);
   return s;
 }

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/manifest.hpp"
 #include "core/result.hpp"
+#include "runner/manifest.hpp"
 #include "runner/run_selection.hpp"
 
 namespace opcts {

@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <set>
 
-#include "runner/catalog.hpp"
 #include "core/yaml_util.hpp"
+#include "runner/catalog.hpp"
 
 namespace opcts {
 
@@ -40,7 +40,8 @@ std::string kind_names(bool case_kinds) {
 
 // A list of failure kinds at `n` (`what` names it in errors), each of the output kinds or of the
 // case kinds as `case_kinds` says.
-std::vector<FailureKind> parse_kinds(const std::string& path, const YAML::Node& n, const std::string& what, bool case_kinds) {
+std::vector<FailureKind> parse_kinds(const std::string& path, const YAML::Node& n, const std::string& what,
+                                     bool case_kinds) {
   std::vector<FailureKind> out;
   const YAML::Node list = require_list(path, n, what + " (a list of failure kinds)");
   if (list.size() == 0) yaml_fail(path, n, what + " is empty: name the failure kinds expected");
@@ -50,7 +51,8 @@ std::vector<FailureKind> parse_kinds(const std::string& path, const YAML::Node& 
     if (!kind || is_case_kind(*kind) != case_kinds)
       yaml_fail(path, k,
                 "'" + name + "' is not " + (case_kinds ? "a kind of the case" : "a kind of an output") + " (" +
-                    (kind ? std::string(case_kinds ? "it is an output's: put it under 'outputs'" : "it is the case's: put it under 'case'")
+                    (kind ? std::string(case_kinds ? "it is an output's: put it under 'outputs'"
+                                                   : "it is the case's: put it under 'case'")
                           : "kinds: " + kind_names(case_kinds)) +
                     ")");
     if (std::find(out.begin(), out.end(), *kind) == out.end()) out.push_back(*kind);
@@ -65,14 +67,16 @@ void parse_expected_failures(const std::string& path, const YAML::Node& n, Manif
   const bool typed = n["outputs"] || n["case"] || n["max_ratio"];
   if (e.expect != Outcome::FAIL) {
     if (typed)
-      yaml_fail(path, n, "xfail entry '" + e.match + "' expects " + std::string(to_string(e.expect)) +
-                             ": 'outputs', 'case' and 'max_ratio' type a FAIL only (an " +
-                             std::string(to_string(e.expect)) + " says what it expects with 'message')");
+      yaml_fail(path, n,
+                "xfail entry '" + e.match + "' expects " + std::string(to_string(e.expect)) +
+                    ": 'outputs', 'case' and 'max_ratio' type a FAIL only (an " + std::string(to_string(e.expect)) +
+                    " says what it expects with 'message')");
     return;
   }
   if (n["outputs"]) {
     const YAML::Node m = require_map(path, n["outputs"], "'outputs' (a map of output names to failure kinds)");
-    if (m.size() == 0) yaml_fail(path, n["outputs"], "'outputs' is empty: name each output and the kinds expected of it");
+    if (m.size() == 0)
+      yaml_fail(path, n["outputs"], "'outputs' is empty: name each output and the kinds expected of it");
     for (const auto& kv : m) {
       const std::string out = require_scalar(path, kv.first, "an output name in 'outputs'").Scalar();
       if (out.empty()) yaml_fail(path, kv.first, "an output name in 'outputs' is empty");
@@ -105,8 +109,8 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     case EntryKind::flaky: check_keys(path, n, {"match", "reason", "link", "reruns"}); break;
     case EntryKind::tolerance:
       check_keys(path, n,
-                 {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps", "accumulator", "false_alarm",
-                  "accumulation"});
+                 {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps", "accumulator",
+                  "false_alarm", "accumulation"});
       break;
   }
   const std::string what(to_string(kind));
@@ -116,7 +120,8 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
   if (!n["match"]) yaml_fail(path, n, what + " entry needs 'match:' (a glob over case ids)");
   e.match = text_of(path, n, "match");
   if (e.match.empty()) yaml_fail(path, n["match"], what + " entry has an empty 'match:'");
-  if (!n["reason"] || text_of(path, n, "reason").empty()) yaml_fail(path, n, what + " entry '" + e.match + "' needs a 'reason:'");
+  if (!n["reason"] || text_of(path, n, "reason").empty())
+    yaml_fail(path, n, what + " entry '" + e.match + "' needs a 'reason:'");
   e.reason = text_of(path, n, "reason");
   // A folded (>) reason ends in a newline; reports and `list -v` print it on one line.
   while (!e.reason.empty() && std::isspace(static_cast<unsigned char>(e.reason.back()))) e.reason.pop_back();
@@ -124,7 +129,9 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
   if (n["strict"]) e.strict = bool_of(path, n, "strict");
   if (kind == EntryKind::xfail) {
     if (!n["expect"])
-      yaml_fail(path, n, "xfail entry '" + e.match + "' needs 'expect:' (FAIL, ERROR, CRASH or TIMEOUT): the failure it expects");
+      yaml_fail(
+          path, n,
+          "xfail entry '" + e.match + "' needs 'expect:' (FAIL, ERROR, CRASH or TIMEOUT): the failure it expects");
     const std::string expect = text_of(path, n, "expect");
     const auto o = parse_outcome(expect);
     if (!o || !is_failure(*o))
@@ -144,7 +151,8 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
     e.output = text_of(path, n, "output");
     e.output_at = where_col(path, n["output"]);
   }
-  for (const auto& [key, field] : {std::pair{"factor", &e.factor}, {"atol", &e.atol}, {"rtol", &e.rtol}, {"atol_eps", &e.atol_eps}}) {
+  for (const auto& [key, field] :
+       {std::pair{"factor", &e.factor}, {"atol", &e.atol}, {"rtol", &e.rtol}, {"atol_eps", &e.atol_eps}}) {
     if (!n[key]) continue;
     *field = number_of(path, n, key);
     const bool positive = std::string(key) == "factor";
@@ -153,15 +161,16 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
   }
   if (n["false_alarm"]) {
     e.false_alarm = number_of(path, n, "false_alarm");
-    if (!(*e.false_alarm >= 0 && *e.false_alarm < 1)) yaml_fail(path, n["false_alarm"], "'false_alarm' must lie in [0, 1)");
+    if (!(*e.false_alarm >= 0 && *e.false_alarm < 1))
+      yaml_fail(path, n["false_alarm"], "'false_alarm' must lie in [0, 1)");
   }
   if (n["accumulator"]) e.accumulator = parse_accumulator(path, n["accumulator"]);
   if (n["accumulation"]) {
     e.accumulation = text_of(path, n, "accumulation");
     if (e.accumulation->empty()) yaml_fail(path, n["accumulation"], "'accumulation' is empty");
   }
-  if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps && !e.accumulator && !e.false_alarm &&
-      !e.accumulation)
+  if (kind == EntryKind::tolerance && !e.factor && !e.atol && !e.rtol && !e.atol_eps && !e.accumulator &&
+      !e.false_alarm && !e.accumulation)
     yaml_fail(path, n,
               "tolerance entry '" + e.match +
                   "' sets none of factor, atol, rtol, atol_eps, accumulator, false_alarm, accumulation");
@@ -181,8 +190,8 @@ fs::path extended_path(const std::string& path, const std::string& name) {
 
 // `chain` holds the files being loaded (a repeat is a cycle); `done` the files already
 // loaded, so a manifest reached twice (a diamond of extends) adds its entries once.
-void load_into(const std::string& path, std::vector<ManifestEntry>& out, std::string* arch, std::set<std::string>& chain,
-               std::set<std::string>& done) {
+void load_into(const std::string& path, std::vector<ManifestEntry>& out, std::string* arch,
+               std::set<std::string>& chain, std::set<std::string>& done) {
   const std::string canon = fs::weakly_canonical(path).string();
   if (chain.count(canon)) throw YamlError(path + ":1:1: extends cycle");
   if (!done.insert(canon).second) return;
@@ -198,7 +207,8 @@ void load_into(const std::string& path, std::vector<ManifestEntry>& out, std::st
                                                      {"tolerance", EntryKind::tolerance}};
   for (const auto& [key, kind] : kinds) {
     if (!root[key]) continue;
-    for (const auto& n : require_list(path, root[key], std::string("'") + key + "'")) out.push_back(parse_entry(path, kind, n));
+    for (const auto& n : require_list(path, root[key], std::string("'") + key + "'"))
+      out.push_back(parse_entry(path, kind, n));
   }
   if (root["extends"]) {
     for (const auto& x : require_list(path, root["extends"], "'extends' (a list of manifest names or paths)")) {
@@ -265,12 +275,14 @@ std::string expected_failures(const ManifestEntry& xfail) {
     s += (s.empty() ? "" : "; ") + out + ":";
     for (size_t i = 0; i < kinds.size(); ++i) {
       s += (i ? ", " : " ") + std::string(to_string(kinds[i]));
-      if (kinds[i] == FailureKind::exceeds_bound && xfail.max_ratio) s += " (ratio <= " + fmt_ratio(*xfail.max_ratio) + ")";
+      if (kinds[i] == FailureKind::exceeds_bound && xfail.max_ratio)
+        s += " (ratio <= " + fmt_ratio(*xfail.max_ratio) + ")";
     }
   }
   if (!xfail.case_kinds.empty()) {
     s += (s.empty() ? "" : "; ") + std::string("case:");
-    for (size_t i = 0; i < xfail.case_kinds.size(); ++i) s += (i ? ", " : " ") + std::string(to_string(xfail.case_kinds[i]));
+    for (size_t i = 0; i < xfail.case_kinds.size(); ++i)
+      s += (i ? ", " : " ") + std::string(to_string(xfail.case_kinds[i]));
   }
   return s;
 }

@@ -22,11 +22,11 @@ std::string_view to_string(EntryKind k);
 /// One manifest entry: a glob over case ids, a required reason and kind-specific fields.
 struct ManifestEntry {
   EntryKind kind;
-  std::string match;   // fnmatch glob over case ids
-  std::string reason;  // required: why the entry exists
-  std::string link;    // optional tracking link
-  std::string source;  // "path:line"
-  bool strict = true;  // xfail: an unexpected pass is XPASS (fails the gate)
+  std::string match;     // fnmatch glob over case ids
+  std::string reason;    // required: why the entry exists
+  std::string link;      // optional tracking link
+  std::string source;    // "path:line"
+  bool strict = true;    // xfail: an unexpected pass is XPASS (fails the gate)
   bool planted = false;  // xfail implied by a planted-bug impl (Impl::planted), not by a file
   // xfail: the failure it expects (required in files: FAIL, ERROR, CRASH or TIMEOUT) and,
   // optionally, an RE2 pattern the raw message must contain (e.g. "status 15"). Another
@@ -40,9 +40,9 @@ struct ManifestEntry {
   std::vector<std::pair<std::string, std::vector<FailureKind>>> outputs;
   std::vector<FailureKind> case_kinds;
   std::optional<double> max_ratio;
-  int reruns = 0;      // flaky: how often a failure is re-run
+  int reruns = 0;  // flaky: how often a failure is re-run
   // tolerance: overrides of the table's values (unset fields keep the table's)
-  std::string output;  // "" = every output
+  std::string output;     // "" = every output
   std::string output_at;  // "path:line:column" of `output:` (Suite checks it names a real output)
   std::optional<double> factor, atol, rtol, atol_eps;
   std::optional<AccumulatorModel> accumulator;  // bounded: how the impl accumulates on this arch

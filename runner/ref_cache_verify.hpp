@@ -14,11 +14,11 @@ namespace opcts {
 
 /// What verify_ref_cache found.
 struct CacheVerdict {
-  size_t files = 0;        // .ref files in the folder
-  size_t this_build = 0;   // of them, keyed for this build's references (reference_version + build digest)
-  size_t checked = 0;      // sampled and recomputed
-  size_t mismatched = 0;   // recomputed and different, or keyed for inputs the problem does not make: removed
-  size_t unreadable = 0;   // truncated, corrupt or of an unknown family or problem: removed
+  size_t files = 0;                // .ref files in the folder
+  size_t this_build = 0;           // of them, keyed for this build's references (reference_version + build digest)
+  size_t checked = 0;              // sampled and recomputed
+  size_t mismatched = 0;           // recomputed and different, or keyed for inputs the problem does not make: removed
+  size_t unreadable = 0;           // truncated, corrupt or of an unknown family or problem: removed
   std::vector<std::string> lines;  // one per finding, "path: key: why"
   bool passed() const { return mismatched == 0; }
 };

@@ -65,8 +65,6 @@ struct Reader {
 
 using Maps = std::map<std::string, std::vector<double>>;
 
-
-
 bool get_values(Reader& r, std::vector<double>& v) {
   uint64_t count = 0;
   if (!r.get(count) || count > (r.buf.size() - r.pos) / sizeof(double)) return false;
@@ -127,8 +125,8 @@ bool get_reductions(Reader& r, Reductions& m) {
     int64_t terms = 0;
     uint8_t zero_mean = 0, ragged = 0;
     int32_t bits = 0, term_bits = 0;
-    if (!r.get_str(name, 4096) || !r.get(terms) || !r.get(zero_mean) || !r.get(ragged) || !r.get(bits) || !r.get(term_bits) ||
-        !r.get(st.extra_rel) || !r.get(st.extra_abs))
+    if (!r.get_str(name, 4096) || !r.get(terms) || !r.get(zero_mean) || !r.get(ragged) || !r.get(bits) ||
+        !r.get(term_bits) || !r.get(st.extra_rel) || !r.get(st.extra_abs))
       return false;
     st.terms = terms;
     st.zero_mean = zero_mean != 0;
@@ -194,7 +192,8 @@ bool get_conservations(Reader& r, Conservations& m) {
     std::string name;
     Conservation c;
     int64_t group = 0;
-    if (!r.get_str(name, 4096) || !r.get(group) || !r.get(c.total_sum) || !r.get(c.total_below) || !r.get(c.total_above))
+    if (!r.get_str(name, 4096) || !r.get(group) || !r.get(c.total_sum) || !r.get(c.total_below) ||
+        !r.get(c.total_above))
       return false;
     c.group = group;
     for (auto* v : {&c.sum, &c.below, &c.above})
@@ -219,7 +218,8 @@ std::string RefDiskCache::key(const Family& f, const Problem& p, const TensorMap
   for (const auto& [name, t] : inputs) h = fnv1a(name.data(), name.size()) ^ (h * 0x100000001b3ull) ^ fingerprint(t);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return std::string(f.name()) + "/" + f.problem_id(p) + "@" + f.reference_version() + "+" + ref_build_digest() + "#" + hex;
+  return std::string(f.name()) + "/" + f.problem_id(p) + "@" + f.reference_version() + "+" + ref_build_digest() + "#" +
+         hex;
 }
 
 std::string RefDiskCache::path_of(const std::string& key) const {
@@ -272,8 +272,8 @@ std::optional<References> RefDiskCache::load(const std::string& key) const {
   r.pos = sizeof kMagic + sizeof(uint32_t) + sizeof(uint64_t) + key.size();
   References refs;
   if (!get_maps(r, refs.exact) || !get_maps(r, refs.lowp) || !get_maps(r, refs.bound) ||
-      !get_reductions(r, refs.reduction) || !get_maps(r, refs.bound_below) || !get_conservations(r, refs.conservation) ||
-      r.pos != body.size())
+      !get_reductions(r, refs.reduction) || !get_maps(r, refs.bound_below) ||
+      !get_conservations(r, refs.conservation) || r.pos != body.size())
     return std::nullopt;
   // Marks the file as just used for the LRU eviction; a read-only cache simply keeps its order.
   std::error_code ec;

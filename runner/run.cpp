@@ -41,7 +41,8 @@ void judge(const Suite& suite, ResultRecord& r) {
 }
 
 std::optional<std::string> flake_of(const std::vector<Outcome>& outcomes) {
-  if (outcomes.empty() || std::all_of(outcomes.begin(), outcomes.end(), [&](Outcome o) { return o == outcomes.front(); }))
+  if (outcomes.empty() ||
+      std::all_of(outcomes.begin(), outcomes.end(), [&](Outcome o) { return o == outcomes.front(); }))
     return std::nullopt;
   std::string s = "runs gave ";
   for (size_t i = 0; i < outcomes.size(); ++i) s += (i ? ", " : "") + std::string(to_string(outcomes[i]));
@@ -122,7 +123,8 @@ std::map<std::string, ResultRecord> resumed_records(const Suite& suite, const st
   std::string example;
   for (const auto& r : resumed) {
     if (r.arch != suite.arch().name)
-      throw std::invalid_argument("--resume: case '" + r.id + "' ran on arch '" + r.arch + "', not " + suite.arch().name);
+      throw std::invalid_argument("--resume: case '" + r.id + "' ran on arch '" + r.arch + "', not " +
+                                  suite.arch().name);
     if (!planned.count(r.id)) {
       if (outside++ == 0) example = r.id;
       continue;
@@ -134,7 +136,8 @@ std::map<std::string, ResultRecord> resumed_records(const Suite& suite, const st
       const ResultRecord& a = it->second;
       if (a.raw_outcome != r.raw_outcome || a.outcome != r.outcome || a.message != r.message)
         throw std::invalid_argument("--resume: two different records of case '" + r.id + "' (" +
-                                    std::string(to_string(a.raw_outcome)) + " and " + std::string(to_string(r.raw_outcome)) +
+                                    std::string(to_string(a.raw_outcome)) + " and " +
+                                    std::string(to_string(r.raw_outcome)) +
                                     (a.raw_outcome == r.raw_outcome ? ", other messages" : "") +
                                     "): the file holds results of two runs; resume from one run's results");
       continue;
@@ -142,8 +145,9 @@ std::map<std::string, ResultRecord> resumed_records(const Suite& suite, const st
     out[r.id] = r;
   }
   if (outside)
-    throw std::invalid_argument("--resume: " + std::to_string(outside) + " finished case(s) are not in this selection (e.g. '" +
-                                example + "'); resume with the selection (--tier, --filter, --shard, ...) of the run");
+    throw std::invalid_argument("--resume: " + std::to_string(outside) +
+                                " finished case(s) are not in this selection (e.g. '" + example +
+                                "'); resume with the selection (--tier, --filter, --shard, ...) of the run");
   return out;
 }
 
@@ -192,7 +196,8 @@ RunResult run_cases(const Suite& suite, const std::vector<Case>& cases, const Ru
       take_outcome(mine, std::move(*results.records[k]));
     } else {
       mine.raw_outcome = Outcome::MISSING;
-      mine.message = "not run: the run was stopped by " + stop_description(out.stopped_by) + " before this case finished";
+      mine.message =
+          "not run: the run was stopped by " + stop_description(out.stopped_by) + " before this case finished";
     }
     judge(suite, mine);
   }

@@ -22,7 +22,7 @@ namespace opcts {
 /// What `opcts run` asks for beyond the cases.
 struct RunRequest {
   SupervisorOptions supervise;  // suite options (passed to workers), exe, scratch folder, device, timeout, exec options
-  int reruns = 1;               // reruns of an unexpected failure, 0..kMaxReruns; a manifest `flaky` entry's `reruns` wins
+  int reruns = 1;  // reruns of an unexpected failure, 0..kMaxReruns; a manifest `flaky` entry's `reruns` wins
   // --resume: records an earlier run of these cases finished; their cases do not run again
   // (unexpected failures among them still get their reruns). MISSING records are not done.
   std::vector<ResultRecord> resumed;

@@ -39,22 +39,45 @@ json to_json(const RunSelection& s, bool identity_only) {
     };
     json plugins = json::array();
     for (const auto& p : s.plugins) plugins.push_back({{"digest", p.digest}, {"optional", p.optional}});
-    return json{{"opcts_version", s.opcts_version}, {"opcts_commit", s.opcts_commit}, {"ref_digest", s.ref_digest},
-                {"arch", s.arch}, {"tier", s.tier}, {"families", s.families}, {"filters", s.filters},
-                {"excludes", s.excludes}, {"include_planted", s.include_planted}, {"bitwise", s.bitwise},
-                {"plugins", plugins}, {"manifests", digests(s.manifests)}, {"catalogs", digests(s.catalogs)}};
+    return json{{"opcts_version", s.opcts_version},
+                {"opcts_commit", s.opcts_commit},
+                {"ref_digest", s.ref_digest},
+                {"arch", s.arch},
+                {"tier", s.tier},
+                {"families", s.families},
+                {"filters", s.filters},
+                {"excludes", s.excludes},
+                {"include_planted", s.include_planted},
+                {"bitwise", s.bitwise},
+                {"plugins", plugins},
+                {"manifests", digests(s.manifests)},
+                {"catalogs", digests(s.catalogs)}};
   }
   json plugins = json::array();
   for (const auto& p : s.plugins)
     plugins.push_back(
         {{"path", p.path}, {"digest", p.digest}, {"optional", p.optional}, {"error", p.error}, {"impls", p.impls}});
-  json j{{"opcts_version", s.opcts_version}, {"opcts_commit", s.opcts_commit}, {"ref_digest", s.ref_digest},
-         {"arch", s.arch},  {"tier", s.tier},  {"families", s.families}, {"filters", s.filters},
-         {"excludes", s.excludes}, {"include_planted", s.include_planted}, {"bitwise", s.bitwise},
-         {"cases_dir", s.cases_dir}, {"plugins", plugins}, {"manifests", files_json(s.manifests)},
-         {"catalogs", files_json(s.catalogs)}, {"planted", s.planted}};
-  j.update({{"state", std::string(to_string(s.state))}, {"shard", s.shard}, {"planned", s.planned},
-            {"planned_digest", s.planned_digest}, {"selected", s.selected}, {"selected_digest", s.selected_digest},
+  json j{{"opcts_version", s.opcts_version},
+         {"opcts_commit", s.opcts_commit},
+         {"ref_digest", s.ref_digest},
+         {"arch", s.arch},
+         {"tier", s.tier},
+         {"families", s.families},
+         {"filters", s.filters},
+         {"excludes", s.excludes},
+         {"include_planted", s.include_planted},
+         {"bitwise", s.bitwise},
+         {"cases_dir", s.cases_dir},
+         {"plugins", plugins},
+         {"manifests", files_json(s.manifests)},
+         {"catalogs", files_json(s.catalogs)},
+         {"planted", s.planted}};
+  j.update({{"state", std::string(to_string(s.state))},
+            {"shard", s.shard},
+            {"planned", s.planned},
+            {"planned_digest", s.planned_digest},
+            {"selected", s.selected},
+            {"selected_digest", s.selected_digest},
             {"error", s.error}});
   return j;
 }
@@ -114,7 +137,9 @@ bool RunSelection::covers(const ResultRecord& r) const {
 
 std::string RunSelection::json() const { return to_json(*this, false).dump(); }
 
-std::string RunSelection::header_line() const { return nlohmann::json{{"opcts_selection", to_json(*this, false)}}.dump(); }
+std::string RunSelection::header_line() const {
+  return nlohmann::json{{"opcts_selection", to_json(*this, false)}}.dump();
+}
 
 RunSelection RunSelection::parse(const std::string& text) {
   try {

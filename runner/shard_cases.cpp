@@ -78,9 +78,8 @@ std::vector<Case> shard_cases(const std::vector<Case>& cases, ShardSpec spec, co
     for (const auto& c : cases) keys.push_back(problem_key(c));
     std::vector<size_t> order(cases.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return keys[a] != keys[b] ? keys[a] < keys[b] : cases[a].id < cases[b].id;
-    });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return keys[a] != keys[b] ? keys[a] < keys[b] : cases[a].id < cases[b].id; });
     std::vector<Case> out;
     out.reserve(cases.size());
     for (size_t i : order) out.push_back(cases[i]);

@@ -12,7 +12,6 @@
 
 #include "core/yaml_util.hpp"
 
-
 namespace opcts {
 
 namespace fs = std::filesystem;
@@ -37,21 +36,25 @@ RuleCheck rule_globs_name_something(const Registry& reg, const ArchTable& archs)
         known += (known.empty() ? "" : ", ") + std::string(i->name());
       }
       if (!any)
-        return RuleProblem{"impl", "tolerance rule's impl '" + r.impl + "' matches no impl of " + r.family + " (known: " +
-                                       known + "; a plugin's impls need its --plugin)"};
+        return RuleProblem{"impl", "tolerance rule's impl '" + r.impl + "' matches no impl of " + r.family +
+                                       " (known: " + known + "; a plugin's impls need its --plugin)"};
     }
     const auto names = archs.names();
-    if (!r.arch.empty() && std::none_of(names.begin(), names.end(), [&](const std::string& a) { return glob_match(r.arch, a); }))
+    if (!r.arch.empty() &&
+        std::none_of(names.begin(), names.end(), [&](const std::string& a) { return glob_match(r.arch, a); }))
       return RuleProblem{"arch", "tolerance rule's arch '" + r.arch + "' matches no arch of archs.yaml"};
     // Both given: some impl it names must run on some arch it names (host impls never on sm90).
     if (!r.impl.empty() && !r.arch.empty()) {
       bool meet = false;
       for (const Impl* i : reg.impls_of(r.family))
         for (const auto& a : names)
-          meet = meet || (glob_match(r.impl, std::string(i->name())) && glob_match(r.arch, a) && archs.get(a).backend == i->backend());
+          meet = meet || (glob_match(r.impl, std::string(i->name())) && glob_match(r.arch, a) &&
+                          archs.get(a).backend == i->backend());
       if (!meet)
-        return RuleProblem{"arch", "tolerance rule's impl '" + r.impl + "' and arch '" + r.arch +
-                                       "' never meet: no impl it names runs on an arch it names (impls run on archs of their backend)"};
+        return RuleProblem{
+            "arch",
+            "tolerance rule's impl '" + r.impl + "' and arch '" + r.arch +
+                "' never meet: no impl it names runs on an arch it names (impls run on archs of their backend)"};
     }
     return std::nullopt;
   };
@@ -87,14 +90,15 @@ void check_manifest_outputs(const Manifest& m, const std::vector<Case>& cases) {
     if (found || matched == 0) continue;
     std::string list;
     for (const auto& o : outputs) list += (list.empty() ? "" : ", ") + o;
-    throw YamlError((e.output_at.empty() ? e.source : e.output_at) + ": " + std::string(to_string(e.kind)) + " entry '" +
-                    e.match + "' names output '" + e.output + "', which none of the " + std::to_string(matched) +
-                    " cases it matches has (their outputs: " + list + ")");
+    throw YamlError((e.output_at.empty() ? e.source : e.output_at) + ": " + std::string(to_string(e.kind)) +
+                    " entry '" + e.match + "' names output '" + e.output + "', which none of the " +
+                    std::to_string(matched) + " cases it matches has (their outputs: " + list + ")");
   }
 }
 
 double host_memory_bytes() {
-  static const double bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  static const double bytes =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   return bytes;
 }
 
@@ -128,8 +132,8 @@ const std::string& existing_cases_dir(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw std::invalid_argument("no cases folder at " + dir + " (--cases-dir, else $OPCTS_CASES_DIR, else " +
-                                std::string(OPCTS_CASES_FROM_BIN) + " beside the opcts binary: " +
-                                cases_dir_beside_binary() + ")");
+                                std::string(OPCTS_CASES_FROM_BIN) +
+                                " beside the opcts binary: " + cases_dir_beside_binary() + ")");
   return dir;
 }
 
@@ -184,11 +188,12 @@ std::optional<std::string> Suite::skip_reason(const Case& c) const {
 std::optional<Suite::PreRun> Suite::pre_run(const Case& c) const {
   const auto skip = [](std::string why) { return PreRun{Outcome::SKIP, std::move(why)}; };
   for (const auto& cap : c.impl->required_caps())
-    if (!arch_.has(cap)) return skip("arch " + arch_.name + " lacks capability '" + cap + "' needed by " + std::string(c.impl->name()));
+    if (!arch_.has(cap))
+      return skip("arch " + arch_.name + " lacks capability '" + cap + "' needed by " + std::string(c.impl->name()));
   // Every case's inputs and references live on the host, whatever device runs the impl.
   if (const double need = problem_bytes(*c.family, *c.problem); need > host_memory_bytes())
-    return skip("the problem needs at least " + gib(need) + " of host memory (its tensors and fp64 references); this host has " +
-                gib(host_memory_bytes()));
+    return skip("the problem needs at least " + gib(need) +
+                " of host memory (its tensors and fp64 references); this host has " + gib(host_memory_bytes()));
   // A negative case must reach the impl's run: a supports() that declines the invalid problem
   // would hide the refusal the case is about. Only an impl that cannot run at all here skips it
   // (its supports() is asked after a refusal that is not the contract's: runner/execute.cpp).
@@ -205,7 +210,8 @@ std::optional<Suite::PreRun> Suite::pre_run(const Case& c) const {
     if (!s.ok) return skip(s.reason);
   }
   if (c.impl->planted() && c.impl->bug_needs_bitwise() && !options_.bitwise)
-    return skip(std::string(c.impl->name()) + ": its bug breaks its determinism claim, which only opcts run --bitwise shows");
+    return skip(std::string(c.impl->name()) +
+                ": its bug breaks its determinism claim, which only opcts run --bitwise shows");
   if (const ManifestEntry* e = manifest_.find(EntryKind::skip, c.id))
     return skip("manifest skip (" + e->source + "): " + e->reason);
   return std::nullopt;
@@ -263,8 +269,10 @@ std::string repro_program() {
 
 std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest,
                           const std::vector<std::string>& plugins, const std::string& cases_dir) {
-  const bool plain_arch = !arch.empty() && arch.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789") == std::string::npos;
-  std::string cmd = repro_program() + " repro " + shell_quote(id) + " --arch " + (plain_arch ? arch : shell_quote(arch));
+  const bool plain_arch =
+      !arch.empty() && arch.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789") == std::string::npos;
+  std::string cmd =
+      repro_program() + " repro " + shell_quote(id) + " --arch " + (plain_arch ? arch : shell_quote(arch));
   if (!cases_dir.empty()) cmd += " --cases-dir " + shell_quote(cases_dir);
   if (!manifest.empty()) cmd += " --manifest " + shell_quote(manifest);
   for (const auto& p : plugins) cmd += " --plugin " + shell_quote(p);

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/catalog.hpp"
 #include "core/family.hpp"
+#include "runner/catalog.hpp"
 #include "runner/manifest.hpp"
 #include "runner/tolerance.hpp"
 
@@ -21,7 +21,8 @@ struct SuiteOptions {
   bool load_catalogs = true;          // workers rebuild cases from ids and need no catalogs
   bool include_planted = false;       // add the cases of planted-bug impls (they must FAIL)
   bool bitwise = false;               // run --bitwise: else planted impls whose bug only it sees SKIP
-  std::vector<std::string> plugins;   // --plugin: shared libraries whose impls the registry holds (workers load them too)
+  std::vector<std::string>
+      plugins;  // --plugin: shared libraries whose impls the registry holds (workers load them too)
 };
 
 /// The default cases folder: $OPCTS_CASES_DIR, else cases_dir_beside_binary() (`--cases-dir`

@@ -212,7 +212,8 @@ Supervised supervise(const SupervisorOptions& opt, const std::vector<std::string
           // Every index is checked against the plan: this worker runs ids[next..] in order.
           const auto i = parse_index(line.substr(6));
           if (in_flight >= 0) {
-            broke_protocol(std::string("'") + shorten(line) + "' while case " + std::to_string(in_flight) + " is in flight");
+            broke_protocol(std::string("'") + shorten(line) + "' while case " + std::to_string(in_flight) +
+                           " is in flight");
           } else if (!i || *i < next || *i >= ids.size() || out.records[*i]) {
             broke_protocol(std::string("'") + shorten(line) + "' is outside the plan (this worker runs cases " +
                            std::to_string(next) + " to " + std::to_string(ids.size() - 1) + ", in order)");
@@ -233,7 +234,8 @@ Supervised supervise(const SupervisorOptions& opt, const std::vector<std::string
             r = synthetic(ids[in_flight], Outcome::ERROR, std::string("unreadable result line: ") + e.what());
           }
           if (r.id != ids[in_flight]) {
-            broke_protocol(std::string("a result for '") + shorten(r.id) + "' while '" + ids[in_flight] + "' is in flight");
+            broke_protocol(std::string("a result for '") + shorten(r.id) + "' while '" + ids[in_flight] +
+                           "' is in flight");
             break;
           }
           r.device = r.device < 0 && opt.suite.arch != "host" ? opt.device : r.device;
@@ -297,20 +299,22 @@ Supervised supervise(const SupervisorOptions& opt, const std::vector<std::string
     if (out.stopped_by) break;  // the case in flight is not run: the caller marks it
     if (in_flight >= 0) {
       const std::string id = ids[in_flight];
-      if (!protocol_error.empty())
-        record(in_flight, synthetic(id, Outcome::ERROR, protocol_error));
+      if (!protocol_error.empty()) record(in_flight, synthetic(id, Outcome::ERROR, protocol_error));
       else if (killed_for_timeout)
-        record(in_flight, synthetic(id, Outcome::TIMEOUT, "no result within --timeout " + std::to_string(opt.timeout_s) + " s; worker killed"));
-      else
-        record(in_flight, synthetic(id, Outcome::CRASH, exit_description(status) + " while running this case"));
+        record(in_flight,
+               synthetic(id, Outcome::TIMEOUT,
+                         "no result within --timeout " + std::to_string(opt.timeout_s) + " s; worker killed"));
+      else record(in_flight, synthetic(id, Outcome::CRASH, exit_description(status) + " while running this case"));
       next = static_cast<size_t>(in_flight) + 1;
       failed_starts = 0;
     } else if (!started_any && next < ids.size()) {
       // Died or hung before its first case: retry once, then give the rest up as ERROR
       // (a broken binary or environment, not a case's fault), still one record per case.
       if (++failed_starts >= 2) {
-        const std::string why = (killed_for_timeout ? std::string("worker did not start a case in time") : exit_description(status));
-        for (size_t i = next; i < ids.size(); ++i) record(i, synthetic(ids[i], Outcome::ERROR, "worker failed to start: " + why));
+        const std::string why =
+            (killed_for_timeout ? std::string("worker did not start a case in time") : exit_description(status));
+        for (size_t i = next; i < ids.size(); ++i)
+          record(i, synthetic(ids[i], Outcome::ERROR, "worker failed to start: " + why));
         next = ids.size();
       }
     } else {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/execute.hpp"
 #include "core/result.hpp"
+#include "runner/execute.hpp"
 #include "runner/suite.hpp"
 
 namespace opcts {
@@ -17,8 +17,8 @@ struct SupervisorOptions {
   std::string self_exe;        // the opcts binary (workers are the same binary)
   std::string scratch_parent;  // where each supervise call makes its case list's folder (mkdtemp); "" = the temp dir
   int device = 0;
-  double timeout_s = 600;      // per case
-  ExecOptions exec;            // passed on to each worker (--artifacts, --bitwise, --ref-cache)
+  double timeout_s = 600;  // per case
+  ExecOptions exec;        // passed on to each worker (--artifacts, --bitwise, --ref-cache)
 };
 
 /// What supervise gives back: one raw record per id, in order, for every case it finished

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <set>
 
-#include "runner/catalog.hpp"
 #include "core/yaml_util.hpp"
+#include "runner/catalog.hpp"
 
 namespace opcts {
 
@@ -17,8 +17,9 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
   if (root["description"]) text_of(path, root, "description");
   ToleranceTable t;
   for (const auto& n : require_list(path, root["tolerances"], "'tolerances'")) {
-    check_keys(path, n, {"family", "output", "dtype", "impl", "arch", "problem", "metric", "atol", "rtol", "factor",
-                         "atol_eps", "accumulator", "accumulation", "false_alarm", "provisional", "why"});
+    check_keys(path, n,
+               {"family", "output", "dtype", "impl", "arch", "problem", "metric", "atol", "rtol", "factor", "atol_eps",
+                "accumulator", "accumulation", "false_alarm", "provisional", "why"});
     ToleranceRule r;
     if (!n["family"]) yaml_fail(path, n, "a tolerance rule needs 'family:'");
     if (!n["metric"]) yaml_fail(path, n, "a tolerance rule needs 'metric:'");
@@ -59,8 +60,11 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
     } catch (const std::exception& e) {
       yaml_fail(path, n["metric"], e.what());
     }
-    for (const auto& [key, field] : {std::pair{"atol", &r.tol.atol}, {"rtol", &r.tol.rtol}, {"factor", &r.tol.factor},
-                                     {"atol_eps", &r.tol.atol_eps}, {"false_alarm", &r.tol.false_alarm}}) {
+    for (const auto& [key, field] : {std::pair{"atol", &r.tol.atol},
+                                     {"rtol", &r.tol.rtol},
+                                     {"factor", &r.tol.factor},
+                                     {"atol_eps", &r.tol.atol_eps},
+                                     {"false_alarm", &r.tol.false_alarm}}) {
       if (!n[key]) continue;
       *field = number_of(path, n, key);
       if (*field < 0) yaml_fail(path, n[key], std::string("'") + key + "' must be finite and >= 0");
@@ -81,7 +85,8 @@ ToleranceTable ToleranceTable::load(const std::string& path, const RuleCheck& ch
       yaml_fail(path, n["accumulator"] ? n["accumulator"] : n["false_alarm"],
                 "'accumulator' and 'false_alarm' only apply to the bounded metric");
     if (!(r.tol.false_alarm >= 0 && r.tol.false_alarm < 1))
-      yaml_fail(path, n["false_alarm"], "'false_alarm' must lie in [0, 1) (a probability per element; 0: worst case only)");
+      yaml_fail(path, n["false_alarm"],
+                "'false_alarm' must lie in [0, 1) (a probability per element; 0: worst case only)");
     if (check)
       if (const auto problem = check(r)) yaml_fail(path, n[problem->key] ? n[problem->key] : n, problem->why);
     t.rules_.push_back(std::move(r));
@@ -95,12 +100,15 @@ void ToleranceTable::check_targets(const std::map<std::string, std::vector<RuleT
     const auto it = targets.find(r.family);
     if (it == targets.end() || it->second.empty()) continue;
     const auto& all = it->second;
-    const auto problem_ok = [&](const RuleTarget& t) { return r.problem.empty() || glob_match(r.problem, t.problem_id); };
+    const auto problem_ok = [&](const RuleTarget& t) {
+      return r.problem.empty() || glob_match(r.problem, t.problem_id);
+    };
     const auto output_ok = [&](const RuleTarget& t) { return r.output.empty() || r.output == t.output; };
     const auto dtype_ok = [&](const RuleTarget& t) {
       return r.dtypes.empty() || std::find(r.dtypes.begin(), r.dtypes.end(), t.dtype) != r.dtypes.end();
     };
-    if (std::any_of(all.begin(), all.end(), [&](const RuleTarget& t) { return problem_ok(t) && output_ok(t) && dtype_ok(t); }))
+    if (std::any_of(all.begin(), all.end(),
+                    [&](const RuleTarget& t) { return problem_ok(t) && output_ok(t) && dtype_ok(t); }))
       continue;
     // Which key is at fault, the narrowest first: the problem glob, the output name, the dtypes.
     const auto names = [&](auto field, auto keep) {
@@ -113,14 +121,17 @@ void ToleranceTable::check_targets(const std::map<std::string, std::vector<RuleT
     };
     const std::string in = " (in the catalogs loaded; a rule that applies to nothing leaves a wider rule in force)";
     if (!std::any_of(all.begin(), all.end(), problem_ok))
-      throw YamlError(r.problem_at + ": tolerance rule's problem '" + r.problem + "' matches no problem of " + r.family + in);
+      throw YamlError(r.problem_at + ": tolerance rule's problem '" + r.problem + "' matches no problem of " +
+                      r.family + in);
     if (!std::any_of(all.begin(), all.end(), [&](const RuleTarget& t) { return problem_ok(t) && output_ok(t); }))
       throw YamlError(r.output_at + ": tolerance rule's output '" + r.output + "' is no output of " + r.family +
-                      (r.problem.empty() ? "" : " problems matching '" + r.problem + "'") + " (outputs: " +
-                      names(&RuleTarget::output, problem_ok) + ")" + in);
-    throw YamlError(r.dtype_at + ": tolerance rule's dtype matches no " + (r.output.empty() ? "output" : "output '" + r.output + "'") +
-                    " of " + r.family + (r.problem.empty() ? "" : " problems matching '" + r.problem + "'") + " (their dtypes: " +
-                    names(&RuleTarget::dtype, [&](const RuleTarget& t) { return problem_ok(t) && output_ok(t); }) + ")" + in);
+                      (r.problem.empty() ? "" : " problems matching '" + r.problem + "'") +
+                      " (outputs: " + names(&RuleTarget::output, problem_ok) + ")" + in);
+    throw YamlError(r.dtype_at + ": tolerance rule's dtype matches no " +
+                    (r.output.empty() ? "output" : "output '" + r.output + "'") + " of " + r.family +
+                    (r.problem.empty() ? "" : " problems matching '" + r.problem + "'") + " (their dtypes: " +
+                    names(&RuleTarget::dtype, [&](const RuleTarget& t) { return problem_ok(t) && output_ok(t); }) +
+                    ")" + in);
   }
 }
 
@@ -159,7 +170,8 @@ Tolerance ToleranceTable::resolve(const std::string& family, const std::string& 
         throw std::runtime_error(e->source + ": 'accumulator' / 'false_alarm' override a bounded tolerance, not " +
                                  std::string(to_string(t.metric)) + " (" + case_id + ")");
       if (e->accumulation && t.metric != Metric::bounded && t.metric != Metric::ref_relative)
-        throw std::runtime_error(e->source + ": 'accumulation' names a reference's bound of a bounded or ref_relative " +
+        throw std::runtime_error(e->source +
+                                 ": 'accumulation' names a reference's bound of a bounded or ref_relative " +
                                  "tolerance, not " + std::string(to_string(t.metric)) + " (" + case_id + ")");
       t.source += ", " + e->source;
     }

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/compare.hpp"
 #include "core/dtype.hpp"
+#include "runner/compare.hpp"
 #include "runner/manifest.hpp"
 
 namespace opcts {

@@ -6,11 +6,11 @@
 
 #include <cstdlib>
 
-#include <fstream>
 #include <gtest/gtest.h>
+#include <fstream>
 
-#include "runner/catalog.hpp"
 #include "core/errors.hpp"
+#include "runner/catalog.hpp"
 #include "runner/execute.hpp"
 
 namespace opcts {
@@ -110,7 +110,8 @@ int worker_main(const Registry& reg, const WorkerOptions& opt, const char* argv0
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) ids.push_back(line);
 
-  static WorkerState state{&suite, ReferenceCache(opt.exec.ref_cache_dir, opt.exec.ref_cache_max_bytes), opt.device, opt.result_fd, opt.exec};
+  static WorkerState state{&suite, ReferenceCache(opt.exec.ref_cache_dir, opt.exec.ref_cache_max_bytes), opt.device,
+                           opt.result_fd, opt.exec};
   int argc = 1;
   char* argv[] = {const_cast<char*>(argv0), nullptr};
   testing::InitGoogleTest(&argc, argv);

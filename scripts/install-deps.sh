@@ -24,6 +24,7 @@ build=(
 )
 test=(
   libxml2-utils           # xmllint: the tests validate JUnit against tests/data/junit_ant.xsd
+  clang-format            # clang-format 14: the sources_are_clang_formatted selftest (scripts/format.sh)
 )
 fuzz=(
   clang libclang-rt-dev   # libFuzzer targets (scripts/run-fuzz.sh): clang and its fuzzer/sanitizer runtimes

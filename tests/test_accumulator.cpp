@@ -84,7 +84,8 @@ TEST(AccumulationBound, TruncatingChunksByHand) {
   double steps = 0;
   for (int g = 1; g <= 32; ++g) steps = std::max(steps, c / 2 * std::sqrt(g) + c / 4 * std::sqrt(std::ceil(128.0 / g)));
   EXPECT_NEAR(pr.drift_hi_of(st, 0), (c / 2 * std::sqrt(128.0) + steps + 0.5 + c / 4) * up, 1e-15);
-  EXPECT_NEAR(pr.drift_lo, 1 / (4 * M_PI * std::log(2.0)) * (32.0 / 128) * (1 + std::sqrt(2.0) + std::sqrt(3.0)) * up, 1e-15);
+  EXPECT_NEAR(pr.drift_lo, 1 / (4 * M_PI * std::log(2.0)) * (32.0 / 128) * (1 + std::sqrt(2.0) + std::sqrt(3.0)) * up,
+              1e-15);
   // e4m3 × e4m3 products (8 bits, δ = 6): (a) is capped at 2^(1−6)·128 = 4.
   st.term_bits = 8;
   const AccumulationBound e4m3 = accumulation_bound(hopper, st, 1e-12);
@@ -255,7 +256,8 @@ TEST(SlopeCheck, CentredOnThePredictedDrift) {
   ReductionStats st = one_element(4096, 0.5 * 64 * 8, 64.0, 5.0);  // ĉ = S/√(K·Q) = 0.5
   st.zero_mean = true;
   st.term_bits = 8;
-  for (const AccumulatorModel& m : {AccumulatorModel{14, AccRounding::truncate, 128}, AccumulatorModel{14, AccRounding::truncate, 0}}) {
+  for (const AccumulatorModel& m :
+       {AccumulatorModel{14, AccRounding::truncate, 128}, AccumulatorModel{14, AccRounding::truncate, 0}}) {
     const AccumulationBound b = accumulation_bound(m, st, 1e-12);
     SlopeAccumulator acc;
     acc.add(8.0, 0.0, 0.0, b.expected(st, 0, 8.0));  // want² = Q: one element at its expected size
@@ -263,8 +265,9 @@ TEST(SlopeCheck, CentredOnThePredictedDrift) {
     EXPECT_NEAR(c.lo, -b.drift_hi_of(st, 0) - b.c_epi, 1e-15);
     EXPECT_NEAR(c.hi, -b.drift_lo + b.c_epi, 1e-15);
     EXPECT_LT(c.hi, 0.0) << to_string(m);
-    std::printf("%s: slope interval [%.3g, %.3g] (u_p = %.3g), the one-sided one's lower end %.3g\n", to_string(m).c_str(),
-                c.lo, c.hi, 0x1p-13, -((4.33 * std::sqrt(m.promote_every ? 128.0 : 4096.0) + 1) * 0x1p-13 + b.c_epi));
+    std::printf("%s: slope interval [%.3g, %.3g] (u_p = %.3g), the one-sided one's lower end %.3g\n",
+                to_string(m).c_str(), c.lo, c.hi, 0x1p-13,
+                -((4.33 * std::sqrt(m.promote_every ? 128.0 : 4096.0) + 1) * 0x1p-13 + b.c_epi));
   }
   SlopeAccumulator acc;
   const AccumulationBound rne = accumulation_bound(AccumulatorModel{}, st, 1e-12);

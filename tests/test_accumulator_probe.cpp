@@ -19,8 +19,9 @@ double round_bits(double x, int p, Mode mode) {
   int e;
   std::frexp(x, &e);  // x = f·2^e, 0.5 <= |f| < 1
   const double scaled = std::ldexp(x, p - e);
-  const double r = mode == Mode::toward_zero ? std::trunc(scaled) : mode == Mode::floor ? std::floor(scaled)
-                                                                                        : std::nearbyint(scaled);
+  const double r = mode == Mode::toward_zero ? std::trunc(scaled)
+                   : mode == Mode::floor     ? std::floor(scaled)
+                                             : std::nearbyint(scaled);
   return std::ldexp(r, e - p);
 }
 
@@ -30,8 +31,9 @@ double round_bits(double x, int p, Mode mode) {
 // another order, which no chunk length describes.
 ProbeRun simulated(AccumulatorModel m, bool floor_rounding = false, int lanes = 1) {
   return [m, floor_rounding, lanes](const ProbeBatch& b) {
-    const Mode mode = floor_rounding ? Mode::floor : m.rounding == AccRounding::truncate ? Mode::toward_zero
-                                                                                         : Mode::nearest_even;
+    const Mode mode = floor_rounding                        ? Mode::floor
+                      : m.rounding == AccRounding::truncate ? Mode::toward_zero
+                                                            : Mode::nearest_even;
     std::vector<double> out;
     for (const auto& row : b.a) {
       float total = 0;
@@ -74,7 +76,8 @@ TEST(AccumulatorProbe, GivesNoModelWhereNoneExplainsTheAnswers) {
   EXPECT_FALSE(floor.model);
   EXPECT_NE(floor.unexplained.find("rounding"), std::string::npos) << floor.unexplained;
   // A path that returns something else than the small product or nothing.
-  const ProbeFinding garbage = probe_accumulator([](const ProbeBatch& b) { return std::vector<double>(b.a.size(), 3.0); });
+  const ProbeFinding garbage =
+      probe_accumulator([](const ProbeBatch& b) { return std::vector<double>(b.a.size(), 3.0); });
   EXPECT_FALSE(garbage.model);
   EXPECT_NE(garbage.unexplained.find("bits"), std::string::npos) << garbage.unexplained;
   EXPECT_THROW(probe_accumulator([](const ProbeBatch&) { return std::vector<double>{}; }), std::runtime_error);
@@ -83,7 +86,8 @@ TEST(AccumulatorProbe, GivesNoModelWhereNoneExplainsTheAnswers) {
 // Under rne any summation order is bounded, so a path of interleaved accumulators still gets a
 // model (unchunked); a truncating one in no chunk pattern does not.
 TEST(AccumulatorProbe, InterleavedSumsKeepAnRneModelOnly) {
-  const ProbeFinding rne = probe_accumulator(simulated({.bits = 16, .rounding = AccRounding::rne, .promote_every = 256}, false, 4));
+  const ProbeFinding rne =
+      probe_accumulator(simulated({.bits = 16, .rounding = AccRounding::rne, .promote_every = 256}, false, 4));
   ASSERT_TRUE(rne.model) << rne.unexplained;
   EXPECT_EQ(*rne.model, (AccumulatorModel{.bits = 16, .rounding = AccRounding::rne, .promote_every = 0}));
   const ProbeFinding trunc =
@@ -99,9 +103,14 @@ TEST(AccumulatorProbe, CliReadsTheHostEmulations) {
   const testutil::Shell r = testutil::sh(std::string(OPCTS_BINARY) + " probe accumulators --arch host");
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string& o = r.output;
-  const auto hopper = o.find("  - match: \"scaled_mm.host_emulated_hopper*/*\"\n    accumulator: {bits: 14, rounding: truncate, promote_every: 128}");
-  const auto hopper_fast = o.find("  - match: \"scaled_mm.host_emulated_hopper*/*_fastacc_*\"\n    accumulator: {bits: 14, rounding: truncate, promote_every: 0}");
-  const auto plain = o.find("  - match: \"scaled_mm.host_emulated*/*\"\n    accumulator: {bits: 24, rounding: rne, promote_every: 0}");
+  const auto hopper = o.find(
+      "  - match: \"scaled_mm.host_emulated_hopper*/*\"\n    accumulator: {bits: 14, rounding: truncate, "
+      "promote_every: 128}");
+  const auto hopper_fast = o.find(
+      "  - match: \"scaled_mm.host_emulated_hopper*/*_fastacc_*\"\n    accumulator: {bits: 14, rounding: truncate, "
+      "promote_every: 0}");
+  const auto plain =
+      o.find("  - match: \"scaled_mm.host_emulated*/*\"\n    accumulator: {bits: 24, rounding: rne, promote_every: 0}");
   ASSERT_NE(hopper, std::string::npos) << o;
   ASSERT_NE(hopper_fast, std::string::npos) << o;
   ASSERT_NE(plain, std::string::npos) << o;

@@ -5,10 +5,10 @@
 #include <cmath>
 
 #include "app/builtins.hpp"
-#include "runner/catalog.hpp"
-#include "runner/compare.hpp"
 #include "core/family.hpp"
 #include "refimpl/cast.hpp"
+#include "runner/catalog.hpp"
+#include "runner/compare.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {
@@ -62,7 +62,7 @@ TEST(CastEdges, HoldTiesThresholdsAndSpecials) {
       if (y == x || (std::isnan(x) && std::isnan(y))) return true;
     return false;
   };
-  EXPECT_TRUE(has(464.f));                             // the RNE tie above max: 448 or overflow
+  EXPECT_TRUE(has(464.f));                            // the RNE tie above max: 448 or overflow
   EXPECT_TRUE(has(std::nextafter(464.f, INFINITY)));  // one ulp past it overflows
   EXPECT_TRUE(has(-0.f) && has(INFINITY) && has(-INFINITY) && has(NAN));
   EXPECT_TRUE(has(std::ldexp(1.f, -10)));  // half the smallest subnormal 2^-9: ties to 0

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/arch.hpp"
-#include "runner/catalog.hpp"
 #include "core/yaml_util.hpp"
+#include "runner/catalog.hpp"
 
 namespace opcts {
 namespace {
@@ -34,23 +34,23 @@ std::string load_error(const std::string& path) {
 }
 
 const char* kCatalog =
-    "family: sdpa\n"                                              // 1
-    "description: a small test catalog\n"                         // 2
-    "grids:\n"                                                    // 3
-    "  - name: small\n"                                           // 4
-    "    tier: smoke\n"                                           // 5
-    "    why: two dtypes by three shapes\n"                       // 6
-    "    axes:\n"                                                 // 7
-    "      dtype: [bf16, fp16]\n"                                 // 8
-    "      seq: [{q: 16, k: 16}, {q: 1, k: 32}, {q: 8, k: 64}]\n"  // 9
-    "    fixed:\n"                                                // 10
-    "      heads: {q: 4, kv: 2}\n"                                // 11
-    "      head_dim: 64\n"                                        // 12
-    "      mask: causal_lower_right\n"                            // 13
-    "edges:\n"                                                    // 14
-    "  - name: odd_shape\n"                                       // 15
-    "    tier: full\n"                                            // 16
-    "    why: sequence lengths that fill no tile\n"               // 17
+    "family: sdpa\n"                                                            // 1
+    "description: a small test catalog\n"                                       // 2
+    "grids:\n"                                                                  // 3
+    "  - name: small\n"                                                         // 4
+    "    tier: smoke\n"                                                         // 5
+    "    why: two dtypes by three shapes\n"                                     // 6
+    "    axes:\n"                                                               // 7
+    "      dtype: [bf16, fp16]\n"                                               // 8
+    "      seq: [{q: 16, k: 16}, {q: 1, k: 32}, {q: 8, k: 64}]\n"               // 9
+    "    fixed:\n"                                                              // 10
+    "      heads: {q: 4, kv: 2}\n"                                              // 11
+    "      head_dim: 64\n"                                                      // 12
+    "      mask: causal_lower_right\n"                                          // 13
+    "edges:\n"                                                                  // 14
+    "  - name: odd_shape\n"                                                     // 15
+    "    tier: full\n"                                                          // 16
+    "    why: sequence lengths that fill no tile\n"                             // 17
     "    problem: {dtype: fp32, heads: 2, seq: {q: 3, k: 5}, head_dim: 32}\n";  // 18
 
 TEST(CatalogLoad, ExpandsGridWithFixedFieldsAndEdges) {
@@ -89,7 +89,8 @@ std::string grid_catalog(int seqs, int heads) {
   for (int i = 1; i <= seqs; ++i) seq += (i > 1 ? ", " : "") + ("{q: " + std::to_string(i) + ", k: 7}");
   for (int h = 1; h <= heads; ++h) hs += (h > 1 ? ", " : "") + ("{q: " + std::to_string(h) + ", kv: 1}");
   return "family: sdpa\ngrids:\n  - name: big\n    tier: full\n    axes:\n      dtype: [fp32]\n"
-         "      seq: [" + seq + "]\n      heads: [" + hs + "]\n      head_dim: [8]\n";
+         "      seq: [" +
+         seq + "]\n      heads: [" + hs + "]\n      head_dim: [8]\n";
 }
 
 // Grid expansion is linear in its points (issue 17: each point once merged yaml-cpp's node
@@ -329,7 +330,8 @@ std::string big_grid(const std::string& name, int a, int b) {
 // after 124 s. A file's grids together are capped, counted before any of them expands.
 TEST(CatalogCaps, AFileOfManyGridsIsRefusedBeforeItExpands) {
   const std::string dir = temp_dir();
-  const std::string path = write(dir, "t.yaml", "family: sdpa\ngrids:\n" + big_grid("a", 1000, 600) + big_grid("b", 1000, 600));
+  const std::string path =
+      write(dir, "t.yaml", "family: sdpa\ngrids:\n" + big_grid("a", 1000, 600) + big_grid("b", 1000, 600));
   const auto t0 = std::chrono::steady_clock::now();
   const std::string err = load_error(path);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -359,11 +361,12 @@ TEST(CatalogCaps, AProblemThatCannotExistIsRefusedAtItsLine) {
   const std::string eb = load_error(batch);
   EXPECT_EQ(eb.rfind(batch + ":5:14: problem bf16_b4000000000", 0), 0u) << eb;
   EXPECT_NE(eb.find("no device or host can hold them"), std::string::npos) << eb;
-  const std::string four = write(dir, "four.yaml",
-                                 "family: sdpa\n"
-                                 "grids:\n"
-                                 "  - name: four\n"
-                                 "    axes: {dtype: [fp32], batch: [65536], heads: [65536], seq: [65536], head_dim: [64]}\n");
+  const std::string four =
+      write(dir, "four.yaml",
+            "family: sdpa\n"
+            "grids:\n"
+            "  - name: four\n"
+            "    axes: {dtype: [fp32], batch: [65536], heads: [65536], seq: [65536], head_dim: [64]}\n");
   const std::string ef = load_error(four);
   EXPECT_EQ(ef.rfind(four + ":3:5: grid 'four' point", 0), 0u) << ef;
   EXPECT_NE(ef.find("more than 1.1e+12 bytes"), std::string::npos) << ef;
@@ -373,7 +376,8 @@ TEST(CatalogCaps, AProblemThatCannotExistIsRefusedAtItsLine) {
                                 "edges:\n"
                                 "  - name: overflow\n"
                                 "    why: a typo\n"
-                                "    problem: {dtype: fp32, index: int64, outer: 4294967296, n: 4294967296, m: 8, inner: 4294967296, dist: uniform}\n");
+                                "    problem: {dtype: fp32, index: int64, outer: 4294967296, n: 4294967296, m: 8, "
+                                "inner: 4294967296, dist: uniform}\n");
   EXPECT_NE(load_error(idx).find("no device or host can hold them"), std::string::npos) << load_error(idx);
 }
 
@@ -399,7 +403,8 @@ TEST(CatalogCaps, AProblemLargerThanTheHostIsASkipNamingBothSizes) {
 TEST(CatalogCaps, AnEndlessInputIsRefusedAtItsSizeLimit) {
   const auto r = testutil::sh(std::string(OPCTS_BINARY) + " list --arch host --tier smoke --catalog /dev/urandom");
   EXPECT_EQ(r.status, 2) << r.output.substr(0, 2000);
-  EXPECT_NE(r.output.find("/dev/urandom:1:1: a YAML input larger than 16 MiB"), std::string::npos) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("/dev/urandom:1:1: a YAML input larger than 16 MiB"), std::string::npos)
+      << r.output.substr(0, 2000);
 }
 
 }  // namespace

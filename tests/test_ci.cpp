@@ -15,16 +15,16 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
-#include "runner/suite.hpp"
 #include "core/yaml_util.hpp"
+#include "runner/suite.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
-using testutil::Shell;
 using testutil::sh;
+using testutil::Shell;
 
 const fs::path kSource = OPCTS_SOURCE_DIR;
 
@@ -77,9 +77,11 @@ void check_commands(const std::string& file, std::string text) {
       ++opcts_calls;
     }
     std::smatch m;
-    for (std::string rest = line; std::regex_search(rest, m, std::regex(R"(--preset\s+([a-z0-9_-]+))")); rest = m.suffix())
+    for (std::string rest = line; std::regex_search(rest, m, std::regex(R"(--preset\s+([a-z0-9_-]+))"));
+         rest = m.suffix())
       EXPECT_TRUE(preset_names.count(m[1])) << file << ": no preset " << m[1];
-    for (std::string rest = line; std::regex_search(rest, m, std::regex(R"((scripts/[a-z0-9_-]+\.sh))")); rest = m.suffix())
+    for (std::string rest = line; std::regex_search(rest, m, std::regex(R"((scripts/[a-z0-9_-]+\.sh))"));
+         rest = m.suffix())
       EXPECT_TRUE(fs::exists(kSource / std::string(m[1]))) << file << ": no " << m[1];
   }
   EXPECT_GE(opcts_calls, 3u) << file << ": expected opcts run, report merge and gate";
@@ -100,8 +102,9 @@ TEST(CiTemplates, GithubActionsShardsMergesAndGates) {
   EXPECT_EQ(gate["if"].Scalar(), "always()");
   bool uploads_always = false;
   for (const auto& step : shard["steps"])
-    uploads_always = uploads_always || (step["uses"] && step["uses"].Scalar().rfind("actions/upload-artifact", 0) == 0 &&
-                                        step["if"] && step["if"].Scalar() == "always()");
+    uploads_always =
+        uploads_always || (step["uses"] && step["uses"].Scalar().rfind("actions/upload-artifact", 0) == 0 &&
+                           step["if"] && step["if"].Scalar() == "always()");
   EXPECT_TRUE(uploads_always) << "a failing shard must still upload its reports and failure artifacts";
   std::string text;
   strings_of(w, text);
@@ -126,7 +129,9 @@ std::string tiny_cases_dir(const std::string& dir) {
 Shell run_template_commands(const std::string& dir, const std::string& env, const std::vector<std::string>& scripts) {
   std::string all;
   for (const std::string& s : scripts)
-    all += std::regex_replace(s, std::regex(R"((^|[^/])build/(cuda|host)/bin/opcts)"), std::string("$1") + OPCTS_BINARY) + "\n";
+    all +=
+        std::regex_replace(s, std::regex(R"((^|[^/])build/(cuda|host)/bin/opcts)"), std::string("$1") + OPCTS_BINARY) +
+        "\n";
   testutil::write(dir, "steps.sh", "set -e\n" + all);
   // The engine's shard variables only as the caller sets them (set but empty is an error).
   return sh("cd " + dir + " && env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL " +
@@ -151,8 +156,9 @@ TEST(CiTemplates, GithubActionsCommandsRunMergeAndGateOnTheHost) {
     const std::string shard = dir + "/shard" + std::to_string(i);
     fs::create_directories(shard);
     fs::create_directory_symlink(dir + "/cases", shard + "/cases");
-    const Shell r = run_template_commands(shard, "OPCTS_SHARD_INDEX=" + std::to_string(i) + " OPCTS_SHARD_COUNT=" + count,
-                                          {step("shard", "Run the shard")});
+    const Shell r =
+        run_template_commands(shard, "OPCTS_SHARD_INDEX=" + std::to_string(i) + " OPCTS_SHARD_COUNT=" + count,
+                              {step("shard", "Run the shard")});
     ASSERT_EQ(r.status, 0) << r.output;
     fs::create_directories(dir + "/reports");
     fs::rename(shard + "/reports", dir + "/reports/opcts-shard-" + std::to_string(i));
@@ -190,8 +196,9 @@ TEST(CiTemplates, GitlabCommandsRunMergeAndGateOnTheHost) {
   };
   const int total = g["opcts-shard"]["parallel"].as<int>();
   for (int i = 1; i <= total; ++i) {
-    const Shell r = run_template_commands(
-        dir, "CI_NODE_INDEX=" + std::to_string(i) + " CI_NODE_TOTAL=" + std::to_string(total), opcts_lines("opcts-shard"));
+    const Shell r =
+        run_template_commands(dir, "CI_NODE_INDEX=" + std::to_string(i) + " CI_NODE_TOTAL=" + std::to_string(total),
+                              opcts_lines("opcts-shard"));
     ASSERT_EQ(r.status, 0) << r.output;
   }
   const Shell ok = run_template_commands(dir, "", opcts_lines("opcts-gate"));
@@ -262,8 +269,10 @@ TEST(CiTemplates, SlurmArrayShardsMergesAndGates) {
   tiny_cases_dir(dir);
   testutil::write(dir, "slurm.sh",
                   std::regex_replace(text, std::regex(R"(build/cuda/bin/opcts)"), std::string(OPCTS_BINARY)));
-  const std::string env = "cd " + dir + " && env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL "
-                          "OPCTS_ARCH=host OPCTS_TIER=smoke OPCTS_CASES_DIR=" + dir + "/cases ";
+  const std::string env = "cd " + dir +
+                          " && env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL "
+                          "OPCTS_ARCH=host OPCTS_TIER=smoke OPCTS_CASES_DIR=" +
+                          dir + "/cases ";
   size_t cases = 0;
   std::string nonempty;
   for (int i = 1; i <= tasks; ++i) {
@@ -318,12 +327,14 @@ TEST(CiTemplates, KubernetesIndexedJobShardsMergesAndGates) {
     return std::regex_replace(job["spec"]["template"]["spec"]["containers"][0]["command"][2].Scalar(),
                               std::regex(R"(/usr/bin/opcts)"), std::string(OPCTS_BINARY));
   };
-  const std::string env_line = "cd " + dir + " && mkdir -p reports && env -u OPCTS_SHARD_INDEX -u CI_NODE_INDEX -u CI_NODE_TOTAL "
-                               "OPCTS_ARCH=host OPCTS_TIER=smoke OPCTS_SHARD_COUNT=" + std::to_string(n) +
-                               " OPCTS_CASES_DIR=" + dir + "/cases ";
+  const std::string env_line = "cd " + dir +
+                               " && mkdir -p reports && env -u OPCTS_SHARD_INDEX -u CI_NODE_INDEX -u CI_NODE_TOTAL "
+                               "OPCTS_ARCH=host OPCTS_TIER=smoke OPCTS_SHARD_COUNT=" +
+                               std::to_string(n) + " OPCTS_CASES_DIR=" + dir + "/cases ";
   size_t cases = 0;
   for (int i = 0; i < n; ++i) {
-    const Shell r = sh(env_line + "JOB_COMPLETION_INDEX=" + std::to_string(i) + " bash -c " + shell_quote(script(shards)));
+    const Shell r =
+        sh(env_line + "JOB_COMPLETION_INDEX=" + std::to_string(i) + " bash -c " + shell_quote(script(shards)));
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("shard " + std::to_string(i + 1) + "/" + std::to_string(n)), std::string::npos) << r.output;
     cases += read_results_file(dir + "/reports/shard" + std::to_string(i) + ".jsonl").size();
@@ -338,14 +349,16 @@ TEST(CiTemplates, KubernetesIndexedJobShardsMergesAndGates) {
 TEST(CtestGlue, AFailingPlanIsOneFailingTestShowingTheError) {
   const std::string dir = testutil::temp_dir();
   testutil::write(dir, "CTestTestfile.cmake", std::string("include(\"") + OPCTS_SHARDS_SCRIPT + "\")\n");
-  const Shell r = sh("cd " + dir + " && OPCTS_CASES_DIR=" + dir + "/no_such_cases ctest --output-on-failure --no-tests=error");
+  const Shell r =
+      sh("cd " + dir + " && OPCTS_CASES_DIR=" + dir + "/no_such_cases ctest --output-on-failure --no-tests=error");
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("opcts.ctest_glue_error"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("Unable to find executable"), std::string::npos) << r.output;
   // Printed as ctest starts (CMake wraps the warning's lines) and by the failing test itself.
   EXPECT_NE(r.output.find("opcts ctest-tests failed (2)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("opcts: error: no cases folder at " + dir + "/no_such_cases (--cases-dir, else $OPCTS_CASES_DIR"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("opcts: error: no cases folder at " + dir + "/no_such_cases (--cases-dir, else $OPCTS_CASES_DIR"),
+      std::string::npos)
       << r.output;
 }
 
@@ -377,8 +390,7 @@ TEST(CtestGlue, ShardsRunTheDeterminismChecksAndFailAnImplThatBreaksItsClaim) {
 TEST(CtestGlue, TestPresetsAndReadmeRefuseAnEmptySelection) {
   const auto presets = nlohmann::json::parse(read(kSource / "CMakePresets.json"));
   ASSERT_FALSE(presets["testPresets"].empty());
-  for (const auto& p : presets["testPresets"])
-    EXPECT_EQ(p["execution"]["noTestsAction"], "error") << p["name"];
+  for (const auto& p : presets["testPresets"]) EXPECT_EQ(p["execution"]["noTestsAction"], "error") << p["name"];
   size_t recipes = 0;
   for (const fs::path page : {kSource / "README.md", kSource / "docs/ci.md", kSource / "docs/amd.md"}) {
     std::istringstream text(read(page));
@@ -398,16 +410,19 @@ TEST(ShardAuto, ReadsTheCiEnginesVariables) {
   EXPECT_EQ(sh("OPCTS_SHARD_INDEX=2 OPCTS_SHARD_COUNT=3 " + list + "auto").output, want.output);
   EXPECT_EQ(sh("env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT CI_NODE_INDEX=2 CI_NODE_TOTAL=3 " + list + "auto").output,
             want.output);
-  const Shell none = sh("env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL " + list + "auto");
+  const Shell none =
+      sh("env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL " + list + "auto");
   EXPECT_EQ(none.output, sh(list + "1/1").output);
-  const Shell half = sh("env -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL OPCTS_SHARD_INDEX=2 " + list + "auto");
+  const Shell half =
+      sh("env -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL OPCTS_SHARD_INDEX=2 " + list + "auto");
   EXPECT_EQ(half.status, 2);
   EXPECT_NE(half.output.find("OPCTS_SHARD_COUNT is not set"), std::string::npos) << half.output;
   const Shell bad = sh("OPCTS_SHARD_INDEX=4 OPCTS_SHARD_COUNT=3 " + list + "auto");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("OPCTS_SHARD_INDEX=4"), std::string::npos) << bad.output;
   // Set but empty (a CI variable that did not expand) once meant 1/1: every shard ran everything.
-  const Shell empty = sh("env -u CI_NODE_INDEX -u CI_NODE_TOTAL OPCTS_SHARD_INDEX= OPCTS_SHARD_COUNT= " + list + "auto");
+  const Shell empty =
+      sh("env -u CI_NODE_INDEX -u CI_NODE_TOTAL OPCTS_SHARD_INDEX= OPCTS_SHARD_COUNT= " + list + "auto");
   EXPECT_EQ(empty.status, 2) << empty.output;
   EXPECT_NE(empty.output.find("OPCTS_SHARD_INDEX is set but empty"), std::string::npos) << empty.output;
 }
@@ -415,9 +430,10 @@ TEST(ShardAuto, ReadsTheCiEnginesVariables) {
 // Slurm job arrays (the task's place in --array=MIN-MAX:STEP) and Kubernetes Indexed Jobs
 // (JOB_COMPLETION_INDEX from 0, the count from OPCTS_SHARD_COUNT) pick the same shard as i/N.
 TEST(ShardAuto, ReadsSlurmArraysAndKubernetesIndexedJobs) {
-  const std::string clean = "env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL "
-                            "-u JOB_COMPLETION_INDEX -u SLURM_ARRAY_TASK_ID -u SLURM_ARRAY_TASK_COUNT "
-                            "-u SLURM_ARRAY_TASK_MIN -u SLURM_ARRAY_TASK_STEP ";
+  const std::string clean =
+      "env -u OPCTS_SHARD_INDEX -u OPCTS_SHARD_COUNT -u CI_NODE_INDEX -u CI_NODE_TOTAL "
+      "-u JOB_COMPLETION_INDEX -u SLURM_ARRAY_TASK_ID -u SLURM_ARRAY_TASK_COUNT "
+      "-u SLURM_ARRAY_TASK_MIN -u SLURM_ARRAY_TASK_STEP ";
   const std::string list = std::string(OPCTS_BINARY) + " list --arch host --tier smoke --family cast --shard ";
   const Shell want = sh(clean + list + "2/3");
   ASSERT_EQ(want.status, 0) << want.output;
@@ -427,9 +443,11 @@ TEST(ShardAuto, ReadsSlurmArraysAndKubernetesIndexedJobs) {
             want.output);
   EXPECT_EQ(sh(clean + "SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_COUNT=3 " + list + "auto").output,
             want.output);
-  EXPECT_EQ(sh(clean + "SLURM_ARRAY_TASK_ID=12 SLURM_ARRAY_TASK_MIN=10 SLURM_ARRAY_TASK_STEP=2 SLURM_ARRAY_TASK_COUNT=3 " +
-               list + "auto").output,
-            want.output);
+  EXPECT_EQ(
+      sh(clean + "SLURM_ARRAY_TASK_ID=12 SLURM_ARRAY_TASK_MIN=10 SLURM_ARRAY_TASK_STEP=2 SLURM_ARRAY_TASK_COUNT=3 " +
+         list + "auto")
+          .output,
+      want.output);
   EXPECT_EQ(sh(clean + "JOB_COMPLETION_INDEX=1 OPCTS_SHARD_COUNT=3 " + list + "auto").output, want.output);
   const Shell no_count = sh(clean + "JOB_COMPLETION_INDEX=1 " + list + "auto");
   EXPECT_EQ(no_count.status, 2);
@@ -441,8 +459,10 @@ TEST(ShardAuto, ReadsSlurmArraysAndKubernetesIndexedJobs) {
   const Shell half = sh(clean + "SLURM_ARRAY_TASK_ID=2 " + list + "auto");
   EXPECT_EQ(half.status, 2);
   EXPECT_NE(half.output.find("SLURM_ARRAY_TASK_COUNT is not set"), std::string::npos) << half.output;
-  const Shell off_step = sh(clean + "SLURM_ARRAY_TASK_ID=11 SLURM_ARRAY_TASK_MIN=10 SLURM_ARRAY_TASK_STEP=2 "
-                                    "SLURM_ARRAY_TASK_COUNT=3 " + list + "auto");
+  const Shell off_step = sh(clean +
+                            "SLURM_ARRAY_TASK_ID=11 SLURM_ARRAY_TASK_MIN=10 SLURM_ARRAY_TASK_STEP=2 "
+                            "SLURM_ARRAY_TASK_COUNT=3 " +
+                            list + "auto");
   EXPECT_EQ(off_step.status, 2) << off_step.output;
 }
 
@@ -461,7 +481,8 @@ TEST(ListVerbose, EveryCaseGetsAnAnswerWithoutTheGpu) {
     const auto tab = line.rfind('\t');
     ASSERT_NE(tab, std::string::npos) << line;
     const std::string what = line.substr(tab + 1);
-    EXPECT_TRUE(what.rfind("run", 0) == 0 || what.rfind("SKIP: ", 0) == 0 || what.rfind("undecided here: ", 0) == 0) << line;
+    EXPECT_TRUE(what.rfind("run", 0) == 0 || what.rfind("SKIP: ", 0) == 0 || what.rfind("undecided here: ", 0) == 0)
+        << line;
   }
   EXPECT_EQ(std::to_string(n) + "\n", count.output);
 }

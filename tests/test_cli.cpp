@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "app/cli_suggest.hpp"
-#include "reports/html.hpp"
 #include "core/result.hpp"
+#include "reports/html.hpp"
 #include "runner/suite.hpp"
 #include "tests/test_util.hpp"
 
@@ -33,7 +33,8 @@ TEST(CliVersion, NamesVersionCommitBuildAndCases) {
       << r.output;
   for (const char* line : {"\nbuild:  ", "\nCUDA:   ", "\ncuDNN:  ", "\nHIP:    ", "\ncases:  "})
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
-  EXPECT_NE(r.output.find("cases:  " + std::string(OPCTS_BINARY_DIR) + "/share/opcts/cases"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cases:  " + std::string(OPCTS_BINARY_DIR) + "/share/opcts/cases"), std::string::npos)
+      << r.output;
 }
 
 TEST(CliHelp, ShowsTheDefaults) {
@@ -111,8 +112,9 @@ TEST(CliSkipReasons, CiteNoInternalIssue) {
 TEST(CliProgress, ANonTtyLogGetsAHeartbeat) {
   const std::string dir = testutil::temp_dir();
   const std::string catalog = testutil::write(dir, "tiny.yaml", testutil::kTinyCatalog);
-  const Shell r = sh("OPCTS_HEARTBEAT_SECONDS=1 OPCTS_FAULT_HANG='*' " + kOpcts + " run --arch host --catalog " + catalog +
-                     " --filter " + testutil::kTinyFilter + " --timeout 3 --reruns 0 --no-ref-cache < /dev/null");
+  const Shell r =
+      sh("OPCTS_HEARTBEAT_SECONDS=1 OPCTS_FAULT_HANG='*' " + kOpcts + " run --arch host --catalog " + catalog +
+         " --filter " + testutil::kTinyFilter + " --timeout 3 --reruns 0 --no-ref-cache < /dev/null");
   size_t beats = 0;
   for (size_t at = r.output.find("[0/3] "); at != std::string::npos; at = r.output.find("[0/3] ", at + 1)) ++beats;
   EXPECT_GE(beats, 2u) << r.output;
@@ -123,9 +125,10 @@ TEST(CliProgress, ANonTtyLogGetsAHeartbeat) {
 // all-ones bytes it arrived with; -6 in e2m1fn) says so instead of reading as a wrong number.
 TEST(CliFailureText, ShowsTheInputAndAnUnwrittenOutput) {
   const std::string dir = testutil::temp_dir();
-  const Shell r = sh("cd " + dir + " && " + kOpcts + " run --arch host --tier smoke --plugin " + OPCTS_BAD_PLUGIN_DIR +
-                     "/lazy_cast.so --filter 'cast.bad_lazy_cast/fp32_to_e2m1fn*' --reruns 0 --results r.jsonl --junit j.xml"
-                     " --summary s.md --no-ref-cache");
+  const Shell r =
+      sh("cd " + dir + " && " + kOpcts + " run --arch host --tier smoke --plugin " + OPCTS_BAD_PLUGIN_DIR +
+         "/lazy_cast.so --filter 'cast.bad_lazy_cast/fp32_to_e2m1fn*' --reruns 0 --results r.jsonl --junit j.xml"
+         " --summary s.md --no-ref-cache");
   EXPECT_EQ(r.status, 1) << r.output;
   const auto records = read_results_file(dir + "/r.jsonl");
   ASSERT_FALSE(records.empty()) << r.output;
@@ -173,11 +176,11 @@ TEST(CliRepro, TheLineRunsFromAnotherFolder) {
 // outcomes' colours.
 TEST(HtmlErrorPlot, InfiniteRatiosHaveTheirColumnAndALegend) {
   std::vector<ResultRecord> rs;
-  for (const auto& [id, ratio, outcome] : std::vector<std::tuple<std::string, double, Outcome>>{
-           {"cast.x_y/zero_bound", INFINITY, Outcome::FAIL},
-           {"cast.x_y/far", 1e5, Outcome::FAIL},
-           {"cast.x_y/edge", 99.0, Outcome::FAIL},
-           {"cast.x_y/fine", 0.5, Outcome::PASS}}) {
+  for (const auto& [id, ratio, outcome] :
+       std::vector<std::tuple<std::string, double, Outcome>>{{"cast.x_y/zero_bound", INFINITY, Outcome::FAIL},
+                                                             {"cast.x_y/far", 1e5, Outcome::FAIL},
+                                                             {"cast.x_y/edge", 99.0, Outcome::FAIL},
+                                                             {"cast.x_y/fine", 0.5, Outcome::PASS}}) {
     ResultRecord r;
     r.id = id;
     r.family = "cast";

@@ -1,4 +1,5 @@
-// Proves core/codec (and codec_fast) against the format definitions: every code, every fp16/bf16 input, random fp32, edge classes.
+// Proves core/codec (and codec_fast) against the format definitions: every code, every fp16/bf16 input, random fp32,
+// edge classes.
 //
 // Everything expected here is computed from sign/exponent/mantissa fields by formulas written in
 // this file (spec/numerics.md §1, codec.hpp's policies), never by calling codec.cpp: a decoder
@@ -16,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
 #include "core/codec.hpp"
 #include "core/codec_fast.hpp"
+#include "core/dtype.hpp"
 
 namespace opcts {
 namespace {
@@ -158,9 +159,9 @@ uint32_t ref_encode(const Spec& s, double x, Overflow ov) {
     kept >>= 1;
     ++qe;
   }
-  const uint64_t mag = kept < (uint64_t{1} << s.mbits)
-                           ? kept  // subnormal: exponent field 0
-                           : (static_cast<uint64_t>(qe + s.mbits + s.bias) << s.mbits) | (kept - (uint64_t{1} << s.mbits));
+  const uint64_t mag = kept < (uint64_t{1} << s.mbits) ? kept  // subnormal: exponent field 0
+                                                       : (static_cast<uint64_t>(qe + s.mbits + s.bias) << s.mbits) |
+                                                             (kept - (uint64_t{1} << s.mbits));
   if (mag > s.max_code) return def_overflow_code(s, neg, ov);
   return sgn | static_cast<uint32_t>(mag);
 }
@@ -246,8 +247,8 @@ std::vector<double> edge_inputs(const Spec& s) {
   for (size_t i = 0; i + 1 < L.size(); ++i) {
     const double t = (L[i] + L[i + 1]) / 2;  // exact: one bit beyond the format's mantissa
     for (double x : {L[i], t, static_cast<double>(std::nextafter(static_cast<float>(t), 0.0f)),
-                     static_cast<double>(std::nextafter(static_cast<float>(t), INFINITY)),
-                     std::nextafter(t, 0.0), std::nextafter(t, kInf)}) {
+                     static_cast<double>(std::nextafter(static_cast<float>(t), INFINITY)), std::nextafter(t, 0.0),
+                     std::nextafter(t, kInf)}) {
       v.push_back(x);
       v.push_back(-x);
     }
@@ -360,8 +361,10 @@ TEST_P(CodecEveryCode, ReencodesToItselfUnderBothPolicies) {
     EXPECT_EQ(encode_format(v, f, Overflow::satfinite), def_is_inf(s, c) ? (c & sign_bit(s)) | s.max_code : c);
     ++checked;
   }
-  EXPECT_EQ(checked, num_codes(s) - (s.specials == Specials::ieee ? 6 : s.specials == Specials::fn ? (s.is_signed ? 2 : 1)
-                                     : s.specials == Specials::fnuz ? 1 : 0));
+  EXPECT_EQ(checked, num_codes(s) - (s.specials == Specials::ieee   ? 6
+                                     : s.specials == Specials::fn   ? (s.is_signed ? 2 : 1)
+                                     : s.specials == Specials::fnuz ? 1
+                                                                    : 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Codec, CodecEveryCode, testing::ValuesIn(kSpecs), spec_name);
@@ -477,22 +480,38 @@ TEST(CodecEncodeEdges, OverflowThresholds) {
   };
   const float above464 = std::nextafter(464.0f, INFINITY), below61440 = std::nextafter(61440.0f, 0.0f);
   const Row rows[] = {
-      {DType::e4m3fn, 448, 0x7E, 0x7E},          {DType::e4m3fn, 464, 0x7E, 0x7E},  // 464 ties to even 448
-      {DType::e4m3fn, above464, 0x7E, 0x7F},     {DType::e4m3fn, -above464, 0xFE, 0xFF},
-      {DType::e4m3fn, 480, 0x7E, 0x7F},          {DType::e4m3fn, 1e30, 0x7E, 0x7F},
-      {DType::e5m2, 57344, 0x7B, 0x7B},          {DType::e5m2, below61440, 0x7B, 0x7B},
-      {DType::e5m2, 61440, 0x7B, 0x7C},          {DType::e5m2, -61440, 0xFB, 0xFC},  // the tie rounds up (57344 odd)
-      {DType::e4m3fnuz, 240, 0x7F, 0x7F},        {DType::e4m3fnuz, std::nextafter(248.0f, 0.0f), 0x7F, 0x7F},
-      {DType::e4m3fnuz, 248, 0x7F, 0x80},        {DType::e4m3fnuz, -248, 0xFF, 0x80},  // 240 is odd: the tie overflows
-      {DType::e5m2fnuz, 57344, 0x7F, 0x7F},      {DType::e5m2fnuz, 61440, 0x7F, 0x80},
-      {DType::e5m2fnuz, below61440, 0x7F, 0x7F}, {DType::e5m2fnuz, -1e9, 0xFF, 0x80},
-      {DType::ue4m3, 464, 0x7E, 0x7E},           {DType::ue4m3, -above464, 0x7E, 0x7F},  // |x|
-      {DType::e2m3fn, 7.75, 0x1F, 0x1F},         {DType::e2m3fn, -100, 0x3F, 0x3F},
-      {DType::e3m2fn, 30, 0x1F, 0x1F},           {DType::e3m2fn, -1e9, 0x3F, 0x3F},
-      {DType::e2m1fn, 7, 0x7, 0x7},              {DType::e2m1fn, -7, 0xF, 0xF},
-      {DType::e2m1fn, 5, 0x6, 0x6},              {DType::e2m1fn, 1e9, 0x7, 0x7},
-      {DType::e2m1fn, 0.25, 0x0, 0x0},           {DType::e2m1fn, 0.75, 0x2, 0x2},
-      {DType::e2m1fn, 2.5, 0x4, 0x4},            {DType::e2m1fn, -0.0, 0x8, 0x8},
+      {DType::e4m3fn, 448, 0x7E, 0x7E},
+      {DType::e4m3fn, 464, 0x7E, 0x7E},  // 464 ties to even 448
+      {DType::e4m3fn, above464, 0x7E, 0x7F},
+      {DType::e4m3fn, -above464, 0xFE, 0xFF},
+      {DType::e4m3fn, 480, 0x7E, 0x7F},
+      {DType::e4m3fn, 1e30, 0x7E, 0x7F},
+      {DType::e5m2, 57344, 0x7B, 0x7B},
+      {DType::e5m2, below61440, 0x7B, 0x7B},
+      {DType::e5m2, 61440, 0x7B, 0x7C},
+      {DType::e5m2, -61440, 0xFB, 0xFC},  // the tie rounds up (57344 odd)
+      {DType::e4m3fnuz, 240, 0x7F, 0x7F},
+      {DType::e4m3fnuz, std::nextafter(248.0f, 0.0f), 0x7F, 0x7F},
+      {DType::e4m3fnuz, 248, 0x7F, 0x80},
+      {DType::e4m3fnuz, -248, 0xFF, 0x80},  // 240 is odd: the tie overflows
+      {DType::e5m2fnuz, 57344, 0x7F, 0x7F},
+      {DType::e5m2fnuz, 61440, 0x7F, 0x80},
+      {DType::e5m2fnuz, below61440, 0x7F, 0x7F},
+      {DType::e5m2fnuz, -1e9, 0xFF, 0x80},
+      {DType::ue4m3, 464, 0x7E, 0x7E},
+      {DType::ue4m3, -above464, 0x7E, 0x7F},  // |x|
+      {DType::e2m3fn, 7.75, 0x1F, 0x1F},
+      {DType::e2m3fn, -100, 0x3F, 0x3F},
+      {DType::e3m2fn, 30, 0x1F, 0x1F},
+      {DType::e3m2fn, -1e9, 0x3F, 0x3F},
+      {DType::e2m1fn, 7, 0x7, 0x7},
+      {DType::e2m1fn, -7, 0xF, 0xF},
+      {DType::e2m1fn, 5, 0x6, 0x6},
+      {DType::e2m1fn, 1e9, 0x7, 0x7},
+      {DType::e2m1fn, 0.25, 0x0, 0x0},
+      {DType::e2m1fn, 0.75, 0x2, 0x2},
+      {DType::e2m1fn, 2.5, 0x4, 0x4},
+      {DType::e2m1fn, -0.0, 0x8, 0x8},
   };
   for (const auto& r : rows) {
     const Spec& s = spec(r.t);
@@ -522,9 +541,9 @@ TEST(CodecEncodeEdges, HalfTheSmallestSubnormalTiesToZero) {
 }
 
 TEST(CodecEncodeEdges, NegativeZero) {
-  const std::pair<DType, uint32_t> rows[] = {{DType::e4m3fn, 0x80}, {DType::e5m2, 0x80},   {DType::e4m3fnuz, 0x00},
+  const std::pair<DType, uint32_t> rows[] = {{DType::e4m3fn, 0x80},   {DType::e5m2, 0x80},  {DType::e4m3fnuz, 0x00},
                                              {DType::e5m2fnuz, 0x00}, {DType::ue4m3, 0x00}, {DType::e2m3fn, 0x20},
-                                             {DType::e3m2fn, 0x20},  {DType::e2m1fn, 0x8}};
+                                             {DType::e3m2fn, 0x20},   {DType::e2m1fn, 0x8}};
   for (const auto& [t, code] : rows)
     for (auto ov : {Overflow::satfinite, Overflow::nonsaturating}) {
       EXPECT_EQ(encode_format(-0.0, format_of(spec(t)), ov), code) << spec(t).name;
@@ -560,8 +579,8 @@ TEST(CodecEncodeEdges, InfAndNanUnderBothPolicies) {
       {DType::e5m2, 0x7B, 0xFB, 0x7C, 0xFC, 0x7E, 0xFE},      // quiet NaN, sign kept
       {DType::e4m3fnuz, 0x7F, 0xFF, 0x80, 0x80, 0x80, 0x80},  // the one NaN
       {DType::e5m2fnuz, 0x7F, 0xFF, 0x80, 0x80, 0x80, 0x80},
-      {DType::ue4m3, 0x7E, 0x7E, 0x7F, 0x7F, 0x7F, 0x7F},     // unsigned: |x|
-      {DType::e2m3fn, 0x1F, 0x3F, 0x1F, 0x3F, 0x1F, 0x1F},    // no NaN: +max, as CUDA
+      {DType::ue4m3, 0x7E, 0x7E, 0x7F, 0x7F, 0x7F, 0x7F},   // unsigned: |x|
+      {DType::e2m3fn, 0x1F, 0x3F, 0x1F, 0x3F, 0x1F, 0x1F},  // no NaN: +max, as CUDA
       {DType::e3m2fn, 0x1F, 0x3F, 0x1F, 0x3F, 0x1F, 0x1F},
       {DType::e2m1fn, 0x7, 0xF, 0x7, 0xF, 0x7, 0x7},
   };
@@ -717,14 +736,14 @@ TEST(CodecInt4, DecodeEveryCode) {
 }
 
 TEST(CodecInt4, RoundsHalfToEvenAndSaturates) {
-  const std::pair<double, int> s4[] = {{0.5, 0},  {1.5, 2},   {2.5, 2},  {-0.5, 0},  {-1.5, -2}, {-2.5, -2}, {6.5, 6},
-                                       {7.4, 7},  {7.5, 7},   {100, 7},  {-7.5, -8}, {-8.5, -8}, {-9, -8},   {kInf, 7},
-                                       {-kInf, -8}, {-0.0, 0}, {0.49999999, 0}, {0.5000001, 1}};
+  const std::pair<double, int> s4[] = {{0.5, 0}, {1.5, 2},  {2.5, 2},    {-0.5, 0}, {-1.5, -2},      {-2.5, -2},
+                                       {6.5, 6}, {7.4, 7},  {7.5, 7},    {100, 7},  {-7.5, -8},      {-8.5, -8},
+                                       {-9, -8}, {kInf, 7}, {-kInf, -8}, {-0.0, 0}, {0.49999999, 0}, {0.5000001, 1}};
   for (const auto& [x, v] : s4) {
     EXPECT_EQ(encode_int4(x, true), v & 0xF) << x;
     EXPECT_EQ(ref_int4(x, true), v) << x;
   }
-  const std::pair<double, int> u4[] = {{0.5, 0}, {1.5, 2}, {-0.5, 0}, {-3, 0},    {14.5, 14},
+  const std::pair<double, int> u4[] = {{0.5, 0},   {1.5, 2}, {-0.5, 0}, {-3, 0},    {14.5, 14},
                                        {15.5, 15}, {16, 15}, {1e9, 15}, {-kInf, 0}, {kInf, 15}};
   for (const auto& [x, v] : u4) EXPECT_EQ(encode_int4(x, false), v) << x;
   EXPECT_EQ(encode_int4(std::numeric_limits<double>::quiet_NaN(), true), 0);
@@ -771,7 +790,9 @@ std::vector<double> fast_inputs(DType t) {
   return xs;
 }
 
-TEST(CodecFast, E4m3fnEqualsEncodeFormat) { check_fast(DType::e4m3fn, encode_fp32_to_e4m3fn, fast_inputs(DType::e4m3fn)); }
+TEST(CodecFast, E4m3fnEqualsEncodeFormat) {
+  check_fast(DType::e4m3fn, encode_fp32_to_e4m3fn, fast_inputs(DType::e4m3fn));
+}
 
 TEST(CodecFast, E5m2EqualsEncodeFormat) { check_fast(DType::e5m2, encode_fp32_to_e5m2, fast_inputs(DType::e5m2)); }
 

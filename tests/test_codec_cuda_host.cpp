@@ -1,4 +1,5 @@
-// Compares opcts's codecs with CUDA 13's own host-callable conversions (cuda_fp8/fp6/fp4.hpp run on the CPU); each policy difference is a named rule.
+// Compares opcts's codecs with CUDA 13's own host-callable conversions (cuda_fp8/fp6/fp4.hpp run on the CPU); each
+// policy difference is a named rule.
 //
 // Compiled by g++ against the toolkit headers: without __CUDA_ARCH__ these functions take their
 // software paths, which numerics.md §1 records as identical to the H200's PTX cvt results.
@@ -18,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
 #include "core/codec.hpp"
+#include "core/dtype.hpp"
 
 namespace opcts {
 namespace {
@@ -162,7 +163,8 @@ TEST(CodecCudaFp8, HalfrawPathOnEveryFp16) {
         const double x = fp16_value(h.x);
         const uint8_t ours = static_cast<uint8_t>(encode_format(x, fmt(f.opcts), ov));
         const uint8_t cuda = __nv_cvt_halfraw_to_fp8(h, cuda_sat(ov), f.cuda);
-        if (cuda != predicted_cuda_fp8(static_cast<float>(x), ours)) mm.add(hex(i) + " cuda " + hex(cuda) + " opcts " + hex(ours));
+        if (cuda != predicted_cuda_fp8(static_cast<float>(x), ours))
+          mm.add(hex(i) + " cuda " + hex(cuda) + " opcts " + hex(ours));
       }
       EXPECT_EQ(mm.count, 0u) << f.label << " " << name(ov) << "\n" << mm.first;
     }
@@ -192,10 +194,11 @@ TEST(CodecCudaFp8, OverflowAndInfPolicyAgree) {
     float x;
     uint8_t sat, nosat;
   };
-  const Row rows[] = {{kFp8[0], 464.0f, 0x7E, 0x7E},   {kFp8[0], above464, 0x7E, 0x7F}, {kFp8[0], -above464, 0xFE, 0xFF},
-                      {kFp8[0], inf, 0x7E, 0x7F},      {kFp8[0], -inf, 0xFE, 0xFF},     {kFp8[1], 61440.0f, 0x7B, 0x7C},
-                      {kFp8[1], -61440.0f, 0xFB, 0xFC}, {kFp8[1], inf, 0x7B, 0x7C},      {kFp8[1], -inf, 0xFB, 0xFC},
-                      {kFp8[0], -0.0f, 0x80, 0x80},    {kFp8[0], 0x1p-10f, 0x00, 0x00}, {kFp8[1], 0x1p-17f, 0x00, 0x00}};
+  const Row rows[] = {
+      {kFp8[0], 464.0f, 0x7E, 0x7E},    {kFp8[0], above464, 0x7E, 0x7F}, {kFp8[0], -above464, 0xFE, 0xFF},
+      {kFp8[0], inf, 0x7E, 0x7F},       {kFp8[0], -inf, 0xFE, 0xFF},     {kFp8[1], 61440.0f, 0x7B, 0x7C},
+      {kFp8[1], -61440.0f, 0xFB, 0xFC}, {kFp8[1], inf, 0x7B, 0x7C},      {kFp8[1], -inf, 0xFB, 0xFC},
+      {kFp8[0], -0.0f, 0x80, 0x80},     {kFp8[0], 0x1p-10f, 0x00, 0x00}, {kFp8[1], 0x1p-17f, 0x00, 0x00}};
   for (const auto& r : rows) {
     SCOPED_TRACE(testing::Message() << r.f.label << " " << r.x);
     EXPECT_EQ(__nv_cvt_float_to_fp8(r.x, __NV_SATFINITE, r.f.cuda), r.sat);
@@ -229,7 +232,8 @@ struct E8 {
   ScaleRounding opcts;
   const char* label;
 };
-constexpr E8 kE8[] = {{cudaRoundZero, ScaleRounding::floor, "RZ=floor"}, {cudaRoundPosInf, ScaleRounding::ceil, "RP=ceil"}};
+constexpr E8 kE8[] = {{cudaRoundZero, ScaleRounding::floor, "RZ=floor"},
+                      {cudaRoundPosInf, ScaleRounding::ceil, "RP=ceil"}};
 
 // No named difference exists for e8m0: CUDA RZ/RP equal opcts floor/ceil on every input,
 // including the classes where policies could differ (stated in the test below).
@@ -253,13 +257,13 @@ TEST(CodecCudaE8m0, ZeroSubnormalsNegativesInfAndNanAgree) {
     uint8_t rz_sat, rp_sat, rz_nosat, rp_nosat;
   };
   const Row rows[] = {
-      {0.0f, 0x00, 0x00, 0x00, 0x00},          {-0.0f, 0x00, 0x00, 0x00, 0x00},        // no zero: 2^-127
-      {0x1p-149f, 0x00, 0x00, 0x00, 0x00},     {0x1p-127f, 0x00, 0x00, 0x00, 0x00},    // fp32 subnormals clip
-      {0x1.8p-127f, 0x00, 0x01, 0x00, 0x01},   {std::nextafter(0x1p-126f, 0.0f), 0x00, 0x01, 0x00, 0x01},
-      {-3.0f, 0x80, 0x81, 0x80, 0x81},         {3.0f, 0x80, 0x81, 0x80, 0x81},          // |x|
-      {0x1.8p127f, 0xFE, 0xFE, 0xFE, 0xFF},    {std::numeric_limits<float>::max(), 0xFE, 0xFE, 0xFE, 0xFF},
-      {inf, 0xFE, 0xFE, 0xFF, 0xFF},           {-inf, 0xFE, 0xFE, 0xFF, 0xFF},
-      {nan, 0xFF, 0xFF, 0xFF, 0xFF},           {nnan, 0xFF, 0xFF, 0xFF, 0xFF},
+      {0.0f, 0x00, 0x00, 0x00, 0x00},        {-0.0f, 0x00, 0x00, 0x00, 0x00},      // no zero: 2^-127
+      {0x1p-149f, 0x00, 0x00, 0x00, 0x00},   {0x1p-127f, 0x00, 0x00, 0x00, 0x00},  // fp32 subnormals clip
+      {0x1.8p-127f, 0x00, 0x01, 0x00, 0x01}, {std::nextafter(0x1p-126f, 0.0f), 0x00, 0x01, 0x00, 0x01},
+      {-3.0f, 0x80, 0x81, 0x80, 0x81},       {3.0f, 0x80, 0x81, 0x80, 0x81},  // |x|
+      {0x1.8p127f, 0xFE, 0xFE, 0xFE, 0xFF},  {std::numeric_limits<float>::max(), 0xFE, 0xFE, 0xFE, 0xFF},
+      {inf, 0xFE, 0xFE, 0xFF, 0xFF},         {-inf, 0xFE, 0xFE, 0xFF, 0xFF},
+      {nan, 0xFF, 0xFF, 0xFF, 0xFF},         {nnan, 0xFF, 0xFF, 0xFF, 0xFF},
   };
   for (const auto& r : rows) {
     SCOPED_TRACE(hex(std::bit_cast<uint32_t>(r.x)));
@@ -336,8 +340,10 @@ TEST(CodecCudaFp6Fp4, HalfrawAndBfloat16rawPathsOnEvery16BitInput) {
       b.x = static_cast<uint16_t>(i);
       const auto h_ours = encode_format(fp16_value(h.x), fmt(s.opcts), Overflow::satfinite);
       const auto b_ours = encode_format(bf16_to_float(b.x), fmt(s.opcts), Overflow::satfinite);
-      if (s.cuda_from_half(h) != h_ours) mm.add("fp16 " + hex(i) + " cuda " + hex(s.cuda_from_half(h)) + " opcts " + hex(h_ours));
-      if (s.cuda_from_bf16(b) != b_ours) mm.add("bf16 " + hex(i) + " cuda " + hex(s.cuda_from_bf16(b)) + " opcts " + hex(b_ours));
+      if (s.cuda_from_half(h) != h_ours)
+        mm.add("fp16 " + hex(i) + " cuda " + hex(s.cuda_from_half(h)) + " opcts " + hex(h_ours));
+      if (s.cuda_from_bf16(b) != b_ours)
+        mm.add("bf16 " + hex(i) + " cuda " + hex(s.cuda_from_bf16(b)) + " opcts " + hex(b_ours));
     }
     EXPECT_EQ(mm.count, 0u) << s.label << "\n" << mm.first;
   }

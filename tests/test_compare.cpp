@@ -104,12 +104,14 @@ TEST(CompareRefRelative, BoundIsFactorTimesLowpErrorPlusFloor) {
   EXPECT_NEAR(bad.max_abs_err / bad.bound, (1.0 / 16) / bound, 1e-12);
   // A larger factor admits the same output.
   EXPECT_EQ(run(tensor(DType::fp64, {3}, {1.0 + bound + 1.0 / 4096, 2.0 - 1.0 / 16, 4.0}), want,
-                tol_of(Metric::ref_relative, 1.0 / 1024, 0, 4.0), &lowp).mismatches, 0);
+                tol_of(Metric::ref_relative, 1.0 / 1024, 0, 4.0), &lowp)
+                .mismatches,
+            0);
 }
 
 TEST(CompareRefRelative, ExactLowpLeavesTheFloorAndOneRounding) {
   const std::vector<double> want = {256.0, 1.0};
-  const std::vector<double> lowp = want;  // lowp error 0
+  const std::vector<double> lowp = want;                        // lowp error 0
   const auto t = tol_of(Metric::ref_relative, 0, 0, 2.0, 0.5);  // floor 0.5 · 2^-7 · 256 = 1 in bf16
   // Element 1: e = 1, plus half a bf16 spacing at |1| + 1 = 2, i.e. 2^-7.
   auto ok = run(tensor(DType::bf16, {2}, {256.0, 2.0}), want, t, &lowp);
@@ -155,9 +157,12 @@ TEST(CompareRefRelative, ReferenceBoundsArePerElementAndTheLargerTermWins) {
   // max(2 · 1/64, 1/16) = 1/16 bounds element 0, max(2 · 1/64, 0) = 1/32 element 1: not their sum.
   const std::vector<double> w = {1.0, 1.0}, lp = {1.0 + 1.0 / 64, 1.0}, b = {1.0 / 16, 0.0};
   EXPECT_EQ(compare_output("O", tensor(DType::fp64, {2}, {1.0 + 1.0 / 16, 1.0 + 1.0 / 32}), w, &lp, t, worst, 5, &b)
-                .mismatches, 0);
-  EXPECT_EQ(compare_output("O", tensor(DType::fp64, {2}, {1.0 + 1.0 / 16 + 1.0 / 1024, 1.0 + 1.0 / 32 + 1.0 / 1024}),
-                           w, &lp, t, worst, 5, &b).mismatches, 2);
+                .mismatches,
+            0);
+  EXPECT_EQ(compare_output("O", tensor(DType::fp64, {2}, {1.0 + 1.0 / 16 + 1.0 / 1024, 1.0 + 1.0 / 32 + 1.0 / 1024}), w,
+                           &lp, t, worst, 5, &b)
+                .mismatches,
+            2);
 }
 
 // The trust check's reference zeros are counted after rounding to the output dtype: a value
@@ -203,8 +208,11 @@ TEST(CompareSpecials, InfinitiesMustMatchInSign) {
   EXPECT_EQ(run(tensor(DType::fp32, {2}, {kInf, kInf}), want, tol_of(Metric::allclose, 1e9)).mismatches, 1);
   // A finite value where the reference is infinite (and the reverse) is a mismatch too.
   EXPECT_EQ(run(tensor(DType::fp32, {2}, {1e30, -kInf}), want, tol_of(Metric::allclose, 1e38)).mismatches, 1);
-  EXPECT_EQ(run(tensor(DType::fp32, {2}, {kInf, 0.0}), std::vector<double>{kInf, 0.0}, tol_of(Metric::exact)).mismatches, 0);
-  EXPECT_EQ(run(tensor(DType::fp32, {2}, {kInf, kInf}), std::vector<double>{kInf, 0.0}, tol_of(Metric::allclose, 1e38)).mismatches, 1);
+  EXPECT_EQ(
+      run(tensor(DType::fp32, {2}, {kInf, 0.0}), std::vector<double>{kInf, 0.0}, tol_of(Metric::exact)).mismatches, 0);
+  EXPECT_EQ(run(tensor(DType::fp32, {2}, {kInf, kInf}), std::vector<double>{kInf, 0.0}, tol_of(Metric::allclose, 1e38))
+                .mismatches,
+            1);
 }
 
 TEST(CompareWorst, SortedByErrorWithMultiIndicesAndCapped) {
@@ -317,8 +325,9 @@ TEST(CompareBounded, TwoSidedBoundTakesTheSideGotLiesOn) {
   EXPECT_EQ(mismatches(3104), 0);
   EXPECT_EQ(mismatches(3120), 1);
   const std::vector<double> wrong{1, 2};
-  EXPECT_THROW(compare_output("d", tensor(DType::bf16, {1}, {3000}), want, nullptr, t, w, 5, &above, 0, nullptr, &wrong),
-               std::invalid_argument);
+  EXPECT_THROW(
+      compare_output("d", tensor(DType::bf16, {1}, {3000}), want, nullptr, t, w, 5, &above, 0, nullptr, &wrong),
+      std::invalid_argument);
 }
 
 // bounded around the exact x: one rounding to nearest passes, a truncating conversion (the far
@@ -431,7 +440,8 @@ TEST(CompareChunks, SameResultOnAnyNumberOfThreads) {
     for (int threads : {1, 2, 5}) {
       omp_set_num_threads(threads);
       w.emplace_back();
-      s.push_back(compare_output("O", got, want, &lowp, t, w.back(), 5, nullptr, 1000, m == Metric::bounded ? &st : nullptr));
+      s.push_back(
+          compare_output("O", got, want, &lowp, t, w.back(), 5, nullptr, 1000, m == Metric::bounded ? &st : nullptr));
     }
     omp_set_num_threads(omp_get_num_procs());
     SCOPED_TRACE(std::string(to_string(m)));

@@ -92,18 +92,20 @@ TEST(Docs, EveryLinkIsValid) {
     const std::string text = read(page);
     for (std::sregex_iterator it(text.begin(), text.end(), link), end; it != end; ++it) {
       const std::string target = (*it)[1];
-      if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0 || target.rfind("mailto:", 0) == 0) continue;
+      if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0 || target.rfind("mailto:", 0) == 0)
+        continue;
       ++links;
       const std::string file = target.substr(0, target.find('#'));
       const std::string anchor = target.find('#') == std::string::npos ? "" : target.substr(target.find('#') + 1);
       const fs::path resolved = file.empty() ? page : (page.parent_path() / file).lexically_normal();
       const std::string rel = fs::relative(resolved, kSource).string();
       if (!fs::exists(resolved)) {
-        EXPECT_TRUE(waiting.count(rel)) << page.filename() << ": link to " << target << " (" << rel << ") names nothing";
+        EXPECT_TRUE(waiting.count(rel)) << page.filename() << ": link to " << target << " (" << rel
+                                        << ") names nothing";
         continue;
       }
-      if (!anchor.empty()) EXPECT_TRUE(anchors(resolved).count(anchor)) << page.filename() << ": no heading #" << anchor
-                                                                         << " in " << rel;
+      if (!anchor.empty())
+        EXPECT_TRUE(anchors(resolved).count(anchor)) << page.filename() << ": no heading #" << anchor << " in " << rel;
     }
   }
   EXPECT_GE(links, 30u);
@@ -143,8 +145,9 @@ TEST(Docs, TheCatalogReferenceHasEveryKey) {
 TEST(Docs, TheCliReferenceHasEveryOption) {
   const std::string doc = read(kSource / "docs/cli.md");
   const std::regex flag(R"((^|[\s,])(--[a-z][a-z0-9-]*))");
-  for (const char* sub : {"list", "run", "repro", "gate", "report merge", "report matrix", "report times", "report html",
-                          "report tightness", "resources", "manifest lint", "probe accumulators", "ctest-tests"}) {
+  for (const char* sub :
+       {"list", "run", "repro", "gate", "report merge", "report matrix", "report times", "report html",
+        "report tightness", "resources", "manifest lint", "probe accumulators", "ctest-tests"}) {
     const Shell help = sh(std::string(OPCTS_BINARY) + " " + sub + " --help");
     ASSERT_EQ(help.status, 0) << help.output;
     const std::string options = help.output.substr(help.output.find("Options:"));
@@ -173,7 +176,8 @@ TEST(Docs, ThePluginExampleBuildsAndRunsAsDocumented) {
   const std::string dir = testutil::temp_dir();
   std::string build = m[1];
   build = std::regex_replace(build, std::regex("<opcts>"), kSource.string());
-  build = std::regex_replace(build, std::regex(R"(\bmine\.c\b)"), (kSource / "plugins/example/example_plugin.c").string());
+  build =
+      std::regex_replace(build, std::regex(R"(\bmine\.c\b)"), (kSource / "plugins/example/example_plugin.c").string());
   build = std::regex_replace(build, std::regex(R"(\blibmine\.so\b)"), dir + "/libmine.so");
   const Shell cc = sh(build);
   ASSERT_EQ(cc.status, 0) << build << "\n" << cc.output;

@@ -180,7 +180,8 @@ TEST(DtypeFp16, EncodeFromFp32MatchesReferenceOnRandomPatterns) {
     const uint16_t want = ref_fp32_to_fp16(x), got = fp32_to_fp16_bits(x);
     const bool ok = is_nan_code16(want, 10) ? is_nan_code16(got, 10) : got == want;
     failures += !ok;
-    EXPECT_TRUE(ok) << "x bits 0x" << std::hex << std::bit_cast<uint32_t>(x) << ": got 0x" << got << ", want 0x" << want;
+    EXPECT_TRUE(ok) << "x bits 0x" << std::hex << std::bit_cast<uint32_t>(x) << ": got 0x" << got << ", want 0x"
+                    << want;
   }
 }
 
@@ -192,7 +193,8 @@ TEST(DtypeBf16, EncodeFromFp32MatchesReferenceOnRandomPatterns) {
     const uint16_t want = ref_fp32_to_bf16(x), got = fp32_to_bf16_bits(x);
     const bool ok = is_nan_code16(want, 7) ? is_nan_code16(got, 7) : got == want;
     failures += !ok;
-    EXPECT_TRUE(ok) << "x bits 0x" << std::hex << std::bit_cast<uint32_t>(x) << ": got 0x" << got << ", want 0x" << want;
+    EXPECT_TRUE(ok) << "x bits 0x" << std::hex << std::bit_cast<uint32_t>(x) << ": got 0x" << got << ", want 0x"
+                    << want;
   }
 }
 
@@ -220,10 +222,10 @@ TEST(DtypeFp16, NamedEdgeValues) {
   EXPECT_EQ(encode(DType::fp16, 65519.99), 0x7BFFu);  // below the overflow threshold
   EXPECT_EQ(encode(DType::fp16, 65520.0), 0x7C00u);   // the tie above max finite rounds to Inf
   EXPECT_EQ(encode(DType::fp16, -65520.0), 0xFC00u);
-  EXPECT_EQ(encode(DType::fp16, std::ldexp(1.0, -24)), 0x0001u);                   // smallest subnormal
-  EXPECT_EQ(encode(DType::fp16, std::ldexp(1.0, -25)), 0x0000u);                   // half of it ties to 0
+  EXPECT_EQ(encode(DType::fp16, std::ldexp(1.0, -24)), 0x0001u);  // smallest subnormal
+  EXPECT_EQ(encode(DType::fp16, std::ldexp(1.0, -25)), 0x0000u);  // half of it ties to 0
   EXPECT_EQ(encode(DType::fp16, std::nextafter(std::ldexp(1.0, -25), 1.0)), 0x0001u);
-  EXPECT_EQ(encode(DType::fp16, std::ldexp(3.0, -25)), 0x0002u);                   // 1.5 quanta ties to even 2
+  EXPECT_EQ(encode(DType::fp16, std::ldexp(3.0, -25)), 0x0002u);  // 1.5 quanta ties to even 2
   EXPECT_EQ(encode(DType::fp16, -0.0), 0x8000u);
   EXPECT_EQ(encode(DType::fp16, INFINITY), 0x7C00u);
   EXPECT_EQ(encode(DType::fp16, -INFINITY), 0xFC00u);
@@ -238,10 +240,10 @@ TEST(DtypeFp16, NamedEdgeValues) {
 // while going through float rounds twice and lands on the even neighbour.
 TEST(DtypeFp16, RoundToDoubleAvoidsDoubleRounding) {
   const double tie = 1.0 + std::ldexp(1.0, -11);  // halfway between 1 and 1 + 2^-10
-  const double x = tie + std::ldexp(1.0, -40);     // above the tie, far below fp32's ulp 2^-23
+  const double x = tie + std::ldexp(1.0, -40);    // above the tie, far below fp32's ulp 2^-23
   ASSERT_EQ(static_cast<double>(static_cast<float>(x)), tie);
   EXPECT_EQ(fp32_to_fp16_bits(static_cast<float>(x)), 0x3C00u);  // via float: tie to even, down
-  EXPECT_EQ(encode(DType::fp16, x), 0x3C01u);                      // directly: up
+  EXPECT_EQ(encode(DType::fp16, x), 0x3C01u);                    // directly: up
   EXPECT_EQ(round_to(DType::fp16, x), 1.0 + std::ldexp(1.0, -10));
   EXPECT_EQ(encode(DType::fp16, -x), 0xBC01u);
 }

@@ -22,10 +22,12 @@ TEST(KitTokens, NumbersRoundTripAndStayGtestNames) {
   EXPECT_EQ(kit::num_token(0.0625), "0p0625");
   EXPECT_EQ(kit::num_token(-30), "m30");
   EXPECT_EQ(kit::num_token(1e20), "1e20");  // no '+': ids are [a-z0-9_]
-  for (const char* bad : {"", "p", "1x", "1.5", "-1"}) EXPECT_THROW(kit::parse_num_token(bad), std::invalid_argument) << bad;
+  for (const char* bad : {"", "p", "1x", "1.5", "-1"})
+    EXPECT_THROW(kit::parse_num_token(bad), std::invalid_argument) << bad;
   EXPECT_EQ(kit::int_token(-1), "m1");
   EXPECT_EQ(kit::parse_int_token("m4095"), -4095);
-  for (const char* bad : {"", "m", "-5", "+5", "5a", "mm5"}) EXPECT_THROW(kit::parse_int_token(bad), std::invalid_argument) << bad;
+  for (const char* bad : {"", "m", "-5", "+5", "5a", "mm5"})
+    EXPECT_THROW(kit::parse_int_token(bad), std::invalid_argument) << bad;
 }
 
 TEST(KitIdReader, TakesSequencesAndPrefixes) {
@@ -58,8 +60,9 @@ const kit::FieldTable<Toy>& toy_fields() {
       "toy",
       {kit::dtype_bare<Toy>("dtype", &Toy::dtype, "fp32 | bf16"), kit::int_always<Toy>("n", &Toy::n, "n", "N", true),
        kit::int_unless<Toy, int64_t>("pad", &Toy::pad, 0, "pad", "P"),
-       kit::choice<Toy>("shade", &Toy::shade,
-                        {{Shade::light, "light", ""}, {Shade::dark, "dark", "dark"}, {Shade::dark_blue, "dark_blue", "dark_blue"}}),
+       kit::choice<Toy>(
+           "shade", &Toy::shade,
+           {{Shade::light, "light", ""}, {Shade::dark, "dark", "dark"}, {Shade::dark_blue, "dark_blue", "dark_blue"}}),
        kit::flag<Toy>("fast", &Toy::fast, "fast")},
       [](const Toy& p) {
         if (p.n < 0) throw std::invalid_argument("n must be >= 0");
@@ -84,11 +87,13 @@ TEST(KitTable, DerivesParserPrinterAndErrors) {
     }
     return std::string();
   };
-  EXPECT_NE(yaml_error("{dtype: fp32, n: 1, colour: red}").find("unknown toy field 'colour' (expected dtype, n, pad, shade, fast)"),
+  EXPECT_NE(yaml_error("{dtype: fp32, n: 1, colour: red}")
+                .find("unknown toy field 'colour' (expected dtype, n, pad, shade, fast)"),
             std::string::npos);
   EXPECT_NE(yaml_error("{dtype: fp32}").find("missing field 'n'"), std::string::npos);
   EXPECT_NE(yaml_error("{dtype: fp32, n: x}").find("field 'n': cannot read 'x' as an integer"), std::string::npos);
-  EXPECT_NE(yaml_error("{dtype: fp32, n: 1, shade: red}").find("field 'shade': unknown value 'red'"), std::string::npos);
+  EXPECT_NE(yaml_error("{dtype: fp32, n: 1, shade: red}").find("field 'shade': unknown value 'red'"),
+            std::string::npos);
   EXPECT_NE(yaml_error("{dtype: fp32, n: -1}").find("n must be >= 0"), std::string::npos);
 
   auto id_error = [&](const char* id) {
@@ -120,7 +125,8 @@ TEST(KitRoundTrip, EveryCatalogProblemOfEveryFamily) {
     EXPECT_EQ(e.family->problem_id(*back), id);
     families.insert(std::string(e.family->name()));
   }
-  for (const Family* f : reg.families()) EXPECT_TRUE(families.count(std::string(f->name()))) << f->name() << " has no catalog problem";
+  for (const Family* f : reg.families())
+    EXPECT_TRUE(families.count(std::string(f->name()))) << f->name() << " has no catalog problem";
 }
 
 // The opt-in catalogs (cases/opt_in/, loaded only with --catalog) round-trip as the built-in ones,

@@ -1,5 +1,5 @@
-// Test helpers shared by the families' tests: an impl judged by the bounded metric as the runner judges it on the host, and the two
-// catalog-wide checks every family with negative cases and planted impls runs.
+// Test helpers shared by the families' tests: an impl judged by the bounded metric as the runner judges it on the host,
+// and the two catalog-wide checks every family with negative cases and planted impls runs.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -24,23 +24,26 @@ inline const ArchInfo& host_arch() {
 
 /// The tolerance a case gets on the host device (cases/tolerances.yaml, manifests/host.yaml), as
 /// the runner resolves it.
-inline Tolerance host_tolerance(const Family& f, const Impl& impl, const Problem& p, const std::string& out, DType dtype) {
+inline Tolerance host_tolerance(const Family& f, const Impl& impl, const Problem& p, const std::string& out,
+                                DType dtype) {
   static const ToleranceTable table = ToleranceTable::load((cases_dir() / "tolerances.yaml").string());
   static const Manifest manifest = Manifest::load((cases_dir() / "manifests" / "host.yaml").string());
-  return table.resolve(std::string(f.name()), out, dtype, std::string(impl.name()), "host", case_id(f, impl, p), &manifest);
+  return table.resolve(std::string(f.name()), out, dtype, std::string(impl.name()), "host", case_id(f, impl, p),
+                       &manifest);
 }
 
 /// `impl`'s output `out` on problem p (inputs `in`, reference `ref`) judged as the runner judges
 /// it on the host device: the bounded metric under the impl's tolerance rule, from the
 /// reference's reduction statistics or its own per-element bound.
-inline OutputStats judge_bounded(const Family& f, const Impl& impl, const Problem& p, const TensorMap& in, const References& ref,
-                                 const std::string& out) {
+inline OutputStats judge_bounded(const Family& f, const Impl& impl, const Problem& p, const TensorMap& in,
+                                 const References& ref, const std::string& out) {
   const TensorMap got = impl.run(p, in, RunContext{&host_arch(), -1});
   std::vector<WorstElement> worst;
   const Tolerance t = host_tolerance(f, impl, p, out, got.at(out).dtype());
   const auto bound = ref.bound.find(out);
   const auto reduction = ref.reduction.find(out);
-  return compare_output(out, got.at(out), ref.exact.at(out), nullptr, t, worst, 5, bound == ref.bound.end() ? nullptr : &bound->second, 0,
+  return compare_output(out, got.at(out), ref.exact.at(out), nullptr, t, worst, 5,
+                        bound == ref.bound.end() ? nullptr : &bound->second, 0,
                         reduction == ref.reduction.end() ? nullptr : &reduction->second);
 }
 
@@ -73,8 +76,9 @@ inline void expect_negative_cases_refused(const Family& f, const Impl& impl, con
 
 /// The planted impl `name` fails (bounded metric) on every smoke problem of `entries` it takes
 /// (it SKIPs those that do not probe its bug), and takes at least `at_least` of them.
-inline void expect_planted_fails_on_smoke(const Family& f, const Impl* planted, const std::vector<CatalogEntry>& entries,
-                                          const std::string& out, int at_least) {
+inline void expect_planted_fails_on_smoke(const Family& f, const Impl* planted,
+                                          const std::vector<CatalogEntry>& entries, const std::string& out,
+                                          int at_least) {
   ASSERT_TRUE(planted && planted->planted());
   int n = 0;
   for (const auto& e : entries) {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/manifest.hpp"
 #include "runner/gate.hpp"
+#include "runner/manifest.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {
@@ -73,7 +73,7 @@ ResultRecord rec(const std::string& entry, Outcome raw, const std::string& messa
 struct Row {
   const char* entry;  // none, strict, lenient, crash, refused, planted, skip, flaky
   Outcome raw;
-  Outcome judged;     // the gate's outcome
+  Outcome judged;  // the gate's outcome
   bool fatal;
   const char* message = "what happened";  // the raw message (the refused entry's pattern is "status 15")
 };
@@ -200,7 +200,8 @@ TEST(Gate, TableCoversEveryRunOutcomeUnderEveryEntry) {
 TEST(Gate, AFailOfAnotherKindOrOutputIsUnexpected) {
   const Manifest m = manifest();
   const std::vector<std::pair<std::vector<Failure>, std::string>> rows = {
-      {{{"O", FailureKind::exceeds_bound, 3, 2.0}, {"lse", FailureKind::exceeds_bound, 1, 1.5}}, "lse exceeds_bound ×1.5 (1 element)"},
+      {{{"O", FailureKind::exceeds_bound, 3, 2.0}, {"lse", FailureKind::exceeds_bound, 1, 1.5}},
+       "lse exceeds_bound ×1.5 (1 element)"},
       {{{"O", FailureKind::nonfinite, 16384, 0}}, "O nonfinite (16384 elements)"},
       {{{"O", FailureKind::exceeds_bound, 3, 2.0}, {"", FailureKind::wrote_input, 0, 0}}, "wrote_input"},
       {{}, "no failure kind recorded"},

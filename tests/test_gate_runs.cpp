@@ -16,8 +16,8 @@ namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
-using testutil::Shell;
 using testutil::sh;
+using testutil::Shell;
 
 const std::string kOpcts = OPCTS_BINARY;
 
@@ -57,8 +57,8 @@ TEST_F(GateRuns, AllShardsPassThreeOfFourFailAlsoMerged) {
   const Shell all = gate(dir_ + "/shards");
   EXPECT_EQ(all.status, 0) << all.output;
   EXPECT_NE(all.output.find("gate host: PASSED"), std::string::npos) << all.output;
-  const Shell merged = sh(kOpcts + " report merge " + dir_ + "/shards --results " + dir_ + "/m/r.jsonl --junit " + dir_ +
-                          "/m/j.xml");
+  const Shell merged =
+      sh(kOpcts + " report merge " + dir_ + "/shards --results " + dir_ + "/m/r.jsonl --junit " + dir_ + "/m/j.xml");
   ASSERT_EQ(merged.status, 0) << merged.output;
   EXPECT_EQ(gate(dir_ + "/m/r.jsonl").status, 0);
   EXPECT_EQ(gate(dir_ + "/m/j.xml").status, 0);
@@ -68,9 +68,10 @@ TEST_F(GateRuns, AllShardsPassThreeOfFourFailAlsoMerged) {
   const Shell three = gate(dir_ + "/shards");
   EXPECT_EQ(three.status, 1) << three.output;
   EXPECT_NE(three.output.find("shard 3/4 has no report"), std::string::npos) << three.output;
-  ASSERT_EQ(sh(kOpcts + " report merge " + dir_ + "/shards --results " + dir_ + "/m3/r.jsonl --junit " + dir_ + "/m3/j.xml")
-                .status,
-            0);
+  ASSERT_EQ(
+      sh(kOpcts + " report merge " + dir_ + "/shards --results " + dir_ + "/m3/r.jsonl --junit " + dir_ + "/m3/j.xml")
+          .status,
+      0);
   for (const char* report : {"/m3/r.jsonl", "/m3/j.xml"}) {
     const Shell g = gate(dir_ + report);
     EXPECT_EQ(g.status, 1) << report << "\n" << g.output;
@@ -93,13 +94,16 @@ TEST_F(GateRuns, ASelectionWhereNothingRunsFails) {
   EXPECT_NE(md.find("The gate fails this run"), std::string::npos) << md;
 
   // --allow-empty lets an empty selection start; it does not make it pass.
-  const Shell empty = sh(kOpcts + " run --arch host --tier smoke --filter 'nothing.matches/*' --allow-empty --results " +
-                         dir_ + "/empty/r.jsonl");
+  const Shell empty =
+      sh(kOpcts + " run --arch host --tier smoke --filter 'nothing.matches/*' --allow-empty --results " + dir_ +
+         "/empty/r.jsonl");
   EXPECT_EQ(empty.status, 1) << empty.output;
   EXPECT_EQ(gate(dir_ + "/empty").status, 1);
   // An empty shard passes alone (the others may hold the cases); the gate over all of them decides.
-  const Shell shard = sh(kOpcts + " run --arch host --tier smoke --filter 'nothing.matches/*' --allow-empty --shard 2/2 "
-                         "--results " + dir_ + "/empty2/r.jsonl");
+  const Shell shard = sh(kOpcts +
+                         " run --arch host --tier smoke --filter 'nothing.matches/*' --allow-empty --shard 2/2 "
+                         "--results " +
+                         dir_ + "/empty2/r.jsonl");
   EXPECT_EQ(shard.status, 0) << shard.output;
   EXPECT_EQ(gate(dir_ + "/empty2").status, 1);
 }
@@ -111,7 +115,8 @@ TEST_F(GateRuns, APluginThatCannotLoadFailsTheRunAndTheGate) {
   EXPECT_NE(r.output.find("--plugin-optional"), std::string::npos) << r.output;
   const Shell g = gate(dir_ + "/missing");
   EXPECT_EQ(g.status, 1) << g.output;
-  EXPECT_NE(g.output.find("ended before it planned its cases (plugin /no/such/plugin.so"), std::string::npos) << g.output;
+  EXPECT_NE(g.output.find("ended before it planned its cases (plugin /no/such/plugin.so"), std::string::npos)
+      << g.output;
 
   // Marked optional, the run goes on without it and says so; the gate notes it.
   const Shell o = run("optional", 1, 1, "--plugin-optional /no/such/plugin.so");

@@ -74,8 +74,7 @@ int64_t outside_bound(const std::vector<T>& c, const Exact& e, int64_t k) {
   const double u = std::ldexp(1.0, -std::numeric_limits<T>::digits);
   const double coef = gamma(k, u) + gamma(k + 1, std::ldexp(1.0, -64));
   int64_t bad = 0;
-  for (size_t i = 0; i < c.size(); ++i)
-    bad += std::fabs(static_cast<long double>(c[i]) - e.c[i]) > coef * e.abs[i];
+  for (size_t i = 0; i < c.size(); ++i) bad += std::fabs(static_cast<long double>(c[i]) - e.c[i]) > coef * e.abs[i];
   return bad;
 }
 
@@ -281,7 +280,8 @@ TEST(ReductionProducts, Fp64WhereFp32CouldUnderflowOrTheProductIsSkinny) {
   const auto fp64_abs = [](const RowMajorF64& a, const RowMajorF64& bt) {
     const RowMajorF64 aa = a.cwiseAbs(), ba = bt.cwiseAbs();
     std::vector<double> c(static_cast<size_t>(a.rows() * bt.rows()));
-    ref::gemm<double>(a.rows(), bt.rows(), a.cols(), {aa.data(), a.cols()}, {ba.data(), a.cols(), true}, c.data(), bt.rows());
+    ref::gemm<double>(a.rows(), bt.rows(), a.cols(), {aa.data(), a.cols()}, {ba.data(), a.cols(), true}, c.data(),
+                      bt.rows());
     return c;
   };
   // One magnitude below 2^-30 (its square could leave fp32's normal range): fp64 throughout.

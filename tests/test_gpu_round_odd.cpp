@@ -1,4 +1,5 @@
-// device_impl/portable/gpu.hpp's round_odd_to_float, the first step of HIP's __double2half and __double2bfloat16, against CUDA's own (host-callable) conversions.
+// device_impl/portable/gpu.hpp's round_odd_to_float, the first step of HIP's __double2half and __double2bfloat16,
+// against CUDA's own (host-callable) conversions.
 //
 // HIP 5.2 has no conversion from double to fp16 or bf16; gpu.hpp defines both as
 // round_odd_to_float followed by the float conversion to nearest even. Compiled by g++ against
@@ -84,14 +85,18 @@ constexpr Grid kHalf{11, -24, 5, -30, 17}, kBf16{8, -133, 120, -150, 128};
 uint16_t cuda_half(double d) { return half_bits(__double2half(d)); }
 uint16_t cuda_bf16(double d) { return bf16_bits(__double2bfloat16(d)); }
 
-TEST(GpuRoundOdd, HalfFromDoubleMatchesCuda) { EXPECT_EQ(mismatches(cases_of(kHalf, 0x0DDF10A7ull), half_via_odd, cuda_half), 0); }
+TEST(GpuRoundOdd, HalfFromDoubleMatchesCuda) {
+  EXPECT_EQ(mismatches(cases_of(kHalf, 0x0DDF10A7ull), half_via_odd, cuda_half), 0);
+}
 
-TEST(GpuRoundOdd, Bf16FromDoubleMatchesCuda) { EXPECT_EQ(mismatches(cases_of(kBf16, 0xBF16ull), bf16_via_odd, cuda_bf16), 0); }
+TEST(GpuRoundOdd, Bf16FromDoubleMatchesCuda) {
+  EXPECT_EQ(mismatches(cases_of(kBf16, 0xBF16ull), bf16_via_odd, cuda_bf16), 0);
+}
 
 TEST(GpuRoundOdd, EdgeValues) {
   const double inf = std::numeric_limits<double>::infinity();
-  const double edges[] = {0.0, -0.0, 1e-300, -1e-300, 0x1p-150, 0x1.8p-150, 0x1p-149, 1e300, -1e300, inf, -inf,
-                          65519.99, 65520.0, 65520.01, 0x1.fffffffp+127, 0x1.ff0000001p+127};
+  const double edges[] = {0.0,    -0.0, 1e-300, -1e-300,  0x1p-150, 0x1.8p-150, 0x1p-149,         1e300,
+                          -1e300, inf,  -inf,   65519.99, 65520.0,  65520.01,   0x1.fffffffp+127, 0x1.ff0000001p+127};
   for (double d : edges) {
     EXPECT_EQ(half_via_odd(d), cuda_half(d)) << std::hexfloat << d;
     EXPECT_EQ(bf16_via_odd(d), cuda_bf16(d)) << std::hexfloat << d;

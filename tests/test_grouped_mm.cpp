@@ -43,7 +43,8 @@ OutputStats judged(const TensorMap& got, const References& ref) {
   t.metric = Metric::bounded;
   t.factor = 1;
   t.false_alarm = 1e-12;
-  return compare_output("out", got.at("out"), ref.exact.at("out"), nullptr, t, worst, 5, nullptr, 0, &ref.reduction.at("out"));
+  return compare_output("out", got.at("out"), ref.exact.at("out"), nullptr, t, worst, 5, nullptr, 0,
+                        &ref.reduction.at("out"));
 }
 
 // Mismatches of the impl's "out" (judged); a write outside the output (ContractBreach) counts as one.
@@ -61,13 +62,25 @@ int64_t mismatches(const Impl& im, const Problem& p) {
 }
 
 TEST(GroupedMmId, SpellsSplitsTailsAndDefects) {
-  const Problem p{.mode = Mode::m2d_3d, .recipe = Recipe::bf16, .groups = 6, .m = 3268, .n = 64, .k = 128,
-                  .split = grouped_mm::Split::sizes, .sizes = {162, 0, 2577, 446, 0, 83}, .tail = 13};
+  const Problem p{.mode = Mode::m2d_3d,
+                  .recipe = Recipe::bf16,
+                  .groups = 6,
+                  .m = 3268,
+                  .n = 64,
+                  .k = 128,
+                  .split = grouped_mm::Split::sizes,
+                  .sizes = {162, 0, 2577, 446, 0, 83},
+                  .tail = 13};
   const std::string id = grouped_mm::fields().id(p);
   EXPECT_EQ(id, "2d_3d_bf16_g6_m3268_n64_k128_s162x0x2577x446x0x83_tail13");
   EXPECT_EQ(grouped_mm::fields().parse_id(id), p);
-  EXPECT_EQ(grouped_mm::fields().id(Problem{.mode = Mode::m2d_2d, .recipe = Recipe::mxfp8, .groups = 8, .m = 64, .n = 64,
-                                            .k = 256, .split = grouped_mm::Split::single}),
+  EXPECT_EQ(grouped_mm::fields().id(Problem{.mode = Mode::m2d_2d,
+                                            .recipe = Recipe::mxfp8,
+                                            .groups = 8,
+                                            .m = 64,
+                                            .n = 64,
+                                            .k = 256,
+                                            .split = grouped_mm::Split::single}),
             "2d_2d_mxfp8_g8_m64_n64_k256_single");
   for (const auto& e : catalog()) EXPECT_EQ(family().problem_id(*family().parse_id(e.problem_id)), e.problem_id);
 }
@@ -89,7 +102,12 @@ TEST(GroupedMmId, ValidationNamesTheRule) {
 }
 
 TEST(GroupedMmSizes, SkewedSplitsAreAlignedAndSkewed) {
-  const Problem p{.mode = Mode::m2d_3d, .recipe = Recipe::mxfp8, .groups = 256, .m = 8192, .n = 32, .k = 32,
+  const Problem p{.mode = Mode::m2d_3d,
+                  .recipe = Recipe::mxfp8,
+                  .groups = 256,
+                  .m = 8192,
+                  .n = 32,
+                  .k = 32,
                   .split = grouped_mm::Split::skewed};
   const std::vector<int64_t> s = grouped_mm::group_sizes(p);
   int64_t sum = 0, most = 0;
@@ -149,9 +167,12 @@ TEST(GroupedMmReference, MatchesANaiveLoopAndLeavesTheTailNaN) {
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t j = 0; j < cols; ++j) {
             const int64_t gi = mode == Mode::m2d_3d ? start + i : i, gj = mode == Mode::m3d_2d ? start + j : j;
-            const int64_t at = mode == Mode::m2d_3d ? gi * p.n + gj : mode == Mode::m3d_2d ? gi * (p.n + p.tail) + gj : (g * p.m + i) * p.n + j;
+            const int64_t at = mode == Mode::m2d_3d   ? gi * p.n + gj
+                               : mode == Mode::m3d_2d ? gi * (p.n + p.tail) + gj
+                                                      : (g * p.m + i) * p.n + j;
             const double x = naive(p, in, g, gi, gj, k0, depth);  // unrounded; fp64 sums in another order
-            EXPECT_NEAR(want[static_cast<size_t>(at)], x, 1e-12 * (1 + std::fabs(x))) << grouped_mm::fields().id(p) << " at " << at;
+            EXPECT_NEAR(want[static_cast<size_t>(at)], x, 1e-12 * (1 + std::fabs(x)))
+                << grouped_mm::fields().id(p) << " at " << at;
             ++checked;
           }
       }
@@ -193,12 +214,14 @@ TEST(GroupedMmFnuz, IsRowwisesCodesAsE4m3fnuzWithDoubledScalesAndTheSameReferenc
       ASSERT_EQ(b.at(t).dtype(), DType::e4m3fnuz) << t;
       for (int64_t i = 0; i < a.at(t).numel(); ++i) {
         ASSERT_EQ(a.at(t).code(i), b.at(t).code(i)) << t << " " << i;
-        ASSERT_EQ(2 * decode(DType::e4m3fnuz, b.at(t).code(i)), decode(DType::e4m3fn, a.at(t).code(i))) << t << " " << i;
+        ASSERT_EQ(2 * decode(DType::e4m3fnuz, b.at(t).code(i)), decode(DType::e4m3fn, a.at(t).code(i)))
+            << t << " " << i;
       }
     }
     for (const char* t : {"a_scale", "b_scale"})
       for (int64_t i = 0; i < a.at(t).numel(); ++i) ASSERT_EQ(b.at(t).get(i), 2 * a.at(t).get(i)) << t << " " << i;
-    const std::vector<double> want = family().reference(p, a).exact.at("out"), got = family().reference(q, b).exact.at("out");
+    const std::vector<double> want = family().reference(p, a).exact.at("out"),
+                              got = family().reference(q, b).exact.at("out");
     ASSERT_EQ(want.size(), got.size());
     for (size_t i = 0; i < want.size(); ++i)
       if (!std::isnan(want[i])) ASSERT_EQ(got[i], want[i]) << grouped_mm::to_string(mode) << " " << i;
@@ -251,7 +274,12 @@ TEST(GroupedMmBound, CatchesEveryBScaleOffBy2ToTheMinus8) {
   // The bound can fail where it must: host.grouped run on B scales that are each 2^-8 too large
   // (an fp32 scale rounded to bf16 on the way in) fails against the true inputs' reference,
   // while the true scales pass.
-  const Problem p{.mode = Mode::m2d_3d, .recipe = Recipe::rowwise, .groups = 4, .m = 512, .n = 64, .k = 256,
+  const Problem p{.mode = Mode::m2d_3d,
+                  .recipe = Recipe::rowwise,
+                  .groups = 4,
+                  .m = 512,
+                  .n = 64,
+                  .k = 256,
                   .split = grouped_mm::Split::skewed};
   const TensorMap in = family().make_inputs(p, 11);
   const References ref = family().reference(p, in);
@@ -265,7 +293,8 @@ TEST(GroupedMmBound, CatchesEveryBScaleOffBy2ToTheMinus8) {
   HostTensor& bs = off.at("b_scale");
   for (int64_t i = 0; i < bs.numel(); ++i) bs.set(i, bs.get(i) * (1 + std::ldexp(1.0, -8)));
   const OutputStats bad = run_on(off);
-  EXPECT_TRUE(bad.mismatches > 0 || bad.biased()) << "slope " << bad.slope << " in [" << bad.slope_lo << ", " << bad.slope_hi << "]";
+  EXPECT_TRUE(bad.mismatches > 0 || bad.biased())
+      << "slope " << bad.slope << " in [" << bad.slope_lo << ", " << bad.slope_hi << "]";
 }
 
 TEST(GroupedMmNegative, DefectsAreInTheTensors) {

@@ -26,7 +26,8 @@ GroupedMmParams two_d_three_d(GroupedRecipe recipe) {
   p.b = buf, p.b_batch = 4, p.b_rows = 64, p.b_cols = 48;
   p.offs = offs, p.offs_count = 4;
   p.out = buf, p.out_rows = 300, p.out_cols = 48;
-  if (recipe == GroupedRecipe::fp8_rowwise) p.a_scale = buf, p.a_scale_count = 300, p.b_scale = buf, p.b_scale_count = 4 * 48;
+  if (recipe == GroupedRecipe::fp8_rowwise)
+    p.a_scale = buf, p.a_scale_count = 300, p.b_scale = buf, p.b_scale_count = 4 * 48;
   if (recipe == GroupedRecipe::mxfp8) {
     // (rows + 128·G)·round_up(K/32, 4) and G·round_up(N, 128)·round_up(K/32, 4).
     p.a_scale = buf, p.a_scale_count = (300 + 512) * 4;
@@ -51,8 +52,8 @@ TEST(GroupedMmArgs, ValidProblemsPassAndResolveStrides) {
     const grouped::Shape s = grouped::validate(p, "test");
     EXPECT_EQ(s.split, 300);
     EXPECT_EQ(s.lda, 64);
-    EXPECT_EQ(s.ldb, 64);           // Bᵀ rows are K long
-    EXPECT_EQ(s.b_bs, 48 * 64);     // one group's N·K
+    EXPECT_EQ(s.ldb, 64);        // Bᵀ rows are K long
+    EXPECT_EQ(s.b_bs, 48 * 64);  // one group's N·K
     EXPECT_EQ(s.ldo, 48);
   }
 }

@@ -28,14 +28,15 @@ std::string launcher_verdict(const Family& f, const grouped_mm::Problem& p) {
   for (auto& [name, x] : in) t.descriptors()[i++].data = x.data();
   t.descriptors()[i].data = out.data();
   const auto c = abi_struct<opcts_grouped_mm_params>(f.abi_params(p));
-  const cuda::GroupedMmParams k = cuda::grouped_kernel_params(c, t.descriptors().data(), static_cast<int32_t>(t.size()),
-                                                              cuda::GroupedPlant::none);
+  const cuda::GroupedMmParams k =
+      cuda::grouped_kernel_params(c, t.descriptors().data(), static_cast<int32_t>(t.size()), cuda::GroupedPlant::none);
   try {
     const cuda::grouped::Shape s = cuda::grouped::validate(k, "glue test");
     if (k.offs_count > 0) {
       const std::vector<int32_t> offs(k.offs, k.offs + k.offs_count);
       const int64_t multiple = cuda::grouped_offs_multiple(k.mode, k.recipe);
-      cuda::grouped::refuse_offs(cuda::grouped::find_offs_fault(offs, s.split, multiple), s.split, multiple, "glue test");
+      cuda::grouped::refuse_offs(cuda::grouped::find_offs_fault(offs, s.split, multiple), s.split, multiple,
+                                 "glue test");
     }
   } catch (const cuda::GroupedArgumentError& e) {
     return e.argument;

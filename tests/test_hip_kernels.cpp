@@ -36,7 +36,8 @@ std::map<std::string, Entry> parse_kernels(std::istream& in, std::vector<std::st
       errors->push_back("line " + std::to_string(n) + ": not 'portable FILE' or 'cuda_only FILE: REASON': " + line);
       continue;
     }
-    if (!out.emplace(m[1].str(), e).second) errors->push_back("line " + std::to_string(n) + ": " + m[1].str() + " listed twice");
+    if (!out.emplace(m[1].str(), e).second)
+      errors->push_back("line " + std::to_string(n) + ": " + m[1].str() + " listed twice");
   }
   return out;
 }
@@ -60,7 +61,8 @@ TEST(HipKernels, EveryKernelFileIsClassifiedOnce) {
   }
   EXPECT_GT(files, 10);
   for (const auto& [f, e] : kernels)
-    EXPECT_TRUE(fs::exists(fs::path(OPCTS_SOURCE_DIR) / "device_impl/cuda" / f)) << "kernels.txt:" << e.line << ": no " << f;
+    EXPECT_TRUE(fs::exists(fs::path(OPCTS_SOURCE_DIR) / "device_impl/cuda" / f))
+        << "kernels.txt:" << e.line << ": no " << f;
 }
 
 TEST(HipKernels, TheListParserCatchesWhatItMust) {

@@ -1,4 +1,6 @@
-// The indexing families (scatter_add, index_add, index_select): ids, inputs, the exact reference, each accumulation model's bound against simulations of its arithmetic, host.omp on the smoke tier, negative cases and the planted host impls.
+// The indexing families (scatter_add, index_add, index_select): ids, inputs, the exact reference, each accumulation
+// model's bound against simulations of its arithmetic, host.omp on the smoke tier, negative cases and the planted host
+// impls.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,9 +51,11 @@ int64_t mismatches(const Problem& p, const References& ref, const HostTensor& ou
   const auto bd = ref.bound.find(key);
   const auto below = ref.bound_below.find(key);
   const auto cs = ref.conservation.find(key);
-  const ConservationStats c = cs == ref.conservation.end() ? ConservationStats{} : check_conservation("out", out, cs->second);
-  return compare_output("out", out, ref.exact.at("out"), nullptr, t, worst, 5, bd == ref.bound.end() ? nullptr : &bd->second,
-                        0, nullptr, below == ref.bound_below.end() ? nullptr : &below->second)
+  const ConservationStats c =
+      cs == ref.conservation.end() ? ConservationStats{} : check_conservation("out", out, cs->second);
+  return compare_output("out", out, ref.exact.at("out"), nullptr, t, worst, 5,
+                        bd == ref.bound.end() ? nullptr : &bd->second, 0, nullptr,
+                        below == ref.bound_below.end() ? nullptr : &below->second)
              .mismatches +
          c.groups_off + (c.total_off ? 1 : 0);
 }
@@ -89,17 +93,32 @@ TEST(IndexingDtypes, Int32AndInt64AreExactTwosComplement) {
 TEST(IndexingId, SpellsTheFieldsInOrder) {
   const auto& sa = indexing::fields(Op::scatter_add);
   EXPECT_EQ(sa.id(Problem{.n = 100, .m = 1305301}), "fp32_i64_n100_m1305301_uniform");
-  EXPECT_EQ(sa.id(Problem{.dtype = DType::fp16, .index_dtype = DType::int32, .n = 33, .m = 64, .dist = Dist::all_last,
-                          .fill = Fill::ones, .misalign = true}),
+  EXPECT_EQ(sa.id(Problem{.dtype = DType::fp16,
+                          .index_dtype = DType::int32,
+                          .n = 33,
+                          .m = 64,
+                          .dist = Dist::all_last,
+                          .fill = Fill::ones,
+                          .misalign = true}),
             "fp16_i32_n33_m64_alllast_ones_misalign");
   const auto& ia = indexing::fields(Op::index_add);
-  const Problem p{.op = Op::index_add, .dtype = DType::bf16, .outer = 2, .n = 29, .m = 61, .inner = 7, .dist = Dist::zipf,
-                  .alpha = -0.5, .bad_index = BadIndex::wraps32, .expect_error = "index"};
+  const Problem p{.op = Op::index_add,
+                  .dtype = DType::bf16,
+                  .outer = 2,
+                  .n = 29,
+                  .m = 61,
+                  .inner = 7,
+                  .dist = Dist::zipf,
+                  .alpha = -0.5,
+                  .bad_index = BadIndex::wraps32,
+                  .expect_error = "index"};
   EXPECT_EQ(ia.id(p), "bf16_i64_b2_n29_m61_h7_zipf_alpham0p5_badwrap32_expect_index");
   EXPECT_EQ(ia.parse_id(ia.id(p)), p);
   // A table reads its own family's problems only.
-  EXPECT_EQ(indexing::fields(Op::index_select).parse_yaml(YAML::Load("{dtype: int32, n: 4, m: 2, dist: sorted}")).op, Op::index_select);
-  EXPECT_THROW(ia.parse_yaml(YAML::Load("{dtype: fp32, n: 4, m: 2, dist: uniform, fill: ones, nonsense: 1}")), std::runtime_error);
+  EXPECT_EQ(indexing::fields(Op::index_select).parse_yaml(YAML::Load("{dtype: int32, n: 4, m: 2, dist: sorted}")).op,
+            Op::index_select);
+  EXPECT_THROW(ia.parse_yaml(YAML::Load("{dtype: fp32, n: 4, m: 2, dist: uniform, fill: ones, nonsense: 1}")),
+               std::runtime_error);
 }
 
 TEST(IndexingId, ValidationNamesTheRule) {
@@ -111,18 +130,25 @@ TEST(IndexingId, ValidationNamesTheRule) {
     }
     return std::string();
   };
-  EXPECT_NE(err(Op::index_add, "{dtype: fp32, n: 4, m: 2, dist: uniform, alpha: 0.1}").find("8 significant bits"), std::string::npos);
-  EXPECT_NE(err(Op::index_add, "{dtype: fp64, n: 4, m: 2, dist: uniform, alpha: 3}").find("power of two"), std::string::npos);
-  EXPECT_NE(err(Op::index_add, "{dtype: int32, n: 4, m: 2, dist: uniform, alpha: 0.5}").find("integer"), std::string::npos);
-  EXPECT_NE(err(Op::scatter_add, "{dtype: fp32, n: 4, m: 2, dist: uniform, misalign: true}").find("fp16 and bf16"), std::string::npos);
-  EXPECT_NE(err(Op::index_add, "{dtype: fp32, n: 4, m: 10, dist: routed}").find("m = k·n"), std::string::npos);
-  EXPECT_NE(err(Op::scatter_add, "{dtype: fp32, n: 4, m: 2, dist: uniform, bad_index: negative}").find("expect_error: index"),
+  EXPECT_NE(err(Op::index_add, "{dtype: fp32, n: 4, m: 2, dist: uniform, alpha: 0.1}").find("8 significant bits"),
             std::string::npos);
-  EXPECT_NE(err(Op::scatter_add, "{dtype: fp32, index: int32, n: 4, m: 2, dist: uniform, bad_index: wraps32, expect_error: index}")
+  EXPECT_NE(err(Op::index_add, "{dtype: fp64, n: 4, m: 2, dist: uniform, alpha: 3}").find("power of two"),
+            std::string::npos);
+  EXPECT_NE(err(Op::index_add, "{dtype: int32, n: 4, m: 2, dist: uniform, alpha: 0.5}").find("integer"),
+            std::string::npos);
+  EXPECT_NE(err(Op::scatter_add, "{dtype: fp32, n: 4, m: 2, dist: uniform, misalign: true}").find("fp16 and bf16"),
+            std::string::npos);
+  EXPECT_NE(err(Op::index_add, "{dtype: fp32, n: 4, m: 10, dist: routed}").find("m = k·n"), std::string::npos);
+  EXPECT_NE(
+      err(Op::scatter_add, "{dtype: fp32, n: 4, m: 2, dist: uniform, bad_index: negative}").find("expect_error: index"),
+      std::string::npos);
+  EXPECT_NE(err(Op::scatter_add,
+                "{dtype: fp32, index: int32, n: 4, m: 2, dist: uniform, bad_index: wraps32, expect_error: index}")
                 .find("int64 index"),
             std::string::npos);
   EXPECT_NE(err(Op::scatter_add, "{dtype: fp32, n: 0, m: 2, dist: uniform}").find("n = 0"), std::string::npos);
-  EXPECT_NE(err(Op::scatter_add, "{dtype: e4m3fn, n: 4, m: 2, dist: uniform}").find("dtype must be"), std::string::npos);
+  EXPECT_NE(err(Op::scatter_add, "{dtype: e4m3fn, n: 4, m: 2, dist: uniform}").find("dtype must be"),
+            std::string::npos);
 }
 
 // ---- inputs -------------------------------------------------------------------------------------
@@ -142,7 +168,8 @@ TEST(IndexingInputs, DistributionsAreWhatTheyClaim) {
   const HostTensor so = index(p);
   for (int64_t o = 0; o < 2; ++o)
     for (int64_t k = 0; k < 3; ++k)
-      for (int64_t j = 1; j < 40; ++j) EXPECT_LE(index_of(so, (o * 40 + j - 1) * 3 + k), index_of(so, (o * 40 + j) * 3 + k));
+      for (int64_t j = 1; j < 40; ++j)
+        EXPECT_LE(index_of(so, (o * 40 + j - 1) * 3 + k), index_of(so, (o * 40 + j) * 3 + k));
   // zipf: the hottest destination takes about m / H_n of the draws, far above m / n.
   p = Problem{.n = 1000, .m = 20000, .dist = Dist::zipf};
   const HostTensor z = index(p);
@@ -357,14 +384,14 @@ TEST(IndexingBound, Warp32CoversTheWarpKernelAndIsTighterThanGrouped) {
           const auto b = indexing::bounds(e);
           const double x = s.exact();
           double seen = 0;
-          for (int trial = 0; trial < (n >= 20000 ? 10 : 50); ++trial) seen = std::max(seen, std::fabs(s.warp32(g, pos) - x));
+          for (int trial = 0; trial < (n >= 20000 ? 10 : 50); ++trial)
+            seen = std::max(seen, std::fabs(s.warp32(g, pos) - x));
           SCOPED_TRACE(std::string(name(d)) + " n " + std::to_string(n) + " stride " + std::to_string(stride) +
                        (symmetric ? " symmetric" : ""));
           EXPECT_LE(seen, allowed(d, b[3], x));
           EXPECT_LE(b[3], b[1]);
           if (stride == 37) EXPECT_DOUBLE_EQ(b[3], b[0]);  // groups of one: one atomic per term
           if (stride == 1 && symmetric && n >= 1000) EXPECT_LT(b[3] * 3, b[1]);
-
         }
         indexing::ElementSums none = s.sums(true);  // no positions: grouped's bound
         EXPECT_EQ(indexing::bounds(none)[3], indexing::bounds(none)[1]);
@@ -411,7 +438,8 @@ TEST(IndexingBound, ProbabilisticBoundCatchesALostUpdateTheProofAdmits) {
   const double target = std::log(std::sqrt(proof * b));
   size_t lost = 0;
   for (size_t j = 1; j < s.terms.size(); ++j)
-    if (std::fabs(std::log(std::fabs(s.terms[j])) - target) < std::fabs(std::log(std::fabs(s.terms[lost])) - target)) lost = j;
+    if (std::fabs(std::log(std::fabs(s.terms[j])) - target) < std::fabs(std::log(std::fabs(s.terms[lost])) - target))
+      lost = j;
   Sim dropped = s;  // a per_add impl that loses that one update, in a random order
   dropped.terms.erase(dropped.terms.begin() + static_cast<std::ptrdiff_t>(lost));
   const double err = std::fabs(dropped.per_add(g) - x);
@@ -441,7 +469,8 @@ TEST(IndexingFloor, Bf16CounterOfOnesHasItsStallPointAsFloor) {
   const Sim ones{DType::bf16, 0, std::vector<double>(3000, 1.0)};
   std::mt19937 g(3);
   const auto b = indexing::model_bounds(ones.sums());
-  const auto per_add = b[static_cast<size_t>(Accumulation::per_add)], grouped = b[static_cast<size_t>(Accumulation::grouped)];
+  const auto per_add = b[static_cast<size_t>(Accumulation::per_add)],
+             grouped = b[static_cast<size_t>(Accumulation::grouped)];
   EXPECT_EQ(per_add.below, 3000 - 256);
   EXPECT_EQ(grouped.below, 3000 - 128);
   EXPECT_EQ(per_add.above, indexing::bounds(ones.sums())[0]);  // the side away from zero keeps E
@@ -532,7 +561,8 @@ TEST(IndexingHost, PassesTheSmokeTierUnderItsDeclaredModel) {
     int n = 0;
     for (const auto& e : catalog(fc.file)) {
       if (e.tier != Tier::smoke || !family(fc.op).expected_error(*e.problem).empty()) continue;
-      EXPECT_EQ(run_mismatches(*impl, e.problem->as<Problem>(), Accumulation::once), 0) << fc.impl << " " << e.problem_id;
+      EXPECT_EQ(run_mismatches(*impl, e.problem->as<Problem>(), Accumulation::once), 0)
+          << fc.impl << " " << e.problem_id;
       ++n;
     }
     EXPECT_GE(n, 40) << fc.impl;
@@ -572,7 +602,9 @@ TEST(IndexingHost, RefusesEveryNegativeCase) {
 
 TEST(IndexingHost, DeclaredModelsOfTheToleranceTable) {
   const ToleranceTable t = ToleranceTable::load((testutil::cases_dir() / "tolerances.yaml").string());
-  auto model = [&](const char* fam, const char* impl, DType d) { return t.resolve(fam, "out", d, impl, "sm90", "", nullptr); };
+  auto model = [&](const char* fam, const char* impl, DType d) {
+    return t.resolve(fam, "out", d, impl, "sm90", "", nullptr);
+  };
   EXPECT_EQ(model("scatter_add", "cuda.atomic", DType::bf16).accumulation, "per_add");
   EXPECT_EQ(model("index_add", "cuda.atomic_rows", DType::fp16).accumulation, "per_add");
   EXPECT_EQ(model("scatter_add", "cuda.warp_aggregated", DType::fp32).accumulation, "warp32");
@@ -666,7 +698,8 @@ TEST(IndexingPlanted, CannotShowSaysWhy) {
   EXPECT_EQ(indexing::planted_bug_cannot_show(even, PlantedBug::pair_past_end), "");
   const Problem first{.dtype = DType::fp16, .n = 8, .m = 4, .dist = Dist::all_first, .misalign = true};
   EXPECT_EQ(indexing::planted_bug_cannot_show(first, PlantedBug::pair_past_end), "");  // the pair before element 0
-  const Problem big{.op = Op::index_select, .dtype = DType::bf16, .n = 1048640, .m = 256, .inner = 4096, .dist = Dist::strided};
+  const Problem big{
+      .op = Op::index_select, .dtype = DType::bf16, .n = 1048640, .m = 256, .inner = 4096, .dist = Dist::strided};
   EXPECT_EQ(indexing::planted_bug_cannot_show(big, PlantedBug::index32), "");
   Problem small = big;
   small.n = 524416;
@@ -676,7 +709,8 @@ TEST(IndexingPlanted, CannotShowSaysWhy) {
   // A lost duplicate is excluded only where nothing is dropped or where a derived probability
   // says the judged model's bound may cover it: never for a 16-bit destination as such.
   const auto drop = [](const char* id, Accumulation a) {
-    return indexing::planted_bug_cannot_show(indexing::fields(Op::scatter_add).parse_id(id), PlantedBug::drop_duplicates, a);
+    return indexing::planted_bug_cannot_show(indexing::fields(Op::scatter_add).parse_id(id),
+                                             PlantedBug::drop_duplicates, a);
   };
   EXPECT_EQ(drop("bf16_i64_n3_m3000_alllast_ones", Accumulation::per_add), "");
   EXPECT_EQ(drop("bf16_i64_n3_m5000_uniform_positive", Accumulation::grouped), "");

@@ -1,4 +1,5 @@
-// The indexing families' conservation check and stall floors against lost duplicates: the reproducers, a lost duplicate on one row, rows written as zeros, and correct 16-bit per-add counters that stall.
+// The indexing families' conservation check and stall floors against lost duplicates: the reproducers, a lost
+// duplicate on one row, rows written as zeros, and correct 16-bit per-add counters that stall.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -138,7 +139,8 @@ TEST(IndexingConservation, ALostDuplicateOnOneRowFailsThatRow) {
   ASSERT_GE(count[static_cast<size_t>(row)], 4);
   for (int64_t k = 0; k < c.p.inner; ++k) {
     const int64_t e = row * c.p.inner + k;
-    out.set(e, round_to(DType::bf16, c.in.at("self").get(e) + c.in.at("source").get(last[static_cast<size_t>(row)] * c.p.inner + k)));
+    out.set(e, round_to(DType::bf16, c.in.at("self").get(e) +
+                                         c.in.at("source").get(last[static_cast<size_t>(row)] * c.p.inner + k)));
   }
   const Verdict v = judge(c.ref, out, Accumulation::per_add);
   EXPECT_EQ(v.conservation.groups_off, 1);
@@ -162,7 +164,8 @@ TEST(IndexingConservation, SeesAnErrorCommonToARowThatNoElementShows) {
     const auto i = static_cast<size_t>(row * c.p.inner + k);
     const double allowance = e[i] + (e[i] > 0 ? spacing_at(DType::bf16, std::fabs(x[i]) + e[i]) / 2 : 0);
     out.set(static_cast<int64_t>(i), x[i] + 0.9 * allowance);  // HostTensor rounds: keep it exact-ish below
-    if (std::fabs(out.get(static_cast<int64_t>(i)) - x[i]) > allowance) out.set(static_cast<int64_t>(i), next_below(DType::bf16, out.get(static_cast<int64_t>(i))));
+    if (std::fabs(out.get(static_cast<int64_t>(i)) - x[i]) > allowance)
+      out.set(static_cast<int64_t>(i), next_below(DType::bf16, out.get(static_cast<int64_t>(i))));
   }
   const Verdict v = judge(c.ref, out, Accumulation::per_add);
   EXPECT_EQ(v.mismatches, 0);
@@ -188,8 +191,13 @@ TEST(IndexingConservation, RowsWrittenAsZerosFail) {
     }
   }
   // index_add rows of 32 with positive terms: every other destination row zeroed.
-  const Case c = make_case(Problem{.op = Op::index_add, .dtype = DType::bf16, .n = 64, .m = 2048, .inner = 32,
-                                   .dist = Dist::uniform, .fill = Fill::positive});
+  const Case c = make_case(Problem{.op = Op::index_add,
+                                   .dtype = DType::bf16,
+                                   .n = 64,
+                                   .m = 2048,
+                                   .inner = 32,
+                                   .dist = Dist::uniform,
+                                   .fill = Fill::positive});
   HostTensor out = run("host.atomic_rows", c);
   ASSERT_FALSE(judge(c.ref, out, Accumulation::per_add).failed());
   for (int64_t row = 0; row < c.p.n; row += 2)
@@ -202,13 +210,14 @@ TEST(IndexingConservation, RowsWrittenAsZerosFail) {
 // A correct 16-bit per-add counter passes where it stalls, on every counter of the default tier:
 // 3000 and 2^24 + 2^20 ones into one bf16 element (both stall at 256) and MoE expert counts.
 TEST(IndexingConservation, CorrectPerAddCountersPassWhereTheyStall) {
-  for (const char* id : {"bf16_i64_n3_m3000_alllast_ones", "fp16_i64_n3_m3000_alllast_ones",
-                         "bf16_i64_n256_m131072_zipf_ones", "bf16_i64_n256_m131072_zipf_positive",
-                         "bf16_i64_n3_m17825792_alllast_ones"}) {
+  for (const char* id :
+       {"bf16_i64_n3_m3000_alllast_ones", "fp16_i64_n3_m3000_alllast_ones", "bf16_i64_n256_m131072_zipf_ones",
+        "bf16_i64_n256_m131072_zipf_positive", "bf16_i64_n3_m17825792_alllast_ones"}) {
     const Case c = make_case(Op::scatter_add, id);
     for (const char* impl : {"host.atomic", "host.warp_aggregated"}) {
       const HostTensor out = run(impl, c);
-      const Verdict v = judge(c.ref, out, std::string(impl) == "host.atomic" ? Accumulation::per_add : Accumulation::warp32);
+      const Verdict v =
+          judge(c.ref, out, std::string(impl) == "host.atomic" ? Accumulation::per_add : Accumulation::warp32);
       EXPECT_FALSE(v.failed()) << impl << " " << id << ": " << v.mismatches << " mismatches; " << v.conservation.first;
     }
   }

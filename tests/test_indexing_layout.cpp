@@ -1,4 +1,5 @@
-// The GPU backend's output guards (core/output_guard.hpp) and the indexing kernels' address arithmetic (device_impl/cuda/indexing_layout.cuh), on the CPU.
+// The GPU backend's output guards (core/output_guard.hpp) and the indexing kernels' address arithmetic
+// (device_impl/cuda/indexing_layout.cuh), on the CPU.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,7 +16,8 @@ namespace {
 using cuda::layout::Pair;
 
 TEST(OutputGuard, LayoutAndCanary) {
-  const GuardLayout g = guard_layout(OutputSpec{.name = "out", .dtype = DType::bf16, .shape = {3}, .misalign_bytes = 2}, 6);
+  const GuardLayout g =
+      guard_layout(OutputSpec{.name = "out", .dtype = DType::bf16, .shape = {3}, .misalign_bytes = 2}, 6);
   EXPECT_EQ(g.before, kGuardBytes + 2);  // a 256-aligned base + 258: 2- but not 4-byte aligned
   EXPECT_EQ(g.total(), kGuardBytes + 2 + 6 + kGuardBytes);
   const std::vector<unsigned char> img = guarded_image(DType::bf16, g, 0xFF);
@@ -26,7 +28,8 @@ TEST(OutputGuard, LayoutAndCanary) {
   EXPECT_EQ(img[g.before + 6], 0x00);
   EXPECT_EQ(img[g.before + 7], 0x80);
   EXPECT_EQ(guard_breach("out", DType::bf16, img.data(), g), "");
-  EXPECT_THROW(guard_layout(OutputSpec{.name = "out", .dtype = DType::fp32, .shape = {3}, .misalign_bytes = 2}, 12), std::logic_error);  // half an element
+  EXPECT_THROW(guard_layout(OutputSpec{.name = "out", .dtype = DType::fp32, .shape = {3}, .misalign_bytes = 2}, 12),
+               std::logic_error);  // half an element
   EXPECT_EQ(guarded_image(DType::int32, guard_layout(OutputSpec{"out", DType::int32, {1}}, 4), 0)[0], kGuardByte);
 }
 
@@ -39,7 +42,8 @@ TEST(OutputGuard, APairedPlusZeroPastTheEndIsSeen) {
             "bytes [+0, +2) past the end of 'out' hold 00 00, not the guard's 00 80");
   std::vector<unsigned char> lo = guarded_image(DType::fp16, g, 0xFF);
   lo[g.before - 1] = 0x00;  // the element before the start
-  EXPECT_NE(guard_breach("out", DType::fp16, lo.data(), g).find("bytes [-2, 0) before the start of 'out'"), std::string::npos);
+  EXPECT_NE(guard_breach("out", DType::fp16, lo.data(), g).find("bytes [-2, 0) before the start of 'out'"),
+            std::string::npos);
 }
 
 // An fp16 "impl" that writes +0.0 into every element of out and, with impl_data set, adds +0
@@ -49,7 +53,8 @@ opcts_status write_zeros(const void* impl_data, const opcts_run_args* args, opct
   const opcts_tensor& out = args->tensors[args->n_tensors - 1];
   auto* h = static_cast<uint16_t*>(out.data);
   std::memset(h, 0, static_cast<size_t>(2 * out.shape[0]));
-  if (impl_data) h[out.shape[0]] = static_cast<uint16_t>(encode(DType::fp16, decode(DType::fp16, h[out.shape[0]]) + 0.0));
+  if (impl_data)
+    h[out.shape[0]] = static_cast<uint16_t>(encode(DType::fp16, decode(DType::fp16, h[out.shape[0]]) + 0.0));
   return OPCTS_OK;
 }
 
@@ -72,8 +77,9 @@ TEST(OutputGuard, TheHostBackendFailsAPlusZeroPastTheEnd) {
         host_abi_backend().run(d, nullptr, {}, outs, arch, 0, nullptr, nullptr);
         ADD_FAILURE() << "a +0 past the end passed (misalign " << mis << ")";
       } catch (const ContractBreach& e) {
-        EXPECT_NE(std::string(e.what()).find("test.zeros wrote outside its output: bytes [+0, +2) past the end of 'out'"),
-                  std::string::npos)
+        EXPECT_NE(
+            std::string(e.what()).find("test.zeros wrote outside its output: bytes [+0, +2) past the end of 'out'"),
+            std::string::npos)
             << e.what();
         EXPECT_EQ(e.kind, FailureKind::written_outside);
         EXPECT_EQ(e.output, "out");
@@ -91,11 +97,11 @@ TEST(OutputGuard, TheHostBackendFailsAPlusZeroPastTheEnd) {
 TEST(IndexingLayout, PairedAtomicsStayInsideUnlessPlanted) {
   // A 4-byte aligned element e pairs with e + 1, else with e − 1; never past either end.
   EXPECT_EQ(cuda::layout::pair_of(0, 3, true, false), Pair::starts_here);
-  EXPECT_EQ(cuda::layout::pair_of(2, 3, true, false), Pair::scalar);  // the last element
+  EXPECT_EQ(cuda::layout::pair_of(2, 3, true, false), Pair::scalar);      // the last element
   EXPECT_EQ(cuda::layout::pair_of(2, 3, true, true), Pair::starts_here);  // planted: reaches element 3
-  EXPECT_EQ(cuda::layout::pair_of(0, 4, false, false), Pair::scalar);  // misaligned first element
-  EXPECT_EQ(cuda::layout::pair_of(0, 4, false, true), Pair::ends_here);  // planted: reaches element -1
-  EXPECT_EQ(cuda::layout::pair_of(0, 1, true, false), Pair::scalar);  // numel 1
+  EXPECT_EQ(cuda::layout::pair_of(0, 4, false, false), Pair::scalar);     // misaligned first element
+  EXPECT_EQ(cuda::layout::pair_of(0, 4, false, true), Pair::ends_here);   // planted: reaches element -1
+  EXPECT_EQ(cuda::layout::pair_of(0, 1, true, false), Pair::scalar);      // numel 1
   // Every smoke problem the planted pair_past_end row takes makes some add leave the tensor:
   // the end element takes adds (all_last / strided, all_first) and sits where the pair leaves.
   for (int64_t n : {1, 2, 3, 32, 33})

@@ -28,7 +28,8 @@ TEST(Install, ACopiedBinaryFindsNoCasesAndSaysWhy) {
   EXPECT_NE(none.output.find("no cases folder at " + dir + "/share/opcts/cases (--cases-dir, else $OPCTS_CASES_DIR"),
             std::string::npos)
       << none.output;
-  const Shell env = sh("cd / && env -i OPCTS_CASES_DIR=" + std::string(OPCTS_SOURCE_CASES_DIR) + " " + dir + "/bin/opcts" + list);
+  const Shell env =
+      sh("cd / && env -i OPCTS_CASES_DIR=" + std::string(OPCTS_SOURCE_CASES_DIR) + " " + dir + "/bin/opcts" + list);
   EXPECT_EQ(env.status, 0) << env.output;
   const Shell flag = sh("cd / && env -i OPCTS_CASES_DIR=/nonexistent " + dir + "/bin/opcts" + list + " --cases-dir " +
                         OPCTS_SOURCE_CASES_DIR);
@@ -43,9 +44,9 @@ TEST(Install, TheInstalledTreeRunsFromAnyFolder) {
   const std::string prefix = dir + "/prefix";
   const Shell inst = sh(std::string(OPCTS_CMAKE) + " --install " + OPCTS_BINARY_DIR + " --prefix " + prefix);
   ASSERT_EQ(inst.status, 0) << inst.output;
-  for (const char* f : {"bin/opcts", "include/opcts/plugin.h", "share/opcts/cases/archs.yaml",
-                        "share/opcts/cases/manifests/sm90.yaml", "share/doc/opcts/README.md", "share/doc/opcts/docs/cli.md",
-                        "share/doc/opcts/examples/example_plugin.c"})
+  for (const char* f :
+       {"bin/opcts", "include/opcts/plugin.h", "share/opcts/cases/archs.yaml", "share/opcts/cases/manifests/sm90.yaml",
+        "share/doc/opcts/README.md", "share/doc/opcts/docs/cli.md", "share/doc/opcts/examples/example_plugin.c"})
     EXPECT_TRUE(fs::exists(fs::path(prefix) / f)) << f;
   fs::path plugin;
   for (const auto& e : fs::recursive_directory_iterator(prefix))
@@ -56,12 +57,14 @@ TEST(Install, TheInstalledTreeRunsFromAnyFolder) {
   EXPECT_NE(version.output.find("cases:  " + prefix + "/share/opcts/cases"), std::string::npos) << version.output;
   const std::string out = dir + "/out";
   fs::create_directories(out);
-  const Shell run = sh("cd " + out + " && env -i " + prefix + "/bin/opcts run --arch host --tier smoke --filter 'cast.host_cvt/*e2m1*'"
-                       " --plugin " + plugin.string() + " --results r.jsonl --junit j.xml --no-ref-cache");
+  const Shell run = sh("cd " + out + " && env -i " + prefix +
+                       "/bin/opcts run --arch host --tier smoke --filter 'cast.host_cvt/*e2m1*'"
+                       " --plugin " +
+                       plugin.string() + " --results r.jsonl --junit j.xml --no-ref-cache");
   EXPECT_EQ(run.status, 0) << run.output;
   EXPECT_FALSE(read_results_file(out + "/r.jsonl").empty());
-  const Shell plug = sh("cd / && env -i " + prefix + "/bin/opcts list --arch host --tier smoke --plugin " + plugin.string() +
-                        " --filter 'sdpa.example_*' --count");
+  const Shell plug = sh("cd / && env -i " + prefix + "/bin/opcts list --arch host --tier smoke --plugin " +
+                        plugin.string() + " --filter 'sdpa.example_*' --count");
   EXPECT_EQ(plug.status, 0) << plug.output;
   EXPECT_NE(plug.output, "0\n");
 }

@@ -3,8 +3,8 @@
 // planted bug failing where it is probed.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "app/builtins.hpp"
@@ -12,8 +12,8 @@
 #include "core/family.hpp"
 #include "refimpl/int4_mm.hpp"
 #include "refimpl/int4_pack.hpp"
-#include "runner/catalog.hpp"
 #include "runner/accumulator.hpp"
+#include "runner/catalog.hpp"
 #include "runner/compare.hpp"
 #include "tests/test_family_util.hpp"
 #include "tests/test_util.hpp"
@@ -54,8 +54,14 @@ double old_bound(const ReductionStats& st, size_t i) {
 TEST(Int4MmId, SpellsTheOptionalTokens) {
   ASSERT_GE(catalog().size(), 300u);
   EXPECT_EQ(int4_mm::fields().id(Problem{.m = 1, .n = 4096, .k = 4096}), "tinygemm_bf16_m1_n4096_k4096_g128_ikt8");
-  EXPECT_EQ(int4_mm::fields().id(Problem{.format = Format::gptq, .dtype = DType::fp16, .m = 3, .n = 64, .k = 512, .group = 32,
-                                         .fill = int4_mm::Fill::extreme_zeros, .scale_exp = -8}),
+  EXPECT_EQ(int4_mm::fields().id(Problem{.format = Format::gptq,
+                                         .dtype = DType::fp16,
+                                         .m = 3,
+                                         .n = 64,
+                                         .k = 512,
+                                         .group = 32,
+                                         .fill = int4_mm::Fill::extreme_zeros,
+                                         .scale_exp = -8}),
             "gptq_fp16_m3_n64_k512_g32_zeroext_sexpm8");
   EXPECT_EQ(int4_mm::fields().parse_yaml(YAML::Load("{format: q4_0, dtype: fp16, m: 1, nk: {n: 8, k: 64}}")).group, 32);
 }
@@ -103,7 +109,8 @@ TEST(Int4MmInputs, DeterministicAndDrawnInTheCodeDomain) {
 // written over its blocks are the scales, not random bytes (finite, within the scale range).
 TEST(Int4MmInputs, DirectCodesAreUniformInEveryFormat) {
   for (const Format f : int4_mm::all_formats()) {
-    const Problem p{.format = f, .dtype = DType::fp16, .m = 1, .n = 64, .k = 1024, .group = f == Format::q4_0 ? 32 : 128};
+    const Problem p{
+        .format = f, .dtype = DType::fp16, .m = 1, .n = 64, .k = 1024, .group = f == Format::q4_0 ? 32 : 128};
     const TensorMap in = int4_mm::make_inputs(p, 7);
     const HostTensor& w = in.at("weight");
     int4::Codes q;
@@ -136,7 +143,9 @@ TEST(Int4MmInputs, DirectCodesAreUniformInEveryFormat) {
 TEST(Int4Pack, StoragesAreThePackersTensors) {
   const int4::Codes q(64 * 1024, 3);
   const std::vector<uint16_t> d(64 * 32, 0x3C00);
-  const auto same = [](const HostTensor& a, const HostTensor& b) { return a.shape() == b.shape() && a.dtype() == b.dtype(); };
+  const auto same = [](const HostTensor& a, const HostTensor& b) {
+    return a.shape() == b.shape() && a.dtype() == b.dtype();
+  };
   EXPECT_TRUE(same(int4::tinygemm_storage(64, 1024, 8), int4::pack_tinygemm(q, 64, 1024, 8)));
   EXPECT_TRUE(same(int4::tinygemm_storage(64, 1024, 2), int4::pack_tinygemm(q, 64, 1024, 2)));
   EXPECT_TRUE(same(int4::tinygemm_unpacked_storage(64, 1024), int4::pack_tinygemm_unpacked(q, 64, 1024)));
@@ -150,12 +159,19 @@ TEST(Int4Pack, StoragesAreThePackersTensors) {
 }
 
 TEST(Int4MmInputs, ExtremeZerosAndAllCodes) {
-  const Problem z{.format = Format::gptq, .dtype = DType::fp16, .m = 1, .n = 64, .k = 512, .group = 64, .fill = int4_mm::Fill::extreme_zeros};
+  const Problem z{.format = Format::gptq,
+                  .dtype = DType::fp16,
+                  .m = 1,
+                  .n = 64,
+                  .k = 512,
+                  .group = 64,
+                  .fill = int4_mm::Fill::extreme_zeros};
   const TensorMap in = int4_mm::make_inputs(z, 1);
   std::set<int> seen;
   for (int zp : int4::unpack_gptq_zeros(in.at("qzeros"), 8, 64)) seen.insert(zp);
   EXPECT_EQ(seen, (std::set<int>{1, 16}));  // stored 0 and 15: 16 is the wrap of a true 0
-  const Problem a{.format = Format::tinygemm_unpacked, .m = 1, .n = 16, .k = 256, .group = 64, .fill = int4_mm::Fill::all_codes};
+  const Problem a{
+      .format = Format::tinygemm_unpacked, .m = 1, .n = 16, .k = 256, .group = 64, .fill = int4_mm::Fill::all_codes};
   const int4::Codes q = int4::unpack_tinygemm_unpacked(int4_mm::make_inputs(a, 2).at("weight"), 16, 256);
   for (int64_t n = 0; n < 16; ++n)
     for (int64_t g = 0; g < 4; ++g) {
@@ -184,7 +200,7 @@ TEST(Int4MmReference, HandWorkedAwq) {
   const TensorMap out = impl_named("host.int4").run(p, in, RunContext{&host(), -1});
   const ReductionStats& st = r.reduction.at("y");
   EXPECT_EQ(st.terms, 32);
-  EXPECT_EQ(st.term_bits, 16);  // bf16 × bf16
+  EXPECT_EQ(st.term_bits, 16);        // bf16 × bf16
   EXPECT_TRUE(st.magnitude.empty());  // no epilogue
   for (int n = 0; n < 8; ++n) {
     const auto i = static_cast<size_t>(n);
@@ -215,8 +231,8 @@ TEST(Int4MmReference, DequantRoundingEntersTheBound) {
   const References r = int4_mm::reference(p, in);
   const double w = 5 * (1 + std::ldexp(1.0, -7)) + std::ldexp(1.0, -9);
   const double wr = round_to(DType::bf16, w);
-  EXPECT_EQ(r.exact.at("y")[0], w);  // unrounded: the metric adds the one output rounding
-  EXPECT_EQ(r.reduction.at("y").offset[0], wr - w);  // Δ, signed and exact
+  EXPECT_EQ(r.exact.at("y")[0], w);                         // unrounded: the metric adds the one output rounding
+  EXPECT_EQ(r.reduction.at("y").offset[0], wr - w);         // Δ, signed and exact
   for (const char* impl : {"host.int4", "cuda.int4_mm"}) {  // IEEE fp32 and the truncating default
     const double e = element_bound(impl_named(impl), p, r, 0);
     EXPECT_GE(e, std::fabs(wr - w)) << impl;
@@ -272,14 +288,15 @@ TEST(Int4MmHost, AtModelKTheBoundIsTightAndThePrecisionBugsFail) {
     const OutputStats s = testutil::judge_bounded(family(), impl_named("host.int4"), p, in, r, "y");
     EXPECT_EQ(s.mismatches, 0) << id;
     EXPECT_FALSE(s.biased()) << id << ": " << s.slope << " in [" << s.slope_lo << ", " << s.slope_hi << "]";
-    std::printf("%s: host.int4 bound / error %.3g, slope %.3g in [%.3g, %.3g]\n", id.c_str(), 1 / s.max_ratio, s.slope, s.slope_lo,
-                s.slope_hi);
+    std::printf("%s: host.int4 bound / error %.3g, slope %.3g in [%.3g, %.3g]\n", id.c_str(), 1 / s.max_ratio, s.slope,
+                s.slope_lo, s.slope_hi);
     EXPECT_GT(s.max_ratio, 0.2) << id;
-    for (const char* bug : {"host.int4_drop_last_k", "host.int4_fp16_as_bf16", "host.int4_sum_in_dtype_64", "host.int4_split_k4_in_dtype"}) {
+    for (const char* bug : {"host.int4_drop_last_k", "host.int4_fp16_as_bf16", "host.int4_sum_in_dtype_64",
+                            "host.int4_split_k4_in_dtype"}) {
       if (!impl_named(bug).supports(p, host()).ok) continue;
       const OutputStats b = testutil::judge_bounded(family(), impl_named(bug), p, in, r, "y");
-      std::printf("  %s: %lld mismatches, max err/bound %.3g, slope %.3g in [%.3g, %.3g]\n", bug, static_cast<long long>(b.mismatches),
-                  b.max_ratio, b.slope, b.slope_lo, b.slope_hi);
+      std::printf("  %s: %lld mismatches, max err/bound %.3g, slope %.3g in [%.3g, %.3g]\n", bug,
+                  static_cast<long long>(b.mismatches), b.max_ratio, b.slope, b.slope_lo, b.slope_hi);
       EXPECT_TRUE(b.mismatches > 0 || b.biased()) << bug << " passed " << id;
     }
   }
@@ -306,14 +323,16 @@ TEST(Int4MmPlanted, SplitKPartialsInTheDtypeFail) { expect_planted_fails("host.i
 // The new precision bugs are left out only where they change no output value.
 TEST(Int4MmPlanted, PrecisionBugsRunWhereverTheyChangeTheOutput) {
   using int4_mm::PlantedBug;
-  const Problem bf16{.m = 1, .n = 4096, .k = 4096}, fp16{.format = Format::awq, .dtype = DType::fp16, .m = 1, .n = 4096, .k = 4096};
+  const Problem bf16{.m = 1, .n = 4096, .k = 4096},
+      fp16{.format = Format::awq, .dtype = DType::fp16, .m = 1, .n = 4096, .k = 4096};
   for (PlantedBug b : {PlantedBug::drop_last_k, PlantedBug::sum_in_dtype_64, PlantedBug::split_k4_in_dtype}) {
     EXPECT_EQ(int4_mm::planted_bug_cannot_show(bf16, b), "");
     EXPECT_EQ(int4_mm::planted_bug_cannot_show(fp16, b), "");
   }
   EXPECT_EQ(int4_mm::planted_bug_cannot_show(fp16, PlantedBug::fp16_as_bf16), "");
   EXPECT_NE(int4_mm::planted_bug_cannot_show(bf16, PlantedBug::fp16_as_bf16), "");  // bf16 already
-  EXPECT_NE(int4_mm::planted_bug_cannot_show(Problem{.m = 1, .n = 8, .k = 64, .group = 64}, PlantedBug::sum_in_dtype_64), "");
+  EXPECT_NE(
+      int4_mm::planted_bug_cannot_show(Problem{.m = 1, .n = 8, .k = 64, .group = 64}, PlantedBug::sum_in_dtype_64), "");
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The CUDA int4 kernels' per-thread code (device_impl/cuda/int4_mm_layout.cuh) run on the CPU for every thread of every block, against the reference.
+// The CUDA int4 kernels' per-thread code (device_impl/cuda/int4_mm_layout.cuh) run on the CPU for every thread of every
+// block, against the reference.
 //
 // cuda.int4_gemv's gemv_item and cuda.int4_mm's mm_tile_part are plain C++ over raw pointers:
 // here they read the host tensors a case would upload, every (unit, item, lane) of the gemv and
@@ -90,20 +91,24 @@ std::vector<float> emulate_tiny_groups(const k4::Args& a, int wk, int b, int64_t
     for (int64_t ic = 0; ic < items; ic += chunk) {
       std::fill(xs.begin(), xs.end(), std::nanf(""));
       const int64_t ie = std::min(items, ic + chunk);
-      for (int tid = 0; tid < kBlockThreads; ++tid) k4::tiny::stage_x<T>(a, 128 * ic, 128 * (ie - ic), kMT, ld, xs.data(), tid, kBlockThreads);
+      for (int tid = 0; tid < kBlockThreads; ++tid)
+        k4::tiny::stage_x<T>(a, 128 * ic, 128 * (ie - ic), kMT, ld, xs.data(), tid, kBlockThreads);
       for (int sub = 0; sub < wk; ++sub)
         for (int64_t ib = ic + int64_t{sub} * b; ib < ie; ib += int64_t{b} * wk)
           for (int64_t item = ib; item < std::min(ib + b, ie); ++item)
             for (int lane = 0; lane < k4::kLanes; ++lane)
-            k4::tiny::use<T, kMT, OneGroup>(a, k4::tiny::load<OneGroup>(k4::tiny::source(a, unit, lane), item), xs.data() + 128 * (item - ic), ld, lane,
-                                  acc[static_cast<size_t>(sub * k4::kLanes + lane)].v);
+              k4::tiny::use<T, kMT, OneGroup>(a, k4::tiny::load<OneGroup>(k4::tiny::source(a, unit, lane), item),
+                                              xs.data() + 128 * (item - ic), ld, lane,
+                                              acc[static_cast<size_t>(sub * k4::kLanes + lane)].v);
     }
     for (int m = 0; m < a.m; ++m)
       for (int c = 0; c < 8; ++c) {
         float t = 0;
         for (int sub = 0; sub < wk; ++sub) {
           float q = 0;
-          for (int l = 4 * c; l < 4 * c + 4; ++l) q += acc[static_cast<size_t>(sub * k4::kLanes + l)].v[m][0] + acc[static_cast<size_t>(sub * k4::kLanes + l)].v[m][1];
+          for (int l = 4 * c; l < 4 * c + 4; ++l)
+            q += acc[static_cast<size_t>(sub * k4::kLanes + l)].v[m][0] +
+                 acc[static_cast<size_t>(sub * k4::kLanes + l)].v[m][1];
           t += q;
         }
         y[static_cast<size_t>(m * a.n + 8 * unit + c)] = t;
@@ -132,7 +137,8 @@ std::vector<float> emulate_tiny_mma_groups(const k4::Args& a, int wk, int b, int
     for (int64_t ic = 0; ic < items; ic += chunk) {
       std::fill(xs.begin(), xs.end(), k4::round_to<T>(std::nanf("")));
       const int64_t ie = std::min(items, ic + chunk);
-      for (int tid = 0; tid < kBlockThreads; ++tid) k4::tiny::stage_x_mma<T>(a, 128 * ic, 128 * (ie - ic), ld, xs.data(), tid, kBlockThreads);
+      for (int tid = 0; tid < kBlockThreads; ++tid)
+        k4::tiny::stage_x_mma<T>(a, 128 * ic, 128 * (ie - ic), ld, xs.data(), tid, kBlockThreads);
       for (int sub = 0; sub < wk; ++sub)
         for (int64_t ib = ic + int64_t{sub} * b; ib < ie; ib += int64_t{b} * wk)
           for (int64_t item = ib; item < std::min(ib + b, ie); ++item)
@@ -142,15 +148,21 @@ std::vector<float> emulate_tiny_mma_groups(const k4::Args& a, int wk, int b, int
               for (int lane = 0; lane < k4::kLanes; ++lane) {
                 const auto f = k4::tiny::load<OneGroup>(k4::tiny::pair_source(a, pair, lane), item);
                 const auto x = k4::tiny::x_rows<T>(a, xs.data(), ld, zeros.data(), lane);
-                if (a.m > 8) k4::tiny::mma_operands<T, true, OneGroup>(a, f, x, static_cast<uint32_t>(item - ic), w, op[lane], hi[lane]);
-                else k4::tiny::mma_operands<T, false, OneGroup>(a, f, x, static_cast<uint32_t>(item - ic), w, op[lane], hi[lane]);
+                if (a.m > 8)
+                  k4::tiny::mma_operands<T, true, OneGroup>(a, f, x, static_cast<uint32_t>(item - ic), w, op[lane],
+                                                            hi[lane]);
+                else
+                  k4::tiny::mma_operands<T, false, OneGroup>(a, f, x, static_cast<uint32_t>(item - ic), w, op[lane],
+                                                             hi[lane]);
               }
               for (int j = 0; j < 2; ++j)
                 for (int lane = 0; lane < k4::kLanes; ++lane) {
                   Acc& s = acc[static_cast<size_t>(sub * k4::kLanes + lane)];
-                  gpu::mma::mma_emulated<T>(s.c[j], lane, [&](int r, int l) { return r < 4 ? op[l][j].a[r] : op[l][j].b[r - 4]; });
+                  gpu::mma::mma_emulated<T>(s.c[j], lane,
+                                            [&](int r, int l) { return r < 4 ? op[l][j].a[r] : op[l][j].b[r - 4]; });
                   if (a.m > 8)
-                    gpu::mma::mma_emulated<T>(s.c16[j], lane, [&](int r, int l) { return r < 4 ? op[l][j].a[r] : hi[l][j][r - 4]; });
+                    gpu::mma::mma_emulated<T>(s.c16[j], lane,
+                                              [&](int r, int l) { return r < 4 ? op[l][j].a[r] : hi[l][j][r - 4]; });
                 }
             }
     }
@@ -170,8 +182,11 @@ std::vector<float> emulate_tiny_mma_groups(const k4::Args& a, int wk, int b, int
 
 template <class T>
 std::vector<float> emulate_tiny(const k4::Args& a, int wk, int b, int64_t chunk, bool mma) {
-  if (mma) return a.group_shift >= 7 ? emulate_tiny_mma_groups<T, true>(a, wk, b, chunk) : emulate_tiny_mma_groups<T, false>(a, wk, b, chunk);
-  return a.group_shift >= 7 ? emulate_tiny_groups<T, true>(a, wk, b, chunk) : emulate_tiny_groups<T, false>(a, wk, b, chunk);
+  if (mma)
+    return a.group_shift >= 7 ? emulate_tiny_mma_groups<T, true>(a, wk, b, chunk)
+                              : emulate_tiny_mma_groups<T, false>(a, wk, b, chunk);
+  return a.group_shift >= 7 ? emulate_tiny_groups<T, true>(a, wk, b, chunk)
+                            : emulate_tiny_groups<T, false>(a, wk, b, chunk);
 }
 
 // The kernel a launcher would pick: format F, dtype T, planted or not.
@@ -210,15 +225,17 @@ int64_t mismatches(const int4_mm::Problem& p, bool gemv, Int4Plant plant, Tiny t
   k4::validate(params, "emulated");
   const k4::Args a = k4::make_args(params);
   const bool bf16 = p.dtype == DType::bf16;
-  const std::vector<float> y = tiny.wk > 0 ? (bf16 ? emulate_tiny<__nv_bfloat16>(a, tiny.wk, tiny.b, tiny.chunk, tiny.mma)
-                                                   : emulate_tiny<__half>(a, tiny.wk, tiny.b, tiny.chunk, tiny.mma))
-                               : bf16      ? emulate<__nv_bfloat16>(params.format, a, gemv)
-                                           : emulate<__half>(params.format, a, gemv);
+  const std::vector<float> y = tiny.wk > 0
+                                   ? (bf16 ? emulate_tiny<__nv_bfloat16>(a, tiny.wk, tiny.b, tiny.chunk, tiny.mma)
+                                           : emulate_tiny<__half>(a, tiny.wk, tiny.b, tiny.chunk, tiny.mma))
+                               : bf16 ? emulate<__nv_bfloat16>(params.format, a, gemv)
+                                      : emulate<__half>(params.format, a, gemv);
   for (int64_t i = 0; i < p.m * p.n; ++i) got.set(i, y[static_cast<size_t>(i)]);
   std::vector<WorstElement> worst;
   const Impl& row = *builtin_registry().impl(gemv ? "cuda.int4_gemv" : "cuda.int4_mm");
   const Tolerance t = testutil::host_tolerance(family(), row, p, "y", p.dtype);
-  const OutputStats s = compare_output("y", got, ref.exact.at("y"), nullptr, t, worst, 5, nullptr, 0, &ref.reduction.at("y"));
+  const OutputStats s =
+      compare_output("y", got, ref.exact.at("y"), nullptr, t, worst, 5, nullptr, 0, &ref.reduction.at("y"));
   return s.mismatches + (s.biased() ? 1 : 0);
 }
 
@@ -252,11 +269,14 @@ TEST(Int4KernelCode, GemvTinygemmFastPathMatchesTheReferenceOnEverySmokeProblem)
   int n = 0;
   for (const auto& e : smoke()) {
     const auto& p = (*e.problem).as<int4_mm::Problem>();
-    if (!p.expect_error.empty() || p.format != int4_mm::Format::tinygemm || p.inner_k_tiles != 8 || p.m > cuda::kInt4GemvMaxM) continue;
+    if (!p.expect_error.empty() || p.format != int4_mm::Format::tinygemm || p.inner_k_tiles != 8 ||
+        p.m > cuda::kInt4GemvMaxM)
+      continue;
     for (const bool mma : {false, true})  // the mma kernel's warps take one item at a time (its ring's order)
-      for (const Tiny t : {Tiny{1, mma ? 1 : 4, 64, mma}, Tiny{4, mma ? 1 : 4, 32, mma}, Tiny{2, mma ? 1 : 2, 3, mma}, Tiny{8, 1, 4, mma}})
-        EXPECT_EQ(mismatches(p, true, Int4Plant::none, t), 0)
-            << (mma ? "mma" : "fma") << " wk " << t.wk << " batch " << t.b << " chunk " << t.chunk << ": " << e.problem_id;
+      for (const Tiny t : {Tiny{1, mma ? 1 : 4, 64, mma}, Tiny{4, mma ? 1 : 4, 32, mma}, Tiny{2, mma ? 1 : 2, 3, mma},
+                           Tiny{8, 1, 4, mma}})
+        EXPECT_EQ(mismatches(p, true, Int4Plant::none, t), 0) << (mma ? "mma" : "fma") << " wk " << t.wk << " batch "
+                                                              << t.b << " chunk " << t.chunk << ": " << e.problem_id;
     ++n;
   }
   EXPECT_GE(n, 10);
@@ -270,7 +290,7 @@ TEST(Int4KernelCode, GemvTinygemmStagedSlotsAreTheNibblesK) {
   for (int s : seen) EXPECT_EQ(s, 1);
   for (int q = 0; q < 4; ++q)
     for (int i = 0; i < 8; ++i) {
-      const int64_t k = 8 * (i % 4) + 2 * q + i / 4;  // nibble i of a lane with lane % 4 = q, word offset 0
+      const int64_t k = 8 * (i % 4) + 2 * q + i / 4;     // nibble i of a lane with lane % 4 = q, word offset 0
       const int64_t slot = 8 * q + 2 * (i % 4) + i / 4;  // what tiny::use multiplies nibble i with
       EXPECT_EQ(k4::tiny::x_slot(k), slot) << "q " << q << " nibble " << i;
     }
@@ -290,7 +310,8 @@ TEST(Int4KernelCode, GemvTinygemmMmaSlotsAreTheFragmentsK) {
         for (int h = 0; h < 2; ++h)
           for (int e = 0; e < 2; ++e) {
             const int64_t k = 16 * (2 * w + j) + 8 * h + 2 * t + e;
-            EXPECT_EQ(k4::tiny::mma_slot(128 + k), 128 + 32 * t + 8 * (w ^ (t / 2)) + 4 * j + 2 * h + e) << "t " << t << " w " << w << " j " << j;
+            EXPECT_EQ(k4::tiny::mma_slot(128 + k), 128 + 32 * t + 8 * (w ^ (t / 2)) + 4 * j + 2 * h + e)
+                << "t " << t << " w " << w << " j " << j;
           }
   for (int w = 0; w < 4; ++w) {  // 16-byte loads of lanes t = 0..3: four distinct 16-byte bank groups (of 8)
     std::vector<int> group(8, 0);
@@ -309,11 +330,12 @@ TEST(Int4KernelCode, EveryPlantFailsWhereItsImplRunsIt) {
     int4_mm::PlantedBug bug;
   };
   using Bug = int4_mm::PlantedBug;
-  for (const Case c : {Case{"cuda.int4_gemv_group0_scale", true, Int4Plant::group0_scale, Bug::group0_scale},
-                       Case{"cuda.int4_gemv_nibble_swap", true, Int4Plant::nibble_swap, Bug::nibble_swap},
-                       Case{"cuda.int4_gemv_gptq_z", true, Int4Plant::gptq_z, Bug::gptq_z},
-                       Case{"cuda.int4_mm_zero_before_scale", false, Int4Plant::zero_before_scale, Bug::zero_before_scale},
-                       Case{"cuda.int4_mm_drop_partial_k", false, Int4Plant::drop_partial_k, Bug::drop_partial_k}}) {
+  for (const Case c :
+       {Case{"cuda.int4_gemv_group0_scale", true, Int4Plant::group0_scale, Bug::group0_scale},
+        Case{"cuda.int4_gemv_nibble_swap", true, Int4Plant::nibble_swap, Bug::nibble_swap},
+        Case{"cuda.int4_gemv_gptq_z", true, Int4Plant::gptq_z, Bug::gptq_z},
+        Case{"cuda.int4_mm_zero_before_scale", false, Int4Plant::zero_before_scale, Bug::zero_before_scale},
+        Case{"cuda.int4_mm_drop_partial_k", false, Int4Plant::drop_partial_k, Bug::drop_partial_k}}) {
     const Impl* impl = builtin_registry().impl(c.impl);
     ASSERT_TRUE(impl && impl->planted()) << c.impl;
     int n = 0;

@@ -1,4 +1,5 @@
-// The int4 packings (refimpl/int4_pack.hpp): pack∘unpack is the identity for every format, and hand-worked bytes for each.
+// The int4 packings (refimpl/int4_pack.hpp): pack∘unpack is the identity for every format, and hand-worked bytes for
+// each.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -31,7 +32,9 @@ TEST(Int4Pack, EveryFormatRoundTrips) {
     for (int ikt : {2, 4, 8}) {
       if (k % (16 * ikt)) continue;
       EXPECT_EQ(unpack_tinygemm(pack_tinygemm(q, n, k, ikt), n, k, ikt), q) << n << "x" << k << " ikt " << ikt;
-      EXPECT_EQ(unpack_tinygemm(pack_tinygemm(q, n, k, ikt, TinygemmTarget::rocm_n16), n, k, ikt, TinygemmTarget::rocm_n16), q);
+      EXPECT_EQ(
+          unpack_tinygemm(pack_tinygemm(q, n, k, ikt, TinygemmTarget::rocm_n16), n, k, ikt, TinygemmTarget::rocm_n16),
+          q);
     }
     EXPECT_EQ(unpack_tinygemm_unpacked(pack_tinygemm_unpacked(q, n, k), n, k), q);
     EXPECT_EQ(unpack_awq(pack_awq(q, n, k), n, k), q);
@@ -98,7 +101,8 @@ TEST(Int4Pack, TiledTinygemmMatchesPyTorchsPackingKernel) {
   for (bool rocm : {false, true})
     for (int ikt : {2, 4, 8}) {
       const HostTensor t = pack_tinygemm(q, n, k, ikt, rocm ? TinygemmTarget::rocm_n16 : TinygemmTarget::cuda_n8);
-      const int lanes = rocm ? 64 : 32, tiles = static_cast<int>(n / (rocm ? 16 : 8)), ko_n = static_cast<int>(k / (16 * ikt));
+      const int lanes = rocm ? 64 : 32, tiles = static_cast<int>(n / (rocm ? 16 : 8)),
+                ko_n = static_cast<int>(k / (16 * ikt));
       int64_t w = 0;
       for (int nt = 0; nt < tiles; ++nt)
         for (int ko = 0; ko < ko_n; ++ko)
@@ -111,8 +115,9 @@ TEST(Int4Pack, TiledTinygemmMatchesPyTorchsPackingKernel) {
 
 TEST(Int4Pack, AwqInterleavesColumns) {
   Codes q(8);
-  for (int c = 0; c < 8; ++c) q[static_cast<size_t>(c)] = static_cast<uint8_t>(c);  // [N = 8, K = 1]: column c has code c
-  EXPECT_EQ(word(pack_awq(q, 8, 1), 0), 0x75316420u);  // nibbles 0 2 4 6 1 3 5 7
+  for (int c = 0; c < 8; ++c)
+    q[static_cast<size_t>(c)] = static_cast<uint8_t>(c);  // [N = 8, K = 1]: column c has code c
+  EXPECT_EQ(word(pack_awq(q, 8, 1), 0), 0x75316420u);     // nibbles 0 2 4 6 1 3 5 7
   EXPECT_EQ(word(pack_awq_zeros(q, 1, 8), 0), 0x75316420u);
 }
 

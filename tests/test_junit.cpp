@@ -27,8 +27,7 @@ namespace fs = std::filesystem;
 // A fresh directory per test under gtest's temp dir.
 fs::path test_dir() {
   const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::path(testing::TempDir()) /
-                 (std::string("opcts_") + info->test_suite_name() + "_" + info->name());
+  fs::path dir = fs::path(testing::TempDir()) / (std::string("opcts_") + info->test_suite_name() + "_" + info->name());
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -69,8 +68,7 @@ void add_stats(ResultRecord& r) {
   r.outputs.back().conservation_off = 3;
   r.worst.push_back({"O", {0, 0, 1, 5}, 0.031, 0.0});
   r.worst.push_back({"O", {0, 1, 2, 3}, -0.02, 0.01});
-  r.worst.push_back({"lse", {}, std::numeric_limits<double>::quiet_NaN(),
-                     -std::numeric_limits<double>::infinity()});
+  r.worst.push_back({"lse", {}, std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()});
 }
 
 // One record per outcome, in two families, with every field set somewhere.
@@ -165,7 +163,8 @@ TEST(Junit, RoundTripsEveryOutcome) {
   }
   // The failure message and the xfail's say the kinds.
   const std::string xml = slurp(path);
-  EXPECT_NE(xml.find("second line; failed: O exceeds_bound ×7.75 (64 elements), lse nonfinite (3 elements), d biased, wrote_input"),
+  EXPECT_NE(xml.find("second line; failed: O exceeds_bound ×7.75 (64 elements), lse nonfinite (3 elements), d biased, "
+                     "wrote_input"),
             std::string::npos)
       << xml;
   EXPECT_NE(xml.find("[FAIL; failed: d exceeds_bound ×inf (3 elements)"), std::string::npos) << xml;
@@ -192,7 +191,8 @@ TEST(JsonLines, RoundTripEveryOutcome) {
     EXPECT_EQ(b.failures, r.failures) << r.id;
     EXPECT_EQ(b.planted, r.planted) << r.id;
   }
-  EXPECT_THROW(parse_json_line(R"({"id":"a.b/c","outcome":"FAIL","failures":[{"kind":"too_big"}]})"), std::runtime_error);
+  EXPECT_THROW(parse_json_line(R"({"id":"a.b/c","outcome":"FAIL","failures":[{"kind":"too_big"}]})"),
+               std::runtime_error);
   // Written before max_ratio existed: unknown (NaN), which the tightness report leaves out.
   const auto old = parse_json_line(
       R"({"id":"a.b/c","outcome":"PASS","outputs":[{"out":"d","max_abs_err":0,"max_rel_err":0,"bound":1}]})");
@@ -257,7 +257,7 @@ TEST(Junit, CountsAndNamesFollowTheMapping) {
   EXPECT_EQ(root.attribute("tests").as_int(), 8);
   EXPECT_EQ(root.attribute("failures").as_int(), 2);  // FAIL, XPASS
   EXPECT_EQ(root.attribute("errors").as_int(), 3);    // ERROR, CRASH, TIMEOUT
-  EXPECT_FALSE(root.attribute("skipped"));  // the Ant schema forbids it there; suites count skips
+  EXPECT_FALSE(root.attribute("skipped"));            // the Ant schema forbids it there; suites count skips
 
   std::map<std::string, pugi::xml_node> suites;
   for (auto s : root.children("testsuite")) suites[s.attribute("name").value()] = s;
@@ -293,10 +293,27 @@ TEST(Junit, CountsAndNamesFollowTheMapping) {
   std::map<std::string, std::string> props;
   for (auto p : fail.child("properties").children("property"))
     props[p.attribute("name").value()] = p.attribute("value").value();
-  for (const char* key : {"id", "arch", "impl", "device", "seed", "outcome", "raw_outcome", "tier",
-                          "ms", "metric", "max_abs_err", "max_rel_err", "bound", "mismatches",
-                          "first_mismatch.out", "first_mismatch.index", "first_mismatch.got",
-                          "first_mismatch.want", "out.O.max_abs_err", "out.lse.bound", "repro"})
+  for (const char* key : {"id",
+                          "arch",
+                          "impl",
+                          "device",
+                          "seed",
+                          "outcome",
+                          "raw_outcome",
+                          "tier",
+                          "ms",
+                          "metric",
+                          "max_abs_err",
+                          "max_rel_err",
+                          "bound",
+                          "mismatches",
+                          "first_mismatch.out",
+                          "first_mismatch.index",
+                          "first_mismatch.got",
+                          "first_mismatch.want",
+                          "out.O.max_abs_err",
+                          "out.lse.bound",
+                          "repro"})
     EXPECT_TRUE(props.count(key)) << key;
   EXPECT_EQ(props["first_mismatch.index"], "0,0,1,5");
   EXPECT_EQ(props["max_abs_err"], "0.031");
@@ -313,8 +330,7 @@ TEST(Junit, CountsAndNamesFollowTheMapping) {
     EXPECT_FALSE(find_case(doc, name).child("failure")) << name;
   }
   EXPECT_STREQ(find_case(doc, "cuda_flash/e4m3_crash").child("error").attribute("type").value(), "CRASH");
-  EXPECT_STREQ(find_case(doc, "cuda_flash/e4m3_timeout").child("error").attribute("message").value(),
-               "ran past 60 s");
+  EXPECT_STREQ(find_case(doc, "cuda_flash/e4m3_timeout").child("error").attribute("message").value(), "ran past 60 s");
 
   auto skip = find_case(doc, "cuda_flash/e4m3_skip").child("skipped");
   ASSERT_TRUE(skip);
@@ -361,8 +377,7 @@ TEST(Junit, HostileMessagesStayValidAndReadable) {
   pugi::xml_document doc;
   const auto res = doc.load_file(path.c_str());
   ASSERT_TRUE(res) << res.description();
-  const std::string readable =
-      "ctl\\x01 esc\\x1b[31mred ff\\xff\\xfe trunc\\xe2\\x82 end ]]> <&>\"' nul\\x00x tab\tok";
+  const std::string readable = "ctl\\x01 esc\\x1b[31mred ff\\xff\\xfe trunc\\xe2\\x82 end ]]> <&>\"' nul\\x00x tab\tok";
   auto fail = find_case(doc, "cuda_flash/bf16_b1_fail").child("failure");
   const std::string fmsg = fail.attribute("message").value();
   EXPECT_EQ(fmsg.rfind(readable, 0), 0u) << fmsg;
@@ -384,13 +399,14 @@ TEST(Junit, HostileMessagesStayValidAndReadable) {
 
 TEST(Junit, SanitizeKeepsValidUtf8AndEscapesTheRest) {
   EXPECT_EQ(sanitize_xml_text("plain\t\r\n"), "plain\t\r\n");
-  EXPECT_EQ(sanitize_xml_text("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(sanitize_xml_text("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
   EXPECT_EQ(sanitize_xml_text("\x01\x1f\x7f"), "\\x01\\x1f\x7f");
-  EXPECT_EQ(sanitize_xml_text("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
-  EXPECT_EQ(sanitize_xml_text("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(sanitize_xml_text("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(sanitize_xml_text("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a surrogate
   EXPECT_EQ(sanitize_xml_text("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // > U+10FFFF
-  EXPECT_EQ(sanitize_xml_text("a\xe2\x82"), "a\\xe2\\x82");          // truncated at the end
-  EXPECT_EQ(sanitize_xml_text("\xe2\x82z"), "\\xe2\\x82z");          // truncated mid-text
+  EXPECT_EQ(sanitize_xml_text("a\xe2\x82"), "a\\xe2\\x82");                  // truncated at the end
+  EXPECT_EQ(sanitize_xml_text("\xe2\x82z"), "\\xe2\\x82z");                  // truncated mid-text
   EXPECT_EQ(sanitize_xml_text("\xef\xbf\xbe"), "\\u{fffe}");
   EXPECT_EQ(sanitize_xml_text("]]>"), "]]>");
 }
@@ -412,7 +428,8 @@ TEST(Junit, LeavesNoTemporaryFileAndReplacesAnOldOne) {
 TEST(Junit, WriteFailureThrows) {
   const auto dir = test_dir();
   std::ofstream(dir / "file") << "x";
-  EXPECT_THROW(write_junit(every_outcome(), (dir / "file" / "r.xml").string(), "s", JunitDetail::all), std::runtime_error);
+  EXPECT_THROW(write_junit(every_outcome(), (dir / "file" / "r.xml").string(), "s", JunitDetail::all),
+               std::runtime_error);
 }
 
 void expect_read_error(const std::string& path, const std::string& needle) {
@@ -433,7 +450,8 @@ TEST(Junit, ReadErrorsNameTheFileAndTheProblem) {
   expect_read_error((dir / "bad.xml").string(), "not valid XML");
   std::ofstream(dir / "root.xml") << "<results/>";
   expect_read_error((dir / "root.xml").string(), "<testsuites>");
-  std::ofstream(dir / "noprops.xml") << "<testsuites><testsuite name='sdpa'><testcase classname='c' name='n'/></testsuite></testsuites>";
+  std::ofstream(dir / "noprops.xml")
+      << "<testsuites><testsuite name='sdpa'><testcase classname='c' name='n'/></testsuite></testsuites>";
   expect_read_error((dir / "noprops.xml").string(), "properties");
   std::ofstream(dir / "noid.xml")
       << "<testsuites><testsuite name='sdpa'><testcase classname='c' name='n'><properties>"

@@ -147,7 +147,8 @@ TEST(JunitLean, AFailureCarriesMessageReproAndWorstElements) {
   ASSERT_TRUE(doc.load_string(junit_xml({r}, "s").c_str()));
   const auto tc = doc.child("testsuites").child("testsuite").child("testcase");
   std::map<std::string, std::string> props;
-  for (auto p : tc.child("properties").children("property")) props[p.attribute("name").value()] = p.attribute("value").value();
+  for (auto p : tc.child("properties").children("property"))
+    props[p.attribute("name").value()] = p.attribute("value").value();
   EXPECT_EQ(props.at("repro"), r.repro);
   EXPECT_EQ(props.at("first_mismatch.index"), "0,31,4095,127");
   EXPECT_EQ(props.count("out.O.bound"), 0u);
@@ -159,8 +160,8 @@ TEST(JunitLean, AFailureCarriesMessageReproAndWorstElements) {
 }
 
 int xmllint(const std::string& xml) {
-  const std::string cmd = "xmllint --noout --schema '" + std::string(OPCTS_SOURCE_DIR) + "/tests/data/junit_ant.xsd' '" +
-                          xml + "' >/dev/null 2>&1";
+  const std::string cmd = "xmllint --noout --schema '" + std::string(OPCTS_SOURCE_DIR) +
+                          "/tests/data/junit_ant.xsd' '" + xml + "' >/dev/null 2>&1";
   const int rc = std::system(cmd.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }

@@ -32,8 +32,9 @@ std::string slurp(const std::string& p) {
 }
 
 std::vector<ResultRecord> hostile_records() {
-  const std::string hostile = std::string("ctl\x01\x08 esc\x1b[31m ff\xff\xfe trunc\xe2\x82 ]]> <![CDATA[x]]> <&>\"' nul") +
-                              std::string(1, '\0') + " \xef\xbf\xbe end";
+  const std::string hostile =
+      std::string("ctl\x01\x08 esc\x1b[31m ff\xff\xfe trunc\xe2\x82 ]]> <![CDATA[x]]> <&>\"' nul") +
+      std::string(1, '\0') + " \xef\xbf\xbe end";
   std::vector<ResultRecord> rs;
   int k = 0;
   for (Outcome o : {Outcome::PASS, Outcome::FAIL, Outcome::ERROR, Outcome::CRASH, Outcome::TIMEOUT, Outcome::SKIP,
@@ -56,7 +57,8 @@ std::vector<ResultRecord> hostile_records() {
 }
 
 TEST(JunitSchema, EveryOutcomeWithHostileMessagesValidates) {
-  if (!have_xmllint()) GTEST_SKIP() << "xmllint not found (Debian package libxml2-utils; scripts/install-deps.sh installs it)";
+  if (!have_xmllint())
+    GTEST_SKIP() << "xmllint not found (Debian package libxml2-utils; scripts/install-deps.sh installs it)";
   const auto dir = testutil::temp_dir();
   const std::string xml = dir + "/hostile.xml", log = dir + "/xmllint.log";
   write_junit(hostile_records(), xml, "opcts\x03 sm90 ]]>");
@@ -88,7 +90,8 @@ TEST(JunitSchema, TheSchemaRefusesWhatItForbids) {
                         "</testsuite></testsuites>"},
       {"failure and error", "<testsuites>" + suite_open +
                                 R"(<testcase name="a" classname="f" time="0"><failure type="FAIL"/><error type="E"/>)"
-                                "</testcase>" + suite_close + "</testsuites>"},
+                                "</testcase>" +
+                                suite_close + "</testsuites>"},
       {"failure without type", "<testsuites>" + suite_open +
                                    R"(<testcase name="a" classname="f" time="0"><failure message="m"/></testcase>)" +
                                    suite_close + "</testsuites>"},

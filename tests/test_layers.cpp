@@ -87,8 +87,9 @@ TEST(Layers, NoIncludeRunsUpward) {
   ASSERT_GT(includes.size(), 100u) << "scanned too little of " << root;
   for (const auto& i : includes) {
     // A bare name ("sdpa_kernels.hpp") is a sibling of the including file.
-    const std::string target =
-        i.target.find('/') == std::string::npos ? (fs::path(i.file).parent_path() / i.target).generic_string() : i.target;
+    const std::string target = i.target.find('/') == std::string::npos
+                                   ? (fs::path(i.file).parent_path() / i.target).generic_string()
+                                   : i.target;
     if (!fs::exists(root / target)) continue;  // a system or third-party header spelled with quotes
     const std::string from = floor_of(i.file), to = floor_of(target);
     ASSERT_FALSE(from.empty()) << i.file;
@@ -100,7 +101,8 @@ TEST(Layers, NoIncludeRunsUpward) {
           << "): an include from a lower floor to a higher one, or across siblings";
     }
     if (is_kernel_file(i.file))
-      EXPECT_TRUE(is_kernel_file(target) || target == "core/minifloat_bits.hpp" || target.rfind("include/opcts/", 0) == 0)
+      EXPECT_TRUE(is_kernel_file(target) || target == "core/minifloat_bits.hpp" ||
+                  target.rfind("include/opcts/", 0) == 0)
           << i.file << ":" << i.line << " is a kernel source and includes " << i.target
           << " (kernels take plain parameter structs, no harness types)";
   }

@@ -1,4 +1,5 @@
-// Manifest: parsing of skip/xfail/flaky/tolerance entries (typed FAIL entries too), errors with file:line, extends, stale, apply_expectation.
+// Manifest: parsing of skip/xfail/flaky/tolerance entries (typed FAIL entries too), errors with file:line, extends,
+// stale, apply_expectation.
 #include <gtest/gtest.h>
 
 #include "tests/test_util.hpp"
@@ -9,16 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "runner/manifest.hpp"
 #include "core/yaml_util.hpp"
+#include "runner/manifest.hpp"
 
 namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::cases_dir;
 using testutil::temp_dir;
 using testutil::write;
-using testutil::cases_dir;
 
 // The message of the YamlError that loading `path` throws, or "" when it loads.
 std::string load_error(const std::string& path) {
@@ -26,32 +27,32 @@ std::string load_error(const std::string& path) {
 }
 
 const char* kFull =
-    "arch: sm90\n"                                    // 1
-    "description: test manifest\n"                    // 2
-    "skip:\n"                                         // 3
-    "  - match: \"sdpa.*/fp32_*\"\n"                  // 4
-    "    reason: no fp32 path\n"                      // 5
-    "    link: https://example.invalid/1\n"           // 6
-    "xfail:\n"                                        // 7
-    "  - match: \"sdpa.cuda_flash/*_d256_*\"\n"       // 8
-    "    reason: head dim 256 overflows smem\n"       // 9
-    "    expect: ERROR\n"                             // 10
-    "  - match: \"sdpa.cuda_math/*\"\n"               // 11
-    "    reason: known rounding issue\n"              // 12
-    "    strict: false\n"                             // 13
-    "    expect: FAIL\n"                              // 14
+    "arch: sm90\n"                                                   // 1
+    "description: test manifest\n"                                   // 2
+    "skip:\n"                                                        // 3
+    "  - match: \"sdpa.*/fp32_*\"\n"                                 // 4
+    "    reason: no fp32 path\n"                                     // 5
+    "    link: https://example.invalid/1\n"                          // 6
+    "xfail:\n"                                                       // 7
+    "  - match: \"sdpa.cuda_flash/*_d256_*\"\n"                      // 8
+    "    reason: head dim 256 overflows smem\n"                      // 9
+    "    expect: ERROR\n"                                            // 10
+    "  - match: \"sdpa.cuda_math/*\"\n"                              // 11
+    "    reason: known rounding issue\n"                             // 12
+    "    strict: false\n"                                            // 13
+    "    expect: FAIL\n"                                             // 14
     "    outputs: {O: [exceeds_bound, nonfinite], lse: [biased]}\n"  // 15
-    "    case: [wrote_input]\n"                       // 16
-    "    max_ratio: 2.5\n"                            // 17
-    "flaky:\n"                                        // 18
-    "  - match: \"sdpa.*_b8_*\"\n"                    // 19
-    "    reason: races on the split-k path\n"         // 20
-    "    reruns: 3\n"                                 // 21
-    "tolerance:\n"                                    // 22
-    "  - match: \"sdpa.cuda_flash/bf16_*\"\n"         // 23
-    "    reason: another summation order\n"           // 24
-    "    output: O\n"                                 // 25
-    "    factor: 4\n";                                // 26
+    "    case: [wrote_input]\n"                                      // 16
+    "    max_ratio: 2.5\n"                                           // 17
+    "flaky:\n"                                                       // 18
+    "  - match: \"sdpa.*_b8_*\"\n"                                   // 19
+    "    reason: races on the split-k path\n"                        // 20
+    "    reruns: 3\n"                                                // 21
+    "tolerance:\n"                                                   // 22
+    "  - match: \"sdpa.cuda_flash/bf16_*\"\n"                        // 23
+    "    reason: another summation order\n"                          // 24
+    "    output: O\n"                                                // 25
+    "    factor: 4\n";                                               // 26
 
 TEST(ManifestLoad, ParsesEveryEntryKind) {
   const std::string dir = temp_dir();
@@ -78,7 +79,8 @@ TEST(ManifestLoad, ParsesEveryEntryKind) {
   EXPECT_EQ(loose->expect, Outcome::FAIL);
   EXPECT_EQ(loose->message, "");
   using K = FailureKind;
-  const std::vector<std::pair<std::string, std::vector<K>>> outs = {{"O", {K::exceeds_bound, K::nonfinite}}, {"lse", {K::biased}}};
+  const std::vector<std::pair<std::string, std::vector<K>>> outs = {{"O", {K::exceeds_bound, K::nonfinite}},
+                                                                    {"lse", {K::biased}}};
   EXPECT_EQ(loose->outputs, outs);
   EXPECT_EQ(loose->case_kinds, std::vector<K>{K::wrote_input});
   EXPECT_EQ(loose->max_ratio, 2.5);
@@ -98,7 +100,7 @@ TEST(ManifestLoad, ParsesEveryEntryKind) {
   EXPECT_FALSE(tol->rtol.has_value());
   EXPECT_FALSE(tol->atol_eps.has_value());
   EXPECT_EQ(m.find(EntryKind::tolerance, id, "lse"), nullptr);  // the entry names output O only
-  EXPECT_EQ(m.find(EntryKind::xfail, id), nullptr);                // kinds do not mix
+  EXPECT_EQ(m.find(EntryKind::xfail, id), nullptr);             // kinds do not mix
 }
 
 TEST(ManifestLoad, EmptyFileIsAnErrorAndEmptyManifestIsNot) {
@@ -215,8 +217,9 @@ TEST(ManifestExtends, ByPathRelativeToTheFile) {
   write(dir + "/team", "sib.yaml", "skip:\n  - match: 'from_sib'\n    reason: s\n");
   const std::string builtin = fs::relative(cases_dir() / "manifests" / "sm90.yaml", fs::path(dir) / "team").string();
   const std::string mine = write(dir + "/team", "mine.yaml",
-                                 "arch: sm90\nextends: [" + builtin + ", sib.yaml, common/base.yaml]\n"
-                                 "skip:\n  - match: 'from_mine'\n    reason: m\n");
+                                 "arch: sm90\nextends: [" + builtin +
+                                     ", sib.yaml, common/base.yaml]\n"
+                                     "skip:\n  - match: 'from_mine'\n    reason: m\n");
   const Manifest m = Manifest::load(mine);
   const Manifest sm90 = Manifest::load((cases_dir() / "manifests" / "sm90.yaml").string());
   ASSERT_EQ(m.entries().size(), sm90.entries().size() + 3) << load_error(mine);
@@ -226,8 +229,9 @@ TEST(ManifestExtends, ByPathRelativeToTheFile) {
   const std::string abs = write(dir, "abs.yaml", "extends: [" + (fs::path(dir) / "team" / "sib.yaml").string() + "]\n");
   EXPECT_NE(Manifest::load(abs).find(EntryKind::skip, "from_sib"), nullptr);
   const std::string missing = write(dir, "missing.yaml", "extends: [team/nothere.yaml]\n");
-  EXPECT_NE(load_error(missing).find(missing + ":1:11: extends 'team/nothere.yaml': no file " + dir + "/team/nothere.yaml"),
-            std::string::npos)
+  EXPECT_NE(
+      load_error(missing).find(missing + ":1:11: extends 'team/nothere.yaml': no file " + dir + "/team/nothere.yaml"),
+      std::string::npos)
       << load_error(missing);
 }
 
@@ -246,10 +250,9 @@ TEST(ManifestExtends, SharedAncestorLoadsOnce) {
 TEST(ManifestStale, ReportsEntriesMatchingNoId) {
   const std::string dir = temp_dir();
   const Manifest m = Manifest::load(write(dir, "sm90.yaml", kFull));
-  const std::vector<std::string> ids = {
-      "sdpa.cuda_flash/fp32_b1_hq1_hkv1_sq1_sk1_d64_nomask",   // the skip entry
-      "sdpa.cuda_math/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask",    // the non-strict xfail
-      "sdpa.cuda_flash/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask"};  // the tolerance entry
+  const std::vector<std::string> ids = {"sdpa.cuda_flash/fp32_b1_hq1_hkv1_sq1_sk1_d64_nomask",   // the skip entry
+                                        "sdpa.cuda_math/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask",    // the non-strict xfail
+                                        "sdpa.cuda_flash/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask"};  // the tolerance entry
   const auto stale = m.stale(ids);
   ASSERT_EQ(stale.size(), 2u);  // the d256 xfail and the b8 flaky entry
   EXPECT_EQ(stale[0]->match, "sdpa.cuda_flash/*_d256_*");
@@ -260,24 +263,28 @@ TEST(ManifestStale, ReportsEntriesMatchingNoId) {
 TEST(ManifestErrors, AnXfailNamesTheFailureItExpects) {
   const std::string dir = temp_dir();
   const std::string none = write(dir, "n.yaml", "xfail:\n  - match: x\n    reason: r\n");
-  EXPECT_NE(load_error(none).find(none + ":2:5: xfail entry 'x' needs 'expect:'"), std::string::npos) << load_error(none);
+  EXPECT_NE(load_error(none).find(none + ":2:5: xfail entry 'x' needs 'expect:'"), std::string::npos)
+      << load_error(none);
   const std::string pass = write(dir, "p.yaml", "xfail:\n  - match: x\n    reason: r\n    expect: PASS\n");
   EXPECT_NE(load_error(pass).find(pass + ":4:13: 'expect' must be FAIL, ERROR, CRASH or TIMEOUT"), std::string::npos)
       << load_error(pass);
-  const std::string re = write(dir, "r.yaml", "xfail:\n  - match: x\n    reason: r\n    expect: ERROR\n    message: \"(\"\n");
+  const std::string re =
+      write(dir, "r.yaml", "xfail:\n  - match: x\n    reason: r\n    expect: ERROR\n    message: \"(\"\n");
   EXPECT_NE(load_error(re).find(re + ":5:14: 'message' is not a valid regular expression"), std::string::npos)
       << load_error(re);
   // 100,000 nested groups: std::regex recursed through them and overflowed the stack; RE2
   // parses and matches without recursion, so the pattern loads and matches, with no length cap.
-  const std::string deep = write(dir, "d.yaml", "xfail:\n  - match: x\n    reason: r\n    expect: ERROR\n    message: \"" +
-                                                    std::string(100000, '(') + "a" + std::string(100000, ')') + "\"\n");
+  const std::string deep = write(dir, "d.yaml",
+                                 "xfail:\n  - match: x\n    reason: r\n    expect: ERROR\n    message: \"" +
+                                     std::string(100000, '(') + "a" + std::string(100000, ')') + "\"\n");
   ASSERT_EQ(load_error(deep), "");
   const Manifest m = Manifest::load(deep);
   const ManifestEntry& e = m.entries().at(0);
   EXPECT_EQ(apply_expectation(Outcome::ERROR, "xyz a", {}, &e), Outcome::XFAIL);
   EXPECT_EQ(apply_expectation(Outcome::ERROR, "xyz b", {}, &e), Outcome::ERROR);
-  const std::string long_ok = write(dir, "l.yaml", "xfail:\n  - match: x\n    reason: r\n    expect: ERROR\n    message: \"" +
-                                                       std::string(5000, 'a') + "\"\n");
+  const std::string long_ok = write(
+      dir, "l.yaml",
+      "xfail:\n  - match: x\n    reason: r\n    expect: ERROR\n    message: \"" + std::string(5000, 'a') + "\"\n");
   EXPECT_EQ(Manifest::load(long_ok).entries().at(0).message.size(), 5000u);
 }
 
@@ -316,7 +323,8 @@ TEST(ManifestExpectation, FullTable) {
     EXPECT_EQ(apply_expectation(r.raw, r.message, r.failures, &loose), r.under_loose);
     EXPECT_EQ(apply_expectation(r.raw, r.message, r.failures, &refused), r.under_refused);
   }
-  EXPECT_EQ(unmet_expectation(Outcome::CRASH, "", {}, refused), "xfail m.yaml:3 expects ERROR matching 'status 1[57]', got CRASH");
+  EXPECT_EQ(unmet_expectation(Outcome::CRASH, "", {}, refused),
+            "xfail m.yaml:3 expects ERROR matching 'status 1[57]', got CRASH");
   EXPECT_EQ(unmet_expectation(Outcome::ERROR, "status 15", {}, refused), "");
 }
 
@@ -342,25 +350,77 @@ TEST(ManifestExpectation, TypedFailEntriesAbsorbOnlyTheFailuresTheyName) {
     Outcome under_dv, under_capped, under_refusal, under_planted;
   };
   const Row rows[] = {
-      {"the named kind of the named output", {dv_exceeds}, "", Outcome::XFAIL, Outcome::XFAIL, Outcome::FAIL, Outcome::XFAIL},
-      {"a second failing output", {dv_exceeds, {"dK", K::exceeds_bound, 2, 1.3}}, "", Outcome::FAIL, Outcome::FAIL,
-       Outcome::FAIL, Outcome::XFAIL},
-      {"another kind on the named output", {{"dV", K::nonfinite, 16128, 0}}, "", Outcome::FAIL, Outcome::FAIL,
-       Outcome::FAIL, Outcome::XFAIL},
-      {"the named kind and another on the named output", {dv_exceeds, {"dV", K::untouched, 5, 0}}, "", Outcome::FAIL,
-       Outcome::FAIL, Outcome::FAIL, Outcome::XFAIL},
-      {"past max_ratio", {{"dV", K::exceeds_bound, 1, 3.0}}, "", Outcome::XFAIL, Outcome::FAIL, Outcome::FAIL,
+      {"the named kind of the named output",
+       {dv_exceeds},
+       "",
+       Outcome::XFAIL,
+       Outcome::XFAIL,
+       Outcome::FAIL,
        Outcome::XFAIL},
-      {"a NaN ratio", {{"dV", K::exceeds_bound, 1, NAN}}, "", Outcome::XFAIL, Outcome::FAIL, Outcome::FAIL, Outcome::XFAIL},
-      {"a case kind beside the output's", {dv_exceeds, {"", K::written_outside, 0, 0}}, "", Outcome::FAIL, Outcome::FAIL,
-       Outcome::FAIL, Outcome::XFAIL},
+      {"a second failing output",
+       {dv_exceeds, {"dK", K::exceeds_bound, 2, 1.3}},
+       "",
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::XFAIL},
+      {"another kind on the named output",
+       {{"dV", K::nonfinite, 16128, 0}},
+       "",
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::XFAIL},
+      {"the named kind and another on the named output",
+       {dv_exceeds, {"dV", K::untouched, 5, 0}},
+       "",
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::XFAIL},
+      {"past max_ratio",
+       {{"dV", K::exceeds_bound, 1, 3.0}},
+       "",
+       Outcome::XFAIL,
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::XFAIL},
+      {"a NaN ratio",
+       {{"dV", K::exceeds_bound, 1, NAN}},
+       "",
+       Outcome::XFAIL,
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::XFAIL},
+      {"a case kind beside the output's",
+       {dv_exceeds, {"", K::written_outside, 0, 0}},
+       "",
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::XFAIL},
       {"no kind recorded", {}, "", Outcome::FAIL, Outcome::FAIL, Outcome::FAIL, Outcome::XFAIL},
-      {"the named case kind and message", {{"", K::wrong_refusal, 0, 0}}, "got: Invalid scaling configuration",
-       Outcome::FAIL, Outcome::FAIL, Outcome::XFAIL, Outcome::XFAIL},
-      {"the named case kind, another message", {{"", K::wrong_refusal, 0, 0}}, "got: status 15", Outcome::FAIL,
-       Outcome::FAIL, Outcome::FAIL, Outcome::XFAIL},
-      {"another case kind", {{"", K::accepted_invalid, 0, 0}}, "Invalid scaling", Outcome::FAIL, Outcome::FAIL,
-       Outcome::FAIL, Outcome::XFAIL},
+      {"the named case kind and message",
+       {{"", K::wrong_refusal, 0, 0}},
+       "got: Invalid scaling configuration",
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::XFAIL,
+       Outcome::XFAIL},
+      {"the named case kind, another message",
+       {{"", K::wrong_refusal, 0, 0}},
+       "got: status 15",
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::XFAIL},
+      {"another case kind",
+       {{"", K::accepted_invalid, 0, 0}},
+       "Invalid scaling",
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::FAIL,
+       Outcome::XFAIL},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.what);
@@ -372,12 +432,16 @@ TEST(ManifestExpectation, TypedFailEntriesAbsorbOnlyTheFailuresTheyName) {
   // The unmet expectation names what the entry expects and what came instead.
   EXPECT_EQ(unmet_expectation(Outcome::FAIL, "", {dv_exceeds, {"dK", K::exceeds_bound, 2, 1.3}}, dv),
             "xfail sm90.yaml:52 expects FAIL of dV: exceeds_bound, got FAIL: dK exceeds_bound ×1.3 (2 elements)");
-  EXPECT_EQ(unmet_expectation(Outcome::FAIL, "", {{"dV", K::exceeds_bound, 1, 3.0}}, capped),
-            "xfail sm90.yaml:52 expects FAIL of dV: exceeds_bound (ratio <= 1.5), got FAIL: dV exceeds_bound ×3 (1 element)");
-  EXPECT_EQ(unmet_expectation(Outcome::FAIL, "", {}, dv), "xfail sm90.yaml:52 expects FAIL of dV: exceeds_bound, got FAIL: no failure kind recorded");
-  EXPECT_EQ(unmet_expectation(Outcome::FAIL, "got: status 15", {{"", K::wrong_refusal, 0, 0}}, refusal),
-            "xfail p.yaml:9 expects FAIL of case: wrong_refusal matching 'Invalid scaling', got FAIL with another message");
-  EXPECT_EQ(unmet_expectation(Outcome::ERROR, "", {}, dv), "xfail sm90.yaml:52 expects FAIL of dV: exceeds_bound, got ERROR");
+  EXPECT_EQ(
+      unmet_expectation(Outcome::FAIL, "", {{"dV", K::exceeds_bound, 1, 3.0}}, capped),
+      "xfail sm90.yaml:52 expects FAIL of dV: exceeds_bound (ratio <= 1.5), got FAIL: dV exceeds_bound ×3 (1 element)");
+  EXPECT_EQ(unmet_expectation(Outcome::FAIL, "", {}, dv),
+            "xfail sm90.yaml:52 expects FAIL of dV: exceeds_bound, got FAIL: no failure kind recorded");
+  EXPECT_EQ(
+      unmet_expectation(Outcome::FAIL, "got: status 15", {{"", K::wrong_refusal, 0, 0}}, refusal),
+      "xfail p.yaml:9 expects FAIL of case: wrong_refusal matching 'Invalid scaling', got FAIL with another message");
+  EXPECT_EQ(unmet_expectation(Outcome::ERROR, "", {}, dv),
+            "xfail sm90.yaml:52 expects FAIL of dV: exceeds_bound, got ERROR");
 }
 
 TEST(ManifestErrors, AFailEntryNamesItsOutputsAndKinds) {
@@ -391,9 +455,12 @@ TEST(ManifestErrors, AFailEntryNamesItsOutputsAndKinds) {
     const char* error;  // after "<path>:"
   };
   const Bad bad[] = {
-      {"untyped.yaml", "    expect: FAIL\n", "2:5: xfail entry 'x' expects FAIL but names no failure kind: give 'outputs:"},
-      {"message_only.yaml", "    expect: FAIL\n    message: \"mismatches\"\n", "2:5: xfail entry 'x' expects FAIL but names no failure kind"},
-      {"unknown.yaml", "    expect: FAIL\n    outputs: {dV: [too_big]}\n", "5:20: 'too_big' is not a kind of an output (kinds: exceeds_bound,"},
+      {"untyped.yaml", "    expect: FAIL\n",
+       "2:5: xfail entry 'x' expects FAIL but names no failure kind: give 'outputs:"},
+      {"message_only.yaml", "    expect: FAIL\n    message: \"mismatches\"\n",
+       "2:5: xfail entry 'x' expects FAIL but names no failure kind"},
+      {"unknown.yaml", "    expect: FAIL\n    outputs: {dV: [too_big]}\n",
+       "5:20: 'too_big' is not a kind of an output (kinds: exceeds_bound,"},
       {"case_kind_on_output.yaml", "    expect: FAIL\n    outputs: {dV: [wrong_refusal]}\n",
        "5:20: 'wrong_refusal' is not a kind of an output (it is the case's: put it under 'case')"},
       {"output_kind_on_case.yaml", "    expect: FAIL\n    case: [nonfinite]\n",
@@ -402,7 +469,8 @@ TEST(ManifestErrors, AFailEntryNamesItsOutputsAndKinds) {
       {"empty_outputs.yaml", "    expect: FAIL\n    outputs: {}\n", "5:14: 'outputs' is empty"},
       {"on_error.yaml", "    expect: ERROR\n    outputs: {O: [nonfinite]}\n",
        "2:5: xfail entry 'x' expects ERROR: 'outputs', 'case' and 'max_ratio' type a FAIL only"},
-      {"ratio_low.yaml", "    expect: FAIL\n    outputs: {O: [exceeds_bound]}\n    max_ratio: 1\n", "6:16: 'max_ratio' must be > 1"},
+      {"ratio_low.yaml", "    expect: FAIL\n    outputs: {O: [exceeds_bound]}\n    max_ratio: 1\n",
+       "6:16: 'max_ratio' must be > 1"},
       {"ratio_unused.yaml", "    expect: FAIL\n    outputs: {O: [nonfinite]}\n    max_ratio: 3\n",
        "6:16: 'max_ratio' caps exceeds_bound, which no output of this entry names"},
   };
@@ -411,7 +479,8 @@ TEST(ManifestErrors, AFailEntryNamesItsOutputsAndKinds) {
     const std::string err = load_error(path);
     EXPECT_NE(err.find(path + ":" + b.error), std::string::npos) << b.file << ": " << err;
   }
-  const std::string good = entry("good.yaml", "    expect: FAIL\n    outputs: {dV: [exceeds_bound]}\n    max_ratio: 1.5\n");
+  const std::string good =
+      entry("good.yaml", "    expect: FAIL\n    outputs: {dV: [exceeds_bound]}\n    max_ratio: 1.5\n");
   EXPECT_EQ(load_error(good), "");
 }
 
@@ -429,8 +498,8 @@ TEST(Manifest, ALongMessageIsMatchedWholeWithoutOverflowingTheStack) {
   EXPECT_EQ(apply_expectation(Outcome::ERROR, head + std::string(1 << 20, 'y') + "tail", {}, &e), Outcome::XFAIL);
   EXPECT_EQ(apply_expectation(Outcome::ERROR, head + std::string(1 << 20, 'y') + "tail!", {}, &e), Outcome::ERROR);
   const std::string long_prefix = std::string(1 << 20, '.') + "status 15";
-  const std::array<std::array<const char*, 3>, 3> rows{{
-      {"status 15$", "", "0 more"}, {"status 15\\b", " y", "0 more"}, {"status 15\\B", "0", " more"}}};
+  const std::array<std::array<const char*, 3>, 3> rows{
+      {{"status 15$", "", "0 more"}, {"status 15\\b", " y", "0 more"}, {"status 15\\B", "0", " more"}}};
   for (const auto& [pattern, match_next, miss_next] : rows) {
     e.message = pattern;
     EXPECT_EQ(apply_expectation(Outcome::ERROR, long_prefix + match_next, {}, &e), Outcome::XFAIL) << pattern;

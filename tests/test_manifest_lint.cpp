@@ -12,8 +12,8 @@
 namespace {
 
 namespace fs = std::filesystem;
-using opcts::testutil::Shell;
 using opcts::testutil::sh;
+using opcts::testutil::Shell;
 
 TEST(ManifestLint, ReportsStaleAndShadowedEntriesAndFails) {
   const fs::path m = fs::path(opcts::testutil::temp_dir()) / "lint.yaml";
@@ -21,7 +21,8 @@ TEST(ManifestLint, ReportsStaleAndShadowedEntriesAndFails) {
                       "  - match: \"nothing.hip_x/*\"\n    reason: matches no case\n"
                       "  - match: \"cast.hip_cvt/*\"\n    reason: every cast case\n"
                       "  - match: \"cast.hip_cvt/*fnuz*\"\n    reason: decided by the entry above\n";
-  const std::string lint = std::string(OPCTS_BINARY) + " manifest lint --arch gfx942 --cases-dir " + OPCTS_SOURCE_DIR + "/cases";
+  const std::string lint =
+      std::string(OPCTS_BINARY) + " manifest lint --arch gfx942 --cases-dir " + OPCTS_SOURCE_DIR + "/cases";
   const Shell bad = sh(lint + " --manifest " + m.string());
   EXPECT_NE(bad.status, 0) << bad.output;
   EXPECT_NE(bad.output.find(":3: stale skip entry 'nothing.hip_x/*'"), std::string::npos) << bad.output;
@@ -36,13 +37,16 @@ TEST(ManifestLint, ReportsStaleAndShadowedEntriesAndFails) {
 // and an output name no case of the entry has (a misspelt "dv") fails the lint, listing the
 // names the cases have.
 TEST(ManifestLint, RefusesAnUntypedFailEntryAndAnOutputNoCaseHas) {
-  const std::string lint = std::string(OPCTS_BINARY) + " manifest lint --arch gfx942 --cases-dir " + OPCTS_SOURCE_DIR + "/cases";
+  const std::string lint =
+      std::string(OPCTS_BINARY) + " manifest lint --arch gfx942 --cases-dir " + OPCTS_SOURCE_DIR + "/cases";
   const fs::path untyped = fs::path(opcts::testutil::temp_dir()) / "untyped.yaml";
-  std::ofstream(untyped) << "arch: gfx942\nxfail:\n"
-                            "  - match: \"sdpa.hip_flash/*_bwd\"\n    reason: r\n    expect: FAIL\n    message: \"dV: \"\n";
+  std::ofstream(untyped)
+      << "arch: gfx942\nxfail:\n"
+         "  - match: \"sdpa.hip_flash/*_bwd\"\n    reason: r\n    expect: FAIL\n    message: \"dV: \"\n";
   const Shell u = sh(lint + " --manifest " + untyped.string());
   EXPECT_NE(u.status, 0) << u.output;
-  EXPECT_NE(u.output.find(untyped.string() + ":3:5: xfail entry 'sdpa.hip_flash/*_bwd' expects FAIL but names no failure kind"),
+  EXPECT_NE(u.output.find(untyped.string() +
+                          ":3:5: xfail entry 'sdpa.hip_flash/*_bwd' expects FAIL but names no failure kind"),
             std::string::npos)
       << u.output;
   const fs::path misnamed = fs::path(opcts::testutil::temp_dir()) / "misnamed.yaml";
@@ -51,7 +55,8 @@ TEST(ManifestLint, RefusesAnUntypedFailEntryAndAnOutputNoCaseHas) {
                              "    outputs: {dV: [exceeds_bound], dv: [nonfinite]}\n";
   const Shell m = sh(lint + " --manifest " + misnamed.string());
   EXPECT_NE(m.status, 0) << m.output;
-  EXPECT_NE(m.output.find(":3: xfail entry 'sdpa.hip_flash/*_bwd' names output 'dv', which no case it matches has (outputs: dK, dQ, dV)"),
+  EXPECT_NE(m.output.find(":3: xfail entry 'sdpa.hip_flash/*_bwd' names output 'dv', which no case it matches has "
+                          "(outputs: dK, dQ, dV)"),
             std::string::npos)
       << m.output;
   EXPECT_EQ(m.output.find("names output 'dV'"), std::string::npos) << m.output;
@@ -73,8 +78,8 @@ TEST(ManifestLint, ARuleOrEntryThatNamesNoOutputStopsRunListAndLint) {
   const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n')) + 1;
   text.insert(at + rule.size(), "    output: outt\n");
   std::ofstream(cases / "tolerances.yaml") << text;
-  const std::string where = (cases / "tolerances.yaml").string() + ":" + std::to_string(line) + ":13: " +
-                            "tolerance rule's output 'outt' is no output of scatter_add";
+  const std::string where = (cases / "tolerances.yaml").string() + ":" + std::to_string(line) +
+                            ":13: " + "tolerance rule's output 'outt' is no output of scatter_add";
   const std::string opcts = std::string(OPCTS_BINARY);
   const std::string sel = " --arch host --tier smoke --cases-dir " + cases.string();
   for (const std::string& cmd : {opcts + " list" + sel, opcts + " run" + sel + " --filter 'scatter_add.host_omp/*'",
@@ -87,7 +92,8 @@ TEST(ManifestLint, ARuleOrEntryThatNamesNoOutputStopsRunListAndLint) {
   const fs::path m = dir / "host.yaml";
   std::ofstream(m) << "arch: host\ntolerance:\n  - match: \"scatter_add.host_*/*\"\n    output: outt\n"
                       "    reason: a typo\n    factor: 2\n";
-  const Shell lint = sh(opcts + " manifest lint --arch host --cases-dir " + OPCTS_SOURCE_DIR + "/cases --manifest " + m.string());
+  const Shell lint =
+      sh(opcts + " manifest lint --arch host --cases-dir " + OPCTS_SOURCE_DIR + "/cases --manifest " + m.string());
   EXPECT_EQ(lint.status, 2) << lint.output;
   EXPECT_NE(lint.output.find(m.string() + ":4:13: tolerance entry 'scatter_add.host_*/*' names output 'outt'"),
             std::string::npos)

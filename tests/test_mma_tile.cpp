@@ -1,4 +1,5 @@
-// device_impl/portable/mma_tile.cuh's m16n8k16 tile run on the CPU for every lane of a warp: the fragment loads, the emulated product (the HIP path) and the accumulator walk, against an fp64 GEMM.
+// device_impl/portable/mma_tile.cuh's m16n8k16 tile run on the CPU for every lane of a warp: the fragment loads, the
+// emulated product (the HIP path) and the accumulator walk, against an fp64 GEMM.
 //
 // The kernels' warp quarter (32×32 of C, 2 × 4 products per 16 k, K = 32) is computed here as
 // the lanes would: each lane loads its fragments from the shared-memory tiles (load_a_words,
@@ -28,9 +29,13 @@ constexpr int kRows = 64, kK = 32, kLanes = 32;
 template <class T>
 T from_float(float f);
 template <>
-__half from_float(float f) { return __float2half_rn(f); }
+__half from_float(float f) {
+  return __float2half_rn(f);
+}
 template <>
-__nv_bfloat16 from_float(float f) { return __float2bfloat16_rn(f); }
+__nv_bfloat16 from_float(float f) {
+  return __float2bfloat16_rn(f);
+}
 float to_float(__half v) { return __half2float(v); }
 float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
@@ -64,7 +69,8 @@ Quarter emulate_quarter(const T* As, const T* Bs, int wr, int wc, bool swap_a) {
     for (int l = 0; l < kLanes; ++l)
       for (int mi = 0; mi < 2; ++mi)
         for (int ni = 0; ni < 4; ++ni)
-          mma::mma_emulated<T>(acc[l][mi][ni], l, [&](int r, int src) { return r < 4 ? af[src][mi][r] : bf[src][ni][r - 4]; });
+          mma::mma_emulated<T>(acc[l][mi][ni], l,
+                               [&](int r, int src) { return r < 4 ? af[src][mi][r] : bf[src][ni][r - 4]; });
   }
   Quarter q{};
   int seen[32][32] = {};
@@ -74,7 +80,8 @@ Quarter emulate_quarter(const T* As, const T* Bs, int wr, int wc, bool swap_a) {
       ++seen[r][c];
     });
   for (int r = 0; r < 32; ++r)
-    for (int c = 0; c < 32; ++c) EXPECT_EQ(seen[r][c], 1) << "each_acc names C(" << r << ", " << c << ") " << seen[r][c] << " times";
+    for (int c = 0; c < 32; ++c)
+      EXPECT_EQ(seen[r][c], 1) << "each_acc names C(" << r << ", " << c << ") " << seen[r][c] << " times";
   return q;
 }
 

@@ -20,9 +20,10 @@ TEST(NormalCodes, CodesFollowTheRoundedNormal) {
     DType t;
     double sigma;
   };
-  for (const Case c : {Case{DType::e4m3fn, 112}, Case{DType::e5m2, 14336}, Case{DType::e2m1fn, 1.5},
-                       Case{DType::e4m3fnuz, 60}, Case{DType::e2m3fn, 1}, Case{DType::e4m3fn, 112.0 / 64},
-                       Case{DType::bf16, 1}, Case{DType::fp16, 1}, Case{DType::fp16, 0.125}, Case{DType::fp16, 16000}}) {
+  for (const Case c :
+       {Case{DType::e4m3fn, 112}, Case{DType::e5m2, 14336}, Case{DType::e2m1fn, 1.5}, Case{DType::e4m3fnuz, 60},
+        Case{DType::e2m3fn, 1}, Case{DType::e4m3fn, 112.0 / 64}, Case{DType::bf16, 1}, Case{DType::fp16, 1},
+        Case{DType::fp16, 0.125}, Case{DType::fp16, 16000}}) {
     SCOPED_TRACE(std::string(name(c.t)) + " sigma " + std::to_string(c.sigma));
     const NormalCodeSampler sample(c.t, c.sigma);
     const int n = 400000;
@@ -83,7 +84,7 @@ TEST(NormalCodes, CacheKeepsOneSamplerPerDtypeAndSigma) {
   EXPECT_NE(&a, &normal_code_sampler(DType::fp16, 1));
   EXPECT_EQ(normal_code_sampler(DType::fp16, 2).sigma(), 2);
   EXPECT_THROW(normal_code_sampler(DType::fp32, 1), std::invalid_argument);
-  EXPECT_THROW(normal_code_sampler(DType::fp32, 1), std::invalid_argument);  // not cached as built
+  EXPECT_THROW(normal_code_sampler(DType::fp32, 1), std::invalid_argument);    // not cached as built
   EXPECT_THROW(normal_code_sampler(DType::bf16, NAN), std::invalid_argument);  // not bf16 σ = 1's sampler
   EXPECT_THROW(normal_code_sampler(DType::bf16, -1), std::invalid_argument);
 }

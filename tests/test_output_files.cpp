@@ -16,8 +16,8 @@ namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
-using testutil::Shell;
 using testutil::sh;
+using testutil::Shell;
 
 std::string read(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -28,7 +28,7 @@ TEST(OutputFiles, WritesThroughSymlinksToTheirTargets) {
   const fs::path dir = testutil::temp_dir();
   fs::create_directories(dir / "real");
   std::ofstream(dir / "real" / "j.xml") << "old";
-  fs::create_symlink("real/j.xml", dir / "hop");  // relative, resolved against the link's folder
+  fs::create_symlink("real/j.xml", dir / "hop");   // relative, resolved against the link's folder
   fs::create_symlink(dir / "hop", dir / "j.xml");  // a chain of two
   write_files({{(dir / "j.xml").string(), "new"}});
   EXPECT_TRUE(fs::is_symlink(dir / "j.xml"));
@@ -73,8 +73,8 @@ TEST(OutputFiles, TheSameFileForTwoOutputsIsAnError) {
   EXPECT_THROW(check_distinct_outputs({{"--junit", (dir / "." / "r.jsonl").string()}, {"--results", r}}),
                std::invalid_argument);
   EXPECT_NO_THROW(check_distinct_outputs({{"--junit", (dir / "j.xml").string()}, {"--results", r}, {"--summary", ""}}));
-  const Shell run = sh(std::string(OPCTS_BINARY) + " run --arch host --tier smoke --family cast --junit " + r +
-                       " --results " + r);
+  const Shell run =
+      sh(std::string(OPCTS_BINARY) + " run --arch host --tier smoke --family cast --junit " + r + " --results " + r);
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.output.find("--junit and --results are the same file"), std::string::npos) << run.output;
 }
@@ -104,9 +104,16 @@ TEST(OutputFiles, MergeWritesAllReportsOrNone) {
 TEST(ReproLine, HostilePathsRoundTripThroughSh) {
   const fs::path dir = testutil::temp_dir();
   const std::string pwned = (dir / "PWNED").string();
-  const std::vector<std::string> hostile{
-      "it's $(touch " + pwned + ")",  "`touch " + pwned + "`", "a b\tc\nd", "; touch " + pwned + " #",
-      "\"quoted\" \\back\\ 'single'", "*?[glob]", "--arch", "$HOME ${HOME} ~", "'", "''\\''"};
+  const std::vector<std::string> hostile{"it's $(touch " + pwned + ")",
+                                         "`touch " + pwned + "`",
+                                         "a b\tc\nd",
+                                         "; touch " + pwned + " #",
+                                         "\"quoted\" \\back\\ 'single'",
+                                         "*?[glob]",
+                                         "--arch",
+                                         "$HOME ${HOME} ~",
+                                         "'",
+                                         "''\\''"};
   for (const auto& m : hostile) {
     const std::string line = repro_command("cast.host_cvt/x", "host", m, {m, "plain.so"});
     ASSERT_EQ(line.rfind("opcts ", 0), 0u);
@@ -114,8 +121,8 @@ TEST(ReproLine, HostilePathsRoundTripThroughSh) {
     const std::string script = "printf '%s\\0' " + line.substr(6);
     const Shell r = sh("sh -c " + shell_quote(script));
     ASSERT_EQ(r.status, 0) << line;
-    const std::vector<std::string> want{"repro", "cast.host_cvt/x", "--arch", "host", "--manifest", m,
-                                        "--plugin", m, "--plugin", "plain.so"};
+    const std::vector<std::string> want{"repro", "cast.host_cvt/x", "--arch", "host",     "--manifest",
+                                        m,       "--plugin",        m,        "--plugin", "plain.so"};
     std::vector<std::string> got;
     for (size_t at = 0, nul; (nul = r.output.find('\0', at)) != std::string::npos; at = nul + 1)
       got.push_back(r.output.substr(at, nul - at));

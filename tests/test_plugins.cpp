@@ -40,9 +40,9 @@ TEST(Plugins, TheExampleRegistersItsImplsNextToTheBuiltIns) {
 
 TEST(Plugins, ExampleCasesRunAndPassOnTheHost) {
   const auto dir = testutil::temp_dir();
-  const auto r = sh(kOpcts + " run --arch host --tier smoke --plugin " + kExample +
-                    " --filter 'sdpa.example_sdpa/*' --filter 'scaled_mm.example_scaled_mm/*' --results " + dir +
-                    "/r.jsonl");
+  const auto r =
+      sh(kOpcts + " run --arch host --tier smoke --plugin " + kExample +
+         " --filter 'sdpa.example_sdpa/*' --filter 'scaled_mm.example_scaled_mm/*' --results " + dir + "/r.jsonl");
   EXPECT_EQ(r.status, 0) << r.output;
   int pass = 0, skip = 0, negative = 0;
   for (const auto& rec : read_results_file(dir + "/r.jsonl")) {
@@ -54,7 +54,8 @@ TEST(Plugins, ExampleCasesRunAndPassOnTheHost) {
   EXPECT_GT(pass, 30) << r.output;
   EXPECT_GT(skip, 0);  // backward, recipes it does not take: SKIP with a reason, never gone
   EXPECT_GT(negative, 0) << "the plugin's own argument checks pass the negative cases";
-  const auto list = sh(kOpcts + " list --arch host --tier smoke --plugin " + kExample + " --filter 'sdpa.example_*' -v");
+  const auto list =
+      sh(kOpcts + " list --arch host --tier smoke --plugin " + kExample + " --filter 'sdpa.example_*' -v");
   EXPECT_NE(list.output.find("SKIP: example.sdpa: computes the forward only"), std::string::npos) << list.output;
 }
 
@@ -83,8 +84,8 @@ TEST(Plugins, EveryWayToFailStopsTheRunUnlessOptional) {
     EXPECT_NE(r.output.find(row.says), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("sdpa.host_flash/"), std::string::npos) << "nothing listed";
     const auto dir = testutil::temp_dir();
-    const auto run = sh(kOpcts + " run --arch host --tier smoke --filter 'sdpa.host_flash/fp32_*' --plugin " + row.path +
-                        " --results " + dir + "/r.jsonl");
+    const auto run = sh(kOpcts + " run --arch host --tier smoke --filter 'sdpa.host_flash/fp32_*' --plugin " +
+                        row.path + " --results " + dir + "/r.jsonl");
     EXPECT_EQ(run.status, 2) << run.output;
     EXPECT_NE(run.output.find(row.says), std::string::npos) << run.output;
     const auto optional = sh(list + "--plugin-optional " + row.path.substr(0, row.path.find(' ')) +
@@ -101,10 +102,10 @@ TEST(Plugins, EveryWayToFailStopsTheRunUnlessOptional) {
 TEST(Plugins, ACrashInsideSupportsIsOneErrorNamingTheSignal) {
   const auto dir = testutil::temp_dir();
   testutil::write(dir, "tiny.yaml", testutil::kTinyCatalog);
-  const auto r = sh(kOpcts + " run --arch host --tier smoke --reruns 0 --no-ref-cache --catalog " + dir +
-                    "/tiny.yaml --plugin " + bad("crash_supports") +
-                    " --filter 'sdpa.bad_crash_supports/fp32_b1_hq2_hkv1_sq*_d8_nomask' --filter " + testutil::kTinyFilter +
-                    " --results " + dir + "/r.jsonl --junit " + dir + "/j.xml");
+  const auto r =
+      sh(kOpcts + " run --arch host --tier smoke --reruns 0 --no-ref-cache --catalog " + dir + "/tiny.yaml --plugin " +
+         bad("crash_supports") + " --filter 'sdpa.bad_crash_supports/fp32_b1_hq2_hkv1_sq*_d8_nomask' --filter " +
+         testutil::kTinyFilter + " --results " + dir + "/r.jsonl --junit " + dir + "/j.xml");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("supports() ended the probe process with signal"), std::string::npos) << r.output;
   std::map<std::string, Outcome> got;
@@ -125,9 +126,9 @@ TEST(Plugins, ACrashInsideSupportsIsOneErrorNamingTheSignal) {
 
 TEST(Plugins, ACrashInsideRunIsACrashOfThatCaseOnly) {
   const auto dir = testutil::temp_dir();
-  const auto r = sh(kOpcts + " run --arch host --tier smoke --reruns 0 --plugin " + bad("crash") +
-                    " --filter 'sdpa.bad_crash/fp32_*' --filter 'sdpa.host_flash/fp32_*' --results " + dir +
-                    "/r.jsonl");
+  const auto r =
+      sh(kOpcts + " run --arch host --tier smoke --reruns 0 --plugin " + bad("crash") +
+         " --filter 'sdpa.bad_crash/fp32_*' --filter 'sdpa.host_flash/fp32_*' --results " + dir + "/r.jsonl");
   EXPECT_EQ(r.status, 1) << r.output;
   int crashed = 0, passed = 0;
   for (const auto& rec : read_results_file(dir + "/r.jsonl")) {

@@ -58,7 +58,10 @@ HostTensor random_input(int64_t R, int64_t K, uint64_t seed, int span = 48) {
   for (int64_t r = 0; r < R; ++r)
     for (int64_t k = 0; k < K; ++k) {
       const int64_t i = r * K + k;
-      const int e = r == 3 ? -140 : static_cast<int>(std::floor(uniform01(seed, 1, static_cast<uint64_t>(r * 4096 + k / 16)) * span)) - 24;
+      const int e =
+          r == 3
+              ? -140
+              : static_cast<int>(std::floor(uniform01(seed, 1, static_cast<uint64_t>(r * 4096 + k / 16)) * span)) - 24;
       x.set(i, i % 7 == 0 ? 0.0 : std::ldexp(x.get(i), e));
     }
   return x;
@@ -102,8 +105,8 @@ int64_t expect_rounding_bound(const Quantized& q, const HostTensor& x, double fp
       }
       const double bound = (half_spacing(el, std::min(v, max_of(el))) + v * fp32_slack) * unit;
       if (!(std::fabs(xv - deq) <= bound) && ++failures <= 5)
-        ADD_FAILURE() << to_string(q.scheme) << " (" << r << "," << k << ") x=" << xv << " dequant=" << deq
-                      << " error " << std::fabs(xv - deq) << " > bound " << bound << " (unit " << unit << ")";
+        ADD_FAILURE() << to_string(q.scheme) << " (" << r << "," << k << ") x=" << xv << " dequant=" << deq << " error "
+                      << std::fabs(xv - deq) << " > bound " << bound << " (unit " << unit << ")";
     }
   EXPECT_EQ(failures, 0);
   return nonzero;
@@ -122,8 +125,7 @@ void expect_scale_rules(const Quantized& q, const HostTensor& x) {
         case Recipe::mx:
           if (q.scheme.mx_mode == MxScaleMode::floor)
             want = std::ldexp(1.0, amax == 0 ? -127 : std::clamp(floor_log2(amax) - mx_emax(el), -127, 127));
-          else
-            want = std::ldexp(1.0, amax == 0 ? -127 : std::clamp(ceil_log2_ratio(amax, max_of(el)), -127, 127));
+          else want = std::ldexp(1.0, amax == 0 ? -127 : std::clamp(ceil_log2_ratio(amax, max_of(el)), -127, 127));
           break;
         case Recipe::nvfp4: {  // nearest ue4m3 to clamp((amax/6)/g) up to the fp32 intermediates
           const double t = std::clamp(amax / 6 / q.global_scale, std::ldexp(1.0, -6), 448.0);
@@ -162,7 +164,8 @@ TEST(QuantScheme, CanonicalNamesAndAliases) {
   EXPECT_EQ(to_string({.recipe = Recipe::rowwise, .element = DType::e5m2}), "rowwise_e5m2");
   EXPECT_EQ(to_string({.recipe = Recipe::blockwise_128x128, .element = DType::e4m3fnuz}), "blockwise_128x128_e4m3fnuz");
   EXPECT_EQ(to_string({.recipe = Recipe::mx, .element = DType::e2m1fn}), "mxfp4");
-  EXPECT_EQ(to_string({.recipe = Recipe::mx, .element = DType::e5m2, .mx_mode = MxScaleMode::rceil}), "mxfp8_e5m2_rceil");
+  EXPECT_EQ(to_string({.recipe = Recipe::mx, .element = DType::e5m2, .mx_mode = MxScaleMode::rceil}),
+            "mxfp8_e5m2_rceil");
   EXPECT_EQ(to_string({.recipe = Recipe::nvfp4, .element = DType::e2m1fn}), "nvfp4");
   EXPECT_EQ(to_string({.recipe = Recipe::nvfp4, .element = DType::e2m1fn, .global_scale = false}), "nvfp4_noglobal");
   EXPECT_EQ(parse_scheme("blockwise_1x128_e4m3fn"), parse_scheme("blockwise_1x128"));
@@ -305,8 +308,10 @@ TEST(QuantMxModes, FloorAndRceilDifferExactlyWhereTheSignificandExceedsMaxsSigni
     const float above = std::nextafter(at_max, 1e30f);
     EXPECT_EQ(mx_scale_code(above, el, MxScaleMode::rceil), mx_scale_code(above, el, MxScaleMode::floor) + 1);
   }
-  EXPECT_EQ(mx_scale_code(1.5f, DType::e4m3fn, MxScaleMode::floor), mx_scale_code(1.5f, DType::e4m3fn, MxScaleMode::rceil));
-  EXPECT_NE(mx_scale_code(1.875f, DType::e4m3fn, MxScaleMode::floor), mx_scale_code(1.875f, DType::e4m3fn, MxScaleMode::rceil));
+  EXPECT_EQ(mx_scale_code(1.5f, DType::e4m3fn, MxScaleMode::floor),
+            mx_scale_code(1.5f, DType::e4m3fn, MxScaleMode::rceil));
+  EXPECT_NE(mx_scale_code(1.875f, DType::e4m3fn, MxScaleMode::floor),
+            mx_scale_code(1.875f, DType::e4m3fn, MxScaleMode::rceil));
 }
 
 TEST(QuantMxModes, FloorSaturationIsTheClampError) {
@@ -339,7 +344,8 @@ TEST(QuantMxModes, ScaleCodesAtTheClampsAndSpecials) {
       EXPECT_EQ(mx_scale_code(std::numeric_limits<float>::infinity(), el, m), 0xFF);
       EXPECT_EQ(mx_scale_code(std::numeric_limits<float>::quiet_NaN(), el, m), 0xFF);
       EXPECT_EQ(mx_scale_code(std::numeric_limits<float>::max(), el, m),
-                127 + (m == MxScaleMode::floor ? 127 - mx_emax(el) : ceil_log2_ratio(std::numeric_limits<float>::max(), max_of(el))));
+                127 + (m == MxScaleMode::floor ? 127 - mx_emax(el)
+                                               : ceil_log2_ratio(std::numeric_limits<float>::max(), max_of(el))));
     }
   EXPECT_EQ(mx_scale_code(448.0f, DType::e4m3fn, MxScaleMode::floor), 127);  // floor(log2 448) − 8 = 0
   EXPECT_EQ(mx_scale_code(448.0f, DType::e4m3fn, MxScaleMode::rceil), 127);
@@ -399,12 +405,15 @@ TEST(QuantExact, Fp32RecipesWithPowerOfTwoScalesRoundTripBitExactly) {
     HostTensor x(DType::fp32, {R, K});
     const ScaleGrid g = scale_grid(s, R, K);
     std::vector<uint64_t> want(R * K);
-    auto k_of = [&](int64_t r, int64_t c) { return static_cast<int>((r / g.block_rows * 7 + c / g.block_cols * 3) % 40) - 20; };
+    auto k_of = [&](int64_t r, int64_t c) {
+      return static_cast<int>((r / g.block_rows * 7 + c / g.block_cols * 3) % 40) - 20;
+    };
     for (int64_t r = 0; r < R; ++r)
       for (int64_t c = 0; c < K; ++c) {
         const int64_t i = r * K + c;
         const bool top = r % g.block_rows == 0 && c % g.block_cols == 0;  // each block's first element
-        want[i] = top ? encode(s.element, -max_of(s.element)) : codes[static_cast<size_t>(uniform01(12, 0, i) * codes.size())];
+        want[i] = top ? encode(s.element, -max_of(s.element))
+                      : codes[static_cast<size_t>(uniform01(12, 0, i) * codes.size())];
         x.set(i, std::ldexp(decode(s.element, want[i]), k_of(r, c)));
       }
     const Quantized q = quantize(x, s);
@@ -433,10 +442,12 @@ TEST(QuantExact, Nvfp4RepresentableBlocksRoundTripBitExactly) {
     std::vector<uint64_t> want(3 * K);
     std::vector<double> s_of(12);
     const double g = global ? std::ldexp(1.0, -3) : 1.0;
-    for (int64_t b = 0; b < 12; ++b) s_of[b] = decode(DType::ue4m3, static_cast<uint64_t>(8 + b * 9));  // 2^-6 .. 2^3·1.875
-    if (global) s_of[11] = 448;  // the tensor amax 6·448·g = 2688·g
+    for (int64_t b = 0; b < 12; ++b)
+      s_of[b] = decode(DType::ue4m3, static_cast<uint64_t>(8 + b * 9));  // 2^-6 .. 2^3·1.875
+    if (global) s_of[11] = 448;                                          // the tensor amax 6·448·g = 2688·g
     for (int64_t i = 0; i < 3 * K; ++i) {
-      want[i] = i % 16 == 3 ? encode(DType::e2m1fn, 6.0) : codes[static_cast<size_t>(uniform01(13, 0, i) * codes.size())];
+      want[i] =
+          i % 16 == 3 ? encode(DType::e2m1fn, 6.0) : codes[static_cast<size_t>(uniform01(13, 0, i) * codes.size())];
       x.set(i, decode(DType::e2m1fn, want[i]) * s_of[i / 16] * g);
     }
     const Quantized q = quantize(x, {.recipe = Recipe::nvfp4, .element = DType::e2m1fn, .global_scale = global});
@@ -457,8 +468,10 @@ uint64_t nan_code(DType el) {
   switch (el) {
     case DType::e4m3fn: return 0x7F;
     case DType::e5m2: return 0x7E;
-    case DType::e4m3fnuz: case DType::e5m2fnuz: return 0x80;
-    case DType::e2m3fn: case DType::e3m2fn: return 0x1F;
+    case DType::e4m3fnuz:
+    case DType::e5m2fnuz: return 0x80;
+    case DType::e2m3fn:
+    case DType::e3m2fn: return 0x1F;
     case DType::e2m1fn: return 0x7;
     default: return ~uint64_t{0};
   }
@@ -484,7 +497,8 @@ TEST(QuantSpecial, ZeroBlocks) {
     for (int64_t i = 32; i < 128; ++i) {
       ASSERT_EQ(decode(s.element, q.data.code(i)), 0.0) << to_string(s) << " element " << i;
       const bool has_neg_zero = fmt(s.element).specials != Specials::fnuz;
-      if (has_neg_zero) ASSERT_EQ(std::signbit(decode(s.element, q.data.code(i))), std::signbit(x.get(i))) << to_string(s) << " " << i;
+      if (has_neg_zero)
+        ASSERT_EQ(std::signbit(decode(s.element, q.data.code(i))), std::signbit(x.get(i))) << to_string(s) << " " << i;
       ASSERT_EQ(element_value(q, i / 64, i % 64), 0.0) << to_string(s);
     }
     // The non-zero block still quantizes (within bounds) next to the zero ones.
@@ -549,7 +563,8 @@ TEST(QuantSpecial, Fp32RecipesNanGivesNanScaleInfGivesInfScale) {
             ASSERT_EQ(c, nan_code(el)) << what << " element " << i;
           } else {
             ASSERT_EQ(decode(el, c), 0.0) << what << " element " << i;
-            if (fmt(el).specials != Specials::fnuz) ASSERT_EQ(std::signbit(decode(el, c)), std::signbit(x.get(i))) << what << " " << i;
+            if (fmt(el).specials != Specials::fnuz)
+              ASSERT_EQ(std::signbit(decode(el, c)), std::signbit(x.get(i))) << what << " " << i;
           }
           ASSERT_TRUE(std::isnan(element_value(q, i / 64, i % 64))) << what << " element " << i;
         }
@@ -607,7 +622,7 @@ TEST(QuantSpecial, Nvfp4NanAndInfBlocks) {
 
 TEST(QuantNvfp4, GlobalScaleIsAmaxOver2688AndKeepsBlockScalesInRange) {
   HostTensor x = random_input(40, 128, seed_of("quant/nvfp4/global"), 28);  // |x| ≲ 2^3·5
-  x.set(77, 6000.0);  // a block with amax/6 = 1000 > 448
+  x.set(77, 6000.0);                                                        // a block with amax/6 = 1000 > 448
   const double amax_t = 6000.0;
   const Quantized g = quantize(x, {.recipe = Recipe::nvfp4, .element = DType::e2m1fn, .global_scale = true});
   EXPECT_EQ(g.global_scale, static_cast<double>(static_cast<float>(amax_t / 2688)));
@@ -617,11 +632,12 @@ TEST(QuantNvfp4, GlobalScaleIsAmaxOver2688AndKeepsBlockScalesInRange) {
   // No element saturates beyond what scale rounding causes: |x|/(g·s) ≤ 6·(1 + 2^-4).
   for (int64_t r = 0; r < g.rows; ++r)
     for (int64_t k = 0; k < g.cols; ++k)
-      ASSERT_LE(std::fabs(x.get(r * 128 + k)) / (scale_value(g, r, k / 16) * g.global_scale), 6 * (1 + 1.0 / 16)) << r << "," << k;
+      ASSERT_LE(std::fabs(x.get(r * 128 + k)) / (scale_value(g, r, k / 16) * g.global_scale), 6 * (1 + 1.0 / 16))
+          << r << "," << k;
 
   const Quantized b = quantize(x, {.recipe = Recipe::nvfp4, .element = DType::e2m1fn, .global_scale = false});
   EXPECT_EQ(b.global_scale, 1.0);
-  EXPECT_EQ(scale_value(b, 0, 77 / 16), 448.0);  // clamped: 1000 > 448
+  EXPECT_EQ(scale_value(b, 0, 77 / 16), 448.0);   // clamped: 1000 > 448
   EXPECT_EQ(element_value(b, 0, 77), 6 * 448.0);  // and the element saturates
   expect_rounding_bound(b, x, std::ldexp(1.0, -22));
   expect_scale_rules(b, x);
@@ -635,9 +651,9 @@ TEST(QuantNvfp4, GlobalScaleRules) {
   EXPECT_EQ(nvfp4_global_scale(0.0f), 1.0f);
   EXPECT_EQ(nvfp4_global_scale(std::numeric_limits<float>::denorm_min()), std::ldexp(1.0f, -126));
   EXPECT_EQ(nvfp4_global_scale(1.0f), 1.0f / 2688.0f);
-  EXPECT_EQ(nvfp4_block_scale_code(6.0f, 1.0f), 0x38u);   // 1.0
-  EXPECT_EQ(nvfp4_block_scale_code(0.0f, 1.0f), 0x08u);   // clamp to 2^-6
-  EXPECT_EQ(nvfp4_block_scale_code(1e9f, 1.0f), 0x7Eu);   // clamp to 448
+  EXPECT_EQ(nvfp4_block_scale_code(6.0f, 1.0f), 0x38u);            // 1.0
+  EXPECT_EQ(nvfp4_block_scale_code(0.0f, 1.0f), 0x08u);            // clamp to 2^-6
+  EXPECT_EQ(nvfp4_block_scale_code(1e9f, 1.0f), 0x7Eu);            // clamp to 448
   EXPECT_EQ(nvfp4_block_scale_code(6.0f * 1.0625f, 1.0f), 0x38u);  // tie 1.0625 → even 1.0
   EXPECT_EQ(nvfp4_block_scale_code(6.0f * 1.1875f, 1.0f), 0x3Au);  // tie 1.1875 → even 1.25
 }
@@ -709,15 +725,16 @@ TEST(QuantLayout, NvmathExamplesAndWhatTheyImply) {
   // The same through quantize: a unique block in an NVFP4 128×128 tensor lands at byte 82.
   HostTensor x(DType::fp32, {128, 128});
   for (int64_t i = 0; i < x.numel(); ++i) x.set(i, 0.5);
-  x.set(5 * 128 + 2 * 16 + 7, 3.0);  // block (5, 2): amax 3 → s = 0.5 (0x30)
+  x.set(5 * 128 + 2 * 16 + 7, 3.0);   // block (5, 2): amax 3 → s = 0.5 (0x30)
   x.set(5 * 128 + 5 * 16 + 1, 12.0);  // block (5, 5): amax 12 → s = 2 (0x40)
-  const Quantized q = quantize(x, {.recipe = Recipe::nvfp4, .element = DType::e2m1fn, .global_scale = false},
-                               ScaleLayout::swizzled);
+  const Quantized q =
+      quantize(x, {.recipe = Recipe::nvfp4, .element = DType::e2m1fn, .global_scale = false}, ScaleLayout::swizzled);
   const auto* bytes = reinterpret_cast<const uint8_t*>(q.scale.data());
   EXPECT_EQ(bytes[82], 0x30);
   EXPECT_EQ(bytes[593], 0x40);
   int others = 0;
-  for (size_t i = 0; i < q.scale.nbytes(); ++i) others += i != 82 && i != 593 && bytes[i] != nvfp4_block_scale_code(0.5f, 1.0f);
+  for (size_t i = 0; i < q.scale.nbytes(); ++i)
+    others += i != 82 && i != 593 && bytes[i] != nvfp4_block_scale_code(0.5f, 1.0f);
   EXPECT_EQ(others, 0);
 }
 
@@ -727,7 +744,8 @@ TEST(QuantLayout, UniqueScalePerBlockLandsAtTheFormulaByte) {
   for (auto [R, S] : std::vector<std::pair<int64_t, int64_t>>{{1, 8}, {33, 5}, {129, 1}, {40, 3}, {50, 4}}) {
     HostTensor x(DType::fp32, {R, S * 32});
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t c = 0; c < S; ++c) x.set(r * S * 32 + c * 32 + (r + c) % 32, std::ldexp(1.0, static_cast<int>(r * S + c) - 100));
+      for (int64_t c = 0; c < S; ++c)
+        x.set(r * S * 32 + c * 32 + (r + c) % 32, std::ldexp(1.0, static_cast<int>(r * S + c) - 100));
     const Scheme mx{.recipe = Recipe::mx, .element = DType::e4m3fn};
     const Quantized z = quantize(x, mx, ScaleLayout::swizzled);
     const Quantized rm = quantize(x, mx);
@@ -762,7 +780,8 @@ TEST(QuantLayout, ColumnMajorIsRContiguous) {
       EXPECT_EQ(scale_value(c, br, bc), scale_value(r, br, bc));
     }
   EXPECT_NE(scale_value(r, 0, 0), scale_value(r, 1, 0));  // the layouts are distinguishable
-  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(element_value(c, i / 300, i % 300), element_value(r, i / 300, i % 300));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    ASSERT_EQ(element_value(c, i / 300, i % 300), element_value(r, i / 300, i % 300));
   EXPECT_THROW(scale_code(r, 5, 0), std::out_of_range);
 }
 
@@ -810,7 +829,8 @@ TEST(QuantPartial, KNotAMultipleOfTheBlock) {
   const Quantized n = quantize(z, parse_scheme("nvfp4_noglobal"));
   ASSERT_EQ(n.grid.cols, 2);
   EXPECT_EQ(scale_value(n, 0, 1), 2.0);
-  EXPECT_EQ(scale_value(n, 0, 0), 0.5 / 6 < std::ldexp(1.0, -6) ? std::ldexp(1.0, -6) : decode(DType::ue4m3, encode(DType::ue4m3, 0.5 / 6)));
+  EXPECT_EQ(scale_value(n, 0, 0),
+            0.5 / 6 < std::ldexp(1.0, -6) ? std::ldexp(1.0, -6) : decode(DType::ue4m3, encode(DType::ue4m3, 0.5 / 6)));
   EXPECT_EQ(n.data.nbytes(), 12u);
 }
 
@@ -858,7 +878,8 @@ TEST(QuantQuantize, ContiguousFp32InputQuantizesLikeAStridedOne) {
   HostTensor fast(DType::fp32, {rows, cols}), slow(DType::fp32, {rows, cols}, {1, rows}, rows * cols);
   fill_normal(fast, 8, 0, 2.0);
   for (int64_t i = 0; i < fast.numel(); ++i) slow.set(i, fast.get(i));
-  for (const char* scheme : {"tensorwise", "rowwise", "blockwise_1x128", "blockwise_128x128", "mxfp8_e4m3", "mxfp6_e3m2", "mxfp4", "nvfp4"}) {
+  for (const char* scheme : {"tensorwise", "rowwise", "blockwise_1x128", "blockwise_128x128", "mxfp8_e4m3",
+                             "mxfp6_e3m2", "mxfp4", "nvfp4"}) {
     SCOPED_TRACE(scheme);
     const Scheme s = parse_scheme(scheme);
     const Quantized a = quantize(fast, s, ScaleLayout::row_major), b = quantize(slow, s, ScaleLayout::row_major);

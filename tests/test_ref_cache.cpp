@@ -149,7 +149,8 @@ TEST(RefDiskCache, TheKeyHoldsTheInputsFingerprint) {
   const Case c = case_from_id(builtin_registry(), "sdpa.host_flash/fp32_b1_hq2_hkv1_sq3_sk5_d8_nomask");
   TensorMap in = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
   const std::string key = RefDiskCache::key(*c.family, *c.problem, in);
-  EXPECT_EQ(key, RefDiskCache::key(*c.family, *c.problem, c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem))));
+  EXPECT_EQ(key, RefDiskCache::key(*c.family, *c.problem,
+                                   c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem))));
   EXPECT_EQ(key.rfind("sdpa/fp32_b1_hq2_hkv1_sq3_sk5_d8_nomask@", 0), 0u) << key;
   in.at("k").set(3, in.at("k").get(3) + 1);
   EXPECT_NE(key, RefDiskCache::key(*c.family, *c.problem, in));

@@ -1,4 +1,5 @@
-// Tests of the report views: enablement matrix, times files, and the HTML report (rendered in headless Chromium when present).
+// Tests of the report views: enablement matrix, times files, and the HTML report (rendered in headless Chromium when
+// present).
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -168,7 +169,8 @@ TEST(Tightness, MedianP99AndMaxPerImplAndOutput) {
   EXPECT_EQ(rows[1].zero_error, 1u);
   EXPECT_EQ(rows[1].median_nonzero, 0.0);
   const std::string md = tightness_markdown(rows);
-  EXPECT_NE(md.find("| scaled_mm | cuda.x | d | bounded | 3 | 0 | 1 | 0.2 | 0.5 | 0.5 | 0.2 | 5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| scaled_mm | cuda.x | d | bounded | 3 | 0 | 1 | 0.2 | 0.5 | 0.5 | 0.2 | 5 |"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("| scaled_mm | cuda.y | d | bounded | 1 | 1 | 0 | 0 | 0 | 0 | – | – |"), std::string::npos) << md;
 }
 
@@ -219,7 +221,8 @@ TEST(Tightness, LoosestCasePerImplAndOutputAndEachPlantedBugsCases) {
   EXPECT_EQ(bugs[1].caught, 1u);
   const std::string md = tightness_report_markdown(rs);
   EXPECT_NE(md.find("| scaled_mm | cuda.x | d | `scaled_mm.cuda_x/b` | 50 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| sdpa | host.flash_bug | 5 | 1 | 4 | 2 | 1: `sdpa.host_flash_bug/missed` | 1: `sdpa.host_flash_bug/crashed (CRASH)` |"),
+  EXPECT_NE(md.find("| sdpa | host.flash_bug | 5 | 1 | 4 | 2 | 1: `sdpa.host_flash_bug/missed` | 1: "
+                    "`sdpa.host_flash_bug/crashed (CRASH)` |"),
             std::string::npos)
       << md;
 }
@@ -234,21 +237,26 @@ std::string slurp(const std::string& p) {
 // installs it).
 TEST(Html, RendersInHeadlessChromium) {
   const std::string chromium = "/usr/bin/chromium";
-  if (!fs::exists(chromium)) GTEST_SKIP() << chromium << " absent (Debian package chromium; see scripts/screenshot-report.sh)";
+  if (!fs::exists(chromium))
+    GTEST_SKIP() << chromium << " absent (Debian package chromium; see scripts/screenshot-report.sh)";
   const auto dir = testutil::temp_dir();
   const std::string html = testutil::write(dir, "report.html", html_report(records(), "opcts test report"));
-  const std::string flags = " --headless --no-sandbox --disable-gpu --disable-background-networking "
-                            "--disable-component-update --no-first-run --disable-sync --user-data-dir='" + dir +
-                            "/profile'";
+  const std::string flags =
+      " --headless --no-sandbox --disable-gpu --disable-background-networking "
+      "--disable-component-update --no-first-run --disable-sync --user-data-dir='" +
+      dir + "/profile'";
   const std::string dom = dir + "/dom.html", png = dir + "/shot.png";
-  ASSERT_EQ(std::system((chromium + flags + " --dump-dom 'file://" + html + "' >'" + dom + "' 2>/dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((chromium + flags + " --dump-dom 'file://" + html + "' >'" + dom + "' 2>/dev/null").c_str()),
+            0);
   const std::string d = slurp(dom);
   EXPECT_NE(d.find("3 PASS"), std::string::npos) << d.substr(0, 2000);
   EXPECT_NE(d.find("1 FAIL"), std::string::npos);
   EXPECT_NE(d.find("partial: 2/3 xfail"), std::string::npos);
   EXPECT_NE(d.find("<svg"), std::string::npos);
   ASSERT_EQ(std::system((chromium + flags + " --screenshot='" + png + "' --window-size=1280,1600 'file://" + html +
-                         "' >/dev/null 2>&1").c_str()), 0);
+                         "' >/dev/null 2>&1")
+                            .c_str()),
+            0);
   const std::string p = slurp(png);
   ASSERT_GT(p.size(), 1000u);
   EXPECT_EQ(p.substr(1, 3), "PNG");

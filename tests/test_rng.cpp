@@ -156,7 +156,6 @@ TEST(RngNormal, ContiguousFillIsTheCodecsFill) {
   }
 }
 
-
 // Every SIMD path the CPU has gives Random123's bits (random_block, one call a block): runs that
 // start anywhere (a counter whose low word wraps into the high word included), of lengths that
 // are and are not multiples of the 8 and 16 lanes, for several seeds and streams.
@@ -180,11 +179,13 @@ TEST(RngBlocks, EveryPathIsRandom123BlockForBlock) {
                     << "path " << static_cast<int>(path) << " seed " << seed << " stream " << stream << " first "
                     << first << " block " << b << " lane " << j;
             }
-            for (int j = 0; j < 4; ++j) EXPECT_EQ(got[static_cast<size_t>(4 * count + j)], 0xDEADBEEFu) << "wrote past the run";
+            for (int j = 0; j < 4; ++j)
+              EXPECT_EQ(got[static_cast<size_t>(4 * count + j)], 0xDEADBEEFu) << "wrote past the run";
           }
   std::vector<uint32_t> got(400);
   random_blocks(7, 9, 11, 100, got.data());  // the dispatched path
-  for (int64_t b = 0; b < 100; ++b) EXPECT_EQ(got[static_cast<size_t>(4 * b + 2)], random_block(7, 9, 11 + static_cast<uint64_t>(b))[2]);
+  for (int64_t b = 0; b < 100; ++b)
+    EXPECT_EQ(got[static_cast<size_t>(4 * b + 2)], random_block(7, 9, 11 + static_cast<uint64_t>(b))[2]);
 }
 
 // fill_block_codes is random_block's bytes, code by code, through the map; the last partial

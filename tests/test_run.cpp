@@ -105,9 +105,10 @@ class RunOnAFakeRegistry : public testing::Test {
                     "family: echo\nedges:\n"
                     "  - {name: small, tier: smoke, problem: {n: 4}, why: a few values}\n"
                     "  - {name: big, tier: smoke, problem: {n: 200}, why: more than the impl takes}\n");
-    testutil::write(cases + "/manifests", "host.yaml",
-                    "arch: host\nxfail:\n  - match: 'echo.host_echo/n4'\n    reason: pretend it fails\n    expect: FAIL\n"
-                    "    outputs: {y: [exceeds_bound]}\n");
+    testutil::write(
+        cases + "/manifests", "host.yaml",
+        "arch: host\nxfail:\n  - match: 'echo.host_echo/n4'\n    reason: pretend it fails\n    expect: FAIL\n"
+        "    outputs: {y: [exceeds_bound]}\n");
     SuiteOptions o;
     o.cases_dir = cases;
     o.arch = "host";
@@ -150,7 +151,8 @@ SuiteOptions one_echo_problem(const std::string& entry) {
   std::filesystem::create_directories(cases + "/manifests");
   testutil::write(cases, "archs.yaml", "archs:\n  host: {backend: host, caps: []}\n");
   testutil::write(cases, "tolerances.yaml", "tolerances:\n  - family: echo\n" + entry);
-  testutil::write(cases, "echo.yaml", "family: echo\nedges:\n  - {name: small, tier: smoke, problem: {n: 4}, why: w}\n");
+  testutil::write(cases, "echo.yaml",
+                  "family: echo\nedges:\n  - {name: small, tier: smoke, problem: {n: 4}, why: w}\n");
   testutil::write(cases + "/manifests", "host.yaml", "arch: host\n");
   SuiteOptions o;
   o.cases_dir = cases;
@@ -210,7 +212,7 @@ TEST(RunDeclaredAccumulation, AnUnknownModelIsAnErrorNamingIt) {
   reg.add(std::make_unique<EchoFamily>());
   reg.add(std::make_unique<EchoImpl>());
   const Suite suite(reg, one_echo_problem("    metric: ref_relative\n    factor: 2\n    accumulation: per_tile\n"
-                                           "    why: a model the echo reference knows nothing of\n"));
+                                          "    why: a model the echo reference knows nothing of\n"));
   ReferenceCache cache;
   const ResultRecord r = execute_case(suite, suite.all_cases().at(0), -1, cache);
   EXPECT_EQ(r.raw_outcome, Outcome::ERROR);
@@ -244,7 +246,11 @@ class RefusalImpl final : public Impl {
  public:
   enum class Run { accepts, refuses_n, refuses_other, throws };
   RefusalImpl(std::string name, Run run, bool declines, bool planted = false, std::string unavailable = "")
-      : name_(std::move(name)), run_(run), declines_(declines), planted_(planted), unavailable_(std::move(unavailable)) {}
+      : name_(std::move(name)),
+        run_(run),
+        declines_(declines),
+        planted_(planted),
+        unavailable_(std::move(unavailable)) {}
   std::string_view family() const override { return "echo"; }
   std::string_view name() const override { return name_; }
   std::string_view backend() const override { return "host"; }
@@ -285,7 +291,8 @@ TEST(RunNegativeCase, SupportsNeverSkipsItBeforeTheRun) {
   reg.add(std::make_unique<RefusalImpl>("host.planted", R::accepts, true, true));
   reg.add(std::make_unique<RefusalImpl>("host.gone", R::accepts, false, false, "host.gone: built without it"));
   SuiteOptions o = one_echo_problem("    metric: exact\n    why: an echo is exact\n");
-  testutil::write(o.cases_dir, "echo.yaml", "family: echo\nedges:\n  - {name: bad, tier: smoke, problem: {n: 2000}, why: w}\n");
+  testutil::write(o.cases_dir, "echo.yaml",
+                  "family: echo\nedges:\n  - {name: bad, tier: smoke, problem: {n: 2000}, why: w}\n");
   o.include_planted = true;
   const Suite suite(reg, o);
   struct Row {
@@ -296,13 +303,27 @@ TEST(RunNegativeCase, SupportsNeverSkipsItBeforeTheRun) {
     const char* message;
   };
   const Row rows[] = {
-      {"echo.host_accepts/n2000", std::nullopt, Outcome::FAIL, {{"", FailureKind::accepted_invalid, 0, 0}}, "accepted an invalid 'n'"},
+      {"echo.host_accepts/n2000",
+       std::nullopt,
+       Outcome::FAIL,
+       {{"", FailureKind::accepted_invalid, 0, 0}},
+       "accepted an invalid 'n'"},
       {"echo.host_refuses/n2000", std::nullopt, Outcome::PASS, {}, ""},
-      {"echo.host_other/n2000", std::nullopt, Outcome::SKIP, {},
-       "host.other takes n <= 100 (a negative case for 'n', refused for what the impl does not implement: invalid argument 'm'"},
-      {"echo.host_other_supported/n2000", std::nullopt, Outcome::FAIL, {{"", FailureKind::wrong_refusal, 0, 0}},
+      {"echo.host_other/n2000",
+       std::nullopt,
+       Outcome::SKIP,
+       {},
+       "host.other takes n <= 100 (a negative case for 'n', refused for what the impl does not implement: invalid "
+       "argument 'm'"},
+      {"echo.host_other_supported/n2000",
+       std::nullopt,
+       Outcome::FAIL,
+       {{"", FailureKind::wrong_refusal, 0, 0}},
        "refused the wrong argument: invalid argument 'm'"},
-      {"echo.host_status/n2000", std::nullopt, Outcome::FAIL, {{"", FailureKind::wrong_refusal, 0, 0}},
+      {"echo.host_status/n2000",
+       std::nullopt,
+       Outcome::FAIL,
+       {{"", FailureKind::wrong_refusal, 0, 0}},
        "expected InvalidArgument naming 'n', got: status 15"},
       {"echo.host_planted/n2000", "host.planted takes n <= 100", Outcome::SKIP, {}, ""},
       {"echo.host_gone/n2000", "host.gone: built without it", Outcome::SKIP, {}, ""},
@@ -311,7 +332,8 @@ TEST(RunNegativeCase, SupportsNeverSkipsItBeforeTheRun) {
   ReferenceCache cache;
   for (const Row& row : rows) {
     SCOPED_TRACE(row.id);
-    const auto it = std::find_if(suite.all_cases().begin(), suite.all_cases().end(), [&](const Case& c) { return c.id == row.id; });
+    const auto it =
+        std::find_if(suite.all_cases().begin(), suite.all_cases().end(), [&](const Case& c) { return c.id == row.id; });
     ASSERT_NE(it, suite.all_cases().end());
     EXPECT_EQ(suite.skip_reason(*it), row.skip);
     if (row.skip) continue;
@@ -340,7 +362,8 @@ TEST(RunFailureKinds, AWriteOutsideIsJudgedWithTheValues) {
   static const int wrong = 1;
   Registry reg;
   reg.add(std::make_unique<EchoFamily>());
-  for (const auto& [name, data] : {std::pair{"host.spill", static_cast<const void*>(nullptr)}, std::pair{"host.spill_wrong", static_cast<const void*>(&wrong)}}) {
+  for (const auto& [name, data] : {std::pair{"host.spill", static_cast<const void*>(nullptr)},
+                                   std::pair{"host.spill_wrong", static_cast<const void*>(&wrong)}}) {
     opcts_impl_desc d{};
     d.struct_size = sizeof d;
     d.family = "echo";
@@ -362,12 +385,14 @@ TEST(RunFailureKinds, AWriteOutsideIsJudgedWithTheValues) {
   ASSERT_EQ(spill.id, "echo.host_spill/n4");
   EXPECT_EQ(spill.raw_outcome, Outcome::FAIL);
   EXPECT_EQ(spill.failures, (std::vector<Failure>{{"y", FailureKind::written_outside, 0, 0}}));
-  EXPECT_NE(spill.message.find("host.spill wrote outside its output: bytes [+0, +4) past the end of 'y'"), std::string::npos)
+  EXPECT_NE(spill.message.find("host.spill wrote outside its output: bytes [+0, +4) past the end of 'y'"),
+            std::string::npos)
       << spill.message;
   ASSERT_EQ(spill.outputs.size(), 1u);  // compared all the same
   EXPECT_EQ(spill.outputs[0].mismatches, 0);
   EXPECT_EQ(both.raw_outcome, Outcome::FAIL);
-  EXPECT_EQ(both.failures, (std::vector<Failure>{{"y", FailureKind::exceeds_bound, 1, INFINITY}, {"y", FailureKind::written_outside, 0, 0}}));
+  EXPECT_EQ(both.failures, (std::vector<Failure>{{"y", FailureKind::exceeds_bound, 1, INFINITY},
+                                                 {"y", FailureKind::written_outside, 0, 0}}));
   judge(suite, spill);
   judge(suite, both);
   EXPECT_EQ(spill.outcome, Outcome::XFAIL);

@@ -10,10 +10,10 @@
 #include "app/builtins.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
+#include "refimpl/scaled_mm.hpp"
 #include "runner/catalog.hpp"
 #include "runner/compare.hpp"
 #include "runner/tolerance.hpp"
-#include "refimpl/scaled_mm.hpp"
 #include "tests/test_family_util.hpp"
 #include "tests/test_util.hpp"
 
@@ -33,7 +33,8 @@ const ArchInfo& host() { return testutil::host_arch(); }
 Tolerance tolerance_of(const Impl& impl, const scaled_mm::Problem& p) {
   static const ToleranceTable table = ToleranceTable::load((testutil::cases_dir() / "tolerances.yaml").string());
   static const Manifest manifest = Manifest::load((testutil::cases_dir() / "manifests" / "host.yaml").string());
-  return table.resolve("scaled_mm", "d", p.out, std::string(impl.name()), "host", case_id(family(), impl, p), &manifest);
+  return table.resolve("scaled_mm", "d", p.out, std::string(impl.name()), "host", case_id(family(), impl, p),
+                       &manifest);
 }
 
 struct Judged {
@@ -203,8 +204,8 @@ TEST(ScaledMmPlanted, HopperBugsCaughtAtModelK) {
   const TensorMap in = family().make_inputs(p, case_seed(family(), p));
   const References ref = family().reference(p, in);
   EXPECT_FALSE(judge(*builtin_registry().impl("host.emulated_hopper"), p, in, ref).failed());
-  for (const char* bug : {"block_scale_doubled", "k_block_scale_zeroed", "scale_error", "half_k", "out_times_2", "product_low",
-                          "product_high", "drop_last_k_step"}) {
+  for (const char* bug : {"block_scale_doubled", "k_block_scale_zeroed", "scale_error", "half_k", "out_times_2",
+                          "product_low", "product_high", "drop_last_k_step"}) {
     const Impl* impl = builtin_registry().impl(std::string("host.emulated_hopper_") + bug);
     ASSERT_TRUE(impl && impl->supports(p, host()).ok) << bug;
     const Judged j = judge(*impl, p, in, ref);
@@ -215,7 +216,8 @@ TEST(ScaledMmPlanted, HopperBugsCaughtAtModelK) {
   }
   // The 2^-8 scale errors are aggregate findings: the bias check sees them, on either side.
   for (const char* bug : {"scale_error", "product_low", "product_high"})
-    EXPECT_TRUE(judge(*builtin_registry().impl(std::string("host.emulated_hopper_") + bug), p, in, ref).stats.biased()) << bug;
+    EXPECT_TRUE(judge(*builtin_registry().impl(std::string("host.emulated_hopper_") + bug), p, in, ref).stats.biased())
+        << bug;
 }
 
 // FAST_ACCUM at model K (the default tier's fast_accum grid: K = 4096, never promoted): the
@@ -235,21 +237,20 @@ TEST(ScaledMmPlanted, FastAccumBugsCaughtAtModelK) {
     const References ref = family().reference(p, in);
     const std::string id = scaled_mm::problem_id(p);
     const Judged ok = judge(*builtin_registry().impl("host.emulated_hopper"), p, in, ref);
-    EXPECT_FALSE(ok.failed()) << id << ": slope " << ok.stats.slope << " in [" << ok.stats.slope_lo << ", " << ok.stats.slope_hi << "]";
+    EXPECT_FALSE(ok.failed()) << id << ": slope " << ok.stats.slope << " in [" << ok.stats.slope_lo << ", "
+                              << ok.stats.slope_hi << "]";
     for (const char* bug : {"drop_last_k_step", "product_low", "product_high"}) {
       const Impl& impl = *builtin_registry().impl(std::string("host.emulated_hopper_") + bug);
       const Support s = impl.supports(p, host());
       if (!s.ok) {  // the fill's last step too light to show, or the drift band too wide (scaled_mm_planted.cpp)
         std::printf("%s %s: SKIP %s\n", id.c_str(), bug, s.reason.c_str());
-        if (std::string(bug) == "drop_last_k_step")
-          EXPECT_EQ(r, scaled_mm::Recipe::rowwise);
-        else
-          EXPECT_NE(s.reason.find("the bias check's band reaches"), std::string::npos) << s.reason;
+        if (std::string(bug) == "drop_last_k_step") EXPECT_EQ(r, scaled_mm::Recipe::rowwise);
+        else EXPECT_NE(s.reason.find("the bias check's band reaches"), std::string::npos) << s.reason;
         continue;
       }
       const Judged j = judge(impl, p, in, ref);
-      std::printf("%s %s: %lld mismatches, slope %.3g in [%.3g, %.3g]\n", id.c_str(), bug, static_cast<long long>(j.stats.mismatches),
-                  j.stats.slope, j.stats.slope_lo, j.stats.slope_hi);
+      std::printf("%s %s: %lld mismatches, slope %.3g in [%.3g, %.3g]\n", id.c_str(), bug,
+                  static_cast<long long>(j.stats.mismatches), j.stats.slope, j.stats.slope_lo, j.stats.slope_hi);
       EXPECT_TRUE(j.failed()) << bug << " passed " << id;
     }
   }

@@ -8,15 +8,15 @@
 #include <cmath>
 #include <limits>
 
+#include <yaml-cpp/yaml.h>
 #include "app/builtins.hpp"
-#include "runner/compare.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "core/rng.hpp"
-#include "runner/tolerance.hpp"
 #include "refimpl/sdpa.hpp"
+#include "runner/compare.hpp"
+#include "runner/tolerance.hpp"
 #include "tests/test_sdpa_util.hpp"
-#include <yaml-cpp/yaml.h>
 
 namespace opcts {
 namespace {
@@ -324,7 +324,8 @@ TEST(SdpaYaml, ErrorsNameTheField) {
   EXPECT_EQ(parse_error("{dtype: bf16, heads: {q: 6, kv: 4}, seq: 16, head_dim: 64, expect_error: heads_kv}"), "");
   EXPECT_NE(parse_error("{dtype: bf16, heads: 4, seq: {q: -1, k: 4}, head_dim: 64}").find("seq.q"), std::string::npos);
   EXPECT_NE(parse_error("{dtype: bf16, heads: 4, seq: 4, head_dim: {qk: 64}}").find("head_dim"), std::string::npos);
-  EXPECT_NE(parse_error("{dtype: bf16, heads: 4, seq: 4, head_dim: {qk: 64, v: 0}}").find("head_dim.v"), std::string::npos);
+  EXPECT_NE(parse_error("{dtype: bf16, heads: 4, seq: 4, head_dim: {qk: 64, v: 0}}").find("head_dim.v"),
+            std::string::npos);
 }
 
 TEST(SdpaContract, ViolationsNameTheArgument) {
@@ -351,8 +352,10 @@ TEST(SdpaContract, ViolationsNameTheArgument) {
       for (int v = 0; v < 4; ++v) {
         auto q = make(DType::fp16, 1, 4, 2, 8, 8, 16, Mask::none);
         q.direction = dir;
-        const char* arg = v == 0 ? (q.heads_kv = 3, "heads_kv") : v == 1 ? (q.window_left = -4, "window_left")
-                        : v == 2 ? (q.window_right = -2, "window_right") : (q.softcap = -1, "softcap");
+        const char* arg = v == 0   ? (q.heads_kv = 3, "heads_kv")
+                          : v == 1 ? (q.window_left = -4, "window_left")
+                          : v == 2 ? (q.window_right = -2, "window_right")
+                                   : (q.softcap = -1, "softcap");
         const ArchInfo host{"host", "host"};
         try {
           builtin_registry().impl(impl)->run(q, inputs_of(q), RunContext{&host, -1});
@@ -590,7 +593,10 @@ TEST(SdpaPlanted, EachBugIsCaught) {
   };
   for (const auto& [impl, p] : cases) expect_caught(impl, p);
   // A planted impl takes only the problems that exercise its bug.
-  EXPECT_FALSE(builtin_registry().impl("host.flash_gqa_modulo")->supports(make(DType::bf16, 1, 4, 1, 8, 8, 64, Mask::none), host).ok);
+  EXPECT_FALSE(builtin_registry()
+                   .impl("host.flash_gqa_modulo")
+                   ->supports(make(DType::bf16, 1, 4, 1, 8, 8, 64, Mask::none), host)
+                   .ok);
   EXPECT_FALSE(builtin_registry().impl("host.flash_drop_rowsum")->supports(gqa, host).ok);
 }
 
@@ -618,7 +624,10 @@ TEST(SdpaPlanted, PrecisionBugsSkipWhatCannotShowThem) {
   EXPECT_TRUE(rowsum.supports(sharp, host).ok);
   EXPECT_FALSE(rowsum.supports(make(DType::fp16, 1, 4, 2, 8, 1, 64, Mask::none), host).ok);
   EXPECT_TRUE(rowsum.supports(make(DType::fp16, 1, 4, 2, 1, 2, 64, Mask::none), host).ok);
-  EXPECT_TRUE(builtin_registry().impl("host.flash_lse_plus_log2")->supports(make(DType::fp32, 1, 2, 1, 8, 8, 32, Mask::none), host).ok);
+  EXPECT_TRUE(builtin_registry()
+                  .impl("host.flash_lse_plus_log2")
+                  ->supports(make(DType::fp32, 1, 2, 1, 8, 8, 32, Mask::none), host)
+                  .ok);
 }
 
 }  // namespace

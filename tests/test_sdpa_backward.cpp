@@ -10,9 +10,9 @@
 #include <map>
 
 #include "app/builtins.hpp"
+#include "refimpl/sdpa.hpp"
 #include "runner/catalog.hpp"
 #include "runner/trust.hpp"
-#include "refimpl/sdpa.hpp"
 #include "tests/test_sdpa_util.hpp"
 
 namespace opcts {
@@ -98,7 +98,8 @@ TEST(SdpaCatalog, EveryBackwardProblemHasItsForwardTwin) {
     ++backward;
     p.direction = sdpa::Direction::forward;
     const auto it = forward.find(e.family->problem_id(Problem(p)));
-    EXPECT_TRUE(it != forward.end() && it->second <= e.tier) << e.problem_id << " (" << e.source << ") has no forward twin in its tier";
+    EXPECT_TRUE(it != forward.end() && it->second <= e.tier)
+        << e.problem_id << " (" << e.source << ") has no forward twin in its tier";
   }
   EXPECT_GT(backward, 100u);
 }
@@ -228,8 +229,7 @@ TEST(SdpaBackward, UnderflowingGradientsAreTrusted) {
     int64_t fp64_zeros = 0;
     for (double x : r.exact.at(name)) fp64_zeros += x == 0.0;
     EXPECT_GE(s.ref_zeros, fp64_zeros) << name;
-    EXPECT_FALSE(trust_check(s)) << name << ": " << s.zeros << " zeros, " << s.ref_zeros
-                                 << " in the rounded reference";
+    EXPECT_FALSE(trust_check(s)) << name << ": " << s.zeros << " zeros, " << s.ref_zeros << " in the rounded reference";
   }
 }
 
@@ -282,7 +282,8 @@ TEST(SdpaBackward, CudaFlashDeterminismFollowsItsDqAtomics) {
   auto capped = bwd(make(DType::bf16, 1, 4, 2, 64, 100, 64, Mask::none));
   capped.softcap = 30;  // FMA kernel: 100 keys span 4 blocks of 32
   EXPECT_FALSE(flash.deterministic(capped));
-  EXPECT_TRUE(builtin_registry().impl("cuda.math")->deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 4096, 64, Mask::none))));
+  EXPECT_TRUE(
+      builtin_registry().impl("cuda.math")->deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 4096, 64, Mask::none))));
 }
 #endif
 

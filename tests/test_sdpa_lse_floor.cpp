@@ -216,7 +216,8 @@ TEST(LseFloor, DeclaredStructuresNameBoundsOfTheReference) {
   EXPECT_TRUE(smaller);
   for (const char* impl : {"cuda.flash", "cuda.flash_lse_plus_log2", "hip.flash"})
     EXPECT_EQ(sdpatest::tolerances().resolve("sdpa", "lse", DType::fp32, impl, "sm90", "", nullptr).accumulation,
-              "online_block32") << impl;
+              "online_block32")
+        << impl;
   EXPECT_EQ(sdpatest::tolerances().resolve("sdpa", "lse", DType::fp32, "cuda.math", "sm90", "", nullptr).accumulation,
             "two_pass");
   EXPECT_EQ(sdpatest::tolerances().resolve("sdpa", "lse", DType::fp32, "cuda.cudnn", "sm90", "", nullptr).accumulation,

@@ -104,7 +104,8 @@ NaiveGrads naive_backward(const sdpa::Problem& p, const TensorMap& in) {
   return g;
 }
 
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rel, const std::string& what) {
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rel,
+                  const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   double scale = 0;
   for (double t : want)
@@ -162,7 +163,8 @@ TEST(SdpaRowBlocks, Fp64ForwardOfEveryVariantEqualsTheDefinition) {
     const auto blocks = sdpa::detail::row_blocks(p);
     ASSERT_GT(blocks.size(), 1u);
     // Some block's keys start after key 0: block-local key indices differ from the head's.
-    ASSERT_TRUE(std::any_of(blocks.begin(), blocks.end(), [](const auto& blk) { return blk.k0 > 0; })) << sdpa::problem_id(p);
+    ASSERT_TRUE(std::any_of(blocks.begin(), blocks.end(), [](const auto& blk) { return blk.k0 > 0; }))
+        << sdpa::problem_id(p);
     const References f = expect_naive_forward(p);
     for (const auto* refs : {&f.lowp, &f.bound})
       for (const auto& [name, v] : *refs)
@@ -192,9 +194,12 @@ TEST(SdpaRowBlocks, EveryReferenceEqualsTheSameMaskGivenAsData) {
       const References blocked = sdpatest::family().reference(p, in), plain = sdpatest::family().reference(d, din);
       // fp64: the same nonzero products summed in other groupings, ~1e-16 relative; the fp32
       // pipeline and its bounds (fp32 dtype: no rounding to the dtype to flip) ~1e-7.
-      for (const auto& [name, x] : blocked.exact) expect_close(x, plain.exact.at(name), 1e-12, sdpa::problem_id(p) + " exact " + name);
-      for (const auto& [name, x] : blocked.lowp) expect_close(x, plain.lowp.at(name), 1e-4, sdpa::problem_id(p) + " lowp " + name);
-      for (const auto& [name, x] : blocked.bound) expect_close(x, plain.bound.at(name), 1e-4, sdpa::problem_id(p) + " bound " + name);
+      for (const auto& [name, x] : blocked.exact)
+        expect_close(x, plain.exact.at(name), 1e-12, sdpa::problem_id(p) + " exact " + name);
+      for (const auto& [name, x] : blocked.lowp)
+        expect_close(x, plain.lowp.at(name), 1e-4, sdpa::problem_id(p) + " lowp " + name);
+      for (const auto& [name, x] : blocked.bound)
+        expect_close(x, plain.bound.at(name), 1e-4, sdpa::problem_id(p) + " bound " + name);
     }
 }
 

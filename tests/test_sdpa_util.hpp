@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "app/builtins.hpp"
-#include "runner/compare.hpp"
 #include "core/family.hpp"
-#include "runner/tolerance.hpp"
 #include "refimpl/sdpa.hpp"
+#include "runner/compare.hpp"
+#include "runner/tolerance.hpp"
 
 namespace opcts::sdpatest {
 
@@ -50,8 +50,8 @@ inline std::map<std::string, OutputStats> compare_all(const std::string& impl, c
   for (const auto& spec : family().outputs(p)) {
     const Tolerance tol = tolerances().resolve("sdpa", spec.name, spec.dtype, impl, "host", "", nullptr);
     std::vector<WorstElement> worst;
-    stats[spec.name] = compare_output(spec.name, out.at(spec.name), r.exact.at(spec.name), &r.lowp.at(spec.name),
-                                      tol, worst, 5, &r.bound.at(bound_key(spec.name, tol.accumulation)), spec.row);
+    stats[spec.name] = compare_output(spec.name, out.at(spec.name), r.exact.at(spec.name), &r.lowp.at(spec.name), tol,
+                                      worst, 5, &r.bound.at(bound_key(spec.name, tol.accumulation)), spec.row);
   }
   return stats;
 }
@@ -112,7 +112,8 @@ inline Naive naive_forward(const sdpa::Problem& p, const TensorMap& in) {
           if (!keep) continue;
           double dot = 0;
           for (int64_t d = 0; d < D; ++d)
-            dot += q.get(at(p, p.heads_q, p.seq_q, D, b, h, i, d)) * k.get(at(p, p.heads_kv, p.seq_k, D, b, h / group, j, d));
+            dot += q.get(at(p, p.heads_q, p.seq_q, D, b, h, i, d)) *
+                   k.get(at(p, p.heads_kv, p.seq_k, D, b, h / group, j, d));
           double x = dot * p.effective_scale();
           if (p.softcap > 0) x = p.softcap * std::tanh(x / p.softcap);
           if (p.mask_tensor == sdpa::MaskTensor::additive) x += in.at("attn_mask").get(mi);

@@ -50,8 +50,8 @@ TEST(ParseShard, AcceptsIOverN) {
 }
 
 TEST(ParseShard, RejectsAndQuotesBadText) {
-  for (const char* bad : {"0/4", "5/4", "a/b", "3", "", "/", "1/0", "-1/4", "1/-4", " 1/4", "1/4 ",
-                          "1/4/5", "+1/4", "1.0/4", "99999999999/99999999999"}) {
+  for (const char* bad : {"0/4", "5/4", "a/b", "3", "", "/", "1/0", "-1/4", "1/-4", " 1/4", "1/4 ", "1/4/5", "+1/4",
+                          "1.0/4", "99999999999/99999999999"}) {
     try {
       parse_shard(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
@@ -72,8 +72,7 @@ TEST(PlanShards, LptBalancesTheTextbookExample) {
 
 TEST(PlanShards, TiesGoToTheLowestShardAndLowestId) {
   const std::vector<ShardItem> items{{"z", 1}, {"y", 1}, {"x", 1}};
-  EXPECT_EQ(plan_ids(items, 4),
-            (std::vector<std::vector<std::string>>{{"x"}, {"y"}, {"z"}, {}}));
+  EXPECT_EQ(plan_ids(items, 4), (std::vector<std::vector<std::string>>{{"x"}, {"y"}, {"z"}, {}}));
 }
 
 TEST(PlanShards, EveryItemInExactlyOneShard) {
@@ -136,9 +135,10 @@ TEST(TimesFile, ReadsAnObjectOfSeconds) {
 }
 
 TEST(TimesFile, BadInputNamesTheFile) {
-  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
-           {"syntax.json", "{\"a\": "}, {"array.json", "[1, 2]"}, {"string.json", R"({"a": "fast"})"},
-           {"negative.json", R"({"a": -1})"}}) {
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{{"syntax.json", "{\"a\": "},
+                                                                                   {"array.json", "[1, 2]"},
+                                                                                   {"string.json", R"({"a": "fast"})"},
+                                                                                   {"negative.json", R"({"a": -1})"}}) {
     const auto p = write_file(name, text);
     try {
       read_times_file(p.string());
@@ -175,8 +175,8 @@ TEST(ApplyTimes, EvenCountMedianAndNoneKnown) {
 TEST(EstimateSeconds, FollowsTheDocumentedModel) {
   EXPECT_DOUBLE_EQ(estimate_seconds(0, 0, false), 2e-3);
   EXPECT_DOUBLE_EQ(estimate_seconds(0, 0, true), 2e-3);
-  EXPECT_NEAR(estimate_seconds(2e9, 0, false), 1.002, 1e-12);       // 2 GFLOP/s fp64 reference
-  EXPECT_NEAR(estimate_seconds(0, 10e9, false), 1.002, 1e-12);      // 10 GB/s host streaming
+  EXPECT_NEAR(estimate_seconds(2e9, 0, false), 1.002, 1e-12);   // 2 GFLOP/s fp64 reference
+  EXPECT_NEAR(estimate_seconds(0, 10e9, false), 1.002, 1e-12);  // 10 GB/s host streaming
   EXPECT_NEAR(estimate_seconds(50e12, 0, true) - estimate_seconds(50e12, 0, false), 1.0, 1e-9);
   EXPECT_NEAR(estimate_seconds(0, 1e12, true) - estimate_seconds(0, 1e12, false), 1.0, 1e-9);
   EXPECT_LT(estimate_seconds(1e9, 1e6, false), estimate_seconds(1e10, 1e6, false));

@@ -21,8 +21,8 @@ namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
-using testutil::Shell;
 using testutil::sh;
+using testutil::Shell;
 
 const std::string& kA = testutil::kTinyA;
 const std::string& kB = testutil::kTinyB;
@@ -58,12 +58,12 @@ class StopResume : public ::testing::Test {
   // The run's command line, writing its reports in `out`.
   std::string run_args(const std::string& out) const {
     return std::string(OPCTS_BINARY) + " run --arch host --tier smoke --no-ref-cache --catalog " + dir_ +
-           "/mine.yaml --filter " + testutil::kTinyFilter + " --junit " + out + "/j.xml --results " +
-           out + "/r.jsonl --summary " + out + "/s.md";
+           "/mine.yaml --filter " + testutil::kTinyFilter + " --junit " + out + "/j.xml --results " + out +
+           "/r.jsonl --summary " + out + "/s.md";
   }
   std::string gate_cmd(const std::string& report) const {
-    return std::string(OPCTS_BINARY) + " gate --arch host --tier smoke --catalog " + dir_ +
-           "/mine.yaml --filter " + testutil::kTinyFilter + " " + report;
+    return std::string(OPCTS_BINARY) + " gate --arch host --tier smoke --catalog " + dir_ + "/mine.yaml --filter " +
+           testutil::kTinyFilter + " " + report;
   }
   // Starts the run in the background with the third case hanging, and waits until the first two
   // are in the results file: the run is mid-way, its worker busy with the third case.
@@ -145,7 +145,8 @@ TEST_P(StopBySignal, WritesWhatFinishedMarksTheRestMissingAndResumes) {
 
 // SIGHUP (a closed terminal), SIGQUIT (Ctrl-\\) and SIGPIPE (a reader of the output gone) once
 // ended the run by their default action and left the JUnit all MISSING (issue 33).
-INSTANTIATE_TEST_SUITE_P(TermIntHupQuitPipe, StopBySignal, ::testing::Values(SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE));
+INSTANTIATE_TEST_SUITE_P(TermIntHupQuitPipe, StopBySignal,
+                         ::testing::Values(SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE));
 
 TEST_F(StopResume, SigkillKeepsTheStreamedResultsAndNoReportPasses) {
   // An earlier, complete run's reports at the same paths must not survive to pass the gate.
@@ -170,8 +171,9 @@ TEST_F(StopResume, SigkillKeepsTheStreamedResultsAndNoReportPasses) {
 }
 
 TEST_F(StopResume, ResumeRefusesAnotherSelection) {
-  std::ofstream(dir_ + "/other.jsonl") << "{\"id\":\"sdpa.host_flash/fp32_b1_hq2_hkv1_sq9_sk9_d8_nomask\",\"arch\":\"host\","
-                                          "\"outcome\":\"PASS\",\"raw_outcome\":\"PASS\"}\n";
+  std::ofstream(dir_ + "/other.jsonl")
+      << "{\"id\":\"sdpa.host_flash/fp32_b1_hq2_hkv1_sq9_sk9_d8_nomask\",\"arch\":\"host\","
+         "\"outcome\":\"PASS\",\"raw_outcome\":\"PASS\"}\n";
   const Shell r = sh(run_args(dir_) + " --resume " + dir_ + "/other.jsonl");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("not in this selection"), std::string::npos) << r.output;
@@ -213,8 +215,8 @@ grids:
   const std::string trace = dir_ + "/trace.txt";
   const std::string cmd = "exec env OPCTS_TEST_TAG=" + tag_ + " OPCTS_TRACE_INPUTS=" + trace + " " + OPCTS_BINARY +
                           " run --arch host --tier smoke --no-ref-cache --catalog " + dir_ + "/eight.yaml --filter " +
-                          testutil::kTinyFilter + " --results " + dir_ + "/r.jsonl --junit " + dir_ + "/j.xml >" + dir_ +
-                          "/log.txt 2>&1";
+                          testutil::kTinyFilter + " --results " + dir_ + "/r.jsonl --junit " + dir_ + "/j.xml >" +
+                          dir_ + "/log.txt 2>&1";
   const pid_t pid = fork();
   if (pid == 0) {
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));

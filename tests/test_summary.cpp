@@ -15,8 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ResultRecord make(const std::string& family, const std::string& impl, const std::string& rest,
-                  Outcome outcome, const std::string& message = "") {
+ResultRecord make(const std::string& family, const std::string& impl, const std::string& rest, Outcome outcome,
+                  const std::string& message = "") {
   ResultRecord r;
   r.family = family;
   r.impl = impl;
@@ -120,7 +120,8 @@ TEST(Summary, KeepsTheTopTwentyReasons) {
   std::vector<ResultRecord> rs;
   for (int i = 0; i < 25; ++i)
     for (int k = 0; k <= i; ++k)
-      rs.push_back(make("cast", "host_tiled", std::to_string(i) + "_" + std::to_string(k), Outcome::SKIP, "reason " + std::to_string(i)));
+      rs.push_back(make("cast", "host_tiled", std::to_string(i) + "_" + std::to_string(k), Outcome::SKIP,
+                        "reason " + std::to_string(i)));
   const auto md = summary_markdown(rs);
   EXPECT_NE(md.find("| 25 | reason 24 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 6 | reason 5 |"), std::string::npos) << md;

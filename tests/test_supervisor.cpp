@@ -25,8 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using testutil::Shell;
 using testutil::sh;
+using testutil::Shell;
 
 class Supervisor : public ::testing::Test {
  protected:
@@ -41,8 +41,8 @@ class Supervisor : public ::testing::Test {
   }
   std::string run_cmd(const std::string& extra, const std::string& env = "") {
     return env + " " + OPCTS_BINARY + " run --arch host --tier smoke --catalog " + (dir_ / "mine.yaml").string() +
-           " --filter " + testutil::kTinyFilter + " --junit " + (dir_ / "j.xml").string() +
-           " --results " + (dir_ / "r.jsonl").string() + " " + extra;
+           " --filter " + testutil::kTinyFilter + " --junit " + (dir_ / "j.xml").string() + " --results " +
+           (dir_ / "r.jsonl").string() + " " + extra;
   }
   std::map<std::string, Outcome> outcomes() {
     std::map<std::string, Outcome> m;
@@ -153,7 +153,8 @@ TEST_F(Supervisor, ManifestXfailSkipAndXpass) {
 TEST_F(Supervisor, FlakyEntryRerunsAndAStableFailureStays) {
   // The crash is injected on every run of kB, so reruns cannot rescue it: still CRASH. Under a
   // `flaky` entry the gate (runner/gate.hpp), and so the run's exit code, notes it as known flaky.
-  std::ofstream(dir_ / "host.yaml") << "arch: host\nflaky:\n  - match: '*sq4_sk6*'\n    reason: seen flaking\n    reruns: 2\n";
+  std::ofstream(dir_ / "host.yaml")
+      << "arch: host\nflaky:\n  - match: '*sq4_sk6*'\n    reason: seen flaking\n    reruns: 2\n";
   const Shell r = sh(run_cmd("--manifest " + (dir_ / "host.yaml").string(), "OPCTS_FAULT_CRASH='*sq4_sk6*'"));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(outcomes().at(kB), Outcome::CRASH);
@@ -261,7 +262,8 @@ TEST_F(Supervisor, ResourcesWritesACtestResourceSpec) {
 TEST_F(Supervisor, ShardsCoverEveryCaseOnce) {
   std::multiset<std::string> seen;
   for (int i = 1; i <= 3; ++i) {
-    const Shell r = sh(std::string(OPCTS_BINARY) + " list --arch sm90 --tier default --shard " + std::to_string(i) + "/3");
+    const Shell r =
+        sh(std::string(OPCTS_BINARY) + " list --arch sm90 --tier default --shard " + std::to_string(i) + "/3");
     ASSERT_EQ(r.status, 0) << r.output;
     std::istringstream in(r.output);
     for (std::string line; std::getline(in, line);) seen.insert(line);
@@ -275,7 +277,8 @@ TEST_F(Supervisor, ShardsCoverEveryCaseOnce) {
 }
 
 TEST_F(Supervisor, MalformedCatalogNamesFileAndLine) {
-  std::ofstream(dir_ / "bad.yaml") << "family: sdpa\nedges:\n  - name: x\n    why: y\n    problem: {dtype: bf17, heads: 1, seq: 1, head_dim: 8}\n";
+  std::ofstream(dir_ / "bad.yaml")
+      << "family: sdpa\nedges:\n  - name: x\n    why: y\n    problem: {dtype: bf17, heads: 1, seq: 1, head_dim: 8}\n";
   const Shell r = sh(std::string(OPCTS_BINARY) + " list --arch host --catalog " + (dir_ / "bad.yaml").string());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("bad.yaml:5"), std::string::npos) << r.output;

@@ -44,7 +44,8 @@ TEST(Fingerprint, EveryFlippedBitChangesIt) {
 }
 
 TEST(Fingerprint, TheDtypeShapeAndStridesCountNotOnlyTheBytes) {
-  const HostTensor flat = bytes_tensor(1000), rows = bytes_tensor(1000, {10, 100}), cols = bytes_tensor(1000, {100, 10});
+  const HostTensor flat = bytes_tensor(1000), rows = bytes_tensor(1000, {10, 100}),
+                   cols = bytes_tensor(1000, {100, 10});
   HostTensor other_dtype(DType::e5m2, {1000});
   for (int64_t i = 0; i < 1000; ++i) other_dtype.set_code(i, flat.code(i));
   HostTensor transposed(DType::e4m3fn, {10, 100}, {1, 10}, 1000);  // the same storage read column-major
@@ -77,7 +78,8 @@ TEST(ToF64, EveryElementIsDecodeOfItsCode) {
     EXPECT_EQ(same_bits(t), 0) << name(d);
   }
   HostTensor f(DType::fp32, {200000});
-  for (int64_t i = 0; i < f.numel(); ++i) f.set_code(i, static_cast<uint32_t>(i * 2654435761u) ^ (i % 7 == 0 ? 0x7f800000u : 0u));
+  for (int64_t i = 0; i < f.numel(); ++i)
+    f.set_code(i, static_cast<uint32_t>(i * 2654435761u) ^ (i % 7 == 0 ? 0x7f800000u : 0u));
   EXPECT_EQ(same_bits(f), 0);
   HostTensor q(DType::e2m1fn, {33});
   for (int64_t i = 0; i < q.numel(); ++i) q.set_code(i, static_cast<uint64_t>(i % 16));

@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "runner/tolerance.hpp"
 #include "core/yaml_util.hpp"
+#include "runner/tolerance.hpp"
 
 namespace opcts {
 namespace {
@@ -21,31 +21,31 @@ using testutil::write;
 const fs::path kCases = testutil::cases_dir();
 
 const char* kTable =
-    "tolerances:\n"                                     // 1
-    "  - family: sdpa\n"                                // 2
-    "    metric: allclose\n"                            // 3
-    "    atol: 0.5\n"                                   // 4
-    "    why: catch-all for every output\n"             // 5
-    "  - family: sdpa\n"                                // 6
-    "    output: O\n"                                   // 7
-    "    dtype: [bf16, fp16]\n"                         // 8
-    "    metric: ref_relative\n"                        // 9
-    "    factor: 2\n"                                   // 10
-    "    atol_eps: 0.5\n"                               // 11
+    "tolerances:\n"                                         // 1
+    "  - family: sdpa\n"                                    // 2
+    "    metric: allclose\n"                                // 3
+    "    atol: 0.5\n"                                       // 4
+    "    why: catch-all for every output\n"                 // 5
+    "  - family: sdpa\n"                                    // 6
+    "    output: O\n"                                       // 7
+    "    dtype: [bf16, fp16]\n"                             // 8
+    "    metric: ref_relative\n"                            // 9
+    "    factor: 2\n"                                       // 10
+    "    atol_eps: 0.5\n"                                   // 11
     "    why: 16-bit outputs against the lowp reference\n"  // 12
-    "  - family: sdpa\n"                                // 13
-    "    output: O\n"                                   // 14
-    "    dtype: bf16\n"                                 // 15
-    "    impl: \"cuda.*\"\n"                            // 16
-    "    arch: \"sm9*\"\n"                              // 17
-    "    metric: ref_relative\n"                        // 18
-    "    factor: 3\n"                                   // 19
-    "    atol: 0.001\n"                                 // 20
-    "    why: another blocking on Hopper\n"             // 21
-    "  - family: gemm\n"                                // 22
-    "    output: D\n"                                   // 23
-    "    metric: exact\n"                               // 24
-    "    why: integer inputs make products exact\n";    // 25
+    "  - family: sdpa\n"                                    // 13
+    "    output: O\n"                                       // 14
+    "    dtype: bf16\n"                                     // 15
+    "    impl: \"cuda.*\"\n"                                // 16
+    "    arch: \"sm9*\"\n"                                  // 17
+    "    metric: ref_relative\n"                            // 18
+    "    factor: 3\n"                                       // 19
+    "    atol: 0.001\n"                                     // 20
+    "    why: another blocking on Hopper\n"                 // 21
+    "  - family: gemm\n"                                    // 22
+    "    output: D\n"                                       // 23
+    "    metric: exact\n"                                   // 24
+    "    why: integer inputs make products exact\n";        // 25
 
 class ToleranceFixture : public testing::Test {
  protected:
@@ -99,7 +99,7 @@ TEST_F(ToleranceFixture, DtypeImplAndArchFilters) {
   EXPECT_EQ(resolve("O", DType::bf16, "host.flash", "host").factor, 2.0);               // impl glob misses
   EXPECT_EQ(resolve("O", DType::bf16, "cuda.math", "sm80").factor, 2.0);                // arch glob misses
   EXPECT_EQ(resolve("O", DType::bf16, "cuda.math", "sm90a").factor, 3.0);
-  EXPECT_EQ(resolve("O", DType::fp16, "cuda.math", "sm90").factor, 2.0);                // dtype misses rule 3
+  EXPECT_EQ(resolve("O", DType::fp16, "cuda.math", "sm90").factor, 2.0);  // dtype misses rule 3
 }
 
 TEST_F(ToleranceFixture, ManifestToleranceOverridesOnlyItsFields) {
@@ -156,9 +156,11 @@ TEST(ToleranceErrors, RuleWithoutWhyNamesItsLine) {
 
 TEST(ToleranceErrors, BadFieldsNameTheirLine) {
   const std::string dir = temp_dir();
-  const std::string unknown = write(dir, "u.yaml", "tolerances:\n  - family: sdpa\n    metric: exact\n    why: w\n    fator: 2\n");
+  const std::string unknown =
+      write(dir, "u.yaml", "tolerances:\n  - family: sdpa\n    metric: exact\n    why: w\n    fator: 2\n");
   EXPECT_NE(load_error(unknown).find(unknown + ":5:"), std::string::npos) << load_error(unknown);
-  const std::string dtype = write(dir, "d.yaml", "tolerances:\n  - family: sdpa\n    dtype: fp8\n    metric: exact\n    why: w\n");
+  const std::string dtype =
+      write(dir, "d.yaml", "tolerances:\n  - family: sdpa\n    dtype: fp8\n    metric: exact\n    why: w\n");
   EXPECT_NE(load_error(dtype).find(dtype + ":2:"), std::string::npos) << load_error(dtype);
   EXPECT_NE(load_error(dtype).find("'fp8'"), std::string::npos) << load_error(dtype);
   const std::string rr = write(dir, "r.yaml", "tolerances:\n  - family: sdpa\n    metric: ref_relative\n    why: w\n");
@@ -232,14 +234,16 @@ TEST(ToleranceAccumulator, ErrorsNameTheirLine) {
 // tolerance rules take `accumulation:` on those two metrics only.
 TEST(ToleranceAccumulation, RulesAndManifestEntriesDeclareIt) {
   const std::string dir = temp_dir();
-  const ToleranceTable t = ToleranceTable::load(write(dir, "t.yaml",
-                                                      "tolerances:\n"
-                                                      "  - family: sdpa\n    metric: ref_relative\n    factor: 2\n    why: w\n"
-                                                      "  - family: sdpa\n    output: lse\n    impl: \"cuda.*\"\n"
-                                                      "    metric: ref_relative\n    factor: 2\n    accumulation: two_pass\n"
-                                                      "    why: w\n"
-                                                      "  - family: cast\n    metric: exact\n    why: w\n"));
-  EXPECT_EQ(t.resolve("sdpa", "lse", DType::fp32, "cuda.math", "sm90", "sdpa.cuda_math/p", nullptr).accumulation, "two_pass");
+  const ToleranceTable t =
+      ToleranceTable::load(write(dir, "t.yaml",
+                                 "tolerances:\n"
+                                 "  - family: sdpa\n    metric: ref_relative\n    factor: 2\n    why: w\n"
+                                 "  - family: sdpa\n    output: lse\n    impl: \"cuda.*\"\n"
+                                 "    metric: ref_relative\n    factor: 2\n    accumulation: two_pass\n"
+                                 "    why: w\n"
+                                 "  - family: cast\n    metric: exact\n    why: w\n"));
+  EXPECT_EQ(t.resolve("sdpa", "lse", DType::fp32, "cuda.math", "sm90", "sdpa.cuda_math/p", nullptr).accumulation,
+            "two_pass");
   EXPECT_EQ(t.resolve("sdpa", "O", DType::bf16, "cuda.math", "sm90", "sdpa.cuda_math/p", nullptr).accumulation, "");
   const Manifest m = Manifest::load(write(dir, "sm90.yaml",
                                           "arch: sm90\n"
@@ -251,10 +255,12 @@ TEST(ToleranceAccumulation, RulesAndManifestEntriesDeclareIt) {
                                           "  - match: \"cast.aten_cast/*\"\n"
                                           "    accumulation: once\n"
                                           "    reason: wrong metric\n"));
-  EXPECT_EQ(t.resolve("sdpa", "lse", DType::fp32, "aten.math", "sm90", "sdpa.aten_math/p", &m).accumulation, "two_pass");
+  EXPECT_EQ(t.resolve("sdpa", "lse", DType::fp32, "aten.math", "sm90", "sdpa.aten_math/p", &m).accumulation,
+            "two_pass");
   EXPECT_EQ(t.resolve("sdpa", "O", DType::bf16, "aten.math", "sm90", "sdpa.aten_math/p", &m).accumulation, "");
   EXPECT_THROW(t.resolve("cast", "y", DType::bf16, "aten.cast", "sm90", "cast.aten_cast/p", &m), std::runtime_error);
-  const std::string exact = write(dir, "e.yaml", "tolerances:\n  - family: cast\n    metric: exact\n    accumulation: once\n    why: w\n");
+  const std::string exact =
+      write(dir, "e.yaml", "tolerances:\n  - family: cast\n    metric: exact\n    accumulation: once\n    why: w\n");
   EXPECT_NE(load_error(exact).find("bounded and ref_relative only"), std::string::npos) << load_error(exact);
 }
 
@@ -292,7 +298,7 @@ TEST(ToleranceBuiltin, ScaledMmModels) {
   EXPECT_EQ(model("cuda.cublaslt", quick, "sm100", sm100), fast);
   EXPECT_TRUE(provisional("cuda.cublaslt", slow, "sm100", sm100));
   EXPECT_TRUE(provisional("cuda.cublaslt", quick, "sm100", sm100));
-  EXPECT_FALSE(provisional("cuda.cublaslt", slow, "sm90", sm90));   // sm90's manifest states the measured model
+  EXPECT_FALSE(provisional("cuda.cublaslt", slow, "sm90", sm90));  // sm90's manifest states the measured model
   EXPECT_FALSE(provisional("cuda.cublaslt", quick, "sm90", sm90));
   EXPECT_FALSE(provisional("cuda.mx_kernel", slow, "sm100", sm100));  // fp32 FMA by construction
 }

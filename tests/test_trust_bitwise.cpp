@@ -147,11 +147,11 @@ TEST(TrustCheck, Rules) {
   EXPECT_TRUE(trust_check(zeros_of(20, 20, 1)));   // all zero, one of them not: even within the margin
   EXPECT_TRUE(trust_check(zeros_of(1, 1, 1)));     // at any size (benchdnn judged only >= 10 elements)
   EXPECT_TRUE(trust_check(zeros_of(9, 9, 9)));
-  EXPECT_FALSE(trust_check(zeros_of(9, 8, 1)));    // the margin's one element
+  EXPECT_FALSE(trust_check(zeros_of(9, 8, 1)));  // the margin's one element
   EXPECT_TRUE(trust_check(zeros_of(9, 8, 2)));
   EXPECT_FALSE(trust_check(zeros_of(20, 19, 1)));  // explained zeros are right answers, however many
   EXPECT_TRUE(trust_check(zeros_of(20, 2, 2)));
-  EXPECT_FALSE(trust_check(zeros_of(37, 1, 1)));   // a bf16 sum that cancels to 0 (call Q)
+  EXPECT_FALSE(trust_check(zeros_of(37, 1, 1)));     // a bf16 sum that cancels to 0 (call Q)
   EXPECT_TRUE(trust_check(zeros_of(1000, 11, 11)));  // 1% of 1000 is 10 elements
   EXPECT_FALSE(trust_check(zeros_of(1000, 500, 10)));
   const auto why = trust_check(zeros_of(20, 8, 3));

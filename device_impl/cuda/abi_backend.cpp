@@ -163,19 +163,25 @@ class CudaBackend final : public AbiBackend {
     // load is not the impl's contract breach.
     if (waited) {
       char text[256];
-      std::snprintf(text, sizeof text, "stream check not applied: run did not return within %d ms while its stream was held "
-                    "(it returned after %.0f ms)", kGateTimeoutMs, run_ms);
+      std::snprintf(text, sizeof text,
+                    "stream check not applied: run did not return within %d ms while its stream was held "
+                    "(it returned after %.0f ms)",
+                    kGateTimeoutMs, run_ms);
       if (note) *note = text;
       std::fprintf(stderr, "opcts: %s: %s\n", who.c_str(), text);
     } else if (written_early)
-      throw ContractBreach(FailureKind::off_stream, who + " wrote its outputs before the stream it was handed could run: its work went to "
-                                 "another stream or the legacy default stream (impls must launch on args->stream)");
+      throw ContractBreach(FailureKind::off_stream,
+                           who +
+                               " wrote its outputs before the stream it was handed could run: its work went to "
+                               "another stream or the legacy default stream (impls must launch on args->stream)");
     for (size_t i = 0; i < out_bufs.size(); ++i) {
       const GuardedOutput& b = out_bufs[i];
       std::vector<unsigned char> all(b.layout.total());
       check(cudaMemcpy(all.data(), b.buffer.get(), all.size(), cudaMemcpyDeviceToHost), "cudaMemcpy D2H (output)");
       if (const std::string breach = guard_breach(outs[i].name, outs[i].dtype, all.data(), b.layout); !breach.empty()) {
-        if (!breaches) throw ContractBreach(FailureKind::written_outside, who + " wrote outside its output: " + breach, outs[i].name);
+        if (!breaches)
+          throw ContractBreach(FailureKind::written_outside, who + " wrote outside its output: " + breach,
+                               outs[i].name);
         breaches->push_back({outs[i].name, who + " wrote outside its output: " + breach});
       }
       HostTensor& t = out.at(outs[i].name);
@@ -186,7 +192,8 @@ class CudaBackend final : public AbiBackend {
       HostTensor after = t;
       in_bufs[i++].download(after);
       if (std::memcmp(after.data(), t.data(), t.nbytes()) != 0)
-        throw ContractBreach(FailureKind::wrote_input, who + " wrote into its input '" + name + "' (inputs are read-only)");
+        throw ContractBreach(FailureKind::wrote_input,
+                             who + " wrote into its input '" + name + "' (inputs are read-only)");
     }
     return out;
   }

@@ -172,8 +172,7 @@ void cvt_encode(CvtWide from, CvtNarrow to, bool satfinite, CvtScaleRound roundi
       encode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __half_raw*>(in), out, n, to, sat, rm);
       break;
     case CvtWide::bf16:
-      encode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const Bf16Raw*>(in), out, n, to,
-                                                            sat, rm);
+      encode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const Bf16Raw*>(in), out, n, to, sat, rm);
       break;
   }
   check_launch("cvt_encode");

@@ -7,7 +7,8 @@ namespace opcts {
 
 void register_cuda_cast(Registry& reg) {
   using namespace cuda;
-  Row planted = row("cast", "cuda.cvt_ties_up", OPCTS_CUDA_ONLY(cvt_ties_up_supports), OPCTS_CUDA_ONLY(cvt_ties_up_run));
+  Row planted =
+      row("cast", "cuda.cvt_ties_up", OPCTS_CUDA_ONLY(cvt_ties_up_supports), OPCTS_CUDA_ONLY(cvt_ties_up_run));
   planted.cannot_show = [](const Problem& pp) -> std::string {
     const auto& p = pp.as<cast::Problem>();
     if (p.decoding() || p.from != DType::fp32 || p.to == DType::e8m0fnu)

@@ -16,7 +16,9 @@
 namespace opcts::cuda::async {
 
 /// The 32-bit shared-memory address of a generic pointer into shared memory (PTX's .shared).
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
 
 /// 16 bytes global -> shared; src_bytes (0 or 16) = 0 zero-fills the destination without reading.
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "device_impl/cuda/cuda_error.hpp"
 #include "core/tensor.hpp"
+#include "device_impl/cuda/cuda_error.hpp"
 
 namespace opcts::cuda {
 
@@ -26,10 +26,8 @@ inline void check(cudaError_t e, const char* what) {
     case cudaErrorHardwareStackError:
     case cudaErrorAssert:
     case cudaErrorECCUncorrectable:
-    case cudaErrorLaunchTimeout:
-      throw DeviceLost(msg);
-    default:
-      throw std::runtime_error(msg);
+    case cudaErrorLaunchTimeout: throw DeviceLost(msg);
+    default: throw std::runtime_error(msg);
   }
 }
 
@@ -58,7 +56,10 @@ class DeviceBuffer {
     if (t.nbytes() != bytes_) throw std::logic_error("download: size mismatch");
     if (bytes_) check(cudaMemcpy(t.data(), ptr_, bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; o.bytes_ = 0; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
 
  private:
   void* ptr_ = nullptr;

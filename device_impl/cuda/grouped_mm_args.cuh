@@ -16,8 +16,8 @@ struct Shape {
   int64_t m = 0, n = 0, k = 0;
   int64_t split = 0;  // the split dimension's size (0 for 3d_3d)
   int64_t lda = 0, a_bs = 0, ldb = 0, b_bs = 0, ldo = 0, o_bs = 0;
-  int64_t mx_cols = 0;  // mxfp8: round_up(ceil(K/32), 4) for a fixed K (scale columns of a group)
-  int64_t mx_width = 0; // mxfp8 2d_2d: the K-split scale matrix's width ΣK/32 + 4·G
+  int64_t mx_cols = 0;   // mxfp8: round_up(ceil(K/32), 4) for a fixed K (scale columns of a group)
+  int64_t mx_width = 0;  // mxfp8 2d_2d: the K-split scale matrix's width ΣK/32 + 4·G
 };
 
 /// Throws GroupedArgumentError (the message prefixed by `who`) when the shapes, strides, group

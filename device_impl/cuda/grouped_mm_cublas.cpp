@@ -1,4 +1,5 @@
-// cuda.cublas_grouped: bf16 grouped GEMMs through cuBLAS's grouped batched GEMM (cublasGemmGroupedBatchedEx), plus the per-group cublasGemmEx loop the benchmark compares against.
+// cuda.cublas_grouped: bf16 grouped GEMMs through cuBLAS's grouped batched GEMM (cublasGemmGroupedBatchedEx), plus the
+// per-group cublasGemmEx loop the benchmark compares against.
 //
 // cuBLAS takes the groups' shapes in host arrays, so this impl copies the offsets to the host
 // (on a stream of its own: the stream handed in is held behind the ABI backend's gate until the
@@ -16,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "device_impl/cuda/grouped_mm_args.cuh"
 #include "device_impl/cuda/cuda_error.hpp"
+#include "device_impl/cuda/grouped_mm_args.cuh"
 
 namespace opcts::cuda {
 
@@ -33,8 +34,8 @@ void cuda_check(cudaError_t e, const char* what) {
 
 void cublas_check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("cuda.cublas_grouped: ") + what + " returned " + cublasGetStatusName(s) + " (" +
-                             std::to_string(static_cast<int>(s)) + ")");
+    throw std::runtime_error(std::string("cuda.cublas_grouped: ") + what + " returned " + cublasGetStatusName(s) +
+                             " (" + std::to_string(static_cast<int>(s)) + ")");
 }
 
 // One group's GEMM in cuBLAS's column-major terms (the file comment).
@@ -52,7 +53,8 @@ struct Plan {
 };
 
 int narrow(int64_t v, const char* arg) {
-  if (v > INT_MAX) throw GroupedArgumentError(arg, "cuda.cublas_grouped: " + std::to_string(v) + " exceeds cuBLAS's int sizes");
+  if (v > INT_MAX)
+    throw GroupedArgumentError(arg, "cuda.cublas_grouped: " + std::to_string(v) + " exceeds cuBLAS's int sizes");
   return static_cast<int>(v);
 }
 
@@ -79,7 +81,8 @@ Plan plan_of(const GroupedMmParams& p, const grouped::Shape& s, const std::vecto
     Gemm x;
     switch (p.mode) {
       case GroupedMode::m2d_3d:
-        x = {narrow(s.n, "N"), narrow(end - start, "offs"), narrow(s.k, "K"), b + g * s.b_bs, a + start * s.lda, out + start * s.ldo};
+        x = {narrow(s.n, "N"), narrow(end - start, "offs"), narrow(s.k, "K"),
+             b + g * s.b_bs,   a + start * s.lda,           out + start * s.ldo};
         break;
       case GroupedMode::m3d_3d:
         x = {narrow(s.n, "N"), narrow(s.m, "M"), narrow(s.k, "K"), b + g * s.b_bs, a + g * s.a_bs, out + g * s.o_bs};
@@ -88,7 +91,8 @@ Plan plan_of(const GroupedMmParams& p, const grouped::Shape& s, const std::vecto
         x = {narrow(s.n, "N"), narrow(s.m, "M"), narrow(end - start, "offs"), b + start, a + start, out + g * s.o_bs};
         break;
       case GroupedMode::m3d_2d:
-        x = {narrow(end - start, "offs"), narrow(s.m, "M"), narrow(s.k, "K"), b + start * s.ldb, a + g * s.a_bs, out + start};
+        x = {narrow(end - start, "offs"), narrow(s.m, "M"), narrow(s.k, "K"),
+             b + start * s.ldb,           a + g * s.a_bs,   out + start};
         break;
     }
     if (x.m == 0 || x.n == 0) continue;
@@ -100,14 +104,16 @@ Plan plan_of(const GroupedMmParams& p, const grouped::Shape& s, const std::vecto
 // Validates p (the offsets' values on the host copy) and plans its GEMMs; zeroes the groups
 // without K on `stream`.
 Plan prepare(const GroupedMmParams& p, cudaStream_t stream, const char* who) {
-  if (p.recipe != GroupedRecipe::bf16) throw GroupedArgumentError("recipe", std::string(who) + ": bf16 only (cuBLAS has no scaled grouped GEMM)");
+  if (p.recipe != GroupedRecipe::bf16)
+    throw GroupedArgumentError("recipe", std::string(who) + ": bf16 only (cuBLAS has no scaled grouped GEMM)");
   const grouped::Shape s = grouped::validate(p, who);
   const std::vector<int32_t> offs = host_offsets(p);
   const int64_t multiple = grouped_offs_multiple(p.mode, p.recipe);
   grouped::refuse_offs(grouped::find_offs_fault(offs, s.split, multiple), s.split, multiple, who);
   Plan plan = plan_of(p, s, offs);
   for (const Gemm& z : plan.zero)
-    cuda_check(cudaMemset2DAsync(z.c, static_cast<size_t>(plan.ldc) * 2, 0, static_cast<size_t>(z.m) * 2, static_cast<size_t>(z.n), stream),
+    cuda_check(cudaMemset2DAsync(z.c, static_cast<size_t>(plan.ldc) * 2, 0, static_cast<size_t>(z.m) * 2,
+                                 static_cast<size_t>(z.n), stream),
                "cudaMemset2DAsync (a group without K)");
   return plan;
 }
@@ -115,16 +121,18 @@ Plan prepare(const GroupedMmParams& p, cudaStream_t stream, const char* who) {
 // One group's GEMM through cublasGemmEx, which sees its pointers on the host.
 void gemm_ex(CublasGroupedContext& ctx, const Plan& plan, const Gemm& x) {
   const float alpha = 1.0f, beta = 0.0f;
-  cublas_check(cublasGemmEx(ctx.handle, CUBLAS_OP_T, CUBLAS_OP_N, x.m, x.n, x.k, &alpha, x.a, CUDA_R_16BF, plan.lda, x.b, CUDA_R_16BF,
-                            plan.ldb, &beta, x.c, CUDA_R_16BF, plan.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               "cublasGemmEx");
+  cublas_check(
+      cublasGemmEx(ctx.handle, CUBLAS_OP_T, CUBLAS_OP_N, x.m, x.n, x.k, &alpha, x.a, CUDA_R_16BF, plan.lda, x.b,
+                   CUDA_R_16BF, plan.ldb, &beta, x.c, CUDA_R_16BF, plan.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmEx");
 }
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 void bind(CublasGroupedContext& ctx, cudaStream_t stream) {
   cublas_check(cublasSetStream(ctx.handle, stream), "cublasSetStream");
-  cublas_check(cublasSetWorkspace(ctx.handle, ctx.workspace, static_cast<size_t>(ctx.workspace_bytes)), "cublasSetWorkspace");
+  cublas_check(cublasSetWorkspace(ctx.handle, ctx.workspace, static_cast<size_t>(ctx.workspace_bytes)),
+               "cublasSetWorkspace");
 }
 
 }  // namespace
@@ -172,7 +180,8 @@ void grouped_mm_cublas(const GroupedMmParams& p, CUstream_st* stream, CublasGrou
   // One cuBLAS group per GEMM (each has its own shape); the pointer arrays live on the device.
   const size_t count = plan.gemms.size();
   std::vector<cublasOperation_t> ta(count, CUBLAS_OP_T), tb(count, CUBLAS_OP_N);
-  std::vector<int> m(count), n(count), k(count), lda(count, plan.lda), ldb(count, plan.ldb), ldc(count, plan.ldc), size(count, 1);
+  std::vector<int> m(count), n(count), k(count), lda(count, plan.lda), ldb(count, plan.ldb), ldc(count, plan.ldc),
+      size(count, 1);
   std::vector<float> alpha(count, 1.0f), beta(count, 0.0f);
   std::vector<const void*> ptrs(3 * count);
   for (size_t i = 0; i < count; ++i) {
@@ -197,9 +206,9 @@ void grouped_mm_cublas(const GroupedMmParams& p, CUstream_st* stream, CublasGrou
   auto** dp = static_cast<void**>(d);
   bind(ctx, stream);
   const cublasStatus_t st = cublasGemmGroupedBatchedEx(
-      ctx.handle, ta.data(), tb.data(), m.data(), n.data(), k.data(), alpha.data(), const_cast<const void* const*>(dp), CUDA_R_16BF,
-      lda.data(), const_cast<const void* const*>(dp + count), CUDA_R_16BF, ldb.data(), beta.data(), dp + 2 * count, CUDA_R_16BF,
-      ldc.data(), static_cast<int>(count), size.data(), CUBLAS_COMPUTE_32F);
+      ctx.handle, ta.data(), tb.data(), m.data(), n.data(), k.data(), alpha.data(), const_cast<const void* const*>(dp),
+      CUDA_R_16BF, lda.data(), const_cast<const void* const*>(dp + count), CUDA_R_16BF, ldb.data(), beta.data(),
+      dp + 2 * count, CUDA_R_16BF, ldc.data(), static_cast<int>(count), size.data(), CUBLAS_COMPUTE_32F);
   cudaFreeAsync(d, stream);
   cublas_check(st, "cublasGemmGroupedBatchedEx");
 }

@@ -1,4 +1,5 @@
-// The CUDA grouped_mm rows' callbacks: the ABI's tensors onto cuda.grouped_kernel / cuda.cublas_grouped, launched on the stream handed in.
+// The CUDA grouped_mm rows' callbacks: the ABI's tensors onto cuda.grouped_kernel / cuda.cublas_grouped, launched on
+// the stream handed in.
 //
 // Thin on purpose: the launchers check every argument (grouped_mm_args.cu), the offsets' values
 // included; the backend (abi_backend.cpp) uploads, poisons out, guards it on both sides and
@@ -27,7 +28,9 @@ int32_t grouped_supports(const void* impl, const void* params, const opcts_arch*
   const GroupedMode mode = grouped_mode(p->mode);
   const GroupedRecipe recipe = grouped_recipe(p->recipe);
   if (!(row->cublas ? cublas_grouped_takes(mode, recipe) : grouped_kernel_takes(mode, recipe))) {
-    std::snprintf(reason, size, "%s", row->cublas ? "cuBLAS grouped GEMM has no scaled recipe (bf16 only)" : "does not take this mode and recipe");
+    std::snprintf(
+        reason, size, "%s",
+        row->cublas ? "cuBLAS grouped GEMM has no scaled recipe (bf16 only)" : "does not take this mode and recipe");
     return 0;
   }
   if (row->cublas) {

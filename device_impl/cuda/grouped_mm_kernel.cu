@@ -1,4 +1,5 @@
-// cuda.grouped_kernel: every grouped-GEMM mode and recipe on tensor cores (mma.sync m16n8k16, fp32 accumulation), groups found on the device from the offsets.
+// cuda.grouped_kernel: every grouped-GEMM mode and recipe on tensor cores (mma.sync m16n8k16, fp32 accumulation),
+// groups found on the device from the offsets.
 //
 // A block of 4 warps computes a 64×64 tile of one group's output. Which group: 3d_3d and 2d_2d
 // put the group on grid.z; 2d_3d (rows split) and 3d_2d (columns split) give each block a tile
@@ -64,14 +65,15 @@ struct MxLoc {
 __device__ int64_t mx_byte(const MxLoc& l, int64_t r, int64_t c) {
   const int64_t f = 512 * ((r / 128) * (l.cols / 4) + c / 4) + (r % 32) * 16 + ((r % 128) / 32) * 4 + c % 4;
   if (!l.width) return l.base + f;
-  return l.cols ? l.base + (f / l.cols) * l.width + f % l.cols : INT64_MAX;  // an empty slab: only a planted read lands here
+  return l.cols ? l.base + (f / l.cols) * l.width + f % l.cols
+                : INT64_MAX;  // an empty slab: only a planted read lands here
 }
 
 // The tile a block computes, in its group's local coordinates.
 struct Tile {
-  int64_t g = 0, sg = 0;           // the group, and the group whose per-group scales it reads
+  int64_t g = 0, sg = 0;  // the group, and the group whose per-group scales it reads
   int64_t rows = 0, cols = 0, kg = 0;
-  int64_t tm = 0, tn = 0;          // the tile's origin
+  int64_t tm = 0, tn = 0;                   // the tile's origin
   int64_t a_off = 0, b_off = 0, o_off = 0;  // elements to the group's A(0, 0), Bᵀ(0, 0), out(0, 0)
   int64_t sa_base = 0, sb_base = 0;         // rowwise: scale index of local row / column 0
   MxLoc mxa, mxb;
@@ -312,7 +314,8 @@ __global__ void __launch_bounds__(kThreads) grouped_kernel(Args a) {
 
   Tile t;
   if (!tile_of_block<R>(a, t, found, scratch)) return;
-  if (a.plant == GroupedPlant::stale_empty_group && t.kg == 0) return;  // planted: the empty group's tile is never written
+  if (a.plant == GroupedPlant::stale_empty_group && t.kg == 0)
+    return;  // planted: the empty group's tile is never written
   const int tid = threadIdx.x, warp = tid / kWarpSize, lane = tid % kWarpSize;
   const int wr = 32 * (warp / 2), wc = 32 * (warp % 2);
   const int fr = tid / 2, fc = 16 * (tid % 2);  // the 16 elements of A and Bᵀ this thread stages
@@ -356,7 +359,9 @@ __global__ void __launch_bounds__(kThreads) grouped_kernel(Args a) {
     if constexpr (kMx) {
       float part[2][4][4] = {};
       warp_mma(part, As, Bs, wr, wc, lane);
-      each_acc(wr, wc, lane, [&](int mi, int ni, int e, int r, int c) { acc[mi][ni][e] += mx_scaled(part[mi][ni][e], Ea[r], Eb[c]); });
+      each_acc(wr, wc, lane, [&](int mi, int ni, int e, int r, int c) {
+        acc[mi][ni][e] += mx_scaled(part[mi][ni][e], Ea[r], Eb[c]);
+      });
     } else {
       warp_mma(acc, As, Bs, wr, wc, lane);
     }
@@ -404,7 +409,8 @@ __global__ void __launch_bounds__(kThreads) grouped_kernel(Args a) {
 void check_launch(const char* what) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
-    throw std::runtime_error(std::string("cuda.grouped_kernel ") + what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    throw std::runtime_error(std::string("cuda.grouped_kernel ") + what + ": " + cudaGetErrorName(e) + " (" +
+                             cudaGetErrorString(e) + ")");
 }
 
 }  // namespace
@@ -440,11 +446,15 @@ void grouped_mm_kernel(const GroupedMmParams& p, CUstream_st* stream) {
     default: grid = dim3(tiles(s.n), tiles(s.m), p.groups); break;
   }
   const int64_t gy = p.mode == GroupedMode::m2d_3d ? tiles(s.split) + p.groups : tiles(s.m);
-  if (gy > 65535) throw GroupedArgumentError("mat_a", std::string(who) + ": " + std::to_string(gy) + " row tiles exceed the grid's 65535");
+  if (gy > 65535)
+    throw GroupedArgumentError("mat_a",
+                               std::string(who) + ": " + std::to_string(gy) + " row tiles exceed the grid's 65535");
   if (out_3d && p.groups > 65535) throw GroupedArgumentError("groups", std::string(who) + ": more than 65535 groups");
   switch (p.recipe) {
     case GroupedRecipe::bf16: grouped_kernel<GroupedRecipe::bf16><<<grid, kThreads, 0, stream>>>(a); break;
-    case GroupedRecipe::fp8_rowwise: grouped_kernel<GroupedRecipe::fp8_rowwise><<<grid, kThreads, 0, stream>>>(a); break;
+    case GroupedRecipe::fp8_rowwise:
+      grouped_kernel<GroupedRecipe::fp8_rowwise><<<grid, kThreads, 0, stream>>>(a);
+      break;
     case GroupedRecipe::mxfp8: grouped_kernel<GroupedRecipe::mxfp8><<<grid, kThreads, 0, stream>>>(a); break;
   }
   check_launch("launch");

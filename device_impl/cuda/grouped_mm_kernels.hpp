@@ -78,13 +78,13 @@ enum class GroupedRecipe { bf16, fp8_rowwise, mxfp8 };
 /// on problems that exercise it.
 enum class GroupedPlant {
   none,
-  stale_empty_group,      // 2d_2d: a group with an empty K range writes nothing (stale output)
-  write_past_last_offset, // 2d_3d / 3d_2d: the last group runs to the end of the split dimension
-  offsets_as_starts,      // offs[g] read as group g's START (group g = [offs[g], offs[g+1]), the last to the end)
-  next_group_scales,      // group g applies group (g+1) % G's scales (fp8_rowwise, mxfp8; B's per-group scales)
-  spill_past_n,           // stores not masked at the group's N: a tile's columns past it (their sums, 0) are
-                          // stored too, landing on the next row (or the next group's / the guard columns in
-                          // 3d_2d), never past the output tensor; deterministic when N fits one 64-column tile
+  stale_empty_group,       // 2d_2d: a group with an empty K range writes nothing (stale output)
+  write_past_last_offset,  // 2d_3d / 3d_2d: the last group runs to the end of the split dimension
+  offsets_as_starts,       // offs[g] read as group g's START (group g = [offs[g], offs[g+1]), the last to the end)
+  next_group_scales,       // group g applies group (g+1) % G's scales (fp8_rowwise, mxfp8; B's per-group scales)
+  spill_past_n,            // stores not masked at the group's N: a tile's columns past it (their sums, 0) are
+                           // stored too, landing on the next row (or the next group's / the guard columns in
+                           // 3d_2d), never past the output tensor; deterministic when N fits one 64-column tile
 };
 
 /// One grouped GEMM. Shapes are the sizes of the tensors the glue was handed (PyTorch order);

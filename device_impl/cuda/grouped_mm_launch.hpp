@@ -35,7 +35,8 @@ inline GroupedRecipe grouped_recipe(int32_t r) {
 /// size from the descriptors handed in (the launchers check them against each other and against
 /// G); pointers from their data. "b" is Bᵀ (K contiguous), so its last dimension is K and the one
 /// before it N: the header's logical B [b_batch, K, N] with ldb = K.
-inline GroupedMmParams grouped_kernel_params(const opcts_grouped_mm_params& c, const opcts_tensor* t, int32_t n, GroupedPlant plant) {
+inline GroupedMmParams grouped_kernel_params(const opcts_grouped_mm_params& c, const opcts_tensor* t, int32_t n,
+                                             GroupedPlant plant) {
   GroupedMmParams k;
   k.mode = grouped_mode(c.mode);
   k.recipe = grouped_recipe(c.recipe);
@@ -46,7 +47,8 @@ inline GroupedMmParams grouped_kernel_params(const opcts_grouped_mm_params& c, c
     int64_t elems = 1;
     for (int32_t j = 0; j < d.ndim; ++j) elems *= d.shape[j];
     const bool three = d.ndim == 3;
-    const int64_t batch = three ? d.shape[0] : 0, rows = d.ndim >= 2 ? d.shape[d.ndim - 2] : 0, cols = d.ndim >= 1 ? d.shape[d.ndim - 1] : 0;
+    const int64_t batch = three ? d.shape[0] : 0, rows = d.ndim >= 2 ? d.shape[d.ndim - 2] : 0,
+                  cols = d.ndim >= 1 ? d.shape[d.ndim - 1] : 0;
     if (std::strcmp(d.name, "a") == 0) {
       k.a = d.data;
       k.a_batch = batch;

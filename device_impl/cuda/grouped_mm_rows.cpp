@@ -35,15 +35,22 @@ void register_cuda_grouped_mm(Registry& reg) {
     PlantedBug bug;
   };
   static constexpr Planted kPlanted[] = {
-      {"cuda.grouped_kernel_stale_empty_group", {false, GroupedPlant::stale_empty_group}, PlantedBug::stale_empty_group},
-      {"cuda.grouped_kernel_tail_overwritten", {false, GroupedPlant::write_past_last_offset}, PlantedBug::tail_overwritten},
+      {"cuda.grouped_kernel_stale_empty_group",
+       {false, GroupedPlant::stale_empty_group},
+       PlantedBug::stale_empty_group},
+      {"cuda.grouped_kernel_tail_overwritten",
+       {false, GroupedPlant::write_past_last_offset},
+       PlantedBug::tail_overwritten},
       {"cuda.grouped_kernel_offs_as_starts", {false, GroupedPlant::offsets_as_starts}, PlantedBug::offs_as_starts},
-      {"cuda.grouped_kernel_next_group_scales", {false, GroupedPlant::next_group_scales}, PlantedBug::next_group_scales},
+      {"cuda.grouped_kernel_next_group_scales",
+       {false, GroupedPlant::next_group_scales},
+       PlantedBug::next_group_scales},
       {"cuda.grouped_kernel_spill_past_n", {false, GroupedPlant::spill_past_n}, PlantedBug::spill_past_n},
   };
   std::vector<Row> rows;
   auto add = [&](const char* name, const GroupedRow* data) {
-    rows.push_back(row("grouped_mm", name, OPCTS_CUDA_ONLY(grouped_supports), OPCTS_CUDA_ONLY(grouped_run), nullptr, data));
+    rows.push_back(
+        row("grouped_mm", name, OPCTS_CUDA_ONLY(grouped_supports), OPCTS_CUDA_ONLY(grouped_run), nullptr, data));
     rows.back().caps = {"mma_sync_bf16"};
     rows.back().prepare = OPCTS_CUDA_ONLY(grouped_prepare);
   };

@@ -1,4 +1,5 @@
-// The atomic scatter kernels (cuda.atomic, cuda.warp_aggregated and their planted variants) and the index check every indexing impl runs first.
+// The atomic scatter kernels (cuda.atomic, cuda.warp_aggregated and their planted variants) and the index check every
+// indexing impl runs first.
 #include "device_impl/cuda/indexing_device.cuh"
 
 namespace opcts::cuda {
@@ -35,8 +36,8 @@ __device__ __forceinline__ acc_t<T> term_value(const Shape& s, const T* terms, i
 }
 
 template <class T, class I>
-__global__ void atomic_kernel(Shape s, const T* __restrict__ terms, const I* __restrict__ index, const T* __restrict__ self,
-                              T* out, AtomicPlant plant) {
+__global__ void atomic_kernel(Shape s, const T* __restrict__ terms, const I* __restrict__ index,
+                              const T* __restrict__ self, T* out, AtomicPlant plant) {
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < s.terms;
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t e = destination_of<T>(s, index, t);
@@ -84,7 +85,8 @@ __global__ void find_bad_kernel(const I* __restrict__ index, int64_t count, int6
 
 void copy_self(const IndexingArgs& a, cudaStream_t stream) {
   const auto bytes = static_cast<size_t>(a.outer * a.n * a.inner * idx::value_bytes(a.value));
-  if (bytes) idx::check(cudaMemcpyAsync(a.out, a.self, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync (self → out)");
+  if (bytes)
+    idx::check(cudaMemcpyAsync(a.out, a.self, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync (self → out)");
 }
 
 }  // namespace
@@ -102,7 +104,8 @@ int64_t first_bad_index(const IndexingArgs& a) {
     if (a.index_type == IdxIndex::int32)
       find_bad_kernel<<<idx::blocks_for(count), kThreads, 0, s>>>(static_cast<const int32_t*>(a.index), count, a.n, d);
     else
-      find_bad_kernel<<<idx::blocks_for(count), kThreads, 0, s>>>(static_cast<const long long*>(a.index), count, a.n, d);
+      find_bad_kernel<<<idx::blocks_for(count), kThreads, 0, s>>>(static_cast<const long long*>(a.index), count, a.n,
+                                                                  d);
     e = cudaGetLastError();
   }
   if (e == cudaSuccess) e = cudaMemcpyAsync(&first, d, sizeof first, cudaMemcpyDeviceToHost, s);
@@ -131,8 +134,9 @@ void scatter_atomic(const IndexingArgs& a, AtomicPlant plant, CUstream_st* strea
   scatter_with(a, stream, "atomic scatter kernel", [&](auto tv, auto iv, const Shape& s) {
     using T = decltype(tv);
     using I = decltype(iv);
-    atomic_kernel<T, I><<<idx::blocks_for(s.terms), kThreads, 0, stream>>>(s, static_cast<const T*>(a.terms), static_cast<const I*>(a.index),
-                                                                           static_cast<const T*>(a.self), static_cast<T*>(a.out), plant);
+    atomic_kernel<T, I><<<idx::blocks_for(s.terms), kThreads, 0, stream>>>(
+        s, static_cast<const T*>(a.terms), static_cast<const I*>(a.index), static_cast<const T*>(a.self),
+        static_cast<T*>(a.out), plant);
   });
 }
 

@@ -1,4 +1,5 @@
-// Device helpers of the indexing kernels: warp primitives written once for 32- and 64-lane warps, the accumulator types, and the atomic add of each value type (PyTorch's paired 16-bit fast path).
+// Device helpers of the indexing kernels: warp primitives written once for 32- and 64-lane warps, the accumulator
+// types, and the atomic add of each value type (PyTorch's paired 16-bit fast path).
 //
 // Portable (nvcc and hipcc build it): the warp size is a compile-time constant, lanes are
 // grouped with ballots and shuffles (no __match_any_sync, which HIP lacks), and no inline PTX;
@@ -24,7 +25,9 @@ constexpr int kWarpSize = gpu::kWave;
 using LaneMask = gpu::LaneMask;
 __device__ __forceinline__ LaneMask warp_ballot(bool p) { return gpu::wave_ballot(p); }
 template <class T>
-__device__ __forceinline__ T warp_shfl(T v, int lane) { return gpu::wave_shfl(v, lane); }
+__device__ __forceinline__ T warp_shfl(T v, int lane) {
+  return gpu::wave_shfl(v, lane);
+}
 __device__ __forceinline__ int lowest_lane(LaneMask m) { return gpu::lowest_lane(m); }
 
 constexpr int kThreads = 256;  // a multiple of kWarpSize: every warp is full
@@ -36,7 +39,8 @@ inline int blocks_for(int64_t work) {
 }
 
 inline void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
 /// The accumulator of a value type: fp32 for the 16-bit types, the type itself otherwise.

@@ -1,4 +1,5 @@
-// The CUDA indexing rows' callbacks: the ABI's parameter structs and tensors onto the kernels' IndexingArgs (indexing_kernels.hpp).
+// The CUDA indexing rows' callbacks: the ABI's parameter structs and tensors onto the kernels' IndexingArgs
+// (indexing_kernels.hpp).
 //
 // A row's impl_data (IndexingRow) says which family's parameter struct it is handed. The index
 // is checked before anything is launched: first_bad_index runs on a
@@ -116,7 +117,8 @@ opcts_status indexing_run(const void* impl, const opcts_run_args* args, opcts_re
   try {
     if (const int64_t bad = first_bad_index(a); bad >= 0)
       return report_status(report, OPCTS_INVALID_ARGUMENT,
-                  "index element " + std::to_string(bad) + " is outside [0, " + std::to_string(a.n) + ")", "index");
+                           "index element " + std::to_string(bad) + " is outside [0, " + std::to_string(a.n) + ")",
+                           "index");
     switch (row->kernel) {
       case IndexingKernel::atomic:
         scatter_atomic(a,
@@ -125,7 +127,9 @@ opcts_status indexing_run(const void* impl, const opcts_run_args* args, opcts_re
                                                                   : AtomicPlant::none,
                        stream);
         break;
-      case IndexingKernel::warp_aggregated: scatter_warp_aggregated(a, row->plant == IndexingPlant::store, stream); break;
+      case IndexingKernel::warp_aggregated:
+        scatter_warp_aggregated(a, row->plant == IndexingPlant::store, stream);
+        break;
       case IndexingKernel::sorted:
         scatter_sorted(a,
                        row->plant == IndexingPlant::racy        ? SortedPlant::racy

@@ -1,4 +1,5 @@
-// Launch interface of the scatter_add / index_add / index_select kernels (no harness types): device pointers of contiguous [outer, n, inner] views.
+// Launch interface of the scatter_add / index_add / index_select kernels (no harness types): device pointers of
+// contiguous [outer, n, inner] views.
 //
 // Semantics: refimpl/indexing.hpp (the plugin ABI's opcts_*_params). Every launcher enqueues
 // on the stream it is given (scratch through cudaMallocAsync there) and throws

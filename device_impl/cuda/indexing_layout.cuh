@@ -1,4 +1,5 @@
-// The indexing kernels' per-element address arithmetic as plain __host__ __device__ C++, so the CPU tests run it (tests/test_indexing_layout.cpp).
+// The indexing kernels' per-element address arithmetic as plain __host__ __device__ C++, so the CPU tests run it
+// (tests/test_indexing_layout.cpp).
 #pragma once
 
 #include <cstdint>

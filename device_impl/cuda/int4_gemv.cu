@@ -1,4 +1,5 @@
-// cuda.int4_gemv: M <= 16 weight-only int4 matmul in one pass over the packed weight; split-K partial sums, where K is split, added in a fixed order.
+// cuda.int4_gemv: M <= 16 weight-only int4 matmul in one pass over the packed weight; split-K partial sums, where K is
+// split, added in a fixed order.
 //
 // Grid (blocks of column units, K slices); a block of kGenericWarps warps holds kGenericWarps / wu
 // units and wu warps per unit, which take the unit's items of the block's K slice in turn
@@ -38,7 +39,9 @@ static_assert(kLanes == gpu::kWarp, "the butterfly's shuffles span the fragment'
 
 // The slot of a representative lane (Code::representative) in the shared buffer.
 template <Int4Format F>
-constexpr int kReps = F == Int4Format::gptq ? kLanes : F == Int4Format::tinygemm || F == Int4Format::awq ? 8 : 1;
+constexpr int kReps = F == Int4Format::gptq                               ? kLanes
+                      : F == Int4Format::tinygemm || F == Int4Format::awq ? 8
+                                                                          : 1;
 
 template <Int4Format F>
 __device__ __forceinline__ int rep_slot(int lane) {
@@ -61,7 +64,7 @@ struct Split {
 };
 
 template <Int4Format F, class T, int MT, bool Planted, int B>
-__global__ void __launch_bounds__(kGenericWarps * kLanes) gemv_kernel(Args a, Split sp, float* ws, T* y, int64_t ldy) {
+__global__ void __launch_bounds__(kGenericWarps* kLanes) gemv_kernel(Args a, Split sp, float* ws, T* y, int64_t ldy) {
   using Code = int4mm::Code<F, T, Planted>;
   using Frag = typename Code::Frag;
   constexpr int C = Code::kCols;
@@ -70,7 +73,8 @@ __global__ void __launch_bounds__(kGenericWarps * kLanes) gemv_kernel(Args a, Sp
   const int sub = warp % sp.wu;  // this warp's turn among its unit's warps
   const int64_t unit = static_cast<int64_t>(blockIdx.x) * sp.ub + warp / sp.wu;
   const bool live = unit < sp.units;  // the last block may hold fewer units (warp-uniform)
-  const int64_t i0 = static_cast<int64_t>(blockIdx.y) * sp.per_slice, i1 = i0 + sp.per_slice < sp.items ? i0 + sp.per_slice : sp.items;
+  const int64_t i0 = static_cast<int64_t>(blockIdx.y) * sp.per_slice,
+                i1 = i0 + sp.per_slice < sp.items ? i0 + sp.per_slice : sp.items;
 
   float acc[MT][C];
 #pragma unroll
@@ -202,7 +206,8 @@ __device__ __forceinline__ void tiny_walk(const TinySplit& sp, const TinyWarp& w
 // tiny_kernel (fp32 FMA, MT rows of x per thread). Three blocks per SM (85 registers): 24 warps
 // of batches in flight.
 template <class T, int MT, bool OneGroup>
-__global__ void OPCTS_LAUNCH_BOUNDS(kTinyWarps * kLanes, 3) tiny_kernel(Args a, TinySplit sp, float* ws, T* y, int64_t ldy) {
+__global__ void OPCTS_LAUNCH_BOUNDS(kTinyWarps* kLanes, 3)
+    tiny_kernel(Args a, TinySplit sp, float* ws, T* y, int64_t ldy) {
   constexpr int B = int4mm::tiny::batch(MT);
   extern __shared__ float xs[];  // MT rows of the chunk, 128 · sp.chunk floats apart
   __shared__ float part[kTinyWarps][MT][8];
@@ -279,7 +284,7 @@ __global__ void OPCTS_LAUNCH_BOUNDS((Rows16 ? kTinyMmaMaxWarps16 : kTinyMmaMaxWa
   auto* part = reinterpret_cast<float(*)[R][16]>(dyn + sizeof(Slot) * S * sp.bw);
   T* xs = reinterpret_cast<T*>(part + sp.bw);
   __shared__ __align__(16) uint32_t zeros[64];  // the B columns past M (x_rows)
-  uint32_t probe_bits = 0;  // loads_only: what the loads brought, kept live
+  uint32_t probe_bits = 0;                      // loads_only: what the loads brought, kept live
   const TinyWarp w = tiny_warp(sp);
   const int64_t ld = 128 * sp.chunk;
   if (w.tid < 64) zeros[w.tid] = 0;  // before the first barrier
@@ -289,7 +294,7 @@ __global__ void OPCTS_LAUNCH_BOUNDS((Rows16 ? kTinyMmaMaxWarps16 : kTinyMmaMaxWa
 
   // Copies the warp's item first + k·wk into slot `s` (a lane its own 16 bytes of each tile and
   // their group words). Offsets past the warp's bases in 32 bits: a warp's items are < K / 128.
-  const auto issue = [&](const int4mm::Words4* const (&wbase)[2], uint32_t first, uint32_t k, int s) {
+  const auto issue = [&](const int4mm::Words4* const(&wbase)[2], uint32_t first, uint32_t k, int s) {
     const uint32_t item = first + k * static_cast<uint32_t>(sp.wk);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -319,7 +324,8 @@ __global__ void OPCTS_LAUNCH_BOUNDS((Rows16 ? kTinyMmaMaxWarps16 : kTinyMmaMaxWa
     const int64_t first = ic + w.sub;
     const int n = w.live && first < ie ? static_cast<int>((ie - first + sp.wk - 1) / sp.wk) : 0;
     const int4mm::Words4* const wbase[2] = {src.s[0].words + first * kLanes, src.s[1].words + first * kLanes};
-    const uint32_t f32 = static_cast<uint32_t>(first), at = static_cast<uint32_t>(first - ic);  // first's place in the chunk
+    const uint32_t f32 = static_cast<uint32_t>(first),
+                   at = static_cast<uint32_t>(first - ic);  // first's place in the chunk
 #pragma unroll
     for (int s = 0; s < S - 1; ++s) {
       if (s < n) issue(wbase, f32, s, s);
@@ -336,9 +342,9 @@ __global__ void OPCTS_LAUNCH_BOUNDS((Rows16 ? kTinyMmaMaxWarps16 : kTinyMmaMaxWa
       cp_async_commit();
       if constexpr (Probe == Int4GemvProbe::loads_only) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) probe_bits ^= f.f[h].v.w[0] ^ f.f[h].v.w[1] ^ f.f[h].v.w[2] ^ f.f[h].v.w[3] ^ f.f[h].sz[0];
-      } else
-        int4mm::tiny::use_mma<T, Rows16, OneGroup>(a, f, x, at + static_cast<uint32_t>(i * sp.wk), c, c16);
+        for (int h = 0; h < 2; ++h)
+          probe_bits ^= f.f[h].v.w[0] ^ f.f[h].v.w[1] ^ f.f[h].v.w[2] ^ f.f[h].v.w[3] ^ f.f[h].sz[0];
+      } else int4mm::tiny::use_mma<T, Rows16, OneGroup>(a, f, x, at + static_cast<uint32_t>(i * sp.wk), c, c16);
     }
   }
   if (Probe == Int4GemvProbe::loads_only && probe_bits == 0x9e3779b9u) c[0][0] += 1.0f;
@@ -385,7 +391,8 @@ bool tiny_applies(const Args& a, Int4Format format, const Int4GemvTuning& t) {
 
 int device_sms() {
   int dev = 0, sms = 132;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
     (void)cudaGetLastError();
     sms = 132;
   }
@@ -439,7 +446,8 @@ int64_t tiny_static_smem(const Args& a, const Int4GemvTuning& t) {
 // partial sums and static shared memory leave, within [4 KiB, kMaxStageBytes].
 int64_t tiny_stage_bound(const Args& a, const Int4GemvTuning& t, int bw, int blocks) {
   const int64_t per_block = kSmemPerSm / blocks - kSmemReservedPerBlock;
-  return std::clamp<int64_t>(per_block - tiny_static_smem(a, t) - tiny_ring_bytes(a, t, bw), 4 * 1024, int4mm::tiny::kMaxStageBytes);
+  return std::clamp<int64_t>(per_block - tiny_static_smem(a, t) - tiny_ring_bytes(a, t, bw), 4 * 1024,
+                             int4mm::tiny::kMaxStageBytes);
 }
 
 // Items a warp of the fast path keeps in flight per batch (the split's smallest share).
@@ -464,10 +472,12 @@ void tiny_finish(const Args& a, const Int4GemvTuning& t, int sms, int fill, int 
   p.blocks = (p.units + p.tb - 1) / p.tb;
   p.slices = 1;
   if (2 * have < want)
-    p.slices = std::max<int64_t>(1, std::min<int64_t>({want / have, p.items / (static_cast<int64_t>(tiny_batch(a, t)) * p.wk), 65535}));
+    p.slices = std::max<int64_t>(
+        1, std::min<int64_t>({want / have, p.items / (static_cast<int64_t>(tiny_batch(a, t)) * p.wk), 65535}));
   p.per_slice = (p.items + p.slices - 1) / p.slices;
   p.slices = (p.items + p.per_slice - 1) / p.per_slice;
-  p.chunk = std::min<int64_t>(p.per_slice, std::max<int64_t>(1, tiny_stage_bound(a, t, p.bw, resident_blocks) / tiny_stage_bytes(a, t)));
+  p.chunk = std::min<int64_t>(
+      p.per_slice, std::max<int64_t>(1, tiny_stage_bound(a, t, p.bw, resident_blocks) / tiny_stage_bytes(a, t)));
 }
 
 // Blocks of kTinyWarps warps: wk the most warps per unit of 1, 2, 4, 8 that keep the grid within
@@ -535,11 +545,14 @@ TinySplit tiny_plan_mma(const Args& a, const Int4GemvTuning& t) {
   return tiny_plan_8warp(a, t, best, sms, fill, std::max(1, fill / kTinyWarps));
 }
 
-TinySplit tiny_plan(const Args& a, const Int4GemvTuning& t) { return tiny_mma(t) ? tiny_plan_mma(a, t) : tiny_plan_fma(a, t); }
+TinySplit tiny_plan(const Args& a, const Int4GemvTuning& t) {
+  return tiny_mma(t) ? tiny_plan_mma(a, t) : tiny_plan_fma(a, t);
+}
 
 #if !OPCTS_GPU_HIP
 template <class T, bool Rows16, bool OneGroup, int S, Int4GemvProbe Probe = Int4GemvProbe::none>
-void tiny_mma_launch(const Args& a, const TinySplit& sp, dim3 grid, size_t smem, float* ws, T* y, int64_t ldy, cudaStream_t s) {
+void tiny_mma_launch(const Args& a, const TinySplit& sp, dim3 grid, size_t smem, float* ws, T* y, int64_t ldy,
+                     cudaStream_t s) {
   const auto kernel = tiny_mma_kernel<T, Rows16, OneGroup, S, Probe>;
   gpu::set_max_dynamic_smem(kernel, static_cast<int>(smem));  // beyond 48 KiB needs the opt-in
   kernel<<<grid, sp.bw * kLanes, smem, s>>>(a, sp, ws, y, ldy);
@@ -547,7 +560,8 @@ void tiny_mma_launch(const Args& a, const TinySplit& sp, dim3 grid, size_t smem,
 #endif
 
 template <class T, bool OneGroup>
-void tiny_launch_rows(const Args& a, const Int4GemvTuning& t, const TinySplit& sp, float* ws, T* y, int64_t ldy, cudaStream_t s) {
+void tiny_launch_rows(const Args& a, const Int4GemvTuning& t, const TinySplit& sp, float* ws, T* y, int64_t ldy,
+                      cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(sp.blocks), static_cast<unsigned>(sp.slices));
   const unsigned threads = kTinyWarps * kLanes;
   const size_t smem = static_cast<size_t>(tiny_smem(a, t, sp));
@@ -555,13 +569,15 @@ void tiny_launch_rows(const Args& a, const Int4GemvTuning& t, const TinySplit& s
   if (tiny_mma(t)) {
     if (a.m > 8) tiny_mma_launch<T, true, OneGroup, 4>(a, sp, grid, smem, ws, y, ldy, s);
     else if constexpr (OneGroup) {
-      if (t.probe == Int4GemvProbe::loads_only) tiny_mma_launch<T, false, true, 2, Int4GemvProbe::loads_only>(a, sp, grid, smem, ws, y, ldy, s);
-      else if (t.probe == Int4GemvProbe::math_only) tiny_mma_launch<T, false, true, 2, Int4GemvProbe::math_only>(a, sp, grid, smem, ws, y, ldy, s);
+      if (t.probe == Int4GemvProbe::loads_only)
+        tiny_mma_launch<T, false, true, 2, Int4GemvProbe::loads_only>(a, sp, grid, smem, ws, y, ldy, s);
+      else if (t.probe == Int4GemvProbe::math_only)
+        tiny_mma_launch<T, false, true, 2, Int4GemvProbe::math_only>(a, sp, grid, smem, ws, y, ldy, s);
       else switch (tiny_stages(a, t)) {
-        case 3: tiny_mma_launch<T, false, true, 3>(a, sp, grid, smem, ws, y, ldy, s); break;
-        case 4: tiny_mma_launch<T, false, true, 4>(a, sp, grid, smem, ws, y, ldy, s); break;
-        default: tiny_mma_launch<T, false, true, 2>(a, sp, grid, smem, ws, y, ldy, s); break;
-      }
+          case 3: tiny_mma_launch<T, false, true, 3>(a, sp, grid, smem, ws, y, ldy, s); break;
+          case 4: tiny_mma_launch<T, false, true, 4>(a, sp, grid, smem, ws, y, ldy, s); break;
+          default: tiny_mma_launch<T, false, true, 2>(a, sp, grid, smem, ws, y, ldy, s); break;
+        }
     } else tiny_mma_launch<T, false, false, 4>(a, sp, grid, smem, ws, y, ldy, s);
     return;
   }
@@ -576,7 +592,8 @@ void tiny_launch_rows(const Args& a, const Int4GemvTuning& t, const TinySplit& s
 }
 
 template <class T>
-void tiny_launch(const Args& a, const Int4GemvTuning& t, const TinySplit& sp, float* ws, T* y, int64_t ldy, cudaStream_t s) {
+void tiny_launch(const Args& a, const Int4GemvTuning& t, const TinySplit& sp, float* ws, T* y, int64_t ldy,
+                 cudaStream_t s) {
   if (a.group_shift >= 7) tiny_launch_rows<T, true>(a, t, sp, ws, y, ldy, s);  // g >= 128: one group per super-tile
   else tiny_launch_rows<T, false>(a, t, sp, ws, y, ldy, s);
 }
@@ -591,7 +608,12 @@ template <Int4Format F>
 int batch_of(const Args& a, bool batch) {
   using Code = int4mm::Code<F, __half, false>;  // the batch does not depend on T
   if (!batch) return 1;
-  const int mt = a.plant != Int4Plant::none ? (a.m <= 1 ? 1 : 16) : a.m <= 1 ? 1 : a.m <= 2 ? 2 : a.m <= 4 ? 4 : a.m <= 8 ? 8 : 16;
+  const int mt = a.plant != Int4Plant::none ? (a.m <= 1 ? 1 : 16)
+                 : a.m <= 1                 ? 1
+                 : a.m <= 2                 ? 2
+                 : a.m <= 4                 ? 4
+                 : a.m <= 8                 ? 8
+                                            : 16;
   return int4mm::gemv_batch(Code::kLaneBytes, mt);
 }
 
@@ -608,7 +630,8 @@ Split plan_format(const Args& a, int sms, const Int4GemvTuning& t) {
   // flight each, enough for the memory system), and never below one batch per warp and slice.
   const int64_t want = static_cast<int64_t>(sms) * std::max(1, t.warps_per_sm), have = p.blocks * kGenericWarps;
   if (have < want)
-    p.slices = std::max<int64_t>(1, std::min<int64_t>({(want + have - 1) / have, p.items / (static_cast<int64_t>(p.wu) * batch), 65535}));
+    p.slices = std::max<int64_t>(
+        1, std::min<int64_t>({(want + have - 1) / have, p.items / (static_cast<int64_t>(p.wu) * batch), 65535}));
   p.per_slice = (p.items + p.slices - 1) / p.slices;
   p.slices = (p.items + p.per_slice - 1) / p.per_slice;
   return p;
@@ -650,10 +673,13 @@ void launch_rows(const Args& a, const Split& sp, bool batch, float* ws, T* y, in
 }
 
 template <class T>
-void launch_format(Int4Format format, const Args& a, const Split& sp, bool batch, float* ws, T* y, int64_t ldy, cudaStream_t s) {
+void launch_format(Int4Format format, const Args& a, const Split& sp, bool batch, float* ws, T* y, int64_t ldy,
+                   cudaStream_t s) {
   switch (format) {
     case Int4Format::tinygemm: launch_rows<Int4Format::tinygemm, T>(a, sp, batch, ws, y, ldy, s); break;
-    case Int4Format::tinygemm_unpacked: launch_rows<Int4Format::tinygemm_unpacked, T>(a, sp, batch, ws, y, ldy, s); break;
+    case Int4Format::tinygemm_unpacked:
+      launch_rows<Int4Format::tinygemm_unpacked, T>(a, sp, batch, ws, y, ldy, s);
+      break;
     case Int4Format::awq: launch_rows<Int4Format::awq, T>(a, sp, batch, ws, y, ldy, s); break;
     case Int4Format::gptq: launch_rows<Int4Format::gptq, T>(a, sp, batch, ws, y, ldy, s); break;
     case Int4Format::q4_0: launch_rows<Int4Format::q4_0, T>(a, sp, batch, ws, y, ldy, s); break;
@@ -663,7 +689,8 @@ void launch_format(Int4Format format, const Args& a, const Split& sp, bool batch
 void check_launch(const char* what) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
-    throw std::runtime_error(std::string("cuda.int4_gemv ") + what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    throw std::runtime_error(std::string("cuda.int4_gemv ") + what + ": " + cudaGetErrorName(e) + " (" +
+                             cudaGetErrorString(e) + ")");
 }
 
 template <class T>
@@ -671,7 +698,8 @@ void finalize(const Int4MmParams& p, int64_t slices, cudaStream_t s) {
   if (slices == 1) return;
   const int64_t total = p.m * p.n;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096));
-  gemv_finalize<T><<<blocks, 256, 0, s>>>(static_cast<const float*>(p.workspace), slices, p.m, p.n, static_cast<T*>(p.y), p.ldy);
+  gemv_finalize<T>
+      <<<blocks, 256, 0, s>>>(static_cast<const float*>(p.workspace), slices, p.m, p.n, static_cast<T*>(p.y), p.ldy);
   check_launch("finalize");
 }
 

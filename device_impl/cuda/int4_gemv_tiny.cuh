@@ -1,4 +1,5 @@
-// cuda.int4_gemv's fast path for tinygemm at innerKTiles 8 as __host__ __device__ code: the staged, permuted copy of x and one lane's use of one super-tile, on tensor cores (CUDA) or in fp32 FMA (HIP).
+// cuda.int4_gemv's fast path for tinygemm at innerKTiles 8 as __host__ __device__ code: the staged, permuted copy of x
+// and one lane's use of one super-tile, on tensor cores (CUDA) or in fp32 FMA (HIP).
 //
 // The generic gemv (int4_mm_layout.cuh's gemv_use) reads x from global memory one 32-bit pair
 // per two weights and runs one fp32 FMA chain per lane. Here the block first copies its chunk
@@ -121,12 +122,14 @@ OPCTS_INT4_HD Frag<OneGroup> load(const Source& s, int64_t item) {
 /// the lane's k of parity e; xs is the staged chunk at the super-tile (row m at xs + m·ld).
 /// The dequantization is Code<tinygemm>::dequant8's.
 template <class T, int MT, bool OneGroup>
-OPCTS_INT4_HD void use(const Args& a, const Frag<OneGroup>& f, const float* xs, int64_t ld, int lane, float (&acc)[MT][2]) {
+OPCTS_INT4_HD void use(const Args& a, const Frag<OneGroup>& f, const float* xs, int64_t ld, int lane,
+                       float (&acc)[MT][2]) {
   using C = Code<Int4Format::tinygemm, T, false>;
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
     const uint32_t sz = f.sz[OneGroup ? 0 : w];
-    const GroupParams g{bits_to_float<T>(static_cast<uint16_t>(sz & 0xFFFF)), bits_to_float<T>(static_cast<uint16_t>(sz >> 16))};
+    const GroupParams g{bits_to_float<T>(static_cast<uint16_t>(sz & 0xFFFF)),
+                        bits_to_float<T>(static_cast<uint16_t>(sz >> 16))};
     float wt[8];
     C::dequant8(a, f.v.w[w], g, wt);
     const float* xw = xs + 32 * w + 8 * (lane & 3);
@@ -222,7 +225,8 @@ OPCTS_INT4_HD void dequant_pairs(const Args& a, uint32_t v, uint32_t sz, uint32_
   }
 #else
   using C = Code<Int4Format::tinygemm, T, false>;
-  const GroupParams g{bits_to_float<T>(static_cast<uint16_t>(sz & 0xFFFF)), bits_to_float<T>(static_cast<uint16_t>(sz >> 16))};
+  const GroupParams g{bits_to_float<T>(static_cast<uint16_t>(sz & 0xFFFF)),
+                      bits_to_float<T>(static_cast<uint16_t>(sz >> 16))};
   const auto bits = [](float f) {  // f is a T value: exact
     const T t = round_to<T>(f);
     uint16_t u;
@@ -257,8 +261,8 @@ OPCTS_INT4_HD XRows<T> x_rows(const Args& a, const T* xs, int64_t ld, const T* z
 /// of the chunk, op[j] for k-tile 2w + j: f the pair's load, x the lane's rows of x (x_rows); hi
 /// (Rows16: M > 8) the B operands of rows 8..15 of x.
 template <class T, bool Rows16, bool OneGroup>
-OPCTS_INT4_HD void mma_operands(const Args& a, const PairFrag<OneGroup>& f, const XRows<T>& x, uint32_t i, int w, MmaOperands (&op)[2],
-                                uint32_t (&hi)[2][2]) {
+OPCTS_INT4_HD void mma_operands(const Args& a, const PairFrag<OneGroup>& f, const XRows<T>& x, uint32_t i, int w,
+                                MmaOperands (&op)[2], uint32_t (&hi)[2][2]) {
   uint32_t u[4], v[4];
   dequant_pairs<T>(a, f.f[0].v.w[w], f.f[0].sz[OneGroup ? 0 : w], u);
   dequant_pairs<T>(a, f.f[1].v.w[w], f.f[1].sz[OneGroup ? 0 : w], v);
@@ -279,8 +283,8 @@ OPCTS_INT4_HD void mma_operands(const Args& a, const PairFrag<OneGroup>& f, cons
 /// two independent chains. Lane (g, t): c[.][e] is y[2t + e][n-tile 2p, column g], c[.][2 + e]
 /// the same of n-tile 2p + 1.
 template <class T, bool Rows16, bool OneGroup>
-__device__ __forceinline__ void use_mma(const Args& a, const PairFrag<OneGroup>& f, const XRows<T>& x, uint32_t i, float (&c)[2][4],
-                                        float (&c16)[2][4]) {
+__device__ __forceinline__ void use_mma(const Args& a, const PairFrag<OneGroup>& f, const XRows<T>& x, uint32_t i,
+                                        float (&c)[2][4], float (&c16)[2][4]) {
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
     MmaOperands op[2];

@@ -1,4 +1,5 @@
-// cuda.int4_mm: weight-only int4 matmul on tensor cores (mma.sync m16n8k16, fp32 accumulation), the weight dequantized tile by tile into shared memory.
+// cuda.int4_mm: weight-only int4 matmul on tensor cores (mma.sync m16n8k16, fp32 accumulation), the weight dequantized
+// tile by tile into shared memory.
 //
 // A block of 4 warps computes a 64×64 tile of y. Per 32-deep K slice it stages x[64][32] and
 // the dequantized weight Ŵ[64 columns][32 k] (int4_mm_layout.cuh, mm_tile_part: one rounding
@@ -226,11 +227,13 @@ void int4_mm(const Int4MmParams& p, CUstream_st* stream) {
   if (gy > 65535) throw Int4ArgumentError("M", "cuda.int4_mm: M = " + std::to_string(p.m) + " exceeds 65535 row tiles");
   const Args a = int4mm::make_args(p);
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
-  if (p.act == Int4Act::bf16) launch_format<__nv_bfloat16>(p.format, a, static_cast<__nv_bfloat16*>(p.y), p.ldy, grid, stream);
+  if (p.act == Int4Act::bf16)
+    launch_format<__nv_bfloat16>(p.format, a, static_cast<__nv_bfloat16*>(p.y), p.ldy, grid, stream);
   else launch_format<__half>(p.format, a, static_cast<__half*>(p.y), p.ldy, grid, stream);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
-    throw std::runtime_error(std::string("cuda.int4_mm launch: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    throw std::runtime_error(std::string("cuda.int4_mm launch: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
+                             ")");
 }
 
 }  // namespace opcts::cuda

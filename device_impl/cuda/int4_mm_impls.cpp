@@ -36,7 +36,8 @@ int32_t int4_supports(const void* impl, const void* params, const opcts_arch*, c
   const auto* row = static_cast<const Int4Row*>(impl);
   const auto* p = static_cast<const opcts_int4_mm_params*>(params);
   if (row->gemv && p->m > kInt4GemvMaxM) {
-    std::snprintf(reason, size, "the gemv takes M <= %lld (cuda.int4_mm takes larger M)", static_cast<long long>(kInt4GemvMaxM));
+    std::snprintf(reason, size, "the gemv takes M <= %lld (cuda.int4_mm takes larger M)",
+                  static_cast<long long>(kInt4GemvMaxM));
     return 0;
   }
   // A valid configuration the kernel does not implement is a SKIP; one outside the contract
@@ -61,7 +62,8 @@ opcts_status int4_run(const void* impl, const opcts_run_args* a, opcts_report* r
   try {
     if (row->gemv) {
       k.workspace_bytes = int4_gemv_workspace_bytes(k);
-      if (k.workspace_bytes && cudaMallocAsync(&workspace, static_cast<size_t>(k.workspace_bytes), stream) != cudaSuccess)
+      if (k.workspace_bytes &&
+          cudaMallocAsync(&workspace, static_cast<size_t>(k.workspace_bytes), stream) != cudaSuccess)
         return report_status(r, OPCTS_INTERNAL, "cudaMallocAsync of the gemv workspace failed");
       k.workspace = workspace;
       int4_gemv(k, stream);

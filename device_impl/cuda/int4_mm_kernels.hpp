@@ -65,7 +65,8 @@ struct Int4MmParams {
 /// An argument the kernel refuses: `argument` names it ("group_size", "K", "N", "M", "x",
 /// "weight", "scale_and_zero", "scales", "qzeros", "workspace", ...). Thrown before any launch.
 struct Int4ArgumentError : std::invalid_argument {
-  Int4ArgumentError(std::string arg, const std::string& message) : std::invalid_argument(message), argument(std::move(arg)) {}
+  Int4ArgumentError(std::string arg, const std::string& message)
+      : std::invalid_argument(message), argument(std::move(arg)) {}
   std::string argument;
 };
 
@@ -88,15 +89,18 @@ enum class Int4GemvProbe { none, loads_only, math_only };
 /// sums (fp32, each lane's products in K order; lanes, warps and slices added in a fixed order),
 /// except a probe's.
 struct Int4GemvTuning {
-  int warps_per_sm = 24;  // K is split over blocks until the grid holds this many warps per SM (mma fast path: also the most it places)
+  int warps_per_sm = 24;  // K is split over blocks until the grid holds this many warps per SM (mma fast path: also the
+                          // most it places)
   bool batch = true;      // each lane loads Code::kBatch items before it computes (false: one; M = 1 only)
   // tinygemm at innerKTiles 8 without a plant: the staged-x kernel (int4_gemv_tiny.cuh; it
   // reads warps_per_sm, mma, stages and tiny_wk, not batch); false: the generic kernel for it too.
   bool fast = true;
-  bool mma = true;   // the fast path on tensor cores (CUDA; HIP always takes fp32 FMA)
-  int stages = 2;    // the mma path's ring of items per warp (S − 1 in flight): 2, or 3 or 4 at M <= 8, g >= 128 (else 4)
-  int tiny_wk = 0;   // the fast path's warps per n-tile (mma: pair of n-tiles; fma 1, 2, 4, 8; mma up to 24); 0: the planner's
-  bool fixed_blocks = false;  // the mma path in 8-warp blocks (wk 1, 2, 4, 8 as fma) instead of the planner's blocks of any bw
+  bool mma = true;  // the fast path on tensor cores (CUDA; HIP always takes fp32 FMA)
+  int stages = 2;  // the mma path's ring of items per warp (S − 1 in flight): 2, or 3 or 4 at M <= 8, g >= 128 (else 4)
+  int tiny_wk =
+      0;  // the fast path's warps per n-tile (mma: pair of n-tiles; fma 1, 2, 4, 8; mma up to 24); 0: the planner's
+  bool fixed_blocks =
+      false;  // the mma path in 8-warp blocks (wk 1, 2, 4, 8 as fma) instead of the planner's blocks of any bw
   Int4GemvProbe probe = Int4GemvProbe::none;
 };
 
@@ -118,8 +122,8 @@ void int4_gemv(const Int4MmParams& p, CUstream_st* stream, const Int4GemvTuning&
 int64_t int4_gemv_workspace_bytes(const Int4MmParams& p, const Int4GemvTuning& tuning = {});
 
 /// cuda.int4_mm: tensor cores (mma.sync m16n8k16, fp32 accumulation; under HIP the emulated
-/// m16n8k16 of device_impl/portable/mma_tile.cuh). 64×64 output tiles; each 32-deep K slice of the weight is dequantized
-/// into shared memory as bf16/fp16, x staged beside it. Throws Int4ArgumentError.
+/// m16n8k16 of device_impl/portable/mma_tile.cuh). 64×64 output tiles; each 32-deep K slice of the weight is
+/// dequantized into shared memory as bf16/fp16, x staged beside it. Throws Int4ArgumentError.
 void int4_mm(const Int4MmParams& p, CUstream_st* stream);
 
 }  // namespace opcts::cuda

@@ -19,7 +19,8 @@ struct Int4Row {
 /// launchers check (x's shape, the weight's bytes, the scale and zero tensors' first two
 /// dimensions) from the descriptors handed in, pointers from their data. y and the gemv's
 /// workspace are the caller's.
-inline Int4MmParams int4_kernel_params(const opcts_int4_mm_params& c, const opcts_tensor* t, int32_t n, Int4Plant plant) {
+inline Int4MmParams int4_kernel_params(const opcts_int4_mm_params& c, const opcts_tensor* t, int32_t n,
+                                       Int4Plant plant) {
   Int4MmParams k;
   k.m = c.m;
   k.n = c.n;

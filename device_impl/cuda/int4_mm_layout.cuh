@@ -1,4 +1,5 @@
-// The int4 kernels' per-thread work as __host__ __device__ code: reading each format, dequantizing, the gemv's share of one thread and the mma kernel's weight tile.
+// The int4 kernels' per-thread work as __host__ __device__ code: reading each format, dequantizing, the gemv's share of
+// one thread and the mma kernel's weight tile.
 //
 // Everything here is plain C++ over raw pointers, so g++ compiles it too: tests/test_int4_mm_layout.cpp
 // runs every thread of every block of both kernels' addressing on the CPU against refimpl's
@@ -54,7 +55,16 @@ struct Args {
 inline Args make_args(const Int4MmParams& p) {
   int shift = 0;
   while ((int64_t{1} << shift) < p.group_size) ++shift;
-  Args a{p.m, p.n, p.k, shift, p.inner_k_tiles, p.plant, p.k, p.x, static_cast<const uint8_t*>(p.weight), p.scales,
+  Args a{p.m,
+         p.n,
+         p.k,
+         shift,
+         p.inner_k_tiles,
+         p.plant,
+         p.k,
+         p.x,
+         static_cast<const uint8_t*>(p.weight),
+         p.scales,
          static_cast<const uint32_t*>(p.zeros)};
   if (p.plant == Int4Plant::drop_partial_k) a.k_end = p.k / kDropTile * kDropTile;
   return a;
@@ -65,17 +75,25 @@ inline Args make_args(const Int4MmParams& p) {
 template <class T>
 OPCTS_INT4_HD float to_float(T v);
 template <>
-OPCTS_INT4_HD float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+OPCTS_INT4_HD float to_float(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
 template <>
-OPCTS_INT4_HD float to_float(__half v) { return __half2float(v); }
+OPCTS_INT4_HD float to_float(__half v) {
+  return __half2float(v);
+}
 
 /// One rounding to T, to nearest even.
 template <class T>
 OPCTS_INT4_HD T round_to(float v);
 template <>
-OPCTS_INT4_HD __nv_bfloat16 round_to(float v) { return __float2bfloat16_rn(v); }
+OPCTS_INT4_HD __nv_bfloat16 round_to(float v) {
+  return __float2bfloat16_rn(v);
+}
 template <>
-OPCTS_INT4_HD __half round_to(float v) { return __float2half_rn(v); }
+OPCTS_INT4_HD __half round_to(float v) {
+  return __float2half_rn(v);
+}
 
 template <class T>
 OPCTS_INT4_HD float bits_to_float(uint16_t b);
@@ -87,7 +105,9 @@ OPCTS_INT4_HD float bits_to_float<__nv_bfloat16>(uint16_t b) {
   return f;
 }
 template <>
-OPCTS_INT4_HD float bits_to_float<__half>(uint16_t b) { return __half2float(__ushort_as_half(b)); }
+OPCTS_INT4_HD float bits_to_float<__half>(uint16_t b) {
+  return __half2float(__ushort_as_half(b));
+}
 
 /// Elements k and k + 1 of a row of T (k even: one aligned 32-bit load).
 template <class T>
@@ -172,7 +192,9 @@ struct Code {
   static constexpr bool kTinygemm = F == Int4Format::tinygemm || F == Int4Format::tinygemm_unpacked;
 
   OPCTS_INT4_HD static Int4Plant plant(const Args& a) { return Planted ? a.plant : Int4Plant::none; }
-  OPCTS_INT4_HD static uint32_t word(const Args& a, uint32_t v) { return plant(a) == Int4Plant::nibble_swap ? swap_nibbles(v) : v; }
+  OPCTS_INT4_HD static uint32_t word(const Args& a, uint32_t v) {
+    return plant(a) == Int4Plant::nibble_swap ? swap_nibbles(v) : v;
+  }
   // The group0_scale plant reads group (or Q4_0 block) 0's parameters at M = 1.
   OPCTS_INT4_HD static int64_t group_of(const Args& a, int64_t gi) {
     return plant(a) == Int4Plant::group0_scale && a.m == 1 ? 0 : gi;
@@ -188,13 +210,16 @@ struct Code {
       const auto* s = static_cast<const uint16_t*>(a.scales);
       if constexpr (kTinygemm) {  // the (scale, zero) pair as one aligned 32-bit load
         const uint32_t sz = reinterpret_cast<const uint32_t*>(s)[gi * a.n + n];
-        return {bits_to_float<T>(static_cast<uint16_t>(sz & 0xFFFF)), bits_to_float<T>(static_cast<uint16_t>(sz >> 16))};
+        return {bits_to_float<T>(static_cast<uint16_t>(sz & 0xFFFF)),
+                bits_to_float<T>(static_cast<uint16_t>(sz >> 16))};
       }
       const uint32_t zw = a.zeros[gi * (a.n / 8) + n / 8];
       // AWQ's qzeros interleave like its qweight: column c of 8 sits in nibble kAwqSlot[c].
-      const int slot = F == Int4Format::awq ? static_cast<int>((0x73625140u >> (4 * (n % 8))) & 0xF) : static_cast<int>(n % 8);
+      const int slot =
+          F == Int4Format::awq ? static_cast<int>((0x73625140u >> (4 * (n % 8))) & 0xF) : static_cast<int>(n % 8);
       const float stored = static_cast<float>(zw >> (4 * slot) & 0xF);
-      return {bits_to_float<T>(s[gi * a.n + n]), stored + (F == Int4Format::gptq && plant(a) != Int4Plant::gptq_z ? 1.0f : 0.0f)};
+      return {bits_to_float<T>(s[gi * a.n + n]),
+              stored + (F == Int4Format::gptq && plant(a) != Int4Plant::gptq_z ? 1.0f : 0.0f)};
     }
   }
 
@@ -258,13 +283,15 @@ struct Code {
   };
   OPCTS_INT4_HD static AwqGroup awq_group(const Args& a, int64_t gi, int64_t c) {
     const int64_t g = group_of(a, gi);
-    return {a.zeros[g * (a.n / 8) + c], *reinterpret_cast<const Words4*>(static_cast<const uint16_t*>(a.scales) + g * a.n + 8 * c)};
+    return {a.zeros[g * (a.n / 8) + c],
+            *reinterpret_cast<const Words4*>(static_cast<const uint16_t*>(a.scales) + g * a.n + 8 * c)};
   }
 
   /// AWQ: w[i] = Ŵ of nibble i of v, word column c in group gi (its words `gw`). Nibbles i and
   /// i + 4 are the adjacent columns 8c + 2i and 8c + 2i + 1, and the qzeros word interleaves
   /// the same way.
-  OPCTS_INT4_HD static void dequant8_awq(const Args& a, uint32_t v, const AwqGroup& gw, int64_t gi, int64_t c, float (&w)[8]) {
+  OPCTS_INT4_HD static void dequant8_awq(const Args& a, uint32_t v, const AwqGroup& gw, int64_t gi, int64_t c,
+                                         float (&w)[8]) {
 #if defined(OPCTS_INT4_PAIRS)
     using P = Pair<T>;
     if (plant(a) != Int4Plant::zero_before_scale) {
@@ -305,7 +332,10 @@ struct Code {
   static constexpr int kCols = F == Int4Format::awq ? 8 : 1;
   /// Lane-index bits that differ between lanes summing into the same columns: the xor offsets
   /// of the butterfly reduction.
-  static constexpr int kShareMask = F == Int4Format::tinygemm ? 0x3 : F == Int4Format::awq ? 0x18 : F == Int4Format::gptq ? 0 : 0x1F;
+  static constexpr int kShareMask = F == Int4Format::tinygemm ? 0x3
+                                    : F == Int4Format::awq    ? 0x18
+                                    : F == Int4Format::gptq   ? 0
+                                                              : 0x1F;
 
   OPCTS_INT4_HD static int64_t units(const Args& a) {
     if constexpr (F == Int4Format::tinygemm) return a.n / 8;
@@ -373,11 +403,14 @@ struct Code {
   using Frag = std::conditional_t<
       F == Int4Format::tinygemm, TinyFrag,
       std::conditional_t<F == Int4Format::tinygemm_unpacked, UnpackedFrag,
-                         std::conditional_t<F == Int4Format::awq, AwqFrag, std::conditional_t<F == Int4Format::gptq, GptqFrag, Q4Frag>>>>;
+                         std::conditional_t<F == Int4Format::awq, AwqFrag,
+                                            std::conditional_t<F == Int4Format::gptq, GptqFrag, Q4Frag>>>>;
 
   /// Bytes of packed weight a lane reads per item (tinygemm: at innerKTiles 8; 4 and 2 read 8
   /// and 4), and the items a gemv lane loads before it computes any.
-  static constexpr int kLaneBytes = F == Int4Format::tinygemm || F == Int4Format::tinygemm_unpacked ? 16 : F == Int4Format::q4_0 ? 18 : 4;
+  static constexpr int kLaneBytes = F == Int4Format::tinygemm || F == Int4Format::tinygemm_unpacked ? 16
+                                    : F == Int4Format::q4_0                                         ? 18
+                                                                                                    : 4;
   template <int MT>
   static constexpr int kBatch = gemv_batch(kLaneBytes, MT);
 
@@ -393,12 +426,11 @@ struct Code {
           reinterpret_cast<const uint32_t*>(a.weight) + ((unit * (a.k / (16 * a.ikt)) + item) * kLanes + lane) * half;
       if (tiny_k0(a, item, 0) >= a.k_end) return f;
       if (half == 4) f.v = *reinterpret_cast<const Words4*>(p);  // one 16-byte load
-      else if (half == 2) {  // one 8-byte load
+      else if (half == 2) {                                      // one 8-byte load
         const Words2 t = *reinterpret_cast<const Words2*>(p);
         f.v.w[0] = t.w[0];
         f.v.w[1] = t.w[1];
-      }
-      else f.v.w[0] = p[0];
+      } else f.v.w[0] = p[0];
       const int64_t n = 8 * unit + lane / 4;
       const bool one_group = 16 * a.ikt <= (int64_t{1} << gs);
 #pragma unroll
@@ -432,7 +464,8 @@ struct Code {
 
   /// One thread's contribution of one item (the table above) from what gemv_load read.
   template <int MT>
-  OPCTS_INT4_HD static void gemv_use(const Args& a, const Frag& f, int64_t unit, int64_t item, int lane, float (&acc)[MT][kCols]) {
+  OPCTS_INT4_HD static void gemv_use(const Args& a, const Frag& f, int64_t unit, int64_t item, int lane,
+                                     float (&acc)[MT][kCols]) {
     if constexpr (F == Int4Format::tinygemm) {
       const int half = a.ikt / 2;
 #pragma unroll
@@ -444,7 +477,8 @@ struct Code {
         // nibble i: k = k0 + 16·((i % 4) / 2) + 8·(i % 2) + 2·(lane % 4) + i / 4: nibbles i and
         // i + 4 are the pair (k, k + 1).
 #pragma unroll
-        for (int i = 0; i < 4; ++i) fma_pair<MT>(a, acc, k0 + 16 * (i / 2) + 8 * (i % 2) + 2 * (lane % 4), wt[i], wt[i + 4]);
+        for (int i = 0; i < 4; ++i)
+          fma_pair<MT>(a, acc, k0 + 16 * (i / 2) + 8 * (i % 2) + 2 * (lane % 4), wt[i], wt[i + 4]);
       }
     } else if constexpr (F == Int4Format::tinygemm_unpacked) {
       const int64_t k0 = 1024 * item + 32 * lane;
@@ -528,7 +562,8 @@ struct Code {
       const int ntl = id / kLanes, lane = id % kLanes;
       const int64_t n = n0 + 8 * ntl + lane / 4, kt = k0 / 16;
       if (!(f.in = n < a.n)) return f;
-      f.v = reinterpret_cast<const uint32_t*>(a.weight)[((n / 8 * (a.k / (16 * a.ikt)) + kt / a.ikt) * kLanes + lane) * (a.ikt / 2) + (kt % a.ikt) / 2];
+      f.v = reinterpret_cast<const uint32_t*>(
+          a.weight)[((n / 8 * (a.k / (16 * a.ikt)) + kt / a.ikt) * kLanes + lane) * (a.ikt / 2) + (kt % a.ikt) / 2];
       f.g = params(a, gi, n);
     } else if constexpr (F == Int4Format::tinygemm_unpacked) {  // 64 rows × 4 words (32 k = 16 bytes)
       const int64_t n = n0 + id / 4, w = id % 4;
@@ -548,7 +583,8 @@ struct Code {
     } else {  // q4_0: 64 columns × 4 words of qs (the block at k0)
       const int64_t n = n0 + id / 4, j = id % 4;
       if (!(f.in = n < a.n)) return f;
-      f.v = q4_0_word(reinterpret_cast<const uint16_t*>(a.weight + 18 * (n * (a.k / 32) + k0 / 32)), static_cast<int>(j));
+      f.v =
+          q4_0_word(reinterpret_cast<const uint16_t*>(a.weight + 18 * (n * (a.k / 32) + k0 / 32)), static_cast<int>(j));
       f.g = params(a, k0 / 32, n);
     }
     return f;
@@ -560,7 +596,8 @@ struct Code {
     if constexpr (F == Int4Format::tinygemm) {
       const int ntl = id / kLanes, lane = id % kLanes;
       if (f.in) dequant8(a, word(a, f.v), f.g, wt);
-      for (int i = 0; i < 8; ++i) put(tile, 8 * ntl + lane / 4, 16 * ((i % 4) / 2) + 8 * (i % 2) + 2 * (lane % 4) + i / 4, wt[i]);
+      for (int i = 0; i < 8; ++i)
+        put(tile, 8 * ntl + lane / 4, 16 * ((i % 4) / 2) + 8 * (i % 2) + 2 * (lane % 4) + i / 4, wt[i]);
     } else if constexpr (F == Int4Format::tinygemm_unpacked) {
       const int w = id % 4;
       if (f.in) dequant8(a, word(a, f.v), f.g, wt);

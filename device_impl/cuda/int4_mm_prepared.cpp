@@ -19,8 +19,12 @@ cuda::Int4MmParams int4_params(const int4_mm::Problem& p, const TensorMap& in, c
 }
 
 PreparedInt4Mm prepare_int4_mm(const int4_mm::Problem& p, const TensorMap& in, bool gemv, cuda::Int4Plant plant) {
-  PreparedInt4Mm r{cuda::DeviceBuffer::upload(in.at("x")), cuda::DeviceBuffer::upload(in.at("weight")), std::nullopt,
-                   std::nullopt, std::nullopt, cuda::DeviceBuffer(static_cast<size_t>(storage_bytes_for(p.dtype, p.m * p.n))),
+  PreparedInt4Mm r{cuda::DeviceBuffer::upload(in.at("x")),
+                   cuda::DeviceBuffer::upload(in.at("weight")),
+                   std::nullopt,
+                   std::nullopt,
+                   std::nullopt,
+                   cuda::DeviceBuffer(static_cast<size_t>(storage_bytes_for(p.dtype, p.m * p.n))),
                    int4_params(p, in, plant)};
   cuda::Int4MmParams& k = r.params;
   k.x = r.x.get();

@@ -36,7 +36,7 @@ void add_rows(Registry& reg, std::vector<Row> rows, const std::string& missing) 
 #endif
     const std::string why = !missing.empty() ? missing
                             : runnable       ? std::string()
-                                             : "this opcts was built without CUDA (OPCTS_CUDA=OFF or no CUDA toolkit found)";
+                                       : "this opcts was built without CUDA (OPCTS_CUDA=OFF or no CUDA toolkit found)";
     auto impl = std::make_unique<AbiImpl>(r.desc, backend, why);
     if (r.cannot_show) impl->set_cannot_show(std::move(r.cannot_show));
     if (r.plant_inputs) impl->set_planted_inputs(std::move(r.plant_inputs));

@@ -47,8 +47,7 @@ struct Row {
 /// A row of `family` named `name` with its callbacks (pass them through OPCTS_CUDA_ONLY), on
 /// `backend` ("cuda", or "hip" for device_impl/hip/rows.cpp's rows).
 Row row(const char* family, const char* name, opcts_supports_fn supports, opcts_run_fn run,
-        opcts_deterministic_fn deterministic = nullptr, const void* impl_data = nullptr,
-        const char* backend = "cuda");
+        opcts_deterministic_fn deterministic = nullptr, const void* impl_data = nullptr, const char* backend = "cuda");
 
 /// What a row's run callback returns on failure: `status`, with `message` (and for
 /// OPCTS_INVALID_ARGUMENT the argument's name) written into `report`, truncated to its fields.

@@ -1,4 +1,5 @@
-// cuBLASLt adapter for the scaled GEMM: validates opcts's row-major problem, maps it onto cuBLASLt's TN call and runs it.
+// cuBLASLt adapter for the scaled GEMM: validates opcts's row-major problem, maps it onto cuBLASLt's TN call and runs
+// it.
 //
 // Row-major D[M,N] = A·B with A K-major and B given as Bᵀ (N rows of K) is, read column-major,
 // D_cm[N,M] = Bᵀ_cm^T · A_cm: cuBLASLt's "A" operand is our B (K×N, ld = ldb, TRANSA = T) and
@@ -16,9 +17,9 @@
 #include <mutex>
 #include <string>
 
+#include "device_impl/cuda/cuda_error.hpp"
 #include "device_impl/cuda/scaled_mm_kernels.hpp"
 #include "device_impl/cuda/warm_up.hpp"
-#include "device_impl/cuda/cuda_error.hpp"
 
 namespace opcts::cuda {
 
@@ -112,8 +113,8 @@ std::string combination(const ScaledMmParams& p) {
 // anything else is a failure of the call itself.
 void lt_check(cublasStatus_t s, const char* call, const ScaledMmParams& p) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
-  const std::string msg = std::string("scaled_mm_cublaslt: ") + call + " returned " + cublasLtGetStatusName(s) +
-                          " (" + std::to_string(static_cast<int>(s)) + ") for " + combination(p);
+  const std::string msg = std::string("scaled_mm_cublaslt: ") + call + " returned " + cublasLtGetStatusName(s) + " (" +
+                          std::to_string(static_cast<int>(s)) + ") for " + combination(p);
   if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE)
     throw MmLibraryRefusal(static_cast<int>(s), msg);
   throw std::runtime_error(msg);
@@ -169,7 +170,9 @@ struct Lt {
 struct StreamBuffer {
   void* ptr = nullptr;
   cudaStream_t stream = nullptr;
-  StreamBuffer(size_t bytes, cudaStream_t s) : stream(s) { cuda_check(cudaMallocAsync(&ptr, bytes, s), "cudaMallocAsync"); }
+  StreamBuffer(size_t bytes, cudaStream_t s) : stream(s) {
+    cuda_check(cudaMallocAsync(&ptr, bytes, s), "cudaMallocAsync");
+  }
   ~StreamBuffer() {
     if (ptr) cudaFreeAsync(ptr, stream);
   }
@@ -242,8 +245,7 @@ void build_descriptors(Lt& lt, const ScaledMmParams& p, const void* a_scale, con
   // An e4m3 D needs a 16-bit C type, and C = D with another descriptor is refused (status 7).
   if (p.out == MmOut::e4m3)
     lt_check(cublasLtMatrixLayoutCreate(&lt.c, CUDA_R_16BF, m, n, e4m3_ldc(p)), "cublasLtMatrixLayoutCreate(C)", p);
-  else
-    lt_check(cublasLtMatrixLayoutCreate(&lt.c, out_type(p.out), m, n, p.ldd), "cublasLtMatrixLayoutCreate(C)", p);
+  else lt_check(cublasLtMatrixLayoutCreate(&lt.c, out_type(p.out), m, n, p.ldd), "cublasLtMatrixLayoutCreate(C)", p);
   lt_check(cublasLtMatmulPreferenceCreate(&lt.pref), "cublasLtMatmulPreferenceCreate", p);
   const uint64_t ws = kWorkspaceBytes;
   lt_check(cublasLtMatmulPreferenceSetAttribute(lt.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
@@ -257,11 +259,12 @@ std::string heuristic_key(const ScaledMmParams& p) {
   int dev = 0;
   cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
   std::string k;
-  for (int64_t v : {static_cast<int64_t>(dev), p.m, p.n, p.k, p.lda, p.ldb, p.ldd, static_cast<int64_t>(p.a_elem),
-                    static_cast<int64_t>(p.b_elem), static_cast<int64_t>(p.a_scale_mode), static_cast<int64_t>(p.b_scale_mode),
-                    static_cast<int64_t>(p.out), static_cast<int64_t>(p.a_k_major), static_cast<int64_t>(p.b_k_major),
-                    static_cast<int64_t>(p.fast_accum), static_cast<int64_t>(p.bias != nullptr),
-                    static_cast<int64_t>(p.out == MmOut::e4m3 && p.d_scale != nullptr)})
+  for (int64_t v :
+       {static_cast<int64_t>(dev), p.m, p.n, p.k, p.lda, p.ldb, p.ldd, static_cast<int64_t>(p.a_elem),
+        static_cast<int64_t>(p.b_elem), static_cast<int64_t>(p.a_scale_mode), static_cast<int64_t>(p.b_scale_mode),
+        static_cast<int64_t>(p.out), static_cast<int64_t>(p.a_k_major), static_cast<int64_t>(p.b_k_major),
+        static_cast<int64_t>(p.fast_accum), static_cast<int64_t>(p.bias != nullptr),
+        static_cast<int64_t>(p.out == MmOut::e4m3 && p.d_scale != nullptr)})
     k += std::to_string(v) + ',';
   return k;
 }

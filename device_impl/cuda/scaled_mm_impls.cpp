@@ -12,8 +12,8 @@
 #include <string>
 
 #include "device_impl/cuda/device_memory.hpp"
-#include "device_impl/cuda/scaled_mm_launch.hpp"
 #include "device_impl/cuda/rows.hpp"
+#include "device_impl/cuda/scaled_mm_launch.hpp"
 
 namespace opcts::cuda {
 
@@ -93,12 +93,14 @@ void check_scale(const opcts_run_args* a, const char* name, MmScaleMode mode, in
   for (int32_t j = 0; j < t->ndim; ++j) count *= t->shape[j];
   const int64_t want = scale_count(mode, rows, k);
   if (count != want)
-    throw MmArgumentError(name, "expected " + std::to_string(want) + " scales in " + name + ", got " + std::to_string(count));
+    throw MmArgumentError(name,
+                          "expected " + std::to_string(want) + " scales in " + name + ", got " + std::to_string(count));
 }
 
 }  // namespace
 
-int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size) {
+int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason,
+                               size_t size) {
   const auto& row = *static_cast<const ScaledMmRow*>(impl);
   const auto& c = *static_cast<const opcts_scaled_mm_params*>(params);
   auto no = [&](const std::string& why) {

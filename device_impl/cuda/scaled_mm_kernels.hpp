@@ -63,8 +63,7 @@ struct MmArgumentError : std::invalid_argument {
 /// the heuristic or the matmul; `status` holds it and the message names the call and the
 /// combination.
 struct MmLibraryRefusal : std::runtime_error {
-  MmLibraryRefusal(int status_code, const std::string& message)
-      : std::runtime_error(message), status(status_code) {}
+  MmLibraryRefusal(int status_code, const std::string& message) : std::runtime_error(message), status(status_code) {}
   int status;
 };
 

@@ -47,7 +47,8 @@ inline MmOut mm_out_of(opcts_dtype t) {
 /// parameter struct; pointers from the tensors (a, b, a_scale, b_scale, out_scale, bias, d) when
 /// given; global_scale is read by the caller (a device tensor here). D is the contiguous [M, N]
 /// output (ldd = N); the caller pads it where a kernel needs aligned rows.
-inline ScaledMmParams mm_kernel_params(const opcts_scaled_mm_params& c, const opcts_tensor* t = nullptr, int32_t n = 0) {
+inline ScaledMmParams mm_kernel_params(const opcts_scaled_mm_params& c, const opcts_tensor* t = nullptr,
+                                       int32_t n = 0) {
   ScaledMmParams k;
   k.m = c.m;
   k.n = c.n;
@@ -79,6 +80,7 @@ inline ScaledMmParams mm_kernel_params(const opcts_scaled_mm_params& c, const op
 
 int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size);
 opcts_status scaled_mm_row_run(const void* impl, const opcts_run_args* args, opcts_report* report);
-void scaled_mm_row_prepare(const void* impl, const void* params);  // rows.hpp PrepareFn: cuBLASLt's handle and heuristic
+void scaled_mm_row_prepare(const void* impl,
+                           const void* params);  // rows.hpp PrepareFn: cuBLASLt's handle and heuristic
 
 }  // namespace opcts::cuda

@@ -1,4 +1,5 @@
-// opcts's portable scaled GEMM: dequantizes fp8/fp4 codes × block scales into shared memory and accumulates in fp32 FMA.
+// opcts's portable scaled GEMM: dequantizes fp8/fp4 codes × block scales into shared memory and accumulates in fp32
+// FMA.
 //
 // One block computes a 128×128 tile of D with 256 threads (8×8 outputs each), walking K in
 // slices of 32. Each slice is fetched as raw codes into registers while the previous slice is
@@ -58,7 +59,8 @@ __device__ float decode_e5m2(unsigned c) {
 
 __device__ float decode_e2m1(unsigned c) {
   const unsigned e = (c >> 1) & 3u, m = c & 1u;
-  const float v = e == 0 ? 0.5f * static_cast<float>(m) : ldexpf(1.0f + 0.5f * static_cast<float>(m), static_cast<int>(e) - 1);
+  const float v =
+      e == 0 ? 0.5f * static_cast<float>(m) : ldexpf(1.0f + 0.5f * static_cast<float>(m), static_cast<int>(e) - 1);
   return (c & 8u) ? -v : v;
 }
 
@@ -228,15 +230,13 @@ __device__ void store(const Epilogue& e, int64_t m, int64_t n, float v, float ds
     case MmOut::bf16: static_cast<__nv_bfloat16*>(e.d)[at] = __float2bfloat16_rn(v); break;
     case MmOut::fp16: static_cast<__half*>(e.d)[at] = __float2half_rn(v); break;
     case MmOut::fp32: static_cast<float*>(e.d)[at] = v; break;
-    case MmOut::e4m3:
-      static_cast<uint8_t*>(e.d)[at] = to_e4m3_satfinite(dscale * v);
-      break;
+    case MmOut::e4m3: static_cast<uint8_t*>(e.d)[at] = to_e4m3_satfinite(dscale * v); break;
   }
 }
 
 template <int KA, int KB>
-__global__ void OPCTS_LAUNCH_BOUNDS(kThreads, 2) scaled_mm_tile_kernel(Operand A, MmElem a_elem, Operand B, MmElem b_elem,
-                                                                  int64_t K, Epilogue ep) {
+__global__ void OPCTS_LAUNCH_BOUNDS(kThreads, 2)
+    scaled_mm_tile_kernel(Operand A, MmElem a_elem, Operand B, MmElem b_elem, int64_t K, Epilogue ep) {
   __shared__ __align__(16) float As[kBK][kTileLd];
   __shared__ __align__(16) float Bs[kBK][kTileLd];
   __shared__ float tab_a[256], tab_b[256], tab_ue4m3[256];

@@ -13,9 +13,13 @@ PreparedScaledMm prepare_scaled_mm(const scaled_mm::Problem& p, const TensorMap&
   // D rows padded to 16 bytes: cuBLASLt needs an aligned leading dimension (numerics.md §3).
   const int64_t per16 = std::max<int64_t>(1, 16 / storage_bytes(p.out));
   const int64_t ldd = (p.n + per16 - 1) / per16 * per16;
-  PreparedScaledMm r{cuda::DeviceBuffer::upload(in.at("a")), cuda::DeviceBuffer::upload(in.at("b")),
-                     cuda::DeviceBuffer::upload(in.at("a_scale")), cuda::DeviceBuffer::upload(in.at("b_scale")),
-                     std::nullopt, std::nullopt, cuda::DeviceBuffer(storage_bytes_for(p.out, p.m * ldd)),
+  PreparedScaledMm r{cuda::DeviceBuffer::upload(in.at("a")),
+                     cuda::DeviceBuffer::upload(in.at("b")),
+                     cuda::DeviceBuffer::upload(in.at("a_scale")),
+                     cuda::DeviceBuffer::upload(in.at("b_scale")),
+                     std::nullopt,
+                     std::nullopt,
+                     cuda::DeviceBuffer(storage_bytes_for(p.out, p.m * ldd)),
                      cuda::mm_kernel_params(c)};
   cuda::ScaledMmParams& k = r.params;
   k.ldd = ldd;

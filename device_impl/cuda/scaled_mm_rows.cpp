@@ -19,11 +19,13 @@ void register_cuda_scaled_mm(Registry& reg) {
   // The planted rows' names outlive the registry (the descriptors keep char pointers).
   static const std::vector<std::string> planted_names = [] {
     std::vector<std::string> v;
-    for (scaled_mm::PlantedBug b : scaled_mm::planted_bugs()) v.push_back("cuda.cublaslt_" + std::string(scaled_mm::to_string(b)));
+    for (scaled_mm::PlantedBug b : scaled_mm::planted_bugs())
+      v.push_back("cuda.cublaslt_" + std::string(scaled_mm::to_string(b)));
     return v;
   }();
   auto mm_row = [](const char* name, const ScaledMmRow* data) {
-    Row r = row("scaled_mm", name, OPCTS_CUDA_ONLY(scaled_mm_row_supports), OPCTS_CUDA_ONLY(scaled_mm_row_run), nullptr, data);
+    Row r = row("scaled_mm", name, OPCTS_CUDA_ONLY(scaled_mm_row_supports), OPCTS_CUDA_ONLY(scaled_mm_row_run), nullptr,
+                data);
     r.prepare = OPCTS_CUDA_ONLY(scaled_mm_row_prepare);
     return r;
   };

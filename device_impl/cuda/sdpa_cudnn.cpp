@@ -2,12 +2,12 @@
 // descriptor by descriptor. The graph shapes, op order and data types are documented in
 // sdpa_cudnn.hpp; each helper below names the frontend node it mirrors.
 #include "device_impl/cuda/sdpa_cudnn.hpp"
+#include "device_impl/cuda/cuda_error.hpp"
 #include "device_impl/cuda/stream_scratch.cuh"
 #include "device_impl/cuda/warm_up.hpp"
-#include "device_impl/cuda/cuda_error.hpp"
 
-#include <cudnn.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -48,8 +48,7 @@ void check(cudnnStatus_t s, const std::string& what) {
 }
 
 void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("sdpa_cudnn: ") + what + ": " + cuda_error_text(e));
+  if (e != cudaSuccess) throw std::runtime_error(std::string("sdpa_cudnn: ") + what + ": " + cuda_error_text(e));
 }
 
 void require(bool ok, const char* arg, const std::string& why) {
@@ -71,12 +70,14 @@ cudnnHandle_t device_handle() {
 
 // Deprecated in the 9.x headers but still what cudnn-frontend sets; spelled by value so the
 // build stays free of deprecation warnings.
-constexpr auto kOpGraphHandle = static_cast<cudnnBackendAttributeName_t>(800);   // OPERATIONGRAPH_HANDLE
-constexpr auto kPlanHandle = static_cast<cudnnBackendAttributeName_t>(400);      // EXECUTION_PLAN_HANDLE
+constexpr auto kOpGraphHandle = static_cast<cudnnBackendAttributeName_t>(800);  // OPERATIONGRAPH_HANDLE
+constexpr auto kPlanHandle = static_cast<cudnnBackendAttributeName_t>(400);     // EXECUTION_PLAN_HANDLE
 
 struct Desc {
   cudnnBackendDescriptor_t d = nullptr;
-  explicit Desc(cudnnBackendDescriptorType_t t) { check(cudnnBackendCreateDescriptor(t, &d), "cudnnBackendCreateDescriptor"); }
+  explicit Desc(cudnnBackendDescriptorType_t t) {
+    check(cudnnBackendCreateDescriptor(t, &d), "cudnnBackendCreateDescriptor");
+  }
   ~Desc() {
     if (d) cudnnBackendDestroyDescriptor(d);
   }
@@ -196,9 +197,15 @@ class Graph {
     set(op.d, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b.desc, "matmul b");
     set(op.d, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c.desc, "matmul c");
     set(op.d, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &md.d, "matmul desc");
-    if (ov.m) set(op.d, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov.m->desc, "m override");
-    if (ov.n) set(op.d, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov.n->desc, "n override");
-    if (ov.k) set(op.d, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov.k->desc, "k override");
+    if (ov.m)
+      set(op.d, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov.m->desc,
+          "m override");
+    if (ov.n)
+      set(op.d, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov.n->desc,
+          "n override");
+    if (ov.k)
+      set(op.d, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov.k->desc,
+          "k override");
     check(cudnnBackendFinalize(op.d), "finalize matmul op");
     ops_.push_back(op.d);
     return c;
@@ -284,8 +291,8 @@ class Graph {
       }
       *workspace = ws;
       *description = "engine " + std::to_string(engine_id) + " (config " + std::to_string(i + 1) + " of " +
-                     std::to_string(got) + "), workspace " + std::to_string(ws) + " B, " +
-                     std::to_string(ops_.size()) + " ops";
+                     std::to_string(got) + "), workspace " + std::to_string(ws) + " B, " + std::to_string(ops_.size()) +
+                     " ops";
       plan_ = std::move(plan);
       return;
     }
@@ -318,8 +325,20 @@ class Graph {
 // ------------------------------------------------------------------ problem → graph choices
 
 enum Uid : int64_t {
-  kQ = 1, kK = 2, kV = 3, kO = 4, kStats = 5, kDO = 6, kDQ = 7, kDK = 8, kDV = 9, kBias = 10,
-  kSoftmaxSum = 11, kDQAccum = 12, kSeqLenQ = 13, kSeqLenKV = 14,
+  kQ = 1,
+  kK = 2,
+  kV = 3,
+  kO = 4,
+  kStats = 5,
+  kDO = 6,
+  kDQ = 7,
+  kDK = 8,
+  kDV = 9,
+  kBias = 10,
+  kSoftmaxSum = 11,
+  kDQAccum = 12,
+  kSeqLenQ = 13,
+  kSeqLenKV = 14,
 };
 
 enum class Align { top_left, bottom_right };
@@ -340,13 +359,12 @@ Band band_of(const SdpaParams& p) {
   Band b;
   const bool causal = is_causal(p);
   b.right = causal || p.window_right >= 0;
-  if (b.right) b.right_bound = causal ? (p.window_right >= 0 ? std::min<int64_t>(0, p.window_right) : 0) : p.window_right;
+  if (b.right)
+    b.right_bound = causal ? (p.window_right >= 0 ? std::min<int64_t>(0, p.window_right) : 0) : p.window_right;
   b.left = p.window_left >= 0;
   if (b.left) b.left_bound = p.window_left + 1;  // FlashAttention-2's inclusive left → cuDNN's exclusive
-  if (p.seq_q == p.seq_k || (p.mask == SdpaMask::causal_upper_left && !has_window(p)))
-    b.align = Align::top_left;
-  else
-    b.align = Align::bottom_right;
+  if (p.seq_q == p.seq_k || (p.mask == SdpaMask::causal_upper_left && !has_window(p))) b.align = Align::top_left;
+  else b.align = Align::bottom_right;
   return b;
 }
 
@@ -369,8 +387,7 @@ std::string why_not(const SdpaParams& p, bool backward) {
            "cuDNN's band mask has one";
   const Band b = band_of(p);
   if ((b.right || b.left) && b.align == Align::bottom_right) {
-    if (p.seq_q > p.seq_k)
-      return "cuDNN (frontend support surface): bottom-right masks do not support seq_q > seq_k";
+    if (p.seq_q > p.seq_k) return "cuDNN (frontend support surface): bottom-right masks do not support seq_q > seq_k";
     if (mask_tensor) return "cuDNN (frontend support surface): bottom-right masks are not supported with a bias";
     if (v < 90600 && (p.seq_q % 64 != 0 || p.seq_k % 64 != 0))
       return "cuDNN < 9.6.0: bottom-right masks need seq_q and seq_k multiples of 64";
@@ -396,8 +413,8 @@ std::vector<int64_t> bhsd_strides(const SdpaStrides& s) { return {s.batch, s.hea
 // ------------------------------------------------------------------ shared subgraphs
 
 // CompositeDiagonalBandMaskNode for one bound (right or left), then BINARY_SELECT with -inf.
-Tensor band_mask(Graph& g, const Tensor& score, const SdpaParams& p, const Band& b, bool right,
-                 const Tensor* seq_len_q, const Tensor* seq_len_kv) {
+Tensor band_mask(Graph& g, const Tensor& score, const SdpaParams& p, const Band& b, bool right, const Tensor* seq_len_q,
+                 const Tensor* seq_len_kv) {
   Tensor row = g.pwv(CUDNN_POINTWISE_GEN_INDEX, score, nullptr, score, CUDNN_DATA_INT32, CUDNN_DATA_FLOAT, nullptr, 2);
   Tensor col = g.pwv(CUDNN_POINTWISE_GEN_INDEX, score, nullptr, score, CUDNN_DATA_INT32, CUDNN_DATA_FLOAT, nullptr, 3);
   Tensor keep;
@@ -560,7 +577,8 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p) {
   im->graph = std::make_unique<Graph>(device_handle());
   Graph& g = *im->graph;
   const cudnnDataType_t io = io_type(p.dtype);
-  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim, Dv = p.head_dim_v;
+  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim,
+                Dv = p.head_dim_v;
 
   const Tensor q = g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(p.q_strides), false, kQ);
   const Tensor kt = g.tensor(io, {B, Hk, D, Sk}, {p.k_strides.batch, p.k_strides.head, 1, p.k_strides.seq}, false, kK);
@@ -573,10 +591,12 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p) {
   im->has_bias = p.mask_kind == SdpaMaskTensor::additive;
   s = band_masks(g, s, p, nullptr, nullptr);
   // CompositeSoftmaxNode with Stats
-  const Tensor max = g.reduction(CUDNN_REDUCE_TENSOR_MAX, s, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
+  const Tensor max =
+      g.reduction(CUDNN_REDUCE_TENSOR_MAX, s, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
   const Tensor sub = g.pwv(CUDNN_POINTWISE_SUB, s, &max, s);
   const Tensor e = g.pwv(CUDNN_POINTWISE_EXP, sub, nullptr, s);
-  const Tensor sum = g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
+  const Tensor sum =
+      g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
   const Tensor lg = g.pwv(CUDNN_POINTWISE_LOG, sum, nullptr, sum);
   g.pw(CUDNN_POINTWISE_ADD, max, &lg, nullptr, stats);
   const Tensor prob = g.pwv(CUDNN_POINTWISE_DIV, e, &sum, s, io);  // P in the input dtype (bmm2's A type)
@@ -596,7 +616,8 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
   im->graph = std::make_unique<Graph>(device_handle());
   Graph& g = *im->graph;
   const cudnnDataType_t io = io_type(p.dtype);
-  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim, Dv = p.head_dim_v;
+  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim,
+                Dv = p.head_dim_v;
   const int64_t version = sdpa_cudnn_version();
 
   const Tensor q = g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(p.q_strides), false, kQ);
@@ -642,7 +663,8 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
   if (Hq == Hk) {
     g.matmul(pt, d_o, dv, {skv, nullptr, sq});
   } else {
-    const Tensor full = g.matmul(pt, d_o, g.virt(io, {B, Hq, Sk, Dv}, {Hq * Sk * Dv, Sk * Dv, Dv, 1}), {skv, nullptr, sq});
+    const Tensor full =
+        g.matmul(pt, d_o, g.virt(io, {B, Hq, Sk, Dv}, {Hq * Sk * Dv, Sk * Dv, Dv, 1}), {skv, nullptr, sq});
     g.reduction(CUDNN_REDUCE_TENSOR_ADD, full, dv);
   }
 
@@ -718,8 +740,17 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
   void* softmax_sum = scratch.alloc(impl_->softmax_sum_bytes, "softmax_sum");
   void* dq_accum = scratch.alloc(impl_->dq_accum_bytes, "dQ_accum");
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSoftmaxSum, kDQAccum};
-  std::vector<void*> ptrs = {const_cast<void*>(p.q), const_cast<void*>(p.k), const_cast<void*>(p.v), p.o, p.lse,
-                             const_cast<void*>(bp.d_o), bp.d_q, bp.d_k, bp.d_v, softmax_sum, dq_accum};
+  std::vector<void*> ptrs = {const_cast<void*>(p.q),
+                             const_cast<void*>(p.k),
+                             const_cast<void*>(p.v),
+                             p.o,
+                             p.lse,
+                             const_cast<void*>(bp.d_o),
+                             bp.d_q,
+                             bp.d_k,
+                             bp.d_v,
+                             softmax_sum,
+                             dq_accum};
   if (impl_->has_bias) {
     require(p.attn_mask != nullptr, "attn_mask", "null mask pointer");
     uids.push_back(kBias);
@@ -731,7 +762,8 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
     uids.push_back(kSeqLenKV);
     ptrs.push_back(impl_->seq_len + impl_->batch);
   }
-  if (impl_->memset_dq_accum) cuda_check(cudaMemsetAsync(dq_accum, 0, impl_->dq_accum_bytes, s), "cudaMemsetAsync(dQ_accum)");
+  if (impl_->memset_dq_accum)
+    cuda_check(cudaMemsetAsync(dq_accum, 0, impl_->dq_accum_bytes, s), "cudaMemsetAsync(dQ_accum)");
   impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
 }
 
@@ -829,12 +861,13 @@ std::shared_ptr<SdpaCudnnPlan> cached_plan(const std::string& key, Build build, 
 }
 
 std::shared_ptr<SdpaCudnnPlan> forward_plan(const SdpaParams& p, bool evict, bool* built = nullptr) {
-  return cached_plan(plan_key(p, nullptr), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::forward(p)); }, evict, built);
+  return cached_plan(
+      plan_key(p, nullptr), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::forward(p)); }, evict, built);
 }
 
 std::shared_ptr<SdpaCudnnPlan> backward_plan(const SdpaBackwardParams& p, bool evict, bool* built = nullptr) {
-  return cached_plan(plan_key(p.fwd, &p), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::backward(p)); }, evict,
-                     built);
+  return cached_plan(
+      plan_key(p.fwd, &p), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::backward(p)); }, evict, built);
 }
 
 // Elements a [b, h, s, d] tensor with these strides (d contiguous; a broadcast dimension's
@@ -850,9 +883,12 @@ int64_t span(int64_t b, int64_t h, int64_t s, int64_t d, const SdpaStrides& st) 
 // 2026-12-02, before this). Failures are left to the run, which executes the plan again.
 void warm_up(SdpaCudnnPlan& plan, SdpaBackwardParams bp, bool backward) noexcept {
   SdpaParams& p = bp.fwd;
-  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim, Dv = p.head_dim_v;
-  const int64_t elems[] = {span(B, Hq, Sq, D, p.q_strides),     span(B, Hk, Sk, D, p.k_strides),
-                           span(B, Hk, Sk, Dv, p.v_strides),    span(B, Hq, Sq, Dv, p.o_strides),
+  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim,
+                Dv = p.head_dim_v;
+  const int64_t elems[] = {span(B, Hq, Sq, D, p.q_strides),
+                           span(B, Hk, Sk, D, p.k_strides),
+                           span(B, Hk, Sk, Dv, p.v_strides),
+                           span(B, Hq, Sq, Dv, p.o_strides),
                            2 * B * Hq * Sq,  // lse: fp32, two 16-bit slots a value
                            p.mask_kind == SdpaMaskTensor::none ? 0 : span(B, Hq, Sq, Sk, p.mask_strides),
                            backward ? span(B, Hq, Sq, Dv, bp.do_strides) : 0,

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "device_impl/cuda/device_memory.hpp"
+#include "device_impl/cuda/rows.hpp"
 #include "device_impl/cuda/sdpa_cudnn.hpp"
 #include "device_impl/cuda/sdpa_launch.hpp"
-#include "device_impl/cuda/rows.hpp"
 #include "device_impl/cuda/stream_scratch.cuh"
 
 namespace opcts::cuda {
@@ -64,7 +64,8 @@ int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arc
   // cuDNN's tensor descriptors need positive dimensions (CUDNN_STATUS_BAD_PARAM otherwise);
   // PyTorch returns empty outputs before it calls cuDNN. The result of an empty problem is
   // then not cuDNN's, so the case does not run here (cuda.flash and cuda.math run it).
-  if (c.batch == 0 || c.seq_q == 0 || c.seq_k == 0) return no("cuDNN descriptors take no zero-size dimension (B, Sq or Sk = 0)");
+  if (c.batch == 0 || c.seq_q == 0 || c.seq_k == 0)
+    return no("cuDNN descriptors take no zero-size dimension (B, Sq or Sk = 0)");
   if (arch->compute_major > 0 && arch->compute_major < 8) return no("cuDNN fp16/bf16 SDPA needs sm80+");
   std::string why;
   if (!sdpa_cudnn_supports(bp.fwd, backward(c), &why)) return no("cuDNN " + version_text() + ": " + why);
@@ -74,7 +75,8 @@ int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arc
   // dQ_accum (fp32).
   double extra = c.attn_mask == OPCTS_SDPA_ATTN_MASK_BOOL ? 2 * mask_elems(c) : 0;
   if (backward(c))
-    extra += 4.0 * c.batch * c.heads_q * c.seq_q * (2 + c.head_dim) + 2.0 * c.batch * c.heads_q * c.seq_q * c.head_dim_v;
+    extra +=
+        4.0 * c.batch * c.heads_q * c.seq_q * (2 + c.head_dim) + 2.0 * c.batch * c.heads_q * c.seq_q * c.head_dim_v;
   const Support s = fits_device_memory(extra, "scratch");
   return s.ok ? 1 : no(s.reason);
 }

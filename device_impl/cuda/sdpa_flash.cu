@@ -1,12 +1,11 @@
 // Tiled flash-attention-2 style SDPA forward for fp16/bf16 on tensor cores (mma.sync m16n8k16).
 //
 // One thread block owns kBlockM query rows of one (batch, query head); each of its 4 warps
-// owns 16 or 32 of those rows (one or two m16 tiles, per head dim). Key/value tiles of kBlockN rows stream through shared memory with
-// cp.async (K and V in separate buffers so the V load overlaps Q·Kᵀ and the next K load
-// overlaps P·V). Scores stay in registers: the S accumulator fragment of m16n8k16 is
-// re-packed as the A operand of the P·V product, so no score ever touches shared memory.
-// The softmax is the online (running max / running sum) form in fp32, in the log2 domain
-// with the softmax scale folded into log2(e) so each probability costs one ex2.approx.
+// owns 16 or 32 of those rows (one or two m16 tiles, per head dim). Key/value tiles of kBlockN rows stream through
+// shared memory with cp.async (K and V in separate buffers so the V load overlaps Q·Kᵀ and the next K load overlaps
+// P·V). Scores stay in registers: the S accumulator fragment of m16n8k16 is re-packed as the A operand of the P·V
+// product, so no score ever touches shared memory. The softmax is the online (running max / running sum) form in fp32,
+// in the log2 domain with the softmax scale folded into log2(e) so each probability costs one ex2.approx.
 //
 // Masks (sdpa_kernels.hpp): the causal mask and the window are one key interval per row
 // (flash::KeyInterval); a block loads only the key tiles that some of its rows may see, and
@@ -117,8 +116,8 @@ __device__ __forceinline__ float round_to_t(float x) {
 // Copies rows [row0, row0 + kRows) of D elements into a padded smem tile; rows outside
 // [lo, hi) are zero-filled without reading global memory.
 template <typename T, int D, int kRows, int kThreads>
-__device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_stride,
-                                          int64_t row0, int64_t lo, int64_t hi, int tid) {
+__device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_stride, int64_t row0, int64_t lo,
+                                          int64_t hi, int tid) {
   constexpr int kChunksPerRow = D / 8;
   constexpr int kChunks = kRows * kChunksPerRow;
   constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
@@ -140,11 +139,9 @@ __device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_s
 // the extra registers spilled at D = 128 and cost ~2.6x (H200, bf16 S=4096 causal: 93 vs
 // 242 TFLOP/s).
 template <typename T, int DQK, int DV, bool kGeneral>
-__global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads))
-    flash_fwd_kernel(const KernelArgs a) {
+__global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(const KernelArgs a) {
   using C = Cfg<DQK, DV>;
-  constexpr int BM = C::kBlockM, BN = C::kBlockN, PQ = C::kPitchQK, PV = C::kPitchV,
-                MT = C::kMT;
+  constexpr int BM = C::kBlockM, BN = C::kBlockN, PQ = C::kPitchQK, PV = C::kPitchV, MT = C::kMT;
   constexpr int kWarpRows = 16 * MT;
   constexpr int kDT = DV / 8;    // 8-wide n-tiles of the O accumulator
   constexpr int kNT = BN / 8;    // 8-wide n-tiles of the S accumulator
@@ -196,8 +193,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads))
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int i = 0; i < kDT; ++i)
-      o_acc[mt][i][0] = o_acc[mt][i][1] = o_acc[mt][i][2] = o_acc[mt][i][3] = 0.f;
+    for (int i = 0; i < kDT; ++i) o_acc[mt][i][0] = o_acc[mt][i][1] = o_acc[mt][i][2] = o_acc[mt][i][3] = 0.f;
   // Running max (log2 domain, scaled) and partial row sums for rows g and g+8 of each m-tile.
   float row_max[MT][2], row_sum[MT][2];
 #pragma unroll
@@ -212,14 +208,13 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads))
 
   if (tid == 0) sSeen[0] = sSeen[1] = 0u;  // ordered before use by the loop's first barrier
   load_tile<T, DQK, BM, C::kThreads>(sQ, qg, a.qs.seq, m0, 0, a.seq_q, tid);
-  if (nt_begin < nt_end)
-    load_tile<T, DQK, BN, C::kThreads>(sK, kg, a.ks.seq, int64_t(nt_begin) * BN, k0, k1, tid);
+  if (nt_begin < nt_end) load_tile<T, DQK, BN, C::kThreads>(sK, kg, a.ks.seq, int64_t(nt_begin) * BN, k0, k1, tid);
   cp_async_commit();
 
   uint32_t q_frag[C::kQInRegs ? kDK : 1][4];
   T* sQw = sQ + warp * kWarpRows * PQ;  // this warp's Q rows, read by it only
   // ldmatrix lane -> address maps (see the fragment layouts of m16n8k16 in the PTX ISA).
-  const int a_row = lane & 15, a_col = (lane >> 4) * 8;                          // A, Q
+  const int a_row = lane & 15, a_col = (lane >> 4) * 8;                                // A, Q
   const int kb_row = (lane & 7) + ((lane >> 4) << 3), kb_col = ((lane >> 3) & 1) * 8;  // B, K
   const int vb_row = (lane & 7) + (((lane >> 3) & 1) << 3), vb_col = (lane >> 4) * 8;  // B, V
 
@@ -233,8 +228,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads))
     if constexpr (C::kQInRegs) {
       if (nt == nt_begin) {
 #pragma unroll
-        for (int kk = 0; kk < kDK; ++kk)
-          ldmatrix_x4(q_frag[kk], smem_addr(sQw + a_row * PQ + kk * 16 + a_col));
+        for (int kk = 0; kk < kDK; ++kk) ldmatrix_x4(q_frag[kk], smem_addr(sQw + a_row * PQ + kk * 16 + a_col));
       }
     }
 
@@ -270,8 +264,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads))
     // Scale into the log2 domain; the interval and Sk are tested only on tiles that cross
     // them (for any row of the block), a mask tensor on every tile.
     const bool need_mask =
-        n0 + BN > a.seq_k ||
-        (a.interval && (n0 < m0 + BM - 1 + a.iv.lo_off || n0 + BN - 1 > m0 + a.iv.hi_off));
+        n0 + BN > a.seq_k || (a.interval && (n0 < m0 + BM - 1 + a.iv.lo_off || n0 + BN - 1 > m0 + a.iv.hi_off));
     // Tile-relative 32-bit limits (clamped, so they fit an int): column c of the tile is
     // kept for the element at row offset ro of this thread's rows when c < kv_lim,
     // c >= lo_lim + ro and c <= hi_lim + ro.
@@ -296,8 +289,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads))
           const int col = i * 8 + 2 * t + (e & 1);
           const int ro = mt * 16 + ((e >> 1) << 3);
           bool vis = true;
-          if (need_mask)
-            vis = col < kv_lim && col >= lo_lim + ro && col <= hi_lim + ro;
+          if (need_mask) vis = col < kv_lim && col >= lo_lim + ro && col <= hi_lim + ro;
           float add = 0.f;
           if (has_mt) {
             const int64_t row = row_g + ro;
@@ -341,8 +333,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads))
       for (int r = 0; r < 2; ++r) {
         float mx = row_max[mt][r];
 #pragma unroll
-        for (int i = 0; i < kNT; ++i)
-          mx = fmaxf(mx, fmaxf(s[mt][i][2 * r], s[mt][i][2 * r + 1]));
+        for (int i = 0; i < kNT; ++i) mx = fmaxf(mx, fmaxf(s[mt][i][2 * r], s[mt][i][2 * r + 1]));
         mx = fmaxf(mx, gpu::warp_xor(mx, 1));
         mx = fmaxf(mx, gpu::warp_xor(mx, 2));
         // A row with nothing visible yet keeps max -inf; subtracting 0 instead keeps
@@ -383,8 +374,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads))
       for (int chunk = tid; chunk < BN * kChunksPerRow; chunk += C::kThreads) {
         const int r = chunk / kChunksPerRow;
         if (!((all >> r) & 1u))
-          *reinterpret_cast<uint4*>(sV + r * PV + (chunk % kChunksPerRow) * 8) =
-              make_uint4(0u, 0u, 0u, 0u);
+          *reinterpret_cast<uint4*>(sV + r * PV + (chunk % kChunksPerRow) * 8) = make_uint4(0u, 0u, 0u, 0u);
       }
       __syncthreads();
       if (tid == 0) sSeen[0] = sSeen[1] = 0u;  // every thread has read it
@@ -458,8 +448,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads))
     for (int i = 0; i < kDT; ++i) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const uint32_t packed =
-            Mma<T>::pack(o_acc[mt][i][2 * r] * inv[r], o_acc[mt][i][2 * r + 1] * inv[r]);
+        const uint32_t packed = Mma<T>::pack(o_acc[mt][i][2 * r] * inv[r], o_acc[mt][i][2 * r + 1] * inv[r]);
         *reinterpret_cast<uint32_t*>(sOw + (mt * 16 + g + 8 * r) * PV + i * 8 + 2 * t) = packed;
       }
     }
@@ -473,15 +462,14 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads))
     const int c = chunk % kChunksPerRow;
     const int64_t row = m0 + warp * kWarpRows + r;
     if (row < a.seq_q)
-      *reinterpret_cast<uint4*>(og + row * a.os.seq + c * 8) =
-          *reinterpret_cast<const uint4*>(sOw + r * PV + c * 8);
+      *reinterpret_cast<uint4*>(og + row * a.os.seq + c * 8) = *reinterpret_cast<const uint4*>(sOw + r * PV + c * 8);
   }
 }
 
 // Sk = 0: every row sees no key.
 template <typename T>
-__global__ void empty_rows_kernel(void* o, float* lse, SdpaStrides os, int64_t heads_q,
-                                  int64_t seq_q, int64_t head_dim_v, int64_t rows, bool nan_rows) {
+__global__ void empty_rows_kernel(void* o, float* lse, SdpaStrides os, int64_t heads_q, int64_t seq_q,
+                                  int64_t head_dim_v, int64_t rows, bool nan_rows) {
   const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   if (row >= rows) return;
   const int64_t b = row / (heads_q * seq_q);
@@ -496,8 +484,7 @@ __global__ void empty_rows_kernel(void* o, float* lse, SdpaStrides os, int64_t h
 void check_launch(const char* what) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
-    throw std::runtime_error(std::string("sdpa_flash_forward: ") + what + ": " +
-                             cudaGetErrorString(err));
+    throw std::runtime_error(std::string("sdpa_flash_forward: ") + what + ": " + cudaGetErrorString(err));
 }
 
 template <typename T, int DQK, int DV, bool kGeneral>
@@ -509,11 +496,9 @@ void launch_variant(const KernelArgs& a, int64_t blocks, cudaStream_t stream) {
     const cudaError_t err =
         gpu::set_max_dynamic_smem(flash_fwd_kernel<T, DQK, DV, kGeneral>, static_cast<int>(C::kSmemBytes));
     if (err != cudaSuccess)
-      throw std::runtime_error(std::string("sdpa_flash_forward: cudaFuncSetAttribute: ") +
-                               cudaGetErrorString(err));
+      throw std::runtime_error(std::string("sdpa_flash_forward: cudaFuncSetAttribute: ") + cudaGetErrorString(err));
   }
-  flash_fwd_kernel<T, DQK, DV, kGeneral>
-      <<<static_cast<unsigned>(blocks), C::kThreads, C::kSmemBytes, stream>>>(a);
+  flash_fwd_kernel<T, DQK, DV, kGeneral><<<static_cast<unsigned>(blocks), C::kThreads, C::kSmemBytes, stream>>>(a);
   check_launch("flash_fwd_kernel launch");
 }
 
@@ -561,8 +546,7 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
 
   if (a.general || a.mask_kind != SdpaMaskTensor::none || precision_plant)
     launch_variant<T, DQK, DV, true>(a, blocks, stream);
-  else
-    launch_variant<T, DQK, DV, false>(a, blocks, stream);
+  else launch_variant<T, DQK, DV, false>(a, blocks, stream);
 }
 
 template <typename T>
@@ -586,33 +570,25 @@ bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u
 
 // Every row start must be 16-byte aligned for cp.async/vector stores: base pointer aligned
 // and every stride a multiple of 8 elements (2-byte dtypes).
-bool strides_ok(const SdpaStrides& s) {
-  return s.batch % 8 == 0 && s.head % 8 == 0 && s.seq % 8 == 0;
-}
+bool strides_ok(const SdpaStrides& s) { return s.batch % 8 == 0 && s.head % 8 == 0 && s.seq % 8 == 0; }
 
 }  // namespace
 
 bool sdpa_flash_supports(const SdpaParams& p, const char** why) {
   const char* reason = nullptr;
-  if (p.dtype == SdpaDType::fp32)
-    reason = "flash kernel supports fp16 and bf16 only, not fp32";
-  else if (p.dtype != SdpaDType::fp16 && p.dtype != SdpaDType::bf16)
-    reason = "flash kernel: unknown dtype";
-  else if (!flash::is_supported_head_dims(p.head_dim, p.head_dim_v))
-    reason = flash::kHeadDimsWhy;
+  if (p.dtype == SdpaDType::fp32) reason = "flash kernel supports fp16 and bf16 only, not fp32";
+  else if (p.dtype != SdpaDType::fp16 && p.dtype != SdpaDType::bf16) reason = "flash kernel: unknown dtype";
+  else if (!flash::is_supported_head_dims(p.head_dim, p.head_dim_v)) reason = flash::kHeadDimsWhy;
   else if (p.batch < 0 || p.heads_q < 0 || p.heads_kv < 0 || p.seq_q < 0 || p.seq_k < 0)
     reason = "flash kernel: negative dimension";
   else if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
     reason = "flash kernel needs heads_q to be a multiple of heads_kv (heads_kv > 0)";
-  else if (p.window_left < -1 || p.window_right < -1)
-    reason = "flash kernel: window bounds must be >= -1";
-  else if (!(p.softcap >= 0.f) || p.softcap == INFINITY)
-    reason = "flash kernel: softcap must be finite and >= 0";
+  else if (p.window_left < -1 || p.window_right < -1) reason = "flash kernel: window bounds must be >= -1";
+  else if (!(p.softcap >= 0.f) || p.softcap == INFINITY) reason = "flash kernel: softcap must be finite and >= 0";
   else if (p.mask_kind != SdpaMaskTensor::none && p.q && !p.attn_mask && p.batch > 0 && p.seq_q > 0 &&
            p.seq_k > 0)  // an empty mask has no storage
     reason = "flash kernel: mask_kind set without an attn_mask pointer";
-  else if (!strides_ok(p.q_strides) || !strides_ok(p.k_strides) || !strides_ok(p.v_strides) ||
-           !strides_ok(p.o_strides))
+  else if (!strides_ok(p.q_strides) || !strides_ok(p.k_strides) || !strides_ok(p.v_strides) || !strides_ok(p.o_strides))
     reason = "flash kernel needs batch/head/seq strides that are multiples of 8 elements";
   else if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
     reason = "flash kernel needs 16-byte aligned q, k, v and o pointers";
@@ -630,22 +606,19 @@ void sdpa_flash_forward(const SdpaParams& p, CUstream_st* stream) {
     const int64_t rows = p.batch * p.heads_q * p.seq_q;
     const dim3 block(32, 8);
     const int64_t blocks = (rows + block.y - 1) / block.y;
-    if (blocks > 0x7fffffffLL)
-      throw std::invalid_argument("sdpa_flash_forward: too many rows for one grid");
+    if (blocks > 0x7fffffffLL) throw std::invalid_argument("sdpa_flash_forward: too many rows for one grid");
     const bool nan_rows = p.plant == SdpaPlant::masked_row_nan;
     if (p.dtype == SdpaDType::fp16)
-      empty_rows_kernel<__half><<<static_cast<unsigned>(blocks), block, 0, s>>>(
-          p.o, p.lse, p.o_strides, p.heads_q, p.seq_q, p.head_dim_v, rows, nan_rows);
+      empty_rows_kernel<__half><<<static_cast<unsigned>(blocks), block, 0, s>>>(p.o, p.lse, p.o_strides, p.heads_q,
+                                                                                p.seq_q, p.head_dim_v, rows, nan_rows);
     else
       empty_rows_kernel<__nv_bfloat16><<<static_cast<unsigned>(blocks), block, 0, s>>>(
           p.o, p.lse, p.o_strides, p.heads_q, p.seq_q, p.head_dim_v, rows, nan_rows);
     check_launch("empty_rows_kernel launch");
     return;
   }
-  if (p.dtype == SdpaDType::fp16)
-    dispatch_head_dim<__half>(p, s);
-  else
-    dispatch_head_dim<__nv_bfloat16>(p, s);
+  if (p.dtype == SdpaDType::fp16) dispatch_head_dim<__half>(p, s);
+  else dispatch_head_dim<__nv_bfloat16>(p, s);
 }
 
 }  // namespace opcts::cuda

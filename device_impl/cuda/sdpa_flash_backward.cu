@@ -79,8 +79,7 @@ struct BwdCfg {
   static constexpr int kWQ = DQK / 2 + 1;
   static constexpr int kWV = DV / 2 + 1;
   static constexpr int kPS = kBN + 1;  // fp32 P and dS tiles
-  static constexpr size_t kSmemWords =
-      size_t(2) * kBN * kWQ + size_t(2) * kBN * kWV + size_t(2) * kBM * kPS + 2 * kBM;
+  static constexpr size_t kSmemWords = size_t(2) * kBN * kWQ + size_t(2) * kBN * kWV + size_t(2) * kBM * kPS + 2 * kBM;
   static constexpr size_t kSmemBytes = kSmemWords * 4;
 };
 
@@ -141,15 +140,14 @@ struct BwdArgs : BwdTensors {
 // Rows [row0, row0 + 32) of D elements (D/2 words) into a word-pitched smem tile; rows for
 // which keep(row) is false are zero-filled without reading global memory.
 template <int D, typename Keep>
-__device__ __forceinline__ void load_rows(uint32_t* smem, const void* gbase, int64_t stride,
-                                          int64_t row0, Keep keep, int tid) {
+__device__ __forceinline__ void load_rows(uint32_t* smem, const void* gbase, int64_t stride, int64_t row0, Keep keep,
+                                          int tid) {
   constexpr int kW = D / 2;
   for (int idx = tid; idx < 32 * kW; idx += kThreads) {
     const int r = idx / kW, c = idx % kW;
     const int64_t row = row0 + r;
     uint32_t w = 0u;
-    if (keep(row))
-      w = *(reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(gbase) + row * stride) + c);
+    if (keep(row)) w = *(reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(gbase) + row * stride) + c);
     smem[r * (kW + 1) + c] = w;
   }
 }
@@ -332,13 +330,12 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
   // dK = scale · Σ dSᵀ·Q, dV = Σ Pᵀ·dO for key j = n0 + tr.
   const int64_t jg = n0 + tr;
   if (jg < seq_k) {
-    uint32_t* dkg = reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.d_k) + b * a.dks.batch +
-                                                hk * a.dks.head + jg * a.dks.seq);
-    uint32_t* dvg = reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.d_v) + b * a.dvs.batch +
-                                                hk * a.dvs.head + jg * a.dvs.seq);
+    uint32_t* dkg =
+        reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.d_k) + b * a.dks.batch + hk * a.dks.head + jg * a.dks.seq);
+    uint32_t* dvg =
+        reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.d_v) + b * a.dvs.batch + hk * a.dvs.head + jg * a.dvs.seq);
 #pragma unroll
-    for (int u = 0; u < kUQ; ++u)
-      dkg[tc + 8 * u] = PT::from_f2(dk[u][0] * a.scale, dk[u][1] * a.scale);
+    for (int u = 0; u < kUQ; ++u) dkg[tc + 8 * u] = PT::from_f2(dk[u][0] * a.scale, dk[u][1] * a.scale);
 #pragma unroll
     for (int u = 0; u < kUV; ++u) dvg[tc + 8 * u] = PT::from_f2(dv[u][0], dv[u][1]);
   }
@@ -375,8 +372,7 @@ template <int D>
 struct Cfg {
   static constexpr int kP = D + 8;  // padded row pitch: conflict-free ldmatrix (see sdpa_flash.cu)
   static constexpr size_t kTile = size_t(64) * kP;
-  static constexpr size_t kSmemBytes =
-      (4 * kTile + 3 * size_t(64) * kPS) * 2 + 2 * size_t(kBM) * sizeof(float);
+  static constexpr size_t kSmemBytes = (4 * kTile + 3 * size_t(64) * kPS) * 2 + 2 * size_t(kBM) * sizeof(float);
 };
 
 inline bool head_dim_ok(int64_t d) { return d == 32 || d == 64 || d == 96 || d == 128; }
@@ -391,8 +387,8 @@ struct Args : BwdTensors {
 // Rows [row0, row0 + 64) of D elements into a padded smem tile (pitch D + 8); rows outside
 // [lo, hi) are zero-filled without reading global memory.
 template <typename T, int D>
-__device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_stride,
-                                          int64_t row0, int64_t lo, int64_t hi, int tid) {
+__device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_stride, int64_t row0, int64_t lo,
+                                          int64_t hi, int tid) {
   constexpr int kChunksPerRow = D / 8;
   constexpr int kChunks = 64 * kChunksPerRow;
   static_assert(kChunks % kThreads == 0, "tile chunks must divide evenly");
@@ -438,19 +434,19 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kThreads, kMinBlocks) bwd_tc_kernel(const Ar
   T* sV = sK + C::kTile;
   T* sQ = sV + C::kTile;
   T* sdO = sQ + C::kTile;
-  T* sPT = sdO + C::kTile;    // Pᵀ  [key][query], pitch kPS
-  T* sdST = sPT + 64 * kPS;   // dSᵀ [key][query]
-  T* sdS = sdST + 64 * kPS;   // dS  [query][key]
+  T* sPT = sdO + C::kTile;   // Pᵀ  [key][query], pitch kPS
+  T* sdST = sPT + 64 * kPS;  // dSᵀ [key][query]
+  T* sdS = sdST + 64 * kPS;  // dS  [query][key]
   float* sLse = reinterpret_cast<float*>(sdS + 64 * kPS);
   float* sDl = sLse + kBM;
   uint16_t* sdS16 = reinterpret_cast<uint16_t*>(sdS);
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5, lane = tid & 31;
-  const int g = lane >> 2;  // fragment row within the 8-row group
-  const int t = lane & 3;   // fragment column pair
-  const int kg = warp & 3;  // 16-row group: keys (phases 1, 2), query rows (phase 3)
-  const int hf = warp >> 2; // half: queries (phase 1), head-dim columns (phases 2, 3)
+  const int g = lane >> 2;   // fragment row within the 8-row group
+  const int t = lane & 3;    // fragment column pair
+  const int kg = warp & 3;   // 16-row group: keys (phases 1, 2), query rows (phase 3)
+  const int hf = warp >> 2;  // half: queries (phase 1), head-dim columns (phases 2, 3)
   const int kw0 = kg * 16;
   const int qw0 = hf * 32;
   const int c0 = hf * kDH;
@@ -491,8 +487,7 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kThreads, kMinBlocks) bwd_tc_kernel(const Ar
     } else if (tid < 2 * kBM) {
       const int64_t i = m0 + tid - kBM;
       const bool in = i < seq_q;
-      ptx::cp_async_4(ptx::smem_addr(sDl + tid - kBM), in ? a.dl + bh * seq_q + i : a.dl,
-                      in ? 4 : 0);
+      ptx::cp_async_4(ptx::smem_addr(sDl + tid - kBM), in ? a.dl + bh * seq_q + i : a.dl, in ? 4 : 0);
     }
     ptx::cp_async_commit();
   };
@@ -543,8 +538,8 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kThreads, kMinBlocks) bwd_tc_kernel(const Ar
     // Masking only on tiles that cross Sk, Sq or an interval bound. Tile-relative limits:
     // key row kr (of 64) and query column qc (of 64) are visible iff kr < k_lim,
     // qc < q_lim and lo_c <= kr - qc <= hi_c (clamped to [-64, 64], so they fit an int).
-    const bool need_mask = n0 + kBN > seq_k || m0 + kBM > seq_q ||
-                           m0 + kBM - 1 + a.iv.lo_off > n0 || n0 + kBN - 1 > m0 + a.iv.hi_off;
+    const bool need_mask =
+        n0 + kBN > seq_k || m0 + kBM > seq_q || m0 + kBM - 1 + a.iv.lo_off > n0 || n0 + kBN - 1 > m0 + a.iv.hi_off;
     int k_lim = kBN, q_lim = kBM, lo_c = -64, hi_c = 64;
     if (need_mask) {
       k_lim = seq_k - n0 < kBN ? static_cast<int>(seq_k - n0) : kBN;
@@ -585,8 +580,7 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kThreads, kMinBlocks) bwd_tc_kernel(const Ar
         const int kr = kw0 + g + 8 * r;
         const int qc = qw0 + nt * 8 + 2 * t;
         *reinterpret_cast<uint32_t*>(sPT + kr * kPS + qc) = M::pack(s[nt][2 * r], s[nt][2 * r + 1]);
-        *reinterpret_cast<uint32_t*>(sdST + kr * kPS + qc) =
-            M::pack(dp[nt][2 * r], dp[nt][2 * r + 1]);
+        *reinterpret_cast<uint32_t*>(sdST + kr * kPS + qc) = M::pack(dp[nt][2 * r], dp[nt][2 * r + 1]);
         sdS16[qc * kPS + kr] = M::one(dp[nt][2 * r]);
         sdS16[(qc + 1) * kPS + kr] = M::one(dp[nt][2 * r + 1]);
       }
@@ -642,8 +636,7 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kThreads, kMinBlocks) bwd_tc_kernel(const Ar
         for (int j = 0; j < 2; ++j) {
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
-            if (row0 + 8 * r < seq_q)
-              add_dq(dq_row0 + 8 * r * D + np * 16 + j * 8, acc[j][2 * r], acc[j][2 * r + 1]);
+            if (row0 + 8 * r < seq_q) add_dq(dq_row0 + 8 * r * D + np * 16 + j * 8, acc[j][2 * r], acc[j][2 * r + 1]);
           }
         }
       }
@@ -660,8 +653,7 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kThreads, kMinBlocks) bwd_tc_kernel(const Ar
     T* dvg = static_cast<T*>(a.d_v) + b * a.dvs.batch + hk * a.dvs.head + j * a.dvs.seq + c0 + 2 * t;
 #pragma unroll
     for (int nt = 0; nt < kNH; ++nt) {
-      *reinterpret_cast<uint32_t*>(dkg + nt * 8) =
-          M::pack(dk[nt][2 * r] * a.scale, dk[nt][2 * r + 1] * a.scale);
+      *reinterpret_cast<uint32_t*>(dkg + nt * 8) = M::pack(dk[nt][2 * r] * a.scale, dk[nt][2 * r + 1] * a.scale);
       *reinterpret_cast<uint32_t*>(dvg + nt * 8) = M::pack(dv[nt][2 * r], dv[nt][2 * r + 1]);
     }
   }
@@ -671,9 +663,8 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kThreads, kMinBlocks) bwd_tc_kernel(const Ar
 
 // D_i = rowsum(dO ⊙ O) in fp32 (0 under the drop_rowsum plant), one warp per row.
 template <typename T>
-__global__ void bwd_rowsum_kernel(const T* o, const T* d_o, SdpaStrides os, SdpaStrides dos,
-                                  int64_t heads_q, int64_t seq_q, int64_t dv, int64_t rows,
-                                  float* dl, bool drop) {
+__global__ void bwd_rowsum_kernel(const T* o, const T* d_o, SdpaStrides os, SdpaStrides dos, int64_t heads_q,
+                                  int64_t seq_q, int64_t dv, int64_t rows, float* dl, bool drop) {
   const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   if (row >= rows) return;
   const int64_t b = row / (heads_q * seq_q), h = (row / seq_q) % heads_q, i = row % seq_q;
@@ -689,8 +680,8 @@ __global__ void bwd_rowsum_kernel(const T* o, const T* d_o, SdpaStrides os, Sdpa
 
 // dQ = scale · workspace, in dQ's dtype and strides.
 template <typename T>
-__global__ void bwd_convert_kernel(const float* acc, T* dq, SdpaStrides dqs, int64_t heads_q,
-                                   int64_t seq_q, int64_t dqk, int64_t total, float scale) {
+__global__ void bwd_convert_kernel(const float* acc, T* dq, SdpaStrides dqs, int64_t heads_q, int64_t seq_q,
+                                   int64_t dqk, int64_t total, float scale) {
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d = idx % dqk, row = idx / dqk;
@@ -701,8 +692,7 @@ __global__ void bwd_convert_kernel(const float* acc, T* dq, SdpaStrides dqs, int
 
 void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess)
-    throw std::runtime_error(std::string("sdpa_flash_backward: ") + what + ": " +
-                             cudaGetErrorString(err));
+    throw std::runtime_error(std::string("sdpa_flash_backward: ") + what + ": " + cudaGetErrorString(err));
 }
 
 // Stream-ordered scratch: allocated and freed on the stream of the call, so the backward never
@@ -724,8 +714,7 @@ template <typename T, int DQK, int DV>
 void launch_main(const BwdArgs& a, int64_t blocks, cudaStream_t stream) {
   using C = BwdCfg<DQK, DV>;
   if (C::kSmemBytes > 48 * 1024)
-    check(gpu::set_max_dynamic_smem(bwd_kernel<T, DQK, DV>, static_cast<int>(C::kSmemBytes)),
-          "cudaFuncSetAttribute");
+    check(gpu::set_max_dynamic_smem(bwd_kernel<T, DQK, DV>, static_cast<int>(C::kSmemBytes)), "cudaFuncSetAttribute");
   bwd_kernel<T, DQK, DV><<<static_cast<unsigned>(blocks), kThreads, C::kSmemBytes, stream>>>(a);
   check(cudaGetLastError(), "bwd_kernel launch");
 }
@@ -751,8 +740,7 @@ void launch_tc_variant(const tc::Args& a, int64_t blocks, cudaStream_t stream) {
   using C = tc::Cfg<D>;
   const auto kernel = tc::bwd_tc_kernel<T, D, kMinBlocks>;
   if (C::kSmemBytes > 48 * 1024)
-    check(gpu::set_max_dynamic_smem(kernel, static_cast<int>(C::kSmemBytes)),
-          "cudaFuncSetAttribute");
+    check(gpu::set_max_dynamic_smem(kernel, static_cast<int>(C::kSmemBytes)), "cudaFuncSetAttribute");
   kernel<<<static_cast<unsigned>(blocks), tc::kThreads, C::kSmemBytes, stream>>>(a);
   check(cudaGetLastError(), "bwd_tc_kernel launch");
 }
@@ -785,8 +773,7 @@ bool tc_takes(const SdpaBackwardParams& bp) {
   const SdpaParams& p = bp.fwd;
   const bool has_mask_tensor = p.attn_mask && p.mask_kind != SdpaMaskTensor::none;
   return bp.path != SdpaBwdPath::fma && (p.dtype == SdpaDType::fp16 || p.dtype == SdpaDType::bf16) &&
-         p.head_dim == p.head_dim_v && tc::head_dim_ok(p.head_dim) && p.softcap == 0.f &&
-         !has_mask_tensor;
+         p.head_dim == p.head_dim_v && tc::head_dim_ok(p.head_dim) && p.softcap == 0.f && !has_mask_tensor;
 }
 
 template <typename T>
@@ -796,20 +783,18 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
   DeviceScratch dl(size_t(rows) * sizeof(float), s);
   DeviceScratch dq_acc(size_t(rows) * size_t(p.head_dim) * sizeof(float), s);
   if (rows > 0) {
-    check(cudaMemsetAsync(dq_acc.ptr, 0, size_t(rows) * size_t(p.head_dim) * sizeof(float), s),
-          "cudaMemsetAsync");
+    check(cudaMemsetAsync(dq_acc.ptr, 0, size_t(rows) * size_t(p.head_dim) * sizeof(float), s), "cudaMemsetAsync");
     const dim3 block(32, 8);
     const int64_t blocks = (rows + block.y - 1) / block.y;
     if (blocks > 0x7fffffffLL) throw std::invalid_argument("sdpa_flash_backward: too many rows");
     bwd_rowsum_kernel<T><<<static_cast<unsigned>(blocks), block, 0, s>>>(
-        static_cast<const T*>(p.o), static_cast<const T*>(bp.d_o), p.o_strides, bp.do_strides,
-        p.heads_q, p.seq_q, p.head_dim_v, rows, static_cast<float*>(dl.ptr),
-        p.plant == SdpaPlant::drop_rowsum);
+        static_cast<const T*>(p.o), static_cast<const T*>(bp.d_o), p.o_strides, bp.do_strides, p.heads_q, p.seq_q,
+        p.head_dim_v, rows, static_cast<float*>(dl.ptr), p.plant == SdpaPlant::drop_rowsum);
     check(cudaGetLastError(), "bwd_rowsum_kernel launch");
   }
   const bool any_key = p.seq_k > 0 && p.heads_kv > 0;
-  const BwdTensors tensors = any_key ? bwd_tensors(bp, static_cast<const float*>(dl.ptr), static_cast<float*>(dq_acc.ptr))
-                                     : BwdTensors{};
+  const BwdTensors tensors =
+      any_key ? bwd_tensors(bp, static_cast<const float*>(dl.ptr), static_cast<float*>(dq_acc.ptr)) : BwdTensors{};
   if (any_key && tc_takes(bp)) {
     tc::Args a;
     static_cast<BwdTensors&>(a) = tensors;
@@ -836,17 +821,15 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
   if (rows > 0) {
     const int64_t total = rows * p.head_dim;
     const int64_t blocks = (total + 255) / 256 < 65536 ? (total + 255) / 256 : 65536;
-    bwd_convert_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, s>>>(
-        static_cast<const float*>(dq_acc.ptr), static_cast<T*>(bp.d_q), bp.dq_strides,
-        p.heads_q, p.seq_q, p.head_dim, total, p.scale);
+    bwd_convert_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, s>>>(static_cast<const float*>(dq_acc.ptr),
+                                                                        static_cast<T*>(bp.d_q), bp.dq_strides,
+                                                                        p.heads_q, p.seq_q, p.head_dim, total, p.scale);
     check(cudaGetLastError(), "bwd_convert_kernel launch");
   }
 }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
-bool strides_ok(const SdpaStrides& s) {
-  return s.batch % 8 == 0 && s.head % 8 == 0 && s.seq % 8 == 0;
-}
+bool strides_ok(const SdpaStrides& s) { return s.batch % 8 == 0 && s.head % 8 == 0 && s.seq % 8 == 0; }
 
 }  // namespace
 
@@ -867,8 +850,8 @@ bool sdpa_flash_backward_supports(const SdpaBackwardParams& p, const char** why)
 // Whether sdpa_flash_backward would run the tensor-core main kernel for these parameters
 // now (false when it would run the FMA kernel, or no main kernel at all).
 bool sdpa_flash_backward_uses_tensor_cores(const SdpaBackwardParams& p) {
-  return sdpa_flash_backward_supports(p, nullptr) && p.fwd.batch > 0 && p.fwd.heads_q > 0 &&
-         p.fwd.seq_k > 0 && tc_takes(p);
+  return sdpa_flash_backward_supports(p, nullptr) && p.fwd.batch > 0 && p.fwd.heads_q > 0 && p.fwd.seq_k > 0 &&
+         tc_takes(p);
 }
 
 bool sdpa_flash_backward_deterministic(const SdpaBackwardParams& bp) {
@@ -889,10 +872,8 @@ void sdpa_flash_backward(const SdpaBackwardParams& p, CUstream_st* stream) {
   const char* why = nullptr;
   if (!sdpa_flash_backward_supports(p, &why)) throw std::invalid_argument(why);
   if (p.fwd.batch == 0 || p.fwd.heads_q == 0) return;
-  if (p.fwd.dtype == SdpaDType::fp16)
-    run_backward<__half>(p, stream);
-  else
-    run_backward<__nv_bfloat16>(p, stream);
+  if (p.fwd.dtype == SdpaDType::fp16) run_backward<__half>(p, stream);
+  else run_backward<__nv_bfloat16>(p, stream);
 }
 
 }  // namespace opcts::cuda

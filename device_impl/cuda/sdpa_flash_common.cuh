@@ -36,8 +36,8 @@ inline KeyInterval key_interval(const SdpaParams& p) {
 
 /// The keys some row in [r0, r1] (clipped to [0, Sq)) may see under the interval, clipped to
 /// [0, Sk): [*k0, *k1), empty when *k0 >= *k1.
-inline __host__ __device__ void keys_of_rows(const KeyInterval& iv, int64_t r0, int64_t r1,
-                                             int64_t seq_k, int64_t* k0, int64_t* k1) {
+inline __host__ __device__ void keys_of_rows(const KeyInterval& iv, int64_t r0, int64_t r1, int64_t seq_k, int64_t* k0,
+                                             int64_t* k1) {
   // lo_off > hi_off (upper-left causal with a window starting right of the diagonal):
   // every row's interval is empty. Otherwise the union over consecutive rows is one
   // interval, so every key of the result is seen by some row of [r0, r1].
@@ -54,8 +54,8 @@ inline __host__ __device__ void keys_of_rows(const KeyInterval& iv, int64_t r0, 
 
 /// The query rows that may see some key in [c0, c1] under the interval, clipped to [0, Sq):
 /// [*q0, *q1).
-inline __host__ __device__ void rows_of_keys(const KeyInterval& iv, int64_t c0, int64_t c1,
-                                             int64_t seq_q, int64_t* q0, int64_t* q1) {
+inline __host__ __device__ void rows_of_keys(const KeyInterval& iv, int64_t c0, int64_t c1, int64_t seq_q, int64_t* q0,
+                                             int64_t* q1) {
   // j visible to i  <=>  j - hi_off <= i <= j - lo_off
   if (iv.lo_off > iv.hi_off || c0 > c1) {
     *q0 = *q1 = 0;
@@ -74,9 +74,7 @@ __device__ __forceinline__ float to_f32(T x) {
 }
 
 inline bool is_supported_head_dims(int64_t dqk, int64_t dv) {
-  auto one = [](int64_t d) {
-    return d == 32 || d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256;
-  };
+  auto one = [](int64_t d) { return d == 32 || d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256; };
   return (one(dqk) && dqk == dv) || (dqk == 192 && dv == 128);
 }
 
@@ -187,8 +185,7 @@ struct Mma;
 
 template <>
 struct Mma<__half> {
-  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                             uint32_t b1) {
+  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     gpu::mma::mma_m16n8k16<__half>(c, a, b0, b1);
   }
   __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
@@ -200,17 +197,14 @@ struct Mma<__half> {
 
 template <>
 struct Mma<__nv_bfloat16> {
-  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                             uint32_t b1) {
+  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     gpu::mma::mma_m16n8k16<__nv_bfloat16>(c, a, b0, b1);
   }
   __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
     __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t*>(&h);
   }
-  __device__ __forceinline__ static uint16_t one(float x) {
-    return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-  }
+  __device__ __forceinline__ static uint16_t one(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 };
 
 }  // namespace ptx

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "device_impl/cuda/device_memory.hpp"
-#include "device_impl/cuda/sdpa_launch.hpp"
 #include "device_impl/cuda/rows.hpp"
+#include "device_impl/cuda/sdpa_launch.hpp"
 #include "device_impl/cuda/stream_scratch.cuh"
 
 namespace opcts::cuda {
@@ -23,9 +23,7 @@ namespace {
 bool backward(const opcts_sdpa_params& c) { return c.direction == OPCTS_SDPA_BACKWARD; }
 
 // Elements of the forward's outputs: O [B, Hq, Sq, Dv] and lse [B, Hq, Sq].
-double o_elems(const opcts_sdpa_params& c) {
-  return static_cast<double>(c.batch) * c.heads_q * c.seq_q * c.head_dim_v;
-}
+double o_elems(const opcts_sdpa_params& c) { return static_cast<double>(c.batch) * c.heads_q * c.seq_q * c.head_dim_v; }
 double lse_elems(const opcts_sdpa_params& c) { return static_cast<double>(c.batch) * c.heads_q * c.seq_q; }
 
 // Bytes of the device memory a run needs beyond the ABI's tensors (which the backend counts).
@@ -78,8 +76,9 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
     const bool variant = (k.head_dim == 96 || k.head_dim == 128) && k.head_dim_v == k.head_dim &&
                          k.dtype != SdpaDType::fp32 && k.softcap == 0.f && k.mask_kind == SdpaMaskTensor::none;
     if (!variant) {
-      std::snprintf(reason, size, "the two-blocks-per-SM variant exists for the tensor-core kernel's D = 96 and 128 "
-                                  "(fp16/bf16, Dv = D, no softcap, no attn_mask); elsewhere it is cuda.flash's kernel");
+      std::snprintf(reason, size,
+                    "the two-blocks-per-SM variant exists for the tensor-core kernel's D = 96 and 128 "
+                    "(fp16/bf16, Dv = D, no softcap, no attn_mask); elsewhere it is cuda.flash's kernel");
       return 0;
     }
   }

@@ -37,13 +37,13 @@ enum class SdpaMaskTensor { none, boolean, additive };
 /// Deliberate bugs a planted impl asks the kernels for (each must make its cases FAIL).
 enum class SdpaPlant {
   none,
-  window_off_by_one,   // the left window bound keeps one key too many
-  gqa_modulo,          // query head h reads KV head h % Hkv instead of h / (Hq / Hkv)
-  drop_rowsum,         // backward: dS = P ⊙ dP, without subtracting rowsum(dO ⊙ O)
-  masked_row_nan,      // a row that sees no key divides 0 by 0 (O = NaN) instead of O = 0
-  pv_in_dtype,         // forward: the P·V accumulator is rounded to the dtype after every key tile
-  rowsum_in_dtype,     // forward: the row sum l is rounded to the dtype after every key tile
-  lse_plus_log2,       // forward: logsumexp = m + log(2·l), off by log 2
+  window_off_by_one,  // the left window bound keeps one key too many
+  gqa_modulo,         // query head h reads KV head h % Hkv instead of h / (Hq / Hkv)
+  drop_rowsum,        // backward: dS = P ⊙ dP, without subtracting rowsum(dO ⊙ O)
+  masked_row_nan,     // a row that sees no key divides 0 by 0 (O = NaN) instead of O = 0
+  pv_in_dtype,        // forward: the P·V accumulator is rounded to the dtype after every key tile
+  rowsum_in_dtype,    // forward: the row sum l is rounded to the dtype after every key tile
+  lse_plus_log2,      // forward: logsumexp = m + log(2·l), off by log 2
 };
 
 struct SdpaStrides {
@@ -60,7 +60,7 @@ struct SdpaParams {
   SdpaMask mask;
   int64_t window_left, window_right;  // -1 = unbounded
   SdpaMaskTensor mask_kind;
-  const void* attn_mask;  // null when mask_kind == none
+  const void* attn_mask;     // null when mask_kind == none
   SdpaStrides mask_strides;  // batch and head strides 0 when broadcast; seq = row stride
   const void* q;
   const void* k;

@@ -97,7 +97,8 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
 opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* args, opcts_report* report);
 void sdpa_kernel_prepare(const void* impl, const void* params);  // rows.hpp PrepareFn: cuda.math's cuBLAS handle
 int32_t sdpa_kernel_deterministic(const void* impl, const void* params);
-int32_t sdpa_cudnn_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size);
+int32_t sdpa_cudnn_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason,
+                                size_t size);
 opcts_status sdpa_cudnn_row_run(const void* impl, const opcts_run_args* args, opcts_report* report);
 void sdpa_cudnn_row_prepare(const void* impl, const void* params);  // rows.hpp PrepareFn: the cuDNN plans
 

@@ -95,8 +95,7 @@ const char* cublas_status_name(cublasStatus_t s) {
 }
 
 void check_cuda(cudaError_t err, const char* fn, const char* what) {
-  if (err != cudaSuccess)
-    throw std::runtime_error(std::string(fn) + ": " + what + ": " + cudaGetErrorString(err));
+  if (err != cudaSuccess) throw std::runtime_error(std::string(fn) + ": " + what + ": " + cudaGetErrorString(err));
 }
 
 void check_cublas(cublasStatus_t st, const char* fn, const char* what) {
@@ -216,18 +215,17 @@ __device__ __forceinline__ float block_reduce(float v, bool is_max, float* scrat
 // Everything a row kernel needs to decide which keys row i sees and what its score is.
 struct MaskCtx {
   int64_t Hq, Sq, Sk;
-  int causal;          // 0 none, 1 upper-left (j <= i), 2 lower-right (j <= i + Sk - Sq)
-  int64_t wl, wr;      // window, -1 = unbounded (normalised on the host)
-  int window_plant;    // SdpaPlant::window_off_by_one: the left bound keeps one key more
-  float softcap;       // 0 = off
-  int kind;            // 0 none, 1 boolean (uint8), 2 additive (input dtype)
+  int causal;        // 0 none, 1 upper-left (j <= i), 2 lower-right (j <= i + Sk - Sq)
+  int64_t wl, wr;    // window, -1 = unbounded (normalised on the host)
+  int window_plant;  // SdpaPlant::window_off_by_one: the left bound keeps one key more
+  float softcap;     // 0 = off
+  int kind;          // 0 none, 1 boolean (uint8), 2 additive (input dtype)
   const void* mask;
   int64_t mB, mH, mS;  // element strides of the mask; the key dimension is contiguous
 };
 
 // Keys j in [lo, hi) pass the causal mask and the window of row i (hi <= lo: none).
-__device__ __forceinline__ void row_range(const MaskCtx& c, int64_t i, int64_t& lo,
-                                          int64_t& hi) {
+__device__ __forceinline__ void row_range(const MaskCtx& c, int64_t i, int64_t& lo, int64_t& hi) {
   const int64_t diag = i + c.Sk - c.Sq;  // the bottom-right aligned diagonal
   lo = 0;
   hi = c.Sk;
@@ -242,8 +240,7 @@ __device__ __forceinline__ void row_range(const MaskCtx& c, int64_t i, int64_t& 
 // mask value (0 without one). An additive -inf masks the key outright, so a poisoned (NaN)
 // score under it is never read (NaN + -inf would be NaN).
 template <typename T>
-__device__ __forceinline__ bool tensor_mask_keeps(const MaskCtx& c, int64_t moff, int64_t j,
-                                                  float& add) {
+__device__ __forceinline__ bool tensor_mask_keeps(const MaskCtx& c, int64_t moff, int64_t j, float& add) {
   add = 0.f;
   if (c.kind == 1) return static_cast<const uint8_t*>(c.mask)[moff + j] != 0;
   if (c.kind == 2) {
@@ -255,8 +252,7 @@ __device__ __forceinline__ bool tensor_mask_keeps(const MaskCtx& c, int64_t moff
 
 // Final score of a visible key: softcap of the stored score, then the additive mask.
 template <typename T>
-__device__ __forceinline__ bool score_at(const MaskCtx& c, const T* srow, int64_t moff,
-                                         int64_t j, float& s) {
+__device__ __forceinline__ bool score_at(const MaskCtx& c, const T* srow, int64_t moff, int64_t j, float& s) {
   float add;
   if (!tensor_mask_keeps<T>(c, moff, j, add)) return false;
   float v = to_f(srow[j]);
@@ -326,12 +322,11 @@ __global__ void __launch_bounds__(256)
 // has P[., j] != 0 (NaN counts as seen), else 0. One thread per (b, kv, j): consecutive
 // threads read consecutive j of a P row (coalesced); a thread stops at its first hit.
 template <typename T>
-__global__ void seen_keys_kernel(const T* P, uint8_t* seen, int64_t B, int64_t Hq,
-                                 int64_t Hkv, int64_t Sq, int64_t Sk, int modulo) {
+__global__ void seen_keys_kernel(const T* P, uint8_t* seen, int64_t B, int64_t Hq, int64_t Hkv, int64_t Sq, int64_t Sk,
+                                 int modulo) {
   const int64_t group = Hq / Hkv;
   const int64_t n = B * Hkv * Sk;
-  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
-       idx += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n; idx += int64_t(gridDim.x) * blockDim.x) {
     const int64_t j = idx % Sk;
     const int64_t t = idx / Sk;
     const int64_t kv = t % Hkv, b = t / Hkv;
@@ -356,8 +351,8 @@ struct Dims4 {
 // dst[b,h,s,d] = src[b,h,s,d] converted, or 0 where keep[(b·H + h)·S + s] == 0 (a select:
 // a NaN source element is not propagated). Any strides on both sides.
 template <typename Tin, typename Tout>
-__global__ void copy_bhsd_kernel(const Tin* src, SdpaStrides ss, Tout* dst, SdpaStrides ds,
-                                 Dims4 n, const uint8_t* keep) {
+__global__ void copy_bhsd_kernel(const Tin* src, SdpaStrides ss, Tout* dst, SdpaStrides ds, Dims4 n,
+                                 const uint8_t* keep) {
   const int64_t total = n.B * n.H * n.S * n.D;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += int64_t(gridDim.x) * blockDim.x) {
@@ -388,8 +383,7 @@ __global__ void fill_bhsd_kernel(T* dst, SdpaStrides ds, Dims4 n, float value) {
 }
 
 __global__ void fill_f32_kernel(float* x, int64_t n, float value) {
-  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
-       idx += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n; idx += int64_t(gridDim.x) * blockDim.x)
     x[idx] = value;
 }
 
@@ -398,9 +392,8 @@ __global__ void fill_f32_kernel(float* x, int64_t n, float value) {
 // with the softcap, s the stored pre-cap score], and 0 for every masked key (a select).
 template <typename T>
 __global__ void __launch_bounds__(256)
-    softmax_backward_kernel(const T* S, const T* P, T* dPdS, const T* O, SdpaStrides os,
-                            const T* dO, SdpaStrides dos, int64_t Dv, int64_t rows, MaskCtx c,
-                            int drop_rowsum) {
+    softmax_backward_kernel(const T* S, const T* P, T* dPdS, const T* O, SdpaStrides os, const T* dO, SdpaStrides dos,
+                            int64_t Dv, int64_t rows, MaskCtx c, int drop_rowsum) {
   __shared__ float red[32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t i = row % c.Sq;
@@ -500,21 +493,19 @@ struct HeadMap {
 // through cublasGemmStridedBatchedEx (column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, see the file
 // comment). A KV-space C sums the group's query heads (beta = 1 after the first). M or N
 // may be 0 (nothing to do); K must be > 0 (the callers handle K == 0 themselves).
-void gemm_rm(cublasHandle_t handle, const HeadMap& m, bool trans_a, bool trans_b, int64_t M,
-             int64_t N, int64_t K, float alpha, const Operand& A, const Operand& Bm,
-             const Operand& C, const char* fn, const char* what) {
+void gemm_rm(cublasHandle_t handle, const HeadMap& m, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+             float alpha, const Operand& A, const Operand& Bm, const Operand& C, const char* fn, const char* what) {
   if (M == 0 || N == 0 || m.B == 0 || m.Hkv == 0 || m.group == 0) return;
   if (K <= 0) bad_arg(fn, std::string(what) + ": inner dimension 0 reached cuBLAS");
-  if (M > INT_MAX || N > INT_MAX || K > INT_MAX || A.ld > INT_MAX || Bm.ld > INT_MAX ||
-      C.ld > INT_MAX || m.Hkv > INT_MAX)
+  if (M > INT_MAX || N > INT_MAX || K > INT_MAX || A.ld > INT_MAX || Bm.ld > INT_MAX || C.ld > INT_MAX ||
+      m.Hkv > INT_MAX)
     bad_arg(fn, std::string(what) + ": dimension or leading dimension exceeds cuBLAS's int");
   const int64_t hstep = m.modulo ? 1 : m.group;
   auto stride_of = [&](const Operand& X) { return X.q_space ? hstep * X.sH : X.sH; };
   // Fold the batch into the batched dimension when index b·Hkv + r addresses every operand.
   bool fold = m.B == 1;
   if (!fold && m.B * m.Hkv <= INT_MAX)
-    fold = A.sB == m.Hkv * stride_of(A) && Bm.sB == m.Hkv * stride_of(Bm) &&
-           C.sB == m.Hkv * stride_of(C);
+    fold = A.sB == m.Hkv * stride_of(A) && Bm.sB == m.Hkv * stride_of(Bm) && C.sB == m.Hkv * stride_of(C);
   const int64_t nbatch = fold ? m.B * m.Hkv : m.Hkv;
   const bool accumulate = !C.q_space;
   const float zero = 0.f, one = 1.f;
@@ -528,39 +519,34 @@ void gemm_rm(cublasHandle_t handle, const HeadMap& m, bool trans_a, bool trans_b
       const float* beta = accumulate && c > 0 ? &one : &zero;
       check_cublas(
           cublasGemmStridedBatchedEx(
-              handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-              static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &alpha, at(Bm),
-              Bm.type, static_cast<int>(Bm.ld), stride_of(Bm), at(A), A.type,
-              static_cast<int>(A.ld), stride_of(A), beta, const_cast<char*>(at(C)), C.type,
-              static_cast<int>(C.ld), stride_of(C), static_cast<int>(nbatch),
-              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+              handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(N),
+              static_cast<int>(M), static_cast<int>(K), &alpha, at(Bm), Bm.type, static_cast<int>(Bm.ld), stride_of(Bm),
+              at(A), A.type, static_cast<int>(A.ld), stride_of(A), beta, const_cast<char*>(at(C)), C.type,
+              static_cast<int>(C.ld), stride_of(C), static_cast<int>(nbatch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           fn, what);
     }
   }
 }
 
 template <typename Tin, typename Tout>
-void launch_copy(const Tin* src, const SdpaStrides& ss, Tout* dst, const SdpaStrides& ds,
-                 Dims4 n, const uint8_t* keep, cudaStream_t s, const char* fn, const char* what) {
+void launch_copy(const Tin* src, const SdpaStrides& ss, Tout* dst, const SdpaStrides& ds, Dims4 n, const uint8_t* keep,
+                 cudaStream_t s, const char* fn, const char* what) {
   const int64_t total = n.B * n.H * n.S * n.D;  // fits: the callers' buffers are checked
   if (total == 0) return;
-  copy_bhsd_kernel<Tin, Tout><<<grid_for(total, kCopyThreads), kCopyThreads, 0, s>>>(
-      src, ss, dst, ds, n, keep);
+  copy_bhsd_kernel<Tin, Tout><<<grid_for(total, kCopyThreads), kCopyThreads, 0, s>>>(src, ss, dst, ds, n, keep);
   check_cuda(cudaGetLastError(), fn, what);
 }
 
 template <typename T>
-void launch_fill(void* dst, const SdpaStrides& ds, Dims4 n, float value, cudaStream_t s,
-                 const char* fn, const char* what) {
+void launch_fill(void* dst, const SdpaStrides& ds, Dims4 n, float value, cudaStream_t s, const char* fn,
+                 const char* what) {
   const int64_t total = n.B * n.H * n.S * n.D;
   if (total == 0) return;
-  fill_bhsd_kernel<T><<<grid_for(total, kCopyThreads), kCopyThreads, 0, s>>>(
-      static_cast<T*>(dst), ds, n, value);
+  fill_bhsd_kernel<T><<<grid_for(total, kCopyThreads), kCopyThreads, 0, s>>>(static_cast<T*>(dst), ds, n, value);
   check_cuda(cudaGetLastError(), fn, what);
 }
 
-void launch_fill_f32(float* x, int64_t n, float value, cudaStream_t s, const char* fn,
-                     const char* what) {
+void launch_fill_f32(float* x, int64_t n, float value, cudaStream_t s, const char* fn, const char* what) {
   if (n == 0) return;
   fill_f32_kernel<<<grid_for(n, kCopyThreads), kCopyThreads, 0, s>>>(x, n, value);
   check_cuda(cudaGetLastError(), fn, what);
@@ -569,9 +555,8 @@ void launch_fill_f32(float* x, int64_t n, float value, cudaStream_t s, const cha
 // A GEMM input: the tensor itself when cuBLAS can address it and no rows are to be zeroed,
 // else a contiguous BHSD copy in scratch (with the rows keep[] marks 0 set to 0).
 template <typename T>
-Operand input_operand(const void* ptr, const SdpaStrides& st, Dims4 n, bool q_space,
-                      const uint8_t* keep, Scratch& scratch, cudaStream_t s, const char* fn,
-                      const char* what) {
+Operand input_operand(const void* ptr, const SdpaStrides& st, Dims4 n, bool q_space, const uint8_t* keep,
+                      Scratch& scratch, cudaStream_t s, const char* fn, const char* what) {
   if (keep == nullptr && addressable(st, n.D)) return operand_of<T>(ptr, st, q_space);
   T* buf = scratch.alloc<T>(checked_count({n.B, n.H, n.S, n.D}, fn, what), what);
   const SdpaStrides cs = contiguous(n.H, n.S, n.D);
@@ -583,19 +568,19 @@ Operand input_operand(const void* ptr, const SdpaStrides& st, Dims4 n, bool q_sp
 // A GEMM output: the tensor itself when addressable, else contiguous scratch that
 // finish_output() scatters into the tensor's strides.
 template <typename T>
-Operand output_operand(void* ptr, const SdpaStrides& st, Dims4 n, bool q_space,
-                       Scratch& scratch, const char* fn, const char* what) {
+Operand output_operand(void* ptr, const SdpaStrides& st, Dims4 n, bool q_space, Scratch& scratch, const char* fn,
+                       const char* what) {
   if (addressable(st, n.D)) return operand_of<T>(ptr, st, q_space);
   T* buf = scratch.alloc<T>(checked_count({n.B, n.H, n.S, n.D}, fn, what), what);
   return operand_of<T>(buf, normalise(contiguous(n.H, n.S, n.D), n.B, n.H, n.S, n.D), q_space);
 }
 
 template <typename T>
-void finish_output(const Operand& op, void* ptr, const SdpaStrides& st, Dims4 n,
-                   cudaStream_t s, const char* fn, const char* what) {
+void finish_output(const Operand& op, void* ptr, const SdpaStrides& st, Dims4 n, cudaStream_t s, const char* fn,
+                   const char* what) {
   if (op.ptr == ptr) return;
-  launch_copy<T, T>(static_cast<const T*>(op.ptr), contiguous(n.H, n.S, n.D),
-                    static_cast<T*>(ptr), st, n, nullptr, s, fn, what);
+  launch_copy<T, T>(static_cast<const T*>(op.ptr), contiguous(n.H, n.S, n.D), static_cast<T*>(ptr), st, n, nullptr, s,
+                    fn, what);
 }
 
 // The validated and normalised view of SdpaParams the implementations use.
@@ -615,9 +600,8 @@ Geometry validate(const SdpaParams& p, const char* fn, bool need_lse) {
     default: bad_arg(fn, "dtype: unknown SdpaDType");
   }
   const std::pair<const char*, int64_t> dims[] = {
-      {"batch", p.batch},       {"heads_q", p.heads_q},   {"heads_kv", p.heads_kv},
-      {"seq_q", p.seq_q},       {"seq_k", p.seq_k},       {"head_dim", p.head_dim},
-      {"head_dim_v", p.head_dim_v}};
+      {"batch", p.batch}, {"heads_q", p.heads_q},   {"heads_kv", p.heads_kv},    {"seq_q", p.seq_q},
+      {"seq_k", p.seq_k}, {"head_dim", p.head_dim}, {"head_dim_v", p.head_dim_v}};
   for (const auto& [name, v] : dims)
     if (v < 0) bad_arg(fn, std::string(name) + " must be >= 0, got " + std::to_string(v));
   if (p.heads_kv == 0) bad_arg(fn, "heads_kv must be > 0");
@@ -647,10 +631,8 @@ Geometry validate(const SdpaParams& p, const char* fn, bool need_lse) {
   if (p.window_left < -1)
     bad_arg(fn, "window_left must be >= -1 (-1 = unbounded), got " + std::to_string(p.window_left));
   if (p.window_right < -1)
-    bad_arg(fn,
-            "window_right must be >= -1 (-1 = unbounded), got " + std::to_string(p.window_right));
-  if (!std::isfinite(p.softcap) || p.softcap < 0.f)
-    bad_arg(fn, "softcap must be finite and >= 0 (0 = off)");
+    bad_arg(fn, "window_right must be >= -1 (-1 = unbounded), got " + std::to_string(p.window_right));
+  if (!std::isfinite(p.softcap) || p.softcap < 0.f) bad_arg(fn, "softcap must be finite and >= 0 (0 = off)");
 
   Geometry g{};
   g.B = p.batch;
@@ -708,34 +690,31 @@ Geometry validate(const SdpaParams& p, const char* fn, bool need_lse) {
 // S = scale·Q·Kᵀ into the contiguous [B, Hq, Sq, Sk] scratch `S` (zeros when Dqk = 0), then
 // the masked softmax into P (may be S). lse may be null.
 template <typename T>
-void scores_and_softmax(const Geometry& g, const SdpaParams& p, cublasHandle_t handle,
-                        const Operand& q, const Operand& k, T* S, T* P, float* lse,
-                        cudaStream_t s, const char* fn) {
+void scores_and_softmax(const Geometry& g, const SdpaParams& p, cublasHandle_t handle, const Operand& q,
+                        const Operand& k, T* S, T* P, float* lse, cudaStream_t s, const char* fn) {
   const int64_t rows = g.B * g.Hq * g.Sq;
   const size_t s_bytes = checked_count({rows, g.Sk, int64_t(sizeof(T))}, fn, "S");
   const SdpaStrides sc = normalise(contiguous(g.Hq, g.Sq, g.Sk), g.B, g.Hq, g.Sq, g.Sk);
   const Operand so = operand_of<T>(S, sc, true);
-  if (g.Dk == 0)
-    check_cuda(cudaMemsetAsync(S, 0, s_bytes, s), fn, "cudaMemsetAsync(S)");
+  if (g.Dk == 0) check_cuda(cudaMemsetAsync(S, 0, s_bytes, s), fn, "cudaMemsetAsync(S)");
   else
     // S[Sq,Sk] = scale · Q[Sq,Dqk] · K[Sk,Dqk]ᵀ  →  cublas(OP_T, OP_N, m=Sk, n=Sq, k=Dqk,
     // K (ld k.seq), Q (ld q.seq), S (ld Sk)).
     gemm_rm(handle, g.map, false, true, g.Sq, g.Sk, g.Dk, p.scale, q, k, so, fn,
             "cublasGemmStridedBatchedEx(S = scale*Q*K^T)");
-  masked_softmax_kernel<T><<<row_grid(rows), row_threads(g.Sk), 0, s>>>(
-      S, P, lse, rows, g.ctx, p.plant == SdpaPlant::masked_row_nan ? 1 : 0);
+  masked_softmax_kernel<T><<<row_grid(rows), row_threads(g.Sk), 0, s>>>(S, P, lse, rows, g.ctx,
+                                                                        p.plant == SdpaPlant::masked_row_nan ? 1 : 0);
   check_cuda(cudaGetLastError(), fn, "masked_softmax_kernel launch");
 }
 
 // seen[B, Hkv, Sk] from P, or null when no mask can hide a key (then every key is seen).
 template <typename T>
-const uint8_t* seen_keys(const Geometry& g, const T* P, Scratch& scratch, cudaStream_t s,
-                         const char* fn) {
+const uint8_t* seen_keys(const Geometry& g, const T* P, Scratch& scratch, cudaStream_t s, const char* fn) {
   if (!g.any_mask) return nullptr;
   const size_t n = checked_count({g.B, g.Hkv, g.Sk}, fn, "seen keys");
   uint8_t* seen = scratch.alloc<uint8_t>(n, "cudaMallocAsync(seen keys)");
-  seen_keys_kernel<T><<<grid_for(int64_t(n), 128), 128, 0, s>>>(
-      P, seen, g.B, g.Hq, g.Hkv, g.Sq, g.Sk, g.map.modulo ? 1 : 0);
+  seen_keys_kernel<T>
+      <<<grid_for(int64_t(n), 128), 128, 0, s>>>(P, seen, g.B, g.Hq, g.Hkv, g.Sq, g.Sk, g.map.modulo ? 1 : 0);
   check_cuda(cudaGetLastError(), fn, "seen_keys_kernel launch");
   return seen;
 }
@@ -763,23 +742,21 @@ void forward_impl(const SdpaParams& p, const Geometry& g, cudaStream_t s) {
   check_cublas(cublasSetStream(handle, s), fn, "cublasSetStream");
   Scratch scratch(s, fn);
 
-  const Operand q = input_operand<T>(p.q, g.q, {g.B, g.Hq, g.Sq, g.Dk}, true, nullptr, scratch, s,
-                                     fn, "pack q");
-  const Operand k = input_operand<T>(p.k, g.k, {g.B, g.Hkv, g.Sk, g.Dk}, false, nullptr, scratch,
-                                     s, fn, "pack k");
+  const Operand q = input_operand<T>(p.q, g.q, {g.B, g.Hq, g.Sq, g.Dk}, true, nullptr, scratch, s, fn, "pack q");
+  const Operand k = input_operand<T>(p.k, g.k, {g.B, g.Hkv, g.Sk, g.Dk}, false, nullptr, scratch, s, fn, "pack k");
   T* S = scratch.alloc<T>(checked_count({rows, g.Sk}, fn, "S"), "cudaMallocAsync(S)");
   scores_and_softmax<T>(g, p, handle, q, k, S, S, p.lse, s, fn);  // P in place of S
 
   if (g.Dv > 0) {
     const uint8_t* seen = seen_keys<T>(g, S, scratch, s, fn);
-    const Operand v = input_operand<T>(p.v, g.v, {g.B, g.Hkv, g.Sk, g.Dv}, false, seen, scratch,
-                                       s, fn, seen ? "copy v (unseen rows zeroed)" : "pack v");
+    const Operand v = input_operand<T>(p.v, g.v, {g.B, g.Hkv, g.Sk, g.Dv}, false, seen, scratch, s, fn,
+                                       seen ? "copy v (unseen rows zeroed)" : "pack v");
     const Operand o = output_operand<T>(p.o, g.o, on, true, scratch, fn, "cudaMallocAsync(o)");
     const SdpaStrides pc = normalise(contiguous(g.Hq, g.Sq, g.Sk), g.B, g.Hq, g.Sq, g.Sk);
     // O[Sq,Dv] = P[Sq,Sk] · V'[Sk,Dv]  →  cublas(OP_N, OP_N, m=Dv, n=Sq, k=Sk,
     // V' (ld v.seq), P (ld Sk), O (ld o.seq)).
-    gemm_rm(handle, g.map, false, false, g.Sq, g.Dv, g.Sk, 1.f, operand_of<T>(S, pc, true), v, o,
-            fn, "cublasGemmStridedBatchedEx(O = P*V)");
+    gemm_rm(handle, g.map, false, false, g.Sq, g.Dv, g.Sk, 1.f, operand_of<T>(S, pc, true), v, o, fn,
+            "cublasGemmStridedBatchedEx(O = P*V)");
     finish_output<T>(o, p.o, g.o, on, s, fn, "scatter o");
   }
   scratch.release();
@@ -828,17 +805,15 @@ void backward_impl(const SdpaBackwardParams& bp, const Geometry& g, cudaStream_t
 
   // 2. K' and V' with the keys no query sees zeroed (when a mask can hide keys).
   const uint8_t* seen = seen_keys<T>(g, P, scratch, s, fn);
-  const Operand k = seen ? input_operand<T>(p.k, g.k, kn, false, seen, scratch, s, fn,
-                                            "copy k (unseen rows zeroed)")
-                         : k_raw;
-  const Operand v = input_operand<T>(p.v, g.v, vn, false, seen, scratch, s, fn,
-                                     seen ? "copy v (unseen rows zeroed)" : "pack v");
+  const Operand k =
+      seen ? input_operand<T>(p.k, g.k, kn, false, seen, scratch, s, fn, "copy k (unseen rows zeroed)") : k_raw;
+  const Operand v =
+      input_operand<T>(p.v, g.v, vn, false, seen, scratch, s, fn, seen ? "copy v (unseen rows zeroed)" : "pack v");
   const Operand d_o = input_operand<T>(bp.d_o, dos, on, true, nullptr, scratch, s, fn, "pack dO");
 
   // 3. dV = Σ_group Pᵀ·dO in fp32: dV[Sk,Dv] = P[Sq,Sk]ᵀ · dO[Sq,Dv]  →  cublas(OP_N, OP_T,
   //    m=Dv, n=Sk, k=Sq, dO (ld do.seq), P (ld Sk), dV32 (ld Dv)), beta = 1 after c = 0.
-  float* dv32 = scratch.alloc<float>(checked_count({g.B, g.Hkv, g.Sk, g.Dv}, fn, "dV"),
-                                     "cudaMallocAsync(dV fp32)");
+  float* dv32 = scratch.alloc<float>(checked_count({g.B, g.Hkv, g.Sk, g.Dv}, fn, "dV"), "cudaMallocAsync(dV fp32)");
   if (g.Dv > 0) {
     const SdpaStrides c32 = normalise(contiguous(g.Hkv, g.Sk, g.Dv), g.B, g.Hkv, g.Sk, g.Dv);
     gemm_rm(handle, g.map, true, false, g.Sk, g.Dv, g.Sq, 1.f, po, d_o,
@@ -850,15 +825,14 @@ void backward_impl(const SdpaBackwardParams& bp, const Geometry& g, cudaStream_t
   //    k=Dv, V' (ld v.seq), dO (ld do.seq), dP (ld Sk)); zeros when Dv = 0.
   T* dP = scratch.alloc<T>(s_elems, "cudaMallocAsync(dP)");
   if (g.Dv > 0)
-    gemm_rm(handle, g.map, false, true, g.Sq, g.Sk, g.Dv, 1.f, d_o, v, operand_of<T>(dP, sc, true),
-            fn, "cublasGemmStridedBatchedEx(dP = dO*V^T)");
-  else
-    check_cuda(cudaMemsetAsync(dP, 0, s_elems * sizeof(T), s), fn, "cudaMemsetAsync(dP)");
+    gemm_rm(handle, g.map, false, true, g.Sq, g.Sk, g.Dv, 1.f, d_o, v, operand_of<T>(dP, sc, true), fn,
+            "cublasGemmStridedBatchedEx(dP = dO*V^T)");
+  else check_cuda(cudaMemsetAsync(dP, 0, s_elems * sizeof(T), s), fn, "cudaMemsetAsync(dP)");
 
   // 5. dS = P ⊙ (dP − rowsum(dO ⊙ O)) [⊙ (1 − tanh²)], 0 where masked, in place over dP.
   softmax_backward_kernel<T><<<row_grid(rows), row_threads(g.Sk), 0, s>>>(
-      S, P, dP, static_cast<const T*>(p.o), g.o, static_cast<const T*>(bp.d_o), dos, g.Dv, rows,
-      g.ctx, p.plant == SdpaPlant::drop_rowsum ? 1 : 0);
+      S, P, dP, static_cast<const T*>(p.o), g.o, static_cast<const T*>(bp.d_o), dos, g.Dv, rows, g.ctx,
+      p.plant == SdpaPlant::drop_rowsum ? 1 : 0);
   check_cuda(cudaGetLastError(), fn, "softmax_backward_kernel launch");
   const Operand dso = operand_of<T>(dP, sc, true);
 
@@ -872,17 +846,16 @@ void backward_impl(const SdpaBackwardParams& bp, const Geometry& g, cudaStream_t
 
     // 7. dK = scale·Σ_group dSᵀ·Q in fp32: dK[Sk,Dqk] = dS[Sq,Sk]ᵀ · Q[Sq,Dqk]  →
     //    cublas(OP_N, OP_T, m=Dqk, n=Sk, k=Sq, Q (ld q.seq), dS (ld Sk), dK32 (ld Dqk)).
-    float* dk32 = scratch.alloc<float>(checked_count({g.B, g.Hkv, g.Sk, g.Dk}, fn, "dK"),
-                                       "cudaMallocAsync(dK fp32)");
+    float* dk32 = scratch.alloc<float>(checked_count({g.B, g.Hkv, g.Sk, g.Dk}, fn, "dK"), "cudaMallocAsync(dK fp32)");
     const SdpaStrides c32 = normalise(contiguous(g.Hkv, g.Sk, g.Dk), g.B, g.Hkv, g.Sk, g.Dk);
     gemm_rm(handle, g.map, true, false, g.Sk, g.Dk, g.Sq, p.scale, dso, q,
             {dk32, c32.batch, c32.head, c32.seq, false, CUDA_R_32F, sizeof(float)}, fn,
             "cublasGemmStridedBatchedEx(dK = scale*dS^T*Q)");
-    launch_copy<float, T>(dk32, contiguous(g.Hkv, g.Sk, g.Dk), static_cast<T*>(bp.d_k), dk, kn,
-                          nullptr, s, fn, "convert dk");
+    launch_copy<float, T>(dk32, contiguous(g.Hkv, g.Sk, g.Dk), static_cast<T*>(bp.d_k), dk, kn, nullptr, s, fn,
+                          "convert dk");
   }
-  launch_copy<float, T>(dv32, contiguous(g.Hkv, g.Sk, g.Dv), static_cast<T*>(bp.d_v), dv, vn,
-                        nullptr, s, fn, "convert dv");
+  launch_copy<float, T>(dv32, contiguous(g.Hkv, g.Sk, g.Dv), static_cast<T*>(bp.d_v), dv, vn, nullptr, s, fn,
+                        "convert dv");
   scratch.release();
 }
 
@@ -892,8 +865,8 @@ void backward_impl(const SdpaBackwardParams& bp, const Geometry& g, cudaStream_t
 
 // A contiguous fp32 BHSD copy of a T tensor in scratch (NaN copied as NaN), and its strides.
 template <typename T>
-float* upcast(const void* src, const SdpaStrides& st, Dims4 n, SdpaStrides* contiguous_out,
-              Scratch& scratch, cudaStream_t s, const char* fn, const char* what) {
+float* upcast(const void* src, const SdpaStrides& st, Dims4 n, SdpaStrides* contiguous_out, Scratch& scratch,
+              cudaStream_t s, const char* fn, const char* what) {
   float* dst = scratch.alloc<float>(checked_count({n.B, n.H, n.S, n.D}, fn, what), what);
   *contiguous_out = contiguous(n.H, n.S, n.D);
   launch_copy<T, float>(static_cast<const T*>(src), st, dst, *contiguous_out, n, nullptr, s, fn, what);
@@ -903,8 +876,7 @@ float* upcast(const void* src, const SdpaStrides& st, Dims4 n, SdpaStrides* cont
 // The fp32 view of a T problem: q, k, v (and an additive mask) upcast in scratch; `o` (fp32
 // scratch, contiguous) takes the output. The boolean mask and lse are used as they are.
 template <typename T>
-SdpaParams upcast_params(const SdpaParams& p, const Geometry& g, Scratch& scratch, cudaStream_t s,
-                         const char* fn) {
+SdpaParams upcast_params(const SdpaParams& p, const Geometry& g, Scratch& scratch, cudaStream_t s, const char* fn) {
   SdpaParams f = p;
   f.dtype = SdpaDType::fp32;
   f.q = upcast<T>(p.q, g.q, {g.B, g.Hq, g.Sq, g.Dk}, &f.q_strides, scratch, s, fn, "upcast q");
@@ -916,8 +888,7 @@ SdpaParams upcast_params(const SdpaParams& p, const Geometry& g, Scratch& scratc
     // [Bm, Hm, Sq, Sk] with stride 0 where the mask broadcasts: copy the stored extent only.
     const int64_t bm = p.mask_strides.batch != 0 ? g.B : 1, hm = p.mask_strides.head != 0 ? g.Hq : 1;
     SdpaStrides cs{};
-    f.attn_mask = upcast<T>(p.attn_mask, p.mask_strides, {bm, hm, g.Sq, g.Sk}, &cs, scratch, s, fn,
-                            "upcast attn_mask");
+    f.attn_mask = upcast<T>(p.attn_mask, p.mask_strides, {bm, hm, g.Sq, g.Sk}, &cs, scratch, s, fn, "upcast attn_mask");
     f.mask_strides = {bm > 1 ? cs.batch : 0, hm > 1 ? cs.head : 0, cs.seq};
   }
   return f;
@@ -933,8 +904,8 @@ void upcast_forward(const SdpaParams& p, const Geometry& g, cudaStream_t s) {
   Scratch scratch(s, fn);
   const SdpaParams f = upcast_params<T>(p, g, scratch, s, fn);
   forward_impl<float>(f, validate(f, fn, true), s);
-  launch_copy<float, T>(static_cast<const float*>(f.o), f.o_strides, static_cast<T*>(p.o), g.o,
-                        {g.B, g.Hq, g.Sq, g.Dv}, nullptr, s, fn, "convert o");
+  launch_copy<float, T>(static_cast<const float*>(f.o), f.o_strides, static_cast<T*>(p.o), g.o, {g.B, g.Hq, g.Sq, g.Dv},
+                        nullptr, s, fn, "convert o");
   scratch.release();
 }
 

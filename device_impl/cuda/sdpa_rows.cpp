@@ -41,12 +41,16 @@ void register_cuda_sdpa(Registry& reg) {
   static constexpr SdpaRow kBwdFma{SdpaKernel::flash, SdpaPlant::none, SdpaBwdPath::fma};
   static constexpr SdpaRow kBwdOcc2{SdpaKernel::flash, SdpaPlant::none, SdpaBwdPath::tc_two_blocks};
   static constexpr Planted kPlanted[] = {
-      {"cuda.flash_window_off_by_one", {SdpaKernel::flash, SdpaPlant::window_off_by_one}, sdpa::PlantedBug::window_off_by_one},
+      {"cuda.flash_window_off_by_one",
+       {SdpaKernel::flash, SdpaPlant::window_off_by_one},
+       sdpa::PlantedBug::window_off_by_one},
       {"cuda.flash_gqa_modulo", {SdpaKernel::flash, SdpaPlant::gqa_modulo}, sdpa::PlantedBug::gqa_modulo},
       {"cuda.flash_drop_rowsum", {SdpaKernel::flash, SdpaPlant::drop_rowsum}, sdpa::PlantedBug::drop_rowsum},
       {"cuda.flash_masked_row_nan", {SdpaKernel::flash, SdpaPlant::masked_row_nan}, sdpa::PlantedBug::masked_row_nan},
       {"cuda.flash_pv_in_dtype", {SdpaKernel::flash, SdpaPlant::pv_in_dtype}, sdpa::PlantedBug::pv_in_dtype},
-      {"cuda.flash_rowsum_in_dtype", {SdpaKernel::flash, SdpaPlant::rowsum_in_dtype}, sdpa::PlantedBug::rowsum_in_dtype},
+      {"cuda.flash_rowsum_in_dtype",
+       {SdpaKernel::flash, SdpaPlant::rowsum_in_dtype},
+       sdpa::PlantedBug::rowsum_in_dtype},
       {"cuda.flash_lse_plus_log2", {SdpaKernel::flash, SdpaPlant::lse_plus_log2}, sdpa::PlantedBug::lse_plus_log2},
   };
 
@@ -77,7 +81,8 @@ void register_cuda_sdpa(Registry& reg) {
   const std::string missing;
 #else
   Row cudnn = row("sdpa", "cuda.cudnn", nullptr, nullptr, nullptr, &kCudnn);
-  const std::string missing = OPCTS_HAVE_CUDA ? "this opcts was built without cuDNN (no cudnn_graph.h / libcudnn found)" : "";
+  const std::string missing =
+      OPCTS_HAVE_CUDA ? "this opcts was built without cuDNN (no cudnn_graph.h / libcudnn found)" : "";
 #endif
   cudnn.caps = {"mma_sync_bf16"};
   add_rows(reg, {cudnn}, missing);

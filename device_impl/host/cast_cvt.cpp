@@ -66,7 +66,8 @@ class HostCvt final : public Impl {
         const auto c = static_cast<uint32_t>(x.code(i));
         uint32_t f;
         if (p.from == DType::e8m0fnu) f = bits::decode_e8m0_to_fp32(c);
-        else if (dtype_info(p.from).is_integer) f = std::bit_cast<uint32_t>(static_cast<float>(decode_int4(c, dtype_info(p.from).is_signed)));
+        else if (dtype_info(p.from).is_integer)
+          f = std::bit_cast<uint32_t>(static_cast<float>(decode_int4(c, dtype_info(p.from).is_signed)));
         else f = bits::decode_to_fp32(c, bits::mini_format(p.from));
         y.set_code(i, f);
         continue;
@@ -74,8 +75,9 @@ class HostCvt final : public Impl {
       const uint32_t u = fp32_bits_of(x, i);
       uint32_t code;
       if (p.to == DType::e8m0fnu) {
-        const auto r = p.rounding == ScaleRounding::floor ? bits::kFloor
-                       : p.rounding == ScaleRounding::ceil ? bits::kCeil : bits::kRne;
+        const auto r = p.rounding == ScaleRounding::floor  ? bits::kFloor
+                       : p.rounding == ScaleRounding::ceil ? bits::kCeil
+                                                           : bits::kRne;
         code = bits::encode_e8m0_fp32(u, r, sat);
       } else if (to_info.is_integer) {
         code = int4_code(std::bit_cast<float>(u), to_info.is_signed);

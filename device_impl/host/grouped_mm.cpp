@@ -1,4 +1,5 @@
-// host.grouped: grouped GEMMs on the CPU through the plugin ABI's host backend, reading the offsets it is handed; plus five planted bugs.
+// host.grouped: grouped GEMMs on the CPU through the plugin ABI's host backend, reading the offsets it is handed; plus
+// five planted bugs.
 //
 // Why an ABI row and not a plain Impl: the host backend hands the output poisoned (0xFF bytes)
 // between guard bands, exactly as the CUDA backend does, so "rows past the last offset are left
@@ -75,8 +76,15 @@ struct Block {
 class Grouped {
  public:
   Grouped(const opcts_grouped_mm_params& c, const opcts_run_args* a, PlantedBug bug, bool planted)
-      : c_(c), a_(find(a, "a")), b_(find(a, "b")), offs_(find(a, "offs")), as_(find(a, "a_scale")),
-        bs_(find(a, "b_scale")), out_(find(a, "out")), bug_(bug), planted_(planted) {}
+      : c_(c),
+        a_(find(a, "a")),
+        b_(find(a, "b")),
+        offs_(find(a, "offs")),
+        as_(find(a, "a_scale")),
+        bs_(find(a, "b_scale")),
+        out_(find(a, "out")),
+        bug_(bug),
+        planted_(planted) {}
 
   void run() {
     check();
@@ -103,7 +111,9 @@ class Grouped {
   bool split_k() const { return c_.mode == OPCTS_GROUPED_2D_2D; }
   bool rowwise() const { return c_.recipe == OPCTS_GROUPED_ROWWISE || c_.recipe == OPCTS_GROUPED_ROWWISE_FNUZ; }
   bool two_d_a() const { return c_.mode == OPCTS_GROUPED_2D_3D || c_.mode == OPCTS_GROUPED_2D_2D; }
-  int64_t extent() const { return c_.mode == OPCTS_GROUPED_2D_3D ? c_.m : c_.mode == OPCTS_GROUPED_2D_2D ? c_.k : c_.n; }
+  int64_t extent() const {
+    return c_.mode == OPCTS_GROUPED_2D_3D ? c_.m : c_.mode == OPCTS_GROUPED_2D_2D ? c_.k : c_.n;
+  }
   int64_t rows(const Block& b) const { return c_.mode == OPCTS_GROUPED_2D_3D ? b.end - b.start : c_.m; }
   int64_t cols(const Block& b) const { return c_.mode == OPCTS_GROUPED_3D_2D ? b.end - b.start : c_.n; }
   int64_t depth(const Block& b) const { return split_k() ? b.end - b.start : c_.k; }
@@ -112,18 +122,24 @@ class Grouped {
   void check() const {
     const bool fp8 = c_.recipe != OPCTS_GROUPED_BF16, mx = c_.recipe == OPCTS_GROUPED_MXFP8;
     const int64_t G = c_.groups, km = mx ? 32 : fp8 ? 16 : 1, nm = fp8 ? 16 : 1;
-    refuse_unless(split_k() || c_.k % km == 0, "K", "K = " + std::to_string(c_.k) + " is not a multiple of " + std::to_string(km));
-    refuse_unless(c_.mode == OPCTS_GROUPED_3D_2D || c_.n % nm == 0, "N", "N = " + std::to_string(c_.n) + " is not a multiple of 16");
+    refuse_unless(split_k() || c_.k % km == 0, "K",
+                  "K = " + std::to_string(c_.k) + " is not a multiple of " + std::to_string(km));
+    refuse_unless(c_.mode == OPCTS_GROUPED_3D_2D || c_.n % nm == 0, "N",
+                  "N = " + std::to_string(c_.n) + " is not a multiple of 16");
     if (c_.mode == OPCTS_GROUPED_3D_3D) return check_scales();
     refuse_unless(offs_ && offs_->ndim == 1 && offs_->dtype.code == OPCTS_DL_INT && offs_->dtype.bits == 32, "offs",
                   "offs must be a 1-D int32 tensor");
-    refuse_unless(offs_->shape[0] == G, "offs", "offs holds " + std::to_string(offs_->shape[0]) + " offsets for " + std::to_string(G) + " groups");
+    refuse_unless(offs_->shape[0] == G, "offs",
+                  "offs holds " + std::to_string(offs_->shape[0]) + " offsets for " + std::to_string(G) + " groups");
     const int64_t align = mx ? 32 : fp8 && split_k() ? 16 : 1;
     for (int64_t g = 0; g < G; ++g) {
       const int64_t prev = g ? offs(g - 1) : 0;
       refuse_unless(offs(g) >= prev, "offs", "offs decreases at group " + std::to_string(g));
-      refuse_unless(offs(g) <= extent(), "offs", "offs[" + std::to_string(g) + "] = " + std::to_string(offs(g)) + " lies past the extent " + std::to_string(extent()));
-      refuse_unless(offs(g) % align == 0, "offs", "offs[" + std::to_string(g) + "] is not a multiple of " + std::to_string(align));
+      refuse_unless(offs(g) <= extent(), "offs",
+                    "offs[" + std::to_string(g) + "] = " + std::to_string(offs(g)) + " lies past the extent " +
+                        std::to_string(extent()));
+      refuse_unless(offs(g) % align == 0, "offs",
+                    "offs[" + std::to_string(g) + "] is not a multiple of " + std::to_string(align));
     }
     check_scales();
   }
@@ -139,8 +155,10 @@ class Grouped {
       want_a = mx_count('a');
       want_b = mx_count('b');
     }
-    refuse_unless(numel(as_) == want_a, "scale_a", "expected " + std::to_string(want_a) + " A scales, got " + std::to_string(numel(as_)));
-    refuse_unless(numel(bs_) == want_b, "scale_b", "expected " + std::to_string(want_b) + " B scales, got " + std::to_string(numel(bs_)));
+    refuse_unless(numel(as_) == want_a, "scale_a",
+                  "expected " + std::to_string(want_a) + " A scales, got " + std::to_string(numel(as_)));
+    refuse_unless(numel(bs_) == want_b, "scale_b",
+                  "expected " + std::to_string(want_b) + " B scales, got " + std::to_string(numel(bs_)));
   }
 
   // Group g's range along the split dimension: [offs[g-1], offs[g]) (3d_3d: none).
@@ -149,7 +167,8 @@ class Grouped {
     return {g ? offs(g - 1) : 0, offs(g)};
   }
   Block block(int64_t g) const {
-    if (is(PlantedBug::offs_as_starts) && c_.mode != OPCTS_GROUPED_3D_3D) return {offs(g), g + 1 < c_.groups ? offs(g + 1) : extent()};
+    if (is(PlantedBug::offs_as_starts) && c_.mode != OPCTS_GROUPED_3D_3D)
+      return {offs(g), g + 1 < c_.groups ? offs(g + 1) : extent()};
     return true_block(g);
   }
 
@@ -197,12 +216,14 @@ class Grouped {
     else row0 = c_.mode == OPCTS_GROUPED_3D_2D ? bl.start : split_k() ? 0 : g * c_.n;
     const int64_t sg = which == 'b' && is(PlantedBug::next_group_scales) ? std::min(g + 1, c_.groups - 1) : g;
     const int64_t base = (which == 'a' ? a_base_ : b_base_)[static_cast<size_t>(sg)];
-    const auto* sc = static_cast<const uint8_t*>((which == 'a' ? as_ : bs_) ? (which == 'a' ? as_ : bs_)->data : nullptr);
+    const auto* sc =
+        static_cast<const uint8_t*>((which == 'a' ? as_ : bs_) ? (which == 'a' ? as_ : bs_)->data : nullptr);
     MatF x(R, D);
     for (int64_t r = 0; r < R; ++r)
       for (int64_t k = 0; k < D; ++k) {
         float v = value(t, (row0 + r) * ld + k0 + k);
-        if (c_.recipe == OPCTS_GROUPED_MXFP8) v = std::ldexp(v, static_cast<int>(sc[mx_index(base, r, k / 32, D / 32)]) - 127);
+        if (c_.recipe == OPCTS_GROUPED_MXFP8)
+          v = std::ldexp(v, static_cast<int>(sc[mx_index(base, r, k / 32, D / 32)]) - 127);
         x(r, k) = v;
       }
     return x;
@@ -255,7 +276,8 @@ class Grouped {
   // output's allocation has guard bytes after it, so the last row's spill lands there.
   void spill(int64_t g, const Block& bl) const {
     auto* o = static_cast<uint16_t*>(out_->data);
-    const int64_t C = cols(bl), pad = (C + grouped_mm::kPlantedNTile - 1) / grouped_mm::kPlantedNTile * grouped_mm::kPlantedNTile;
+    const int64_t C = cols(bl),
+                  pad = (C + grouped_mm::kPlantedNTile - 1) / grouped_mm::kPlantedNTile * grouped_mm::kPlantedNTile;
     for (int64_t i = 0; C > 0 && i < rows(bl); ++i)
       for (int64_t j = C; j < pad; ++j) o[out0(g, bl) + i * ld() + j] = 0;
   }
@@ -299,7 +321,8 @@ void register_host_grouped_mm(Registry& reg) {
   static const RowData kCorrect{PlantedBug::stale_empty_group, false};
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (PlantedBug b : grouped_mm::planted_bugs()) v.push_back("host.grouped_" + std::string(grouped_mm::to_string(b)));
+    for (PlantedBug b : grouped_mm::planted_bugs())
+      v.push_back("host.grouped_" + std::string(grouped_mm::to_string(b)));
     return v;
   }();
   static const std::vector<RowData> planted = [] {
@@ -323,9 +346,8 @@ void register_host_grouped_mm(Registry& reg) {
   for (size_t i = 0; i < planted.size(); ++i) {
     auto impl = std::make_unique<AbiImpl>(desc(names[i].c_str(), &planted[i]), &host_abi_backend());
     const PlantedBug bug = planted[i].bug;
-    impl->set_cannot_show([bug](const Problem& p) {
-      return grouped_mm::planted_bug_cannot_show(p.as<grouped_mm::Problem>(), bug);
-    });
+    impl->set_cannot_show(
+        [bug](const Problem& p) { return grouped_mm::planted_bug_cannot_show(p.as<grouped_mm::Problem>(), bug); });
     reg.add(std::move(impl));
   }
 }

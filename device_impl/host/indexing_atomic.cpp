@@ -1,4 +1,5 @@
-// host.atomic and host.warp_aggregated (index_add: _rows): the arithmetic of the CUDA kernels cuda.atomic and cuda.warp_aggregated emulated in order, with their planted lost-duplicate variants.
+// host.atomic and host.warp_aggregated (index_add: _rows): the arithmetic of the CUDA kernels cuda.atomic and
+// cuda.warp_aggregated emulated in order, with their planted lost-duplicate variants.
 //
 // These impls prove the bounds the CUDA rows are judged under (cases/tolerances.yaml: per_add,
 // warp32, grouped) against the very arithmetic of device_impl/cuda/indexing_atomic.cu, on the
@@ -53,7 +54,9 @@ double rn(DType d, double x) {
 }
 
 // The accumulator type's rounding: fp32 for the 16-bit dtypes and fp32, fp64 for fp64.
-double rn_acc(DType d, double x) { return d == DType::fp64 || d == DType::int32 || d == DType::int64 ? x : static_cast<float>(x); }
+double rn_acc(DType d, double x) {
+  return d == DType::fp64 || d == DType::int32 || d == DType::int64 ? x : static_cast<float>(x);
+}
 
 class HostAtomic final : public Impl {
  public:
@@ -66,7 +69,8 @@ class HostAtomic final : public Impl {
 
   Support supports(const opcts::Problem& pp, const ArchInfo&) const override {
     if (drop_)
-      if (const std::string why = indexing::planted_bug_cannot_show(pp.as<Problem>(), PlantedBug::drop_duplicates, judged_);
+      if (const std::string why =
+              indexing::planted_bug_cannot_show(pp.as<Problem>(), PlantedBug::drop_duplicates, judged_);
           !why.empty())
         return Support::no(name_ + ": " + why);
     return Support::yes();

@@ -22,8 +22,8 @@ inline void check_index(const HostTensor& index, int64_t n) {
   for (int64_t i = 0; i < index.numel(); ++i) {
     const int64_t v = index_at(index, i);
     if (v < 0 || v >= n)
-      throw InvalidArgument("index", "index element " + std::to_string(i) + " is " + std::to_string(v) + ", outside [0, " +
-                                         std::to_string(n) + ")");
+      throw InvalidArgument("index", "index element " + std::to_string(i) + " is " + std::to_string(v) +
+                                         ", outside [0, " + std::to_string(n) + ")");
   }
 }
 

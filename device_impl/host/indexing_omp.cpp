@@ -1,4 +1,5 @@
-// host.omp (scatter_add), host.omp_rows (index_add) and host.gather (index_select): the indexing families on the CPU, with the planted variants.
+// host.omp (scatter_add), host.omp_rows (index_add) and host.gather (index_select): the indexing families on the CPU,
+// with the planted variants.
 //
 // The index is checked first (InvalidArgument "index" naming the first bad position). Sums run
 // in an accumulator copy of self — fp32 for fp32/fp16/bf16, fp64 for fp64, int64 for integers —

@@ -1,4 +1,5 @@
-// host.int4: weight-only int4 matmul on the CPU with its own nibble addressing, dequantizing like a GPU kernel; plus nine planted bugs.
+// host.int4: weight-only int4 matmul on the CPU with its own nibble addressing, dequantizing like a GPU kernel; plus
+// nine planted bugs.
 //
 // Every weight is located by its own address arithmetic ((n, k) → byte and nibble of the
 // packed buffer, the direction a kernel reads in; refimpl's packers go the other way),
@@ -44,7 +45,7 @@ using int4_mm::Problem;
 using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 using ColF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;  // a block of weight columns, K contiguous
-using Bug = std::optional<int4_mm::PlantedBug>;                       // nullopt: the real impl
+using Bug = std::optional<int4_mm::PlantedBug>;                     // nullopt: the real impl
 using PB = int4_mm::PlantedBug;
 
 constexpr int64_t kColumns = 64;  // weight columns dequantized per block
@@ -157,8 +158,8 @@ GroupParams group_params(const Problem& p, const TensorMap& in, int64_t gi, int6
     }
     case Format::awq:
     case Format::gptq: {
-      const unsigned stored = nibble_at(in.at("qzeros"), 8 * (gi * (N / 8) + n / 8) +
-                                                             (p.format == Format::awq ? kAwqSlot[n % 8] : n % 8), false);
+      const unsigned stored = nibble_at(
+          in.at("qzeros"), 8 * (gi * (N / 8) + n / 8) + (p.format == Format::awq ? kAwqSlot[n % 8] : n % 8), false);
       const bool undo = p.format == Format::gptq && bug != PB::gptq_z;
       return {in.at("scales").get(gi * N + n), static_cast<double>(stored + (undo ? 1 : 0))};
     }
@@ -268,7 +269,8 @@ class HostInt4 final : public Impl {
               table[q] = static_cast<float>(round_to(p.dtype, dequant(p, q, gp, bug_)));
               if (as_bf16) table[q] = round_to_16(DType::bf16, table[q]);
             }
-            for (int64_t k = gi * g; k < std::min(k_end, gi * g + g); ++k) col[k] = table[nibble_at(w, code_nibble(p, n, k), swap)];
+            for (int64_t k = gi * g; k < std::min(k_end, gi * g + g); ++k)
+              col[k] = table[nibble_at(w, code_nibble(p, n, k), swap)];
           }
         }
         multiply(x, wt.leftCols(nb), y.middleCols(n0, nb), p.dtype, bug_);
@@ -288,8 +290,8 @@ class HostInt4 final : public Impl {
 
 void register_host_int4_mm(Registry& reg) {
   reg.add(std::make_unique<HostInt4>(std::nullopt));
-  for (PB b : {PB::group0_scale, PB::nibble_swap, PB::zero_before_scale, PB::gptq_z, PB::drop_partial_k, PB::drop_last_k,
-               PB::fp16_as_bf16, PB::sum_in_dtype_64, PB::split_k4_in_dtype})
+  for (PB b : {PB::group0_scale, PB::nibble_swap, PB::zero_before_scale, PB::gptq_z, PB::drop_partial_k,
+               PB::drop_last_k, PB::fp16_as_bf16, PB::sum_in_dtype_64, PB::split_k4_in_dtype})
     reg.add(std::make_unique<HostInt4>(b));
 }
 

@@ -22,8 +22,8 @@ namespace opcts {
 
 namespace {
 
-using scaled_mm::Problem;
 using host_mm::MatF;
+using scaled_mm::Problem;
 
 enum class Bug { none, no_out_scale, scale_transposed, drop_partial_k };
 

@@ -108,7 +108,8 @@ void check_arguments(const Problem& p, const TensorMap& in) {
   if (p.k % mult)
     throw InvalidArgument("K", "K = " + std::to_string(p.k) + " must be a multiple of " + std::to_string(mult));
   auto check_ld = [&](const char* name, const Strided& s, DType t, int64_t tight) {
-    if (s.ld < tight) throw InvalidArgument(name, std::string(name) + " = " + std::to_string(s.ld) + " < " + std::to_string(tight));
+    if (s.ld < tight)
+      throw InvalidArgument(name, std::string(name) + " = " + std::to_string(s.ld) + " < " + std::to_string(tight));
     if ((s.ld * dtype_info(t).bits / 8) % 16)
       throw InvalidArgument(name, std::string(name) + " = " + std::to_string(s.ld) + " is not 16-byte aligned");
   };
@@ -166,7 +167,8 @@ TensorMap epilogue(const Problem& p, const TensorMap& in, const MatF& acc, bool 
     for (int64_t j = 0; j < N; ++j) {
       float v = acc(i, j) * g;
       if (bias) v += static_cast<float>(bias->get(j));
-      if (p.out == DType::e4m3fn) d.set_code(i * N + j, encode(DType::e4m3fn, static_cast<double>(v * os), Overflow::satfinite));
+      if (p.out == DType::e4m3fn)
+        d.set_code(i * N + j, encode(DType::e4m3fn, static_cast<double>(v * os), Overflow::satfinite));
       else d.set(i * N + j, static_cast<double>(v));  // one rounding, nearest even (fp32: none)
     }
   return out;

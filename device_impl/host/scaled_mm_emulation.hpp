@@ -1,4 +1,5 @@
-// What the host emulations of scaled_mm share: the argument checks, reading codes and scales from the device buffers, the fp32 epilogue.
+// What the host emulations of scaled_mm share: the argument checks, reading codes and scales from the device buffers,
+// the fp32 epilogue.
 //
 // Written against the operator's buffers (strided codes, scales in the recipe's layout: the
 // table of device_impl/cuda/scaled_mm_kernels.hpp) with their own index arithmetic,

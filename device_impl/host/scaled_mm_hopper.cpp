@@ -1,4 +1,5 @@
-// host.emulated_hopper: scaled_mm on the CPU accumulating as cuBLASLt's FP8 path does on Hopper (14 bits, truncation, promotion every 128), plus its planted bugs.
+// host.emulated_hopper: scaled_mm on the CPU accumulating as cuBLASLt's FP8 path does on Hopper (14 bits, truncation,
+// promotion every 128), plus its planted bugs.
 //
 // The model, as measured on the H200 (docs/status/data/sm90_scaled_mm_accum_probe.txt) and
 // reported by DeepSeek-V3 (arXiv 2412.19437 §3.3.2):
@@ -33,23 +34,21 @@ namespace opcts {
 
 namespace {
 
+using host_mm::MatF;
 using scaled_mm::PlantedBug;
 using scaled_mm::Problem;
 using scaled_mm::Recipe;
-using host_mm::MatF;
 
-constexpr int kBits = 14;            // significant bits within a chunk (the probe)
-constexpr int64_t kPromote = 128;    // K elements per chunk (the probe; DeepSeek-V3's N_C)
-constexpr int64_t kStep = 32;        // products per MMA step (an FP8 wgmma's K)
+constexpr int kBits = 14;          // significant bits within a chunk (the probe)
+constexpr int64_t kPromote = 128;  // K elements per chunk (the probe; DeepSeek-V3's N_C)
+constexpr int64_t kStep = 32;      // products per MMA step (an FP8 wgmma's K)
 
 // The largest power of two <= |x| (x a normal float or 0).
 float binade(float x) { return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & 0x7F800000u); }
 
 // x truncated toward zero to a multiple of grid, given inv = 1/grid (both powers of two) and
 // |x|·inv < 2^31.
-float truncate_to(float x, float inv, float grid) {
-  return static_cast<float>(static_cast<int32_t>(x * inv)) * grid;
-}
+float truncate_to(float x, float inv, float grid) { return static_cast<float>(static_cast<int32_t>(x * inv)) * grid; }
 
 // One row of A against every column: the 14-bit truncating chunks, promoted to fp32 (the file comment).
 class RowEmulator {
@@ -121,8 +120,9 @@ class RowEmulator {
 class HopperScaledMm final : public Impl {
  public:
   explicit HopperScaledMm(PlantedBug bug)
-      : bug_(bug), name_(bug == PlantedBug::none ? "host.emulated_hopper"
-                                                 : "host.emulated_hopper_" + std::string(scaled_mm::to_string(bug))) {}
+      : bug_(bug),
+        name_(bug == PlantedBug::none ? "host.emulated_hopper"
+                                      : "host.emulated_hopper_" + std::string(scaled_mm::to_string(bug))) {}
   std::string_view family() const override { return "scaled_mm"; }
   std::string_view name() const override { return name_; }
   std::string_view backend() const override { return "host"; }

@@ -23,8 +23,8 @@
 #include <cmath>
 #include <limits>
 
-#include "device_impl/host/host_impls.hpp"
 #include "core/errors.hpp"
+#include "device_impl/host/host_impls.hpp"
 
 namespace opcts {
 
@@ -51,7 +51,8 @@ void check_arguments(const sdpa::Problem& p) {
     throw InvalidArgument("heads_kv", std::to_string(p.heads_q) + " query heads are not a multiple of " +
                                           std::to_string(p.heads_kv) + " KV heads");
   if (p.window_left < -1) throw InvalidArgument("window_left", "must be >= -1, got " + std::to_string(p.window_left));
-  if (p.window_right < -1) throw InvalidArgument("window_right", "must be >= -1, got " + std::to_string(p.window_right));
+  if (p.window_right < -1)
+    throw InvalidArgument("window_right", "must be >= -1, got " + std::to_string(p.window_right));
   if (p.softcap < 0) throw InvalidArgument("softcap", "must be >= 0");
 }
 

@@ -34,13 +34,15 @@ cudaError_t sort_pairs(void* temp, size_t& bytes, const K* keys_in, K* keys_out,
   return rocprim::radix_sort_pairs(temp, bytes, keys_in, keys_out, values_in, values_out, static_cast<size_t>(n),
                                    static_cast<unsigned>(begin_bit), static_cast<unsigned>(end_bit), stream);
 #else
-  return cub::DeviceRadixSort::SortPairs(temp, bytes, keys_in, keys_out, values_in, values_out, n, begin_bit, end_bit, stream);
+  return cub::DeviceRadixSort::SortPairs(temp, bytes, keys_in, keys_out, values_in, values_out, n, begin_bit, end_bit,
+                                         stream);
 #endif
 }
 
 /// The runs of equal keys among in[0, n): unique[r] and counts[r] for r < *runs.
 template <class In, class K, class C, class R>
-cudaError_t run_length_encode(void* temp, size_t& bytes, In in, K* unique, C* counts, R* runs, int64_t n, cudaStream_t stream) {
+cudaError_t run_length_encode(void* temp, size_t& bytes, In in, K* unique, C* counts, R* runs, int64_t n,
+                              cudaStream_t stream) {
 #if OPCTS_GPU_HIP
   return rocprim::run_length_encode(temp, bytes, in, static_cast<unsigned>(n), unique, counts, runs, stream);
 #else
@@ -63,8 +65,8 @@ template <class In, class T, class Offsets>
 cudaError_t segmented_sum(void* temp, size_t& bytes, In in, T* out, int64_t segments, Offsets begin, Offsets end,
                           cudaStream_t stream) {
 #if OPCTS_GPU_HIP
-  return rocprim::segmented_reduce(temp, bytes, in, out, static_cast<unsigned>(segments), begin, end, rocprim::plus<T>(), T{0},
-                                   stream);
+  return rocprim::segmented_reduce(temp, bytes, in, out, static_cast<unsigned>(segments), begin, end,
+                                   rocprim::plus<T>(), T{0}, stream);
 #else
   return cub::DeviceSegmentedReduce::Sum(temp, bytes, in, out, segments, begin, end, stream);
 #endif

@@ -110,7 +110,7 @@ namespace opcts::gpu {
 /// odd", IEEE Trans. Computers 57(4), 2008, Theorem 3. Used by HIP's __double2half and
 /// __double2bfloat16 below (tests/test_gpu_round_odd.cpp checks them against CUDA's).
 OPCTS_GPU_HD inline float round_odd_to_float(double d) {
-  float f = static_cast<float>(d);  // to nearest: the answer is f or its neighbour toward d
+  float f = static_cast<float>(d);                      // to nearest: the answer is f or its neighbour toward d
   if (static_cast<double>(f) == d || d != d) return f;  // exact, or NaN
   uint32_t u;
   __builtin_memcpy(&u, &f, 4);
@@ -292,8 +292,7 @@ __device__ __forceinline__ void atomic_add16x2(T2* at, T2 v) {
 template <class Kernel>
 inline cudaError_t set_max_dynamic_smem(Kernel kernel, int bytes) {
 #if OPCTS_GPU_HIP
-  return hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize,
-                             bytes);
+  return hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
 #else
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 #endif
@@ -304,5 +303,7 @@ inline cudaError_t set_max_dynamic_smem(Kernel kernel, int bytes) {
 #if OPCTS_GPU_HIP
 // One rounding from double, as CUDA's (HIP 5.2 has neither).
 __host__ __device__ inline __half __double2half(double d) { return __float2half_rn(opcts::gpu::round_odd_to_float(d)); }
-__host__ __device__ inline hip_bfloat16 __double2bfloat16(double d) { return hip_bfloat16(opcts::gpu::round_odd_to_float(d)); }
+__host__ __device__ inline hip_bfloat16 __double2bfloat16(double d) {
+  return hip_bfloat16(opcts::gpu::round_odd_to_float(d));
+}
 #endif

@@ -55,8 +55,8 @@ typedef enum opcts_status {
 
 /* What a run callback reports besides its status: fixed buffers opcts owns. */
 typedef struct opcts_report {
-  char argument[64];  /* OPCTS_INVALID_ARGUMENT: the argument's name, NUL-terminated */
-  char message[512];  /* any status: a human-readable explanation, NUL-terminated */
+  char argument[64]; /* OPCTS_INVALID_ARGUMENT: the argument's name, NUL-terminated */
+  char message[512]; /* any status: a human-readable explanation, NUL-terminated */
 } opcts_report;
 
 /* ---- Tensors ----------------------------------------------------------------------------- */
@@ -88,41 +88,41 @@ typedef struct opcts_dtype {
 
 /* How sub-byte elements sit in bytes. */
 enum {
-  OPCTS_PACKING_NONE = 0,            /* one element per byte or more */
+  OPCTS_PACKING_NONE = 0,             /* one element per byte or more */
   OPCTS_PACKING_NIBBLES_LOW_FIRST = 1 /* two 4-bit elements per byte, element 2i in the low nibble */
 };
 
 typedef struct opcts_tensor {
-  const char* name;        /* "q", "k", "O", "a_scale", ...: the family's names (docs/plugins.md) */
-  void* data;              /* device memory for cuda/hip impls, host memory for host impls */
+  const char* name; /* "q", "k", "O", "a_scale", ...: the family's names (docs/plugins.md) */
+  void* data;       /* device memory for cuda/hip impls, host memory for host impls */
   opcts_dtype dtype;
   int32_t ndim;
-  const int64_t* shape;    /* ndim extents */
-  const int64_t* strides;  /* ndim strides in elements */
-  int32_t packing;         /* OPCTS_PACKING_* */
-  int32_t is_output;       /* 1: the impl writes it (filled with 0xFF bytes beforehand) */
+  const int64_t* shape;   /* ndim extents */
+  const int64_t* strides; /* ndim strides in elements */
+  int32_t packing;        /* OPCTS_PACKING_* */
+  int32_t is_output;      /* 1: the impl writes it (filled with 0xFF bytes beforehand) */
 } opcts_tensor;
 
 /* ---- Where an impl runs ------------------------------------------------------------------- */
 
 typedef struct opcts_arch {
   uint32_t struct_size;
-  const char* name;     /* "sm90", "gfx942", "host" */
-  const char* backend;  /* "cuda", "hip", "host" */
-  int32_t compute_major, compute_minor;  /* CUDA compute capability; 0 elsewhere */
+  const char* name;                     /* "sm90", "gfx942", "host" */
+  const char* backend;                  /* "cuda", "hip", "host" */
+  int32_t compute_major, compute_minor; /* CUDA compute capability; 0 elsewhere */
   int32_t warp_size;
   int32_t smem_per_block_kib;
-  const char* const* caps;  /* capability names of cases/archs.yaml */
+  const char* const* caps; /* capability names of cases/archs.yaml */
   int32_t n_caps;
 } opcts_arch;
 
 typedef struct opcts_run_args {
   uint32_t struct_size;
-  const void* params;        /* the family's parameter struct (opcts_<family>_params) */
-  opcts_tensor* tensors;     /* inputs then outputs, each named */
+  const void* params;    /* the family's parameter struct (opcts_<family>_params) */
+  opcts_tensor* tensors; /* inputs then outputs, each named */
   int32_t n_tensors;
-  void* stream;              /* cudaStream_t / hipStream_t; NULL for host impls */
-  int32_t device;            /* GPU ordinal, made current by opcts; -1 on the host */
+  void* stream;   /* cudaStream_t / hipStream_t; NULL for host impls */
+  int32_t device; /* GPU ordinal, made current by opcts; -1 on the host */
   const opcts_arch* arch;
 } opcts_run_args;
 
@@ -141,18 +141,18 @@ typedef opcts_status (*opcts_run_fn)(const void* impl_data, const opcts_run_args
 typedef int32_t (*opcts_deterministic_fn)(const void* impl_data, const void* params);
 
 typedef struct opcts_impl_desc {
-  uint32_t struct_size;      /* sizeof(opcts_impl_desc) */
-  const char* family;        /* "sdpa", "scaled_mm", "cast", ... */
-  const char* name;          /* unique over all impls, "<prefix>.<name>": "aten.sdpa_flash", "triton.sdpa";
-                                case ids spell it with '.' as '_' (letters, digits, '.', '_' only) */
-  const char* backend;       /* "cuda", "hip" or "host": the archs it runs on */
-  const char* const* caps;   /* capabilities it needs on every problem (cases/archs.yaml) */
+  uint32_t struct_size;    /* sizeof(opcts_impl_desc) */
+  const char* family;      /* "sdpa", "scaled_mm", "cast", ... */
+  const char* name;        /* unique over all impls, "<prefix>.<name>": "aten.sdpa_flash", "triton.sdpa";
+                              case ids spell it with '.' as '_' (letters, digits, '.', '_' only) */
+  const char* backend;     /* "cuda", "hip" or "host": the archs it runs on */
+  const char* const* caps; /* capabilities it needs on every problem (cases/archs.yaml) */
   int32_t n_caps;
-  int32_t planted;           /* 1: a deliberately wrong impl that must FAIL (docs/architecture.md) */
+  int32_t planted; /* 1: a deliberately wrong impl that must FAIL (docs/architecture.md) */
   opcts_supports_fn supports;
   opcts_run_fn run;
-  opcts_deterministic_fn deterministic;  /* may be NULL */
-  const void* impl_data;     /* handed back to the callbacks */
+  opcts_deterministic_fn deterministic; /* may be NULL */
+  const void* impl_data;                /* handed back to the callbacks */
 } opcts_impl_desc;
 
 /* What opcts gives the plugin's entry point. add_impl copies the strings it needs; it returns
@@ -185,16 +185,16 @@ enum { OPCTS_SDPA_BHSD = 0, OPCTS_SDPA_BSHD = 1 };
 enum { OPCTS_SDPA_FORWARD = 0, OPCTS_SDPA_BACKWARD = 1 };
 typedef struct opcts_sdpa_params {
   uint32_t struct_size;
-  opcts_dtype dtype;        /* of q, k, v, O (fp16, bf16, fp32) */
+  opcts_dtype dtype; /* of q, k, v, O (fp16, bf16, fp32) */
   int64_t batch, heads_q, heads_kv, seq_q, seq_k, head_dim, head_dim_v;
-  double scale;             /* the scale applied to q·k (the default 1/sqrt(head_dim) resolved) */
-  int32_t mask;             /* OPCTS_SDPA_MASK_* */
-  int64_t window_left, window_right;  /* -1 = unbounded; < -1 is invalid (refuse it) */
-  double softcap;           /* 0 = off; s = softcap·tanh(s / softcap); < 0 is invalid */
-  int32_t attn_mask;        /* OPCTS_SDPA_ATTN_MASK_* */
-  int32_t mask_per_batch, mask_per_head;  /* attn_mask's first two dims are B / Hq (1: broadcast) */
-  int32_t layout;           /* OPCTS_SDPA_BHSD / BSHD */
-  int32_t direction;        /* OPCTS_SDPA_FORWARD / BACKWARD */
+  double scale;                          /* the scale applied to q·k (the default 1/sqrt(head_dim) resolved) */
+  int32_t mask;                          /* OPCTS_SDPA_MASK_* */
+  int64_t window_left, window_right;     /* -1 = unbounded; < -1 is invalid (refuse it) */
+  double softcap;                        /* 0 = off; s = softcap·tanh(s / softcap); < 0 is invalid */
+  int32_t attn_mask;                     /* OPCTS_SDPA_ATTN_MASK_* */
+  int32_t mask_per_batch, mask_per_head; /* attn_mask's first two dims are B / Hq (1: broadcast) */
+  int32_t layout;                        /* OPCTS_SDPA_BHSD / BSHD */
+  int32_t direction;                     /* OPCTS_SDPA_FORWARD / BACKWARD */
 } opcts_sdpa_params;
 
 /* scaled_mm: D[M, N] = out(os · (g · Σ_k deq(A)[m, k] · deq(B)[k, n] + bias[n])), one rounding.
@@ -223,16 +223,16 @@ enum { OPCTS_MM_SCALES_SWIZZLED = 0, OPCTS_MM_SCALES_ROW_MAJOR = 1 };
 typedef struct opcts_scaled_mm_params {
   uint32_t struct_size;
   int64_t m, n, k;
-  opcts_dtype a_elem, b_elem;  /* element codes of a and b */
-  opcts_dtype out;          /* of d (bf16, fp16, fp32, e4m3fn) */
-  int32_t bias;             /* 1: a bias tensor is given */
-  int32_t recipe;           /* OPCTS_MM_* */
-  int32_t a_row_major;      /* 1: A row-major (K contiguous, "T"); 0: column-major */
-  int32_t b_col_major;      /* 1: B column-major (K contiguous, "N"); 0: row-major */
-  int64_t lda, ldb;         /* leading dimensions in elements (as the a / b strides say) */
-  int32_t scale_layout;     /* OPCTS_MM_SCALES_* (mx and nvfp4 recipes) */
-  int32_t mx_rceil;         /* mx recipes: 1 if the scales were chosen by RCEIL, 0 by FLOOR (information only) */
-  int32_t fast_accum;       /* 1: the caller allows accumulation without periodic promotion */
+  opcts_dtype a_elem, b_elem; /* element codes of a and b */
+  opcts_dtype out;            /* of d (bf16, fp16, fp32, e4m3fn) */
+  int32_t bias;               /* 1: a bias tensor is given */
+  int32_t recipe;             /* OPCTS_MM_* */
+  int32_t a_row_major;        /* 1: A row-major (K contiguous, "T"); 0: column-major */
+  int32_t b_col_major;        /* 1: B column-major (K contiguous, "N"); 0: row-major */
+  int64_t lda, ldb;           /* leading dimensions in elements (as the a / b strides say) */
+  int32_t scale_layout;       /* OPCTS_MM_SCALES_* (mx and nvfp4 recipes) */
+  int32_t mx_rceil;           /* mx recipes: 1 if the scales were chosen by RCEIL, 0 by FLOOR (information only) */
+  int32_t fast_accum;         /* 1: the caller allows accumulation without periodic promotion */
 } opcts_scaled_mm_params;
 
 /* cast: y = convert(x) element-wise, x of the input dtype to y of the output dtype.
@@ -242,9 +242,9 @@ typedef struct opcts_scaled_mm_params {
 enum { OPCTS_E8M0_RNE = 0, OPCTS_E8M0_FLOOR = 1, OPCTS_E8M0_CEIL = 2 };
 typedef struct opcts_cast_params {
   uint32_t struct_size;
-  opcts_dtype from, to;     /* of x and y */
-  int32_t satfinite;        /* 1: saturate to the largest finite value; 0: nonsaturating */
-  int32_t e8m0_rounding;    /* OPCTS_E8M0_* (e8m0fnu outputs) */
+  opcts_dtype from, to;  /* of x and y */
+  int32_t satfinite;     /* 1: saturate to the largest finite value; 0: nonsaturating */
+  int32_t e8m0_rounding; /* OPCTS_E8M0_* (e8m0fnu outputs) */
   int64_t n;
 } opcts_cast_params;
 
@@ -266,11 +266,11 @@ enum {
 };
 typedef struct opcts_int4_mm_params {
   uint32_t struct_size;
-  opcts_dtype dtype;      /* of x, the scales and y: bf16 or fp16 */
+  opcts_dtype dtype; /* of x, the scales and y: bf16 or fp16 */
   int64_t m, n, k;
   int64_t group_size;
-  int32_t format;         /* OPCTS_INT4_* */
-  int32_t inner_k_tiles;  /* tinygemm: 2, 4 or 8 */
+  int32_t format;        /* OPCTS_INT4_* */
+  int32_t inner_k_tiles; /* tinygemm: 2, 4 or 8 */
 } opcts_int4_mm_params;
 
 /* The indexing families (semantics: refimpl/indexing.hpp). Every tensor is the contiguous view
@@ -292,8 +292,8 @@ typedef struct opcts_int4_mm_params {
  * (self's copy plus the sums: out arrives poisoned, not holding self). */
 typedef struct opcts_scatter_add_params {
   uint32_t struct_size;
-  opcts_dtype dtype;  /* of self, src and out */
-  opcts_dtype index;  /* of index: int32 or int64 */
+  opcts_dtype dtype; /* of self, src and out */
+  opcts_dtype index; /* of index: int32 or int64 */
   int64_t outer, n, m, inner;
 } opcts_scatter_add_params;
 
@@ -304,8 +304,8 @@ typedef struct opcts_scatter_add_params {
  * `dtype` (an integer for integer dtypes). */
 typedef struct opcts_index_add_params {
   uint32_t struct_size;
-  opcts_dtype dtype;  /* of self, source and out */
-  opcts_dtype index;  /* of index: int32 or int64 */
+  opcts_dtype dtype; /* of self, source and out */
+  opcts_dtype index; /* of index: int32 or int64 */
   int64_t outer, n, m, inner;
   double alpha;
 } opcts_index_add_params;
@@ -316,8 +316,8 @@ typedef struct opcts_index_add_params {
  * offsets need 64 bits. */
 typedef struct opcts_index_select_params {
   uint32_t struct_size;
-  opcts_dtype dtype;  /* of input and out */
-  opcts_dtype index;  /* of index: int32 or int64 */
+  opcts_dtype dtype; /* of input and out */
+  opcts_dtype index; /* of index: int32 or int64 */
   int64_t outer, n, m, inner;
 } opcts_index_select_params;
 

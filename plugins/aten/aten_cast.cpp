@@ -28,7 +28,9 @@ int32_t supports(const void*, const void* params, const opcts_arch*, char* reaso
   const std::string v = "PyTorch " + torch_version();
   if (!has_dtype(p.from) || !has_dtype(p.to)) return skip(reason, size, v + " has no element dtype for this format");
   if (narrow(p.to) && p.satfinite)
-    return skip(reason, size, v + "'s .to(float8) does not saturate (its policy: NaN or Inf on overflow); run the nonsaturating cases");
+    return skip(
+        reason, size,
+        v + "'s .to(float8) does not saturate (its policy: NaN or Inf on overflow); run the nonsaturating cases");
   if (p.to.code == OPCTS_DL_FLOAT8_E8M0FNU && p.e8m0_rounding != OPCTS_E8M0_RNE)
     return skip(reason, size, v + "'s .to(float8_e8m0fnu) rounds to nearest only");
   return 1;

@@ -6,9 +6,9 @@
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -79,7 +79,8 @@ at::Tensor wrap_as(const opcts_tensor& t, int device, at::ScalarType type, std::
   int64_t elements = 1, want = 1;
   for (int32_t i = 0; i < t.ndim; ++i) elements *= t.shape[i];
   for (int64_t s : shape) want *= s;
-  const int64_t bytes = t.packing == OPCTS_PACKING_NIBBLES_LOW_FIRST ? (elements + 1) / 2 : elements * (t.dtype.bits / 8);
+  const int64_t bytes =
+      t.packing == OPCTS_PACKING_NIBBLES_LOW_FIRST ? (elements + 1) / 2 : elements * (t.dtype.bits / 8);
   if (bytes != want * static_cast<int64_t>(c10::elementSize(type)))
     throw Refusal(OPCTS_INTERNAL, "",
                   std::string("tensor '") + t.name + "' holds " + std::to_string(bytes) + " bytes, not the " +
@@ -110,7 +111,8 @@ bool has(const char* op, const char* overload, const char* argument) {
 
 std::vector<c10::IValue> call(const char* op, const char* overload, const NamedArgs& args) {
   const auto handle = lookup(op, overload);
-  if (!handle) throw Refusal(OPCTS_UNSUPPORTED, "", "PyTorch " + torch_version() + " has no operator " + spelled(op, overload));
+  if (!handle)
+    throw Refusal(OPCTS_UNSUPPORTED, "", "PyTorch " + torch_version() + " has no operator " + spelled(op, overload));
   const c10::FunctionSchema& schema = handle->schema();
   std::set<std::string> used;
   torch::jit::Stack stack;

@@ -28,8 +28,10 @@ int32_t supports(const void*, const void* params, const opcts_arch* arch, char* 
 // arguments opcts's negative cases break: an offs of the wrong length fails "matrix batch sizes
 // have to match"; a scale of the wrong length "... for arg 0" (scale_a) or "arg 1" (scale_b).
 // "Expected mat_b shape to be divisible by 16" prints mat_b's shape; run() names the dimension.
-const std::initializer_list<Phrase> kPhrases = {{"matrix batch sizes have to match", "offs"}, {"offs", "offs"},
-                                                {"for arg 0", "scale_a"}, {"for arg 1", "scale_b"},
+const std::initializer_list<Phrase> kPhrases = {{"matrix batch sizes have to match", "offs"},
+                                                {"offs", "offs"},
+                                                {"for arg 0", "scale_a"},
+                                                {"for arg 1", "scale_b"},
                                                 {"strides should be multiple of 16 bytes", "K"}};
 
 // Which of mat_b's dims PyTorch found off a multiple of 16 ([G, K, N], [K, N]; 2d_2d [k, N]).
@@ -43,8 +45,8 @@ void run_grouped(const opcts_run_args* args, const opcts_grouped_mm_params& p) {
   const c10::IValue offs_arg = offs.defined() ? c10::IValue(offs) : c10::IValue();
   at::Tensor res;
   if (p.recipe == OPCTS_GROUPED_BF16) {
-    res = call("aten::_grouped_mm", "", {{"self", a}, {"mat2", b}, {"offs", offs_arg},
-                                         {"out_dtype", static_cast<int64_t>(at::kBFloat16)}})
+    res = call("aten::_grouped_mm", "",
+               {{"self", a}, {"mat2", b}, {"offs", offs_arg}, {"out_dtype", static_cast<int64_t>(at::kBFloat16)}})
               .at(0)
               .toTensor();
   } else {
@@ -54,8 +56,13 @@ void run_grouped(const opcts_run_args* args, const opcts_grouped_mm_params& p) {
       sb = sb.reshape({-1});
     }
     res = call("aten::_scaled_grouped_mm", "",
-               {{"self", a}, {"mat2", b}, {"scale_a", sa}, {"scale_b", sb}, {"offs", offs_arg},
-                {"out_dtype", static_cast<int64_t>(at::kBFloat16)}, {"use_fast_accum", false}})
+               {{"self", a},
+                {"mat2", b},
+                {"scale_a", sa},
+                {"scale_b", sb},
+                {"offs", offs_arg},
+                {"out_dtype", static_cast<int64_t>(at::kBFloat16)},
+                {"use_fast_accum", false}})
               .at(0)
               .toTensor();
   }
@@ -89,6 +96,8 @@ opcts_status run(const void*, const opcts_run_args* args, opcts_report* report) 
 
 }  // namespace
 
-std::vector<ImplSpec> grouped_mm_impls() { return {{"grouped_mm", "aten.grouped_mm", supports, run, nullptr, nullptr}}; }
+std::vector<ImplSpec> grouped_mm_impls() {
+  return {{"grouped_mm", "aten.grouped_mm", supports, run, nullptr, nullptr}};
+}
 
 }  // namespace opcts_aten

@@ -29,7 +29,8 @@ int32_t deterministic(const void* data, const void* params) {
 // PyTorch's host-side wording for an index outside the dimension (its CUDA kernels check on the
 // device instead: a device-side assert, a CRASH record). Narrow on purpose: "index" alone is in
 // every one of these ops' messages.
-const std::initializer_list<Phrase> kPhrases = {{"index out of range", "index"}, {"out of bounds for dimension", "index"}};
+const std::initializer_list<Phrase> kPhrases = {{"index out of range", "index"},
+                                                {"out of bounds for dimension", "index"}};
 
 opcts_status run(const void* data, const opcts_run_args* args, opcts_report* report) {
   return guarded_run(args, report, kPhrases, [&] {
@@ -48,9 +49,7 @@ opcts_status run(const void* data, const opcts_run_args* args, opcts_report* rep
         out.index_add_(1, index, wrap(need(args, "source"), dev), alpha);
         return;
       }
-      case Op::index_select:
-        out.copy_(at::index_select(wrap(need(args, "input"), dev), 1, index));
-        return;
+      case Op::index_select: out.copy_(at::index_select(wrap(need(args, "input"), dev), 1, index)); return;
     }
   });
 }

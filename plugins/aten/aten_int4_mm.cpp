@@ -16,7 +16,8 @@ int32_t supports(const void*, const void* params, const opcts_arch*, char* reaso
   const std::string v = "PyTorch " + torch_version();
   if (p.format != OPCTS_INT4_TINYGEMM && p.format != OPCTS_INT4_TINYGEMM_UNPACKED)
     return skip(reason, size, v + " has no CUDA kernel for this packing (only tinygemm's _weight_int4pack_mm)");
-  if (!is(p.dtype, OPCTS_DL_BFLOAT, 16)) return skip(reason, size, v + "'s CUDA _weight_int4pack_mm takes bf16 activations only");
+  if (!is(p.dtype, OPCTS_DL_BFLOAT, 16))
+    return skip(reason, size, v + "'s CUDA _weight_int4pack_mm takes bf16 activations only");
   return 1;
 }
 
@@ -52,7 +53,9 @@ opcts_status run(const void*, const opcts_run_args* args, opcts_report* report) 
                    .toTensor();
     }
     const auto r = call("aten::_weight_int4pack_mm", "",
-                        {{"self", wrap(need(args, "x"), dev)}, {"mat2", packed}, {"qGroupSize", p.group_size},
+                        {{"self", wrap(need(args, "x"), dev)},
+                         {"mat2", packed},
+                         {"qGroupSize", p.group_size},
                          {"qScaleAndZeros", wrap(need(args, "scale_and_zero"), dev)}});
     wrap(need(args, "y"), dev).copy_(r.at(0).toTensor());
   });

@@ -19,7 +19,8 @@ int32_t supports(const void*, const void* params, const opcts_arch* arch, char* 
   const opcts_scaled_mm_params& p = params_of(params);
   const std::string v = "PyTorch " + torch_version();
   if (p.n % 16 != 0)
-    return skip(reason, size, v + "'s _scaled_mm needs both dims of mat2 divisible by 16 (N = " + std::to_string(p.n) + ")");
+    return skip(reason, size,
+                v + "'s _scaled_mm needs both dims of mat2 divisible by 16 (N = " + std::to_string(p.n) + ")");
   if (!p.a_row_major || !p.b_col_major)
     return skip(reason, size, v + "'s _scaled_mm takes A row-major and B column-major only (cuBLASLt's fp8 TN)");
   switch (p.recipe) {
@@ -27,9 +28,12 @@ int32_t supports(const void*, const void* params, const opcts_arch* arch, char* 
     case OPCTS_MM_ROWWISE:
     case OPCTS_MM_BLOCKWISE_1X128_128X128:
     case OPCTS_MM_BLOCKWISE_1X128_1X128:
-      if (!fp8(p.a_elem) || !fp8(p.b_elem)) return skip(reason, size, v + "'s _scaled_mm takes these recipes on fp8 operands");
+      if (!fp8(p.a_elem) || !fp8(p.b_elem))
+        return skip(reason, size, v + "'s _scaled_mm takes these recipes on fp8 operands");
       if (p.a_elem.code == OPCTS_DL_FLOAT8_E5M2 && p.b_elem.code == OPCTS_DL_FLOAT8_E5M2)
-        return skip(reason, size, v + "'s _scaled_mm refuses two e5m2 operands (\"Multiplication of two Float8_e5m2 matrices is not supported\")");
+        return skip(reason, size,
+                    v + "'s _scaled_mm refuses two e5m2 operands (\"Multiplication of two Float8_e5m2 matrices is not "
+                        "supported\")");
       return 1;
     case OPCTS_MM_MXFP8:
     case OPCTS_MM_MXFP4:
@@ -70,8 +74,12 @@ opcts_status run(const void*, const opcts_run_args* args, opcts_report* report) 
     } else if (p.recipe == OPCTS_MM_BLOCKWISE_1X128_128X128 || p.recipe == OPCTS_MM_BLOCKWISE_1X128_1X128) {
       sb = sb.t();
     }
-    NamedArgs named = {{"self", a}, {"mat2", b}, {"scale_a", sa}, {"scale_b", sb},
-                       {"out_dtype", static_cast<int64_t>(scalar_type(p.out))}, {"use_fast_accum", p.fast_accum != 0}};
+    NamedArgs named = {{"self", a},
+                       {"mat2", b},
+                       {"scale_a", sa},
+                       {"scale_b", sb},
+                       {"out_dtype", static_cast<int64_t>(scalar_type(p.out))},
+                       {"use_fast_accum", p.fast_accum != 0}};
     if (p.bias) named.emplace_back("bias", wrap(need(args, "bias"), dev));
     if (const opcts_tensor* os = find(args, "out_scale")) named.emplace_back("scale_result", wrap(*os, dev));
     std::vector<c10::IValue> r;

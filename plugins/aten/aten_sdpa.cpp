@@ -12,8 +12,8 @@
 //              to 16 columns and expanded, as sdpa's preprocess_mask does.
 //   cudnn      aten::_scaled_dot_product_cudnn_attention / _backward.
 //   math       aten::_scaled_dot_product_attention_math; lower-right causal and windows as the
-//              mask PyTorch materialises for them (additive, as sdpa hands math every mask); its lse (math returns none) is
-//              at::logsumexp over the fp32 scores math forms (PyTorch ≥ 2.5 computes math in fp32).
+//              mask PyTorch materialises for them (additive, as sdpa hands math every mask); its lse (math returns
+//              none) is at::logsumexp over the fp32 scores math forms (PyTorch ≥ 2.5 computes math in fp32).
 //
 // Conventions translated, not judged: FlashAttention-2 writes lse = +inf for a row that sees no
 // key (so that exp(s − lse) = 0 in its backward); the ABI spells that row -inf. The translation is
@@ -50,15 +50,19 @@ int32_t supports(const void* data, const void* params, const opcts_arch*, char* 
   if (p.softcap != 0) return skip(reason, size, v + "'s SDPA operators take no softcap");
   const bool windowed = p.window_left != -1 || p.window_right != -1;
   if (b != Backend::math && (p.seq_q == 0 || p.seq_k == 0))
-    return skip(reason, size, v + "'s sdpa sends zero-length sequences to math, never to a fused kernel "
-                                  "(check_nonzero_sequence_lengths_dense)");
+    return skip(reason, size,
+                v + "'s sdpa sends zero-length sequences to math, never to a fused kernel "
+                    "(check_nonzero_sequence_lengths_dense)");
   switch (b) {
     case Backend::flash:
       if (!half_type(p.dtype)) return skip(reason, size, v + "'s flash attention takes fp16 and bf16 only");
-      if (p.head_dim != p.head_dim_v) return skip(reason, size, v + "'s flash attention needs one head dim for q, k and v");
+      if (p.head_dim != p.head_dim_v)
+        return skip(reason, size, v + "'s flash attention needs one head dim for q, k and v");
       if (p.head_dim % 8 != 0 || p.head_dim > 256)
-        return skip(reason, size, v + "'s flash attention takes head dims that are multiples of 8 up to 256 (sdpa pads others)");
-      if (p.attn_mask != OPCTS_SDPA_ATTN_MASK_NONE) return skip(reason, size, v + "'s flash attention takes no attn_mask");
+        return skip(reason, size,
+                    v + "'s flash attention takes head dims that are multiples of 8 up to 256 (sdpa pads others)");
+      if (p.attn_mask != OPCTS_SDPA_ATTN_MASK_NONE)
+        return skip(reason, size, v + "'s flash attention takes no attn_mask");
       if (p.mask == OPCTS_SDPA_CAUSAL_UPPER_LEFT && p.seq_q != p.seq_k)
         return skip(reason, size,
                     v + "'s sdpa refuses flash for is_causal with seq_q != seq_k (its causal is bottom-right aligned; "
@@ -67,16 +71,17 @@ int32_t supports(const void* data, const void* params, const opcts_arch*, char* 
         return skip(reason, size, v + "'s _flash_attention_forward has no window_size_left");
       return 1;
     case Backend::efficient:
-      if (p.heads_q != p.heads_kv) return skip(reason, size, v + "'s memory-efficient attention takes no GQA (sdpa falls back to math)");
+      if (p.heads_q != p.heads_kv)
+        return skip(reason, size, v + "'s memory-efficient attention takes no GQA (sdpa falls back to math)");
       if (windowed) return skip(reason, size, v + "'s sdpa offers no sliding window on the memory-efficient backend");
       return 1;
     case Backend::cudnn:
       if (!half_type(p.dtype)) return skip(reason, size, v + "'s cuDNN attention takes fp16 and bf16 only");
-      if (p.mask == OPCTS_SDPA_CAUSAL_LOWER_RIGHT) return skip(reason, size, v + "'s cuDNN attention has no lower-right causal (sdpa skips it)");
+      if (p.mask == OPCTS_SDPA_CAUSAL_LOWER_RIGHT)
+        return skip(reason, size, v + "'s cuDNN attention has no lower-right causal (sdpa skips it)");
       if (windowed) return skip(reason, size, v + "'s cuDNN attention operator takes no window");
       return 1;
-    case Backend::math:
-      return 1;
+    case Backend::math: return 1;
   }
   return 1;
 }
@@ -111,7 +116,8 @@ at::Tensor structure_mask(const opcts_sdpa_params& p, int device) {
 // sdpa's convert_boolean_attn_mask; its cuDNN path uses a finite fill instead: file comment).
 at::Tensor additive(const at::Tensor& mask, at::ScalarType dtype) {
   if (mask.scalar_type() != at::kBool) return mask;
-  return at::zeros(mask.sizes(), mask.options().dtype(dtype)).masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
+  return at::zeros(mask.sizes(), mask.options().dtype(dtype))
+      .masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
 }
 
 // lse as [B, H, Sq] whatever a backend's shape ([B, H, Sq] padded to 32 or 128 rows, or [B, H,
@@ -148,8 +154,8 @@ c10::IValue none() { return c10::IValue(); }
 
 // A fused backend's forward outputs into O and lse — `bshd`: its O is [B, S, H, D] (flash,
 // efficient), else [B, H, S, D] (cudnn). True when the problem is a forward (its run is done).
-bool stored_forward(const opcts_run_args* args, const opcts_sdpa_params& p, const at::Tensor& out, const at::Tensor& lse,
-                    bool bshd) {
+bool stored_forward(const opcts_run_args* args, const opcts_sdpa_params& p, const at::Tensor& out,
+                    const at::Tensor& lse, bool bshd) {
   if (p.direction != OPCTS_SDPA_FORWARD) return false;
   store(args, p, "O", bshd ? out.transpose(1, 2) : out);
   store_lse(args, p, lse);
@@ -178,18 +184,30 @@ void run_flash(const opcts_run_args* args, const opcts_sdpa_params& p) {
   const Io io = inputs(args, p);
   const at::Tensor q = io.q.transpose(1, 2), k = io.k.transpose(1, 2), v = io.v.transpose(1, 2);  // [B, S, H, D]
   const bool causal = p.mask != OPCTS_SDPA_MASK_NONE;
-  NamedArgs fwd = {{"query", q}, {"key", k}, {"value", v}, {"cum_seq_q", none()}, {"cum_seq_k", none()},
-                   {"max_q", p.seq_q}, {"max_k", p.seq_k}, {"dropout_p", 0.0}, {"is_causal", causal},
-                   {"return_debug_mask", false}, {"scale", p.scale}};
+  NamedArgs fwd = {
+      {"query", q},       {"key", k},         {"value", v},       {"cum_seq_q", none()}, {"cum_seq_k", none()},
+      {"max_q", p.seq_q}, {"max_k", p.seq_k}, {"dropout_p", 0.0}, {"is_causal", causal}, {"return_debug_mask", false},
+      {"scale", p.scale}};
   add_window(fwd, p);
   const auto r = call("aten::_flash_attention_forward", "", fwd);
   const at::Tensor out = r.at(0).toTensor(), lse = r.at(1).toTensor();
   if (stored_forward(args, p, out, lse, true)) return;
   const at::Tensor dout = bhsd(need(args, "dO"), p, args->device).transpose(1, 2);
-  NamedArgs bwd = {{"grad_out", dout}, {"query", q}, {"key", k}, {"value", v}, {"out", out}, {"logsumexp", lse},
-                   {"cum_seq_q", at::Tensor()}, {"cum_seq_k", at::Tensor()}, {"max_q", p.seq_q}, {"max_k", p.seq_k},
-                   {"dropout_p", 0.0}, {"is_causal", causal}, {"rng_state", r.at(2).toTensor()},
-                   {"unused", r.at(3).toTensor()}, {"scale", p.scale}};
+  NamedArgs bwd = {{"grad_out", dout},
+                   {"query", q},
+                   {"key", k},
+                   {"value", v},
+                   {"out", out},
+                   {"logsumexp", lse},
+                   {"cum_seq_q", at::Tensor()},
+                   {"cum_seq_k", at::Tensor()},
+                   {"max_q", p.seq_q},
+                   {"max_k", p.seq_k},
+                   {"dropout_p", 0.0},
+                   {"is_causal", causal},
+                   {"rng_state", r.at(2).toTensor()},
+                   {"unused", r.at(3).toTensor()},
+                   {"scale", p.scale}};
   add_window(bwd, p);
   const auto g = call("aten::_flash_attention_backward", "", bwd);
   store_grads(args, p, g, true);
@@ -210,21 +228,44 @@ void run_efficient(const opcts_run_args* args, const opcts_sdpa_params& p) {
   const Io io = inputs(args, p);
   const at::Tensor q = io.q.transpose(1, 2), k = io.k.transpose(1, 2), v = io.v.transpose(1, 2);
   const at::Tensor bias = efficient_bias(io, p, io.q.scalar_type());
-  const int64_t mask_type = p.mask == OPCTS_SDPA_CAUSAL_UPPER_LEFT ? 1 : p.mask == OPCTS_SDPA_CAUSAL_LOWER_RIGHT ? 2 : 0;
+  const int64_t mask_type = p.mask == OPCTS_SDPA_CAUSAL_UPPER_LEFT    ? 1
+                            : p.mask == OPCTS_SDPA_CAUSAL_LOWER_RIGHT ? 2
+                                                                      : 0;
   const c10::IValue bias_arg = bias.defined() ? c10::IValue(bias) : none();
   const auto r = call("aten::_efficient_attention_forward", "",
-                      {{"query", q}, {"key", k}, {"value", v}, {"bias", bias_arg}, {"cu_seqlens_q", none()},
-                       {"cu_seqlens_k", none()}, {"max_seqlen_q", none()}, {"max_seqlen_k", none()}, {"dropout_p", 0.0},
-                       {"custom_mask_type", mask_type}, {"compute_log_sumexp", true}, {"scale", p.scale}});
+                      {{"query", q},
+                       {"key", k},
+                       {"value", v},
+                       {"bias", bias_arg},
+                       {"cu_seqlens_q", none()},
+                       {"cu_seqlens_k", none()},
+                       {"max_seqlen_q", none()},
+                       {"max_seqlen_k", none()},
+                       {"dropout_p", 0.0},
+                       {"custom_mask_type", mask_type},
+                       {"compute_log_sumexp", true},
+                       {"scale", p.scale}});
   const at::Tensor out = r.at(0).toTensor(), lse = r.at(1).toTensor();
   if (stored_forward(args, p, out, lse, true)) return;
   const at::Tensor dout = bhsd(need(args, "dO"), p, args->device).transpose(1, 2);
   const auto g = call("aten::_efficient_attention_backward", "",
-                      {{"grad_out_", dout}, {"query", q}, {"key", k}, {"value", v}, {"bias", bias_arg}, {"out", out},
-                       {"cu_seqlens_q", none()}, {"cu_seqlens_k", none()}, {"max_seqlen_q", p.seq_q},
-                       {"max_seqlen_k", p.seq_k}, {"logsumexp", lse}, {"dropout_p", 0.0},
-                       {"philox_seed", r.at(2).toTensor()}, {"philox_offset", r.at(3).toTensor()},
-                       {"custom_mask_type", mask_type}, {"bias_requires_grad", false}, {"scale", p.scale}});
+                      {{"grad_out_", dout},
+                       {"query", q},
+                       {"key", k},
+                       {"value", v},
+                       {"bias", bias_arg},
+                       {"out", out},
+                       {"cu_seqlens_q", none()},
+                       {"cu_seqlens_k", none()},
+                       {"max_seqlen_q", p.seq_q},
+                       {"max_seqlen_k", p.seq_k},
+                       {"logsumexp", lse},
+                       {"dropout_p", 0.0},
+                       {"philox_seed", r.at(2).toTensor()},
+                       {"philox_offset", r.at(3).toTensor()},
+                       {"custom_mask_type", mask_type},
+                       {"bias_requires_grad", false},
+                       {"scale", p.scale}});
   store_grads(args, p, g, true);
 }
 
@@ -236,18 +277,35 @@ void run_cudnn(const opcts_run_args* args, const opcts_sdpa_params& p) {
   const c10::IValue bias_arg = bias.defined() ? c10::IValue(bias) : none();
   const bool causal = p.mask == OPCTS_SDPA_CAUSAL_UPPER_LEFT;
   const auto r = call("aten::_scaled_dot_product_cudnn_attention", "",
-                      {{"query", io.q}, {"key", io.k}, {"value", io.v}, {"attn_bias", bias_arg},
-                       {"compute_log_sumexp", true}, {"dropout_p", 0.0}, {"is_causal", causal},
-                       {"return_debug_mask", false}, {"scale", p.scale}});
+                      {{"query", io.q},
+                       {"key", io.k},
+                       {"value", io.v},
+                       {"attn_bias", bias_arg},
+                       {"compute_log_sumexp", true},
+                       {"dropout_p", 0.0},
+                       {"is_causal", causal},
+                       {"return_debug_mask", false},
+                       {"scale", p.scale}});
   const at::Tensor out = r.at(0).toTensor(), lse = r.at(1).toTensor();
   if (stored_forward(args, p, out, lse, false)) return;
   const at::Tensor dout = bhsd(need(args, "dO"), p, args->device);
   const auto g = call("aten::_scaled_dot_product_cudnn_attention_backward", "",
-                      {{"grad_out", dout}, {"query", io.q}, {"key", io.k}, {"value", io.v}, {"out", out},
-                       {"logsumexp", lse}, {"philox_seed", r.at(6).toTensor()}, {"philox_offset", r.at(7).toTensor()},
-                       {"attn_bias", bias.defined() ? bias : at::Tensor()}, {"cum_seq_q", r.at(2).toTensor()},
-                       {"cum_seq_k", r.at(3).toTensor()}, {"max_q", p.seq_q}, {"max_k", p.seq_k}, {"dropout_p", 0.0},
-                       {"is_causal", causal}, {"scale", p.scale}});
+                      {{"grad_out", dout},
+                       {"query", io.q},
+                       {"key", io.k},
+                       {"value", io.v},
+                       {"out", out},
+                       {"logsumexp", lse},
+                       {"philox_seed", r.at(6).toTensor()},
+                       {"philox_offset", r.at(7).toTensor()},
+                       {"attn_bias", bias.defined() ? bias : at::Tensor()},
+                       {"cum_seq_q", r.at(2).toTensor()},
+                       {"cum_seq_k", r.at(3).toTensor()},
+                       {"max_q", p.seq_q},
+                       {"max_k", p.seq_k},
+                       {"dropout_p", 0.0},
+                       {"is_causal", causal},
+                       {"scale", p.scale}});
   store_grads(args, p, g, false);
 }
 
@@ -278,8 +336,9 @@ void run_math(const opcts_run_args* args, const opcts_sdpa_params& p) {
     io.v.requires_grad_(true);
   }
   const c10::IValue mask_arg = mask.defined() ? c10::IValue(mask) : none();
-  NamedArgs a = {{"query", io.q}, {"key", io.k}, {"value", io.v}, {"attn_mask", mask_arg}, {"dropout_p", 0.0},
-                 {"is_causal", is_causal}, {"dropout_mask", none()}, {"scale", p.scale}};
+  NamedArgs a = {{"query", io.q},          {"key", io.k},      {"value", io.v},
+                 {"attn_mask", mask_arg},  {"dropout_p", 0.0}, {"is_causal", is_causal},
+                 {"dropout_mask", none()}, {"scale", p.scale}};
   if (p.heads_q != p.heads_kv) a.emplace_back("enable_gqa", true);
   const auto r = call("aten::_scaled_dot_product_attention_math", "", a);
   const at::Tensor out = r.at(0).toTensor();
@@ -290,7 +349,8 @@ void run_math(const opcts_run_args* args, const opcts_sdpa_params& p) {
     const at::Tensor kx = group > 1 ? io.k.repeat_interleave(group, 1) : io.k;
     at::Tensor s = at::matmul(io.q.to(at::kFloat), kx.to(at::kFloat).transpose(-2, -1)) * p.scale;
     if (mask.defined()) s = s + mask.to(at::kFloat);
-    if (is_causal) s = s.masked_fill(structure_mask(p, args->device).logical_not(), -std::numeric_limits<double>::infinity());
+    if (is_causal)
+      s = s.masked_fill(structure_mask(p, args->device).logical_not(), -std::numeric_limits<double>::infinity());
     store_lse(args, p, at::logsumexp(s, -1));
     return;
   }
@@ -302,10 +362,11 @@ void run_math(const opcts_run_args* args, const opcts_sdpa_params& p) {
 }
 
 // Refusals PyTorch words for the arguments opcts's negative cases break (refimpl/sdpa.hpp).
-const std::initializer_list<Phrase> kPhrases = {
-    {"must divide", "heads_kv"}, {"divisible by", "heads_kv"}, {"must be a factor of", "heads_kv"},
-    {"window_size_left", "window_left"},
-    {"window_size_right", "window_right"}};
+const std::initializer_list<Phrase> kPhrases = {{"must divide", "heads_kv"},
+                                                {"divisible by", "heads_kv"},
+                                                {"must be a factor of", "heads_kv"},
+                                                {"window_size_left", "window_left"},
+                                                {"window_size_right", "window_right"}};
 
 opcts_status run(const void* data, const opcts_run_args* args, opcts_report* report) {
   const opcts_sdpa_params& p = params_of(args->params);

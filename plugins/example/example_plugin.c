@@ -123,12 +123,14 @@ static int32_t sdpa_supports(const void* impl, const void* params, const opcts_a
   (void)arch;
   if (p->direction != OPCTS_SDPA_FORWARD) return no(reason, size, "computes the forward only");
   const double work = (double)p->batch * p->heads_q * p->seq_q * p->seq_k * (p->head_dim + p->head_dim_v);
-  if (work > kSdpaMaxWork) return no(reason, size, "a scalar CPU loop: problems over 2^28 multiply-adds are left to faster impls");
+  if (work > kSdpaMaxWork)
+    return no(reason, size, "a scalar CPU loop: problems over 2^28 multiply-adds are left to faster impls");
   return 1;
 }
 
 /* Element offset of (b, h, s) in a stored tensor of `heads`, `seq`, `dim` (BHSD or BSHD). */
-static int64_t at(const opcts_sdpa_params* p, int64_t heads, int64_t seq, int64_t dim, int64_t b, int64_t h, int64_t s) {
+static int64_t at(const opcts_sdpa_params* p, int64_t heads, int64_t seq, int64_t dim, int64_t b, int64_t h,
+                  int64_t s) {
   if (p->layout == OPCTS_SDPA_BSHD) return ((b * seq + s) * heads + h) * dim;
   return ((b * heads + h) * seq + s) * dim;
 }
@@ -136,7 +138,8 @@ static int64_t at(const opcts_sdpa_params* p, int64_t heads, int64_t seq, int64_
 static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_report* r) {
   const opcts_sdpa_params* p = (const opcts_sdpa_params*)a->params;
   (void)impl;
-  if (p->heads_kv <= 0 || p->heads_q % p->heads_kv != 0) return refuse(r, "heads_kv", "heads_q must be a multiple of heads_kv");
+  if (p->heads_kv <= 0 || p->heads_q % p->heads_kv != 0)
+    return refuse(r, "heads_kv", "heads_q must be a multiple of heads_kv");
   if (p->window_left < -1) return refuse(r, "window_left", "window_left must be >= -1");
   if (p->window_right < -1) return refuse(r, "window_right", "window_right must be >= -1");
   if (p->softcap < 0) return refuse(r, "softcap", "softcap must be >= 0");
@@ -168,7 +171,9 @@ static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_re
           s[j] = -INFINITY;
           if (j < first || j > last) continue;
           int64_t mi = 0;
-          if (mask) mi = ((p->mask_per_batch ? b : 0) * (p->mask_per_head ? Hq : 1) + (p->mask_per_head ? h : 0)) * Sq * Sk + i * Sk + j;
+          if (mask)
+            mi = ((p->mask_per_batch ? b : 0) * (p->mask_per_head ? Hq : 1) + (p->mask_per_head ? h : 0)) * Sq * Sk +
+                 i * Sk + j;
           if (mask && p->attn_mask == OPCTS_SDPA_ATTN_MASK_BOOL && ((const uint8_t*)mask->data)[mi] == 0) continue;
           const int64_t ko = at(p, Hkv, Sk, D, b, h / group, j);
           float dot = 0;
@@ -210,7 +215,8 @@ static int32_t mm_supports(const void* impl, const void* params, const opcts_arc
     if (!is_dtype(t, OPCTS_DL_FLOAT8_E4M3FN, 8) && !is_dtype(t, OPCTS_DL_FLOAT8_E5M2, 8))
       return no(reason, size, "takes e4m3fn and e5m2 elements only");
   }
-  if (!(is_dtype(p->out, OPCTS_DL_FLOAT, 32) || is_dtype(p->out, OPCTS_DL_BFLOAT, 16) || is_dtype(p->out, OPCTS_DL_FLOAT, 16)))
+  if (!(is_dtype(p->out, OPCTS_DL_FLOAT, 32) || is_dtype(p->out, OPCTS_DL_BFLOAT, 16) ||
+        is_dtype(p->out, OPCTS_DL_FLOAT, 16)))
     return no(reason, size, "writes bf16, fp16 or fp32 outputs only");
   if (!p->a_row_major || !p->b_col_major) return no(reason, size, "takes K-major operands only (the TN layout)");
   if ((double)p->m * p->n * p->k > 268435456.0) return no(reason, size, "a scalar CPU loop: over 2^28 multiply-adds");
@@ -220,7 +226,8 @@ static int32_t mm_supports(const void* impl, const void* params, const opcts_arc
 static opcts_status mm_run(const void* impl, const opcts_run_args* args, opcts_report* r) {
   const opcts_scaled_mm_params* p = (const opcts_scaled_mm_params*)args->params;
   (void)impl;
-  const opcts_tensor *a = find(args, "a"), *b = find(args, "b"), *sa = find(args, "a_scale"), *sb = find(args, "b_scale");
+  const opcts_tensor *a = find(args, "a"), *b = find(args, "b"), *sa = find(args, "a_scale"),
+                     *sb = find(args, "b_scale");
   const opcts_tensor *d = find(args, "d"), *bias = find(args, "bias");
   if (!a || !b || !sa || !sb || !d) {
     snprintf(r->message, sizeof r->message, "missing one of the tensors a, b, a_scale, b_scale, d");

@@ -44,7 +44,7 @@ static int32_t say(char* reason, size_t size, const char* why) {
 
 static int32_t supports(const void* data, const void* params, const opcts_arch* arch, char* reason, size_t size) {
   (void)data;
-  (void)arch;  /* used only when OPCTS_TRITON_CC is known */
+  (void)arch; /* used only when OPCTS_TRITON_CC is known */
   const opcts_sdpa_params* p = (const opcts_sdpa_params*)params;
 #if OPCTS_TRITON_CC
   /* The cubins run on the compute capability they were built for; loading them elsewhere would
@@ -116,11 +116,11 @@ static opcts_status run(const void* data, const opcts_run_args* a, opcts_report*
   const float scale = (float)p->scale;
   int32_t scale_bits;
   memcpy(&scale_bits, &scale, sizeof scale_bits);
-  const CUresult rc = var->launch((CUstream)a->stream, (CUdeviceptr)q->data, (CUdeviceptr)k->data, (CUdeviceptr)v->data,
-                                  (CUdeviceptr)o->data, (CUdeviceptr)lse->data, sq[0], sq[1], sq[2], sk[0], sk[1], sk[2],
-                                  sv[0], sv[1], sv[2], so[0], so[1], so[2], (int32_t)p->heads_q,
-                                  (int32_t)(p->heads_q / p->heads_kv), (int32_t)p->seq_q, (int32_t)p->seq_k,
-                                  (int32_t)p->head_dim, scale_bits, mask, grid_m, grid_bh);
+  const CUresult rc =
+      var->launch((CUstream)a->stream, (CUdeviceptr)q->data, (CUdeviceptr)k->data, (CUdeviceptr)v->data,
+                  (CUdeviceptr)o->data, (CUdeviceptr)lse->data, sq[0], sq[1], sq[2], sk[0], sk[1], sk[2], sv[0], sv[1],
+                  sv[2], so[0], so[1], so[2], (int32_t)p->heads_q, (int32_t)(p->heads_q / p->heads_kv),
+                  (int32_t)p->seq_q, (int32_t)p->seq_k, (int32_t)p->head_dim, scale_bits, mask, grid_m, grid_bh);
   if (rc != CUDA_SUCCESS) {
     const char* what = NULL;
     cuGetErrorString(rc, &what);

@@ -145,15 +145,18 @@ int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
              : OPCTS_BAD_VARIANT == 7  ? "cast"
              : OPCTS_BAD_VARIANT == 10 ? "scatter_add"
                                        : "sdpa";
-  d.name = OPCTS_BAD_VARIANT == 2   ? "host.flash"
-           : OPCTS_BAD_VARIANT == 4 ? "bad.crash"
-           : OPCTS_BAD_VARIANT == 7 ? "bad.lazy_cast"
-           : OPCTS_BAD_VARIANT == 9 ? "bad.crash_supports"
+  d.name = OPCTS_BAD_VARIANT == 2    ? "host.flash"
+           : OPCTS_BAD_VARIANT == 4  ? "bad.crash"
+           : OPCTS_BAD_VARIANT == 7  ? "bad.lazy_cast"
+           : OPCTS_BAD_VARIANT == 9  ? "bad.crash_supports"
            : OPCTS_BAD_VARIANT == 10 ? "bad.unstable_scatter"
-                                    : "bad.scribble";
+                                     : "bad.scribble";
   d.backend = "host";
   d.supports = OPCTS_BAD_VARIANT == 7 ? any_cast : OPCTS_BAD_VARIANT == 10 ? fp32_scatter : yes;
-  d.run = OPCTS_BAD_VARIANT == 4 ? crash : OPCTS_BAD_VARIANT == 7 ? lazy : OPCTS_BAD_VARIANT == 10 ? unstable_scatter : scribble;
+  d.run = OPCTS_BAD_VARIANT == 4    ? crash
+          : OPCTS_BAD_VARIANT == 7  ? lazy
+          : OPCTS_BAD_VARIANT == 10 ? unstable_scatter
+                                    : scribble;
   if (OPCTS_BAD_VARIANT == 10) d.deterministic = claims_determinism;
   char error[256];
   return reg->add_impl(reg->ctx, &d, error, sizeof error) == 0 ? 0 : 3;
