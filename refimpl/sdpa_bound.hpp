@@ -13,8 +13,18 @@
 // exceeds λ·√(Σ_j (c_j·b_j)²) with probability at most 2·exp(−3λ²/2) (Hoeffding's bound with
 // the uniform's variance proxy b²/3: the uniform is strictly sub-Gaussian); λ = 4 gives 8e-11
 // per element, and a single dominant rounding is bounded outright (|X| <= b <= λ·b).
-//   O_id:  λ·√(Σ_j ((b(e_ij) + ε_ij·e_ij)·v_jd)²) / l_i (e_ij = exp(s_ij − m_i), the P·V
-//          product's input; ε_ij its fp32 relative error, below, independent across keys);
+//   O_id:  g_i·λ·(√(Σ_j (b(e_ij)·(1 + ε_ij)·v_jd)²) + √(Σ_j (ε_ij·e_ij·(v_jd − O_id))²)) / l_i
+//          (e_ij = exp(s_ij − m_i), the P·V product's input; ε_ij a bound on its fp32 relative
+//          error, below, independent across keys; O_id fp64's O). The second term is exact in
+//          form: a kernel takes ẽ_ij = e_ij·(1 + ε_ij) into both P·V and the row sum l (every
+//          flash kernel and the math path sum the fp32 e they multiply), so its O differs by
+//          Σ_j P_ij·ε_ij·(v_j − O_i)/(1 + ε̄_i), ε̄_i = Σ_j P_ij·ε_ij: the softmax is invariant to a
+//          shift of the row's scores, so an error common to them — the row max's own, a
+//          truncating accumulator's bias shared by the row's large scores — moves nothing, and
+//          a row held by one key (v_j ≈ O_i, large logits) is charged little for its score's
+//          error, which is what such a row shows. g_i = 1/(1 − Σ_j P_ij·ε_ij) bounds the
+//          1/(1 + ε̄_i) and the l in the first term's denominator; √(x + y)² <= √x² + √y²
+//          (Minkowski) joins the two terms without assuming them independent.
 //   dV_jd: λ·√(Σ_{h,i} (b(P_ij)·dO_id)²);  dQ_id: λ·scale·√(Σ_j (b(dS_ij)·k_jd)²);
 //   dK_jd: λ·scale·√(Σ_{h,i} (b(dS_ij)·q_id)²).
 //
@@ -25,9 +35,9 @@
 //           value no larger than Σ_j p_ij·|v_jd| (≥ |O_id|), and the row sum l's relative error
 //           (n_i positive terms summed in fp32 with round-to-nearest: Σ_k δ_k·S_k with
 //           |S_k| <= l, so λ·√n_i·u by the bound above), common to the row.
-//   ε_ij, e_ij's relative error in fp32: the score's (D + 4)·u·scale·Σ_d |q_id·k_jd| (see
-//           refimpl/sdpa_lse_floor.hpp), the subtraction s − m (u·|s_ij − m_i|, the pipeline's own s − m) and exp (≤ 2
-//           ulp), 4u for both and the product by it.
+//   ε_ij, e_ij's relative error in fp32: expm1 (<= x + x²) of the sum x of the score's (D + 4)·u·scale·Σ_d |q_id·k_jd|
+//           (see refimpl/sdpa_lse_floor.hpp), the subtraction s − m (u·|s_ij − m_i|, the
+//           pipeline's own s − m) and 4u for exp (≤ 2 ulp) and the product by it.
 //   lse_i:  its floor is its whole bound (refimpl/sdpa_lse_floor.hpp); P's error below takes
 //           the per-key one, which holds for any impl.
 //   E_ij, dS_ij's fp32 cancellation (dQ and dK are exactly 0 in a row with one key: dP = D):
@@ -51,6 +61,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "refimpl/sdpa_detail.hpp"
@@ -78,31 +89,59 @@ struct Rounding {
   }
 };
 
-/// The bound of O for one row block of a head from the fp32 pipeline's forward `f` and the
-/// block's slices of q, k and v (the file comment), before the storage-order scatter.
+/// The bound of O for one row block of a head from the fp32 pipeline's forward `f`, the
+/// block's slices of q, k and v and its rows of the fp64 O (`o`, the centre of the score
+/// errors' term: the file comment), before the storage-order scatter.
 template <typename T>
 RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>& qh, const RowMajor<T>& kh,
-                    const RowMajor<T>& vh) {
+                    const RowMajor<T>& vh, const RowMajor<T>& o) {
   const T u = static_cast<T>(kAccUnit), scale = static_cast<T>(p.effective_scale());
+  const T lambda = static_cast<T>(kRoundingSigmas);
   const RowMajor<T> qk = mul<T>(qh.cwiseAbs(), false, kh.cwiseAbs(), true);  // Σ_d |q_id||k_jd|
   const Rounding<T> rounding(p.dtype);
-  RowMajor<T> b2(f.e.rows(), f.e.cols());  // (b(e_ij) + ε_ij·e_ij)²
-  for (int64_t i = 0; i < b2.rows(); ++i)
-    for (int64_t j = 0; j < b2.cols(); ++j) {
+  const int64_t rows = f.e.rows(), cols = f.e.cols(), dv = vh.cols();
+  RowMajor<T> b2(rows, cols), a(rows, cols);  // (b(e_ij)·(1 + ε_ij))², and ε_ij·e_ij
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
       const T e = f.e(i, j);
-      const T eps = e > 0 ? u * ((static_cast<T>(p.head_dim) + 4) * scale * qk(i, j) - f.shift(i, j) + 4) : T(0);
-      const T b = rounding.bound(e) + eps * e;
+      // The error x of s − m moves e by a factor within exp(±x): |ε| <= expm1(x) <= x + x² for
+      // x <= 1 (the series), without an expm1 per element.
+      const T x = e > 0 ? u * ((static_cast<T>(p.head_dim) + 4) * scale * qk(i, j) - f.shift(i, j) + 4) : T(0);
+      const T eps = x <= 1 ? x + x * x : std::numeric_limits<T>::infinity();
+      const T b = rounding.bound(e) * (1 + eps);
       b2(i, j) = b * b;
+      a(i, j) = eps * e;
     }
-  RowMajor<T> bound = mul<T>(b2, false, vh.cwiseAbs2(), false).cwiseSqrt() * static_cast<T>(kRoundingSigmas);
+  RowMajor<T> bound = mul<T>(b2, false, vh.cwiseAbs2(), false).cwiseSqrt() * lambda;
   const RowMajor<T> pv = mul<T>(f.e, false, vh.cwiseAbs(), false);
-  for (int64_t i = 0; i < bound.rows(); ++i) {
+  Eigen::Array<T, 1, Eigen::Dynamic> centred(dv);
+  for (int64_t i = 0; i < rows; ++i) {
     if (f.l[i] == 0) {
       bound.row(i).setZero();
       continue;
     }
-    const T l_err = static_cast<T>(kRoundingSigmas) * std::sqrt(static_cast<T>(f.keys[i])) * u;
-    bound.row(i) = (bound.row(i) + (static_cast<T>(kNormalisationRoundings) * u + l_err) * pv.row(i)) / f.l[i];
+    // Σ_j (ε_ij·e_ij)²·(v_jd − O_id)², directly: expanded into products it would cancel where
+    // one key holds the row (v_j ≈ O), which is where this term is small.
+    centred.setZero();
+    T a_sum = 0, a_sq = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      const T aij = a(i, j);
+      if (aij == 0) continue;
+      centred += (aij * aij) * (vh.row(j) - o.row(i)).array().square();
+      a_sum += aij;
+      a_sq += aij * aij;
+    }
+    // o is fp64's O rounded to T: its own rounding moves each |v_jd − O_id| by at most
+    // u_T·|O_id|, which √(Σ_j a_ij²) carries.
+    const T u_t = std::numeric_limits<T>::epsilon() / 2;
+    const RowMajor<T> scores_term =
+        ((centred.sqrt() + std::sqrt(a_sq) * u_t * o.row(i).array().abs()) * lambda).matrix();
+    const T mean_eps = a_sum / f.l[i];  // Ē_i = Σ_j P_ij·ε_ij >= |ε̄_i|
+    const T grow = mean_eps < 1 ? 1 / (1 - mean_eps) : std::numeric_limits<T>::infinity();
+    const T l_err = lambda * std::sqrt(static_cast<T>(f.keys[i])) * u;
+    bound.row(i) =
+        ((bound.row(i) + scores_term) * grow + (static_cast<T>(kNormalisationRoundings) * u + l_err) * pv.row(i)) /
+        f.l[i];
   }
   return bound;
 }

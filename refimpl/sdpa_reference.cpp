@@ -75,11 +75,11 @@ References reference(const Problem& p, const TensorMap& inputs) {
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t hk = h / group;  // GQA: consecutive query heads share a KV head
       const int64_t row0 = (b * Hq + h) * Sq;
+      RowMajor<double> oh(Sq, Dv);  // fp64's O, also the centre of the lowp bound's score term
       {
         const auto kh = detail::gather<double>(k, ks, b, hk, Sk, D, &unseen);
         const auto vh = detail::gather<double>(v, vs, b, hk, Sk, Dv, &unseen);
         const auto qh = detail::gather<double>(q, qs, b, h, Sq, D);
-        RowMajor<double> oh(Sq, Dv);
         for (const detail::RowBlock& blk : blocks) {
           const auto f = detail::forward_head<double>(p, mask, b, h, blk, qh.middleRows(blk.r0, blk.rows),
                                                       kh.middleRows(blk.k0, blk.keys), vh.middleRows(blk.k0, blk.keys),
@@ -93,12 +93,13 @@ References reference(const Problem& p, const TensorMap& inputs) {
         const auto kh = detail::gather<float>(k, ks, b, hk, Sk, D, &unseen);
         const auto vh = detail::gather<float>(v, vs, b, hk, Sk, Dv, &unseen);
         const auto qh = detail::gather<float>(q, qs, b, h, Sq, D);
-        RowMajor<float> oh(Sq, Dv), bh(Sq, Dv);
+        const RowMajor<float> o_exact = oh.cast<float>();
+        RowMajor<float> oh_lp(Sq, Dv), bh(Sq, Dv);
         for (const detail::RowBlock& blk : blocks) {
           const RowMajor<float> qb = qh.middleRows(blk.r0, blk.rows), kb = kh.middleRows(blk.k0, blk.keys),
                                 vb = vh.middleRows(blk.k0, blk.keys);
           const auto f = detail::forward_head(p, mask, b, h, blk, qb, kb, vb, false, to_dtype);
-          oh.middleRows(blk.r0, blk.rows) = f.o;  // before the output rounding
+          oh_lp.middleRows(blk.r0, blk.rows) = f.o;  // before the output rounding
           const std::vector<detail::LseFloor> lf = detail::lse_floors(p, f, qb, kb);
           for (int64_t i = 0; i < blk.rows; ++i) {
             const int64_t row = row0 + blk.r0 + i;
@@ -107,9 +108,10 @@ References reference(const Problem& p, const TensorMap& inputs) {
             for (size_t s = 0; s < detail::kSoftmaxStructures.size(); ++s)
               (*lse_declared[s])[row] = lf[i].under(detail::kSoftmaxStructures[s].block);
           }
-          bh.middleRows(blk.r0, blk.rows) = detail::o_bound(p, f, qb, kb, vb);
+          bh.middleRows(blk.r0, blk.rows) =
+              detail::o_bound<float>(p, f, qb, kb, vb, o_exact.middleRows(blk.r0, blk.rows));
         }
-        detail::scatter(o_lp, os, b, h, oh, detail::Exact{});
+        detail::scatter(o_lp, os, b, h, oh_lp, detail::Exact{});
         detail::scatter(o_bd, os, b, h, bh, detail::Exact{});
       }
     }

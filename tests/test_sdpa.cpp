@@ -592,6 +592,15 @@ TEST(SdpaPlanted, EachBugIsCaught) {
       {"host.flash_lse_plus_log2", sharp},   {"host.flash_lse_plus_log2", rows},
   };
   for (const auto& [impl, p] : cases) expect_caught(impl, p);
+  // Large logits (softmax scale 30: rows held by one key) with short and long rows, where the
+  // O bound once charged each key's fp32 score error against |v| rather than |v − O|
+  // (refimpl/sdpa_bound.hpp) and was ~60× a correct kernel's error: both plants passed there.
+  auto one_hot_short = make(DType::fp16, 1, 4, 2, 64, 3, 64, Mask::none);
+  auto one_hot_long = make(DType::fp16, 1, 4, 4, 65, 257, 64, Mask::none);
+  one_hot_short.scale = one_hot_long.scale = 30.0;
+  expect_caught("host.flash_rowsum_in_dtype", one_hot_short);
+  expect_caught("host.flash_rowsum_in_dtype", one_hot_long);
+  expect_caught("host.flash_pv_in_dtype", one_hot_long);
   // A planted impl takes only the problems that exercise its bug.
   EXPECT_FALSE(builtin_registry()
                    .impl("host.flash_gqa_modulo")
