@@ -147,6 +147,7 @@ std::string to_json_line(const ResultRecord& r) {
                {"lowp_err", num(o.lowp_err)},
                {"mismatches", o.mismatches},
                {"max_ratio", num(o.max_ratio)}};
+    if (!o.rule.empty()) jo["rule"] = o.rule;
     if (o.conservation_off) jo["conservation_off"] = o.conservation_off;
     if (o.has_slope()) {
       jo["slope"] = num(o.slope);
@@ -195,6 +196,7 @@ ResultRecord parse_json_line(const std::string& line) {
       OutputStats s;
       s.out = o.at("out").get<std::string>();
       s.metric = o.value("metric", "");
+      s.rule = o.value("rule", "");
       s.elements = o.value("elements", int64_t{0});
       s.max_abs_err = as_num(o.at("max_abs_err"));
       s.max_rel_err = as_num(o.at("max_rel_err"));

@@ -56,6 +56,10 @@ struct OutputStats {
   // `conservation` describes the first (the failure message; not written to records).
   int64_t conservation_off = 0;
   std::string conservation;
+  // The tolerance rule that judged it, as file:line of the cases folder's files: the rule of
+  // tolerances.yaml, then the manifest entry that refined it, if any ("tolerances.yaml:412,
+  // sm90.yaml:37"), so that a failure names the rule to read (runner/tolerance.hpp).
+  std::string rule;
   /// Whether the slope fields hold anything but +0 (reports write them only then).
   bool has_slope() const {
     return std::bit_cast<uint64_t>(slope) | std::bit_cast<uint64_t>(slope_lo) | std::bit_cast<uint64_t>(slope_hi);

@@ -151,6 +151,7 @@ void add_properties(pugi::xml_node tc, const ResultRecord& r, JunitDetail detail
   for (const auto& o : r.outputs) {
     const std::string p = "out." + o.out + ".";
     add_prop(props, p + "metric", o.metric);
+    if (!o.rule.empty()) add_prop(props, p + "rule", o.rule);
     add_prop(props, p + "elements", std::to_string(o.elements));
     add_prop(props, p + "max_abs_err", num(o.max_abs_err));
     add_prop(props, p + "max_rel_err", num(o.max_rel_err));
@@ -327,6 +328,7 @@ void set_worst_field(WorstElement& w, const std::string& field, const std::strin
 
 void set_output_field(OutputStats& o, const std::string& field, const std::string& value, const std::string& name) {
   if (field == "metric") o.metric = value;
+  else if (field == "rule") o.rule = value;
   else if (field == "elements") o.elements = parse_int(value, name);
   else if (field == "max_abs_err") o.max_abs_err = parse_double(value, name);
   else if (field == "max_rel_err") o.max_rel_err = parse_double(value, name);

@@ -54,16 +54,34 @@ const ReferenceCache::Entry& ReferenceCache::get(const Case& c, bool* fresh) {
 
 namespace {
 
+// A tolerance's source ("<dir>/tolerances.yaml:412, manifest <dir>/sm90.yaml:37") as a record
+// names it: each part's file name and line ("tolerances.yaml:412, sm90.yaml:37"), which the
+// record's selection (its cases folder and file digests) makes unambiguous.
+std::string rule_of(const std::string& source) {
+  std::string rule, part;
+  std::istringstream parts(source);
+  while (std::getline(parts, part, ',')) {
+    const size_t start = part.find_first_not_of(' ');
+    if (start == std::string::npos) continue;
+    part = part.substr(start);
+    if (part.rfind("manifest ", 0) == 0) part = part.substr(9);
+    const size_t slash = part.find_last_of('/');
+    rule += (rule.empty() ? "" : ", ") + (slash == std::string::npos ? part : part.substr(slash + 1));
+  }
+  return rule;
+}
+
 std::string describe_failure(const ResultRecord& r, const std::vector<GuardBreach>& breaches) {
   std::ostringstream m;
   for (const GuardBreach& b : breaches) m << b.message << "; ";
   for (const auto& o : r.outputs) {
+    const std::string rule = o.rule.empty() ? "" : " [rule " + o.rule + "]";
     if (o.biased())
       m << o.out << ": biased: the error's slope against the value is " << o.slope << ", outside [" << o.slope_lo
-        << ", " << o.slope_hi << "] (a relative error common to all elements); ";
+        << ", " << o.slope_hi << "] (a relative error common to all elements)" << rule << "; ";
     if (o.conservation_off)
       m << o.out << ": not conserved: " << o.conservation_off
-        << " sum(s) outside the reference's interval (destination rows, whole output), first " << o.conservation
+        << " sum(s) outside the reference's interval (destination rows, whole output), first " << o.conservation << rule
         << "; ";
     if (!o.mismatches) continue;
     m << o.out << ": " << o.mismatches << "/" << o.elements << " mismatches, max abs err " << o.max_abs_err;
@@ -75,6 +93,7 @@ std::string describe_failure(const ResultRecord& r, const std::vector<GuardBreac
       m << " (finite elements within bound " << o.bound << "; the mismatches are NaN/inf)";
     else m << " > bound " << o.bound;
     if (o.metric == "ref_relative") m << " (same-precision reference err " << o.lowp_err << ")";
+    m << rule;
     m << "; ";
   }
   if (!r.worst.empty()) {
@@ -258,6 +277,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
                                      tol, r.worst, 5, bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row,
                                      rd == ref.refs.reduction.end() ? nullptr : &rd->second,
                                      bb == ref.refs.bound_below.end() ? nullptr : &bb->second);
+      s.rule = rule_of(tol.source);
       // A reduction output's conservation check, under the same model as its bound.
       if (const auto cs = ref.refs.conservation.find(bound_key(spec.name, tol.accumulation));
           tol.metric == Metric::bounded && cs != ref.refs.conservation.end()) {

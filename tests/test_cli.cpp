@@ -171,6 +171,29 @@ TEST(CliRepro, TheLineRunsFromAnotherFolder) {
   EXPECT_NE(again.output.find("case   " + records.front().id), std::string::npos) << again.output;
 }
 
+// A failure names the tolerance rule that judged each output (file:line of the cases folder),
+// in its record and its message; a passing output records its rule too.
+TEST(CliRun, AFailureNamesItsToleranceRule) {
+  const std::string dir = testutil::temp_dir();
+  const Shell r = sh("cd " + dir + " && " + kOpcts +
+                     " run --arch host --tier smoke --include-planted --filter 'cast.host_cvt*/*' --reruns 0"
+                     " --results r.jsonl --no-ref-cache");
+  const auto records = read_results_file(dir + "/r.jsonl");
+  const std::regex rule(R"(tolerances\.yaml:[0-9]+)");
+  int failed = 0, passed = 0;
+  for (const ResultRecord& rec : records) {
+    for (const OutputStats& o : rec.outputs) EXPECT_TRUE(std::regex_match(o.rule, rule)) << rec.id << ": " << o.rule;
+    if (rec.outputs.empty()) continue;
+    if (rec.raw_outcome == Outcome::FAIL) {
+      ++failed;
+      EXPECT_NE(rec.message.find("[rule tolerances.yaml:"), std::string::npos) << rec.id << ": " << rec.message;
+    }
+    passed += rec.raw_outcome == Outcome::PASS;
+  }
+  EXPECT_GT(failed, 0) << r.output;
+  EXPECT_GT(passed, 0) << r.output;
+}
+
 // The HTML report's error plot: failures against a zero bound (an infinite ratio) and beyond
 // the axis get a column of their own instead of piling on its right edge, and a legend names the
 // outcomes' colours.

@@ -66,6 +66,7 @@ void add_stats(ResultRecord& r) {
   r.outputs.back().slope_lo = -0.006;
   r.outputs.back().slope_hi = 1e-4;
   r.outputs.back().conservation_off = 3;
+  r.outputs.back().rule = "tolerances.yaml:412, sm90.yaml:37";
   r.worst.push_back({"O", {0, 0, 1, 5}, 0.031, 0.0});
   r.worst.push_back({"O", {0, 1, 2, 3}, -0.02, 0.01});
   r.worst.push_back({"lse", {}, std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()});
@@ -182,6 +183,8 @@ TEST(Junit, RoundTripsEveryOutcome) {
   EXPECT_EQ(fail.outputs[2].slope_lo, -0.006);
   EXPECT_TRUE(fail.outputs[2].biased());
   EXPECT_FALSE(fail.outputs[0].has_slope());
+  EXPECT_EQ(fail.outputs[2].rule, "tolerances.yaml:412, sm90.yaml:37");
+  EXPECT_EQ(fail.outputs[0].rule, "");
 }
 
 TEST(JsonLines, RoundTripEveryOutcome) {
@@ -190,6 +193,8 @@ TEST(JsonLines, RoundTripEveryOutcome) {
     EXPECT_TRUE(same_record(r, b)) << r.id;
     EXPECT_EQ(b.failures, r.failures) << r.id;
     EXPECT_EQ(b.planted, r.planted) << r.id;
+    for (size_t i = 0; i < r.outputs.size() && i < b.outputs.size(); ++i)
+      EXPECT_EQ(b.outputs[i].rule, r.outputs[i].rule) << r.id;
   }
   EXPECT_THROW(parse_json_line(R"({"id":"a.b/c","outcome":"FAIL","failures":[{"kind":"too_big"}]})"),
                std::runtime_error);
@@ -240,6 +245,9 @@ TEST(Junit, SameRecordNoticesADifference) {
   EXPECT_FALSE(same_record(a, b));
   b = a;
   b.outputs[2].conservation_off = 0;
+  EXPECT_FALSE(same_record(a, b));
+  b = a;
+  b.outputs[2].rule = "tolerances.yaml:413";
   EXPECT_FALSE(same_record(a, b));
   b = a;
   b.raw_outcome = Outcome::ERROR;
