@@ -1,6 +1,6 @@
 // Bit-exact codecs of every number format opcts handles, with explicit overflow and rounding policies.
 //
-// Formats (spec/numerics.md §1; OCP 8-bit FP spec v1.0; OCP MX v1.0; ml_dtypes float8.h):
+// Formats (OCP 8-bit FP (OFP8) spec v1.0; OCP MX v1.0; ml_dtypes float8.h; IEEE 754-2019):
 //   ieee   fp64, fp32, fp16, bf16, e5m2: all-ones exponent holds ±Inf (mantissa 0) and NaN
 //   fn     e4m3fn, ue4m3: no Inf; NaN only where exponent and mantissa are all ones
 //   fnuz   e4m3fnuz, e5m2fnuz: no Inf, no −0; the code 0x80 (sign bit alone) is the one NaN
@@ -44,7 +44,7 @@ struct FloatFormat {
 
 enum class Overflow { satfinite, nonsaturating };
 
-/// How e8m0 scales round a positive value to a power of two (spec/numerics.md §2):
+/// How e8m0 scales round a positive value to a power of two (OCP MX v1.0; torchao to_mx, ScaleCalculationMode):
 /// floor = truncate the exponent (OCP MX v1.0's shared_exp, CUDA cudaRoundZero), ceil = next
 /// power of two up (RCEIL; cuBLAS/cuDNN "UE8M0", CUDA cudaRoundPosInf), rne = nearest power
 /// of two with ties (1.5·2^e) up to 2^(e+1). rne is PyTorch's float8_e8m0fnu conversion (c10's

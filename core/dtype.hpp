@@ -3,7 +3,7 @@
 // Callers use dtype_info(), encode()/decode() and HostTensor's double accessors, whatever the
 // format: fp64/fp32/fp16/bf16, the fp8 pairs (OCP e4m3fn/e5m2, AMD e4m3fnuz/e5m2fnuz), the
 // scale formats e8m0fnu and ue4m3, fp6 (e2m3fn, e3m2fn; one per byte, low 6 bits), fp4
-// e2m1fn, int4/uint4 (two per byte, element 2i in the low nibble; spec/numerics.md §1) and the
+// e2m1fn, int4/uint4 (two per byte, element 2i in the low nibble; torchao pack_uint4) and the
 // two's-complement int32/int64 of values and indices (exact through double up to 2^53).
 #pragma once
 

@@ -1,4 +1,4 @@
-// The closed set of case outcomes and their JUnit meaning (DESIGN.md "One case, start to end").
+// The closed set of case outcomes and their JUnit meaning (docs/ci.md "JUnit", docs/gate.md).
 #pragma once
 
 #include <array>

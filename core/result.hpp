@@ -86,7 +86,7 @@ std::string describe(const std::vector<Failure>& failures);
 std::string failures_json(const std::vector<Failure>& failures);
 std::vector<Failure> parse_failures_json(const std::string& text);
 
-/// The result line of one case (DESIGN.md, "A result line"). `raw_outcome` is what running
+/// The result line of one case (docs/architecture.md, "Reports"). `raw_outcome` is what running
 /// the case gave; `outcome` is after the manifest's expectation (XFAIL/XPASS).
 struct ResultRecord {
   std::string id;

@@ -59,7 +59,7 @@ std::vector<int64_t> HostTensor::unravel(int64_t i) const {
   return idx;
 }
 
-// 4-bit types pack element 2i in the low nibble of byte i (MX FP4 order, spec/numerics.md §1).
+// 4-bit types pack element 2i in the low nibble of byte i (MX FP4 order: torchao pack_uint4).
 uint64_t HostTensor::raw(int64_t pos) const {
   if (dtype_info(dtype_).bits == 4) {
     const auto byte = static_cast<uint8_t>(bytes_[static_cast<size_t>(pos / 2)]);

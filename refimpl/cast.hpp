@@ -4,7 +4,7 @@
 // `from`, a narrow `to`) rounds to nearest even under an overflow policy (and, for e8m0, a
 // scale rounding mode); decoding (a narrow `from`, `to` fp32) is exact. The reference is
 // opcts's own codec (core/codec.hpp); the comparison is bit-exact up to NaN payloads.
-// Inputs (spec/edge-cases.md, conversion rows):
+// Inputs (docs/catalog.md, "Edge classes": conversions):
 //   exhaustive  every code of a 16-bit `from` (fp16, bf16): 65536 values
 //   all_codes   every code of a narrow `from` (decoding)
 //   edges       fp32 values at the target's edges: every representable value and its fp32

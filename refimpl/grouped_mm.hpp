@@ -1,7 +1,7 @@
 // The grouped_mm family: grouped GEMMs of mixture-of-experts layers (torch._grouped_mm,
 // torch._scaled_grouped_mm) — problem, id, inputs, fp64 reference and reduction statistics.
 //
-// Modes (spec/pytorch-tests.md §1.5; PyTorch's offs: int32 cumulative END offsets, one per
+// Modes (aten/src/ATen/native/cuda/GroupedBlas.cpp; PyTorch's offs: int32 cumulative END offsets, one per
 // group, along the split dimension; group g spans [offs[g-1], offs[g]), offs[-1] = 0):
 //   2d_3d  A [Mt, K] split along M by offs, B [G, K, N]   → out [Mt, N]     (MoE forward)
 //   3d_3d  A [G, M, K],                     B [G, K, N]   → out [G, M, N]   (batched, no offs)
@@ -21,8 +21,8 @@
 //   rowwise  A, B e4m3fn with fp32 dequant scales, one per row of A and one per column of B,
 //            per group (torch._scaled_grouped_mm with rowwise scales)
 //   mxfp8    A, B e4m3fn with e8m0 scales per 32 consecutive K elements (OCP MX v1.0)
-//   rowwise_fnuz  rowwise over gfx942's e4m3fnuz (bias 8, max 240, 0x80 the only NaN: spec/
-//            numerics.md §1), PyTorch's e4m3 type on ROCm. Its inputs are the rowwise problem's
+//   rowwise_fnuz  rowwise over gfx942's e4m3fnuz (bias 8, max 240, 0x80 the only NaN: ml_dtypes
+//            float8.h), PyTorch's e4m3 type on ROCm. Its inputs are the rowwise problem's
 //            with the codes' bits unchanged and every scale doubled: a code of exponent field F
 //            is 2^(F-7)·(1 + f/8) in e4m3fn and 2^(F-8)·(1 + f/8) in e4m3fnuz, so the formats'
 //            bias difference is the factor 2 the scales absorb (what re-quantizing for MI300

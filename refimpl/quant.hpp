@@ -1,6 +1,7 @@
 // Quantizers for the scaled-GEMM family: fp32 [R, K] → element codes plus dequant scales, bit-exact.
 //
-// Conventions (spec/numerics.md §2-3, spec/pytorch-tests.md §1.3):
+// Conventions (OCP MX v1.0; torchao mx_formats; cuBLASLt docs, cublasLtMatmulMatrixScale_t; PyTorch's
+// test/test_scaled_matmul_cuda.py and torch/testing/_internal/common_quantized.py):
 //   * The source is a 2-D tensor x [R, K] (fp32; bf16/fp16 accepted, their values are exact in
 //     fp32), read through its strides. R is the outer dimension (M for A, N for B given as Bᵀ),
 //     K the reduction dimension. Blocks run along K (and along R for 128×128).
@@ -9,7 +10,7 @@
 //   * amax of a block is max |x| over the block, NaN-propagating (torch.amax): one NaN makes it NaN.
 //   * The data tensor is always [R, K] row-major in the element dtype; fp6 takes the low 6 bits of a
 //     byte; e2m1 packs two per byte, element 2i (even k) in the low nibble (HostTensor's packing,
-//     spec/numerics.md §1).
+//     torchao pack_uint4).
 //
 // Recipes and their exact rules:
 //   fp32-scale recipes (tensorwise, rowwise, blockwise_1x128, blockwise_128x128), elements e4m3fn,
@@ -43,7 +44,7 @@
 //     those formats have no NaN; CUDA's cvt rule, core/codec.hpp). The 0xFF scale makes the
 //     whole block NaN on decode (OCP MX §5.3), so these codes carry no value; torchao's eager
 //     fp4/fp6 cast has no NaN case and yields other codes there.
-//   nvfp4 (torchao nvfp4_quantize, spec/numerics.md §2), block 1×16, e2m1 elements, ue4m3 block
+//   nvfp4 (torchao nvfp4_tensor.py nvfp4_quantize), block 1×16, e2m1 elements, ue4m3 block
 //   scale s, optional fp32 global scale g. Every step is fp32 arithmetic, as in torchao:
 //     g = fp32(amax_tensor / 2688) (2688 = 448·6), raised to 2^-126 if smaller; amax_tensor = 0
 //       gives g = 1; without a global scale g = 1. NaN / Inf amax_tensor gives g = NaN / +Inf.
@@ -59,7 +60,7 @@
 // Dequantization: element_value() is q · scale (· g) in double, exact (the factors' significands hold
 // at most 4 + 4 + 24 bits); dequantize() rounds it once to fp32 (nearest-even, overflow to ±Inf).
 //
-// Scale layouts (spec/numerics.md §3):
+// Scale layouts (cuBLASLt docs, cublasLtMatmulMatrixScale_t and "1D Block Scaling Factors Layout"):
 //   row_major     [scale_rows, scale_cols] contiguous, every recipe.
 //   column_major  [scale_rows, scale_cols] with strides (1, scale_rows): cuBLASLt VEC128_32F and
 //                 PyTorch's BlockWise1x128 (outer-dim-major); fp32 recipes only.

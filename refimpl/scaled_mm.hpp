@@ -1,6 +1,6 @@
 // The scaled_mm family: FP8 / MX / NVFP4 scaled GEMMs — problem, id, inputs, fp64 reference and error bound.
 //
-// Semantics (spec/numerics.md §2-3; device_impl/cuda/scaled_mm_kernels.hpp):
+// Semantics (OCP MX v1.0; cuBLASLt docs, cublasLtMatmul; device_impl/cuda/scaled_mm_kernels.hpp):
 //   D[m, n] = out( os · ( g · Σ_k deq(A)[m, k] · deq(B)[k, n]  + bias[n] ) )
 // deq applies each operand's dequant scales (x ≈ q · scale), g is the NVFP4 global scale
 // fp32(g_A · g_B) (1 otherwise), os the output scale (e4m3fn output only, else 1) and out()

@@ -1,7 +1,8 @@
 // SDPA forward and backward: the problem type, its id and YAML forms, and the fp64 /
 // same-precision references.
 //
-// Semantics (spec/numerics.md §5; the same contract as device_impl/cuda/sdpa_kernels.hpp):
+// Semantics (PyTorch scaled_dot_product_attention docs, FlashAttention-2 flash_attn_func; the same
+// contract as device_impl/cuda/sdpa_kernels.hpp):
 // s = scale·q_i·k_j; softcap > 0 gives s = softcap·tanh(s/softcap); an additive mask is
 // added; keys outside the causal mask, the window or a boolean mask get s = -inf;
 // O = softmax(s)·V per (batch, query head); query head h reads KV head h / (Hq/Hkv) (GQA,
@@ -10,7 +11,7 @@
 // (PyTorch ≥ 2.5 _safe_softmax, FlashAttention-3) and zero gradients.
 // Window: FlashAttention-2's window_size (left, right), bottom-right aligned, inclusive:
 // keeps j ∈ [i + Sk − Sq − left, i + Sk − Sq + right]; −1 = unbounded; intersects with the
-// causal mask. cuDNN's left bound is left + 1 (spec/numerics.md §4).
+// causal mask. cuDNN's left bound is left + 1 (cudnn-frontend test/python/test_mhas.py).
 // Backward (direction backward): inputs q, k, v, dO; outputs dQ, dK, dV from
 // dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = scale·dS·K, dK = scale·dSᵀ·Q,
 // dV = Pᵀ·dO (FlashAttention-2, Dao 2023, Algorithm 2), with GQA heads summed into dK, dV.

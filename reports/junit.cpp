@@ -1,4 +1,4 @@
-// JUnit XML writer and reader (pugixml); the outcome mapping is DESIGN.md's "Outcomes".
+// JUnit XML writer and reader (pugixml); the outcome mapping is docs/ci.md's "JUnit".
 #include "reports/junit.hpp"
 
 #include <unistd.h>

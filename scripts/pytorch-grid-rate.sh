@@ -3,7 +3,8 @@
 # 12,288 problems) on two impls, in parallel lanes of `opcts run`, with a cold reference cache;
 # prints the rate in PyTorch's unit (issue 16): forward+backward problems a second, a problem
 # pair counted once for both impls, as one PyTorch test runs flash and math on one shape.
-# PyTorch runs this sweep at ~90 tests a second on one H200 host (../shared/spec/pytorch-tests.md).
+# PyTorch runs this sweep (test/test_transformers.py) at ~90 tests a second on one H200 host
+# (issue 16).
 #
 # Usage: scripts/pytorch-grid-rate.sh [--opcts PATH] [--arch sm90] [--impls cuda.flash,cuda.math]
 #          [--lanes N] [--limit SECONDS] [--out DIR] [--warm]

@@ -2,7 +2,7 @@
 // edge classes.
 //
 // Everything expected here is computed from sign/exponent/mantissa fields by formulas written in
-// this file (spec/numerics.md §1, codec.hpp's policies), never by calling codec.cpp: a decoder
+// this file (OCP OFP8 v1.0, OCP MX v1.0, codec.hpp's policies), never by calling codec.cpp: a decoder
 // from fields, and an integer RNE encoder that rounds the 53-bit significand of a double.
 #include <gtest/gtest.h>
 
@@ -29,7 +29,7 @@ constexpr uint64_t kSeed = 0x0C0DEC5EEDull;  // every random sample derives from
 
 // ---- The definitions -------------------------------------------------------------------------
 
-/// One small float format as the spec defines it (spec/numerics.md §1 table).
+/// One small float format as its spec defines it (OCP OFP8 v1.0, OCP MX v1.0, ml_dtypes float8.h).
 struct Spec {
   const char* name;
   DType dtype;

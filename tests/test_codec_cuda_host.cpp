@@ -2,7 +2,8 @@
 // policy difference is a named rule.
 //
 // Compiled by g++ against the toolkit headers: without __CUDA_ARCH__ these functions take their
-// software paths, which numerics.md §1 records as identical to the H200's PTX cvt results.
+// software paths, which docs/architecture.md ("The model", dtypes) records as identical to the
+// H200's PTX cvt results.
 // Bulk comparisons expect CUDA's code to equal opcts's except where a named rule below predicts
 // CUDA's exact code; each rule has its own test that asserts the difference itself.
 #include <cuda_fp4.h>
@@ -186,7 +187,8 @@ TEST(CodecCudaFp8, Bfloat16rawPathOnEveryBf16) {
     }
 }
 
-// Agreements worth stating: the thresholds and Inf/overflow policy table of numerics.md §1.
+// Agreements worth stating: the thresholds and Inf/overflow policies of cuda_fp8.h's
+// __nv_saturation_t (__NV_SATFINITE, __NV_NOSAT).
 TEST(CodecCudaFp8, OverflowAndInfPolicyAgree) {
   const float above464 = std::nextafter(464.0f, INFINITY), inf = INFINITY;
   struct Row {

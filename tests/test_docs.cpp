@@ -195,5 +195,94 @@ TEST(Docs, ThePluginExampleBuildsAndRunsAsDocumented) {
   EXPECT_EQ(list.output.find("example.sdpa: example.sdpa"), std::string::npos);
 }
 
+// ---- Citations stay inside the repository --------------------------------------------------------
+// Code, catalogs, manifests, scripts and docs cite what a reader can open: a public source (a
+// PyTorch file, a vendor document's section, a spec) or a page of docs/, never design notes kept
+// outside the repository (a folder of spec notes, the design, style and device notes beside a
+// checkout), which a reader of the repository cannot open.
+
+// A file that plants such citations on purpose (TheCitationScanFlagsEveryPlantedNote reads it).
+const char* const kPlantedCitations = "tests/data/outside_citations/planted.txt";
+
+struct Citation {
+  size_t line;       // 1-based
+  std::string text;  // the line
+};
+
+// Every line of `text` that cites a note outside the repository; a path cut at the line's end (a
+// note's folder, or its name up to a hyphen, wrapped onto the next line) counts too. Only lines
+// holding ".md", "spec/" or "shared/" go through the pattern.
+std::vector<Citation> outside_citations(const std::string& text) {
+  static const std::regex note(
+      R"((^|[^A-Za-z0-9_./-])spec/([a-z][a-z0-9-]*\.md|[a-z-]*$))"               // spec/<note>.md, or cut
+      R"(|(^|[^A-Za-z0-9_./-])(numerics|pytorch-tests|edge-cases|runners)\.md)"  // a note's bare name
+      R"(|\.\./shared/|shared/spe[c]/)"                                          // the notes' folder
+      R"(|\b(DESIGN|STYLE|DEVICE)\.md\b)");
+  std::vector<Citation> out;
+  std::istringstream in(text);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.find(".md") == std::string::npos && line.find("spec/") == std::string::npos &&
+        line.find("shared/") == std::string::npos)
+      continue;
+    if (std::regex_search(line, note)) out.push_back({n, line});
+  }
+  return out;
+}
+
+// The repository's files: git's list of tracked files, else (a tree without git) every file
+// under the source folder but hidden entries and top-level build* folders.
+std::vector<std::string> repository_files() {
+  std::vector<std::string> out;
+  const Shell git = sh("git -C '" + kSource.string() + "' ls-files -z");
+  if (git.status == 0) {
+    std::istringstream in(git.output);
+    for (std::string f; std::getline(in, f, '\0');)
+      if (!f.empty()) out.push_back(f);
+    return out;
+  }
+  for (auto it = fs::recursive_directory_iterator(kSource); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(".", 0) == 0 || (it.depth() == 0 && name.rfind("build", 0) == 0)) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file()) out.push_back(fs::relative(it->path(), kSource).string());
+  }
+  return out;
+}
+
+TEST(Docs, NoFileCitesNotesOutsideTheRepository) {
+  const auto files = repository_files();
+  ASSERT_GE(files.size(), 300u);
+  std::string found;
+  size_t scanned = 0;
+  for (const std::string& rel : files) {
+    if (rel == kPlantedCitations || !fs::is_regular_file(kSource / rel)) continue;
+    ++scanned;
+    for (const Citation& c : outside_citations(read(kSource / rel)))
+      found += rel + ":" + std::to_string(c.line) + ": " + c.text + "\n";
+  }
+  EXPECT_GE(scanned, 300u);
+  EXPECT_TRUE(found.empty()) << "cite the public source or a docs/ page instead:\n" << found;
+}
+
+// The scan flags every line of the planted file that starts with "+" and no other line, so the
+// tree scan above can fail.
+TEST(Docs, TheCitationScanFlagsEveryPlantedNote) {
+  const std::string text = read(kSource / kPlantedCitations);
+  std::set<size_t> want, got;
+  std::istringstream in(text);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.rfind("+", 0) == 0) want.insert(n);
+  }
+  ASSERT_GE(want.size(), 8u);
+  for (const Citation& c : outside_citations(text)) got.insert(c.line);
+  EXPECT_EQ(got, want);
+}
+
 }  // namespace
 }  // namespace opcts

@@ -123,7 +123,7 @@ Shape validate(const GroupedMmParams& p, const char* who) {
   require(s.ldo >= p.out_cols && s.o_bs >= 0, who, "out", "ldo " + num(s.ldo) + " < " + num(p.out_cols) + " columns");
 
   if (p.recipe == GroupedRecipe::fp8_rowwise) {
-    // torch._scaled_grouped_mm's fp8 contract (GroupedBlas.cpp; spec/pytorch-tests.md §1.5):
+    // torch._scaled_grouped_mm's fp8 contract (aten/src/ATen/native/cuda/GroupedBlas.cpp):
     // K and N multiples of 16, for the fp8 tensor cores' 16-byte rows; a dimension the offsets
     // split (2d_2d's K, 3d_2d's N) is held to the offsets' multiple instead (find_offs_fault).
     if (mode != GroupedMode::m2d_2d)

@@ -1,7 +1,7 @@
 // Launch interface of the grouped GEMMs (cuda.grouped_kernel, cuda.cublas_grouped); no harness types.
 //
 // torch._grouped_mm / torch._scaled_grouped_mm semantics (aten/src/ATen/native/cuda/GroupedBlas.cpp,
-// as summarised in spec/pytorch-tests.md §1.4–1.5). `offs` holds int32 cumulative END offsets
+// and PyTorch's grouped tests in test/test_matmul_cuda.py). `offs` holds int32 cumulative END offsets
 // along the split dimension: group g spans [offs[g-1], offs[g]) with offs[-1] = 0, and
 // offs[G-1] may be smaller than the split dimension's size. Per mode (sizes as PyTorch's
 // tensor sizes; every A is row-major, "not transposed"; every B is PyTorch's "transposed" mat2,
@@ -29,7 +29,7 @@
 //   mxfp8        A, B e4m3fn codes; e8m0 scales (1 byte, 2^(e−127), 0xFF = NaN), one per 32
 //                consecutive K elements of a row of A / a column of B, each group's scale
 //                matrix [R, ceil(K_g/32)] stored in the cuBLAS 128×4 swizzled ("blocked") layout
-//                (spec/pytorch-tests.md §1.3, to_blocked: offset 512·(tr·ceil(C/4) + tc) +
+//                (torch/testing/_internal/common_quantized.py to_blocked: offset 512·(tr·ceil(C/4) + tc) +
 //                (r%32)·16 + ((r%128)/32)·4 + c%4 for r = row in the group's matrix,
 //                tr = r/128, tc = c/4, C = its column count), padded per group. The per-group
 //                placement is torchao's (torchao/prototype/moe_training/kernels/mxfp8:

@@ -54,7 +54,7 @@ bool fp4(const opcts_scaled_mm_params& c) { return c.recipe == OPCTS_MM_MXFP4 ||
 bool block_scaled(const opcts_scaled_mm_params& c) { return c.recipe >= OPCTS_MM_MXFP8; }
 int64_t out_bytes(const opcts_scaled_mm_params& c) { return c.out.bits / 8; }
 
-// D's leading dimension for cuBLASLt: rows padded to 16 bytes (numerics.md §3).
+// D's leading dimension for cuBLASLt: rows padded to 16 bytes (cuBLASLt docs, cublasLtMatmul FP8 requirements).
 int64_t padded_ldd(const opcts_scaled_mm_params& c) {
   const int64_t per16 = 16 / out_bytes(c);
   return (c.n + per16 - 1) / per16 * per16;
@@ -124,7 +124,9 @@ int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts
   // is an argument error the adapter refuses, so it runs.
   const bool tn = c.a_row_major && c.b_col_major;
   if (!tn && !fp4(c) && arch->compute_major > 0 && arch->compute_major < 10)
-    return no("FP8 matmul takes only the TN layout below sm_100 (status 15 on sm90; spec/pytorch-tests.md §1.2)");
+    return no(
+        "FP8 matmul takes only the TN layout below sm_100 (CUBLAS_STATUS_NOT_SUPPORTED, status 15, on sm90; "
+        "cuBLASLt docs, cublasLtMatmul FP8 requirements)");
   // The handle and workspace are made now, not under the backend's stream gate.
   scaled_mm_cublaslt_prepare();
   // D with its rows padded to 16 bytes, beside the output the backend allocates.

@@ -3,7 +3,7 @@
 // D[M, N] = act( Σ_k deq(A)[m, k] · deq(B)[k, n] · global_scale ) (+ bias[n]), where deq applies
 // each operand's dequant scales (x ≈ q · scale: torch._scaled_mm and cuBLASLt A/B_SCALE
 // semantics). For an e4m3 output, D = satfinite_e4m3(d_scale · (...)) (cuBLASLt D_SCALE, a
-// multiplier). Operands (spec/numerics.md §3):
+// multiplier). Operands (cuBLASLt docs: cublasLtMatmul, cublasLtMatmulMatrixScale_t):
 //   A codes: M rows of K; element (m, k) at byte a + m·lda + k when a_k_major (A row-major,
 //            "T" for cuBLASLt), else at a + k·lda + m (A column-major).
 //   B codes: given as Bᵀ, N rows of K; element (k, n) at b + n·ldb + k when b_k_major (B

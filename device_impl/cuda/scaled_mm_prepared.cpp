@@ -10,7 +10,7 @@ namespace opcts {
 
 PreparedScaledMm prepare_scaled_mm(const scaled_mm::Problem& p, const TensorMap& in) {
   const auto c = abi_struct<opcts_scaled_mm_params>(scaled_mm::abi_params(p));
-  // D rows padded to 16 bytes: cuBLASLt needs an aligned leading dimension (numerics.md §3).
+  // D rows padded to 16 bytes: cuBLASLt needs an aligned leading dimension (cublasLtMatmul FP8 requirements).
   const int64_t per16 = std::max<int64_t>(1, 16 / storage_bytes(p.out));
   const int64_t ldd = (p.n + per16 - 1) / per16 * per16;
   PreparedScaledMm r{cuda::DeviceBuffer::upload(in.at("a")),

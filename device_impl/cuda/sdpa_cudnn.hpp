@@ -5,7 +5,7 @@
 // Semantics are those of sdpa_kernels.hpp (the contract); this file says how they map onto cuDNN.
 //
 // Why a composite graph. The fused CUDNN_BACKEND_OPERATION_SDPA_FWD/BWD_DESCRIPTOR ops (≥ 9.13.1 /
-// 9.17) cannot express causal or sliding-window bounds or a bias before 9.21 (spec/numerics.md §4),
+// 9.17) cannot express causal or sliding-window bounds or a bias before 9.21 (cudnn-frontend sdpa_support_surface.h),
 // so this adapter builds the graph cudnn-frontend 1.x builds for its non-unified ("composite") path,
 // which cuDNN's fused flash-attention engines pattern-match:
 //   forward:  MATMUL Q·Kᵀ → MUL scale → [softcap: DIV cap, TANH_FWD, MUL cap] → [ADD bias] →
@@ -31,7 +31,8 @@
 //   causal_lower_right / a window is BOTTOM_RIGHT. A window together with causal_upper_left and
 //   Sq != Sk needs two alignments and is not expressible (sdpa_cudnn_supports says so).
 //
-// Version gates (cudnnGetVersion() at run time; spec/numerics.md §4, frontend sdpa_support_surface.h):
+// Version gates (cudnnGetVersion() at run time; cudnn-frontend docs "Attention", "Support Matrix";
+// include/cudnn_frontend/node/sdpa_support_surface.h):
 //   < 9.0        refused here (this adapter uses cuDNN 9 descriptors and −inf masking, ≥ 9.10).
 //   9.10.0/9.10.1  fp16/bf16 SDPA forward blocked by the frontend (known bugs): refused.
 //   < 9.6.0      bottom-right masks need s_q, s_kv multiples of 64; window + bottom-right needs

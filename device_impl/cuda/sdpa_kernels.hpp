@@ -7,7 +7,8 @@
 // other strides. logsumexp [B, Hq, Sq] fp32, contiguous, the natural log of
 // Σ_j exp(s_ij) over the keys row i may see, where s is the final score below.
 //
-// Scores (spec/numerics.md §5): s = scale · q_i·k_j; with softcap > 0, s = softcap ·
+// Scores (PyTorch's scaled_dot_product_attention docs; FlashAttention-2's flash_attn_interface.py
+// flash_attn_func): s = scale · q_i·k_j; with softcap > 0, s = softcap ·
 // tanh(s / softcap) (FlashAttention-2's softcap, Gemma-2); then the additive mask is added;
 // then keys outside the causal mask, the window or the boolean mask get s = -inf.
 // A row that sees no key (all -inf) gets O = 0 and logsumexp = -inf, never NaN.
