@@ -57,7 +57,7 @@ int dispatch(CommandLine& cl, const char* argv0) {
   }
   if (*cl.worker) {
     cl.wo.suite.load_catalogs = false;
-    return worker_main(loaded_registry_for(cl.wo.suite.plugins), cl.wo, argv0);
+    return worker_main(loaded_registry_for(cl.wo.suite.plugins), cl.wo);
   }
   return 2;
 }

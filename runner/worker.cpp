@@ -1,4 +1,4 @@
-// Worker: GoogleTest tests registered at run time, one per case, each writing its result line.
+// Worker: runs its share of the plan's cases in order, each writing its result line.
 #include "runner/worker.hpp"
 
 #include <signal.h>
@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 
-#include <gtest/gtest.h>
 #include <fstream>
 
 #include "core/errors.hpp"
@@ -60,46 +59,37 @@ struct WorkerState {
   ExecOptions exec;
 };
 
-class CaseTest : public testing::Test {
- public:
-  CaseTest(WorkerState* st, size_t index, std::string id) : st_(st), index_(index), id_(std::move(id)) {}
-
-  void TestBody() override {
-    const bool bad_index = fault_matches("OPCTS_FAULT_PROTOCOL", id_);
-    write_line(st_->fd, "BEGIN " + (bad_index ? std::string("18446744073709551615") : std::to_string(index_)));
-    inject_faults(id_);
-    ResultRecord r;
-    try {
-      const Case c = case_from_id(st_->suite->registry(), id_);
-      r = execute_case(*st_->suite, c, st_->device, st_->cache, st_->exec);
-    } catch (const DeviceLost& e) {
-      r.id = id_;
-      r.arch = st_->suite->arch().name;
-      r.device = st_->device;
-      r.outcome = r.raw_outcome = Outcome::CRASH;
-      r.message = std::string("device context lost: ") + e.what();
-      write_line(st_->fd, "RESULT " + to_json_line(r));
-      _exit(3);  // a sticky CUDA error poisons this process; a fresh worker continues
-    } catch (const std::exception& e) {
-      r.id = id_;
-      r.arch = st_->suite->arch().name;
-      r.outcome = r.raw_outcome = Outcome::ERROR;
-      r.message = e.what();
-    }
-    write_line(st_->fd, "RESULT " + to_json_line(r));
-    if (r.raw_outcome == Outcome::FAIL || r.raw_outcome == Outcome::ERROR || r.raw_outcome == Outcome::MISTRUSTED)
-      ADD_FAILURE() << id_ << ": " << r.message;
+// One case: BEGIN, then its RESULT line on the result fd (the supervisor's protocol,
+// runner/supervisor.hpp). The record is the case's whole verdict: the worker's exit code only
+// says whether it finished its list.
+void run_case(WorkerState& st, size_t index, const std::string& id) {
+  const bool bad_index = fault_matches("OPCTS_FAULT_PROTOCOL", id);
+  write_line(st.fd, "BEGIN " + (bad_index ? std::string("18446744073709551615") : std::to_string(index)));
+  inject_faults(id);
+  ResultRecord r;
+  try {
+    const Case c = case_from_id(st.suite->registry(), id);
+    r = execute_case(*st.suite, c, st.device, st.cache, st.exec);
+  } catch (const DeviceLost& e) {
+    r.id = id;
+    r.arch = st.suite->arch().name;
+    r.device = st.device;
+    r.outcome = r.raw_outcome = Outcome::CRASH;
+    r.message = std::string("device context lost: ") + e.what();
+    write_line(st.fd, "RESULT " + to_json_line(r));
+    _exit(3);  // a sticky CUDA error poisons this process; a fresh worker continues
+  } catch (const std::exception& e) {
+    r.id = id;
+    r.arch = st.suite->arch().name;
+    r.outcome = r.raw_outcome = Outcome::ERROR;
+    r.message = e.what();
   }
-
- private:
-  WorkerState* st_;
-  size_t index_;
-  std::string id_;
-};
+  write_line(st.fd, "RESULT " + to_json_line(r));
+}
 
 }  // namespace
 
-int worker_main(const Registry& reg, const WorkerOptions& opt, const char* argv0) {
+int worker_main(const Registry& reg, const WorkerOptions& opt) {
   Suite suite(reg, opt.suite);
   std::ifstream in(opt.ids_file);
   if (!in) {
@@ -110,27 +100,10 @@ int worker_main(const Registry& reg, const WorkerOptions& opt, const char* argv0
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) ids.push_back(line);
 
-  static WorkerState state{&suite, ReferenceCache(opt.exec.ref_cache_dir, opt.exec.ref_cache_max_bytes), opt.device,
-                           opt.result_fd, opt.exec};
-  int argc = 1;
-  char* argv[] = {const_cast<char*>(argv0), nullptr};
-  testing::InitGoogleTest(&argc, argv);
-  // The supervisor prints progress; the worker's own console output would only repeat it.
-  delete testing::UnitTest::GetInstance()->listeners().Release(
-      testing::UnitTest::GetInstance()->listeners().default_result_printer());
-  for (size_t i = opt.start; i < ids.size(); ++i) {
-    const std::string& id = ids[i];
-    // One test suite per case: GoogleTest runs a suite's tests together, so suites named by
-    // impl would run every case of one impl before the next impl's and defeat the
-    // ReferenceCache, which keeps one problem's inputs and reference for its impls in a row.
-    const std::string suite_name = "case" + std::to_string(i);
-    const std::string& test_name = id;
-    testing::RegisterTest(suite_name.c_str(), test_name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                          [i, id]() -> testing::Test* { return new CaseTest(&state, i, id); });
-  }
-  // Outcomes travel on the result fd; the exit code only says whether the worker finished.
-  const int rc = RUN_ALL_TESTS();
-  (void)rc;
+  WorkerState state{&suite, ReferenceCache(opt.exec.ref_cache_dir, opt.exec.ref_cache_max_bytes), opt.device,
+                    opt.result_fd, opt.exec};
+  // In the planned order: consecutive impls of one problem share the ReferenceCache's entry.
+  for (size_t i = opt.start; i < ids.size(); ++i) run_case(state, i, ids[i]);
   return 0;
 }
 

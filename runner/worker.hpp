@@ -22,8 +22,9 @@ struct WorkerOptions {
   ExecOptions exec;
 };
 
-/// Registers the cases from `start` on as GoogleTest tests (RegisterTest) and runs them.
-/// Returns the process exit code; exits the process at once after a DeviceLost.
-int worker_main(const Registry& reg, const WorkerOptions& opt, const char* argv0);
+/// Runs the cases from `start` on, in order, each reporting BEGIN and RESULT on `result_fd`.
+/// Returns the process exit code (0 once the list is done, 2 when the ids file cannot be
+/// read); exits the process at once after a DeviceLost.
+int worker_main(const Registry& reg, const WorkerOptions& opt);
 
 }  // namespace opcts

@@ -11,7 +11,6 @@ set -euo pipefail
 
 build=(
   cmake g++ make pkg-config
-  libgtest-dev            # GoogleTest: the worker links gtest's assertions (and the tests use it)
   libeigen3-dev           # CPU references
   libyaml-cpp-dev         # catalogs, manifests, tolerances
   libre2-dev              # manifests' xfail message patterns (linear-time matching)
@@ -23,6 +22,7 @@ build=(
   libxxhash-dev           # XXH3 (header-only use): the fingerprints of inputs the harness checks after every run
 )
 test=(
+  libgtest-dev            # GoogleTest: the harness's own tests
   libxml2-utils           # xmllint: the tests validate JUnit against tests/data/junit_ant.xsd
   clang-format            # clang-format 14: the sources_are_clang_formatted selftest (scripts/format.sh)
 )
