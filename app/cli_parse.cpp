@@ -3,8 +3,11 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
+#include <variant>
 
 #include "reports/junit.hpp"
+#include "runner/execute.hpp"
 #include "runner/manifest.hpp"
 #include "runner/shard_plan.hpp"
 
@@ -185,10 +188,14 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.worker->add_option("--start", cl.wo.start);
   cl.worker->add_option("--device", cl.wo.device);
   cl.worker->add_option("--result-fd", cl.wo.result_fd);
-  cl.worker->add_option("--artifacts", cl.wo.exec.artifacts_dir);
-  cl.worker->add_option("--ref-cache", cl.wo.exec.ref_cache_dir);
-  cl.worker->add_option("--ref-cache-max-bytes", cl.wo.exec.ref_cache_max_bytes);
-  cl.worker->add_flag("--bitwise", cl.wo.exec.bitwise);
+  for (const ExecFlag& f : kExecFlags)  // runner/execute.hpp: the table the supervisor writes from
+    std::visit(
+        [&](auto member) {
+          if constexpr (std::is_same_v<decltype(member), bool ExecOptions::*>)
+            cl.worker->add_flag(f.flag, cl.wo.exec.*member);
+          else cl.worker->add_option(f.flag, cl.wo.exec.*member);
+        },
+        f.field);
   cl.worker->add_option("--plugin", cl.wo.suite.plugins);
 
   // The plugin probe (app/plugin_probe.hpp): loads plugins, or asks their supports().

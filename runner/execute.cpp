@@ -52,6 +52,24 @@ const ReferenceCache::Entry& ReferenceCache::get(const Case& c, bool* fresh) {
   return *last_;
 }
 
+// A field added to ExecOptions must get its row in kExecFlags, or workers never see it.
+static_assert(sizeof(ExecOptions) == 2 * sizeof(std::string) + 2 * sizeof(std::uint64_t),
+              "ExecOptions changed: give the new field its row in kExecFlags (runner/execute.hpp)");
+
+std::vector<std::string> exec_worker_args(const ExecOptions& e) {
+  std::vector<std::string> args;
+  for (const ExecFlag& f : kExecFlags) {
+    if (const auto* text = std::get_if<std::string ExecOptions::*>(&f.field)) {
+      if (!(e.*(*text)).empty()) args.insert(args.end(), {f.flag, e.*(*text)});
+    } else if (const auto* flag = std::get_if<bool ExecOptions::*>(&f.field)) {
+      if (e.*(*flag)) args.emplace_back(f.flag);
+    } else {
+      args.insert(args.end(), {f.flag, std::to_string(e.*std::get<std::uint64_t ExecOptions::*>(f.field))});
+    }
+  }
+  return args;
+}
+
 namespace {
 
 // A tolerance's source ("<dir>/tolerances.yaml:412, manifest <dir>/sm90.yaml:37") as a record

@@ -1,9 +1,12 @@
 // Running one case in this process: inputs, reference, impl, comparison → a result record.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "core/family.hpp"
 #include "core/result.hpp"
@@ -18,7 +21,25 @@ struct ExecOptions {
   bool bitwise = false;       // --bitwise: run deterministic impls twice, require equal bytes
   std::string ref_cache_dir;  // --ref-cache: the on-disk reference cache ("" = off)
   std::uint64_t ref_cache_max_bytes = kDefaultRefCacheMaxBytes;  // --ref-cache-max-gib: its size cap (LRU eviction)
+  bool operator==(const ExecOptions&) const = default;
 };
+
+/// One ExecOptions field as a worker flag. The table below is the one place a field meets its
+/// flag: the supervisor writes a worker's argv from it (exec_worker_args) and the worker's
+/// command line reads it (app/cli_parse.cpp), so a field a run sets cannot be dropped on the
+/// way to the workers (a --bitwise lost there would let every determinism check pass unseen).
+struct ExecFlag {
+  const char* flag;
+  std::variant<std::string ExecOptions::*, bool ExecOptions::*, std::uint64_t ExecOptions::*> field;
+};
+inline const std::array<ExecFlag, 4> kExecFlags{{{"--artifacts", &ExecOptions::artifacts_dir},
+                                                 {"--bitwise", &ExecOptions::bitwise},
+                                                 {"--ref-cache", &ExecOptions::ref_cache_dir},
+                                                 {"--ref-cache-max-bytes", &ExecOptions::ref_cache_max_bytes}}};
+
+/// The worker arguments that carry `e`: a flag for each true bool, "flag value" for each
+/// non-empty string and every number.
+std::vector<std::string> exec_worker_args(const ExecOptions& e);
 
 /// Keeps the inputs and reference of the last problem, so that the impls of one problem,
 /// run one after another, generate and compute them once; with a disk folder, references

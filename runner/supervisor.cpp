@@ -89,11 +89,7 @@ Worker spawn(const SupervisorOptions& opt, const CaseList& list, size_t start) {
                                 "--device",    std::to_string(opt.device),
                                 "--result-fd", std::to_string(kResultFd)};
   if (!opt.suite.manifest.empty()) args.insert(args.end(), {"--manifest", opt.suite.manifest});
-  if (!opt.exec.artifacts_dir.empty()) args.insert(args.end(), {"--artifacts", opt.exec.artifacts_dir});
-  if (!opt.exec.ref_cache_dir.empty())
-    args.insert(args.end(), {"--ref-cache", opt.exec.ref_cache_dir, "--ref-cache-max-bytes",
-                             std::to_string(opt.exec.ref_cache_max_bytes)});
-  if (opt.exec.bitwise) args.push_back("--bitwise");
+  for (std::string& a : exec_worker_args(opt.exec)) args.push_back(std::move(a));
   for (const auto& p : opt.suite.plugins) args.insert(args.end(), {"--plugin", p});
   // Everything the child needs is made before fork: between fork and exec only
   // async-signal-safe calls (the parent may have threads holding malloc's lock).

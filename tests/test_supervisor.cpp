@@ -287,3 +287,27 @@ TEST_F(Supervisor, MalformedCatalogNamesFileAndLine) {
 
 }  // namespace
 }  // namespace opcts
+
+namespace opcts {
+namespace {
+
+// The worker's argv carries every ExecOptions field a run sets, from the one table the worker's
+// command line also reads (runner/execute.hpp kExecFlags); defaults travel as nothing or as the
+// default number.
+TEST(WorkerArgs, CarryEveryExecOptionsField) {
+  ExecOptions e;
+  e.artifacts_dir = "/tmp/a";
+  e.bitwise = true;
+  e.ref_cache_dir = "/tmp/c";
+  e.ref_cache_max_bytes = 12345;
+  EXPECT_EQ(exec_worker_args(e), (std::vector<std::string>{"--artifacts", "/tmp/a", "--bitwise", "--ref-cache",
+                                                           "/tmp/c", "--ref-cache-max-bytes", "12345"}));
+  const std::vector<std::string> plain = exec_worker_args(ExecOptions{});
+  EXPECT_EQ(plain, (std::vector<std::string>{"--ref-cache-max-bytes", std::to_string(kDefaultRefCacheMaxBytes)}));
+  // Each row names a distinct flag.
+  std::set<std::string> flags;
+  for (const ExecFlag& f : kExecFlags) EXPECT_TRUE(flags.insert(f.flag).second) << f.flag;
+}
+
+}  // namespace
+}  // namespace opcts
