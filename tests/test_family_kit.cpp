@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "app/builtins.hpp"
@@ -15,6 +17,8 @@
 
 namespace opcts {
 namespace {
+
+namespace fs = std::filesystem;
 
 TEST(KitTokens, NumbersRoundTripAndStayGtestNames) {
   for (double x : {0.0, 1.0, 0.5, 0.0625, 4.0, 30.0, -30.0, 0.1, 1e20, -1e-20, 0.3})
@@ -146,31 +150,42 @@ TEST(KitRoundTrip, TheOptInCatalogsAndThePyTorchGridsSize) {
 }
 
 // The case ids of every arch at the full tier, planted impls included, are the ones recorded in
-// tests/data/case_ids/<backend>.txt: ids are the suite's contract with its users (manifests,
-// CI filters, tracked failures), so a change to them must be deliberate. Regenerate with
-//   build/cuda/bin/opcts list --arch host --tier full --include-planted | LC_ALL=C sort > tests/data/case_ids/host.txt
-//   build/cuda/bin/opcts list --arch sm90 --tier full --include-planted | LC_ALL=C sort > tests/data/case_ids/cuda.txt
-//   build/cuda/bin/opcts list --arch gfx942 --tier full --include-planted | LC_ALL=C sort > tests/data/case_ids/hip.txt
-// The ids do not depend on the build: a host build lists the CUDA impls (as SKIP) too.
+// tests/data/case_ids/<backend>/<family>.txt: ids are the suite's contract with its users
+// (manifests, CI filters, tracked failures), so a change to them must be deliberate, and a
+// family's change rewrites only its own file. Regenerate a backend's files with
+//   build/host/bin/opcts list --arch host --tier full --include-planted | LC_ALL=C sort |
+//     awk -F. '{print > ("tests/data/case_ids/host/" $1 ".txt")}'
+// (sm90 for cuda/, gfx942 for hip/; remove the folder's files first). The ids do not depend on
+// the build: a host build lists the CUDA impls (as SKIP) too.
 TEST(CaseIds, EveryArchListsTheRecordedIds) {
   const ArchTable archs = ArchTable::load((testutil::cases_dir() / "archs.yaml").string());
   const auto entries = load_catalogs(builtin_registry(), {testutil::cases_dir().string()});
   for (const std::string& arch : archs.names()) {
-    std::vector<std::string> got;
-    for (const auto& c : make_cases(builtin_registry(), entries, archs.get(arch), true)) got.push_back(c.id);
-    const std::string file = std::string(OPCTS_SOURCE_DIR) + "/tests/data/case_ids/" + archs.get(arch).backend + ".txt";
-    std::vector<std::string> want;
-    std::ifstream in(file);
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty()) want.push_back(line);
-    std::sort(got.begin(), got.end());
-    std::sort(want.begin(), want.end());
-    std::vector<std::string> gone, added;
-    std::set_difference(want.begin(), want.end(), got.begin(), got.end(), std::back_inserter(gone));
-    std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(added));
-    EXPECT_TRUE(gone.empty() && added.empty())
-        << arch << ": " << gone.size() << " recorded ids gone (first: " << (gone.empty() ? "" : gone.front()) << "), "
-        << added.size() << " new (first: " << (added.empty() ? "" : added.front()) << ") against " << file;
+    std::map<std::string, std::vector<std::string>> got, want;  // family → ids
+    for (const auto& c : make_cases(builtin_registry(), entries, archs.get(arch), true))
+      got[c.id.substr(0, c.id.find('.'))].push_back(c.id);
+    const fs::path dir = fs::path(OPCTS_SOURCE_DIR) / "tests/data/case_ids" / archs.get(arch).backend;
+    ASSERT_TRUE(fs::is_directory(dir)) << dir;
+    for (const auto& f : fs::directory_iterator(dir)) {
+      std::ifstream in(f.path());
+      auto& ids = want[f.path().stem().string()];
+      for (std::string line; std::getline(in, line);)
+        if (!line.empty()) ids.push_back(line);
+    }
+    std::set<std::string> families;
+    for (const auto& [family, ids] : got) families.insert(family);
+    for (const auto& [family, ids] : want) families.insert(family);
+    for (const std::string& family : families) {
+      std::vector<std::string> g = got[family], w = want[family], gone, added;
+      std::sort(g.begin(), g.end());
+      std::sort(w.begin(), w.end());
+      std::set_difference(w.begin(), w.end(), g.begin(), g.end(), std::back_inserter(gone));
+      std::set_difference(g.begin(), g.end(), w.begin(), w.end(), std::back_inserter(added));
+      EXPECT_TRUE(gone.empty() && added.empty())
+          << arch << ", " << family << ": " << gone.size()
+          << " recorded ids gone (first: " << (gone.empty() ? "" : gone.front()) << "), " << added.size()
+          << " new (first: " << (added.empty() ? "" : added.front()) << ") against " << (dir / (family + ".txt"));
+    }
   }
 }
 

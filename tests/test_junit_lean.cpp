@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -53,13 +54,17 @@ ResultRecord realistic(const std::string& id, Outcome o) {
   return r;
 }
 
-// The longest pinned case id of each family (tests/data/case_ids/cuda.txt), the worst case for size.
+// The longest pinned case id of each family (tests/data/case_ids/cuda/<family>.txt), the worst
+// case for size.
 std::vector<std::string> longest_ids() {
-  std::ifstream in(std::string(OPCTS_SOURCE_DIR) + "/tests/data/case_ids/cuda.txt");
   std::map<std::string, std::string> longest;
-  for (std::string id; std::getline(in, id);) {
-    std::string& l = longest[id.substr(0, id.find('.'))];
-    if (id.size() > l.size()) l = id;
+  for (const auto& f :
+       std::filesystem::directory_iterator(std::string(OPCTS_SOURCE_DIR) + "/tests/data/case_ids/cuda")) {
+    std::ifstream in(f.path());
+    for (std::string id; std::getline(in, id);) {
+      std::string& l = longest[id.substr(0, id.find('.'))];
+      if (id.size() > l.size()) l = id;
+    }
   }
   std::vector<std::string> out;
   for (const auto& [family, id] : longest) out.push_back(id);
