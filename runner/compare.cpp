@@ -92,10 +92,12 @@ struct ChunkStats {
 
 }  // namespace
 
-OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
-                           const std::vector<double>* lowp, const Tolerance& tol, std::vector<WorstElement>& worst,
-                           size_t max_worst, const std::vector<double>* bound, int64_t row,
-                           const ReductionStats* reduction, const std::vector<double>* bound_below) {
+OutputStats compare_output(const std::string& name, const HostTensor& got, const OutputReference& ref,
+                           const Tolerance& tol, std::vector<WorstElement>& worst, size_t max_worst) {
+  const std::vector<double>& want = ref.want;
+  const std::vector<double>*lowp = ref.lowp, *bound = ref.bound, *bound_below = ref.bound_below;
+  const ReductionStats* reduction = ref.reduction;
+  const int64_t row = ref.row;
   const int64_t n = got.numel();
   if (static_cast<int64_t>(want.size()) != n)
     throw std::invalid_argument("output '" + name + "': " + std::to_string(n) + " elements, reference has " +

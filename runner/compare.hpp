@@ -53,29 +53,35 @@ struct Tolerance {
   bool provisional = false;
 };
 
-/// Compares `got` (any dtype, row-major over its shape) with `want` (the fp64 reference, same
-/// element order). `lowp` is the same-precision reference before its one rounding to the
-/// output dtype (the bound adds that rounding), required for ref_relative. bounded
-/// needs either `bound`, the reference's per-element bound (References::bound), or `reduction`,
-/// its reduction statistics (References::reduction), from which the tolerance's accumulator
-/// model derives the bound. For ref_relative `bound` is optional: the reference's bound of the accumulation error where
-/// the statistic says little (a row of few roundings, an exact 0), used where it is the larger. ref_relative takes
-/// max|lowp − want| over each row of `row` consecutive elements (OutputSpec::row; 0: the whole
-/// output is one row) and reports as `bound` the one that makes max_abs_err / bound the worst
-/// element's error ÷ bound.
-/// A reference value that rounds to 0 in got's dtype, or lies below fp32's smallest normal
-/// (GPU kernels may flush fp32 subnormals), counts as a reference zero for the trust check.
-/// NaN and ±Inf must sit at the same positions with the same sign in got and want; each
-/// position that differs counts as a mismatch and is listed first among the worst elements.
-/// `worst` receives up to `max_worst` elements with the largest errors.
-/// bounded with a fixed bound: `bound_below` (References::bound_below), where given, is the
-/// allowance below want (got − want >= −factor·bound_below[i] − ...), `bound` then the one above.
-/// Throws std::invalid_argument when sizes differ, lowp is missing for ref_relative, bounded
-/// has neither a bound nor statistics, or an accumulator model is given for a fixed bound.
-OutputStats compare_output(const std::string& name, const HostTensor& got, const std::vector<double>& want,
-                           const std::vector<double>* lowp, const Tolerance& tol, std::vector<WorstElement>& worst,
-                           size_t max_worst = 5, const std::vector<double>* bound = nullptr, int64_t row = 0,
-                           const ReductionStats* reduction = nullptr, const std::vector<double>* bound_below = nullptr);
+/// What one output is compared with: its references (core/family.hpp References), the ones a
+/// metric does not use left null.
+struct OutputReference {
+  const std::vector<double>& want;                   // the fp64 reference, in got's element order
+  const std::vector<double>* lowp = nullptr;         // References::lowp: before its output rounding
+  const std::vector<double>* bound = nullptr;        // References::bound (above want, with bound_below)
+  int64_t row = 0;                                   // ref_relative's row of the statistic (OutputSpec::row)
+  const ReductionStats* reduction = nullptr;         // References::reduction, for an accumulator model
+  const std::vector<double>* bound_below = nullptr;  // References::bound_below: the allowance below want
+};
+
+/// Compares `got` (any dtype, row-major over its shape) with `ref.want` (the fp64 reference, same
+/// element order); the fields of `ref` below are its members. `lowp` is the same-precision reference before its one
+/// rounding to the output dtype (the bound adds that rounding), required for ref_relative. bounded needs either
+/// `bound`, the reference's per-element bound (References::bound), or `reduction`, its reduction statistics
+/// (References::reduction), from which the tolerance's accumulator model derives the bound. For ref_relative `bound` is
+/// optional: the reference's bound of the accumulation error where the statistic says little (a row of few roundings,
+/// an exact 0), used where it is the larger. ref_relative takes max|lowp − want| over each row of `row` consecutive
+/// elements (OutputSpec::row; 0: the whole output is one row) and reports as `bound` the one that makes max_abs_err /
+/// bound the worst element's error ÷ bound. A reference value that rounds to 0 in got's dtype, or lies below fp32's
+/// smallest normal (GPU kernels may flush fp32 subnormals), counts as a reference zero for the trust check. NaN and
+/// ±Inf must sit at the same positions with the same sign in got and want; each position that differs counts as a
+/// mismatch and is listed first among the worst elements. `worst` receives up to `max_worst` elements with the largest
+/// errors. bounded with a fixed bound: `bound_below` (References::bound_below), where given, is the allowance below
+/// want (got − want >= −factor·bound_below[i] − ...), `bound` then the one above. Throws std::invalid_argument when
+/// sizes differ, lowp is missing for ref_relative, bounded has neither a bound nor statistics, or an accumulator model
+/// is given for a fixed bound.
+OutputStats compare_output(const std::string& name, const HostTensor& got, const OutputReference& ref,
+                           const Tolerance& tol, std::vector<WorstElement>& worst, size_t max_worst = 5);
 
 /// The ways an output compared by compare_output failed (core/failure_kind.hpp), in this order:
 /// exceeds_bound (ratio: the largest error ÷ bound of a finite element) — or all_zero instead

@@ -72,6 +72,13 @@ std::vector<std::string> exec_worker_args(const ExecOptions& e) {
 
 namespace {
 
+// The value at `key`, or null: a reference a family does not give for an output.
+template <typename Map>
+const typename Map::mapped_type* found(const Map& m, const std::string& key) {
+  const auto it = m.find(key);
+  return it == m.end() ? nullptr : &it->second;
+}
+
 // A tolerance's source ("<dir>/tolerances.yaml:412, manifest <dir>/sm90.yaml:37") as a record
 // names it: each part's file name and line ("tolerances.yaml:412, sm90.yaml:37"), which the
 // record's selection (its cases folder and file digests) makes unambiguous.
@@ -280,21 +287,23 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       if (it == out.end()) throw std::runtime_error("impl returned no output '" + spec.name + "'");
       const Tolerance tol =
           suite.tolerances().resolve(r.family, spec.name, spec.dtype, r.impl, r.arch, c.id, &suite.manifest());
-      const auto lp = ref.refs.lowp.find(spec.name);
-      const auto bd = ref.refs.bound.find(bound_key(spec.name, tol.accumulation));
-      if (!tol.accumulation.empty() && bd == ref.refs.bound.end())
+      const std::string key = bound_key(spec.name, tol.accumulation);
+      const std::vector<double>* bound = found(ref.refs.bound, key);
+      if (!tol.accumulation.empty() && !bound)
         throw std::runtime_error("output '" + spec.name + "': the reference gives no bound for accumulation '" +
                                  tol.accumulation + "' (" + tol.source + ")");
       if (tol.provisional)
         r.provisional += (r.provisional.empty() ? "" : "; ") + spec.name + ": " + to_string(tol.accumulator) + " (" +
                          tol.source + ")";
-      const auto rd = ref.refs.reduction.find(spec.name);
-      const auto bb = ref.refs.bound_below.find(bound_key(spec.name, tol.accumulation));
       const std::vector<double>& want = ref.refs.exact.at(spec.name);
-      OutputStats s = compare_output(spec.name, it->second, want, lp == ref.refs.lowp.end() ? nullptr : &lp->second,
-                                     tol, r.worst, 5, bd == ref.refs.bound.end() ? nullptr : &bd->second, spec.row,
-                                     rd == ref.refs.reduction.end() ? nullptr : &rd->second,
-                                     bb == ref.refs.bound_below.end() ? nullptr : &bb->second);
+      OutputStats s = compare_output(spec.name, it->second,
+                                     {.want = want,
+                                      .lowp = found(ref.refs.lowp, spec.name),
+                                      .bound = bound,
+                                      .row = spec.row,
+                                      .reduction = found(ref.refs.reduction, spec.name),
+                                      .bound_below = found(ref.refs.bound_below, key)},
+                                     tol, r.worst);
       s.rule = rule_of(tol.source);
       // A reduction output's conservation check, under the same model as its bound.
       if (const auto cs = ref.refs.conservation.find(bound_key(spec.name, tol.accumulation));

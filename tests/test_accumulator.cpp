@@ -152,21 +152,21 @@ TEST(SlopeCheck, SeesARelativeErrorNoElementShows) {
   t.false_alarm = 1e-12;
   t.accumulator = {14, AccRounding::truncate, 128};
   std::vector<WorstElement> worst;
-  const OutputStats ok = compare_output("d", exact_got, want, nullptr, t, worst, 5, nullptr, 0, &st);
+  const OutputStats ok = compare_output("d", exact_got, {.want = want, .reduction = &st}, t, worst);
   EXPECT_EQ(ok.mismatches, 0);
   EXPECT_FALSE(ok.biased());
-  const OutputStats bad = compare_output("d", scaled_got, want, nullptr, t, worst, 5, nullptr, 0, &st);
+  const OutputStats bad = compare_output("d", scaled_got, {.want = want, .reduction = &st}, t, worst);
   EXPECT_EQ(bad.mismatches, 0) << "the per-element bound should not see 2^-8 here";
   EXPECT_LT(bad.max_ratio, 1.0);
   EXPECT_TRUE(bad.biased()) << bad.slope << " in [" << bad.slope_lo << ", " << bad.slope_hi << "]";
   EXPECT_NEAR(bad.slope, 0x1p-8, 1e-6);
   // A shrink (both scales × (1 − 2^-8)) is outside too, beyond the truncating model's drift.
   for (int64_t i = 0; i < n; ++i) scaled_got.set(i, want[i] * (1 - 0x1p-7));
-  EXPECT_TRUE(compare_output("d", scaled_got, want, nullptr, t, worst, 5, nullptr, 0, &st).biased());
+  EXPECT_TRUE(compare_output("d", scaled_got, {.want = want, .reduction = &st}, t, worst).biased());
   // The same statistics under IEEE fp32: the bound shrinks by 2^11 and every element shows it.
   t.accumulator = AccumulatorModel{};
   for (int64_t i = 0; i < n; ++i) scaled_got.set(i, want[i] * (1 + 0x1p-8));
-  EXPECT_GT(compare_output("d", scaled_got, want, nullptr, t, worst, 5, nullptr, 0, &st).mismatches, n / 2);
+  EXPECT_GT(compare_output("d", scaled_got, {.want = want, .reduction = &st}, t, worst).mismatches, n / 2);
 }
 
 // The truncating model itself (sequential, one product per step: the worst case for its
@@ -329,12 +329,12 @@ TEST(SlopeCheck, AProduct2ToMinus8LowFailsUnderHoppersModel) {
   t.false_alarm = 1e-12;
   t.accumulator = {14, AccRounding::truncate, 128};
   std::vector<WorstElement> worst;
-  const OutputStats ok = compare_output("d", exact, want, nullptr, t, worst, 5, nullptr, 0, &st);
+  const OutputStats ok = compare_output("d", exact, {.want = want, .reduction = &st}, t, worst);
   EXPECT_FALSE(ok.biased()) << ok.slope << " in [" << ok.slope_lo << ", " << ok.slope_hi << "]";
-  const OutputStats lo = compare_output("d", low, want, nullptr, t, worst, 5, nullptr, 0, &st);
+  const OutputStats lo = compare_output("d", low, {.want = want, .reduction = &st}, t, worst);
   EXPECT_EQ(lo.mismatches, 0) << "the per-element bound should not see 2^-8";
   EXPECT_TRUE(lo.biased()) << lo.slope << " in [" << lo.slope_lo << ", " << lo.slope_hi << "]";
-  EXPECT_TRUE(compare_output("d", high, want, nullptr, t, worst, 5, nullptr, 0, &st).biased());
+  EXPECT_TRUE(compare_output("d", high, {.want = want, .reduction = &st}, t, worst).biased());
 }
 
 // A provisional model (a stand-in, the loosest a path may have) allows no drift at all: an
@@ -364,10 +364,10 @@ TEST(SlopeCheck, AProvisionalModelAllowsNoDrift) {
   t.false_alarm = 1e-12;
   t.accumulator = {14, AccRounding::truncate, 0};
   std::vector<WorstElement> worst;
-  const OutputStats measured = compare_output("d", got, want, nullptr, t, worst, 5, nullptr, 0, &st);
+  const OutputStats measured = compare_output("d", got, {.want = want, .reduction = &st}, t, worst);
   EXPECT_TRUE(measured.biased()) << measured.slope << " in [" << measured.slope_lo << ", " << measured.slope_hi << "]";
   t.provisional = true;
-  const OutputStats stand_in = compare_output("d", got, want, nullptr, t, worst, 5, nullptr, 0, &st);
+  const OutputStats stand_in = compare_output("d", got, {.want = want, .reduction = &st}, t, worst);
   EXPECT_EQ(stand_in.mismatches, 0);
   EXPECT_FALSE(stand_in.biased()) << stand_in.slope << " in [" << stand_in.slope_lo << ", " << stand_in.slope_hi << "]";
 }
@@ -433,10 +433,10 @@ TEST(SlopeCheck, AFastAccumStepDroppedFails) {
   t.false_alarm = 1e-12;
   t.accumulator = {14, AccRounding::truncate, 0};
   std::vector<WorstElement> worst;
-  const OutputStats ok = compare_output("d", good, want, nullptr, t, worst, 5, nullptr, 0, &st);
+  const OutputStats ok = compare_output("d", good, {.want = want, .reduction = &st}, t, worst);
   EXPECT_EQ(ok.mismatches, 0);
   EXPECT_FALSE(ok.biased()) << ok.slope << " in [" << ok.slope_lo << ", " << ok.slope_hi << "]";
-  const OutputStats bad = compare_output("d", dropped, want, nullptr, t, worst, 5, nullptr, 0, &st);
+  const OutputStats bad = compare_output("d", dropped, {.want = want, .reduction = &st}, t, worst);
   std::printf("correct slope %.3g in [%.3g, %.3g]; dropped %.3g, %lld mismatches\n", ok.slope, ok.slope_lo, ok.slope_hi,
               bad.slope, static_cast<long long>(bad.mismatches));
   EXPECT_TRUE(bad.biased()) << bad.slope << " in [" << bad.slope_lo << ", " << bad.slope_hi << "]";

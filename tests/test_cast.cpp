@@ -29,7 +29,7 @@ int64_t mismatches(const Impl& impl, const cast::Problem& p) {
   std::vector<WorstElement> worst;
   Tolerance bitexact;
   bitexact.metric = Metric::bitexact;
-  return compare_output("y", out.at("y"), ref.exact.at("y"), nullptr, bitexact, worst).mismatches;
+  return compare_output("y", out.at("y"), {.want = ref.exact.at("y")}, bitexact, worst).mismatches;
 }
 
 // Every catalog id round-trips in tests/test_family_kit.cpp (KitRoundTrip); here, the spellings.

@@ -38,7 +38,7 @@ Tolerance tol_of(Metric m, double atol = 0, double rtol = 0, double factor = 0, 
 OutputStats run(const HostTensor& got, const std::vector<double>& want, const Tolerance& tol,
                 const std::vector<double>* lowp = nullptr) {
   std::vector<WorstElement> worst;
-  return compare_output("O", got, want, lowp, tol, worst);
+  return compare_output("O", got, {.want = want, .lowp = lowp}, tol, worst);
 }
 
 TEST(CompareExact, PassesOnEqualAndSignedZeroFailsOnOneUlp) {
@@ -137,9 +137,9 @@ TEST(CompareRefRelative, RowsAreBoundedByTheirOwnLowpError) {
   const auto t = tol_of(Metric::ref_relative, 0, 0, 2.0);
   const HostTensor got = tensor(DType::fp64, {4}, {1.0 + 1.0 / 8, 1.0, 1.0 + 1.0 / 256, 1.0});
   std::vector<WorstElement> worst;
-  const OutputStats rows = compare_output("O", got, want, &lowp, t, worst, 5, nullptr, 2);
+  const OutputStats rows = compare_output("O", got, {.want = want, .lowp = &lowp, .row = 2}, t, worst);
   EXPECT_EQ(rows.mismatches, 1);  // element 2: 1/256 > 2 · 1/1024
-  EXPECT_EQ(compare_output("O", got, want, &lowp, t, worst, 5, nullptr, 0).mismatches, 0);  // one row: 2 · 1/8
+  EXPECT_EQ(compare_output("O", got, {.want = want, .lowp = &lowp}, t, worst).mismatches, 0);  // one row: 2 · 1/8
 }
 
 // The reference's per-element bound (References::bound) replaces the statistic where it is
@@ -149,18 +149,20 @@ TEST(CompareRefRelative, ReferenceBoundsArePerElementAndTheLargerTermWins) {
   const auto t = tol_of(Metric::ref_relative, 0, 0, 2.0);
   const HostTensor got = tensor(DType::fp32, {2}, {1e-6, 1e-6});
   std::vector<WorstElement> worst;
-  const OutputStats s = compare_output("O", got, want, &want, t, worst, 5, &floors);
+  const OutputStats s = compare_output("O", got, {.want = want, .lowp = &want, .bound = &floors}, t, worst);
   EXPECT_EQ(s.mismatches, 1);  // element 1 has no floor: its bound is half fp32's smallest spacing
   EXPECT_LT(s.bound, 1e-44);
   const std::vector<double> short_floors = {1.0};
-  EXPECT_THROW(compare_output("O", got, want, &want, t, worst, 5, &short_floors), std::invalid_argument);
+  EXPECT_THROW(compare_output("O", got, {.want = want, .lowp = &want, .bound = &short_floors}, t, worst),
+               std::invalid_argument);
   // max(2 · 1/64, 1/16) = 1/16 bounds element 0, max(2 · 1/64, 0) = 1/32 element 1: not their sum.
   const std::vector<double> w = {1.0, 1.0}, lp = {1.0 + 1.0 / 64, 1.0}, b = {1.0 / 16, 0.0};
-  EXPECT_EQ(compare_output("O", tensor(DType::fp64, {2}, {1.0 + 1.0 / 16, 1.0 + 1.0 / 32}), w, &lp, t, worst, 5, &b)
+  EXPECT_EQ(compare_output("O", tensor(DType::fp64, {2}, {1.0 + 1.0 / 16, 1.0 + 1.0 / 32}),
+                           {.want = w, .lowp = &lp, .bound = &b}, t, worst)
                 .mismatches,
             0);
-  EXPECT_EQ(compare_output("O", tensor(DType::fp64, {2}, {1.0 + 1.0 / 16 + 1.0 / 1024, 1.0 + 1.0 / 32 + 1.0 / 1024}), w,
-                           &lp, t, worst, 5, &b)
+  EXPECT_EQ(compare_output("O", tensor(DType::fp64, {2}, {1.0 + 1.0 / 16 + 1.0 / 1024, 1.0 + 1.0 / 32 + 1.0 / 1024}),
+                           {.want = w, .lowp = &lp, .bound = &b}, t, worst)
                 .mismatches,
             2);
 }
@@ -189,7 +191,7 @@ TEST(CompareSpecials, NaNAtDifferentPositionsFailsAndIsListedFirst) {
   std::vector<WorstElement> worst;
   // Element 3 is off by 100, far more than anything else, yet the NaN mismatches come first.
   const HostTensor got = tensor(DType::fp32, {2, 2}, {kNaN, 2.0, 3.0, 104.0});
-  auto s = compare_output("O", got, want, nullptr, tol_of(Metric::allclose, 1e-3), worst);
+  auto s = compare_output("O", got, {.want = want}, tol_of(Metric::allclose, 1e-3), worst);
   EXPECT_EQ(s.mismatches, 3);  // NaN at 0, NaN missing at 1, element 3
   ASSERT_EQ(worst.size(), 3u);
   EXPECT_TRUE(std::isnan(worst[0].got));
@@ -225,7 +227,7 @@ TEST(CompareWorst, SortedByErrorWithMultiIndicesAndCapped) {
   got[9] += 0.25;  // [0,2,1]
   got[17] += 3.0;  // [1,1,1]
   std::vector<WorstElement> worst;
-  auto s = compare_output("lse", tensor(DType::fp64, {2, 3, 4}, got), want, nullptr, tol_of(Metric::exact), worst, 4);
+  auto s = compare_output("lse", tensor(DType::fp64, {2, 3, 4}, got), {.want = want}, tol_of(Metric::exact), worst, 4);
   EXPECT_EQ(s.mismatches, 6);
   EXPECT_EQ(s.max_abs_err, 4.0);
   ASSERT_EQ(worst.size(), 4u);
@@ -245,7 +247,7 @@ TEST(CompareWorst, KeepsTheLargestErrorsOfALongOutput) {
   std::vector<double> want(n, 0.0), got(n);
   for (int i = 0; i < n; ++i) got[i] = 1e-3 * ((i * 7919) % n);  // a permutation of error sizes
   std::vector<WorstElement> worst;
-  compare_output("O", tensor(DType::fp64, {n}, got), want, nullptr, tol_of(Metric::exact), worst, 3);
+  compare_output("O", tensor(DType::fp64, {n}, got), {.want = want}, tol_of(Metric::exact), worst, 3);
   ASSERT_EQ(worst.size(), 3u);
   EXPECT_DOUBLE_EQ(worst[0].got, 1e-3 * (n - 1));
   EXPECT_DOUBLE_EQ(worst[1].got, 1e-3 * (n - 2));
@@ -255,13 +257,14 @@ TEST(CompareWorst, KeepsTheLargestErrorsOfALongOutput) {
 TEST(CompareArgs, SizeMismatchAndMissingLowpThrow) {
   const HostTensor got = tensor(DType::fp32, {3}, {1, 2, 3});
   std::vector<WorstElement> worst;
-  EXPECT_THROW(compare_output("O", got, {1, 2}, nullptr, tol_of(Metric::exact), worst), std::invalid_argument);
-  EXPECT_THROW(compare_output("O", got, {1, 2, 3}, nullptr, tol_of(Metric::ref_relative, 0, 0, 2), worst),
+  EXPECT_THROW(compare_output("O", got, {.want = {1, 2}}, tol_of(Metric::exact), worst), std::invalid_argument);
+  EXPECT_THROW(compare_output("O", got, {.want = {1, 2, 3}}, tol_of(Metric::ref_relative, 0, 0, 2), worst),
                std::invalid_argument);
   const std::vector<double> short_lowp = {1, 2};
-  EXPECT_THROW(compare_output("O", got, {1, 2, 3}, &short_lowp, tol_of(Metric::ref_relative, 0, 0, 2), worst),
-               std::invalid_argument);
-  EXPECT_NO_THROW(compare_output("O", got, {1, 2, 3}, nullptr, tol_of(Metric::allclose), worst));
+  EXPECT_THROW(
+      compare_output("O", got, {.want = {1, 2, 3}, .lowp = &short_lowp}, tol_of(Metric::ref_relative, 0, 0, 2), worst),
+      std::invalid_argument);
+  EXPECT_NO_THROW(compare_output("O", got, {.want = {1, 2, 3}}, tol_of(Metric::allclose), worst));
 }
 
 // bounded: a reference beyond the output's range is stored unrounded; the device may give
@@ -279,7 +282,7 @@ TEST(CompareBounded, OverflowNearTheEdgeMayRoundEitherWay) {
   st.sq_sum.assign(3, 0.0);
   const auto cmp = [&](std::vector<double> got, std::vector<double> want) {
     st.magnitude = {std::fabs(want[0]), std::fabs(want[1]), std::fabs(want[2])};
-    return compare_output("d", tensor(DType::fp16, {3}, got), want, nullptr, t, worst, 5, nullptr, 0, &st).mismatches;
+    return compare_output("d", tensor(DType::fp16, {3}, got), {.want = want, .reduction = &st}, t, worst).mismatches;
   };
   EXPECT_EQ(cmp({65504, kInf, -kInf}, {65525, 65525, -65515}), 0);  // 65525 ∓ 8 straddles 65520; 65515 + 8 >= 65520
   // 65530 − 8 >= 65520 must overflow; a saturated 1e6; -65500 + 8 cannot overflow.
@@ -297,12 +300,12 @@ TEST(CompareBounded, ReferenceBoundPerElement) {
   auto t = tol_of(Metric::bounded);
   t.factor = 1;
   std::vector<WorstElement> w;
-  EXPECT_EQ(compare_output("d", got, want, nullptr, t, w, 5, &bound).mismatches, 0);
+  EXPECT_EQ(compare_output("d", got, {.want = want, .bound = &bound}, t, w).mismatches, 0);
   got.set(1, 10.5);
-  EXPECT_EQ(compare_output("d", got, want, nullptr, t, w, 5, &bound).mismatches, 1);
-  EXPECT_THROW(compare_output("d", got, want, nullptr, t, w), std::invalid_argument);  // no bound given
+  EXPECT_EQ(compare_output("d", got, {.want = want, .bound = &bound}, t, w).mismatches, 1);
+  EXPECT_THROW(compare_output("d", got, {.want = want}, t, w), std::invalid_argument);  // no bound given
   t.accumulator = {14, AccRounding::truncate, 128};
-  EXPECT_THROW(compare_output("d", got, want, nullptr, t, w, 5, &bound), std::invalid_argument);
+  EXPECT_THROW(compare_output("d", got, {.want = want, .bound = &bound}, t, w), std::invalid_argument);
 }
 
 // A fixed bound with two sides (References::bound_below): the side got lies on, its rounding
@@ -316,7 +319,7 @@ TEST(CompareBounded, TwoSidedBoundTakesTheSideGotLiesOn) {
   auto mismatches = [&](double got) {
     HostTensor g(DType::bf16, {1});
     g.set(0, got);
-    return compare_output("d", g, want, nullptr, t, w, 5, &above, 0, nullptr, &below).mismatches;
+    return compare_output("d", g, {.want = want, .bound = &above, .bound_below = &below}, t, w).mismatches;
   };
   EXPECT_EQ(mismatches(256), 0);
   EXPECT_EQ(mismatches(255), 0);
@@ -325,9 +328,9 @@ TEST(CompareBounded, TwoSidedBoundTakesTheSideGotLiesOn) {
   EXPECT_EQ(mismatches(3104), 0);
   EXPECT_EQ(mismatches(3120), 1);
   const std::vector<double> wrong{1, 2};
-  EXPECT_THROW(
-      compare_output("d", tensor(DType::bf16, {1}, {3000}), want, nullptr, t, w, 5, &above, 0, nullptr, &wrong),
-      std::invalid_argument);
+  EXPECT_THROW(compare_output("d", tensor(DType::bf16, {1}, {3000}),
+                              {.want = want, .bound = &above, .bound_below = &wrong}, t, w),
+               std::invalid_argument);
 }
 
 // bounded around the exact x: one rounding to nearest passes, a truncating conversion (the far
@@ -346,8 +349,8 @@ TEST(CompareBounded, HalfASpacingCatchesATruncatingConversion) {
   auto t = tol_of(Metric::bounded);
   t.factor = 1;
   std::vector<WorstElement> w;
-  EXPECT_EQ(compare_output("d", rn, want, nullptr, t, w, 5, &bound).mismatches, 0);
-  EXPECT_GT(compare_output("d", rz, want, nullptr, t, w, 5, &bound).mismatches, n / 3);
+  EXPECT_EQ(compare_output("d", rn, {.want = want, .bound = &bound}, t, w).mismatches, 0);
+  EXPECT_GT(compare_output("d", rz, {.want = want, .bound = &bound}, t, w).mismatches, n / 3);
 }
 
 // Each failing output gets its kinds (core/failure_kind.hpp) from how its elements fail: a
@@ -440,8 +443,9 @@ TEST(CompareChunks, SameResultOnAnyNumberOfThreads) {
     for (int threads : {1, 2, 5}) {
       omp_set_num_threads(threads);
       w.emplace_back();
-      s.push_back(
-          compare_output("O", got, want, &lowp, t, w.back(), 5, nullptr, 1000, m == Metric::bounded ? &st : nullptr));
+      s.push_back(compare_output(
+          "O", got, {.want = want, .lowp = &lowp, .row = 1000, .reduction = m == Metric::bounded ? &st : nullptr}, t,
+          w.back()));
     }
     omp_set_num_threads(omp_get_num_procs());
     SCOPED_TRACE(std::string(to_string(m)));

@@ -42,9 +42,11 @@ inline OutputStats judge_bounded(const Family& f, const Impl& impl, const Proble
   const Tolerance t = host_tolerance(f, impl, p, out, got.at(out).dtype());
   const auto bound = ref.bound.find(out);
   const auto reduction = ref.reduction.find(out);
-  return compare_output(out, got.at(out), ref.exact.at(out), nullptr, t, worst, 5,
-                        bound == ref.bound.end() ? nullptr : &bound->second, 0,
-                        reduction == ref.reduction.end() ? nullptr : &reduction->second);
+  return compare_output(out, got.at(out),
+                        {.want = ref.exact.at(out),
+                         .bound = bound == ref.bound.end() ? nullptr : &bound->second,
+                         .reduction = reduction == ref.reduction.end() ? nullptr : &reduction->second},
+                        t, worst);
 }
 
 /// Whether `impl` fails on problem p: any element outside the bound, or the bias check.

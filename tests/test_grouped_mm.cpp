@@ -43,8 +43,8 @@ OutputStats judged(const TensorMap& got, const References& ref) {
   t.metric = Metric::bounded;
   t.factor = 1;
   t.false_alarm = 1e-12;
-  return compare_output("out", got.at("out"), ref.exact.at("out"), nullptr, t, worst, 5, nullptr, 0,
-                        &ref.reduction.at("out"));
+  return compare_output("out", got.at("out"), {.want = ref.exact.at("out"), .reduction = &ref.reduction.at("out")}, t,
+                        worst);
 }
 
 // Mismatches of the impl's "out" (judged); a write outside the output (ContractBreach) counts as one.

@@ -53,9 +53,11 @@ int64_t mismatches(const Problem& p, const References& ref, const HostTensor& ou
   const auto cs = ref.conservation.find(key);
   const ConservationStats c =
       cs == ref.conservation.end() ? ConservationStats{} : check_conservation("out", out, cs->second);
-  return compare_output("out", out, ref.exact.at("out"), nullptr, t, worst, 5,
-                        bd == ref.bound.end() ? nullptr : &bd->second, 0, nullptr,
-                        below == ref.bound_below.end() ? nullptr : &below->second)
+  return compare_output("out", out,
+                        {.want = ref.exact.at("out"),
+                         .bound = bd == ref.bound.end() ? nullptr : &bd->second,
+                         .bound_below = below == ref.bound_below.end() ? nullptr : &below->second},
+                        t, worst)
              .mismatches +
          c.groups_off + (c.total_off ? 1 : 0);
 }

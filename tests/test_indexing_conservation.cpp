@@ -37,8 +37,11 @@ Verdict judge(const References& ref, const HostTensor& out, Accumulation model) 
   const auto below = ref.bound_below.find(key);
   std::vector<WorstElement> worst;
   Verdict v;
-  v.mismatches = compare_output("out", out, ref.exact.at("out"), nullptr, t, worst, 5, &ref.bound.at(key), 0, nullptr,
-                                below == ref.bound_below.end() ? nullptr : &below->second)
+  v.mismatches = compare_output("out", out,
+                                {.want = ref.exact.at("out"),
+                                 .bound = &ref.bound.at(key),
+                                 .bound_below = below == ref.bound_below.end() ? nullptr : &below->second},
+                                t, worst)
                      .mismatches;
   v.conservation = check_conservation("out", out, ref.conservation.at(key));
   return v;

@@ -235,7 +235,7 @@ int64_t mismatches(const int4_mm::Problem& p, bool gemv, Int4Plant plant, Tiny t
   const Impl& row = *builtin_registry().impl(gemv ? "cuda.int4_gemv" : "cuda.int4_mm");
   const Tolerance t = testutil::host_tolerance(family(), row, p, "y", p.dtype);
   const OutputStats s =
-      compare_output("y", got, ref.exact.at("y"), nullptr, t, worst, 5, nullptr, 0, &ref.reduction.at("y"));
+      compare_output("y", got, {.want = ref.exact.at("y"), .reduction = &ref.reduction.at("y")}, t, worst);
   return s.mismatches + (s.biased() ? 1 : 0);
 }
 

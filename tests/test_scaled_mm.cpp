@@ -45,8 +45,8 @@ struct Judged {
 Judged judge(const Impl& impl, const scaled_mm::Problem& p, const TensorMap& in, const References& ref) {
   const TensorMap out = impl.run(p, in, RunContext{&host(), -1});
   std::vector<WorstElement> worst;
-  return {compare_output("d", out.at("d"), ref.exact.at("d"), nullptr, tolerance_of(impl, p), worst, 5, nullptr, 0,
-                         &ref.reduction.at("d"))};
+  return {compare_output("d", out.at("d"), {.want = ref.exact.at("d"), .reduction = &ref.reduction.at("d")},
+                         tolerance_of(impl, p), worst)};
 }
 
 // Every catalog id round-trips in tests/test_family_kit.cpp (KitRoundTrip); here, a spelling.

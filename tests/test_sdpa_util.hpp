@@ -50,8 +50,12 @@ inline std::map<std::string, OutputStats> compare_all(const std::string& impl, c
   for (const auto& spec : family().outputs(p)) {
     const Tolerance tol = tolerances().resolve("sdpa", spec.name, spec.dtype, impl, "host", "", nullptr);
     std::vector<WorstElement> worst;
-    stats[spec.name] = compare_output(spec.name, out.at(spec.name), r.exact.at(spec.name), &r.lowp.at(spec.name), tol,
-                                      worst, 5, &r.bound.at(bound_key(spec.name, tol.accumulation)), spec.row);
+    stats[spec.name] = compare_output(spec.name, out.at(spec.name),
+                                      {.want = r.exact.at(spec.name),
+                                       .lowp = &r.lowp.at(spec.name),
+                                       .bound = &r.bound.at(bound_key(spec.name, tol.accumulation)),
+                                       .row = spec.row},
+                                      tol, worst);
   }
   return stats;
 }

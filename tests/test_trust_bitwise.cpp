@@ -172,7 +172,7 @@ TEST(TrustCheck, CompareCountsSignedZerosNotNaN) {
   t.metric = Metric::allclose;
   t.atol = 2;  // every zero within tolerance
   std::vector<WorstElement> worst;
-  const OutputStats s = compare_output("y", got, {0.0, 1.0, 0.0, 1.0}, nullptr, t, worst);
+  const OutputStats s = compare_output("y", got, {.want = {0.0, 1.0, 0.0, 1.0}}, t, worst);
   EXPECT_EQ(s.zeros, 2);
   EXPECT_EQ(s.ref_zeros, 2);
   EXPECT_EQ(s.unexplained_zeros, 1);  // element 1: the reference is 1, and allclose's atol is no model
@@ -191,7 +191,7 @@ TEST(TrustCheck, RefRelativeExplainsZerosByTheElementsOwnBound) {
   t.metric = Metric::ref_relative;
   t.factor = 1;
   std::vector<WorstElement> worst;
-  const OutputStats s = compare_output("dQ", got, want, &lowp, t, worst, 5, &own);
+  const OutputStats s = compare_output("dQ", got, {.want = want, .lowp = &lowp, .bound = &own}, t, worst);
   EXPECT_EQ(s.mismatches, 0);
   EXPECT_EQ(s.ref_zeros, 1);
   EXPECT_EQ(s.unexplained_zeros, 2);  // 1e-3 and 0.5: beyond their own bound 1e-4
@@ -207,7 +207,7 @@ TEST(TrustCheck, BoundedExplainsZerosWithinTheElementsBound) {
   t.metric = Metric::bounded;
   t.factor = 1;
   std::vector<WorstElement> worst;
-  const OutputStats s = compare_output("y", got, want, nullptr, t, worst, 5, &bound);
+  const OutputStats s = compare_output("y", got, {.want = want, .bound = &bound}, t, worst);
   EXPECT_EQ(s.unexplained_zeros, 2);
   EXPECT_EQ(s.mismatches, 2);  // under bounded an unexplained zero is also a mismatch
 }
