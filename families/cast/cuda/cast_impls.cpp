@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "device_impl/cuda/cast_kernels.hpp"
-#include "device_impl/cuda/cast_launch.hpp"
+#include "families/cast/cuda/cast_kernels.hpp"
+#include "families/cast/cuda/cast_launch.hpp"
 
 namespace opcts::cuda {
 

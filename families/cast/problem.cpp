@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "core/rng.hpp"
-#include "refimpl/cast.hpp"
+#include "families/cast/cast.hpp"
 
 namespace opcts::cast {
 

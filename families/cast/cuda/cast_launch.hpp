@@ -1,4 +1,4 @@
-// The callbacks of the CUDA cast rows (device_impl/cuda/cast_impls.cpp, CUDA builds only).
+// The callbacks of the CUDA cast rows (families/cast/cuda/cast_impls.cpp, CUDA builds only).
 #pragma once
 
 #include "include/opcts/plugin.h"

@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "core/kit_family.hpp"
-#include "refimpl/cast.hpp"
+#include "families/cast/cast.hpp"
 
 namespace opcts {
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/minifloat_bits.hpp"
-#include "device_impl/cuda/cast_kernels.hpp"
+#include "families/cast/cuda/cast_kernels.hpp"
 
 namespace opcts::cuda {
 

@@ -4,7 +4,7 @@
 // no policy when decoding, and the count glued to `random`:
 // "fp16_to_e4m3fn_satfinite_exhaustive", "fp32_to_e8m0fnu_ceil_nonsaturating_edges",
 // "fp32_to_e5m2_satfinite_random4000000", "e2m1fn_to_fp32_allcodes".
-#include "refimpl/cast.hpp"
+#include "families/cast/cast.hpp"
 
 namespace opcts::cast {
 

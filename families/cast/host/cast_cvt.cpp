@@ -8,7 +8,7 @@
 
 #include "core/minifloat_formats.hpp"
 #include "device_impl/host/host_impls.hpp"
-#include "refimpl/cast.hpp"
+#include "families/cast/cast.hpp"
 
 namespace opcts {
 

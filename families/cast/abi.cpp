@@ -1,6 +1,6 @@
 // The cast problem as the plugin ABI's opcts_cast_params (include/opcts/plugin.h).
 #include "core/abi_impl.hpp"
-#include "refimpl/cast.hpp"
+#include "families/cast/cast.hpp"
 
 namespace opcts::cast {
 

@@ -6,7 +6,7 @@
 
 #include "app/builtins.hpp"
 #include "core/family.hpp"
-#include "refimpl/cast.hpp"
+#include "families/cast/cast.hpp"
 #include "runner/catalog.hpp"
 #include "runner/compare.hpp"
 #include "tests/test_util.hpp"
