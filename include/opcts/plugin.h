@@ -251,7 +251,7 @@ typedef struct opcts_cast_params {
 /* int4_mm: weight-only int4 matmul, y[M, N] = x[M, K] · Ŵᵀ with Ŵ[n, k] the int4 weight
  * dequantized per group of `group_size` consecutive k: tinygemm w = (q − 8)·scale + zero,
  * awq / gptq w = (q − z)·scale, q4_0 w = (q − 8)·d. Tensors (layouts and sources in
- * refimpl/int4_pack.hpp): x [M, K] in `dtype`; weight the packed words as 4-bit codes
+ * families/int4_mm/int4_pack.hpp): x [M, K] in `dtype`; weight the packed words as 4-bit codes
  * (dtype {OPCTS_DL_UINT, 4}, OPCTS_PACKING_NIBBLES_LOW_FIRST: the bytes are the buffer a kernel
  * reads; its shape spells the format's layout); scale_and_zero [K/g, N, 2] (tinygemm) or scales
  * [K/g, N] (awq, gptq) in `dtype`; qzeros (awq, gptq) as 4-bit codes [K/g, N/8, 8]; output y

@@ -30,7 +30,7 @@
 // (γ_K(2^-23) + 4·γ_K(2^-53))·S + K·2^-149 — one full fp32 ulp per addition in any order —
 // is what the worst case gives under IEEE fp32 (rne: γ_{K−1}(2^-24) + γ_2(2^-24) below
 // γ_K(2^-23)); the probabilistic bound is √K times tighter at model K (14% of rms|y| at
-// K = 14336 before, tests/test_int4_mm.cpp keeps the old formula as the oracle the new bound
+// K = 14336 before, families/int4_mm/tests/test_int4_mm.cpp keeps the old formula as the oracle the new bound
 // must not exceed). The metric adds the one output rounding around the unrounded y
 // (|RN(v) − y| <= E + ulp_out(|y| + E)/2). A dequantized weight rounded twice (tinygemm's
 // (q − 8)·scale rounded, then + zero rounded) is outside the model and may fail: that is a
@@ -39,9 +39,9 @@
 
 #include <Eigen/Dense>
 
+#include "families/int4_mm/int4_mm.hpp"
+#include "families/int4_mm/int4_pack.hpp"
 #include "refimpl/gemm.hpp"
-#include "refimpl/int4_mm.hpp"
-#include "refimpl/int4_pack.hpp"
 
 namespace opcts::int4_mm {
 

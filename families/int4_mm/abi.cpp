@@ -1,6 +1,6 @@
 // The int4_mm problem as the plugin ABI's opcts_int4_mm_params (include/opcts/plugin.h).
 #include "core/abi_impl.hpp"
-#include "refimpl/int4_mm.hpp"
+#include "families/int4_mm/int4_mm.hpp"
 
 namespace opcts::int4_mm {
 

@@ -1,5 +1,5 @@
-// The CUDA int4 kernels' per-thread code (device_impl/cuda/int4_mm_layout.cuh) run on the CPU for every thread of every
-// block, against the reference.
+// The CUDA int4 kernels' per-thread code (families/int4_mm/cuda/int4_mm_layout.cuh) run on the CPU for every thread of
+// every block, against the reference.
 //
 // cuda.int4_gemv's gemv_item and cuda.int4_mm's mm_tile_part are plain C++ over raw pointers:
 // here they read the host tensors a case would upload, every (unit, item, lane) of the gemv and
@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "app/builtins.hpp"
-#include "device_impl/cuda/int4_gemv_tiny.cuh"
-#include "device_impl/cuda/int4_mm_args.cuh"
-#include "device_impl/cuda/int4_mm_layout.cuh"
-#include "device_impl/cuda/int4_mm_prepared.hpp"
+#include "families/int4_mm/cuda/int4_gemv_tiny.cuh"
+#include "families/int4_mm/cuda/int4_mm_args.cuh"
+#include "families/int4_mm/cuda/int4_mm_layout.cuh"
+#include "families/int4_mm/cuda/int4_mm_prepared.hpp"
 #include "runner/catalog.hpp"
 #include "runner/compare.hpp"
 #include "tests/test_family_util.hpp"

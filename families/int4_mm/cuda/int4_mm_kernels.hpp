@@ -2,7 +2,7 @@
 //
 // y[M, N] = x[M, K] · Ŵᵀ, Ŵ[n, k] the int4 weight dequantized with one rounding to the
 // activation dtype and the products summed in fp32; y rounded once to the dtype. Buffers (the
-// layouts are documented in refimpl/int4_pack.hpp, with their sources):
+// layouts are documented in families/int4_mm/int4_pack.hpp, with their sources):
 //   x       [M, K] bf16 or fp16, row-major (ldx = K)
 //   weight  the packed weight: tinygemm int32 [N/8][K/(16·ikt)][32][ikt/2]; tinygemm_unpacked
 //           uint8 [N][K/2] (even k in the high nibble); awq int32 [K][N/8] (nibble order
@@ -85,7 +85,7 @@ bool int4_mm_takes(Int4Format f, int64_t group_size);
 enum class Int4GemvProbe { none, loads_only, math_only };
 
 /// How cuda.int4_gemv spreads its work. The impls run the default; the benchmark
-/// (bench/int4_mm_bench.cpp) times the others in the same run. Every setting computes the same
+/// (families/int4_mm/bench/int4_mm_bench.cpp) times the others in the same run. Every setting computes the same
 /// sums (fp32, each lane's products in K order; lanes, warps and slices added in a fixed order),
 /// except a probe's.
 struct Int4GemvTuning {

@@ -34,7 +34,7 @@
 #include "core/dtype.hpp"
 #include "core/errors.hpp"
 #include "device_impl/host/host_impls.hpp"
-#include "refimpl/int4_mm.hpp"
+#include "families/int4_mm/int4_mm.hpp"
 
 namespace opcts {
 

@@ -1,7 +1,7 @@
 // The int4_mm family: weight-only int4 matmul y = x·Wᵀ — problem, id, inputs, exact fp64 reference and error bound.
 //
 // x is [M, K] in bf16 or fp16 (the activation dtype), W [N, K] quantized along K in groups of
-// g ∈ {32, 64, 128, 256} (Q4_0: 32) and packed in one of the formats of refimpl/int4_pack.hpp;
+// g ∈ {32, 64, 128, 256} (Q4_0: 32) and packed in one of the formats of families/int4_mm/int4_pack.hpp;
 // y is [M, N] in the activation dtype. Dequantization per format (w of code q in group k / g):
 //   tinygemm, tinygemm_unpacked   w = (q − 8)·scale + zero       scale, zero in the dtype
 //   awq                           w = (q − z)·scale, z ∈ [0, 15]  scale in the dtype
@@ -81,10 +81,10 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
-/// The plugin ABI's opcts_int4_mm_params for a problem, as bytes (refimpl/int4_mm_abi.cpp).
+/// The plugin ABI's opcts_int4_mm_params for a problem, as bytes (families/int4_mm/abi.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
-/// The field table (refimpl/int4_mm_fields.cpp): YAML keys format, dtype, m, n, k (or nk),
+/// The field table (families/int4_mm/fields.cpp): YAML keys format, dtype, m, n, k (or nk),
 /// group, inner_k_tiles, fill, scale_exp, defect, expect_error.
 /// Id: FORMAT_DTYPE_mM_nN_kK_gG, then ikt<I> (tiled tinygemm), zeroext | allcodes, sexp<E>,
 /// defect_<d>, expect_<argument>.
@@ -122,12 +122,13 @@ enum class PlantedBug {
 constexpr int64_t kPlantedKTile = 128;
 constexpr int64_t kPlantedSumEvery = 64;
 constexpr int64_t kPlantedSplits = 4;
-constexpr int64_t kPlantedSplitElements = 64;  // outputs below this may hide split_k4_in_dtype (int4_mm_problem.cpp)
+constexpr int64_t kPlantedSplitElements =
+    64;  // outputs below this may hide split_k4_in_dtype (families/int4_mm/problem.cpp)
 /// Why `bug` cannot change this problem's result ("" when it can): a planted impl SKIPs those
 /// problems, so every case it runs is one it must fail. Only where the bug changes no output
 /// value (or does not exist in the problem: a format without its zero point), or, for
 /// split_k4_in_dtype, where an output of fewer than kPlantedSplitElements elements may hide its
-/// four roundings in every element (derived in int4_mm_problem.cpp), is a problem left out; a
+/// four roundings in every element (derived in families/int4_mm/problem.cpp), is a problem left out; a
 /// bound that cannot see the bug elsewhere is the bound's defect.
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
 
@@ -137,7 +138,7 @@ TensorMap make_inputs(const Problem& p, uint64_t seed);
 /// The fp64 reference ("y": the exact value, unrounded) and its reduction statistics
 /// (References::reduction["y"]: S, Q, the dequantization's known offset Δ, no epilogue), from
 /// which the `bounded` metric derives the bound under the impl's accumulator model (derivation
-/// in int4_mm_reference.cpp and runner/accumulator.cpp).
+/// in families/int4_mm/reference.cpp and runner/accumulator.cpp).
 References reference(const Problem& p, const TensorMap& inputs);
 
 }  // namespace opcts::int4_mm

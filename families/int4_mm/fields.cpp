@@ -2,7 +2,7 @@
 //
 // Id: FORMAT_DTYPE_mM_nN_kK_gG, then, when they apply, iktI (tiled tinygemm), zeroext | allcodes
 // (fill), sexpE, defect_D, expect_ARGUMENT.
-#include "refimpl/int4_mm.hpp"
+#include "families/int4_mm/int4_mm.hpp"
 
 namespace opcts::int4_mm {
 

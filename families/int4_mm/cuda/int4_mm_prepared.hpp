@@ -6,8 +6,8 @@
 
 #include "core/tensor.hpp"
 #include "device_impl/cuda/device_buffer.hpp"
-#include "device_impl/cuda/int4_mm_kernels.hpp"
-#include "refimpl/int4_mm.hpp"
+#include "families/int4_mm/cuda/int4_mm_kernels.hpp"
+#include "families/int4_mm/int4_mm.hpp"
 
 namespace opcts {
 

@@ -1,10 +1,10 @@
 // The int4 kernels' per-thread work as __host__ __device__ code: reading each format, dequantizing, the gemv's share of
 // one thread and the mma kernel's weight tile.
 //
-// Everything here is plain C++ over raw pointers, so g++ compiles it too: tests/test_int4_mm_layout.cpp
-// runs every thread of every block of both kernels' addressing on the CPU against refimpl's
-// packers and reference, and only the warp shuffles, barriers and mma instructions of the .cu
-// files are left to the GPU. Layouts: refimpl/int4_pack.hpp (with sources).
+// Everything here is plain C++ over raw pointers, so g++ compiles it too:
+// families/int4_mm/tests/cuda/test_int4_mm_layout.cpp runs every thread of every block of both kernels' addressing on
+// the CPU against refimpl's packers and reference, and only the warp shuffles, barriers and mma instructions of the .cu
+// files are left to the GPU. Layouts: families/int4_mm/int4_pack.hpp (with sources).
 //
 // Code<F, T, Planted> is one format F with activations T (__nv_bfloat16 or __half); the format
 // and whether a plant may be set are template parameters, so a real kernel carries no plant
@@ -21,7 +21,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "device_impl/cuda/int4_mm_kernels.hpp"
+#include "families/int4_mm/cuda/int4_mm_kernels.hpp"
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define OPCTS_INT4_HD __host__ __device__ __forceinline__
@@ -127,7 +127,7 @@ struct alignas(8) Words2 {
 /// Exchanges the two nibbles of every byte (the nibble_swap plant).
 OPCTS_INT4_HD uint32_t swap_nibbles(uint32_t v) { return (v & 0x0F0F0F0Fu) << 4 | (v >> 4 & 0x0F0F0F0Fu); }
 
-/// kAwqOrder[i] (refimpl/int4_pack.hpp): the column of 8 that nibble i of an AWQ word holds.
+/// kAwqOrder[i] (families/int4_mm/int4_pack.hpp): the column of 8 that nibble i of an AWQ word holds.
 OPCTS_INT4_HD int awq_column(int i) { return static_cast<int>((0x75316420u >> (4 * i)) & 0xF); }
 
 /// Scale and zero of (group, column) as the format stores them: tinygemm (scale, zero); awq,
@@ -223,7 +223,7 @@ struct Code {
     }
   }
 
-  /// Ŵ of code q, one rounding to T (int4_mm_reference.cpp's model), as a float.
+  /// Ŵ of code q, one rounding to T (families/int4_mm/reference.cpp's model), as a float.
   OPCTS_INT4_HD static float dequant(const Args& a, unsigned q, const GroupParams& g) {
     const float qf = static_cast<float>(q);
     if constexpr (kTinygemm) {

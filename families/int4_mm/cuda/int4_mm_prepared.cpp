@@ -1,8 +1,8 @@
 // int4_mm problems prepared for the kernels outside the ABI backend (the benchmark, the kernel tests).
-#include "device_impl/cuda/int4_mm_prepared.hpp"
+#include "families/int4_mm/cuda/int4_mm_prepared.hpp"
 
 #include "core/abi_impl.hpp"
-#include "device_impl/cuda/int4_mm_launch.hpp"
+#include "families/int4_mm/cuda/int4_mm_launch.hpp"
 
 namespace opcts {
 

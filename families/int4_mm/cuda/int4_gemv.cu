@@ -22,9 +22,9 @@
 #include <string>
 
 #include "device_impl/cuda/cp_async.cuh"
-#include "device_impl/cuda/int4_gemv_tiny.cuh"
-#include "device_impl/cuda/int4_mm_args.cuh"
-#include "device_impl/cuda/int4_mm_layout.cuh"
+#include "families/int4_mm/cuda/int4_gemv_tiny.cuh"
+#include "families/int4_mm/cuda/int4_mm_args.cuh"
+#include "families/int4_mm/cuda/int4_mm_layout.cuh"
 
 namespace opcts::cuda {
 

@@ -5,8 +5,8 @@
 #include <stdexcept>
 
 #include "core/rng.hpp"
-#include "refimpl/int4_mm.hpp"
-#include "refimpl/int4_pack.hpp"
+#include "families/int4_mm/int4_mm.hpp"
+#include "families/int4_mm/int4_pack.hpp"
 
 namespace opcts::int4_mm {
 

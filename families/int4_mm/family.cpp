@@ -1,6 +1,6 @@
 // The int4_mm family wired into the registry: YAML problems, ids, inputs, reference and negative cases.
 #include "core/kit_family.hpp"
-#include "refimpl/int4_mm.hpp"
+#include "families/int4_mm/int4_mm.hpp"
 
 namespace opcts {
 

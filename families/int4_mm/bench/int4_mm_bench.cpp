@@ -53,8 +53,8 @@
 #include "app/builtins.hpp"
 #include "bench/read_bandwidth.hpp"
 #include "core/family.hpp"
-#include "device_impl/cuda/int4_mm_prepared.hpp"
-#include "refimpl/int4_pack.hpp"
+#include "families/int4_mm/cuda/int4_mm_prepared.hpp"
+#include "families/int4_mm/int4_pack.hpp"
 
 using namespace opcts;
 

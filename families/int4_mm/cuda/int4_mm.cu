@@ -19,9 +19,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "device_impl/cuda/int4_mm_args.cuh"
-#include "device_impl/cuda/int4_mm_layout.cuh"
 #include "device_impl/portable/mma_tile.cuh"
+#include "families/int4_mm/cuda/int4_mm_args.cuh"
+#include "families/int4_mm/cuda/int4_mm_layout.cuh"
 
 namespace opcts::cuda {
 

@@ -1,10 +1,10 @@
 // The CUDA int4_mm rows: the ABI's parameter struct and tensors as the kernels' Int4MmParams,
-// and the rows' callbacks (device_impl/cuda/int4_mm_impls.cpp, CUDA builds only).
+// and the rows' callbacks (families/int4_mm/cuda/int4_mm_impls.cpp, CUDA builds only).
 #pragma once
 
 #include <cstring>
 
-#include "device_impl/cuda/int4_mm_kernels.hpp"
+#include "families/int4_mm/cuda/int4_mm_kernels.hpp"
 #include "include/opcts/plugin.h"
 
 namespace opcts::cuda {

@@ -1,9 +1,9 @@
-// The checks both int4 launchers run on their parameter struct (device_impl/cuda/int4_mm_args.cu).
+// The checks both int4 launchers run on their parameter struct (families/int4_mm/cuda/int4_mm_args.cu).
 #pragma once
 
 #include <cstdint>
 
-#include "device_impl/cuda/int4_mm_kernels.hpp"
+#include "families/int4_mm/cuda/int4_mm_kernels.hpp"
 
 namespace opcts::cuda::int4mm {
 

@@ -1,11 +1,11 @@
-// The int4 packings (refimpl/int4_pack.hpp): pack∘unpack is the identity for every format, and hand-worked bytes for
-// each.
+// The int4 packings (families/int4_mm/int4_pack.hpp): pack∘unpack is the identity for every format, and hand-worked
+// bytes for each.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <random>
 
-#include "refimpl/int4_pack.hpp"
+#include "families/int4_mm/int4_pack.hpp"
 
 namespace opcts::int4 {
 namespace {

@@ -5,7 +5,7 @@
 // each nibble one way or the other, so they are inverse by construction, and the tests check the
 // map itself against hand-worked bytes and PyTorch's packing kernel. Q4_0's 18-byte blocks are
 // one loop each way.
-#include "refimpl/int4_pack.hpp"
+#include "families/int4_mm/int4_pack.hpp"
 
 #include <algorithm>
 #include <stdexcept>

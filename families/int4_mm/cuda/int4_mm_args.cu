@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "device_impl/cuda/int4_mm_args.cuh"
+#include "families/int4_mm/cuda/int4_mm_args.cuh"
 
 namespace opcts::cuda::int4mm {
 
