@@ -322,7 +322,7 @@ typedef struct opcts_index_select_params {
 } opcts_index_select_params;
 
 /* grouped_mm: the grouped GEMMs of mixture-of-experts layers (torch._grouped_mm,
- * torch._scaled_grouped_mm), output bf16; semantics, layouts and sources: refimpl/grouped_mm.hpp.
+ * torch._scaled_grouped_mm), output bf16; semantics, layouts and sources: families/grouped_mm/grouped_mm.hpp.
  * Modes: 2D_3D a [m, K] split along M by offs, b = Bᵀ [G, N, K] → out [m, N]; 3D_3D a [G, M, K],
  *   b [G, N, K] → out [G, M, N] (no offs); 2D_2D a [M, k], b = Bᵀ [N, k], both split along K →
  *   out [G, M, N]; 3D_2D a [G, M, K], b = Bᵀ [n, K] split along N → out [M, n].

@@ -1,11 +1,11 @@
-// The checks both grouped-GEMM launchers run (device_impl/cuda/grouped_mm_args.cu): the sizes
+// The checks both grouped-GEMM launchers run (families/grouped_mm/cuda/grouped_mm_args.cu): the sizes
 // of the tensors handed in against the mode, and the offsets' values.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "device_impl/cuda/grouped_mm_kernels.hpp"
+#include "families/grouped_mm/cuda/grouped_mm_kernels.hpp"
 
 namespace opcts::cuda::grouped {
 

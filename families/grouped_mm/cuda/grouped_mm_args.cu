@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "device_impl/cuda/grouped_mm_args.cuh"
+#include "families/grouped_mm/cuda/grouped_mm_args.cuh"
 
 namespace opcts::cuda::grouped {
 

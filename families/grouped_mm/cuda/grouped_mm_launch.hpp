@@ -1,10 +1,10 @@
 // The CUDA grouped_mm rows: the ABI's parameter struct and tensors as the kernels' GroupedMmParams,
-// and the rows' callbacks (device_impl/cuda/grouped_mm_impls.cpp, CUDA builds only).
+// and the rows' callbacks (families/grouped_mm/cuda/grouped_mm_impls.cpp, CUDA builds only).
 #pragma once
 
 #include <cstring>
 
-#include "device_impl/cuda/grouped_mm_kernels.hpp"
+#include "families/grouped_mm/cuda/grouped_mm_kernels.hpp"
 #include "include/opcts/plugin.h"
 
 namespace opcts::cuda {

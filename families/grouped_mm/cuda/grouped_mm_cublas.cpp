@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "device_impl/cuda/cuda_error.hpp"
-#include "device_impl/cuda/grouped_mm_args.cuh"
+#include "families/grouped_mm/cuda/grouped_mm_args.cuh"
 
 namespace opcts::cuda {
 

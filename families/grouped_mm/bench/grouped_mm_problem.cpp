@@ -1,6 +1,6 @@
 // Generates grouped-GEMM problems in the code domain on the device and recomputes any output element in fp64 on the
-// host (bench/grouped_mm_problem.hpp).
-#include "bench/grouped_mm_problem.hpp"
+// host (families/grouped_mm/bench/grouped_mm_problem.hpp).
+#include "families/grouped_mm/bench/grouped_mm_problem.hpp"
 
 #include <cuda_runtime_api.h>
 

@@ -1,6 +1,6 @@
 // The grouped_mm problem as the plugin ABI's opcts_grouped_mm_params (include/opcts/plugin.h).
 #include "core/abi_impl.hpp"
-#include "refimpl/grouped_mm.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 
 namespace opcts::grouped_mm {
 

@@ -5,7 +5,7 @@
 // between guard bands, exactly as the CUDA backend does, so "rows past the last offset are left
 // untouched" and "no store past the output" are judged on this impl as on a GPU kernel
 // (core/abi_impl.cpp). The impl learns the groups from `offs` alone and checks every argument
-// itself (file comment of refimpl/grouped_mm.hpp), naming "K", "N", "offs", "a_scale" or
+// itself (file comment of families/grouped_mm/grouped_mm.hpp), naming "K", "N", "offs", "a_scale" or
 // "b_scale"; its addressing (offsets to row ranges, the swizzled scale layout) is its own.
 // Arithmetic: codes decoded to fp32 (bf16, e4m3fn and e4m3fnuz are exact there; an mxfp8 code times its
 // 2^e scale too), an fp32 GEMM per group (Eigen), rowwise scales applied to the fp32 result
@@ -32,7 +32,7 @@
 #include "core/abi_impl.hpp"
 #include "core/dtype.hpp"
 #include "device_impl/host/host_impls.hpp"
-#include "refimpl/grouped_mm.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 
 namespace opcts {
 
@@ -172,7 +172,7 @@ class Grouped {
     return true_block(g);
   }
 
-  // The mxfp8 placement (refimpl/grouped_mm.hpp's table, torchao's): the operand split along its
+  // The mxfp8 placement (families/grouped_mm/grouped_mm.hpp's table, torchao's): the operand split along its
   // rows (A of 2d_3d, B of 3d_2d), along K (2d_2d), or 3-D.
   bool row_split(char which) const {
     return (which == 'a' && c_.mode == OPCTS_GROUPED_2D_3D) || (which == 'b' && c_.mode == OPCTS_GROUPED_3D_2D);

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "core/rng.hpp"
-#include "refimpl/grouped_mm.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 
 namespace opcts::grouped_mm {
 

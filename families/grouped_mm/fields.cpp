@@ -2,7 +2,7 @@
 //
 // Id: MODE_RECIPE_gG_mM_nN_kK, then, when they apply, skew | single | s<S>x<S>... (the split;
 // uniform is left out), tailT, defect_D, expect_ARGUMENT.
-#include "refimpl/grouped_mm.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 
 namespace opcts::grouped_mm {
 

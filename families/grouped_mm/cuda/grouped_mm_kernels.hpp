@@ -179,7 +179,7 @@ CublasGroupedContext& cublas_grouped_context();
 /// GroupedArgumentError, or std::runtime_error naming the cuBLAS status.
 void grouped_mm_cublas(const GroupedMmParams& p, CUstream_st* stream, CublasGroupedContext& ctx);
 
-/// The baseline of bench/grouped_mm_bench.cpp (not a row): the same problem as one cublasGemmEx
+/// The baseline of families/grouped_mm/bench/grouped_mm_bench.cpp (not a row): the same problem as one cublasGemmEx
 /// per group (bf16, CUBLAS_COMPUTE_32F) on `stream`, with grouped_mm_cublas's checks.
 void grouped_mm_cublas_loop(const GroupedMmParams& p, CUstream_st* stream, CublasGroupedContext& ctx);
 

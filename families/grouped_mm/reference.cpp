@@ -13,7 +13,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "refimpl/grouped_mm.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 #include "refimpl/reduction_gemm.hpp"
 
 namespace opcts::grouped_mm {

@@ -8,7 +8,7 @@
 #include "core/dtype.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
-#include "refimpl/grouped_mm.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 #include "runner/catalog.hpp"
 #include "runner/compare.hpp"
 #include "tests/test_family_util.hpp"
@@ -203,7 +203,7 @@ TEST(GroupedMmReference, MxScalesChangeTheResultPerBlock) {
 }
 
 TEST(GroupedMmFnuz, IsRowwisesCodesAsE4m3fnuzWithDoubledScalesAndTheSameReference) {
-  // rowwise_fnuz (refimpl/grouped_mm.hpp): the same code bytes read as e4m3fnuz (half the
+  // rowwise_fnuz (families/grouped_mm/grouped_mm.hpp): the same code bytes read as e4m3fnuz (half the
   // value: bias 8 against 7), every scale exactly doubled, so the exact reference is rowwise's.
   for (const Mode mode : {Mode::m2d_3d, Mode::m3d_3d, Mode::m2d_2d, Mode::m3d_2d}) {
     Problem p{.mode = mode, .recipe = Recipe::rowwise, .groups = 3, .m = 48, .n = 32, .k = 64};

@@ -1,6 +1,6 @@
 // The CUDA grouped_mm glue on the CPU: every smoke problem's tensors, as the ABI hands them, mapped
 // by grouped_kernel_params and judged by the launchers' own checks (validate and the offsets'
-// faults), against the family's contract (refimpl/grouped_mm.hpp contract_violation).
+// faults), against the family's contract (families/grouped_mm/grouped_mm.hpp contract_violation).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,9 +8,9 @@
 
 #include "app/builtins.hpp"
 #include "core/abi_impl.hpp"
-#include "device_impl/cuda/grouped_mm_args.cuh"
-#include "device_impl/cuda/grouped_mm_launch.hpp"
-#include "refimpl/grouped_mm.hpp"
+#include "families/grouped_mm/cuda/grouped_mm_args.cuh"
+#include "families/grouped_mm/cuda/grouped_mm_launch.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 #include "runner/catalog.hpp"
 #include "tests/test_util.hpp"
 

@@ -1,11 +1,11 @@
-// The grouped-GEMM launchers' argument checks (device_impl/cuda/grouped_mm_args.cu) run on the
+// The grouped-GEMM launchers' argument checks (families/grouped_mm/cuda/grouped_mm_args.cu) run on the
 // CPU: shapes per mode, the group count, scale counts per recipe, and the offsets' faults.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "device_impl/cuda/grouped_mm_args.cuh"
+#include "families/grouped_mm/cuda/grouped_mm_args.cuh"
 
 namespace {
 

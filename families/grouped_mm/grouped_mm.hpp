@@ -42,7 +42,7 @@
 //           (torchao/prototype/moe_training/kernels/mxfp8: torch_to_blocked_2d_M_groups,
 //           triton_mx_block_rearrange_2d_K_groups, _per_group_3d), which PyTorch's MXFP8
 //           grouped tests feed to _scaled_grouped_mm; the same table as the kernels' header
-//           (device_impl/cuda/grouped_mm_kernels.hpp):
+//           (families/grouped_mm/cuda/grouped_mm_kernels.hpp):
 //             3-D operand (A of 3d_*, B of *_3d): [G, Rp·Cp], group g at g·Rp·Cp
 //             row-split operand (A of 2d_3d, B of 3d_2d): [(rows + 128·G)·Cp] (rows: the
 //               tensor's, tail included), group g at Σ_{h<g} round_up(size_h, 128)·Cp
@@ -121,7 +121,7 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
-/// The multiple every group size (offset) must be (device_impl/cuda/grouped_mm_kernels.hpp,
+/// The multiple every group size (offset) must be (families/grouped_mm/cuda/grouped_mm_kernels.hpp,
 /// grouped_offs_multiple): 32 for mxfp8 along every split (an MX block never straddles two
 /// groups along K; PyTorch's MXFP8 grouped tests use jagged offsets that are multiples of 32
 /// along M too), 16 for rowwise 2d_2d (fp8 K in multiples of 16), 1 otherwise.
@@ -170,10 +170,10 @@ MxLayout mx_layout(const Problem& p, char which);
 using opcts::Violation;
 std::optional<Violation> contract_violation(const Problem& p);
 
-/// The plugin ABI's opcts_grouped_mm_params for a problem, as bytes (refimpl/grouped_mm_abi.cpp).
+/// The plugin ABI's opcts_grouped_mm_params for a problem, as bytes (families/grouped_mm/abi.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
-/// The field table (refimpl/grouped_mm_fields.cpp): YAML keys mode, recipe, groups, m, n, k,
+/// The field table (families/grouped_mm/fields.cpp): YAML keys mode, recipe, groups, m, n, k,
 /// split, sizes, tail, defect, expect_error.
 /// Id: MODE_RECIPE_gG_mM_nN_kK, then uniform | skew | single | s<S>x<S>..., tail<T>,
 /// defect_<d>, expect_<argument>.

@@ -2,7 +2,7 @@
 // 256 experts, K 7168, N 2048, 4096 tokens · top-8 = 32768 rows with skewed routing) and
 // weight gradient (2d_2d: M 7168, N 2048, ΣK 32768 split the same way), side by side with a loop
 // of per-group cuBLAS bf16 GEMMs (cublasGemmEx) timed in the same run. Each output is checked:
-// sampled elements against their fp64 value (bench/grouped_mm_problem.hpp) within the bound
+// sampled elements against their fp64 value (families/grouped_mm/bench/grouped_mm_problem.hpp) within the bound
 // below, and the bf16 outputs against the loop's (max |x − y| / max |y|, printed).
 //
 // --check instead runs small problems of every mode and recipe through both impls and checks
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "bench/cuda_timing.hpp"
-#include "bench/grouped_mm_problem.hpp"
+#include "families/grouped_mm/bench/grouped_mm_problem.hpp"
 
 using namespace opcts;
 using cuda::GroupedMmParams;

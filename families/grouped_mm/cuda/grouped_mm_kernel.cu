@@ -26,8 +26,8 @@
 #include <type_traits>
 
 #include "core/minifloat_bits.hpp"
-#include "device_impl/cuda/grouped_mm_args.cuh"
 #include "device_impl/portable/mma_tile.cuh"
+#include "families/grouped_mm/cuda/grouped_mm_args.cuh"
 
 namespace opcts::cuda {
 

@@ -1,6 +1,6 @@
 // The grouped_mm family wired into the registry: YAML problems, ids, inputs, reference and negative cases.
 #include "core/kit_family.hpp"
-#include "refimpl/grouped_mm.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 
 namespace opcts {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "core/rng.hpp"
-#include "refimpl/grouped_mm.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 #include "refimpl/quant.hpp"
 
 namespace opcts::grouped_mm {
@@ -145,7 +145,7 @@ MxLayout mx_layout(const Problem& p, char which) {
 
 TensorMap make_inputs(const Problem& p, uint64_t seed) {
   // rowwise_fnuz: rowwise's code bits as e4m3fnuz (half the value) and its scales doubled
-  // (refimpl/grouped_mm.hpp): the same dequantized operands.
+  // (families/grouped_mm/grouped_mm.hpp): the same dequantized operands.
   const DType elem = element_dtype(p.recipe);
   TensorMap in;
   in.emplace("a", random_codes(elem, a_shape(p), seed, kA));

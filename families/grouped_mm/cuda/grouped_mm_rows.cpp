@@ -2,14 +2,14 @@
 // cuda.grouped_kernel_<bug> (every build; rows.hpp).
 //
 // Planted (must FAIL): the kernel's own variants (grouped_mm_kernels.hpp GroupedPlant), each
-// named after the bug class of refimpl/grouped_mm.hpp it plants and run only on problems that
+// named after the bug class of families/grouped_mm/grouped_mm.hpp it plants and run only on problems that
 // show it (planted_bug_cannot_show, plus what the kernel's tiling needs: a spill lands on the
 // next row of the same 64-row tile, so a group must hold two rows).
 #include <algorithm>
 
-#include "device_impl/cuda/grouped_mm_launch.hpp"
 #include "device_impl/cuda/rows.hpp"
-#include "refimpl/grouped_mm.hpp"
+#include "families/grouped_mm/cuda/grouped_mm_launch.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 
 namespace opcts {
 
