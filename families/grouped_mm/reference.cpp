@@ -3,7 +3,7 @@
 //
 // Each group's block of the output is x = Σ_k t_k over the group's K, t_k = deq(a_k)·deq(b_k)
 // (bf16 values, or e4m3fn / e4m3fnuz codes times an fp32 or 2^e scale: exact in double), unrounded (the
-// bounded metric allows the device's one rounding to bf16). Like scaled_mm (refimpl/scaled_mm_reference.cpp) the
+// bounded metric allows the device's one rounding to bf16). Like scaled_mm (families/scaled_mm/reference.cpp) the
 // reference does not know how an impl accumulates, so it gives per element S = Σ|t_k|, Q = Σ t_k² and X = |Σ t_k| (no
 // bias, no output scale), from which runner/accumulator.hpp derives each impl's bound; the fills' terms are independent
 // and symmetric about zero (random signs), so zero_mean holds. `terms` is the largest group's K: the bound only grows

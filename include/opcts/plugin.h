@@ -209,7 +209,7 @@ typedef struct opcts_sdpa_params {
  *   rowwise fp32 [R]; blockwise 1x128 fp32 [R, ceil(K/128)] strides (1, R); blockwise 128x128 (B
  *   of BLOCKWISE_1X128_128X128) fp32 [ceil(R/128), ceil(K/128)] row-major; mx (e8m0, 1x32) and
  *   nvfp4 (ue4m3, 1x16) in cuBLAS's swizzled 128x4 tiles, or row-major [R, blocks] when
- *   scale_layout says so. Semantics: refimpl/scaled_mm.hpp. */
+ *   scale_layout says so. Semantics: families/scaled_mm/scaled_mm.hpp. */
 enum {
   OPCTS_MM_TENSORWISE = 0,
   OPCTS_MM_ROWWISE = 1,

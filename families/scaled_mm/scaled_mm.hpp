@@ -1,6 +1,6 @@
 // The scaled_mm family: FP8 / MX / NVFP4 scaled GEMMs — problem, id, inputs, fp64 reference and error bound.
 //
-// Semantics (spec/numerics.md §2-3; device_impl/cuda/scaled_mm_kernels.hpp):
+// Semantics (spec/numerics.md §2-3; families/scaled_mm/cuda/scaled_mm_kernels.hpp):
 //   D[m, n] = out( os · ( g · Σ_k deq(A)[m, k] · deq(B)[k, n]  + bias[n] ) )
 // deq applies each operand's dequant scales (x ≈ q · scale), g is the NVFP4 global scale
 // fp32(g_A · g_B) (1 otherwise), os the output scale (e4m3fn output only, else 1) and out()
@@ -106,10 +106,10 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
-/// The plugin ABI's opcts_scaled_mm_params for a problem, as bytes (refimpl/scaled_mm_abi.cpp).
+/// The plugin ABI's opcts_scaled_mm_params for a problem, as bytes (families/scaled_mm/abi.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
-/// The field table (refimpl/scaled_mm_fields.cpp): YAML keys m, n, k (or nk: {n, k}),
+/// The field table (families/scaled_mm/fields.cpp): YAML keys m, n, k (or nk: {n, k}),
 /// layout, lda, ldb, recipe, elem, mx_mode, scale_layout, out, out_scale, bias, fast_accum,
 /// fill, scale_exp, defect, expect_error; the id below.
 const kit::FieldTable<Problem>& fields();
@@ -173,7 +173,7 @@ int64_t scale_block_k(const Problem& p);
 
 /// The fp64 reference ("d": exact value rounded once to the output dtype) and the reduction
 /// statistics of "d" for the `bounded` metric (Σ|t|, Σt², the epilogue's magnitude, the
-/// exact fill's term_bits; scaled_mm_reference.cpp), from which each impl's accumulator model
+/// exact fill's term_bits; families/scaled_mm/reference.cpp), from which each impl's accumulator model
 /// gives its bound (runner/accumulator.hpp).
 References reference(const Problem& p, const TensorMap& inputs);
 

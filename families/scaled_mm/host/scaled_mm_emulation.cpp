@@ -1,5 +1,5 @@
 // The host emulations' shared parts: argument checks, code and scale readers, the fp32 epilogue.
-#include "device_impl/host/scaled_mm_emulation.hpp"
+#include "families/scaled_mm/host/scaled_mm_emulation.hpp"
 
 #include <cstring>
 

@@ -7,8 +7,8 @@
 // dropped, the result doubled, every product 2^-8 low or high, the last 32 K elements dropped),
 // so the suite proves it catches each under the arch's accumulator model of cuBLASLt itself.
 #include "device_impl/cuda/rows.hpp"
-#include "device_impl/cuda/scaled_mm_launch.hpp"
-#include "refimpl/scaled_mm.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_launch.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 #include "refimpl/scaled_mm_planted.hpp"
 
 namespace opcts {

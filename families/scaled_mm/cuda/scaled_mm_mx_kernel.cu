@@ -17,7 +17,7 @@
 #include <string>
 
 #include "core/minifloat_bits.hpp"
-#include "device_impl/cuda/scaled_mm_kernels.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
 
 namespace opcts::cuda {
 

@@ -24,8 +24,8 @@
 // with fast_accum) and fp32, so a model at least that wide compares bit for bit (E = 0).
 #include <cmath>
 
+#include "families/scaled_mm/scaled_mm.hpp"
 #include "refimpl/reduction_gemm.hpp"
-#include "refimpl/scaled_mm.hpp"
 
 namespace opcts::scaled_mm {
 

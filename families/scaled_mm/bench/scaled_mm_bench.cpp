@@ -15,7 +15,7 @@
 #include "app/builtins.hpp"
 #include "core/family.hpp"
 #include "core/rng.hpp"
-#include "device_impl/cuda/scaled_mm_prepared.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_prepared.hpp"
 
 using namespace opcts;
 

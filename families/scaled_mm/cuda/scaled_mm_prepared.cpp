@@ -1,10 +1,10 @@
 // scaled_mm problems prepared for the kernels outside the ABI backend (the benchmark).
-#include "device_impl/cuda/scaled_mm_prepared.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_prepared.hpp"
 
 #include <algorithm>
 
 #include "core/abi_impl.hpp"
-#include "device_impl/cuda/scaled_mm_launch.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_launch.hpp"
 
 namespace opcts {
 

@@ -1,6 +1,6 @@
 // The scaled_mm family wired into the registry: YAML problems, ids, inputs, reference and negative cases.
 #include "core/kit_family.hpp"
-#include "refimpl/scaled_mm.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 
 namespace opcts {
 

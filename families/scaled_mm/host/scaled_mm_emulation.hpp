@@ -2,14 +2,14 @@
 // the fp32 epilogue.
 //
 // Written against the operator's buffers (strided codes, scales in the recipe's layout: the
-// table of device_impl/cuda/scaled_mm_kernels.hpp) with their own index arithmetic,
+// table of families/scaled_mm/cuda/scaled_mm_kernels.hpp) with their own index arithmetic,
 // independent of refimpl's reader.
 #pragma once
 
 #include <Eigen/Dense>
 
 #include "core/tensor.hpp"
-#include "refimpl/scaled_mm.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 
 namespace opcts::host_mm {
 

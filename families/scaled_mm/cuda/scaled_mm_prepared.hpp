@@ -6,8 +6,8 @@
 
 #include "core/tensor.hpp"
 #include "device_impl/cuda/device_buffer.hpp"
-#include "device_impl/cuda/scaled_mm_kernels.hpp"
-#include "refimpl/scaled_mm.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 
 namespace opcts {
 
@@ -21,7 +21,7 @@ struct PreparedScaledMm {
   cuda::ScaledMmParams params;
 };
 
-/// Uploads the inputs (refimpl/scaled_mm.hpp's TensorMap) and fills the parameters.
+/// Uploads the inputs (families/scaled_mm/scaled_mm.hpp's TensorMap) and fills the parameters.
 PreparedScaledMm prepare_scaled_mm(const scaled_mm::Problem& p, const TensorMap& inputs);
 
 /// Launches cuBLASLt (`cublaslt`) or opcts's mx kernel on `stream`, without synchronising.

@@ -27,7 +27,7 @@
 #include <cstdint>
 
 #include "device_impl/host/host_impls.hpp"
-#include "device_impl/host/scaled_mm_emulation.hpp"
+#include "families/scaled_mm/host/scaled_mm_emulation.hpp"
 #include "refimpl/scaled_mm_planted.hpp"
 
 namespace opcts {

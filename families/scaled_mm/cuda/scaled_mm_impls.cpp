@@ -13,7 +13,7 @@
 
 #include "device_impl/cuda/device_memory.hpp"
 #include "device_impl/cuda/rows.hpp"
-#include "device_impl/cuda/scaled_mm_launch.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_launch.hpp"
 
 namespace opcts::cuda {
 

@@ -19,7 +19,7 @@
 
 #include "core/dtype.hpp"
 #include "device_impl/cuda/device_buffer.hpp"
-#include "device_impl/cuda/scaled_mm_kernels.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
 
 using namespace opcts;
 

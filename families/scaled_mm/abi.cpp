@@ -1,6 +1,6 @@
 // The scaled_mm problem as the plugin ABI's opcts_scaled_mm_params (include/opcts/plugin.h).
 #include "core/abi_impl.hpp"
-#include "refimpl/scaled_mm.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 
 namespace opcts::scaled_mm {
 

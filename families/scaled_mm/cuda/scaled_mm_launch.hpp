@@ -1,10 +1,10 @@
 // The CUDA scaled_mm rows: the ABI's opcts_scaled_mm_params and tensors as the kernels'
-// ScaledMmParams, and the rows' callbacks (device_impl/cuda/scaled_mm_impls.cpp, CUDA builds only).
+// ScaledMmParams, and the rows' callbacks (families/scaled_mm/cuda/scaled_mm_impls.cpp, CUDA builds only).
 #pragma once
 
 #include <cstring>
 
-#include "device_impl/cuda/scaled_mm_kernels.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
 #include "include/opcts/plugin.h"
 
 namespace opcts::cuda {

@@ -11,7 +11,7 @@
 #include "core/codec.hpp"
 #include "core/normal_codes.hpp"
 #include "core/rng.hpp"
-#include "refimpl/scaled_mm.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 
 namespace opcts::scaled_mm {
 

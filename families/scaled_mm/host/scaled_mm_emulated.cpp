@@ -16,7 +16,7 @@
 //                                    recipes, 32 for MX, 16 for NVFP4), as a kernel that rounds
 //                                    the tile count down would
 #include "device_impl/host/host_impls.hpp"
-#include "device_impl/host/scaled_mm_emulation.hpp"
+#include "families/scaled_mm/host/scaled_mm_emulation.hpp"
 
 namespace opcts {
 

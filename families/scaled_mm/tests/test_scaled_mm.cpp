@@ -10,7 +10,7 @@
 #include "app/builtins.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
-#include "refimpl/scaled_mm.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 #include "runner/catalog.hpp"
 #include "runner/compare.hpp"
 #include "runner/tolerance.hpp"

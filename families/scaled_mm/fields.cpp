@@ -3,7 +3,7 @@
 // Ids (scaled_mm.hpp, problem_id): RECIPE_AELEM_BELEM_LAYOUT_mM_nN_kK, then, when they apply,
 // ldaN ldbN, floor|rceil (MX), scalerm (row-major MX/NVFP4 scales), out_DTYPE, osX (e4m3fn
 // output), bias, fastacc, sexpE, random|exact, defect_D, expect_ARGUMENT.
-#include "refimpl/scaled_mm.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 
 namespace opcts::scaled_mm {
 

@@ -18,8 +18,8 @@
 #include <string>
 
 #include "device_impl/cuda/cuda_error.hpp"
-#include "device_impl/cuda/scaled_mm_kernels.hpp"
 #include "device_impl/cuda/warm_up.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
 
 namespace opcts::cuda {
 
