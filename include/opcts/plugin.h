@@ -273,7 +273,7 @@ typedef struct opcts_int4_mm_params {
   int32_t inner_k_tiles; /* tinygemm: 2, 4 or 8 */
 } opcts_int4_mm_params;
 
-/* The indexing families (semantics: refimpl/indexing.hpp). Every tensor is the contiguous view
+/* The indexing families (semantics: families/indexing/indexing.hpp). Every tensor is the contiguous view
  * [outer, size along dim, inner] of a PyTorch tensor whose middle dimension is the op's dim; n is
  * self's (input's) size along dim, m the index's. Value dtypes fp64, fp32, fp16, bf16, int32,
  * int64; index dtypes int32, int64. out may sit at a base that is 2-byte but not 4-byte aligned

@@ -38,7 +38,7 @@
 //              neighbouring destinations
 // Value fills (floats; self and src alike): normal N(0, σ²) (fp16 and bf16: RN(σ·z)'s codes with
 // their exact probabilities; fp32 and fp64: a bf16 code drawn so, its lower bits uniform within
-// half a bf16 spacing: refimpl/indexing_inputs.cpp), ones (src 1, self 0: counters),
+// half a bf16 spacing: families/indexing/inputs.cpp), ones (src 1, self 0: counters),
 // positive (uniform (0, σ]); σ = 1 except for fp16 normal/positive fills, where σ is the power
 // of two that keeps every element's |self| + Σ|src| below 2^13 (fp16 overflows past 65504).
 // Integers: uniform in [−R, R] (positive: [1, R]; ones: 1, self 0), R = 2^20 for int32 and
@@ -104,7 +104,7 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
-/// The field table of each family (refimpl/indexing_fields.cpp); every table stamps its op.
+/// The field table of each family (families/indexing/fields.cpp); every table stamps its op.
 /// Ids: DTYPE_iIDX_[bOUTER_]nN_mM_[hINNER_]DIST[_ones|_positive][_alphaA][_misalign][_badB_expect_index]
 /// (index_select: no fill, no alpha).
 const kit::FieldTable<Problem>& fields(Op op);
@@ -124,7 +124,7 @@ int64_t typical_max_adds(const Problem& p);
 
 /// How an impl sums the terms landing on one output element (its declared accumulation model,
 /// cases/tolerances.yaml `accumulation:`); the reference gives one bound per model, stored in
-/// References::bound under "out@<model>" (derivations in refimpl/indexing_bound.cpp):
+/// References::bound under "out@<model>" (derivations in families/indexing/bound.cpp):
 ///   per_add  every term is added to the element by one rounding in the element's dtype, in any
 ///            order, starting from self (one atomicAdd per term: cuda.atomic)
 ///   grouped  terms are first summed in groups (any grouping) in fp32 (fp64 for fp64), each group
@@ -135,7 +135,7 @@ int64_t typical_max_adds(const Problem& p);
 ///   warp32   grouped, with its groups known: the terms of the element at term positions t
 ///            (scatter_add's src and index_add's source flattened as [outer, m, inner]) with the
 ///            same t / 32, one warp's lanes matched by destination (cuda.warp_aggregated's
-///            kernel, device_impl/cuda/indexing_atomic.cu)
+///            kernel, families/indexing/cuda/indexing_atomic.cu)
 enum class Accumulation { per_add, grouped, once, warp32 };
 std::string_view to_string(Accumulation a);
 const std::vector<Accumulation>& all_accumulations();
@@ -152,7 +152,7 @@ References reference(const Problem& p, const TensorMap& inputs);
 /// What one element's bound depends on: self's value, the terms landing on it (t = src, or
 /// alpha·source, exact in double) and the dtype. `bound` gives a model's E for it.
 /// `symmetric`: self and the terms are independent draws symmetric about zero (the normal
-/// fill), which admits the probabilistic bound besides the worst case (indexing_bound.cpp).
+/// fill), which admits the probabilistic bound besides the worst case (families/indexing/bound.cpp).
 /// `positions`: each term's position t (ascending), for warp32's groups; null: warp32 is
 /// grouped's bound.
 struct ElementSums {
@@ -166,13 +166,13 @@ struct ElementSums {
 };
 /// Each model's bound E for one element, indexed by Accumulation (0 when every partial sum of
 /// every order is exactly representable in the model's arithmetic; derivation in
-/// indexing_bound.cpp).
+/// families/indexing/bound.cpp).
 std::array<double, 4> bounds(const ElementSums& e);
 /// One model's bound.
 double bound(Accumulation a, const ElementSums& e);
 
 /// One model's allowance for one element, and what a group of elements sums of it for its
-/// conservation check (indexing_bound.cpp):
+/// conservation check (families/indexing/bound.cpp):
 ///   above, below      x − below <= result <= x + above before the output's one rounding (which
 ///                     the `bounded` metric adds); both are the model's E except where one-signed
 ///                     terms stall (the stall floor): there the side toward zero is

@@ -12,7 +12,7 @@
 #include "app/builtins.hpp"
 #include "core/abi_impl.hpp"
 #include "core/errors.hpp"
-#include "refimpl/indexing.hpp"
+#include "families/indexing/indexing.hpp"
 #include "runner/catalog.hpp"
 #include "runner/compare.hpp"
 #include "runner/conservation.hpp"
@@ -405,7 +405,7 @@ TEST(IndexingBound, Warp32CoversTheWarpKernelAndIsTighterThanGrouped) {
       }
 }
 
-// The probabilistic bound of symmetric fills (indexing_bound.cpp): every simulated order of
+// The probabilistic bound of symmetric fills (families/indexing/bound.cpp): every simulated order of
 // every model stays inside it, where it is many times tighter than the worst case.
 TEST(IndexingBound, ProbabilisticBoundCoversSymmetricFillsAndIsTighter) {
   std::mt19937 g(23);
@@ -461,7 +461,7 @@ TEST(IndexingBound, Bf16CounterStallsInsidePerAddButNotOnce) {
   for (double e : indexing::bounds(many.sums())) EXPECT_TRUE(std::isfinite(e) && e > 0);
 }
 
-// The stall floor (indexing_bound.cpp): a bf16 counter of ones has its stall point, 256, as its
+// The stall floor (families/indexing/bound.cpp): a bf16 counter of ones has its stall point, 256, as its
 // floor under per_add (grouped: 128, two roundings per group); the counter gets there and no
 // lower, and a counter that lost its duplicates (1) is far below it. Before the floor, per_add
 // allowed anything in [0, 2·3000].

@@ -1,7 +1,7 @@
 // The scatter_add, index_add and index_select families wired into the registry: one family class, its op fixed per
 // instance.
 #include "core/kit_family.hpp"
-#include "refimpl/indexing.hpp"
+#include "families/indexing/indexing.hpp"
 
 namespace opcts {
 

@@ -2,7 +2,7 @@
 // cuda.warp_aggregated emulated in order, with their planted lost-duplicate variants.
 //
 // These impls prove the bounds the CUDA rows are judged under (cases/tolerances.yaml: per_add,
-// warp32, grouped) against the very arithmetic of device_impl/cuda/indexing_atomic.cu, on the
+// warp32, grouped) against the very arithmetic of families/indexing/cuda/indexing_atomic.cu, on the
 // host device: a correct one must pass them, a planted one fail them.
 //   host.atomic            out = self, then for every term t in position order (t flattened as
 //                          [outer, m, inner]) out[e] ← RN_d(out[e] + RN_d(v_t)), v_t = alpha·source
@@ -21,9 +21,9 @@
 
 #include "core/threads.hpp"
 #include "device_impl/host/host_impls.hpp"
-#include "device_impl/host/indexing_host.hpp"
-#include "refimpl/indexing.hpp"
-#include "refimpl/indexing_codes.hpp"
+#include "families/indexing/codes.hpp"
+#include "families/indexing/host/indexing_host.hpp"
+#include "families/indexing/indexing.hpp"
 
 namespace opcts {
 

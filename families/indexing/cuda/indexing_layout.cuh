@@ -1,5 +1,5 @@
 // The indexing kernels' per-element address arithmetic as plain __host__ __device__ C++, so the CPU tests run it
-// (tests/test_indexing_layout.cpp).
+// (families/indexing/tests/test_indexing_layout.cpp).
 #pragma once
 
 #include <cstdint>

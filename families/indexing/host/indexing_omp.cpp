@@ -14,8 +14,8 @@
 
 #include "core/threads.hpp"
 #include "device_impl/host/host_impls.hpp"
-#include "device_impl/host/indexing_host.hpp"
-#include "refimpl/indexing.hpp"
+#include "families/indexing/host/indexing_host.hpp"
+#include "families/indexing/indexing.hpp"
 
 namespace opcts {
 

@@ -1,6 +1,6 @@
 // cuda.gather (index_select) and its planted 32-bit-offset variant: one thread per out element, the element's bytes
 // copied.
-#include "device_impl/cuda/indexing_device.cuh"
+#include "families/indexing/cuda/indexing_device.cuh"
 
 namespace opcts::cuda {
 

@@ -7,8 +7,8 @@
 
 #include "core/normal_codes.hpp"
 #include "core/rng.hpp"
-#include "refimpl/indexing.hpp"
-#include "refimpl/indexing_codes.hpp"
+#include "families/indexing/codes.hpp"
+#include "families/indexing/indexing.hpp"
 
 namespace opcts::indexing {
 

@@ -5,7 +5,7 @@
 // column (o, k) of scatter_add's per-element index, one for index_add's 1-D index shared by all
 // (o, k). Within an element the terms are summed in index order with TwoSum (double-double), so
 // the stored value (the nearest double of the sum) is exact whenever the sum is representable
-// and otherwise within the error indexing_bound.cpp adds to every bound. Each element's
+// and otherwise within the error families/indexing/bound.cpp adds to every bound. Each element's
 // allowance under every model is added to its destination row's (out[o, r, :]) in index order,
 // by the one thread finishing that row, so the conservation intervals never depend on the
 // thread count.
@@ -14,8 +14,8 @@
 
 #include "core/double_double.hpp"
 #include "core/threads.hpp"
-#include "refimpl/indexing.hpp"
-#include "refimpl/indexing_codes.hpp"
+#include "families/indexing/codes.hpp"
+#include "families/indexing/indexing.hpp"
 
 namespace opcts::indexing {
 
@@ -58,7 +58,7 @@ class Accumulator {
     for (int64_t e = 0; e < n; ++e) exact_[static_cast<size_t>(e)] = load(self, e);
     if (p.integer()) return;
     for (auto& b : above_) b.assign(static_cast<size_t>(n), 0.0);
-    // Only one-signed fills stall (indexing_bound.cpp): the normal fill's sides are kept equal.
+    // Only one-signed fills stall (families/indexing/bound.cpp): the normal fill's sides are kept equal.
     if (p.fill != Fill::normal)
       for (auto& b : below_) b.assign(static_cast<size_t>(n), 0.0);
     for (auto& g : groups_) g.assign(static_cast<size_t>((n + group_ - 1) / group_), GroupBound{});

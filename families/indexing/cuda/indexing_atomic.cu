@@ -1,6 +1,6 @@
 // The atomic scatter kernels (cuda.atomic, cuda.warp_aggregated and their planted variants) and the index check every
 // indexing impl runs first.
-#include "device_impl/cuda/indexing_device.cuh"
+#include "families/indexing/cuda/indexing_device.cuh"
 
 namespace opcts::cuda {
 

@@ -1,5 +1,5 @@
 // The GPU backend's output guards (core/output_guard.hpp) and the indexing kernels' address arithmetic
-// (device_impl/cuda/indexing_layout.cuh), on the CPU.
+// (families/indexing/cuda/indexing_layout.cuh), on the CPU.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -7,8 +7,8 @@
 #include "core/abi_impl.hpp"
 #include "core/errors.hpp"
 #include "core/output_guard.hpp"
-#include "device_impl/cuda/indexing_layout.cuh"
-#include "refimpl/indexing.hpp"
+#include "families/indexing/cuda/indexing_layout.cuh"
+#include "families/indexing/indexing.hpp"
 
 namespace opcts {
 namespace {

@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "device_impl/cuda/indexing_device.cuh"
 #include "device_impl/cuda/stream_scratch.cuh"
+#include "families/indexing/cuda/indexing_device.cuh"
 
 namespace opcts::cuda {
 

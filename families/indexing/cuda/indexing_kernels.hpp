@@ -1,7 +1,7 @@
 // Launch interface of the scatter_add / index_add / index_select kernels (no harness types): device pointers of
 // contiguous [outer, n, inner] views.
 //
-// Semantics: refimpl/indexing.hpp (the plugin ABI's opcts_*_params). Every launcher enqueues
+// Semantics: families/indexing/indexing.hpp (the plugin ABI's opcts_*_params). Every launcher enqueues
 // on the stream it is given (scratch through cudaMallocAsync there) and throws
 // std::runtime_error naming the CUDA call that failed; none synchronises.
 #pragma once

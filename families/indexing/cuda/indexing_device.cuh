@@ -14,8 +14,8 @@
 #include <string>
 #include <type_traits>
 
-#include "device_impl/cuda/indexing_kernels.hpp"
-#include "device_impl/cuda/indexing_layout.cuh"
+#include "families/indexing/cuda/indexing_kernels.hpp"
+#include "families/indexing/cuda/indexing_layout.cuh"
 
 namespace opcts::cuda::idx {
 

@@ -6,7 +6,7 @@
 // "fp16_i32_n33_m64_alllast_ones_misalign", "fp32_i64_n37_m301_uniform_badneg_expect_index".
 // One problem type serves the three families; each table stamps its family's op on the
 // problem it reads (through its first row) and refuses a problem of another op.
-#include "refimpl/indexing.hpp"
+#include "families/indexing/indexing.hpp"
 
 namespace opcts::indexing {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "app/builtins.hpp"
-#include "refimpl/indexing.hpp"
+#include "families/indexing/indexing.hpp"
 #include "runner/compare.hpp"
 #include "runner/conservation.hpp"
 #include "tests/test_family_util.hpp"

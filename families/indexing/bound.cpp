@@ -105,8 +105,8 @@
 #include <optional>
 
 #include "core/azuma.hpp"
-#include "refimpl/indexing.hpp"
-#include "refimpl/indexing_codes.hpp"
+#include "families/indexing/codes.hpp"
+#include "families/indexing/indexing.hpp"
 
 namespace opcts::indexing {
 

@@ -27,8 +27,8 @@
 #include "app/builtins.hpp"
 #include "core/family.hpp"
 #include "device_impl/cuda/device_buffer.hpp"
-#include "device_impl/cuda/indexing_kernels.hpp"
-#include "refimpl/indexing.hpp"
+#include "families/indexing/cuda/indexing_kernels.hpp"
+#include "families/indexing/indexing.hpp"
 
 using namespace opcts;
 

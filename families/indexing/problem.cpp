@@ -5,7 +5,7 @@
 #include <numbers>
 #include <stdexcept>
 
-#include "refimpl/indexing.hpp"
+#include "families/indexing/indexing.hpp"
 
 namespace opcts::indexing {
 
@@ -163,7 +163,7 @@ double hides_everywhere(const Problem& p, Hide hide) {
 }
 
 // A lost duplicate among random-sign terms (the normal fill) under a bound of the probabilistic
-// form (indexing_bound.cpp): an element of k adds that keeps only its last term loses the other
+// form (families/indexing/bound.cpp): an element of k adds that keeps only its last term loses the other
 // k − 1, a normal draw of deviation σ·√(k − 1), while its bound is near (Λ + 2.2·√(2/π))·u·k·σ =
 // 9.3·u·k·σ (V ≈ k·u²·(k·σ²): every add one rounding of relative size u at the running sum;
 // the straddle means 2.2·u·S, S ≈ k·σ·√(2/π)). It hides with probability erf(a/√2),

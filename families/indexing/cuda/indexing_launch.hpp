@@ -1,4 +1,4 @@
-// The callbacks of the CUDA indexing rows (device_impl/cuda/indexing_impls.cpp, CUDA builds only).
+// The callbacks of the CUDA indexing rows (families/indexing/cuda/indexing_impls.cpp, CUDA builds only).
 #pragma once
 
 #include "include/opcts/plugin.h"

@@ -1,7 +1,7 @@
 // The indexing problems as the plugin ABI's opcts_scatter_add_params, opcts_index_add_params and
 // opcts_index_select_params.
 #include "core/abi_impl.hpp"
-#include "refimpl/indexing.hpp"
+#include "families/indexing/indexing.hpp"
 
 namespace opcts::indexing {
 
