@@ -195,7 +195,7 @@ TEST(RefDiskCache, ABuildDigestChangesWithTheReferencesSources) {
   EXPECT_EQ(a.size(), 16u);
   EXPECT_EQ(digest_of_tree("g++ 12"), a) << "the same tree and build give the same digest";
   EXPECT_NE(digest_of_tree("clang 15"), a) << "another compiler is another build";
-  std::ofstream(dir + "/refimpl/sdpa_reference.cpp", std::ios::app) << "\n";
+  std::ofstream(dir + "/families/sdpa/reference.cpp", std::ios::app) << "\n";
   EXPECT_NE(digest_of_tree("g++ 12"), a) << "a changed reference source is another digest";
 }
 

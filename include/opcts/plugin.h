@@ -177,7 +177,7 @@ typedef int32_t (*opcts_plugin_init_fn)(uint32_t abi_version, const opcts_regist
  *           backward: dO [.., Hq, Sq, Dv]
  *   outputs forward: O [.., Hq, Sq, Dv] in `dtype`, lse [B, Hq, Sq] fp32 (natural log; -inf for a
  *           row that sees no key, where O = 0); backward: dQ, dK, dV shaped as q, k, v.
- * Semantics: refimpl/sdpa.hpp (GQA: query head h reads KV head h / (Hq / Hkv); windows are
+ * Semantics: families/sdpa/sdpa.hpp (GQA: query head h reads KV head h / (Hq / Hkv); windows are
  * FlashAttention-2's window_size, bottom-right aligned, inclusive, -1 = unbounded). */
 enum { OPCTS_SDPA_MASK_NONE = 0, OPCTS_SDPA_CAUSAL_UPPER_LEFT = 1, OPCTS_SDPA_CAUSAL_LOWER_RIGHT = 2 };
 enum { OPCTS_SDPA_ATTN_MASK_NONE = 0, OPCTS_SDPA_ATTN_MASK_BOOL = 1, OPCTS_SDPA_ATTN_MASK_ADDITIVE = 2 };

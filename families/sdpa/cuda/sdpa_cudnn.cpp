@@ -1,7 +1,7 @@
 // cuDNN 9 backend-API SDPA: the composite flash-attention graphs of cudnn-frontend 1.x, built
 // descriptor by descriptor. The graph shapes, op order and data types are documented in
 // sdpa_cudnn.hpp; each helper below names the frontend node it mirrors.
-#include "device_impl/cuda/sdpa_cudnn.hpp"
+#include "families/sdpa/cuda/sdpa_cudnn.hpp"
 #include "device_impl/cuda/cuda_error.hpp"
 #include "device_impl/cuda/stream_scratch.cuh"
 #include "device_impl/cuda/warm_up.hpp"

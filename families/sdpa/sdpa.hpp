@@ -1,7 +1,7 @@
 // SDPA forward and backward: the problem type, its id and YAML forms, and the fp64 /
 // same-precision references.
 //
-// Semantics (spec/numerics.md §5; the same contract as device_impl/cuda/sdpa_kernels.hpp):
+// Semantics (spec/numerics.md §5; the same contract as families/sdpa/cuda/sdpa_kernels.hpp):
 // s = scale·q_i·k_j; softcap > 0 gives s = softcap·tanh(s/softcap); an additive mask is
 // added; keys outside the causal mask, the window or a boolean mask get s = -inf;
 // O = softmax(s)·V per (batch, query head); query head h reads KV head h / (Hq/Hkv) (GQA,
@@ -81,10 +81,10 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
-/// The plugin ABI's opcts_sdpa_params for a problem, as bytes (refimpl/sdpa_abi.cpp).
+/// The plugin ABI's opcts_sdpa_params for a problem, as bytes (families/sdpa/abi.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
-/// The field table (refimpl/sdpa_fields.cpp): YAML keys dtype; batch (default 1); heads (N or
+/// The field table (families/sdpa/fields.cpp): YAML keys dtype; batch (default 1); heads (N or
 /// {q, kv}); seq (N or {q, k}); head_dim (N or {qk, v}); mask none | causal_upper_left |
 /// causal_lower_right; scale; window {left, right} (-1 = unbounded) or none; softcap;
 /// attn_mask none | bool | additive or {kind, per_batch, per_head}; poison_masked; layout
@@ -105,7 +105,7 @@ std::optional<Violation> contract_violation(const Problem& p);
 void check_contract(const Problem& p);
 
 /// The bug classes of the planted impls (host.flash_* and cuda.flash_*; the kernels'
-/// twin is device_impl/cuda/sdpa_kernels.hpp's SdpaPlant); none for the real impls.
+/// twin is families/sdpa/cuda/sdpa_kernels.hpp's SdpaPlant); none for the real impls.
 enum class PlantedBug {
   none,
   window_off_by_one,  // the left window bound keeps one key too many
@@ -178,7 +178,7 @@ std::vector<int64_t> lse_shape(const Problem& p);
 std::vector<int64_t> mask_shape(const Problem& p);
 
 /// Element strides of a stored tensor for the logical (batch, head, seq) indices, D contiguous
-/// (the same numbers as device_impl/cuda/sdpa_kernels.hpp's SdpaStrides).
+/// (the same numbers as families/sdpa/cuda/sdpa_kernels.hpp's SdpaStrides).
 struct Strides {
   int64_t batch, head, seq;
   int64_t at(int64_t b, int64_t h, int64_t s) const { return b * batch + h * head + s * seq; }
@@ -190,7 +190,7 @@ Strides o_strides(const Problem& p);  // also dO
 /// attn_mask strides (batch, head; seq = Sk): 0 where the mask broadcasts.
 Strides mask_strides(const Problem& p);
 
-/// Inputs (refimpl/sdpa_family.cpp), a pure function of the seed:
+/// Inputs (families/sdpa/family.cpp), a pure function of the seed:
 ///   q, k, v (and dO for backward): N(0, 1) in the dtype and the layout.
 ///   attn_mask boolean: bool8 holding 1 (attend) or 0; each element kept with probability 0.8
 ///     (Philox uniform < 0.8), and every row i ≡ 3 (mod 8) fully masked (PyTorch's
@@ -202,13 +202,13 @@ Strides mask_strides(const Problem& p);
 /// "dV" (dtype, shapes of q, k, v).
 
 /// The forward references on inputs q, k, v (any dtype; their rounded values are used),
-/// refimpl/sdpa_reference.cpp: `exact` the fp64 values (scores, softmax and both products in
+/// families/sdpa/reference.cpp: `exact` the fp64 values (scores, softmax and both products in
 /// double with Eigen, (batch, head) pairs in parallel with OpenMP, a fixed summation order);
 /// `lowp` the ideal low-precision flash kernel (fp32 scores and accumulation, P rounded to the
 /// dtype for P·V) before its output rounding; `bound` the ref_relative floors. Outputs "O"
 /// and "lse", row-major in storage order.
 References reference(const Problem& p, const TensorMap& inputs);
-/// The backward references (refimpl/sdpa_backward_reference.cpp): fp64 gradients dQ, dK, dV
+/// The backward references (families/sdpa/backward_reference.cpp): fp64 gradients dQ, dK, dV
 /// of the forward above at dO, the ideal low-precision flash backward (O, P and dS rounded
 /// where a flash backward rounds them) before its output rounding as `lowp`, and the floors.
 References backward_reference(const Problem& p, const TensorMap& inputs);

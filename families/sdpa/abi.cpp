@@ -1,6 +1,6 @@
 // The sdpa problem as the plugin ABI's opcts_sdpa_params (include/opcts/plugin.h).
 #include "core/abi_impl.hpp"
-#include "refimpl/sdpa.hpp"
+#include "families/sdpa/sdpa.hpp"
 
 namespace opcts::sdpa {
 

@@ -4,7 +4,7 @@
 
 #include "core/kit_family.hpp"
 #include "core/rng.hpp"
-#include "refimpl/sdpa.hpp"
+#include "families/sdpa/sdpa.hpp"
 
 namespace opcts {
 

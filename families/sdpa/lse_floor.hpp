@@ -1,7 +1,7 @@
 // The floor of each lse_i (refimpl only): what a correct kernel's fp32 arithmetic may move
 // lse = m + ln Σ_j exp(s_j − m) by, at a false-alarm probability P = 2·e^-24 per element for
 // its probabilistic parts. lse has no rounding to the dtype: the floor is its whole bound
-// (refimpl/sdpa_bound.hpp bounds O and the gradients; P's relative error there includes it).
+// (families/sdpa/bound.hpp bounds O and the gradients; P's relative error there includes it).
 //
 // lse moves by Σ_j p_j·δs_j to first order (∂lse/∂s_j = p_j) and by δl/l through l. Errors
 // modelled as independent and mean-zero (fp32 ops that round to nearest: h = 2^-24 of the
@@ -39,7 +39,7 @@
 //     bound's derivative vanishes, found by a bracketed Newton search (any θ gives a valid
 //     bound), and by the
 //     unweighted bound on the number of records (all weights 1) where that is smaller; a
-//     simulation of 20,000 key orders per row stays below it (tests/test_sdpa_lse_floor.cpp).
+//     simulation of 20,000 key orders per row stays below it (families/sdpa/tests/test_sdpa_lse_floor.cpp).
 //     A kernel whose running max steps over blocks of B keys rescales only at the records of its block
 //     maxima, a subset of the records of its keys read in order, so W bounds it too, and it
 //     rescales at most ceil((span − 1)/B) times, span = last − first + 1 over the row's keys
@@ -68,7 +68,7 @@
 #include <vector>
 
 #include "core/azuma.hpp"
-#include "refimpl/sdpa_detail.hpp"
+#include "families/sdpa/detail.hpp"
 
 namespace opcts::sdpa::detail {
 
@@ -231,7 +231,7 @@ inline double weighted_records(const TopMass& tops, double l) {
   // Newton's method kept to the bracket, halving it wherever a step would leave it or would not
   // halve h (rtsafe: Press et al., Numerical Recipes, 3rd ed., §9.4), to a step below 10^-4,
   // where t is flat to ~10^-8. It evaluates about half as often as the 16-point golden-section
-  // search it replaced, whose values it stays below (tests/test_sdpa_lse_floor.cpp). Every t
+  // search it replaced, whose values it stays below (families/sdpa/tests/test_sdpa_lse_floor.cpp). Every t
   // computed is a valid bound: the least one is kept.
   const double u_lo = std::log(0.05), u_hi = std::log(100.0);
   const Point p_lo = at(u_lo), p_hi = at(u_hi);

@@ -1,7 +1,7 @@
 // The argument checks of the SDPA launchers (sdpa_kernels.hpp: sdpa_check_arguments), host code.
 #include <string>
 
-#include "device_impl/cuda/sdpa_kernels.hpp"
+#include "families/sdpa/cuda/sdpa_kernels.hpp"
 
 namespace opcts::cuda {
 

@@ -1,5 +1,5 @@
 // The SDPA references run a head by blocks of 128 query rows and the keys those rows see
-// (refimpl/sdpa_detail.hpp RowBlock). Shown three ways on problems of several blocks, causal in
+// (families/sdpa/detail.hpp RowBlock). Shown three ways on problems of several blocks, causal in
 // both alignments and windowed: the blocks cover every visible key and nothing else of a row;
 // the fp64 forward and backward equal a naive one written from the definition (the forward
 // also with a softcap, attn_masks, poison and BSHD storage); and every
@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "refimpl/sdpa_detail.hpp"
-#include "tests/test_sdpa_util.hpp"
+#include "families/sdpa/detail.hpp"
+#include "families/sdpa/tests/test_sdpa_util.hpp"
 
 namespace opcts {
 namespace {

@@ -35,9 +35,9 @@
 #include <limits>
 #include <string>
 
-#include "refimpl/sdpa.hpp"
-#include "refimpl/sdpa_bound.hpp"
-#include "refimpl/sdpa_detail.hpp"
+#include "families/sdpa/bound.hpp"
+#include "families/sdpa/detail.hpp"
+#include "families/sdpa/sdpa.hpp"
 
 namespace opcts::sdpa {
 

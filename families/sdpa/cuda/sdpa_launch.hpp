@@ -1,10 +1,10 @@
 // The CUDA sdpa rows: the ABI's opcts_sdpa_params and tensors as the kernels' SdpaParams, and the
-// rows' callbacks (device_impl/cuda/sdpa_impls.cpp, sdpa_cudnn_impls.cpp; CUDA builds only).
+// rows' callbacks (families/sdpa/cuda/sdpa_impls.cpp, sdpa_cudnn_impls.cpp; CUDA builds only).
 #pragma once
 
 #include <cstring>
 
-#include "device_impl/cuda/sdpa_kernels.hpp"
+#include "families/sdpa/cuda/sdpa_kernels.hpp"
 #include "include/opcts/plugin.h"
 
 namespace opcts::cuda {

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "core/errors.hpp"
-#include "refimpl/sdpa.hpp"
+#include "families/sdpa/sdpa.hpp"
 
 namespace opcts::sdpa {
 

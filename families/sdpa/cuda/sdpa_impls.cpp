@@ -13,8 +13,8 @@
 
 #include "device_impl/cuda/device_memory.hpp"
 #include "device_impl/cuda/rows.hpp"
-#include "device_impl/cuda/sdpa_launch.hpp"
 #include "device_impl/cuda/stream_scratch.cuh"
+#include "families/sdpa/cuda/sdpa_launch.hpp"
 
 namespace opcts::cuda {
 

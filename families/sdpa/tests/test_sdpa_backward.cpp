@@ -10,10 +10,10 @@
 #include <map>
 
 #include "app/builtins.hpp"
-#include "refimpl/sdpa.hpp"
+#include "families/sdpa/sdpa.hpp"
+#include "families/sdpa/tests/test_sdpa_util.hpp"
 #include "runner/catalog.hpp"
 #include "runner/trust.hpp"
-#include "tests/test_sdpa_util.hpp"
 
 namespace opcts {
 namespace {

@@ -4,7 +4,7 @@
 // type T and a rounding.
 // T = double with no rounding (Exact) is the fp64 reference; T = float rounding to the dtype
 // (ToDtype) where an ideal flash kernel must round is the same-precision reference
-// (sdpa_reference.cpp and sdpa_backward_reference.cpp say which roundings and why).
+// (families/sdpa/reference.cpp and families/sdpa/backward_reference.cpp say which roundings and why).
 #pragma once
 
 #include <algorithm>
@@ -14,8 +14,8 @@
 
 #include <Eigen/Dense>
 
+#include "families/sdpa/sdpa.hpp"
 #include "refimpl/gemm.hpp"
-#include "refimpl/sdpa.hpp"
 
 namespace opcts::sdpa::detail {
 
@@ -74,7 +74,7 @@ inline std::vector<RowBlock> row_blocks(const Problem& p) {
   return out;
 }
 
-/// The fp32 floors' unit (refimpl/sdpa_bound.hpp): one fp32 ulp per operation (2^-23;
+/// The fp32 floors' unit (families/sdpa/bound.hpp): one fp32 ulp per operation (2^-23;
 /// round-to-nearest costs 2^-24, a truncating tensor-core accumulator up to 2^-23).
 constexpr double kAccUnit = 0x1p-23;
 /// fp32 roundings of a result after its accumulation in a flash kernel: the reciprocal of
@@ -199,7 +199,7 @@ struct ForwardHead {
   RowMajor<T> o;              // Σ_j rnd(e_ij)·v_j / l_i, before the output rounding
   RowMajor<T> dcap;           // 1 − tanh², with a softcap and want_dcap only
   RowMajor<T> shift;          // s_ij − m_i at visible keys, else 0; kept where Round rounds (the
-                              // same-precision pipeline), whose bounds read it (sdpa_bound.hpp)
+                              // same-precision pipeline), whose bounds read it (families/sdpa/bound.hpp)
 };
 
 /// The forward of row block `blk` of head (b, h), from its rows of q (qh) and its keys' rows

@@ -1,7 +1,7 @@
 // SDPA backward references for every variant the forward has: the fp64 gradients, the
 // same-precision reference of the ref_relative metric and its per-element bounds.
 //
-// Both run refimpl/sdpa_detail.hpp's backward_head per (batch, KV head), the group's query
+// Both run families/sdpa/detail.hpp's backward_head per (batch, KV head), the group's query
 // heads in a fixed order (OpenMP over the pairs), each head by blocks of 128 query rows and the
 // keys they see (detail::RowBlock): the head's forward, D_i = rowsum(dO ⊙ O),
 // dP = dO·Vᵀ, dS = P ⊙ (dP − D) (0 where P is 0: masked keys and rows that see no key, never
@@ -17,16 +17,16 @@
 //   - P rounded once for the Pᵀ·dO product and dS rounded once for the dS·K and dSᵀ·Q
 //     products (the MMAs take them in the dtype), dP = dO·Vᵀ and dS in fp32;
 //   - dQ, dK, dV accumulated in fp32 (the GQA sums too), stored before their one rounding to
-//     the dtype, which the bound adds (as in the forward, sdpa_reference.cpp).
+//     the dtype, which the bound adds (as in the forward, families/sdpa/reference.cpp).
 // PyTorch's math backend in the dtype rounds S, P, dP and dS where it stores them; this one
 // does not (cases/tolerances.yaml).
 //
-// Bounds (`bound`): refimpl/sdpa_bound.hpp, from the same-precision pipeline's own P, dS and O.
+// Bounds (`bound`): families/sdpa/bound.hpp, from the same-precision pipeline's own P, dS and O.
 #include <cmath>
 
-#include "refimpl/sdpa.hpp"
-#include "refimpl/sdpa_bound.hpp"
-#include "refimpl/sdpa_detail.hpp"
+#include "families/sdpa/bound.hpp"
+#include "families/sdpa/detail.hpp"
+#include "families/sdpa/sdpa.hpp"
 
 namespace opcts::sdpa {
 

@@ -12,7 +12,7 @@
 
 #include "app/builtins.hpp"
 #include "core/family.hpp"
-#include "refimpl/sdpa.hpp"
+#include "families/sdpa/sdpa.hpp"
 #include "runner/compare.hpp"
 #include "runner/tolerance.hpp"
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "bench/cuda_timing.hpp"
-#include "device_impl/cuda/sdpa_cudnn.hpp"
-#include "device_impl/cuda/sdpa_kernels.hpp"
+#include "families/sdpa/cuda/sdpa_cudnn.hpp"
+#include "families/sdpa/cuda/sdpa_kernels.hpp"
 
 using namespace opcts::cuda;
 

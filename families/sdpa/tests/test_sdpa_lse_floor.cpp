@@ -1,4 +1,4 @@
-// The lse floor's parts (refimpl/sdpa_lse_floor.hpp): the top-mass bounds against sorted sums,
+// The lse floor's parts (families/sdpa/lse_floor.hpp): the top-mass bounds against sorted sums,
 // the tree lemma behind the row sum's term on random trees, the weighted records' bound
 // against simulated running maxima, the softmax structures' floors and the tolerance rules
 // that declare them, and a per-key online softmax in fp32 (the model's worst kernel) within
@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "refimpl/sdpa_lse_floor.hpp"
-#include "tests/test_sdpa_util.hpp"
+#include "families/sdpa/lse_floor.hpp"
+#include "families/sdpa/tests/test_sdpa_util.hpp"
 
 namespace opcts {
 namespace {

@@ -17,7 +17,7 @@
 // dS = P ⊙ (dP − D) (times 1 − tanh² with a softcap), dK += round(dS)·Q,
 // dQ += round(dS)·K, all accumulated in fp32 and scaled by the scale at the end; the
 // rounded values are what a kernel feeds its MMAs in the dtype.
-#include "device_impl/host/sdpa_flash.hpp"
+#include "families/sdpa/host/sdpa_flash.hpp"
 
 #include <algorithm>
 #include <cmath>

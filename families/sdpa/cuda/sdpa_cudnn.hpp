@@ -62,7 +62,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "device_impl/cuda/sdpa_kernels.hpp"
+#include "families/sdpa/cuda/sdpa_kernels.hpp"
 
 namespace opcts::cuda {
 

@@ -53,8 +53,8 @@
 #include <cmath>
 #include <vector>
 
-#include "refimpl/sdpa_detail.hpp"
-#include "refimpl/sdpa_lse_floor.hpp"
+#include "families/sdpa/detail.hpp"
+#include "families/sdpa/lse_floor.hpp"
 
 namespace opcts::sdpa::detail {
 

@@ -1,5 +1,5 @@
 // The sdpa problem's field table: YAML keys, id tokens and their order (sdpa.hpp, problem_id).
-#include "refimpl/sdpa.hpp"
+#include "families/sdpa/sdpa.hpp"
 
 namespace opcts::sdpa {
 

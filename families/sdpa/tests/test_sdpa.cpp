@@ -13,10 +13,10 @@
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "core/rng.hpp"
-#include "refimpl/sdpa.hpp"
+#include "families/sdpa/sdpa.hpp"
+#include "families/sdpa/tests/test_sdpa_util.hpp"
 #include "runner/compare.hpp"
 #include "runner/tolerance.hpp"
-#include "tests/test_sdpa_util.hpp"
 
 namespace opcts {
 namespace {
