@@ -15,7 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Which folders a folder's files may include (besides themselves). Kept in the order of the
-// floors; the same table is drawn in docs/architecture.md ("Floors").
+// floors; the same table is drawn in docs/architecture.md ("Layout: the floors and the wings").
 const std::map<std::string, std::set<std::string>>& allowed() {
   static const std::map<std::string, std::set<std::string>> table = {
       {"include/opcts", {}},
