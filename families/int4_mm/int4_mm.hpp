@@ -122,8 +122,7 @@ enum class PlantedBug {
 constexpr int64_t kPlantedKTile = 128;
 constexpr int64_t kPlantedSumEvery = 64;
 constexpr int64_t kPlantedSplits = 4;
-constexpr int64_t kPlantedSplitElements =
-    64;  // outputs below this may hide split_k4_in_dtype (families/int4_mm/problem.cpp)
+constexpr int64_t kPlantedSplitElements = 64;  // outputs below this may hide split_k4_in_dtype (problem.cpp)
 /// Why `bug` cannot change this problem's result ("" when it can): a planted impl SKIPs those
 /// problems, so every case it runs is one it must fail. Only where the bug changes no output
 /// value (or does not exist in the problem: a format without its zero point), or, for
