@@ -16,7 +16,7 @@
 
 #include "app/builtins.hpp"
 #include "app/cli_commands.hpp"
-#include "refimpl/scaled_mm.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 #include "runner/accumulator_probe.hpp"
 #include "runner/device_probe.hpp"
 #include "runner/suite.hpp"

@@ -1,5 +1,5 @@
 // A kernel that only reads a buffer: the bandwidth ceiling of any kernel that must read those
-// bytes once (bench/int4_mm_bench.cpp's "read same" column).
+// bytes once (families/int4_mm/bench/int4_mm_bench.cpp's "read same" column).
 #pragma once
 
 #include <cuda_runtime_api.h>

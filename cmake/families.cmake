@@ -1,9 +1,9 @@
 # The families this build carries: the one line a new family adds (docs/architecture.md).
-# For each family F the build registers, in this order, register_F_family (refimpl/F_family.cpp),
-# register_host_F (device_impl/host/) and register_cuda_F (device_impl/cuda/F_rows.cpp, in every
+# For each family F the build registers, in this order, register_F_family (families/F/family.cpp),
+# register_host_F (families/F/host/) and register_cuda_F (families/F/cuda/F_rows.cpp, in every
 # build), through the generated opcts_families.inc that app/builtins.cpp includes. An entry may
 # be a group of families that share their files: `indexing` registers scatter_add, index_add and
-# index_select (refimpl/indexing_family.cpp).
+# index_select (families/indexing/family.cpp).
 set(OPCTS_FAMILIES sdpa cast scaled_mm int4_mm indexing grouped_mm)
 
 # Writes <dir>/opcts_families.inc: one OPCTS_FAMILY(F) per family.

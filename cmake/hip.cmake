@@ -1,5 +1,6 @@
-# HIP: the portable kernels of device_impl/cuda/ (device_impl/portable/kernels.txt) built with
-# hipcc for OPCTS_HIP_ARCHS, from the same files nvcc builds (device_impl/portable/gpu.hpp).
+# HIP: the portable kernels of device_impl/cuda/ and families/*/cuda/ (listed by their paths in
+# device_impl/portable/kernels.txt) built with hipcc for OPCTS_HIP_ARCHS, from the same files
+# nvcc builds (device_impl/portable/gpu.hpp).
 #
 # Compiled and archived into libopcts_hip_kernels.a, and linked with libamdhip64 into
 # opcts_hip_link_check (a program that takes each entry point's address and runs no kernel: the
@@ -61,8 +62,9 @@ if(OPCTS_HAVE_HIP)
   set(dir ${CMAKE_BINARY_DIR}/hip)
   set(objects "")
   foreach(f IN LISTS OPCTS_HIP_KERNEL_FILES)
-    set(src ${CMAKE_SOURCE_DIR}/device_impl/cuda/${f})
-    set(obj ${dir}/${f}.o)
+    set(src ${CMAKE_SOURCE_DIR}/${f})
+    get_filename_component(name ${f} NAME)  # kernel file names are unique across folders
+    set(obj ${dir}/${name}.o)
     add_custom_command(OUTPUT ${obj}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
       COMMAND ${CMAKE_CXX_COMPILER_LAUNCHER} ${OPCTS_HIPCC} -x hip -std=c++17 ${OPCTS_HIP_OPT} -Wall ${arch_flags}

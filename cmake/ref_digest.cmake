@@ -1,9 +1,9 @@
 # The build's own version of the CPU references, for the on-disk reference cache's key
 # (runner/ref_disk_cache.hpp): a SHA-256 over every source a reference or its inputs are made
-# from (refimpl/, core/, the ISA kernels' build) and over how they are compiled (compiler,
-# flags, Eigen). A reference changed without a hand-bumped Family::reference_version, or built
-# by another compiler, gets another key: a cache folder shared by checkouts and builds never
-# serves one build another's references.
+# from (refimpl/, the wings' own files families/*/*, core/, the ISA kernels' build) and over how
+# they are compiled (compiler, flags, Eigen). A reference changed without a hand-bumped
+# Family::reference_version, or built by another compiler, gets another key: a cache folder
+# shared by checkouts and builds never serves one build another's references.
 #
 # Included from CMakeLists.txt (and fuzz/CMakeLists.txt): opcts_ref_digest(TARGET ROOT) makes
 # TARGET, built from the source tree ROOT, depend on a custom target that runs this file in
@@ -13,6 +13,9 @@ if(CMAKE_SCRIPT_MODE_FILE)
   file(GLOB_RECURSE files LIST_DIRECTORIES false
        "${SRC}/refimpl/*.cpp" "${SRC}/refimpl/*.hpp" "${SRC}/core/*.cpp" "${SRC}/core/*.hpp"
        "${SRC}/cmake/isa_levels.cmake")
+  # A family's wing: its own files (problem, inputs, reference, bound...), not host/, cuda/, tests/.
+  file(GLOB wing_files LIST_DIRECTORIES false "${SRC}/families/*/*.cpp" "${SRC}/families/*/*.hpp")
+  list(APPEND files ${wing_files})
   list(SORT files)
   set(all "${BUILD}\n")
   foreach(f IN LISTS files)

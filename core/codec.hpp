@@ -19,7 +19,7 @@
 // Default policies differ by entry point: encode_format and round_to_format default to
 // nonsaturating; encode(DType) and HostTensor::set use default_overflow (core/dtype.hpp:
 // nonsaturating for the ieee formats, satfinite for fn, fnuz, e8m0 and the finite formats);
-// encode_e8m0 and the cast problem (refimpl/cast.hpp) default to satfinite.
+// encode_e8m0 and the cast problem (families/cast/cast.hpp) default to satfinite.
 // Against ml_dtypes 0.6 and torch 2.11 tables the codecs give the same value for every code and
 // for 200k fp32 encodes per format (as reported in issue 18; not a test of this tree), except
 // where the note on ScaleRounding::rne says.

@@ -110,7 +110,7 @@ struct References {
   // Where an element's error may be larger below the reference than above it (or the other
   // way): `bound` then allows got − want up to bound[i] above and `bound_below` down to
   // −bound_below[i] below, under the same key (a sum of one-signed terms whose 16-bit counter
-  // stalls may lose mass down to its stall point, refimpl/indexing_bound.cpp). Absent: `bound`
+  // stalls may lose mass down to its stall point, families/indexing/bound.cpp). Absent: `bound`
   // holds both sides.
   std::map<std::string, std::vector<double>> bound_below;
   // A reduction output's conservation check, under the same keys as `bound`

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "refimpl/scaled_mm.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 
 namespace opcts::scaled_mm {
 

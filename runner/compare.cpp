@@ -197,7 +197,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
       p.zeros += gi == 0.0;  // +0 and -0; NaN is not zero
       p.ref_zeros += zero_in(out_t, wi);
       // bounded: a reference value beyond the output's range is stored unrounded (x, not inf;
-      // refimpl/scaled_mm_reference.cpp), because a result within E of x may round to the
+      // families/scaled_mm/reference.cpp), because a result within E of x may round to the
       // largest finite value or overflow. The device's inf is right when x + E reaches the
       // overflow threshold max + spacing(max)/2 (IEEE 754 round-to-nearest overflow rule).
       if (tol.metric == Metric::bounded && std::isinf(gi) && std::isfinite(wi) &&

@@ -284,5 +284,72 @@ TEST(Docs, TheCitationScanFlagsEveryPlantedNote) {
   EXPECT_EQ(got, want);
 }
 
+// The items of docs/adding-a-family.md's "Every wing has" list: the path each bullet starts with
+// (`families/<f>/...`, a `*` in its file name standing for any run of characters).
+std::vector<std::string> wing_checklist(const std::string& doc) {
+  const auto at = doc.find("\n## Every wing has\n");
+  if (at == std::string::npos) return {};
+  const std::string section = doc.substr(at + 1, doc.find("\n## ", at + 1) - at - 1);
+  std::vector<std::string> out;
+  const std::regex item(R"(^- `(families/<f>/[^`]+)`)");
+  std::istringstream in(section);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, item)) out.push_back(m[1]);
+  }
+  return out;
+}
+
+// What wing `wing` (a folder of families/) lacks of the checklist item `pattern`, "" for nothing.
+std::string wing_lacks(const fs::path& wing, const std::string& pattern) {
+  std::string rel = pattern.substr(std::string("families/<f>/").size());
+  const std::string f = wing.filename().string();
+  for (auto p = rel.find("<f>"); p != std::string::npos; p = rel.find("<f>")) rel.replace(p, 3, f);
+  const fs::path path = wing / rel;
+  const std::string name = path.filename().string();
+  const auto star = name.find('*');
+  if (star == std::string::npos) return fs::is_regular_file(path) ? "" : (wing / rel).string();
+  const std::string head = name.substr(0, star), tail = name.substr(star + 1);
+  if (fs::is_directory(path.parent_path()))
+    for (const auto& e : fs::directory_iterator(path.parent_path())) {
+      const std::string n = e.path().filename().string();
+      if (e.is_regular_file() && n.size() >= head.size() + tail.size() && n.rfind(head, 0) == 0 && n.ends_with(tail))
+        return "";
+    }
+  return (wing / rel).string() + " (no file matches)";
+}
+
+// docs/adding-a-family.md's "Every wing has" holds for every wing, and cmake/families.cmake
+// lists exactly the wings; the check sees a wing that lacks an item.
+TEST(Docs, EveryWingHasTheFilesTheChecklistNames) {
+  const auto items = wing_checklist(read(kSource / "docs/adding-a-family.md"));
+  ASSERT_GE(items.size(), 6u) << "docs/adding-a-family.md has no '## Every wing has' list";
+  std::set<std::string> wings;
+  for (const auto& e : fs::directory_iterator(kSource / "families")) {
+    if (!e.is_directory()) continue;
+    wings.insert(e.path().filename().string());
+    for (const auto& item : items) EXPECT_EQ(wing_lacks(e.path(), item), "") << "the wing lacks " << item;
+  }
+  EXPECT_GE(wings.size(), 6u);
+  std::smatch m;
+  const std::string cmake = read(kSource / "cmake/families.cmake");
+  ASSERT_TRUE(std::regex_search(cmake, m, std::regex(R"(\nset\(OPCTS_FAMILIES ([a-z0-9_ ]+)\))")));
+  std::set<std::string> listed;
+  std::istringstream words(m[1].str());
+  for (std::string w; words >> w;) listed.insert(w);
+  EXPECT_EQ(listed, wings) << "cmake/families.cmake's OPCTS_FAMILIES and the folders of families/";
+
+  // A planted wing: an empty one lacks every item, one with only the header lacks the rest.
+  const fs::path planted = fs::path(testutil::temp_dir()) / "families" / "planted";
+  fs::create_directories(planted / "host");
+  for (const auto& item : items) EXPECT_NE(wing_lacks(planted, item), "") << item;
+  std::ofstream(planted / "planted.hpp") << "#pragma once\n";
+  std::ofstream(planted / "host" / "planted.cpp") << "\n";
+  EXPECT_EQ(wing_lacks(planted, "families/<f>/<f>.hpp"), "");
+  EXPECT_EQ(wing_lacks(planted, "families/<f>/host/*.cpp"), "");
+  EXPECT_NE(wing_lacks(planted, "families/<f>/host/*.cu"), "");
+  EXPECT_NE(wing_lacks(planted, "families/<f>/fields.cpp"), "");
+}
+
 }  // namespace
 }  // namespace opcts

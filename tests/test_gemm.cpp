@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "app/builtins.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 #include "refimpl/gemm.hpp"
 #include "refimpl/reduction_gemm.hpp"
-#include "refimpl/scaled_mm.hpp"
 
 namespace opcts {
 namespace {

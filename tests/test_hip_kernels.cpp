@@ -24,7 +24,7 @@ struct Entry {
 // kernels.txt: `portable FILE` or `cuda_only FILE: REASON`; errors as "line N: ...".
 std::map<std::string, Entry> parse_kernels(std::istream& in, std::vector<std::string>* errors) {
   std::map<std::string, Entry> out;
-  const std::regex portable(R"(^portable ([a-z0-9_]+\.cu)$)"), cuda_only(R"(^cuda_only ([a-z0-9_]+\.cu): (.+)$)");
+  const std::regex portable(R"(^portable ([a-z0-9_/]+\.cu)$)"), cuda_only(R"(^cuda_only ([a-z0-9_/]+\.cu): (.+)$)");
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.empty() || line[0] == '#') continue;
@@ -52,17 +52,24 @@ TEST(HipKernels, EveryKernelFileIsClassifiedOnce) {
   std::vector<std::string> errors;
   const auto kernels = load_kernels(&errors);
   for (const auto& e : errors) ADD_FAILURE() << "kernels.txt " << e;
+  const fs::path root = OPCTS_SOURCE_DIR;
+  std::vector<fs::path> dirs{root / "device_impl/cuda"};
+  if (fs::exists(root / "families"))
+    for (const auto& w : fs::directory_iterator(root / "families"))
+      if (fs::is_directory(w.path() / "cuda")) dirs.push_back(w.path() / "cuda");
   int files = 0;
-  for (const auto& d : fs::directory_iterator(fs::path(OPCTS_SOURCE_DIR) / "device_impl/cuda")) {
-    if (d.path().extension() != ".cu") continue;
-    ++files;
-    EXPECT_TRUE(kernels.count(d.path().filename().string()))
-        << d.path().filename() << " is in neither list of device_impl/portable/kernels.txt";
-  }
+  std::map<std::string, std::string> names;  // file name -> path: hipcc's objects are named by it
+  for (const auto& dir : dirs)
+    for (const auto& d : fs::directory_iterator(dir)) {
+      if (d.path().extension() != ".cu") continue;
+      ++files;
+      const std::string rel = fs::relative(d.path(), root).generic_string();
+      EXPECT_TRUE(kernels.count(rel)) << rel << " is in neither list of device_impl/portable/kernels.txt";
+      const auto [it, fresh] = names.emplace(d.path().filename().string(), rel);
+      EXPECT_TRUE(fresh) << rel << " and " << it->second << " share a file name";
+    }
   EXPECT_GT(files, 10);
-  for (const auto& [f, e] : kernels)
-    EXPECT_TRUE(fs::exists(fs::path(OPCTS_SOURCE_DIR) / "device_impl/cuda" / f))
-        << "kernels.txt:" << e.line << ": no " << f;
+  for (const auto& [f, e] : kernels) EXPECT_TRUE(fs::exists(root / f)) << "kernels.txt:" << e.line << ": no " << f;
 }
 
 TEST(HipKernels, TheListParserCatchesWhatItMust) {
@@ -81,7 +88,7 @@ TEST(HipKernels, PortableFilesIncludeCudaHeadersOnlyUnderTheCudaBranch) {
   const std::regex cuda_inc(R"(^\s*#\s*include\s*<(cuda|cub/|cublas|cudnn)[^>]*>)");
   for (const auto& [f, e] : load_kernels(&errors)) {
     if (e.kind != "portable") continue;
-    std::ifstream in(fs::path(OPCTS_SOURCE_DIR) / "device_impl/cuda" / f);
+    std::ifstream in(fs::path(OPCTS_SOURCE_DIR) / f);
     std::string line, guard;
     for (int n = 1; std::getline(in, line); ++n) {
       if (line.rfind("#if", 0) == 0) guard = line;
@@ -99,7 +106,7 @@ TEST(HipKernels, EveryPortableFileHasItsHipObject) {
   for (const auto& [f, e] : load_kernels(&errors)) {
     if (e.kind != "portable") continue;
     ++portable;
-    const fs::path obj = fs::path(OPCTS_HIP_OBJECT_DIR) / (f + ".o");
+    const fs::path obj = fs::path(OPCTS_HIP_OBJECT_DIR) / (fs::path(f).filename().string() + ".o");
     EXPECT_TRUE(fs::exists(obj) && fs::file_size(obj) > 0) << f << " is listed portable but hipcc built no " << obj;
   }
   EXPECT_GT(portable, 5);

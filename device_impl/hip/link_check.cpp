@@ -5,13 +5,13 @@
 
 #include <cstdio>
 
-#include "device_impl/cuda/cast_kernels.hpp"
-#include "device_impl/cuda/grouped_mm_args.cuh"
-#include "device_impl/cuda/indexing_kernels.hpp"
-#include "device_impl/cuda/int4_mm_kernels.hpp"
-#include "device_impl/cuda/scaled_mm_kernels.hpp"
-#include "device_impl/cuda/sdpa_kernels.hpp"
 #include "device_impl/cuda/stream_gate_kernels.hpp"
+#include "families/cast/cuda/cast_kernels.hpp"
+#include "families/grouped_mm/cuda/grouped_mm_args.cuh"
+#include "families/indexing/cuda/indexing_kernels.hpp"
+#include "families/int4_mm/cuda/int4_mm_kernels.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
+#include "families/sdpa/cuda/sdpa_kernels.hpp"
 
 int main() {
   namespace k = opcts::cuda;

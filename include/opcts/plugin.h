@@ -177,7 +177,7 @@ typedef int32_t (*opcts_plugin_init_fn)(uint32_t abi_version, const opcts_regist
  *           backward: dO [.., Hq, Sq, Dv]
  *   outputs forward: O [.., Hq, Sq, Dv] in `dtype`, lse [B, Hq, Sq] fp32 (natural log; -inf for a
  *           row that sees no key, where O = 0); backward: dQ, dK, dV shaped as q, k, v.
- * Semantics: refimpl/sdpa.hpp (GQA: query head h reads KV head h / (Hq / Hkv); windows are
+ * Semantics: families/sdpa/sdpa.hpp (GQA: query head h reads KV head h / (Hq / Hkv); windows are
  * FlashAttention-2's window_size, bottom-right aligned, inclusive, -1 = unbounded). */
 enum { OPCTS_SDPA_MASK_NONE = 0, OPCTS_SDPA_CAUSAL_UPPER_LEFT = 1, OPCTS_SDPA_CAUSAL_LOWER_RIGHT = 2 };
 enum { OPCTS_SDPA_ATTN_MASK_NONE = 0, OPCTS_SDPA_ATTN_MASK_BOOL = 1, OPCTS_SDPA_ATTN_MASK_ADDITIVE = 2 };
@@ -209,7 +209,7 @@ typedef struct opcts_sdpa_params {
  *   rowwise fp32 [R]; blockwise 1x128 fp32 [R, ceil(K/128)] strides (1, R); blockwise 128x128 (B
  *   of BLOCKWISE_1X128_128X128) fp32 [ceil(R/128), ceil(K/128)] row-major; mx (e8m0, 1x32) and
  *   nvfp4 (ue4m3, 1x16) in cuBLAS's swizzled 128x4 tiles, or row-major [R, blocks] when
- *   scale_layout says so. Semantics: refimpl/scaled_mm.hpp. */
+ *   scale_layout says so. Semantics: families/scaled_mm/scaled_mm.hpp. */
 enum {
   OPCTS_MM_TENSORWISE = 0,
   OPCTS_MM_ROWWISE = 1,
@@ -251,7 +251,7 @@ typedef struct opcts_cast_params {
 /* int4_mm: weight-only int4 matmul, y[M, N] = x[M, K] · Ŵᵀ with Ŵ[n, k] the int4 weight
  * dequantized per group of `group_size` consecutive k: tinygemm w = (q − 8)·scale + zero,
  * awq / gptq w = (q − z)·scale, q4_0 w = (q − 8)·d. Tensors (layouts and sources in
- * refimpl/int4_pack.hpp): x [M, K] in `dtype`; weight the packed words as 4-bit codes
+ * families/int4_mm/int4_pack.hpp): x [M, K] in `dtype`; weight the packed words as 4-bit codes
  * (dtype {OPCTS_DL_UINT, 4}, OPCTS_PACKING_NIBBLES_LOW_FIRST: the bytes are the buffer a kernel
  * reads; its shape spells the format's layout); scale_and_zero [K/g, N, 2] (tinygemm) or scales
  * [K/g, N] (awq, gptq) in `dtype`; qzeros (awq, gptq) as 4-bit codes [K/g, N/8, 8]; output y
@@ -273,7 +273,7 @@ typedef struct opcts_int4_mm_params {
   int32_t inner_k_tiles; /* tinygemm: 2, 4 or 8 */
 } opcts_int4_mm_params;
 
-/* The indexing families (semantics: refimpl/indexing.hpp). Every tensor is the contiguous view
+/* The indexing families (semantics: families/indexing/indexing.hpp). Every tensor is the contiguous view
  * [outer, size along dim, inner] of a PyTorch tensor whose middle dimension is the op's dim; n is
  * self's (input's) size along dim, m the index's. Value dtypes fp64, fp32, fp16, bf16, int32,
  * int64; index dtypes int32, int64. out may sit at a base that is 2-byte but not 4-byte aligned
@@ -322,7 +322,7 @@ typedef struct opcts_index_select_params {
 } opcts_index_select_params;
 
 /* grouped_mm: the grouped GEMMs of mixture-of-experts layers (torch._grouped_mm,
- * torch._scaled_grouped_mm), output bf16; semantics, layouts and sources: refimpl/grouped_mm.hpp.
+ * torch._scaled_grouped_mm), output bf16; semantics, layouts and sources: families/grouped_mm/grouped_mm.hpp.
  * Modes: 2D_3D a [m, K] split along M by offs, b = Bᵀ [G, N, K] → out [m, N]; 3D_3D a [G, M, K],
  *   b [G, N, K] → out [G, M, N] (no offs); 2D_2D a [M, k], b = Bᵀ [N, k], both split along K →
  *   out [G, M, N]; 3D_2D a [G, M, K], b = Bᵀ [n, K] split along N → out [M, n].

@@ -1,5 +1,5 @@
 // aten.grouped_mm: torch._grouped_mm (bf16) and torch._scaled_grouped_mm (e4m3fn with rowwise
-// fp32 scales), the MoE GEMMs, in the four modes of refimpl/grouped_mm.hpp. mat2 is opcts's
+// fp32 scales), the MoE GEMMs, in the four modes of families/grouped_mm/grouped_mm.hpp. mat2 is opcts's
 // Bᵀ (K contiguous) transposed in place: B [G, K, N] or [K, N] column-major, as PyTorch's tests
 // build it. offs are opcts's int32 cumulative end offsets, PyTorch's convention. PyTorch leaves the
 // rows (columns) past offs[G-1] of its output undefined; the ABI wants them untouched, so only the

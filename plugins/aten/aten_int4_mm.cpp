@@ -2,7 +2,7 @@
 // kernel) on the tiled tinygemm weight — opcts's bytes read as the int32 tensor
 // [N/8, K/(16·ikt), 32, ikt/2] PyTorch's CUDA kernel takes — and on the unpacked uint8 [N, K/2]
 // weight through torch._convert_weight_to_int4pack first, as users call it. w = (q − 8)·scale +
-// zero with scale_and_zero [K/g, N, 2] (refimpl/int4_pack.hpp). AWQ, GPTQ and Q4_0 have no
+// zero with scale_and_zero [K/g, N, 2] (families/int4_mm/int4_pack.hpp). AWQ, GPTQ and Q4_0 have no
 // PyTorch kernel: SKIP.
 #include "aten_common.hpp"
 

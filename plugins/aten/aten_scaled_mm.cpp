@@ -48,7 +48,7 @@ int32_t supports(const void*, const void* params, const opcts_arch* arch, char* 
   return skip(reason, size, "unknown recipe");
 }
 
-// Refusals PyTorch words for opcts's negative cases (refimpl/scaled_mm.hpp's contract), first
+// Refusals PyTorch words for opcts's negative cases (families/scaled_mm/scaled_mm.hpp's contract), first
 // match wins. PyTorch refuses a malformed scale tensor as an "Invalid scaling configuration"
 // without naming which one: that is reported as "scale", neither a_scale nor b_scale. K is the
 // only dimension opcts's valid problems leave off a multiple of 16 (N is SKIPped below).

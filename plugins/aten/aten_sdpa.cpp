@@ -98,7 +98,7 @@ at::Tensor bhsd(const opcts_tensor& t, const opcts_sdpa_params& p, int device) {
   return p.layout == OPCTS_SDPA_BSHD ? x.transpose(1, 2) : x;
 }
 
-// The boolean [Sq, Sk] visibility of the causal alignment and the window (refimpl/sdpa.hpp's
+// The boolean [Sq, Sk] visibility of the causal alignment and the window (families/sdpa/sdpa.hpp's
 // first_key / last_key), for the backends that take them as a mask.
 at::Tensor structure_mask(const opcts_sdpa_params& p, int device) {
   const auto opts = at::TensorOptions().dtype(at::kLong).device(at::Device(at::kCUDA, device));
@@ -361,7 +361,7 @@ void run_math(const opcts_run_args* args, const opcts_sdpa_params& p) {
   store(args, p, "dV", g.at(2));
 }
 
-// Refusals PyTorch words for the arguments opcts's negative cases break (refimpl/sdpa.hpp).
+// Refusals PyTorch words for the arguments opcts's negative cases break (families/sdpa/sdpa.hpp).
 const std::initializer_list<Phrase> kPhrases = {{"must divide", "heads_kv"},
                                                 {"divisible by", "heads_kv"},
                                                 {"must be a factor of", "heads_kv"},

@@ -15,7 +15,7 @@
 // product in an order set by the operands' addresses (its vector loop starts at the first
 // 64-byte-aligned element), so the same product gave different last bits from one allocation to
 // the next, and two heads of a GQA group with equal inputs could differ
-// (tests/test_sdpa.cpp GqaUsesHeadDivRatio, once the references ran row blocks of 5 keys).
+// (families/sdpa/tests/test_sdpa.cpp GqaUsesHeadDivRatio, once the references ran row blocks of 5 keys).
 #define EIGEN_GEMM_TO_COEFFBASED_THRESHOLD 0
 #include <Eigen/Core>
 

@@ -1,0 +1,68 @@
+// The cast family: number-format conversions, fp32/fp16/bf16 → each narrow format and back.
+//
+// A problem converts a vector of inputs of dtype `from` to dtype `to`. Encoding (a wide
+// `from`, a narrow `to`) rounds to nearest even under an overflow policy (and, for e8m0, a
+// scale rounding mode); decoding (a narrow `from`, `to` fp32) is exact. The reference is
+// opcts's own codec (core/codec.hpp); the comparison is bit-exact up to NaN payloads.
+// Inputs (docs/catalog.md, "Edge classes": conversions):
+//   exhaustive  every code of a 16-bit `from` (fp16, bf16): 65536 values
+//   all_codes   every code of a narrow `from` (decoding)
+//   edges       fp32 values at the target's edges: every representable value and its fp32
+//               neighbours, every tie between neighbours and one fp32 ulp either side,
+//               subnormals, half the smallest subnormal, the overflow thresholds, ±0, ±Inf, NaN
+//   random      `count` fp32 values: half random bit patterns, half log-uniform in the
+//               target's range (Philox, seeded by the id)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/family.hpp"
+#include "core/fields.hpp"
+
+namespace opcts::cast {
+
+enum class Input { exhaustive, all_codes, edges, random };
+
+struct Problem {
+  DType from = DType::fp32;
+  DType to = DType::e4m3fn;
+  Overflow overflow = Overflow::satfinite;      // unlike encode_format's default (core/codec.hpp)
+  ScaleRounding rounding = ScaleRounding::rne;  // e8m0fnu targets only
+  Input input = Input::edges;
+  int64_t count = 0;  // random only
+
+  bool decoding() const;  // a narrow `from` decoded to fp32
+  /// Throws std::invalid_argument naming the field: unsupported direction, a policy the
+  /// target has no code for (finite formats and int4 only saturate), rounding off e8m0, ...
+  void validate() const;
+  bool operator==(const Problem&) const = default;
+};
+
+/// The field table (families/cast/fields.cpp): YAML keys from, to, overflow, rounding, input,
+/// count; the id below.
+const kit::FieldTable<Problem>& fields();
+
+/// "fp16_to_e4m3fn_satfinite_exhaustive", "fp32_to_e8m0fnu_ceil_nonsaturating_edges",
+/// "fp32_to_e5m2_satfinite_random4000000", "e2m1fn_to_fp32_allcodes".
+std::string problem_id(const Problem& p);
+Problem parse_problem_id(std::string_view id);
+
+/// How many values the problem converts (the length of x and y).
+int64_t input_count(const Problem& p);
+/// The plugin ABI's opcts_cast_params for a problem, as bytes (families/cast/abi.cpp).
+std::vector<unsigned char> abi_params(const Problem& p);
+
+/// The input vector of a problem (dtype `from`), a pure function of (problem, seed).
+HostTensor make_input(const Problem& p, uint64_t seed);
+/// The reference output (dtype `to`): opcts's codec applied to every input.
+HostTensor reference_output(const Problem& p, const HostTensor& input);
+/// fp32 values at the edges of format `to` (see "edges" above).
+std::vector<float> edge_values(DType to);
+
+}  // namespace opcts::cast
+
+namespace opcts {
+void register_cast_family(Registry& reg);
+}  // namespace opcts

@@ -1,0 +1,24 @@
+// The CUDA cast rows: cuda.cvt and the planted cuda.cvt_ties_up (every build; rows.hpp).
+#include "device_impl/cuda/rows.hpp"
+#include "families/cast/cast.hpp"
+#include "families/cast/cuda/cast_launch.hpp"
+
+namespace opcts {
+
+void register_cuda_cast(Registry& reg) {
+  using namespace cuda;
+  Row planted =
+      row("cast", "cuda.cvt_ties_up", OPCTS_CUDA_ONLY(cvt_ties_up_supports), OPCTS_CUDA_ONLY(cvt_ties_up_run));
+  planted.cannot_show = [](const Problem& pp) -> std::string {
+    const auto& p = pp.as<cast::Problem>();
+    if (p.decoding() || p.from != DType::fp32 || p.to == DType::e8m0fnu)
+      return "the bug is planted in fp32 → fp8/fp6/fp4 encoding only";
+    // Its cases must FAIL; random inputs hit an exact tie only by chance (6 random cases
+    // passed on the H200).
+    if (p.input == cast::Input::random) return "random inputs need not hold an exact tie";
+    return "";
+  };
+  add_rows(reg, {row("cast", "cuda.cvt", OPCTS_CUDA_ONLY(cvt_supports), OPCTS_CUDA_ONLY(cvt_run)), planted});
+}
+
+}  // namespace opcts

@@ -1,0 +1,60 @@
+// The cast family wired into the registry: YAML problems, ids, inputs and the codec reference.
+#include <cmath>
+
+#include "core/kit_family.hpp"
+#include "families/cast/cast.hpp"
+
+namespace opcts {
+
+namespace {
+
+using cast::Problem;
+
+class CastFamily final : public KitFamily<Problem> {
+ public:
+  std::string_view name() const override { return "cast"; }
+  const kit::FieldTable<Problem>& fields() const override { return cast::fields(); }
+
+  Cost cost(const opcts::Problem& pp) const override {
+    const auto& p = get(pp);
+    double n = 0;
+    switch (p.input) {
+      case cast::Input::exhaustive:
+      case cast::Input::all_codes: n = std::ldexp(1.0, dtype_info(p.from).bits); break;
+      case cast::Input::edges: n = 4096; break;
+      case cast::Input::random: n = static_cast<double>(p.count); break;
+    }
+    // The codec reference costs about 50 conversions' worth of arithmetic per value.
+    return {50 * n, 8 * n};
+  }
+
+  std::vector<OutputSpec> outputs(const opcts::Problem& p) const override {
+    return {{"y", get(p).to, {cast::input_count(get(p))}}};
+  }
+
+  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return cast::abi_params(get(p)); }
+
+  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
+    TensorMap in;
+    in.emplace("x", cast::make_input(get(p), seed));
+    return in;
+  }
+
+  References reference(const opcts::Problem& p, const TensorMap& inputs) const override {
+    References r;
+    r.exact["y"] = cast::reference_output(get(p), inputs.at("x")).to_f64();
+    return r;
+  }
+
+  // Bump when the codecs (reference_output) or make_input change.
+  std::string reference_version() const override { return "cast-ref-1"; }
+
+  // One input and one output element per value, each at most 4 bytes on the device.
+  double device_bytes(const opcts::Problem& p) const override { return cost(p).bytes; }
+};
+
+}  // namespace
+
+void register_cast_family(Registry& reg) { reg.add(std::make_unique<CastFamily>()); }
+
+}  // namespace opcts

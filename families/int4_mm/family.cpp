@@ -1,0 +1,48 @@
+// The int4_mm family wired into the registry: YAML problems, ids, inputs, reference and negative cases.
+#include "core/kit_family.hpp"
+#include "families/int4_mm/int4_mm.hpp"
+
+namespace opcts {
+
+namespace {
+
+using int4_mm::Problem;
+
+class Int4MmFamily final : public KitFamily<Problem> {
+ public:
+  std::string_view name() const override { return "int4_mm"; }
+  const kit::FieldTable<Problem>& fields() const override { return int4_mm::fields(); }
+  // Bump when the reference or the inputs change: cached references are then recomputed.
+  std::string reference_version() const override { return "int4_mm-ref-4"; }
+
+  Cost cost(const opcts::Problem& pp) const override {
+    const auto& p = get(pp);
+    const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
+    // The reference's four fp64 GEMMs (value, Δ, magnitudes, squares) and its dequantization of
+    // N·K weights (counted as a few flops each) dominate; bytes are what a device moves.
+    const double bytes = n * k / 2 + m * k * 2 + m * n * 2 + n * static_cast<double>(p.groups()) * 4;
+    return {8 * m * n * k + 16 * n * k, bytes};
+  }
+
+  std::vector<OutputSpec> outputs(const opcts::Problem& p) const override {
+    return {{"y", get(p).dtype, {get(p).m, get(p).n}}};
+  }
+
+  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return int4_mm::abi_params(get(p)); }
+
+  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
+    return int4_mm::make_inputs(get(p), seed);
+  }
+
+  References reference(const opcts::Problem& p, const TensorMap& inputs) const override {
+    return int4_mm::reference(get(p), inputs);
+  }
+
+  std::string expected_error(const opcts::Problem& p) const override { return get(p).expect_error; }
+};
+
+}  // namespace
+
+void register_int4_mm_family(Registry& reg) { reg.add(std::make_unique<Int4MmFamily>()); }
+
+}  // namespace opcts

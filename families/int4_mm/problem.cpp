@@ -1,0 +1,313 @@
+// int4_mm problems: names, validation, the argument contract and the inputs, drawn in the code domain.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/rng.hpp"
+#include "families/int4_mm/int4_mm.hpp"
+#include "families/int4_mm/int4_pack.hpp"
+
+namespace opcts::int4_mm {
+
+namespace {
+
+int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+
+// Philox streams of the inputs (seed = the case's seed). kGroupDraws took the place of the
+// scale's mantissa, exponent, zero point and sign streams (2, 3, 4, 6); the others keep their
+// numbers, so the all_codes and extreme_zeros fills draw what they drew.
+enum Stream : uint32_t { kX = 0, kCodes, kGroupDraws, kPermutation = 5, kExtreme = 7 };
+
+}  // namespace
+
+std::string_view to_string(Format f) {
+  switch (f) {
+    case Format::tinygemm: return "tinygemm";
+    case Format::tinygemm_unpacked: return "tinygemm_unpacked";
+    case Format::awq: return "awq";
+    case Format::gptq: return "gptq";
+    case Format::q4_0: return "q4_0";
+  }
+  return "?";
+}
+
+const std::vector<Format>& all_formats() {
+  static const std::vector<Format> f = {Format::tinygemm, Format::tinygemm_unpacked, Format::awq, Format::gptq,
+                                        Format::q4_0};
+  return f;
+}
+
+int64_t packing_k_tile(const Problem& p) {
+  switch (p.format) {
+    case Format::tinygemm: return 16 * p.inner_k_tiles;
+    case Format::tinygemm_unpacked: return 2;
+    case Format::awq: return 1;
+    case Format::gptq: return 8;
+    case Format::q4_0: return 32;
+  }
+  return 1;
+}
+
+int64_t packing_n_tile(const Problem& p) {
+  return p.format == Format::tinygemm || p.format == Format::awq || p.format == Format::gptq ? 8 : 1;
+}
+
+std::optional<Violation> contract_violation(const Problem& p) {
+  const bool q4 = p.format == Format::q4_0;
+  if (q4 ? p.group != 32 : !(p.group == 32 || p.group == 64 || p.group == 128 || p.group == 256))
+    return Violation{"group_size", "group size " + std::to_string(p.group) +
+                                       (q4 ? " (Q4_0 blocks are 32)" : " is not 32, 64, 128 or 256")};
+  if (p.k % p.group != 0)
+    return Violation{"K",
+                     "K = " + std::to_string(p.k) + " is not a multiple of the group size " + std::to_string(p.group)};
+  if (p.k % packing_k_tile(p) != 0)
+    return Violation{"K", "K = " + std::to_string(p.k) + " is not a multiple of the packing's K tile " +
+                              std::to_string(packing_k_tile(p))};
+  if (p.n % packing_n_tile(p) != 0)
+    return Violation{"N", "N = " + std::to_string(p.n) + " is not a multiple of the packing's N tile " +
+                              std::to_string(packing_n_tile(p))};
+  switch (p.defect) {
+    case Defect::none: break;
+    case Defect::scale_groups:
+      return Violation{p.tinygemm() ? "scale_and_zero" : "scales",
+                       "the scales hold the groups of group size 4g, not K/g"};
+    case Defect::zero_groups: return Violation{"qzeros", "the zero points hold the groups of group size 4g, not K/g"};
+  }
+  return std::nullopt;
+}
+
+void Problem::validate() const {
+  auto bad = [](const std::string& why) { throw std::invalid_argument(why); };
+  if (m < 1 || n < 1 || k < 1) bad("m, n and k must be >= 1");
+  if (dtype != DType::bf16 && dtype != DType::fp16) bad("dtype must be bf16 or fp16");
+  if (group < 1) bad("group must be >= 1");
+  if (format == Format::tinygemm && inner_k_tiles != 2 && inner_k_tiles != 4 && inner_k_tiles != 8)
+    bad("inner_k_tiles must be 2, 4 or 8");
+  if (format != Format::tinygemm && inner_k_tiles != 8) bad("inner_k_tiles applies to the tiled tinygemm format only");
+  if (fill == Fill::extreme_zeros && !has_zeros()) bad("q4_0 has no zero points for fill: extreme_zeros");
+  // Scales are at most 2^(scale_exp + 1 + b(K)) and |w| <= 16·scale: keep both finite (and
+  // normal-ish) in fp16; bf16 has fp32's exponent range.
+  const int lim = dtype == DType::fp16 || format == Format::q4_0 ? 8 : 24;
+  if (scale_exp < -lim || scale_exp > lim)
+    bad("scale_exp must lie in [-" + std::to_string(lim) + ", " + std::to_string(lim) + "] for " +
+        (format == Format::q4_0 ? "q4_0's fp16 scales" : std::string(name(dtype)) + " scales"));
+  if (defect == Defect::scale_groups && format == Format::q4_0)
+    bad("q4_0 keeps its scales inside the blocks: no scale_groups defect");
+  if (defect == Defect::zero_groups && format != Format::awq && format != Format::gptq)
+    bad("defect zero_groups applies to awq and gptq (the formats with a qzeros tensor)");
+  const auto v = contract_violation(*this);
+  if (v && expect_error != v->argument)
+    bad("the problem breaks the argument contract (" + v->why + "): it needs expect_error: " + v->argument);
+  if (!v && !expect_error.empty()) bad("expect_error: " + expect_error + " given, but the problem is valid");
+}
+
+std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
+  if (!p.expect_error.empty()) return "planted impls run valid problems only";
+  switch (bug) {
+    case PlantedBug::group0_scale:
+      return p.m == 1 && p.k / p.group >= 2 ? "" : "needs M = 1 and at least two groups along K";
+    case PlantedBug::nibble_swap: return "";
+    case PlantedBug::zero_before_scale: return p.has_zeros() ? "" : "q4_0 has no zero point";
+    case PlantedBug::gptq_z: return p.format == Format::gptq ? "" : "only GPTQ stores z - 1";
+    case PlantedBug::drop_partial_k:
+      return p.k % kPlantedKTile != 0
+                 ? ""
+                 : "K = " + std::to_string(p.k) + " has no partial " + std::to_string(kPlantedKTile) + "-tile";
+    case PlantedBug::drop_last_k: return "";
+    case PlantedBug::fp16_as_bf16: return p.dtype == DType::fp16 ? "" : "x and the weights are bf16 already";
+    case PlantedBug::sum_in_dtype_64:
+      // K <= 64: the one rounding of the whole sum is the output's own, RN(RN(v)) = RN(v).
+      return p.k > kPlantedSumEvery
+                 ? ""
+                 : "K <= " + std::to_string(kPlantedSumEvery) + ": the sum is rounded once, as the output is";
+    case PlantedBug::split_k4_in_dtype:
+      // Four roundings of partial sums P_q ≈ y/4 ± √(Q/4) are about the output's own half
+      // spacing unless |y| is small against √Q, where the partials' spacings dwarf y's: for a
+      // near-normal y (independent symmetric terms) |y| < √Q/4 with probability erf(1/(4√2)) =
+      // 0.197, so every element of an output of E elements hides the bug with probability about
+      // 0.8^E, below 1e-6 only from E = 62 on.
+      return p.m * p.n >= kPlantedSplitElements
+                 ? ""
+                 : std::to_string(p.m * p.n) + " elements: four partial roundings can hide in every one of them";
+  }
+  return "";
+}
+
+namespace {
+
+// The padded shape the packers take: a negative case's N or K need not fit the packing, and its
+// impls must refuse it from the problem's sizes before they read these tensors.
+struct Shape {
+  int64_t n, k, groups, scale_groups, zero_groups;
+};
+
+Shape shape_of(const Problem& p) {
+  Shape s;
+  s.n = round_up(p.n, packing_n_tile(p));
+  s.k = round_up(p.k, packing_k_tile(p));
+  s.groups = (s.k + p.group - 1) / p.group;
+  const int64_t wide = (s.k + 4 * p.group - 1) / (4 * p.group);  // the groups of 4g
+  s.scale_groups = p.defect == Defect::scale_groups ? wide : s.groups;
+  s.zero_groups = p.defect == Defect::zero_groups ? wide : s.groups;
+  return s;
+}
+
+// Codes [N, K] (padded shape); columns at or past p.n and k at or past p.k stay 0.
+int4::Codes make_codes(const Problem& p, const Shape& s, uint64_t seed) {
+  int4::Codes q(static_cast<size_t>(s.n * s.k), 0);
+  const int64_t total = p.n * p.k;  // the codes of the real [N, K], 32 per Philox block
+#pragma omp parallel for schedule(static) if (total > (1 << 16))
+  for (int64_t b = 0; b < (total + 31) / 32; ++b) {
+    const auto r = random_block(seed, kCodes, static_cast<uint64_t>(b));
+    for (int64_t i = 32 * b; i < std::min(total, 32 * b + 32); ++i) {
+      const int j = static_cast<int>(i - 32 * b);
+      const int64_t at = s.k == p.k ? i : (i / p.k) * s.k + i % p.k;  // a padded K only in negative cases
+      q[static_cast<size_t>(at)] = static_cast<uint8_t>(r[j / 8] >> (4 * (j % 8)) & 0xF);
+    }
+  }
+  if (p.fill == Fill::all_codes) {
+    // j ↦ (a·j + c) mod 16 with a odd is a permutation of 0..15: the group's first 16 codes.
+    const int64_t groups = p.k / p.group;
+#pragma omp parallel for schedule(static) if (p.n * p.k > (1 << 16))
+    for (int64_t n = 0; n < p.n; ++n)
+      for (int64_t g = 0; g < groups; ++g) {
+        const uint64_t at = static_cast<uint64_t>(2 * (n * groups + g));
+        const int a = 2 * static_cast<int>(uniform01(seed, kPermutation, at) * 8) + 1;
+        const int c = static_cast<int>(uniform01(seed, kPermutation, at + 1) * 16);
+        for (int j = 0; j < 16 && j < p.group; ++j)
+          q[static_cast<size_t>(n * s.k + g * p.group + j)] = static_cast<uint8_t>((a * j + c) % 16);
+      }
+  }
+  return q;
+}
+
+// The packed weight of a problem whose codes are uniform and i.i.d. (the default fill) at a shape
+// the packing takes as is: its storage (int4_pack.hpp) filled with random bytes straight from
+// Philox, byte 16b + j the j-th little-endian byte of block b of kCodes — uniform codes in the
+// format's own order, one block per 32 codes like make_codes but without its bytes per code or
+// the packer's gather (with group_draws and the codec's exact powers of two, a 14336 × 4096
+// tinygemm problem's inputs went from 532 to 102 ms on one core, docs/status/sm90.md). Q4_0's d
+// are written over bytes 0 and 1 of each block afterwards (make_inputs).
+HostTensor random_storage(const Problem& p, uint64_t seed) {
+  HostTensor t = p.format == Format::tinygemm            ? int4::tinygemm_storage(p.n, p.k, p.inner_k_tiles)
+                 : p.format == Format::tinygemm_unpacked ? int4::tinygemm_unpacked_storage(p.n, p.k)
+                 : p.format == Format::awq               ? int4::awq_storage(p.n, p.k)
+                 : p.format == Format::gptq              ? int4::gptq_storage(p.n, p.k)
+                                                         : int4::q4_0_storage(p.n, p.k);
+  fill_block_codes(reinterpret_cast<uint8_t*>(t.data()), static_cast<int64_t>(t.nbytes()), seed, kCodes,
+                   [](uint8_t x) { return x; });
+  return t;
+}
+
+// Whether the packed weight is drawn straight into storage (random_storage): the default fill
+// (all_codes places codes by (n, k)) at the problem's own shape (a negative case's packing may
+// need a padded one, whose extra codes stay 0).
+bool direct_codes(const Problem& p, const Shape& s) { return p.fill != Fill::all_codes && s.n == p.n && s.k == p.k; }
+
+// The four uniform [0, 1) draws of (group, column) `at` from one Philox block of kGroupDraws
+// (a call each would cost four blocks): the scale's mantissa, its exponent, the zero point and
+// Q4_0's sign.
+struct GroupDraws {
+  double mantissa, exponent, zero, sign;
+};
+GroupDraws group_draws(const uint32_t* r) {
+  const auto u = [](uint32_t v) { return static_cast<double>(v) * 0x1p-32; };  // exact
+  return {u(r[0]), u(r[1]), u(r[2]), u(r[3])};
+}
+
+// f(at, group_draws of block `at`) for at in [0, total), from runs of Philox blocks
+// (for_each_block_run: in parallel past 2^14 groups; a random_block call per group was 6% of
+// int4_mm's input time, perf, 2026-12-03).
+template <class F>
+void for_each_group(uint64_t seed, int64_t total, F f) {
+  for_each_block_run(seed, kGroupDraws, total, [&](int64_t b0, int64_t nb, const uint32_t* bits) {
+    for (int64_t b = b0; b < b0 + nb; ++b) f(b, group_draws(bits + 4 * (b - b0)));
+  });
+}
+
+// A scale of (group, column): m·2^(e + b(K) + scale_exp) in the scale dtype (file comment of
+// int4_mm.hpp); Q4_0's d gets a random sign.
+double scale_value(const Problem& p, const GroupDraws& d) {
+  int kbits = 0;
+  while ((int64_t{1} << kbits) < p.k) ++kbits;
+  const int base = -2 - (kbits + 1) / 2;
+  const int e = static_cast<int>(d.exponent * 4) - 3;
+  double s = std::ldexp(1.0 + d.mantissa, e + base + p.scale_exp);
+  if (p.format == Format::q4_0 && d.sign < 0.5) s = -s;
+  return round_to(p.scale_dtype(), s);
+}
+
+// An integer zero point p ∈ [0, 15] (tinygemm: the real p its float zero stands for).
+double zero_point(const Problem& p, uint64_t seed, uint64_t at, const GroupDraws& d, bool integer) {
+  if (p.fill == Fill::extreme_zeros) return uniform01(seed, kExtreme, at) < 0.5 ? 0.0 : 15.0;
+  return integer ? std::floor(d.zero * 16) : d.zero * 15;
+}
+
+}  // namespace
+
+TensorMap make_inputs(const Problem& p, uint64_t seed) {
+  const Shape s = shape_of(p);
+  TensorMap in;
+  HostTensor x(p.dtype, {p.m, p.k});
+  fill_normal(x, seed, kX, 1.0);
+  in.emplace("x", std::move(x));
+  const bool direct = direct_codes(p, s);
+  const int4::Codes q = direct ? int4::Codes{} : make_codes(p, s, seed);
+  const int64_t G = s.scale_groups, N = s.n;
+
+  switch (p.format) {
+    case Format::tinygemm:
+    case Format::tinygemm_unpacked: {
+      in.emplace("weight", direct                         ? random_storage(p, seed)
+                           : p.format == Format::tinygemm ? int4::pack_tinygemm(q, N, s.k, p.inner_k_tiles)
+                                                          : int4::pack_tinygemm_unpacked(q, N, s.k));
+      HostTensor sz(p.dtype, {G, N, 2});
+      for_each_group(seed, G * N, [&](int64_t i, const GroupDraws& d) {
+        const double sc = scale_value(p, d);
+        sz.set(2 * i, sc);
+        sz.set(2 * i + 1, (8 - zero_point(p, seed, static_cast<uint64_t>(i), d, false)) * sc);  // zero, rounded once
+      });
+      in.emplace("scale_and_zero", std::move(sz));
+      break;
+    }
+    case Format::awq:
+    case Format::gptq: {
+      in.emplace("weight", direct                    ? random_storage(p, seed)
+                           : p.format == Format::awq ? int4::pack_awq(q, N, s.k)
+                                                     : int4::pack_gptq(q, N, s.k));
+      // The scale and the zero point of (group, column) from one draw; a negative case may give
+      // them different group counts.
+      const int64_t GZ = s.zero_groups, both = std::max(G, GZ) * N;
+      HostTensor sc(p.dtype, {G, N});
+      std::vector<int> z(static_cast<size_t>(GZ * N));  // zero point (g, n) at g·N + n
+      for_each_group(seed, both, [&](int64_t i, const GroupDraws& d) {
+        if (i < G * N) sc.set(i, scale_value(p, d));
+        if (i < GZ * N)
+          z[static_cast<size_t>(i)] = static_cast<int>(zero_point(p, seed, static_cast<uint64_t>(i), d, true));
+      });
+      in.emplace("scales", std::move(sc));
+      if (p.format == Format::awq) in.emplace("qzeros", int4::pack_awq_zeros(int4::Codes(z.begin(), z.end()), GZ, N));
+      else {  // the stored code is drawn; the zero point is stored + 1
+        for (int& v : z) ++v;
+        in.emplace("qzeros", int4::pack_gptq_zeros(z, GZ, N));
+      }
+      break;
+    }
+    case Format::q4_0: {
+      std::vector<uint16_t> d(static_cast<size_t>(N * (s.k / 32)));
+      for_each_group(seed, static_cast<int64_t>(d.size()), [&](int64_t i, const GroupDraws& g) {
+        d[static_cast<size_t>(i)] = static_cast<uint16_t>(encode(DType::fp16, scale_value(p, g)));
+      });
+      if (direct) {
+        HostTensor w = random_storage(p, seed);
+        int4::put_q4_0_d(w, d);
+        in.emplace("weight", std::move(w));
+      } else in.emplace("weight", int4::pack_q4_0(q, d, N, s.k));
+      break;
+    }
+  }
+  return in;
+}
+
+}  // namespace opcts::int4_mm

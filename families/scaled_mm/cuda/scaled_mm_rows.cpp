@@ -1,0 +1,46 @@
+// The CUDA scaled_mm rows: cuda.cublaslt, cuda.mx_kernel and the planted cuda.cublaslt_<bug>
+// (every build; rows.hpp).
+//
+// Planted (must FAIL): cuda.cublaslt_<bug> makes the same cuBLASLt call with the bug applied to
+// the inputs it is given (refimpl/scaled_mm_planted.hpp: a block scale doubled, one K block's
+// scales zeroed, the output scale dropped, every scale off by 2^-8, the bias dropped, half of K
+// dropped, the result doubled, every product 2^-8 low or high, the last 32 K elements dropped),
+// so the suite proves it catches each under the arch's accumulator model of cuBLASLt itself.
+#include "device_impl/cuda/rows.hpp"
+#include "families/scaled_mm/cuda/scaled_mm_launch.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
+#include "refimpl/scaled_mm_planted.hpp"
+
+namespace opcts {
+
+void register_cuda_scaled_mm(Registry& reg) {
+  using namespace cuda;
+  static constexpr ScaledMmRow kCublaslt{true}, kMxKernel{false};
+  // The planted rows' names outlive the registry (the descriptors keep char pointers).
+  static const std::vector<std::string> planted_names = [] {
+    std::vector<std::string> v;
+    for (scaled_mm::PlantedBug b : scaled_mm::planted_bugs())
+      v.push_back("cuda.cublaslt_" + std::string(scaled_mm::to_string(b)));
+    return v;
+  }();
+  auto mm_row = [](const char* name, const ScaledMmRow* data) {
+    Row r = row("scaled_mm", name, OPCTS_CUDA_ONLY(scaled_mm_row_supports), OPCTS_CUDA_ONLY(scaled_mm_row_run), nullptr,
+                data);
+    r.prepare = OPCTS_CUDA_ONLY(scaled_mm_row_prepare);
+    return r;
+  };
+  std::vector<Row> rows = {mm_row("cuda.cublaslt", &kCublaslt), mm_row("cuda.mx_kernel", &kMxKernel)};
+  for (size_t i = 0; i < planted_names.size(); ++i) {
+    const scaled_mm::PlantedBug bug = scaled_mm::planted_bugs()[i];
+    rows.push_back(mm_row(planted_names[i].c_str(), &kCublaslt));
+    rows.back().cannot_show = [bug](const Problem& p) {
+      return scaled_mm::planted_bug_cannot_show(p.as<scaled_mm::Problem>(), bug);
+    };
+    rows.back().plant_inputs = [bug](const Problem& p, const TensorMap& in) {
+      return scaled_mm::planted_inputs(p.as<scaled_mm::Problem>(), in, bug);
+    };
+  }
+  add_rows(reg, std::move(rows));
+}
+
+}  // namespace opcts

@@ -1,0 +1,51 @@
+// The scaled_mm family wired into the registry: YAML problems, ids, inputs, reference and negative cases.
+#include "core/kit_family.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
+
+namespace opcts {
+
+namespace {
+
+using scaled_mm::Problem;
+
+class ScaledMmFamily final : public KitFamily<Problem> {
+ public:
+  std::string_view name() const override { return "scaled_mm"; }
+  const kit::FieldTable<Problem>& fields() const override { return scaled_mm::fields(); }
+  // Bump when the reference or the inputs change: cached references are then recomputed.
+  // 2: values beyond the output's range are kept unrounded for the bounded metric.
+  // 3: reduction statistics instead of a bound; exact fills narrow enough for 14-bit adders.
+  std::string reference_version() const override { return "scaled_mm-ref-8"; }
+
+  Cost cost(const opcts::Problem& pp) const override {
+    const auto& p = get(pp);
+    const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
+    // The reference's three fp64 GEMMs (values, magnitudes and squares for the bounds) dominate.
+    const double bytes = (m + n) * k * dtype_info(p.a_elem).bits / 8 + m * n * storage_bytes(p.out);
+    return {6 * m * n * k, bytes};
+  }
+
+  std::vector<OutputSpec> outputs(const opcts::Problem& p) const override {
+    return {{"d", get(p).out, {get(p).m, get(p).n}}};
+  }
+
+  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override {
+    return scaled_mm::abi_params(get(p));
+  }
+
+  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
+    return scaled_mm::make_inputs(get(p), seed);
+  }
+
+  References reference(const opcts::Problem& p, const TensorMap& inputs) const override {
+    return scaled_mm::reference(get(p), inputs);
+  }
+
+  std::string expected_error(const opcts::Problem& p) const override { return get(p).expect_error; }
+};
+
+}  // namespace
+
+void register_scaled_mm_family(Registry& reg) { reg.add(std::make_unique<ScaledMmFamily>()); }
+
+}  // namespace opcts

@@ -1,0 +1,931 @@
+// cuDNN 9 backend-API SDPA: the composite flash-attention graphs of cudnn-frontend 1.x, built
+// descriptor by descriptor. The graph shapes, op order and data types are documented in
+// sdpa_cudnn.hpp; each helper below names the frontend node it mirrors.
+#include "families/sdpa/cuda/sdpa_cudnn.hpp"
+#include "device_impl/cuda/cuda_error.hpp"
+#include "device_impl/cuda/stream_scratch.cuh"
+#include "device_impl/cuda/warm_up.hpp"
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace opcts::cuda {
+
+namespace {
+
+// ------------------------------------------------------------------ errors
+
+std::string last_error_text() {
+  char buf[2048] = {0};
+  cudnnGetLastErrorString(buf, sizeof buf);
+  return buf;
+}
+
+std::string status_text(cudnnStatus_t s) {
+  std::string msg = std::string(cudnnGetErrorString(s)) + " (" + std::to_string(static_cast<int>(s)) + ")";
+  const std::string last = last_error_text();
+  if (!last.empty()) msg += ": " + last;
+  return msg;
+}
+
+bool is_refusal(cudnnStatus_t s) { return static_cast<int>(s) / 1000 == 3; }  // CUDNN_STATUS_NOT_SUPPORTED_*
+
+void check(cudnnStatus_t s, const std::string& what) {
+  if (s == CUDNN_STATUS_SUCCESS) return;
+  const std::string msg = "sdpa_cudnn: " + what + ": " + status_text(s);
+  if (is_refusal(s)) throw SdpaCudnnRefusal(static_cast<int>(s), msg);
+  throw std::runtime_error(msg);
+}
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("sdpa_cudnn: ") + what + ": " + cuda_error_text(e));
+}
+
+void require(bool ok, const char* arg, const std::string& why) {
+  if (!ok) throw SdpaCudnnArgumentError(arg, std::string("sdpa_cudnn: ") + why);
+}
+
+// ------------------------------------------------------------------ handles
+
+cudnnHandle_t device_handle() {
+  static std::mutex mu;
+  static std::map<int, cudnnHandle_t> handles;
+  int dev = 0;
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(mu);
+  cudnnHandle_t& h = handles[dev];
+  if (!h) check(cudnnCreate(&h), "cudnnCreate");
+  return h;
+}
+
+// Deprecated in the 9.x headers but still what cudnn-frontend sets; spelled by value so the
+// build stays free of deprecation warnings.
+constexpr auto kOpGraphHandle = static_cast<cudnnBackendAttributeName_t>(800);  // OPERATIONGRAPH_HANDLE
+constexpr auto kPlanHandle = static_cast<cudnnBackendAttributeName_t>(400);     // EXECUTION_PLAN_HANDLE
+
+struct Desc {
+  cudnnBackendDescriptor_t d = nullptr;
+  explicit Desc(cudnnBackendDescriptorType_t t) {
+    check(cudnnBackendCreateDescriptor(t, &d), "cudnnBackendCreateDescriptor");
+  }
+  ~Desc() {
+    if (d) cudnnBackendDestroyDescriptor(d);
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+};
+
+void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t a, cudnnBackendAttributeType_t t, int64_t n,
+         const void* v, const char* what) {
+  check(cudnnBackendSetAttribute(d, a, t, n, v), std::string("set ") + what);
+}
+
+// ------------------------------------------------------------------ graph builder
+
+struct Tensor {
+  cudnnBackendDescriptor_t desc = nullptr;
+  int64_t uid = 0;
+  std::vector<int64_t> dims, strides;
+  cudnnDataType_t type = CUDNN_DATA_FLOAT;
+};
+
+std::vector<int64_t> packed(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+// MATMUL's GEMM M/N/K override tensors (the backward's workaround padding mask).
+struct Overrides {
+  const Tensor* m = nullptr;
+  const Tensor* n = nullptr;
+  const Tensor* k = nullptr;
+};
+
+class Graph {
+ public:
+  explicit Graph(cudnnHandle_t h) : handle_(h) {}
+
+  Tensor tensor(cudnnDataType_t t, std::vector<int64_t> dims, std::vector<int64_t> strides, bool is_virtual,
+                int64_t uid = 0, bool by_value = false) {
+    Tensor r;
+    r.uid = uid ? uid : next_virtual_uid_++;
+    r.dims = std::move(dims);
+    r.strides = std::move(strides);
+    r.type = t;
+    auto& d = keep(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    const int64_t align = 16, nd = static_cast<int64_t>(r.dims.size());
+    set(d.d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &t, "tensor data type");
+    set(d.d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nd, r.dims.data(), "tensor dims");
+    set(d.d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nd, r.strides.data(), "tensor strides");
+    set(d.d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &r.uid, "tensor uid");
+    set(d.d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, "tensor alignment");
+    set(d.d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual, "tensor is_virtual");
+    if (by_value) set(d.d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value, "tensor is_by_value");
+    check(cudnnBackendFinalize(d.d), "finalize tensor uid " + std::to_string(r.uid));
+    r.desc = d.d;
+    return r;
+  }
+  Tensor virt(cudnnDataType_t t, std::vector<int64_t> dims, std::vector<int64_t> strides = {}) {
+    if (strides.empty()) strides = packed(dims);
+    return tensor(t, std::move(dims), std::move(strides), true);
+  }
+  /// A by-value scalar (frontend: std::make_shared<Tensor_attributes>(value)); its host copy
+  /// goes into the variant pack.
+  Tensor scalar_f(float v) {
+    floats_.push_back(v);
+    Tensor t = tensor(CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, next_scalar_uid_++, true);
+    scalars_.push_back({t.uid, &floats_.back()});
+    return t;
+  }
+  Tensor scalar_i(int32_t v) {
+    ints_.push_back(v);
+    Tensor t = tensor(CUDNN_DATA_INT32, {1, 1, 1, 1}, {1, 1, 1, 1}, false, next_scalar_uid_++, true);
+    scalars_.push_back({t.uid, &ints_.back()});
+    return t;
+  }
+
+  /// OPERATION_POINTWISE: y = mode(x[, b][, t]); `compute` is the descriptor's MATH_PREC.
+  Tensor pw(cudnnPointwiseMode_t mode, const Tensor& x, const Tensor* b, const Tensor* t, Tensor y,
+            cudnnDataType_t compute = CUDNN_DATA_FLOAT, int64_t axis = -1) {
+    auto& pd = keep(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    set(pd.d, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "pointwise mode");
+    set(pd.d, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &compute, "pointwise math prec");
+    if (axis >= 0) set(pd.d, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis, "pointwise axis");
+    check(cudnnBackendFinalize(pd.d), "finalize pointwise descriptor (mode " + std::to_string(mode) + ")");
+    auto& op = keep(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    set(op.d, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pd.d, "pw desc");
+    if (mode == CUDNN_POINTWISE_TANH_BWD) {
+      // Activation backward (frontend pointwise node): IN_0 = dy, IN_1 = x, OUT_0 = dx.
+      set(op.d, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x.desc, "pw dy");
+      set(op.d, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b->desc, "pw x");
+      set(op.d, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y.desc, "pw dx");
+    } else {
+      set(op.d, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x.desc, "pw x");
+      if (b) set(op.d, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b->desc, "pw b");
+      if (t) set(op.d, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t->desc, "pw t");
+      set(op.d, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y.desc, "pw y");
+    }
+    check(cudnnBackendFinalize(op.d), "finalize pointwise op (mode " + std::to_string(mode) + ")");
+    ops_.push_back(op.d);
+    return y;
+  }
+  /// A pointwise op whose output is a virtual tensor shaped like `like`.
+  Tensor pwv(cudnnPointwiseMode_t mode, const Tensor& x, const Tensor* b, const Tensor& like,
+             cudnnDataType_t out = CUDNN_DATA_FLOAT, cudnnDataType_t compute = CUDNN_DATA_FLOAT,
+             const Tensor* t = nullptr, int64_t axis = -1) {
+    return pw(mode, x, b, t, virt(out, like.dims, like.strides), compute, axis);
+  }
+
+  Tensor matmul(const Tensor& a, const Tensor& b, Tensor c, Overrides ov = {}) {
+    auto& md = keep(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+    const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    set(md.d, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, "matmul comp type");
+    check(cudnnBackendFinalize(md.d), "finalize matmul descriptor");
+    auto& op = keep(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+    set(op.d, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a.desc, "matmul a");
+    set(op.d, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b.desc, "matmul b");
+    set(op.d, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c.desc, "matmul c");
+    set(op.d, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &md.d, "matmul desc");
+    if (ov.m)
+      set(op.d, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov.m->desc,
+          "m override");
+    if (ov.n)
+      set(op.d, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov.n->desc,
+          "n override");
+    if (ov.k)
+      set(op.d, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov.k->desc,
+          "k override");
+    check(cudnnBackendFinalize(op.d), "finalize matmul op");
+    ops_.push_back(op.d);
+    return c;
+  }
+
+  Tensor reduction(cudnnReduceTensorOp_t mode, const Tensor& x, Tensor y) {
+    auto& rd = keep(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+    const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    set(rd.d, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode, "reduction operator");
+    set(rd.d, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, "reduction comp type");
+    check(cudnnBackendFinalize(rd.d), "finalize reduction descriptor");
+    auto& op = keep(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+    set(op.d, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x.desc, "reduction x");
+    set(op.d, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y.desc, "reduction y");
+    set(op.d, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd.d, "reduction desc");
+    check(cudnnBackendFinalize(op.d), "finalize reduction op");
+    ops_.push_back(op.d);
+    return y;
+  }
+
+  Tensor reshape(const Tensor& x, Tensor y) {
+    auto& op = keep(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+    set(op.d, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x.desc, "reshape x");
+    set(op.d, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y.desc, "reshape y");
+    check(cudnnBackendFinalize(op.d), "finalize reshape op");
+    ops_.push_back(op.d);
+    return y;
+  }
+
+  /// OPERATIONGRAPH → ENGINEHEUR (mode A) → the first ENGINECFG whose EXECUTION_PLAN finalizes.
+  void finalize_plan(std::string* description, int64_t* workspace) {
+    auto& g = keep(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    set(g.d, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops_.size()),
+        ops_.data(), "graph ops");
+    set(g.d, kOpGraphHandle, CUDNN_TYPE_HANDLE, 1, &handle_, "graph handle");
+    check(cudnnBackendFinalize(g.d), "finalize operation graph (" + std::to_string(ops_.size()) + " ops)");
+
+    auto& heur = keep(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    set(heur.d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g.d, "heur graph");
+    set(heur.d, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heur mode");
+    check(cudnnBackendFinalize(heur.d), "finalize engine heuristics (mode A)");
+    int64_t count = 0;
+    check(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                                   nullptr),
+          "heuristics result count");
+    if (count == 0)
+      throw SdpaCudnnRefusal(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED),
+                             "sdpa_cudnn: heuristics (mode A) returned no engine config for the graph" +
+                                 (last_error_text().empty() ? std::string() : ": " + last_error_text()));
+    std::vector<Desc*> cfgs;
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (int64_t i = 0; i < count; ++i) {
+      cfgs.push_back(&keep(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+      raw.push_back(cfgs.back()->d);
+    }
+    int64_t got = 0;
+    check(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                                   raw.data()),
+          "heuristics results");
+    std::string failures;
+    cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
+    for (int64_t i = 0; i < got; ++i) {
+      auto plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      set(plan->d, kPlanHandle, CUDNN_TYPE_HANDLE, 1, &handle_, "plan handle");
+      set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[i], "plan config");
+      const cudnnStatus_t s = cudnnBackendFinalize(plan->d);
+      if (s != CUDNN_STATUS_SUCCESS) {
+        last = s;
+        if (failures.size() < 1500) failures += "; config " + std::to_string(i) + ": " + status_text(s);
+        continue;
+      }
+      int64_t ws = 0, n = 0;
+      check(cudnnBackendGetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws),
+            "plan workspace size");
+      int64_t engine_id = -1;
+      {
+        Desc eng(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+        cudnnBackendDescriptor_t e = eng.d;
+        if (cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) ==
+            CUDNN_STATUS_SUCCESS)
+          cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &engine_id);
+      }
+      *workspace = ws;
+      *description = "engine " + std::to_string(engine_id) + " (config " + std::to_string(i + 1) + " of " +
+                     std::to_string(got) + "), workspace " + std::to_string(ws) + " B, " + std::to_string(ops_.size()) +
+                     " ops";
+      plan_ = std::move(plan);
+      return;
+    }
+    const std::string msg = "sdpa_cudnn: no engine config of " + std::to_string(got) +
+                            " (heuristics mode A) finalized an execution plan" + failures;
+    throw SdpaCudnnRefusal(static_cast<int>(last), msg);  // every config refused: the graph is not supported
+  }
+
+  cudnnBackendDescriptor_t plan() const { return plan_->d; }
+  cudnnHandle_t handle() const { return handle_; }
+  const std::vector<std::pair<int64_t, void*>>& scalars() const { return scalars_; }
+
+ private:
+  Desc& keep(cudnnBackendDescriptorType_t t) {
+    keep_.push_back(std::make_unique<Desc>(t));
+    return *keep_.back();
+  }
+
+  cudnnHandle_t handle_;
+  std::vector<std::unique_ptr<Desc>> keep_;
+  std::vector<cudnnBackendDescriptor_t> ops_;
+  std::unique_ptr<Desc> plan_;
+  std::deque<float> floats_;
+  std::deque<int32_t> ints_;
+  std::vector<std::pair<int64_t, void*>> scalars_;
+  int64_t next_virtual_uid_ = 100000;
+  int64_t next_scalar_uid_ = 500;
+};
+
+// ------------------------------------------------------------------ problem → graph choices
+
+enum Uid : int64_t {
+  kQ = 1,
+  kK = 2,
+  kV = 3,
+  kO = 4,
+  kStats = 5,
+  kDO = 6,
+  kDQ = 7,
+  kDK = 8,
+  kDV = 9,
+  kBias = 10,
+  kSoftmaxSum = 11,
+  kDQAccum = 12,
+  kSeqLenQ = 13,
+  kSeqLenKV = 14,
+};
+
+enum class Align { top_left, bottom_right };
+
+struct Band {
+  bool right = false, left = false;
+  int64_t right_bound = 0;  // cuDNN right bound: keep j <= i (+ Sk - Sq) + right_bound
+  int64_t left_bound = 0;   // cuDNN left bound (exclusive): keep j > i (+ Sk - Sq) - left_bound
+  Align align = Align::top_left;
+};
+
+cudnnDataType_t io_type(SdpaDType t) { return t == SdpaDType::fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16; }
+
+bool is_causal(const SdpaParams& p) { return p.mask != SdpaMask::none; }
+bool has_window(const SdpaParams& p) { return p.window_left >= 0 || p.window_right >= 0; }
+
+Band band_of(const SdpaParams& p) {
+  Band b;
+  const bool causal = is_causal(p);
+  b.right = causal || p.window_right >= 0;
+  if (b.right)
+    b.right_bound = causal ? (p.window_right >= 0 ? std::min<int64_t>(0, p.window_right) : 0) : p.window_right;
+  b.left = p.window_left >= 0;
+  if (b.left) b.left_bound = p.window_left + 1;  // FlashAttention-2's inclusive left → cuDNN's exclusive
+  if (p.seq_q == p.seq_k || (p.mask == SdpaMask::causal_upper_left && !has_window(p))) b.align = Align::top_left;
+  else b.align = Align::bottom_right;
+  return b;
+}
+
+std::string why_not(const SdpaParams& p, bool backward) {
+  const int64_t v = sdpa_cudnn_version();
+  if (v < 90000) return "cuDNN " + std::to_string(v) + " < 9.0: this adapter uses the cuDNN 9 backend API";
+  if (v == 91000 || v == 91001) return "cuDNN 9.10.0/9.10.1 fp16/bf16 SDPA has known bugs (cudnn-frontend blocks it)";
+  if (p.dtype == SdpaDType::fp32) return "cuDNN SDPA takes fp16/bf16 only (dtype fp32)";
+  if (p.plant != SdpaPlant::none) return "cuDNN has no planted-bug variants";
+  if (p.head_dim % 8 != 0 || p.head_dim_v % 8 != 0) return "cuDNN SDPA needs head dims (qk and v) multiples of 8";
+  if (p.head_dim > 256 || p.head_dim_v > 256) return "cuDNN SDPA head dims are limited to 256 (sm90)";
+  if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return "cuDNN GQA needs heads_q % heads_kv == 0";
+  if (p.mask_kind == SdpaMaskTensor::boolean)
+    return "the adapter takes additive masks only (convert a boolean mask to 0 / -inf first)";
+  const bool mask_tensor = p.mask_kind == SdpaMaskTensor::additive;
+  if (p.softcap > 0 && (is_causal(p) || has_window(p)))
+    return "cuDNN (frontend support surface): a score modifier (softcap) disables causal and window masks";
+  if (p.mask == SdpaMask::causal_upper_left && has_window(p) && p.seq_q != p.seq_k)
+    return "causal_upper_left with a bottom-right window and seq_q != seq_k needs two diagonal alignments; "
+           "cuDNN's band mask has one";
+  const Band b = band_of(p);
+  if ((b.right || b.left) && b.align == Align::bottom_right) {
+    if (p.seq_q > p.seq_k) return "cuDNN (frontend support surface): bottom-right masks do not support seq_q > seq_k";
+    if (mask_tensor) return "cuDNN (frontend support surface): bottom-right masks are not supported with a bias";
+    if (v < 90600 && (p.seq_q % 64 != 0 || p.seq_k % 64 != 0))
+      return "cuDNN < 9.6.0: bottom-right masks need seq_q and seq_k multiples of 64";
+  }
+  (void)backward;
+  return {};
+}
+
+void validate(const SdpaParams& p) {
+  sdpa_check_arguments(p);  // the operator's contract: heads_kv, window_left/right, softcap
+  require(p.batch > 0, "batch", "batch must be positive");
+  require(p.heads_q > 0 && p.heads_kv > 0, "heads", "heads must be positive");
+  require(p.heads_q % p.heads_kv == 0, "heads_kv", "heads_q must be a multiple of heads_kv");
+  require(p.seq_q > 0 && p.seq_k > 0, "seq", "sequence lengths must be positive");
+  require(p.head_dim > 0 && p.head_dim_v > 0, "head_dim", "head dims must be positive");
+  require(p.window_left >= -1 && p.window_right >= -1, "window", "window bounds are -1 (unbounded) or >= 0");
+  require(p.dtype != SdpaDType::fp32, "dtype", "cuDNN SDPA takes fp16 or bf16");
+  require(p.mask_kind != SdpaMaskTensor::boolean, "attn_mask", "boolean masks must be converted to additive");
+}
+
+std::vector<int64_t> bhsd_strides(const SdpaStrides& s) { return {s.batch, s.head, s.seq, 1}; }
+
+// ------------------------------------------------------------------ shared subgraphs
+
+// CompositeDiagonalBandMaskNode for one bound (right or left), then BINARY_SELECT with -inf.
+Tensor band_mask(Graph& g, const Tensor& score, const SdpaParams& p, const Band& b, bool right, const Tensor* seq_len_q,
+                 const Tensor* seq_len_kv) {
+  Tensor row = g.pwv(CUDNN_POINTWISE_GEN_INDEX, score, nullptr, score, CUDNN_DATA_INT32, CUDNN_DATA_FLOAT, nullptr, 2);
+  Tensor col = g.pwv(CUDNN_POINTWISE_GEN_INDEX, score, nullptr, score, CUDNN_DATA_INT32, CUDNN_DATA_FLOAT, nullptr, 3);
+  Tensor keep;
+  const bool br = b.align == Align::bottom_right;
+  if (right) {
+    if (br) {
+      const Tensor skv = seq_len_kv ? *seq_len_kv : g.scalar_i(static_cast<int32_t>(p.seq_k));
+      const Tensor sq = seq_len_q ? *seq_len_q : g.scalar_i(static_cast<int32_t>(p.seq_q));
+      row = g.pwv(CUDNN_POINTWISE_ADD, row, &skv, score, CUDNN_DATA_INT32, CUDNN_DATA_INT32);
+      row = g.pwv(CUDNN_POINTWISE_SUB, row, &sq, score, CUDNN_DATA_INT32, CUDNN_DATA_INT32);
+    }
+    if (b.right_bound != 0) {
+      const Tensor shift = g.scalar_i(static_cast<int32_t>(b.right_bound));
+      row = g.pwv(CUDNN_POINTWISE_ADD, row, &shift, score, CUDNN_DATA_INT32, CUDNN_DATA_INT32);
+    }
+    keep = g.pwv(CUDNN_POINTWISE_CMP_GE, row, &col, score, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
+  } else {
+    if (!br) {
+      const Tensor l = g.scalar_f(static_cast<float>(b.left_bound));
+      col = g.pwv(CUDNN_POINTWISE_ADD, col, &l, score, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT);
+    } else if (!seq_len_q && !seq_len_kv) {
+      const Tensor l = g.scalar_f(static_cast<float>(b.left_bound - p.seq_k + p.seq_q));
+      col = g.pwv(CUDNN_POINTWISE_ADD, col, &l, score, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT);
+    } else {
+      const Tensor l = g.scalar_i(static_cast<int32_t>(b.left_bound));
+      col = g.pwv(CUDNN_POINTWISE_ADD, col, &l, score, CUDNN_DATA_INT32, CUDNN_DATA_INT32);
+      col = g.pwv(CUDNN_POINTWISE_SUB, col, seq_len_kv, score, CUDNN_DATA_INT32, CUDNN_DATA_INT32);
+      col = g.pwv(CUDNN_POINTWISE_ADD, col, seq_len_q, score, CUDNN_DATA_INT32, CUDNN_DATA_INT32);
+    }
+    keep = g.pwv(CUDNN_POINTWISE_CMP_GT, col, &row, score, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
+  }
+  const Tensor neg_inf = g.scalar_f(-std::numeric_limits<float>::infinity());
+  return g.pwv(CUDNN_POINTWISE_BINARY_SELECT, score, &neg_inf, score, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, &keep);
+}
+
+Tensor band_masks(Graph& g, Tensor score, const SdpaParams& p, const Tensor* sq, const Tensor* skv) {
+  const Band b = band_of(p);
+  if (b.right) score = band_mask(g, score, p, b, true, sq, skv);
+  if (b.left) score = band_mask(g, score, p, b, false, sq, skv);
+  return score;
+}
+
+// utils/attn_score_modifiers.h padding_mask (the backward's pre-9.16 workaround).
+Tensor padding_mask(Graph& g, const Tensor& score, const Tensor& sq, const Tensor& skv) {
+  Tensor row = g.pwv(CUDNN_POINTWISE_GEN_INDEX, score, nullptr, score, CUDNN_DATA_INT32, CUDNN_DATA_INT32, nullptr, 2);
+  Tensor col = g.pwv(CUDNN_POINTWISE_GEN_INDEX, score, nullptr, score, CUDNN_DATA_INT32, CUDNN_DATA_INT32, nullptr, 3);
+  Tensor rm = g.pwv(CUDNN_POINTWISE_CMP_LT, row, &sq, score, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
+  Tensor cm = g.pwv(CUDNN_POINTWISE_CMP_LT, col, &skv, score, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
+  Tensor m = g.pwv(CUDNN_POINTWISE_LOGICAL_AND, rm, &cm, score, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
+  const Tensor neg_inf = g.scalar_f(-std::numeric_limits<float>::infinity());
+  return g.pwv(CUDNN_POINTWISE_BINARY_SELECT, score, &neg_inf, score, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, &m);
+}
+
+Tensor bias_tensor(Graph& g, const SdpaParams& p) {
+  const std::vector<int64_t> dims = {p.mask_strides.batch == 0 ? 1 : p.batch, p.mask_strides.head == 0 ? 1 : p.heads_q,
+                                     p.seq_q, p.seq_k};
+  std::vector<int64_t> strides = {p.mask_strides.batch, p.mask_strides.head, p.mask_strides.seq, 1};
+  // A broadcast (size-1) dimension: cuDNN wants a dimension of 1, not a stride of 0.
+  if (strides[1] == 0) strides[1] = p.seq_q * p.mask_strides.seq;
+  if (strides[0] == 0) strides[0] = dims[1] * strides[1];
+  return g.tensor(io_type(p.dtype), dims, strides, false, kBias);
+}
+
+// The scores as the frontend's composite nodes build them, shared by the forward and the
+// backward graph (the same ops in the same order): S = Q·Kᵀ (fp32), MUL scale, with a
+// softcap DIV cap, TANH_FWD, MUL cap (Softcap::forward), with an additive mask ADD bias.
+// The backward reuses the scale and cap scalars and the DIV's result (Softcap::backward).
+struct Scores {
+  Tensor s, scale, cap, pre_tanh;
+};
+
+Scores scores(Graph& g, const Tensor& q, const Tensor& kt, const SdpaParams& p, Overrides ov) {
+  Scores r;
+  r.s = g.matmul(q, kt, g.virt(CUDNN_DATA_FLOAT, {p.batch, p.heads_q, p.seq_q, p.seq_k}), ov);
+  r.scale = g.scalar_f(p.scale);
+  r.s = g.pwv(CUDNN_POINTWISE_MUL, r.s, &r.scale, r.s);
+  if (p.softcap > 0) {
+    r.cap = g.scalar_f(p.softcap);
+    r.pre_tanh = g.pwv(CUDNN_POINTWISE_DIV, r.s, &r.cap, r.s);
+    r.s = g.pwv(CUDNN_POINTWISE_TANH_FWD, r.pre_tanh, nullptr, r.s);
+    r.s = g.pwv(CUDNN_POINTWISE_MUL, r.s, &r.cap, r.s);
+  }
+  if (p.mask_kind == SdpaMaskTensor::additive) {
+    const Tensor bias = bias_tensor(g, p);
+    r.s = g.pwv(CUDNN_POINTWISE_ADD, r.s, &bias, r.s);
+  }
+  return r;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ plan
+
+struct SdpaCudnnPlan::Impl {
+  std::unique_ptr<Graph> graph;
+  std::string description;
+  int64_t workspace_bytes = 0;
+  bool backward = false;
+  bool has_bias = false;
+  // Backward scratch tensors (frontend workspace): softmax_sum and dQ_accum, allocated per run
+  // on its stream; seq_len q / kv, constant per plan, uploaded when the plan is built.
+  size_t softmax_sum_bytes = 0;
+  size_t dq_accum_bytes = 0;
+  // 2·B int32 on the device: seq_len_q then seq_len_kv (null: no padding mask). A copy from
+  // pageable host memory at run time may synchronise with the stream (CUDA runtime API, "API
+  // synchronization behavior"), the stream the backend holds behind its gate.
+  int32_t* seq_len = nullptr;
+  int64_t batch = 0;
+  bool memset_dq_accum = false;
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
+    if (seq_len) cudaFree(seq_len);
+  }
+
+  void execute(std::vector<int64_t> uids, std::vector<void*> ptrs, void* workspace, CUstream_st* stream) {
+    for (const auto& [uid, host] : graph->scalars()) {
+      uids.push_back(uid);
+      ptrs.push_back(host);
+    }
+    check(cudnnSetStream(graph->handle(), reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream");
+    Desc vp(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    set(vp.d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data(),
+        "variant pack uids");
+    set(vp.d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(ptrs.size()),
+        ptrs.data(), "variant pack pointers");
+    set(vp.d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace, "variant pack workspace");
+    check(cudnnBackendFinalize(vp.d), "finalize variant pack");
+    check(cudnnBackendExecute(graph->handle(), graph->plan(), vp.d), "cudnnBackendExecute");
+  }
+};
+
+SdpaCudnnPlan::SdpaCudnnPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SdpaCudnnPlan::~SdpaCudnnPlan() = default;
+const std::string& SdpaCudnnPlan::description() const { return impl_->description; }
+
+int64_t sdpa_cudnn_version() { return static_cast<int64_t>(cudnnGetVersion()); }
+
+void sdpa_cudnn_prepare() { device_handle(); }
+
+bool sdpa_cudnn_supports(const SdpaParams& p, bool backward, std::string* why) {
+  const std::string w = why_not(p, backward);
+  if (why) *why = w;
+  return w.empty();
+}
+
+namespace {
+void refuse_if_unsupported(const SdpaParams& p, bool backward) {
+  const std::string w = why_not(p, backward);
+  if (!w.empty()) throw SdpaCudnnRefusal(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED), "sdpa_cudnn: " + w);
+}
+}  // namespace
+
+std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p) {
+  validate(p);
+  refuse_if_unsupported(p, false);
+  auto im = std::make_unique<Impl>();
+  im->graph = std::make_unique<Graph>(device_handle());
+  Graph& g = *im->graph;
+  const cudnnDataType_t io = io_type(p.dtype);
+  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim,
+                Dv = p.head_dim_v;
+
+  const Tensor q = g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(p.q_strides), false, kQ);
+  const Tensor kt = g.tensor(io, {B, Hk, D, Sk}, {p.k_strides.batch, p.k_strides.head, 1, p.k_strides.seq}, false, kK);
+  const Tensor v = g.tensor(io, {B, Hk, Sk, Dv}, bhsd_strides(p.v_strides), false, kV);
+  const Tensor o = g.tensor(io, {B, Hq, Sq, Dv}, bhsd_strides(p.o_strides), false, kO);
+  const Tensor stats = g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}, false, kStats);
+
+  // bmm1, attn_scale, score modifier, bias
+  Tensor s = scores(g, q, kt, p, {}).s;
+  im->has_bias = p.mask_kind == SdpaMaskTensor::additive;
+  s = band_masks(g, s, p, nullptr, nullptr);
+  // CompositeSoftmaxNode with Stats
+  const Tensor max =
+      g.reduction(CUDNN_REDUCE_TENSOR_MAX, s, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
+  const Tensor sub = g.pwv(CUDNN_POINTWISE_SUB, s, &max, s);
+  const Tensor e = g.pwv(CUDNN_POINTWISE_EXP, sub, nullptr, s);
+  const Tensor sum =
+      g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
+  const Tensor lg = g.pwv(CUDNN_POINTWISE_LOG, sum, nullptr, sum);
+  g.pw(CUDNN_POINTWISE_ADD, max, &lg, nullptr, stats);
+  const Tensor prob = g.pwv(CUDNN_POINTWISE_DIV, e, &sum, s, io);  // P in the input dtype (bmm2's A type)
+  // bmm2
+  g.matmul(prob, v, o);
+
+  g.finalize_plan(&im->description, &im->workspace_bytes);
+  return std::unique_ptr<SdpaCudnnPlan>(new SdpaCudnnPlan(std::move(im)));
+}
+
+std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams& bp) {
+  const SdpaParams& p = bp.fwd;
+  validate(p);
+  refuse_if_unsupported(p, true);
+  auto im = std::make_unique<Impl>();
+  im->backward = true;
+  im->graph = std::make_unique<Graph>(device_handle());
+  Graph& g = *im->graph;
+  const cudnnDataType_t io = io_type(p.dtype);
+  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim,
+                Dv = p.head_dim_v;
+  const int64_t version = sdpa_cudnn_version();
+
+  const Tensor q = g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(p.q_strides), false, kQ);
+  const Tensor kt = g.tensor(io, {B, Hk, D, Sk}, {p.k_strides.batch, p.k_strides.head, 1, p.k_strides.seq}, false, kK);
+  const Tensor vt = g.tensor(io, {B, Hk, Dv, Sk}, {p.v_strides.batch, p.v_strides.head, 1, p.v_strides.seq}, false, kV);
+  const Tensor o = g.tensor(io, {B, Hq, Sq, Dv}, bhsd_strides(p.o_strides), false, kO);
+  const Tensor stats = g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}, false, kStats);
+  const Tensor d_o = g.tensor(io, {B, Hq, Sq, Dv}, bhsd_strides(bp.do_strides), false, kDO);
+  const Tensor dq = g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(bp.dq_strides), false, kDQ);
+  const Tensor dk = g.tensor(io, {B, Hk, Sk, D}, bhsd_strides(bp.dk_strides), false, kDK);
+  const Tensor dv = g.tensor(io, {B, Hk, Sk, Dv}, bhsd_strides(bp.dv_strides), false, kDV);
+
+  // The frontend's pre-9.16 workaround: s_kv % 128 != 0 → padding mask with full lengths.
+  const bool workaround_padding = Sk % 128 != 0 && version <= 91500;
+  Tensor seq_q_t, seq_kv_t;
+  const Tensor* sq = nullptr;
+  const Tensor* skv = nullptr;
+  if (workaround_padding) {
+    seq_q_t = g.tensor(CUDNN_DATA_INT32, {B, 1, 1, 1}, {1, 1, 1, 1}, false, kSeqLenQ);
+    seq_kv_t = g.tensor(CUDNN_DATA_INT32, {B, 1, 1, 1}, {1, 1, 1, 1}, false, kSeqLenKV);
+    sq = &seq_q_t;
+    skv = &seq_kv_t;
+  }
+
+  // "dO * O => softmax_sum"
+  Tensor t = g.pw(CUDNN_POINTWISE_MUL, d_o, &o, nullptr,
+                  g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, Dv}, {Hq * Sq * Dv, Sq * Dv, Hq * Dv, 1}));
+  t = g.reduction(CUDNN_REDUCE_TENSOR_ADD, t, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
+  const Tensor one = g.scalar_f(1.0f);
+  const Tensor softmax_sum = g.pw(CUDNN_POINTWISE_MUL, t, &one, nullptr,
+                                  g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}, false, kSoftmaxSum));
+
+  // "Q @ KT => exp_softmax => dV"
+  const Scores sc = scores(g, q, kt, p, {sq, skv, nullptr});
+  const Tensor &scale = sc.scale, &cap = sc.cap, &before_tanh = sc.pre_tanh;
+  Tensor s = sc.s;
+  im->has_bias = p.mask_kind == SdpaMaskTensor::additive;
+  s = g.pwv(CUDNN_POINTWISE_SUB, s, &stats, s);
+  if (workaround_padding) s = padding_mask(g, s, *sq, *skv);
+  s = band_masks(g, s, p, sq, skv);
+  const Tensor exp_s = g.pwv(CUDNN_POINTWISE_EXP, s, nullptr, s);
+  const Tensor pt = g.reshape(exp_s, g.virt(io, {B, Hq, Sk, Sq}, {Hq * Sq * Sk, Sq * Sk, 1, Sk}));
+  if (Hq == Hk) {
+    g.matmul(pt, d_o, dv, {skv, nullptr, sq});
+  } else {
+    const Tensor full =
+        g.matmul(pt, d_o, g.virt(io, {B, Hq, Sk, Dv}, {Hq * Sk * Dv, Sk * Dv, Dv, 1}), {skv, nullptr, sq});
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, full, dv);
+  }
+
+  // "dO @ VT => dS => dK"
+  Tensor dp = g.matmul(d_o, vt, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, Sk}), {sq, skv, nullptr});
+  dp = g.pwv(CUDNN_POINTWISE_SUB, dp, &softmax_sum, dp);
+  dp = g.pwv(CUDNN_POINTWISE_MUL, dp, &exp_s, dp);
+  if (p.softcap > 0) {  // Softcap::backward
+    dp = g.pwv(CUDNN_POINTWISE_MUL, dp, &cap, dp);
+    dp = g.pwv(CUDNN_POINTWISE_TANH_BWD, dp, &before_tanh, dp);
+    dp = g.pwv(CUDNN_POINTWISE_DIV, dp, &cap, dp);
+  }
+  const Tensor ds = g.pwv(CUDNN_POINTWISE_MUL, dp, &scale, dp);
+  const Tensor dst = g.reshape(ds, g.virt(io, {B, Hq, Sk, Sq}, {Hq * Sq * Sk, Sq * Sk, 1, Sk}));
+  if (Hq == Hk) {
+    g.matmul(dst, q, dk, {skv, nullptr, sq});
+  } else {
+    const Tensor full = g.matmul(dst, q, g.virt(io, {B, Hq, Sk, D}, {Hq * Sk * D, Sk * D, D, 1}), {skv, nullptr, sq});
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, full, dk);
+  }
+
+  // "dS @ K => dQ" through the fp32 dQ_accum
+  const Tensor k = g.reshape(kt, g.virt(io, {B, Hk, Sk, D}, {p.k_strides.batch, p.k_strides.head, p.k_strides.seq, 1}));
+  const Tensor dq_accum =
+      g.matmul(ds, k, g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, D}, {Hq * Sq * D, Sq * D, D, 1}, false, kDQAccum),
+               {sq, nullptr, skv});
+  g.pw(CUDNN_POINTWISE_IDENTITY, dq_accum, nullptr, nullptr, dq);
+
+  g.finalize_plan(&im->description, &im->workspace_bytes);
+  im->softmax_sum_bytes = static_cast<size_t>(B * Hq * Sq) * 4;
+  im->dq_accum_bytes = static_cast<size_t>(B * Hq * Sq * D) * 4;
+  im->memset_dq_accum = version < 90600;  // the frontend memsets dQ_accum only before 9.6.0
+  im->batch = B;
+  if (workaround_padding) {
+    std::vector<int32_t> lens(static_cast<size_t>(2 * B));
+    for (int64_t b = 0; b < B; ++b) {
+      lens[static_cast<size_t>(b)] = static_cast<int32_t>(Sq);
+      lens[static_cast<size_t>(B + b)] = static_cast<int32_t>(Sk);
+    }
+    cuda_check(cudaMalloc(reinterpret_cast<void**>(&im->seq_len), lens.size() * 4), "cudaMalloc(seq_len)");
+    cuda_check(cudaMemcpy(im->seq_len, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy(seq_len)");
+    im->description += ", workaround padding mask (s_kv % 128 != 0, cuDNN <= 9.15)";
+  }
+  return std::unique_ptr<SdpaCudnnPlan>(new SdpaCudnnPlan(std::move(im)));
+}
+
+void SdpaCudnnPlan::run(const SdpaParams& p, CUstream_st* stream) {
+  if (impl_->backward) throw std::logic_error("sdpa_cudnn: a backward plan run with forward parameters");
+  require(p.q && p.k && p.v, "q", "null input pointer");
+  require(p.o && p.lse, "o", "null output pointer");
+  std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats};
+  std::vector<void*> ptrs = {const_cast<void*>(p.q), const_cast<void*>(p.k), const_cast<void*>(p.v), p.o, p.lse};
+  if (impl_->has_bias) {
+    require(p.attn_mask != nullptr, "attn_mask", "null mask pointer");
+    uids.push_back(kBias);
+    ptrs.push_back(const_cast<void*>(p.attn_mask));
+  }
+  StreamScratch scratch(reinterpret_cast<cudaStream_t>(stream));
+  void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "workspace");
+  impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
+}
+
+void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
+  if (!impl_->backward) throw std::logic_error("sdpa_cudnn: a forward plan run with backward parameters");
+  const SdpaParams& p = bp.fwd;
+  require(p.q && p.k && p.v, "q", "null input pointer");
+  require(p.o && p.lse, "o", "backward needs the forward's O and logsumexp");
+  require(bp.d_o != nullptr, "dO", "null dO pointer");
+  require(bp.d_q && bp.d_k && bp.d_v, "dQ", "null gradient pointer");
+  const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  StreamScratch scratch(s);
+  void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "workspace");
+  void* softmax_sum = scratch.alloc(impl_->softmax_sum_bytes, "softmax_sum");
+  void* dq_accum = scratch.alloc(impl_->dq_accum_bytes, "dQ_accum");
+  std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSoftmaxSum, kDQAccum};
+  std::vector<void*> ptrs = {const_cast<void*>(p.q),
+                             const_cast<void*>(p.k),
+                             const_cast<void*>(p.v),
+                             p.o,
+                             p.lse,
+                             const_cast<void*>(bp.d_o),
+                             bp.d_q,
+                             bp.d_k,
+                             bp.d_v,
+                             softmax_sum,
+                             dq_accum};
+  if (impl_->has_bias) {
+    require(p.attn_mask != nullptr, "attn_mask", "null mask pointer");
+    uids.push_back(kBias);
+    ptrs.push_back(const_cast<void*>(p.attn_mask));
+  }
+  if (impl_->seq_len) {
+    uids.push_back(kSeqLenQ);
+    ptrs.push_back(impl_->seq_len);
+    uids.push_back(kSeqLenKV);
+    ptrs.push_back(impl_->seq_len + impl_->batch);
+  }
+  if (impl_->memset_dq_accum)
+    cuda_check(cudaMemsetAsync(dq_accum, 0, impl_->dq_accum_bytes, s), "cudaMemsetAsync(dQ_accum)");
+  impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
+}
+
+// ------------------------------------------------------------------ plan cache
+
+namespace {
+
+// Everything SdpaCudnnPlan::forward / backward build a plan from, without the pointers, and
+// the device: equal keys build the same graph, and cuDNN's heuristics pick the same plan.
+std::string plan_key(const SdpaParams& p, const SdpaBackwardParams* b) {
+  int dev = 0;
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+  std::string k;
+  auto put = [&](int64_t v) { k += std::to_string(v) + ','; };
+  auto put_strides = [&](const SdpaStrides& s) {
+    put(s.batch);
+    put(s.head);
+    put(s.seq);
+  };
+  auto put_float = [&](float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    put(bits);
+  };
+  put(dev);
+  put(b ? 1 : 0);
+  put(static_cast<int64_t>(p.dtype));
+  for (int64_t v : {p.batch, p.heads_q, p.heads_kv, p.seq_q, p.seq_k, p.head_dim, p.head_dim_v}) put(v);
+  put_float(p.scale);
+  put_float(p.softcap);
+  put(static_cast<int64_t>(p.mask));
+  put(p.window_left);
+  put(p.window_right);
+  put(static_cast<int64_t>(p.mask_kind));
+  for (const SdpaStrides& s : {p.mask_strides, p.q_strides, p.k_strides, p.v_strides, p.o_strides}) put_strides(s);
+  if (b)
+    for (const SdpaStrides& s : {b->do_strides, b->dq_strides, b->dk_strides, b->dv_strides}) put_strides(s);
+  return k;
+}
+
+// The plans of the last kCachedPlans keys, and what a build refused: an argument error or a
+// refusal is the adapter's or cuDNN's answer for those parameters, found again by the run.
+// Other failures are not kept (the run builds again and reports its own). Plans are dropped
+// only by the preparation (before the gate): destroying one may wait for the device.
+constexpr size_t kCachedPlans = 16;
+
+struct CachedPlan {
+  std::shared_ptr<SdpaCudnnPlan> plan;
+  std::exception_ptr refused;
+};
+
+struct PlanCache {
+  std::mutex mu;
+  std::map<std::string, CachedPlan> plans;
+  std::deque<std::string> order;  // oldest first
+};
+
+PlanCache& plan_cache() {
+  static PlanCache c;
+  return c;
+}
+
+// `built`, when given, is set when this call built the plan (the key was new to the process).
+template <class Build>
+std::shared_ptr<SdpaCudnnPlan> cached_plan(const std::string& key, Build build, bool evict, bool* built = nullptr) {
+  PlanCache& c = plan_cache();
+  std::unique_lock<std::mutex> lock(c.mu);
+  auto it = c.plans.find(key);
+  if (it == c.plans.end()) {
+    if (built) *built = true;
+    lock.unlock();
+    CachedPlan e;
+    try {
+      e.plan = build();
+    } catch (const SdpaArgumentError&) {
+      e.refused = std::current_exception();
+    } catch (const SdpaCudnnArgumentError&) {
+      e.refused = std::current_exception();
+    } catch (const SdpaCudnnRefusal&) {
+      e.refused = std::current_exception();
+    }
+    lock.lock();
+    const auto [at, inserted] = c.plans.emplace(key, std::move(e));
+    if (inserted) c.order.push_back(key);
+    it = at;
+  }
+  const CachedPlan found = it->second;
+  if (evict)
+    while (c.order.size() > kCachedPlans) {
+      c.plans.erase(c.order.front());
+      c.order.pop_front();
+    }
+  if (found.refused) std::rethrow_exception(found.refused);
+  return found.plan;
+}
+
+std::shared_ptr<SdpaCudnnPlan> forward_plan(const SdpaParams& p, bool evict, bool* built = nullptr) {
+  return cached_plan(
+      plan_key(p, nullptr), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::forward(p)); }, evict, built);
+}
+
+std::shared_ptr<SdpaCudnnPlan> backward_plan(const SdpaBackwardParams& p, bool evict, bool* built = nullptr) {
+  return cached_plan(
+      plan_key(p.fwd, &p), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::backward(p)); }, evict, built);
+}
+
+// Elements a [b, h, s, d] tensor with these strides (d contiguous; a broadcast dimension's
+// stride is 0) spans from its first element.
+int64_t span(int64_t b, int64_t h, int64_t s, int64_t d, const SdpaStrides& st) {
+  if (b <= 0 || h <= 0 || s <= 0 || d <= 0) return 0;
+  return (b - 1) * st.batch + (h - 1) * st.head + (s - 1) * st.seq + d;
+}
+
+// Runs `plan` once on zeroed tensors of the sizes `bp` describes (warm_up.hpp): cuDNN loads a
+// runtime-compiled engine's kernels at the plan's first execution (cuLibraryLoadData inside
+// cudnnBackendExecute; all 8 of cuda.cudnn's gate losses in the default tier on the H200,
+// 2026-12-02, before this). Failures are left to the run, which executes the plan again.
+void warm_up(SdpaCudnnPlan& plan, SdpaBackwardParams bp, bool backward) noexcept {
+  SdpaParams& p = bp.fwd;
+  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim,
+                Dv = p.head_dim_v;
+  const int64_t elems[] = {span(B, Hq, Sq, D, p.q_strides),
+                           span(B, Hk, Sk, D, p.k_strides),
+                           span(B, Hk, Sk, Dv, p.v_strides),
+                           span(B, Hq, Sq, Dv, p.o_strides),
+                           2 * B * Hq * Sq,  // lse: fp32, two 16-bit slots a value
+                           p.mask_kind == SdpaMaskTensor::none ? 0 : span(B, Hq, Sq, Sk, p.mask_strides),
+                           backward ? span(B, Hq, Sq, Dv, bp.do_strides) : 0,
+                           backward ? span(B, Hq, Sq, D, bp.dq_strides) : 0,
+                           backward ? span(B, Hk, Sk, D, bp.dk_strides) : 0,
+                           backward ? span(B, Hk, Sk, Dv, bp.dv_strides) : 0};
+  std::vector<size_t> bytes;
+  for (int64_t e : elems) bytes.push_back(static_cast<size_t>(e) * 2);  // 16-bit elements
+  run_on_zeroed_scratch(bytes, [&](const std::vector<void*>& at, cudaStream_t s) {
+    p.q = at[0], p.k = at[1], p.v = at[2], p.o = at[3];
+    p.lse = static_cast<float*>(at[4]);
+    p.attn_mask = p.mask_kind == SdpaMaskTensor::none ? nullptr : at[5];
+    bp.d_o = at[6], bp.d_q = at[7], bp.d_k = at[8], bp.d_v = at[9];
+    backward ? plan.run(bp, s) : plan.run(p, s);
+  });
+}
+
+}  // namespace
+
+void sdpa_cudnn_prepare_plans(const SdpaBackwardParams& p, bool backward) noexcept {
+  try {
+    sdpa_cudnn_prepare();
+    bool built = false;
+    const std::shared_ptr<SdpaCudnnPlan> fwd = forward_plan(p.fwd, true, &built);
+    if (built && fwd) warm_up(*fwd, p, false);
+    if (backward) {
+      built = false;
+      const std::shared_ptr<SdpaCudnnPlan> bwd = backward_plan(p, true, &built);
+      if (built && bwd) warm_up(*bwd, p, true);
+    }
+  } catch (...) {
+    // Left to the run, which builds the plan again and reports what failed.
+  }
+}
+
+void sdpa_cudnn_forward(const SdpaParams& p, CUstream_st* stream) { forward_plan(p, false)->run(p, stream); }
+
+void sdpa_cudnn_backward(const SdpaBackwardParams& p, CUstream_st* stream) { backward_plan(p, false)->run(p, stream); }
+
+}  // namespace opcts::cuda

@@ -1,0 +1,138 @@
+// SDPA forward and backward through the cuDNN 9 backend graph API (cudnnBackendCreateDescriptor /
+// SetAttribute / Finalize / Execute; cudnn-frontend is not used). No harness types: the glue in
+// sdpa_cudnn_impls.cpp maps the errors below onto opcts::InvalidArgument / opcts::Unsupported.
+//
+// Semantics are those of sdpa_kernels.hpp (the contract); this file says how they map onto cuDNN.
+//
+// Why a composite graph. The fused CUDNN_BACKEND_OPERATION_SDPA_FWD/BWD_DESCRIPTOR ops (≥ 9.13.1 /
+// 9.17) cannot express causal or sliding-window bounds or a bias before 9.21 (cudnn-frontend sdpa_support_surface.h),
+// so this adapter builds the graph cudnn-frontend 1.x builds for its non-unified ("composite") path,
+// which cuDNN's fused flash-attention engines pattern-match:
+//   forward:  MATMUL Q·Kᵀ → MUL scale → [softcap: DIV cap, TANH_FWD, MUL cap] → [ADD bias] →
+//             [band mask] → softmax (REDUCTION MAX, SUB, EXP, REDUCTION ADD, LOG, ADD → Stats;
+//             DIV → P, cast to the input dtype) → MATMUL P·V = O.
+//   backward: softmax_sum = REDUCTION ADD(dO ⊙ O) · 1 (fp32, in memory); recompute
+//             S = Q·Kᵀ · scale [softcap] [+ bias] − Stats, [padding mask], [band mask], EXP = P;
+//             dV = RESHAPE(P)ᵀ·dO; dP = dO·Vᵀ; dS = (dP − softmax_sum) ⊙ P [softcap bprop] · scale;
+//             dK = RESHAPE(dS)ᵀ·Q; dQ_accum (fp32, in memory) = dS·K, dQ = IDENTITY(dQ_accum).
+//             GQA: dK, dV computed per query head [B, Hq, Sk, D] and summed by REDUCTION ADD.
+//   (frontend: node/scaled_dot_product_flash_attention.h CompositeSDPANode /
+//    CompositeSDPABackwardNode, node/softmax.h CompositeSoftmaxNode, node/diagonal_band_mask.h
+//    CompositeDiagonalBandMaskNode, utils/attn_score_modifiers.h.)
+//
+// Band masks (CompositeDiagonalBandMaskNode): row = GEN_INDEX axis 2, col = GEN_INDEX axis 3 (INT32).
+//   right bound r:  keep  row [+ s_kv − s_q when BOTTOM_RIGHT] [+ r]  CMP_GE  col   (j ≤ i + r)
+//   left bound L:   keep  col + L [− s_kv + s_q when BOTTOM_RIGHT]  CMP_GT  row   (j > i − L)
+//   then BINARY_SELECT(score, −inf, keep). cuDNN's left bound is EXCLUSIVE: L = window_left + 1
+//   gives FlashAttention-2's inclusive j ≥ i + Sk − Sq − window_left. The right bound is inclusive:
+//   r = window_right (and r = 0 for causal; min of the two when both apply).
+//   Alignment: when Sq == Sk both alignments coincide and the graph uses TOP_LEFT (which the
+//   frontend's support surface allows with a bias); otherwise causal_upper_left is TOP_LEFT and
+//   causal_lower_right / a window is BOTTOM_RIGHT. A window together with causal_upper_left and
+//   Sq != Sk needs two alignments and is not expressible (sdpa_cudnn_supports says so).
+//
+// Version gates (cudnnGetVersion() at run time; cudnn-frontend docs "Attention", "Support Matrix";
+// include/cudnn_frontend/node/sdpa_support_surface.h):
+//   < 9.0        refused here (this adapter uses cuDNN 9 descriptors and −inf masking, ≥ 9.10).
+//   9.10.0/9.10.1  fp16/bf16 SDPA forward blocked by the frontend (known bugs): refused.
+//   < 9.6.0      bottom-right masks need s_q, s_kv multiples of 64; window + bottom-right needs
+//                s_q == s_kv: refused.
+//   9.14.0       known sliding-window bug (non-causal, s_kv > 1024, left bound): the frontend
+//                refuses; this adapter RUNS it, so the suite records what cuDNN does (a finding).
+//                Measured on an H200 with 9.14.0 (2026-11-30, the since retired bench/sdpa_cudnn_check.cpp): window
+//                (128, -1) at s = 2048 and (128, 128) at s = 1280, bf16 D=64, forward and backward
+//                matched the fp64 reference (max err ≤ 4.6e-3 of max |ref|): not reproduced there.
+//   ≤ 9.15       backward with s_kv % 128 != 0: the frontend adds a "workaround padding mask"
+//                (seq_len tensors = full lengths, matmul M/N/K overrides); mirrored here.
+// Engines seen on sm90 (heuristics mode A, first config finalized): 9.14.0 fwd and bwd engine 2;
+// 9.19.0 fwd engine 2, bwd engine 6. A row that sees no key (additive −inf row) gives O = 0 and
+// Stats = −inf on both, as the contract wants.
+//   ≥ 9.21       fused SDPA op can express masks (not used here).
+// Support surface also enforced (frontend): h_q % h_k == 0; d_qk, d_v multiples of 8 and ≤ 256
+// (sm90; ≤ 128 on sm80 before 9.9 is not checked — the glue requires sm80+ and d ≤ 256);
+// bottom-right masks need s_q ≤ s_kv and no bias; a score modifier (softcap) excludes every
+// other mask ("Attention score mod enabled and hence other subgraphs are disabled").
+//
+// Explicit masks: additive only (the SdpaParams::attn_mask in the input dtype, added after the
+// softcap like the frontend's bias). A boolean mask is refused here; the glue converts it to an
+// additive 0 / −inf mask (what PyTorch does before calling cuDNN), which is exact.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "families/sdpa/cuda/sdpa_kernels.hpp"
+
+namespace opcts::cuda {
+
+/// The caller's arguments are wrong (null pointer, negative size, Hq % Hkv != 0, ...);
+/// `argument` names the one at fault.
+struct SdpaCudnnArgumentError : std::invalid_argument {
+  SdpaCudnnArgumentError(std::string arg, const std::string& msg)
+      : std::invalid_argument(msg), argument(std::move(arg)) {}
+  std::string argument;
+};
+
+/// cuDNN refused the graph (CUDNN_STATUS_NOT_SUPPORTED family, no engine config finalized, or
+/// no heuristic result); the message carries cudnnGetErrorString and cudnnGetLastErrorString.
+struct SdpaCudnnRefusal : std::runtime_error {
+  SdpaCudnnRefusal(int st, const std::string& msg) : std::runtime_error(msg), status(st) {}
+  int status;
+};
+
+/// cudnnGetVersion() of the library loaded at run time (e.g. 91400 for 9.14.0).
+int64_t sdpa_cudnn_version();
+
+/// Whether the adapter can express the problem on the loaded cuDNN (pointers are not looked at);
+/// when not, `why` says which parameter or version gate. `backward` selects the backward graph.
+bool sdpa_cudnn_supports(const SdpaParams& p, bool backward, std::string* why);
+
+/// A finalized cuDNN execution plan for one problem shape (pointers are bound at run time), with
+/// its workspace and the backward's fp32 scratch tensors (softmax_sum, dQ_accum) allocated.
+/// Building it (graph, heuristics, plan finalization) costs milliseconds; running it does not.
+class SdpaCudnnPlan {
+ public:
+  /// Builds the forward graph: outputs O and logsumexp (fp32 [B, Hq, Sq], contiguous).
+  static std::unique_ptr<SdpaCudnnPlan> forward(const SdpaParams& p);
+  /// Builds the backward graph: inputs Q, K, V, O, logsumexp, dO; outputs dQ, dK, dV.
+  static std::unique_ptr<SdpaCudnnPlan> backward(const SdpaBackwardParams& p);
+  ~SdpaCudnnPlan();
+  SdpaCudnnPlan(const SdpaCudnnPlan&) = delete;
+  SdpaCudnnPlan& operator=(const SdpaCudnnPlan&) = delete;
+
+  /// Runs on `stream` with the pointers of `p` (same shapes and strides as at build time).
+  void run(const SdpaParams& p, CUstream_st* stream);
+  void run(const SdpaBackwardParams& p, CUstream_st* stream);
+
+  /// "engine 8 (config 1 of 3), workspace 0 B": which heuristic result finalized.
+  const std::string& description() const;
+
+  struct Impl;
+
+ private:
+  explicit SdpaCudnnPlan(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Creates this device's cuDNN handle now (it is made on first use otherwise): cudnnCreate may
+/// wait for the device, which a call on a stream its caller holds must never do.
+void sdpa_cudnn_prepare();
+
+/// Builds the plans sdpa_cudnn_forward (and, with `backward`, sdpa_cudnn_backward) will run for
+/// problems shaped as `p` (its pointers are not looked at), and this device's handle, into a
+/// per-process cache of the most recent plans: building may wait for the device, so a caller
+/// that holds the stream it will hand to the run calls this first. Drops the oldest plans.
+/// Never throws: a build that fails is done again, and its error reported, by the run.
+void sdpa_cudnn_prepare_plans(const SdpaBackwardParams& p, bool backward) noexcept;
+
+/// Forward: runs the cached plan of p's shape (built now when sdpa_cudnn_prepare_plans did not)
+/// on `stream`, without waiting (its scratch is stream-ordered). Throws SdpaArgumentError,
+/// SdpaCudnnArgumentError, SdpaCudnnRefusal, or std::runtime_error (a cuDNN or CUDA failure
+/// other than a refusal).
+void sdpa_cudnn_forward(const SdpaParams& p, CUstream_st* stream);
+/// Backward, likewise; `p.fwd.o` and `p.fwd.lse` must hold the forward's outputs.
+void sdpa_cudnn_backward(const SdpaBackwardParams& p, CUstream_st* stream);
+
+}  // namespace opcts::cuda

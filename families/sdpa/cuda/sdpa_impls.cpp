@@ -1,0 +1,155 @@
+// The CUDA sdpa rows' callbacks for opcts's own kernels (cuda.flash, cuda.math, the flash
+// backward's kernels and the planted cuda.flash_*): the ABI's tensors onto the kernels, launched on
+// the stream handed in (forward, or forward then backward).
+//
+// Thin on purpose: the launchers check the operator's arguments (sdpa_args.cu) and refuse a
+// negative case with SdpaArgumentError, which becomes OPCTS_INVALID_ARGUMENT naming the argument;
+// the backend (abi_backend.cpp) uploads, poisons and guards the outputs and downloads them.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "device_impl/cuda/device_memory.hpp"
+#include "device_impl/cuda/rows.hpp"
+#include "device_impl/cuda/stream_scratch.cuh"
+#include "families/sdpa/cuda/sdpa_launch.hpp"
+
+namespace opcts::cuda {
+
+namespace {
+
+bool backward(const opcts_sdpa_params& c) { return c.direction == OPCTS_SDPA_BACKWARD; }
+
+// Elements of the forward's outputs: O [B, Hq, Sq, Dv] and lse [B, Hq, Sq].
+double o_elems(const opcts_sdpa_params& c) { return static_cast<double>(c.batch) * c.heads_q * c.seq_q * c.head_dim_v; }
+double lse_elems(const opcts_sdpa_params& c) { return static_cast<double>(c.batch) * c.heads_q * c.seq_q; }
+
+// Bytes of the device memory a run needs beyond the ABI's tensors (which the backend counts).
+double scratch_bytes(const SdpaRow& row, const opcts_sdpa_params& c) {
+  constexpr double f32 = 4;
+  const bool bwd = backward(c);
+  double scratch = 0;
+  if (row.kernel == SdpaKernel::math) {
+    // math runs in fp32 (sdpa_math.cu): S (P in place); the backward also dP and, with a
+    // softcap, P apart from S: up to 3 score matrices. Plus the fp32 copies of q, k, v, O
+    // (and dO, dQ, dK, dV), the fp32 dK/dV sums and the copies of K and V with unseen rows
+    // zeroed.
+    const double kv = static_cast<double>(c.batch) * c.heads_kv * c.seq_k * (c.head_dim + c.head_dim_v);
+    const double qo = static_cast<double>(c.batch) * c.heads_q * c.seq_q * (c.head_dim + c.head_dim_v);
+    scratch = f32 * static_cast<double>(c.batch) * c.heads_q * c.seq_q * c.seq_k * (bwd ? 3 : 1) +
+              f32 * (qo + kv) * (bwd ? 2 : 1) + (bwd ? f32 * kv : 0.0) + 2 * f32 * kv;
+  } else if (bwd) {
+    // The flash backward's fp32 dQ workspace and rowsum(dO ⊙ O).
+    scratch = f32 * static_cast<double>(c.batch) * c.heads_q * c.seq_q * (c.head_dim + 1);
+  }
+  // The forward's O and lse stay on the device for the backward.
+  if (bwd) scratch += o_elems(c) * c.dtype.bits / 8 + f32 * lse_elems(c);
+  return scratch;
+}
+
+bool invalid_arguments(const SdpaParams& k) {
+  try {
+    sdpa_check_arguments(k);
+    return false;
+  } catch (const SdpaArgumentError&) {
+    return true;
+  }
+}
+
+}  // namespace
+
+int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_arch*, char* reason, size_t size) {
+  const auto& row = *static_cast<const SdpaRow*>(impl);
+  const auto& c = *static_cast<const opcts_sdpa_params*>(params);
+  const SdpaBackwardParams bp = sdpa_backward_params_of(c, nullptr, 0, row.plant, row.path);
+  // A negative case runs, so that the launcher refuses it naming the argument.
+  if (invalid_arguments(bp.fwd)) return 1;
+  if (row.path != SdpaBwdPath::automatic && !backward(c)) {
+    std::snprintf(reason, size, "runs the flash backward's %s kernel; the forward is cuda.flash's",
+                  row.path == SdpaBwdPath::fma ? "FMA" : "two-blocks-per-SM tensor-core");
+    return 0;
+  }
+  if (row.path == SdpaBwdPath::tc_two_blocks) {
+    const SdpaParams& k = bp.fwd;
+    const bool variant = (k.head_dim == 96 || k.head_dim == 128) && k.head_dim_v == k.head_dim &&
+                         k.dtype != SdpaDType::fp32 && k.softcap == 0.f && k.mask_kind == SdpaMaskTensor::none;
+    if (!variant) {
+      std::snprintf(reason, size,
+                    "the two-blocks-per-SM variant exists for the tensor-core kernel's D = 96 and 128 "
+                    "(fp16/bf16, Dv = D, no softcap, no attn_mask); elsewhere it is cuda.flash's kernel");
+      return 0;
+    }
+  }
+  if (row.kernel == SdpaKernel::flash) {
+    const char* why = nullptr;
+    const bool ok = backward(c) ? sdpa_flash_backward_supports(bp, &why) : sdpa_flash_supports(bp.fwd, &why);
+    if (!ok) {
+      std::snprintf(reason, size, "%s", why);
+      return 0;
+    }
+  } else {
+    // cuBLAS's handle is made now, not under the backend's stream gate (cublasCreate may wait).
+    sdpa_math_prepare();
+  }
+  const Support s = fits_device_memory(scratch_bytes(row, c), "scratch");
+  if (!s.ok) {
+    std::snprintf(reason, size, "%s", s.reason.c_str());
+    return 0;
+  }
+  return 1;
+}
+
+void sdpa_kernel_prepare(const void* impl, const void*) {
+  // cuda.math's cuBLAS handle, in the process that runs the case (supports ran in another).
+  if (static_cast<const SdpaRow*>(impl)->kernel != SdpaKernel::math) return;
+  try {
+    sdpa_math_prepare();
+  } catch (...) {
+    // The run makes the handle again and reports what failed.
+  }
+}
+
+opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* a, opcts_report* r) {
+  const auto& row = *static_cast<const SdpaRow*>(impl);
+  const auto& c = *static_cast<const opcts_sdpa_params*>(a->params);
+  auto* stream = static_cast<cudaStream_t>(a->stream);
+  const bool flash = row.kernel == SdpaKernel::flash;
+  try {
+    SdpaBackwardParams bp = sdpa_backward_params_of(c, a->tensors, a->n_tensors, row.plant, row.path);
+    if (!backward(c)) {
+      flash ? sdpa_flash_forward(bp.fwd, stream) : sdpa_math_forward(bp.fwd, stream);
+      return OPCTS_OK;
+    }
+    // The backward needs the forward's O and lse: computed here, by the same kernel.
+    sdpa_check_arguments(bp.fwd);
+    StreamScratch scratch(stream);
+    bp.fwd.o = scratch.alloc(static_cast<size_t>(o_elems(c) * c.dtype.bits / 8), "forward O");
+    bp.fwd.lse = scratch.alloc_n<float>(static_cast<size_t>(lse_elems(c)), "forward lse");
+    flash ? sdpa_flash_forward(bp.fwd, stream) : sdpa_math_forward(bp.fwd, stream);
+    flash ? sdpa_flash_backward(bp, stream) : sdpa_math_backward(bp, stream);
+  } catch (const SdpaArgumentError& e) {
+    return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
+  } catch (const std::exception& e) {
+    return report_status(r, OPCTS_INTERNAL, e.what());
+  }
+  return OPCTS_OK;
+}
+
+int32_t sdpa_kernel_deterministic(const void* impl, const void* params) {
+  const auto& row = *static_cast<const SdpaRow*>(impl);
+  const auto& c = *static_cast<const opcts_sdpa_params*>(params);
+  // The flash forward and the math backend (cuBLAS on one GPU and toolkit, fixed-order GQA
+  // sums) are reproducible. The flash backward adds dQ with fp32 atomics: reproducible while
+  // each row's keys span at most two key blocks (sdpa_flash_backward_deterministic). Measured
+  // on the H200 (smoke tier, --bitwise with every impl declared deterministic): no differing
+  // byte in any passing case, backward included, where Sk <= 300 keeps most rows within two
+  // blocks of 64 keys.
+  if (row.kernel != SdpaKernel::flash || !backward(c)) return 1;
+  const SdpaBackwardParams bp = sdpa_backward_params_of(c, nullptr, 0, row.plant, row.path);
+  if (invalid_arguments(bp.fwd)) return 1;
+  return sdpa_flash_backward_deterministic(bp) ? 1 : 0;
+}
+
+}  // namespace opcts::cuda

@@ -1,0 +1,105 @@
+// The CUDA sdpa rows: the ABI's opcts_sdpa_params and tensors as the kernels' SdpaParams, and the
+// rows' callbacks (families/sdpa/cuda/sdpa_impls.cpp, sdpa_cudnn_impls.cpp; CUDA builds only).
+#pragma once
+
+#include <cstring>
+
+#include "families/sdpa/cuda/sdpa_kernels.hpp"
+#include "include/opcts/plugin.h"
+
+namespace opcts::cuda {
+
+enum class SdpaKernel { flash, math, cudnn };
+
+/// What an sdpa row runs (its impl_data): the kernel, a planted bug, and the flash backward's path.
+struct SdpaRow {
+  SdpaKernel kernel;
+  SdpaPlant plant = SdpaPlant::none;
+  SdpaBwdPath path = SdpaBwdPath::automatic;
+};
+
+/// The data of the tensor named `name` among `n` descriptors, or nullptr.
+inline void* sdpa_tensor_data(const opcts_tensor* t, int32_t n, const char* name) {
+  for (int32_t i = 0; i < n; ++i)
+    if (std::strcmp(t[i].name, name) == 0) return t[i].data;
+  return nullptr;
+}
+
+/// The kernels' parameters of an ABI call: sizes, scale, masks, window, softcap, the strides of
+/// the layout (BHSD or BSHD storage), and — when `tensors` are given — the tensors' pointers.
+inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor* tensors = nullptr, int32_t n = 0,
+                                 SdpaPlant plant = SdpaPlant::none) {
+  SdpaParams k{};
+  k.dtype = c.dtype.code == OPCTS_DL_BFLOAT ? SdpaDType::bf16 : c.dtype.bits == 16 ? SdpaDType::fp16 : SdpaDType::fp32;
+  k.batch = c.batch;
+  k.heads_q = c.heads_q;
+  k.heads_kv = c.heads_kv;
+  k.seq_q = c.seq_q;
+  k.seq_k = c.seq_k;
+  k.head_dim = c.head_dim;
+  k.head_dim_v = c.head_dim_v;
+  k.scale = static_cast<float>(c.scale);
+  k.softcap = static_cast<float>(c.softcap);
+  k.mask = c.mask == OPCTS_SDPA_CAUSAL_UPPER_LEFT    ? SdpaMask::causal_upper_left
+           : c.mask == OPCTS_SDPA_CAUSAL_LOWER_RIGHT ? SdpaMask::causal_lower_right
+                                                     : SdpaMask::none;
+  k.window_left = c.window_left;
+  k.window_right = c.window_right;
+  k.mask_kind = c.attn_mask == OPCTS_SDPA_ATTN_MASK_BOOL       ? SdpaMaskTensor::boolean
+                : c.attn_mask == OPCTS_SDPA_ATTN_MASK_ADDITIVE ? SdpaMaskTensor::additive
+                                                               : SdpaMaskTensor::none;
+  const bool bshd = c.layout == OPCTS_SDPA_BSHD;
+  auto strides = [&](int64_t heads, int64_t seq, int64_t d) {
+    return bshd ? contiguous_bshd(heads, seq, d) : contiguous_bhsd(heads, seq, d);
+  };
+  k.q_strides = strides(c.heads_q, c.seq_q, c.head_dim);
+  k.k_strides = strides(c.heads_kv, c.seq_k, c.head_dim);
+  k.v_strides = strides(c.heads_kv, c.seq_k, c.head_dim_v);
+  k.o_strides = strides(c.heads_q, c.seq_q, c.head_dim_v);
+  const int64_t mhs = c.seq_q * c.seq_k;  // attn_mask [B or 1, Hq or 1, Sq, Sk], contiguous
+  k.mask_strides = c.attn_mask == OPCTS_SDPA_ATTN_MASK_NONE
+                       ? SdpaStrides{0, 0, 0}
+                       : SdpaStrides{c.mask_per_batch ? (c.mask_per_head ? c.heads_q : 1) * mhs : 0,
+                                     c.mask_per_head ? mhs : 0, c.seq_k};
+  k.plant = plant;
+  if (tensors) {
+    k.q = sdpa_tensor_data(tensors, n, "q");
+    k.k = sdpa_tensor_data(tensors, n, "k");
+    k.v = sdpa_tensor_data(tensors, n, "v");
+    k.o = sdpa_tensor_data(tensors, n, "O");
+    k.lse = static_cast<float*>(sdpa_tensor_data(tensors, n, "lse"));
+    k.attn_mask = sdpa_tensor_data(tensors, n, "attn_mask");
+  }
+  return k;
+}
+
+/// The backward's parameters: the forward's, with dO, dQ, dK, dV in the layouts of O, Q, K, V.
+inline SdpaBackwardParams sdpa_backward_params_of(const opcts_sdpa_params& c, const opcts_tensor* tensors = nullptr,
+                                                  int32_t n = 0, SdpaPlant plant = SdpaPlant::none,
+                                                  SdpaBwdPath path = SdpaBwdPath::automatic) {
+  SdpaBackwardParams b{};
+  b.fwd = sdpa_params_of(c, tensors, n, plant);
+  b.path = path;
+  b.do_strides = b.fwd.o_strides;
+  b.dq_strides = b.fwd.q_strides;
+  b.dk_strides = b.fwd.k_strides;
+  b.dv_strides = b.fwd.v_strides;
+  if (tensors) {
+    b.d_o = sdpa_tensor_data(tensors, n, "dO");
+    b.d_q = sdpa_tensor_data(tensors, n, "dQ");
+    b.d_k = sdpa_tensor_data(tensors, n, "dK");
+    b.d_v = sdpa_tensor_data(tensors, n, "dV");
+  }
+  return b;
+}
+
+int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size);
+opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* args, opcts_report* report);
+void sdpa_kernel_prepare(const void* impl, const void* params);  // rows.hpp PrepareFn: cuda.math's cuBLAS handle
+int32_t sdpa_kernel_deterministic(const void* impl, const void* params);
+int32_t sdpa_cudnn_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason,
+                                size_t size);
+opcts_status sdpa_cudnn_row_run(const void* impl, const opcts_run_args* args, opcts_report* report);
+void sdpa_cudnn_row_prepare(const void* impl, const void* params);  // rows.hpp PrepareFn: the cuDNN plans
+
+}  // namespace opcts::cuda

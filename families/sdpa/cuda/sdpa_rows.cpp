@@ -1,0 +1,91 @@
+// The CUDA sdpa rows: cuda.flash, cuda.math, cuda.cudnn, the flash backward's other kernels and the
+// planted cuda.flash_* variants (every build; rows.hpp).
+#include "device_impl/cuda/rows.hpp"
+#include "families/sdpa/cuda/sdpa_launch.hpp"
+#include "families/sdpa/sdpa.hpp"
+
+namespace opcts {
+
+namespace {
+
+using cuda::SdpaBwdPath;
+using cuda::SdpaKernel;
+using cuda::SdpaPlant;
+using cuda::SdpaRow;
+
+struct Planted {
+  const char* name;
+  SdpaRow row;
+  sdpa::PlantedBug bug;
+};
+
+// Each planted row SKIPs the problems its bug cannot show on, so each of its cases must FAIL.
+std::function<std::string(const Problem&)> cannot_show(sdpa::PlantedBug bug) {
+  return [bug](const Problem& pp) -> std::string {
+    const auto& p = pp.as<sdpa::Problem>();
+    // The backward kernel does not plant it (sdpa_flash_backward.cu).
+    if (bug == sdpa::PlantedBug::gqa_modulo && p.direction == sdpa::Direction::backward)
+      return "the bug is planted in the forward only";
+    return sdpa::planted_bug_cannot_show(p, bug);
+  };
+}
+
+}  // namespace
+
+void register_cuda_sdpa(Registry& reg) {
+  using namespace cuda;
+  static constexpr SdpaRow kFlash{SdpaKernel::flash}, kMath{SdpaKernel::math};
+  // The flash backward's two other kernels, each as its own impl so that each is judged:
+  // the FMA kernel that the tensor-core one falls back to, and the tensor-core one capped at
+  // 128 registers (two blocks per SM).
+  static constexpr SdpaRow kBwdFma{SdpaKernel::flash, SdpaPlant::none, SdpaBwdPath::fma};
+  static constexpr SdpaRow kBwdOcc2{SdpaKernel::flash, SdpaPlant::none, SdpaBwdPath::tc_two_blocks};
+  static constexpr Planted kPlanted[] = {
+      {"cuda.flash_window_off_by_one",
+       {SdpaKernel::flash, SdpaPlant::window_off_by_one},
+       sdpa::PlantedBug::window_off_by_one},
+      {"cuda.flash_gqa_modulo", {SdpaKernel::flash, SdpaPlant::gqa_modulo}, sdpa::PlantedBug::gqa_modulo},
+      {"cuda.flash_drop_rowsum", {SdpaKernel::flash, SdpaPlant::drop_rowsum}, sdpa::PlantedBug::drop_rowsum},
+      {"cuda.flash_masked_row_nan", {SdpaKernel::flash, SdpaPlant::masked_row_nan}, sdpa::PlantedBug::masked_row_nan},
+      {"cuda.flash_pv_in_dtype", {SdpaKernel::flash, SdpaPlant::pv_in_dtype}, sdpa::PlantedBug::pv_in_dtype},
+      {"cuda.flash_rowsum_in_dtype",
+       {SdpaKernel::flash, SdpaPlant::rowsum_in_dtype},
+       sdpa::PlantedBug::rowsum_in_dtype},
+      {"cuda.flash_lse_plus_log2", {SdpaKernel::flash, SdpaPlant::lse_plus_log2}, sdpa::PlantedBug::lse_plus_log2},
+  };
+
+  std::vector<Row> rows;
+  auto kernel_row = [&](const char* name, const SdpaRow* data, std::vector<std::string> caps) {
+    rows.push_back(row("sdpa", name, OPCTS_CUDA_ONLY(sdpa_kernel_supports), OPCTS_CUDA_ONLY(sdpa_kernel_run),
+                       OPCTS_CUDA_ONLY(sdpa_kernel_deterministic), data));
+    rows.back().caps = std::move(caps);
+    rows.back().prepare = OPCTS_CUDA_ONLY(sdpa_kernel_prepare);
+  };
+  // flash uses mma.sync m16n8k16 with bf16 operands (sm_80+); math needs only cuBLAS.
+  kernel_row("cuda.flash", &kFlash, {"mma_sync_bf16"});
+  kernel_row("cuda.math", &kMath, {});
+  kernel_row("cuda.flash_bwd_fma", &kBwdFma, {"mma_sync_bf16"});
+  kernel_row("cuda.flash_bwd_occ2", &kBwdOcc2, {"mma_sync_bf16"});
+  for (const Planted& p : kPlanted) {
+    kernel_row(p.name, &p.row, {"mma_sync_bf16"});
+    rows.back().cannot_show = cannot_show(p.bug);
+  }
+  add_rows(reg, std::move(rows));
+
+  // cuDNN's fp16/bf16 SDPA needs sm_80+, as mma_sync_bf16 says.
+  static constexpr SdpaRow kCudnn{SdpaKernel::cudnn};
+#if OPCTS_HAVE_CUDNN
+  Row cudnn = row("sdpa", "cuda.cudnn", OPCTS_CUDA_ONLY(sdpa_cudnn_row_supports), OPCTS_CUDA_ONLY(sdpa_cudnn_row_run),
+                  nullptr, &kCudnn);
+  cudnn.prepare = OPCTS_CUDA_ONLY(sdpa_cudnn_row_prepare);
+  const std::string missing;
+#else
+  Row cudnn = row("sdpa", "cuda.cudnn", nullptr, nullptr, nullptr, &kCudnn);
+  const std::string missing =
+      OPCTS_HAVE_CUDA ? "this opcts was built without cuDNN (no cudnn_graph.h / libcudnn found)" : "";
+#endif
+  cudnn.caps = {"mma_sync_bf16"};
+  add_rows(reg, {cudnn}, missing);
+}
+
+}  // namespace opcts

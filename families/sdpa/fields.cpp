@@ -1,0 +1,236 @@
+// The sdpa problem's field table: YAML keys, id tokens and their order (sdpa.hpp, problem_id).
+#include "families/sdpa/sdpa.hpp"
+
+namespace opcts::sdpa {
+
+namespace {
+
+using kit::Field;
+
+// Reads the keys of a sub-map, refusing any other (a typo must not pass silently).
+void check_subkeys(const YAML::Node& v, std::initializer_list<const char*> keys) {
+  for (const auto& kv : v) {
+    const auto k = kv.first.as<std::string>();
+    bool ok = false;
+    std::string list;
+    for (const char* a : keys) {
+      ok = ok || k == a;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!ok) throw std::invalid_argument("unknown key '" + k + "' (expected " + list + ")");
+  }
+}
+
+// `heads: 12` or `heads: {q: 32, kv: 8}`, likewise `seq: {q, k}`; the id spells both halves.
+Field<Problem> pair_field(const char* key, int64_t Problem::*first, int64_t Problem::*second, const char* a,
+                          const char* b, const char* id_a, const char* id_b) {
+  Field<Problem> f;
+  f.key = key;
+  f.doc = std::string("N or {") + a + ": N, " + b + ": N}";
+  f.id = std::string(id_a) + "N_" + id_b + "N";
+  f.required = true;
+  f.read = [=](Problem& p, const YAML::Node& m) {
+    const YAML::Node v = m[key];
+    if (v.IsScalar()) {
+      p.*first = p.*second = kit::field_as_value<int64_t>(v);
+      return;
+    }
+    if (!v.IsMap() || !v[a] || !v[b])
+      throw std::invalid_argument(std::string("expected N or {") + a + ": N, " + b + ": N}");
+    check_subkeys(v, {a, b});
+    p.*first = kit::field_as_value<int64_t>(v[a], a);
+    p.*second = kit::field_as_value<int64_t>(v[b], b);
+  };
+  f.write = [=](const Problem& p, std::vector<std::string>& t) {
+    t.push_back(id_a + kit::int_token(p.*first));
+    t.push_back(id_b + kit::int_token(p.*second));
+  };
+  f.scan = [=](Problem& p, kit::IdReader& in) {
+    for (const auto& [prefix, member] : {std::pair{id_a, first}, std::pair{id_b, second}}) {
+      const auto n = in.take_prefixed(prefix);
+      if (!n) throw std::invalid_argument("token '" + in.peek() + "': expected " + prefix + "N");
+      p.*member = kit::parse_int_token(*n);
+    }
+  };
+  return f;
+}
+
+// `head_dim: 128` (Dqk = Dv) or `{qk: 192, v: 128}`; the id is dD, or dDvDV when they differ.
+Field<Problem> head_dim_field() {
+  Field<Problem> f = pair_field("head_dim", &Problem::head_dim, &Problem::head_dim_v, "qk", "v", "d", "v");
+  f.id = "dD[vDV]";
+  f.write = [](const Problem& p, std::vector<std::string>& t) {
+    t.push_back("d" + kit::int_token(p.head_dim) +
+                (p.head_dim_v != p.head_dim ? "v" + kit::int_token(p.head_dim_v) : ""));
+  };
+  f.scan = [](Problem& p, kit::IdReader& in) {
+    const auto d = in.take_prefixed("d");
+    if (!d) throw std::invalid_argument("token '" + in.peek() + "': expected dD or dDvDV");
+    const size_t v = d->find('v');
+    p.head_dim = kit::parse_int_token(d->substr(0, v));
+    p.head_dim_v = v == std::string::npos ? p.head_dim : kit::parse_int_token(d->substr(v + 1));
+  };
+  return f;
+}
+
+// An optional number written as <prefix><number> when set (scale) or non-zero (softcap).
+Field<Problem> scale_field() {
+  Field<Problem> f;
+  f.key = "scale";
+  f.doc = "X (default 1/sqrt(head_dim))";
+  f.id = "[scaleX]";
+  f.read = [](Problem& p, const YAML::Node& m) {
+    if (const YAML::Node v = m["scale"]) p.scale = kit::field_as_value<double>(v);
+  };
+  f.write = [](const Problem& p, std::vector<std::string>& t) {
+    if (p.scale) t.push_back("scale" + kit::num_token(*p.scale));
+  };
+  f.scan = [](Problem& p, kit::IdReader& in) {
+    if (const auto v = in.take_prefixed("scale")) p.scale = kit::parse_num_token(*v);
+  };
+  return f;
+}
+
+Field<Problem> softcap_field() {
+  Field<Problem> f;
+  f.key = "softcap";
+  f.doc = "C >= 0 (0 = off; s = C·tanh(s/C))";
+  f.id = "[capC]";
+  f.read = [](Problem& p, const YAML::Node& m) {
+    if (const YAML::Node v = m["softcap"]) p.softcap = kit::field_as_value<double>(v);
+  };
+  f.write = [](const Problem& p, std::vector<std::string>& t) {
+    if (p.softcap != 0) t.push_back("cap" + kit::num_token(p.softcap));
+  };
+  f.scan = [](Problem& p, kit::IdReader& in) {
+    if (const auto v = in.take_prefixed("cap")) p.softcap = kit::parse_num_token(*v);
+  };
+  return f;
+}
+
+// `window: {left: L, right: R}` (either may be left out; -1 = unbounded) or `none`; id winLxR.
+Field<Problem> window_field() {
+  Field<Problem> f;
+  f.key = "window";
+  f.doc = "{left: L, right: R} (-1 = unbounded, either may be left out) or none";
+  f.id = "[winLxR]";
+  f.read = [](Problem& p, const YAML::Node& m) {
+    const YAML::Node w = m["window"];
+    if (!w || (w.IsScalar() && w.Scalar() == "none")) return;
+    if (!w.IsMap()) throw std::invalid_argument("expected {left: L, right: R} (-1 = unbounded) or none");
+    check_subkeys(w, {"left", "right"});
+    if (w["left"]) p.window_left = kit::field_as_value<int64_t>(w["left"], "left");
+    if (w["right"]) p.window_right = kit::field_as_value<int64_t>(w["right"], "right");
+  };
+  f.write = [](const Problem& p, std::vector<std::string>& t) {
+    if (p.window_left != -1 || p.window_right != -1)
+      t.push_back("win" + kit::int_token(p.window_left) + "x" + kit::int_token(p.window_right));
+  };
+  f.scan = [](Problem& p, kit::IdReader& in) {
+    const auto w = in.take_prefixed("win");
+    if (!w) return;
+    const size_t x = w->find('x');
+    if (x == std::string::npos) throw std::invalid_argument("token 'win" + *w + "': expected winLxR");
+    p.window_left = kit::parse_int_token(w->substr(0, x));
+    p.window_right = kit::parse_int_token(w->substr(x + 1));
+  };
+  return f;
+}
+
+// `attn_mask: bool | additive | none` or `{kind, per_batch, per_head}`; id bmask/amask + b, h.
+Field<Problem> attn_mask_field() {
+  Field<Problem> f;
+  f.key = "attn_mask";
+  f.doc = "none | bool | additive, or {kind: bool | additive, per_batch: B, per_head: B}";
+  f.id = "[bmask|amask][b][h]";
+  auto kind = [](const std::string& k) {
+    if (k == "none") return MaskTensor::none;
+    if (k == "bool" || k == "boolean") return MaskTensor::boolean;
+    if (k == "additive") return MaskTensor::additive;
+    throw std::invalid_argument("unknown kind '" + k + "' (expected none, bool or additive)");
+  };
+  f.read = [kind](Problem& p, const YAML::Node& m) {
+    const YAML::Node v = m["attn_mask"];
+    if (!v) return;
+    if (v.IsScalar()) {
+      p.mask_tensor = kind(v.Scalar());
+      return;
+    }
+    if (!v.IsMap()) throw std::invalid_argument("expected none, bool, additive or {kind, per_batch, per_head}");
+    check_subkeys(v, {"kind", "per_batch", "per_head"});
+    if (!v["kind"]) throw std::invalid_argument("missing 'kind' (bool or additive)");
+    p.mask_tensor = kind(kit::field_as_scalar(v["kind"], "kind"));
+    if (v["per_batch"]) p.mask_per_batch = kit::field_as_value<bool>(v["per_batch"], "per_batch");
+    if (v["per_head"]) p.mask_per_head = kit::field_as_value<bool>(v["per_head"], "per_head");
+  };
+  f.write = [](const Problem& p, std::vector<std::string>& t) {
+    if (p.mask_tensor == MaskTensor::none) return;
+    std::string s = p.mask_tensor == MaskTensor::boolean ? "bmask" : "amask";
+    if (p.mask_per_batch) s += 'b';
+    if (p.mask_per_head) s += 'h';
+    t.push_back(s);
+  };
+  f.scan = [](Problem& p, kit::IdReader& in) {
+    for (const auto& [prefix, k] :
+         {std::pair{"bmask", MaskTensor::boolean}, std::pair{"amask", MaskTensor::additive}}) {
+      const std::string& t = in.peek();
+      if (t.rfind(prefix, 0) != 0) continue;
+      const std::string flags = t.substr(5);
+      if (flags != "" && flags != "b" && flags != "h" && flags != "bh")
+        throw std::invalid_argument("token '" + t + "': expected bmask or amask with an optional b, h or bh");
+      p.mask_tensor = k;
+      p.mask_per_batch = flags.find('b') != std::string::npos;
+      p.mask_per_head = flags.find('h') != std::string::npos;
+      in.take("the attn_mask");
+      return;
+    }
+  };
+  return f;
+}
+
+// A YAML-only row: the refusal a negative case expects is checked against the argument
+// contract after validation (the table's check_yaml), so the id need not carry it.
+Field<Problem> expect_field() {
+  Field<Problem> f;
+  f.key = "expect_error";
+  f.doc = "the argument impls must refuse (heads_kv, window_left, window_right, softcap): a negative case";
+  f.read = [](Problem&, const YAML::Node& m) {
+    if (const YAML::Node v = m["expect_error"]) kit::field_as_scalar(v);
+  };
+  return f;
+}
+
+void check_expect_error(const Problem& p, const YAML::Node& m) {
+  const std::string expect = m["expect_error"] ? kit::field_as_scalar(m["expect_error"]) : "";
+  const auto v = contract_violation(p);
+  if (v && expect != v->argument)
+    throw std::invalid_argument("the problem breaks the argument contract (" + v->why +
+                                "): it needs expect_error: " + v->argument);
+  if (!v && !expect.empty())
+    throw std::invalid_argument("expect_error: " + expect + " given, but the problem is valid");
+}
+
+}  // namespace
+
+const kit::FieldTable<Problem>& fields() {
+  static const kit::FieldTable<Problem> table(
+      "sdpa",
+      {kit::dtype_bare<Problem>("dtype", &Problem::dtype, "bf16 | fp16 | fp32"),
+       kit::int_always<Problem>("batch", &Problem::batch, "b", "N (default 1)", false),
+       pair_field("heads", &Problem::heads_q, &Problem::heads_kv, "q", "kv", "hq", "hkv"),
+       pair_field("seq", &Problem::seq_q, &Problem::seq_k, "q", "k", "sq", "sk"), head_dim_field(),
+       kit::choice<Problem>("mask", &Problem::mask,
+                            {{Mask::none, "none", "nomask"},
+                             {Mask::causal_upper_left, "causal_upper_left", "causal_ul"},
+                             {Mask::causal_lower_right, "causal_lower_right", "causal_lr"}}),
+       scale_field(), window_field(), softcap_field(), attn_mask_field(),
+       kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
+       kit::choice<Problem>("layout", &Problem::layout, {{Layout::bhsd, "bhsd", ""}, {Layout::bshd, "bshd", "bshd"}}),
+       kit::choice<Problem>("direction", &Problem::direction,
+                            {{Direction::forward, "forward", ""}, {Direction::backward, "backward", "bwd"}}),
+       expect_field()},
+      [](const Problem& p) { p.validate(); }, check_expect_error);
+  return table;
+}
+
+}  // namespace opcts::sdpa

@@ -1,0 +1,287 @@
+// host.flash: an independent CPU flash attention (forward and backward) with a flash
+// kernel's numerics, for every variant of the sdpa family. It shares no code with refimpl's
+// references: the visible-key ranges, strides, scores and argument checks are its own.
+//
+// Forward (FlashAttention-2, Dao 2023, Algorithm 1): per query row, the keys of its visible
+// range [lo, hi] (causal ∩ window, bottom-right aligned window) in tiles of kTile with a
+// running max m, running sum l and an fp32 accumulator. Per tile, scores in fp32
+// (s = scale·q·k, then softcap·tanh(s/softcap), then the additive mask; boolean-masked keys
+// are skipped), the unnormalised probabilities rounded to the input dtype (a tensor-core
+// P·V takes them in that dtype), the accumulator rescaled by exp(m_old − m_new). A tile
+// whose keys are all masked changes nothing. O = acc / l rounded to the dtype;
+// logsumexp = m + log(l); a row without keys: O = 0, logsumexp = -inf.
+//
+// Backward (FlashAttention-2, Algorithm 2): the forward's O (rounded to the dtype) and lse,
+// D_i = rowsum(dO ⊙ O) in fp32; then per (batch, KV head) and key tile, for every query
+// head of the group and row: P = exp(s − lse) in fp32, dV += round(P)·dO, dP = dO·V,
+// dS = P ⊙ (dP − D) (times 1 − tanh² with a softcap), dK += round(dS)·Q,
+// dQ += round(dS)·K, all accumulated in fp32 and scaled by the scale at the end; the
+// rounded values are what a kernel feeds its MMAs in the dtype.
+#include "families/sdpa/host/sdpa_flash.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/errors.hpp"
+#include "device_impl/host/host_impls.hpp"
+
+namespace opcts {
+
+namespace host_sdpa {
+
+namespace {
+
+constexpr int64_t kTile = 64;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct Str {
+  int64_t b, h, s;
+  int64_t at(int64_t bi, int64_t hi, int64_t si) const { return bi * b + hi * h + si * s; }
+};
+
+std::vector<float> decode(const HostTensor& x) {
+  const auto d = x.to_f64();
+  return std::vector<float>(d.begin(), d.end());
+}
+
+// The argument checks every impl makes (the sdpa family's negative cases).
+void check_arguments(const sdpa::Problem& p) {
+  if (p.heads_q % p.heads_kv != 0)
+    throw InvalidArgument("heads_kv", std::to_string(p.heads_q) + " query heads are not a multiple of " +
+                                          std::to_string(p.heads_kv) + " KV heads");
+  if (p.window_left < -1) throw InvalidArgument("window_left", "must be >= -1, got " + std::to_string(p.window_left));
+  if (p.window_right < -1)
+    throw InvalidArgument("window_right", "must be >= -1, got " + std::to_string(p.window_right));
+  if (p.softcap < 0) throw InvalidArgument("softcap", "must be >= 0");
+}
+
+class Kernel {
+ public:
+  Kernel(const sdpa::Problem& p, const TensorMap& in, Plant plant) : p_(p), plant_(plant) {
+    B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim, Dv = p.head_dim_v;
+    group = Hq / Hkv;
+    scale = static_cast<float>(p.scale ? *p.scale : 1.0 / std::sqrt(static_cast<double>(D)));
+    cap = static_cast<float>(p.softcap);
+    const bool bshd = p.layout == sdpa::Layout::bshd;
+    auto str = [&](int64_t heads, int64_t seq, int64_t d) {
+      return bshd ? Str{seq * heads * d, d, heads * d} : Str{heads * seq * d, seq * d, d};
+    };
+    qs = str(Hq, Sq, D), ks = str(Hkv, Sk, D), vs = str(Hkv, Sk, Dv), os = str(Hq, Sq, Dv);
+    q = decode(in.at("q")), k = decode(in.at("k")), v = decode(in.at("v"));
+    if (p.mask_tensor != sdpa::MaskTensor::none) {
+      mask = decode(in.at("attn_mask"));
+      const int64_t hs = Sq * Sk;
+      ms = {p.mask_per_batch ? (p.mask_per_head ? Hq : 1) * hs : 0, p.mask_per_head ? hs : 0, Sk};
+    }
+  }
+
+  // The visible range of row i: causal ∩ window, both window sides bottom-right aligned.
+  int64_t lo(int64_t i) const {
+    if (p_.window_left < 0) return 0;
+    int64_t l = i + Sk - Sq - p_.window_left;
+    if (plant_ == Plant::window_off_by_one) --l;
+    return std::max<int64_t>(0, l);
+  }
+  int64_t hi(int64_t i) const {
+    int64_t h = Sk - 1;
+    if (p_.mask == sdpa::Mask::causal_upper_left) h = std::min(h, i);
+    if (p_.mask == sdpa::Mask::causal_lower_right) h = std::min(h, i + Sk - Sq);
+    if (p_.window_right >= 0) h = std::min(h, i + Sk - Sq + p_.window_right);
+    return h;
+  }
+  int64_t kv_head(int64_t h) const { return plant_ == Plant::gqa_modulo ? h % Hkv : h / group; }
+
+  // The final score of (row i of head h, key j) in fp32, -inf when the boolean mask drops it;
+  // *dcap receives the softcap's derivative 1 − tanh².
+  float score(int64_t b, int64_t h, int64_t i, int64_t j, const float* qi, const float* kj, float* dcap) const {
+    if (p_.mask_tensor == sdpa::MaskTensor::boolean && mask[ms.at(b, h, i) + j] == 0.0f) return kNegInf;
+    float dot = 0.0f;
+    for (int64_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
+    float s = dot * scale;
+    if (cap > 0) {
+      const float th = std::tanh(s / cap);
+      s = cap * th;
+      if (dcap) *dcap = 1.0f - th * th;
+    }
+    if (p_.mask_tensor == sdpa::MaskTensor::additive) s += mask[ms.at(b, h, i) + j];
+    return s;
+  }
+
+  // Forward of row i of (b, h): O (unrounded fp32, Dv values) and lse.
+  void forward_row(int64_t b, int64_t h, int64_t i, float* o, float& lse) const {
+    const int64_t hk = kv_head(h);
+    const float* qi = q.data() + qs.at(b, h, i);
+    const int64_t first = lo(i), last = hi(i);
+    std::vector<float> acc(Dv, 0.0f), s(kTile);
+    float m = kNegInf, l = 0.0f;
+    for (int64_t j0 = first; j0 <= last; j0 += kTile) {
+      const int64_t jn = std::min(kTile, last + 1 - j0);
+      float tile_max = kNegInf;
+      for (int64_t j = 0; j < jn; ++j) {
+        s[j] = score(b, h, i, j0 + j, qi, k.data() + ks.at(b, hk, j0 + j), nullptr);
+        tile_max = std::max(tile_max, s[j]);
+      }
+      if (tile_max == kNegInf) continue;  // every key of the tile masked
+      const float m_new = std::max(m, tile_max);
+      const float correction = std::exp(m - m_new);  // exp(-inf) = 0 on the first tile
+      l *= correction;
+      for (int64_t d = 0; d < Dv; ++d) acc[d] *= correction;
+      for (int64_t j = 0; j < jn; ++j) {
+        if (s[j] == kNegInf) continue;
+        const float pj = std::exp(s[j] - m_new);
+        l += pj;
+        const float pr = rnd(pj);
+        const float* vj = v.data() + vs.at(b, hk, j0 + j);
+        for (int64_t d = 0; d < Dv; ++d) acc[d] += pr * vj[d];
+      }
+      if (plant_ == Plant::pv_in_dtype)
+        for (int64_t d = 0; d < Dv; ++d) acc[d] = rnd(acc[d]);
+      if (plant_ == Plant::rowsum_in_dtype) l = rnd(l);
+      m = m_new;
+    }
+    const bool empty = l == 0.0f;
+    for (int64_t d = 0; d < Dv; ++d) o[d] = empty && plant_ != Plant::masked_row_nan ? 0.0f : acc[d] / l;
+    lse = empty ? kNegInf : m + std::log(plant_ == Plant::lse_plus_log2 ? 2.0f * l : l);
+  }
+
+  float rnd(float x) const { return static_cast<float>(round_to(p_.dtype, x)); }
+
+  TensorMap forward() const {
+    TensorMap out;
+    HostTensor& o = out.emplace("O", HostTensor(p_.dtype, sdpa::o_shape(p_))).first->second;
+    HostTensor& lse = out.emplace("lse", HostTensor(DType::fp32, sdpa::lse_shape(p_))).first->second;
+#pragma omp parallel for collapse(2) schedule(dynamic)
+    for (int64_t bh = 0; bh < B * Hq; ++bh) {
+      for (int64_t i = 0; i < Sq; ++i) {
+        const int64_t b = bh / Hq, h = bh % Hq;
+        std::vector<float> row(Dv);
+        float l = 0;
+        forward_row(b, h, i, row.data(), l);
+        for (int64_t d = 0; d < Dv; ++d) o.set(os.at(b, h, i) + d, row[d]);
+        lse.set(bh * Sq + i, l);
+      }
+    }
+    return out;
+  }
+
+  TensorMap backward(const TensorMap& in) const {
+    const std::vector<float> d_o = decode(in.at("dO"));
+    // The forward as a kernel stores it: O in the dtype, lse in fp32; then D = rowsum(dO ⊙ O).
+    std::vector<float> lse(B * Hq * Sq), dsum(B * Hq * Sq);
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t bh = 0; bh < B * Hq; ++bh) {
+      std::vector<float> row(Dv);
+      for (int64_t i = 0; i < Sq; ++i) {
+        const int64_t b = bh / Hq, h = bh % Hq;
+        forward_row(b, h, i, row.data(), lse[bh * Sq + i]);
+        float acc = 0.0f;
+        const float* doi = d_o.data() + os.at(b, h, i);
+        for (int64_t d = 0; d < Dv; ++d) acc += doi[d] * static_cast<float>(round_to(p_.dtype, row[d]));
+        dsum[bh * Sq + i] = plant_ == Plant::drop_rowsum ? 0.0f : acc;
+      }
+    }
+    TensorMap out;
+    HostTensor& dq_t = out.emplace("dQ", HostTensor(p_.dtype, sdpa::q_shape(p_))).first->second;
+    HostTensor& dk_t = out.emplace("dK", HostTensor(p_.dtype, sdpa::k_shape(p_))).first->second;
+    HostTensor& dv_t = out.emplace("dV", HostTensor(p_.dtype, sdpa::v_shape(p_))).first->second;
+    // One (batch, KV head) per task: it owns dK and dV of that head and dQ of its query heads
+    // (with gqa_modulo the query heads of a KV head are those h with h % Hkv == hk).
+#pragma omp parallel for collapse(2) schedule(dynamic)
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t hk = 0; hk < Hkv; ++hk) {
+        std::vector<int64_t> heads;
+        for (int64_t h = 0; h < Hq; ++h)
+          if (kv_head(h) == hk) heads.push_back(h);
+        std::vector<float> dq(heads.size() * Sq * D, 0.0f);
+        std::vector<float> dk(kTile * D), dv(kTile * Dv);
+        for (int64_t j0 = 0; j0 < Sk; j0 += kTile) {
+          const int64_t jn = std::min(kTile, Sk - j0);
+          std::fill(dk.begin(), dk.end(), 0.0f);
+          std::fill(dv.begin(), dv.end(), 0.0f);
+          for (size_t g = 0; g < heads.size(); ++g) {
+            const int64_t h = heads[g];
+            for (int64_t i = 0; i < Sq; ++i) {
+              const float li = lse[(b * Hq + h) * Sq + i];
+              if (li == kNegInf) continue;  // a row without keys: no gradient
+              const int64_t first = std::max(lo(i), j0), last = std::min(hi(i), j0 + jn - 1);
+              const float* qi = q.data() + qs.at(b, h, i);
+              const float* doi = d_o.data() + os.at(b, h, i);
+              float* dqi = dq.data() + (g * Sq + i) * D;
+              const float di = dsum[(b * Hq + h) * Sq + i];
+              for (int64_t j = first; j <= last; ++j) {
+                const float* kj = k.data() + ks.at(b, hk, j);
+                const float* vj = v.data() + vs.at(b, hk, j);
+                float dcap = 1.0f;
+                const float s = score(b, h, i, j, qi, kj, &dcap);
+                if (s == kNegInf) continue;
+                const float pij = std::exp(s - li);
+                const float pr = rnd(pij);
+                float dp = 0.0f;
+                for (int64_t d = 0; d < Dv; ++d) {
+                  dv[(j - j0) * Dv + d] += pr * doi[d];
+                  dp += doi[d] * vj[d];
+                }
+                float ds = pij * (dp - di);
+                if (cap > 0) ds *= dcap;
+                const float dsr = rnd(ds);
+                for (int64_t d = 0; d < D; ++d) {
+                  dk[(j - j0) * D + d] += dsr * qi[d];
+                  dqi[d] += dsr * kj[d];
+                }
+              }
+            }
+          }
+          for (int64_t j = 0; j < jn; ++j) {
+            for (int64_t d = 0; d < D; ++d) dk_t.set(ks.at(b, hk, j0 + j) + d, dk[j * D + d] * scale);
+            for (int64_t d = 0; d < Dv; ++d) dv_t.set(vs.at(b, hk, j0 + j) + d, dv[j * Dv + d]);
+          }
+        }
+        for (size_t g = 0; g < heads.size(); ++g)
+          for (int64_t i = 0; i < Sq; ++i)
+            for (int64_t d = 0; d < D; ++d) dq_t.set(qs.at(b, heads[g], i) + d, dq[(g * Sq + i) * D + d] * scale);
+      }
+    }
+    return out;
+  }
+
+ private:
+  const sdpa::Problem& p_;
+  Plant plant_;
+  int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group;
+  float scale, cap;
+  Str qs{}, ks{}, vs{}, os{}, ms{0, 0, 0};
+  std::vector<float> q, k, v, mask;
+};
+
+}  // namespace
+
+TensorMap flash_run(const sdpa::Problem& p, const TensorMap& in, Plant plant) {
+  check_arguments(p);
+  const Kernel kernel(p, in, plant);
+  return p.direction == sdpa::Direction::backward ? kernel.backward(in) : kernel.forward();
+}
+
+}  // namespace host_sdpa
+
+namespace {
+
+class HostSdpaFlash final : public Impl {
+ public:
+  std::string_view family() const override { return "sdpa"; }
+  std::string_view name() const override { return "host.flash"; }
+  std::string_view backend() const override { return "host"; }
+  Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
+  TensorMap run(const Problem& pp, const TensorMap& in, const RunContext&) const override {
+    return host_sdpa::flash_run(pp.as<sdpa::Problem>(), in, host_sdpa::Plant::none);
+  }
+};
+
+}  // namespace
+
+void register_host_sdpa(Registry& reg) {
+  reg.add(std::make_unique<HostSdpaFlash>());
+  register_host_sdpa_planted(reg);
+}
+
+}  // namespace opcts

@@ -1,0 +1,66 @@
+// Planted-bug variants of host.flash (Impl::planted): each carries one bug class that real
+// attention kernels shipped, and the sdpa catalog must make each FAIL (`opcts run --arch host
+// --include-planted --filter 'sdpa.host_flash_*'`). Each supports only the problems that
+// exercise its bug, so every case it has is one that must fail.
+//   host.flash_window_off_by_one  the left window bound keeps one key too many (cuDNN's
+//                                 left bound is FlashAttention's + 1: the classic mix-up)
+//   host.flash_gqa_modulo         query head h reads KV head h % Hkv, not h / (Hq / Hkv)
+//   host.flash_drop_rowsum        backward without rowsum(dO ⊙ O): dS = P ⊙ dP
+//   host.flash_masked_row_nan     a row that sees no key gives 0/0 = NaN (PyTorch < 2.5)
+//   host.flash_pv_in_dtype        the P·V accumulator rounded to the input dtype after every
+//                                 key tile (a 16-bit accumulator register)
+//   host.flash_rowsum_in_dtype    the softmax row sum l rounded to the input dtype after
+//                                 every key tile
+//   host.flash_lse_plus_log2      logsumexp = m + log(2·l), off by log 2 (visible only against
+//                                 a reference that keeps scores in fp32 when logits are large)
+#include "device_impl/host/host_impls.hpp"
+#include "families/sdpa/host/sdpa_flash.hpp"
+
+namespace opcts {
+
+namespace {
+
+using host_sdpa::Plant;
+
+class HostSdpaPlanted final : public Impl {
+ public:
+  explicit HostSdpaPlanted(Plant plant) : plant_(plant) {}
+  std::string_view family() const override { return "sdpa"; }
+  std::string_view name() const override {
+    switch (plant_) {
+      case Plant::window_off_by_one: return "host.flash_window_off_by_one";
+      case Plant::gqa_modulo: return "host.flash_gqa_modulo";
+      case Plant::drop_rowsum: return "host.flash_drop_rowsum";
+      case Plant::masked_row_nan: return "host.flash_masked_row_nan";
+      case Plant::pv_in_dtype: return "host.flash_pv_in_dtype";
+      case Plant::rowsum_in_dtype: return "host.flash_rowsum_in_dtype";
+      case Plant::lse_plus_log2: return "host.flash_lse_plus_log2";
+      case Plant::none: break;
+    }
+    return "host.flash_planted";
+  }
+  std::string_view backend() const override { return "host"; }
+  bool planted() const override { return true; }
+
+  Support supports(const Problem& pp, const ArchInfo&) const override {
+    const std::string why = sdpa::planted_bug_cannot_show(pp.as<sdpa::Problem>(), plant_);
+    return why.empty() ? Support::yes() : Support::no(why);
+  }
+
+  TensorMap run(const Problem& pp, const TensorMap& in, const RunContext&) const override {
+    return host_sdpa::flash_run(pp.as<sdpa::Problem>(), in, plant_);
+  }
+
+ private:
+  Plant plant_;
+};
+
+}  // namespace
+
+void register_host_sdpa_planted(Registry& reg) {
+  for (Plant p : {Plant::window_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan,
+                  Plant::pv_in_dtype, Plant::rowsum_in_dtype, Plant::lse_plus_log2})
+    reg.add(std::make_unique<HostSdpaPlanted>(p));
+}
+
+}  // namespace opcts

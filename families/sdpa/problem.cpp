@@ -1,0 +1,188 @@
+// SDPA problem: masks, validation and the stable id in both directions.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/errors.hpp"
+#include "families/sdpa/sdpa.hpp"
+
+namespace opcts::sdpa {
+
+std::string_view to_string(Mask m) {
+  switch (m) {
+    case Mask::none: return "none";
+    case Mask::causal_upper_left: return "causal_upper_left";
+    case Mask::causal_lower_right: return "causal_lower_right";
+  }
+  return "?";
+}
+
+double Problem::effective_scale() const { return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(head_dim)); }
+
+int64_t Problem::first_key(int64_t i) const {
+  if (window_left < 0) return 0;
+  return std::max<int64_t>(0, i + seq_k - seq_q - window_left);
+}
+
+int64_t Problem::last_key(int64_t i) const {
+  int64_t last = seq_k - 1;
+  if (mask == Mask::causal_upper_left) last = std::min(last, i);
+  if (mask == Mask::causal_lower_right) last = std::min(last, i + seq_k - seq_q);
+  if (window_right >= 0) last = std::min(last, i + seq_k - seq_q + window_right);
+  return last;
+}
+
+bool Problem::visible(int64_t i, int64_t j) const { return j >= first_key(i) && j <= last_key(i); }
+
+int64_t Problem::keys_of_row(int64_t i) const { return std::max<int64_t>(0, last_key(i) - first_key(i) + 1); }
+
+std::optional<Violation> contract_violation(const Problem& p) {
+  if (p.heads_kv > 0 && p.heads_q % p.heads_kv != 0)
+    return Violation{"heads_kv", "heads_q (" + std::to_string(p.heads_q) + ") must be a multiple of heads_kv (" +
+                                     std::to_string(p.heads_kv) + ") for GQA"};
+  if (p.window_left < -1)
+    return Violation{"window_left", "window_left = " + std::to_string(p.window_left) + " (>= 0, or -1 for unbounded)"};
+  if (p.window_right < -1)
+    return Violation{"window_right",
+                     "window_right = " + std::to_string(p.window_right) + " (>= 0, or -1 for unbounded)"};
+  if (p.softcap < 0) return Violation{"softcap", "softcap must be >= 0 (0 = off), got " + std::to_string(p.softcap)};
+  return std::nullopt;
+}
+
+void check_contract(const Problem& p) {
+  if (const auto v = contract_violation(p)) throw InvalidArgument(v->argument, v->why);
+}
+
+std::vector<char> unseen_keys(const Problem& p) {
+  // first_key and last_key never decrease with i, so the seen keys are a union of ranges
+  // marked with a difference array.
+  std::vector<int64_t> diff(static_cast<size_t>(std::max<int64_t>(p.seq_k, 0)) + 1, 0);
+  for (int64_t i = 0; i < p.seq_q; ++i) {
+    const int64_t f = p.first_key(i), l = p.last_key(i);
+    if (l < f) continue;
+    ++diff[f];
+    --diff[l + 1];
+  }
+  std::vector<char> unseen(static_cast<size_t>(std::max<int64_t>(p.seq_k, 0)));
+  int64_t run = 0;
+  for (int64_t j = 0; j < p.seq_k; ++j) {
+    run += diff[j];
+    unseen[j] = run == 0;
+  }
+  return unseen;
+}
+
+std::string_view to_string(MaskTensor m) {
+  switch (m) {
+    case MaskTensor::none: return "none";
+    case MaskTensor::boolean: return "bool";
+    case MaskTensor::additive: return "additive";
+  }
+  return "?";
+}
+std::string_view to_string(Layout l) { return l == Layout::bshd ? "bshd" : "bhsd"; }
+std::string_view to_string(Direction d) { return d == Direction::backward ? "backward" : "forward"; }
+
+void Problem::validate() const {
+  auto nonneg = [](const char* name, int64_t v) {
+    if (v < 0) throw std::invalid_argument(std::string(name) + " must be >= 0, got " + std::to_string(v));
+  };
+  nonneg("batch", batch);
+  nonneg("seq.q", seq_q);
+  nonneg("seq.k", seq_k);
+  if (heads_q <= 0 || heads_kv <= 0) throw std::invalid_argument("heads.q and heads.kv must be > 0");
+  if (head_dim <= 0) throw std::invalid_argument("head_dim must be > 0, got " + std::to_string(head_dim));
+  if (head_dim_v <= 0) throw std::invalid_argument("head_dim.v must be > 0, got " + std::to_string(head_dim_v));
+  if (dtype != DType::bf16 && dtype != DType::fp16 && dtype != DType::fp32)
+    throw std::invalid_argument("dtype " + std::string(name(dtype)) + " is not an SDPA input type (fp16, bf16, fp32)");
+  if (scale && !std::isfinite(*scale)) throw std::invalid_argument("scale must be finite");
+  if (!std::isfinite(softcap)) throw std::invalid_argument("softcap must be finite");
+  if (mask_tensor == MaskTensor::none && (mask_per_batch || mask_per_head))
+    throw std::invalid_argument("attn_mask.per_batch / per_head given without an attn_mask");
+  if (poison_masked && contract_violation(*this) == std::nullopt) {
+    const auto unseen = unseen_keys(*this);
+    if (std::find(unseen.begin(), unseen.end(), 1) == unseen.end() && batch > 0 && seq_k > 0)
+      throw std::invalid_argument(
+          "poison_masked: every key is visible to some query row, so there is nowhere to put the NaN (use a "
+          "window, or causal_upper_left with seq.k > seq.q)");
+  }
+}
+
+std::string problem_id(const Problem& p) { return fields().id(p); }
+Problem parse_problem_id(std::string_view id) { return fields().parse_id(id); }
+
+namespace {
+std::vector<int64_t> stored(const Problem& p, int64_t heads, int64_t seq, int64_t d) {
+  if (p.layout == Layout::bshd) return {p.batch, seq, heads, d};
+  return {p.batch, heads, seq, d};
+}
+Strides strides_of(const Problem& p, int64_t heads, int64_t seq, int64_t d) {
+  if (p.layout == Layout::bshd) return {seq * heads * d, d, heads * d};
+  return {heads * seq * d, seq * d, d};
+}
+}  // namespace
+
+std::vector<int64_t> q_shape(const Problem& p) { return stored(p, p.heads_q, p.seq_q, p.head_dim); }
+std::vector<int64_t> k_shape(const Problem& p) { return stored(p, p.heads_kv, p.seq_k, p.head_dim); }
+std::vector<int64_t> kv_shape(const Problem& p) { return k_shape(p); }
+std::vector<int64_t> v_shape(const Problem& p) { return stored(p, p.heads_kv, p.seq_k, p.head_dim_v); }
+std::vector<int64_t> o_shape(const Problem& p) { return stored(p, p.heads_q, p.seq_q, p.head_dim_v); }
+std::vector<int64_t> lse_shape(const Problem& p) { return {p.batch, p.heads_q, p.seq_q}; }
+std::vector<int64_t> mask_shape(const Problem& p) {
+  return {p.mask_per_batch ? p.batch : 1, p.mask_per_head ? p.heads_q : 1, p.seq_q, p.seq_k};
+}
+Strides q_strides(const Problem& p) { return strides_of(p, p.heads_q, p.seq_q, p.head_dim); }
+Strides k_strides(const Problem& p) { return strides_of(p, p.heads_kv, p.seq_k, p.head_dim); }
+Strides v_strides(const Problem& p) { return strides_of(p, p.heads_kv, p.seq_k, p.head_dim_v); }
+Strides o_strides(const Problem& p) { return strides_of(p, p.heads_q, p.seq_q, p.head_dim_v); }
+Strides mask_strides(const Problem& p) {
+  const int64_t hs = p.seq_q * p.seq_k;
+  return {p.mask_per_batch ? (p.mask_per_head ? p.heads_q : 1) * hs : 0, p.mask_per_head ? hs : 0, p.seq_k};
+}
+
+std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
+  if (bug == PlantedBug::none) return "not a planted bug";
+  if (contract_violation(p)) return "planted impls run valid problems only";
+  if (p.batch == 0 || p.seq_q == 0 || p.seq_k == 0) return "empty problem: nothing to get wrong";
+  bool any_key = false;
+  for (int64_t i = 0; i < p.seq_q && !any_key; ++i) any_key = p.keys_of_row(i) > 0;
+  if (!any_key && bug != PlantedBug::masked_row_nan) return "no row sees a key: nothing to get wrong";
+  switch (bug) {
+    case PlantedBug::window_off_by_one:
+      // Some row must have a key just left of its window.
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (p.window_left >= 0 && p.keys_of_row(i) > 0 && p.first_key(i) > 0) return "";
+      return "no row has a key left of its window";
+    case PlantedBug::gqa_modulo:
+      if (p.heads_kv > 1 && p.heads_q > p.heads_kv) return "";
+      return "h % Hkv equals h / (Hq / Hkv) without GQA or with one KV head";
+    case PlantedBug::drop_rowsum:
+      if (p.direction == Direction::backward) return "";
+      return "the rowsum term is a backward bug";
+    case PlantedBug::masked_row_nan:
+      if (p.direction != Direction::forward) return "the NaN row is planted in the forward";
+      if (p.mask_tensor != MaskTensor::none && p.seq_q > 3) return "";  // rows i = 3 (mod 8) see nothing
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (p.keys_of_row(i) == 0) return "";
+      return "every row sees a key";
+    case PlantedBug::pv_in_dtype:
+    case PlantedBug::rowsum_in_dtype:
+    case PlantedBug::lse_plus_log2: {
+      if (p.direction != Direction::forward) return "the precision bugs are planted in the forward";
+      if (bug == PlantedBug::lse_plus_log2) return "";
+      if (p.dtype == DType::fp32) return "rounding to the dtype changes nothing in fp32";
+      const bool pv = bug == PlantedBug::pv_in_dtype;
+      const int64_t min_keys = pv ? kPlantedPvKeys : kPlantedRowsumKeys;
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (p.keys_of_row(i) >= min_keys) return "";
+      return pv ? "no row of " + std::to_string(min_keys) +
+                      " keys or more: three roundings of the accumulator or fewer hide in the bound"
+                : "every row sees one key: l = 1 is exact in the dtype";
+    }
+    case PlantedBug::none: break;
+  }
+  return "not a planted bug";
+}
+
+}  // namespace opcts::sdpa

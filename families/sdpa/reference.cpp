@@ -1,0 +1,122 @@
+// SDPA forward references for every variant (GQA, Dqk ≠ Dv, causal masks, windows, softcap,
+// boolean and additive attn_mask, BSHD storage): the fp64 values, the same-precision reference
+// of the ref_relative metric and its per-element bounds. Masked keys are masked explicitly
+// (-inf before the softmax, P = 0 after it) and K/V rows that no query row sees are zeroed
+// before the GEMMs, so poison (NaN) in them cannot leak through 0·NaN.
+//
+// Both run per (batch, query head), OpenMP over the pairs, each head by blocks of 128 query rows
+// and the keys they see (families/sdpa/detail.hpp RowBlock).
+//
+// fp64: families/sdpa/detail.hpp's pipeline in double without rounding, on the inputs' values.
+//
+// Same precision (`lowp`): the ideal low-precision flash kernel, the same pipeline in fp32
+// keeping the one rounding of an intermediate that a flash kernel cannot avoid:
+//   - inputs in the dtype (their stored values), scores s = scale·q·k (softcap, additive mask)
+//     computed and kept in fp32: a flash kernel holds S in fp32 registers and never stores it;
+//   - the softmax against the row's final max in fp32: e_ij = exp(s_ij − m_i), l_i = Σ_j e_ij,
+//     lse_i = m_i + log l_i (fp32, the lse output itself);
+//   - e rounded to the dtype once, for the P·V product (a tensor-core MMA takes P in the input
+//     dtype; FlashAttention-2 packs it so, as cuda.flash and host.flash do);
+//   - O = (Σ_j RN(e_ij)·v_j) / l_i accumulated in fp32, stored before its rounding to the
+//     dtype: the ref_relative bound takes factor × this accumulation error (or the bound below,
+//     if larger) and adds the one output rounding as half an output spacing per element
+//     (runner/compare.hpp), so that where a kernel's value lands on the other side of a
+//     rounding midpoint it is not charged a whole spacing the reference happened not to pay.
+// It does not round S (PyTorch's math backend in the dtype does; the default math backend
+// and cuda.math compute in fp32), does not round l, and normalises once at the end. A kernel
+// rounds P relative to its running max instead of the final one and sums in another order:
+// another sample of the same roundings, which factor 2 and tiles of 16 rows cover
+// (cases/tolerances.yaml, SdpaFamily::outputs).
+//
+// Bounds (`bound`): families/sdpa/bound.hpp (O) and lse_floor.hpp (lse, one bound per
+// softmax structure: "lse" per key, "lse@<structure>"), from the same-precision pipeline's own P.
+#include <array>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "families/sdpa/bound.hpp"
+#include "families/sdpa/detail.hpp"
+#include "families/sdpa/sdpa.hpp"
+
+namespace opcts::sdpa {
+
+using detail::RowMajor;
+
+References reference(const Problem& p, const TensorMap& inputs) {
+  const int64_t B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k;
+  const int64_t D = p.head_dim, Dv = p.head_dim_v;
+  const int64_t group = Hq / Hkv;
+  const std::vector<double> q = inputs.at("q").to_f64(), k = inputs.at("k").to_f64(), v = inputs.at("v").to_f64();
+  const detail::MaskView mask = detail::mask_view(p, inputs);
+  const std::vector<char> unseen = unseen_keys(p);
+  const Strides qs = q_strides(p), ks = k_strides(p), vs = v_strides(p), os = o_strides(p);
+  const detail::ToDtype to_dtype{p.dtype};
+
+  References r;
+  for (auto* refs : {&r.exact, &r.lowp, &r.bound}) {
+    (*refs)["O"].assign(B * Hq * Sq * Dv, 0.0);
+    (*refs)["lse"].assign(B * Hq * Sq, 0.0);
+  }
+  auto &o = r.exact.at("O"), &lse = r.exact.at("lse");
+  auto &o_lp = r.lowp.at("O"), &lse_lp = r.lowp.at("lse");
+  auto &o_bd = r.bound.at("O"), &lse_bd = r.bound.at("lse");
+  // lse's floor under each softmax structure an impl may declare (families/sdpa/lse_floor.hpp).
+  std::array<std::vector<double>*, detail::kSoftmaxStructures.size()> lse_declared{};
+  for (size_t s = 0; s < lse_declared.size(); ++s) {
+    lse_declared[s] = &r.bound[bound_key("lse", detail::kSoftmaxStructures[s].name)];
+    lse_declared[s]->assign(B * Hq * Sq, 0.0);
+  }
+
+  const std::vector<detail::RowBlock> blocks = detail::row_blocks(p);
+
+#pragma omp parallel for collapse(2) schedule(dynamic)
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t hk = h / group;  // GQA: consecutive query heads share a KV head
+      const int64_t row0 = (b * Hq + h) * Sq;
+      RowMajor<double> oh(Sq, Dv);  // fp64's O, also the centre of the lowp bound's score term
+      {
+        const auto kh = detail::gather<double>(k, ks, b, hk, Sk, D, &unseen);
+        const auto vh = detail::gather<double>(v, vs, b, hk, Sk, Dv, &unseen);
+        const auto qh = detail::gather<double>(q, qs, b, h, Sq, D);
+        for (const detail::RowBlock& blk : blocks) {
+          const auto f = detail::forward_head<double>(p, mask, b, h, blk, qh.middleRows(blk.r0, blk.rows),
+                                                      kh.middleRows(blk.k0, blk.keys), vh.middleRows(blk.k0, blk.keys),
+                                                      false, detail::Exact{});
+          oh.middleRows(blk.r0, blk.rows) = f.o;
+          for (int64_t i = 0; i < blk.rows; ++i) lse[row0 + blk.r0 + i] = f.lse[i];
+        }
+        detail::scatter(o, os, b, h, oh, detail::Exact{});
+      }
+      {
+        const auto kh = detail::gather<float>(k, ks, b, hk, Sk, D, &unseen);
+        const auto vh = detail::gather<float>(v, vs, b, hk, Sk, Dv, &unseen);
+        const auto qh = detail::gather<float>(q, qs, b, h, Sq, D);
+        const RowMajor<float> o_exact = oh.cast<float>();
+        RowMajor<float> oh_lp(Sq, Dv), bh(Sq, Dv);
+        for (const detail::RowBlock& blk : blocks) {
+          const RowMajor<float> qb = qh.middleRows(blk.r0, blk.rows), kb = kh.middleRows(blk.k0, blk.keys),
+                                vb = vh.middleRows(blk.k0, blk.keys);
+          const auto f = detail::forward_head(p, mask, b, h, blk, qb, kb, vb, false, to_dtype);
+          oh_lp.middleRows(blk.r0, blk.rows) = f.o;  // before the output rounding
+          const std::vector<detail::LseFloor> lf = detail::lse_floors(p, f, qb, kb);
+          for (int64_t i = 0; i < blk.rows; ++i) {
+            const int64_t row = row0 + blk.r0 + i;
+            lse_lp[row] = f.lse[i];
+            lse_bd[row] = lf[i].under(1);
+            for (size_t s = 0; s < detail::kSoftmaxStructures.size(); ++s)
+              (*lse_declared[s])[row] = lf[i].under(detail::kSoftmaxStructures[s].block);
+          }
+          bh.middleRows(blk.r0, blk.rows) =
+              detail::o_bound<float>(p, f, qb, kb, vb, o_exact.middleRows(blk.r0, blk.rows));
+        }
+        detail::scatter(o_lp, os, b, h, oh_lp, detail::Exact{});
+        detail::scatter(o_bd, os, b, h, bh, detail::Exact{});
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace opcts::sdpa

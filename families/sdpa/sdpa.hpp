@@ -1,0 +1,222 @@
+// SDPA forward and backward: the problem type, its id and YAML forms, and the fp64 /
+// same-precision references.
+//
+// Semantics (PyTorch scaled_dot_product_attention docs, FlashAttention-2 flash_attn_func; the same
+// contract as families/sdpa/cuda/sdpa_kernels.hpp):
+// s = scale·q_i·k_j; softcap > 0 gives s = softcap·tanh(s/softcap); an additive mask is
+// added; keys outside the causal mask, the window or a boolean mask get s = -inf;
+// O = softmax(s)·V per (batch, query head); query head h reads KV head h / (Hq/Hkv) (GQA,
+// PyTorch enable_gqa). logsumexp is the natural log of Σ_j exp(s_ij) over the keys row i
+// sees, fp32, [B, Hq, Sq]. A row that sees no key gives O = 0 and logsumexp = -inf
+// (PyTorch ≥ 2.5 _safe_softmax, FlashAttention-3) and zero gradients.
+// Window: FlashAttention-2's window_size (left, right), bottom-right aligned, inclusive:
+// keeps j ∈ [i + Sk − Sq − left, i + Sk − Sq + right]; −1 = unbounded; intersects with the
+// causal mask. cuDNN's left bound is left + 1 (cudnn-frontend test/python/test_mhas.py).
+// Backward (direction backward): inputs q, k, v, dO; outputs dQ, dK, dV from
+// dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = scale·dS·K, dK = scale·dSᵀ·Q,
+// dV = Pᵀ·dO (FlashAttention-2, Dao 2023, Algorithm 2), with GQA heads summed into dK, dV.
+// Layout: logical Q [B, Hq, Sq, Dqk]; K [B, Hkv, Sk, Dqk]; V [B, Hkv, Sk, Dv];
+// O [B, Hq, Sq, Dv]; stored BHSD, or BSHD ([B, S, H, D]) when layout is bshd.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "core/family.hpp"
+#include "core/fields.hpp"
+
+namespace opcts::sdpa {
+
+enum class Mask {
+  none,
+  causal_upper_left,   // keep j <= i (PyTorch is_causal)
+  causal_lower_right,  // keep j <= i + Sk - Sq (FlashAttention-2 causal, cuDNN BOTTOM_RIGHT)
+};
+std::string_view to_string(Mask m);
+
+/// An explicit attn_mask input: boolean (true = attend) or additive (in the input dtype).
+enum class MaskTensor { none, boolean, additive };
+enum class Layout { bhsd, bshd };
+enum class Direction { forward, backward };
+
+struct Problem {
+  DType dtype = DType::bf16;
+  int64_t batch = 1;
+  int64_t heads_q = 1;
+  int64_t heads_kv = 1;
+  int64_t seq_q = 1;
+  int64_t seq_k = 1;
+  int64_t head_dim = 64;        // Dqk
+  int64_t head_dim_v = 64;      // Dv (YAML `head_dim: {qk: 192, v: 128}`; a number sets both)
+  std::optional<double> scale;  // unset: 1/sqrt(head_dim)
+  Mask mask = Mask::none;
+  int64_t window_left = -1;   // -1: unbounded
+  int64_t window_right = -1;  // -1: unbounded
+  double softcap = 0;         // 0: off
+  MaskTensor mask_tensor = MaskTensor::none;
+  bool mask_per_batch = false;  // attn_mask is [B or 1, Hq or 1, Sq, Sk]
+  bool mask_per_head = false;
+  bool poison_masked = false;  // NaN written into K/V rows that no query may see
+  Layout layout = Layout::bhsd;
+  Direction direction = Direction::forward;
+
+  double effective_scale() const;
+  /// The keys row i may see under the causal mask and the window: the inclusive range
+  /// [first_key(i), last_key(i)], clamped to [0, Sk − 1]; empty when last_key(i) < first_key(i).
+  /// (A window makes the range start after 0; a boolean or additive attn_mask is data, applied
+  /// by the references and impls on top of this range.) Negative windows count as unbounded.
+  int64_t first_key(int64_t i) const;
+  int64_t last_key(int64_t i) const;
+  /// Whether key j is visible to query row i under the causal mask and the window.
+  bool visible(int64_t i, int64_t j) const;
+  /// The number of keys of row i: sum over j of visible(i, j), in O(1).
+  int64_t keys_of_row(int64_t i) const;
+  /// Throws std::invalid_argument naming the field for a malformed problem (negative sizes,
+  /// head dims <= 0, fp64, a non-finite scale or softcap, attn_mask flags without a mask,
+  /// poison_masked where every key is visible to some row). A broken argument contract
+  /// (contract_violation below) is not malformed: it is a negative case.
+  void validate() const;
+  bool operator==(const Problem&) const = default;
+};
+
+/// The plugin ABI's opcts_sdpa_params for a problem, as bytes (families/sdpa/abi.cpp).
+std::vector<unsigned char> abi_params(const Problem& p);
+
+/// The field table (families/sdpa/fields.cpp): YAML keys dtype; batch (default 1); heads (N or
+/// {q, kv}); seq (N or {q, k}); head_dim (N or {qk, v}); mask none | causal_upper_left |
+/// causal_lower_right; scale; window {left, right} (-1 = unbounded) or none; softcap;
+/// attn_mask none | bool | additive or {kind, per_batch, per_head}; poison_masked; layout
+/// bhsd | bshd; direction forward | backward; expect_error (a negative case). The id below.
+const kit::FieldTable<Problem>& fields();
+
+/// A break of the operator's argument contract that a user can write and every impl must
+/// refuse with opcts::InvalidArgument naming `argument` (Family::expected_error):
+///   "heads_kv"      heads_q % heads_kv != 0 (PyTorch enable_gqa, FlashAttention-2, cuDNN)
+///   "window_left"   window_left < -1 (FlashAttention-2 takes -1 as unbounded, nothing lower)
+///   "window_right"  window_right < -1
+///   "softcap"       softcap < 0 (0 is off)
+/// A wrongly broadcast attn_mask cannot be written: per_batch / per_head are flags and the
+/// mask's shape follows from them. YAML negative cases say `expect_error: <argument>`.
+using opcts::Violation;
+std::optional<Violation> contract_violation(const Problem& p);
+/// Throws opcts::InvalidArgument for contract_violation(p); every impl calls it first.
+void check_contract(const Problem& p);
+
+/// The bug classes of the planted impls (host.flash_* and cuda.flash_*; the kernels'
+/// twin is families/sdpa/cuda/sdpa_kernels.hpp's SdpaPlant); none for the real impls.
+enum class PlantedBug {
+  none,
+  window_off_by_one,  // the left window bound keeps one key too many
+  gqa_modulo,         // query head h reads KV head h % Hkv instead of h / (Hq / Hkv)
+  drop_rowsum,        // backward: dS = P ⊙ dP, without subtracting rowsum(dO ⊙ O)
+  masked_row_nan,     // a row that sees no key divides 0 by 0 (O = NaN) instead of O = 0
+  pv_in_dtype,        // the P·V accumulator is rounded to the input dtype after every key tile
+  rowsum_in_dtype,    // the softmax row sum l is rounded to the input dtype after every key tile
+  lse_plus_log2,      // logsumexp = m + log(2·l): off by log 2 (a log2/ln domain slip)
+};
+/// Why a problem cannot show the planted bug (so the planted impl SKIPs it and each of its
+/// cases must FAIL), or "" when it can: negative cases, empty problems, rows that see no
+/// key, no key left of a window, no GQA, the wrong direction; for the precision bugs fp32
+/// inputs (rounding to fp32 changes nothing) and rows too short to show them (kPlantedPvKeys,
+/// kPlantedRowsumKeys).
+std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
+/// The precision bugs show on forward problems with 16-bit inputs wherever a row is long enough
+/// for the bug to change it past the bound: rowsum_in_dtype on any row of kPlantedRowsumKeys
+/// keys or more (a row of one key has l = 1, exact in the dtype; lse's bound is fp32-sized and
+/// sees one rounding of l), pv_in_dtype on any row spanning more than three key tiles of 64
+/// (kPlantedPvKeys keys; cuda.flash's tiles of 32 or 64 give it as many roundings or more). A
+/// row of n keys takes ⌈n/64⌉ roundings of its whole P·V accumulator where the reference
+/// rounds only P (n roundings of single terms); the bound is twice the largest same-precision
+/// error over 16 rows plus the output's rounding, and one to three roundings of the
+/// accumulator, each about that error's size at its largest, hide in it: on the host default
+/// tier, rows of 65-143 keys (2-3 tiles) escaped in 37 of 745 problems, rows of 193 keys or
+/// more in none. Near one-hot rows (scores of large σ) are no exception: l and O keep the
+/// second-largest keys' weights, not exact in the dtype.
+constexpr int64_t kPlantedPvKeys = 3 * 64 + 1;
+constexpr int64_t kPlantedRowsumKeys = 2;
+
+/// Keys that no query row can see under the causal mask and the window (1 = unseen), Sk
+/// entries. poison_masked writes NaN into exactly these rows of K and V.
+std::vector<char> unseen_keys(const Problem& p);
+
+std::string_view to_string(MaskTensor m);
+std::string_view to_string(Layout l);
+std::string_view to_string(Direction d);
+
+/// The id: DTYPE_bB_hqHQ_hkvHKV_sqSQ_skSK_dD[vDV]_MASK, then optional tokens, each only when
+/// its field is not the default, in this order:
+///   _scaleX        scale set (X: shortest round-trip decimal, 'p' = '.', 'm' = '-')
+///   _winLxR        window (left L, right R; m for minus: _win4095xm1 = (4095, -1))
+///   _capX          softcap X > 0 (or a negative one: a negative case), written like scale
+///   _bmask[b][h]   boolean attn_mask; b: per batch, h: per head (neither: broadcast over B, H)
+///   _amask[b][h]   additive attn_mask, likewise
+///   _poison        NaN in the K/V rows no query row can see
+///   _bshd          BSHD storage
+///   _bwd           backward
+/// "bf16_b2_hq32_hkv8_sq4096_sk4096_d128_causal_lr" (problems of the forward-only era keep
+/// their ids), "bf16_b1_hq16_hkv8_sq512_sk512_d256_causal_lr_win4095x0_cap50_bwd",
+/// "bf16_b1_hq128_hkv128_sq256_sk256_d192v128_causal_lr". MASK: nomask | causal_ul | causal_lr.
+/// Only lowercase letters, digits and '_': a valid gtest name.
+std::string problem_id(const Problem& p);
+/// Inverse of problem_id; throws std::invalid_argument naming the token it cannot read (and
+/// any id that is not the canonical spelling of its problem, so the round trip is exact).
+Problem parse_problem_id(std::string_view id);
+
+/// Shapes of the tensors as stored (row-major, contiguous): [B, H, S, D] for bhsd and
+/// [B, S, H, D] for bshd. q: [.., Hq, Sq, Dqk]; k: [.., Hkv, Sk, Dqk]; v: [.., Hkv, Sk, Dv];
+/// O and dO: [.., Hq, Sq, Dv]; dQ, dK, dV have the shapes of q, k, v.
+std::vector<int64_t> q_shape(const Problem& p);
+std::vector<int64_t> k_shape(const Problem& p);
+std::vector<int64_t> kv_shape(const Problem& p);  // = k_shape (K; V has head_dim_v)
+std::vector<int64_t> v_shape(const Problem& p);
+std::vector<int64_t> o_shape(const Problem& p);
+/// [B, Hq, Sq], fp32, whatever the layout.
+std::vector<int64_t> lse_shape(const Problem& p);
+/// The attn_mask input: [B or 1, Hq or 1, Sq, Sk] (per_batch, per_head), contiguous.
+std::vector<int64_t> mask_shape(const Problem& p);
+
+/// Element strides of a stored tensor for the logical (batch, head, seq) indices, D contiguous
+/// (the same numbers as families/sdpa/cuda/sdpa_kernels.hpp's SdpaStrides).
+struct Strides {
+  int64_t batch, head, seq;
+  int64_t at(int64_t b, int64_t h, int64_t s) const { return b * batch + h * head + s * seq; }
+};
+Strides q_strides(const Problem& p);  // also dQ
+Strides k_strides(const Problem& p);  // also dK
+Strides v_strides(const Problem& p);  // also dV
+Strides o_strides(const Problem& p);  // also dO
+/// attn_mask strides (batch, head; seq = Sk): 0 where the mask broadcasts.
+Strides mask_strides(const Problem& p);
+
+/// Inputs (families/sdpa/family.cpp), a pure function of the seed:
+///   q, k, v (and dO for backward): N(0, 1) in the dtype and the layout.
+///   attn_mask boolean: bool8 holding 1 (attend) or 0; each element kept with probability 0.8
+///     (Philox uniform < 0.8), and every row i ≡ 3 (mod 8) fully masked (PyTorch's
+///     test_fully_masked_out_rows class). Read it with get(i), nonzero = attend.
+///   attn_mask additive: in the dtype, N(0, 1) where the boolean rule keeps the element and
+///     -inf exactly where it masks it.
+///   poison_masked: K and V rows of unseen_keys(p) are NaN (every batch and KV head).
+/// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
+/// "dV" (dtype, shapes of q, k, v).
+
+/// The forward references on inputs q, k, v (any dtype; their rounded values are used),
+/// families/sdpa/reference.cpp: `exact` the fp64 values (scores, softmax and both products in
+/// double with Eigen, (batch, head) pairs in parallel with OpenMP, a fixed summation order);
+/// `lowp` the ideal low-precision flash kernel (fp32 scores and accumulation, P rounded to the
+/// dtype for P·V) before its output rounding; `bound` the ref_relative floors. Outputs "O"
+/// and "lse", row-major in storage order.
+References reference(const Problem& p, const TensorMap& inputs);
+/// The backward references (families/sdpa/backward_reference.cpp): fp64 gradients dQ, dK, dV
+/// of the forward above at dO, the ideal low-precision flash backward (O, P and dS rounded
+/// where a flash backward rounds them) before its output rounding as `lowp`, and the floors.
+References backward_reference(const Problem& p, const TensorMap& inputs);
+
+}  // namespace opcts::sdpa
+
+namespace opcts {
+/// Registers the sdpa family (problem parsing, ids, inputs, references).
+void register_sdpa_family(Registry& reg);
+}  // namespace opcts
