@@ -2,14 +2,14 @@
 // (every build; rows.hpp).
 //
 // Planted (must FAIL): cuda.cublaslt_<bug> makes the same cuBLASLt call with the bug applied to
-// the inputs it is given (refimpl/scaled_mm_planted.hpp: a block scale doubled, one K block's
+// the inputs it is given (families/scaled_mm/planted.hpp: a block scale doubled, one K block's
 // scales zeroed, the output scale dropped, every scale off by 2^-8, the bias dropped, half of K
 // dropped, the result doubled, every product 2^-8 low or high, the last 32 K elements dropped),
 // so the suite proves it catches each under the arch's accumulator model of cuBLASLt itself.
 #include "device_impl/cuda/rows.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_launch.hpp"
+#include "families/scaled_mm/planted.hpp"
 #include "families/scaled_mm/scaled_mm.hpp"
-#include "refimpl/scaled_mm_planted.hpp"
 
 namespace opcts {
 

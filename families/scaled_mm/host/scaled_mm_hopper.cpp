@@ -17,7 +17,7 @@
 // The step width 32 is this emulation's choice; the bound (runner/accumulator.hpp) holds for
 // any width. FP8 recipes only: Hopper has no block-scaled (MX / NVFP4) MMA.
 //
-// Planted (host.emulated_hopper_<bug>, must FAIL under the sm90 model; refimpl/scaled_mm_planted.hpp):
+// Planted (host.emulated_hopper_<bug>, must FAIL under the sm90 model; families/scaled_mm/planted.hpp):
 // block_scale_doubled, k_block_scale_zeroed, no_out_scale, scale_error, no_bias, half_k,
 // out_times_2, product_low, product_high (every product 2^-8 off: the bias check's two sides),
 // drop_last_k_step (the last 32 K elements: a FAST_ACCUM step) — the same bugs
@@ -28,7 +28,7 @@
 
 #include "device_impl/host/host_impls.hpp"
 #include "families/scaled_mm/host/scaled_mm_emulation.hpp"
-#include "refimpl/scaled_mm_planted.hpp"
+#include "families/scaled_mm/planted.hpp"
 
 namespace opcts {
 

@@ -223,7 +223,7 @@ TEST(ScaledMmPlanted, HopperBugsCaughtAtModelK) {
 // FAST_ACCUM at model K (the default tier's fast_accum grid: K = 4096, never promoted): the
 // emulation passes and a dropped last MMA step (32 K elements) fails, under the model the
 // tolerance table gives the emulation there. A product 2^-8 off runs only where the derived
-// band (ĉ = 1, the largest: scaled_mm_planted.cpp) stays inside 2^-8, which at K = 4096 with a
+// band (ĉ = 1, the largest: families/scaled_mm/planted.cpp) stays inside 2^-8, which at K = 4096 with a
 // bf16 output it does not (D_hi alone is 36·u_p = 4.4e-3 at ĉ = 1): SKIP, named as such.
 TEST(ScaledMmPlanted, FastAccumBugsCaughtAtModelK) {
   for (const scaled_mm::Recipe r : {scaled_mm::Recipe::tensorwise, scaled_mm::Recipe::rowwise}) {
@@ -242,7 +242,8 @@ TEST(ScaledMmPlanted, FastAccumBugsCaughtAtModelK) {
     for (const char* bug : {"drop_last_k_step", "product_low", "product_high"}) {
       const Impl& impl = *builtin_registry().impl(std::string("host.emulated_hopper_") + bug);
       const Support s = impl.supports(p, host());
-      if (!s.ok) {  // the fill's last step too light to show, or the drift band too wide (scaled_mm_planted.cpp)
+      if (!s.ok) {  // the fill's last step too light to show, or the drift band too wide
+                    // (families/scaled_mm/planted.cpp)
         std::printf("%s %s: SKIP %s\n", id.c_str(), bug, s.reason.c_str());
         if (std::string(bug) == "drop_last_k_step") EXPECT_EQ(r, scaled_mm::Recipe::rowwise);
         else EXPECT_NE(s.reason.find("the bias check's band reaches"), std::string::npos) << s.reason;

@@ -41,7 +41,7 @@ const std::vector<PlantedBug>& planted_bugs();
 /// does not exist in the problem (no output scale other than 1 or no bias to drop, e8m0 / ue4m3
 /// scales that cannot carry a 2^-8 error); and, for the 2^-8 errors,
 /// outputs so few and coarse that their rounding alone puts the bias check's noise floor above
-/// the error (derived in scaled_mm_planted.cpp); results pushed past fp16's range, and for
+/// the error (derived in planted.cpp); results pushed past fp16's range, and for
 /// the doubling bugs e4m3fn outputs scaled up, whose unsaturated results may all lie inside
 /// the accumulation bound.
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);

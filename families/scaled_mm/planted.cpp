@@ -1,5 +1,5 @@
 // Planted scaled_mm bugs: where each can show, and the inputs it hands an impl.
-#include "refimpl/scaled_mm_planted.hpp"
+#include "families/scaled_mm/planted.hpp"
 
 #include <algorithm>
 #include <cmath>
