@@ -1,5 +1,6 @@
 // opcts manifest lint: an arch's manifest checked against every case of that arch (malformed and
-// untyped FAIL entries are refused by Manifest::load, naming file:line).
+// untyped FAIL entries are refused by Manifest::load, naming file:line; xfail and flaky entries
+// without `tracking:` are listed).
 #include <cstdio>
 #include <set>
 #include <string>
@@ -63,11 +64,22 @@ int cmd_manifest_lint(const Selection& s) {
   std::vector<std::string> ids;
   for (const auto& c : suite.all_cases()) ids.push_back(c.id);
   const auto& entries = suite.manifest().entries();
-  int problems = 0, from_files = 0;
+  int problems = 0, from_files = 0, untracked = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const ManifestEntry& e = entries[i];
     if (e.planted) continue;
     ++from_files;
+    // The findings ledger: a kept failure says where it is tracked (docs/manifests.md).
+    if (needs_tracking(e) && e.tracking.empty()) {
+      std::printf("%s: untracked %s entry '%s': give it 'tracking:' (a URL, an issue reference or a page of ours)\n",
+                  e.source.c_str(), std::string(to_string(e.kind)).c_str(), e.match.c_str());
+      ++problems, ++untracked;
+    }
+    if (const std::string why = unresolved_tracking(e.tracking, all.cases_dir); !why.empty()) {
+      std::printf("%s: %s entry '%s': tracking %s\n", e.source.c_str(), std::string(to_string(e.kind)).c_str(),
+                  e.match.c_str(), why.c_str());
+      ++problems;
+    }
     bool any = false;
     for (const auto& id : ids)
       if ((any = glob_match(e.match, id))) break;
@@ -83,8 +95,9 @@ int cmd_manifest_lint(const Selection& s) {
       problems += unknown_outputs(e, suite.all_cases());
     }
   }
-  std::printf("manifest lint %s: %d entries (%s), %zu cases, %d stale, shadowed or misnamed\n", arch.c_str(),
-              from_files, suite.manifest().path().c_str(), ids.size(), problems);
+  std::printf(
+      "manifest lint %s: %d entries (%s), %zu cases, %d stale, shadowed, misnamed or untracked (%d untracked)\n",
+      arch.c_str(), from_files, suite.manifest().path().c_str(), ids.size(), problems, untracked);
   return problems == 0 ? 0 : 1;
 }
 

@@ -135,6 +135,7 @@ std::string to_json_line(const ResultRecord& r) {
   if (!r.tier.empty()) j["tier"] = r.tier;
   if (!r.message.empty()) j["message"] = r.message;
   if (!r.expectation.empty()) j["expectation"] = r.expectation;
+  if (!r.tracking.empty()) j["tracking"] = r.tracking;
   if (!r.provisional.empty()) j["provisional"] = r.provisional;
   json outs = json::array();
   for (const auto& o : r.outputs) {
@@ -190,6 +191,7 @@ ResultRecord parse_json_line(const std::string& line) {
   r.tier = j.value("tier", "");
   r.message = j.value("message", "");
   r.expectation = j.value("expectation", "");
+  r.tracking = j.value("tracking", "");
   r.provisional = j.value("provisional", "");
   if (j.contains("outputs")) {
     for (const auto& o : j["outputs"]) {

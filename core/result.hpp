@@ -106,6 +106,7 @@ struct ResultRecord {
                             // apply (RunContext::note): what running the case said
   std::string expectation;  // the manifest entry that judged it: "xfail sm90.yaml:40: reason", a
                             // planted bug, an unmet xfail ("expects ERROR ..., got FAIL"), a known flake
+  std::string tracking;     // that entry's `tracking:` (ManifestEntry::tracking): where the finding is tracked
   // Outputs judged under a stand-in accumulator model because the arch's manifest measured
   // none ("d: {bits: 14, ...} (cases/tolerances.yaml:150)"): the verdict is provisional
   // (`opcts probe accumulators` measures the model; `gate --require-measured-models` fails).

@@ -139,6 +139,7 @@ std::string failures_section(const std::vector<ResultRecord>& records) {
     std::string why = r.outcome == Outcome::XPASS ? "remove this manifest entry: the case now passes. " : "";
     if (!r.failures.empty()) why += "failed: " + describe(r.failures) + ". ";
     why = with_stats(why + r.message, r, " — ");
+    if (!r.tracking.empty()) why = "[tracking: " + r.tracking + "] " + why;  // before a cut can lose it
     s += fmt::format(
         "<tr><td style=\"color:{}\"><b>{}</b></td><td>{}</td><td><code>{}</code><br><code "
         "class=\"repro\">{}</code></td>"

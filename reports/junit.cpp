@@ -117,6 +117,7 @@ void add_lean_properties(pugi::xml_node tc, const ResultRecord& r) {
   add_prop(props, "raw_outcome", to_string(r.raw_outcome));
   if (!r.message.empty()) add_prop(props, "message", r.message);
   if (!r.expectation.empty()) add_prop(props, "expectation", r.expectation);
+  if (!r.tracking.empty()) add_prop(props, "tracking", r.tracking);
   add_worst_properties(props, r);
   if (!r.repro.empty()) add_prop(props, "repro", r.repro);
 }
@@ -136,6 +137,7 @@ void add_properties(pugi::xml_node tc, const ResultRecord& r, JunitDetail detail
   // The record's own message; the failure/skipped element's message is a display form.
   if (!r.message.empty()) add_prop(props, "message", r.message);
   if (!r.expectation.empty()) add_prop(props, "expectation", r.expectation);
+  if (!r.tracking.empty()) add_prop(props, "tracking", r.tracking);
   // The failure kinds, machine-read by read_junit (the gate matches typed xfails against them).
   if (!r.failures.empty()) add_prop(props, "failures", failures_json(r.failures));
   if (r.planted) add_prop(props, "planted", "true");
@@ -381,6 +383,7 @@ ResultRecord parse_testcase(pugi::xml_node tc, const std::string& family) {
     else if (name == "ms") r.ms = parse_double(value, name);
     else if (name == "message") r.message = value;
     else if (name == "expectation") r.expectation = value;
+    else if (name == "tracking") r.tracking = value;
     else if (name == "repro") r.repro = value;
     else if (name == "failures") r.failures = parse_failures_json(value);
     else if (name == "planted") r.planted = value == "true";

@@ -88,7 +88,11 @@ EnablementMatrix enablement_matrix(const std::vector<ResultRecord>& records) {
     c.provisional += !r.provisional.empty() && r.outcome != Outcome::SKIP;
     switch (r.outcome) {
       case Outcome::PASS: ++c.pass; break;
-      case Outcome::XFAIL: ++c.xfail, ++c.xfail_reasons[xfail_reason(r.message)]; break;
+      case Outcome::XFAIL:
+        ++c.xfail;
+        // The tracking reference first: the HTML report's hover text cuts a long reason.
+        ++c.xfail_reasons[(r.tracking.empty() ? "" : "[tracking: " + r.tracking + "] ") + xfail_reason(r.message)];
+        break;
       case Outcome::SKIP:
         switch (skip_kind(r.message)) {
           case SkipKind::capability: ++c.skip_capability; break;

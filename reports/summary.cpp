@@ -84,15 +84,24 @@ void provisional_section(std::string& md, const std::vector<ResultRecord>& recor
   }
 }
 
-void reasons_section(std::string& md, const std::vector<const ResultRecord*>& cases, const std::string& title) {
+// The cases grouped by reason, most first; `tracking` adds a column with where each group's
+// manifest entry tracks the finding (ResultRecord::tracking), the expected failures' ledger.
+void reasons_section(std::string& md, const std::vector<const ResultRecord*>& cases, const std::string& title,
+                     bool tracking = false) {
   if (cases.empty()) return;
-  std::map<std::string, std::size_t> by_reason;
-  for (const auto* r : cases) by_reason[r->message.empty() ? "(no reason given)" : one_line(r->message)]++;
-  std::vector<std::pair<std::string, std::size_t>> sorted(by_reason.begin(), by_reason.end());
+  std::map<std::pair<std::string, std::string>, std::size_t> by_reason;
+  for (const auto* r : cases)
+    by_reason[{r->message.empty() ? "(no reason given)" : one_line(r->message), tracking ? r->tracking : ""}]++;
+  std::vector<std::pair<std::pair<std::string, std::string>, std::size_t>> sorted(by_reason.begin(), by_reason.end());
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  md += fmt::format("\n## {} ({})\n\n| cases | reason |\n|---:|---|\n", title, cases.size());
-  for (std::size_t i = 0; i < sorted.size() && i < kTopReasons; ++i)
-    md += fmt::format("| {} | {} |\n", sorted[i].second, markdown_cell(sorted[i].first));
+  md += fmt::format("\n## {} ({})\n\n| cases | reason |{}\n|---:|---|{}\n", title, cases.size(),
+                    tracking ? " tracking |" : "", tracking ? "---|" : "");
+  for (std::size_t i = 0; i < sorted.size() && i < kTopReasons; ++i) {
+    const auto& [why, where] = sorted[i].first;
+    md += fmt::format("| {} | {} |", sorted[i].second, markdown_cell(why));
+    if (tracking) md += " " + (where.empty() ? std::string("(none)") : markdown_cell(where)) + " |";
+    md += "\n";
+  }
   if (sorted.size() > kTopReasons) {
     std::size_t rest = 0;
     for (std::size_t i = kTopReasons; i < sorted.size(); ++i) rest += sorted[i].second;
@@ -167,6 +176,7 @@ std::string summary_markdown(const std::vector<ResultRecord>& records) {
       md += fmt::format("- {} on {} **{}**", code_span(r.id), r.arch.empty() ? "?" : r.arch, to_string(r.outcome));
       const std::string msg = short_message(r);
       if (!msg.empty()) md += ": " + msg;
+      if (!r.tracking.empty()) md += " (tracking: " + markdown_cell(r.tracking) + ")";
       md += "\n";
       if (!r.repro.empty()) md += "  repro: " + code_span(r.repro) + "\n";
     }
@@ -175,7 +185,7 @@ std::string summary_markdown(const std::vector<ResultRecord>& records) {
   }
   provisional_section(md, records);
   reasons_section(md, skips, "Skipped");
-  reasons_section(md, xfails, "Expected failures");
+  reasons_section(md, xfails, "Expected failures", true);
   return md;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "core/yaml_util.hpp"
@@ -26,6 +27,52 @@ std::string_view to_string(EntryKind k) {
     case EntryKind::tolerance: return "tolerance";
   }
   return "?";
+}
+
+bool is_tracking_reference(const std::string& s) {
+  // A URL; owner/repo#N or repo#N; "issue N"; a Markdown page of this repository with an
+  // optional section anchor (GitHub's, which keeps non-ASCII letters and dashes; relative, no
+  // "..": it names a file of the checkout, which `manifest lint` checks).
+  static const RE2 kForms(R"(https?://[^\s/]+(/\S*)?|([A-Za-z0-9_.-]+/)?[A-Za-z0-9_.-]+#[0-9]+|issue [0-9]+|)"
+                          R"([A-Za-z0-9_][A-Za-z0-9_./-]*\.md(#\S+)?)");
+  return RE2::FullMatch(s, kForms) && (s.rfind("http", 0) == 0 || s.find("..") == std::string::npos);
+}
+
+namespace {
+
+// GitHub's anchor of a Markdown heading: lower case, punctuation other than '-' and '_' dropped
+// (non-ASCII bytes kept), spaces as '-'.
+std::string heading_anchor(const std::string& heading) {
+  std::string a;
+  for (unsigned char c : heading) {
+    if (std::isalnum(c) || c == '-' || c == '_') a += static_cast<char>(std::tolower(c));
+    else if (c == ' ') a += '-';
+    else if (c >= 0x80) a += static_cast<char>(c);
+  }
+  return a;
+}
+
+}  // namespace
+
+std::string unresolved_tracking(const std::string& tracking, const std::string& cases_dir) {
+  if (tracking.rfind("http", 0) == 0 || tracking.find(".md") == std::string::npos) return "";
+  const std::string file = tracking.substr(0, tracking.find('#'));
+  std::filesystem::path dir = std::filesystem::absolute(cases_dir).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "cases/"
+  const std::filesystem::path root = dir.parent_path();
+  if (!std::filesystem::is_directory(root / file.substr(0, file.find('/')))) return "";
+  std::ifstream in(root / file);
+  if (!in) return "names " + file + ", which is not there";
+  if (file.size() == tracking.size()) return "";
+  const std::string anchor = tracking.substr(file.size() + 1);
+  bool fenced = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("```", 0) == 0) fenced = !fenced;
+    if (fenced || line.empty() || line[0] != '#') continue;
+    const auto text = line.find_first_not_of('#');
+    if (text != std::string::npos && heading_anchor(line.substr(text + 1)) == anchor) return "";
+  }
+  return "names section #" + anchor + ", which no heading of " + file + " has";
 }
 
 namespace {
@@ -102,14 +149,15 @@ void parse_expected_failures(const std::string& path, const YAML::Node& n, Manif
 
 ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::Node& n) {
   switch (kind) {
-    case EntryKind::skip: check_keys(path, n, {"match", "reason", "link"}); break;
+    case EntryKind::skip: check_keys(path, n, {"match", "reason", "tracking"}); break;
     case EntryKind::xfail:
-      check_keys(path, n, {"match", "reason", "link", "strict", "expect", "message", "outputs", "case", "max_ratio"});
+      check_keys(path, n,
+                 {"match", "reason", "tracking", "strict", "expect", "message", "outputs", "case", "max_ratio"});
       break;
-    case EntryKind::flaky: check_keys(path, n, {"match", "reason", "link", "reruns"}); break;
+    case EntryKind::flaky: check_keys(path, n, {"match", "reason", "tracking", "reruns"}); break;
     case EntryKind::tolerance:
       check_keys(path, n,
-                 {"match", "reason", "link", "output", "factor", "atol", "rtol", "atol_eps", "accumulator",
+                 {"match", "reason", "tracking", "output", "factor", "atol", "rtol", "atol_eps", "accumulator",
                   "false_alarm", "accumulation"});
       break;
   }
@@ -125,7 +173,14 @@ ManifestEntry parse_entry(const std::string& path, EntryKind kind, const YAML::N
   e.reason = text_of(path, n, "reason");
   // A folded (>) reason ends in a newline; reports and `list -v` print it on one line.
   while (!e.reason.empty() && std::isspace(static_cast<unsigned char>(e.reason.back()))) e.reason.pop_back();
-  if (n["link"]) e.link = text_of(path, n, "link");
+  if (n["tracking"]) {
+    e.tracking = text_of(path, n, "tracking");
+    if (!is_tracking_reference(e.tracking))
+      yaml_fail(path, n["tracking"],
+                "'tracking' must be a URL (https://...), an issue reference (opcts#32, pytorch/pytorch#131257, "
+                "issue 41) or a page of ours (docs/status/sm90.md#section), not '" +
+                    e.tracking + "'");
+  }
   if (n["strict"]) e.strict = bool_of(path, n, "strict");
   if (kind == EntryKind::xfail) {
     if (!n["expect"])

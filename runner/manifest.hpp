@@ -22,9 +22,12 @@ std::string_view to_string(EntryKind k);
 /// One manifest entry: a glob over case ids, a required reason and kind-specific fields.
 struct ManifestEntry {
   EntryKind kind;
-  std::string match;     // fnmatch glob over case ids
-  std::string reason;    // required: why the entry exists
-  std::string link;      // optional tracking link
+  std::string match;   // fnmatch glob over case ids
+  std::string reason;  // required: why the entry exists
+  // Where the finding is tracked (is_tracking_reference): a URL, an issue reference or a page
+  // of ours. Required of xfail and flaky entries by `opcts manifest lint`; travels into the
+  // record (ResultRecord::tracking) and the reports.
+  std::string tracking;
   std::string source;    // "path:line"
   bool strict = true;    // xfail: an unexpected pass is XPASS (fails the gate)
   bool planted = false;  // xfail implied by a planted-bug impl (Impl::planted), not by a file
@@ -80,6 +83,23 @@ class Manifest {
   std::string arch_, path_;
   std::vector<ManifestEntry> entries_;
 };
+
+/// Whether `s` is a tracking reference a manifest entry may carry: a URL ("https://..."), an
+/// issue reference ("opcts#32", "pytorch/pytorch#131257", "issue 41") or a Markdown page of
+/// this repository with an optional section ("docs/status/sm90.md#h200-runs").
+bool is_tracking_reference(const std::string& s);
+
+/// Why a `tracking:` page of ours ("docs/status/sm90.md#section") does not resolve against the
+/// checkout `cases_dir` lies in: the file is not there, or no heading of it has that anchor
+/// (GitHub's). "" when it resolves, when `tracking` is no page, or when the checkout has no such
+/// top-level folder (an installed cases folder has no docs beside it).
+std::string unresolved_tracking(const std::string& tracking, const std::string& cases_dir);
+
+/// Whether lint requires `tracking:` of an entry: the kinds that keep a known failure (xfail,
+/// flaky) and come from a file (a planted impl's implied entry does not).
+inline bool needs_tracking(const ManifestEntry& e) {
+  return !e.planted && (e.kind == EntryKind::xfail || e.kind == EntryKind::flaky);
+}
 
 /// The outcome of a case given its raw outcome, message and failure kinds (ResultRecord::
 /// failures) and the xfail entry matching it (or null). The whole table, as deqp-runner's

@@ -31,6 +31,7 @@ void judge(const Suite& suite, ResultRecord& r) {
   const ManifestEntry* xf = suite.manifest().find(EntryKind::xfail, r.id);
   r.outcome = apply_expectation(r.raw_outcome, r.message, r.failures, xf);
   r.expectation.clear();
+  r.tracking.clear();
   if (!xf) return;
   if (r.outcome == Outcome::XFAIL || r.outcome == Outcome::XPASS) {
     r.expectation = xf->planted ? "planted bug (" + xf->source + ")" : "xfail (" + xf->source + "): " + xf->reason;
@@ -38,6 +39,7 @@ void judge(const Suite& suite, ResultRecord& r) {
   } else if (const std::string unmet = unmet_expectation(r.raw_outcome, r.message, r.failures, *xf); !unmet.empty()) {
     r.expectation = unmet;
   }
+  if (!r.expectation.empty()) r.tracking = xf->tracking;
 }
 
 std::optional<std::string> flake_of(const std::vector<Outcome>& outcomes) {
@@ -207,8 +209,10 @@ RunResult run_cases(const Suite& suite, const std::vector<Case>& cases, const Ru
     const ManifestEntry* flaky = suite.manifest().find(EntryKind::flaky, r.id);
     // The gate's table (runner/gate.cpp): a failure or FLAKE under a flaky entry is a note;
     // the record says so, so that `opcts gate DIR` judges it as this run did.
-    if (flaky && (is_failure(r.outcome) || r.outcome == Outcome::FLAKE))
+    if (flaky && (is_failure(r.outcome) || r.outcome == Outcome::FLAKE)) {
       r.expectation = "known flaky (" + flaky->source + "): " + flaky->reason;
+      r.tracking = flaky->tracking;
+    }
     out.records.push_back(std::move(r));
   }
   std::sort(out.records.begin(), out.records.end(), [](const auto& a, const auto& b) { return a.id < b.id; });

@@ -32,7 +32,7 @@ const char* kFull =
     "skip:\n"                                                        // 3
     "  - match: \"sdpa.*/fp32_*\"\n"                                 // 4
     "    reason: no fp32 path\n"                                     // 5
-    "    link: https://example.invalid/1\n"                          // 6
+    "    tracking: https://example.invalid/1\n"                      // 6
     "xfail:\n"                                                       // 7
     "  - match: \"sdpa.cuda_flash/*_d256_*\"\n"                      // 8
     "    reason: head dim 256 overflows smem\n"                      // 9
@@ -65,7 +65,7 @@ TEST(ManifestLoad, ParsesEveryEntryKind) {
   const ManifestEntry* skip = m.find(EntryKind::skip, "sdpa.cuda_flash/fp32_b1_hq1_hkv1_sq1_sk1_d64_nomask");
   ASSERT_NE(skip, nullptr);
   EXPECT_EQ(skip->reason, "no fp32 path");
-  EXPECT_EQ(skip->link, "https://example.invalid/1");
+  EXPECT_EQ(skip->tracking, "https://example.invalid/1");
   EXPECT_EQ(skip->source, path + ":4");
   EXPECT_EQ(m.find(EntryKind::skip, "sdpa.cuda_flash/bf16_b1_hq1_hkv1_sq1_sk1_d64_nomask"), nullptr);
 
@@ -133,6 +133,53 @@ TEST(ManifestErrors, MissingReasonNamesFileAndLine) {
   // An empty reason is as bad as none.
   const std::string p2 = write(dir, "m2.yaml", "skip:\n  - match: x\n    reason: \"\"\n");
   EXPECT_NE(load_error(p2).find(p2 + ":2:"), std::string::npos) << load_error(p2);
+}
+
+// The findings ledger's `tracking:`: each accepted form loads; a malformed one is a YamlError at
+// its file:line:column, saying what forms it takes.
+TEST(ManifestTracking, AcceptsUrlsIssueReferencesAndOurPagesAndRefusesOtherText) {
+  for (const char* good : {"https://github.com/pytorch/pytorch/issues/131257", "opcts#32", "pytorch/pytorch#131257",
+                           "issue 41", "docs/status/sm90.md#h200-runs", "docs/status/sm90.md"})
+    EXPECT_TRUE(is_tracking_reference(good)) << good;
+  for (const char* bad : {"", "see the H200 runs", "https://", "issue", "issue #41", "opcts#", "#32", "TODO",
+                          "../elsewhere.md", "docs/status/sm90.md#a b", "ftp://x/y", "pytorch/pytorch#12a"})
+    EXPECT_FALSE(is_tracking_reference(bad)) << bad;
+  const std::string dir = temp_dir();
+  const std::string ok = write(dir, "t.yaml",
+                               "arch: sm90\nxfail:\n  - match: \"a*\"\n    reason: r\n    expect: ERROR\n"
+                               "    tracking: \"pytorch/pytorch#131257\"\nflaky:\n  - match: \"b*\"\n"
+                               "    reason: r\n    tracking: issue 41\n");
+  const Manifest m = Manifest::load(ok);
+  ASSERT_EQ(m.entries().size(), 2u);
+  EXPECT_EQ(m.entries()[0].tracking, "pytorch/pytorch#131257");
+  EXPECT_EQ(m.entries()[1].tracking, "issue 41");
+  const std::string bad = write(dir, "t2.yaml",
+                                "arch: sm90\nxfail:\n  - match: \"a*\"\n    reason: r\n    expect: ERROR\n"
+                                "    tracking: see the H200 runs\n");
+  const std::string err = load_error(bad);
+  EXPECT_NE(err.find(bad + ":6:15: 'tracking' must be a URL"), std::string::npos) << err;
+  EXPECT_NE(err.find("not 'see the H200 runs'"), std::string::npos) << err;
+  // `link:` was its old name: one key, so it is refused.
+  const std::string old = write(dir, "t3.yaml", "arch: sm90\nskip:\n  - match: \"a*\"\n    reason: r\n    link: x\n");
+  EXPECT_NE(load_error(old).find(old + ":5:"), std::string::npos) << load_error(old);
+}
+
+// Every shipped manifest's kept failures are in the ledger, their pages of ours resolving —
+// sm90_pytorch.yaml too, which no `manifest lint` CTest judges (its entries match plugin rows).
+TEST(ManifestTracking, EveryShippedXfailAndFlakyEntryIsTracked) {
+  const std::filesystem::path dir = std::filesystem::path(cases_dir()) / "manifests";
+  std::size_t tracked = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    if (f.path().extension() != ".yaml") continue;
+    const Manifest m = Manifest::load(f.path().string());
+    for (const ManifestEntry& e : m.entries()) {
+      if (!e.tracking.empty()) EXPECT_EQ(unresolved_tracking(e.tracking, cases_dir().string()), "") << e.source;
+      if (!needs_tracking(e)) continue;
+      EXPECT_NE(e.tracking, "") << e.source << " " << e.match;
+      ++tracked;
+    }
+  }
+  EXPECT_GT(tracked, 100u);  // sm90.yaml's and sm90_pytorch.yaml's (counted once per file that loads them)
 }
 
 TEST(ManifestErrors, UnknownKeyNamesKeyAndLine) {

@@ -30,7 +30,41 @@ TEST(ManifestLint, ReportsStaleAndShadowedEntriesAndFails) {
   EXPECT_EQ(bad.output.find("'cast.hip_cvt/*':"), std::string::npos) << bad.output;
   const Shell good = sh(lint);
   EXPECT_EQ(good.status, 0) << good.output;
-  EXPECT_NE(good.output.find("0 stale, shadowed or misnamed"), std::string::npos) << good.output;
+  EXPECT_NE(good.output.find("0 stale, shadowed, misnamed or untracked"), std::string::npos) << good.output;
+}
+
+// The findings ledger: an xfail or flaky entry without `tracking:` is listed with its file:line
+// and fails the lint, as one whose page section is not there; one with it, and a skip without
+// it, do not.
+TEST(ManifestLint, ListsXfailAndFlakyEntriesWithoutTracking) {
+  const fs::path m = fs::path(opcts::testutil::temp_dir()) / "ledger.yaml";
+  std::ofstream(m) << "arch: gfx942\nskip:\n"                                                    // 1
+                      "  - match: \"cast.hip_cvt/*fnuz*\"\n    reason: no path\n"                // 3
+                      "xfail:\n"                                                                 // 5
+                      "  - match: \"sdpa.hip_flash/*_bwd\"\n    reason: r\n    expect: CRASH\n"  // 6
+                      "  - match: \"sdpa.hip_flash/*\"\n    reason: r\n    expect: ERROR\n"      // 9
+                      "    tracking: opcts#42\n"                                                 // 12
+                      "  - match: \"cast.hip_cvt/*fnuz*\"\n    reason: r\n    expect: ERROR\n"   // 13
+                      "    tracking: docs/status/sm90.md#no-such-section\n"                      // 16
+                      "flaky:\n"                                                                 // 17
+                      "  - match: \"cast.hip_cvt/*\"\n    reason: r\n";                          // 18
+  const std::string lint =
+      std::string(OPCTS_BINARY) + " manifest lint --arch gfx942 --cases-dir " + OPCTS_SOURCE_DIR + "/cases";
+  const Shell bad = sh(lint + " --manifest " + m.string());
+  EXPECT_NE(bad.status, 0) << bad.output;
+  EXPECT_NE(bad.output.find(m.string() + ":6: untracked xfail entry 'sdpa.hip_flash/*_bwd'"), std::string::npos)
+      << bad.output;
+  EXPECT_NE(bad.output.find(m.string() + ":18: untracked flaky entry 'cast.hip_cvt/*'"), std::string::npos)
+      << bad.output;
+  // A page of ours is checked against the checkout: the file and the heading its anchor names.
+  EXPECT_NE(bad.output.find(m.string() +
+                            ":13: xfail entry 'cast.hip_cvt/*fnuz*': tracking names section #no-such-section, which "
+                            "no heading of docs/status/sm90.md has"),
+            std::string::npos)
+      << bad.output;
+  EXPECT_EQ(bad.output.find("untracked xfail entry 'sdpa.hip_flash/*'"), std::string::npos) << bad.output;
+  EXPECT_EQ(bad.output.find("untracked skip"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("(2 untracked)"), std::string::npos) << bad.output;
 }
 
 // A FAIL entry names its outputs and kinds: an untyped one is refused with its file and line,

@@ -101,6 +101,28 @@ TEST(Matrix, ProvisionalCasesAreMarkedInTheCell) {
   EXPECT_NE(html_report(rs, "t").find("partial: 2/3 xfail, provisional (3)"), std::string::npos);
 }
 
+// The findings ledger: an expected failure's tracking reference (its manifest entry's
+// `tracking:`) is shown beside it in the summary, the enablement matrix and the HTML report, and
+// an unexpected failure under an entry names it too.
+TEST(Ledger, TrackingIsShownInTheSummaryMatrixAndHtml) {
+  auto rs = records();
+  rs[3].tracking = rs[4].tracking = "pytorch/pytorch#131257";
+  rs[8].tracking = "docs/status/sm90.md#cast";
+  const std::string md = summary_markdown(rs);
+  EXPECT_NE(md.find("| cases | reason | tracking |"), std::string::npos) << md;
+  EXPECT_NE(md.find("bf16 atomics are slow — FAIL: x | pytorch/pytorch#131257 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("(tracking: docs/status/sm90.md#cast)"), std::string::npos) << md;
+  const std::string mx = matrix_markdown(enablement_matrix(rs));
+  EXPECT_NE(mx.find("2 × [tracking: pytorch/pytorch#131257] bf16 atomics are slow"), std::string::npos) << mx;
+  const std::string h = html_report(rs, "t");
+  EXPECT_NE(h.find("2 × [tracking: pytorch/pytorch#131257] bf16 atomics are slow"), std::string::npos);
+  EXPECT_NE(h.find("[tracking: docs/status/sm90.md#cast] mismatch"), std::string::npos);
+  // Without a reference the expected failures say so, and nothing else changes.
+  const std::string bare = summary_markdown(records());
+  EXPECT_NE(bare.find("bf16 atomics are slow — FAIL: x | (none) |"), std::string::npos) << bare;
+  EXPECT_EQ(matrix_markdown(enablement_matrix(records())).find("tracking"), std::string::npos);
+}
+
 TEST(Times, OneFilePerArchThatThePlannerReads) {
   const auto dir = testutil::temp_dir();
   const auto by_arch = times_by_arch(records());
