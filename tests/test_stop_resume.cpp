@@ -235,7 +235,21 @@ grids:
   while (problems_made() < 8 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_EQ(problems_made(), 8);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the last case's result written
+  // The last case's result written: the worker has exited (a zombie the frozen supervisor has
+  // not reaped), so everything it sent is in the pipe, however slow the machine.
+  const auto workers_done = [&] {
+    std::ifstream kids("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+    for (std::string kid; kids >> kid;) {
+      std::ifstream stat("/proc/" + kid + "/stat");
+      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+      const size_t close = text.rfind(')');  // the state follows the parenthesised command name
+      if (close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z') return false;
+    }
+    return true;
+  };
+  while (!workers_done() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(workers_done()) << "the worker never finished its cases";
   ASSERT_EQ(kill(pid, SIGTERM), 0);
   ASSERT_EQ(kill(pid, SIGCONT), 0);
   int status = 0;
@@ -253,6 +267,8 @@ grids:
 // it loads) once left the previous run's passing reports (before ~0.2 s) or an empty "0 cases —
 // no gate failures" one (until ~0.7 s). Now the run installs its handlers first and replaces
 // the reports at once: whatever the moment, it exits 128 + 15 and no report passes the gate.
+// The stopped runs hang in their first case (OPCTS_FAULT_HANG), so that the later stops still
+// find a run in progress however fast it loads and runs its cases.
 TEST_F(StopResume, AStopWhileLoadingLeavesNoReportThatPasses) {
   ASSERT_EQ(sh(run_args(dir_)).status, 0);
   const std::string gate_dir = std::string(OPCTS_BINARY) + " gate " + dir_ + "/";
@@ -260,7 +276,7 @@ TEST_F(StopResume, AStopWhileLoadingLeavesNoReportThatPasses) {
   for (const int delay_ms : {0, 10, 30, 60, 100, 200, 400}) {
     SCOPED_TRACE(std::to_string(delay_ms) + " ms after the run locked its reports");
     fs::remove(dir_ + "/r.jsonl.lock");
-    const std::string cmd = "exec " + run_args(dir_) + " >" + dir_ + "/log.txt 2>&1";
+    const std::string cmd = "OPCTS_FAULT_HANG='*' exec " + run_args(dir_) + " >" + dir_ + "/log.txt 2>&1";
     const pid_t pid = fork();
     if (pid == 0) {
       execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
