@@ -51,7 +51,7 @@ Problem parse_problem_id(std::string_view id);
 
 /// How many values the problem converts (the length of x and y).
 int64_t input_count(const Problem& p);
-/// The plugin ABI's opcts_cast_params for a problem, as bytes (families/cast/abi.cpp).
+/// The plugin ABI's opcts_cast_params for a problem, as bytes (families/cast/family.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
 /// The input vector of a problem (dtype `from`), a pure function of (problem, seed).

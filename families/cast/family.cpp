@@ -1,6 +1,7 @@
-// The cast family wired into the registry: YAML problems, ids, inputs and the codec reference.
+// The cast family wired into the registry: YAML problems, ids, inputs and the codec reference; its plugin ABI bytes.
 #include <cmath>
 
+#include "core/abi_impl.hpp"
 #include "core/kit_family.hpp"
 #include "families/cast/cast.hpp"
 
@@ -58,3 +59,21 @@ class CastFamily final : public KitFamily<Problem> {
 void register_cast_family(Registry& reg) { reg.add(std::make_unique<CastFamily>()); }
 
 }  // namespace opcts
+
+// The plugin ABI's parameter bytes of a problem (include/opcts/plugin.h).
+namespace opcts::cast {
+
+std::vector<unsigned char> abi_params(const Problem& p) {
+  opcts_cast_params c{};
+  c.struct_size = sizeof c;
+  c.from = abi_dtype(p.from);
+  c.to = abi_dtype(p.to);
+  c.satfinite = p.overflow == Overflow::satfinite;
+  c.e8m0_rounding = p.rounding == ScaleRounding::floor  ? OPCTS_E8M0_FLOOR
+                    : p.rounding == ScaleRounding::ceil ? OPCTS_E8M0_CEIL
+                                                        : OPCTS_E8M0_RNE;
+  c.n = input_count(p);
+  return abi_bytes(c);
+}
+
+}  // namespace opcts::cast

@@ -170,7 +170,7 @@ MxLayout mx_layout(const Problem& p, char which);
 using opcts::Violation;
 std::optional<Violation> contract_violation(const Problem& p);
 
-/// The plugin ABI's opcts_grouped_mm_params for a problem, as bytes (families/grouped_mm/abi.cpp).
+/// The plugin ABI's opcts_grouped_mm_params for a problem, as bytes (families/grouped_mm/family.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
 /// The field table (families/grouped_mm/fields.cpp): YAML keys mode, recipe, groups, m, n, k,

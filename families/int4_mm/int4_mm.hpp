@@ -81,7 +81,7 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
-/// The plugin ABI's opcts_int4_mm_params for a problem, as bytes (families/int4_mm/abi.cpp).
+/// The plugin ABI's opcts_int4_mm_params for a problem, as bytes (families/int4_mm/family.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
 /// The field table (families/int4_mm/fields.cpp): YAML keys format, dtype, m, n, k (or nk),

@@ -106,7 +106,7 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
-/// The plugin ABI's opcts_scaled_mm_params for a problem, as bytes (families/scaled_mm/abi.cpp).
+/// The plugin ABI's opcts_scaled_mm_params for a problem, as bytes (families/scaled_mm/family.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
 /// The field table (families/scaled_mm/fields.cpp): YAML keys m, n, k (or nk: {n, k}),

@@ -82,7 +82,7 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
-/// The plugin ABI's opcts_sdpa_params for a problem, as bytes (families/sdpa/abi.cpp).
+/// The plugin ABI's opcts_sdpa_params for a problem, as bytes (families/sdpa/family.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
 /// The field table (families/sdpa/fields.cpp): YAML keys dtype; batch (default 1); heads (N or
