@@ -15,7 +15,10 @@
 # Writes everything under OPCTS_STATUS_OUT (default build/<preset>/status/<arch>). Knobs:
 #   OPCTS_TIER (default: "default" on a GPU, "smoke" on the host device), OPCTS_STATUS_LIMIT
 #   (seconds the tier's ctest may take before it is stopped, default 3600: the records finished
-#   by then are kept and the gate names the rest MISSING), OPCTS_SHARDS_PER_GPU (default 4).
+#   by then are kept and the gate names the rest MISSING), OPCTS_SHARDS_PER_GPU (default 4: the
+#   tier's shards and the plant sweeps' lanes at once), OPCTS_STATUS_RESUME_SELECT (the stop and
+#   resume runs' selection, default "--tier smoke"), OPCTS_STATUS_KILL_AFTER (seconds before each
+#   stop, default a third of the clean run's wall).
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$OPCTS_ROOT"
@@ -86,6 +89,23 @@ PY
 fi
 
 # trust: (a) the new plant classes on the tier, (b) every planted impl of the backend on smoke.
+# in_lanes NAME SUMMARY LOG RUN-ARGS...: `opcts run` in OPCTS_SHARDS_PER_GPU shards at once (one
+# worker each, as the tier's CTest shards share the GPU), merged into $work/NAME.jsonl and SUMMARY;
+# the exit status is the worst shard's.
+in_lanes() {
+  local name=$1 summary=$2 log=$3 lanes=${OPCTS_SHARDS_PER_GPU:-4} i rc=0 pids=()
+  shift 3
+  : > "$log"
+  for i in $(seq 1 "$lanes"); do
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( ($(opcts_cores) + lanes - 1) / lanes ))} \
+      "$bin" run --arch "$arch" "$@" --shard "$i/$lanes" --allow-empty --min-run 0 --results "$work/$name.$i.jsonl" \
+      > "$work/$name.$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || rc=$?; cat "$work/$name.$((i + 1)).log" >> "$log"; done
+  "$bin" report merge "$work"/"$name".*.jsonl --results "$work/$name.jsonl" --summary "$summary" >> "$log" 2>&1
+  return $rc
+}
 backend=$([ "$arch" = host ] && echo host || echo cuda)
 new=()
 for p in int4_mm.X_int4_mm_drop_last_k int4_mm.X_int4_mm_fp16_as_bf16 int4_mm.X_int4_mm_sum_in_dtype_64 \
@@ -95,8 +115,7 @@ for p in int4_mm.X_int4_mm_drop_last_k int4_mm.X_int4_mm_fp16_as_bf16 int4_mm.X_
 done
 [ "$backend" = host ] && new=(--filter 'int4_mm.host_int4_*' --filter 'scaled_mm.host_emulated_hopper_*' --filter 'sdpa.host_flash_*_in_dtype/*')
 start=$(date +%s)
-"$bin" run --arch "$arch" --tier "$tier" --include-planted "${new[@]}" --allow-empty --min-run 0 \
-  --results "$work/new.jsonl" --summary "$out/planted_new.md" > "$out/planted_new.log" 2>&1
+in_lanes new "$out/planted_new.md" "$out/planted_new.log" --tier "$tier" --include-planted "${new[@]}"
 echo "new plant classes: exit $? after $(( $(date +%s) - start )) s" | tee -a "$out/planted_new.log"
 "$bin" list --arch "$arch" --tier smoke > "$work/plain.txt" 2>/dev/null
 "$bin" list --arch "$arch" --tier smoke --include-planted > "$work/all.txt" 2>/dev/null
@@ -104,29 +123,30 @@ planted=()
 while read -r impl; do planted+=(--filter "$impl/*"); done < <(comm -13 <(cut -d/ -f1 "$work/plain.txt" | sort -u) \
   <(cut -d/ -f1 "$work/all.txt" | sort -u) | grep "\.${backend}_")
 start=$(date +%s)
-"$bin" run --arch "$arch" --tier smoke --include-planted "${planted[@]}" \
-  --results "$work/planted.jsonl" --summary "$out/planted_smoke.md" > "$out/planted_smoke.log" 2>&1
+in_lanes planted "$out/planted_smoke.md" "$out/planted_smoke.log" --tier smoke --include-planted "${planted[@]}"
 echo "every planted impl, smoke: exit $? after $(( $(date +%s) - start )) s" | tee -a "$out/planted_smoke.log"
 cat "$work/new.jsonl" "$work/planted.jsonl" > "$work/planted_all.jsonl"
+gzip -c "$work/planted_all.jsonl" > "$out/planted_results.jsonl.gz"
 "$bin" report tightness "$work/planted_all.jsonl" --markdown "$out/planted_tightness.md" > /dev/null 2>&1
 timeout 300 "$bin" probe accumulators --arch "$arch" > "$out/probe.txt" 2>&1
 echo "probe exit $?" >> "$out/probe.txt"
 # Stopped and resumed: the same outcomes as a clean run.
 start=$(date +%s)
-"$bin" run --arch "$arch" --tier smoke --no-ref-cache --results "$work/clean.jsonl" > "$work/clean.log" 2>&1
+read -r -a resume_sel <<< "${OPCTS_STATUS_RESUME_SELECT:---tier smoke}"
+"$bin" run --arch "$arch" "${resume_sel[@]}" --no-ref-cache --results "$work/clean.jsonl" > "$work/clean.log" 2>&1
 echo "clean run: exit $?" > "$out/resume.txt"
 # Stop a third of the way in, kill two thirds in (of the clean run's wall, references computed
 # again: --no-ref-cache, so the stops land mid-tier).
 wall=$(( $(date +%s) - start ))
 kill_after=${OPCTS_STATUS_KILL_AFTER:-$(( wall / 3 > 1 ? wall / 3 : 1 ))}
-"$bin" run --arch "$arch" --tier smoke --no-ref-cache --results "$work/stopped.jsonl" > "$work/s1.log" 2>&1 &
+"$bin" run --arch "$arch" "${resume_sel[@]}" --no-ref-cache --results "$work/stopped.jsonl" > "$work/s1.log" 2>&1 &
 pid=$!; sleep "$kill_after"; kill -TERM "$pid"; wait "$pid"
 echo "stopped by SIGTERM: exit $?, $(grep -c '"outcome"' "$work/stopped.jsonl") records" >> "$out/resume.txt"
-"$bin" run --arch "$arch" --tier smoke --no-ref-cache --resume "$work/stopped.jsonl" > "$work/s2.log" 2>&1 &
+"$bin" run --arch "$arch" "${resume_sel[@]}" --no-ref-cache --resume "$work/stopped.jsonl" > "$work/s2.log" 2>&1 &
 pid=$!; sleep "$kill_after"; kill -KILL "$pid"; wait "$pid"
 echo "resumed, killed by SIGKILL: exit $?, $(grep -c '"outcome"' "$work/stopped.jsonl") records" >> "$out/resume.txt"
 sleep 1  # the killed supervisor's workers die with it (PR_SET_PDEATHSIG)
-"$bin" run --arch "$arch" --tier smoke --no-ref-cache --resume "$work/stopped.jsonl" > "$work/s3.log" 2>&1
+"$bin" run --arch "$arch" "${resume_sel[@]}" --no-ref-cache --resume "$work/stopped.jsonl" > "$work/s3.log" 2>&1
 echo "resumed to the end: exit $?, $(grep -c '"outcome"' "$work/stopped.jsonl") records" >> "$out/resume.txt"
 if diff <(outcomes "$work/clean.jsonl") <(outcomes "$work/stopped.jsonl") > "$work/diff.txt"; then
   echo "same outcomes as the clean run: $(outcomes "$work/clean.jsonl" | wc -l) cases" >> "$out/resume.txt"
