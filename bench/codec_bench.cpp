@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/codec.hpp"
-#include "core/codec_fast.hpp"
+#include "numerics/codec.hpp"
+#include "numerics/codec_fast.hpp"
 
 namespace {
 

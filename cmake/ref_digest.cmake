@@ -1,6 +1,6 @@
 # The build's own version of the CPU references, for the on-disk reference cache's key
 # (runner/ref_disk_cache.hpp): a SHA-256 over every source a reference or its inputs are made
-# from (refimpl/, the wings' own files families/*/*, core/, the ISA kernels' build) and over how
+# from (refimpl/, the wings' own files families/*/*, core/, numerics/, the ISA kernels' build) and over how
 # they are compiled (compiler, flags, Eigen). A reference changed without a hand-bumped
 # Family::reference_version, or built by another compiler, gets another key: a cache folder
 # shared by checkouts and builds never serves one build another's references.
@@ -12,6 +12,7 @@
 if(CMAKE_SCRIPT_MODE_FILE)
   file(GLOB_RECURSE files LIST_DIRECTORIES false
        "${SRC}/refimpl/*.cpp" "${SRC}/refimpl/*.hpp" "${SRC}/core/*.cpp" "${SRC}/core/*.hpp"
+       "${SRC}/numerics/*.cpp" "${SRC}/numerics/*.hpp"
        "${SRC}/cmake/isa_levels.cmake")
   # A family's wing: its own files (problem, inputs, reference, bound...), not host/, cuda/, tests/.
   file(GLOB wing_files LIST_DIRECTORIES false "${SRC}/families/*/*.cpp" "${SRC}/families/*/*.hpp")

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "core/rng.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts {
 

@@ -12,7 +12,7 @@
 #include "core/arch.hpp"
 #include "core/reduction.hpp"
 #include "core/result.hpp"
-#include "core/tensor.hpp"
+#include "numerics/tensor.hpp"
 
 namespace YAML {
 class Node;

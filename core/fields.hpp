@@ -26,8 +26,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "core/dtype.hpp"
 #include "core/yaml_util.hpp"
+#include "numerics/dtype.hpp"
 
 namespace opcts::kit {
 

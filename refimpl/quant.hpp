@@ -41,7 +41,7 @@
 //     Zero block (amax = 0): e = −127 under both modes, scale code 0x00 (2^-127), data ±0.
 //     Non-finite amax (any NaN or Inf in the block): scale code 0xFF (NaN), and every element is
 //     encoded from x·NaN = NaN: e4m3fn 0x7F, e5m2 0x7E, and +max for fp6/fp4 (0x1F, 0x1F, 0x7:
-//     those formats have no NaN; CUDA's cvt rule, core/codec.hpp). The 0xFF scale makes the
+//     those formats have no NaN; CUDA's cvt rule, numerics/codec.hpp). The 0xFF scale makes the
 //     whole block NaN on decode (OCP MX §5.3), so these codes carry no value; torchao's eager
 //     fp4/fp6 cast has no NaN case and yields other codes there.
 //   nvfp4 (torchao nvfp4_tensor.py nvfp4_quantize), block 1×16, e2m1 elements, ue4m3 block
@@ -78,7 +78,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts::quant {
 
@@ -162,7 +162,7 @@ uint8_t mx_scale_code(float amax, DType element, MxScaleMode mode);
 float nvfp4_global_scale(float amax_tensor);
 uint8_t nvfp4_block_scale_code(float amax_block, float g);
 
-// Codes of a float element type drawn as RN_satfinite(z·sigma) from a uniform: core/normal_codes.hpp
+// Codes of a float element type drawn as RN_satfinite(z·sigma) from a uniform: numerics/normal_codes.hpp
 // (NormalCodeSampler, shared with the 16-bit activations' fills). Quantized operands made in the
 // code domain draw their codes there and set their scales directly, so no float tensor is
 // quantized (issue 16).

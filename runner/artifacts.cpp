@@ -6,7 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "core/npy.hpp"
+#include "numerics/npy.hpp"
 
 namespace opcts {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "core/tensor.hpp"
+#include "numerics/tensor.hpp"
 #include "runner/accumulator.hpp"
 
 namespace opcts {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/double_double.hpp"
+#include "numerics/double_double.hpp"
 
 namespace opcts {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/family.hpp"
-#include "core/tensor.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts {
 

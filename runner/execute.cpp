@@ -13,7 +13,7 @@
 #include "runner/conservation.hpp"
 
 #include "core/errors.hpp"
-#include "core/rng.hpp"
+#include "numerics/rng.hpp"
 #include "runner/ref_disk_cache.hpp"
 #include "runner/run.hpp"
 #include "runner/trust.hpp"

@@ -51,7 +51,7 @@ class ReferenceCache {
     TensorMap inputs;
     References refs;
     double inputs_ms = 0, ref_ms = 0;  // what making them took (ref_ms: computing or loading)
-    // Each input's fingerprint (core/tensor.hpp) as made, once for all the problem's impls:
+    // Each input's fingerprint (numerics/tensor.hpp) as made, once for all the problem's impls:
     // after each run the inputs must still match it (impls must not write into them).
     std::vector<std::pair<std::string, uint64_t>> input_fingerprints;
   };

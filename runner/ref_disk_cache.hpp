@@ -22,7 +22,7 @@ inline constexpr std::uint64_t kDefaultRefCacheMaxBytes = std::uint64_t{4} << 30
 
 /// References stored under `dir`, keyed by
 /// "<family>/<problem id>@<reference_version>+<ref_build_digest>#<inputs>", <inputs> the
-/// fingerprint of the generated inputs (core/tensor.hpp fingerprint over every tensor), so that
+/// fingerprint of the generated inputs (numerics/tensor.hpp fingerprint over every tensor), so that
 /// a changed input generator can never reuse a reference of other inputs, and the build digest
 /// so that a folder shared by checkouts and builds never serves one build another's references.
 /// Each file holds a header with the magic, a format version and the full key, then the

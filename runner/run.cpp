@@ -8,7 +8,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "core/rng.hpp"
+#include "numerics/rng.hpp"
 #include "runner/stop_signal.hpp"
 
 namespace opcts {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
+#include "numerics/dtype.hpp"
 #include "runner/compare.hpp"
 #include "runner/manifest.hpp"
 

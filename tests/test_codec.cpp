@@ -1,5 +1,5 @@
-// Proves core/codec (and codec_fast) against the format definitions: every code, every fp16/bf16 input, random fp32,
-// edge classes.
+// Proves numerics/codec (and codec_fast) against the format definitions: every code, every fp16/bf16 input, random
+// fp32, edge classes.
 //
 // Everything expected here is computed from sign/exponent/mantissa fields by formulas written in
 // this file (OCP OFP8 v1.0, OCP MX v1.0, codec.hpp's policies), never by calling codec.cpp: a decoder
@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "core/codec.hpp"
-#include "core/codec_fast.hpp"
-#include "core/dtype.hpp"
+#include "numerics/codec.hpp"
+#include "numerics/codec_fast.hpp"
+#include "numerics/dtype.hpp"
 
 namespace opcts {
 namespace {
@@ -760,7 +760,7 @@ TEST(CodecInt4, EveryFp16Input) {
       }
 }
 
-// ---- The fast array encoders (core/codec_fast) --------------------------------------------
+// ---- The fast array encoders (numerics/codec_fast) --------------------------------------------
 
 void check_fast(DType t, void (*fast)(const float*, uint8_t*, size_t, Overflow), const std::vector<double>& xs) {
   const FloatFormat f = format_of(spec(t));

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "core/codec.hpp"
-#include "core/dtype.hpp"
+#include "numerics/codec.hpp"
+#include "numerics/dtype.hpp"
 
 namespace opcts {
 namespace {

@@ -1,4 +1,4 @@
-// Exhaustive and randomized checks of the fp16/bf16 RNE codecs in core/dtype.hpp against formulas written here.
+// Exhaustive and randomized checks of the fp16/bf16 RNE codecs in numerics/dtype.hpp against formulas written here.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
+#include "numerics/dtype.hpp"
 
 namespace opcts {
 namespace {
@@ -198,7 +198,7 @@ TEST(DtypeBf16, EncodeFromFp32MatchesReferenceOnRandomPatterns) {
   }
 }
 
-// The 16-bit forms work on the bits (core/dtype.cpp); encode() and round_to() go through the
+// The 16-bit forms work on the bits (numerics/dtype.cpp); encode() and round_to() go through the
 // generic codec. Every 257th fp32 pattern over the exponents where fp16 rounds to something
 // other than 0 or Inf (and bf16's whole range, every 4099th), and the edges, must agree on
 // the code and on the rounded value (the SDPA reference's ToDtype takes the second).

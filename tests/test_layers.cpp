@@ -19,15 +19,17 @@ namespace fs = std::filesystem;
 const std::map<std::string, std::set<std::string>>& allowed() {
   static const std::map<std::string, std::set<std::string>> table = {
       {"include/opcts", {}},
-      {"core", {"include/opcts"}},
-      {"refimpl", {"core", "include/opcts"}},
-      {"device_impl/host", {"core", "refimpl", "include/opcts"}},
+      {"numerics", {"include/opcts"}},
+      {"core", {"numerics", "include/opcts"}},
+      {"refimpl", {"core", "numerics", "include/opcts"}},
+      {"device_impl/host", {"core", "numerics", "refimpl", "include/opcts"}},
       {"device_impl/portable", {}},
-      {"device_impl/cuda", {"core", "refimpl", "include/opcts", "device_impl/portable"}},
-      {"device_impl/hip", {"core", "refimpl", "include/opcts", "device_impl/portable", "device_impl/cuda"}},
-      {"runner", {"core", "include/opcts"}},
-      {"reports", {"core", "runner", "include/opcts"}},
-      {"app", {"core", "refimpl", "device_impl/host", "device_impl/cuda", "runner", "reports", "include/opcts"}},
+      {"device_impl/cuda", {"core", "numerics", "refimpl", "include/opcts", "device_impl/portable"}},
+      {"device_impl/hip", {"core", "numerics", "refimpl", "include/opcts", "device_impl/portable", "device_impl/cuda"}},
+      {"runner", {"core", "numerics", "include/opcts"}},
+      {"reports", {"core", "numerics", "runner", "include/opcts"}},
+      {"app",
+       {"core", "numerics", "refimpl", "device_impl/host", "device_impl/cuda", "runner", "reports", "include/opcts"}},
   };
   return table;
 }
@@ -61,7 +63,7 @@ bool is_source(const fs::path& p) {
 }
 
 // Kernel sources compile with nvcc (and hipcc) into their own library and take no harness type:
-// they may include other kernel headers, core's header-only number formats and the portable
+// they may include other kernel headers, numerics' header-only number formats and the portable
 // layer (device_impl/portable/: gpu.hpp, mma_tile.cuh, device_prims.cuh), nothing else of ours.
 // Kernel sources: the .cu, .cuh and *_kernels.hpp of device_impl/cuda/ and of each wing's cuda/,
 // and the portable headers.
@@ -111,7 +113,7 @@ std::string violation(const Include& i, const std::string& target) {
     return at + " (" + from + ") includes " + i.target + " (" + to +
            "): an include from a lower floor to a higher one, or across siblings";
   if (is_kernel_file(i.file) &&
-      !(is_kernel_file(target) || target == "core/minifloat_bits.hpp" || target.rfind("include/opcts/", 0) == 0))
+      !(is_kernel_file(target) || target == "numerics/minifloat_bits.hpp" || target.rfind("include/opcts/", 0) == 0))
     return at + " is a kernel source and includes " + i.target +
            " (kernels take plain parameter structs, no harness types)";
   return "";
@@ -159,9 +161,11 @@ TEST(Layers, NoImplCallsTheJudgesContract) {
 }
 
 TEST(Layers, TheCheckSeesAnUpwardInclude) {
-  EXPECT_EQ(floor_of("core/dtype.hpp"), "core");
+  EXPECT_EQ(floor_of("numerics/dtype.hpp"), "numerics");
+  EXPECT_EQ(floor_of("core/family.hpp"), "core");
   EXPECT_EQ(floor_of("device_impl/cuda/stream_gate.cu"), "device_impl/cuda");
   EXPECT_FALSE(allowed().at("core").count("runner"));
+  EXPECT_FALSE(allowed().at("numerics").count("core"));
   EXPECT_FALSE(allowed().at("runner").count("refimpl"));
   EXPECT_FALSE(allowed().at("runner").count("reports"));
   EXPECT_TRUE(is_kernel_file("device_impl/cuda/stream_gate.cu"));
@@ -185,10 +189,12 @@ TEST(Layers, TheCheckSeesAnUpwardInclude) {
   EXPECT_TRUE(bad("families/cast/inputs.cpp", "device_impl/cuda/rows.hpp"));
   EXPECT_TRUE(bad("families/cast/host/cast_cvt.cpp", "families/cast/cuda/cast_launch.hpp"));
   EXPECT_TRUE(bad("families/cast/cuda/cast_cvt.cu", "families/cast/cast.hpp"));
-  EXPECT_TRUE(bad("families/cast/cuda/cast_cvt.cu", "core/tensor.hpp"));
+  EXPECT_TRUE(bad("families/cast/cuda/cast_cvt.cu", "numerics/tensor.hpp"));
   EXPECT_TRUE(bad("runner/worker.cpp", "families/cast/cast.hpp"));
   EXPECT_TRUE(bad("reports/junit.cpp", "families/cast/cast.hpp"));
-  EXPECT_TRUE(bad("core/tensor.cpp", "families/cast/cast.hpp"));
+  EXPECT_TRUE(bad("numerics/tensor.cpp", "families/cast/cast.hpp"));
+  EXPECT_TRUE(bad("numerics/tensor.hpp", "core/errors.hpp"));
+  EXPECT_FALSE(bad("core/family.hpp", "numerics/tensor.hpp"));
   EXPECT_FALSE(bad("families/cast/reference.cpp", "families/cast/cast.hpp"));
   EXPECT_FALSE(bad("families/cast/host/cast_cvt.cpp", "families/cast/cast.hpp"));
   EXPECT_FALSE(bad("families/cast/cuda/cast_impls.cpp", "families/cast/cast.hpp"));

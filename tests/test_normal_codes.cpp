@@ -1,4 +1,4 @@
-// The code-domain normal sampler (core/normal_codes.hpp): the distribution of its codes, and its
+// The code-domain normal sampler (numerics/normal_codes.hpp): the distribution of its codes, and its
 // 32-bit table lookup against the search on u = bits·2^-32.
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <string>
 
-#include "core/codec.hpp"
-#include "core/normal_codes.hpp"
+#include "numerics/codec.hpp"
+#include "numerics/normal_codes.hpp"
 
 namespace opcts {
 namespace {

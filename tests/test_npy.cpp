@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/npy.hpp"
+#include "numerics/npy.hpp"
 #include "test_util.hpp"
 
 namespace opcts {

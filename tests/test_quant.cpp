@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "core/rng.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts::quant {
 

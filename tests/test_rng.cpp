@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/philox_blocks.hpp"
-#include "core/rng.hpp"
+#include "numerics/philox_blocks.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts {
 namespace {
@@ -142,7 +142,7 @@ TEST(RngNormal, ZeroSigmaGivesZeros) {
   EXPECT_THROW(fill_normal(h, 3, 2, -1.0), std::invalid_argument);
 }
 
-// A contiguous fp32, bf16 or fp16 tensor is filled in place (core/rng.cpp); a strided one goes
+// A contiguous fp32, bf16 or fp16 tensor is filled in place (numerics/rng.cpp); a strided one goes
 // through set(): the two give the same codes.
 TEST(RngNormal, ContiguousFillIsTheCodecsFill) {
   const int64_t rows = 300, cols = 301;

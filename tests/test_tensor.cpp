@@ -12,9 +12,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/dtype.hpp"
+#include "numerics/dtype.hpp"
 
-#include "core/tensor.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts {
 namespace {

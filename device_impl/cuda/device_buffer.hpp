@@ -7,8 +7,8 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "core/tensor.hpp"
 #include "device_impl/cuda/cuda_error.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts::cuda {
 

@@ -11,7 +11,7 @@
 //   - conversions from double: HIP 5.2 has neither __double2half nor __double2bfloat16; both are
 //     defined here with one rounding (round_odd_to_float, then to nearest even);
 //   - runtime: cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount) (a CU count on AMD);
-//   - fp8/fp6/fp4: HIP 5.2 has no such types; kernels use core/minifloat_bits.hpp instead;
+//   - fp8/fp6/fp4: HIP 5.2 has no such types; kernels use numerics/minifloat_bits.hpp instead;
 //   - 16-bit atomics: HIP 5.2 has no atomicAdd for __half/__half2/bf16, so atomic_add16 and
 //     atomic_add16x2 are compare-and-swap loops on the 32-bit word (gfx90a+ have packed-f16 atomic
 //     instructions; using them is a follow-up, issue 15);

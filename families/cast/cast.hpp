@@ -3,7 +3,7 @@
 // A problem converts a vector of inputs of dtype `from` to dtype `to`. Encoding (a wide
 // `from`, a narrow `to`) rounds to nearest even under an overflow policy (and, for e8m0, a
 // scale rounding mode); decoding (a narrow `from`, `to` fp32) is exact. The reference is
-// opcts's own codec (core/codec.hpp); the comparison is bit-exact up to NaN payloads.
+// opcts's own codec (numerics/codec.hpp); the comparison is bit-exact up to NaN payloads.
 // Inputs (docs/catalog.md, "Edge classes": conversions):
 //   exhaustive  every code of a 16-bit `from` (fp16, bf16): 65536 values
 //   all_codes   every code of a narrow `from` (decoding)
@@ -28,7 +28,7 @@ enum class Input { exhaustive, all_codes, edges, random };
 struct Problem {
   DType from = DType::fp32;
   DType to = DType::e4m3fn;
-  Overflow overflow = Overflow::satfinite;      // unlike encode_format's default (core/codec.hpp)
+  Overflow overflow = Overflow::satfinite;      // unlike encode_format's default (numerics/codec.hpp)
   ScaleRounding rounding = ScaleRounding::rne;  // e8m0fnu targets only
   Input input = Input::edges;
   int64_t count = 0;  // random only

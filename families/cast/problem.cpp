@@ -7,8 +7,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "core/rng.hpp"
 #include "families/cast/cast.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts::cast {
 

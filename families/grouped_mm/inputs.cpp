@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/rng.hpp"
 #include "families/grouped_mm/grouped_mm.hpp"
+#include "numerics/rng.hpp"
 #include "refimpl/quant.hpp"
 
 namespace opcts::grouped_mm {

@@ -4,8 +4,8 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "core/rng.hpp"
 #include "families/grouped_mm/grouped_mm.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts::grouped_mm {
 

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "core/tensor.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts::indexing {
 

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <numeric>
 
-#include "core/normal_codes.hpp"
-#include "core/rng.hpp"
 #include "families/indexing/codes.hpp"
 #include "families/indexing/indexing.hpp"
+#include "numerics/normal_codes.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts::indexing {
 
@@ -229,7 +229,7 @@ Values values_for(const Problem& p, int64_t adds) {
 }
 
 // fp32 and fp64 normals in the code domain: element e's bf16 code is RN(σ·z)'s, drawn with its
-// exact probability (core/normal_codes.hpp) from lane 0 of its Philox block's half (fp32: block
+// exact probability (numerics/normal_codes.hpp) from lane 0 of its Philox block's half (fp32: block
 // e / 2, lanes 2·(e % 2) and 2·(e % 2) + 1; fp64: block e, lanes 0–2); then the bits below
 // bf16's, 16 (fp32) or 45 (fp64), are drawn uniformly around it: the value is one of the codes
 // within half a bf16 spacing of that bf16 value, each equally likely. Box-Muller's log and cos per
@@ -264,7 +264,7 @@ void fill_normal_wide(HostTensor& t, uint64_t seed, uint32_t stream, double sigm
 }
 
 void fill_values(HostTensor& t, const Values& v, uint64_t seed, uint32_t stream) {
-  // bf16 and fp16 normals: codes of RN(σ·z) drawn with their exact probabilities (core/rng.hpp),
+  // bf16 and fp16 normals: codes of RN(σ·z) drawn with their exact probabilities (numerics/rng.hpp),
   // ten times faster than Box-Muller, which was most of these families' input time.
   if (!v.zero && v.fill == Fill::normal && (t.dtype() == DType::bf16 || t.dtype() == DType::fp16))
     return fill_normal(t, seed, stream, v.sigma);

@@ -12,10 +12,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/double_double.hpp"
 #include "core/threads.hpp"
 #include "families/indexing/codes.hpp"
 #include "families/indexing/indexing.hpp"
+#include "numerics/double_double.hpp"
 
 namespace opcts::indexing {
 

@@ -42,7 +42,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts::int4 {
 

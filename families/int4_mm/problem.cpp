@@ -4,9 +4,9 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "core/rng.hpp"
 #include "families/int4_mm/int4_mm.hpp"
 #include "families/int4_mm/int4_pack.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts::int4_mm {
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/rng.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts::scaled_mm {
 

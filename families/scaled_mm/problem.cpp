@@ -8,10 +8,10 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "core/codec.hpp"
-#include "core/normal_codes.hpp"
-#include "core/rng.hpp"
 #include "families/scaled_mm/scaled_mm.hpp"
+#include "numerics/codec.hpp"
+#include "numerics/normal_codes.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts::scaled_mm {
 
@@ -276,7 +276,7 @@ struct Operand {
 // emax_elem) for mx (OCP's shared exponent of an amax near 2^(E_b + 2)), and the ue4m3 code
 // nearest 2^E_b·(1 + u_b)/(1.5·g) for nvfp4 (g = 2^(E_max + 2)/2688 over the tensor, or 1
 // without the global scale); each code is drawn as RN_satfinite(z·σ·2^(E − E_b)), z ~ N(0, 1)
-// (core/normal_codes.hpp; mx: σ = 2^(emax_elem − 2)). The values code·s_b·g are exact.
+// (numerics/normal_codes.hpp; mx: σ = 2^(emax_elem − 2)). The values code·s_b·g are exact.
 Operand random_operand(const Problem& p, const quant::Scheme& s, quant::ScaleLayout layout, int64_t R, uint64_t seed,
                        uint32_t stream) {
   const int64_t K = p.k;

@@ -159,7 +159,7 @@ TensorMap make_inputs(const Problem& p, uint64_t seed);
 /// The random fill's share of Σ_k t_k² that the products of K elements [k0, k1) hold, in
 /// expectation over the codes: the fill draws the values of each 32-wide K chunk of an operand
 /// at a scale 2^(e_row + e_chunk) (random_operand), so a chunk's products weigh
-/// 4^(e_chunk(a) + e_chunk(b)), whatever the row. `seed` is the case's (core/rng.hpp seed_of).
+/// 4^(e_chunk(a) + e_chunk(b)), whatever the row. `seed` is the case's (numerics/rng.hpp seed_of).
 double random_fill_k_share(const Problem& p, uint64_t seed, int64_t k0, int64_t k1);
 
 /// The dequant scale of operand `which` ('a' or 'b') at row r (M or N index) and K block kb of

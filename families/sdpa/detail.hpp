@@ -90,7 +90,7 @@ struct Exact {
 };
 
 /// Rounds an fp32 intermediate to the problem's dtype (round to nearest even); bf16 and fp16
-/// on the bits (core/dtype.hpp's 16-bit forms: the same values as round_to, per element of
+/// on the bits (numerics/dtype.hpp's 16-bit forms: the same values as round_to, per element of
 /// every P and dS).
 struct ToDtype {
   DType t;

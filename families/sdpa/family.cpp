@@ -4,8 +4,8 @@
 
 #include "core/abi_impl.hpp"
 #include "core/kit_family.hpp"
-#include "core/rng.hpp"
 #include "families/sdpa/sdpa.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts {
 

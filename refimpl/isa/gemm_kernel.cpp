@@ -8,7 +8,7 @@
 #error "compiled once per ISA level by cmake/isa_levels.cmake, with OPCTS_ISA set"
 #endif
 
-#include "core/x86_intrinsics.hpp"  // first: GCC 12's avx512fintrin.h false positive, silenced there
+#include "numerics/x86_intrinsics.hpp"  // first: GCC 12's avx512fintrin.h false positive, silenced there
 
 // Every product through Eigen's blocked GEMM (or its GEMV for a vector), never its
 // coefficient-based product for small sizes (m + n + k < 20 by default): that one sums each dot

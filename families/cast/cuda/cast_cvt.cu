@@ -1,5 +1,5 @@
 // Conversion kernels, one element per thread: under CUDA, CUDA's own fp8/fp6/fp4/e8m0 intrinsics;
-// under HIP (5.2 has no narrow-float conversions) core/minifloat_bits.hpp's integer codecs, from
+// under HIP (5.2 has no narrow-float conversions) numerics/minifloat_bits.hpp's integer codecs, from
 // fp32 (fp16 and bf16 inputs widen exactly, so one rounding either way).
 #include "device_impl/portable/gpu.hpp"
 #if !OPCTS_GPU_HIP
@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/minifloat_bits.hpp"
 #include "families/cast/cuda/cast_kernels.hpp"
+#include "numerics/minifloat_bits.hpp"
 
 namespace opcts::cuda {
 

@@ -26,7 +26,7 @@ void cvt_encode(CvtWide from, CvtNarrow to, bool satfinite, CvtScaleRound roundi
 void cvt_decode(CvtNarrow from, const uint8_t* in, float* out, size_t n, CUstream_st* stream);
 
 /// A planted bug for the suite to catch: fp32 → fp8/fp6/fp4 by opcts's integer encoder
-/// (core/minifloat_bits.hpp) with ties rounded away from zero.
+/// (numerics/minifloat_bits.hpp) with ties rounded away from zero.
 void cvt_encode_ties_up(CvtNarrow to, bool satfinite, const float* in, uint8_t* out, size_t n, CUstream_st* stream);
 
 /// n 4-bit codes, one a byte, packed two a byte (element 2i in the low nibble), and back.

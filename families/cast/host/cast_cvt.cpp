@@ -1,14 +1,14 @@
-// host.cvt: the cast family on the CPU with integer bit manipulation (core/minifloat_bits.hpp).
+// host.cvt: the cast family on the CPU with integer bit manipulation (numerics/minifloat_bits.hpp).
 //
-// Independent of the reference (core/codec.cpp works in double with frexp/nearbyint), so
+// Independent of the reference (numerics/codec.cpp works in double with frexp/nearbyint), so
 // the two check each other. host.cvt_ties_up is the same code rounding ties away from zero:
 // a planted bug the suite must catch.
 #include <bit>
 #include <cmath>
 
-#include "core/minifloat_formats.hpp"
 #include "device_impl/host/host_impls.hpp"
 #include "families/cast/cast.hpp"
+#include "numerics/minifloat_formats.hpp"
 
 namespace opcts {
 

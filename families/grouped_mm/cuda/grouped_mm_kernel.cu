@@ -25,9 +25,9 @@
 #include <string>
 #include <type_traits>
 
-#include "core/minifloat_bits.hpp"
 #include "device_impl/portable/mma_tile.cuh"
 #include "families/grouped_mm/cuda/grouped_mm_args.cuh"
+#include "numerics/minifloat_bits.hpp"
 
 namespace opcts::cuda {
 
@@ -216,7 +216,7 @@ __device__ bool tile_of_block(const Args& a, Tile& t, Found& f, int64_t* scratch
 }
 
 // e4m3fn codes to fp16, exact (every e4m3fn value is an fp16 value): CUDA's conversion, or under
-// HIP (5.2 has no fp8 type) core/minifloat_bits.hpp's decode to fp32 and one exact narrowing.
+// HIP (5.2 has no fp8 type) numerics/minifloat_bits.hpp's decode to fp32 and one exact narrowing.
 __device__ __forceinline__ __half e4m3_to_half(uint8_t code) {
 #if OPCTS_GPU_HIP
   return __float2half_rn(__uint_as_float(bits::decode_to_fp32(code, bits::kE4m3fn)));

@@ -30,9 +30,9 @@
 #include <Eigen/Dense>
 
 #include "core/abi_impl.hpp"
-#include "core/dtype.hpp"
 #include "device_impl/host/host_impls.hpp"
 #include "families/grouped_mm/grouped_mm.hpp"
+#include "numerics/dtype.hpp"
 
 namespace opcts {
 

@@ -5,10 +5,10 @@
 #include <cmath>
 
 #include "app/builtins.hpp"
-#include "core/dtype.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "families/grouped_mm/grouped_mm.hpp"
+#include "numerics/dtype.hpp"
 #include "runner/catalog.hpp"
 #include "runner/compare.hpp"
 #include "tests/test_family_util.hpp"

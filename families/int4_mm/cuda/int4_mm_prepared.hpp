@@ -4,10 +4,10 @@
 
 #include <optional>
 
-#include "core/tensor.hpp"
 #include "device_impl/cuda/device_buffer.hpp"
 #include "families/int4_mm/cuda/int4_mm_kernels.hpp"
 #include "families/int4_mm/int4_mm.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts {
 

@@ -31,10 +31,10 @@
 
 #include <Eigen/Dense>
 
-#include "core/dtype.hpp"
 #include "core/errors.hpp"
 #include "device_impl/host/host_impls.hpp"
 #include "families/int4_mm/int4_mm.hpp"
+#include "numerics/dtype.hpp"
 
 namespace opcts {
 
@@ -51,7 +51,7 @@ using PB = int4_mm::PlantedBug;
 constexpr int64_t kColumns = 64;  // weight columns dequantized per block
 
 // v rounded to nearest even in bf16 or fp16, as a float (finite v; the fp16 rounding is
-// core/dtype.hpp's round_to — clang before 15 has no _Float16 on x86 —, the bf16 one the usual
+// numerics/dtype.hpp's round_to — clang before 15 has no _Float16 on x86 —, the bf16 one the usual
 // carry into bit 16).
 float round_to_16(DType t, float v) {
   if (t == DType::fp16) return static_cast<float>(round_to(DType::fp16, v));

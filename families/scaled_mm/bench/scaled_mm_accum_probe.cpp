@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
 #include "device_impl/cuda/device_buffer.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
+#include "numerics/dtype.hpp"
 
 using namespace opcts;
 

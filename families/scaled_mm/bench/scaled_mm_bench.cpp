@@ -14,8 +14,8 @@
 
 #include "app/builtins.hpp"
 #include "core/family.hpp"
-#include "core/rng.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_prepared.hpp"
+#include "numerics/rng.hpp"
 
 using namespace opcts;
 

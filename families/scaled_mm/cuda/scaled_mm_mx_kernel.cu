@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/minifloat_bits.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
+#include "numerics/minifloat_bits.hpp"
 
 namespace opcts::cuda {
 
@@ -214,7 +214,7 @@ __device__ float bias_at(const Epilogue& e, int64_t n) {
   return __half2float(static_cast<const __half*>(e.bias)[n]);
 }
 
-// x to e4m3fn, RNE, satfinite (HIP 5.2 has no fp8 conversion: core/minifloat_bits.hpp's, the
+// x to e4m3fn, RNE, satfinite (HIP 5.2 has no fp8 conversion: numerics/minifloat_bits.hpp's, the
 // same rounding and specials).
 __device__ uint8_t to_e4m3_satfinite(float x) {
 #if OPCTS_GPU_HIP

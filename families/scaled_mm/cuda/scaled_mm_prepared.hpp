@@ -4,10 +4,10 @@
 
 #include <optional>
 
-#include "core/tensor.hpp"
 #include "device_impl/cuda/device_buffer.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
 #include "families/scaled_mm/scaled_mm.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts {
 

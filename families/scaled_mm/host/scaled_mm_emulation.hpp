@@ -8,8 +8,8 @@
 
 #include <Eigen/Dense>
 
-#include "core/tensor.hpp"
 #include "families/scaled_mm/scaled_mm.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts::host_mm {
 

@@ -1,8 +1,8 @@
 // host.flash's kernel, shared with its planted-bug variants (sdpa_planted.cpp).
 #pragma once
 
-#include "core/tensor.hpp"
 #include "families/sdpa/sdpa.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts::host_sdpa {
 

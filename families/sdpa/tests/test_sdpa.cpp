@@ -12,9 +12,9 @@
 #include "app/builtins.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
-#include "core/rng.hpp"
 #include "families/sdpa/sdpa.hpp"
 #include "families/sdpa/tests/test_sdpa_util.hpp"
+#include "numerics/rng.hpp"
 #include "runner/compare.hpp"
 #include "runner/tolerance.hpp"
 

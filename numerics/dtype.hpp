@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/codec.hpp"
+#include "numerics/codec.hpp"
 
 namespace opcts {
 
@@ -63,7 +63,7 @@ inline int storage_bytes(DType t) { return (dtype_info(t).bits + 7) / 8; }
 
 /// The policy encode(DType) and HostTensor::set use: IEEE overflow (to Inf) for formats with
 /// Inf, satfinite for the rest, so generated inputs never become NaN codes by accident. (The
-/// codecs' encode_format defaults to nonsaturating, the cast problem to satfinite: core/codec.hpp.)
+/// codecs' encode_format defaults to nonsaturating, the cast problem to satfinite: numerics/codec.hpp.)
 Overflow default_overflow(DType t);
 
 /// x rounded to dtype t with the policy (identity for fp64).

@@ -1,5 +1,5 @@
 // The codec arithmetic: RNE quantisation in double, then each format's code layout.
-#include "core/codec.hpp"
+#include "numerics/codec.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/tensor.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts {
 
@@ -26,7 +26,7 @@ void fill_uniform(HostTensor& t, uint64_t seed, uint32_t stream, double lo, doub
 
 /// Fills t (row-major element i) with normal values of standard deviation `sigma`. Float dtypes
 /// of at most 16 bits get codes drawn in the code domain: element i is
-/// normal_code_sampler(dtype, sigma) (core/normal_codes.hpp) of lane i % 4 of Philox block i / 4,
+/// normal_code_sampler(dtype, sigma) (numerics/normal_codes.hpp) of lane i % 4 of Philox block i / 4,
 /// so the codes have RN_satfinite(σ·z)'s exact probabilities (up to 2^-32 each). fp32, fp64 and
 /// integer dtypes get Box-Muller on lanes (2j, 2j + 1) of the same blocks, rounded to the dtype.
 /// sigma = 0 gives zeros (+0 in the 16-bit dtypes); a 16-bit fill throws std::invalid_argument
@@ -45,7 +45,7 @@ std::array<uint32_t, 4> random_block(uint64_t seed, uint32_t stream, uint64_t bl
 
 /// Blocks first .. first + count − 1 of `stream` under `seed`, block b's four lanes at
 /// out[4·(b − first)] (out holds 4·count words): exactly random_block's bits, computed 8 (AVX2)
-/// or 4 × 16 (AVX-512) blocks at a time on x86 CPUs that have them (core/philox_blocks.cpp):
+/// or 4 × 16 (AVX-512) blocks at a time on x86 CPUs that have them (numerics/philox_blocks.cpp):
 /// 2.3× and 4.5× the rate of one random_block call after another on the development machine
 /// (7.6 → 3.3 and 1.7 ns a block). For generators of millions of codes.
 void random_blocks(uint64_t seed, uint32_t stream, uint64_t first, int64_t count, uint32_t* out);

@@ -17,7 +17,7 @@
 // Decoding a NaN code gives +NaN whatever its sign bit (ml_dtypes keeps the sign); the codes
 // themselves keep it, so bit-exact comparisons see it.
 // Default policies differ by entry point: encode_format and round_to_format default to
-// nonsaturating; encode(DType) and HostTensor::set use default_overflow (core/dtype.hpp:
+// nonsaturating; encode(DType) and HostTensor::set use default_overflow (numerics/dtype.hpp:
 // nonsaturating for the ieee formats, satfinite for fn, fnuz, e8m0 and the finite formats);
 // encode_e8m0 and the cast problem (families/cast/cast.hpp) default to satfinite.
 // Against ml_dtypes 0.6 and torch 2.11 tables the codecs give the same value for every code and

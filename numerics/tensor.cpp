@@ -1,5 +1,5 @@
 // HostTensor storage and element access.
-#include "core/tensor.hpp"
+#include "numerics/tensor.hpp"
 
 #include <cstring>
 #include <stdexcept>

@@ -1,8 +1,8 @@
 // Integer (bit-manipulation) conversions between fp32 and the narrow formats, for host and device.
 //
-// An implementation independent of core/codec.cpp's double arithmetic: host.cvt runs it on
+// An implementation independent of numerics/codec.cpp's double arithmetic: host.cvt runs it on
 // the CPU, and the planted-bug CUDA impl runs it on the GPU with ties rounded up. Targets are
-// the 4/6/8-bit formats (exponent bias < 126); semantics as core/codec.hpp documents:
+// the 4/6/8-bit formats (exponent bias < 126); semantics as numerics/codec.hpp documents:
 // RNE, satfinite or nonsaturating overflow, the NaN/−0 rules of ieee, fn, fnuz and finite
 // formats. No harness headers: kernels include this.
 #pragma once
@@ -27,7 +27,7 @@ struct MiniFormat {
 };
 
 // The formats device kernels name (fp8: OCP's E4M3FN and E5M2, AMD's FNUZ variants; OCP MX's fp6
-// and fp4), the same layouts core/minifloat_formats.hpp derives from the DType table.
+// and fp4), the same layouts numerics/minifloat_formats.hpp derives from the DType table.
 constexpr MiniFormat kE4m3fn{4, 3, 7, kFn, true};
 constexpr MiniFormat kE5m2{5, 2, 15, kIeee, true};
 constexpr MiniFormat kE4m3fnuz{4, 3, 8, kFnuz, true};

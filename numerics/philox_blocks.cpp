@@ -10,13 +10,13 @@
 // c = (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0); the key is bumped by the Weyl constants between
 // rounds. 32×32→64 products come from vpmuludq on the even lanes and on the odd lanes shifted
 // down.
-#include "core/philox_blocks.hpp"
+#include "numerics/philox_blocks.hpp"
 
-#include "core/x86_intrinsics.hpp"  // OPCTS_X86: the SIMD paths; other processors take the scalar one
+#include "numerics/x86_intrinsics.hpp"  // OPCTS_X86: the SIMD paths; other processors take the scalar one
 
 #include <cstring>
 
-#include "core/rng.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts::detail {
 

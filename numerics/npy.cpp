@@ -1,5 +1,5 @@
 // NumPy .npy format 1.0 writing (https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html).
-#include "core/npy.hpp"
+#include "numerics/npy.hpp"
 
 #include <bit>
 #include <cstring>

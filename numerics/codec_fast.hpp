@@ -1,6 +1,6 @@
 // Fast fp32 → fp8 (e4m3fn, e5m2) array encoders by integer bit manipulation, bit-identical to encode_format.
 //
-// Same semantics as encode_format(x, format, ov) from core/codec.hpp: round to nearest, ties
+// Same semantics as encode_format(x, format, ov) from numerics/codec.hpp: round to nearest, ties
 // to even; satfinite turns finite overflow and ±Inf into ±max, nonsaturating into NaN with the
 // sign kept (e4m3fn 0x7F|s) or ±Inf (e5m2 0x7C|s); a NaN input keeps its sign (e4m3fn 0x7F|s,
 // e5m2 quiet NaN 0x7E|s); −0 stays 0x80. No double arithmetic, no frexp; OpenMP over chunks.
@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/codec.hpp"
+#include "numerics/codec.hpp"
 
 namespace opcts {
 

@@ -1,5 +1,5 @@
 // Philox-based tensor fills.
-#include "core/rng.hpp"
+#include "numerics/rng.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,8 @@
 #include <Random123/philox.h>
 #include <Random123/uniform.hpp>
 
-#include "core/codec.hpp"
-#include "core/normal_codes.hpp"
+#include "numerics/codec.hpp"
+#include "numerics/normal_codes.hpp"
 
 namespace opcts {
 

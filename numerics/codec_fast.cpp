@@ -1,5 +1,5 @@
 // Integer RNE fp32 → e4m3fn / e5m2, one value per fp32 bit pattern, parallel over chunks.
-#include "core/codec_fast.hpp"
+#include "numerics/codec_fast.hpp"
 
 #include <algorithm>
 #include <cstring>

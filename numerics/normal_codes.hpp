@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/dtype.hpp"
+#include "numerics/dtype.hpp"
 
 namespace opcts {
 
@@ -25,7 +25,7 @@ class NormalCodeSampler {
   NormalCodeSampler(DType element, double sigma);
   /// The code for u in [0, 1): the first code whose CDF exceeds u (binary search; for tests).
   uint16_t operator()(double u) const;
-  /// The code of u = bits·2^-32 (32 random bits: core/rng's uniform01 and random_block lanes),
+  /// The code of u = bits·2^-32 (32 random bits: numerics/rng's uniform01 and random_block lanes),
   /// the same code as operator()(u), found in integers: cdf_[i] <= bits·2^-32 exactly when
   /// bits >= ceil(cdf_[i]·2^32) (scaling by 2^32 is exact).
   uint16_t from_bits(uint32_t bits) const {

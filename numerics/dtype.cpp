@@ -1,5 +1,5 @@
 // The dtype table and its bridge to refimpl's codecs.
-#include "core/dtype.hpp"
+#include "numerics/dtype.hpp"
 
 #include <algorithm>
 #include <array>

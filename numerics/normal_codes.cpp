@@ -1,5 +1,5 @@
-// The code-domain normal sampler (core/normal_codes.hpp).
-#include "core/normal_codes.hpp"
+// The code-domain normal sampler (numerics/normal_codes.hpp).
+#include "numerics/normal_codes.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "core/codec.hpp"
+#include "numerics/codec.hpp"
 
 namespace opcts {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
-#include "core/zeroed_bytes.hpp"
+#include "numerics/dtype.hpp"
+#include "numerics/zeroed_bytes.hpp"
 
 namespace opcts {
 

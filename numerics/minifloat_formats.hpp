@@ -1,11 +1,11 @@
-// The MiniFormat of each narrow DType, for impls that use core/minifloat_bits.hpp.
+// The MiniFormat of each narrow DType, for impls that use numerics/minifloat_bits.hpp.
 #pragma once
 
 #include <stdexcept>
 #include <string>
 
-#include "core/dtype.hpp"
-#include "core/minifloat_bits.hpp"
+#include "numerics/dtype.hpp"
+#include "numerics/minifloat_bits.hpp"
 
 namespace opcts::bits {
 

@@ -1,4 +1,4 @@
-// The code paths of random_blocks (core/rng.hpp), for tests that compare each path the CPU has
+// The code paths of random_blocks (numerics/rng.hpp), for tests that compare each path the CPU has
 // against the scalar Random123 call. Callers use random_blocks, which takes the best path.
 #pragma once
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include "numerics/tensor.hpp"
 
 namespace opcts {
 
