@@ -9,7 +9,7 @@
 #include <set>
 
 #if OPCTS_HAVE_CUDA
-#include "device_impl/cuda/abi_backend.hpp"
+#include "gpu/cuda/abi_backend.hpp"
 #endif
 
 namespace opcts {

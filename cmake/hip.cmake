@@ -1,6 +1,6 @@
-# HIP: the portable kernels of device_impl/cuda/ and families/*/cuda/ (listed by their paths in
-# device_impl/portable/kernels.txt) built with hipcc for OPCTS_HIP_ARCHS, from the same files
-# nvcc builds (device_impl/portable/gpu.hpp).
+# HIP: the portable kernels of gpu/cuda/ and families/*/cuda/ (listed by their paths in
+# gpu/portable/kernels.txt) built with hipcc for OPCTS_HIP_ARCHS, from the same files
+# nvcc builds (gpu/portable/gpu.hpp).
 #
 # Compiled and archived into libopcts_hip_kernels.a, and linked with libamdhip64 into
 # opcts_hip_link_check (a program that takes each entry point's address and runs no kernel: the
@@ -23,7 +23,7 @@ set(OPCTS_HAVE_HIP OFF)
 if(NOT OPCTS_HIP STREQUAL "OFF")
   find_program(OPCTS_HIPCC hipcc)
   # rocPRIM (header-only, librocprim-dev): cuda.sorted's sort, scan and segmented reduction
-  # under HIP (device_impl/portable/device_prims.cuh); without it indexing_sorted.cu would not
+  # under HIP (gpu/portable/device_prims.cuh); without it indexing_sorted.cu would not
   # compile, so it is required with hipcc.
   find_path(OPCTS_ROCPRIM_INCLUDE_DIR rocprim/rocprim.hpp)
   if(OPCTS_HIPCC AND OPCTS_ROCPRIM_INCLUDE_DIR)
@@ -37,9 +37,9 @@ if(NOT OPCTS_HIP STREQUAL "OFF")
 endif()
 message(STATUS "opcts: HIP kernels ${OPCTS_HAVE_HIP} (${OPCTS_HIP_ARCHS}, ${OPCTS_HIP_OPT})")
 
-# The portable kernel files, from device_impl/portable/kernels.txt.
+# The portable kernel files, from gpu/portable/kernels.txt.
 function(opcts_hip_portable_files out)
-  file(STRINGS ${CMAKE_SOURCE_DIR}/device_impl/portable/kernels.txt lines REGEX "^portable ")
+  file(STRINGS ${CMAKE_SOURCE_DIR}/gpu/portable/kernels.txt lines REGEX "^portable ")
   set(files "")
   foreach(l IN LISTS lines)
     string(REGEX REPLACE "^portable +" "" f "${l}")
@@ -47,7 +47,7 @@ function(opcts_hip_portable_files out)
   endforeach()
   set(${out} ${files} PARENT_SCOPE)
 endfunction()
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/device_impl/portable/kernels.txt)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/gpu/portable/kernels.txt)
 
 if(OPCTS_HAVE_HIP)
   opcts_hip_portable_files(OPCTS_HIP_KERNEL_FILES)
@@ -81,10 +81,10 @@ if(OPCTS_HAVE_HIP)
   set(link_check ${CMAKE_BINARY_DIR}/bin/opcts_hip_link_check)
   add_custom_command(OUTPUT ${link_check}
     COMMAND ${OPCTS_HIPCC} -x hip -std=c++17 ${arch_flags} -I${CMAKE_SOURCE_DIR}
-            -c ${CMAKE_SOURCE_DIR}/device_impl/hip/link_check.cpp -o ${dir}/link_check.o
+            -c ${CMAKE_SOURCE_DIR}/gpu/hip/link_check.cpp -o ${dir}/link_check.o
     COMMAND ${OPCTS_HIPCC} ${arch_flags} ${dir}/link_check.o ${OPCTS_HIP_KERNEL_LIBRARY} -o ${link_check}
     COMMAND ${link_check}
-    DEPENDS ${OPCTS_HIP_KERNEL_LIBRARY} ${CMAKE_SOURCE_DIR}/device_impl/hip/link_check.cpp
+    DEPENDS ${OPCTS_HIP_KERNEL_LIBRARY} ${CMAKE_SOURCE_DIR}/gpu/hip/link_check.cpp
     COMMENT "link opcts_hip_link_check against libamdhip64" VERBATIM)
   add_custom_target(opcts_hip_kernels ALL DEPENDS ${OPCTS_HIP_KERNEL_LIBRARY} ${link_check})
 endif()

@@ -3,7 +3,7 @@
 //
 // An AbiImpl converts the problem into its family's C parameter struct (Family::abi_params),
 // asks the descriptor's `supports`, and runs it through an AbiBackend: the host backend hands
-// host memory, the CUDA backend (device_impl/cuda/abi_backend.cpp) device memory on a stream of
+// host memory, the CUDA backend (gpu/cuda/abi_backend.cpp) device memory on a stream of
 // its own. Both poison outputs with 0xFF bytes, refuse an impl that wrote into an input (naming
 // the tensor) and map the status: OPCTS_INVALID_ARGUMENT → InvalidArgument(argument),
 // OPCTS_UNSUPPORTED → Unsupported, anything else → std::runtime_error.

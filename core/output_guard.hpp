@@ -1,7 +1,7 @@
 // Guard bytes around every output an ABI backend hands an impl: where the tensor sits in its allocation, what the
 // guards hold, and which guard byte a run changed.
 //
-// Both ABI backends (core/abi_impl.cpp's host backend, device_impl/cuda/abi_backend.cpp) allocate
+// Both ABI backends (core/abi_impl.cpp's host backend, gpu/cuda/abi_backend.cpp) allocate
 // each output as [guard | misalign | tensor | guard] (kGuardBytes each side; misalign from
 // OutputSpec::misalign_bytes, so a 16-bit tensor can start 2- but not 4-byte aligned) and fill
 // the guards with a canary that no write leaves unchanged in the cases that matter: -0.0 in every

@@ -1,4 +1,4 @@
-// device_impl/portable/gpu.hpp's round_odd_to_float, the first step of HIP's __double2half and __double2bfloat16,
+// gpu/portable/gpu.hpp's round_odd_to_float, the first step of HIP's __double2half and __double2bfloat16,
 // against CUDA's own (host-callable) conversions.
 //
 // HIP 5.2 has no conversion from double to fp16 or bf16; gpu.hpp defines both as
@@ -19,7 +19,7 @@
 #include <random>
 #include <vector>
 
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The HIP build of the portable kernels (device_impl/portable/kernels.txt, cmake/hip.cmake):
+// The HIP build of the portable kernels (gpu/portable/kernels.txt, cmake/hip.cmake):
 // every kernel file is classified, portable files reach CUDA's headers only through gpu.hpp,
 // and in a build with hipcc each portable file has its HIP object (a file that stops compiling
 // for HIP fails the build; one dropped from the HIP target fails here).
@@ -43,7 +43,7 @@ std::map<std::string, Entry> parse_kernels(std::istream& in, std::vector<std::st
 }
 
 std::map<std::string, Entry> load_kernels(std::vector<std::string>* errors) {
-  std::ifstream in(fs::path(OPCTS_SOURCE_DIR) / "device_impl/portable/kernels.txt");
+  std::ifstream in(fs::path(OPCTS_SOURCE_DIR) / "gpu/portable/kernels.txt");
   EXPECT_TRUE(in.good());
   return parse_kernels(in, errors);
 }
@@ -53,7 +53,7 @@ TEST(HipKernels, EveryKernelFileIsClassifiedOnce) {
   const auto kernels = load_kernels(&errors);
   for (const auto& e : errors) ADD_FAILURE() << "kernels.txt " << e;
   const fs::path root = OPCTS_SOURCE_DIR;
-  std::vector<fs::path> dirs{root / "device_impl/cuda"};
+  std::vector<fs::path> dirs{root / "gpu/cuda"};
   if (fs::exists(root / "families"))
     for (const auto& w : fs::directory_iterator(root / "families"))
       if (fs::is_directory(w.path() / "cuda")) dirs.push_back(w.path() / "cuda");
@@ -64,7 +64,7 @@ TEST(HipKernels, EveryKernelFileIsClassifiedOnce) {
       if (d.path().extension() != ".cu") continue;
       ++files;
       const std::string rel = fs::relative(d.path(), root).generic_string();
-      EXPECT_TRUE(kernels.count(rel)) << rel << " is in neither list of device_impl/portable/kernels.txt";
+      EXPECT_TRUE(kernels.count(rel)) << rel << " is in neither list of gpu/portable/kernels.txt";
       const auto [it, fresh] = names.emplace(d.path().filename().string(), rel);
       EXPECT_TRUE(fresh) << rel << " and " << it->second << " share a file name";
     }

@@ -22,14 +22,13 @@ const std::map<std::string, std::set<std::string>>& allowed() {
       {"numerics", {"include/opcts"}},
       {"core", {"numerics", "include/opcts"}},
       {"refimpl", {"core", "numerics", "include/opcts"}},
-      {"device_impl/host", {"core", "numerics", "refimpl", "include/opcts"}},
-      {"device_impl/portable", {}},
-      {"device_impl/cuda", {"core", "numerics", "refimpl", "include/opcts", "device_impl/portable"}},
-      {"device_impl/hip", {"core", "numerics", "refimpl", "include/opcts", "device_impl/portable", "device_impl/cuda"}},
+      {"gpu/host", {"core", "numerics", "refimpl", "include/opcts"}},
+      {"gpu/portable", {}},
+      {"gpu/cuda", {"core", "numerics", "refimpl", "include/opcts", "gpu/portable"}},
+      {"gpu/hip", {"core", "numerics", "refimpl", "include/opcts", "gpu/portable", "gpu/cuda"}},
       {"runner", {"core", "numerics", "include/opcts"}},
       {"reports", {"core", "numerics", "runner", "include/opcts"}},
-      {"app",
-       {"core", "numerics", "refimpl", "device_impl/host", "device_impl/cuda", "runner", "reports", "include/opcts"}},
+      {"app", {"core", "numerics", "refimpl", "gpu/host", "gpu/cuda", "runner", "reports", "include/opcts"}},
   };
   return table;
 }
@@ -42,8 +41,8 @@ std::string wing_floor(const std::string& rel) {
   const auto wing = rel.find('/', sizeof("families/") - 1);  // the end of families/<f>
   if (wing == std::string::npos) return "";
   const std::string rest = rel.substr(wing + 1);
-  if (rest.rfind("host/", 0) == 0) return "device_impl/host";
-  if (rest.rfind("cuda/", 0) == 0) return "device_impl/cuda";
+  if (rest.rfind("host/", 0) == 0) return "gpu/host";
+  if (rest.rfind("cuda/", 0) == 0) return "gpu/cuda";
   if (rest.find('/') != std::string::npos) return "";  // tests/, bench/
   return "refimpl";
 }
@@ -64,12 +63,12 @@ bool is_source(const fs::path& p) {
 
 // Kernel sources compile with nvcc (and hipcc) into their own library and take no harness type:
 // they may include other kernel headers, numerics' header-only number formats and the portable
-// layer (device_impl/portable/: gpu.hpp, mma_tile.cuh, device_prims.cuh), nothing else of ours.
-// Kernel sources: the .cu, .cuh and *_kernels.hpp of device_impl/cuda/ and of each wing's cuda/,
+// layer (gpu/portable/: gpu.hpp, mma_tile.cuh, device_prims.cuh), nothing else of ours.
+// Kernel sources: the .cu, .cuh and *_kernels.hpp of gpu/cuda/ and of each wing's cuda/,
 // and the portable headers.
 bool is_kernel_file(const std::string& rel) {
-  if (rel.rfind("device_impl/portable/", 0) == 0) return true;
-  if (floor_of(rel) != "device_impl/cuda") return false;
+  if (rel.rfind("gpu/portable/", 0) == 0) return true;
+  if (floor_of(rel) != "gpu/cuda") return false;
   const fs::path p(rel);
   const std::string name = p.filename().string();
   return p.extension() == ".cu" || p.extension() == ".cuh" || name.size() > 12 && name.ends_with("_kernels.hpp");
@@ -143,12 +142,12 @@ TEST(Layers, NoImplCallsTheJudgesContract) {
   ASSERT_TRUE(std::regex_search(std::string("    sdpa::check_contract(p);"), judge));  // what it must catch
   ASSERT_FALSE(std::regex_search(std::string("int4_mm::planted_bug_cannot_show(p, bug)"), judge));
   int scanned = 0;
-  for (const char* dir : {"device_impl", "plugins", "families"}) {
+  for (const char* dir : {"gpu", "plugins", "families"}) {
     if (!fs::exists(root / dir)) continue;
     for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
       if (!e.is_regular_file() || !is_source(e.path())) continue;
       const std::string floor = floor_of(fs::relative(e.path(), root).generic_string());
-      if (dir == std::string("families") && floor != "device_impl/host" && floor != "device_impl/cuda") continue;
+      if (dir == std::string("families") && floor != "gpu/host" && floor != "gpu/cuda") continue;
       ++scanned;
       std::ifstream in(e.path());
       std::string line;
@@ -163,18 +162,18 @@ TEST(Layers, NoImplCallsTheJudgesContract) {
 TEST(Layers, TheCheckSeesAnUpwardInclude) {
   EXPECT_EQ(floor_of("numerics/dtype.hpp"), "numerics");
   EXPECT_EQ(floor_of("core/family.hpp"), "core");
-  EXPECT_EQ(floor_of("device_impl/cuda/stream_gate.cu"), "device_impl/cuda");
+  EXPECT_EQ(floor_of("gpu/cuda/stream_gate.cu"), "gpu/cuda");
   EXPECT_FALSE(allowed().at("core").count("runner"));
   EXPECT_FALSE(allowed().at("numerics").count("core"));
   EXPECT_FALSE(allowed().at("runner").count("refimpl"));
   EXPECT_FALSE(allowed().at("runner").count("reports"));
-  EXPECT_TRUE(is_kernel_file("device_impl/cuda/stream_gate.cu"));
-  EXPECT_FALSE(is_kernel_file("device_impl/cuda/abi_backend.cpp"));
+  EXPECT_TRUE(is_kernel_file("gpu/cuda/stream_gate.cu"));
+  EXPECT_FALSE(is_kernel_file("gpu/cuda/abi_backend.cpp"));
   // A wing's folders are on their floors.
   EXPECT_EQ(floor_of("families/sdpa/reference.cpp"), "refimpl");
   EXPECT_EQ(floor_of("families/sdpa/sdpa.hpp"), "refimpl");
-  EXPECT_EQ(floor_of("families/sdpa/host/sdpa_flash.cpp"), "device_impl/host");
-  EXPECT_EQ(floor_of("families/sdpa/cuda/sdpa_flash.cu"), "device_impl/cuda");
+  EXPECT_EQ(floor_of("families/sdpa/host/sdpa_flash.cpp"), "gpu/host");
+  EXPECT_EQ(floor_of("families/sdpa/cuda/sdpa_flash.cu"), "gpu/cuda");
   EXPECT_EQ(floor_of("families/sdpa/tests/test_sdpa.cpp"), "");
   EXPECT_TRUE(is_kernel_file("families/sdpa/cuda/sdpa_flash.cu"));
   EXPECT_TRUE(is_kernel_file("families/sdpa/cuda/sdpa_kernels.hpp"));
@@ -186,7 +185,7 @@ TEST(Layers, TheCheckSeesAnUpwardInclude) {
   };
   EXPECT_TRUE(bad("families/cast/reference.cpp", "families/cast/cuda/cast_kernels.hpp"));
   EXPECT_TRUE(bad("families/cast/problem.cpp", "families/cast/host/cast_cvt.hpp"));
-  EXPECT_TRUE(bad("families/cast/inputs.cpp", "device_impl/cuda/rows.hpp"));
+  EXPECT_TRUE(bad("families/cast/inputs.cpp", "gpu/cuda/rows.hpp"));
   EXPECT_TRUE(bad("families/cast/host/cast_cvt.cpp", "families/cast/cuda/cast_launch.hpp"));
   EXPECT_TRUE(bad("families/cast/cuda/cast_cvt.cu", "families/cast/cast.hpp"));
   EXPECT_TRUE(bad("families/cast/cuda/cast_cvt.cu", "numerics/tensor.hpp"));
@@ -199,7 +198,7 @@ TEST(Layers, TheCheckSeesAnUpwardInclude) {
   EXPECT_FALSE(bad("families/cast/host/cast_cvt.cpp", "families/cast/cast.hpp"));
   EXPECT_FALSE(bad("families/cast/cuda/cast_impls.cpp", "families/cast/cast.hpp"));
   EXPECT_FALSE(bad("families/cast/cuda/cast_cvt.cu", "families/cast/cuda/cast_kernels.hpp"));
-  EXPECT_FALSE(bad("families/cast/cuda/cast_cvt.cu", "device_impl/portable/gpu.hpp"));
+  EXPECT_FALSE(bad("families/cast/cuda/cast_cvt.cu", "gpu/portable/gpu.hpp"));
   EXPECT_FALSE(bad("app/builtins.cpp", "families/cast/cast.hpp"));
 }
 

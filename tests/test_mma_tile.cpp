@@ -1,4 +1,4 @@
-// device_impl/portable/mma_tile.cuh's m16n8k16 tile run on the CPU for every lane of a warp: the fragment loads, the
+// gpu/portable/mma_tile.cuh's m16n8k16 tile run on the CPU for every lane of a warp: the fragment loads, the
 // emulated product (the HIP path) and the accumulator walk, against an fp64 GEMM.
 //
 // The kernels' warp quarter (32×32 of C, 2 × 4 products per 16 k, K = 32) is computed here as
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "device_impl/portable/mma_tile.cuh"
+#include "gpu/portable/mma_tile.cuh"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Conversion kernels, one element per thread: under CUDA, CUDA's own fp8/fp6/fp4/e8m0 intrinsics;
 // under HIP (5.2 has no narrow-float conversions) numerics/minifloat_bits.hpp's integer codecs, from
 // fp32 (fp16 and bf16 inputs widen exactly, so one rounding either way).
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 #if !OPCTS_GPU_HIP
 #include <cuda_fp4.h>
 #include <cuda_fp6.h>

@@ -1,7 +1,7 @@
 // The CUDA cast rows: cuda.cvt and the planted cuda.cvt_ties_up (every build; rows.hpp).
-#include "device_impl/cuda/rows.hpp"
 #include "families/cast/cast.hpp"
 #include "families/cast/cuda/cast_launch.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts {
 

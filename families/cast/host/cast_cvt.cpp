@@ -6,8 +6,8 @@
 #include <bit>
 #include <cmath>
 
-#include "device_impl/host/host_impls.hpp"
 #include "families/cast/cast.hpp"
+#include "gpu/host/host_impls.hpp"
 #include "numerics/minifloat_formats.hpp"
 
 namespace opcts {

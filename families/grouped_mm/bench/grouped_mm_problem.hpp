@@ -1,7 +1,7 @@
 // A grouped-GEMM problem for families/grouped_mm/bench/grouped_mm_bench.cpp: device buffers generated in the code
 // domain from a hash of each element's index (so a DeepSeek-V3 layer is made in seconds and any
 // element can be recomputed on the host without a host copy), and the fp64 value of any output
-// element with the bound an fp32-accumulating impl must meet there. Layouts: device_impl/cuda/
+// element with the bound an fp32-accumulating impl must meet there. Layouts: gpu/cuda/
 // grouped_mm_kernels.hpp (this file re-derives them on the host from that documentation).
 #pragma once
 

@@ -1,6 +1,6 @@
 // The grouped GEMMs' argument checks: the tensors' sizes against the mode and recipe, and the offsets' values (on the
 // host or on the device), refused by name.
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "device_impl/cuda/cuda_error.hpp"
 #include "families/grouped_mm/cuda/grouped_mm_args.cuh"
+#include "gpu/cuda/cuda_error.hpp"
 
 namespace opcts::cuda {
 

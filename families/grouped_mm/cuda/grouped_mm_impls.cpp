@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <string>
 
-#include "device_impl/cuda/rows.hpp"
 #include "families/grouped_mm/cuda/grouped_mm_launch.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts::cuda {
 

@@ -15,7 +15,7 @@
 // accumulator and adds it times 2^(ea+eb−254) (exact unless the product leaves fp32's normal
 // range) to the running sum. Out is one round-to-nearest-even of the fp32 value to bf16; stores
 // are masked at the group's rows and columns.
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 #if !OPCTS_GPU_HIP
 #include <cuda_fp8.h>
 #endif
@@ -25,8 +25,8 @@
 #include <string>
 #include <type_traits>
 
-#include "device_impl/portable/mma_tile.cuh"
 #include "families/grouped_mm/cuda/grouped_mm_args.cuh"
+#include "gpu/portable/mma_tile.cuh"
 #include "numerics/minifloat_bits.hpp"
 
 namespace opcts::cuda {
@@ -274,7 +274,7 @@ using gpu::mma::each_acc;
 
 // C[32×32 warp quarter] += A[wr.., 0..32) · Bᵀ[wc.., 0..32)ᵀ from shared memory. Each 16-deep
 // step loads the warp's A fragments (two m16 blocks) and B fragments (four n8 blocks) once, by
-// 32-bit loads, and issues 8 MMAs (device_impl/portable/mma_tile.cuh: the fragment layout, and
+// 32-bit loads, and issues 8 MMAs (gpu/portable/mma_tile.cuh: the fragment layout, and
 // the emulated MMAs where mma.sync is missing).
 template <class T>
 __device__ void warp_mma(float (&c)[2][4][4], const T* As, const T* Bs, int wr, int wc, int lane) {

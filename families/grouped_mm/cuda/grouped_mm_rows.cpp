@@ -7,9 +7,9 @@
 // next row of the same 64-row tile, so a group must hold two rows).
 #include <algorithm>
 
-#include "device_impl/cuda/rows.hpp"
 #include "families/grouped_mm/cuda/grouped_mm_launch.hpp"
 #include "families/grouped_mm/grouped_mm.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts {
 

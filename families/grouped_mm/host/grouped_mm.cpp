@@ -30,8 +30,8 @@
 #include <Eigen/Dense>
 
 #include "core/abi_impl.hpp"
-#include "device_impl/host/host_impls.hpp"
 #include "families/grouped_mm/grouped_mm.hpp"
+#include "gpu/host/host_impls.hpp"
 #include "numerics/dtype.hpp"
 
 namespace opcts {

@@ -26,9 +26,9 @@
 
 #include "app/builtins.hpp"
 #include "core/family.hpp"
-#include "device_impl/cuda/device_buffer.hpp"
 #include "families/indexing/cuda/indexing_kernels.hpp"
 #include "families/indexing/indexing.hpp"
+#include "gpu/cuda/device_buffer.hpp"
 
 using namespace opcts;
 

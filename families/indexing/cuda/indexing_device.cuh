@@ -7,7 +7,7 @@
 // sm_90, CUDA's atomicCAS loops before), and under HIP 5.2, which has none, gpu.hpp's CAS loops.
 #pragma once
 
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #include <cstdint>
 #include <stdexcept>
@@ -19,7 +19,7 @@
 
 namespace opcts::cuda::idx {
 
-// The hardware wavefront and its ballot / shuffle / lane search (device_impl/portable/gpu.hpp):
+// The hardware wavefront and its ballot / shuffle / lane search (gpu/portable/gpu.hpp):
 // 32 lanes on CUDA and RDNA, 64 on CDNA.
 constexpr int kWarpSize = gpu::kWave;
 using LaneMask = gpu::LaneMask;

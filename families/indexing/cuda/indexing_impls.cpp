@@ -10,9 +10,9 @@
 #include <exception>
 #include <string>
 
-#include "device_impl/cuda/rows.hpp"
 #include "families/indexing/cuda/indexing_kernels.hpp"
 #include "families/indexing/cuda/indexing_launch.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts::cuda {
 

@@ -6,9 +6,9 @@
 // each row declares is in cases/tolerances.yaml (cuda.atomic*: per_add, cuda.warp_aggregated*:
 // warp32, cuda.sorted*: once). The planted *_store rows lose duplicates: the atomic kernel
 // stores self + the term, the warp kernel's leader self + its group's sum.
-#include "device_impl/cuda/rows.hpp"
 #include "families/indexing/cuda/indexing_launch.hpp"
 #include "families/indexing/indexing.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts {
 

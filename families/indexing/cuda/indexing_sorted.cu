@@ -1,20 +1,20 @@
 // cuda.sorted and its planted variants: destinations sorted with CUB (rocPRIM under HIP), each destination's terms
 // summed by its segmented reduction, added to self once.
 //
-// The device-wide calls go through device_impl/portable/device_prims.cuh (CUB or rocPRIM).
+// The device-wide calls go through gpu/portable/device_prims.cuh (CUB or rocPRIM).
 // Scratch (cudaMallocAsync on the stream, freed there), for N terms: keys and positions,
 // double-buffered by the radix sort (the sort's input buffers then hold the run-length
 // encoding's unique keys and counts), segment offsets, the terms in the accumulator type in
 // sorted order and the segment sums. The number of segments stays on the device (reading it
 // would mean waiting for the stream), so the offsets and the reduction span N segments, the
 // ones past the last run empty.
-#include "device_impl/portable/device_prims.cuh"
+#include "gpu/portable/device_prims.cuh"
 
 #include <algorithm>
 #include <vector>
 
-#include "device_impl/cuda/stream_scratch.cuh"
 #include "families/indexing/cuda/indexing_device.cuh"
+#include "gpu/cuda/stream_scratch.cuh"
 
 namespace opcts::cuda {
 

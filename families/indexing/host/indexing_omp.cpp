@@ -13,9 +13,9 @@
 #include <atomic>
 
 #include "core/threads.hpp"
-#include "device_impl/host/host_impls.hpp"
 #include "families/indexing/host/indexing_host.hpp"
 #include "families/indexing/indexing.hpp"
+#include "gpu/host/host_impls.hpp"
 
 namespace opcts {
 

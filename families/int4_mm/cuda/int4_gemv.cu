@@ -12,19 +12,19 @@
 // kernel in slice order: no atomics, the same bytes on every run. Where the units alone give the
 // GPU enough warps K is not split: the block writes y and there is no second kernel and no
 // workspace.
-// Portable (device_impl/portable/gpu.hpp): no inline PTX; the shuffle is the only warp primitive,
+// Portable (gpu/portable/gpu.hpp): no inline PTX; the shuffle is the only warp primitive,
 // 32 lanes wide on every target (a wave64 wavefront holds two of these warps, one per half).
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
-#include "device_impl/cuda/cp_async.cuh"
 #include "families/int4_mm/cuda/int4_gemv_tiny.cuh"
 #include "families/int4_mm/cuda/int4_mm_args.cuh"
 #include "families/int4_mm/cuda/int4_mm_layout.cuh"
+#include "gpu/cuda/cp_async.cuh"
 
 namespace opcts::cuda {
 

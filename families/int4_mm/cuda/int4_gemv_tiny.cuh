@@ -36,8 +36,8 @@
 // off each other's banks).
 #pragma once
 
-#include "device_impl/portable/mma_tile.cuh"
 #include "families/int4_mm/cuda/int4_mm_layout.cuh"
+#include "gpu/portable/mma_tile.cuh"
 
 namespace opcts::cuda::int4mm::tiny {
 

@@ -7,21 +7,21 @@
 // elements (the fragment loads of a warp hit 32 distinct banks), in two stages: the next
 // slice's x and packed words are read while the current one is multiplied. Each warp loads its
 // fragments for 16 k with ldmatrix (2 A and 2 × 2 B, once each) and runs 2 × 4 m16n8k16 MMAs
-// over its 32×32 quarter (device_impl/portable/mma_tile.cuh's warp tile). The planted
+// over its 32×32 quarter (gpu/portable/mma_tile.cuh's warp tile). The planted
 // instantiation (Planted = true, the cuda.int4_mm_* rows) also carries the plants that live in
 // this kernel's structure: x's last K element dropped, x and Ŵ rounded to bf16, the
 // accumulators rounded to the dtype every 64 K or per quarter of K. Where mma.sync is
 // missing (HIP) the tile header loads the same fragments with 32-bit loads and emulates the
 // MMAs with fp32 FMA, so the kernel builds everywhere with one numerical model: exact products,
 // fp32 sums.
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "device_impl/portable/mma_tile.cuh"
 #include "families/int4_mm/cuda/int4_mm_args.cuh"
 #include "families/int4_mm/cuda/int4_mm_layout.cuh"
+#include "gpu/portable/mma_tile.cuh"
 
 namespace opcts::cuda {
 

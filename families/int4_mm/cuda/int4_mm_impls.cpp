@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <string>
 
-#include "device_impl/cuda/rows.hpp"
 #include "families/int4_mm/cuda/int4_mm_launch.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts::cuda {
 

@@ -122,7 +122,7 @@ void int4_gemv(const Int4MmParams& p, CUstream_st* stream, const Int4GemvTuning&
 int64_t int4_gemv_workspace_bytes(const Int4MmParams& p, const Int4GemvTuning& tuning = {});
 
 /// cuda.int4_mm: tensor cores (mma.sync m16n8k16, fp32 accumulation; under HIP the emulated
-/// m16n8k16 of device_impl/portable/mma_tile.cuh). 64×64 output tiles; each 32-deep K slice of the weight is
+/// m16n8k16 of gpu/portable/mma_tile.cuh). 64×64 output tiles; each 32-deep K slice of the weight is
 /// dequantized into shared memory as bf16/fp16, x staged beside it. Throws Int4ArgumentError.
 void int4_mm(const Int4MmParams& p, CUstream_st* stream);
 

@@ -14,7 +14,7 @@
 // (gpu.hpp's kWarp; the kernels' shuffles stay inside their 32 lanes).
 #pragma once
 
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #include <cmath>
 #include <cstdint>

@@ -4,9 +4,9 @@
 
 #include <optional>
 
-#include "device_impl/cuda/device_buffer.hpp"
 #include "families/int4_mm/cuda/int4_mm_kernels.hpp"
 #include "families/int4_mm/int4_mm.hpp"
+#include "gpu/cuda/device_buffer.hpp"
 #include "numerics/tensor.hpp"
 
 namespace opcts {

@@ -1,7 +1,7 @@
 // The CUDA int4_mm rows: cuda.int4_gemv, cuda.int4_mm and their planted variants (every build; rows.hpp).
-#include "device_impl/cuda/rows.hpp"
 #include "families/int4_mm/cuda/int4_mm_launch.hpp"
 #include "families/int4_mm/int4_mm.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts {
 

@@ -32,8 +32,8 @@
 #include <Eigen/Dense>
 
 #include "core/errors.hpp"
-#include "device_impl/host/host_impls.hpp"
 #include "families/int4_mm/int4_mm.hpp"
+#include "gpu/host/host_impls.hpp"
 #include "numerics/dtype.hpp"
 
 namespace opcts {

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "device_impl/cuda/device_buffer.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
+#include "gpu/cuda/device_buffer.hpp"
 #include "numerics/dtype.hpp"
 
 using namespace opcts;

@@ -17,9 +17,9 @@
 #include <mutex>
 #include <string>
 
-#include "device_impl/cuda/cuda_error.hpp"
-#include "device_impl/cuda/warm_up.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
+#include "gpu/cuda/cuda_error.hpp"
+#include "gpu/cuda/warm_up.hpp"
 
 namespace opcts::cuda {
 

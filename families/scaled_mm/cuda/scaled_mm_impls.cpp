@@ -11,9 +11,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "device_impl/cuda/device_memory.hpp"
-#include "device_impl/cuda/rows.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_launch.hpp"
+#include "gpu/cuda/device_memory.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts::cuda {
 

@@ -7,8 +7,8 @@
 // included) and multiplied by the element's block scale before it is stored in shared memory,
 // so the inner loop is plain fp32 FMA on already-dequantized values. This trades the tensor
 // cores for generality: any scale mode with any element type and layout, any M, N, K.
-// Only portable constructs (no inline PTX, no wmma): hipcc builds it (device_impl/portable/gpu.hpp).
-#include "device_impl/portable/gpu.hpp"
+// Only portable constructs (no inline PTX, no wmma): hipcc builds it (gpu/portable/gpu.hpp).
+#include "gpu/portable/gpu.hpp"
 #if !OPCTS_GPU_HIP
 #include <cuda_fp8.h>
 #endif

@@ -4,9 +4,9 @@
 
 #include <optional>
 
-#include "device_impl/cuda/device_buffer.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
 #include "families/scaled_mm/scaled_mm.hpp"
+#include "gpu/cuda/device_buffer.hpp"
 #include "numerics/tensor.hpp"
 
 namespace opcts {

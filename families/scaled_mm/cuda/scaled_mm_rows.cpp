@@ -6,10 +6,10 @@
 // scales zeroed, the output scale dropped, every scale off by 2^-8, the bias dropped, half of K
 // dropped, the result doubled, every product 2^-8 low or high, the last 32 K elements dropped),
 // so the suite proves it catches each under the arch's accumulator model of cuBLASLt itself.
-#include "device_impl/cuda/rows.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_launch.hpp"
 #include "families/scaled_mm/planted.hpp"
 #include "families/scaled_mm/scaled_mm.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts {
 

@@ -15,8 +15,8 @@
 //   host.emulated_drop_partial_k     drops the last K tile when it is partial (tile 128 for fp32
 //                                    recipes, 32 for MX, 16 for NVFP4), as a kernel that rounds
 //                                    the tile count down would
-#include "device_impl/host/host_impls.hpp"
 #include "families/scaled_mm/host/scaled_mm_emulation.hpp"
+#include "gpu/host/host_impls.hpp"
 
 namespace opcts {
 

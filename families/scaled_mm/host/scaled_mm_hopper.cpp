@@ -26,9 +26,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "device_impl/host/host_impls.hpp"
 #include "families/scaled_mm/host/scaled_mm_emulation.hpp"
 #include "families/scaled_mm/planted.hpp"
+#include "gpu/host/host_impls.hpp"
 
 namespace opcts {
 

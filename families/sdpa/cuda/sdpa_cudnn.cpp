@@ -2,9 +2,9 @@
 // descriptor by descriptor. The graph shapes, op order and data types are documented in
 // sdpa_cudnn.hpp; each helper below names the frontend node it mirrors.
 #include "families/sdpa/cuda/sdpa_cudnn.hpp"
-#include "device_impl/cuda/cuda_error.hpp"
-#include "device_impl/cuda/stream_scratch.cuh"
-#include "device_impl/cuda/warm_up.hpp"
+#include "gpu/cuda/cuda_error.hpp"
+#include "gpu/cuda/stream_scratch.cuh"
+#include "gpu/cuda/warm_up.hpp"
 
 #include <cuda_runtime_api.h>
 #include <cudnn.h>

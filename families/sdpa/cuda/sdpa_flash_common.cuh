@@ -3,9 +3,9 @@
 // interval, and the host-side checks both kernels share.
 #pragma once
 
-#include "device_impl/cuda/cp_async.cuh"
-#include "device_impl/portable/gpu.hpp"
-#include "device_impl/portable/mma_tile.cuh"
+#include "gpu/cuda/cp_async.cuh"
+#include "gpu/portable/gpu.hpp"
+#include "gpu/portable/mma_tile.cuh"
 
 #include <cstdint>
 
@@ -85,8 +85,8 @@ constexpr const char* kHeadDimsWhy =
 // ---------------------------------------------------------------------------------------
 // The tile building blocks of the tensor-core kernels, forward and backward: inline PTX
 // (sm_80+) under CUDA; under HIP the same functions with the same fragment semantics, written
-// with 32-lane shuffles and plain loads (the portable path of device_impl/portable/gpu.hpp; the
-// m16n8k16 product itself is device_impl/portable/mma_tile.cuh's, shared with the GEMM kernels:
+// with 32-lane shuffles and plain loads (the portable path of gpu/portable/gpu.hpp; the
+// m16n8k16 product itself is gpu/portable/mma_tile.cuh's, shared with the GEMM kernels:
 // no matrix cores yet; an MFMA path, whose fragments are laid out differently, is issue 15's
 // follow-up). OPCTS_EMULATE_MMA selects the HIP path under nvcc too, so an H200 can check it
 // against the PTX path.
@@ -151,7 +151,7 @@ __device__ __forceinline__ float fast_exp2(float x) { return exp2f(x); }  // exp
 
 #else
 
-// The copies (device_impl/cuda/cp_async.cuh, shared with cuda.int4_gemv's ring).
+// The copies (gpu/cuda/cp_async.cuh, shared with cuda.int4_gemv's ring).
 using async::cp_async_16;
 using async::cp_async_4;
 using async::cp_async_commit;

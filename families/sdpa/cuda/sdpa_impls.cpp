@@ -11,10 +11,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "device_impl/cuda/device_memory.hpp"
-#include "device_impl/cuda/rows.hpp"
-#include "device_impl/cuda/stream_scratch.cuh"
 #include "families/sdpa/cuda/sdpa_launch.hpp"
+#include "gpu/cuda/device_memory.hpp"
+#include "gpu/cuda/rows.hpp"
+#include "gpu/cuda/stream_scratch.cuh"
 
 namespace opcts::cuda {
 

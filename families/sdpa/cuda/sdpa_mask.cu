@@ -1,6 +1,6 @@
 // A boolean attn_mask (one byte per element, nonzero = attend) as an additive one in the input
 // dtype (0 or -inf): what PyTorch hands cuDNN, computed on the stream (sdpa_kernels.hpp).
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -1,8 +1,8 @@
 // The CUDA sdpa rows: cuda.flash, cuda.math, cuda.cudnn, the flash backward's other kernels and the
 // planted cuda.flash_* variants (every build; rows.hpp).
-#include "device_impl/cuda/rows.hpp"
 #include "families/sdpa/cuda/sdpa_launch.hpp"
 #include "families/sdpa/sdpa.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts {
 

@@ -24,7 +24,7 @@
 #include <limits>
 
 #include "core/errors.hpp"
-#include "device_impl/host/host_impls.hpp"
+#include "gpu/host/host_impls.hpp"
 
 namespace opcts {
 

@@ -13,8 +13,8 @@
 //                                 every key tile
 //   host.flash_lse_plus_log2      logsumexp = m + log(2·l), off by log 2 (visible only against
 //                                 a reference that keeps scores in fp32 when logits are large)
-#include "device_impl/host/host_impls.hpp"
 #include "families/sdpa/host/sdpa_flash.hpp"
+#include "gpu/host/host_impls.hpp"
 
 namespace opcts {
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/abi_impl.hpp"
-#include "device_impl/cuda/rows.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts::cuda {
 

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #if !OPCTS_GPU_HIP
 

@@ -4,7 +4,7 @@
 // Host code only; no harness types.
 #pragma once
 
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #include <cstddef>
 #include <stdexcept>

@@ -9,7 +9,7 @@
 // another order, with the operator and the initial value explicit).
 #pragma once
 
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,17 +1,17 @@
 // opcts_hip_link_check: links the HIP build of the portable kernels (libopcts_hip_kernels.a)
 // with libamdhip64 and names every host entry point, so an undefined symbol (a portable file
 // calling into a CUDA-only one) fails the build. Runs no kernel: prints the entry points' count.
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #include <cstdio>
 
-#include "device_impl/cuda/stream_gate_kernels.hpp"
 #include "families/cast/cuda/cast_kernels.hpp"
 #include "families/grouped_mm/cuda/grouped_mm_args.cuh"
 #include "families/indexing/cuda/indexing_kernels.hpp"
 #include "families/int4_mm/cuda/int4_mm_kernels.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
 #include "families/sdpa/cuda/sdpa_kernels.hpp"
+#include "gpu/cuda/stream_gate_kernels.hpp"
 
 int main() {
   namespace k = opcts::cuda;

@@ -1,12 +1,12 @@
-// The hip.* rows: opcts's portable kernels (device_impl/portable/kernels.txt) on AMD GPUs, as
+// The hip.* rows: opcts's portable kernels (gpu/portable/kernels.txt) on AMD GPUs, as
 // rows of the backend "hip", registered in every build with the same ids (rows.hpp).
 //
 // hipcc builds these kernels (cmake/hip.cmake), but no build runs them yet: the ROCm runtime
 // that would (a device, libamdhip64 with a GPU, an AbiBackend over hipMalloc/hipStream) is not
 // on the machines opcts is built on, so every row is a SKIP naming that. The seam is the row:
-// a HIP AbiBackend gives these rows callbacks (the device_impl/cuda/*_impls.cpp glue built with
+// a HIP AbiBackend gives these rows callbacks (the gpu/cuda/*_impls.cpp glue built with
 // hipcc), and a hipBLASLt adapter is a row like cuda.cublaslt (issue 15).
-#include "device_impl/cuda/rows.hpp"
+#include "gpu/cuda/rows.hpp"
 
 namespace opcts {
 

@@ -1,10 +1,10 @@
 // The stream gate's spin kernel and its mapped host flags (stream_gate_kernels.hpp).
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "device_impl/cuda/stream_gate_kernels.hpp"
+#include "gpu/cuda/stream_gate_kernels.hpp"
 
 namespace opcts::cuda {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "device_impl/cuda/cuda_error.hpp"
+#include "gpu/cuda/cuda_error.hpp"
 #include "numerics/tensor.hpp"
 
 namespace opcts::cuda {

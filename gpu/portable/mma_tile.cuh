@@ -23,7 +23,7 @@
 // whose wave-64 fragments are laid out differently, so the walk, not only mma_m16n8k16, changes.
 #pragma once
 
-#include "device_impl/portable/gpu.hpp"
+#include "gpu/portable/gpu.hpp"
 
 #include <cmath>
 #include <cstdint>

@@ -11,7 +11,7 @@
 // Every output lies between guard bytes (core/output_guard.hpp, as in the host backend), at the
 // misalignment its OutputSpec asks for: a run that changed a guard byte is reported naming the
 // offset (RunContext::breaches, else a ContractBreach).
-#include "device_impl/cuda/abi_backend.hpp"
+#include "gpu/cuda/abi_backend.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -25,9 +25,9 @@
 
 #include "core/errors.hpp"
 #include "core/output_guard.hpp"
-#include "device_impl/cuda/device_buffer.hpp"
-#include "device_impl/cuda/device_memory.hpp"
-#include "device_impl/cuda/stream_gate_kernels.hpp"
+#include "gpu/cuda/device_buffer.hpp"
+#include "gpu/cuda/device_memory.hpp"
+#include "gpu/cuda/stream_gate_kernels.hpp"
 
 namespace opcts::cuda {
 

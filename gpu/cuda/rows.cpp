@@ -1,8 +1,8 @@
 // Registering built-in CUDA rows (rows.hpp), in every build.
-#include "device_impl/cuda/rows.hpp"
+#include "gpu/cuda/rows.hpp"
 
 #if OPCTS_HAVE_CUDA
-#include "device_impl/cuda/abi_backend.hpp"
+#include "gpu/cuda/abi_backend.hpp"
 #endif
 
 namespace opcts::cuda {

@@ -1,8 +1,8 @@
 // Built-in CUDA impls as rows of plugin-ABI descriptors (include/opcts/plugin.h), in every build.
 //
-// A family's CUDA impls are declared in device_impl/cuda/<family>_rows.cpp, which every build
+// A family's CUDA impls are declared in gpu/cuda/<family>_rows.cpp, which every build
 // compiles: names, capabilities, whether planted, and the callbacks. The callbacks themselves
-// (device_impl/cuda/<family>_impls.cpp: the C parameter struct and tensors mapped onto the
+// (gpu/cuda/<family>_impls.cpp: the C parameter struct and tensors mapped onto the
 // kernel's parameter struct, launched on the stream handed in) exist only when CUDA is built;
 // OPCTS_CUDA_ONLY leaves them out otherwise, and each row is then a SKIP saying so. So every
 // case id, planted ones included, is the same in every build.
@@ -45,7 +45,7 @@ struct Row {
 };
 
 /// A row of `family` named `name` with its callbacks (pass them through OPCTS_CUDA_ONLY), on
-/// `backend` ("cuda", or "hip" for device_impl/hip/rows.cpp's rows).
+/// `backend` ("cuda", or "hip" for gpu/hip/rows.cpp's rows).
 Row row(const char* family, const char* name, opcts_supports_fn supports, opcts_run_fn run,
         opcts_deterministic_fn deterministic = nullptr, const void* impl_data = nullptr, const char* backend = "cuda");
 
