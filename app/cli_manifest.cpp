@@ -8,6 +8,7 @@
 
 #include "app/builtins.hpp"
 #include "app/cli_commands.hpp"
+#include "core/glob.hpp"
 #include "runner/catalog.hpp"
 #include "runner/manifest.hpp"
 #include "runner/suite.hpp"

@@ -16,6 +16,7 @@
 
 #include "app/builtins.hpp"
 #include "app/cli_commands.hpp"
+#include "core/glob.hpp"
 #include "families/scaled_mm/scaled_mm.hpp"
 #include "runner/accumulator_probe.hpp"
 #include "runner/device_probe.hpp"

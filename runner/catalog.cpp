@@ -1,22 +1,17 @@
 // Catalog loading and grid expansion.
 #include "runner/catalog.hpp"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 
+#include "core/glob.hpp"
 #include "core/yaml_util.hpp"
 
 namespace opcts {
 
 namespace fs = std::filesystem;
-
-bool glob_match(const std::string& pattern, const std::string& text) {
-  return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
-}
 
 namespace {
 

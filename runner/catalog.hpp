@@ -65,7 +65,4 @@ std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry
 std::vector<Case> select_cases(std::vector<Case> cases, Tier tier, const std::vector<std::string>& filters,
                                const std::vector<std::string>& excludes);
 
-/// fnmatch(3) without flags: '*' matches any run of characters, '/' included.
-bool glob_match(const std::string& pattern, const std::string& text);
-
 }  // namespace opcts

@@ -12,8 +12,8 @@
 #include <fstream>
 #include <set>
 
+#include "core/glob.hpp"
 #include "core/yaml_util.hpp"
-#include "runner/catalog.hpp"
 
 namespace opcts {
 

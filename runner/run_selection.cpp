@@ -8,7 +8,7 @@
 
 #include "core/digest.hpp"
 #include "core/family.hpp"
-#include "runner/catalog.hpp"
+#include "core/glob.hpp"
 
 namespace opcts {
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "core/glob.hpp"
 #include "core/yaml_util.hpp"
 
 namespace opcts {

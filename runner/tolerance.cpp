@@ -5,8 +5,8 @@
 #include <cmath>
 #include <set>
 
+#include "core/glob.hpp"
 #include "core/yaml_util.hpp"
-#include "runner/catalog.hpp"
 
 namespace opcts {
 

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/errors.hpp"
+#include "core/glob.hpp"
 #include "runner/catalog.hpp"
 #include "runner/execute.hpp"
 

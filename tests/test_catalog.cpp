@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/arch.hpp"
+#include "core/glob.hpp"
 #include "core/yaml_util.hpp"
 #include "runner/catalog.hpp"
 
