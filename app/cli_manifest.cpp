@@ -9,8 +9,8 @@
 #include "app/builtins.hpp"
 #include "app/cli_commands.hpp"
 #include "core/glob.hpp"
+#include "judge/manifest.hpp"
 #include "runner/catalog.hpp"
-#include "runner/manifest.hpp"
 #include "runner/suite.hpp"
 
 namespace opcts::cli {

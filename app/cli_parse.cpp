@@ -6,9 +6,9 @@
 #include <type_traits>
 #include <variant>
 
+#include "judge/manifest.hpp"
 #include "reports/junit.hpp"
 #include "runner/execute.hpp"
-#include "runner/manifest.hpp"
 #include "runner/shard_plan.hpp"
 
 namespace opcts::cli {

@@ -26,6 +26,8 @@
 #include "core/digest.hpp"
 #include "core/errors.hpp"
 #include "core/yaml_util.hpp"
+#include "judge/gate.hpp"
+#include "judge/run_selection.hpp"
 #include "numerics/rng.hpp"
 #include "reports/html.hpp"
 #include "reports/junit.hpp"
@@ -38,10 +40,8 @@
 #include "reports/times.hpp"
 #include "runner/device_probe.hpp"
 #include "runner/execute.hpp"
-#include "runner/gate.hpp"
 #include "runner/ref_disk_cache.hpp"
 #include "runner/run.hpp"
-#include "runner/run_selection.hpp"
 #include "runner/shard_cases.hpp"
 #include "runner/shard_plan.hpp"
 #include "runner/stop_signal.hpp"
@@ -522,7 +522,7 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
     return 128 + result.stopped_by;  // as a shell reports a command ended by that signal
   }
   if (!unwritten.empty()) return 2;
-  // The exit code is the gate's verdict (runner/gate.hpp), so a shard fails exactly when
+  // The exit code is the gate's verdict (judge/gate.hpp), so a shard fails exactly when
   // `opcts gate` would: e.g. FLAKE (or a failure) under a manifest `flaky` entry is a note.
   for (const auto& n : result.verdict.notes)
     std::fprintf(stderr, "opcts: note: %s %s: %s\n", std::string(to_string(n.outcome)).c_str(), n.id.c_str(),

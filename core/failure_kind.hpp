@@ -21,7 +21,7 @@ enum class FailureKind {
   /// kernel whose error grows past the measured finding fails again.
   exceeds_bound,
   /// The bounded metric's bias check: the error's slope against the value lies outside the
-  /// interval a correct device's lies in (runner/accumulator.hpp) — a relative error common to
+  /// interval a correct device's lies in (judge/accumulator.hpp) — a relative error common to
   /// every element (a scale 2^-8 low, an accumulator that truncates) that no element shows alone.
   biased,
   /// NaN or ±Inf where the reference is finite (elements still holding the backend's poison are
@@ -41,7 +41,7 @@ enum class FailureKind {
   /// zero-initialised buffer, or a result multiplied by a zero scale. Said instead of
   /// exceeds_bound, which it explains.
   all_zero,
-  /// The conservation check (runner/conservation.hpp): the sum of a group of the output (a
+  /// The conservation check (judge/conservation.hpp): the sum of a group of the output (a
   /// destination row of scatter_add / index_add, or the whole output) lies outside the
   /// interval every correct summation order gives — lost or doubled updates that each element's
   /// own bound is too wide to see. Failure::count is the number of such groups.

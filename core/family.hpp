@@ -82,7 +82,7 @@ struct OutputSpec {
   int64_t misalign_bytes = 0;
 };
 
-/// A reduction output's conservation check (runner/conservation.hpp): its elements summed over
+/// A reduction output's conservation check (judge/conservation.hpp): its elements summed over
 /// each group of `group` consecutive elements in storage order (a destination row; the last
 /// group may be shorter; 0: the whole output is one group) and over the whole output, against
 /// the fp64 sums of the exact values (self plus every term summed into the group). Σ got − sum
@@ -99,7 +99,7 @@ struct Conservation {
 /// The fp64 reference and, for the ref_relative metric, a same-precision reference; for the
 /// bounded metric either a per-element bound the family derives for the one arithmetic it
 /// allows (`bound`), or each element's reduction statistics, from which each impl's accumulator
-/// model gives the bound (`reduction`; runner/accumulator.hpp: the reference knows no impl's model);
+/// model gives the bound (`reduction`; judge/accumulator.hpp: the reference knows no impl's model);
 /// for ref_relative, `bound` is the rounding model's floor where the same-precision statistic
 /// says little.
 struct References {
@@ -114,7 +114,7 @@ struct References {
   // holds both sides.
   std::map<std::string, std::vector<double>> bound_below;
   // A reduction output's conservation check, under the same keys as `bound`
-  // (runner/conservation.hpp).
+  // (judge/conservation.hpp).
   std::map<std::string, Conservation> conservation;
 };
 

@@ -8,7 +8,7 @@
 namespace opcts {
 
 /// What a reference knows about the reduction behind each element of one output (the bounds
-/// that runner/accumulator.hpp derives from it under an impl's model), in the
+/// that judge/accumulator.hpp derives from it under an impl's model), in the
 /// output's units (for scaled_mm D = os·(g·Σ_k t_k + bias), t_k = deq(a_k)·deq(b_k)):
 /// vectors are per element, in the output's element order.
 struct ReductionStats {
@@ -29,7 +29,7 @@ struct ReductionStats {
   // Significant bits of each product as the adder receives it (scaled_mm: the two element
   // codes' significands, 4 + 4 for e4m3 × e4m3; int4_mm: 8 + 8 for bf16 × bf16); -1 unknown.
   // A truncating adder loses nothing of a product whose last bit lies on its step's grid
-  // (runner/accumulator.cpp's drift bound uses it).
+  // (judge/accumulator.cpp's drift bound uses it).
   int term_bits = -1;
   // A known, signed error of the reduction's inputs, per element, made before any sum (int4_mm:
   // Δ = Σ_k x_k·(ŵ_k − w_k), the weights' one rounding to the dtype): a device may carry all of

@@ -237,7 +237,7 @@ std::vector<ResultRecord> read_results_file(const std::string& path, std::vector
     const std::string line = text.substr(pos, torn ? std::string::npos : nl - pos);
     pos = torn ? text.size() : nl + 1;
     if (line.empty()) continue;
-    if (line.rfind(kHeaderLinePrefix, 0) == 0) {  // the run's selection (runner/run_selection.hpp)
+    if (line.rfind(kHeaderLinePrefix, 0) == 0) {  // the run's selection (judge/run_selection.hpp)
       if (headers && !torn) headers->push_back(line);
       continue;
     }

@@ -31,9 +31,9 @@ struct OutputStats {
                            // worst element's error ÷ bound, so max_abs_err / bound is that ratio)
   double lowp_err = 0;     // ref_relative only: max |same-precision reference − reference|
   int64_t mismatches = 0;  // elements beyond the bound, plus NaN/Inf position mismatches
-  // For the trust check (runner/trust.hpp), counted during the comparison, not reported: exact
+  // For the trust check (judge/trust.hpp), counted during the comparison, not reported: exact
   // zeros (+0 and -0) of the output, of the reference rounded to the output dtype, and the
-  // output's zeros that the reference does not explain (runner/compare.cpp: neither its
+  // output's zeros that the reference does not explain (judge/compare.cpp: neither its
   // rounded value nor the element's own bound reaches 0).
   int64_t zeros = 0;
   int64_t ref_zeros = 0;
@@ -41,24 +41,24 @@ struct OutputStats {
   // The largest per-element error ÷ that element's bound (0 when every error is 0; +inf for an
   // error against a zero bound or a NaN/Inf mismatch): how tight the bound is (report tightness).
   double max_ratio = 0;
-  // bounded: the bias check (runner/accumulator.hpp) — the slope of the error against the
+  // bounded: the bias check (judge/accumulator.hpp) — the slope of the error against the
   // value and the interval a correct device's slope lies in; lo == hi == 0 when not checked.
   double slope = 0, slope_lo = 0, slope_hi = 0;
   bool biased() const { return slope_lo < slope_hi && !(slope >= slope_lo && slope <= slope_hi); }
   // How the failing elements fail, counted during the comparison for its failure kinds
-  // (runner/compare.hpp output_failures; core/failure_kind.hpp); not reported themselves.
+  // (judge/compare.hpp output_failures; core/failure_kind.hpp); not reported themselves.
   int64_t nonfinite = 0;          // NaN/Inf where the reference is finite (poison excepted)
   int64_t untouched = 0;          // still the backends' poison where the reference is not NaN
   int64_t specials_mismatch = 0;  // the reference NaN/Inf, the output something else
   double finite_ratio = 0;        // the largest error ÷ bound over the finite pairs (max_ratio without specials)
-  // The conservation check (runner/conservation.hpp): groups of the output (destination rows),
+  // The conservation check (judge/conservation.hpp): groups of the output (destination rows),
   // and the whole output counted as one more, whose sum lies outside the reference's interval;
   // `conservation` describes the first (the failure message; not written to records).
   int64_t conservation_off = 0;
   std::string conservation;
   // The tolerance rule that judged it, as file:line of the cases folder's files: the rule of
   // tolerances.yaml, then the manifest entry that refined it, if any ("tolerances.yaml:412,
-  // sm90.yaml:37"), so that a failure names the rule to read (runner/tolerance.hpp).
+  // sm90.yaml:37"), so that a failure names the rule to read (judge/tolerance.hpp).
   std::string rule;
   /// Whether the slope fields hold anything but +0 (reports write them only then).
   bool has_slope() const {
@@ -125,7 +125,7 @@ struct ResultRecord {
 std::string to_json_line(const ResultRecord& r);
 /// Parses a line written by to_json_line; throws std::runtime_error naming the bad field.
 ResultRecord parse_json_line(const std::string& line);
-/// How a results file's header line starts: the run's selection (runner/run_selection.hpp),
+/// How a results file's header line starts: the run's selection (judge/run_selection.hpp),
 /// written before the records (a record's line, keys in name order, starts with '{"arch"').
 inline constexpr const char* kHeaderLinePrefix = "{\"opcts_selection\"";
 /// Reads a results file (one JSON line per case, at most kMaxReportBytes); throws

@@ -12,7 +12,7 @@
 
 #include "app/cli_parse.hpp"
 #include "fuzz/fuzz_util.hpp"
-#include "runner/manifest.hpp"
+#include "judge/manifest.hpp"
 #include "runner/shard_plan.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-// Fuzzes Manifest::load (runner/manifest.hpp), including `extends:`. The input is split at
+// Fuzzes Manifest::load (judge/manifest.hpp), including `extends:`. The input is split at
 // the first line "#--8<--": what precedes it is the manifest loaded (m.yaml), what follows it
 // is base.yaml, which the manifest may extend (without the marker base.yaml is a small valid
 // manifest). Loaded manifests are then queried (find, stale, apply_expectation) with ids.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.hpp"
-#include "runner/manifest.hpp"
+#include "judge/manifest.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace opcts;

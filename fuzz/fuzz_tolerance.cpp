@@ -1,4 +1,4 @@
-// Fuzzes ToleranceTable::load (runner/tolerance.hpp) and resolve() over the rules it read,
+// Fuzzes ToleranceTable::load (judge/tolerance.hpp) and resolve() over the rules it read,
 // with and without a manifest override. Checks: no crash, UB, leak or unexpected exception;
 // every loaded rule has a family and finite, non-negative bounds, ref_relative/bounded rules
 // a positive factor, and rtol only under allclose; resolve() of a rule's own family, output
@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "fuzz/fuzz_util.hpp"
-#include "runner/manifest.hpp"
-#include "runner/tolerance.hpp"
+#include "judge/manifest.hpp"
+#include "judge/tolerance.hpp"
 
 namespace {
 

@@ -29,7 +29,7 @@ void write_junit(const std::vector<ResultRecord>& records, const std::string& pa
                  JunitDetail detail = JunitDetail::lean);
 
 /// The JUnit XML write_junit writes, as text (for write_files, which writes several reports
-/// all or none). `selections` (runner/run_selection.hpp, each as its JSON) go into a last
+/// all or none). `selections` (judge/run_selection.hpp, each as its JSON) go into a last
 /// testsuite "opcts.selection" without testcases, one property "opcts.selection" each.
 std::string junit_xml(const std::vector<ResultRecord>& records, const std::string& suite_name,
                       JunitDetail detail = JunitDetail::lean, const std::vector<std::string>& selections = {});

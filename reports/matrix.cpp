@@ -1,8 +1,8 @@
 // Building and printing the enablement matrix.
 #include "reports/matrix.hpp"
 
+#include "judge/gate.hpp"
 #include "reports/summary.hpp"
-#include "runner/gate.hpp"
 
 #include <algorithm>
 #include <set>

@@ -20,7 +20,7 @@ enum class CellState {
   failing,      // some case fails the gate (FAIL, ERROR, CRASH, TIMEOUT, XPASS, FLAKE, MISTRUSTED)
   not_run,      // no record
   not_tested,   // no case ran and some SKIP for another reason (the impl's support, a build without the
-                // backend, the host's memory): the gate fails it (runner/gate.hpp skip_excuses_impl)
+                // backend, the host's memory): the gate fails it (judge/gate.hpp skip_excuses_impl)
 };
 std::string_view to_string(CellState s);
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "runner/run_selection.hpp"
+#include "judge/run_selection.hpp"
 
 namespace opcts {
 

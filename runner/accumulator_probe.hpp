@@ -3,7 +3,7 @@
 // Each experiment is one output element whose K products are all zero but two: a big product
 // 2^8 and a small one next to it or further along K. Two products sum alike in any order, so
 // what the path returns — in fp32: the probe needs an fp32 output, which holds 2^8 + 2^-15 —
-// shows whether its adder kept the small one. Read in this order (runner/accumulator.hpp's
+// shows whether its adder kept the small one. Read in this order (judge/accumulator.hpp's
 // AccumulatorModel):
 //   bits           2^8 at k = 0 and 2^(8−e) at one k of 1..8 (a path of up to 8 interleaved
 //                  accumulators meets 2^8 at one of them): a p-bit adder keeps 2^(8−e) for
@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/accumulator.hpp"
+#include "judge/accumulator.hpp"
 
 namespace opcts {
 

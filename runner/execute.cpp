@@ -8,15 +8,15 @@
 
 #include <cstdlib>
 #include <fstream>
+#include "judge/compare.hpp"
+#include "judge/conservation.hpp"
 #include "runner/artifacts.hpp"
-#include "runner/compare.hpp"
-#include "runner/conservation.hpp"
 
 #include "core/errors.hpp"
+#include "judge/trust.hpp"
 #include "numerics/rng.hpp"
 #include "runner/ref_disk_cache.hpp"
 #include "runner/run.hpp"
-#include "runner/trust.hpp"
 
 namespace opcts {
 

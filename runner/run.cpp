@@ -207,7 +207,7 @@ RunResult run_cases(const Suite& suite, const std::vector<Case>& cases, const Ru
   for (auto& r : ran) {
     judge(suite, r);
     const ManifestEntry* flaky = suite.manifest().find(EntryKind::flaky, r.id);
-    // The gate's table (runner/gate.cpp): a failure or FLAKE under a flaky entry is a note;
+    // The gate's table (judge/gate.cpp): a failure or FLAKE under a flaky entry is a note;
     // the record says so, so that `opcts gate DIR` judges it as this run did.
     if (flaky && (is_failure(r.outcome) || r.outcome == Outcome::FLAKE)) {
       r.expectation = "known flaky (" + flaky->source + "): " + flaky->reason;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "runner/gate.hpp"
+#include "judge/gate.hpp"
 #include "runner/suite.hpp"
 #include "runner/supervisor.hpp"
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "core/family.hpp"
+#include "judge/manifest.hpp"
+#include "judge/tolerance.hpp"
 #include "runner/catalog.hpp"
-#include "runner/manifest.hpp"
-#include "runner/tolerance.hpp"
 
 namespace opcts {
 

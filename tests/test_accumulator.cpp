@@ -12,8 +12,8 @@
 #include <random>
 
 #include "core/azuma.hpp"
-#include "runner/accumulator.hpp"
-#include "runner/compare.hpp"
+#include "judge/accumulator.hpp"
+#include "judge/compare.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {

@@ -10,8 +10,8 @@
 #include <omp.h>
 
 #include "core/family.hpp"
-#include "runner/compare.hpp"
-#include "runner/conservation.hpp"
+#include "judge/compare.hpp"
+#include "judge/conservation.hpp"
 
 namespace opcts {
 namespace {
@@ -275,7 +275,7 @@ TEST(CompareBounded, OverflowNearTheEdgeMayRoundEitherWay) {
   t.factor = 1;
   std::vector<WorstElement> worst;
   // One term of magnitude 2^26 under the default fp32 model: E = γ_2(2^-24)·2^26 + γ_5·X,
-  // just over 8 (runner/accumulator.hpp).
+  // just over 8 (judge/accumulator.hpp).
   ReductionStats st;
   st.terms = 1;
   st.abs_sum.assign(3, 0x1p26);

@@ -9,10 +9,10 @@
 
 #include "core/errors.hpp"
 #include "core/family.hpp"
+#include "judge/compare.hpp"
+#include "judge/manifest.hpp"
+#include "judge/tolerance.hpp"
 #include "runner/catalog.hpp"
-#include "runner/compare.hpp"
-#include "runner/manifest.hpp"
-#include "runner/tolerance.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts::testutil {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/gate.hpp"
-#include "runner/manifest.hpp"
+#include "judge/gate.hpp"
+#include "judge/manifest.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {

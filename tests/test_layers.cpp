@@ -26,9 +26,10 @@ const std::map<std::string, std::set<std::string>>& allowed() {
       {"gpu/portable", {}},
       {"gpu/cuda", {"core", "numerics", "refimpl", "include/opcts", "gpu/portable"}},
       {"gpu/hip", {"core", "numerics", "refimpl", "include/opcts", "gpu/portable", "gpu/cuda"}},
-      {"runner", {"core", "numerics", "include/opcts"}},
-      {"reports", {"core", "numerics", "runner", "include/opcts"}},
-      {"app", {"core", "numerics", "refimpl", "gpu/host", "gpu/cuda", "runner", "reports", "include/opcts"}},
+      {"judge", {"core", "numerics", "include/opcts"}},
+      {"runner", {"core", "numerics", "judge", "include/opcts"}},
+      {"reports", {"core", "numerics", "judge", "runner", "include/opcts"}},
+      {"app", {"core", "numerics", "refimpl", "gpu/host", "gpu/cuda", "judge", "runner", "reports", "include/opcts"}},
   };
   return table;
 }
@@ -102,11 +103,17 @@ std::vector<Include> project_includes(const fs::path& root) {
   return out;
 }
 
+// The floors that know no family: the judge and the runner see a family only through core's
+// Family and its references, whatever the table lets them include.
+bool knows_no_wing(const std::string& floor) { return floor == "judge" || floor == "runner"; }
+
 // What is wrong with one include of `target` (a path from the root) by i.file, "" for nothing.
 std::string violation(const Include& i, const std::string& target) {
   const std::string from = floor_of(i.file), to = floor_of(target);
   const std::string at = i.file + ":" + std::to_string(i.line);
   if (from.empty()) return at + " is in no floor";
+  if (knows_no_wing(from) && target.rfind("families/", 0) == 0)
+    return at + " (" + from + ") includes " + i.target + ": the judge and the runner include no family's wing";
   if (to.empty()) return at + " includes " + i.target + ", which is in no floor";
   if (to != from && !allowed().at(from).count(to))
     return at + " (" + from + ") includes " + i.target + " (" + to +
@@ -167,6 +174,10 @@ TEST(Layers, TheCheckSeesAnUpwardInclude) {
   EXPECT_FALSE(allowed().at("numerics").count("core"));
   EXPECT_FALSE(allowed().at("runner").count("refimpl"));
   EXPECT_FALSE(allowed().at("runner").count("reports"));
+  EXPECT_FALSE(allowed().at("judge").count("runner"));
+  EXPECT_FALSE(allowed().at("judge").count("gpu/host"));
+  EXPECT_FALSE(allowed().at("judge").count("gpu/cuda"));
+  EXPECT_EQ(floor_of("judge/compare.hpp"), "judge");
   EXPECT_TRUE(is_kernel_file("gpu/cuda/stream_gate.cu"));
   EXPECT_FALSE(is_kernel_file("gpu/cuda/abi_backend.cpp"));
   // A wing's folders are on their floors.
@@ -190,6 +201,18 @@ TEST(Layers, TheCheckSeesAnUpwardInclude) {
   EXPECT_TRUE(bad("families/cast/cuda/cast_cvt.cu", "families/cast/cast.hpp"));
   EXPECT_TRUE(bad("families/cast/cuda/cast_cvt.cu", "numerics/tensor.hpp"));
   EXPECT_TRUE(bad("runner/worker.cpp", "families/cast/cast.hpp"));
+  // The wing rule holds whatever the table says: the message names it.
+  EXPECT_NE(violation({"judge/compare.cpp", "families/cast/cast.hpp", 1}, "families/cast/cast.hpp")
+                .find("include no family's wing"),
+            std::string::npos);
+  EXPECT_TRUE(bad("judge/compare.cpp", "families/cast/cast.hpp"));
+  EXPECT_TRUE(bad("judge/compare.cpp", "families/cast/host/cast_cvt.hpp"));
+  EXPECT_TRUE(bad("judge/gate.hpp", "runner/run.hpp"));
+  EXPECT_TRUE(bad("judge/compare.cpp", "gpu/cuda/rows.hpp"));
+  EXPECT_FALSE(bad("judge/tolerance.hpp", "judge/compare.hpp"));
+  EXPECT_FALSE(bad("judge/compare.hpp", "numerics/tensor.hpp"));
+  EXPECT_FALSE(bad("runner/execute.cpp", "judge/compare.hpp"));
+  EXPECT_FALSE(bad("reports/junit.cpp", "judge/gate.hpp"));
   EXPECT_TRUE(bad("reports/junit.cpp", "families/cast/cast.hpp"));
   EXPECT_TRUE(bad("numerics/tensor.cpp", "families/cast/cast.hpp"));
   EXPECT_TRUE(bad("numerics/tensor.hpp", "core/errors.hpp"));

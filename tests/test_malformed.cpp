@@ -12,8 +12,8 @@
 #include "app/builtins.hpp"
 #include "core/arch.hpp"
 #include "core/yaml_util.hpp"
+#include "judge/manifest.hpp"
 #include "runner/catalog.hpp"
-#include "runner/manifest.hpp"
 #include "runner/suite.hpp"
 #include "tests/test_util.hpp"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/yaml_util.hpp"
-#include "runner/manifest.hpp"
+#include "judge/manifest.hpp"
 
 namespace opcts {
 namespace {

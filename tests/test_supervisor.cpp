@@ -152,7 +152,7 @@ TEST_F(Supervisor, ManifestXfailSkipAndXpass) {
 
 TEST_F(Supervisor, FlakyEntryRerunsAndAStableFailureStays) {
   // The crash is injected on every run of kB, so reruns cannot rescue it: still CRASH. Under a
-  // `flaky` entry the gate (runner/gate.hpp), and so the run's exit code, notes it as known flaky.
+  // `flaky` entry the gate (judge/gate.hpp), and so the run's exit code, notes it as known flaky.
   std::ofstream(dir_ / "host.yaml")
       << "arch: host\nflaky:\n  - match: '*sq4_sk6*'\n    reason: seen flaking\n    reruns: 2\n";
   const Shell r = sh(run_cmd("--manifest " + (dir_ / "host.yaml").string(), "OPCTS_FAULT_CRASH='*sq4_sk6*'"));

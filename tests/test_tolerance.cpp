@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/yaml_util.hpp"
-#include "runner/tolerance.hpp"
+#include "judge/tolerance.hpp"
 
 namespace opcts {
 namespace {

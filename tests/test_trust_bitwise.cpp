@@ -5,10 +5,10 @@
 #include <fstream>
 #include <limits>
 
+#include "judge/compare.hpp"
+#include "judge/trust.hpp"
 #include "runner/artifacts.hpp"
-#include "runner/compare.hpp"
 #include "runner/execute.hpp"
-#include "runner/trust.hpp"
 #include "test_util.hpp"
 
 namespace opcts {

@@ -11,7 +11,7 @@
 // `tail` more rows (columns) follow in the tensors past the last offset. Those rows of the
 // output are left untouched, as PyTorch documents: the ABI backends hand the output filled
 // with 0xFF bytes (bf16 NaN), the reference holds NaN there, and the comparison requires NaN
-// in the same places (runner/compare.cpp specials_agree), so a finite value written there
+// in the same places (judge/compare.cpp specials_agree), so a finite value written there
 // FAILs. (A NaN written there is indistinguishable from the poison: the comparison accepts any
 // NaN.) K columns (2d_2d) past the last offset are never read. A group of zero rows writes
 // nothing; a group of zero K (2d_2d) or a 3d_3d problem with K = 0 yields zeros.
@@ -198,7 +198,7 @@ TensorMap make_inputs(const Problem& p, uint64_t seed);
 /// The fp64 reference ("out": the exact value rounded once to bf16, NaN on rows past the last
 /// offset) and its reduction statistics for the `bounded` metric (Σ|t|, Σt², |Σt|; the terms
 /// are the largest group's K), from which each impl's accumulator model gives the bound
-/// (runner/accumulator.hpp).
+/// (judge/accumulator.hpp).
 References reference(const Problem& p, const TensorMap& inputs);
 
 }  // namespace opcts::grouped_mm

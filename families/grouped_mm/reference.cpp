@@ -5,7 +5,7 @@
 // (bf16 values, or e4m3fn / e4m3fnuz codes times an fp32 or 2^e scale: exact in double), unrounded (the
 // bounded metric allows the device's one rounding to bf16). Like scaled_mm (families/scaled_mm/reference.cpp) the
 // reference does not know how an impl accumulates, so it gives per element S = Σ|t_k|, Q = Σ t_k² and X = |Σ t_k| (no
-// bias, no output scale), from which runner/accumulator.hpp derives each impl's bound; the fills' terms are independent
+// bias, no output scale), from which judge/accumulator.hpp derives each impl's bound; the fills' terms are independent
 // and symmetric about zero (random signs), so zero_mean holds. `terms` is the largest group's K: the bound only grows
 // with the reduction length, so it holds for every group (loosest for the shortest). Elements no group writes (rows or
 // columns past the last offset) hold NaN, the poison the ABI backends fill outputs with (grouped_mm.hpp); their

@@ -59,7 +59,7 @@
 // process is one of grouped's). The side toward zero of the
 // element's allowance is then min(E, σ·x − floor); the other side stays E.
 //
-// Conservation (runner/conservation.hpp: a group's elements — a destination row — and the whole
+// Conservation (judge/conservation.hpp: a group's elements — a destination row — and the whole
 // output summed against the fp64 sum of self and the terms). The worst case of a group's sum is
 // the sum of its elements' allowances, output roundings included; for symmetric fills the sum
 // of all the group's errors is one martingale over all its roundings (independent elements,
@@ -80,7 +80,7 @@
 // the mean-zero part: P(|Σ (e_k − E e_k)| >= Λ·√(Σ c_k²)) <= 2·exp(−Λ²/2), |e_k| <= c_k, with
 // Λ = √(2·ln(2/P)) = 7.53 at P = 1e-12 per element (the scaled GEMMs' false_alarm). An add's
 // c_k <= min(|t_k| + τ_k, max(u_d·|r_k|, h_sub)) (h_sub: half the subnormal spacing) and, as
-// runner/accumulator.cpp ASSUMES for the GEMMs, c_k² is replaced by its expectation: E r_k² <=
+// judge/accumulator.cpp ASSUMES for the GEMMs, c_k² is replaced by its expectation: E r_k² <=
 // s0² + Q for Q = Σ t² whatever the order (independent zero-mean terms). So
 //   per_add  V = min(Σ_j (|t_j| + τ_j)², n·(u_d²·(s0² + Q) + h_sub²));
 //   grouped  V = min(4·Σ_j (c·(|t_j| + τ_j))², (n + 1)·(u_d²·(s0² + Q) + h_sub²)), the adds' and
@@ -407,7 +407,7 @@ double bound(Accumulation a, const ElementSums& s) { return bounds(s)[static_cas
 
 void GroupBound::add(const ModelBound& b, double x, DType d) {
   const double e = std::max(b.above, b.below);
-  // The `bounded` metric's output rounding (runner/compare.cpp): half a spacing at |x| + E (at
+  // The `bounded` metric's output rounding (judge/compare.cpp): half a spacing at |x| + E (at
   // each end where the sides differ), or RN(x)'s own distance from x where E = 0.
   if (e == 0) {
     const double rounding = std::fabs(x) > dtype_info(d).max_finite ? 0 : std::fabs(round_to(d, x) - x);

@@ -137,7 +137,7 @@ TensorMap make_inputs(const Problem& p, uint64_t seed);
 /// The fp64 reference ("y": the exact value, unrounded) and its reduction statistics
 /// (References::reduction["y"]: S, Q, the dequantization's known offset Δ, no epilogue), from
 /// which the `bounded` metric derives the bound under the impl's accumulator model (derivation
-/// in families/int4_mm/reference.cpp and runner/accumulator.cpp).
+/// in families/int4_mm/reference.cpp and judge/accumulator.cpp).
 References reference(const Problem& p, const TensorMap& inputs);
 
 }  // namespace opcts::int4_mm

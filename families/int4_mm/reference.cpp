@@ -8,7 +8,7 @@
 //
 // The bound: not one number but what every accumulator model needs (References::reduction["y"],
 // core/reduction.hpp), so that the comparison derives it under the model the impl declares
-// (runner/accumulator.cpp; cases/tolerances.yaml) — min(worst case, probabilistic at the rule's
+// (judge/accumulator.cpp; cases/tolerances.yaml) — min(worst case, probabilistic at the rule's
 // false_alarm) plus a bias check of the error's slope — as it does for scaled_mm. The arithmetic
 // of opcts's kernels and of tinygemm: each weight is dequantized with ONE rounding to the
 // activation dtype, ŵ = RN_dtype(w) (tinygemm's __hfma2 in bf16; AWQ/GPTQ's exact (q − z) times

@@ -14,7 +14,7 @@ namespace {
 
 // Why the bias check cannot be relied on to see a relative error `size` on p's output under
 // the sm90 models these planted rows are judged by (14 bits, truncation, promotion every 128 or
-// none: runner/accumulator.cpp), or "". Its interval reaches D_hi + ε + λ·σ_β below (and λ·σ_β
+// none: judge/accumulator.cpp), or "". Its interval reaches D_hi + ε + λ·σ_β below (and λ·σ_β
 // above) the predicted drift, σ_β² = Σ w²·v / (Σ w²)² with v = c_var·Q + s²/4: over E elements
 // of Q ≈ w² (and Σ w⁴ ≈ 3·Σ Q² for a near-normal w) σ_β² <= (c_var + 3·2^-2p_out)/E, s/2 <=
 // 2^-p_out·|w| for p_out significant output bits and c_var = 2n·u_p², u_p = 2^-13; D_hi <=
@@ -45,7 +45,7 @@ bool overflows_fp16(const Problem& p) { return p.out == DType::fp16 && p.scale_e
 
 // Whether an e4m3fn output is scaled up (out_scale > 1): most results saturate at ±448 and the
 // rest may lie inside the accumulation bound, which is absolute, about (λ·√(2n) + 2.45·√n)·
-// 2^-13·os·√Q (n = 128: 0.018·os·√Q, runner/accumulator.cpp), so a doubled result is either
+// 2^-13·os·√Q (n = 128: 0.018·os·√Q, judge/accumulator.cpp), so a doubled result is either
 // saturated as the right one is or inside the bound. On the smoke tier's rowwise m64 n64 k256
 // os64 problem the bound is near 1,000 at every |want| <= 448 and a doubling changes no verdict.
 // Whether it shows depends on os·√Q, which the problem alone does not give: these problems stay
@@ -122,7 +122,7 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       // far below 32/K (random_fill_k_share); per element the drop is then about N(0, s·Q),
       // against a bound of e·√Q under the sm90 models these rows are judged by (14 bits,
       // truncation, promotion every 128 or none: e = λ·√(2n)·2^-13 + 2.45·√n·2^-13 + the
-      // output's half spacing 2^-p_out, runner/accumulator.cpp). With E elements it shows
+      // output's half spacing 2^-p_out, judge/accumulator.cpp). With E elements it shows
       // somewhere with probability 1 − 1e-6 once E·P(|z| > t) >= 14, t = e/√s, i.e. s >= (e/t)²
       // for t with erfc(t/√2) = 14/E; its slope −s is inside the drift band below that.
       if (p.fill == Fill::exact) return "";

@@ -5,7 +5,7 @@
 // Hopper accumulator (host.emulated_hopper_*) and cuBLASLt itself (cuda.cublaslt_*) make the
 // same mistake with their own arithmetic; the suite must FAIL every case they run, under the
 // accumulator model of their arch (cases/manifests/sm90.yaml), with the per-element bound or
-// the bias check (runner/accumulator.hpp).
+// the bias check (judge/accumulator.hpp).
 #pragma once
 
 #include <string>

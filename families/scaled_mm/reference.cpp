@@ -9,7 +9,7 @@
 //
 // What a device may differ by depends on how it accumulates, which the reference does not
 // know (one reference serves every impl). So it gives, per element, the statistics every
-// accumulator model needs (ReductionStats, core/reduction.hpp; runner/accumulator.hpp derives the bounds):
+// accumulator model needs (ReductionStats, core/reduction.hpp; judge/accumulator.hpp derives the bounds):
 //   S = os·|g|·Σ_k |t_k|          the worst case: each rounding loses at most u·(a partial Σ|t|)
 //   Q = (os·g)²·Σ_k t_k²          the probabilistic bound and the bias check: the variance of a
 //                                 partial sum of independent zero-mean terms is its Σt²
@@ -17,7 +17,7 @@
 // from three GEMMs: of the values, of their magnitudes and of their squares (the last two in
 // fp32 with a derived inflation where the operands allow it: refimpl/reduction_gemm.hpp), and the
 // products' significant bits (term_bits: a truncating adder loses nothing of a product on its
-// grid, runner/accumulator.cpp). Both fills give
+// grid, judge/accumulator.cpp). Both fills give
 // independent terms symmetric about zero (random: N(0, 1) quantized symmetrically; exact:
 // codes uniform in [-max, max]), so zero_mean holds. Exact fills also give term_bits
 // (exact_ranges): every partial sum then fits a 14-bit adder over 128 products (the whole K
@@ -96,7 +96,7 @@ References reference(const Problem& p, const TensorMap& in) {
       const size_t idx = static_cast<size_t>(i * N + j);
       const double c = want[idx];
       const double x = os * (g * c + bj);
-      // Unrounded: the bounded metric allows half an output spacing around x (runner/compare.cpp);
+      // Unrounded: the bounded metric allows half an output spacing around x (judge/compare.cpp);
       // a saturating output's result beyond its range is its largest value, exactly.
       want[idx] = ov == Overflow::satfinite && std::fabs(x) > max_out ? std::copysign(max_out, x) : x;
       st.abs_sum[idx] = scale * st.abs_sum[idx];

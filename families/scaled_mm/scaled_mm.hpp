@@ -174,7 +174,7 @@ int64_t scale_block_k(const Problem& p);
 /// The fp64 reference ("d": exact value rounded once to the output dtype) and the reduction
 /// statistics of "d" for the `bounded` metric (Σ|t|, Σt², the epilogue's magnitude, the
 /// exact fill's term_bits; families/scaled_mm/reference.cpp), from which each impl's accumulator model
-/// gives its bound (runner/accumulator.hpp).
+/// gives its bound (judge/accumulator.hpp).
 References reference(const Problem& p, const TensorMap& inputs);
 
 }  // namespace opcts::scaled_mm

@@ -2,7 +2,7 @@
 // correct flash kernel's accumulation may err by where the same-precision reference's own
 // error says little — its roundings to the dtype where a row holds few of them (a near one-hot
 // row, a row with two keys) and its fp32 arithmetic where the reference is exact (a row with one
-// key, an exact 0). runner/compare.hpp bounds each element by the larger of this and factor ×
+// key, an exact 0). judge/compare.hpp bounds each element by the larger of this and factor ×
 // the reference's largest error over the element's tile, plus one output rounding.
 //
 // Modelled roundings: a kernel rounds each P (forward and backward) and each dS to the dtype

@@ -54,7 +54,7 @@ class SdpaFamily final : public KitFamily<Problem> {
 
   std::vector<OutputSpec> outputs(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
-    // The rows of the ref_relative bound (runner/compare.hpp), the units whose largest
+    // The rows of the ref_relative bound (judge/compare.hpp), the units whose largest
     // same-precision error before rounding is the yardstick: kTileRows consecutive rows of
     // O, dQ, dK or dV, and each lse alone (bounded by its floor). One row of D values can
     // carry as few as one independent rounding: dQ_i of a row with two keys moves along

@@ -12,7 +12,7 @@
 //   - s_j, an fp32 dot product of D exact products (3·D roundings for fp32 inputs, whose
 //     products round too), summed by a truncating adder: 2·D losses each below u times a
 //     magnitude whose square is at most Q_j = scale²·Σ_d (q_id·k_jd)² in expectation, plus the
-//     adder's drift toward zero 2.45·√D·u·√Q_j (outright: runner/accumulator.cpp derives both
+//     adder's drift toward zero 2.45·√D·u·√Q_j (outright: judge/accumulator.cpp derives both
 //     for the scaled GEMMs' `truncate` model); then the scale, log2(e) and the mask's addition
 //     (3 roundings of |s_j|; 5 with a softcap's division and product, whose tanh adds 2 ulp of
 //     |s_j| outright: CUDA's tanhf, CUDA C Programming Guide, "Mathematical Functions");

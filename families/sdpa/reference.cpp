@@ -20,7 +20,7 @@
 //   - O = (Σ_j RN(e_ij)·v_j) / l_i accumulated in fp32, stored before its rounding to the
 //     dtype: the ref_relative bound takes factor × this accumulation error (or the bound below,
 //     if larger) and adds the one output rounding as half an output spacing per element
-//     (runner/compare.hpp), so that where a kernel's value lands on the other side of a
+//     (judge/compare.hpp), so that where a kernel's value lands on the other side of a
 //     rounding midpoint it is not charged a whole spacing the reference happened not to pay.
 // It does not round S (PyTorch's math backend in the dtype does; the default math backend
 // and cuda.math compute in fp32), does not round l, and normalises once at the end. A kernel

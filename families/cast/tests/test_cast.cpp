@@ -7,8 +7,8 @@
 #include "app/builtins.hpp"
 #include "core/family.hpp"
 #include "families/cast/cast.hpp"
+#include "judge/compare.hpp"
 #include "runner/catalog.hpp"
-#include "runner/compare.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {

@@ -8,9 +8,9 @@
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "families/grouped_mm/grouped_mm.hpp"
+#include "judge/compare.hpp"
 #include "numerics/dtype.hpp"
 #include "runner/catalog.hpp"
-#include "runner/compare.hpp"
 #include "tests/test_family_util.hpp"
 #include "tests/test_util.hpp"
 

@@ -6,8 +6,8 @@
 
 #include "app/builtins.hpp"
 #include "families/indexing/indexing.hpp"
-#include "runner/compare.hpp"
-#include "runner/conservation.hpp"
+#include "judge/compare.hpp"
+#include "judge/conservation.hpp"
 #include "tests/test_family_util.hpp"
 
 namespace opcts {

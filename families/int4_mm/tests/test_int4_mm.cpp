@@ -12,9 +12,9 @@
 #include "core/family.hpp"
 #include "families/int4_mm/int4_mm.hpp"
 #include "families/int4_mm/int4_pack.hpp"
-#include "runner/accumulator.hpp"
+#include "judge/accumulator.hpp"
+#include "judge/compare.hpp"
 #include "runner/catalog.hpp"
-#include "runner/compare.hpp"
 #include "tests/test_family_util.hpp"
 #include "tests/test_util.hpp"
 

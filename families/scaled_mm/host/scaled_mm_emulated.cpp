@@ -4,7 +4,7 @@
 // blockwise recipes, 32 for MX, 16 for NVFP4 — an fp32 partial sum of code-value products
 // (Eigen fp32 GEMM over the block's codes), multiplied in fp32 by the A and B block scales and
 // added to an fp32 accumulator; then the fp32 epilogue (scaled_mm_emulation.hpp). Its
-// accumulator is the default IEEE fp32 model (runner/accumulator.hpp). The emulation of
+// accumulator is the default IEEE fp32 model (judge/accumulator.hpp). The emulation of
 // Hopper's 14-bit accumulator is host.emulated_hopper (scaled_mm_hopper.cpp).
 //
 // Planted (Impl::planted, must FAIL):

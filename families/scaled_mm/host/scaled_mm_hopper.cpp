@@ -14,7 +14,7 @@
 //     128-block and add it with an fp32 FMA; tensorwise and rowwise add the chunk sums in fp32
 //     and multiply once by fl(s_a·s_b);
 //   - then the fp32 epilogue (scaled_mm_emulation.hpp).
-// The step width 32 is this emulation's choice; the bound (runner/accumulator.hpp) holds for
+// The step width 32 is this emulation's choice; the bound (judge/accumulator.hpp) holds for
 // any width. FP8 recipes only: Hopper has no block-scaled (MX / NVFP4) MMA.
 //
 // Planted (host.emulated_hopper_<bug>, must FAIL under the sm90 model; families/scaled_mm/planted.hpp):

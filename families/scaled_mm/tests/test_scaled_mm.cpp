@@ -11,9 +11,9 @@
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "families/scaled_mm/scaled_mm.hpp"
+#include "judge/compare.hpp"
+#include "judge/tolerance.hpp"
 #include "runner/catalog.hpp"
-#include "runner/compare.hpp"
-#include "runner/tolerance.hpp"
 #include "tests/test_family_util.hpp"
 #include "tests/test_util.hpp"
 

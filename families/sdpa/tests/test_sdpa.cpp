@@ -14,9 +14,9 @@
 #include "core/family.hpp"
 #include "families/sdpa/sdpa.hpp"
 #include "families/sdpa/tests/test_sdpa_util.hpp"
+#include "judge/compare.hpp"
+#include "judge/tolerance.hpp"
 #include "numerics/rng.hpp"
-#include "runner/compare.hpp"
-#include "runner/tolerance.hpp"
 
 namespace opcts {
 namespace {

@@ -12,8 +12,8 @@
 #include "app/builtins.hpp"
 #include "families/sdpa/sdpa.hpp"
 #include "families/sdpa/tests/test_sdpa_util.hpp"
+#include "judge/trust.hpp"
 #include "runner/catalog.hpp"
-#include "runner/trust.hpp"
 
 namespace opcts {
 namespace {

@@ -13,8 +13,8 @@
 #include "app/builtins.hpp"
 #include "core/family.hpp"
 #include "families/sdpa/sdpa.hpp"
-#include "runner/compare.hpp"
-#include "runner/tolerance.hpp"
+#include "judge/compare.hpp"
+#include "judge/tolerance.hpp"
 
 namespace opcts::sdpatest {
 

@@ -18,8 +18,8 @@
 #include "families/int4_mm/cuda/int4_mm_args.cuh"
 #include "families/int4_mm/cuda/int4_mm_layout.cuh"
 #include "families/int4_mm/cuda/int4_mm_prepared.hpp"
+#include "judge/compare.hpp"
 #include "runner/catalog.hpp"
-#include "runner/compare.hpp"
 #include "tests/test_family_util.hpp"
 #include "tests/test_util.hpp"
 

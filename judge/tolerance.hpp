@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "judge/compare.hpp"
+#include "judge/manifest.hpp"
 #include "numerics/dtype.hpp"
-#include "runner/compare.hpp"
-#include "runner/manifest.hpp"
 
 namespace opcts {
 
@@ -48,7 +48,7 @@ struct RuleTarget {
 class ToleranceTable {
  public:
   /// Loads `{tolerances: [rule...]}`; every rule needs a `why:` deriving it. `accumulator:`
-  /// (runner/accumulator.hpp) and `false_alarm:` belong to the bounded metric. Throws YamlError
+  /// (judge/accumulator.hpp) and `false_alarm:` belong to the bounded metric. Throws YamlError
   /// (file:line:column), also at the key a `check` names.
   static ToleranceTable load(const std::string& path, const RuleCheck& check = {});
   /// The last rule that matches (later rules refine earlier ones), then the manifest's

@@ -8,7 +8,7 @@
 
 #include "core/outcome.hpp"
 #include "core/result.hpp"
-#include "runner/accumulator.hpp"
+#include "judge/accumulator.hpp"
 
 namespace opcts {
 

@@ -1,5 +1,5 @@
 // The zero-count trust check of one output against its reference.
-#include "runner/trust.hpp"
+#include "judge/trust.hpp"
 
 #include <algorithm>
 #include <cstdio>

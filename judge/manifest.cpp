@@ -1,5 +1,5 @@
 // Manifest parsing, matching and the expectation table.
-#include "runner/manifest.hpp"
+#include "judge/manifest.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,5 +1,5 @@
 // The gate's decision table (deqp-runner's baseline rules plus flaky entries and the plan).
-#include "runner/gate.hpp"
+#include "judge/gate.hpp"
 
 #include <algorithm>
 #include <functional>

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "runner/manifest.hpp"
-#include "runner/run_selection.hpp"
+#include "judge/manifest.hpp"
+#include "judge/run_selection.hpp"
 
 namespace opcts {
 
@@ -83,7 +83,7 @@ void check_coverage(const std::vector<ResultRecord>& results, const Manifest* ma
 /// verdicts pass, marked provisional in the reports.
 void check_measured_models(const std::vector<ResultRecord>& results, GateVerdict& v);
 
-/// The reports' selections (runner/run_selection.hpp; with the file each came from) against
+/// The reports' selections (judge/run_selection.hpp; with the file each came from) against
 /// the records, added to `v.problems` (and `v.run_notes`): for each selection (all shards of one
 /// run), every shard 1..N has a report; none stopped before planning; the records the
 /// selection covers (RunSelection::covers) are as many as it planned and have its ids' digest,

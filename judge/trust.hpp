@@ -19,7 +19,7 @@ constexpr double kTrustZeroMargin = 0.01;
 /// Why an output that is within tolerance is still not trusted, or nullopt. Reads the zero
 /// counts compare_output took (OutputStats::zeros, ref_zeros, unexplained_zeros).
 ///
-/// A zero is a right answer where the reference explains it (runner/compare.cpp): its fp64
+/// A zero is a right answer where the reference explains it (judge/compare.cpp): its fp64
 /// value rounds to 0 in the output dtype, or 0 lies within the element's own bound, where a
 /// correct result within that bound rounds to 0 (an fp16 dQ entry of a few subnormals with a
 /// large scale, where the rounded reference keeps a subnormal). Only the other zeros count:

@@ -1,5 +1,5 @@
 // The conservation check: each group's and the whole output's Σ got against the reference's interval.
-#include "runner/conservation.hpp"
+#include "judge/conservation.hpp"
 
 #include <cmath>
 #include <sstream>

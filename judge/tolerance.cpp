@@ -1,5 +1,5 @@
 // Loading and resolving tolerance rules.
-#include "runner/tolerance.hpp"
+#include "judge/tolerance.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Element-wise error statistics and bounds of every metric, the bounded metric's bias check and
 // the zero counts of the trust check.
-#include "runner/compare.hpp"
+#include "judge/compare.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -125,7 +125,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
                                 "': its reference gives a fixed bound, which no accumulator model (" +
                                 to_string(tol.accumulator) + ", " + tol.source + ") changes");
   AccumulationBound acc = st ? accumulation_bound(tol.accumulator, *st, tol.false_alarm) : AccumulationBound{};
-  // A provisional model is a stand-in, the loosest a path may have (runner/tolerance.hpp): a path
+  // A provisional model is a stand-in, the loosest a path may have (judge/tolerance.hpp): a path
   // that truncates less, or rounds to nearest, drifts less than a truncating adder's least drift
   // D_lo, so the bias check's interval reaches up to no drift at all there.
   if (tol.provisional) acc.drift_lo = 0;
@@ -270,7 +270,7 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
         }
       }
       if (bad) ++p.mismatches;
-      // The trust check's zeros (runner/trust.hpp): a zero the reference explains is a right
+      // The trust check's zeros (judge/trust.hpp): a zero the reference explains is a right
       // answer there — the reference rounds to 0 in the output dtype (zero_in), or 0 lies within
       // the element's own bound (the rounding model of ref_relative's reference, without the row
       // statistic that a row's large elements set; bounded's per-element bound), where a correct

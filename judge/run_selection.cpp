@@ -1,5 +1,5 @@
 // The run's selection as JSON: written into reports, read back by the gate.
-#include "runner/run_selection.hpp"
+#include "judge/run_selection.hpp"
 
 #include <algorithm>
 #include <stdexcept>

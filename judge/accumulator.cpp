@@ -129,7 +129,7 @@
 //   2^-8 low (−32·u_p) and the last 32 of 4096 K elements dropped (−64·u_p) lie outside; the
 //   emulation's measured drift (host default tier, 177 random-fill cases) is −0.1..−0.45·u_p
 //   at promotion every 128 and −0.9..−1.25·u_p under FAST_ACCUM at K = 4096, inside both.
-#include "runner/accumulator.hpp"
+#include "judge/accumulator.hpp"
 
 #include <yaml-cpp/yaml.h>
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "judge/accumulator.hpp"
 #include "numerics/tensor.hpp"
-#include "runner/accumulator.hpp"
 
 namespace opcts {
 
@@ -20,7 +20,7 @@ enum class Metric {
   bounded,       // |got − want| <= factor·E[i] + atol + ulp_out(|want| + factor·E[i])/2 per element, want
                  // the exact unrounded value, E[i] the reference's own bound, or the accumulation error
                  // the impl's accumulator model allows for the reference's reduction statistics, with
-                 // the bias check of the error's slope (runner/accumulator.hpp); half an output spacing
+                 // the bias check of the error's slope (judge/accumulator.hpp); half an output spacing
                  // is one rounding to nearest; E[i] = 0 (exact fills): got must be RN(want)
 };
 
