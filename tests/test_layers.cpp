@@ -2,8 +2,10 @@
 // inside a family's wing (families/<f>/), whose folders are on the floors by role.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -63,7 +65,7 @@ bool is_source(const fs::path& p) {
 }
 
 // Kernel sources compile with nvcc (and hipcc) into their own library and take no harness type:
-// they may include other kernel headers, numerics' header-only number formats and the portable
+// they may include other kernel headers, numerics/minifloat_bits.hpp (the formats' bits) and the portable
 // layer (gpu/portable/: gpu.hpp, mma_tile.cuh, device_prims.cuh), nothing else of ours.
 // Kernel sources: the .cu, .cuh and *_kernels.hpp of gpu/cuda/ and of each wing's cuda/,
 // and the portable headers.
@@ -164,6 +166,40 @@ TEST(Layers, NoImplCallsTheJudgesContract) {
     }
   }
   EXPECT_GT(scanned, 30);
+}
+
+// A cycle of a floor table ("a -> b -> a"), or a folder it names without a row; "" for none.
+std::string cycle_in(const std::map<std::string, std::set<std::string>>& table) {
+  std::map<std::string, int> state;  // 1: on the path being walked, 2: done
+  std::vector<std::string> path;
+  std::function<std::string(const std::string&)> walk = [&](const std::string& dir) -> std::string {
+    if (!table.count(dir)) return dir + " is named but has no row";
+    if (state[dir] == 2) return "";
+    path.push_back(dir);
+    if (state[dir] == 1) {
+      std::string cycle;
+      for (auto d = std::find(path.begin(), path.end(), dir); d != path.end(); ++d)
+        cycle += (cycle.empty() ? "" : " -> ") + *d;
+      return cycle;
+    }
+    state[dir] = 1;
+    for (const auto& dep : table.at(dir))
+      if (std::string found = walk(dep); !found.empty()) return found;
+    state[dir] = 2;
+    path.pop_back();
+    return "";
+  };
+  for (const auto& [dir, deps] : table)
+    if (std::string found = walk(dir); !found.empty()) return found;
+  return "";
+}
+
+// The floors are floors: no folder reaches itself through the table (numerics < core < judge <
+// runner < reports < app; core < refimpl < the gpu folders).
+TEST(Layers, TheFloorTableHasNoCycle) {
+  EXPECT_EQ(cycle_in(allowed()), "");
+  EXPECT_EQ(cycle_in({{"a", {"b"}}, {"b", {"c"}}, {"c", {"b"}}}), "b -> c -> b");
+  EXPECT_EQ(cycle_in({{"a", {"z"}}}), "z is named but has no row");
 }
 
 TEST(Layers, TheCheckSeesAnUpwardInclude) {
