@@ -54,10 +54,10 @@ void add_selection(CLI::App* app, Selection& s) {
   app->add_option("--manifest", s.manifest, "manifest file (default: <cases-dir>/manifests/<arch>.yaml)");
   app->add_flag("--include-planted", s.include_planted,
                 "add the cases of planted-bug impls, which prove the suite catches their bug (they must FAIL)");
-  app->add_option(
-      "--plugin", s.plugins,
-      "shared library of impls (include/opcts/plugin.h) to load (repeatable); one that cannot be used is an "
-      "error (exit 2)");
+  app->add_option("--plugin", s.plugins,
+                  "shared library of impls (include/opcts/plugin.h), or a Python module (FILE.py, py:package.module: "
+                  "docs/python.md), to load (repeatable); one that cannot be used is an "
+                  "error (exit 2)");
   app->add_option("--plugin-optional", s.optional_plugins,
                   "as --plugin, but one that cannot be used is left out with a warning (the reports say so)");
 }

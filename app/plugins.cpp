@@ -3,8 +3,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <set>
 
@@ -76,26 +79,65 @@ int32_t add_impl(void* ctx, const opcts_impl_desc* d, char* error, size_t error_
   return 0;
 }
 
+// plugins/python's entry point: the module to import, then what opcts_plugin_init gets; the
+// reason it refuses (an import's exception and traceback) in `error`.
+using python_init_fn = int32_t (*)(const char* spec, uint32_t abi_version, const opcts_registrar* registrar,
+                                   char* error, size_t error_size);
+
 }  // namespace
+
+bool is_python_plugin(const std::string& path) {
+  return path.rfind("py:", 0) == 0 || (path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0);
+}
+
+std::string python_host_library() {
+  if (const char* env = std::getenv("OPCTS_PYTHON_HOST"); env && *env) return env;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "libopcts_python.so";
+  const std::filesystem::path dir = exe.parent_path();
+  // Beside the binary in a build tree; lib/opcts/ (OPCTS_PYTHON_HOST_FROM_BIN) in an install.
+  const std::filesystem::path installed = dir / OPCTS_PYTHON_HOST_FROM_BIN / "libopcts_python.so";
+  if (!std::filesystem::exists(dir / "libopcts_python.so", ec) && std::filesystem::exists(installed, ec))
+    return installed.lexically_normal().string();
+  return (dir / "libopcts_python.so").string();
+}
 
 std::string load_plugin(Registry& reg, const std::string& path) {
   const std::string who = "plugin " + path;
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) return who + ": cannot load: " + std::string(dlerror());
-  // The handle stays open for the process: the descriptors' callbacks live in the library.
-  auto init = reinterpret_cast<opcts_plugin_init_fn>(dlsym(h, OPCTS_PLUGIN_ENTRY));
-  if (!init) return who + ": no entry point '" + std::string(OPCTS_PLUGIN_ENTRY) + "' (see include/opcts/plugin.h)";
   Staging st;
   st.reg = &reg;
   opcts_registrar r{};
   r.struct_size = sizeof r;
   r.ctx = &st;
   r.add_impl = add_impl;
-  const int32_t rc = init(OPCTS_PLUGIN_ABI_VERSION, &r);
-  if (rc != 0)
-    st.errors.insert(st.errors.begin(), "its entry point returned " + std::to_string(rc) + " for ABI version " +
-                                            std::to_string(OPCTS_PLUGIN_ABI_VERSION) +
-                                            " (a version it does not speak?)");
+  if (is_python_plugin(path)) {
+    // A Python module: the host library (plugins/python) imports it and registers its impls.
+    const std::string host = python_host_library();
+    void* h = dlopen(host.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+      return who + ": cannot load the Python plugin host " + host + ": " + std::string(dlerror()) +
+             " (it is built where CMake finds Python's development files: docs/python.md)";
+    auto init = reinterpret_cast<python_init_fn>(dlsym(h, "opcts_python_plugin_init"));
+    if (!init) return who + ": " + host + " has no entry point 'opcts_python_plugin_init'";
+    std::vector<char> error(8192, '\0');
+    if (init(path.c_str(), OPCTS_PLUGIN_ABI_VERSION, &r, error.data(), error.size()) != 0) {
+      const std::string why = error.data();
+      if (std::find(st.errors.begin(), st.errors.end(), why) == st.errors.end())
+        st.errors.insert(st.errors.begin(), why.empty() ? std::string("the Python host refused it") : why);
+    }
+  } else {
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) return who + ": cannot load: " + std::string(dlerror());
+    // The handle stays open for the process: the descriptors' callbacks live in the library.
+    auto init = reinterpret_cast<opcts_plugin_init_fn>(dlsym(h, OPCTS_PLUGIN_ENTRY));
+    if (!init) return who + ": no entry point '" + std::string(OPCTS_PLUGIN_ENTRY) + "' (see include/opcts/plugin.h)";
+    const int32_t rc = init(OPCTS_PLUGIN_ABI_VERSION, &r);
+    if (rc != 0)
+      st.errors.insert(st.errors.begin(), "its entry point returned " + std::to_string(rc) + " for ABI version " +
+                                              std::to_string(OPCTS_PLUGIN_ABI_VERSION) +
+                                              " (a version it does not speak?)");
+  }
   if (st.errors.empty() && st.impls.empty()) st.errors.push_back("it registered no impl");
   if (!st.errors.empty()) {
     std::string msg = who + " is not used:";

@@ -11,20 +11,28 @@
 //     a same-precision pipeline); well below 1, the rest of it (elementwise passes, softmax,
 //     dequantization) is what to make faster;
 //   - the harness overhead per case with a no-op impl (it returns zeros; target <= 0.2 ms);
+//   - the plugin ABI's no-ops, beside it: a C no-op through the host ABI backend ("C abi") and a
+//     Python one through the Python plugin host (bench/python_noop.py, "py abi": the problem
+//     object and a numpy view of each output, nothing written), each case's time less inputs,
+//     reference and comparison, and their difference ("py-C", issue 36's target <= 0.1 ms);
 //   - the suite's load time (bench/suite_load.hpp).
 // The slice: the first --per-family problems (in id order) of each family's default tier that
 // every impl of the arch runs (no SKIP, no negative cases), all their impls.
 //
-// Usage: opcts_bench_suite [--arch host|sm90|...] [--per-family 6] [--device 0]
+// Usage: opcts_bench_suite [--arch host|sm90|...] [--per-family 6] [--device 0] [--family F]... [--python-noop FILE.py]
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 
 #include "app/builtins.hpp"
+#include "app/plugins.hpp"
 #include "bench/gemm_peak.hpp"
 #include "bench/suite_load.hpp"
 #include "core/allocator.hpp"
@@ -52,6 +60,9 @@ class NoopImpl : public Impl {
   std::string family_, name_;
 };
 
+// The plugin ABI's no-op: returns at once, writing nothing.
+opcts_status c_noop_run(const void*, const opcts_run_args*, opcts_report*) { return OPCTS_OK; }
+
 struct Split {
   int cases = 0;
   double ms = 0, inputs = 0, ref = 0, device = 0, compare = 0, flops = 0;
@@ -67,6 +78,12 @@ struct Split {
   }
 };
 
+std::string fmt_ms(double ms) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%9.3f", ms);
+  return b;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,12 +94,29 @@ int main(int argc, char** argv) {
   app.add_option("--per-family", per_family, "problems per family");
   app.add_option("--device", device, "GPU ordinal (default: 0 for a GPU arch, -1 for host)");
   app.add_option("--cases-dir", cases_dir, "folder of built-in catalogs");
+  std::vector<std::string> only;
+  app.add_option("--family", only, "families to run (repeatable; default: all)");
+  std::string python_noop = OPCTS_BENCH_PYTHON_NOOP;
+  app.add_option("--python-noop", python_noop, "the Python no-op impls (bench/python_noop.py)");
   CLI11_PARSE(app, argc, argv);
   keep_freed_memory();  // as the opcts CLI does
 
   Registry reg;
   register_builtins(reg);
-  for (const Family* f : builtin_registry().families()) reg.add(std::make_unique<NoopImpl>(std::string(f->name())));
+  std::vector<std::string> names;  // the C no-ops' descriptors point at these
+  names.reserve(2 * builtin_registry().families().size());
+  for (const Family* f : builtin_registry().families()) {
+    reg.add(std::make_unique<NoopImpl>(std::string(f->name())));
+    opcts_impl_desc d{};
+    d.struct_size = sizeof d;
+    d.family = names.emplace_back(f->name()).c_str();
+    d.name = names.emplace_back("bench.c_noop_" + std::string(f->name())).c_str();
+    d.backend = "host";
+    d.run = c_noop_run;
+    reg.add(std::make_unique<AbiImpl>(d, &host_abi_backend()));
+  }
+  const std::string py_error = load_plugin(reg, python_noop);
+  if (!py_error.empty()) std::printf("no Python no-op (py abi: -): %s\n", py_error.c_str());
 
   opcts_bench::print_load(("suite load, " + arch).c_str(),
                           opcts_bench::time_load(builtin_registry(), cases_dir, arch, {}, 2));
@@ -105,13 +139,18 @@ int main(int argc, char** argv) {
   std::map<std::string, std::map<std::string, std::vector<const Case*>>> problems;
   for (const auto& c : suite.all_cases()) {
     if (c.tier > Tier::default_ || !c.family->expected_error(*c.problem).empty()) continue;
-    if (std::string_view(c.impl->name()).starts_with("host.bench_noop_")) continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), c.family->name()) == only.end()) continue;
+    if (std::string_view(c.impl->name()).starts_with("host.bench_noop_") ||
+        std::string_view(c.impl->name()).starts_with("bench."))
+      continue;
     problems[std::string(c.family->name())][c.family->problem_id(*c.problem)].push_back(&c);
   }
-  std::printf("\n%-14s %5s %8s | %9s %9s %9s %9s %9s | %9s %6s %6s | %9s\n", "family", "cases", "cases/s", "inputs",
-              "reference", "device", "compare", "harness", "ref GF/s", "/best", "gemm", "noop ms");
+  std::printf("\n%-14s %5s %8s | %9s %9s %9s %9s %9s | %9s %6s %6s | %9s %9s %9s %9s\n", "family", "cases", "cases/s",
+              "inputs", "reference", "device", "compare", "harness", "ref GF/s", "/best", "gemm", "noop ms", "C abi ms",
+              "py abi ms", "py-C ms");
   for (const auto& [fam, by_problem] : problems) {
     Split s, noop;
+    std::vector<double> c_abi, py_abi;  // an ABI no-op's case less inputs, reference and comparison
     int taken = 0;
     for (const auto& [pid, cases] : by_problem) {
       if (taken == per_family) break;
@@ -135,20 +174,47 @@ int main(int argc, char** argv) {
       nc.impl = reg.impl("host.bench_noop_" + fam);
       nc.id = case_id(*nc.family, *nc.impl, *nc.problem);
       noop.add(execute_case(host_suite, nc, -1, cache));  // inputs and references shared: the harness alone
+      // The ABI no-ops, C and Python, alternated over repeats (a fraction of a millisecond each;
+      // medians, as a shared machine's other work lands on a few of them).
+      constexpr int kRepeats = 20;
+      const Impl* c_impl = reg.impl("bench.c_noop_" + fam);
+      const Impl* py_impl = reg.impl("bench.py_noop_" + fam);
+      for (int rep = 0; rep < kRepeats; ++rep)
+        for (const Impl* impl : {c_impl, py_impl}) {
+          if (!impl || !impl->supports(*nc.problem, host_suite.arch()).ok) continue;
+          Case ac = nc;
+          ac.impl = impl;
+          ac.id = case_id(*ac.family, *ac.impl, *ac.problem);
+          const ResultRecord r = execute_case(host_suite, ac, -1, cache);
+          (impl == c_impl ? c_abi : py_abi).push_back(r.ms - r.inputs_ms - r.ref_ms - r.compare_ms);
+        }
     }
     if (!s.cases) continue;
     const double gflops = s.ref > 0 ? s.flops / (s.ref * 1e-3) / 1e9 : 0;
     // Seconds the references' products take at the measured rates, over the reference seconds.
     const double gemm_s =
         (best_gemm > 0 ? s.gemm_f64 / (best_gemm * 1e9) : 0) + (best_gemm32 > 0 ? s.gemm_f32 / (best_gemm32 * 1e9) : 0);
-    std::printf("%-14s %5d %8.1f | %7.2fms %7.2fms %7.2fms %7.2fms %7.3fms | %9.1f %6.2f %6.2f | %9.3f\n", fam.c_str(),
-                s.cases, s.cases / (s.ms * 1e-3), s.inputs / s.cases, s.ref / s.cases, s.device / s.cases,
+    // An ABI no-op's case: its time less inputs, reference and comparison (the harness and the call).
+    const double none = std::numeric_limits<double>::quiet_NaN();
+    const auto abi_ms = [&](std::vector<double> x) {
+      if (x.empty()) return none;
+      std::nth_element(x.begin(), x.begin() + x.size() / 2, x.end());
+      return x[x.size() / 2];
+    };
+    const auto cell = [](double ms) { return std::isnan(ms) ? std::string("        -") : fmt_ms(ms); };
+    const double c_ms = abi_ms(c_abi), py_ms = abi_ms(py_abi);
+    std::printf("%-14s %5d %8.1f | %7.2fms %7.2fms %7.2fms %7.2fms %7.3fms | %9.1f %6.2f %6.2f | %9.3f %s %s %s\n",
+                fam.c_str(), s.cases, s.cases / (s.ms * 1e-3), s.inputs / s.cases, s.ref / s.cases, s.device / s.cases,
                 s.compare / s.cases, s.overhead() / s.cases, gflops, best_gemm > 0 ? gflops / best_gemm : 0.0,
-                s.ref > 0 ? gemm_s / (s.ref * 1e-3) : 0.0, noop.overhead() / noop.cases);
+                s.ref > 0 ? gemm_s / (s.ref * 1e-3) : 0.0, noop.overhead() / noop.cases, cell(c_ms).c_str(),
+                cell(py_ms).c_str(), cell(py_ms - c_ms).c_str());
   }
   std::printf(
       "(per-case means; harness = case time minus the four phases; /best: the problem's flops a second over the "
       "best fp64 GEMM's; gemm: the references' own products at the measured fp64/fp32 GEMM rates over their time; "
-      "noop ms: the harness per case with a no-op impl, target <= 0.2 ms)\n");
+      "noop ms: the harness per case with a no-op impl, target <= 0.2 ms; C abi / py abi ms: the median case of the "
+      "plugin ABI's C and Python no-ops less inputs, reference and comparison; py-C ms: the Python plugin host's cost "
+      "a case, "
+      "target <= 0.1 ms)\n");
   return 0;
 }

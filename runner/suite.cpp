@@ -283,14 +283,18 @@ std::string repro_command(const std::string& id, const std::string& arch, const 
 std::string repro_command(const Suite& suite, const std::string& id) {
   const SuiteOptions& o = suite.options();
   // Paths as absolute ones, so the line runs from any folder; a plugin's bare name stays a
-  // name (dlopen looks it up on the library path), and the default cases folder goes unsaid.
+  // name (dlopen looks it up on the library path) and so does a Python module's "py:" name, but a
+  // ".py" file is a path however it is spelled; the default cases folder goes unsaid.
   const auto absolute = [](const std::string& p) {
     std::error_code ec;
     const fs::path a = fs::absolute(p, ec);
     return ec ? p : a.lexically_normal().string();
   };
   std::vector<std::string> plugins;
-  for (const auto& p : o.plugins) plugins.push_back(p.find('/') == std::string::npos ? p : absolute(p));
+  for (const auto& p : o.plugins) {
+    const bool py_file = p.size() > 3 && p.compare(p.size() - 3, 3, ".py") == 0 && p.rfind("py:", 0) != 0;
+    plugins.push_back(p.find('/') == std::string::npos && !py_file ? p : absolute(p));
+  }
   std::error_code ec;
   const bool default_cases = fs::equivalent(o.cases_dir, default_cases_dir(), ec);
   return repro_command(id, suite.arch().name, o.manifest.empty() ? "" : absolute(o.manifest), plugins,

@@ -44,6 +44,11 @@ opcts_cuda_arch() {
 opcts_configure() {
   local args=("-DOPCTS_HIP=AUTO" "-DOPCTS_HIP_ARCHS=${OPCTS_TEST_HIP_ARCHS:-gfx90a;gfx940}"
               "-DOPCTS_HIP_OPT=${OPCTS_TEST_HIP_OPT:--O0}")
+  # The Python the plugin host embeds (cmake/python.cmake): $PYTHON, else Debian's, where
+  # install-deps.sh puts numpy and pytest (a python3 earlier on PATH, pyenv's, may lack them).
+  local python="${PYTHON:-}"
+  [ -z "$python" ] && [ -x /usr/bin/python3 ] && python=/usr/bin/python3
+  [ -n "$python" ] && args+=("-DPython3_EXECUTABLE=$python")
   [ "$OPCTS_PRESET" = cuda ] && args+=("-DCMAKE_CUDA_ARCHITECTURES=$(opcts_cuda_arch)")
   cmake --preset "$OPCTS_PRESET" "${args[@]}" "$@"
 }

@@ -18,6 +18,7 @@ build=(
   libcli11-dev            # the opcts command line
   libfmt-dev              # formatting (header-only use)
   librandom123-dev        # counter-based RNG (Philox)
+  python3-dev             # CPython's headers and libpython: the Python plugin host (--plugin FILE.py; built when found)
   nlohmann-json3-dev      # result lines
   libxxhash-dev           # XXH3 (header-only use): the fingerprints of inputs the harness checks after every run
 )
@@ -25,6 +26,8 @@ test=(
   libgtest-dev            # GoogleTest: the harness's own tests
   libxml2-utils           # xmllint: the tests validate JUnit against tests/data/junit_ant.xsd
   clang-format            # clang-format 14: the sources_are_clang_formatted selftest (scripts/format.sh)
+  python3-numpy           # the Python plugin host's numpy examples and tests (plugins/python, docs/python.md)
+  python3-pytest          # python/tests and the pytest plugin (python/opcts/pytest_plugin.py)
 )
 fuzz=(
   clang libclang-rt-dev   # libFuzzer targets (scripts/run-fuzz.sh): clang and its fuzzer/sanitizer runtimes

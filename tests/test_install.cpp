@@ -67,6 +67,21 @@ TEST(Install, TheInstalledTreeRunsFromAnyFolder) {
                         plugin.string() + " --filter 'sdpa.example_*' --count");
   EXPECT_EQ(plug.status, 0) << plug.output;
   EXPECT_NE(plug.output, "0\n");
+#if OPCTS_HAVE_PYTHON
+  // The Python plugin host and its package install beside them, and run a .py plugin from /.
+  bool host = false;
+  for (const auto& e : fs::recursive_directory_iterator(prefix))
+    host = host || (e.path().filename() == "libopcts_python.so" && e.path().parent_path() == plugin.parent_path());
+  EXPECT_TRUE(host) << "libopcts_python.so beside the example plugin";
+  EXPECT_TRUE(fs::exists(fs::path(prefix) / "share/opcts/python/opcts/__init__.py"));
+  const Shell py =
+      sh("cd / && env -i " + prefix + "/bin/opcts run --arch host --tier smoke --plugin " + OPCTS_SOURCE_DIR +
+         "/plugins/python/examples/numpy_cast.py --filter 'cast.np_cast/*e2m1*'"
+         " --results " +
+         out + "/py.jsonl --no-ref-cache");
+  EXPECT_EQ(py.status, 0) << py.output;
+  EXPECT_EQ(read_results_file(out + "/py.jsonl").size(), 4u) << py.output;
+#endif
 }
 
 }  // namespace

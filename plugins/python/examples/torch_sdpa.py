@@ -1,0 +1,66 @@
+"""NEEDS A GPU (CUDA and PyTorch): not run in CI, only compiled (python/tests).
+
+PyTorch's scaled_dot_product_attention, one impl per backend, on the case's stream:
+
+    opcts run --arch sm90 --plugin plugins/python/examples/torch_sdpa.py --filter 'sdpa.torch_*'
+
+SDPA returns no lse: each impl writes torch.logsumexp of the fp32 scores (two passes over the
+row), declared as such. Windows and softcap are not SDPA's arguments: those problems SKIP.
+"""
+
+import opcts
+
+
+def supports(p, arch):
+    if p.direction != "forward":
+        return "computes the forward only"
+    if p.window != (-1, -1) or p.softcap != 0:
+        return "SDPA has no window or softcap"
+    if p.mask == "causal_lower_right" and p.seq_q != p.seq_k:
+        return "is_causal is upper-left; lower-right with Sq != Sk needs a mask"
+    return True
+
+
+def make(backend):
+    @opcts.impl("sdpa", name=f"torch.sdpa_{backend}", backend="cuda", deterministic=backend != "efficient",
+                supports=supports, accumulation={"lse": "two_pass"},
+                reason="torch.logsumexp over the fp32 scores: the row's max, then the sum")
+    def run(p, t, ctx):
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        if p.heads_kv <= 0 or p.heads_q % p.heads_kv != 0:
+            raise opcts.InvalidArgument("heads_kv", "heads_q must be a multiple of heads_kv")
+        if p.window_left < -1 or p.window_right < -1 or p.softcap < 0:
+            arg = "window_left" if p.window_left < -1 else "window_right" if p.window_right < -1 else "softcap"
+            raise opcts.InvalidArgument(arg, "out of range")
+        q, k, v, o = (opcts.as_torch(t[n]) for n in ("q", "k", "v", "O"))
+        if p.layout == "bshd":
+            q, k, v, o = (x.permute(0, 2, 1, 3) for x in (q, k, v, o))
+        mask = None
+        if p.attn_mask.kind != "none":
+            mask = opcts.as_torch(t.attn_mask)
+            mask = mask.bool() if p.attn_mask.kind == "bool" else mask
+        causal = p.mask != "none"
+        with torch.cuda.stream(opcts.torch_stream(ctx)):
+            with sdpa_kernel(getattr(SDPBackend, backend.upper())):
+                try:
+                    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=p.scale,
+                                                         enable_gqa=p.heads_q != p.heads_kv)
+                except RuntimeError as e:
+                    raise opcts.Unsupported(str(e).splitlines()[0]) from None
+            o.copy_(out)
+            g = p.heads_q // p.heads_kv
+            s = (q.float() @ k.float().repeat_interleave(g, dim=1).transpose(-1, -2)) * p.scale
+            if causal:
+                s = s.masked_fill(~torch.ones(p.seq_q, p.seq_k, dtype=torch.bool, device=s.device).tril(), float("-inf"))
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.float()
+            opcts.as_torch(t.lse).copy_(torch.logsumexp(s, dim=-1))
+
+    return run
+
+
+for _backend in ("math", "flash_attention", "efficient_attention", "cudnn_attention"):
+    make(_backend)

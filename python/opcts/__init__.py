@@ -1,0 +1,166 @@
+"""opcts for Python: kernels written as Python callables, judged by opcts.
+
+    import numpy as np
+    import opcts
+
+    @opcts.impl("cast", name="np.cast", backend="host")
+    def cast(p, t, ctx):
+        if p.to != "fp16" or p.from_ != "fp32":
+            raise opcts.Unsupported("fp32 to fp16 only")
+        t.y[...] = t.x.astype(np.float16)
+
+    opcts run --arch host --plugin my_kernels.py --filter 'cast.np_*'
+
+Each decorated function is one impl of a family, registered through opcts's plugin ABI
+(include/opcts/plugin.h) when `opcts run --plugin FILE.py` (or `--plugin py:package.module`)
+imports the module in each process that runs plugins: the same references, tolerances,
+manifests, crash isolation, JUnit and gate as any impl. docs/python.md is the guide.
+
+This package is pure Python and imports nothing heavy: numpy, torch and cupy are imported by the
+helpers that need them, when first called.
+"""
+
+import inspect as _inspect
+import re as _re
+from collections import namedtuple as _namedtuple
+
+from ._tensors import DeviceTensor, Tensors, TensorSpec, as_cupy, as_numpy, as_torch  # noqa: F401
+from ._params import Problem  # noqa: F401
+
+__all__ = ["impl", "InvalidArgument", "Unsupported", "Problem", "Tensors", "TensorSpec", "DeviceTensor", "Context",
+           "Arch", "as_numpy", "as_torch", "as_cupy", "torch_stream", "cupy_stream", "impls", "FAMILIES"]
+
+FAMILIES = ("sdpa", "scaled_mm", "cast", "int4_mm", "scatter_add", "index_add", "index_select", "grouped_mm")
+BACKENDS = ("host", "cuda", "hip")
+
+
+class InvalidArgument(Exception):
+    """Refuse an argument: a negative case's right answer (OPCTS_INVALID_ARGUMENT). `argument`
+    names it as the case expects ("heads_kv", "K", "a_scale", "index", ...)."""
+
+    def __init__(self, argument, why=""):
+        super().__init__(f"invalid {argument}: {why}" if why else f"invalid {argument}")
+        self.argument = str(argument)
+        self.why = str(why) or f"invalid {argument}"
+
+
+class Unsupported(Exception):
+    """This valid problem cannot run here. Raised by `run`, an ERROR (OPCTS_UNSUPPORTED: a
+    library refusing a valid combination, recorded as an xfail if known); raised by `supports`,
+    a SKIP with `why`."""
+
+    def __init__(self, why):
+        super().__init__(why)
+        self.why = str(why)
+
+
+Arch = _namedtuple("Arch", "name backend compute_major compute_minor warp_size smem_per_block_kib caps")
+Context = _namedtuple("Context", "stream device arch")
+Context.__doc__ = """Where a case runs: `stream` (the cudaStream_t / hipStream_t as an int, 0 on
+the host: enqueue all work on it and do not synchronise it), `device` (GPU ordinal, -1 on the
+host), `arch` (an Arch: name, backend, compute capability, warp size, shared memory, caps)."""
+
+_NAME = _re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
+
+
+class ImplInfo:
+    """What `@impl` recorded: the function and its declaration."""
+
+    __slots__ = ("family", "name", "backend", "fn", "supports", "deterministic", "accumulation", "reason", "caps",
+                 "planted", "module", "_run_arity", "_supports_arity")
+
+    def __init__(self, family, name, backend, fn, supports, deterministic, accumulation, reason, caps, planted):
+        self.family, self.name, self.backend, self.fn = family, name, backend, fn
+        self.supports, self.deterministic, self.accumulation = supports, deterministic, accumulation
+        self.reason, self.caps, self.planted = reason, tuple(caps), bool(planted)
+        self.module = getattr(fn, "__module__", None)
+        self._run_arity = _arity(fn, 3)
+        self._supports_arity = _arity(supports, 2) if supports is not None else 0
+
+    def __repr__(self):
+        return f"<opcts impl {self.name} ({self.family}, {self.backend})>"
+
+
+def _arity(fn, most):
+    try:
+        params = _inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return most
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return most
+    return min(most, sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)))
+
+
+_IMPLS = []
+
+
+def impls():
+    """Every impl registered in this interpreter, in registration order."""
+    return list(_IMPLS)
+
+
+def impl(family, *, name, backend="host", deterministic=True, accumulation=None, supports=None, caps=(),
+         planted=False, reason=None):
+    """Registers the decorated function `fn(p, t, ctx)` (or `fn(p, t)`) as an impl of `family`.
+
+    - `name`: "<prefix>.<name>" of lowercase letters, digits, '_' and '.' (case ids spell it
+      with '_' for '.': `cast.np_cast/...`), unique over every impl.
+    - `backend`: "host" (numpy arrays over host memory), "cuda" or "hip" (DeviceTensors).
+    - `deterministic`: True, False, or `fn(p)`: whether two runs give the same bytes (what
+      `opcts run --bitwise` holds the impl to).
+    - `accumulation`: how the impl accumulates, for its tolerance: a structure name the
+      family's reference knows ("online_block64" for sdpa's lse, "per_add" for scatter_add /
+      index_add), a dict {"bits", "rounding", "promote_every"} for the scaled GEMMs, or a dict
+      {output: name}. opcts reads it from a manifest: `python3 -m opcts manifest FILE --arch A`
+      writes the entries (docs/python.md); `reason` is what derives it (required with it).
+    - `supports`: `fn(p, arch)` (or `fn(p)`): True or None to run the problem; False or a
+      string (the reason), or raising Unsupported(why), to SKIP it. Called in a probe process.
+    - `caps`: capabilities of cases/archs.yaml the impl needs; `planted`: a deliberately wrong
+      impl (its cases exist only with --include-planted and must FAIL).
+
+    `fn` writes the outputs and returns nothing; it refuses an argument by raising
+    InvalidArgument(argument, why) and a valid problem it cannot run by raising Unsupported(why).
+    Any other exception is the case's ERROR, with the traceback's last frames."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r} (one of {', '.join(FAMILIES)})")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"impl name {name!r} is not <prefix>.<name> of lowercase letters, digits, '_' and '.'")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not host, cuda or hip")
+    if not (isinstance(deterministic, bool) or callable(deterministic)):
+        raise TypeError("deterministic is True, False or a function of the problem")
+    if supports is not None and not callable(supports):
+        raise TypeError("supports is a function (p, arch) -> True | False | reason")
+    if accumulation is not None:
+        if not isinstance(accumulation, (str, dict)):
+            raise TypeError("accumulation is a structure name or a dict")
+        if not reason:
+            raise ValueError(f"impl {name}: accumulation needs a reason (what in the kernel makes it so)")
+
+    def register(fn):
+        if not callable(fn):
+            raise TypeError("@opcts.impl decorates a function")
+        for other in _IMPLS:
+            if other.name == name:
+                raise ValueError(f"impl {name} is registered twice")
+        info = ImplInfo(family, name, backend, fn, supports, deterministic, accumulation, reason, caps, planted)
+        _IMPLS.append(info)
+        fn.opcts_impl = info
+        return fn
+
+    return register
+
+
+def torch_stream(ctx):
+    """The case's stream as a torch.cuda.ExternalStream: `with torch.cuda.stream(
+    opcts.torch_stream(ctx)):` puts PyTorch's (and Triton's) launches on it."""
+    import torch
+
+    return torch.cuda.ExternalStream(ctx.stream, device=torch.device("cuda", max(ctx.device, 0)))
+
+
+def cupy_stream(ctx):
+    """The case's stream as a cupy.cuda.ExternalStream (`with opcts.cupy_stream(ctx):`)."""
+    import cupy
+
+    return cupy.cuda.ExternalStream(ctx.stream, ctx.device)
