@@ -110,6 +110,8 @@ TEST(PythonPlugin, EachFaultIsOneCasesVerdict) {
       {"outside", Outcome::FAIL, {"pyfault.outside wrote outside its output", "past the end of 'y'"}},
       {"exit", Outcome::ERROR, {"SystemExit: 3"}},
       {"skipper", Outcome::SKIP, {"pyfault.skipper: no problem of host"}},
+      // A supports() that raises is the impl's bug: an ERROR per case, never a SKIP.
+      {"badsupports", Outcome::ERROR, {"supports() raised AttributeError", "in broken_supports"}},
   };
   std::string filters = " --filter 'cast.host_cvt/fp32_to_e4m3fn_*'";
   for (const Row& row : rows) filters += " --filter 'cast.pyfault_" + row.impl + "/fp32_to_e4m3fn_*'";

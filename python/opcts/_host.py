@@ -111,24 +111,32 @@ def _arch(t):
     return a
 
 
-def supports(index, params, arch):
-    """None when the impl runs the problem, else the SKIP's reason."""
-    info = opcts._IMPLS[index]
-    if info.supports is None:
-        return None
-    p = _params.problem(info.family, params)
-    try:
-        r = info.supports(p, _arch(arch)) if info._supports_arity >= 2 else info.supports(p)
-    except opcts.Unsupported as e:
-        return e.why or "not supported"
-    except Exception as e:
-        traceback.print_exc()
-        return "supports() raised " + _exception_text(e, MESSAGE_BYTES - 20)
+def _ask_supports(info, p, a):
+    """The impl's own answer: None (run it) or a reason; what it raises goes through."""
+    r = info.supports(p, a) if info._supports_arity >= 2 else info.supports(p)
     if r is None or r is True:
         return None
     if r is False:
         return "not supported (its supports() gave no reason)"
     return str(r)
+
+
+def supports(index, params, arch):
+    """None when the impl runs the problem, else the SKIP's reason.
+
+    A supports() that raises anything but opcts.Unsupported answers "runs": the worker's run()
+    asks it again and reports the exception as the case's ERROR, so a broken supports() cannot
+    turn an impl's cases into SKIPs (the plugin ABI's supports has no error status)."""
+    info = opcts._IMPLS[index]
+    if info.supports is None:
+        return None
+    p = _params.problem(info.family, params)
+    try:
+        return _ask_supports(info, p, _arch(arch))
+    except opcts.Unsupported as e:
+        return e.why or "not supported"
+    except Exception:
+        return None
 
 
 def deterministic(index, params):
@@ -144,6 +152,15 @@ def run(index, params, tensors, stream, device, arch):
     try:
         p = _params.problem(info.family, params)
         a = _arch(arch)
+        if info.supports is not None:
+            try:
+                _ask_supports(info, p, a)
+            except opcts.Unsupported:
+                pass  # a refusal, answered in the parent process already
+            except BaseException as e:
+                traceback.print_exc(file=sys.stderr)
+                sys.stderr.flush()
+                return (INTERNAL, "", "supports() raised " + _exception_text(e, MESSAGE_BYTES - 20))
         t = _tensors.Tensors(tensors, info.backend == "host", device, stream, info.backend)
         if info._run_arity >= 3:
             info.fn(p, t, opcts.Context(stream, device, a))

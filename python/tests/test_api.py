@@ -161,6 +161,19 @@ def test_supports_answers_none_or_a_reason():
     info.supports = None
 
 
+def test_a_supports_that_raises_is_the_cases_error_not_a_skip():
+    info = opcts.impls()[index("apitest.half")]
+    info.supports, info._supports_arity = (lambda p, a: {}["missing"]), 2
+    try:
+        assert _host.supports(index("apitest.half"), b"", ARCH) is None  # runs, so that run() reports it
+        x, y = np.zeros(4, np.float32), np.zeros(4, np.float16)
+        params, tensors = cast_case(x, y)
+        status, argument, message = _host.run(index("apitest.half"), params, tensors, 0, -1, ARCH)
+        assert status == 3 and argument == "" and message.startswith("supports() raised KeyError: 'missing'")
+    finally:
+        info.supports = None
+
+
 def test_device_tensors_are_dlpack_capsules_over_the_same_memory():
     buf = (ctypes.c_uint16 * 12)()
     t = _tensors.DeviceTensor("q", ctypes.addressof(buf), 4, 16, (1, 3, 4), (12, 4, 1), 0, False, 1, 0xABC, "cuda")

@@ -72,6 +72,15 @@ def skipper(p, t, ctx):
     raise AssertionError("never called: supports refuses everything")
 
 
+def broken_supports(p, arch):
+    return p.no_such_field  # an AttributeError: the impl's bug, not a refusal
+
+
+@opcts.impl("cast", name="pyfault.badsupports", backend="host", supports=broken_supports)
+def badsupports(p, t, ctx):
+    raise AssertionError("never called: its supports() raises")
+
+
 @opcts.impl("cast", name="pyfault.noop", backend="host")
 def noop(p, t, ctx):
     np.copyto(t.y, 0)
