@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +22,7 @@
 #include "app/plugins.hpp"
 #include "core/digest.hpp"
 #include "runner/device_probe.hpp"
+#include "runner/spawn.hpp"
 #include "runner/suite.hpp"
 
 namespace opcts {
@@ -56,33 +56,17 @@ int run_probe(const std::vector<std::string>& args, int ids_fd, double timeout_s
   std::vector<char*> argv;
   for (auto& s : a) argv.push_back(s.data());
   argv.push_back(nullptr);
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  const int write_end = fcntl(fds[1], F_DUPFD_CLOEXEC, 10);
-  close(fds[1]);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(write_end);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives the supervisor
-    if (getppid() != parent) _exit(126);
-    dup2(write_end, kAnswerFd);
-    if (ids_fd >= 0) dup2(ids_fd, kIdsFd);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(write_end);
+  const SpawnedChild child = spawn_with_pipe(
+      argv, {.pipe_fd = kAnswerFd, .extra_fd = ids_fd, .extra_target = kIdsFd, .own_group = false, .exec_error = ""});
+  const pid_t pid = child.pid;
+  const int read_fd = child.read_fd;
   timed_out = false;
   std::string buf;
   auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   char chunk[65536];
   for (;;) {
     const double left = std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
-    pollfd p{fds[0], POLLIN, 0};
+    pollfd p{read_fd, POLLIN, 0};
     const int pr = poll(&p, 1, left <= 0 ? 0 : static_cast<int>(std::min(left, 2.0e9)));
     if (pr < 0 && errno == EINTR) continue;
     if (pr == 0) {
@@ -90,7 +74,7 @@ int run_probe(const std::vector<std::string>& args, int ids_fd, double timeout_s
       timed_out = true;
       break;
     }
-    const ssize_t n = read(fds[0], chunk, sizeof chunk);
+    const ssize_t n = read(read_fd, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     buf.append(chunk, static_cast<size_t>(n));
@@ -101,7 +85,7 @@ int run_probe(const std::vector<std::string>& args, int ids_fd, double timeout_s
       deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
     }
   }
-  close(fds[0]);
+  close(read_fd);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

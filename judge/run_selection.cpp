@@ -31,32 +31,6 @@ std::vector<SelectedFile> files_of(const json& a) {
 // The selection as JSON; `identity_only`: only what defines the run, files by their digests
 // (each shard may run in another folder, or on another machine, from the same files).
 json to_json(const RunSelection& s, bool identity_only) {
-  if (identity_only) {
-    const auto digests = [](const std::vector<SelectedFile>& files) {
-      json a = json::array();
-      for (const auto& f : files) a.push_back(f.digest);
-      return a;
-    };
-    json plugins = json::array();
-    for (const auto& p : s.plugins) plugins.push_back({{"digest", p.digest}, {"optional", p.optional}});
-    return json{{"opcts_version", s.opcts_version},
-                {"opcts_commit", s.opcts_commit},
-                {"ref_digest", s.ref_digest},
-                {"arch", s.arch},
-                {"tier", s.tier},
-                {"families", s.families},
-                {"filters", s.filters},
-                {"excludes", s.excludes},
-                {"include_planted", s.include_planted},
-                {"bitwise", s.bitwise},
-                {"plugins", plugins},
-                {"manifests", digests(s.manifests)},
-                {"catalogs", digests(s.catalogs)}};
-  }
-  json plugins = json::array();
-  for (const auto& p : s.plugins)
-    plugins.push_back(
-        {{"path", p.path}, {"digest", p.digest}, {"optional", p.optional}, {"error", p.error}, {"impls", p.impls}});
   json j{{"opcts_version", s.opcts_version},
          {"opcts_commit", s.opcts_commit},
          {"ref_digest", s.ref_digest},
@@ -66,13 +40,27 @@ json to_json(const RunSelection& s, bool identity_only) {
          {"filters", s.filters},
          {"excludes", s.excludes},
          {"include_planted", s.include_planted},
-         {"bitwise", s.bitwise},
-         {"cases_dir", s.cases_dir},
-         {"plugins", plugins},
-         {"manifests", files_json(s.manifests)},
-         {"catalogs", files_json(s.catalogs)},
-         {"planted", s.planted}};
-  j.update({{"state", std::string(to_string(s.state))},
+         {"bitwise", s.bitwise}};
+  json plugins = json::array();
+  if (identity_only) {
+    const auto digests = [](const std::vector<SelectedFile>& files) {
+      json a = json::array();
+      for (const auto& f : files) a.push_back(f.digest);
+      return a;
+    };
+    for (const auto& p : s.plugins) plugins.push_back({{"digest", p.digest}, {"optional", p.optional}});
+    j.update({{"plugins", plugins}, {"manifests", digests(s.manifests)}, {"catalogs", digests(s.catalogs)}});
+    return j;
+  }
+  for (const auto& p : s.plugins)
+    plugins.push_back(
+        {{"path", p.path}, {"digest", p.digest}, {"optional", p.optional}, {"error", p.error}, {"impls", p.impls}});
+  j.update({{"cases_dir", s.cases_dir},
+            {"plugins", plugins},
+            {"manifests", files_json(s.manifests)},
+            {"catalogs", files_json(s.catalogs)},
+            {"planted", s.planted},
+            {"state", std::string(to_string(s.state))},
             {"shard", s.shard},
             {"planned", s.planned},
             {"planned_digest", s.planned_digest},

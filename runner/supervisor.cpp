@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "runner/spawn.hpp"
 #include "runner/stop_signal.hpp"
 
 namespace opcts {
@@ -96,38 +96,12 @@ Worker spawn(const SupervisorOptions& opt, const CaseList& list, size_t start) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const std::string exec_error = "opcts: cannot start worker " + opt.self_exe + "\n";
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  // The write end above the fds the child sets up, so that no dup2 below overwrites another.
-  const int write_end = fcntl(fds[1], F_DUPFD_CLOEXEC, 10);
-  close(fds[1]);
-  if (write_end < 0) {
-    close(fds[0]);
-    throw std::runtime_error(std::string("fcntl: ") + std::strerror(errno));
-  }
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(write_end);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    setpgid(0, 0);  // a group of its own: killed as one, and a terminal's Ctrl-C reaches only the supervisor
-    // Dies with the supervisor's thread (SIGKILL included); if the supervisor died already, go now.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(126);
-    // The pipe's write end and the case list at their fixed fds (dup2 clears O_CLOEXEC on the copies).
-    dup2(write_end, kResultFd);
-    dup2(list.fd(), kListFd);
-    execv(argv[0], argv.data());
-    [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, exec_error.data(), exec_error.size());
-    _exit(127);
-  }
-  setpgid(pid, pid);  // also from the parent, so the group exists before any kill below
-  close(write_end);
-  return {pid, fds[0]};
+  const SpawnedChild child = spawn_with_pipe(argv, {.pipe_fd = kResultFd,
+                                                    .extra_fd = list.fd(),
+                                                    .extra_target = kListFd,
+                                                    .own_group = true,
+                                                    .exec_error = "opcts: cannot start worker " + opt.self_exe + "\n"});
+  return {child.pid, child.read_fd};
 }
 
 std::string exit_description(int status) {
