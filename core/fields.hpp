@@ -26,6 +26,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/abi_enum.hpp"
 #include "core/yaml_util.hpp"
 #include "numerics/dtype.hpp"
 
@@ -288,6 +289,20 @@ Field<P> choice(std::string key, E P::*member, std::vector<Choice<E>> choices, b
     throw std::invalid_argument("token '" + in.peek() + "': expected " + ids);
   };
   return f;
+}
+
+/// The choices of an ABI enum, from its one name table (core/abi_enum.hpp), in the table's order.
+template <class E>
+std::vector<Choice<E>> choices_of() {
+  std::vector<Choice<E>> cs;
+  for (const auto& n : names_of<E>()) cs.push_back({n.value, std::string(n.yaml), std::string(n.id)});
+  return cs;
+}
+
+/// An enumerated member of an ABI enum: choice() over the enum's name table.
+template <class P, class E>
+Field<P> enum_choice(std::string key, E P::*member, bool required = false) {
+  return choice<P, E>(std::move(key), member, choices_of<E>(), required);
 }
 
 /// A dtype member written as its bare name (id token = the dtype's name).
