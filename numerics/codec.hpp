@@ -27,6 +27,8 @@
 
 #include <cstdint>
 
+#include "include/opcts/plugin.h"
+
 namespace opcts {
 
 enum class Specials { ieee, fn, fnuz, finite, e8m0 };
@@ -52,7 +54,9 @@ enum class Overflow { satfinite, nonsaturating };
 /// subnormal's mantissa as if it were normal, giving 0x01 (2^-126) for 0x00400001–0x005FFFFF
 /// where rne gives 0x00 (2^-127) (measured through aten.cast on the H200: bf16 subnormals alike),
 /// and it gives NaN (0xFF) on overflow where rne under satfinite gives 0xFE.
-enum class ScaleRounding { floor, ceil, rne };
+/// Valued by the ABI's constants (opcts_cast_params::e8m0_rounding); its name table is cast's
+/// (families/cast/cast.hpp), bits::ScaleRound holds the same values.
+enum class ScaleRounding : int32_t { floor = OPCTS_E8M0_FLOOR, ceil = OPCTS_E8M0_CEIL, rne = OPCTS_E8M0_RNE };
 
 /// Largest finite value of the format.
 double max_finite(const FloatFormat& f);

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "include/opcts/plugin.h"
+
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define OPCTS_HD __host__ __device__ __forceinline__
 #else
@@ -120,7 +122,8 @@ OPCTS_HD uint32_t decode_to_fp32(uint32_t code, MiniFormat f) {
   return sign | (static_cast<uint32_t>(static_cast<int32_t>(E) - f.bias + 127) << 23) | (M << (23 - f.mbits));
 }
 
-enum ScaleRound : uint32_t { kFloor = 0, kCeil = 1, kRne = 2 };
+/// e8m0 rounding, valued by the ABI's constants as opcts::ScaleRounding is (one vocabulary).
+enum ScaleRound : uint32_t { kFloor = OPCTS_E8M0_FLOOR, kCeil = OPCTS_E8M0_CEIL, kRne = OPCTS_E8M0_RNE };
 
 /// fp32 bits → e8m0 code (|x| to a power of two; 0 and below 2^-127 → 0x00).
 OPCTS_HD uint32_t encode_e8m0_fp32(uint32_t u, ScaleRound r, bool satfinite) {

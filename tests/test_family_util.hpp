@@ -4,11 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
+#include "core/abi_enum.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
+#include "core/fields.hpp"
 #include "judge/compare.hpp"
 #include "judge/manifest.hpp"
 #include "judge/tolerance.hpp"
@@ -16,6 +21,37 @@
 #include "tests/test_util.hpp"
 
 namespace opcts::testutil {
+
+/// One vocabulary: every enumerator of E, by its name in E's table, goes string → enum (the
+/// family's field table parses `base_yaml` with `key: <name>`) → ABI (the family's abi_params,
+/// read back as the struct C's `abi_member`) → enum (from_abi) → string (enum_name, and the same
+/// id). `base_yaml` is a valid problem's map without `key`.
+template <class P, class C, class E>
+void expect_vocabulary_round_trip(const kit::FieldTable<P>& table, const std::string& key, E P::*member,
+                                  int32_t C::*abi_member, std::vector<unsigned char> (*abi_params)(const P&),
+                                  const std::string& base_yaml) {
+  static_assert(abi_distinct<E>());
+  ASSERT_FALSE(names_of<E>().empty());
+  for (const auto& n : names_of<E>()) {
+    SCOPED_TRACE(key + ": " + std::string(n.yaml));
+    YAML::Node m = YAML::Load(base_yaml);
+    m[key] = std::string(n.yaml);
+    const P p = table.parse_yaml(m);
+    ASSERT_EQ(p.*member, n.value);
+    const std::vector<unsigned char> bytes = abi_params(p);
+    C c{};
+    ASSERT_EQ(bytes.size(), sizeof c);
+    std::memcpy(&c, bytes.data(), sizeof c);
+    EXPECT_EQ(c.*abi_member, abi_value(n.value));
+    const E back = from_abi<E>(c.*abi_member, key);
+    EXPECT_EQ(back, n.value);
+    EXPECT_EQ(enum_name(back), n.yaml);
+    P q = p;
+    q.*member = back;
+    EXPECT_EQ(table.id(q), table.id(p));
+    if (!n.id.empty()) EXPECT_NE(table.id(p).find(std::string(n.id)), std::string::npos) << table.id(p);
+  }
+}
 
 inline const ArchInfo& host_arch() {
   static const ArchInfo h{"host", "host"};

@@ -18,8 +18,22 @@
 #include <string>
 #include <vector>
 
+#include "core/abi_enum.hpp"
 #include "core/family.hpp"
 #include "core/fields.hpp"
+
+namespace opcts {
+
+/// The one name table of e8m0 rounding (numerics' ScaleRounding, valued by the ABI's constants).
+inline constexpr std::array<EnumName<ScaleRounding>, 3> kScaleRoundingNames{{
+    {ScaleRounding::floor, "floor", "floor"},
+    {ScaleRounding::ceil, "ceil", "ceil"},
+    {ScaleRounding::rne, "rne", "rne"},
+}};
+constexpr const auto& enum_names(ScaleRounding) { return kScaleRoundingNames; }
+static_assert(abi_distinct<ScaleRounding>());
+
+}  // namespace opcts
 
 namespace opcts::cast {
 

@@ -69,9 +69,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.from = abi_dtype(p.from);
   c.to = abi_dtype(p.to);
   c.satfinite = p.overflow == Overflow::satfinite;
-  c.e8m0_rounding = p.rounding == ScaleRounding::floor  ? OPCTS_E8M0_FLOOR
-                    : p.rounding == ScaleRounding::ceil ? OPCTS_E8M0_CEIL
-                                                        : OPCTS_E8M0_RNE;
+  c.e8m0_rounding = abi_value(p.rounding);
   c.n = input_count(p);
   return abi_bytes(c);
 }

@@ -33,10 +33,7 @@ Field<Problem> to_field() {
 
 // e8m0 rounding, written only for e8m0fnu targets (where it is required in the id).
 Field<Problem> rounding_field() {
-  const std::vector<Choice<ScaleRounding>> cs = {{ScaleRounding::floor, "floor", "floor"},
-                                                 {ScaleRounding::ceil, "ceil", "ceil"},
-                                                 {ScaleRounding::rne, "rne", "rne"}};
-  Field<Problem> f = kit::choice<Problem>("rounding", &Problem::rounding, cs);
+  Field<Problem> f = kit::enum_choice<Problem>("rounding", &Problem::rounding);
   f.doc += " (e8m0fnu targets only; default rne)";
   f.write = [w = f.write](const Problem& p, std::vector<std::string>& t) {
     if (p.to == DType::e8m0fnu) w(p, t);

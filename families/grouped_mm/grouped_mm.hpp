@@ -80,16 +80,46 @@
 #include <string_view>
 #include <vector>
 
+#include "core/abi_enum.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "core/fields.hpp"
+#include "include/opcts/plugin.h"
 
 namespace opcts::grouped_mm {
 
-enum class Mode { m2d_3d, m3d_3d, m2d_2d, m3d_2d };
-std::string_view to_string(Mode m);
-enum class Recipe { bf16, rowwise, mxfp8, rowwise_fnuz };
-std::string_view to_string(Recipe r);
+/// The mode and the recipe, valued by the ABI's constants (opcts_grouped_mm_params), each with
+/// its one name table (YAML name and id token alike).
+enum class Mode : int32_t {
+  m2d_3d = OPCTS_GROUPED_2D_3D,
+  m3d_3d = OPCTS_GROUPED_3D_3D,
+  m2d_2d = OPCTS_GROUPED_2D_2D,
+  m3d_2d = OPCTS_GROUPED_3D_2D,
+};
+inline constexpr std::array<EnumName<Mode>, 4> kModeNames{{
+    {Mode::m2d_3d, "2d_3d", "2d_3d"},
+    {Mode::m3d_3d, "3d_3d", "3d_3d"},
+    {Mode::m2d_2d, "2d_2d", "2d_2d"},
+    {Mode::m3d_2d, "3d_2d", "3d_2d"},
+}};
+constexpr const auto& enum_names(Mode) { return kModeNames; }
+static_assert(abi_distinct<Mode>());
+constexpr std::string_view to_string(Mode m) { return enum_name(m); }
+enum class Recipe : int32_t {
+  bf16 = OPCTS_GROUPED_BF16,
+  rowwise = OPCTS_GROUPED_ROWWISE,
+  mxfp8 = OPCTS_GROUPED_MXFP8,
+  rowwise_fnuz = OPCTS_GROUPED_ROWWISE_FNUZ,
+};
+inline constexpr std::array<EnumName<Recipe>, 4> kRecipeNames{{
+    {Recipe::bf16, "bf16", "bf16"},
+    {Recipe::rowwise, "rowwise", "rowwise"},
+    {Recipe::mxfp8, "mxfp8", "mxfp8"},
+    {Recipe::rowwise_fnuz, "rowwise_fnuz", "rowwise_fnuz"},
+}};
+constexpr const auto& enum_names(Recipe) { return kRecipeNames; }
+static_assert(abi_distinct<Recipe>());
+constexpr std::string_view to_string(Recipe r) { return enum_name(r); }
 /// rowwise or rowwise_fnuz: fp32 scales per row of A and per column of B.
 inline bool is_rowwise(Recipe r) { return r == Recipe::rowwise || r == Recipe::rowwise_fnuz; }
 /// The element dtype of a and b: bf16, e4m3fn or e4m3fnuz.

@@ -9,26 +9,6 @@
 
 namespace opcts::grouped_mm {
 
-std::string_view to_string(Mode m) {
-  switch (m) {
-    case Mode::m2d_3d: return "2d_3d";
-    case Mode::m3d_3d: return "3d_3d";
-    case Mode::m2d_2d: return "2d_2d";
-    case Mode::m3d_2d: return "3d_2d";
-  }
-  return "?";
-}
-
-std::string_view to_string(Recipe r) {
-  switch (r) {
-    case Recipe::bf16: return "bf16";
-    case Recipe::rowwise: return "rowwise";
-    case Recipe::mxfp8: return "mxfp8";
-    case Recipe::rowwise_fnuz: return "rowwise_fnuz";
-  }
-  return "?";
-}
-
 DType element_dtype(Recipe r) {
   switch (r) {
     case Recipe::bf16: return DType::bf16;

@@ -60,13 +60,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.n = p.n;
   c.k = p.k;
   c.group_size = p.group;
-  switch (p.format) {
-    case Format::tinygemm: c.format = OPCTS_INT4_TINYGEMM; break;
-    case Format::tinygemm_unpacked: c.format = OPCTS_INT4_TINYGEMM_UNPACKED; break;
-    case Format::awq: c.format = OPCTS_INT4_AWQ; break;
-    case Format::gptq: c.format = OPCTS_INT4_GPTQ; break;
-    case Format::q4_0: c.format = OPCTS_INT4_Q4_0; break;
-  }
+  c.format = abi_value(p.format);
   c.inner_k_tiles = p.inner_k_tiles;
   return abi_bytes(c);
 }

@@ -11,12 +11,6 @@ namespace {
 using kit::Choice;
 using kit::Field;
 
-std::vector<Choice<Format>> format_choices() {
-  std::vector<Choice<Format>> cs;
-  for (Format f : all_formats()) cs.push_back({f, std::string(to_string(f)), std::string(to_string(f))});
-  return cs;
-}
-
 // The group size: default 128, 32 for Q4_0 (so the format row comes first); always in the id.
 Field<Problem> group_field() {
   Field<Problem> f =
@@ -60,7 +54,7 @@ Field<Problem> defect_field() {
 const kit::FieldTable<Problem>& fields() {
   static const kit::FieldTable<Problem> table(
       "int4_mm",
-      {kit::choice<Problem>("format", &Problem::format, format_choices(), true),
+      {kit::enum_choice<Problem>("format", &Problem::format, true),
        kit::dtype_bare<Problem>("dtype", &Problem::dtype,
                                 "bf16 | fp16 (activations, output and, but for q4_0, scales)"),
        kit::int_always<Problem>("m", &Problem::m, "m", "M (rows of x)", true),

@@ -43,14 +43,34 @@
 #include <string_view>
 #include <vector>
 
+#include "core/abi_enum.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "core/fields.hpp"
+#include "include/opcts/plugin.h"
 
 namespace opcts::int4_mm {
 
-enum class Format { tinygemm, tinygemm_unpacked, awq, gptq, q4_0 };
-std::string_view to_string(Format f);
+/// The packing, valued by the ABI's constants (opcts_int4_mm_params::format); the kernels'
+/// Int4Format is spelled with the same constants.
+enum class Format : int32_t {
+  tinygemm = OPCTS_INT4_TINYGEMM,
+  tinygemm_unpacked = OPCTS_INT4_TINYGEMM_UNPACKED,
+  awq = OPCTS_INT4_AWQ,
+  gptq = OPCTS_INT4_GPTQ,
+  q4_0 = OPCTS_INT4_Q4_0,
+};
+/// The one name table of Format: YAML name and id token alike.
+inline constexpr std::array<EnumName<Format>, 5> kFormatNames{{
+    {Format::tinygemm, "tinygemm", "tinygemm"},
+    {Format::tinygemm_unpacked, "tinygemm_unpacked", "tinygemm_unpacked"},
+    {Format::awq, "awq", "awq"},
+    {Format::gptq, "gptq", "gptq"},
+    {Format::q4_0, "q4_0", "q4_0"},
+}};
+constexpr const auto& enum_names(Format) { return kFormatNames; }
+static_assert(abi_distinct<Format>());
+constexpr std::string_view to_string(Format f) { return enum_name(f); }
 const std::vector<Format>& all_formats();
 
 enum class Fill { random, extreme_zeros, all_codes };

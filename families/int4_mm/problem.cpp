@@ -21,20 +21,12 @@ enum Stream : uint32_t { kX = 0, kCodes, kGroupDraws, kPermutation = 5, kExtreme
 
 }  // namespace
 
-std::string_view to_string(Format f) {
-  switch (f) {
-    case Format::tinygemm: return "tinygemm";
-    case Format::tinygemm_unpacked: return "tinygemm_unpacked";
-    case Format::awq: return "awq";
-    case Format::gptq: return "gptq";
-    case Format::q4_0: return "q4_0";
-  }
-  return "?";
-}
-
 const std::vector<Format>& all_formats() {
-  static const std::vector<Format> f = {Format::tinygemm, Format::tinygemm_unpacked, Format::awq, Format::gptq,
-                                        Format::q4_0};
+  static const std::vector<Format> f = [] {
+    std::vector<Format> all;
+    for (const auto& n : kFormatNames) all.push_back(n.value);
+    return all;
+  }();
   return f;
 }
 

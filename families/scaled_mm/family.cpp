@@ -65,15 +65,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.b_elem = abi_dtype(p.b_elem);
   c.out = abi_dtype(p.out);
   c.bias = p.bias;
-  switch (p.recipe) {
-    case Recipe::tensorwise: c.recipe = OPCTS_MM_TENSORWISE; break;
-    case Recipe::rowwise: c.recipe = OPCTS_MM_ROWWISE; break;
-    case Recipe::blockwise_1x128_128x128: c.recipe = OPCTS_MM_BLOCKWISE_1X128_128X128; break;
-    case Recipe::blockwise_1x128_1x128: c.recipe = OPCTS_MM_BLOCKWISE_1X128_1X128; break;
-    case Recipe::mxfp8: c.recipe = OPCTS_MM_MXFP8; break;
-    case Recipe::mxfp4: c.recipe = OPCTS_MM_MXFP4; break;
-    case Recipe::nvfp4: c.recipe = OPCTS_MM_NVFP4; break;
-  }
+  c.recipe = abi_value(p.recipe);
   c.a_row_major = p.a_layout == Layout::row;
   c.b_col_major = p.b_layout == Layout::col;
   c.lda = p.eff_lda();

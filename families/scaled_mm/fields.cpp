@@ -12,12 +12,6 @@ namespace {
 using kit::Choice;
 using kit::Field;
 
-std::vector<Choice<Recipe>> recipe_choices() {
-  std::vector<Choice<Recipe>> cs;
-  for (Recipe r : all_recipes()) cs.push_back({r, std::string(to_string(r)), std::string(to_string(r))});
-  return cs;
-}
-
 // `elem: e4m3fn` (both operands) or `elem: {a: e4m3fn, b: e5m2}`; the default follows the
 // recipe (e2m1fn for the fp4 recipes, e4m3fn otherwise), so the recipe row comes first.
 Field<Problem> elem_field() {
@@ -168,7 +162,7 @@ Field<Problem> defect_field() {
 const kit::FieldTable<Problem>& fields() {
   static const kit::FieldTable<Problem> table(
       "scaled_mm",
-      {kit::choice<Problem>("recipe", &Problem::recipe, recipe_choices(), true), elem_field(), layout_field(),
+      {kit::enum_choice<Problem>("recipe", &Problem::recipe, true), elem_field(), layout_field(),
        kit::int_always<Problem>("m", &Problem::m, "m", "M", true),
        kit::int_paired<Problem>("n", &Problem::n, "nk", "k"), kit::int_paired<Problem>("k", &Problem::k, "nk", "n"),
        kit::pair_alias<Problem>("nk", "n", &Problem::n, "k", &Problem::k),

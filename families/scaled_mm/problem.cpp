@@ -17,9 +17,6 @@ namespace opcts::scaled_mm {
 
 namespace {
 
-constexpr const char* kRecipeNames[] = {
-    "tensorwise", "rowwise", "blockwise_1x128_128x128", "blockwise_1x128_1x128", "mxfp8", "mxfp4", "nvfp4"};
-
 bool is_ocp_fp8(DType t) { return t == DType::e4m3fn || t == DType::e5m2; }
 bool is_fnuz_fp8(DType t) { return t == DType::e4m3fnuz || t == DType::e5m2fnuz; }
 
@@ -41,27 +38,6 @@ int integer_range(DType t) {
 int64_t row_bytes(DType t, int64_t elements) { return elements * dtype_info(t).bits / 8; }
 
 }  // namespace
-
-std::string_view to_string(Recipe r) { return kRecipeNames[static_cast<int>(r)]; }
-
-Recipe parse_recipe(std::string_view s) {
-  for (Recipe r : all_recipes())
-    if (s == to_string(r)) return r;
-  throw std::invalid_argument("unknown recipe '" + std::string(s) +
-                              "' (expected tensorwise, rowwise, blockwise_1x128_128x128, blockwise_1x128_1x128, "
-                              "mxfp8, mxfp4, nvfp4)");
-}
-
-const std::vector<Recipe>& all_recipes() {
-  static const std::vector<Recipe> r = {Recipe::tensorwise,
-                                        Recipe::rowwise,
-                                        Recipe::blockwise_1x128_128x128,
-                                        Recipe::blockwise_1x128_1x128,
-                                        Recipe::mxfp8,
-                                        Recipe::mxfp4,
-                                        Recipe::nvfp4};
-  return r;
-}
 
 std::string_view to_string(Defect d) {
   switch (d) {

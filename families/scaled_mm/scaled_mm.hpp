@@ -50,18 +50,42 @@
 #include <string_view>
 #include <vector>
 
+#include "core/abi_enum.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "core/fields.hpp"
+#include "include/opcts/plugin.h"
 #include "refimpl/quant.hpp"
 
 namespace opcts::scaled_mm {
 
-enum class Recipe { tensorwise, rowwise, blockwise_1x128_128x128, blockwise_1x128_1x128, mxfp8, mxfp4, nvfp4 };
-std::string_view to_string(Recipe r);
-/// Throws std::invalid_argument listing the recipes.
-Recipe parse_recipe(std::string_view s);
-const std::vector<Recipe>& all_recipes();
+/// The recipe, valued by the ABI's constants (opcts_scaled_mm_params::recipe), with its one name
+/// table (YAML name and id token alike).
+enum class Recipe : int32_t {
+  tensorwise = OPCTS_MM_TENSORWISE,
+  rowwise = OPCTS_MM_ROWWISE,
+  blockwise_1x128_128x128 = OPCTS_MM_BLOCKWISE_1X128_128X128,
+  blockwise_1x128_1x128 = OPCTS_MM_BLOCKWISE_1X128_1X128,
+  mxfp8 = OPCTS_MM_MXFP8,
+  mxfp4 = OPCTS_MM_MXFP4,
+  nvfp4 = OPCTS_MM_NVFP4,
+};
+inline constexpr std::array<EnumName<Recipe>, 7> kRecipeNames{{
+    {Recipe::tensorwise, "tensorwise", "tensorwise"},
+    {Recipe::rowwise, "rowwise", "rowwise"},
+    {Recipe::blockwise_1x128_128x128, "blockwise_1x128_128x128", "blockwise_1x128_128x128"},
+    {Recipe::blockwise_1x128_1x128, "blockwise_1x128_1x128", "blockwise_1x128_1x128"},
+    {Recipe::mxfp8, "mxfp8", "mxfp8"},
+    {Recipe::mxfp4, "mxfp4", "mxfp4"},
+    {Recipe::nvfp4, "nvfp4", "nvfp4"},
+}};
+constexpr const auto& enum_names(Recipe) { return kRecipeNames; }
+static_assert(abi_distinct<Recipe>());
+constexpr std::string_view to_string(Recipe r) { return enum_name(r); }
+/// mxfp4 or nvfp4: packed e2m1 operands.
+constexpr bool is_fp4(Recipe r) { return r == Recipe::mxfp4 || r == Recipe::nvfp4; }
+/// mxfp8, mxfp4 or nvfp4: scales per block of 32 or 16 K elements, in a scale dtype.
+constexpr bool is_block_scaled(Recipe r) { return r == Recipe::mxfp8 || is_fp4(r); }
 
 enum class Layout { row, col };
 enum class Fill { random, exact };

@@ -152,19 +152,15 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.head_dim = p.head_dim;
   c.head_dim_v = p.head_dim_v;
   c.scale = p.effective_scale();
-  c.mask = p.mask == Mask::causal_upper_left    ? OPCTS_SDPA_CAUSAL_UPPER_LEFT
-           : p.mask == Mask::causal_lower_right ? OPCTS_SDPA_CAUSAL_LOWER_RIGHT
-                                                : OPCTS_SDPA_MASK_NONE;
+  c.mask = abi_value(p.mask);
   c.window_left = p.window_left;
   c.window_right = p.window_right;
   c.softcap = p.softcap;
-  c.attn_mask = p.mask_tensor == MaskTensor::boolean    ? OPCTS_SDPA_ATTN_MASK_BOOL
-                : p.mask_tensor == MaskTensor::additive ? OPCTS_SDPA_ATTN_MASK_ADDITIVE
-                                                        : OPCTS_SDPA_ATTN_MASK_NONE;
+  c.attn_mask = abi_value(p.mask_tensor);
   c.mask_per_batch = p.mask_per_batch;
   c.mask_per_head = p.mask_per_head;
-  c.layout = p.layout == Layout::bshd ? OPCTS_SDPA_BSHD : OPCTS_SDPA_BHSD;
-  c.direction = p.direction == Direction::backward ? OPCTS_SDPA_BACKWARD : OPCTS_SDPA_FORWARD;
+  c.layout = abi_value(p.layout);
+  c.direction = abi_value(p.direction);
   return abi_bytes(c);
 }
 

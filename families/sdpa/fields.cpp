@@ -144,9 +144,9 @@ Field<Problem> attn_mask_field() {
   f.doc = "none | bool | additive, or {kind: bool | additive, per_batch: B, per_head: B}";
   f.id = "[bmask|amask][b][h]";
   auto kind = [](const std::string& k) {
-    if (k == "none") return MaskTensor::none;
-    if (k == "bool" || k == "boolean") return MaskTensor::boolean;
-    if (k == "additive") return MaskTensor::additive;
+    if (k == "boolean") return MaskTensor::boolean;  // an alias of its name, bool
+    for (const auto& n : kMaskTensorNames)
+      if (k == n.yaml) return n.value;
     throw std::invalid_argument("unknown kind '" + k + "' (expected none, bool or additive)");
   };
   f.read = [kind](Problem& p, const YAML::Node& m) {
@@ -165,16 +165,15 @@ Field<Problem> attn_mask_field() {
   };
   f.write = [](const Problem& p, std::vector<std::string>& t) {
     if (p.mask_tensor == MaskTensor::none) return;
-    std::string s = p.mask_tensor == MaskTensor::boolean ? "bmask" : "amask";
+    std::string s(enum_id(p.mask_tensor));
     if (p.mask_per_batch) s += 'b';
     if (p.mask_per_head) s += 'h';
     t.push_back(s);
   };
   f.scan = [](Problem& p, kit::IdReader& in) {
-    for (const auto& [prefix, k] :
-         {std::pair{"bmask", MaskTensor::boolean}, std::pair{"amask", MaskTensor::additive}}) {
+    for (const auto& [k, yaml, prefix] : kMaskTensorNames) {
       const std::string& t = in.peek();
-      if (t.rfind(prefix, 0) != 0) continue;
+      if (prefix.empty() || t.rfind(prefix, 0) != 0) continue;
       const std::string flags = t.substr(5);
       if (flags != "" && flags != "b" && flags != "h" && flags != "bh")
         throw std::invalid_argument("token '" + t + "': expected bmask or amask with an optional b, h or bh");
@@ -219,16 +218,10 @@ const kit::FieldTable<Problem>& fields() {
        kit::int_always<Problem>("batch", &Problem::batch, "b", "N (default 1)", false),
        pair_field("heads", &Problem::heads_q, &Problem::heads_kv, "q", "kv", "hq", "hkv"),
        pair_field("seq", &Problem::seq_q, &Problem::seq_k, "q", "k", "sq", "sk"), head_dim_field(),
-       kit::choice<Problem>("mask", &Problem::mask,
-                            {{Mask::none, "none", "nomask"},
-                             {Mask::causal_upper_left, "causal_upper_left", "causal_ul"},
-                             {Mask::causal_lower_right, "causal_lower_right", "causal_lr"}}),
-       scale_field(), window_field(), softcap_field(), attn_mask_field(),
-       kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
-       kit::choice<Problem>("layout", &Problem::layout, {{Layout::bhsd, "bhsd", ""}, {Layout::bshd, "bshd", "bshd"}}),
-       kit::choice<Problem>("direction", &Problem::direction,
-                            {{Direction::forward, "forward", ""}, {Direction::backward, "backward", "bwd"}}),
-       expect_field()},
+       kit::enum_choice<Problem>("mask", &Problem::mask), scale_field(), window_field(), softcap_field(),
+       attn_mask_field(), kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
+       kit::enum_choice<Problem>("layout", &Problem::layout),
+       kit::enum_choice<Problem>("direction", &Problem::direction), expect_field()},
       [](const Problem& p) { p.validate(); }, check_expect_error);
   return table;
 }

@@ -9,15 +9,6 @@
 
 namespace opcts::sdpa {
 
-std::string_view to_string(Mask m) {
-  switch (m) {
-    case Mask::none: return "none";
-    case Mask::causal_upper_left: return "causal_upper_left";
-    case Mask::causal_lower_right: return "causal_lower_right";
-  }
-  return "?";
-}
-
 double Problem::effective_scale() const { return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(head_dim)); }
 
 int64_t Problem::first_key(int64_t i) const {
@@ -72,17 +63,6 @@ std::vector<char> unseen_keys(const Problem& p) {
   }
   return unseen;
 }
-
-std::string_view to_string(MaskTensor m) {
-  switch (m) {
-    case MaskTensor::none: return "none";
-    case MaskTensor::boolean: return "bool";
-    case MaskTensor::additive: return "additive";
-  }
-  return "?";
-}
-std::string_view to_string(Layout l) { return l == Layout::bshd ? "bshd" : "bhsd"; }
-std::string_view to_string(Direction d) { return d == Direction::backward ? "backward" : "forward"; }
 
 void Problem::validate() const {
   auto nonneg = [](const char* name, int64_t v) {

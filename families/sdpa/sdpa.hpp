@@ -24,23 +24,60 @@
 #include <string>
 #include <vector>
 
+#include "core/abi_enum.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
 #include "core/fields.hpp"
+#include "include/opcts/plugin.h"
 
 namespace opcts::sdpa {
 
-enum class Mask {
-  none,
-  causal_upper_left,   // keep j <= i (PyTorch is_causal)
-  causal_lower_right,  // keep j <= i + Sk - Sq (FlashAttention-2 causal, cuDNN BOTTOM_RIGHT)
+// The problem's enumerations are valued by the ABI's constants (opcts_sdpa_params), each with its
+// one name table (YAML name, id token; "" leaves the default out of ids); the kernels' SdpaMask
+// and SdpaMaskTensor are spelled with the same constants.
+enum class Mask : int32_t {
+  none = OPCTS_SDPA_MASK_NONE,
+  causal_upper_left = OPCTS_SDPA_CAUSAL_UPPER_LEFT,  // keep j <= i (PyTorch is_causal)
+  causal_lower_right =
+      OPCTS_SDPA_CAUSAL_LOWER_RIGHT,  // keep j <= i + Sk - Sq (FlashAttention-2 causal, cuDNN BOTTOM_RIGHT)
 };
-std::string_view to_string(Mask m);
+inline constexpr std::array<EnumName<Mask>, 3> kMaskNames{{
+    {Mask::none, "none", "nomask"},
+    {Mask::causal_upper_left, "causal_upper_left", "causal_ul"},
+    {Mask::causal_lower_right, "causal_lower_right", "causal_lr"},
+}};
+constexpr const auto& enum_names(Mask) { return kMaskNames; }
+constexpr std::string_view to_string(Mask m) { return enum_name(m); }
 
-/// An explicit attn_mask input: boolean (true = attend) or additive (in the input dtype).
-enum class MaskTensor { none, boolean, additive };
-enum class Layout { bhsd, bshd };
-enum class Direction { forward, backward };
+/// An explicit attn_mask input: boolean (true = attend) or additive (in the input dtype). The id
+/// token is the prefix the attn_mask field adds b and h to.
+enum class MaskTensor : int32_t {
+  none = OPCTS_SDPA_ATTN_MASK_NONE,
+  boolean = OPCTS_SDPA_ATTN_MASK_BOOL,
+  additive = OPCTS_SDPA_ATTN_MASK_ADDITIVE,
+};
+inline constexpr std::array<EnumName<MaskTensor>, 3> kMaskTensorNames{{
+    {MaskTensor::none, "none", ""},
+    {MaskTensor::boolean, "bool", "bmask"},
+    {MaskTensor::additive, "additive", "amask"},
+}};
+constexpr const auto& enum_names(MaskTensor) { return kMaskTensorNames; }
+constexpr std::string_view to_string(MaskTensor m) { return enum_name(m); }
+
+enum class Layout : int32_t { bhsd = OPCTS_SDPA_BHSD, bshd = OPCTS_SDPA_BSHD };
+inline constexpr std::array<EnumName<Layout>, 2> kLayoutNames{
+    {{Layout::bhsd, "bhsd", ""}, {Layout::bshd, "bshd", "bshd"}}};
+constexpr const auto& enum_names(Layout) { return kLayoutNames; }
+constexpr std::string_view to_string(Layout l) { return enum_name(l); }
+
+enum class Direction : int32_t { forward = OPCTS_SDPA_FORWARD, backward = OPCTS_SDPA_BACKWARD };
+inline constexpr std::array<EnumName<Direction>, 2> kDirectionNames{
+    {{Direction::forward, "forward", ""}, {Direction::backward, "backward", "bwd"}}};
+constexpr const auto& enum_names(Direction) { return kDirectionNames; }
+constexpr std::string_view to_string(Direction d) { return enum_name(d); }
+
+static_assert(abi_distinct<Mask>() && abi_distinct<MaskTensor>() && abi_distinct<Layout>() &&
+              abi_distinct<Direction>());
 
 struct Problem {
   DType dtype = DType::bf16;
@@ -141,10 +178,6 @@ constexpr int64_t kPlantedRowsumKeys = 2;
 /// Keys that no query row can see under the causal mask and the window (1 = unseen), Sk
 /// entries. poison_masked writes NaN into exactly these rows of K and V.
 std::vector<char> unseen_keys(const Problem& p);
-
-std::string_view to_string(MaskTensor m);
-std::string_view to_string(Layout l);
-std::string_view to_string(Direction d);
 
 /// The id: DTYPE_bB_hqHQ_hkvHKV_sqSQ_skSK_dD[vDV]_MASK, then optional tokens, each only when
 /// its field is not the default, in this order:

@@ -6,12 +6,28 @@
 #include <optional>
 #include <string>
 
+#include "core/abi_enum.hpp"
+#include "families/cast/cast.hpp"
 #include "families/cast/cuda/cast_kernels.hpp"
 #include "families/cast/cuda/cast_launch.hpp"
 
 namespace opcts::cuda {
 
 namespace {
+
+// The kernels' e8m0 rounding of each ScaleRounding: CUDA has none to nearest.
+constexpr EnumMap<ScaleRounding, std::optional<CvtScaleRound>, 3> kCvtRoundings{{
+    {ScaleRounding::floor, CvtScaleRound::floor},
+    {ScaleRounding::ceil, CvtScaleRound::ceil},
+    {ScaleRounding::rne, std::nullopt},
+}};
+static_assert(covers(kCvtRoundings), "every ScaleRounding has its CUDA rounding or none");
+
+/// The kernels' rounding of the struct's; nullopt for rne. Throws AbiValueError naming
+/// "e8m0_rounding" for a value the ABI does not name.
+std::optional<CvtScaleRound> cvt_rounding(const opcts_cast_params& p) {
+  return map_enum(kCvtRoundings, from_abi<ScaleRounding>(p.e8m0_rounding, "e8m0_rounding"));
+}
 
 std::optional<CvtNarrow> narrow_of(opcts_dtype t) {
   switch (t.code) {
@@ -100,10 +116,15 @@ opcts_status convert(const opcts_run_args* a, opcts_report* r, bool ties_up) {
     if (ties_up) {
       cvt_encode_ties_up(*to, p->satfinite != 0, static_cast<const float*>(x->data), out, n, stream);
     } else {
-      const CvtScaleRound rounding = p->e8m0_rounding == OPCTS_E8M0_FLOOR ? CvtScaleRound::floor : CvtScaleRound::ceil;
+      // rne arrives only for targets other than e8m0, which read no rounding (cvt_supports SKIPs it there).
+      const CvtScaleRound rounding = cvt_rounding(*p).value_or(CvtScaleRound::ceil);
       cvt_encode(*wide_of(p->from), *to, p->satfinite != 0, rounding, x->data, out, n, stream);
     }
     if (packed) cvt_pack_nibbles(out, static_cast<uint8_t*>(y->data), n, stream);
+  } catch (const AbiValueError& e) {
+    std::snprintf(r->argument, sizeof r->argument, "%s", e.field.c_str());
+    std::snprintf(r->message, sizeof r->message, "%s", e.what());
+    return OPCTS_INVALID_ARGUMENT;
   } catch (const std::exception& e) {
     return internal(r, e.what());
   }
@@ -121,8 +142,15 @@ int32_t cvt_supports(const void*, const void* params, const opcts_arch*, char* r
     std::snprintf(why, sizeof why, "CUDA has no conversion intrinsic for %s", name_of(narrow));
     return no(reason, size, why);
   }
-  if (p->to.code == OPCTS_DL_FLOAT8_E8M0FNU && p->e8m0_rounding == OPCTS_E8M0_RNE)
-    return no(reason, size, "CUDA's e8m0 conversion rounds toward zero or +inf only, not to nearest");
+  if (p->to.code == OPCTS_DL_FLOAT8_E8M0FNU) {
+    std::optional<CvtScaleRound> rounding;
+    try {
+      rounding = cvt_rounding(*p);
+    } catch (const AbiValueError& e) {
+      return no(reason, size, e.what());
+    }
+    if (!rounding) return no(reason, size, "CUDA's e8m0 conversion rounds toward zero or +inf only, not to nearest");
+  }
   return 1;
 }
 

@@ -6,13 +6,17 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "include/opcts/plugin.h"
+
 struct CUstream_st;
 
 namespace opcts::cuda {
 
 enum class CvtWide { fp32, fp16, bf16 };
 enum class CvtNarrow { e4m3, e5m2, e8m0, e2m3, e3m2, e2m1 };
-enum class CvtScaleRound { floor, ceil };  // e8m0: cudaRoundZero, cudaRoundPosInf
+/// e8m0 rounding, spelled with the ABI's constants: cudaRoundZero and cudaRoundPosInf, CUDA's
+/// only two (no round to nearest: the rows SKIP rne).
+enum class CvtScaleRound : int32_t { floor = OPCTS_E8M0_FLOOR, ceil = OPCTS_E8M0_CEIL };
 
 /// Encodes n wide values (fp32 or fp16/bf16 bits, device pointer `in`) to narrow codes (`out`,
 /// one byte each) with CUDA's conversion intrinsics (__nv_cvt_*: hardware cvt on sm_89+ for

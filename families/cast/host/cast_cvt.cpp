@@ -12,6 +12,10 @@
 
 namespace opcts {
 
+// ScaleRounding and bits::ScaleRound are one vocabulary: the ABI's e8m0 constants.
+static_assert(bits::kFloor == abi_value(ScaleRounding::floor) && bits::kCeil == abi_value(ScaleRounding::ceil) &&
+              bits::kRne == abi_value(ScaleRounding::rne));
+
 namespace {
 
 using bits::MiniFormat;
@@ -75,10 +79,7 @@ class HostCvt final : public Impl {
       const uint32_t u = fp32_bits_of(x, i);
       uint32_t code;
       if (p.to == DType::e8m0fnu) {
-        const auto r = p.rounding == ScaleRounding::floor  ? bits::kFloor
-                       : p.rounding == ScaleRounding::ceil ? bits::kCeil
-                                                           : bits::kRne;
-        code = bits::encode_e8m0_fp32(u, r, sat);
+        code = bits::encode_e8m0_fp32(u, static_cast<bits::ScaleRound>(abi_value(p.rounding)), sat);
       } else if (to_info.is_integer) {
         code = int4_code(std::bit_cast<float>(u), to_info.is_signed);
       } else {

@@ -17,16 +17,19 @@ namespace opcts::cuda {
 int32_t grouped_supports(const void* impl, const void* params, const opcts_arch*, char* reason, size_t size) {
   const auto* row = static_cast<const GroupedRow*>(impl);
   const auto* p = static_cast<const opcts_grouped_mm_params*>(params);
-  if (p->recipe == OPCTS_GROUPED_ROWWISE_FNUZ) {
+  GroupedMode mode;
+  GroupedRecipe recipe;
+  try {
+    mode = grouped_mode(p->mode);
+    recipe = grouped_recipe(p->recipe);
+  } catch (const AbiValueError& e) {
+    std::snprintf(reason, size, "%s", e.what());  // a later version's recipe, or a corrupted struct
+    return 0;
+  }
+  if (p->recipe == abi_value(grouped_mm::Recipe::rowwise_fnuz)) {
     std::snprintf(reason, size, "FNUZ elements are AMD gfx942 formats; CUDA has no FNUZ matmul");
     return 0;
   }
-  if (p->recipe < OPCTS_GROUPED_BF16 || p->recipe > OPCTS_GROUPED_MXFP8) {
-    std::snprintf(reason, size, "recipe %d is not one the CUDA grouped rows know", static_cast<int>(p->recipe));
-    return 0;
-  }
-  const GroupedMode mode = grouped_mode(p->mode);
-  const GroupedRecipe recipe = grouped_recipe(p->recipe);
   if (!(row->cublas ? cublas_grouped_takes(mode, recipe) : grouped_kernel_takes(mode, recipe))) {
     std::snprintf(
         reason, size, "%s",
@@ -58,7 +61,12 @@ void grouped_prepare(const void* impl, const void*) {
 opcts_status grouped_run(const void* impl, const opcts_run_args* a, opcts_report* r) {
   const auto* row = static_cast<const GroupedRow*>(impl);
   const auto* p = static_cast<const opcts_grouped_mm_params*>(a->params);
-  const GroupedMmParams k = grouped_kernel_params(*p, a->tensors, a->n_tensors, row->plant);
+  GroupedMmParams k;
+  try {
+    k = grouped_kernel_params(*p, a->tensors, a->n_tensors, row->plant);
+  } catch (const AbiValueError& e) {
+    return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.field);
+  }
   auto* stream = static_cast<cudaStream_t>(a->stream);
   try {
     if (row->cublas) grouped_mm_cublas(k, stream, cublas_grouped_context());

@@ -67,12 +67,22 @@
 #include <stdexcept>
 #include <string>
 
+#include "include/opcts/plugin.h"
+
 struct CUstream_st;
 struct cublasContext;  // cublasHandle_t
 
 namespace opcts::cuda {
 
-enum class GroupedMode { m2d_3d, m3d_3d, m2d_2d, m3d_2d };
+/// The mode, spelled with the ABI's constants as grouped_mm::Mode is (one vocabulary).
+enum class GroupedMode : int32_t {
+  m2d_3d = OPCTS_GROUPED_2D_3D,
+  m3d_3d = OPCTS_GROUPED_3D_3D,
+  m2d_2d = OPCTS_GROUPED_2D_2D,
+  m3d_2d = OPCTS_GROUPED_3D_2D,
+};
+/// What the kernels decode: one fp8_rowwise for both rowwise recipes of the ABI (e4m3fn and
+/// e4m3fnuz have one argument contract); the rows map grouped_mm::Recipe onto it by a table.
 enum class GroupedRecipe { bf16, fp8_rowwise, mxfp8 };
 /// A deliberately wrong variant for the planted impls (none for the real ones); each shows only
 /// on problems that exercise it.

@@ -4,7 +4,9 @@
 
 #include <cstring>
 
+#include "core/abi_enum.hpp"
 #include "families/grouped_mm/cuda/grouped_mm_kernels.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 #include "include/opcts/plugin.h"
 
 namespace opcts::cuda {
@@ -15,26 +17,31 @@ struct GroupedRow {
   GroupedPlant plant;
 };
 
-inline GroupedMode grouped_mode(int32_t m) {
-  switch (m) {
-    case OPCTS_GROUPED_3D_3D: return GroupedMode::m3d_3d;
-    case OPCTS_GROUPED_2D_2D: return GroupedMode::m2d_2d;
-    case OPCTS_GROUPED_3D_2D: return GroupedMode::m3d_2d;
-    default: return GroupedMode::m2d_3d;
-  }
-}
+/// The kernels' mode of the struct's; throws AbiValueError naming "mode" for a value the ABI
+/// does not name.
+inline GroupedMode grouped_mode(int32_t m) { return as_kernel<GroupedMode>(from_abi<grouped_mm::Mode>(m, "mode")); }
 
 // ROWWISE_FNUZ has rowwise's argument contract (the launchers' checks); the kernel decodes
-// e4m3fn, so the CUDA rows SKIP it before a launch (grouped_supports), as any unknown recipe.
+// e4m3fn, so the CUDA rows SKIP it before a launch (grouped_supports).
+inline constexpr EnumMap<grouped_mm::Recipe, GroupedRecipe, 4> kGroupedRecipes{{
+    {grouped_mm::Recipe::bf16, GroupedRecipe::bf16},
+    {grouped_mm::Recipe::rowwise, GroupedRecipe::fp8_rowwise},
+    {grouped_mm::Recipe::mxfp8, GroupedRecipe::mxfp8},
+    {grouped_mm::Recipe::rowwise_fnuz, GroupedRecipe::fp8_rowwise},
+}};
+static_assert(covers(kGroupedRecipes), "every grouped_mm::Recipe has its kernel recipe");
+
+/// The kernels' recipe of the struct's; throws AbiValueError naming "recipe" for a value the
+/// ABI does not name.
 inline GroupedRecipe grouped_recipe(int32_t r) {
-  if (r == OPCTS_GROUPED_ROWWISE || r == OPCTS_GROUPED_ROWWISE_FNUZ) return GroupedRecipe::fp8_rowwise;
-  return r == OPCTS_GROUPED_MXFP8 ? GroupedRecipe::mxfp8 : GroupedRecipe::bf16;
+  return map_enum(kGroupedRecipes, from_abi<grouped_mm::Recipe>(r, "recipe"));
 }
 
 /// The kernel parameters of the ABI call: mode, recipe and G from the parameter struct; every
 /// size from the descriptors handed in (the launchers check them against each other and against
 /// G); pointers from their data. "b" is Bᵀ (K contiguous), so its last dimension is K and the one
-/// before it N: the header's logical B [b_batch, K, N] with ldb = K.
+/// before it N: the header's logical B [b_batch, K, N] with ldb = K. Throws AbiValueError for a
+/// mode or recipe the ABI does not name.
 inline GroupedMmParams grouped_kernel_params(const opcts_grouped_mm_params& c, const opcts_tensor* t, int32_t n,
                                              GroupedPlant plant) {
   GroupedMmParams k;

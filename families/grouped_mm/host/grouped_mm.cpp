@@ -39,7 +39,9 @@ namespace opcts {
 namespace {
 
 using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using grouped_mm::Mode;
 using grouped_mm::PlantedBug;
+using grouped_mm::Recipe;
 
 struct Refusal {
   std::string argument, why;
@@ -77,6 +79,8 @@ class Grouped {
  public:
   Grouped(const opcts_grouped_mm_params& c, const opcts_run_args* a, PlantedBug bug, bool planted)
       : c_(c),
+        mode_(from_abi<Mode>(c.mode, "mode")),
+        recipe_(from_abi<Recipe>(c.recipe, "recipe")),
         a_(find(a, "a")),
         b_(find(a, "b")),
         offs_(find(a, "offs")),
@@ -108,25 +112,23 @@ class Grouped {
 
  private:
   bool is(PlantedBug b) const { return planted_ && bug_ == b; }
-  bool split_k() const { return c_.mode == OPCTS_GROUPED_2D_2D; }
-  bool rowwise() const { return c_.recipe == OPCTS_GROUPED_ROWWISE || c_.recipe == OPCTS_GROUPED_ROWWISE_FNUZ; }
-  bool two_d_a() const { return c_.mode == OPCTS_GROUPED_2D_3D || c_.mode == OPCTS_GROUPED_2D_2D; }
-  int64_t extent() const {
-    return c_.mode == OPCTS_GROUPED_2D_3D ? c_.m : c_.mode == OPCTS_GROUPED_2D_2D ? c_.k : c_.n;
-  }
-  int64_t rows(const Block& b) const { return c_.mode == OPCTS_GROUPED_2D_3D ? b.end - b.start : c_.m; }
-  int64_t cols(const Block& b) const { return c_.mode == OPCTS_GROUPED_3D_2D ? b.end - b.start : c_.n; }
+  bool split_k() const { return mode_ == Mode::m2d_2d; }
+  bool rowwise() const { return recipe_ == Recipe::rowwise || recipe_ == Recipe::rowwise_fnuz; }
+  bool two_d_a() const { return mode_ == Mode::m2d_3d || mode_ == Mode::m2d_2d; }
+  int64_t extent() const { return mode_ == Mode::m2d_3d ? c_.m : mode_ == Mode::m2d_2d ? c_.k : c_.n; }
+  int64_t rows(const Block& b) const { return mode_ == Mode::m2d_3d ? b.end - b.start : c_.m; }
+  int64_t cols(const Block& b) const { return mode_ == Mode::m3d_2d ? b.end - b.start : c_.n; }
   int64_t depth(const Block& b) const { return split_k() ? b.end - b.start : c_.k; }
   int64_t offs(int64_t g) const { return static_cast<const int32_t*>(offs_->data)[g]; }
 
   void check() const {
-    const bool fp8 = c_.recipe != OPCTS_GROUPED_BF16, mx = c_.recipe == OPCTS_GROUPED_MXFP8;
+    const bool fp8 = recipe_ != Recipe::bf16, mx = recipe_ == Recipe::mxfp8;
     const int64_t G = c_.groups, km = mx ? 32 : fp8 ? 16 : 1, nm = fp8 ? 16 : 1;
     refuse_unless(split_k() || c_.k % km == 0, "K",
                   "K = " + std::to_string(c_.k) + " is not a multiple of " + std::to_string(km));
-    refuse_unless(c_.mode == OPCTS_GROUPED_3D_2D || c_.n % nm == 0, "N",
+    refuse_unless(mode_ == Mode::m3d_2d || c_.n % nm == 0, "N",
                   "N = " + std::to_string(c_.n) + " is not a multiple of 16");
-    if (c_.mode == OPCTS_GROUPED_3D_3D) return check_scales();
+    if (mode_ == Mode::m3d_3d) return check_scales();
     refuse_unless(offs_ && offs_->ndim == 1 && offs_->dtype.code == OPCTS_DL_INT && offs_->dtype.bits == 32, "offs",
                   "offs must be a 1-D int32 tensor");
     refuse_unless(offs_->shape[0] == G, "offs",
@@ -145,12 +147,12 @@ class Grouped {
   }
 
   void check_scales() const {
-    if (c_.recipe == OPCTS_GROUPED_BF16) return;
+    if (recipe_ == Recipe::bf16) return;
     const int64_t G = c_.groups;
     int64_t want_a = 0, want_b = 0;
     if (rowwise()) {
-      want_a = c_.mode == OPCTS_GROUPED_2D_3D ? c_.m : G * c_.m;
-      want_b = c_.mode == OPCTS_GROUPED_3D_2D ? c_.n : G * c_.n;
+      want_a = mode_ == Mode::m2d_3d ? c_.m : G * c_.m;
+      want_b = mode_ == Mode::m3d_2d ? c_.n : G * c_.n;
     } else {
       want_a = mx_count('a');
       want_b = mx_count('b');
@@ -163,11 +165,11 @@ class Grouped {
 
   // Group g's range along the split dimension: [offs[g-1], offs[g]) (3d_3d: none).
   Block true_block(int64_t g) const {
-    if (c_.mode == OPCTS_GROUPED_3D_3D) return {0, 0};
+    if (mode_ == Mode::m3d_3d) return {0, 0};
     return {g ? offs(g - 1) : 0, offs(g)};
   }
   Block block(int64_t g) const {
-    if (is(PlantedBug::offs_as_starts) && c_.mode != OPCTS_GROUPED_3D_3D)
+    if (is(PlantedBug::offs_as_starts) && mode_ != Mode::m3d_3d)
       return {offs(g), g + 1 < c_.groups ? offs(g + 1) : extent()};
     return true_block(g);
   }
@@ -175,7 +177,7 @@ class Grouped {
   // The mxfp8 placement (families/grouped_mm/grouped_mm.hpp's table, torchao's): the operand split along its
   // rows (A of 2d_3d, B of 3d_2d), along K (2d_2d), or 3-D.
   bool row_split(char which) const {
-    return (which == 'a' && c_.mode == OPCTS_GROUPED_2D_3D) || (which == 'b' && c_.mode == OPCTS_GROUPED_3D_2D);
+    return (which == 'a' && mode_ == Mode::m2d_3d) || (which == 'b' && mode_ == Mode::m3d_2d);
   }
   int64_t mx_rows(char which) const { return which == 'a' ? c_.m : c_.n; }  // K-split and 3-D operands
   int64_t mx_width() const { return c_.k / 32 + 4 * c_.groups; }
@@ -201,8 +203,8 @@ class Grouped {
   }
 
   float value(const opcts_tensor* t, int64_t i) const {
-    if (c_.recipe == OPCTS_GROUPED_BF16) return bf16_bits_to_fp32(static_cast<const uint16_t*>(t->data)[i]);
-    const DType code = c_.recipe == OPCTS_GROUPED_ROWWISE_FNUZ ? DType::e4m3fnuz : DType::e4m3fn;
+    if (recipe_ == Recipe::bf16) return bf16_bits_to_fp32(static_cast<const uint16_t*>(t->data)[i]);
+    const DType code = recipe_ == Recipe::rowwise_fnuz ? DType::e4m3fnuz : DType::e4m3fn;
     return static_cast<float>(decode(code, static_cast<const uint8_t*>(t->data)[i]));
   }
 
@@ -212,8 +214,8 @@ class Grouped {
     const int64_t R = which == 'a' ? rows(bl) : cols(bl), D = depth(bl), ld = t->shape[t->ndim - 1];
     // Where row 0 of the group's operand starts and where its K starts.
     int64_t row0 = 0, k0 = split_k() ? bl.start : 0;
-    if (which == 'a') row0 = two_d_a() ? (c_.mode == OPCTS_GROUPED_2D_3D ? bl.start : 0) : g * c_.m;
-    else row0 = c_.mode == OPCTS_GROUPED_3D_2D ? bl.start : split_k() ? 0 : g * c_.n;
+    if (which == 'a') row0 = two_d_a() ? (mode_ == Mode::m2d_3d ? bl.start : 0) : g * c_.m;
+    else row0 = mode_ == Mode::m3d_2d ? bl.start : split_k() ? 0 : g * c_.n;
     const int64_t sg = which == 'b' && is(PlantedBug::next_group_scales) ? std::min(g + 1, c_.groups - 1) : g;
     const int64_t base = (which == 'a' ? a_base_ : b_base_)[static_cast<size_t>(sg)];
     const auto* sc =
@@ -222,8 +224,7 @@ class Grouped {
     for (int64_t r = 0; r < R; ++r)
       for (int64_t k = 0; k < D; ++k) {
         float v = value(t, (row0 + r) * ld + k0 + k);
-        if (c_.recipe == OPCTS_GROUPED_MXFP8)
-          v = std::ldexp(v, static_cast<int>(sc[mx_index(base, r, k / 32, D / 32)]) - 127);
+        if (recipe_ == Recipe::mxfp8) v = std::ldexp(v, static_cast<int>(sc[mx_index(base, r, k / 32, D / 32)]) - 127);
         x(r, k) = v;
       }
     return x;
@@ -233,8 +234,8 @@ class Grouped {
   // groups, else per group).
   float row_scale(char which, int64_t g, const Block& bl, int64_t r) const {
     const auto* s = static_cast<const float*>((which == 'a' ? as_ : bs_)->data);
-    if (which == 'a') return s[c_.mode == OPCTS_GROUPED_2D_3D ? bl.start + r : g * c_.m + r];
-    if (c_.mode == OPCTS_GROUPED_3D_2D) return s[bl.start + r];
+    if (which == 'a') return s[mode_ == Mode::m2d_3d ? bl.start + r : g * c_.m + r];
+    if (mode_ == Mode::m3d_2d) return s[bl.start + r];
     return s[(is(PlantedBug::next_group_scales) ? std::min(g + 1, c_.groups - 1) : g) * c_.n + r];
   }
 
@@ -250,9 +251,9 @@ class Grouped {
 
   // Element offset of the group's output block and its row stride.
   int64_t out0(int64_t g, const Block& bl) const {
-    switch (c_.mode) {
-      case OPCTS_GROUPED_2D_3D: return bl.start * c_.n;
-      case OPCTS_GROUPED_3D_2D: return bl.start;
+    switch (mode_) {
+      case Mode::m2d_3d: return bl.start * c_.n;
+      case Mode::m3d_2d: return bl.start;
       default: return g * c_.m * c_.n;
     }
   }
@@ -267,8 +268,8 @@ class Grouped {
   void overwrite_tail() const {
     auto* o = static_cast<uint16_t*>(out_->data);
     const int64_t last = offs(c_.groups - 1);
-    if (c_.mode == OPCTS_GROUPED_2D_3D) std::fill(o + last * c_.n, o + c_.m * c_.n, uint16_t{0});
-    if (c_.mode == OPCTS_GROUPED_3D_2D)
+    if (mode_ == Mode::m2d_3d) std::fill(o + last * c_.n, o + c_.m * c_.n, uint16_t{0});
+    if (mode_ == Mode::m3d_2d)
       for (int64_t i = 0; i < c_.m; ++i) std::fill(o + i * c_.n + last, o + (i + 1) * c_.n, uint16_t{0});
   }
 
@@ -283,6 +284,8 @@ class Grouped {
   }
 
   opcts_grouped_mm_params c_;
+  Mode mode_;  // c_'s mode and recipe, checked
+  Recipe recipe_;
   const opcts_tensor *a_, *b_, *offs_, *as_, *bs_, *out_;
   PlantedBug bug_;
   bool planted_;
@@ -297,10 +300,15 @@ struct RowData {
 
 // Every mode and recipe of include/opcts/plugin.h (as of OPCTS_GROUPED_ROWWISE_FNUZ); a later one is refused.
 int32_t supports_known_recipes(const void*, const void* params, const opcts_arch*, char* reason, size_t size) {
-  const int32_t r = static_cast<const opcts_grouped_mm_params*>(params)->recipe;
-  if (r >= OPCTS_GROUPED_BF16 && r <= OPCTS_GROUPED_ROWWISE_FNUZ) return 1;
-  std::snprintf(reason, size, "host.grouped: recipe %d is not one it knows", static_cast<int>(r));
-  return 0;
+  const auto* c = static_cast<const opcts_grouped_mm_params*>(params);
+  try {
+    from_abi<Mode>(c->mode, "mode");
+    from_abi<Recipe>(c->recipe, "recipe");
+  } catch (const AbiValueError& e) {
+    std::snprintf(reason, size, "host.grouped: %s", e.what());
+    return 0;
+  }
+  return 1;
 }
 
 opcts_status run_row(const void* impl, const opcts_run_args* a, opcts_report* report) {
@@ -310,6 +318,10 @@ opcts_status run_row(const void* impl, const opcts_run_args* a, opcts_report* re
   } catch (const Refusal& r) {
     std::snprintf(report->argument, sizeof report->argument, "%s", r.argument.c_str());
     std::snprintf(report->message, sizeof report->message, "%s", r.why.c_str());
+    return OPCTS_INVALID_ARGUMENT;
+  } catch (const AbiValueError& e) {
+    std::snprintf(report->argument, sizeof report->argument, "%s", e.field.c_str());
+    std::snprintf(report->message, sizeof report->message, "%s", e.what());
     return OPCTS_INVALID_ARGUMENT;
   }
   return OPCTS_OK;

@@ -15,19 +15,9 @@ namespace opcts::cuda {
 
 namespace {
 
-const char* format_name(int32_t f) {
-  switch (f) {
-    case OPCTS_INT4_TINYGEMM: return "tinygemm";
-    case OPCTS_INT4_TINYGEMM_UNPACKED: return "tinygemm_unpacked";
-    case OPCTS_INT4_AWQ: return "awq";
-    case OPCTS_INT4_GPTQ: return "gptq";
-    default: return "q4_0";
-  }
-}
-
 // The group sizes of the operator's contract; any other is a negative case the launcher refuses.
-bool contract_group(int32_t format, int64_t g) {
-  return format == OPCTS_INT4_Q4_0 ? g == 32 : g == 32 || g == 64 || g == 128 || g == 256;
+bool contract_group(int4_mm::Format format, int64_t g) {
+  return format == int4_mm::Format::q4_0 ? g == 32 : g == 32 || g == 64 || g == 128 || g == 256;
 }
 
 }  // namespace
@@ -42,11 +32,17 @@ int32_t int4_supports(const void* impl, const void* params, const opcts_arch*, c
   }
   // A valid configuration the kernel does not implement is a SKIP; one outside the contract
   // goes to the launcher, which must refuse it.
-  Int4MmParams k;
-  k.format = int4_kernel_params(*p, nullptr, 0, Int4Plant::none).format;
-  const bool takes = row->gemv ? int4_gemv_takes(k.format, p->group_size) : int4_mm_takes(k.format, p->group_size);
-  if (contract_group(p->format, p->group_size) && !takes) {
-    std::snprintf(reason, size, "does not take %s with group size %lld", format_name(p->format),
+  int4_mm::Format format;
+  try {
+    format = from_abi<int4_mm::Format>(p->format, "format");
+  } catch (const AbiValueError& e) {
+    std::snprintf(reason, size, "%s", e.what());
+    return 0;
+  }
+  const Int4Format kf = as_kernel<Int4Format>(format);
+  const bool takes = row->gemv ? int4_gemv_takes(kf, p->group_size) : int4_mm_takes(kf, p->group_size);
+  if (contract_group(format, p->group_size) && !takes) {
+    std::snprintf(reason, size, "does not take %s with group size %lld", std::string(enum_name(format)).c_str(),
                   static_cast<long long>(p->group_size));
     return 0;
   }
@@ -56,7 +52,12 @@ int32_t int4_supports(const void* impl, const void* params, const opcts_arch*, c
 opcts_status int4_run(const void* impl, const opcts_run_args* a, opcts_report* r) {
   const auto* row = static_cast<const Int4Row*>(impl);
   const auto* p = static_cast<const opcts_int4_mm_params*>(a->params);
-  Int4MmParams k = int4_kernel_params(*p, a->tensors, a->n_tensors, row->plant);
+  Int4MmParams k;
+  try {
+    k = int4_kernel_params(*p, a->tensors, a->n_tensors, row->plant);
+  } catch (const AbiValueError& e) {
+    return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.field);
+  }
   auto* stream = static_cast<cudaStream_t>(a->stream);
   void* workspace = nullptr;
   try {

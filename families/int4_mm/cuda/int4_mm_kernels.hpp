@@ -20,11 +20,20 @@
 #include <stdexcept>
 #include <string>
 
+#include "include/opcts/plugin.h"
+
 struct CUstream_st;
 
 namespace opcts::cuda {
 
-enum class Int4Format { tinygemm, tinygemm_unpacked, awq, gptq, q4_0 };
+/// The packing, spelled with the ABI's constants as int4_mm::Format is (one vocabulary).
+enum class Int4Format : int32_t {
+  tinygemm = OPCTS_INT4_TINYGEMM,
+  tinygemm_unpacked = OPCTS_INT4_TINYGEMM_UNPACKED,
+  awq = OPCTS_INT4_AWQ,
+  gptq = OPCTS_INT4_GPTQ,
+  q4_0 = OPCTS_INT4_Q4_0,
+};
 enum class Int4Act { bf16, fp16 };
 /// A deliberately wrong variant for the planted impls (none for the real ones).
 enum class Int4Plant {

@@ -4,7 +4,9 @@
 
 #include <cstring>
 
+#include "core/abi_enum.hpp"
 #include "families/int4_mm/cuda/int4_mm_kernels.hpp"
+#include "families/int4_mm/int4_mm.hpp"
 #include "include/opcts/plugin.h"
 
 namespace opcts::cuda {
@@ -18,7 +20,8 @@ struct Int4Row {
 /// The kernel parameters of the ABI call: sizes from the parameter struct, the tensor sizes the
 /// launchers check (x's shape, the weight's bytes, the scale and zero tensors' first two
 /// dimensions) from the descriptors handed in, pointers from their data. y and the gemv's
-/// workspace are the caller's.
+/// workspace are the caller's. Throws AbiValueError naming "format" for a format the
+/// ABI does not name.
 inline Int4MmParams int4_kernel_params(const opcts_int4_mm_params& c, const opcts_tensor* t, int32_t n,
                                        Int4Plant plant) {
   Int4MmParams k;
@@ -27,13 +30,7 @@ inline Int4MmParams int4_kernel_params(const opcts_int4_mm_params& c, const opct
   k.k = c.k;
   k.group_size = c.group_size;
   k.inner_k_tiles = c.inner_k_tiles;
-  switch (c.format) {
-    case OPCTS_INT4_TINYGEMM_UNPACKED: k.format = Int4Format::tinygemm_unpacked; break;
-    case OPCTS_INT4_AWQ: k.format = Int4Format::awq; break;
-    case OPCTS_INT4_GPTQ: k.format = Int4Format::gptq; break;
-    case OPCTS_INT4_Q4_0: k.format = Int4Format::q4_0; break;
-    default: k.format = Int4Format::tinygemm; break;
-  }
+  k.format = as_kernel<Int4Format>(from_abi<int4_mm::Format>(c.format, "format"));
   k.act = c.dtype.code == OPCTS_DL_BFLOAT ? Int4Act::bf16 : Int4Act::fp16;
   k.plant = plant;
   k.ldy = c.n;

@@ -25,33 +25,19 @@ bool has_cap(const opcts_arch* arch, const char* cap) {
   return false;
 }
 
+using scaled_mm::Recipe;
+
 // The capability a recipe needs on the arch for cuBLASLt (cases/archs.yaml).
-const char* recipe_cap(int32_t recipe) {
-  switch (recipe) {
-    case OPCTS_MM_TENSORWISE:
-    case OPCTS_MM_ROWWISE: return "fp8_ocp";
-    case OPCTS_MM_BLOCKWISE_1X128_128X128:
-    case OPCTS_MM_BLOCKWISE_1X128_1X128: return "blockwise_scaled_mm";
-    case OPCTS_MM_MXFP8:
-    case OPCTS_MM_MXFP4: return "mx_block_scaled_mma";
-    default: return "nvfp4";
-  }
-}
-
-const char* recipe_name(int32_t recipe) {
-  switch (recipe) {
-    case OPCTS_MM_TENSORWISE: return "tensorwise";
-    case OPCTS_MM_ROWWISE: return "rowwise";
-    case OPCTS_MM_BLOCKWISE_1X128_128X128: return "blockwise_1x128_128x128";
-    case OPCTS_MM_BLOCKWISE_1X128_1X128: return "blockwise_1x128_1x128";
-    case OPCTS_MM_MXFP8: return "mxfp8";
-    case OPCTS_MM_MXFP4: return "mxfp4";
-    default: return "nvfp4";
-  }
-}
-
-bool fp4(const opcts_scaled_mm_params& c) { return c.recipe == OPCTS_MM_MXFP4 || c.recipe == OPCTS_MM_NVFP4; }
-bool block_scaled(const opcts_scaled_mm_params& c) { return c.recipe >= OPCTS_MM_MXFP8; }
+constexpr EnumMap<Recipe, const char*, 7> kRecipeCaps{{
+    {Recipe::tensorwise, "fp8_ocp"},
+    {Recipe::rowwise, "fp8_ocp"},
+    {Recipe::blockwise_1x128_128x128, "blockwise_scaled_mm"},
+    {Recipe::blockwise_1x128_1x128, "blockwise_scaled_mm"},
+    {Recipe::mxfp8, "mx_block_scaled_mma"},
+    {Recipe::mxfp4, "mx_block_scaled_mma"},
+    {Recipe::nvfp4, "nvfp4"},
+}};
+static_assert(covers(kRecipeCaps), "every scaled_mm::Recipe names its capability");
 int64_t out_bytes(const opcts_scaled_mm_params& c) { return c.out.bits / 8; }
 
 // D's leading dimension for cuBLASLt: rows padded to 16 bytes (cuBLASLt docs, cublasLtMatmul FP8 requirements).
@@ -107,23 +93,29 @@ int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts
     std::snprintf(reason, size, "%s", why.c_str());
     return 0;
   };
+  Recipe recipe;
+  try {
+    recipe = from_abi<Recipe>(c.recipe, "recipe");
+  } catch (const AbiValueError& e) {
+    return no(e.what());  // a later version's recipe, or a corrupted struct
+  }
   MmElem e;
   if (!mm_elem_of(c.a_elem, &e) || !mm_elem_of(c.b_elem, &e))
     return no("FNUZ elements are AMD gfx942 formats; CUDA has no FNUZ matmul");
   // The kernel interface reads VEC32_UE8M0 / VEC16_UE4M3 scales in cuBLAS's swizzled layout
   // only (scaled_mm_kernels.hpp); a row-major case is a layout these impls do not take.
-  if (block_scaled(c) && c.scale_layout != OPCTS_MM_SCALES_SWIZZLED)
+  if (scaled_mm::is_block_scaled(recipe) && c.scale_layout != OPCTS_MM_SCALES_SWIZZLED)
     return no("VEC32_UE8M0 / VEC16_UE4M3 scales are read only in the swizzled layout");
   if (!row.cublaslt) return 1;
-  const char* cap = recipe_cap(c.recipe);
+  const char* cap = map_enum(kRecipeCaps, recipe);
   if (!has_cap(arch, cap))
-    return no(std::string(recipe_name(c.recipe)) + " needs capability '" + cap + "', which " + arch->name + " lacks");
+    return no(std::string(enum_name(recipe)) + " needs capability '" + cap + "', which " + arch->name + " lacks");
   if (c.a_elem.code == OPCTS_DL_FLOAT8_E5M2 && c.b_elem.code == OPCTS_DL_FLOAT8_E5M2)
     return no("no e5m2 × e5m2 kernel (status 15 on sm90; PyTorch raises ValueError)");
   // fp8 takes only TN below sm_100: a SKIP. Packed fp4 must be TN everywhere: a non-TN fp4 call
   // is an argument error the adapter refuses, so it runs.
   const bool tn = c.a_row_major && c.b_col_major;
-  if (!tn && !fp4(c) && arch->compute_major > 0 && arch->compute_major < 10)
+  if (!tn && !scaled_mm::is_fp4(recipe) && arch->compute_major > 0 && arch->compute_major < 10)
     return no(
         "FP8 matmul takes only the TN layout below sm_100 (CUBLAS_STATUS_NOT_SUPPORTED, status 15, on sm90; "
         "cuBLASLt docs, cublasLtMatmul FP8 requirements)");
@@ -178,6 +170,9 @@ opcts_status scaled_mm_row_run(const void* impl, const opcts_run_args* a, opcts_
   } catch (const MmArgumentError& e) {
     if (padded) cudaFreeAsync(padded, stream);
     return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
+  } catch (const AbiValueError& e) {
+    if (padded) cudaFreeAsync(padded, stream);
+    return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.field);
   } catch (const MmLibraryRefusal& e) {
     if (padded) cudaFreeAsync(padded, stream);
     return report_status(r, OPCTS_UNSUPPORTED, "cuBLASLt status " + std::to_string(e.status) + ": " + e.what());

@@ -4,7 +4,9 @@
 
 #include <cstring>
 
+#include "core/abi_enum.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
+#include "families/scaled_mm/scaled_mm.hpp"
 #include "include/opcts/plugin.h"
 
 namespace opcts::cuda {
@@ -14,18 +16,21 @@ struct ScaledMmRow {
   bool cublaslt;
 };
 
-/// The scale mode of operand `which` ('a' or 'b') under the ABI's recipe (plugin.h's layouts).
-inline MmScaleMode mm_scale_mode(int32_t recipe, char which) {
-  switch (recipe) {
-    case OPCTS_MM_TENSORWISE: return MmScaleMode::scalar_f32;
-    case OPCTS_MM_ROWWISE: return MmScaleMode::outer_vec_f32;
-    case OPCTS_MM_BLOCKWISE_1X128_1X128: return MmScaleMode::vec128_f32;
-    case OPCTS_MM_BLOCKWISE_1X128_128X128: return which == 'a' ? MmScaleMode::vec128_f32 : MmScaleMode::blk128x128_f32;
-    case OPCTS_MM_MXFP8:
-    case OPCTS_MM_MXFP4: return MmScaleMode::vec32_ue8m0;
-    default: return MmScaleMode::vec16_ue4m3;
-  }
-}
+/// The scale modes of A and B under each recipe (plugin.h's layouts): the kernels' vocabulary
+/// is per operand, so a table, checked to cover every recipe.
+struct MmScaleModes {
+  MmScaleMode a, b;
+};
+inline constexpr EnumMap<scaled_mm::Recipe, MmScaleModes, 7> kMmScaleModes{{
+    {scaled_mm::Recipe::tensorwise, {MmScaleMode::scalar_f32, MmScaleMode::scalar_f32}},
+    {scaled_mm::Recipe::rowwise, {MmScaleMode::outer_vec_f32, MmScaleMode::outer_vec_f32}},
+    {scaled_mm::Recipe::blockwise_1x128_128x128, {MmScaleMode::vec128_f32, MmScaleMode::blk128x128_f32}},
+    {scaled_mm::Recipe::blockwise_1x128_1x128, {MmScaleMode::vec128_f32, MmScaleMode::vec128_f32}},
+    {scaled_mm::Recipe::mxfp8, {MmScaleMode::vec32_ue8m0, MmScaleMode::vec32_ue8m0}},
+    {scaled_mm::Recipe::mxfp4, {MmScaleMode::vec32_ue8m0, MmScaleMode::vec32_ue8m0}},
+    {scaled_mm::Recipe::nvfp4, {MmScaleMode::vec16_ue4m3, MmScaleMode::vec16_ue4m3}},
+}};
+static_assert(covers(kMmScaleModes), "every scaled_mm::Recipe has its scale modes");
 
 /// The element type of an ABI dtype; false for one CUDA has no matmul for (FNUZ: AMD's).
 inline bool mm_elem_of(opcts_dtype t, MmElem* e) {
@@ -46,7 +51,8 @@ inline MmOut mm_out_of(opcts_dtype t) {
 /// The kernel parameters of an ABI call: sizes, element types, layouts, scale modes from the
 /// parameter struct; pointers from the tensors (a, b, a_scale, b_scale, out_scale, bias, d) when
 /// given; global_scale is read by the caller (a device tensor here). D is the contiguous [M, N]
-/// output (ldd = N); the caller pads it where a kernel needs aligned rows.
+/// output (ldd = N); the caller pads it where a kernel needs aligned rows. Throws AbiValueError
+/// naming "recipe" for a recipe the ABI does not name.
 inline ScaledMmParams mm_kernel_params(const opcts_scaled_mm_params& c, const opcts_tensor* t = nullptr,
                                        int32_t n = 0) {
   ScaledMmParams k;
@@ -59,8 +65,9 @@ inline ScaledMmParams mm_kernel_params(const opcts_scaled_mm_params& c, const op
   k.b_k_major = c.b_col_major != 0;
   k.lda = c.lda;
   k.ldb = c.ldb;
-  k.a_scale_mode = mm_scale_mode(c.recipe, 'a');
-  k.b_scale_mode = mm_scale_mode(c.recipe, 'b');
+  const MmScaleModes modes = map_enum(kMmScaleModes, from_abi<scaled_mm::Recipe>(c.recipe, "recipe"));
+  k.a_scale_mode = modes.a;
+  k.b_scale_mode = modes.b;
   k.out = mm_out_of(c.out);
   k.ldd = c.n;
   k.fast_accum = c.fast_accum != 0;

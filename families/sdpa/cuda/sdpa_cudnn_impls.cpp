@@ -31,7 +31,7 @@ std::string version_text() {
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
-bool backward(const opcts_sdpa_params& c) { return c.direction == OPCTS_SDPA_BACKWARD; }
+bool backward(const opcts_sdpa_params& c) { return sdpa_backward(c); }
 
 // The kernel parameters as the adapter sees them: a boolean mask arrives additive.
 SdpaBackwardParams cudnn_params_of(const opcts_sdpa_params& c, const opcts_tensor* t = nullptr, int32_t n = 0) {
@@ -49,11 +49,16 @@ double mask_elems(const opcts_sdpa_params& c) {
 
 int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arch* arch, char* reason, size_t size) {
   const auto& c = *static_cast<const opcts_sdpa_params*>(params);
-  const SdpaBackwardParams bp = cudnn_params_of(c);
   auto no = [&](const std::string& why) {
     std::snprintf(reason, size, "%s", why.c_str());
     return 0;
   };
+  SdpaBackwardParams bp;
+  try {
+    bp = cudnn_params_of(c);
+  } catch (const AbiValueError& e) {
+    return no(e.what());  // a later version's value, or a corrupted struct
+  }
   // A negative case runs, so that the adapter refuses it naming the argument.
   try {
     sdpa_check_arguments(bp.fwd);
@@ -116,6 +121,8 @@ opcts_status sdpa_cudnn_row_run(const void*, const opcts_run_args* a, opcts_repo
     return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
   } catch (const SdpaCudnnArgumentError& e) {
     return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
+  } catch (const AbiValueError& e) {
+    return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.field);
   } catch (const SdpaCudnnRefusal& e) {
     return report_status(r, OPCTS_UNSUPPORTED, std::string(e.what()) + " [cuDNN " + version_text() + "]");
   } catch (const std::exception& e) {

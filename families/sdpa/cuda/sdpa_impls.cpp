@@ -20,7 +20,7 @@ namespace opcts::cuda {
 
 namespace {
 
-bool backward(const opcts_sdpa_params& c) { return c.direction == OPCTS_SDPA_BACKWARD; }
+bool backward(const opcts_sdpa_params& c) { return sdpa_backward(c); }
 
 // Elements of the forward's outputs: O [B, Hq, Sq, Dv] and lse [B, Hq, Sq].
 double o_elems(const opcts_sdpa_params& c) { return static_cast<double>(c.batch) * c.heads_q * c.seq_q * c.head_dim_v; }
@@ -63,7 +63,13 @@ bool invalid_arguments(const SdpaParams& k) {
 int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_arch*, char* reason, size_t size) {
   const auto& row = *static_cast<const SdpaRow*>(impl);
   const auto& c = *static_cast<const opcts_sdpa_params*>(params);
-  const SdpaBackwardParams bp = sdpa_backward_params_of(c, nullptr, 0, row.plant, row.path);
+  SdpaBackwardParams bp;
+  try {
+    bp = sdpa_backward_params_of(c, nullptr, 0, row.plant, row.path);
+  } catch (const AbiValueError& e) {
+    std::snprintf(reason, size, "%s", e.what());  // a later version's value, or a corrupted struct
+    return 0;
+  }
   // A negative case runs, so that the launcher refuses it naming the argument.
   if (invalid_arguments(bp.fwd)) return 1;
   if (row.path != SdpaBwdPath::automatic && !backward(c)) {
@@ -131,6 +137,8 @@ opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* a, opcts_re
     flash ? sdpa_flash_backward(bp, stream) : sdpa_math_backward(bp, stream);
   } catch (const SdpaArgumentError& e) {
     return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
+  } catch (const AbiValueError& e) {
+    return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.field);
   } catch (const std::exception& e) {
     return report_status(r, OPCTS_INTERNAL, e.what());
   }

@@ -27,13 +27,25 @@
 #include <stdexcept>
 #include <string>
 
+#include "include/opcts/plugin.h"
+
 struct CUstream_st;
 
 namespace opcts::cuda {
 
 enum class SdpaDType { fp16, bf16, fp32 };
-enum class SdpaMask { none, causal_upper_left, causal_lower_right };
-enum class SdpaMaskTensor { none, boolean, additive };
+/// The mask and the mask tensor's kind, spelled with the ABI's constants as sdpa::Mask and
+/// sdpa::MaskTensor are (one vocabulary).
+enum class SdpaMask : int32_t {
+  none = OPCTS_SDPA_MASK_NONE,
+  causal_upper_left = OPCTS_SDPA_CAUSAL_UPPER_LEFT,
+  causal_lower_right = OPCTS_SDPA_CAUSAL_LOWER_RIGHT,
+};
+enum class SdpaMaskTensor : int32_t {
+  none = OPCTS_SDPA_ATTN_MASK_NONE,
+  boolean = OPCTS_SDPA_ATTN_MASK_BOOL,
+  additive = OPCTS_SDPA_ATTN_MASK_ADDITIVE,
+};
 
 /// Deliberate bugs a planted impl asks the kernels for (each must make its cases FAIL).
 enum class SdpaPlant {

@@ -4,7 +4,9 @@
 
 #include <cstring>
 
+#include "core/abi_enum.hpp"
 #include "families/sdpa/cuda/sdpa_kernels.hpp"
+#include "families/sdpa/sdpa.hpp"
 #include "include/opcts/plugin.h"
 
 namespace opcts::cuda {
@@ -25,6 +27,12 @@ inline void* sdpa_tensor_data(const opcts_tensor* t, int32_t n, const char* name
   return nullptr;
 }
 
+/// Whether the struct asks for the backward; throws AbiValueError naming "direction" for a value
+/// the ABI does not name.
+inline bool sdpa_backward(const opcts_sdpa_params& c) {
+  return from_abi<sdpa::Direction>(c.direction, "direction") == sdpa::Direction::backward;
+}
+
 /// The kernels' parameters of an ABI call: sizes, scale, masks, window, softcap, the strides of
 /// the layout (BHSD or BSHD storage), and — when `tensors` are given — the tensors' pointers.
 inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor* tensors = nullptr, int32_t n = 0,
@@ -40,15 +48,12 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
   k.head_dim_v = c.head_dim_v;
   k.scale = static_cast<float>(c.scale);
   k.softcap = static_cast<float>(c.softcap);
-  k.mask = c.mask == OPCTS_SDPA_CAUSAL_UPPER_LEFT    ? SdpaMask::causal_upper_left
-           : c.mask == OPCTS_SDPA_CAUSAL_LOWER_RIGHT ? SdpaMask::causal_lower_right
-                                                     : SdpaMask::none;
+  k.mask = as_kernel<SdpaMask>(from_abi<sdpa::Mask>(c.mask, "mask"));
   k.window_left = c.window_left;
   k.window_right = c.window_right;
-  k.mask_kind = c.attn_mask == OPCTS_SDPA_ATTN_MASK_BOOL       ? SdpaMaskTensor::boolean
-                : c.attn_mask == OPCTS_SDPA_ATTN_MASK_ADDITIVE ? SdpaMaskTensor::additive
-                                                               : SdpaMaskTensor::none;
-  const bool bshd = c.layout == OPCTS_SDPA_BSHD;
+  k.mask_kind = as_kernel<SdpaMaskTensor>(from_abi<sdpa::MaskTensor>(c.attn_mask, "attn_mask"));
+  const bool bshd = from_abi<sdpa::Layout>(c.layout, "layout") == sdpa::Layout::bshd;
+  sdpa_backward(c);  // checks the direction too
   auto strides = [&](int64_t heads, int64_t seq, int64_t d) {
     return bshd ? contiguous_bshd(heads, seq, d) : contiguous_bhsd(heads, seq, d);
   };
@@ -57,7 +62,7 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
   k.v_strides = strides(c.heads_kv, c.seq_k, c.head_dim_v);
   k.o_strides = strides(c.heads_q, c.seq_q, c.head_dim_v);
   const int64_t mhs = c.seq_q * c.seq_k;  // attn_mask [B or 1, Hq or 1, Sq, Sk], contiguous
-  k.mask_strides = c.attn_mask == OPCTS_SDPA_ATTN_MASK_NONE
+  k.mask_strides = k.mask_kind == SdpaMaskTensor::none
                        ? SdpaStrides{0, 0, 0}
                        : SdpaStrides{c.mask_per_batch ? (c.mask_per_head ? c.heads_q : 1) * mhs : 0,
                                      c.mask_per_head ? mhs : 0, c.seq_k};
