@@ -50,3 +50,25 @@ def test_numpy_cast_encodes_known_codes():
     assert list(m.encode_e8m0(np.array([1.5]), "floor", True)) == [127]
     assert list(m.encode_int4(np.array([-9.0, 2.5, 7.6, np.nan]), True)) == [8, 2, 7, 0]
     assert m.decode_table("e5m2")[0x7C] == np.inf
+
+
+def first_python_block(path):
+    with open(path) as f:
+        text = f.read()
+    start = text.index("```python\n") + len("```python\n")
+    return text[start:text.index("```", start)]
+
+
+@pytest.mark.skipif(not os.environ.get("OPCTS_BIN"), reason="needs OPCTS_BIN (CTest's python_package sets it)")
+def test_the_docs_first_example_passes_and_its_planted_twin_fails(tmp_path):
+    """docs/python.md's first example, as a new user copies it: PASS on its one smoke case; with
+    the exponent bias off by one, FAIL (a bound that could not see that would pass both)."""
+    import subprocess
+    code = first_python_block(os.path.join(ROOT, "docs", "python.md"))
+    assert "codes - 127" in code
+    for text, want in ((code, "1 PASS, 0 FAIL"), (code.replace("codes - 127", "codes - 126"), "0 PASS, 1 FAIL")):
+        (tmp_path / "my_kernels.py").write_text(text)
+        r = subprocess.run([os.environ["OPCTS_BIN"], "run", "--arch", "host", "--tier", "smoke", "--plugin",
+                            "my_kernels.py", "--filter", "cast.mine_*", "--cases-dir", os.path.join(ROOT, "cases")],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert want in r.stdout + r.stderr, r.stdout + r.stderr
