@@ -3,11 +3,11 @@
     import numpy as np
     import opcts
 
-    @opcts.impl("cast", name="np.cast", backend="host")
-    def cast(p, t, ctx):
-        if p.to != "fp16" or p.from_ != "fp32":
-            raise opcts.Unsupported("fp32 to fp16 only")
-        t.y[...] = t.x.astype(np.float16)
+    @opcts.impl("cast", name="np.e8m0", backend="host",
+                supports=lambda p: (p.from_, p.to) == ("e8m0fnu", "fp32") or "decodes e8m0fnu only")
+    def decode_e8m0(p, t, ctx):
+        codes = t.x.astype(np.int32)  # the byte codes: 2^(code - 127), 255 is NaN
+        t.y[...] = np.where(codes == 255, np.nan, np.ldexp(1.0, codes - 127))
 
     opcts run --arch host --plugin my_kernels.py --filter 'cast.np_*'
 
