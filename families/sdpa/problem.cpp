@@ -152,13 +152,9 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       if (p.direction != Direction::forward) return "the precision bugs are planted in the forward";
       if (bug == PlantedBug::lse_plus_log2) return "";
       if (p.dtype == DType::fp32) return "rounding to the dtype changes nothing in fp32";
-      const bool pv = bug == PlantedBug::pv_in_dtype;
-      const int64_t min_keys = pv ? kPlantedPvKeys : kPlantedRowsumKeys;
       for (int64_t i = 0; i < p.seq_q; ++i)
-        if (p.keys_of_row(i) >= min_keys) return "";
-      return pv ? "no row of " + std::to_string(min_keys) +
-                      " keys or more: three roundings of the accumulator or fewer hide in the bound"
-                : "every row sees one key: l = 1 is exact in the dtype";
+        if (p.keys_of_row(i) >= kPlantedPrecisionKeys) return "";
+      return "every row sees one key: P = l = 1 and P·v = v are exact in the dtype";
     }
     case PlantedBug::none: break;
   }

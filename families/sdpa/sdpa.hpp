@@ -157,23 +157,16 @@ enum class PlantedBug {
 /// Why a problem cannot show the planted bug (so the planted impl SKIPs it and each of its
 /// cases must FAIL), or "" when it can: negative cases, empty problems, rows that see no
 /// key, no key left of a window, no GQA, the wrong direction; for the precision bugs fp32
-/// inputs (rounding to fp32 changes nothing) and rows too short to show them (kPlantedPvKeys,
-/// kPlantedRowsumKeys).
+/// inputs (rounding to fp32 changes nothing) and rows of one key (kPlantedPrecisionKeys).
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
-/// The precision bugs show on forward problems with 16-bit inputs wherever a row is long enough
-/// for the bug to change it past the bound: rowsum_in_dtype on any row of kPlantedRowsumKeys
-/// keys or more (a row of one key has l = 1, exact in the dtype; lse's bound is fp32-sized and
-/// sees one rounding of l), pv_in_dtype on any row spanning more than three key tiles of 64
-/// (kPlantedPvKeys keys; cuda.flash's tiles of 32 or 64 give it as many roundings or more). A
-/// row of n keys takes ⌈n/64⌉ roundings of its whole P·V accumulator where the reference
-/// rounds only P (n roundings of single terms); the bound is twice the largest same-precision
-/// error over 16 rows plus the output's rounding, and one to three roundings of the
-/// accumulator, each about that error's size at its largest, hide in it: on the host default
-/// tier, rows of 65-143 keys (2-3 tiles) escaped in 37 of 745 problems, rows of 193 keys or
-/// more in none. Near one-hot rows (scores of large σ) are no exception: l and O keep the
-/// second-largest keys' weights, not exact in the dtype.
-constexpr int64_t kPlantedPvKeys = 3 * 64 + 1;
-constexpr int64_t kPlantedRowsumKeys = 2;
+/// The precision bugs change the output of a forward problem with 16-bit inputs wherever a row
+/// sees two keys or more: a row of one key has P = exp(0) = 1 and l = 1, and its accumulator
+/// P·v = v, all exact in the dtype, so rounding them changes nothing. Where a row is longer the
+/// rounded accumulator or row sum moves O (and lse) whether or not the bound sees it: a problem
+/// where the bound cannot is an XPASS, the bound's blind spot (docs/status/host.md lists them),
+/// never a SKIP. (pv_in_dtype once skipped rows of up to three 64-key tiles, where one to three
+/// roundings of the accumulator hide in the bound: that hid the blind spot instead of showing it.)
+constexpr int64_t kPlantedPrecisionKeys = 2;
 
 /// Keys that no query row can see under the causal mask and the window (1 = unseen), Sk
 /// entries. poison_masked writes NaN into exactly these rows of K and V.
