@@ -345,8 +345,9 @@ std::string wing_lacks(const fs::path& wing, const std::string& pattern) {
   return (wing / rel).string() + " (no file matches)";
 }
 
-// docs/adding-a-family.md's "Every wing has" holds for every wing, and cmake/families.cmake
-// lists exactly the wings; the check sees a wing that lacks an item.
+// docs/adding-a-family.md's "Every wing has" holds for every wing, and cmake/families.cmake's
+// order names only wings (the build registers every wing, named there or not); the check sees a
+// wing that lacks an item.
 TEST(Docs, EveryWingHasTheFilesTheChecklistNames) {
   const auto items = wing_checklist(read(kSource / "docs/adding-a-family.md"));
   ASSERT_GE(items.size(), 6u) << "docs/adding-a-family.md has no '## Every wing has' list";
@@ -359,11 +360,9 @@ TEST(Docs, EveryWingHasTheFilesTheChecklistNames) {
   EXPECT_GE(wings.size(), 6u);
   std::smatch m;
   const std::string cmake = read(kSource / "cmake/families.cmake");
-  ASSERT_TRUE(std::regex_search(cmake, m, std::regex(R"(\nset\(OPCTS_FAMILIES ([a-z0-9_ ]+)\))")));
-  std::set<std::string> listed;
+  ASSERT_TRUE(std::regex_search(cmake, m, std::regex(R"(\nset\(OPCTS_FAMILY_ORDER ([a-z0-9_ ]+)\))")));
   std::istringstream words(m[1].str());
-  for (std::string w; words >> w;) listed.insert(w);
-  EXPECT_EQ(listed, wings) << "cmake/families.cmake's OPCTS_FAMILIES and the folders of families/";
+  for (std::string w; words >> w;) EXPECT_TRUE(wings.count(w)) << "cmake/families.cmake orders '" << w << "', no wing";
 
   // A planted wing: an empty one lacks every item, one with only the header lacks the rest.
   const fs::path planted = fs::path(testutil::temp_dir()) / "families" / "planted";
