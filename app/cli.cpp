@@ -22,6 +22,12 @@ int dispatch(CommandLine& cl, const char* argv0) {
   if (*cl.list)
     return cl.fields_of.empty() ? cmd_list(cl.sel, cl.verbose, cl.count_only) : cmd_list_fields(cl.fields_of);
   if (*cl.run) return cmd_run(cl.sel, cl.rf, argv0);
+  if (*cl.sample) {
+    SampleOverride o;
+    if (cl.sample->count("--seed")) o.seed = cl.sample_seed;
+    if (cl.sample->count("--count")) o.count = cl.sample_count;
+    return cmd_sample(cl.sel, cl.sample_family, o, cl.verbose);
+  }
   if (*cl.repro) return cmd_repro(cl.repro_id, cl.sel, cl.repro_device, cl.repro_json);
   if (*cl.resources) return cmd_resources(cl.resources_out);
   if (*cl.manifest_lint) return cmd_manifest_lint(cl.sel);

@@ -69,6 +69,10 @@ int cmd_list(const Selection& s, bool verbose, bool count_only);
 /// Prints the field table of `family` ("all": of every family).
 int cmd_list_fields(const std::string& family);
 int cmd_run(const Selection& s, const RunFlags& f, const char* argv0);
+/// opcts sample: the problem ids the `samples:` blocks of `family` draw (in the cases folder and
+/// --catalog files), one a line, each block under `o`; with `verbose` each draw's block, index,
+/// tier and source before its id. Exit 1 when the family has no samples: block.
+int cmd_sample(const Selection& s, const std::string& family, const SampleOverride& o, bool verbose);
 int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out);
 int cmd_resources(const std::string& out);
 /// opcts manifest lint: prints each entry of the arch's manifest (and its extends chain) that

@@ -40,6 +40,16 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
       "--fields", cl.fields_of,
       "print a family's problem fields (YAML keys, forms, id spelling) instead; 'all' for every family");
 
+  cl.sample =
+      app->add_subcommand("sample", "print the problem ids a family's samples: blocks draw, without running them");
+  cl.sample->add_option("--family", cl.sample_family, "the family whose catalogs' samples: blocks draw")->required();
+  cl.sample->add_option("--seed", cl.sample_seed, "draw with this seed instead of each block's own");
+  cl.sample->add_option("--count", cl.sample_count, "draw this many problems a block instead of its counts")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  cl.sample->add_option("--cases-dir", cl.sel.cases_dir, "folder of built-in catalogs");
+  cl.sample->add_option("--catalog", cl.sel.catalogs, "extra catalog file or folder (repeatable)");
+  cl.sample->add_flag("-v,--verbose", cl.verbose, "show each draw's block, index, tier and catalog line");
+
   cl.run = app->add_subcommand("run", "run cases in worker processes and write reports");
   add_selection(cl.run, cl.sel);
   cl.run->add_option("--junit", cl.rf.junit, "JUnit XML report path");

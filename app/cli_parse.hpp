@@ -39,6 +39,9 @@ struct CommandLine {
   bool gate_require_measured = false;
   std::string cache_dir;
   int cache_sample = 16;
+  std::string sample_family;
+  uint64_t sample_seed = 0;
+  int64_t sample_count = 0;
   std::vector<std::string> pp_plugins;  // __plugin-probe
   std::string pp_arch, pp_cases_dir, pp_ids;
   int pp_answer_fd = 4, pp_device = 0;
@@ -46,7 +49,8 @@ struct CommandLine {
   CLI::App *list = nullptr, *run = nullptr, *resources = nullptr, *repro = nullptr, *report = nullptr, *merge = nullptr,
            *matrix = nullptr, *times = nullptr, *html = nullptr, *tightness = nullptr, *gate_cmd = nullptr,
            *ctest = nullptr, *worker = nullptr, *manifest = nullptr, *manifest_lint = nullptr, *probe = nullptr,
-           *probe_accumulators = nullptr, *cache = nullptr, *cache_verify = nullptr, *plugin_probe = nullptr;
+           *probe_accumulators = nullptr, *cache = nullptr, *cache_verify = nullptr, *plugin_probe = nullptr,
+           *sample = nullptr;
 };
 
 /// The CLI11 app whose options write into `cl` (which must outlive it). Its parse() throws

@@ -8,6 +8,7 @@
 
 #include "core/glob.hpp"
 #include "core/yaml_util.hpp"
+#include "runner/catalog_sample.hpp"
 
 namespace opcts {
 
@@ -179,11 +180,17 @@ void count_points(const std::string& path, const YAML::Node& root, Budget& budge
       const std::string name = e.IsMap() && e["name"] && e["name"].IsScalar() ? e["name"].Scalar() : "?";
       budget.take(1, path, e, "edge '" + name + "'");
     }
+  if (const YAML::Node samples = root["samples"]; samples && samples.IsSequence())
+    for (const auto& s : samples) {
+      const std::string name = s.IsMap() && s["name"] && s["name"].IsScalar() ? s["name"].Scalar() : "?";
+      const auto n = static_cast<size_t>(sample_size(s));
+      budget.take(n, path, s, "sample '" + name + "' (" + std::to_string(n) + " draws)");
+    }
 }
 
 void load_one(const Registry& reg, const std::string& path, const YAML::Node& root, std::vector<CatalogEntry>& out,
               std::map<std::string, size_t>& seen) {
-  check_keys(path, root, {"family", "grids", "edges", "description"});
+  check_keys(path, root, {"family", "grids", "edges", "samples", "description"});
   if (!root["family"]) yaml_fail(path, root, "not a catalog: no top-level 'family:'");
   const auto fname = text_of(path, root, "family");
   const Family* f = reg.family(fname);
@@ -193,7 +200,8 @@ void load_one(const Registry& reg, const std::string& path, const YAML::Node& ro
     yaml_fail(path, root["family"], "unknown family '" + fname + "' (known: " + known + ")");
   }
   if (root["description"]) text_of(path, root, "description");
-  if (!root["grids"] && !root["edges"]) yaml_fail(path, root, "the catalog lists no 'grids:' and no 'edges:'");
+  if (!root["grids"] && !root["edges"] && !root["samples"])
+    yaml_fail(path, root, "the catalog lists no 'grids:', 'edges:' or 'samples:'");
   if (root["grids"])
     for (const auto& g : require_list(path, root["grids"], "'grids'")) expand_grid(*f, path, g, out, seen);
   if (root["edges"]) {
@@ -209,6 +217,18 @@ void load_one(const Registry& reg, const std::string& path, const YAML::Node& ro
       add_entry(out, seen, {f, p, f->problem_id(*p), tier_of(path, e), where(path, e) + " (edge " + name + ")", why});
     }
   }
+  if (root["samples"])
+    for (const auto& s : require_list(path, root["samples"], "'samples'")) {
+      const std::vector<SampleDraw> draws = draw_sample(*f, path, s);
+      const std::string name = text_of(path, s, "name"), why = text_of(path, s, "why");
+      for (const SampleDraw& d : draws) {
+        const std::string draw = "sample '" + name + "' draw " + std::to_string(d.index);
+        if (const std::string big = too_large(*f, *d.problem); !big.empty())
+          yaml_fail(path, s, draw + " " + f->problem_id(*d.problem) + ": " + big);
+        add_entry(out, seen,
+                  {f, d.problem, f->problem_id(*d.problem), d.tier, where(path, s) + " (" + draw + ")", why});
+      }
+    }
 }
 
 // The suite's own tables, which live beside the built-in catalogs in cases/.
@@ -230,6 +250,30 @@ double problem_bytes(const Family& f, const Problem& p) {
   return f.device_bytes(p) + 24 * elements;
 }
 
+namespace {
+
+// The catalog files of `paths`: a folder's *.yaml and *.yml files (is_catalog_file), sorted; a
+// file as given. Throws YamlError for a path that does not exist.
+std::vector<std::string> catalog_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    if (fs::is_directory(p)) {
+      std::vector<fs::path> files;
+      for (const auto& de : fs::directory_iterator(p))
+        if (de.is_regular_file() && is_catalog_file(de.path())) files.push_back(de.path());
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) out.push_back(f.string());
+    } else if (fs::exists(p)) {
+      out.push_back(p);
+    } else {
+      throw YamlError(p + ": no such catalog file or folder");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<CatalogEntry> load_catalogs(const Registry& reg, const std::vector<std::string>& paths) {
   std::vector<CatalogEntry> out;
   std::map<std::string, size_t> seen;
@@ -237,24 +281,30 @@ std::vector<CatalogEntry> load_catalogs(const Registry& reg, const std::vector<s
   // grid expands, whichever file takes it there.
   std::vector<std::pair<std::string, YAML::Node>> docs;
   Budget budget;
-  const auto read = [&](const std::string& file) {
+  for (const auto& file : catalog_files(paths)) {
     docs.emplace_back(file, load_yaml_file(file));
     count_points(file, docs.back().second, budget);
-  };
-  for (const auto& p : paths) {
-    if (fs::is_directory(p)) {
-      std::vector<fs::path> files;
-      for (const auto& de : fs::directory_iterator(p))
-        if (de.is_regular_file() && is_catalog_file(de.path())) files.push_back(de.path());
-      std::sort(files.begin(), files.end());
-      for (const auto& f : files) read(f.string());
-    } else if (fs::exists(p)) {
-      read(p);
-    } else {
-      throw YamlError(p + ": no such catalog file or folder");
-    }
   }
   for (const auto& [file, root] : docs) load_one(reg, file, root, out, seen);
+  return out;
+}
+
+std::vector<SampledProblem> sample_catalogs(const Registry& reg, const std::vector<std::string>& paths,
+                                            const std::string& family, const SampleOverride& override) {
+  const Family* f = reg.family(family);
+  if (!f) throw std::invalid_argument("unknown family '" + family + "'");
+  std::vector<SampledProblem> out;
+  for (const auto& file : catalog_files(paths)) {
+    const YAML::Node root = load_yaml_file(file);
+    if (!root.IsMap() || !root["family"] || !root["family"].IsScalar() || root["family"].Scalar() != family ||
+        !root["samples"])
+      continue;
+    for (const auto& s : require_list(file, root["samples"], "'samples'")) {
+      const std::string name = text_of(file, s, "name");
+      for (SampleDraw& d : draw_sample(*f, file, s, override))
+        out.push_back({name, where(file, s), f->problem_id(*d.problem), std::move(d)});
+    }
+  }
   return out;
 }
 

@@ -1,8 +1,10 @@
-// YAML catalogs: grids (cartesian products of axes) and edge lists expanded into cases.
+// YAML catalogs: grids (cartesian products of axes), edge lists and samples (seeded draws,
+// runner/catalog_sample.hpp) expanded into cases.
 //
-// A catalog file is a map with `family:`, optional `grids:` and `edges:` lists:
+// A catalog file is a map with `family:`, optional `grids:`, `edges:` and `samples:` lists:
 //   grids: [{name, tier, axes: {field: [values]}, fixed: {field: value}}]
 //   edges: [{name, tier, problem: {field: value}, why}]
+//   samples: [{name, why, seed, count, axes: {field: distribution}, fixed}] (runner/catalog_sample.hpp)
 // A grid point is the map `fixed` plus one value of every axis; the family parses it.
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "core/family.hpp"
+#include "runner/catalog_sample.hpp"
 
 namespace opcts {
 
@@ -53,6 +56,20 @@ double problem_bytes(const Family& f, const Problem& p);
 /// core/yaml_util.hpp), a missing or unknown family, an unknown field, a grid or file past its
 /// cap (checked before it expands), a problem past kMaxProblemBytes.
 std::vector<CatalogEntry> load_catalogs(const Registry& reg, const std::vector<std::string>& paths);
+
+/// One draw of a catalog's `samples:` block, with the block's name and place and the problem's id.
+struct SampledProblem {
+  std::string block, source;  // the block's name; "path:line" of the block
+  std::string problem_id;
+  SampleDraw draw;
+};
+
+/// The draws of every `samples:` block of `family` in the catalogs at `paths` (files and
+/// folders, as load_catalogs reads them), each block's seed and counts replaced by `override`'s
+/// where it gives them; in file order, then block order, then draw order. Throws
+/// std::invalid_argument for an unknown family, YamlError as load_catalogs does.
+std::vector<SampledProblem> sample_catalogs(const Registry& reg, const std::vector<std::string>& paths,
+                                            const std::string& family, const SampleOverride& override);
 
 /// Every case of the entries for the impls of the arch's backend, sorted by id; planted
 /// impls (Impl::planted) only when `include_planted`.

@@ -146,7 +146,7 @@ TEST(Docs, TheCliReferenceHasEveryOption) {
   const std::string doc = read(kSource / "docs/cli.md");
   const std::regex flag(R"((^|[\s,])(--[a-z][a-z0-9-]*))");
   for (const char* sub :
-       {"list", "run", "repro", "gate", "report merge", "report matrix", "report times", "report html",
+       {"list", "sample", "run", "repro", "gate", "report merge", "report matrix", "report times", "report html",
         "report tightness", "resources", "manifest lint", "probe accumulators", "ctest-tests"}) {
     const Shell help = sh(std::string(OPCTS_BINARY) + " " + sub + " --help");
     ASSERT_EQ(help.status, 0) << help.output;
