@@ -68,12 +68,13 @@ int64_t input_count(const Problem& p);
 /// The plugin ABI's opcts_cast_params for a problem, as bytes (families/cast/family.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
-/// The input vector of a problem (dtype `from`), a pure function of (problem, seed).
+/// The input vector of a problem (dtype `from`), a pure function of (problem, seed)
+/// (families/cast/inputs.cpp).
 HostTensor make_input(const Problem& p, uint64_t seed);
-/// The reference output (dtype `to`): opcts's codec applied to every input.
-HostTensor reference_output(const Problem& p, const HostTensor& input);
-/// fp32 values at the edges of format `to` (see "edges" above).
+/// fp32 values at the edges of format `to` (see "edges" above; families/cast/inputs.cpp).
 std::vector<float> edge_values(DType to);
+/// The reference output (dtype `to`): opcts's codec applied to every input (families/cast/reference.cpp).
+HostTensor reference_output(const Problem& p, const HostTensor& input);
 
 }  // namespace opcts::cast
 

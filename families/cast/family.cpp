@@ -1,4 +1,5 @@
-// The cast family wired into the registry: YAML problems, ids, inputs and the codec reference; its plugin ABI bytes.
+// The cast family wired into the registry: outputs and costs, the inputs (inputs.cpp) and the codec reference
+// (reference.cpp) behind make_inputs and reference; its plugin ABI bytes.
 #include <cmath>
 
 #include "core/abi_impl.hpp"

@@ -75,6 +75,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -230,6 +231,22 @@ TensorMap make_inputs(const Problem& p, uint64_t seed);
 /// are the largest group's K), from which each impl's accumulator model gives the bound
 /// (judge/accumulator.hpp).
 References reference(const Problem& p, const TensorMap& inputs);
+
+/// What reference() states of every element's reduction besides its sums: terms (the largest
+/// group's K), ragged, zero_mean and the products' term_bits; abs_sum, sq_sum and magnitude empty.
+ReductionStats reduction_shape(const Problem& p);
+/// One element of a group's block as reference() gives it, from its dequantized operands (each
+/// code times its scale, exact in fp64): a(k) along the element's row of A and b(k) along its
+/// column of B for k in [0, depth), the group's K. For callers that make the operands elsewhere
+/// (families/grouped_mm/bench/ hashes them on the device) and judge elements one by one.
+struct ElementReference {
+  double want = 0;       // Σ_k a(k)·b(k), unrounded (the exact value of "out")
+  double abs_sum = 0;    // S = Σ_k |a(k)·b(k)|
+  double sq_sum = 0;     // Q = Σ_k (a(k)·b(k))²
+  double magnitude = 0;  // X = |want|
+};
+ElementReference reference_element(int64_t depth, const std::function<double(int64_t)>& a,
+                                   const std::function<double(int64_t)>& b);
 
 }  // namespace opcts::grouped_mm
 

@@ -10,8 +10,14 @@
 // with the reduction length, so it holds for every group (loosest for the shortest). Elements no group writes (rows or
 // columns past the last offset) hold NaN, the poison the ABI backends fill outputs with (grouped_mm.hpp); their
 // statistics are 0. A group of zero K gives exact zeros (S = 0: the bound is 0).
+//
+// reduction_shape and reference_element give the same model one element at a time, for
+// families/grouped_mm/bench/grouped_mm_bench.cpp, which hashes DeepSeek-V3-sized operands on the
+// device and judges sampled elements as the family judges every one (judge/compare.hpp).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "families/grouped_mm/grouped_mm.hpp"
 #include "refimpl/reduction_gemm.hpp"
@@ -88,27 +94,46 @@ RowMajor dequantized(const Problem& p, const Operand& o, char which, int64_t g, 
 
 }  // namespace
 
+ReductionStats reduction_shape(const Problem& p) {
+  ReductionStats st;
+  st.zero_mean = true;
+  st.ragged = true;  // each element sums its own group's K; terms is the largest
+  for (int64_t g = 0; g < p.groups; ++g) st.terms = std::max(st.terms, group_view(p, g).depth);
+  // The products a tensor core's adder receives: bf16 × bf16 (8 + 8 significant bits), e4m3 ×
+  // e4m3 codes (4 + 4; the scales multiply the sums, mxfp8's powers of two per 32-deep block).
+  st.term_bits = p.recipe == Recipe::bf16 ? 16 : 8;
+  return st;
+}
+
+ElementReference reference_element(int64_t depth, const std::function<double(int64_t)>& a,
+                                   const std::function<double(int64_t)>& b) {
+  ElementReference e;
+  for (int64_t k = 0; k < depth; ++k) {
+    const double t = a(k) * b(k);  // exact: two dequantized values (file comment)
+    e.want += t;
+    e.abs_sum += std::fabs(t);
+    e.sq_sum += t * t;
+  }
+  e.magnitude = std::fabs(e.want);
+  return e;
+}
+
 References reference(const Problem& p, const TensorMap& in) {
   const std::vector<int64_t> shape = out_shape(p);
   const size_t count = static_cast<size_t>(shape[0] * shape[1] * (shape.size() == 3 ? shape[2] : 1));
   References r;
   auto& want = r.exact["out"];
   ReductionStats& st = r.reduction["out"];
+  st = reduction_shape(p);
   want.assign(count, NAN);
   st.abs_sum.assign(count, 0.0);
   st.sq_sum.assign(count, 0.0);
   st.magnitude.assign(count, 0.0);
-  st.zero_mean = true;
-  st.ragged = true;  // each element sums its own group's K; terms is the largest
-  // The products a tensor core's adder receives: bf16 × bf16 (8 + 8 significant bits), e4m3 ×
-  // e4m3 codes (4 + 4; the scales multiply the sums, mxfp8's powers of two per 32-deep block).
-  st.term_bits = p.recipe == Recipe::bf16 ? 16 : 8;
   const bool mx = p.recipe == Recipe::mxfp8;
   const MxLayout a_mx = mx ? mx_layout(p, 'a') : MxLayout{}, b_mx = mx ? mx_layout(p, 'b') : MxLayout{};
   const Operand a = operand(p, in, 'a'), b = operand(p, in, 'b');
   for (int64_t g = 0; g < p.groups; ++g) {
     const GroupView v = group_view(p, g);
-    st.terms = std::max(st.terms, v.depth);
     if (v.rows == 0 || v.cols == 0) continue;
     // The group's block of the output, written in place (unrounded: the bounded metric adds
     // the one output rounding).

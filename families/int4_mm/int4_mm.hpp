@@ -151,7 +151,7 @@ constexpr int64_t kPlantedSplitElements = 64;  // outputs below this may hide sp
 /// bound that cannot see the bug elsewhere is the bound's defect.
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
 
-/// The inputs (see the file comment), a pure function of (problem, seed).
+/// The inputs (see the file comment), a pure function of (problem, seed) (families/int4_mm/inputs.cpp).
 TensorMap make_inputs(const Problem& p, uint64_t seed);
 
 /// The fp64 reference ("y": the exact value, unrounded) and its reduction statistics

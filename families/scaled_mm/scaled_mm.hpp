@@ -177,7 +177,7 @@ struct ExactRanges {
 };
 ExactRanges exact_ranges(const Problem& p);
 
-/// The inputs (see the file comment), a pure function of (problem, seed).
+/// The inputs (see the file comment), a pure function of (problem, seed) (families/scaled_mm/inputs.cpp).
 TensorMap make_inputs(const Problem& p, uint64_t seed);
 
 /// The random fill's share of Σ_k t_k² that the products of K elements [k0, k1) hold, in

@@ -1,11 +1,11 @@
-// The sdpa family: YAML problems, ids, inputs and references wired into the registry; its plugin ABI bytes.
+// The sdpa family wired into the registry: outputs and their rows, costs, the inputs (inputs.cpp) and the references
+// (reference.cpp, backward_reference.cpp) behind make_inputs and reference; its plugin ABI bytes.
 #include <algorithm>
 #include <limits>
 
 #include "core/abi_impl.hpp"
 #include "core/kit_family.hpp"
 #include "families/sdpa/sdpa.hpp"
-#include "numerics/rng.hpp"
 
 namespace opcts {
 
@@ -16,10 +16,6 @@ using sdpa::Problem;
 // Consecutive rows (storage order: a head's queries or keys; heads of one position in BSHD)
 // that share one same-precision statistic in the ref_relative bound (SdpaFamily::outputs).
 constexpr int64_t kTileRows = 16;
-
-// The boolean rule of the attn_mask inputs (sdpa.hpp): row i ≡ 3 (mod 8) fully masked, every
-// other element kept with probability 0.8, element e of the mask tensor drawing stream 4.
-bool mask_keeps(uint64_t seed, int64_t e, int64_t row) { return row % 8 != 3 && uniform01(seed, 4, e) < 0.8; }
 
 class SdpaFamily final : public KitFamily<Problem> {
  public:
@@ -72,47 +68,8 @@ class SdpaFamily final : public KitFamily<Problem> {
 
   std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return sdpa::abi_params(get(p)); }
 
-  TensorMap make_inputs(const opcts::Problem& pp, uint64_t seed) const override {
-    const auto& p = get(pp);
-    TensorMap in;
-    in.emplace("q", HostTensor(p.dtype, sdpa::q_shape(p)));
-    in.emplace("k", HostTensor(p.dtype, sdpa::k_shape(p)));
-    in.emplace("v", HostTensor(p.dtype, sdpa::v_shape(p)));
-    // Standard normal q, k, v: with the default scale the scores are about N(0, 1), as in
-    // trained models' attention, and V rows of unit size keep O's error visible.
-    fill_normal(in.at("q"), seed, 0, 1.0);
-    fill_normal(in.at("k"), seed, 1, 1.0);
-    fill_normal(in.at("v"), seed, 2, 1.0);
-    if (p.direction == sdpa::Direction::backward) {
-      in.emplace("dO", HostTensor(p.dtype, sdpa::o_shape(p)));
-      fill_normal(in.at("dO"), seed, 3, 1.0);
-    }
-    if (p.mask_tensor != sdpa::MaskTensor::none) {
-      const bool boolean = p.mask_tensor == sdpa::MaskTensor::boolean;
-      HostTensor m(boolean ? DType::bool8 : p.dtype, sdpa::mask_shape(p));
-      if (!boolean) fill_normal(m, seed, 5, 1.0);
-      const int64_t n = m.numel();
-      for (int64_t e = 0; e < n; ++e) {
-        const int64_t row = (e / std::max<int64_t>(p.seq_k, 1)) % std::max<int64_t>(p.seq_q, 1);
-        const bool keep = mask_keeps(seed, e, row);
-        if (boolean) m.set(e, keep ? 1.0 : 0.0);
-        else if (!keep) m.set(e, -std::numeric_limits<double>::infinity());
-      }
-      in.emplace("attn_mask", std::move(m));
-    }
-    if (p.poison_masked) {
-      const auto unseen = sdpa::unseen_keys(p);
-      const double nan = std::numeric_limits<double>::quiet_NaN();
-      const sdpa::Strides ks = sdpa::k_strides(p), vs = sdpa::v_strides(p);
-      for (int64_t b = 0; b < p.batch; ++b)
-        for (int64_t h = 0; h < p.heads_kv; ++h)
-          for (int64_t j = 0; j < p.seq_k; ++j) {
-            if (!unseen[j]) continue;
-            for (int64_t d = 0; d < p.head_dim; ++d) in.at("k").set(ks.at(b, h, j) + d, nan);
-            for (int64_t d = 0; d < p.head_dim_v; ++d) in.at("v").set(vs.at(b, h, j) + d, nan);
-          }
-    }
-    return in;
+  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
+    return sdpa::make_inputs(get(p), seed);
   }
 
   References reference(const opcts::Problem& pp, const TensorMap& inputs) const override {

@@ -217,7 +217,7 @@ Strides o_strides(const Problem& p);  // also dO
 /// attn_mask strides (batch, head; seq = Sk): 0 where the mask broadcasts.
 Strides mask_strides(const Problem& p);
 
-/// Inputs (families/sdpa/family.cpp), a pure function of the seed:
+/// Inputs (families/sdpa/inputs.cpp), a pure function of (problem, seed):
 ///   q, k, v (and dO for backward): N(0, 1) in the dtype and the layout.
 ///   attn_mask boolean: bool8 holding 1 (attend) or 0; each element kept with probability 0.8
 ///     (Philox uniform < 0.8), and every row i ≡ 3 (mod 8) fully masked (PyTorch's
@@ -227,6 +227,7 @@ Strides mask_strides(const Problem& p);
 ///   poison_masked: K and V rows of unseen_keys(p) are NaN (every batch and KV head).
 /// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
 /// "dV" (dtype, shapes of q, k, v).
+TensorMap make_inputs(const Problem& p, uint64_t seed);
 
 /// The forward references on inputs q, k, v (any dtype; their rounded values are used),
 /// families/sdpa/reference.cpp: `exact` the fp64 values (scores, softmax and both products in

@@ -2,8 +2,9 @@
 // 256 experts, K 7168, N 2048, 4096 tokens · top-8 = 32768 rows with skewed routing) and
 // weight gradient (2d_2d: M 7168, N 2048, ΣK 32768 split the same way), side by side with a loop
 // of per-group cuBLAS bf16 GEMMs (cublasGemmEx) timed in the same run. Each output is checked:
-// sampled elements against their fp64 value (families/grouped_mm/bench/grouped_mm_problem.hpp) within the bound
-// below, and the bf16 outputs against the loop's (max |x − y| / max |y|, printed).
+// sampled elements judged as the family judges every element (judge/compare.hpp's bounded metric,
+// from the wing's reference_element and reduction_shape, under the rule of cases/tolerances.yaml
+// that covers the impl), and the bf16 outputs against the loop's (max |x − y| / max |y|, printed).
 //
 // --check instead runs small problems of every mode and recipe through both impls and checks
 // every element, the guard rows/columns past the last offset (still 0xFFFF), bitwise repeat
@@ -24,6 +25,9 @@
 
 #include "bench/cuda_timing.hpp"
 #include "families/grouped_mm/bench/grouped_mm_problem.hpp"
+#include "judge/compare.hpp"
+#include "judge/tolerance.hpp"
+#include "runner/suite.hpp"
 
 using namespace opcts;
 using cuda::GroupedMmParams;
@@ -78,16 +82,46 @@ Impl cublas_loop() {
   return [](const GroupedMmParams& p) { cuda::grouped_mm_cublas_loop(p, nullptr, cuda::cublas_grouped_context()); };
 }
 
-// The bound an output element must meet: u·|exact| for the one rounding to bf16 (u = 2^-8, 8
-// significand bits, round to nearest even), plus (kg + 2) fp32 roundings of partial sums no
-// larger than S = Σ|a·b| — kg additions (the tensor core's adder may truncate: 2^-23 each, one
-// ulp rather than half, Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021) and the
-// two rowwise scale products — scaled by (1 + u) because bf16 rounds the computed, not the exact,
-// sum. MX block scales are powers of two: exact. A planted bug of one wrong scale, group or row
-// moves an element by O(|exact|) and fails it.
-double bound(double exact, double sum_abs, int64_t kg) {
-  const double u = std::ldexp(1.0, -8), f32 = std::ldexp(1.0, -23);
-  return u * std::fabs(exact) + (1 + u) * static_cast<double>(kg + 2) * f32 * sum_abs;
+// The tolerance the family's comparison gives `impl`'s "out" (cases/tolerances.yaml beside the
+// binary, else $OPCTS_CASES_DIR; no arch manifest).
+Tolerance tolerance(const std::string& impl) {
+  static const ToleranceTable table = ToleranceTable::load(default_cases_dir() + "/tolerances.yaml");
+  return table.resolve("grouped_mm", "out", DType::bf16, impl, "", "", nullptr);
+}
+
+// One group's output element.
+struct Element {
+  int64_t g, r, c;
+};
+
+// Elements `at` of a problem's output, holding `got` (bf16 codes), compared as the family compares
+// an output: the wing's reference of each element and the bounded metric under `impl`'s tolerance.
+// "" when they pass, else the failures (describe) and the worst element.
+std::string judge(const bench::GroupedProblem& pr, const std::vector<Element>& at, const std::vector<uint16_t>& got,
+                  const std::string& impl) {
+  const int64_t n = static_cast<int64_t>(at.size());
+  ReductionStats st = grouped_mm::reduction_shape(pr.family_problem());
+  std::vector<double> want(static_cast<size_t>(n));
+  st.abs_sum.resize(want.size()), st.sq_sum.resize(want.size()), st.magnitude.resize(want.size());
+  HostTensor out(DType::bf16, {n});
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int64_t i = 0; i < n; ++i) {
+    const Element& e = at[static_cast<size_t>(i)];
+    const grouped_mm::ElementReference ref = pr.reference(e.g, e.r, e.c);
+    const auto u = static_cast<size_t>(i);
+    want[u] = ref.want, st.abs_sum[u] = ref.abs_sum, st.sq_sum[u] = ref.sq_sum, st.magnitude[u] = ref.magnitude;
+  }
+  for (int64_t i = 0; i < n; ++i) out.set_code(i, got[static_cast<size_t>(i)]);
+  std::vector<WorstElement> worst;
+  const OutputStats s =
+      compare_output("out", out, OutputReference{want, nullptr, nullptr, 0, &st}, tolerance(impl), worst, 1);
+  const std::string failed = describe(output_failures(s));
+  if (failed.empty() || worst.empty()) return failed;
+  const Element& e = at[static_cast<size_t>(worst[0].index[0])];
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "; worst: group %lld (%lld, %lld) = %.8g, reference %.8g", static_cast<long long>(e.g),
+                static_cast<long long>(e.r), static_cast<long long>(e.c), worst[0].got, worst[0].want);
+  return failed + buf;
 }
 
 std::vector<uint16_t> download(const void* d, int64_t elems) {
@@ -96,33 +130,27 @@ std::vector<uint16_t> download(const void* d, int64_t elems) {
   return h;
 }
 
-// Every element of every group within bound(), every other element still 0xFFFF. Returns the
-// number of bad elements; prints the first.
-int64_t check_all(const bench::GroupedProblem& pr, const std::vector<uint16_t>& out, const std::string& label,
-                  bool quiet) {
+// Every element of every group judged as the family judges it, every other element still 0xFFFF.
+// Returns "" when both hold, else what failed.
+std::string check_all(const bench::GroupedProblem& pr, const std::vector<uint16_t>& out, const std::string& impl) {
   std::vector<char> owned(out.size(), 0);
-  int64_t bad = 0;
+  std::vector<Element> at;
+  std::vector<uint16_t> got;
   for (int64_t g = 0; g < pr.groups(); ++g) {
     int64_t rows = 0, cols = 0, kg = 0;
     pr.group_dims(g, rows, cols, kg);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c) {
-        const int64_t at = pr.out_index(g, r, c);
-        owned[at] = 1;
-        double s = 0;
-        const double e = pr.exact(g, r, c, s), x = bench::bf16_value(out[at]);
-        if (!(std::fabs(x - e) <= bound(e, s, kg))) {
-          if (!bad++ && !quiet)
-            std::printf("      %s: group %lld (%lld, %lld) = %.8g, exact %.8g, bound %.3g\n", label.c_str(),
-                        static_cast<long long>(g), static_cast<long long>(r), static_cast<long long>(c), x, e,
-                        bound(e, s, kg));
-        }
+        const int64_t i = pr.out_index(g, r, c);
+        owned[static_cast<size_t>(i)] = 1;
+        at.push_back({g, r, c});
+        got.push_back(out[static_cast<size_t>(i)]);
       }
   }
-  for (size_t i = 0; i < out.size(); ++i)
-    if (!owned[i] && out[i] != 0xFFFF) {
-      if (!bad++ && !quiet) std::printf("      %s: element %zu owned by no group was written\n", label.c_str(), i);
-    }
+  std::string bad = judge(pr, at, got, impl);
+  int64_t stray = 0;
+  for (size_t i = 0; i < out.size(); ++i) stray += !owned[i] && out[i] != 0xFFFF;
+  if (stray) bad += (bad.empty() ? "" : ", ") + std::to_string(stray) + " elements owned by no group written";
   return bad;
 }
 
@@ -141,7 +169,9 @@ bench::GroupedSpec small_spec(GroupedMode mode, GroupedRecipe recipe, uint64_t s
   return s;
 }
 
-void check_impl(bench::GroupedProblem& pr, const Impl& impl, const std::string& label, bool twice) {
+// `row`: the impl's row name, whose tolerance judges it.
+void check_impl(bench::GroupedProblem& pr, const Impl& impl, const std::string& row, const std::string& label,
+                bool twice) {
   pr.poison_out();
   try {
     impl(pr.params());
@@ -151,10 +181,10 @@ void check_impl(bench::GroupedProblem& pr, const Impl& impl, const std::string& 
     return;
   }
   const std::vector<uint16_t> out = download(pr.params().out, pr.out_elems());
-  const int64_t bad = check_all(pr, out, label, false);
-  if (bad) fail(label + ": " + std::to_string(bad) + " elements out of bound or written outside the groups");
+  const std::string bad = check_all(pr, out, row);
+  if (!bad.empty()) fail(label + ": " + bad);
   if (!twice) {
-    if (!bad) std::printf("ok    %s\n", label.c_str());
+    if (bad.empty()) std::printf("ok    %s\n", label.c_str());
     return;
   }
   pr.poison_out();
@@ -162,7 +192,7 @@ void check_impl(bench::GroupedProblem& pr, const Impl& impl, const std::string& 
   ck(cudaDeviceSynchronize(), label.c_str());
   const bool same = download(pr.params().out, pr.out_elems()) == out;
   if (!same) fail(label + ": a second run differs bitwise");
-  if (!bad && same) std::printf("ok    %s (bitwise repeatable)\n", label.c_str());
+  if (bad.empty() && same) std::printf("ok    %s (bitwise repeatable)\n", label.c_str());
 }
 
 // The impl must throw GroupedArgumentError naming `arg` and leave out as it was.
@@ -203,10 +233,11 @@ void run_checks() {
     for (GroupedRecipe recipe : recipes) {
       bench::GroupedProblem pr(small_spec(mode, recipe, seed++));
       const std::string what = std::string(mode_name(mode)) + " " + recipe_name(recipe);
-      check_impl(pr, kernel(), "cuda.grouped_kernel " + what, true);
+      check_impl(pr, kernel(), "cuda.grouped_kernel", "cuda.grouped_kernel " + what, true);
       if (recipe == GroupedRecipe::bf16) {
-        check_impl(pr, cublas_grouped(), "cuda.cublas_grouped " + what, true);
-        check_impl(pr, cublas_loop(), "cublas loop " + what, false);
+        check_impl(pr, cublas_grouped(), "cuda.cublas_grouped", "cuda.cublas_grouped " + what, true);
+        // cuBLAS per group with the grouped call's compute type (CUBLAS_COMPUTE_32F): its tolerance.
+        check_impl(pr, cublas_loop(), "cuda.cublas_grouped", "cublas loop " + what, false);
       }
     }
 
@@ -275,8 +306,9 @@ void run_checks() {
     pr.poison_out();
     kernel(pl.plant)(pr.params());
     ck(cudaDeviceSynchronize(), label.c_str());
-    const int64_t bad = check_all(pr, download(pr.params().out, pr.out_elems()), label, true);
-    if (bad) std::printf("ok    %s caught (%lld elements)\n", label.c_str(), static_cast<long long>(bad));
+    // A planted row is judged as the correct one is (cases/tolerances.yaml: cuda.*).
+    const std::string bad = check_all(pr, download(pr.params().out, pr.out_elems()), "cuda.grouped_kernel");
+    if (!bad.empty()) std::printf("ok    %s caught (%s)\n", label.c_str(), bad.c_str());
     else fail(label + ": not caught");
   }
 }
@@ -297,10 +329,12 @@ std::vector<int64_t> deepseek_sizes() {
   return s;
 }
 
-// Sampled elements within bound() (fp64 on the host).
-int64_t check_sampled(const bench::GroupedProblem& pr, int samples) {
+// `samples` elements drawn from the groups that hold any, judged as the family judges an output
+// (judge()): "" when they pass.
+std::string check_sampled(const bench::GroupedProblem& pr, int samples, const std::string& impl) {
   std::mt19937_64 rng(3);
-  int64_t bad = 0;
+  std::vector<Element> at;
+  std::vector<uint16_t> got;
   for (int i = 0; i < samples; ++i) {
     int64_t g = 0, rows = 0, cols = 0, kg = 0;
     do {
@@ -311,11 +345,10 @@ int64_t check_sampled(const bench::GroupedProblem& pr, int samples) {
     uint16_t v = 0;
     ck(cudaMemcpy(&v, static_cast<const uint16_t*>(pr.params().out) + pr.out_index(g, r, c), 2, cudaMemcpyDeviceToHost),
        "sample");
-    double s = 0;
-    const double e = pr.exact(g, r, c, s);
-    if (!(std::fabs(bench::bf16_value(v) - e) <= bound(e, s, kg))) ++bad;
+    at.push_back({g, r, c});
+    got.push_back(v);
   }
-  return bad;
+  return judge(pr, at, got, impl);
 }
 
 // max |x − y| / max |y| over two device outputs of `elems` bf16 values, read in chunks.
@@ -364,9 +397,9 @@ void bench_shape(const char* name, GroupedMode mode, double flops, int iters) {
       }
       std::string note;
       if (row.p == &pr.params()) {
-        const int64_t bad = check_sampled(pr, 256);
-        note = bad ? std::to_string(bad) + "/256 samples out of bound" : "256 samples within bound";
-        if (bad) fail(std::string(name) + " " + recipe_name(recipe) + " " + row.impl + ": " + note);
+        const std::string bad = check_sampled(pr, 256, row.impl);
+        note = bad.empty() ? "256 samples pass" : "256 samples: " + bad;
+        if (!bad.empty()) fail(std::string(name) + " " + recipe_name(recipe) + " " + row.impl + ": " + note);
         if (recipe == GroupedRecipe::bf16) {
           char buf[64];
           std::snprintf(buf, sizeof buf, ", max rel err vs loop %.2e",

@@ -1,5 +1,5 @@
-// Generates grouped-GEMM problems in the code domain on the device and recomputes any output element in fp64 on the
-// host (families/grouped_mm/bench/grouped_mm_problem.hpp).
+// Generates grouped-GEMM problems in the code domain on the device and gives any output element's reference on the
+// host through the wing's reference_element (families/grouped_mm/bench/grouped_mm_problem.hpp).
 #include "families/grouped_mm/bench/grouped_mm_problem.hpp"
 
 #include <cuda_runtime_api.h>
@@ -291,22 +291,33 @@ double GroupedProblem::col_scale(int64_t g, int64_t c) const {
   return row_scale_value(hash(spec_.seed, kScaleB, i));
 }
 
-double GroupedProblem::exact(int64_t g, int64_t r, int64_t c, double& sum_abs) const {
+grouped_mm::Problem GroupedProblem::family_problem() const {
+  grouped_mm::Problem p;
+  p.mode = static_cast<grouped_mm::Mode>(spec_.mode);  // both valued by the ABI's constants
+  p.recipe = spec_.recipe == GroupedRecipe::bf16    ? grouped_mm::Recipe::bf16
+             : spec_.recipe == GroupedRecipe::mxfp8 ? grouped_mm::Recipe::mxfp8
+                                                    : grouped_mm::Recipe::rowwise;
+  p.m = spec_.m, p.n = spec_.n, p.k = spec_.k;
+  p.tail = spec_.guard;
+  if (spec_.mode == GroupedMode::m3d_3d) {
+    p.groups = spec_.groups3d;
+  } else {
+    p.groups = static_cast<int64_t>(spec_.sizes.size());
+    p.split = grouped_mm::Split::sizes;
+    p.sizes = spec_.sizes;
+  }
+  return p;
+}
+
+grouped_mm::ElementReference GroupedProblem::reference(int64_t g, int64_t r, int64_t c) const {
   int64_t rows = 0, cols = 0, kg = 0;
   group_dims(g, rows, cols, kg);
-  double sum = 0;
-  sum_abs = 0;
-  for (int64_t kk = 0; kk < kg; ++kk) {
-    const double t = a_value(g, r, kk) * b_value(g, kk, c);
-    sum += t;
-    sum_abs += std::fabs(t);
-  }
-  if (spec_.recipe == GroupedRecipe::fp8_rowwise) {
-    const double s = row_scale(g, r) * col_scale(g, c);
-    sum *= s;
-    sum_abs *= std::fabs(s);
-  }
-  return sum;
+  // The dequantized operands: each code times its scale (fp8_rowwise: one per row of A and per
+  // column of B; mxfp8's block scales are in a_value and b_value).
+  const bool rowwise = spec_.recipe == GroupedRecipe::fp8_rowwise;
+  const double sa = rowwise ? row_scale(g, r) : 1.0, sb = rowwise ? col_scale(g, c) : 1.0;
+  return grouped_mm::reference_element(
+      kg, [&](int64_t kk) { return a_value(g, r, kk) * sa; }, [&](int64_t kk) { return b_value(g, kk, c) * sb; });
 }
 
 }  // namespace opcts::bench

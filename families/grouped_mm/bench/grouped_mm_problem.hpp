@@ -1,8 +1,9 @@
 // A grouped-GEMM problem for families/grouped_mm/bench/grouped_mm_bench.cpp: device buffers generated in the code
 // domain from a hash of each element's index (so a DeepSeek-V3 layer is made in seconds and any
-// element can be recomputed on the host without a host copy), and the fp64 value of any output
-// element with the bound an fp32-accumulating impl must meet there. Layouts: gpu/cuda/
-// grouped_mm_kernels.hpp (this file re-derives them on the host from that documentation).
+// element can be recomputed on the host without a host copy), the family's problem they make, and
+// any output element's reference as the wing gives it (grouped_mm::reference_element: the exact
+// value and the statistics the family's bound is derived from). Layouts:
+// families/grouped_mm/cuda/grouped_mm_kernels.hpp (this file re-derives them on the host from that documentation).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "families/grouped_mm/cuda/grouped_mm_kernels.hpp"
+#include "families/grouped_mm/grouped_mm.hpp"
 
 namespace opcts::bench {
 
@@ -47,8 +49,11 @@ class GroupedProblem {
   void group_dims(int64_t g, int64_t& rows, int64_t& cols, int64_t& kg) const;
   /// Element index into out of group g's output (r, c).
   int64_t out_index(int64_t g, int64_t r, int64_t c) const;
-  /// The exact (fp64) value of group g's output (r, c); `sum_abs` gets Σ|a·b| over its products.
-  double exact(int64_t g, int64_t r, int64_t c, double& sum_abs) const;
+  /// The family's problem of the spec (mode, recipe, groups and their sizes; the fp8 recipe is
+  /// rowwise), whose reduction_shape states what every element's statistics share.
+  grouped_mm::Problem family_problem() const;
+  /// Group g's output (r, c) as the wing's reference gives it, from the dequantized operands.
+  grouped_mm::ElementReference reference(int64_t g, int64_t r, int64_t c) const;
   /// Refills out with 0xFF bytes.
   void poison_out() const;
   /// A second output buffer of the same shape (for comparing two impls); freed with the problem.
