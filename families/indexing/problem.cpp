@@ -131,6 +131,71 @@ bool surely_repeated(const Problem& p) {
   }
 }
 
+// Why a lost update of the warp kernels cannot show, or "" when it surely does. Those kernels
+// (judged warp32 or grouped: families/indexing/cuda/indexing_atomic.cu, host.warp_aggregated)
+// sum the terms of one destination inside each group of 32 consecutive positions (flattened
+// [outer, m, inner]) and add the group's sum once; a planted lost update stores a group's sum,
+// dropping the others, so it shows only where a destination takes terms from two groups. A
+// column's m terms stand `inner` apart, so one group holds at most g = ⌈32/inner⌉ of them.
+std::string lost_group_cannot_show(const Problem& p) {
+  constexpr int64_t kWarp = 32;
+  const char* whole = "its sum is stored whole: nothing is lost";
+  if (p.src_numel() <= kWarp) return std::string("every term is in one warp's group; ") + whole;
+  if (p.dist == Dist::all_first || p.dist == Dist::all_last) {
+    // Column (o, k)'s terms span positions s .. s + (m − 1)·inner, s = o·m·inner + k; s mod 32
+    // repeats with o and k modulo 32.
+    const int64_t span = (p.m - 1) * p.inner;
+    for (int64_t o = 0; o < std::min(p.outer, kWarp); ++o)
+      for (int64_t k = 0; k < std::min(p.inner, kWarp); ++k)
+        if ((o * p.m * p.inner + k) % kWarp + span >= kWarp) return "";
+    return std::string("each column's terms fall in one warp's group; ") + whole;
+  }
+  const int64_t g = (kWarp + p.inner - 1) / p.inner;
+  // By pigeonhole: the column's terms spread over at least ⌈m/g⌉ groups, and more groups than
+  // indices means two groups share one.
+  if ((p.m + g - 1) / g > p.n) return "";
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), gd = static_cast<double>(g);
+  double cross = 0;  // expected pairs of equal indices in different groups, in one column
+  switch (p.dist) {
+    case Dist::strided:
+      // Past m > n the step is 1 (families/indexing/indexing.hpp): index j repeats at j + n,
+      // j + 2n, ...; the first index's occurrences span ⌊(m − 1)/n⌋·n·inner positions, in two
+      // groups once that reaches 32.
+      return p.m > p.n && (p.m - 1) / p.n * p.n * p.inner >= kWarp
+                 ? ""
+                 : std::string("no index surely repeats across two warp groups; ") + whole;
+    case Dist::sorted: {
+      // Equal indices sit next to each other: a lost group shows where a column's terms j and
+      // j + 1 lie in two groups and draw the same index, which sorted draws do with probability
+      // about 1 − D/m (D ≈ n(1 − e^(−m/n)) distinct values). J counts the j whose pair straddles
+      // a group boundary in some column (index_add's columns share one index); the bug then
+      // hides with probability about (D/m)^J, surely shown below 10^-6.
+      const double distinct = n * (1 - std::exp(-m / n));
+      if (distinct >= m) return std::string("sorted draws of distinct indices; ") + whole;
+      const double need = std::log(1e6) / std::log(m / distinct);
+      int64_t straddled = 0;
+      for (int64_t j = 0; j + 1 < p.m && straddled < need; ++j) {
+        bool any = false;
+        for (int64_t o = 0; o < std::min(p.outer, kWarp) && !any; ++o)
+          for (int64_t k = 0; k < std::min(p.inner, kWarp) && !any; ++k) {
+            const int64_t at = o * p.m * p.inner + k + j * p.inner;
+            any = at / kWarp != (at + p.inner) / kWarp;
+          }
+        straddled += any;
+      }
+      return straddled >= need
+                 ? ""
+                 : std::string("sorted indices: no equal pair surely straddles two warp groups; ") + whole;
+    }
+    default:
+      // Uniform draws (zipf's skew and routed's slots only add repeats): m(m − 1)/(2n) equal
+      // pairs, of which at most m(g − 1)/2 share a group.
+      cross = m * (m - gd) / (2 * n);
+      break;
+  }
+  return cross >= 14 ? "" : std::string("no index surely repeats across two warp groups; ") + whole;
+}
+
 // The probability that a bug hides on every element that takes two or more adds, given the
 // probability hide(k) that it hides on one element of k adds (independent per element: each has
 // its own terms): all_first/all_last put m adds on one element per column, zipf's rank r takes
@@ -218,6 +283,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug, Accumulati
     case PlantedBug::drop_duplicates: {
       if (!accumulates) return "index_select adds nothing";
       if (p.out_numel() == 0 || !surely_repeated(p)) return "no index surely repeats: nothing is dropped";
+      if (judged == Accumulation::warp32 || judged == Accumulation::grouped)
+        if (std::string why = lost_group_cannot_show(p); !why.empty()) return why;
       if (p.integer()) return "";  // the exact comparison sees any lost term
       if (p.fill == Fill::normal) {
         // The model's rounding unit: the destination's for the per-add models, the

@@ -727,5 +727,48 @@ TEST(IndexingPlanted, CannotShowSaysWhy) {
   EXPECT_EQ(indexing::planted_bug_cannot_show(strided, PlantedBug::drop_duplicates), "");
 }
 
+// The warp kernels' lost update drops a group of 32 positions' sum, so it shows only where a
+// destination takes terms from two groups. Seeded samples found plants passing where every
+// term of a column fell in one group (scatter_add b2 n5 m3 all_first: 6 terms; index_add b3
+// n1066 m32 all_first: each column's 32 terms in one aligned group). Where the rule says
+// "cannot show", the host plant's output equals host.warp_aggregated's bit for bit; where it
+// says nothing, the plant fails under its model.
+TEST(IndexingPlanted, ALostWarpGroupShowsOnlyWhereADestinationSpansTwoGroups) {
+  using indexing::PlantedBug;
+  const Registry& reg = builtin_registry();
+  struct Want {
+    Op op;
+    const char* id;
+    bool shows;
+  };
+  for (const Want& w : std::vector<Want>{{Op::scatter_add, "int64_i64_b2_n5_m3_allfirst", false},
+                                         {Op::index_add, "int32_i32_b3_n1066_m32_allfirst", false},
+                                         {Op::index_add, "int32_i32_b3_n1066_m33_allfirst", true},
+                                         {Op::index_add, "int32_i64_b3_n229_m2_h5_alllast", false},
+                                         {Op::scatter_add, "int32_i64_n37_m301_sorted", true},
+                                         {Op::index_add, "int32_i64_b2_n29_m61_h7_sorted", true},
+                                         {Op::scatter_add, "int64_i64_n549_m908_strided", true},
+                                         {Op::scatter_add, "int64_i64_n549_m40_strided", false}}) {
+    const Problem p = indexing::fields(w.op).parse_id(w.id);
+    for (const Accumulation a : {Accumulation::warp32, Accumulation::grouped}) {
+      const std::string why = indexing::planted_bug_cannot_show(p, PlantedBug::drop_duplicates, a);
+      EXPECT_EQ(why.empty(), w.shows) << w.id << ": " << why;
+    }
+    // One term a group under per_add: any repeat shows (strided m <= n repeats none).
+    const bool repeats = p.dist != Dist::strided || p.m > p.n;
+    EXPECT_EQ(indexing::planted_bug_cannot_show(p, PlantedBug::drop_duplicates, Accumulation::per_add).empty(), repeats)
+        << w.id;
+    const bool rows = w.op == Op::index_add;
+    const Impl* plant = reg.impl(rows ? "host.warp_aggregated_rows_drop_dups" : "host.warp_aggregated_drop_dups");
+    const Impl* right = reg.impl(rows ? "host.warp_aggregated_rows" : "host.warp_aggregated");
+    ASSERT_TRUE(plant && right);
+    const Family& f = family(w.op);
+    const TensorMap in = f.make_inputs(p, case_seed(f, p));
+    const RunContext ctx{&testutil::host_arch(), -1};
+    const HostTensor got = plant->run(p, in, ctx).at("out"), want = right->run(p, in, ctx).at("out");
+    EXPECT_EQ(got.to_f64() != want.to_f64(), w.shows) << w.id << ": the plant's output against the kernel's";
+  }
+}
+
 }  // namespace
 }  // namespace opcts
