@@ -19,7 +19,8 @@ struct Axis {
   std::string field;
   std::vector<YAML::Node> choices;
   std::vector<double> cumulative;  // choice: running sums of the weights
-  int64_t lo = 0, hi = 0;          // uniform, log_uniform
+  int64_t lo = 0, hi = 0;          // uniform, log_uniform: in units of `step`
+  int64_t step = 1;                // uniform, log_uniform: values are multiples of it
   std::string of;                  // divisor_of: the earlier axis
 };
 
@@ -47,12 +48,18 @@ Axis parse_axis(const std::string& path, const std::string& field, const YAML::N
               what +
                   " must be a distribution: {choice: [...]}, {uniform: [lo, hi]}, "
                   "{log_uniform: [lo, hi]} or {divisor_of: AXIS}");
-  check_keys(path, spec, {"choice", "weights", "uniform", "log_uniform", "divisor_of"});
+  check_keys(path, spec, {"choice", "weights", "uniform", "log_uniform", "divisor_of", "step"});
   Axis a;
   a.field = field;
   const int kinds = !!spec["choice"] + !!spec["uniform"] + !!spec["log_uniform"] + !!spec["divisor_of"];
   if (kinds != 1) yaml_fail(path, spec, what + " needs exactly one of choice, uniform, log_uniform, divisor_of");
   if (spec["weights"] && !spec["choice"]) yaml_fail(path, spec["weights"], what + ": weights go with choice");
+  if (spec["step"] && !spec["uniform"] && !spec["log_uniform"])
+    yaml_fail(path, spec["step"], what + ": step goes with uniform or log_uniform");
+  if (spec["step"]) {
+    a.step = int_of(path, spec["step"], what + "'s step");
+    if (a.step < 1) yaml_fail(path, spec["step"], what + "'s step must be >= 1");
+  }
   if (const YAML::Node c = spec["choice"]) {
     a.kind = Axis::choice;
     if (!c.IsSequence() || c.size() == 0) yaml_fail(path, c, what + "'s choice must be a non-empty list");
@@ -73,13 +80,15 @@ Axis parse_axis(const std::string& path, const std::string& field, const YAML::N
       a.cumulative.push_back(sum += w);
     }
     if (!(sum > 0)) yaml_fail(path, spec["weights"], what + "'s weights are all 0");
-  } else if (const YAML::Node u = spec["uniform"]) {
-    a.kind = Axis::uniform;
-    std::tie(a.lo, a.hi) = range_of(path, u, what + "'s uniform");
-  } else if (const YAML::Node l = spec["log_uniform"]) {
-    a.kind = Axis::log_uniform;
-    std::tie(a.lo, a.hi) = range_of(path, l, what + "'s log_uniform");
-    if (a.lo < 1) yaml_fail(path, l, what + "'s log_uniform needs lo >= 1");
+  } else if (const YAML::Node r = spec["uniform"] ? spec["uniform"] : spec["log_uniform"]) {
+    a.kind = spec["uniform"] ? Axis::uniform : Axis::log_uniform;
+    const std::string form = what + (spec["uniform"] ? "'s uniform" : "'s log_uniform");
+    std::tie(a.lo, a.hi) = range_of(path, r, form);
+    // Drawn in units of the step: the multiples of it in [lo, hi].
+    a.lo = a.lo >= 0 ? (a.lo + a.step - 1) / a.step : -(-a.lo / a.step);
+    a.hi = a.hi >= 0 ? a.hi / a.step : -((-a.hi + a.step - 1) / a.step);
+    if (a.lo > a.hi) yaml_fail(path, r, form + " holds no multiple of the step " + std::to_string(a.step));
+    if (a.kind == Axis::log_uniform && a.lo < 1) yaml_fail(path, r, form + " needs lo >= 1 (lo >= step with a step)");
   } else {
     a.kind = Axis::divisor_of;
     a.of = text_of(path, spec, "divisor_of");
@@ -130,14 +139,14 @@ YAML::Node draw_value(const Axis& a, const std::array<uint32_t, 4>& bits, const 
       const auto at = std::upper_bound(a.cumulative.begin(), a.cumulative.end(), u) - a.cumulative.begin();
       return YAML::Clone(a.choices[std::min<size_t>(at, a.choices.size() - 1)]);
     }
-    case Axis::uniform: return YAML::Node(uniform_int(r0, a.lo, a.hi));
+    case Axis::uniform: return YAML::Node(a.step * uniform_int(r0, a.lo, a.hi));
     case Axis::log_uniform: {
       // An octave [2^e, 2^(e+1)) uniformly, then a value inside it (clipped to [lo, hi]):
       // every scale as likely, small sizes well covered.
       const int e = static_cast<int>(uniform_int(r0, floor_log2(a.lo), floor_log2(a.hi)));
       const int64_t lo = std::max(a.lo, int64_t{1} << e);
       const int64_t hi = e >= 62 ? a.hi : std::min(a.hi, (int64_t{1} << (e + 1)) - 1);
-      return YAML::Node(uniform_int(r1, lo, hi));
+      return YAML::Node(a.step * uniform_int(r1, lo, hi));
     }
     case Axis::divisor_of: {
       const YAML::Node of = field_of(point, a.of);
@@ -219,7 +228,7 @@ int64_t sample_size(const YAML::Node& block) {
 
 std::vector<SampleDraw> draw_sample(const Family& f, const std::string& path, const YAML::Node& block,
                                     const SampleOverride& override) {
-  check_keys(path, block, {"name", "why", "seed", "count", "tier", "attempts", "axes", "fixed"});
+  check_keys(path, block, {"name", "why", "seed", "count", "tier", "attempts", "axes", "fixed", "variants"});
   if (!block["name"] || text_of(path, block, "name").empty()) yaml_fail(path, block, "a sample needs a name");
   const std::string name = text_of(path, block, "name");
   const std::string what = "sample '" + name + "'";
@@ -254,31 +263,55 @@ std::vector<SampleDraw> draw_sample(const Family& f, const std::string& path, co
   // t·(axes) + k of it.
   const uint64_t key = seed_of(std::string(f.name()) + "/" + name + "/" + std::to_string(seed));
   std::vector<SampleDraw> out;
+  // `variants`: each draw becomes one problem per combination of these fields' values (sdpa's
+  // backward problems with their forward twins), all of which the family must accept.
+  std::vector<std::pair<std::string, std::vector<YAML::Node>>> variants;
+  size_t combinations = 1;
+  if (block["variants"])
+    for (const auto& kv : require_map(path, block["variants"], what + " 'variants'")) {
+      const std::string field = kv.first.Scalar();
+      if (!kv.second.IsSequence() || kv.second.size() == 0)
+        yaml_fail(path, kv.second, what + "'s variant '" + field + "' must be a non-empty list");
+      const bool drawn = std::any_of(ax.begin(), ax.end(), [&](const Axis& a) { return a.field == field; });
+      if (drawn || (fixed && fixed[field]))
+        yaml_fail(path, kv.first, "'" + field + "' is both a variant and an axis or fixed field of " + what);
+      variants.emplace_back(field, std::vector<YAML::Node>(kv.second.begin(), kv.second.end()));
+      combinations *= kv.second.size();
+      if (combinations > 64) yaml_fail(path, kv.second, what + " has more than 64 variants a draw");
+    }
+  Tier tier_of_draw = Tier::full;
   for (int64_t i = 0; i < counts.back(); ++i) {
+    for (size_t k = kTiers.size(); k-- > 0;)
+      if (i < counts[k]) tier_of_draw = kTiers[k];
     std::string last_error;
     YAML::Node last_point;
-    for (int64_t t = 0; t < attempts; ++t) {
+    bool drawn = false;
+    for (int64_t t = 0; t < attempts && !drawn; ++t) {
       YAML::Node point(YAML::NodeType::Map);
       if (fixed)
         for (const auto& kv : fixed) point[kv.first.Scalar()] = YAML::Clone(kv.second);
-      ProblemPtr p;
+      std::vector<SampleDraw> these;
+      last_point = point;
       try {
         for (size_t k = 0; k < ax.size(); ++k)
           set_field(point, ax[k].field,
                     draw_value(ax[k], random_block(key, static_cast<uint32_t>(i), t * ax.size() + k), point));
-        p = f.parse(point);
+        for (size_t c = 0; c < combinations; ++c) {
+          YAML::Node variant = YAML::Clone(point);
+          for (size_t v = 0, rest = c; v < variants.size(); rest /= variants[v].second.size(), ++v)
+            variant[variants[v].first] = YAML::Clone(variants[v].second[rest % variants[v].second.size()]);
+          last_point = variant;
+          ProblemPtr p = f.parse(variant);
+          these.push_back({variant, std::move(p), tier_of_draw, i});
+        }
       } catch (const std::exception& e) {
         last_error = e.what();
-        last_point = point;
         continue;
       }
-      Tier tier = Tier::full;
-      for (size_t k = kTiers.size(); k-- > 0;)
-        if (i < counts[k]) tier = kTiers[k];
-      out.push_back({point, std::move(p), tier, i});
-      break;
+      for (SampleDraw& d : these) out.push_back(std::move(d));
+      drawn = true;
     }
-    if (static_cast<int64_t>(out.size()) != i + 1)
+    if (!drawn)
       yaml_fail(path, block,
                 what + " draw " + std::to_string(i) + ": the family refused all " + std::to_string(attempts) +
                     " attempts; the last, " + one_line(last_point).substr(0, 200) + ": " + last_error);

@@ -110,6 +110,7 @@ TEST(CatalogSample, DistributionsStayInRangeAndReachTheirEnds) {
       "      heads.kv: {divisor_of: heads.q}\n"
       "      seq.q: {log_uniform: [1, 4096]}\n"
       "      seq.k: {uniform: [5, 9]}\n"
+      "      batch: {log_uniform: [3, 20], step: 4}\n"
       "      head_dim: 64\n"
       "    fixed: {head_dim: 64}\n";
   EXPECT_NE(sample_error(text).find("'head_dim' is both an axis and in 'fixed'"), std::string::npos);
@@ -117,7 +118,7 @@ TEST(CatalogSample, DistributionsStayInRangeAndReachTheirEnds) {
   ok.replace(ok.find("      head_dim: 64\n"), 19, "");
   const auto draws = sample(ok);
   ASSERT_EQ(draws.size(), 400u);
-  std::set<int64_t> kv_of_12, kv_of_7, seq_k;
+  std::set<int64_t> kv_of_12, kv_of_7, seq_k, batch;
   int64_t short_q = 0, long_q = 0;
   for (const auto& d : draws) {
     const YAML::Node& p = d.draw.point;
@@ -131,15 +132,33 @@ TEST(CatalogSample, DistributionsStayInRangeAndReachTheirEnds) {
     short_q += sq < 4;
     long_q += sq >= 1024;
     seq_k.insert(p["seq"]["k"].as<int64_t>());
+    batch.insert(p["batch"].as<int64_t>());
   }
   EXPECT_EQ(kv_of_12, (std::set<int64_t>{1, 2, 3, 4, 6, 12}));
   EXPECT_EQ(kv_of_7, (std::set<int64_t>{1, 7}));
   EXPECT_EQ(seq_k, (std::set<int64_t>{5, 6, 7, 8, 9}));
+  EXPECT_EQ(batch, (std::set<int64_t>{4, 8, 12, 16, 20}));  // the multiples of 4 in [3, 20]
   // 13 octaves: about 400/13 ≈ 31 draws each for [1, 2) and [2, 4), and for [1024, 2048) and
   // [2048, 4096): a uniform draw would put 75% above 1024 and almost none below 4.
   EXPECT_GT(short_q, 30);
   EXPECT_LT(long_q, 110);
   EXPECT_GT(long_q, 30);
+}
+
+// `variants` makes each draw one problem per value (a backward problem and its forward twin),
+// without changing the draws themselves.
+TEST(CatalogSample, VariantsRepeatEachDrawOncePerValue) {
+  const auto plain = sample(kSample);
+  const auto twins = sample(std::string(kSample) + "    variants: {direction: [forward, backward]}\n");
+  ASSERT_EQ(twins.size(), 2 * plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(twins[2 * i].problem_id, plain[i].problem_id);
+    EXPECT_EQ(twins[2 * i + 1].problem_id, plain[i].problem_id + "_bwd");
+    EXPECT_EQ(twins[2 * i + 1].draw.index, static_cast<int64_t>(i));
+    EXPECT_EQ(twins[2 * i + 1].draw.tier, plain[i].draw.tier);
+  }
+  EXPECT_NE(sample_error(std::string(kSample) + "    variants: {mask: [none]}\n").find("both a variant and an axis"),
+            std::string::npos);
 }
 
 TEST(CatalogSample, MalformedBlocksNameTheirLine) {
@@ -157,6 +176,10 @@ TEST(CatalogSample, MalformedBlocksNameTheirLine) {
   EXPECT_NE(with("{smoke: 3, default: 8}", "1000000").find("count must be in [0, 100000]"), std::string::npos);
   EXPECT_NE(with("{log_uniform: [1, 300]}", "{log_uniform: [0, 300]}").find("needs lo >= 1"), std::string::npos);
   EXPECT_NE(with("{uniform: [1, 3]}", "{uniform: [3, 1]}").find("lo 3 is above hi 1"), std::string::npos);
+  EXPECT_NE(with("{uniform: [1, 3]}", "{uniform: [1, 3], step: 4}").find("holds no multiple of the step 4"),
+            std::string::npos);
+  EXPECT_NE(with("{divisor_of: heads.q}", "{divisor_of: heads.q, step: 2}").find("step goes with uniform"),
+            std::string::npos);
   EXPECT_NE(with("    why: seeded shapes\n", "").find("needs a 'why:'"), std::string::npos);
   EXPECT_NE(with("    seed: 1\n", "").find("needs a 'seed:'"), std::string::npos);
   // A block the family refuses at every attempt names the draw and the family's reason.
