@@ -21,23 +21,11 @@ using testutil::Shell;
 
 const std::string kOpcts = OPCTS_BINARY;
 
-// Eight tiny sdpa problems of host.flash (tier smoke), to spread over four shards.
-constexpr const char* kEight = R"(family: sdpa
-grids:
-  - name: eight
-    tier: smoke
-    axes:
-      dtype: [fp32]
-      heads: [{q: 2, kv: 1}]
-      seq: [{q: 3, k: 5}, {q: 4, k: 6}, {q: 5, k: 7}, {q: 6, k: 8}, {q: 7, k: 9}, {q: 8, k: 10}, {q: 9, k: 11}, {q: 10, k: 12}]
-      head_dim: [8]
-)";
-
 class GateRuns : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testutil::temp_dir();
-    testutil::write(dir_, "eight.yaml", kEight);
+    testutil::write(dir_, "eight.yaml", testutil::kEightCatalog);
   }
   // A run of the eight cases, shard `i` of `n`, its reports in dir/<out>/.
   Shell run(const std::string& out, int i, int n, const std::string& more = "") const {
