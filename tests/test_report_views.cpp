@@ -24,6 +24,7 @@ namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::read_file;
 
 ResultRecord rec(const std::string& family, const std::string& impl, const std::string& arch, const std::string& p,
                  Outcome o, const std::string& message = "", double ms = 2.0) {
@@ -161,14 +162,20 @@ TEST(Html, SelfContainedEscapedAndComplete) {
   EXPECT_EQ(h.find('\x01'), std::string::npos);
 }
 
+// A scaled_mm record on sm90 whose one output "d" is judged by a bound, its error `ratio` times it.
+ResultRecord bounded_record(const std::string& impl, const std::string& p, Outcome o, double bound, double ratio) {
+  ResultRecord r = rec("scaled_mm", impl, "sm90", p, o);
+  r.outputs.push_back({"d", "bounded", 16, ratio * bound, 0, bound, 0, 0});
+  r.outputs.back().max_ratio = ratio;
+  return r;
+}
+
 // Error ÷ bound over passing cases, per impl and output: failures, exact comparisons and
 // records without a ratio stay out of the statistics.
 TEST(Tightness, MedianP99AndMaxPerImplAndOutput) {
   std::vector<ResultRecord> rs;
   auto add = [&](const std::string& impl, const std::string& p, Outcome o, double bound, double ratio) {
-    rs.push_back(rec("scaled_mm", impl, "sm90", p, o));
-    rs.back().outputs.push_back({"d", "bounded", 16, ratio * bound, 0, bound, 0, 0});
-    rs.back().outputs.back().max_ratio = ratio;
+    rs.push_back(bounded_record(impl, p, o, bound, ratio));
   };
   add("cuda.x", "a", Outcome::PASS, 1.0, 0.1);
   add("cuda.x", "b", Outcome::PASS, 2.0, 0.5);
@@ -202,9 +209,7 @@ TEST(Tightness, MedianP99AndMaxPerImplAndOutput) {
 TEST(Tightness, LoosestCasePerImplAndOutputAndEachPlantedBugsCases) {
   std::vector<ResultRecord> rs;
   auto add = [&](const std::string& impl, const std::string& p, Outcome o, double bound, double ratio) {
-    rs.push_back(rec("scaled_mm", impl, "sm90", p, o));
-    rs.back().outputs.push_back({"d", "bounded", 16, ratio * bound, 0, bound, 0, 0});
-    rs.back().outputs.back().max_ratio = ratio;
+    rs.push_back(bounded_record(impl, p, o, bound, ratio));
   };
   add("cuda.x", "a", Outcome::PASS, 1.0, 0.1);
   add("cuda.x", "b", Outcome::PASS, 2.0, 0.02);
@@ -249,11 +254,6 @@ TEST(Tightness, LoosestCasePerImplAndOutputAndEachPlantedBugsCases) {
       << md;
 }
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
 // Renders the page in headless Chromium: the DOM holds the counts and the matrix, and a
 // screenshot is a non-empty PNG. SKIP without /usr/bin/chromium (scripts/screenshot-report.sh
 // installs it).
@@ -270,7 +270,7 @@ TEST(Html, RendersInHeadlessChromium) {
   const std::string dom = dir + "/dom.html", png = dir + "/shot.png";
   ASSERT_EQ(std::system((chromium + flags + " --dump-dom 'file://" + html + "' >'" + dom + "' 2>/dev/null").c_str()),
             0);
-  const std::string d = slurp(dom);
+  const std::string d = read_file(dom);
   EXPECT_NE(d.find("3 PASS"), std::string::npos) << d.substr(0, 2000);
   EXPECT_NE(d.find("1 FAIL"), std::string::npos);
   EXPECT_NE(d.find("partial: 2/3 xfail"), std::string::npos);
@@ -279,7 +279,7 @@ TEST(Html, RendersInHeadlessChromium) {
                          "' >/dev/null 2>&1")
                             .c_str()),
             0);
-  const std::string p = slurp(png);
+  const std::string p = read_file(png);
   ASSERT_GT(p.size(), 1000u);
   EXPECT_EQ(p.substr(1, 3), "PNG");
 }
