@@ -8,8 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/yaml_util.hpp"
 
@@ -98,15 +101,31 @@ grids:
       head_dim: [8]
 )";
 
-/// The message of the YamlError that `load` throws, or "" when it loads.
-template <typename Load>
-std::string yaml_error_of(Load load) {
+/// The message of the E that `f` throws, or "" when it returns.
+template <class E, class F>
+std::string error_of(F f) {
   try {
-    load();
-  } catch (const YamlError& e) {
+    f();
+  } catch (const E& e) {
     return e.what();
   }
   return "";
+}
+
+/// The message of the YamlError that `load` throws, or "" when it loads.
+template <typename Load>
+std::string yaml_error_of(Load load) {
+  return error_of<YamlError>(load);
+}
+
+/// Expects parse(text) to throw std::invalid_argument whose message holds `why`, for each
+/// {text, why}: a parser's refusals, one row each.
+template <class Parse>
+void expect_invalid(Parse parse, std::initializer_list<std::pair<std::string, std::string>> cases) {
+  for (const auto& [text, why] : cases) {
+    const std::string err = error_of<std::invalid_argument>([&] { parse(text); });
+    EXPECT_NE(err.find(why), std::string::npos) << text << ": no \"" << why << "\" in: " << err;
+  }
 }
 
 /// Whether a loader's error message points at path:line and names `word` ("" for none); for
