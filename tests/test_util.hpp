@@ -128,6 +128,16 @@ void expect_invalid(Parse parse, std::initializer_list<std::pair<std::string, st
   }
 }
 
+/// Whether `text` holds every one of `parts`; for EXPECT_TRUE, which then names the parts
+/// missing and prints the text.
+inline testing::AssertionResult contains_all(const std::string& text, std::initializer_list<std::string> parts) {
+  std::string missing;
+  for (const std::string& part : parts)
+    if (text.find(part) == std::string::npos) missing += "\n  no \"" + part + "\"";
+  if (missing.empty()) return testing::AssertionSuccess();
+  return testing::AssertionFailure() << missing << "\nin:\n" << text;
+}
+
 /// Whether a loader's error message points at path:line and names `word` ("" for none); for
 /// EXPECT_TRUE, which then prints the message.
 inline testing::AssertionResult points_at(const std::string& err, const std::string& path, int line,
