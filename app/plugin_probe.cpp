@@ -127,12 +127,9 @@ PluginStatus probe_plugin(const std::string& exe, const std::string& path, bool 
   const int status = run_probe(
       {exe, "__plugin-probe", "--plugin", path, "--answer-fd", std::to_string(kAnswerFd)}, -1, kLoadSeconds,
       [&](const std::string& line) {
-        json j;
-        try {
-          j = json::parse(line);
-        } catch (const json::exception&) {
-          return;
-        }
+        // A line that is not JSON is no answer: passed over.
+        const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded()) return;
         answered = true;
         if (j.contains("error")) {
           st.error = j["error"].get<std::string>();
@@ -217,12 +214,9 @@ void ask_supports(const SupportsProbe& probe, const std::vector<Case>& cases) {
     const int status = run_probe(
         args, ids_fd, probe.timeout_s,
         [&](const std::string& line) {
-          json j;
-          try {
-            j = json::parse(line);
-          } catch (const json::exception&) {
-            return;
-          }
+          // A line that is not JSON is no answer: passed over.
+          const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+          if (j.is_discarded()) return;
           if (j.contains("ask")) {
             asking = j["ask"].get<long>();
             return;

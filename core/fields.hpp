@@ -397,6 +397,27 @@ Field<P> int_unless(std::string key, I P::*member, I def, std::string prefix, st
   return f;
 }
 
+/// A real-number member in the id as `<prefix><X>` (`letter` names X in the id pattern) only
+/// when `shown(p)` holds: when it is not its default, or where the problem needs it spelled out.
+template <class P>
+Field<P> num_when(std::string key, double P::*member, std::string prefix, const std::string& letter, std::string doc,
+                  std::function<bool(const P&)> shown) {
+  Field<P> f;
+  f.key = key;
+  f.doc = std::move(doc);
+  f.id = "[" + prefix + letter + "]";
+  f.read = [key, member](P& p, const YAML::Node& m) {
+    if (const YAML::Node v = m[key]) p.*member = field_as_value<double>(v);
+  };
+  f.write = [member, prefix, shown](const P& p, std::vector<std::string>& t) {
+    if (shown(p)) t.push_back(prefix + num_token(p.*member));
+  };
+  f.scan = [member, prefix](P& p, IdReader& in) {
+    if (const auto rest = in.take_prefixed(prefix)) p.*member = parse_num_token(*rest);
+  };
+  return f;
+}
+
 /// A boolean member written as `token` when true.
 template <class P>
 Field<P> flag(std::string key, bool P::*member, std::string token) {

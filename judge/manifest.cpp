@@ -38,10 +38,6 @@ bool is_tracking_reference(const std::string& s) {
   return RE2::FullMatch(s, kForms) && (s.rfind("http", 0) == 0 || s.find("..") == std::string::npos);
 }
 
-namespace {
-
-// GitHub's anchor of a Markdown heading: lower case, punctuation other than '-' and '_' dropped
-// (non-ASCII bytes kept), spaces as '-'.
 std::string heading_anchor(const std::string& heading) {
   std::string a;
   for (unsigned char c : heading) {
@@ -51,8 +47,6 @@ std::string heading_anchor(const std::string& heading) {
   }
   return a;
 }
-
-}  // namespace
 
 std::string unresolved_tracking(const std::string& tracking, const std::string& cases_dir) {
   if (tracking.rfind("http", 0) == 0 || tracking.find(".md") == std::string::npos) return "";

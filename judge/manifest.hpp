@@ -89,6 +89,10 @@ class Manifest {
 /// this repository with an optional section ("docs/status/sm90.md#h200-runs").
 bool is_tracking_reference(const std::string& s);
 
+/// GitHub's anchor of a Markdown heading: lower case, punctuation other than '-' and '_' dropped
+/// (non-ASCII bytes kept), spaces as '-'.
+std::string heading_anchor(const std::string& heading);
+
 /// Why a `tracking:` page of ours ("docs/status/sm90.md#section") does not resolve against the
 /// checkout `cases_dir` lies in: the file is not there, or no heading of it has that anchor
 /// (GitHub's). "" when it resolves, when `tracking` is no page, or when the checkout has no such

@@ -32,6 +32,17 @@ ReductionStats one_element(int64_t K, double S, double Q, double X) {
   return st;
 }
 
+// The bounded tolerance the bias tests judge by: Hopper's fp8 tensor-core adder (14 bits,
+// truncating), promoted to fp32 every `promote_every` K elements (0 = never), factor 1.
+Tolerance truncating_14_bit(int64_t promote_every) {
+  Tolerance t;
+  t.metric = Metric::bounded;
+  t.factor = 1;
+  t.false_alarm = 1e-12;
+  t.accumulator = {14, AccRounding::truncate, promote_every};
+  return t;
+}
+
 TEST(AccumulatorModel, YamlRoundTripAndErrors) {
   const std::string dir = testutil::temp_dir();
   const AccumulatorModel hopper{14, AccRounding::truncate, 128};
@@ -146,11 +157,7 @@ TEST(SlopeCheck, SeesARelativeErrorNoElementShows) {
     exact_got.set(i, want[i]);
     scaled_got.set(i, want[i] * (1 + 0x1p-8));
   }
-  Tolerance t;
-  t.metric = Metric::bounded;
-  t.factor = 1;
-  t.false_alarm = 1e-12;
-  t.accumulator = {14, AccRounding::truncate, 128};
+  Tolerance t = truncating_14_bit(128);
   std::vector<WorstElement> worst;
   const OutputStats ok = compare_output("d", exact_got, {.want = want, .reduction = &st}, t, worst);
   EXPECT_EQ(ok.mismatches, 0);
@@ -323,11 +330,7 @@ TEST(SlopeCheck, AProduct2ToMinus8LowFailsUnderHoppersModel) {
     low.set(i, want[i] * (1 - 0x1p-8));
     high.set(i, want[i] * (1 + 0x1p-8));
   }
-  Tolerance t;
-  t.metric = Metric::bounded;
-  t.factor = 1;
-  t.false_alarm = 1e-12;
-  t.accumulator = {14, AccRounding::truncate, 128};
+  Tolerance t = truncating_14_bit(128);
   std::vector<WorstElement> worst;
   const OutputStats ok = compare_output("d", exact, {.want = want, .reduction = &st}, t, worst);
   EXPECT_FALSE(ok.biased()) << ok.slope << " in [" << ok.slope_lo << ", " << ok.slope_hi << "]";
@@ -358,11 +361,7 @@ TEST(SlopeCheck, AProvisionalModelAllowsNoDrift) {
     st.sq_sum.push_back(1);
     st.magnitude.push_back(std::fabs(want[i]));
   }
-  Tolerance t;
-  t.metric = Metric::bounded;
-  t.factor = 1;
-  t.false_alarm = 1e-12;
-  t.accumulator = {14, AccRounding::truncate, 0};
+  Tolerance t = truncating_14_bit(0);
   std::vector<WorstElement> worst;
   const OutputStats measured = compare_output("d", got, {.want = want, .reduction = &st}, t, worst);
   EXPECT_TRUE(measured.biased()) << measured.slope << " in [" << measured.slope_lo << ", " << measured.slope_hi << "]";
@@ -427,11 +426,7 @@ TEST(SlopeCheck, AFastAccumStepDroppedFails) {
     st.sq_sum.push_back(Q);
     st.magnitude.push_back(std::fabs(exact));
   }
-  Tolerance t;
-  t.metric = Metric::bounded;
-  t.factor = 1;
-  t.false_alarm = 1e-12;
-  t.accumulator = {14, AccRounding::truncate, 0};
+  Tolerance t = truncating_14_bit(0);
   std::vector<WorstElement> worst;
   const OutputStats ok = compare_output("d", good, {.want = want, .reduction = &st}, t, worst);
   EXPECT_EQ(ok.mismatches, 0);

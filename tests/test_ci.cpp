@@ -23,15 +23,11 @@ namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::read_file;
 using testutil::sh;
 using testutil::Shell;
 
 const fs::path kSource = OPCTS_SOURCE_DIR;
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // Every string of a YAML document, depth first (the scripts of a CI file are among them).
 void strings_of(const YAML::Node& n, std::string& out) {
@@ -58,7 +54,7 @@ void check_commands(const std::string& file, std::string text) {
   text = std::regex_replace(text, std::regex(R"(\\\n)"), " ");  // shell line continuations
   size_t opcts_calls = 0;
   std::istringstream lines(text);
-  const auto presets = nlohmann::json::parse(read(kSource / "CMakePresets.json"));
+  const auto presets = nlohmann::json::parse(read_file(kSource / "CMakePresets.json"));
   std::set<std::string> preset_names;
   for (const auto& p : presets["configurePresets"]) preset_names.insert(p["name"].get<std::string>());
   for (std::string line; std::getline(lines, line);) {
@@ -167,7 +163,7 @@ TEST(CiTemplates, GithubActionsCommandsRunMergeAndGateOnTheHost) {
   const Shell ok = run_template_commands(dir, merge_and_gate, {step("gate", "Merge"), step("gate", "Gate")});
   EXPECT_EQ(ok.status, 0) << ok.output;
   EXPECT_EQ(read_results_file(dir + "/merged/results.jsonl").size(), 3u);
-  EXPECT_NE(read(dir + "/step_summary.md").find("PASS"), std::string::npos);
+  EXPECT_NE(read_file(dir + "/step_summary.md").find("PASS"), std::string::npos);
   // A shard whose reports are lost: its cases are MISSING to the gate.
   for (int i = 1; i <= std::stoi(count); ++i) {
     const fs::path shard = dir + "/reports/opcts-shard-" + std::to_string(i);
@@ -225,7 +221,7 @@ TEST(CiTemplates, GitlabParallelShardsWithJunitReports) {
 
 TEST(CiTemplates, JenkinsfilePublishesJunitAndGates) {
   const fs::path path = kSource / "ci/Jenkinsfile";
-  const std::string text = read(path);
+  const std::string text = read_file(path);
   // Balanced braces and parentheses outside strings and comments: a cheap syntax check.
   int braces = 0, parens = 0;
   bool in_single = false, in_double = false;
@@ -259,7 +255,7 @@ TEST(CiTemplates, JenkinsfilePublishesJunitAndGates) {
 // the file's commands and flags exist, its array length is its shard count.
 TEST(CiTemplates, SlurmArrayShardsMergesAndGates) {
   const fs::path path = kSource / "ci/slurm.sh";
-  const std::string text = read(path);
+  const std::string text = read_file(path);
   check_commands(path.string(), text);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(text, m, std::regex(R"(#SBATCH --array=1-([0-9]+))")));
@@ -366,7 +362,7 @@ TEST(CtestGlue, AFailingPlanIsOneFailingTestShowingTheError) {
 // determinism and gives other bytes on a second run (tests/plugins/bad_plugin.c, unstable: every
 // result within its bound) fails its shard; the same shards without --bitwise pass it.
 TEST(CtestGlue, ShardsRunTheDeterminismChecksAndFailAnImplThatBreaksItsClaim) {
-  EXPECT_NE(read(OPCTS_SHARDS_SCRIPT).find("\"--bitwise\""), std::string::npos) << OPCTS_SHARDS_SCRIPT;
+  EXPECT_NE(read_file(OPCTS_SHARDS_SCRIPT).find("\"--bitwise\""), std::string::npos) << OPCTS_SHARDS_SCRIPT;
   const std::string dir = testutil::temp_dir();
   const std::string plugin = std::string(OPCTS_BAD_PLUGIN_DIR) + "/unstable.so";
   for (const bool bitwise : {false, true}) {
@@ -388,12 +384,12 @@ TEST(CtestGlue, ShardsRunTheDeterminismChecksAndFailAnImplThatBreaksItsClaim) {
 }
 
 TEST(CtestGlue, TestPresetsAndReadmeRefuseAnEmptySelection) {
-  const auto presets = nlohmann::json::parse(read(kSource / "CMakePresets.json"));
+  const auto presets = nlohmann::json::parse(read_file(kSource / "CMakePresets.json"));
   ASSERT_FALSE(presets["testPresets"].empty());
   for (const auto& p : presets["testPresets"]) EXPECT_EQ(p["execution"]["noTestsAction"], "error") << p["name"];
   size_t recipes = 0;
   for (const fs::path page : {kSource / "README.md", kSource / "docs/ci.md", kSource / "docs/amd.md"}) {
-    std::istringstream text(read(page));
+    std::istringstream text(read_file(page));
     for (std::string line; std::getline(text, line);)
       if (line.rfind("ctest ", 0) == 0) {
         ++recipes;

@@ -21,10 +21,19 @@ namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::contains_all;
+using testutil::exits_with;
 using testutil::sh;
 using testutil::Shell;
 
 const std::string kOpcts = OPCTS_BINARY;
+
+// `opcts run --arch host --tier smoke <args>` from folder dir, its results in dir/r.jsonl (no
+// reference cache: each test computes its own references).
+Shell run_in(const std::string& dir, const std::string& args) {
+  return sh("cd " + dir + " && " + kOpcts + " run --arch host --tier smoke " + args +
+            " --results r.jsonl --no-ref-cache");
+}
 
 TEST(CliVersion, NamesVersionCommitBuildAndCases) {
   const Shell r = sh(kOpcts + " --version");
@@ -55,19 +64,13 @@ TEST(CliSuggest, EditDistanceAndClosestName) {
 }
 
 TEST(CliSuggest, MistypedSubcommandsAndFlagsGetASuggestion) {
-  const Shell sub = sh(kOpcts + " lst --arch host");
-  EXPECT_EQ(sub.status, 2);
-  EXPECT_NE(sub.output.find("did you mean 'list'?"), std::string::npos) << sub.output;
-  const Shell nested = sh(kOpcts + " report merg x.jsonl");
-  EXPECT_EQ(nested.status, 2);
-  EXPECT_NE(nested.output.find("did you mean 'merge'?"), std::string::npos) << nested.output;
+  EXPECT_TRUE(exits_with(sh(kOpcts + " lst --arch host"), 2, "did you mean 'list'?"));
+  EXPECT_TRUE(exits_with(sh(kOpcts + " report merg x.jsonl"), 2, "did you mean 'merge'?"));
   const Shell flag = sh(kOpcts + " run --arch host --tier smoke --filtr 'cast.*'");
   EXPECT_EQ(flag.status, 2);
   EXPECT_NE(flag.output.find("unknown option --filtr of opcts run; did you mean --filter?"), std::string::npos)
       << flag.output;
-  const Shell flag_eq = sh(kOpcts + " list --tierr=smoke");
-  EXPECT_EQ(flag_eq.status, 2);
-  EXPECT_NE(flag_eq.output.find("did you mean --tier?"), std::string::npos) << flag_eq.output;
+  EXPECT_TRUE(exits_with(sh(kOpcts + " list --tierr=smoke"), 2, "did you mean --tier?"));
 }
 
 // No output flag: the merge would write nothing and succeed; it is an error instead.
@@ -79,10 +82,8 @@ TEST(CliMerge, WithoutAnOutputIsAnError) {
   r.arch = "host";
   r.outcome = r.raw_outcome = Outcome::PASS;
   testutil::write(dir, "r.jsonl", to_json_line(r) + "\n");
-  const Shell m = sh(kOpcts + " report merge " + dir + "/r.jsonl");
-  EXPECT_EQ(m.status, 2) << m.output;
-  EXPECT_NE(m.output.find("report merge writes nothing: give --junit, --summary or --results"), std::string::npos)
-      << m.output;
+  EXPECT_TRUE(exits_with(sh(kOpcts + " report merge " + dir + "/r.jsonl"), 2,
+                         "report merge writes nothing: give --junit, --summary or --results"));
 }
 
 // Where there is no NVIDIA GPU, the CUDA runtime's "driver version is insufficient" reads as a
@@ -125,18 +126,15 @@ TEST(CliProgress, ANonTtyLogGetsAHeartbeat) {
 // all-ones bytes it arrived with; -6 in e2m1fn) says so instead of reading as a wrong number.
 TEST(CliFailureText, ShowsTheInputAndAnUnwrittenOutput) {
   const std::string dir = testutil::temp_dir();
-  const Shell r =
-      sh("cd " + dir + " && " + kOpcts + " run --arch host --tier smoke --plugin " + OPCTS_BAD_PLUGIN_DIR +
-         "/lazy_cast.so --filter 'cast.bad_lazy_cast/fp32_to_e2m1fn*' --reruns 0 --results r.jsonl --junit j.xml"
-         " --summary s.md --no-ref-cache");
+  const Shell r = run_in(dir, std::string("--plugin ") + OPCTS_BAD_PLUGIN_DIR +
+                                  "/lazy_cast.so --filter 'cast.bad_lazy_cast/fp32_to_e2m1fn*' --reruns 0 --junit j.xml"
+                                  " --summary s.md");
   EXPECT_EQ(r.status, 1) << r.output;
   const auto records = read_results_file(dir + "/r.jsonl");
   ASSERT_FALSE(records.empty()) << r.output;
   for (const auto& rec : records) {
     if (rec.outcome != Outcome::FAIL) continue;
-    EXPECT_NE(rec.message.find(" got -6 want "), std::string::npos) << rec.message;
-    EXPECT_NE(rec.message.find(" from x = "), std::string::npos) << rec.message;
-    EXPECT_NE(rec.message.find("never written?"), std::string::npos) << rec.message;
+    EXPECT_TRUE(contains_all(rec.message, {" got -6 want ", " from x = ", "never written?"}));
   }
   // The console line, the JUnit failure's message and the summary say each fact once: the
   // statistics line is not appended to a message that already gives the error and the bound.
@@ -160,9 +158,7 @@ TEST(CliFailureText, ShowsTheInputAndAnUnwrittenOutput) {
 // binary, else its absolute path; and it runs from another folder.
 TEST(CliRepro, TheLineRunsFromAnotherFolder) {
   const std::string dir = testutil::temp_dir();
-  const Shell r = sh("cd " + dir + " && " + kOpcts +
-                     " run --arch host --tier smoke --include-planted --filter 'cast.host_cvt_ties_up/*' --reruns 0"
-                     " --results r.jsonl --no-ref-cache");
+  const Shell r = run_in(dir, "--include-planted --filter 'cast.host_cvt_ties_up/*' --reruns 0");
   const auto records = read_results_file(dir + "/r.jsonl");
   ASSERT_FALSE(records.empty()) << r.output;
   const std::string repro = records.front().repro;
@@ -175,9 +171,7 @@ TEST(CliRepro, TheLineRunsFromAnotherFolder) {
 // in its record and its message; a passing output records its rule too.
 TEST(CliRun, AFailureNamesItsToleranceRule) {
   const std::string dir = testutil::temp_dir();
-  const Shell r = sh("cd " + dir + " && " + kOpcts +
-                     " run --arch host --tier smoke --include-planted --filter 'cast.host_cvt*/*' --reruns 0"
-                     " --results r.jsonl --no-ref-cache");
+  const Shell r = run_in(dir, "--include-planted --filter 'cast.host_cvt*/*' --reruns 0");
   const auto records = read_results_file(dir + "/r.jsonl");
   const std::regex rule(R"(tolerances\.yaml:[0-9]+)");
   int failed = 0, passed = 0;

@@ -13,21 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "judge/manifest.hpp"
 #include "tests/test_util.hpp"
 
 namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::read_file;
 using testutil::sh;
 using testutil::Shell;
 
 const fs::path kSource = OPCTS_SOURCE_DIR;
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // README.md and every page of docs/ (not docs/status/, the GPU runs' records).
 std::vector<fs::path> pages() {
@@ -37,24 +34,13 @@ std::vector<fs::path> pages() {
   return out;
 }
 
-// GitHub's anchor of a heading: lower case, punctuation other than '-' and '_' dropped, spaces as '-'.
-std::string anchor_of(const std::string& heading) {
-  std::string a;
-  for (unsigned char c : heading) {
-    if (std::isalnum(c) || c == '-' || c == '_') a += static_cast<char>(std::tolower(c));
-    else if (c == ' ') a += '-';
-    else if (c >= 0x80) a += static_cast<char>(c);
-  }
-  return a;
-}
-
 std::set<std::string> anchors(const fs::path& page) {
   std::set<std::string> out;
-  std::istringstream in(read(page));
+  std::istringstream in(read_file(page));
   bool fenced = false;
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("```", 0) == 0) fenced = !fenced;
-    if (!fenced && line.rfind("#", 0) == 0) out.insert(anchor_of(line.substr(line.find_first_not_of('#') + 1)));
+    if (!fenced && line.rfind("#", 0) == 0) out.insert(heading_anchor(line.substr(line.find_first_not_of('#') + 1)));
   }
   return out;
 }
@@ -63,14 +49,14 @@ std::set<std::string> anchors(const fs::path& page) {
 // it lands, and once it exists its line must go, so nothing dangles for long.
 std::set<std::string> pending() {
   std::set<std::string> out;
-  std::istringstream in(read(kSource / "tests/data/docs_links_pending.txt"));
+  std::istringstream in(read_file(kSource / "tests/data/docs_links_pending.txt"));
   for (std::string line; std::getline(in, line);)
     if (!line.empty() && line[0] != '#') out.insert(line.substr(0, line.find(' ')));
   return out;
 }
 
 TEST(Readme, IsShortAndStartsWithTheTwoCommands) {
-  const std::string readme = read(kSource / "README.md");
+  const std::string readme = read_file(kSource / "README.md");
   EXPECT_LE(readme.size(), 12000u);
   const auto fence = readme.find("```sh\n");
   ASSERT_NE(fence, std::string::npos);
@@ -89,7 +75,7 @@ TEST(Docs, EveryLinkIsValid) {
   const auto waiting = pending();
   size_t links = 0;
   for (const fs::path& page : pages()) {
-    const std::string text = read(page);
+    const std::string text = read_file(page);
     for (std::sregex_iterator it(text.begin(), text.end(), link), end; it != end; ++it) {
       const std::string target = (*it)[1];
       if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0 || target.rfind("mailto:", 0) == 0)
@@ -118,7 +104,7 @@ TEST(Docs, EveryLinkIsValid) {
 TEST(Docs, TheCatalogReferenceHasEveryKey) {
   const Shell fields = sh(std::string(OPCTS_BINARY) + " list --fields all");
   ASSERT_EQ(fields.status, 0) << fields.output;
-  const std::string doc = read(kSource / "docs/catalog.md");
+  const std::string doc = read_file(kSource / "docs/catalog.md");
   std::istringstream lines(fields.output);
   std::string family, section;
   size_t keys = 0;
@@ -143,7 +129,7 @@ TEST(Docs, TheCatalogReferenceHasEveryKey) {
 
 // docs/cli.md names every option of every subcommand that --help lists.
 TEST(Docs, TheCliReferenceHasEveryOption) {
-  const std::string doc = read(kSource / "docs/cli.md");
+  const std::string doc = read_file(kSource / "docs/cli.md");
   const std::regex flag(R"((^|[\s,])(--[a-z][a-z0-9-]*))");
   for (const char* sub :
        {"list", "sample", "run", "repro", "gate", "report merge", "report matrix", "report times", "report html",
@@ -170,7 +156,7 @@ std::string block_after(const std::string& doc, const std::string& heading) {
 // The example plugin, built with the command docs/plugins.md gives and run with its first green
 // run: exit 0, cases PASS, and a SKIP's reason is the plugin's after its name, said once.
 TEST(Docs, ThePluginExampleBuildsAndRunsAsDocumented) {
-  const std::string doc = read(kSource / "docs/plugins.md");
+  const std::string doc = read_file(kSource / "docs/plugins.md");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(doc, m, std::regex(R"(`(cc -O2 -shared -fPIC [^`]+)`)")));
   const std::string dir = testutil::temp_dir();
@@ -287,7 +273,7 @@ TEST(Docs, NoFileCitesNotesOutsideTheRepository) {
   for (const std::string& rel : files) {
     if (rel == kPlantedCitations || !fs::is_regular_file(kSource / rel)) continue;
     ++scanned;
-    for (const Citation& c : outside_citations(read(kSource / rel), rel, files))
+    for (const Citation& c : outside_citations(read_file(kSource / rel), rel, files))
       found += rel + ":" + std::to_string(c.line) + ": " + c.text + "\n";
   }
   EXPECT_GE(scanned, 300u);
@@ -297,7 +283,7 @@ TEST(Docs, NoFileCitesNotesOutsideTheRepository) {
 // The scan flags every line of the planted file that starts with "+" and no other line, so the
 // tree scan above can fail.
 TEST(Docs, TheCitationScanFlagsEveryPlantedCitation) {
-  const std::string text = read(kSource / kPlantedCitations);
+  const std::string text = read_file(kSource / kPlantedCitations);
   std::set<size_t> want, got;
   std::istringstream in(text);
   size_t n = 0;
@@ -349,7 +335,7 @@ std::string wing_lacks(const fs::path& wing, const std::string& pattern) {
 // order names only wings (the build registers every wing, named there or not); the check sees a
 // wing that lacks an item.
 TEST(Docs, EveryWingHasTheFilesTheChecklistNames) {
-  const auto items = wing_checklist(read(kSource / "docs/adding-a-family.md"));
+  const auto items = wing_checklist(read_file(kSource / "docs/adding-a-family.md"));
   ASSERT_GE(items.size(), 6u) << "docs/adding-a-family.md has no '## Every wing has' list";
   std::set<std::string> wings;
   for (const auto& e : fs::directory_iterator(kSource / "families")) {
@@ -359,7 +345,7 @@ TEST(Docs, EveryWingHasTheFilesTheChecklistNames) {
   }
   EXPECT_GE(wings.size(), 6u);
   std::smatch m;
-  const std::string cmake = read(kSource / "cmake/families.cmake");
+  const std::string cmake = read_file(kSource / "cmake/families.cmake");
   ASSERT_TRUE(std::regex_search(cmake, m, std::regex(R"(\nset\(OPCTS_FAMILY_ORDER ([a-z0-9_ ]+)\))")));
   std::istringstream words(m[1].str());
   for (std::string w; words >> w;) EXPECT_TRUE(wings.count(w)) << "cmake/families.cmake orders '" << w << "', no wing";

@@ -114,46 +114,36 @@ void expect_same_code(uint16_t got, uint16_t want, int mbits, float x, const cha
   }
 }
 
-TEST(DtypeFp16, EveryCodeDecodesToItsFieldValueAndReencodes) {
+// Every code of a 16-bit float dtype (ebits exponent bits, mbits mantissa bits, bias) decodes to
+// its field value, by decode() and by the fp32 bit conversions, and encodes back to itself.
+void expect_every_16_bit_code(DType t, int ebits, int mbits, int bias, float (*to_fp32)(uint16_t),
+                              uint16_t (*from_fp32)(float)) {
   int failures = 0;
   for (uint32_t c = 0; c <= 0xFFFF && failures < 20; ++c) {
-    const double want = value_from_fields(c, 5, 10, 15);
-    const double got = decode(DType::fp16, c);
-    const float got32 = fp16_bits_to_fp32(static_cast<uint16_t>(c));
+    const double want = value_from_fields(c, ebits, mbits, bias);
+    const double got = decode(t, c);
+    const float got32 = to_fp32(static_cast<uint16_t>(c));
     if (std::isnan(want)) {
-      failures += !std::isnan(got) || !std::isnan(got32) || !is_nan_code16(encode(DType::fp16, got), 10);
+      failures += !std::isnan(got) || !std::isnan(got32) || !is_nan_code16(encode(t, got), mbits);
       EXPECT_TRUE(std::isnan(got)) << "code 0x" << std::hex << c;
-      EXPECT_TRUE(is_nan_code16(encode(DType::fp16, got), 10)) << "code 0x" << std::hex << c;
+      EXPECT_TRUE(is_nan_code16(encode(t, got), mbits)) << "code 0x" << std::hex << c;
       continue;
     }
-    const bool ok = got == want && std::signbit(got) == std::signbit(want) && got32 == want &&
-                    encode(DType::fp16, got) == c && fp32_to_fp16_bits(got32) == c && round_to(DType::fp16, got) == got;
+    const bool ok = got == want && std::signbit(got) == std::signbit(want) && got32 == want && encode(t, got) == c &&
+                    from_fp32(got32) == c && round_to(t, got) == got;
     failures += !ok;
-    EXPECT_TRUE(ok) << "code 0x" << std::hex << c << std::dec << ": want " << want << ", decode " << got
-                    << ", fp16_bits_to_fp32 " << got32 << ", re-encoded 0x" << std::hex << encode(DType::fp16, got);
+    EXPECT_TRUE(ok) << "code 0x" << std::hex << c << std::dec << ": want " << want << ", decode " << got << ", to fp32 "
+                    << got32 << ", re-encoded 0x" << std::hex << encode(t, got);
   }
   EXPECT_EQ(failures, 0);
 }
 
+TEST(DtypeFp16, EveryCodeDecodesToItsFieldValueAndReencodes) {
+  expect_every_16_bit_code(DType::fp16, 5, 10, 15, fp16_bits_to_fp32, fp32_to_fp16_bits);
+}
+
 TEST(DtypeBf16, EveryCodeDecodesToItsFieldValueAndReencodes) {
-  int failures = 0;
-  for (uint32_t c = 0; c <= 0xFFFF && failures < 20; ++c) {
-    const double want = value_from_fields(c, 8, 7, 127);
-    const double got = decode(DType::bf16, c);
-    const float got32 = bf16_bits_to_fp32(static_cast<uint16_t>(c));
-    if (std::isnan(want)) {
-      failures += !std::isnan(got) || !std::isnan(got32) || !is_nan_code16(encode(DType::bf16, got), 7);
-      EXPECT_TRUE(std::isnan(got)) << "code 0x" << std::hex << c;
-      EXPECT_TRUE(is_nan_code16(encode(DType::bf16, got), 7)) << "code 0x" << std::hex << c;
-      continue;
-    }
-    const bool ok = got == want && std::signbit(got) == std::signbit(want) && got32 == want &&
-                    encode(DType::bf16, got) == c && fp32_to_bf16_bits(got32) == c && round_to(DType::bf16, got) == got;
-    failures += !ok;
-    EXPECT_TRUE(ok) << "code 0x" << std::hex << c << std::dec << ": want " << want << ", decode " << got
-                    << ", re-encoded 0x" << std::hex << encode(DType::bf16, got);
-  }
-  EXPECT_EQ(failures, 0);
+  expect_every_16_bit_code(DType::bf16, 8, 7, 127, bf16_bits_to_fp32, fp32_to_bf16_bits);
 }
 
 TEST(DtypeFp16, EncodeFromFp32MatchesBitTwiddlingReferenceOnEdges) {

@@ -100,18 +100,13 @@ TEST(KitTable, DerivesParserPrinterAndErrors) {
             std::string::npos);
   EXPECT_NE(yaml_error("{dtype: fp32, n: -1}").find("n must be >= 0"), std::string::npos);
 
-  auto id_error = [&](const char* id) {
-    try {
-      t.parse_id(id);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
-  EXPECT_NE(id_error("fp32_n1_purple").find("unexpected token 'purple'"), std::string::npos);
-  EXPECT_NE(id_error("fp32_x1").find("expected nN"), std::string::npos);
-  EXPECT_NE(id_error("fp32_n01").find("is not canonical: the problem's id is 'fp32_n1'"), std::string::npos);
-  EXPECT_NE(id_error("fp32_n1_pad0").find("not canonical"), std::string::npos);  // a default spelled out
+  testutil::expect_invalid([&](const std::string& id) { t.parse_id(id); },
+                           {
+                               {"fp32_n1_purple", "unexpected token 'purple'"},
+                               {"fp32_x1", "expected nN"},
+                               {"fp32_n01", "is not canonical: the problem's id is 'fp32_n1'"},
+                               {"fp32_n1_pad0", "not canonical"},  // a default spelled out
+                           });
   EXPECT_NE(t.describe().find("shade: light | dark | dark_blue; id [dark|dark_blue]"), std::string::npos);
 }
 

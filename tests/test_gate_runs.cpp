@@ -16,28 +16,17 @@ namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::contains_all;
 using testutil::sh;
 using testutil::Shell;
 
 const std::string kOpcts = OPCTS_BINARY;
 
-// Eight tiny sdpa problems of host.flash (tier smoke), to spread over four shards.
-constexpr const char* kEight = R"(family: sdpa
-grids:
-  - name: eight
-    tier: smoke
-    axes:
-      dtype: [fp32]
-      heads: [{q: 2, kv: 1}]
-      seq: [{q: 3, k: 5}, {q: 4, k: 6}, {q: 5, k: 7}, {q: 6, k: 8}, {q: 7, k: 9}, {q: 8, k: 10}, {q: 9, k: 11}, {q: 10, k: 12}]
-      head_dim: [8]
-)";
-
 class GateRuns : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testutil::temp_dir();
-    testutil::write(dir_, "eight.yaml", kEight);
+    testutil::write(dir_, "eight.yaml", testutil::kEightCatalog);
   }
   // A run of the eight cases, shard `i` of `n`, its reports in dir/<out>/.
   Shell run(const std::string& out, int i, int n, const std::string& more = "") const {
@@ -84,8 +73,7 @@ TEST_F(GateRuns, ASelectionWhereNothingRunsFails) {
   const Shell r = sh(kOpcts + " run --arch gfx942 --tier smoke --allow-arch-mismatch --results " + dir_ +
                      "/gfx/r.jsonl --summary " + dir_ + "/gfx/s.md");
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("0 cases ran"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("is not tested"), std::string::npos) << r.output;
+  EXPECT_TRUE(contains_all(r.output, {"0 cases ran", "is not tested"}));
   const Shell g = gate(dir_ + "/gfx");
   EXPECT_EQ(g.status, 1) << g.output;
   EXPECT_NE(g.output.find("0 cases ran"), std::string::npos) << g.output;
@@ -111,8 +99,7 @@ TEST_F(GateRuns, ASelectionWhereNothingRunsFails) {
 TEST_F(GateRuns, APluginThatCannotLoadFailsTheRunAndTheGate) {
   const Shell r = run("missing", 1, 1, "--plugin /no/such/plugin.so --summary " + dir_ + "/missing/s.md");
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find("plugin /no/such/plugin.so"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("--plugin-optional"), std::string::npos) << r.output;
+  EXPECT_TRUE(contains_all(r.output, {"plugin /no/such/plugin.so", "--plugin-optional"}));
   const Shell g = gate(dir_ + "/missing");
   EXPECT_EQ(g.status, 1) << g.output;
   EXPECT_NE(g.output.find("ended before it planned its cases (plugin /no/such/plugin.so"), std::string::npos)
@@ -124,8 +111,8 @@ TEST_F(GateRuns, APluginThatCannotLoadFailsTheRunAndTheGate) {
   EXPECT_NE(o.output.find("optional plugin left out"), std::string::npos) << o.output;
   const Shell og = gate(dir_ + "/optional");
   EXPECT_EQ(og.status, 0) << og.output;
-  EXPECT_NE(og.output.find("note: selection host smoke"), std::string::npos) << og.output;
-  EXPECT_NE(og.output.find("optional plugin /no/such/plugin.so was not used"), std::string::npos) << og.output;
+  EXPECT_TRUE(
+      contains_all(og.output, {"note: selection host smoke", "optional plugin /no/such/plugin.so was not used"}));
 }
 
 TEST_F(GateRuns, ReportsWithoutASelectionFail) {

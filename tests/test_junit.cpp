@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -18,11 +19,14 @@
 #include "core/result.hpp"
 #include "reports/junit.hpp"
 #include "reports/merge.hpp"
+#include "tests/test_util.hpp"
 
 namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::contains_all;
+using testutil::read_file;
 
 // A fresh directory per test under gtest's temp dir.
 fs::path test_dir() {
@@ -31,11 +35,6 @@ fs::path test_dir() {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
 }
 
 ResultRecord make(const std::string& family, const std::string& rest, Outcome outcome,
@@ -163,7 +162,7 @@ TEST(Junit, RoundTripsEveryOutcome) {
     EXPECT_EQ(b.planted, r.planted) << r.id;
   }
   // The failure message and the xfail's say the kinds.
-  const std::string xml = slurp(path);
+  const std::string xml = read_file(path);
   EXPECT_NE(xml.find("second line; failed: O exceeds_bound ×7.75 (64 elements), lse nonfinite (3 elements), d biased, "
                      "wrote_input"),
             std::string::npos)
@@ -229,29 +228,23 @@ TEST(Junit, ProvisionalModelRoundTripsLeanAndAll) {
 
 TEST(Junit, SameRecordNoticesADifference) {
   // Guards the round-trip test: same_record must not be true for everything.
-  auto a = every_outcome()[1];
-  auto b = a;
-  EXPECT_TRUE(same_record(a, b));
-  b.worst[0].index[3] = 6;
-  EXPECT_FALSE(same_record(a, b));
-  b = a;
-  b.outputs[0].lowp_err = 0.002;
-  EXPECT_FALSE(same_record(a, b));
-  b = a;
-  b.outputs[0].max_ratio = 1;
-  EXPECT_FALSE(same_record(a, b));
-  b = a;
-  b.outputs[2].slope_hi = 1;
-  EXPECT_FALSE(same_record(a, b));
-  b = a;
-  b.outputs[2].conservation_off = 0;
-  EXPECT_FALSE(same_record(a, b));
-  b = a;
-  b.outputs[2].rule = "tolerances.yaml:413";
-  EXPECT_FALSE(same_record(a, b));
-  b = a;
-  b.raw_outcome = Outcome::ERROR;
-  EXPECT_FALSE(same_record(a, b));
+  const auto a = every_outcome()[1];
+  EXPECT_TRUE(same_record(a, a));
+  // One field changed at a time: each is a difference.
+  const std::vector<std::function<void(ResultRecord&)>> changes{
+      [](ResultRecord& b) { b.worst[0].index[3] = 6; },
+      [](ResultRecord& b) { b.outputs[0].lowp_err = 0.002; },
+      [](ResultRecord& b) { b.outputs[0].max_ratio = 1; },
+      [](ResultRecord& b) { b.outputs[2].slope_hi = 1; },
+      [](ResultRecord& b) { b.outputs[2].conservation_off = 0; },
+      [](ResultRecord& b) { b.outputs[2].rule = "tolerances.yaml:413"; },
+      [](ResultRecord& b) { b.raw_outcome = Outcome::ERROR; },
+  };
+  for (size_t i = 0; i < changes.size(); ++i) {
+    auto b = a;
+    changes[i](b);
+    EXPECT_FALSE(same_record(a, b)) << "change " << i;
+  }
 }
 
 TEST(Junit, CountsAndNamesFollowTheMapping) {
@@ -365,8 +358,7 @@ TEST(Junit, XfailIsSkippedWithTypeXfailAndXpassIsAFailure) {
   EXPECT_FALSE(xpass.child("skipped"));
   EXPECT_STREQ(xpass.child("failure").attribute("type").value(), "XPASS");
   const std::string msg = xpass.child("failure").attribute("message").value();
-  EXPECT_NE(msg.find("remove this manifest entry: the case now passes"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("known bad on this arch"), std::string::npos) << msg;
+  EXPECT_TRUE(contains_all(msg, {"remove this manifest entry: the case now passes", "known bad on this arch"}));
 }
 
 TEST(Junit, HostileMessagesStayValidAndReadable) {
@@ -379,7 +371,7 @@ TEST(Junit, HostileMessagesStayValidAndReadable) {
   const auto path = (dir / "hostile.xml").string();
   write_junit(records, path, "suite\x02name", JunitDetail::all);
 
-  const std::string bytes = slurp(path);
+  const std::string bytes = read_file(path);
   expect_xml10_bytes(bytes);
 
   pugi::xml_document doc;
@@ -446,8 +438,7 @@ void expect_read_error(const std::string& path, const std::string& needle) {
     ADD_FAILURE() << "no exception for " << path;
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find(path), std::string::npos) << what;
-    EXPECT_NE(what.find(needle), std::string::npos) << what;
+    EXPECT_TRUE(contains_all(what, {path, needle}));
   }
 }
 
@@ -521,9 +512,7 @@ TEST(Merge, ConflictNamesBothFiles) {
     ADD_FAILURE() << "no conflict reported";
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find(pa), std::string::npos) << what;
-    EXPECT_NE(what.find(pb), std::string::npos) << what;
-    EXPECT_NE(what.find("sdpa.cuda_flash/x"), std::string::npos) << what;
+    EXPECT_TRUE(contains_all(what, {pa, pb, "sdpa.cuda_flash/x"}));
   }
 }
 

@@ -15,6 +15,8 @@
 namespace opcts {
 namespace {
 
+using testutil::read_file;
+
 const std::string kXsd = std::string(OPCTS_SOURCE_CASES_DIR) + "/../tests/data/junit_ant.xsd";
 
 bool have_xmllint() { return std::system("command -v xmllint >/dev/null 2>&1") == 0; }
@@ -24,11 +26,6 @@ int validate(const std::string& xml, const std::string& log) {
   const std::string cmd = "xmllint --noout --schema '" + kXsd + "' '" + xml + "' >'" + log + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
 }
 
 std::vector<ResultRecord> hostile_records() {
@@ -62,7 +59,7 @@ TEST(JunitSchema, EveryOutcomeWithHostileMessagesValidates) {
   const auto dir = testutil::temp_dir();
   const std::string xml = dir + "/hostile.xml", log = dir + "/xmllint.log";
   write_junit(hostile_records(), xml, "opcts\x03 sm90 ]]>");
-  EXPECT_EQ(validate(xml, log), 0) << slurp(log);
+  EXPECT_EQ(validate(xml, log), 0) << read_file(log);
 }
 
 TEST(JunitSchema, AnEmptyReportValidates) {
@@ -70,7 +67,7 @@ TEST(JunitSchema, AnEmptyReportValidates) {
   const auto dir = testutil::temp_dir();
   const std::string xml = dir + "/empty.xml", log = dir + "/xmllint.log";
   write_junit({}, xml, "opcts");
-  EXPECT_EQ(validate(xml, log), 0) << slurp(log);
+  EXPECT_EQ(validate(xml, log), 0) << read_file(log);
 }
 
 // The schema has teeth: what earlier writers emitted, or a testcase with two results, is refused.
@@ -98,7 +95,7 @@ TEST(JunitSchema, TheSchemaRefusesWhatItForbids) {
   };
   for (const auto& [what, text] : bad) {
     const std::string xml = testutil::write(dir, "bad.xml", "<?xml version=\"1.0\"?>\n" + text);
-    EXPECT_EQ(validate(xml, log), 3) << what << "\n" << slurp(log);
+    EXPECT_EQ(validate(xml, log), 3) << what << "\n" << read_file(log);
   }
 }
 

@@ -12,10 +12,7 @@
 namespace opcts {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
+using testutil::read_file;
 
 TEST(Npy, HeaderIsFormat10AndAligned) {
   for (const auto& shape : std::vector<std::vector<int64_t>>{{}, {7}, {2, 3}, {1, 2, 3, 4000000}}) {
@@ -41,7 +38,7 @@ TEST(Npy, TensorsAreWrittenAsDocumented) {
   HostTensor b(DType::bf16, {2, 3});
   for (int i = 0; i < 6; ++i) b.set(i, 0.5 * i - 1);
   ASSERT_FALSE(write_tensor_npy(dir + "/b.npy", b, 100));
-  const std::string s = slurp(dir + "/b.npy");
+  const std::string s = read_file(dir + "/b.npy");
   const std::string h = npy_header(NpyType::f4, {2, 3});  // bf16 → decoded float32
   ASSERT_EQ(s.size(), h.size() + 6 * 4);
   EXPECT_EQ(s.substr(0, h.size()), h);
@@ -52,15 +49,15 @@ TEST(Npy, TensorsAreWrittenAsDocumented) {
   HostTensor f16(DType::fp16, {4});
   f16.set(1, 1.0);
   ASSERT_FALSE(write_tensor_npy(dir + "/h.npy", f16, 100));
-  const std::string sh = slurp(dir + "/h.npy");
+  const std::string sh = read_file(dir + "/h.npy");
   uint16_t bits[4];
   std::memcpy(bits, sh.data() + npy_header(NpyType::f2, {4}).size(), sizeof bits);
   EXPECT_EQ(bits[1], 0x3C00);  // fp16 keeps its own bits as '<f2'
 
   HostTensor big(DType::fp32, {10, 10});
   EXPECT_TRUE(write_tensor_npy(dir + "/cap.npy", big, 32));  // capped: first 32, written 1-D
-  EXPECT_EQ(slurp(dir + "/cap.npy").size(), npy_header(NpyType::f4, {32}).size() + 32 * 4);
-  EXPECT_NE(slurp(dir + "/cap.npy").find("'shape': (32,)"), std::string::npos);
+  EXPECT_EQ(read_file(dir + "/cap.npy").size(), npy_header(NpyType::f4, {32}).size() + 32 * 4);
+  EXPECT_NE(read_file(dir + "/cap.npy").find("'shape': (32,)"), std::string::npos);
 }
 
 TEST(Npy, NumpyLoadsIt) {

@@ -16,13 +16,10 @@ namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::exits_with;
+using testutil::read_file;
 using testutil::sh;
 using testutil::Shell;
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 TEST(OutputFiles, WritesThroughSymlinksToTheirTargets) {
   const fs::path dir = testutil::temp_dir();
@@ -33,12 +30,12 @@ TEST(OutputFiles, WritesThroughSymlinksToTheirTargets) {
   write_files({{(dir / "j.xml").string(), "new"}});
   EXPECT_TRUE(fs::is_symlink(dir / "j.xml"));
   EXPECT_TRUE(fs::is_symlink(dir / "hop"));
-  EXPECT_EQ(read(dir / "real" / "j.xml"), "new");
+  EXPECT_EQ(read_file(dir / "real" / "j.xml"), "new");
   // A dangling link is written through too: its target is created.
   fs::create_symlink("made.txt", dir / "dangling");
   write_files({{(dir / "dangling").string(), "x"}});
   EXPECT_TRUE(fs::is_symlink(dir / "dangling"));
-  EXPECT_EQ(read(dir / "made.txt"), "x");
+  EXPECT_EQ(read_file(dir / "made.txt"), "x");
   fs::create_symlink("loop", dir / "loop");
   EXPECT_THROW(write_files({{(dir / "loop").string(), "x"}}), std::runtime_error);
 }
@@ -54,14 +51,14 @@ TEST(OutputFiles, AFailedWriteLeavesEveryFileAsItWas) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("/dev/full"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(read(dir / "a.txt"), "old a");
-  EXPECT_EQ(read(dir / "b.txt"), "old b");
+  EXPECT_EQ(read_file(dir / "a.txt"), "old a");
+  EXPECT_EQ(read_file(dir / "b.txt"), "old b");
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
   EXPECT_EQ(left.size(), 2u) << "temporary files left behind";
   write_files({{(dir / "a.txt").string(), "new a"}, {(dir / "b.txt").string(), "new b"}});
-  EXPECT_EQ(read(dir / "a.txt"), "new a");
-  EXPECT_EQ(read(dir / "b.txt"), "new b");
+  EXPECT_EQ(read_file(dir / "a.txt"), "new a");
+  EXPECT_EQ(read_file(dir / "b.txt"), "new b");
 }
 
 TEST(OutputFiles, TheSameFileForTwoOutputsIsAnError) {
@@ -73,10 +70,9 @@ TEST(OutputFiles, TheSameFileForTwoOutputsIsAnError) {
   EXPECT_THROW(check_distinct_outputs({{"--junit", (dir / "." / "r.jsonl").string()}, {"--results", r}}),
                std::invalid_argument);
   EXPECT_NO_THROW(check_distinct_outputs({{"--junit", (dir / "j.xml").string()}, {"--results", r}, {"--summary", ""}}));
-  const Shell run =
-      sh(std::string(OPCTS_BINARY) + " run --arch host --tier smoke --family cast --junit " + r + " --results " + r);
-  EXPECT_EQ(run.status, 2);
-  EXPECT_NE(run.output.find("--junit and --results are the same file"), std::string::npos) << run.output;
+  EXPECT_TRUE(exits_with(
+      sh(std::string(OPCTS_BINARY) + " run --arch host --tier smoke --family cast --junit " + r + " --results " + r), 2,
+      "--junit and --results are the same file"));
 }
 
 TEST(OutputFiles, MergeWritesAllReportsOrNone) {
@@ -92,11 +88,9 @@ TEST(OutputFiles, MergeWritesAllReportsOrNone) {
   const std::string merge = std::string(OPCTS_BINARY) + " report merge " + (dir / "in.jsonl").string();
   const Shell full = sh(merge + " --junit " + (dir / "j.xml").string() + " --summary /dev/full");
   EXPECT_EQ(full.status, 2) << full.output;
-  EXPECT_EQ(read(dir / "j.xml"), "old");
+  EXPECT_EQ(read_file(dir / "j.xml"), "old");
   // A device that is no regular file (a pipe here) is written in place, never replaced.
-  const Shell out = sh(merge + " --junit /dev/stdout");
-  EXPECT_EQ(out.status, 0) << out.output;
-  EXPECT_NE(out.output.find("<testsuites"), std::string::npos) << out.output;
+  EXPECT_TRUE(exits_with(sh(merge + " --junit /dev/stdout"), 0, "<testsuites"));
 }
 
 // The repro line is pasted into shells: each argument must come back as exactly one word,

@@ -17,6 +17,7 @@
 namespace opcts {
 namespace {
 
+using testutil::exits_with;
 using testutil::sh;
 
 const std::string kOpcts = OPCTS_BINARY;
@@ -150,9 +151,7 @@ TEST(PythonPlugin, TheReproLineRunsFromAnotherFolder) {
   const auto recs = read_results_file(dir + "/r.jsonl");
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_NE(recs[0].repro.find("--plugin '" + kFaults + "'"), std::string::npos) << recs[0].repro;
-  const auto again = sh("cd / && " + recs[0].repro);
-  EXPECT_EQ(again.status, 1) << again.output;
-  EXPECT_NE(again.output.find("never written?"), std::string::npos) << again.output;
+  EXPECT_TRUE(exits_with(sh("cd / && " + recs[0].repro), 1, "never written?"));
 }
 
 // A loop in Python and C code that never gives the GIL back: the worker is killed at --timeout.
@@ -183,18 +182,14 @@ TEST(PythonPlugin, AModuleThatFailsToImportStopsTheRunWithItsTraceback) {
     EXPECT_NE(r.output.find("broken_import.py\", line 7, in build_table"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("host.cvt"), std::string::npos) << "nothing ran";
   }
-  const auto missing = sh(kOpcts + " list --arch host --plugin /no/such/kernels.py");
-  EXPECT_EQ(missing.status, 2);
-  EXPECT_NE(missing.output.find("no such Python file: /no/such/kernels.py"), std::string::npos) << missing.output;
-  const auto unknown = sh(kOpcts + " list --arch host --plugin py:no_such_package.kernels");
-  EXPECT_EQ(unknown.status, 2);
-  EXPECT_NE(unknown.output.find("ModuleNotFoundError: No module named 'no_such_package'"), std::string::npos)
-      << unknown.output;
+  EXPECT_TRUE(exits_with(sh(kOpcts + " list --arch host --plugin /no/such/kernels.py"), 2,
+                         "no such Python file: /no/such/kernels.py"));
+  EXPECT_TRUE(exits_with(sh(kOpcts + " list --arch host --plugin py:no_such_package.kernels"), 2,
+                         "ModuleNotFoundError: No module named 'no_such_package'"));
   // --plugin-optional: left out with a warning, the built-ins run.
-  const auto optional =
-      sh(kOpcts + " list --arch host --tier smoke --filter 'cast.host_cvt/*' --plugin-optional " + broken);
-  EXPECT_EQ(optional.status, 0) << optional.output;
-  EXPECT_NE(optional.output.find("optional plugin left out"), std::string::npos) << optional.output;
+  EXPECT_TRUE(
+      exits_with(sh(kOpcts + " list --arch host --tier smoke --filter 'cast.host_cvt/*' --plugin-optional " + broken),
+                 0, "optional plugin left out"));
 }
 
 // The interpreter and the module: once per process that loads plugins (probes, workers), never

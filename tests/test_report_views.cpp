@@ -24,6 +24,8 @@ namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::contains_all;
+using testutil::read_file;
 
 ResultRecord rec(const std::string& family, const std::string& impl, const std::string& arch, const std::string& p,
                  Outcome o, const std::string& message = "", double ms = 2.0) {
@@ -81,11 +83,10 @@ TEST(Matrix, CellsTakeTheirStateFromTheOutcomes) {
 
 TEST(Matrix, MarkdownHasOneRowPerImplAndTheReasons) {
   const std::string md = matrix_markdown(enablement_matrix(records()));
-  EXPECT_NE(md.find("| family | impl | sm80 | sm90 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| sdpa | cuda.flash | 🟡 partial: 2/3 xfail | ✅ enabled (1) |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| cast | cuda.cvt | ⚠️ not tested (1 SKIP) | ❌ failing: 1/2 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("2 × bf16 atomics are slow"), std::string::npos) << md;
-  EXPECT_NE(md.find("lacks capability 'mx_mma'"), std::string::npos) << md;
+  EXPECT_TRUE(contains_all(
+      md, {"| family | impl | sm80 | sm90 |", "| sdpa | cuda.flash | 🟡 partial: 2/3 xfail | ✅ enabled (1) |",
+           "| cast | cuda.cvt | ⚠️ not tested (1 SKIP) | ❌ failing: 1/2 |", "2 × bf16 atomics are slow",
+           "lacks capability 'mx_mma'"}));
 }
 
 // A cell whose cases ran under a stand-in accumulator model says how many, beside its state;
@@ -109,9 +110,9 @@ TEST(Ledger, TrackingIsShownInTheSummaryMatrixAndHtml) {
   rs[3].tracking = rs[4].tracking = "pytorch/pytorch#131257";
   rs[8].tracking = "docs/status/sm90.md#cast";
   const std::string md = summary_markdown(rs);
-  EXPECT_NE(md.find("| cases | reason | tracking |"), std::string::npos) << md;
-  EXPECT_NE(md.find("bf16 atomics are slow — FAIL: x | pytorch/pytorch#131257 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("(tracking: docs/status/sm90.md#cast)"), std::string::npos) << md;
+  EXPECT_TRUE(
+      contains_all(md, {"| cases | reason | tracking |", "bf16 atomics are slow — FAIL: x | pytorch/pytorch#131257 |",
+                        "(tracking: docs/status/sm90.md#cast)"}));
   const std::string mx = matrix_markdown(enablement_matrix(rs));
   EXPECT_NE(mx.find("2 × [tracking: pytorch/pytorch#131257] bf16 atomics are slow"), std::string::npos) << mx;
   const std::string h = html_report(rs, "t");
@@ -161,14 +162,20 @@ TEST(Html, SelfContainedEscapedAndComplete) {
   EXPECT_EQ(h.find('\x01'), std::string::npos);
 }
 
+// A scaled_mm record on sm90 whose one output "d" is judged by a bound, its error `ratio` times it.
+ResultRecord bounded_record(const std::string& impl, const std::string& p, Outcome o, double bound, double ratio) {
+  ResultRecord r = rec("scaled_mm", impl, "sm90", p, o);
+  r.outputs.push_back({"d", "bounded", 16, ratio * bound, 0, bound, 0, 0});
+  r.outputs.back().max_ratio = ratio;
+  return r;
+}
+
 // Error ÷ bound over passing cases, per impl and output: failures, exact comparisons and
 // records without a ratio stay out of the statistics.
 TEST(Tightness, MedianP99AndMaxPerImplAndOutput) {
   std::vector<ResultRecord> rs;
   auto add = [&](const std::string& impl, const std::string& p, Outcome o, double bound, double ratio) {
-    rs.push_back(rec("scaled_mm", impl, "sm90", p, o));
-    rs.back().outputs.push_back({"d", "bounded", 16, ratio * bound, 0, bound, 0, 0});
-    rs.back().outputs.back().max_ratio = ratio;
+    rs.push_back(bounded_record(impl, p, o, bound, ratio));
   };
   add("cuda.x", "a", Outcome::PASS, 1.0, 0.1);
   add("cuda.x", "b", Outcome::PASS, 2.0, 0.5);
@@ -202,9 +209,7 @@ TEST(Tightness, MedianP99AndMaxPerImplAndOutput) {
 TEST(Tightness, LoosestCasePerImplAndOutputAndEachPlantedBugsCases) {
   std::vector<ResultRecord> rs;
   auto add = [&](const std::string& impl, const std::string& p, Outcome o, double bound, double ratio) {
-    rs.push_back(rec("scaled_mm", impl, "sm90", p, o));
-    rs.back().outputs.push_back({"d", "bounded", 16, ratio * bound, 0, bound, 0, 0});
-    rs.back().outputs.back().max_ratio = ratio;
+    rs.push_back(bounded_record(impl, p, o, bound, ratio));
   };
   add("cuda.x", "a", Outcome::PASS, 1.0, 0.1);
   add("cuda.x", "b", Outcome::PASS, 2.0, 0.02);
@@ -249,11 +254,6 @@ TEST(Tightness, LoosestCasePerImplAndOutputAndEachPlantedBugsCases) {
       << md;
 }
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
 // Renders the page in headless Chromium: the DOM holds the counts and the matrix, and a
 // screenshot is a non-empty PNG. SKIP without /usr/bin/chromium (scripts/screenshot-report.sh
 // installs it).
@@ -270,7 +270,7 @@ TEST(Html, RendersInHeadlessChromium) {
   const std::string dom = dir + "/dom.html", png = dir + "/shot.png";
   ASSERT_EQ(std::system((chromium + flags + " --dump-dom 'file://" + html + "' >'" + dom + "' 2>/dev/null").c_str()),
             0);
-  const std::string d = slurp(dom);
+  const std::string d = read_file(dom);
   EXPECT_NE(d.find("3 PASS"), std::string::npos) << d.substr(0, 2000);
   EXPECT_NE(d.find("1 FAIL"), std::string::npos);
   EXPECT_NE(d.find("partial: 2/3 xfail"), std::string::npos);
@@ -279,7 +279,7 @@ TEST(Html, RendersInHeadlessChromium) {
                          "' >/dev/null 2>&1")
                             .c_str()),
             0);
-  const std::string p = slurp(png);
+  const std::string p = read_file(png);
   ASSERT_GT(p.size(), 1000u);
   EXPECT_EQ(p.substr(1, 3), "PNG");
 }

@@ -202,16 +202,7 @@ TEST_F(StopResume, ASecondRunOnTheSameReportsIsRefused) {
 // (26 finished cases became MISSING). Here the supervisor is frozen (SIGSTOP) while its worker
 // finishes every case into the pipe, then stopped: every case finished is in the reports.
 TEST_F(StopResume, AStopKeepsEveryResultAlreadySent) {
-  std::ofstream(dir_ + "/eight.yaml") << R"(family: sdpa
-grids:
-  - name: eight
-    tier: smoke
-    axes:
-      dtype: [fp32]
-      heads: [{q: 2, kv: 1}]
-      seq: [{q: 3, k: 5}, {q: 4, k: 6}, {q: 5, k: 7}, {q: 6, k: 8}, {q: 7, k: 9}, {q: 8, k: 10}, {q: 9, k: 11}, {q: 10, k: 12}]
-      head_dim: [8]
-)";
+  testutil::write(dir_, "eight.yaml", testutil::kEightCatalog);
   const std::string trace = dir_ + "/trace.txt";
   const std::string cmd = "exec env OPCTS_TEST_TAG=" + tag_ + " OPCTS_TRACE_INPUTS=" + trace + " " + OPCTS_BINARY +
                           " run --arch host --tier smoke --no-ref-cache --catalog " + dir_ + "/eight.yaml --filter " +

@@ -9,11 +9,13 @@
 
 #include "core/result.hpp"
 #include "reports/summary.hpp"
+#include "tests/test_util.hpp"
 
 namespace opcts {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::contains_all;
 
 ResultRecord make(const std::string& family, const std::string& impl, const std::string& rest, Outcome outcome,
                   const std::string& message = "") {
@@ -60,29 +62,23 @@ TEST(Summary, ProvisionalVerdictsAreListedByImplAndModel) {
     if (r.impl == "cuda_cublaslt") r.provisional = model;
   const std::string md = summary_markdown(rs);
   // crash, xpass and xfail ran; the five SKIPs did not.
-  EXPECT_NE(md.find("## Provisional (3)"), std::string::npos) << md;
-  EXPECT_NE(md.find("- scaled_mm cuda_cublaslt on sm90: 3 cases under `" + model + "`"), std::string::npos) << md;
+  EXPECT_TRUE(
+      contains_all(md, {"## Provisional (3)", "- scaled_mm cuda_cublaslt on sm90: 3 cases under `" + model + "`"}));
 }
 
 TEST(Summary, CountsPerOutcome) {
   const auto md = summary_markdown(sample());
-  EXPECT_NE(md.find("**13 cases**"), std::string::npos) << md;
-  EXPECT_NE(md.find("4 PASS"), std::string::npos) << md;
-  EXPECT_NE(md.find("1 FAIL"), std::string::npos) << md;
-  EXPECT_NE(md.find("1 CRASH"), std::string::npos) << md;
-  EXPECT_NE(md.find("5 SKIP"), std::string::npos) << md;
-  EXPECT_NE(md.find("1 XFAIL"), std::string::npos) << md;
-  EXPECT_NE(md.find("1 XPASS"), std::string::npos) << md;
-  EXPECT_NE(md.find("3 gate failures"), std::string::npos) << md;
+  EXPECT_TRUE(contains_all(
+      md, {"**13 cases**", "4 PASS", "1 FAIL", "1 CRASH", "5 SKIP", "1 XFAIL", "1 XPASS", "3 gate failures"}));
   EXPECT_EQ(md.find("ERROR"), std::string::npos) << md;  // no ERROR case: no column
 }
 
 TEST(Summary, TableHasFamilyImplRowsAndOrderedColumns) {
   const auto md = summary_markdown(sample());
-  EXPECT_NE(md.find("| family | impl | PASS | FAIL | CRASH | SKIP | XFAIL | XPASS |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| sdpa | cuda_flash | 3 | 1 | 0 | 0 | 0 | 0 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| sdpa | cuda_cudnn | 1 | 0 | 0 | 0 | 0 | 0 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| scaled_mm | cuda_cublaslt | 0 | 0 | 1 | 5 | 1 | 1 |"), std::string::npos) << md;
+  EXPECT_TRUE(contains_all(
+      md, {"| family | impl | PASS | FAIL | CRASH | SKIP | XFAIL | XPASS |",
+           "| sdpa | cuda_flash | 3 | 1 | 0 | 0 | 0 | 0 |", "| sdpa | cuda_cudnn | 1 | 0 | 0 | 0 | 0 | 0 |",
+           "| scaled_mm | cuda_cublaslt | 0 | 0 | 1 | 5 | 1 | 1 |"}));
 }
 
 TEST(Summary, FailuresListMessageBoundAndRepro) {
@@ -94,8 +90,8 @@ TEST(Summary, FailuresListMessageBoundAndRepro) {
   EXPECT_NE(failures.find("**FAIL**: O out of bound; max abs err 0.031 > bound 0.004 (64 mismatches)"),
             std::string::npos)
       << failures;
-  EXPECT_NE(failures.find("`opcts repro 'sdpa.cuda_flash/bf16_fail' --arch sm90`"), std::string::npos) << failures;
-  EXPECT_NE(failures.find("**CRASH**: worker died with SIGSEGV"), std::string::npos) << failures;
+  EXPECT_TRUE(contains_all(
+      failures, {"`opcts repro 'sdpa.cuda_flash/bf16_fail' --arch sm90`", "**CRASH**: worker died with SIGSEGV"}));
   EXPECT_NE(failures.find("`opcts repro 'scaled_mm.cuda_cublaslt/crash' --arch sm90`"), std::string::npos);
   EXPECT_NE(failures.find("**XPASS**"), std::string::npos) << failures;
   EXPECT_EQ(failures.find("xfail'"), std::string::npos) << failures;  // the XFAIL case is no failure
@@ -112,8 +108,7 @@ TEST(Summary, SkipsGroupedByReasonMostFirst) {
   ASSERT_NE(a, std::string::npos) << md;
   ASSERT_NE(b, std::string::npos) << md;
   EXPECT_LT(a, b);
-  EXPECT_NE(md.find("## Expected failures (1)"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 1 | rowwise bound 9x |"), std::string::npos) << md;
+  EXPECT_TRUE(contains_all(md, {"## Expected failures (1)", "| 1 | rowwise bound 9x |"}));
 }
 
 TEST(Summary, KeepsTheTopTwentyReasons) {
@@ -123,8 +118,7 @@ TEST(Summary, KeepsTheTopTwentyReasons) {
       rs.push_back(make("cast", "host_tiled", std::to_string(i) + "_" + std::to_string(k), Outcome::SKIP,
                         "reason " + std::to_string(i)));
   const auto md = summary_markdown(rs);
-  EXPECT_NE(md.find("| 25 | reason 24 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 6 | reason 5 |"), std::string::npos) << md;
+  EXPECT_TRUE(contains_all(md, {"| 25 | reason 24 |", "| 6 | reason 5 |"}));
   EXPECT_EQ(md.find("| 5 | reason 4 |"), std::string::npos) << md;
   EXPECT_NE(md.find("and 5 more reasons (15 cases)"), std::string::npos) << md;
   EXPECT_EQ(md.find("## Failures"), std::string::npos) << md;

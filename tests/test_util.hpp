@@ -8,7 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
+#include <iterator>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/yaml_util.hpp"
 
@@ -28,6 +32,22 @@ inline Shell sh(const std::string& cmd) {
   const int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
+}
+
+/// The bytes of a file ("" where it cannot be read).
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+/// Whether a command exited with `status` and printed `text`; for EXPECT_TRUE, which then prints
+/// the output.
+inline testing::AssertionResult exits_with(const Shell& r, int status, const std::string& text) {
+  if (r.status != status)
+    return testing::AssertionFailure() << "exit status " << r.status << ", not " << status << ":\n" << r.output;
+  if (r.output.find(text) == std::string::npos)
+    return testing::AssertionFailure() << "no \"" << text << "\" in:\n" << r.output;
+  return testing::AssertionSuccess();
 }
 
 /// The source tree's cases/ folder.
@@ -68,15 +88,64 @@ inline const std::string kTinyA = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq3_sk5_d8_n
 inline const std::string kTinyB = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq4_sk6_d8_nomask";
 inline const std::string kTinyC = "sdpa.host_flash/fp32_b1_hq2_hkv1_sq5_sk7_d8_nomask";
 
-/// The message of the YamlError that `load` throws, or "" when it loads.
-template <typename Load>
-std::string yaml_error_of(Load load) {
+/// Eight tiny sdpa problems of host_flash (tier smoke), kTinyFilter selecting them all: enough to
+/// spread over shards, or to stop a run part way.
+inline constexpr const char* kEightCatalog = R"(family: sdpa
+grids:
+  - name: eight
+    tier: smoke
+    axes:
+      dtype: [fp32]
+      heads: [{q: 2, kv: 1}]
+      seq: [{q: 3, k: 5}, {q: 4, k: 6}, {q: 5, k: 7}, {q: 6, k: 8}, {q: 7, k: 9}, {q: 8, k: 10}, {q: 9, k: 11}, {q: 10, k: 12}]
+      head_dim: [8]
+)";
+
+/// The message of the E that `f` throws, or "" when it returns.
+template <class E, class F>
+std::string error_of(F f) {
   try {
-    load();
-  } catch (const YamlError& e) {
+    f();
+  } catch (const E& e) {
     return e.what();
   }
   return "";
+}
+
+/// The message of the YamlError that `load` throws, or "" when it loads.
+template <typename Load>
+std::string yaml_error_of(Load load) {
+  return error_of<YamlError>(load);
+}
+
+/// Expects parse(text) to throw std::invalid_argument whose message holds `why`, for each
+/// {text, why}: a parser's refusals, one row each.
+template <class Parse>
+void expect_invalid(Parse parse, std::initializer_list<std::pair<std::string, std::string>> cases) {
+  for (const auto& [text, why] : cases) {
+    const std::string err = error_of<std::invalid_argument>([&] { parse(text); });
+    EXPECT_NE(err.find(why), std::string::npos) << text << ": no \"" << why << "\" in: " << err;
+  }
+}
+
+/// Whether `text` holds every one of `parts`; for EXPECT_TRUE, which then names the parts
+/// missing and prints the text.
+inline testing::AssertionResult contains_all(const std::string& text, std::initializer_list<std::string> parts) {
+  std::string missing;
+  for (const std::string& part : parts)
+    if (text.find(part) == std::string::npos) missing += "\n  no \"" + part + "\"";
+  if (missing.empty()) return testing::AssertionSuccess();
+  return testing::AssertionFailure() << missing << "\nin:\n" << text;
+}
+
+/// Whether a loader's error message points at path:line and names `word` ("" for none); for
+/// EXPECT_TRUE, which then prints the message.
+inline testing::AssertionResult points_at(const std::string& err, const std::string& path, int line,
+                                          const std::string& word = "") {
+  const std::string at = path + ":" + std::to_string(line) + ":";
+  if (err.find(at) == std::string::npos) return testing::AssertionFailure() << "no " << at << " in: " << err;
+  if (err.find(word) == std::string::npos) return testing::AssertionFailure() << "no " << word << " in: " << err;
+  return testing::AssertionSuccess();
 }
 
 }  // namespace opcts::testutil

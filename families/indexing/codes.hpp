@@ -50,40 +50,30 @@ inline uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>((x + 0x7FFF + ((x >> 16) & 1)) >> 16);
 }
 
+/// Element i of a contiguous array of T at p (the tensors' bytes need not be aligned to T).
+template <class T>
+T element_at(const std::byte* p, int64_t i) {
+  T v;
+  std::memcpy(&v, p + sizeof(T) * i, sizeof(T));
+  return v;
+}
+
+/// Writes v as element i of a contiguous array of T at p.
+template <class T>
+void set_element_at(std::byte* p, int64_t i, T v) {
+  std::memcpy(p + sizeof(T) * i, &v, sizeof(T));
+}
+
 /// Element i of a contiguous tensor of one of the six value dtypes, exactly.
 inline double load(const HostTensor& t, int64_t i) {
   const std::byte* p = t.data();
   switch (t.dtype()) {
-    case DType::fp64: {
-      double v;
-      std::memcpy(&v, p + 8 * i, 8);
-      return v;
-    }
-    case DType::fp32: {
-      float v;
-      std::memcpy(&v, p + 4 * i, 4);
-      return v;
-    }
-    case DType::fp16: {
-      uint16_t v;
-      std::memcpy(&v, p + 2 * i, 2);
-      return fp16_to_float(v);
-    }
-    case DType::bf16: {
-      uint16_t v;
-      std::memcpy(&v, p + 2 * i, 2);
-      return bf16_to_float(v);
-    }
-    case DType::int32: {
-      int32_t v;
-      std::memcpy(&v, p + 4 * i, 4);
-      return v;
-    }
-    case DType::int64: {
-      int64_t v;
-      std::memcpy(&v, p + 8 * i, 8);
-      return static_cast<double>(v);
-    }
+    case DType::fp64: return element_at<double>(p, i);
+    case DType::fp32: return element_at<float>(p, i);
+    case DType::fp16: return fp16_to_float(element_at<uint16_t>(p, i));
+    case DType::bf16: return bf16_to_float(element_at<uint16_t>(p, i));
+    case DType::int32: return element_at<int32_t>(p, i);
+    case DType::int64: return static_cast<double>(element_at<int64_t>(p, i));
     default: throw std::invalid_argument("indexing: not a value dtype");
   }
 }
@@ -93,46 +83,19 @@ inline double load(const HostTensor& t, int64_t i) {
 inline void store(HostTensor& t, int64_t i, double x) {
   std::byte* p = t.data();
   switch (t.dtype()) {
-    case DType::fp64: std::memcpy(p + 8 * i, &x, 8); return;
-    case DType::fp32: {
-      const float v = static_cast<float>(x);
-      std::memcpy(p + 4 * i, &v, 4);
-      return;
-    }
-    case DType::fp16: {
-      const uint16_t v = float_to_fp16(static_cast<float>(x));
-      std::memcpy(p + 2 * i, &v, 2);
-      return;
-    }
-    case DType::bf16: {
-      const uint16_t v = float_to_bf16(static_cast<float>(x));
-      std::memcpy(p + 2 * i, &v, 2);
-      return;
-    }
-    case DType::int32: {
-      const auto v = static_cast<int32_t>(x);
-      std::memcpy(p + 4 * i, &v, 4);
-      return;
-    }
-    case DType::int64: {
-      const auto v = static_cast<int64_t>(x);
-      std::memcpy(p + 8 * i, &v, 8);
-      return;
-    }
+    case DType::fp64: return set_element_at(p, i, x);
+    case DType::fp32: return set_element_at(p, i, static_cast<float>(x));
+    case DType::fp16: return set_element_at(p, i, float_to_fp16(static_cast<float>(x)));
+    case DType::bf16: return set_element_at(p, i, float_to_bf16(static_cast<float>(x)));
+    case DType::int32: return set_element_at(p, i, static_cast<int32_t>(x));
+    case DType::int64: return set_element_at(p, i, static_cast<int64_t>(x));
     default: throw std::invalid_argument("indexing: not a value dtype");
   }
 }
 
 /// Index element i (int32 or int64 tensor) as int64.
 inline int64_t load_index(const HostTensor& t, int64_t i) {
-  if (t.dtype() == DType::int32) {
-    int32_t v;
-    std::memcpy(&v, t.data() + 4 * i, 4);
-    return v;
-  }
-  int64_t v;
-  std::memcpy(&v, t.data() + 8 * i, 8);
-  return v;
+  return t.dtype() == DType::int32 ? element_at<int32_t>(t.data(), i) : element_at<int64_t>(t.data(), i);
 }
 
 }  // namespace opcts::indexing

@@ -56,20 +56,10 @@ Field<Problem> fill_row() {
 
 // alpha, in the id as alpha<number> when it is not 1.
 Field<Problem> alpha_row() {
-  Field<Problem> f;
-  f.key = "alpha";
-  f.doc = "A: the factor of source (default 1; at most 8 significant bits, a power of two for fp64)";
-  f.id = "[alphaA]";
-  f.read = [](Problem& p, const YAML::Node& m) {
-    if (const YAML::Node v = m["alpha"]) p.alpha = kit::field_as_value<double>(v);
-  };
-  f.write = [](const Problem& p, std::vector<std::string>& t) {
-    if (p.alpha != 1) t.push_back("alpha" + kit::num_token(p.alpha));
-  };
-  f.scan = [](Problem& p, kit::IdReader& in) {
-    if (const auto v = in.take_prefixed("alpha")) p.alpha = kit::parse_num_token(*v);
-  };
-  return f;
+  return kit::num_when<Problem>(
+      "alpha", &Problem::alpha, "alpha", "A",
+      "A: the factor of source (default 1; at most 8 significant bits, a power of two for fp64)",
+      [](const Problem& p) { return p.alpha != 1; });
 }
 
 Field<Problem> bad_index_row() {

@@ -130,20 +130,8 @@ Field<Problem> out_field() {
 
 // The output scale, in the id of every e4m3fn output (1 included) and of no other.
 Field<Problem> out_scale_field() {
-  Field<Problem> f;
-  f.key = "out_scale";
-  f.doc = "S > 0 (e4m3fn output only; default 1)";
-  f.id = "[osS]";
-  f.read = [](Problem& p, const YAML::Node& m) {
-    if (const YAML::Node v = m["out_scale"]) p.out_scale = kit::field_as_value<double>(v);
-  };
-  f.write = [](const Problem& p, std::vector<std::string>& t) {
-    if (p.out == DType::e4m3fn) t.push_back("os" + kit::num_token(p.out_scale));
-  };
-  f.scan = [](Problem& p, kit::IdReader& in) {
-    if (const auto v = in.take_prefixed("os")) p.out_scale = kit::parse_num_token(*v);
-  };
-  return f;
+  return kit::num_when<Problem>("out_scale", &Problem::out_scale, "os", "S", "S > 0 (e4m3fn output only; default 1)",
+                                [](const Problem& p) { return p.out == DType::e4m3fn; });
 }
 
 Field<Problem> defect_field() {

@@ -92,20 +92,8 @@ Field<Problem> scale_field() {
 }
 
 Field<Problem> softcap_field() {
-  Field<Problem> f;
-  f.key = "softcap";
-  f.doc = "C >= 0 (0 = off; s = C·tanh(s/C))";
-  f.id = "[capC]";
-  f.read = [](Problem& p, const YAML::Node& m) {
-    if (const YAML::Node v = m["softcap"]) p.softcap = kit::field_as_value<double>(v);
-  };
-  f.write = [](const Problem& p, std::vector<std::string>& t) {
-    if (p.softcap != 0) t.push_back("cap" + kit::num_token(p.softcap));
-  };
-  f.scan = [](Problem& p, kit::IdReader& in) {
-    if (const auto v = in.take_prefixed("cap")) p.softcap = kit::parse_num_token(*v);
-  };
-  return f;
+  return kit::num_when<Problem>("softcap", &Problem::softcap, "cap", "C", "C >= 0 (0 = off; s = C·tanh(s/C))",
+                                [](const Problem& p) { return p.softcap != 0; });
 }
 
 // `window: {left: L, right: R}` (either may be left out; -1 = unbounded) or `none`; id winLxR.

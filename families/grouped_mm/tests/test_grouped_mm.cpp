@@ -86,19 +86,14 @@ TEST(GroupedMmId, SpellsSplitsTailsAndDefects) {
 }
 
 TEST(GroupedMmId, ValidationNamesTheRule) {
-  auto err = [](const char* id) {
-    try {
-      grouped_mm::fields().parse_id(id);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
-  EXPECT_NE(err("2d_3d_bf16_g2_m10_n8_k8_s4x5").find("sum to 9"), std::string::npos);
-  EXPECT_NE(err("2d_2d_rowwise_g2_m8_n16_k32_s8x24").find("expect_error: offs"), std::string::npos);
-  EXPECT_NE(err("2d_3d_mxfp8_g2_m48_n16_k32").find("explicit sizes"), std::string::npos);
-  EXPECT_NE(err("3d_3d_rowwise_g2_m8_n16_k24").find("expect_error: K"), std::string::npos);
-  EXPECT_NE(err("3d_3d_bf16_g2_m8_n16_k24_tail8").find("3d_3d has no offsets"), std::string::npos);
+  testutil::expect_invalid([](const std::string& id) { grouped_mm::fields().parse_id(id); },
+                           {
+                               {"2d_3d_bf16_g2_m10_n8_k8_s4x5", "sum to 9"},
+                               {"2d_2d_rowwise_g2_m8_n16_k32_s8x24", "expect_error: offs"},
+                               {"2d_3d_mxfp8_g2_m48_n16_k32", "explicit sizes"},
+                               {"3d_3d_rowwise_g2_m8_n16_k24", "expect_error: K"},
+                               {"3d_3d_bf16_g2_m8_n16_k24_tail8", "3d_3d has no offsets"},
+                           });
 }
 
 TEST(GroupedMmSizes, SkewedSplitsAreAlignedAndSkewed) {

@@ -67,21 +67,16 @@ TEST(Int4MmId, SpellsTheOptionalTokens) {
 }
 
 TEST(Int4MmId, ValidationNamesTheRule) {
-  auto err = [](const char* id) {
-    try {
-      int4_mm::fields().parse_id(id);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
-  EXPECT_NE(err("tinygemm_bf16_m1_n64_k96_g64_ikt2").find("expect_error: K"), std::string::npos);
-  EXPECT_NE(err("awq_fp16_m1_n12_k256_g128").find("expect_error: N"), std::string::npos);
-  EXPECT_NE(err("awq_fp16_m1_n64_k192_g48").find("expect_error: group_size"), std::string::npos);
-  EXPECT_NE(err("q4_0_fp16_m1_n64_k256_g32_zeroext").find("no zero points"), std::string::npos);
-  EXPECT_NE(err("awq_fp32_m1_n64_k256_g128").find("bf16 or fp16"), std::string::npos);
-  EXPECT_NE(err("awq_fp16_m1_n64_k256_g128_expect_K").find("valid"), std::string::npos);
-  EXPECT_NE(err("awq_fp16_m1_n64_k256_g128_sexp9").find("scale_exp"), std::string::npos);
+  testutil::expect_invalid([](const std::string& id) { int4_mm::fields().parse_id(id); },
+                           {
+                               {"tinygemm_bf16_m1_n64_k96_g64_ikt2", "expect_error: K"},
+                               {"awq_fp16_m1_n12_k256_g128", "expect_error: N"},
+                               {"awq_fp16_m1_n64_k192_g48", "expect_error: group_size"},
+                               {"q4_0_fp16_m1_n64_k256_g32_zeroext", "no zero points"},
+                               {"awq_fp32_m1_n64_k256_g128", "bf16 or fp16"},
+                               {"awq_fp16_m1_n64_k256_g128_expect_K", "valid"},
+                               {"awq_fp16_m1_n64_k256_g128_sexp9", "scale_exp"},
+                           });
 }
 
 TEST(Int4MmInputs, DeterministicAndDrawnInTheCodeDomain) {

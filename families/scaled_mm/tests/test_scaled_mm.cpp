@@ -57,19 +57,14 @@ TEST(ScaledMmId, SpellsTheOptionalTokens) {
 }
 
 TEST(ScaledMmId, ValidationNamesTheRule) {
-  auto err = [](const char* id) {
-    try {
-      scaled_mm::parse_problem_id(id);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
-  EXPECT_NE(err("tensorwise_e4m3fn_e4m3fn_tn_m1_n1_k40_out_bf16_random").find("expect_error: K"), std::string::npos);
-  EXPECT_NE(err("mxfp4_e4m3fn_e4m3fn_tn_m1_n1_k64_floor_out_bf16_random").find("e2m1fn"), std::string::npos);
-  EXPECT_NE(err("tensorwise_e4m3fn_e4m3fn_tn_m1_n1_k16_out_fp32_bias_random").find("bias"), std::string::npos);
-  EXPECT_NE(err("tensorwise_e4m3fn_e4m3fn_xy_m1_n1_k16_out_bf16_random").find("xy"), std::string::npos);
-  EXPECT_NE(err("tensorwise_e4m3fn_e4m3fn_tn_m1_n1_k16_out_bf16_random_expect_K").find("valid"), std::string::npos);
+  testutil::expect_invalid([](const std::string& id) { scaled_mm::parse_problem_id(id); },
+                           {
+                               {"tensorwise_e4m3fn_e4m3fn_tn_m1_n1_k40_out_bf16_random", "expect_error: K"},
+                               {"mxfp4_e4m3fn_e4m3fn_tn_m1_n1_k64_floor_out_bf16_random", "e2m1fn"},
+                               {"tensorwise_e4m3fn_e4m3fn_tn_m1_n1_k16_out_fp32_bias_random", "bias"},
+                               {"tensorwise_e4m3fn_e4m3fn_xy_m1_n1_k16_out_bf16_random", "xy"},
+                               {"tensorwise_e4m3fn_e4m3fn_tn_m1_n1_k16_out_bf16_random_expect_K", "valid"},
+                           });
 }
 
 TEST(ScaledMmReference, HandCheckedTensorwise) {

@@ -43,31 +43,6 @@
 namespace opcts::cuda {
 namespace {
 
-template <typename T>
-struct Pair;
-template <>
-struct Pair<__half> {
-  using T2 = __half2;
-  __device__ __forceinline__ static float2 to_f2(uint32_t w) {
-    return __half22float2(*reinterpret_cast<const __half2*>(&w));
-  }
-  __device__ __forceinline__ static uint32_t from_f2(float a, float b) {
-    __half2 h = __floats2half2_rn(a, b);
-    return *reinterpret_cast<uint32_t*>(&h);
-  }
-};
-template <>
-struct Pair<__nv_bfloat16> {
-  using T2 = __nv_bfloat162;
-  __device__ __forceinline__ static float2 to_f2(uint32_t w) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
-  }
-  __device__ __forceinline__ static uint32_t from_f2(float a, float b) {
-    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    return *reinterpret_cast<uint32_t*>(&h);
-  }
-};
-
 constexpr int kBN = 32;        // keys per block
 constexpr int kBM = 32;        // query rows per step
 constexpr int kThreads = 256;  // thread t owns row t / 8 and column group t % 8
@@ -152,10 +127,24 @@ __device__ __forceinline__ void load_rows(uint32_t* smem, const void* gbase, int
   }
 }
 
+// The dot product of two rows of kWords packed pairs of T (PT unpacks them), fp32 FMAs in order.
+template <typename PT, int kWords>
+__device__ __forceinline__ float dot_pairs(const uint32_t* a, const uint32_t* b) {
+  float acc = 0.f;
+#pragma unroll 8
+  for (int w = 0; w < kWords; ++w) {
+    const float2 x = PT::unpack(a[w]);
+    const float2 y = PT::unpack(b[w]);
+    acc = fmaf(x.x, y.x, acc);
+    acc = fmaf(x.y, y.y, acc);
+  }
+  return acc;
+}
+
 template <typename T, int DQK, int DV>
 __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
   using C = BwdCfg<DQK, DV>;
-  using PT = Pair<T>;
+  using PT = flash::ptx::Mma<T>;  // the packing of two T in a 32-bit word
   constexpr int kWQ = C::kWQ, kWV = C::kWV, kPS = C::kPS;
   constexpr int kUQ = DQK / 16;  // column pairs of Q/K per thread
   constexpr int kUV = DV / 16;   // column pairs of V/dO per thread
@@ -236,21 +225,8 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
       for (int u = 0; u < 4; ++u) {
         const int j = tc + 8 * u;
         const int64_t jg = n0 + j;
-        float s = 0.f, dp = 0.f;
-#pragma unroll 8
-        for (int w = 0; w < DQK / 2; ++w) {
-          const float2 x = PT::to_f2(sQ[i * kWQ + w]);
-          const float2 y = PT::to_f2(sK[j * kWQ + w]);
-          s = fmaf(x.x, y.x, s);
-          s = fmaf(x.y, y.y, s);
-        }
-#pragma unroll 8
-        for (int w = 0; w < DV / 2; ++w) {
-          const float2 x = PT::to_f2(sdO[i * kWV + w]);
-          const float2 y = PT::to_f2(sV[j * kWV + w]);
-          dp = fmaf(x.x, y.x, dp);
-          dp = fmaf(x.y, y.y, dp);
-        }
+        const float s = dot_pairs<PT, DQK / 2>(sQ + i * kWQ, sK + j * kWQ);
+        const float dp = dot_pairs<PT, DV / 2>(sdO + i * kWV, sV + j * kWV);
         bool vis = ig < seq_q && jg < seq_k && jg >= ig + iv.lo_off && jg <= ig + iv.hi_off;
         float x = s * a.scale, deriv = 1.f;
         if (a.softcap > 0.f) {
@@ -286,13 +262,13 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
           const float p = sP[ii * kPS + j], ds = sdS[ii * kPS + j];
 #pragma unroll
           for (int u = 0; u < kUV; ++u) {
-            const float2 y = PT::to_f2(sdO[ii * kWV + tc + 8 * u]);
+            const float2 y = PT::unpack(sdO[ii * kWV + tc + 8 * u]);
             dv[u][0] = fmaf(p, y.x, dv[u][0]);
             dv[u][1] = fmaf(p, y.y, dv[u][1]);
           }
 #pragma unroll
           for (int u = 0; u < kUQ; ++u) {
-            const float2 y = PT::to_f2(sQ[ii * kWQ + tc + 8 * u]);
+            const float2 y = PT::unpack(sQ[ii * kWQ + tc + 8 * u]);
             dk[u][0] = fmaf(ds, y.x, dk[u][0]);
             dk[u][1] = fmaf(ds, y.y, dk[u][1]);
           }
@@ -309,7 +285,7 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
           const float ds = sdS[i * kPS + j];
 #pragma unroll
           for (int u = 0; u < kUQ; ++u) {
-            const float2 y = PT::to_f2(sK[j * kWQ + tc + 8 * u]);
+            const float2 y = PT::unpack(sK[j * kWQ + tc + 8 * u]);
             dq[u][0] = fmaf(ds, y.x, dq[u][0]);
             dq[u][1] = fmaf(ds, y.y, dq[u][1]);
           }
@@ -335,9 +311,9 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
     uint32_t* dvg =
         reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.d_v) + b * a.dvs.batch + hk * a.dvs.head + jg * a.dvs.seq);
 #pragma unroll
-    for (int u = 0; u < kUQ; ++u) dkg[tc + 8 * u] = PT::from_f2(dk[u][0] * a.scale, dk[u][1] * a.scale);
+    for (int u = 0; u < kUQ; ++u) dkg[tc + 8 * u] = PT::pack(dk[u][0] * a.scale, dk[u][1] * a.scale);
 #pragma unroll
-    for (int u = 0; u < kUV; ++u) dvg[tc + 8 * u] = PT::from_f2(dv[u][0], dv[u][1]);
+    for (int u = 0; u < kUV; ++u) dvg[tc + 8 * u] = PT::pack(dv[u][0], dv[u][1]);
   }
 }
 

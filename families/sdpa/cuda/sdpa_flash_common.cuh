@@ -179,7 +179,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
 #endif  // OPCTS_FLASH_EMULATED_TILES
 
 // D += A·B for m16n8k16, row.col, fp32 accumulation (gpu::mma::mma_m16n8k16, whose header
-// gives the fragments), and the packing of fp32 pairs into T fragments.
+// gives the fragments), and the packing of fp32 pairs into T fragments and back.
 template <typename T>
 struct Mma;
 
@@ -192,6 +192,9 @@ struct Mma<__half> {
     __half2 h = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<uint32_t*>(&h);
   }
+  __device__ __forceinline__ static float2 unpack(uint32_t w) {
+    return __half22float2(*reinterpret_cast<const __half2*>(&w));
+  }
   __device__ __forceinline__ static uint16_t one(float x) { return __half_as_ushort(__float2half_rn(x)); }
 };
 
@@ -203,6 +206,9 @@ struct Mma<__nv_bfloat16> {
   __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
     __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t*>(&h);
+  }
+  __device__ __forceinline__ static float2 unpack(uint32_t w) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
   }
   __device__ __forceinline__ static uint16_t one(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 };

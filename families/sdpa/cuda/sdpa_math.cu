@@ -344,8 +344,17 @@ __global__ void seen_keys_kernel(const T* P, uint8_t* seen, int64_t B, int64_t H
   }
 }
 
+struct Bhsd {
+  int64_t b, h, s, d;
+};
 struct Dims4 {
   int64_t B, H, S, D;
+  /// The (b, h, s, d) of element idx of a [B, H, S, D] walk, d fastest.
+  __device__ Bhsd at(int64_t idx) const {
+    const int64_t d = idx % D, bhs = idx / D;
+    const int64_t s = bhs % S, bh = bhs / S;
+    return {bh / H, bh % H, s, d};
+  }
 };
 
 // dst[b,h,s,d] = src[b,h,s,d] converted, or 0 where keep[(b·H + h)·S + s] == 0 (a select:
@@ -356,11 +365,7 @@ __global__ void copy_bhsd_kernel(const Tin* src, SdpaStrides ss, Tout* dst, Sdpa
   const int64_t total = n.B * n.H * n.S * n.D;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t d = idx % n.D;
-    int64_t t = idx / n.D;
-    const int64_t s = t % n.S;
-    t /= n.S;
-    const int64_t h = t % n.H, b = t / n.H;
+    const auto [b, h, s, d] = n.at(idx);
     float v = 0.f;
     if (keep == nullptr || keep[(b * n.H + h) * n.S + s] != 0)
       v = to_f(src[b * ss.batch + h * ss.head + s * ss.seq + d]);
@@ -373,11 +378,7 @@ __global__ void fill_bhsd_kernel(T* dst, SdpaStrides ds, Dims4 n, float value) {
   const int64_t total = n.B * n.H * n.S * n.D;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t d = idx % n.D;
-    int64_t t = idx / n.D;
-    const int64_t s = t % n.S;
-    t /= n.S;
-    const int64_t h = t % n.H, b = t / n.H;
+    const auto [b, h, s, d] = n.at(idx);
     dst[b * ds.batch + h * ds.head + s * ds.seq + d] = from_f<T>(value);
   }
 }
