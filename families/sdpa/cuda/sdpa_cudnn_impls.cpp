@@ -47,6 +47,15 @@ double mask_elems(const opcts_sdpa_params& c) {
 
 }  // namespace
 
+// cuDNN's SDPA backward adds dQ with atomics unless the frontend's deterministic algorithm is
+// asked for (off by default since cuDNN frontend 1.5; karpathy/llm.c#652 saw it differ at
+// large batch sizes): measured on an H100 (sm90, cuDNN 9.14, 2026-12-05, --bitwise), dQ
+// differed between two runs on 178 of 914 backward cases. The forward is declared
+// reproducible (one decode case of about 1,000 differed in lse there: docs/status/sm90.md).
+int32_t sdpa_cudnn_row_deterministic(const void*, const void* params) {
+  return backward(*static_cast<const opcts_sdpa_params*>(params)) ? 0 : 1;
+}
+
 int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arch* arch, char* reason, size_t size) {
   const auto& c = *static_cast<const opcts_sdpa_params*>(params);
   auto no = [&](const std::string& why) {

@@ -105,6 +105,8 @@ int32_t sdpa_kernel_deterministic(const void* impl, const void* params);
 int32_t sdpa_cudnn_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason,
                                 size_t size);
 opcts_status sdpa_cudnn_row_run(const void* impl, const opcts_run_args* args, opcts_report* report);
+/// 0 for a backward problem (cuDNN's dQ is summed with atomics), 1 for a forward one.
+int32_t sdpa_cudnn_row_deterministic(const void* impl, const void* params);
 void sdpa_cudnn_row_prepare(const void* impl, const void* params);  // rows.hpp PrepareFn: the cuDNN plans
 
 }  // namespace opcts::cuda

@@ -76,7 +76,7 @@ void register_cuda_sdpa(Registry& reg) {
   static constexpr SdpaRow kCudnn{SdpaKernel::cudnn};
 #if OPCTS_HAVE_CUDNN
   Row cudnn = row("sdpa", "cuda.cudnn", OPCTS_CUDA_ONLY(sdpa_cudnn_row_supports), OPCTS_CUDA_ONLY(sdpa_cudnn_row_run),
-                  nullptr, &kCudnn);
+                  OPCTS_CUDA_ONLY(sdpa_cudnn_row_deterministic), &kCudnn);
   cudnn.prepare = OPCTS_CUDA_ONLY(sdpa_cudnn_row_prepare);
   const std::string missing;
 #else
