@@ -747,7 +747,12 @@ void dispatch_tc(const tc::Args& a, int64_t d, int64_t blocks, bool two_blocks, 
 // sdpa_flash_backward_supports accepts goes to the FMA kernel.
 bool tc_takes(const SdpaBackwardParams& bp) {
   const SdpaParams& p = bp.fwd;
-  const bool has_mask_tensor = p.attn_mask && p.mask_kind != SdpaMaskTensor::none;
+  // By the problem's mask kind, not its pointer: sdpa_flash_backward_deterministic asks this of
+  // parameters without pointers, and must see the kernel (and key block) the run will take. With
+  // the pointer, a masked problem looked like the tensor-core kernel's (64 keys a block) there
+  // while the run took the FMA kernel's (32): Sk 77 then spans three blocks of dQ atomics, and an
+  // H100 --bitwise smoke run saw dQ differ (fp16 hq4 hkv2 Sq 40 Sk 77 d64 amask, 2026-12-05).
+  const bool has_mask_tensor = p.mask_kind != SdpaMaskTensor::none;
   return bp.path != SdpaBwdPath::fma && (p.dtype == SdpaDType::fp16 || p.dtype == SdpaDType::bf16) &&
          p.head_dim == p.head_dim_v && tc::head_dim_ok(p.head_dim) && p.softcap == 0.f && !has_mask_tensor;
 }
