@@ -74,6 +74,11 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0);
 /// tier and source before its id. Exit 1 when the family has no samples: block.
 int cmd_sample(const Selection& s, const std::string& family, const SampleOverride& o, bool verbose);
 int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out);
+/// opcts shrink: runs the failing case `id` and smaller problems in this process for at most
+/// `seconds` (runner/shrink.hpp) and prints each smaller id that fails the same way, then the
+/// smallest with its repro line. Exit 0 when it shrank, 1 when nothing smaller fails the same
+/// way; a case that does not fail throws std::invalid_argument.
+int cmd_shrink(const std::string& id, const Selection& s, int device_flag, double seconds);
 int cmd_resources(const std::string& out);
 /// opcts manifest lint: prints each entry of the arch's manifest (and its extends chain) that
 /// matches no case of the arch (stale) or only cases an earlier entry decides (shadowed), over

@@ -95,6 +95,15 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.repro->add_option("--manifest", cl.sel.manifest, "manifest file");
   cl.repro->add_option("--json", cl.repro_json, "also write the result line to this file");
 
+  cl.shrink = app->add_subcommand("shrink", "shrink a failing case to the smallest problem that fails the same way");
+  cl.shrink->add_option("id", cl.repro_id, "case id")->required();
+  cl.shrink->add_option("--arch", cl.sel.arch, "arch (auto = the GPU present, else host)");
+  cl.shrink->add_option("--device", cl.repro_device, "GPU ordinal");
+  cl.shrink->add_option("--plugin", cl.sel.plugins, "shared library of impls to load (repeatable)");
+  cl.shrink->add_option("--cases-dir", cl.sel.cases_dir, "folder of archs.yaml, tolerances.yaml, manifests/");
+  cl.shrink->add_option("--seconds", cl.shrink_seconds, "wall time the candidates may take")
+      ->check(CLI::Range(1.0, 86400.0));
+
   cl.report = app->add_subcommand("report", "work with reports");
   cl.report->require_subcommand(1);
   cl.merge = cl.report->add_subcommand("merge", "join shard reports (JUnit .xml, results .jsonl, or folders)");

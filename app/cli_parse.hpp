@@ -42,6 +42,7 @@ struct CommandLine {
   std::string sample_family;
   uint64_t sample_seed = 0;
   int64_t sample_count = 0;
+  double shrink_seconds = 120;
   std::vector<std::string> pp_plugins;  // __plugin-probe
   std::string pp_arch, pp_cases_dir, pp_ids;
   int pp_answer_fd = 4, pp_device = 0;
@@ -50,7 +51,7 @@ struct CommandLine {
            *matrix = nullptr, *times = nullptr, *html = nullptr, *tightness = nullptr, *gate_cmd = nullptr,
            *ctest = nullptr, *worker = nullptr, *manifest = nullptr, *manifest_lint = nullptr, *probe = nullptr,
            *probe_accumulators = nullptr, *cache = nullptr, *cache_verify = nullptr, *plugin_probe = nullptr,
-           *sample = nullptr;
+           *sample = nullptr, *shrink = nullptr;
 };
 
 /// The CLI11 app whose options write into `cl` (which must outlive it). Its parse() throws

@@ -132,8 +132,8 @@ TEST(Docs, TheCliReferenceHasEveryOption) {
   const std::string doc = read_file(kSource / "docs/cli.md");
   const std::regex flag(R"((^|[\s,])(--[a-z][a-z0-9-]*))");
   for (const char* sub :
-       {"list", "sample", "run", "repro", "gate", "report merge", "report matrix", "report times", "report html",
-        "report tightness", "resources", "manifest lint", "probe accumulators", "ctest-tests"}) {
+       {"list", "sample", "shrink", "run", "repro", "gate", "report merge", "report matrix", "report times",
+        "report html", "report tightness", "resources", "manifest lint", "probe accumulators", "ctest-tests"}) {
     const Shell help = sh(std::string(OPCTS_BINARY) + " " + sub + " --help");
     ASSERT_EQ(help.status, 0) << help.output;
     const std::string options = help.output.substr(help.output.find("Options:"));
