@@ -25,6 +25,16 @@ void tidy_defaults(CLI::App* app) {
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) tidy_defaults(sub);
 }
 
+// The case id and where it runs, for the commands that run one case in this process (repro,
+// shrink).
+void add_one_case(CLI::App* app, CommandLine& cl) {
+  app->add_option("id", cl.repro_id, "case id")->required();
+  app->add_option("--arch", cl.sel.arch, "arch (auto = the GPU present, else host)");
+  app->add_option("--device", cl.repro_device, "GPU ordinal");
+  app->add_option("--plugin", cl.sel.plugins, "shared library of impls to load (repeatable)");
+  app->add_option("--cases-dir", cl.sel.cases_dir, "folder of archs.yaml, tolerances.yaml, manifests/");
+}
+
 }  // namespace
 
 std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
@@ -87,20 +97,12 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.resources->add_option("--out", cl.resources_out, "file to write (default: stdout)");
 
   cl.repro = app->add_subcommand("repro", "run one case in this process and print its statistics");
-  cl.repro->add_option("id", cl.repro_id, "case id")->required();
-  cl.repro->add_option("--arch", cl.sel.arch, "arch (auto = the GPU present, else host)");
-  cl.repro->add_option("--device", cl.repro_device, "GPU ordinal");
-  cl.repro->add_option("--plugin", cl.sel.plugins, "shared library of impls to load (repeatable)");
-  cl.repro->add_option("--cases-dir", cl.sel.cases_dir, "folder of archs.yaml, tolerances.yaml, manifests/");
+  add_one_case(cl.repro, cl);
   cl.repro->add_option("--manifest", cl.sel.manifest, "manifest file");
   cl.repro->add_option("--json", cl.repro_json, "also write the result line to this file");
 
   cl.shrink = app->add_subcommand("shrink", "shrink a failing case to the smallest problem that fails the same way");
-  cl.shrink->add_option("id", cl.repro_id, "case id")->required();
-  cl.shrink->add_option("--arch", cl.sel.arch, "arch (auto = the GPU present, else host)");
-  cl.shrink->add_option("--device", cl.repro_device, "GPU ordinal");
-  cl.shrink->add_option("--plugin", cl.sel.plugins, "shared library of impls to load (repeatable)");
-  cl.shrink->add_option("--cases-dir", cl.sel.cases_dir, "folder of archs.yaml, tolerances.yaml, manifests/");
+  add_one_case(cl.shrink, cl);
   cl.shrink->add_option("--seconds", cl.shrink_seconds, "wall time the candidates may take")
       ->check(CLI::Range(1.0, 86400.0));
 

@@ -2,8 +2,8 @@
 //
 // A failure found on a large or sampled problem is easier to debug, report and pin on a small
 // one. shrink_case tries smaller values for each number of the problem's id (sq77 → sq65,
-// n4096 → n129, ...; not the numbers of type names such as fp32 or i64), keeps a candidate when the family accepts it (the id parses back to
-// itself) and its case fails the same way (the same raw outcome and the same set of (output,
+// n4096 → n129, ...; not the numbers of type names such as fp32 or i64), keeps a candidate when the family accepts it
+// (the id parses back to itself) and its case fails the same way (the same raw outcome and the same set of (output,
 // failure kind)), and goes on until no number can shrink or the time is spent. Candidates
 // prefer tile boundaries: 1, 2, 3, the powers of two and their neighbours, multiples of 16, 64
 // and 128, then halving and one less, smallest first.
