@@ -114,6 +114,9 @@ std::optional<Violation> contract_violation(const Problem& p);
 
 /// The inputs (see the file comment), a pure function of (problem, seed).
 TensorMap make_inputs(const Problem& p, uint64_t seed);
+/// The index of make_inputs(p, seed) before any bad value is planted, in the index tensor's
+/// element order ([outer, m, inner] for scatter_add, [m] otherwise) (inputs.cpp).
+std::vector<int64_t> index_values(const Problem& p, uint64_t seed);
 
 /// The largest number of adds the problem's distribution puts on one element, as far as the
 /// fields say (all_first/all_last: m; zipf: m over the harmonic number of n; otherwise m / n,

@@ -99,62 +99,6 @@ void for_each_draw(uint64_t seed, uint32_t stream, int64_t total, F f) {
   });
 }
 
-// The index values (before any bad value is planted), in the index tensor's element order.
-std::vector<int64_t> index_values(const Problem& p, uint64_t seed) {
-  const Columns cols = columns_of(p);
-  std::vector<int64_t> idx(static_cast<size_t>(p.index_numel()));
-  if (idx.empty()) return idx;
-  const int64_t n = p.n, total = static_cast<int64_t>(idx.size());
-  switch (p.dist) {
-    case Dist::uniform:
-    case Dist::sorted:
-      for_each_draw(seed, kIndex, total, [&](int64_t e, uint32_t bits) {
-        idx[static_cast<size_t>(e)] =
-            std::min<int64_t>(n - 1, static_cast<int64_t>(u01(bits) * static_cast<double>(n)));
-      });
-      if (p.dist == Dist::sorted) {
-#pragma omp parallel for schedule(dynamic) if (cols.count > 1)
-        for (int64_t c = 0; c < cols.count; ++c) {
-          std::vector<int64_t> col(static_cast<size_t>(cols.m));
-          for (int64_t j = 0; j < cols.m; ++j) col[static_cast<size_t>(j)] = idx[static_cast<size_t>(cols.at(c, j))];
-          std::sort(col.begin(), col.end());
-          for (int64_t j = 0; j < cols.m; ++j) idx[static_cast<size_t>(cols.at(c, j))] = col[static_cast<size_t>(j)];
-        }
-      }
-      break;
-    case Dist::all_first: std::fill(idx.begin(), idx.end(), 0); break;
-    case Dist::all_last: std::fill(idx.begin(), idx.end(), n - 1); break;
-    case Dist::zipf: {
-      const std::vector<double> cdf = zipf_cdf(n);
-      for_each_draw(seed, kIndex, total, [&](int64_t e, uint32_t bits) {
-        const auto r = std::min<int64_t>(n - 1, std::lower_bound(cdf.begin(), cdf.end(), u01(bits)) - cdf.begin());
-        idx[static_cast<size_t>(e)] = zipf_map(r, n);
-      });
-      break;
-    }
-    case Dist::routed:
-    case Dist::strided: {
-      std::vector<int64_t> col;
-      if (p.dist == Dist::routed) {
-        col = routed_index(n, p.m / n, seed);
-      } else {
-        const int64_t step = std::max<int64_t>(1, n / std::max<int64_t>(1, p.m));
-        col.resize(static_cast<size_t>(p.m));
-        for (int64_t j = 0; j < p.m; ++j)
-          col[static_cast<size_t>(j)] =
-              n - 1 -
-              static_cast<int64_t>((static_cast<unsigned __int128>(j) * static_cast<uint64_t>(step)) %
-                                   static_cast<uint64_t>(n));
-      }
-#pragma omp parallel for schedule(static) if (total > (1 << 16))
-      for (int64_t c = 0; c < cols.count; ++c)
-        for (int64_t j = 0; j < cols.m; ++j) idx[static_cast<size_t>(cols.at(c, j))] = col[static_cast<size_t>(j)];
-      break;
-    }
-  }
-  return idx;
-}
-
 // The most adds any element takes (per column: the largest bucket). scatter_add's columns
 // (o, k) are counted kTile adjacent k at a time, so each step reads kTile adjacent index
 // elements rather than one element a row of `inner` apart.
@@ -341,6 +285,61 @@ HostTensor index_tensor(const Problem& p, const std::vector<int64_t>& idx) {
 }
 
 }  // namespace
+
+std::vector<int64_t> index_values(const Problem& p, uint64_t seed) {
+  const Columns cols = columns_of(p);
+  std::vector<int64_t> idx(static_cast<size_t>(p.index_numel()));
+  if (idx.empty()) return idx;
+  const int64_t n = p.n, total = static_cast<int64_t>(idx.size());
+  switch (p.dist) {
+    case Dist::uniform:
+    case Dist::sorted:
+      for_each_draw(seed, kIndex, total, [&](int64_t e, uint32_t bits) {
+        idx[static_cast<size_t>(e)] =
+            std::min<int64_t>(n - 1, static_cast<int64_t>(u01(bits) * static_cast<double>(n)));
+      });
+      if (p.dist == Dist::sorted) {
+#pragma omp parallel for schedule(dynamic) if (cols.count > 1)
+        for (int64_t c = 0; c < cols.count; ++c) {
+          std::vector<int64_t> col(static_cast<size_t>(cols.m));
+          for (int64_t j = 0; j < cols.m; ++j) col[static_cast<size_t>(j)] = idx[static_cast<size_t>(cols.at(c, j))];
+          std::sort(col.begin(), col.end());
+          for (int64_t j = 0; j < cols.m; ++j) idx[static_cast<size_t>(cols.at(c, j))] = col[static_cast<size_t>(j)];
+        }
+      }
+      break;
+    case Dist::all_first: std::fill(idx.begin(), idx.end(), 0); break;
+    case Dist::all_last: std::fill(idx.begin(), idx.end(), n - 1); break;
+    case Dist::zipf: {
+      const std::vector<double> cdf = zipf_cdf(n);
+      for_each_draw(seed, kIndex, total, [&](int64_t e, uint32_t bits) {
+        const auto r = std::min<int64_t>(n - 1, std::lower_bound(cdf.begin(), cdf.end(), u01(bits)) - cdf.begin());
+        idx[static_cast<size_t>(e)] = zipf_map(r, n);
+      });
+      break;
+    }
+    case Dist::routed:
+    case Dist::strided: {
+      std::vector<int64_t> col;
+      if (p.dist == Dist::routed) {
+        col = routed_index(n, p.m / n, seed);
+      } else {
+        const int64_t step = std::max<int64_t>(1, n / std::max<int64_t>(1, p.m));
+        col.resize(static_cast<size_t>(p.m));
+        for (int64_t j = 0; j < p.m; ++j)
+          col[static_cast<size_t>(j)] =
+              n - 1 -
+              static_cast<int64_t>((static_cast<unsigned __int128>(j) * static_cast<uint64_t>(step)) %
+                                   static_cast<uint64_t>(n));
+      }
+#pragma omp parallel for schedule(static) if (total > (1 << 16))
+      for (int64_t c = 0; c < cols.count; ++c)
+        for (int64_t j = 0; j < cols.m; ++j) idx[static_cast<size_t>(cols.at(c, j))] = col[static_cast<size_t>(j)];
+      break;
+    }
+  }
+  return idx;
+}
 
 TensorMap make_inputs(const Problem& p, uint64_t seed) {
   std::vector<int64_t> idx = index_values(p, seed);
