@@ -5,25 +5,67 @@ PyTorch's scaled_dot_product_attention, one impl per backend, on the case's stre
     opcts run --arch sm90 --plugin plugins/python/examples/torch_sdpa.py --filter 'sdpa.torch_*'
 
 SDPA returns no lse: each impl writes torch.logsumexp of the fp32 scores (two passes over the
-row), declared as such. Windows and softcap are not SDPA's arguments: those problems SKIP.
+row), declared as such. Windows and softcap are not SDPA's arguments: those problems SKIP, as do
+the problems a backend's own dispatcher check (torch.backends.cuda.can_use_flash_attention and its
+siblings) refuses, so that "No available kernel" is never a case's ERROR.
 """
 
 import opcts
 
 
-def supports(p, arch):
-    if p.direction != "forward":
-        return "computes the forward only"
-    if p.window != (-1, -1) or p.softcap != 0:
-        return "SDPA has no window or softcap"
-    if p.mask == "causal_lower_right" and p.seq_q != p.seq_k:
-        return "is_causal is upper-left; lower-right with Sq != Sk needs a mask"
-    return True
+def _dtype(torch, p):
+    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[p.dtype]
+
+
+def _empty(torch, p, heads, seq, dim):
+    """An uninitialised tensor with the case's shape and strides (BSHD viewed as BHSD)."""
+    dt = _dtype(torch, p)
+    if p.layout == "bshd":
+        return torch.empty(p.batch, seq, heads, dim, dtype=dt, device="cuda").permute(0, 2, 1, 3)
+    return torch.empty(p.batch, heads, seq, dim, dtype=dt, device="cuda")
+
+
+def _sdpa_params(torch, p):
+    """torch.backends.cuda.SDPAParams for the problem, on uninitialised tensors of its shapes:
+    what scaled_dot_product_attention's dispatcher checks (sizes, strides, dtype, mask, GQA)."""
+    q = _empty(torch, p, p.heads_q, p.seq_q, p.head_dim_qk)
+    k = _empty(torch, p, p.heads_kv, p.seq_k, p.head_dim_qk)
+    v = _empty(torch, p, p.heads_kv, p.seq_k, p.head_dim_v)
+    mask = None
+    if p.attn_mask.kind != "none":
+        shape = (p.batch if p.attn_mask.per_batch else 1, p.heads_q if p.attn_mask.per_head else 1, p.seq_q, p.seq_k)
+        mask = torch.empty(shape, dtype=torch.bool if p.attn_mask.kind == "bool" else _dtype(torch, p), device="cuda")
+    return torch.backends.cuda.SDPAParams(q, k, v, mask, 0.0, p.mask != "none", p.heads_q != p.heads_kv)
+
+
+def supports(backend):
+    def check(p, arch):
+        if p.direction != "forward":
+            return "computes the forward only"
+        if p.window != (-1, -1) or p.softcap != 0:
+            return "SDPA has no window or softcap"
+        if p.mask == "causal_lower_right" and p.seq_q != p.seq_k:
+            return "is_causal is upper-left; lower-right with Sq != Sk needs a mask"
+        if backend == "math":
+            return True
+        # Ask PyTorch's dispatcher, as scaled_dot_product_attention will: a backend that
+        # refuses the problem (fp32 on flash, GQA on efficient, an empty batch ...) is a SKIP,
+        # not a case that errs with "No available kernel".
+        import torch
+
+        can_use = {"flash_attention": torch.backends.cuda.can_use_flash_attention,
+                   "efficient_attention": torch.backends.cuda.can_use_efficient_attention,
+                   "cudnn_attention": torch.backends.cuda.can_use_cudnn_attention}[backend]
+        if p.batch == 0 or p.seq_q == 0 or p.seq_k == 0:
+            return f"PyTorch's {backend} is not asked about an empty batch or sequence"
+        return True if can_use(_sdpa_params(torch, p), False) else f"PyTorch's can_use_{backend} says no"
+
+    return check
 
 
 def make(backend):
     @opcts.impl("sdpa", name=f"torch.sdpa_{backend}", backend="cuda", deterministic=backend != "efficient",
-                supports=supports, accumulation={"lse": "two_pass"},
+                supports=supports(backend), accumulation={"lse": "two_pass"},
                 reason="torch.logsumexp over the fp32 scores: the row's max, then the sum")
     def run(p, t, ctx):
         import torch
