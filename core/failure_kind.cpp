@@ -12,6 +12,7 @@ std::string_view to_string(FailureKind k) {
     case FailureKind::untouched: return "untouched";
     case FailureKind::all_zero: return "all_zero";
     case FailureKind::not_conserved: return "not_conserved";
+    case FailureKind::excess_energy: return "excess_energy";
     case FailureKind::written_outside: return "written_outside";
     case FailureKind::accepted_invalid: return "accepted_invalid";
     case FailureKind::wrong_refusal: return "wrong_refusal";

@@ -46,6 +46,11 @@ enum class FailureKind {
   /// interval every correct summation order gives — lost or doubled updates that each element's
   /// own bound is too wide to see. Failure::count is the number of such groups.
   not_conserved,
+  /// The error-energy check (judge/error_energy.hpp): the root of the output's summed squared
+  /// errors exceeds what the modelled roundings of a correct kernel reach (a quadratic-form tail
+  /// bound) — many elements each within its own bound but together too far, such as one extra
+  /// rounding per key tile (a 16-bit P·V accumulator). Failure::ratio is the root ÷ its limit.
+  excess_energy,
   /// Bytes of the guard bands around the output changed (core/output_guard.hpp): a write past
   /// the end or before the start, such as a paired 16-bit atomic's +0 into the neighbour.
   written_outside,
@@ -70,12 +75,12 @@ enum class FailureKind {
 };
 
 /// Every kind, in declaration order (output kinds first).
-inline constexpr std::array<FailureKind, 14> kAllFailureKinds{
-    FailureKind::exceeds_bound,     FailureKind::biased,          FailureKind::nonfinite,
-    FailureKind::specials_mismatch, FailureKind::untouched,       FailureKind::all_zero,
-    FailureKind::not_conserved,     FailureKind::written_outside, FailureKind::accepted_invalid,
-    FailureKind::wrong_refusal,     FailureKind::wrote_input,     FailureKind::off_stream,
-    FailureKind::nondeterministic,  FailureKind::reused_result};
+inline constexpr std::array<FailureKind, 15> kAllFailureKinds{
+    FailureKind::exceeds_bound,     FailureKind::biased,           FailureKind::nonfinite,
+    FailureKind::specials_mismatch, FailureKind::untouched,        FailureKind::all_zero,
+    FailureKind::not_conserved,     FailureKind::excess_energy,    FailureKind::written_outside,
+    FailureKind::accepted_invalid,  FailureKind::wrong_refusal,    FailureKind::wrote_input,
+    FailureKind::off_stream,        FailureKind::nondeterministic, FailureKind::reused_result};
 
 /// The kind's name as manifests, JSON lines and JUnit spell it ("exceeds_bound").
 std::string_view to_string(FailureKind k);

@@ -96,6 +96,26 @@ struct Conservation {
   bool operator==(const Conservation&) const = default;
 };
 
+/// An output's error-energy check (judge/error_energy.hpp): the errors x = got − want of its
+/// elements modelled as x = Σ_k G_k·z_k + f — each source k a set of independent mean-zero
+/// roundings (z_k's coordinates 1-sub-Gaussian once G_k carries their variance proxies: b²/3
+/// for a rounding uniform on [−b, b], a² for an error bounded by a) — and f bounded outright.
+/// The statistic is the weighted norm ‖x‖_w = √(Σ_i w_i·x_i²) with weights fixed by the
+/// reference (empty: all 1), so a source is summarised by upper bounds of tr C, tr C² and ‖C‖
+/// for C = W^½·G_k·G_kᵀ·W^½, and f by ‖f‖_w; the judge derives the limit of ‖x‖_w from them
+/// (Hsu, Kakade and Zhang's tail bound for quadratic forms of sub-Gaussian vectors, Minkowski
+/// across the sources).
+struct ErrorEnergy {
+  struct Source {
+    double trace = 0, trace_sq = 0, spectral = 0;
+    bool operator==(const Source&) const = default;
+  };
+  std::vector<Source> sources;
+  double fixed = 0;            // ‖f‖_w
+  std::vector<double> weight;  // w_i per element in storage order, or empty
+  bool operator==(const ErrorEnergy&) const = default;
+};
+
 /// The fp64 reference and, for the ref_relative metric, a same-precision reference; for the
 /// bounded metric either a per-element bound the family derives for the one arithmetic it
 /// allows (`bound`), or each element's reduction statistics, from which each impl's accumulator
@@ -116,6 +136,8 @@ struct References {
   // A reduction output's conservation check, under the same keys as `bound`
   // (judge/conservation.hpp).
   std::map<std::string, Conservation> conservation;
+  // An output's error-energy check, under the same keys as `bound` (judge/error_energy.hpp).
+  std::map<std::string, ErrorEnergy> energy;
 };
 
 /// The key of References::bound that holds output `output`'s bound under an accumulation

@@ -150,6 +150,7 @@ std::string to_json_line(const ResultRecord& r) {
                {"max_ratio", num(o.max_ratio)}};
     if (!o.rule.empty()) jo["rule"] = o.rule;
     if (o.conservation_off) jo["conservation_off"] = o.conservation_off;
+    if (o.energy_ratio != 0) jo["energy_ratio"] = num(o.energy_ratio);
     if (o.has_slope()) {
       jo["slope"] = num(o.slope);
       jo["slope_lo"] = num(o.slope_lo);
@@ -211,6 +212,7 @@ ResultRecord parse_json_line(const std::string& line) {
       s.slope_lo = o.contains("slope_lo") ? as_num(o["slope_lo"]) : 0;
       s.slope_hi = o.contains("slope_hi") ? as_num(o["slope_hi"]) : 0;
       s.conservation_off = o.value("conservation_off", int64_t{0});
+      s.energy_ratio = o.contains("energy_ratio") ? as_num(o["energy_ratio"]) : 0;
       r.outputs.push_back(std::move(s));
     }
   }

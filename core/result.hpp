@@ -56,6 +56,9 @@ struct OutputStats {
   // `conservation` describes the first (the failure message; not written to records).
   int64_t conservation_off = 0;
   std::string conservation;
+  // The error-energy check (judge/error_energy.hpp): ‖got − want‖₂ ÷ its limit where the
+  // reference gives one for the impl's model (above 1: excess_energy), else 0.
+  double energy_ratio = 0;
   // The tolerance rule that judged it, as file:line of the cases folder's files: the rule of
   // tolerances.yaml, then the manifest entry that refined it, if any ("tolerances.yaml:412,
   // sm90.yaml:37"), so that a failure names the rule to read (judge/tolerance.hpp).

@@ -345,6 +345,7 @@ std::vector<Failure> output_failures(const OutputStats& s) {
   if (s.specials_mismatch > 0) out.push_back({s.out, FailureKind::specials_mismatch, s.specials_mismatch, 0});
   if (s.untouched > 0) out.push_back({s.out, FailureKind::untouched, s.untouched, 0});
   if (s.conservation_off > 0) out.push_back({s.out, FailureKind::not_conserved, s.conservation_off, 0});
+  if (s.energy_ratio > 1) out.push_back({s.out, FailureKind::excess_energy, 0, s.energy_ratio});
   return out;
 }
 

@@ -162,6 +162,7 @@ void add_properties(pugi::xml_node tc, const ResultRecord& r, JunitDetail detail
     add_prop(props, p + "mismatches", std::to_string(o.mismatches));
     add_prop(props, p + "max_ratio", num(o.max_ratio));
     if (o.conservation_off) add_prop(props, p + "conservation_off", std::to_string(o.conservation_off));
+    if (o.energy_ratio != 0) add_prop(props, p + "energy_ratio", num(o.energy_ratio));
     if (o.has_slope()) {
       add_prop(props, p + "slope", num(o.slope));
       add_prop(props, p + "slope_lo", num(o.slope_lo));
@@ -342,6 +343,7 @@ void set_output_field(OutputStats& o, const std::string& field, const std::strin
   else if (field == "slope_lo") o.slope_lo = parse_double(value, name);
   else if (field == "slope_hi") o.slope_hi = parse_double(value, name);
   else if (field == "conservation_off") o.conservation_off = parse_int(value, name);
+  else if (field == "energy_ratio") o.energy_ratio = parse_double(value, name);
 }
 
 // A lean testcase's outcome where it has no `outcome` property: PASS without a result element,

@@ -26,7 +26,7 @@ bool same_output(const OutputStats& a, const OutputStats& b) {
          same_num(a.max_rel_err, b.max_rel_err) && same_num(a.bound, b.bound) && same_num(a.lowp_err, b.lowp_err) &&
          a.mismatches == b.mismatches && same_num(a.max_ratio, b.max_ratio) && same_num(a.slope, b.slope) &&
          same_num(a.slope_lo, b.slope_lo) && same_num(a.slope_hi, b.slope_hi) &&
-         a.conservation_off == b.conservation_off && a.rule == b.rule;
+         a.conservation_off == b.conservation_off && same_num(a.energy_ratio, b.energy_ratio) && a.rule == b.rule;
 }
 
 bool same_worst(const WorstElement& a, const WorstElement& b) {

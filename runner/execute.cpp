@@ -10,6 +10,7 @@
 #include <fstream>
 #include "judge/compare.hpp"
 #include "judge/conservation.hpp"
+#include "judge/error_energy.hpp"
 #include "runner/artifacts.hpp"
 
 #include "core/errors.hpp"
@@ -108,6 +109,9 @@ std::string describe_failure(const ResultRecord& r, const std::vector<GuardBreac
       m << o.out << ": not conserved: " << o.conservation_off
         << " sum(s) outside the reference's interval (destination rows, whole output), first " << o.conservation << rule
         << "; ";
+    if (o.energy_ratio > 1)
+      m << o.out << ": excess error energy: the root of its summed squared errors is " << o.energy_ratio
+        << " x the limit a correct kernel's modelled roundings reach (judge/error_energy.hpp)" << rule << "; ";
     if (!o.mismatches) continue;
     m << o.out << ": " << o.mismatches << "/" << o.elements << " mismatches, max abs err " << o.max_abs_err;
     // `bounded` compares each element with its own bound: the largest one says little. The
@@ -319,7 +323,10 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
         s.conservation_off = c.groups_off + (c.total_off ? 1 : 0);
         s.conservation = c.first;
       }
-      ok = ok && s.mismatches == 0 && !s.biased() && s.conservation_off == 0;
+      // The error-energy check of an output whose impl declares the model it is derived from.
+      if (const auto en = ref.refs.energy.find(key); en != ref.refs.energy.end())
+        s.energy_ratio = check_error_energy(spec.name, it->second, want, en->second).ratio();
+      ok = ok && s.mismatches == 0 && !s.biased() && s.conservation_off == 0 && !(s.energy_ratio > 1);
       for (Failure& f : output_failures(s)) r.failures.push_back(std::move(f));
       for (const GuardBreach& b : breaches)
         if (b.output == spec.name) r.failures.push_back({spec.name, FailureKind::written_outside, 0, 0});

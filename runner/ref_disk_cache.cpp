@@ -25,8 +25,9 @@ namespace {
 
 constexpr char kMagic[8] = {'O', 'P', 'C', 'T', 'S', 'R', 'E', 'F'};
 // 2: reduction statistics after the per-element bounds; 3: then the bounds below and the
-// conservation checks; 4: the reductions' raggedness, term bits, extra allowance and offset
-constexpr uint32_t kFormat = 4;
+// conservation checks; 4: the reductions' raggedness, term bits, extra allowance and offset;
+// 5: then the error-energy checks
+constexpr uint32_t kFormat = 5;
 
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -203,6 +204,37 @@ bool get_conservations(Reader& r, Conservations& m) {
   return true;
 }
 
+using Energies = std::map<std::string, ErrorEnergy>;
+
+void put_energies(std::string& out, const Energies& m) {
+  put(out, static_cast<uint64_t>(m.size()));
+  for (const auto& [name, e] : m) {
+    put_str(out, name);
+    put(out, e.fixed);
+    put(out, static_cast<uint64_t>(e.sources.size()));
+    for (const ErrorEnergy::Source& s : e.sources)
+      for (const double v : {s.trace, s.trace_sq, s.spectral}) put(out, v);
+    put_values(out, e.weight);
+  }
+}
+
+bool get_energies(Reader& r, Energies& m) {
+  uint64_t n = 0;
+  if (!r.get(n) || n > 1024) return false;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string name;
+    ErrorEnergy e;
+    uint64_t sources = 0;
+    if (!r.get_str(name, 4096) || !r.get(e.fixed) || !r.get(sources) || sources > 64) return false;
+    e.sources.resize(sources);
+    for (ErrorEnergy::Source& s : e.sources)
+      if (!r.get(s.trace) || !r.get(s.trace_sq) || !r.get(s.spectral)) return false;
+    if (!get_values(r, e.weight)) return false;
+    m.emplace(std::move(name), std::move(e));
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string ref_build_digest() { return OPCTS_REF_BUILD_DIGEST; }
@@ -273,7 +305,7 @@ std::optional<References> RefDiskCache::load(const std::string& key) const {
   References refs;
   if (!get_maps(r, refs.exact) || !get_maps(r, refs.lowp) || !get_maps(r, refs.bound) ||
       !get_reductions(r, refs.reduction) || !get_maps(r, refs.bound_below) ||
-      !get_conservations(r, refs.conservation) || r.pos != body.size())
+      !get_conservations(r, refs.conservation) || !get_energies(r, refs.energy) || r.pos != body.size())
     return std::nullopt;
   // Marks the file as just used for the LRU eviction; a read-only cache simply keeps its order.
   std::error_code ec;
@@ -319,6 +351,7 @@ void RefDiskCache::store(const std::string& key, const References& refs) const {
   for (const auto* m : {&refs.exact, &refs.lowp, &refs.bound, &refs.bound_below})
     for (const auto& [name, v] : *m) bytes += v.size() * sizeof(double);
   for (const auto& [name, c] : refs.conservation) bytes += 3 * c.sum.size() * sizeof(double);
+  for (const auto& [name, e] : refs.energy) bytes += e.weight.size() * sizeof(double);
   for (const auto& [name, st] : refs.reduction)
     bytes += (st.abs_sum.size() + st.sq_sum.size() + st.magnitude.size() + st.offset.size()) * sizeof(double);
   if (bytes > kMaxBytes || bytes > max_bytes_) return;
@@ -332,6 +365,7 @@ void RefDiskCache::store(const std::string& key, const References& refs) const {
   put_reductions(out, refs.reduction);
   put_maps(out, refs.bound_below);
   put_conservations(out, refs.conservation);
+  put_energies(out, refs.energy);
   put(out, fnv1a(out.data(), out.size()));
   const fs::path dst = path_of(key);
   std::error_code ec;

@@ -47,6 +47,7 @@ References sample() {
   c.below = {0.25, 0.0};
   c.above = {0.5, 1e-300};
   c.total_sum = -0.5, c.total_below = 0.25, c.total_above = INFINITY;
+  r.energy["O@flash_fp32"] = {{{2.5, 1.25, 0.5}, {1e-300, 0.0, INFINITY}}, 3e-7, {0.5, 0.0, 2.0}};
   return r;
 }
 
@@ -62,6 +63,7 @@ TEST(RefDiskCache, RoundTrip) {
   EXPECT_EQ(got->reduction, sample().reduction);
   EXPECT_EQ(got->bound_below, sample().bound_below);
   EXPECT_EQ(got->conservation, sample().conservation);
+  EXPECT_EQ(got->energy, sample().energy);
   EXPECT_FALSE(c.load("sdpa/x@2"));  // another reference version is another key
 }
 

@@ -62,12 +62,22 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
+#include "core/family.hpp"
 #include "families/sdpa/detail.hpp"
 #include "families/sdpa/lse_floor.hpp"
+#include "numerics/dtype.hpp"
 
 namespace opcts::sdpa::detail {
+
+/// The accumulation an impl declares for O (cases/tolerances.yaml) to be judged under the
+/// model this file derives, with its error-energy check: "O@flash_fp32" holds the same
+/// per-element bound as "O" and the energy check (judge/error_energy.hpp) beside it. An impl
+/// that declares nothing is judged per element only: its arithmetic may round more (PyTorch's
+/// math backend rounds S and the softmax to the dtype), which the ref_relative factor absorbs.
+inline constexpr const char* kFlashModel = "flash_fp32";
 
 /// λ of the modelled roundings (the file comment).
 constexpr double kRoundingSigmas = 4;
@@ -89,12 +99,88 @@ struct Rounding {
   }
 };
 
+/// O's error-energy terms (judge/error_energy.hpp) summed over row blocks: the P and output
+/// roundings, the scores' fp32 errors, and Σ w·f² of the parts bounded outright (the comment
+/// before o_bound).
+struct OEnergy {
+  ErrorEnergy::Source rounding, scores;
+  double fixed_sq = 0;
+  void add(const OEnergy& o) {
+    for (auto [a, b] : {std::pair{&rounding, &o.rounding}, std::pair{&scores, &o.scores}}) {
+      a->trace += b->trace;
+      a->trace_sq += b->trace_sq;
+      a->spectral = std::max(a->spectral, b->spectral);
+    }
+    fixed_sq += o.fixed_sq;
+  }
+  ErrorEnergy energy(std::vector<double> weight) const {
+    return {{rounding, scores}, std::sqrt(fixed_sq), std::move(weight)};
+  }
+};
+
+/// Whether energy_row forms each row's Dv × Dv matrices (keys·Dv² products each): for outputs
+/// of at most 4096 rows and 2^31 such products; above, the trace bounds ‖C‖ <= tr C and
+/// tr C² <= (tr C)², which lose little where an output has many rows (the limit's excess over
+/// tr C shrinks as 1/√rows: ≈ 11% at 4096) and keep the reference's cost (forming them took
+/// 0.34 s more for 8,192 rows of 128 keys and Dv = 64 on two cores, 3× the case's time).
+inline bool o_energy_exact(const Problem& p) {
+  const double rows = static_cast<double>(p.batch) * p.heads_q * p.seq_q;
+  return rows <= 4096 && rows * p.seq_k * p.head_dim_v * p.head_dim_v <= 0x1p31;
+}
+
+/// One row's quadratic form of a source, C = w·YᵀY + diag(h) (Y keys × Dv, h per element;
+/// `trace` its trace, known): tr C, and upper bounds of tr C² and ‖C‖ — formed, tr C² itself
+/// and for ‖C‖ the smaller of its Frobenius norm and its largest absolute row sum (no
+/// eigenvalues: a row's weight 1/‖C‖ needs only an upper bound); else the trace bounds
+/// ‖C‖ <= tr C and tr C² <= (tr C)².
+struct RowForm {
+  double trace = 0, trace_sq = 0, spectral = 0;
+};
+
+template <typename T>
+RowForm energy_row(double trace, bool exact, const RowMajor<T>& y, double w, const Eigen::ArrayXd* h) {
+  if (!exact) return {trace, trace * trace, trace};
+  Eigen::MatrixXd c = (y.transpose() * y).template cast<double>() * w;
+  if (h) c.diagonal() += h->matrix();
+  return {trace, c.squaredNorm(), std::min(c.norm(), c.cwiseAbs().rowwise().sum().maxCoeff())};
+}
+
+/// Adds a row's form, weighted by α (every element of the row weighs α), to a source's sums.
+inline void add_row(ErrorEnergy::Source& s, const RowForm& f, double alpha) {
+  s.trace += alpha * f.trace;
+  s.trace_sq += alpha * alpha * f.trace_sq;
+  s.spectral = std::max(s.spectral, alpha * f.spectral);
+}
+
 /// The bound of O for one row block of a head from the fp32 pipeline's forward `f`, the
 /// block's slices of q, k and v and its rows of the fp64 O (`o`, the centre of the score
-/// errors' term: the file comment), before the storage-order scatter.
+/// errors' term: the file comment), before the storage-order scatter; with `energy`, adds the
+/// block's error-energy terms to it and sets `weight` (rows × Dv) to each element's weight.
+//
+// The error energy of a row (judge/error_energy.hpp) takes the same modelled errors as
+// sources of a quadratic form instead of bounding each element at λ:
+//   roundings: C_i = (g_i/l_i)²·Σ_j (b(e_ij)·(1 + ε_ij))²/3 · v_j·v_jᵀ + diag(h_id²/3), P's
+//     roundings (uniform on [−b, b]: variance proxy b²/3, the uniform being strictly
+//     sub-Gaussian) and O's own rounding to the dtype (half a spacing h_id at |O_id| plus its
+//     bound), independent of each other and across rows;
+//   scores: (g_i/l_i)²·Σ_j (ε_ij·e_ij)² · (v_j − O_i)(v_j − O_i)ᵀ, each e's fp32 error bounded
+//     by ε_ij·e_ij (Hoeffding's proxy a² for an error bounded by a);
+//   outright: f_id = ((4 + 3·n_i)·u·Σ_j p_ij·|v_jd| + √(Σ_j a_ij²)·u_T·|O_id|·g_i) / l_i — the
+//     normalisation's roundings, the row sum's and the P·V sum's fp32 errors at their worst
+//     (n_i additions each, in any order and any rounding mode: a truncating tensor-core
+//     accumulator is not mean-zero), a rescale of the accumulator per key at most, and O's
+//     own rounding to T. At their worst these grow as n_i while the roundings' root grows as
+//     √n_i: past a few hundred keys in fp16 (a thousand in bf16) they dominate the limit and the
+//     check sees little more than the per-element bounds do.
+// Each row weighs α_i = 1/N_i, N_i >= ‖C_i‖ the upper bound energy_row gives for its roundings'
+// form (0 for a row without keys): a row held by one or two keys has a form of rank one whose
+// whole trace a single direction carries, and unweighted it would set ‖C‖ for the output, the
+// limit's 2·‖C‖·t; weighted, each row counts about its effective dimensions tr C_i/N_i and
+// ‖C‖ <= 1. The weights depend on the inputs only.
 template <typename T>
 RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>& qh, const RowMajor<T>& kh,
-                    const RowMajor<T>& vh, const RowMajor<T>& o) {
+                    const RowMajor<T>& vh, const RowMajor<T>& o, OEnergy* energy = nullptr,
+                    RowMajor<T>* weight = nullptr) {
   const T u = static_cast<T>(kAccUnit), scale = static_cast<T>(p.effective_scale());
   const T lambda = static_cast<T>(kRoundingSigmas);
   const RowMajor<T> qk = mul<T>(qh.cwiseAbs(), false, kh.cwiseAbs(), true);  // Σ_d |q_id||k_jd|
@@ -112,8 +198,12 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
       b2(i, j) = b * b;
       a(i, j) = eps * e;
     }
-  RowMajor<T> bound = mul<T>(b2, false, vh.cwiseAbs2(), false).cwiseSqrt() * lambda;
+  const RowMajor<T> p2 = mul<T>(b2, false, vh.cwiseAbs2(), false);  // Σ_j (b(e_ij)·(1 + ε_ij))²·v_jd²
+  RowMajor<T> bound = p2.cwiseSqrt() * lambda;
   const RowMajor<T> pv = mul<T>(f.e, false, vh.cwiseAbs(), false);
+  const bool exact = energy && o_energy_exact(p);
+  RowMajor<T> y;  // a row's keys × Dv factor of an energy source
+  if (weight) weight->setZero(rows, dv);
   Eigen::Array<T, 1, Eigen::Dynamic> centred(dv);
   for (int64_t i = 0; i < rows; ++i) {
     if (f.l[i] == 0) {
@@ -142,6 +232,29 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
     bound.row(i) =
         ((bound.row(i) + scores_term) * grow + (static_cast<T>(kNormalisationRoundings) * u + l_err) * pv.row(i)) /
         f.l[i];
+    // A row whose g is unbounded has an infinite bound: left to it (weight 0).
+    if (!energy || !std::isfinite(grow)) continue;
+    const double w = static_cast<double>(grow) * grow / (static_cast<double>(f.l[i]) * f.l[i]);
+    Eigen::ArrayXd h(dv);
+    for (int64_t d = 0; d < dv; ++d) {
+      const double half = spacing_at(p.dtype, std::fabs(static_cast<double>(o(i, d))) + bound(i, d)) / 2;
+      h[d] = half * half / 3;
+    }
+    const double n_sum = static_cast<double>(kNormalisationRoundings) + 3.0 * f.keys[i];
+    double fixed_sq = 0;
+    for (int64_t d = 0; d < dv; ++d) {
+      const double fd = (n_sum * u * pv(i, d) + std::sqrt(a_sq) * u_t * std::fabs(o(i, d)) * grow) / f.l[i];
+      fixed_sq += fd * fd;
+    }
+    if (exact) y = (b2.row(i).transpose().cwiseSqrt().asDiagonal() * vh).eval();
+    const RowForm rounding = energy_row(w / 3 * p2.row(i).template cast<double>().sum() + h.sum(), exact, y, w / 3, &h);
+    if (exact) y = (a.row(i).transpose().asDiagonal() * (vh.rowwise() - o.row(i))).eval();
+    const RowForm scores = energy_row(w * centred.template cast<double>().sum(), exact, y, w, nullptr);
+    const double alpha = rounding.spectral > 0 ? 1 / rounding.spectral : 0;
+    add_row(energy->rounding, rounding, alpha);
+    add_row(energy->scores, scores, alpha);
+    energy->fixed_sq += alpha * fixed_sq;
+    if (weight) weight->row(i).setConstant(static_cast<T>(alpha));
   }
   return bound;
 }

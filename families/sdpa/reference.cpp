@@ -30,6 +30,8 @@
 //
 // Bounds (`bound`): families/sdpa/bound.hpp (O) and lse_floor.hpp (lse, one bound per
 // softmax structure: "lse" per key, "lse@<structure>"), from the same-precision pipeline's own P.
+// "O@flash_fp32" repeats O's bound for the flash kernels that declare the bound's model, with
+// O's error-energy check (`energy`, bound.hpp's OEnergy summed over heads in order).
 #include <array>
 #include <cmath>
 #include <limits>
@@ -69,6 +71,8 @@ References reference(const Problem& p, const TensorMap& inputs) {
   }
 
   const std::vector<detail::RowBlock> blocks = detail::row_blocks(p);
+  std::vector<detail::OEnergy> energy(static_cast<size_t>(B * Hq));  // per (batch, head), summed in order below
+  std::vector<double> weight(B * Hq * Sq * Dv, 0.0);                 // the energy check's, in O's storage order
 
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t b = 0; b < B; ++b) {
@@ -94,7 +98,7 @@ References reference(const Problem& p, const TensorMap& inputs) {
         const auto vh = detail::gather<float>(v, vs, b, hk, Sk, Dv, &unseen);
         const auto qh = detail::gather<float>(q, qs, b, h, Sq, D);
         const RowMajor<float> o_exact = oh.cast<float>();
-        RowMajor<float> oh_lp(Sq, Dv), bh(Sq, Dv);
+        RowMajor<float> oh_lp(Sq, Dv), bh(Sq, Dv), wh(Sq, Dv), wb;
         for (const detail::RowBlock& blk : blocks) {
           const RowMajor<float> qb = qh.middleRows(blk.r0, blk.rows), kb = kh.middleRows(blk.k0, blk.keys),
                                 vb = vh.middleRows(blk.k0, blk.keys);
@@ -108,14 +112,21 @@ References reference(const Problem& p, const TensorMap& inputs) {
             for (size_t s = 0; s < detail::kSoftmaxStructures.size(); ++s)
               (*lse_declared[s])[row] = lf[i].under(detail::kSoftmaxStructures[s].block);
           }
-          bh.middleRows(blk.r0, blk.rows) =
-              detail::o_bound<float>(p, f, qb, kb, vb, o_exact.middleRows(blk.r0, blk.rows));
+          bh.middleRows(blk.r0, blk.rows) = detail::o_bound<float>(
+              p, f, qb, kb, vb, o_exact.middleRows(blk.r0, blk.rows), &energy[static_cast<size_t>(b * Hq + h)], &wb);
+          wh.middleRows(blk.r0, blk.rows) = wb;
         }
         detail::scatter(o_lp, os, b, h, oh_lp, detail::Exact{});
         detail::scatter(o_bd, os, b, h, bh, detail::Exact{});
+        detail::scatter(weight, os, b, h, wh, detail::Exact{});
       }
     }
   }
+  detail::OEnergy total;
+  for (const detail::OEnergy& e : energy) total.add(e);
+  const std::string flash = bound_key("O", detail::kFlashModel);
+  r.bound[flash] = o_bd;
+  r.energy[flash] = total.energy(std::move(weight));
   return r;
 }
 

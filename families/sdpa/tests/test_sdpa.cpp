@@ -15,6 +15,7 @@
 #include "families/sdpa/sdpa.hpp"
 #include "families/sdpa/tests/test_sdpa_util.hpp"
 #include "judge/compare.hpp"
+#include "judge/error_energy.hpp"
 #include "judge/tolerance.hpp"
 #include "numerics/rng.hpp"
 
@@ -639,6 +640,37 @@ TEST(SdpaPlanted, PrecisionBugsSkipWhatCannotShowThem) {
                   .impl("host.flash_lse_plus_log2")
                   ->supports(make(DType::fp32, 1, 2, 1, 8, 8, 32, Mask::none), host)
                   .ok);
+}
+
+// O's error-energy check (judge/error_energy.hpp; families/sdpa/bound.hpp): on outputs too
+// small for one element of a 16-bit P·V accumulator's to leave its per-element bound, the
+// errors' summed squares leave their limit while a correct kernel's stay within it; and the
+// limit is not loose — a correct kernel's energy is most of it, and with the roundings'
+// variance proxies cut to a third (b²/9 for the uniform's b²/3) a correct kernel exceeds it.
+double energy_ratio_of(const std::string& impl, const sdpa::Problem& p, int64_t* mismatches, double scale_p = 1) {
+  const TensorMap in = sdpatest::inputs_of(p);
+  const References r = sdpatest::family().reference(p, in);
+  const ArchInfo host{"host", "host"};
+  const TensorMap out = builtin_registry().impl(impl)->run(p, in, RunContext{&host, -1});
+  *mismatches = sdpatest::compare_all(impl, p, r, out).at("O").mismatches;
+  ErrorEnergy e = r.energy.at("O@flash_fp32");
+  e.sources[0].trace *= scale_p, e.sources[0].trace_sq *= scale_p * scale_p, e.sources[0].spectral *= scale_p;
+  return check_error_energy("O", out.at("O"), r.exact.at("O"), e).ratio();
+}
+
+TEST(SdpaEnergy, SeesTheAccumulatorPlantWhereNoElementDoes) {
+  for (const auto& p : {make(DType::bf16, 1, 4, 4, 143, 8, 21, Mask::none),
+                        make(DType::bf16, 1, 4, 4, 64, 128, 32, Mask::causal_lower_right)}) {
+    int64_t bad = 0;
+    const double correct = energy_ratio_of("host.flash", p, &bad);
+    EXPECT_EQ(bad, 0);
+    EXPECT_LT(correct, 0.9) << sdpa::problem_id(p);
+    EXPECT_GT(correct, 0.6) << sdpa::problem_id(p);  // most of the limit: not loose
+    const double planted = energy_ratio_of("host.flash_pv_in_dtype", p, &bad);
+    EXPECT_EQ(bad, 0) << "the per-element bounds see it here; pick a smaller output";
+    EXPECT_GT(planted, 1) << sdpa::problem_id(p);
+    EXPECT_GT(energy_ratio_of("host.flash", p, &bad, 1.0 / 3), 1) << sdpa::problem_id(p);
+  }
 }
 
 }  // namespace

@@ -187,17 +187,24 @@ TEST(LseFloor, StructuresOrderTheFloor) {
   EXPECT_EQ(f.under(1), f.base);
 }
 
-// Every `accumulation:` an sdpa rule declares names a bound the reference makes, and those
-// bounds order as their structures do.
+// Every `accumulation:` an sdpa rule declares names a bound the reference makes (O's the flash
+// model's, with its energy check; lse's a softmax structure's), and lse's order as their
+// structures do.
 TEST(LseFloor, DeclaredStructuresNameBoundsOfTheReference) {
   const sdpa::Problem p = sdpatest::make(DType::bf16, 1, 2, 1, 40, 300, 64, sdpa::Mask::causal_lower_right);
   const References r = sdpatest::family().reference(p, sdpatest::inputs_of(p));
   int declared = 0;
   for (const auto& rule : sdpatest::tolerances().rules()) {
     if (rule.family != "sdpa" || rule.tol.accumulation.empty()) continue;
+    const std::string key = bound_key(rule.output, rule.tol.accumulation);
+    EXPECT_TRUE(r.bound.count(key)) << rule.tol.source << ": " << key;
+    if (rule.output == "O") {
+      EXPECT_EQ(rule.tol.accumulation, "flash_fp32") << rule.tol.source;
+      EXPECT_TRUE(r.energy.count(key)) << rule.tol.source;
+      continue;
+    }
     ++declared;
     EXPECT_EQ(rule.output, "lse") << rule.tol.source;
-    EXPECT_TRUE(r.bound.count("lse@" + rule.tol.accumulation)) << rule.tol.source << ": " << rule.tol.accumulation;
   }
   EXPECT_GE(declared, 3);
   const std::vector<double>& key = r.bound.at("lse");
@@ -222,7 +229,12 @@ TEST(LseFloor, DeclaredStructuresNameBoundsOfTheReference) {
             "two_pass");
   EXPECT_EQ(sdpatest::tolerances().resolve("sdpa", "lse", DType::fp32, "cuda.cudnn", "sm90", "", nullptr).accumulation,
             "");  // undeclared: per key
+  // O: the flash kernels declare the bound's model (and its energy check); the others nothing.
   EXPECT_EQ(sdpatest::tolerances().resolve("sdpa", "O", DType::bf16, "cuda.flash", "sm90", "", nullptr).accumulation,
+            "flash_fp32");
+  EXPECT_EQ(sdpatest::tolerances().resolve("sdpa", "O", DType::bf16, "cuda.math", "sm90", "", nullptr).accumulation,
+            "");
+  EXPECT_EQ(sdpatest::tolerances().resolve("sdpa", "O", DType::bf16, "cuda.cudnn", "sm90", "", nullptr).accumulation,
             "");
 }
 
