@@ -31,5 +31,19 @@ TEST(SdpaCudaGlue, TheBackwardsDeterminismFollowsTheKernelItRuns) {
   EXPECT_EQ(flash_deterministic("fp16_b1_hq4_hkv2_sq40_sk77_d64_nomask"), 1);            // the forward
 }
 
+// cuDNN's claim (sdpa_cudnn_row_deterministic): not the backward (dQ's atomics) nor a decode
+// forward (one query row: lse differed by a bit on two H100s), every other forward.
+TEST(SdpaCudaGlue, CudnnClaimsNoDeterminismForBackwardOrDecode) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const Impl* cudnn = builtin_registry().impl("cuda.cudnn");
+  ASSERT_NE(cudnn, nullptr);
+  const ProblemPtr fwd = f.parse_id("bf16_b1_hq32_hkv8_sq4_sk4096_d128_nomask");
+  const ProblemPtr bwd = f.parse_id("bf16_b1_hq4_hkv4_sq64_sk512_d64_causal_ul_bwd");
+  // Without cuDNN in the build the row has no claim callback (every case SKIPs there).
+  if (cudnn->deterministic(*bwd)) GTEST_SKIP() << "built without cuDNN: cuda.cudnn has no claim";
+  EXPECT_TRUE(cudnn->deterministic(*fwd));
+  EXPECT_FALSE(cudnn->deterministic(*f.parse_id("bf16_b1_hq32_hkv8_sq1_sk4096_d128_nomask")));
+}
+
 }  // namespace
 }  // namespace opcts
