@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "app/builtins.hpp"
 #include "core/errors.hpp"
@@ -115,29 +116,36 @@ TEST(GroupedMmSizes, SkewedSplitsAreAlignedAndSkewed) {
   EXPECT_GE(most, 3 * 8192 / 256);  // the busiest expert takes several times the mean
 }
 
-// x of one output element from the inputs, by the definition: Σ_k deq(a)·deq(b) over the group,
-// with this test's own reading of offsets and scale layouts (a naive loop, no GEMM).
-double naive(const Problem& p, const TensorMap& in, int64_t g, int64_t i, int64_t j, int64_t k0, int64_t depth) {
+// The dequantized operands of one output element from the inputs, by the definition, with this
+// test's own reading of offsets and scale layouts: deq(a) and deq(b) at absolute K index k.
+struct NaiveOperands {
+  std::function<double(int64_t)> a, b;
+};
+NaiveOperands naive_operands(const Problem& p, const TensorMap& in, int64_t g, int64_t i, int64_t j) {
   const HostTensor &a = in.at("a"), &b = in.at("b");
   // Global rows of A and of Bᵀ for output (i, j) of group g: i, j within the group's block.
   const int64_t ra = p.mode == Mode::m2d_3d ? i : p.mode == Mode::m2d_2d ? i : g * p.m + i;
   const int64_t rb = p.mode == Mode::m3d_2d ? j : p.mode == Mode::m2d_2d ? j : g * p.n + j;
   const int64_t lda = a.shape().back(), ldb = b.shape().back();
+  const bool rowwise = p.recipe == Recipe::rowwise;
+  const double sa = rowwise ? in.at("a_scale").get(p.mode == Mode::m2d_3d ? ra : g * p.m + (ra % p.m)) : 1.0;
+  const double sb = rowwise ? in.at("b_scale").get(p.mode == Mode::m3d_2d ? rb : g * p.n + (rb % p.n)) : 1.0;
+  return {[&a, ra, lda, sa](int64_t k) { return a.get(ra * lda + k) * sa; },
+          [&b, rb, ldb, sb](int64_t k) { return b.get(rb * ldb + k) * sb; }};
+}
+
+// x of one output element: Σ_k deq(a)·deq(b) over the group (a naive loop, no GEMM).
+double naive(const Problem& p, const TensorMap& in, int64_t g, int64_t i, int64_t j, int64_t k0, int64_t depth) {
+  const NaiveOperands o = naive_operands(p, in, g, i, j);
   double x = 0;
-  for (int64_t k = k0; k < k0 + depth; ++k) {
-    double va = a.get(ra * lda + k), vb = b.get(rb * ldb + k);
-    if (p.recipe == Recipe::rowwise) {
-      va *= in.at("a_scale").get(p.mode == Mode::m2d_3d ? ra : g * p.m + (ra % p.m));
-      vb *= in.at("b_scale").get(p.mode == Mode::m3d_2d ? rb : g * p.n + (rb % p.n));
-    }
-    x += va * vb;
-  }
+  for (int64_t k = k0; k < k0 + depth; ++k) x += o.a(k) * o.b(k);
   return x;
 }
 
 TEST(GroupedMmReference, MatchesANaiveLoopAndLeavesTheTailNaN) {
   // Every mode, bf16 and rowwise (naive reads the rowwise scales on its own); jagged sizes with an
-  // empty group and a tail.
+  // empty group and a tail. reference_element, the benchmark's entry point, agrees element by
+  // element, and reduction_shape states what reference() does.
   for (Mode mode : {Mode::m2d_3d, Mode::m3d_3d, Mode::m2d_2d, Mode::m3d_2d})
     for (Recipe r : {Recipe::bf16, Recipe::rowwise}) {
       Problem p{.mode = mode, .recipe = r, .groups = 3, .m = 24, .n = 32, .k = 48};
@@ -168,9 +176,26 @@ TEST(GroupedMmReference, MatchesANaiveLoopAndLeavesTheTailNaN) {
             const double x = naive(p, in, g, gi, gj, k0, depth);  // unrounded; fp64 sums in another order
             EXPECT_NEAR(want[static_cast<size_t>(at)], x, 1e-12 * (1 + std::fabs(x)))
                 << grouped_mm::fields().id(p) << " at " << at;
+            // The one-element entry point (the benchmark's) gives the same value and statistics.
+            const NaiveOperands o = naive_operands(p, in, g, gi, gj);
+            const grouped_mm::ElementReference e = grouped_mm::reference_element(
+                depth, [&](int64_t k) { return o.a(k0 + k); }, [&](int64_t k) { return o.b(k0 + k); });
+            const ReductionStats& st = ref.reduction.at("out");
+            const auto near = [](double got, double due) {
+              return std::fabs(got - due) <= 1e-12 * (1 + std::fabs(due));
+            };
+            EXPECT_TRUE(near(e.want, want[static_cast<size_t>(at)])) << at;
+            EXPECT_TRUE(near(e.abs_sum, st.abs_sum[static_cast<size_t>(at)])) << at;
+            EXPECT_TRUE(near(e.sq_sum, st.sq_sum[static_cast<size_t>(at)])) << at;
+            EXPECT_TRUE(near(e.magnitude, st.magnitude[static_cast<size_t>(at)])) << at;
             ++checked;
           }
       }
+      const ReductionStats shape = grouped_mm::reduction_shape(p), &st = ref.reduction.at("out");
+      EXPECT_EQ(shape.terms, st.terms);
+      EXPECT_EQ(shape.ragged, st.ragged);
+      EXPECT_EQ(shape.zero_mean, st.zero_mean);
+      EXPECT_EQ(shape.term_bits, st.term_bits);
       for (double w : want) nan += std::isnan(w);
       const int64_t tail = mode == Mode::m2d_3d ? p.tail * p.n : mode == Mode::m3d_2d ? p.tail * p.m : 0;
       EXPECT_EQ(nan, tail) << grouped_mm::fields().id(p);
