@@ -88,8 +88,8 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
 /// when every element is zero and the reference is not —, biased, nonfinite, specials_mismatch,
 /// untouched; each with the number of elements that show it; then not_conserved with the number
 /// of groups off (OutputStats::conservation_off, set by the caller); then excess_energy with the
-/// root of the error energy ÷ its limit (OutputStats::energy_ratio, set by the caller). Empty for an output that
-/// passed.
+/// root of the error energy ÷ its limit (OutputStats::energy_ratio, set by the caller). Empty
+/// for an output that passed.
 std::vector<Failure> output_failures(const OutputStats& s);
 
 }  // namespace opcts

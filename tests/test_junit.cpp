@@ -57,6 +57,7 @@ ResultRecord make(const std::string& family, const std::string& rest, Outcome ou
 void add_stats(ResultRecord& r) {
   r.outputs.push_back({"O", "ref_relative", 96, 0.031, 0.5, 0.004, 0.001, 64});
   r.outputs.back().max_ratio = 7.75;
+  r.outputs.back().energy_ratio = 1.125;
   r.outputs.push_back({"lse", "allclose", 24, 1e-7, 2e-7, 1e-5, 0, 0});
   r.outputs.back().max_ratio = std::numeric_limits<double>::infinity();
   r.outputs.push_back({"d", "bounded", 16, 0.5, 0.01, 2.0, 0, 0});
@@ -237,6 +238,7 @@ TEST(Junit, SameRecordNoticesADifference) {
       [](ResultRecord& b) { b.outputs[0].max_ratio = 1; },
       [](ResultRecord& b) { b.outputs[2].slope_hi = 1; },
       [](ResultRecord& b) { b.outputs[2].conservation_off = 0; },
+      [](ResultRecord& b) { b.outputs[0].energy_ratio = 0.5; },
       [](ResultRecord& b) { b.outputs[2].rule = "tolerances.yaml:413"; },
       [](ResultRecord& b) { b.raw_outcome = Outcome::ERROR; },
   };
