@@ -103,6 +103,24 @@ std::vector<LoosestCase> loosest_cases(const std::vector<ResultRecord>& records)
   return out;
 }
 
+std::vector<EnergyRow> energy_tightness(const std::vector<ResultRecord>& records) {
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::map<Key, std::vector<double>> ratios;
+  for (const auto& r : records) {
+    if (r.outcome != Outcome::PASS) continue;
+    const std::string fam = r.family.empty() ? r.id.substr(0, r.id.find('.')) : r.family;
+    for (const auto& o : r.outputs)
+      if (o.energy_ratio > 0) ratios[{fam, r.impl, o.out}].push_back(o.energy_ratio);
+  }
+  std::vector<EnergyRow> out;
+  for (auto& [key, v] : ratios) {
+    std::sort(v.begin(), v.end());
+    out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), v.size(), percentile(v, 0.5),
+                   percentile(v, 0.99), v.back()});
+  }
+  return out;
+}
+
 std::vector<PlantedRow> planted_bugs(const std::vector<ResultRecord>& records) {
   std::map<std::pair<std::string, std::string>, PlantedRow> rows;
   for (const auto& r : records) {
@@ -156,6 +174,15 @@ std::string tightness_report_markdown(const std::vector<ResultRecord>& records) 
     md += fmt::format("| {} | {} | {} | `{}` | {:.3g} |\n", markdown_cell(l.family), markdown_cell(l.impl),
                       markdown_cell(l.out), markdown_cell(l.id), l.bound_over_error);
   if (loosest.empty()) md += "| (no passing case with an error) | | | | |\n";
+  if (const auto energy = energy_tightness(records); !energy.empty()) {
+    md +=
+        "\n## Error energy\n\nWhere an output's reference gives an error-energy check: the root of the summed "
+        "squared errors ÷ its limit over the passing cases (judge/error_energy.hpp).\n\n"
+        "| family | impl | output | cases | median | p99 | max |\n|---|---|---|---:|---:|---:|---:|\n";
+    for (const auto& e : energy)
+      md += fmt::format("| {} | {} | {} | {} | {:.3g} | {:.3g} | {:.3g} |\n", markdown_cell(e.family),
+                        markdown_cell(e.impl), markdown_cell(e.out), e.cases, e.median, e.p99, e.max);
+  }
   const auto planted = planted_bugs(records);
   md +=
       "\n## Planted bugs\n\nEach planted impl must FAIL on every case it runs (SKIP: problems its bug "

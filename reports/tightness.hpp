@@ -41,6 +41,18 @@ struct LoosestCase {
 /// One per family × impl × output that has such a case, sorted by family, impl, output.
 std::vector<LoosestCase> loosest_cases(const std::vector<ResultRecord>& records);
 
+/// The error-energy check's room (judge/error_energy.hpp) per family × impl × output: over the
+/// passing cases the check judged, the root of the error energy ÷ its limit
+/// (OutputStats::energy_ratio). Near 1: the limit is the model's own; far below: room for a bug.
+struct EnergyRow {
+  std::string family, impl, out;
+  size_t cases = 0;
+  double median = 0, p99 = 0, max = 0;
+};
+
+/// One per family × impl × output with a judged case, sorted by family, impl, output.
+std::vector<EnergyRow> energy_tightness(const std::vector<ResultRecord>& records);
+
 /// What a planted impl's cases gave (ResultRecord::planted; records from before the field by
 /// their "planted bug" expectation): each must FAIL wherever its bug changes an output.
 struct PlantedRow {
@@ -57,7 +69,8 @@ struct PlantedRow {
 std::vector<PlantedRow> planted_bugs(const std::vector<ResultRecord>& records);
 
 /// The whole report: the table (tightness_markdown), each family × impl × output's loosest case
-/// by id, and each planted bug's cases — run, caught, and the ids it was not caught on.
+/// by id, the error-energy check's statistics where it judged, and each planted bug's cases —
+/// run, caught, and the ids it was not caught on.
 std::string tightness_report_markdown(const std::vector<ResultRecord>& records);
 
 }  // namespace opcts

@@ -203,6 +203,29 @@ TEST(Tightness, MedianP99AndMaxPerImplAndOutput) {
   EXPECT_NE(md.find("| scaled_mm | cuda.y | d | bounded | 1 | 1 | 0 | 0 | 0 | 0 | – | – |"), std::string::npos) << md;
 }
 
+// The error-energy statistics: passing cases the check judged (a ratio above 0), per impl and
+// output; failures and unjudged outputs stay out, and the report has the section only then.
+TEST(Tightness, ErrorEnergyPerImplAndOutput) {
+  std::vector<ResultRecord> rs;
+  auto add = [&](const std::string& p, Outcome o, double energy) {
+    rs.push_back(bounded_record("cuda.x", p, o, 1.0, 0.1));
+    rs.back().outputs.back().energy_ratio = energy;
+  };
+  EXPECT_EQ(tightness_report_markdown(rs).find("## Error energy"), std::string::npos);
+  add("a", Outcome::PASS, 0.5);
+  add("b", Outcome::PASS, 0.25);
+  add("c", Outcome::PASS, 0.75);
+  add("unjudged", Outcome::PASS, 0.0);
+  add("fail", Outcome::FAIL, 3.0);
+  const auto rows = energy_tightness(rs);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].cases, 3u);
+  EXPECT_EQ(rows[0].median, 0.5);
+  EXPECT_EQ(rows[0].max, 0.75);
+  const std::string md = tightness_report_markdown(rs);
+  EXPECT_NE(md.find("| scaled_mm | cuda.x | d | 3 | 0.5 | 0.75 | 0.75 |"), std::string::npos) << md;
+}
+
 // The report's two lists: each impl and output's loosest passing case by id (the smallest error
 // ÷ bound above 0: ties to the lower id; exact and error-free cases say nothing), and each
 // planted impl's cases — skipped, run, caught, and the ids it passed or errored on.
