@@ -20,7 +20,8 @@ namespace {
 int dispatch(CommandLine& cl, const char* argv0) {
   check_options(cl);
   if (*cl.list)
-    return cl.fields_of.empty() ? cmd_list(cl.sel, cl.verbose, cl.count_only) : cmd_list_fields(cl.fields_of);
+    return cl.fields_of.empty() ? cmd_list(cl.sel, cl.verbose, cl.count_only, cl.coverage)
+                                : cmd_list_fields(cl.fields_of);
   if (*cl.run) return cmd_run(cl.sel, cl.rf, argv0);
   if (*cl.sample) {
     SampleOverride o;

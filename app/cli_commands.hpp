@@ -65,7 +65,7 @@ struct RunFlags {
   int min_run = 1;                        // the gate fails when fewer cases ran (neither SKIP nor MISSING)
 };
 
-int cmd_list(const Selection& s, bool verbose, bool count_only);
+int cmd_list(const Selection& s, bool verbose, bool count_only, bool coverage = false);
 /// Prints the field table of `family` ("all": of every family).
 int cmd_list_fields(const std::string& family);
 int cmd_run(const Selection& s, const RunFlags& f, const char* argv0);

@@ -46,6 +46,9 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   add_selection(cl.list, cl.sel);
   cl.list->add_flag("-v,--verbose", cl.verbose, "show tier, catalog source and whether the case would run or SKIP");
   cl.list->add_flag("--count", cl.count_only, "print only the number of cases");
+  cl.list->add_flag("--coverage", cl.coverage,
+                    "print, per family, the edge classes the selected problems reach (grids, edges and samples) "
+                    "and those none reaches, as Markdown (docs/coverage.md)");
   cl.list->add_option(
       "--fields", cl.fields_of,
       "print a family's problem fields (YAML keys, forms, id spelling) instead; 'all' for every family");

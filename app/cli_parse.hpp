@@ -16,7 +16,7 @@ namespace opcts::cli {
 /// which subcommand was given (the pointer whose `*p` is true).
 struct CommandLine {
   Selection sel;
-  bool verbose = false, count_only = false;
+  bool verbose = false, count_only = false, coverage = false;
   std::string fields_of;
   RunFlags rf;
   std::string resources_out;

@@ -29,6 +29,7 @@
 #include "judge/gate.hpp"
 #include "judge/run_selection.hpp"
 #include "numerics/rng.hpp"
+#include "reports/coverage.hpp"
 #include "reports/html.hpp"
 #include "reports/junit.hpp"
 #include "reports/matrix.hpp"
@@ -52,11 +53,15 @@ namespace fs = std::filesystem;
 
 namespace opcts::cli {
 
-int cmd_list(const Selection& s, bool verbose, bool count_only) {
+int cmd_list(const Selection& s, bool verbose, bool count_only, bool coverage) {
   const std::string arch = resolve_arch(s.arch, 0);
   const SuiteOptions so = suite_options(s, arch);
   Suite suite(registry_for(s.plugins, s.optional_plugins), so);
   const auto cases = selected(suite, s);
+  if (coverage) {
+    std::cout << coverage_markdown(opcts::coverage(cases));
+    return 0;
+  }
   if (count_only) {
     std::cout << cases.size() << "\n";
     return 0;

@@ -181,6 +181,13 @@ class Family {
   virtual std::vector<unsigned char> abi_params(const Problem&) const { return {}; }
   /// Whether two problems of this family are the same value (every field equal).
   virtual bool equal(const Problem& a, const Problem& b) const = 0;
+  /// The edge classes where shipped kernels broke (docs/coverage.md) that apply to this family,
+  /// in report order; empty when the family declares none. `opcts list --coverage` counts the
+  /// selected problems that reach each and lists those none reaches.
+  virtual std::vector<std::string> edge_classes() const { return {}; }
+  /// The classes of edge_classes() that `p` reaches (a negative case's "invalid arguments" is
+  /// the caller's, from expected_error).
+  virtual std::vector<std::string> edge_classes_of(const Problem&) const { return {}; }
 };
 
 /// An output whose guard bytes a run changed (core/output_guard.hpp): which, and what changed.

@@ -248,6 +248,11 @@ struct ElementReference {
 ElementReference reference_element(int64_t depth, const std::function<double(int64_t)>& a,
                                    const std::function<double(int64_t)>& b);
 
+/// The edge classes of docs/coverage.md that apply to this family, in report order, and those
+/// `p` reaches (families/grouped_mm/coverage.cpp; Family::edge_classes).
+std::vector<std::string> edge_classes();
+std::vector<std::string> edge_classes_of(const Problem& p);
+
 }  // namespace opcts::grouped_mm
 
 namespace opcts {

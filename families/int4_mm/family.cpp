@@ -12,6 +12,10 @@ using int4_mm::Problem;
 
 class Int4MmFamily final : public KitFamily<Problem> {
  public:
+  std::vector<std::string> edge_classes() const override { return int4_mm::edge_classes(); }
+  std::vector<std::string> edge_classes_of(const opcts::Problem& p) const override {
+    return int4_mm::edge_classes_of(get(p));
+  }
   std::string_view name() const override { return "int4_mm"; }
   const kit::FieldTable<Problem>& fields() const override { return int4_mm::fields(); }
   // Bump when the reference or the inputs change: cached references are then recomputed.

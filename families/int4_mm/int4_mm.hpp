@@ -160,6 +160,11 @@ TensorMap make_inputs(const Problem& p, uint64_t seed);
 /// in families/int4_mm/reference.cpp and judge/accumulator.cpp).
 References reference(const Problem& p, const TensorMap& inputs);
 
+/// The edge classes of docs/coverage.md that apply to this family, in report order, and those
+/// `p` reaches (families/int4_mm/coverage.cpp; Family::edge_classes).
+std::vector<std::string> edge_classes();
+std::vector<std::string> edge_classes_of(const Problem& p);
+
 }  // namespace opcts::int4_mm
 
 namespace opcts {

@@ -12,6 +12,10 @@ using scaled_mm::Problem;
 
 class ScaledMmFamily final : public KitFamily<Problem> {
  public:
+  std::vector<std::string> edge_classes() const override { return scaled_mm::edge_classes(); }
+  std::vector<std::string> edge_classes_of(const opcts::Problem& p) const override {
+    return scaled_mm::edge_classes_of(get(p));
+  }
   std::string_view name() const override { return "scaled_mm"; }
   const kit::FieldTable<Problem>& fields() const override { return scaled_mm::fields(); }
   // Bump when the reference or the inputs change: cached references are then recomputed.

@@ -201,6 +201,11 @@ int64_t scale_block_k(const Problem& p);
 /// gives its bound (judge/accumulator.hpp).
 References reference(const Problem& p, const TensorMap& inputs);
 
+/// The edge classes of docs/coverage.md that apply to this family, in report order, and those
+/// `p` reaches (families/scaled_mm/coverage.cpp; Family::edge_classes).
+std::vector<std::string> edge_classes();
+std::vector<std::string> edge_classes_of(const Problem& p);
+
 }  // namespace opcts::scaled_mm
 
 namespace opcts {

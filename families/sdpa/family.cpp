@@ -19,6 +19,10 @@ constexpr int64_t kTileRows = 16;
 
 class SdpaFamily final : public KitFamily<Problem> {
  public:
+  std::vector<std::string> edge_classes() const override { return sdpa::edge_classes(); }
+  std::vector<std::string> edge_classes_of(const opcts::Problem& p) const override {
+    return sdpa::edge_classes_of(get(p));
+  }
   std::string_view name() const override { return "sdpa"; }
   const kit::FieldTable<Problem>& fields() const override { return sdpa::fields(); }
 

@@ -241,6 +241,11 @@ References reference(const Problem& p, const TensorMap& inputs);
 /// where a flash backward rounds them) before its output rounding as `lowp`, and the floors.
 References backward_reference(const Problem& p, const TensorMap& inputs);
 
+/// The edge classes of docs/coverage.md that apply to this family, in report order, and those
+/// `p` reaches (families/sdpa/coverage.cpp; Family::edge_classes).
+std::vector<std::string> edge_classes();
+std::vector<std::string> edge_classes_of(const Problem& p);
+
 }  // namespace opcts::sdpa
 
 namespace opcts {

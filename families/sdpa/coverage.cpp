@@ -1,0 +1,54 @@
+// The edge classes of docs/coverage.md that sdpa's problems reach (`opcts list --coverage`).
+#include <string>
+#include <vector>
+
+#include "families/sdpa/sdpa.hpp"
+
+namespace opcts::sdpa {
+
+std::vector<std::string> edge_classes() {
+  return {"fully-masked row",
+          "masked-value isolation",
+          "extreme logits",
+          "partial tiles",
+          "causal alignment",
+          "window bounds",
+          "GQA ratio",
+          "GQA ratio not a power of two",
+          "zero-size dimensions",
+          "launch-grid limits",
+          "32-bit offset overflow",
+          "strides and alignment",
+          "backward"};
+}
+
+std::vector<std::string> edge_classes_of(const Problem& p) {
+  std::vector<std::string> out;
+  bool empty_row = false;
+  for (int64_t i = 0; i < p.seq_q && !empty_row; ++i) empty_row = p.keys_of_row(i) == 0;
+  if (empty_row && p.seq_k > 0) out.push_back("fully-masked row");
+  if (p.poison_masked) out.push_back("masked-value isolation");
+  // Logits far from the 1/√D scale's: a softcap, or a scale that makes rows near one-hot.
+  if (p.softcap > 0 || p.effective_scale() >= 1) out.push_back("extreme logits");
+  // A 64-key or 64-row tile (the flash kernels' blocks) left partial, or a head dim that is
+  // not a power of two.
+  const bool pow2_d = p.head_dim > 0 && (p.head_dim & (p.head_dim - 1)) == 0;
+  if (p.seq_q % 64 != 0 || p.seq_k % 64 != 0 || !pow2_d) out.push_back("partial tiles");
+  if (p.mask != Mask::none && p.seq_q != p.seq_k) out.push_back("causal alignment");
+  if (p.window_left >= 0 || p.window_right >= 0) out.push_back("window bounds");
+  if (p.heads_kv > 0 && p.heads_q != p.heads_kv && p.heads_q % p.heads_kv == 0) {
+    out.push_back("GQA ratio");
+    const int64_t r = p.heads_q / p.heads_kv;
+    if ((r & (r - 1)) != 0) out.push_back("GQA ratio not a power of two");
+  }
+  if (p.batch == 0 || p.seq_q == 0 || p.seq_k == 0) out.push_back("zero-size dimensions");
+  if (p.batch * p.heads_q > 65535) out.push_back("launch-grid limits");
+  const double q = static_cast<double>(p.batch) * p.heads_q * p.seq_q * p.head_dim;
+  const double scores = static_cast<double>(p.seq_q) * p.seq_k;
+  if (q >= 0x1p31 || (p.mask_tensor != MaskTensor::none && scores >= 0x1p32)) out.push_back("32-bit offset overflow");
+  if (p.layout == Layout::bshd || p.head_dim % 8 != 0 || p.head_dim_v % 8 != 0) out.push_back("strides and alignment");
+  if (p.direction == Direction::backward) out.push_back("backward");
+  return out;
+}
+
+}  // namespace opcts::sdpa

@@ -1,0 +1,78 @@
+// The coverage report (reports/coverage.hpp) and the families' edge classes: each problem counted
+// once per family whatever its impls, samples told apart by their catalog source, negative cases
+// as "invalid arguments", and the classes no problem reaches listed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "app/builtins.hpp"
+#include "reports/coverage.hpp"
+
+namespace opcts {
+namespace {
+
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::vector<std::string> classes_of(const std::string& family, const std::string& id) {
+  const Family& f = *builtin_registry().family(family);
+  return f.edge_classes_of(*f.parse_id(id));
+}
+
+TEST(Coverage, FamiliesNameTheClassesTheirProblemsReach) {
+  // Lower-right causal with Sq > Sk: the first Sq − Sk rows see no key; GQA 12/4 = 3.
+  const auto lr = classes_of("sdpa", "bf16_b1_hq12_hkv4_sq70_sk33_d64_causal_lr");
+  EXPECT_TRUE(has(lr, "fully-masked row"));
+  EXPECT_TRUE(has(lr, "causal alignment"));
+  EXPECT_TRUE(has(lr, "GQA ratio not a power of two"));
+  EXPECT_TRUE(has(lr, "partial tiles"));
+  const auto plain = classes_of("sdpa", "bf16_b1_hq4_hkv4_sq128_sk128_d64_nomask");
+  EXPECT_TRUE(plain.empty()) << plain.front();
+  for (const auto& c : lr) EXPECT_TRUE(has(builtin_registry().family("sdpa")->edge_classes(), c)) << c;
+  const Family& mm = *builtin_registry().family("scaled_mm");
+  for (const Family* f : builtin_registry().families())
+    for (const auto& c : f->edge_classes()) EXPECT_NE(c, "invalid arguments") << f->name();  // the report's own
+  EXPECT_FALSE(mm.edge_classes().empty());
+}
+
+Case make_case(const std::string& family, const std::string& impl, const std::string& id, const std::string& source) {
+  const Family& f = *builtin_registry().family(family);
+  Case c;
+  c.family = &f;
+  c.impl = builtin_registry().impl(impl);
+  c.problem = f.parse_id(id);
+  c.id = case_id(f, *c.impl, *c.problem);
+  c.source = source;
+  return c;
+}
+
+TEST(Coverage, CountsProblemsOnceAndListsWhatNoneReaches) {
+  std::vector<Case> cases;
+  cases.push_back(make_case("sdpa", "host.flash", "bf16_b1_hq12_hkv4_sq70_sk33_d64_causal_lr", "cases/sdpa.yaml:3"));
+  cases.push_back(
+      make_case("sdpa", "host.flash_gqa_modulo", "bf16_b1_hq12_hkv4_sq70_sk33_d64_causal_lr", "cases/sdpa.yaml:3"));
+  cases.push_back(make_case("sdpa", "host.flash", "bf16_b2_hq4_hkv4_sq64_sk64_d64_nomask_win8x0",
+                            "cases/sdpa.yaml:9 (sample 'x' draw 0)"));
+  const auto rows = coverage(cases);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].problems, 2u);  // the first problem under two impls counts once
+  EXPECT_EQ(rows[0].sampled, 1u);
+  EXPECT_TRUE(rows[0].declared);
+  auto count = [&](const std::string& name) {
+    for (const auto& k : rows[0].classes)
+      if (k.name == name) return std::make_pair(k.problems, k.sampled);
+    return std::make_pair(size_t{99}, size_t{99});
+  };
+  EXPECT_EQ(count("causal alignment"), std::make_pair(size_t{1}, size_t{0}));
+  EXPECT_EQ(count("window bounds"), std::make_pair(size_t{1}, size_t{1}));
+  EXPECT_EQ(count("invalid arguments"), std::make_pair(size_t{0}, size_t{0}));
+  const std::string md = coverage_markdown(rows);
+  EXPECT_NE(md.find("## sdpa: 2 problems (1 sampled)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| window bounds | 1 | 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Never reached: masked-value isolation"), std::string::npos) << md;
+  EXPECT_NE(md.find("zero-size dimensions"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace opcts
