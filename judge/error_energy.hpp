@@ -5,7 +5,10 @@
 // deviations of the modelled roundings: a bug that adds a few more roundings of the same size
 // (a 16-bit P·V accumulator rounded after each key tile) moves every element by about two of
 // them and passes wherever an output has too few elements for one to reach four. Their energy
-// sees it: a correct kernel's Σ x_i² concentrates near tr C, the bug's is a multiple of it.
+// can see it: a correct kernel's Σ x_i² concentrates near (at most) tr C, the bug adds its own
+// roundings' share, and the limit's excess over tr C shrinks as the output grows — so a bug
+// whose share is small against that excess (one or two extra roundings on a small output) can
+// still pass.
 //
 // The limit. For x = G·z with z's coordinates independent and 1-sub-Gaussian and C = G·Gᵀ,
 //   P(‖x‖² > tr C + 2·√(tr C² · t) + 2·‖C‖·t) <= e^-t
