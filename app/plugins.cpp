@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,7 +61,8 @@ int32_t add_impl(void* ctx, const opcts_impl_desc* d, char* error, size_t error_
     if (error && error_size) std::snprintf(error, error_size, "%s", why.c_str());
     return 1;
   };
-  if (!d || d->struct_size < sizeof(opcts_impl_desc)) return refuse("an impl descriptor smaller than ABI 1's");
+  if (!d || d->struct_size < offsetof(opcts_impl_desc, abi_minor))
+    return refuse("an impl descriptor smaller than ABI 1.0's");
   const std::string name = d->name ? d->name : "";
   if (!valid_name(name))
     return refuse("impl name '" + name + "' is not <prefix>.<name> of lowercase letters, digits, '_' and '.'");

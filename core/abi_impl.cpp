@@ -1,6 +1,7 @@
 // ABI descriptors as Impls, dtype codes, tensor descriptors and the host backend.
 #include "core/abi_impl.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/errors.hpp"
@@ -164,8 +165,11 @@ AbiImpl::AbiImpl(const opcts_impl_desc& desc, const AbiBackend* backend, std::st
       backend_name_(c_text(desc.backend)),
       missing_(std::move(missing_backend)),
       planted_(desc.planted != 0),
-      desc_(desc),
       transport_(backend) {
+  // A descriptor of an earlier minor version ends before the fields appended since: copy what
+  // it has, the rest stays 0 (abi_minor 0).
+  std::memcpy(&desc_, &desc, std::min<size_t>(desc.struct_size, sizeof desc_));
+  desc_.struct_size = sizeof desc_;
   for (int32_t i = 0; i < desc.n_caps; ++i) caps_.push_back(c_text(desc.caps[i]));
   // The copies above outlive the caller's strings; the callbacks and impl_data stay the plugin's.
   desc_.family = family_.c_str();
@@ -179,6 +183,10 @@ Support AbiImpl::supports(const Problem& p, const ArchInfo& arch) const {
   if (!transport_) return Support::no(name_ + ": " + missing_);
   if (cannot_show_)
     if (const std::string why = cannot_show_(p); !why.empty()) return Support::no(name_ + ": " + why);
+  if (const uint32_t needs = family_def().abi_minor(p); needs > desc_.abi_minor)
+    return Support::no(name_ + ": this problem needs plugin ABI 1." + std::to_string(needs) + " (" +
+                       family_def().abi_minor_feature(p) + "); the impl declares 1." + std::to_string(desc_.abi_minor) +
+                       " (opcts_impl_desc.abi_minor)");
   const std::vector<unsigned char> params = family_def().abi_params(p);
   if (params.empty()) return Support::no(name_ + ": family " + family_ + " has no ABI parameter struct");
   if (desc_.supports) {

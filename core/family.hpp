@@ -179,6 +179,11 @@ class Family {
   /// opcts_<family>_params) for a problem, as bytes; empty when the family has none (then no
   /// ABI impl can be registered for it).
   virtual std::vector<unsigned char> abi_params(const Problem&) const { return {}; }
+  /// The plugin ABI minor version a problem needs (include/opcts/plugin.h OPCTS_PLUGIN_ABI_MINOR:
+  /// what a later header appended, such as sdpa's varlen layout), and what it is, for the SKIP
+  /// of an impl that declares an earlier one (core/abi_impl.cpp).
+  virtual uint32_t abi_minor(const Problem&) const { return 0; }
+  virtual std::string abi_minor_feature(const Problem&) const { return {}; }
   /// Whether two problems of this family are the same value (every field equal).
   virtual bool equal(const Problem& a, const Problem& b) const = 0;
   /// The edge classes where shipped kernels broke (docs/coverage.md) that apply to this family,

@@ -62,7 +62,10 @@ TEST(PythonPlugin, TheNumpyExamplesPassTheHostSmokeTier) {
     if (rec.outcome == Outcome::PASS) ++pass[rec.family];
     if (rec.outcome == Outcome::SKIP) {
       ++skip[rec.family];
-      EXPECT_EQ(rec.message, "np.sdpa: computes the forward only") << id;
+      // A Python impl declares plugin ABI 1.0: the varlen cases (1.1) SKIP saying so.
+      const bool varlen = id.find("_varlen") != std::string::npos;
+      if (varlen) EXPECT_NE(rec.message.find("needs plugin ABI 1.1"), std::string::npos) << id << ": " << rec.message;
+      else EXPECT_EQ(rec.message, "np.sdpa: computes the forward only") << id;
     }
   }
   EXPECT_GE(pass["cast"], 70) << "every cast of the smoke tier, bit for bit";

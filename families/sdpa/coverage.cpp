@@ -1,4 +1,5 @@
 // The edge classes of docs/coverage.md that sdpa's problems reach (`opcts list --coverage`).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -19,10 +20,29 @@ std::vector<std::string> edge_classes() {
           "launch-grid limits",
           "32-bit offset overflow",
           "strides and alignment",
-          "backward"};
+          "backward",
+          "ragged batch",
+          "empty sequence in a batch"};
 }
 
 std::vector<std::string> edge_classes_of(const Problem& p) {
+  if (p.varlen()) {
+    // A packed batch reaches what its sequences reach, as dense problems, and its own classes:
+    // sequences of different lengths (boundaries off a tile, alignments per sequence) and a
+    // sequence with no query or no key between others.
+    std::vector<std::string> seen;
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (std::string& c : edge_classes_of(p.sequence(b))) seen.push_back(std::move(c));
+    if (p.seqlens_q != std::vector<int64_t>(p.seqlens_q.size(), p.seq_q) ||
+        p.seqlens_k != std::vector<int64_t>(p.seqlens_k.size(), p.seq_k))
+      seen.push_back("ragged batch");
+    for (int64_t b = 0; b < p.batch; ++b)
+      if (p.seqlens_q[b] == 0 || p.seqlens_k[b] == 0) seen.push_back("empty sequence in a batch");
+    std::vector<std::string> out;
+    for (const std::string& c : edge_classes())
+      if (std::find(seen.begin(), seen.end(), c) != seen.end()) out.push_back(c);
+    return out;
+  }
   std::vector<std::string> out;
   bool empty_row = false;
   for (int64_t i = 0; i < p.seq_q && !empty_row; ++i) empty_row = p.keys_of_row(i) == 0;

@@ -36,13 +36,18 @@ class SdpaFamily final : public KitFamily<Problem> {
     // Forward: S = Q·Kᵀ (2·Dqk flops per score) and O = P·V (2·Dv) per (batch, query head);
     // masked tiles are not subtracted. Backward: 2.5× (FlashAttention-2's count: five GEMMs
     // of the two forward ones' size, recomputed S included).
-    const double fwd = 2.0 * p.batch * p.heads_q * p.seq_q * p.seq_k * static_cast<double>(p.head_dim + p.head_dim_v);
+    // Varlen: the sum over the sequences of their Sq_b·Sk_b.
+    double pairs = static_cast<double>(p.batch) * p.seq_q * p.seq_k;
+    if (p.varlen()) {
+      pairs = 0;
+      for (int64_t b = 0; b < p.batch; ++b) pairs += static_cast<double>(p.seqlens_q[b]) * p.seqlens_k[b];
+    }
+    const double fwd = 2.0 * p.heads_q * pairs * static_cast<double>(p.head_dim + p.head_dim_v);
     const bool bwd = p.direction == sdpa::Direction::backward;
-    const double q = static_cast<double>(p.heads_q) * p.seq_q, kv = static_cast<double>(p.heads_kv) * p.seq_k;
-    // q, k, v, O; backward adds dO, dQ, dK, dV.
+    const double q = static_cast<double>(p.heads_q) * p.total_q(), kv = static_cast<double>(p.heads_kv) * p.total_k();
+    // q, k, v, O; backward adds dO, dQ, dK, dV (cu_seqlens are noise beside them).
     double elems = q * (p.head_dim + p.head_dim_v) + kv * (p.head_dim + p.head_dim_v);
     if (bwd) elems *= 2;
-    elems *= static_cast<double>(p.batch);
     double bytes = elems * storage_bytes(p.dtype);
     if (p.mask_tensor != sdpa::MaskTensor::none) {
       double m = 1;
@@ -78,7 +83,15 @@ class SdpaFamily final : public KitFamily<Problem> {
 
   References reference(const opcts::Problem& pp, const TensorMap& inputs) const override {
     const auto& p = get(pp);
+    if (p.varlen()) return sdpa::varlen_reference(p, inputs);
     return p.direction == sdpa::Direction::backward ? sdpa::backward_reference(p, inputs) : sdpa::reference(p, inputs);
+  }
+
+  // The varlen layout came with ABI 1.1 (include/opcts/plugin.h): an impl built before it reads
+  // layout THD as BHSD.
+  uint32_t abi_minor(const opcts::Problem& p) const override { return get(p).varlen() ? 1 : 0; }
+  std::string abi_minor_feature(const opcts::Problem& p) const override {
+    return get(p).varlen() ? "the varlen (THD) layout with cu_seqlens" : "";
   }
 
   // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
@@ -87,7 +100,7 @@ class SdpaFamily final : public KitFamily<Problem> {
   // Inputs and outputs in the problem's dtype (the boolean mask as bytes), lse in fp32.
   double device_bytes(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
-    const double lse = static_cast<double>(p.batch) * p.heads_q * p.seq_q * 4;
+    const double lse = static_cast<double>(p.total_q()) * p.heads_q * 4;
     return cost(pp).bytes + lse;
   }
 };

@@ -1,4 +1,7 @@
 // The sdpa problem's field table: YAML keys, id tokens and their order (sdpa.hpp, problem_id).
+#include <algorithm>
+#include <tuple>
+
 #include "families/sdpa/sdpa.hpp"
 
 namespace opcts::sdpa {
@@ -51,6 +54,126 @@ Field<Problem> pair_field(const char* key, int64_t Problem::*first, int64_t Prob
       if (!n) throw std::invalid_argument("token '" + in.peek() + "': expected " + prefix + "N");
       p.*member = kit::parse_int_token(*n);
     }
+  };
+  return f;
+}
+
+// Varlen lengths in an id: the lengths joined by 'x', a run of one length written LrN (N
+// times): [1, 1, 1, 512] is "1r3x512". A single length is just L; no sequence at all is 0r0.
+std::string lengths_token(const std::vector<int64_t>& lens) {
+  if (lens.empty()) return "0r0";
+  std::string out;
+  for (size_t i = 0; i < lens.size();) {
+    size_t j = i;
+    while (j < lens.size() && lens[j] == lens[i]) ++j;
+    if (!out.empty()) out += 'x';
+    out += kit::int_token(lens[i]);
+    if (j - i > 1) out += "r" + std::to_string(j - i);
+    i = j;
+  }
+  return out;
+}
+
+// One element "L" or "LrN" (YAML list items may use it too) appended to `lens`.
+void append_lengths(std::string_view t, std::vector<int64_t>& lens) {
+  const size_t r = t.find('r');
+  const int64_t len = kit::parse_int_token(t.substr(0, r));
+  int64_t count = 1;
+  if (r != std::string_view::npos) {
+    count = kit::parse_int_token(t.substr(r + 1));
+    if (count < 0 || count > (int64_t{1} << 24))
+      throw std::invalid_argument("'" + std::string(t) + "': a run LrN needs 0 <= N <= 2^24");
+  }
+  lens.insert(lens.end(), static_cast<size_t>(count), len);
+}
+
+std::vector<int64_t> parse_lengths_token(std::string_view t) {
+  std::vector<int64_t> lens;
+  for (size_t i = 0; i <= t.size();) {
+    const size_t x = std::min(t.find('x', i), t.size());
+    append_lengths(t.substr(i, x - i), lens);
+    i = x + 1;
+  }
+  return lens;
+}
+
+int64_t largest(const std::vector<int64_t>& lens) {
+  return lens.empty() ? 0 : *std::max_element(lens.begin(), lens.end());
+}
+
+// `seq: N`, `{q: N, k: N}`, or for layout varlen `{q: [lengths], k: [lengths]}` (an item may
+// be "LrN", N sequences of length L): the lists set batch and the largest lengths set seq.q and
+// seq.k. The id spells a varlen problem's lengths in sqL..._skL... (lengths_token).
+Field<Problem> seq_field() {
+  Field<Problem> f = pair_field("seq", &Problem::seq_q, &Problem::seq_k, "q", "k", "sq", "sk");
+  f.doc = "N or {q: N, k: N}; varlen: {q: [L, ...], k: [L, ...]} (an item LrN repeats L N times)";
+  f.id = "sqN_skN (varlen: the lengths, LxL..., LrN for N of L)";
+  const auto dense_read = f.read;
+  f.read = [dense_read](Problem& p, const YAML::Node& m) {
+    const YAML::Node v = m["seq"];
+    if (!v.IsMap() || !v["q"] || !v["q"].IsSequence()) return dense_read(p, m);
+    check_subkeys(v, {"q", "k"});
+    if (!v["k"] || !v["k"].IsSequence())
+      throw std::invalid_argument("expected {q: [lengths], k: [lengths]}: both lists, one length per sequence");
+    for (const auto& [key, lens] : {std::pair{"q", &p.seqlens_q}, std::pair{"k", &p.seqlens_k}}) {
+      lens->clear();
+      for (const auto& item : v[key]) append_lengths(kit::field_as_scalar(item, key), *lens);
+    }
+    if (p.seqlens_q.size() != p.seqlens_k.size())
+      throw std::invalid_argument("q lists " + std::to_string(p.seqlens_q.size()) + " sequences, k lists " +
+                                  std::to_string(p.seqlens_k.size()));
+    const int64_t n = static_cast<int64_t>(p.seqlens_q.size());
+    if (m["batch"] && kit::field_as_value<int64_t>(m["batch"], "batch") != n)
+      throw std::invalid_argument("batch: " + kit::field_as_scalar(m["batch"], "batch") +
+                                  " given, but the lists hold " + std::to_string(n) + " sequences (leave batch out)");
+    p.batch = n;
+    p.seq_q = largest(p.seqlens_q);
+    p.seq_k = largest(p.seqlens_k);
+  };
+  f.write = [](const Problem& p, std::vector<std::string>& t) {
+    t.push_back("sq" + (p.varlen() ? lengths_token(p.seqlens_q) : kit::int_token(p.seq_q)));
+    t.push_back("sk" + (p.varlen() ? lengths_token(p.seqlens_k) : kit::int_token(p.seq_k)));
+  };
+  f.scan = [](Problem& p, kit::IdReader& in) {
+    for (const auto& [prefix, member, lens] :
+         {std::tuple{"sq", &Problem::seq_q, &p.seqlens_q}, std::tuple{"sk", &Problem::seq_k, &p.seqlens_k}}) {
+      const auto n = in.take_prefixed(prefix);
+      if (!n) throw std::invalid_argument("token '" + in.peek() + "': expected " + std::string(prefix) + "N");
+      // Read as lengths; a dense problem's one length moves to seq when the layout is read.
+      *lens = parse_lengths_token(*n);
+      p.*member = largest(*lens);
+    }
+  };
+  return f;
+}
+
+// `layout: bhsd | bshd | varlen`. A dense layout drops the lengths the id's seq tokens left;
+// varlen given scalar lengths makes every one of the batch's sequences that long.
+Field<Problem> layout_field() {
+  Field<Problem> f = kit::enum_choice<Problem>("layout", &Problem::layout);
+  auto settle = [](Problem& p) {
+    if (!p.varlen()) {
+      if (p.seqlens_q.size() > 1 || p.seqlens_k.size() > 1)
+        throw std::invalid_argument("seq: lists of lengths need layout: varlen");
+      p.seqlens_q.clear();
+      p.seqlens_k.clear();
+    } else if (p.seqlens_q.empty() && p.seqlens_k.empty() && p.batch > 0) {
+      p.seqlens_q.assign(static_cast<size_t>(p.batch), p.seq_q);
+      p.seqlens_k.assign(static_cast<size_t>(p.batch), p.seq_k);
+    } else if (p.seqlens_q.size() == 1 && p.batch != 1) {  // an id's single length: every sequence's
+      p.seqlens_q.assign(static_cast<size_t>(std::max<int64_t>(p.batch, 0)), p.seq_q);
+      p.seqlens_k.assign(static_cast<size_t>(std::max<int64_t>(p.batch, 0)), p.seq_k);
+    }
+  };
+  const auto read = f.read;
+  f.read = [read, settle](Problem& p, const YAML::Node& m) {
+    read(p, m);
+    settle(p);
+  };
+  const auto scan = f.scan;
+  f.scan = [scan, settle](Problem& p, kit::IdReader& in) {
+    scan(p, in);
+    settle(p);
   };
   return f;
 }
@@ -204,12 +327,10 @@ const kit::FieldTable<Problem>& fields() {
       "sdpa",
       {kit::dtype_bare<Problem>("dtype", &Problem::dtype, "bf16 | fp16 | fp32"),
        kit::int_always<Problem>("batch", &Problem::batch, "b", "N (default 1)", false),
-       pair_field("heads", &Problem::heads_q, &Problem::heads_kv, "q", "kv", "hq", "hkv"),
-       pair_field("seq", &Problem::seq_q, &Problem::seq_k, "q", "k", "sq", "sk"), head_dim_field(),
-       kit::enum_choice<Problem>("mask", &Problem::mask), scale_field(), window_field(), softcap_field(),
-       attn_mask_field(), kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
-       kit::enum_choice<Problem>("layout", &Problem::layout),
-       kit::enum_choice<Problem>("direction", &Problem::direction), expect_field()},
+       pair_field("heads", &Problem::heads_q, &Problem::heads_kv, "q", "kv", "hq", "hkv"), seq_field(),
+       head_dim_field(), kit::enum_choice<Problem>("mask", &Problem::mask), scale_field(), window_field(),
+       softcap_field(), attn_mask_field(), kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
+       layout_field(), kit::enum_choice<Problem>("direction", &Problem::direction), expect_field()},
       [](const Problem& p) { p.validate(); }, check_expect_error);
   return table;
 }

@@ -43,17 +43,31 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
     }
     in.emplace("attn_mask", std::move(m));
   }
+  if (p.varlen()) {
+    for (const auto& [name, lens] :
+         {std::pair{"cu_seqlens_q", &p.seqlens_q}, std::pair{"cu_seqlens_k", &p.seqlens_k}}) {
+      const std::vector<int64_t> cu = cu_seqlens(*lens);
+      HostTensor t(DType::int32, {static_cast<int64_t>(cu.size())});
+      for (size_t b = 0; b < cu.size(); ++b) t.set(static_cast<int64_t>(b), static_cast<double>(cu[b]));
+      in.emplace(name, std::move(t));
+    }
+  }
   if (p.poison_masked) {
-    const auto unseen = unseen_keys(p);
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const Strides ks = k_strides(p), vs = v_strides(p);
-    for (int64_t b = 0; b < p.batch; ++b)
+    // A varlen sequence's keys are packed rows cu_seqlens_k[b] + j (ks.batch is 0 there).
+    const std::vector<int64_t> cu_k = p.varlen() ? cu_seqlens(p.seqlens_k) : std::vector<int64_t>();
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const auto unseen = unseen_keys(p.sequence(b));
+      const int64_t row0 = p.varlen() ? cu_k[b] : 0;
       for (int64_t h = 0; h < p.heads_kv; ++h)
-        for (int64_t j = 0; j < p.seq_k; ++j) {
+        for (size_t j = 0; j < unseen.size(); ++j) {
           if (!unseen[j]) continue;
-          for (int64_t d = 0; d < p.head_dim; ++d) in.at("k").set(ks.at(b, h, j) + d, nan);
-          for (int64_t d = 0; d < p.head_dim_v; ++d) in.at("v").set(vs.at(b, h, j) + d, nan);
+          const int64_t row = row0 + static_cast<int64_t>(j);
+          for (int64_t d = 0; d < p.head_dim; ++d) in.at("k").set(ks.at(b, h, row) + d, nan);
+          for (int64_t d = 0; d < p.head_dim_v; ++d) in.at("v").set(vs.at(b, h, row) + d, nan);
         }
+    }
   }
   return in;
 }

@@ -65,6 +65,27 @@ std::vector<char> unseen_keys(const Problem& p) {
 }
 
 void Problem::validate() const {
+  if (varlen()) {
+    if (static_cast<int64_t>(seqlens_q.size()) != batch || static_cast<int64_t>(seqlens_k.size()) != batch)
+      throw std::invalid_argument(
+          "layout varlen: seq.q and seq.k must list one length per sequence (batch = " + std::to_string(batch) +
+          ", got " + std::to_string(seqlens_q.size()) + " and " + std::to_string(seqlens_k.size()) + ")");
+    for (const auto* lens : {&seqlens_q, &seqlens_k})
+      for (int64_t l : *lens)
+        if (l < 0) throw std::invalid_argument("seq: a sequence length must be >= 0, got " + std::to_string(l));
+    const auto largest = [](const std::vector<int64_t>& v) {
+      return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+    };
+    if (seq_q != largest(seqlens_q) || seq_k != largest(seqlens_k))
+      throw std::invalid_argument("layout varlen: seq.q and seq.k must be the largest lengths");
+    if (mask_tensor != MaskTensor::none)
+      throw std::invalid_argument(
+          "attn_mask: the varlen layout takes no attn_mask (FlashAttention's varlen API has none)");
+    if (total_q() > INT32_MAX || total_k() > INT32_MAX)
+      throw std::invalid_argument("seq: cu_seqlens are int32, so a varlen batch holds at most 2^31 - 1 tokens");
+  } else if (!seqlens_q.empty() || !seqlens_k.empty()) {
+    throw std::invalid_argument("seq: lists of lengths need layout: varlen");
+  }
   auto nonneg = [](const char* name, int64_t v) {
     if (v < 0) throw std::invalid_argument(std::string(name) + " must be >= 0, got " + std::to_string(v));
   };
@@ -81,8 +102,12 @@ void Problem::validate() const {
   if (mask_tensor == MaskTensor::none && (mask_per_batch || mask_per_head))
     throw std::invalid_argument("attn_mask.per_batch / per_head given without an attn_mask");
   if (poison_masked && contract_violation(*this) == std::nullopt) {
-    const auto unseen = unseen_keys(*this);
-    if (std::find(unseen.begin(), unseen.end(), 1) == unseen.end() && batch > 0 && seq_k > 0)
+    bool somewhere = false;
+    for (int64_t b = 0; b < (varlen() ? batch : std::min<int64_t>(batch, 1)) && !somewhere; ++b) {
+      const auto unseen = unseen_keys(varlen() ? sequence(b) : *this);
+      somewhere = std::find(unseen.begin(), unseen.end(), 1) != unseen.end();
+    }
+    if (!somewhere && batch > 0 && seq_k > 0)
       throw std::invalid_argument(
           "poison_masked: every key is visible to some query row, so there is nowhere to put the NaN (use a "
           "window, or causal_upper_left with seq.k > seq.q)");
@@ -93,22 +118,31 @@ std::string problem_id(const Problem& p) { return fields().id(p); }
 Problem parse_problem_id(std::string_view id) { return fields().parse_id(id); }
 
 namespace {
-std::vector<int64_t> stored(const Problem& p, int64_t heads, int64_t seq, int64_t d) {
+// Shapes of a query-side (Q, O) or key-side (K, V) tensor; a varlen tensor's rows are the
+// packed tokens instead of [B, S].
+enum class Side { q, k };
+std::vector<int64_t> stored(const Problem& p, int64_t heads, Side side, int64_t d) {
+  const int64_t seq = side == Side::q ? p.seq_q : p.seq_k;
+  if (p.varlen()) return {side == Side::q ? p.total_q() : p.total_k(), heads, d};
   if (p.layout == Layout::bshd) return {p.batch, seq, heads, d};
   return {p.batch, heads, seq, d};
 }
 Strides strides_of(const Problem& p, int64_t heads, int64_t seq, int64_t d) {
   if (p.layout == Layout::bshd) return {seq * heads * d, d, heads * d};
+  if (p.varlen()) return {0, d, heads * d};  // seq: the packed token index
   return {heads * seq * d, seq * d, d};
 }
 }  // namespace
 
-std::vector<int64_t> q_shape(const Problem& p) { return stored(p, p.heads_q, p.seq_q, p.head_dim); }
-std::vector<int64_t> k_shape(const Problem& p) { return stored(p, p.heads_kv, p.seq_k, p.head_dim); }
+std::vector<int64_t> q_shape(const Problem& p) { return stored(p, p.heads_q, Side::q, p.head_dim); }
+std::vector<int64_t> k_shape(const Problem& p) { return stored(p, p.heads_kv, Side::k, p.head_dim); }
 std::vector<int64_t> kv_shape(const Problem& p) { return k_shape(p); }
-std::vector<int64_t> v_shape(const Problem& p) { return stored(p, p.heads_kv, p.seq_k, p.head_dim_v); }
-std::vector<int64_t> o_shape(const Problem& p) { return stored(p, p.heads_q, p.seq_q, p.head_dim_v); }
-std::vector<int64_t> lse_shape(const Problem& p) { return {p.batch, p.heads_q, p.seq_q}; }
+std::vector<int64_t> v_shape(const Problem& p) { return stored(p, p.heads_kv, Side::k, p.head_dim_v); }
+std::vector<int64_t> o_shape(const Problem& p) { return stored(p, p.heads_q, Side::q, p.head_dim_v); }
+std::vector<int64_t> lse_shape(const Problem& p) {
+  if (p.varlen()) return {p.heads_q, p.total_q()};
+  return {p.batch, p.heads_q, p.seq_q};
+}
 std::vector<int64_t> mask_shape(const Problem& p) {
   return {p.mask_per_batch ? p.batch : 1, p.mask_per_head ? p.heads_q : 1, p.seq_q, p.seq_k};
 }
@@ -121,10 +155,62 @@ Strides mask_strides(const Problem& p) {
   return {p.mask_per_batch ? (p.mask_per_head ? p.heads_q : 1) * hs : 0, p.mask_per_head ? hs : 0, p.seq_k};
 }
 
+namespace {
+
+// The varlen bugs: whether some row of sequence b would see another set of keys (as packed
+// token indices) than its own. key_offset reads the sequence's keys from one token before its
+// start (Sk_b + 1 keys, the first its neighbour's); max_alignment aligns the lower-right mask
+// and the window by max_seqlen_k − max_seqlen_q instead of Sk_b − Sq_b. A Problem whose
+// seq_k − seq_q is that offset and whose seq_k is Sk_b gives the planted ranges (first_key and
+// last_key read only those two).
+bool varlen_bug_moves_keys(const Problem& p, int64_t b, int64_t cu_k, PlantedBug bug) {
+  const Problem s = p.sequence(b);
+  Problem t = s;
+  int64_t shift = 0;  // packed index of the planted problem's key 0 minus the sequence's
+  if (bug == PlantedBug::varlen_key_offset) {
+    if (cu_k == 0) return false;  // nothing before the first key to read
+    t.seq_k = s.seq_k + 1;
+    shift = -1;
+  } else {
+    t.seq_q = s.seq_k - (p.seq_k - p.seq_q);
+  }
+  for (int64_t i = 0; i < s.seq_q; ++i) {
+    const int64_t n = s.keys_of_row(i), m = t.keys_of_row(i);
+    if (n != m) return true;
+    if (n > 0 && s.first_key(i) != t.first_key(i) + shift) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
   if (bug == PlantedBug::none) return "not a planted bug";
   if (contract_violation(p)) return "planted impls run valid problems only";
-  if (p.batch == 0 || p.seq_q == 0 || p.seq_k == 0) return "empty problem: nothing to get wrong";
+  const bool varlen_bug = bug == PlantedBug::varlen_key_offset || bug == PlantedBug::varlen_max_alignment;
+  if (varlen_bug && !p.varlen()) return "a varlen bug: the problem is dense";
+  if (p.varlen()) {
+    // Each sequence is a dense problem: the bug shows where it shows in one of them.
+    const std::vector<int64_t> cu_k = cu_seqlens(p.seqlens_k);
+    std::string why = "no sequence";
+    for (int64_t b = 0; b < p.batch; ++b) {
+      if (varlen_bug) {
+        if (p.seqlens_q[b] > 0 && varlen_bug_moves_keys(p, b, cu_k[b], bug)) return "";
+        continue;
+      }
+      const std::string w = planted_bug_cannot_show(p.sequence(b), bug);
+      if (w.empty()) return "";
+      if (b == 0) why = "no sequence can show it (sequence 0: " + w + ")";
+    }
+    if (varlen_bug)
+      return bug == PlantedBug::varlen_key_offset
+                 ? "no row of a sequence after the first sees its first key"
+                 : "no sequence's alignment or window moves with max_seqlen_k - max_seqlen_q";
+    return why;
+  }
+  // Rows without keys are masked_row_nan's whole point, Sk = 0 included (every row then is one).
+  if (p.batch == 0 || p.seq_q == 0 || (p.seq_k == 0 && bug != PlantedBug::masked_row_nan))
+    return "empty problem: nothing to get wrong";
   bool any_key = false;
   for (int64_t i = 0; i < p.seq_q && !any_key; ++i) any_key = p.keys_of_row(i) > 0;
   if (!any_key && bug != PlantedBug::masked_row_nan) return "no row sees a key: nothing to get wrong";
@@ -156,6 +242,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
         if (p.keys_of_row(i) >= kPlantedPrecisionKeys) return "";
       return "every row sees one key: P = l = 1 and P·v = v are exact in the dtype";
     }
+    case PlantedBug::varlen_key_offset:
+    case PlantedBug::varlen_max_alignment:
     case PlantedBug::none: break;
   }
   return "not a planted bug";

@@ -17,6 +17,15 @@
 // dV = Pᵀ·dO (FlashAttention-2, Dao 2023, Algorithm 2), with GQA heads summed into dK, dV.
 // Layout: logical Q [B, Hq, Sq, Dqk]; K [B, Hkv, Sk, Dqk]; V [B, Hkv, Sk, Dv];
 // O [B, Hq, Sq, Dv]; stored BHSD, or BSHD ([B, S, H, D]) when layout is bshd.
+// Varlen (layout varlen; FlashAttention-2 flash_attn_varlen_func, FlashInfer's ragged
+// prefill, cuDNN's ragged offsets): B sequences of their own lengths Sq_b, Sk_b packed
+// token-major (THD): Q [Tq, Hq, Dqk], K [Tk, Hkv, Dqk], V [Tk, Hkv, Dv], O [Tq, Hq, Dv] with
+// Tq = Σ Sq_b, Tk = Σ Sk_b; sequence b holds tokens [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of
+// Q (int32 [B + 1], exclusive prefix sums; likewise cu_seqlens_k); logsumexp [Hq, Tq]
+// (FlashAttention-2's varlen softmax_lse). Each sequence is its own attention problem: the
+// masks, windows and alignments above apply with its own Sq_b and Sk_b (lower-right causal
+// per sequence), and no sequence sees another's keys. seq_q and seq_k are the largest
+// lengths (FlashAttention's max_seqlen_q, max_seqlen_k).
 #pragma once
 
 #include <cstdint>
@@ -64,9 +73,9 @@ inline constexpr std::array<EnumName<MaskTensor>, 3> kMaskTensorNames{{
 constexpr const auto& enum_names(MaskTensor) { return kMaskTensorNames; }
 constexpr std::string_view to_string(MaskTensor m) { return enum_name(m); }
 
-enum class Layout : int32_t { bhsd = OPCTS_SDPA_BHSD, bshd = OPCTS_SDPA_BSHD };
-inline constexpr std::array<EnumName<Layout>, 2> kLayoutNames{
-    {{Layout::bhsd, "bhsd", ""}, {Layout::bshd, "bshd", "bshd"}}};
+enum class Layout : int32_t { bhsd = OPCTS_SDPA_BHSD, bshd = OPCTS_SDPA_BSHD, varlen = OPCTS_SDPA_THD };
+inline constexpr std::array<EnumName<Layout>, 3> kLayoutNames{
+    {{Layout::bhsd, "bhsd", ""}, {Layout::bshd, "bshd", "bshd"}, {Layout::varlen, "varlen", "varlen"}}};
 constexpr const auto& enum_names(Layout) { return kLayoutNames; }
 constexpr std::string_view to_string(Layout l) { return enum_name(l); }
 
@@ -99,12 +108,26 @@ struct Problem {
   bool poison_masked = false;  // NaN written into K/V rows that no query may see
   Layout layout = Layout::bhsd;
   Direction direction = Direction::forward;
+  /// Layout varlen: the length of each sequence (batch entries each; seq_q and seq_k are their
+  /// largest). Empty for the dense layouts.
+  std::vector<int64_t> seqlens_q, seqlens_k;
+
+  bool varlen() const { return layout == Layout::varlen; }
+  /// Packed tokens of Q (and O) and of K (and V): Σ Sq_b and Σ Sk_b for varlen, B·Sq and B·Sk
+  /// otherwise.
+  int64_t total_q() const;
+  int64_t total_k() const;
+  /// Sequence b of a varlen problem as the dense problem it is: batch 1, its own lengths, BSHD
+  /// storage (the THD rows of one sequence are exactly a [1, S, H, D] tensor), the rest as p.
+  /// A dense problem's sequence b is the problem with batch 1.
+  Problem sequence(int64_t b) const;
 
   double effective_scale() const;
   /// The keys row i may see under the causal mask and the window: the inclusive range
   /// [first_key(i), last_key(i)], clamped to [0, Sk − 1]; empty when last_key(i) < first_key(i).
   /// (A window makes the range start after 0; a boolean or additive attn_mask is data, applied
   /// by the references and impls on top of this range.) Negative windows count as unbounded.
+  /// Dense problems only: a varlen problem's rows are its sequences' (sequence(b)).
   int64_t first_key(int64_t i) const;
   int64_t last_key(int64_t i) const;
   /// Whether key j is visible to query row i under the causal mask and the window.
@@ -119,14 +142,20 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 };
 
+/// cu_seqlens of a varlen problem (families/sdpa/varlen.cpp): the exclusive prefix sums of the
+/// lengths, B + 1 entries starting at 0.
+std::vector<int64_t> cu_seqlens(const std::vector<int64_t>& lens);
+
 /// The plugin ABI's opcts_sdpa_params for a problem, as bytes (families/sdpa/family.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
 /// The field table (families/sdpa/fields.cpp): YAML keys dtype; batch (default 1); heads (N or
-/// {q, kv}); seq (N or {q, k}); head_dim (N or {qk, v}); mask none | causal_upper_left |
+/// {q, kv}); seq (N or {q, k}; varlen {q: [L, ...], k: [L, ...]}, an item "LrN" N sequences of
+/// length L, which set batch); head_dim (N or {qk, v}); mask none | causal_upper_left |
 /// causal_lower_right; scale; window {left, right} (-1 = unbounded) or none; softcap;
 /// attn_mask none | bool | additive or {kind, per_batch, per_head}; poison_masked; layout
-/// bhsd | bshd; direction forward | backward; expect_error (a negative case). The id below.
+/// bhsd | bshd | varlen (scalar lengths: every sequence that long); direction forward |
+/// backward; expect_error (a negative case). The id below.
 const kit::FieldTable<Problem>& fields();
 
 /// A break of the operator's argument contract that a user can write and every impl must
@@ -153,6 +182,14 @@ enum class PlantedBug {
   pv_in_dtype,        // the P·V accumulator is rounded to the input dtype after every key tile
   rowsum_in_dtype,    // the softmax row sum l is rounded to the input dtype after every key tile
   lse_plus_log2,      // logsumexp = m + log(2·l): off by log 2 (a log2/ln domain slip)
+  // Varlen: sequence b >= 1 reads its keys from cu_seqlens_k[b] − 1, one token of its
+  // neighbour's before its own (an off-by-one in the sequence start: it attends across the
+  // boundary; Sk_b + 1 keys, aligned by them).
+  varlen_key_offset,
+  // Varlen: the lower-right mask and the window aligned by max_seqlen_k − max_seqlen_q, the
+  // batch's, instead of each sequence's Sk_b − Sq_b (a dense kernel's offset kept for packed
+  // batches).
+  varlen_max_alignment,
 };
 /// Why a problem cannot show the planted bug (so the planted impl SKIPs it and each of its
 /// cases must FAIL), or "" when it can: negative cases, empty problems, rows that see no
@@ -169,7 +206,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
 constexpr int64_t kPlantedPrecisionKeys = 2;
 
 /// Keys that no query row can see under the causal mask and the window (1 = unseen), Sk
-/// entries. poison_masked writes NaN into exactly these rows of K and V.
+/// entries, of a dense problem (a varlen one's are its sequences', unseen_keys(p.sequence(b))).
+/// poison_masked writes NaN into exactly these rows of K and V.
 std::vector<char> unseen_keys(const Problem& p);
 
 /// The id: DTYPE_bB_hqHQ_hkvHKV_sqSQ_skSK_dD[vDV]_MASK, then optional tokens, each only when
@@ -181,6 +219,8 @@ std::vector<char> unseen_keys(const Problem& p);
 ///   _amask[b][h]   additive attn_mask, likewise
 ///   _poison        NaN in the K/V rows no query row can see
 ///   _bshd          BSHD storage
+///   _varlen        the varlen layout; SQ and SK then list the lengths: joined by 'x', a run of
+///                  N sequences of length L as LrN, no sequence as 0r0 (sq1r3x40 = 1, 1, 1, 40)
 ///   _bwd           backward
 /// "bf16_b2_hq32_hkv8_sq4096_sk4096_d128_causal_lr" (problems of the forward-only era keep
 /// their ids), "bf16_b1_hq16_hkv8_sq512_sk512_d256_causal_lr_win4095x0_cap50_bwd",
@@ -191,21 +231,22 @@ std::string problem_id(const Problem& p);
 /// any id that is not the canonical spelling of its problem, so the round trip is exact).
 Problem parse_problem_id(std::string_view id);
 
-/// Shapes of the tensors as stored (row-major, contiguous): [B, H, S, D] for bhsd and
-/// [B, S, H, D] for bshd. q: [.., Hq, Sq, Dqk]; k: [.., Hkv, Sk, Dqk]; v: [.., Hkv, Sk, Dv];
-/// O and dO: [.., Hq, Sq, Dv]; dQ, dK, dV have the shapes of q, k, v.
+/// Shapes of the tensors as stored (row-major, contiguous): [B, H, S, D] for bhsd,
+/// [B, S, H, D] for bshd and [T, H, D] for varlen (T = total_q or total_k). q: [.., Hq, Sq, Dqk]; k: [.., Hkv, Sk,
+/// Dqk]; v: [.., Hkv, Sk, Dv]; O and dO: [.., Hq, Sq, Dv]; dQ, dK, dV have the shapes of q, k, v.
 std::vector<int64_t> q_shape(const Problem& p);
 std::vector<int64_t> k_shape(const Problem& p);
 std::vector<int64_t> kv_shape(const Problem& p);  // = k_shape (K; V has head_dim_v)
 std::vector<int64_t> v_shape(const Problem& p);
 std::vector<int64_t> o_shape(const Problem& p);
-/// [B, Hq, Sq], fp32, whatever the layout.
+/// [B, Hq, Sq], fp32, for the dense layouts; [Hq, Tq] for varlen.
 std::vector<int64_t> lse_shape(const Problem& p);
 /// The attn_mask input: [B or 1, Hq or 1, Sq, Sk] (per_batch, per_head), contiguous.
 std::vector<int64_t> mask_shape(const Problem& p);
 
 /// Element strides of a stored tensor for the logical (batch, head, seq) indices, D contiguous
-/// (the same numbers as families/sdpa/cuda/sdpa_kernels.hpp's SdpaStrides).
+/// (the same numbers as families/sdpa/cuda/sdpa_kernels.hpp's SdpaStrides). Varlen: batch 0,
+/// seq the packed token index (cu_seqlens[b] + s).
 struct Strides {
   int64_t batch, head, seq;
   int64_t at(int64_t b, int64_t h, int64_t s) const { return b * batch + h * head + s * seq; }
@@ -224,7 +265,9 @@ Strides mask_strides(const Problem& p);
 ///     test_fully_masked_out_rows class). Read it with get(i), nonzero = attend.
 ///   attn_mask additive: in the dtype, N(0, 1) where the boolean rule keeps the element and
 ///     -inf exactly where it masks it.
-///   poison_masked: K and V rows of unseen_keys(p) are NaN (every batch and KV head).
+///   poison_masked: K and V rows of unseen_keys(p) are NaN (every batch and KV head; varlen:
+///     each sequence's own unseen keys, at its packed rows).
+///   varlen: cu_seqlens_q and cu_seqlens_k, int32 [B + 1] (cu_seqlens above).
 /// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
 /// "dV" (dtype, shapes of q, k, v).
 TensorMap make_inputs(const Problem& p, uint64_t seed);
@@ -240,6 +283,10 @@ References reference(const Problem& p, const TensorMap& inputs);
 /// of the forward above at dO, the ideal low-precision flash backward (O, P and dS rounded
 /// where a flash backward rounds them) before its output rounding as `lowp`, and the floors.
 References backward_reference(const Problem& p, const TensorMap& inputs);
+
+/// The varlen references (families/sdpa/varlen_reference.cpp): each sequence's dense forward
+/// or backward references (above) on its rows, placed at its rows of the packed outputs.
+References varlen_reference(const Problem& p, const TensorMap& inputs);
 
 /// The edge classes of docs/coverage.md that apply to this family, in report order, and those
 /// `p` reaches (families/sdpa/coverage.cpp; Family::edge_classes).

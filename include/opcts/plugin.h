@@ -38,6 +38,10 @@ extern "C" {
 #endif
 
 #define OPCTS_PLUGIN_ABI_VERSION 1u
+/* The minor version: what a later header appended (docs/plugins.md, "ABI versions"). 1: sdpa's
+ * varlen (THD) layout. An impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts
+ * gives it no problem that needs a later one (a SKIP naming the version). */
+#define OPCTS_PLUGIN_ABI_MINOR 1u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -153,6 +157,9 @@ typedef struct opcts_impl_desc {
   opcts_run_fn run;
   opcts_deterministic_fn deterministic; /* may be NULL */
   const void* impl_data;                /* handed back to the callbacks */
+  /* ABI 1.1: the minor version whose problems the impl handles (OPCTS_PLUGIN_ABI_MINOR when it
+   * handles all of this header's); 0, or a descriptor of ABI 1.0's size, gets only 1.0's. */
+  uint32_t abi_minor;
 } opcts_impl_desc;
 
 /* What opcts gives the plugin's entry point. add_impl copies the strings it needs; it returns
@@ -170,18 +177,23 @@ typedef int32_t (*opcts_plugin_init_fn)(uint32_t abi_version, const opcts_regist
 /* ---- Family parameter structs -------------------------------------------------------------- */
 
 /* sdpa: scaled dot-product attention, forward (O, lse) or backward (dQ, dK, dV).
- * Tensors (shapes as stored: layout BHSD [B, H, S, D], BSHD [B, S, H, D]; contiguous):
+ * Tensors (shapes as stored: layout BHSD [B, H, S, D], BSHD [B, S, H, D]; contiguous; THD below):
  *   inputs  q [.., Hq, Sq, Dqk], k [.., Hkv, Sk, Dqk], v [.., Hkv, Sk, Dv] in `dtype`;
  *           attn_mask [B or 1, Hq or 1, Sq, Sk] when attn_mask != NONE (bool: one byte per
  *           element, 1 = attend, dtype {OPCTS_DL_BOOL, 8}; additive: `dtype`, added to the scores);
  *           backward: dO [.., Hq, Sq, Dv]
  *   outputs forward: O [.., Hq, Sq, Dv] in `dtype`, lse [B, Hq, Sq] fp32 (natural log; -inf for a
  *           row that sees no key, where O = 0); backward: dQ, dK, dV shaped as q, k, v.
+ * Varlen (layout THD, ABI 1.1): `batch` sequences packed token-major, seq_q / seq_k their largest
+ *   lengths (FlashAttention's max_seqlen_q / max_seqlen_k): q [Tq, Hq, Dqk], k [Tk, Hkv, Dqk],
+ *   v [Tk, Hkv, Dv], O [Tq, Hq, Dv], dO, dQ, dK, dV likewise, lse [Hq, Tq] fp32; cu_seqlens_q and
+ *   cu_seqlens_k int32 [batch + 1] (sequence b is rows [cu[b], cu[b + 1])). Masks, windows and
+ *   the lower-right alignment apply per sequence, with its own lengths; no attn_mask.
  * Semantics: families/sdpa/sdpa.hpp (GQA: query head h reads KV head h / (Hq / Hkv); windows are
  * FlashAttention-2's window_size, bottom-right aligned, inclusive, -1 = unbounded). */
 enum { OPCTS_SDPA_MASK_NONE = 0, OPCTS_SDPA_CAUSAL_UPPER_LEFT = 1, OPCTS_SDPA_CAUSAL_LOWER_RIGHT = 2 };
 enum { OPCTS_SDPA_ATTN_MASK_NONE = 0, OPCTS_SDPA_ATTN_MASK_BOOL = 1, OPCTS_SDPA_ATTN_MASK_ADDITIVE = 2 };
-enum { OPCTS_SDPA_BHSD = 0, OPCTS_SDPA_BSHD = 1 };
+enum { OPCTS_SDPA_BHSD = 0, OPCTS_SDPA_BSHD = 1, OPCTS_SDPA_THD = 2 };
 enum { OPCTS_SDPA_FORWARD = 0, OPCTS_SDPA_BACKWARD = 1 };
 typedef struct opcts_sdpa_params {
   uint32_t struct_size;
@@ -193,7 +205,7 @@ typedef struct opcts_sdpa_params {
   double softcap;                        /* 0 = off; s = softcap·tanh(s / softcap); < 0 is invalid */
   int32_t attn_mask;                     /* OPCTS_SDPA_ATTN_MASK_* */
   int32_t mask_per_batch, mask_per_head; /* attn_mask's first two dims are B / Hq (1: broadcast) */
-  int32_t layout;                        /* OPCTS_SDPA_BHSD / BSHD */
+  int32_t layout;                        /* OPCTS_SDPA_BHSD / BSHD / THD (ABI 1.1) */
   int32_t direction;                     /* OPCTS_SDPA_FORWARD / BACKWARD */
 } opcts_sdpa_params;
 

@@ -128,11 +128,18 @@ static int32_t sdpa_supports(const void* impl, const void* params, const opcts_a
   return 1;
 }
 
-/* Element offset of (b, h, s) in a stored tensor of `heads`, `seq`, `dim` (BHSD or BSHD). */
-static int64_t at(const opcts_sdpa_params* p, int64_t heads, int64_t seq, int64_t dim, int64_t b, int64_t h,
-                  int64_t s) {
+/* Element offset of (b, h, s) in a stored tensor of `heads`, `seq`, `dim` (BHSD or BSHD); THD
+ * (varlen, ABI 1.1): token `base` + s of the packed [T, heads, dim] tensor, base = cu_seqlens[b]. */
+static int64_t at(const opcts_sdpa_params* p, int64_t heads, int64_t seq, int64_t dim, int64_t b, int64_t h, int64_t s,
+                  int64_t base) {
+  if (p->layout == OPCTS_SDPA_THD) return ((base + s) * heads + h) * dim;
   if (p->layout == OPCTS_SDPA_BSHD) return ((b * seq + s) * heads + h) * dim;
   return ((b * heads + h) * seq + s) * dim;
+}
+
+/* cu_seqlens[b] of a varlen problem; b * seq for the dense layouts (unused there). */
+static int64_t cu_at(const opcts_tensor* cu, int64_t b, int64_t seq) {
+  return cu ? (int64_t)((const int32_t*)cu->data)[b] : b * seq;
 }
 
 static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_report* r) {
@@ -149,15 +156,27 @@ static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_re
     snprintf(r->message, sizeof r->message, "missing one of the tensors q, k, v, O, lse");
     return OPCTS_INTERNAL;
   }
-  const int64_t Hq = p->heads_q, Hkv = p->heads_kv, Sq = p->seq_q, Sk = p->seq_k, D = p->head_dim, Dv = p->head_dim_v;
+  const int varlen = p->layout == OPCTS_SDPA_THD;
+  const opcts_tensor *cu_q = varlen ? find(a, "cu_seqlens_q") : NULL, *cu_k = varlen ? find(a, "cu_seqlens_k") : NULL;
+  if (varlen && (!cu_q || !cu_k || cu_q->shape[0] != p->batch + 1 || cu_k->shape[0] != p->batch + 1))
+    return refuse(r, cu_q && cu_q->shape[0] == p->batch + 1 ? "cu_seqlens_k" : "cu_seqlens_q",
+                  "must be int32 [batch + 1]");
+  const int64_t Hq = p->heads_q, Hkv = p->heads_kv, D = p->head_dim, Dv = p->head_dim_v;
+  const int64_t Tq = varlen ? q->shape[0] : 0; /* lse is [Hq, Tq] for varlen */
   const int64_t group = Hq / Hkv;
-  const int64_t off = Sk - Sq; /* bottom-right alignment of windows and lower-right causal */
   float s[4096];
-  if (Sk > 4096) {
+  if (p->seq_k > 4096) {
     snprintf(r->message, sizeof r->message, "seq_k > 4096 is not handled by this example");
     return OPCTS_UNSUPPORTED;
   }
-  for (int64_t b = 0; b < p->batch; ++b)
+  for (int64_t b = 0; b < p->batch; ++b) {
+    /* A varlen sequence's own lengths; the dense layouts' are the problem's. */
+    const int64_t q0 = cu_at(cu_q, b, p->seq_q), k0 = cu_at(cu_k, b, p->seq_k);
+    const int64_t Sq = varlen ? cu_at(cu_q, b + 1, 0) - q0 : p->seq_q,
+                  Sk = varlen ? cu_at(cu_k, b + 1, 0) - k0 : p->seq_k;
+    if (Sq < 0 || Sk < 0 || Sk > 4096)
+      return refuse(r, Sq < 0 ? "cu_seqlens_q" : "cu_seqlens_k", "not increasing, or past max_seqlen");
+    const int64_t off = Sk - Sq; /* bottom-right alignment of windows and lower-right causal */
     for (int64_t h = 0; h < Hq; ++h)
       for (int64_t i = 0; i < Sq; ++i) {
         int64_t first = 0, last = Sk - 1;
@@ -165,7 +184,7 @@ static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_re
         if (p->mask == OPCTS_SDPA_CAUSAL_UPPER_LEFT && i < last) last = i;
         if (p->mask == OPCTS_SDPA_CAUSAL_LOWER_RIGHT && i + off < last) last = i + off;
         if (p->window_right >= 0 && i + off + p->window_right < last) last = i + off + p->window_right;
-        const int64_t qo = at(p, Hq, Sq, D, b, h, i);
+        const int64_t qo = at(p, Hq, Sq, D, b, h, i, q0);
         float m = -INFINITY;
         for (int64_t j = 0; j < Sk; ++j) {
           s[j] = -INFINITY;
@@ -175,7 +194,7 @@ static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_re
             mi = ((p->mask_per_batch ? b : 0) * (p->mask_per_head ? Hq : 1) + (p->mask_per_head ? h : 0)) * Sq * Sk +
                  i * Sk + j;
           if (mask && p->attn_mask == OPCTS_SDPA_ATTN_MASK_BOOL && ((const uint8_t*)mask->data)[mi] == 0) continue;
-          const int64_t ko = at(p, Hkv, Sk, D, b, h / group, j);
+          const int64_t ko = at(p, Hkv, Sk, D, b, h / group, j, k0);
           float dot = 0;
           for (int64_t d = 0; d < D; ++d) dot += load(q, qo + d) * load(k, ko + d);
           float x = (float)p->scale * dot;
@@ -189,16 +208,18 @@ static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_re
           s[j] = m == -INFINITY || s[j] == -INFINITY ? 0.0f : expf(s[j] - m);
           l += s[j];
         }
-        const int64_t oo = at(p, Hq, Sq, Dv, b, h, i);
+        const int64_t oo = at(p, Hq, Sq, Dv, b, h, i, q0);
         for (int64_t d = 0; d < Dv; ++d) {
           float acc = 0;
           if (l > 0)
             for (int64_t j = 0; j < Sk; ++j)
-              if (s[j] != 0) acc += s[j] * load(v, at(p, Hkv, Sk, Dv, b, h / group, j) + d);
+              if (s[j] != 0) acc += s[j] * load(v, at(p, Hkv, Sk, Dv, b, h / group, j, k0) + d);
           store(o, oo + d, l > 0 ? acc / l : 0.0f);
         }
-        ((float*)lse->data)[(b * Hq + h) * Sq + i] = l > 0 ? m + logf(l) : -INFINITY;
+        const int64_t li = varlen ? h * Tq + q0 + i : (b * Hq + h) * Sq + i;
+        ((float*)lse->data)[li] = l > 0 ? m + logf(l) : -INFINITY;
       }
+  }
   return OPCTS_OK;
 }
 
@@ -271,7 +292,9 @@ int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   sdpa.backend = "host";
   sdpa.supports = sdpa_supports;
   sdpa.run = sdpa_run;
+  sdpa.abi_minor = OPCTS_PLUGIN_ABI_MINOR; /* it takes the varlen layout (ABI 1.1) */
   opcts_impl_desc mm = sdpa;
+  mm.abi_minor = 0;
   mm.family = "scaled_mm";
   mm.name = "example.scaled_mm";
   mm.supports = mm_supports;

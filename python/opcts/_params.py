@@ -122,7 +122,7 @@ def _sdpa(c):
              seq=Seq(c.seq_q, c.seq_k), head_dim=HeadDim(c.head_dim, c.head_dim_v), head_dim_qk=c.head_dim,
              mask=_pick(_SDPA_MASK, c.mask), window=Window(c.window_left, c.window_right),
              attn_mask=AttnMask(_pick(_SDPA_ATTN, c.attn_mask), bool(c.mask_per_batch), bool(c.mask_per_head)),
-             layout=("bhsd", "bshd")[c.layout] if c.layout in (0, 1) else c.layout,
+             layout=("bhsd", "bshd", "varlen")[c.layout] if c.layout in (0, 1, 2) else c.layout,
              direction=("forward", "backward")[c.direction] if c.direction in (0, 1) else c.direction)
     return f
 

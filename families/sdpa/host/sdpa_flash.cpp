@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/errors.hpp"
 #include "gpu/host/host_impls.hpp"
@@ -58,8 +59,12 @@ void check_arguments(const sdpa::Problem& p) {
 
 class Kernel {
  public:
-  Kernel(const sdpa::Problem& p, const TensorMap& in, Plant plant) : p_(p), plant_(plant) {
+  // `align`: the offset of the bottom-right alignment, Sk − Sq unless a caller (a planted varlen
+  // bug) says otherwise.
+  Kernel(const sdpa::Problem& p, const TensorMap& in, Plant plant, std::optional<int64_t> align)
+      : p_(p), plant_(plant) {
     B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim, Dv = p.head_dim_v;
+    align_ = align ? *align : Sk - Sq;
     group = Hq / Hkv;
     scale = static_cast<float>(p.scale ? *p.scale : 1.0 / std::sqrt(static_cast<double>(D)));
     cap = static_cast<float>(p.softcap);
@@ -79,15 +84,15 @@ class Kernel {
   // The visible range of row i: causal ∩ window, both window sides bottom-right aligned.
   int64_t lo(int64_t i) const {
     if (p_.window_left < 0) return 0;
-    int64_t l = i + Sk - Sq - p_.window_left;
+    int64_t l = i + align_ - p_.window_left;
     if (plant_ == Plant::window_off_by_one) --l;
     return std::max<int64_t>(0, l);
   }
   int64_t hi(int64_t i) const {
     int64_t h = Sk - 1;
     if (p_.mask == sdpa::Mask::causal_upper_left) h = std::min(h, i);
-    if (p_.mask == sdpa::Mask::causal_lower_right) h = std::min(h, i + Sk - Sq);
-    if (p_.window_right >= 0) h = std::min(h, i + Sk - Sq + p_.window_right);
+    if (p_.mask == sdpa::Mask::causal_lower_right) h = std::min(h, i + align_);
+    if (p_.window_right >= 0) h = std::min(h, i + align_ + p_.window_right);
     return h;
   }
   int64_t kv_head(int64_t h) const { return plant_ == Plant::gqa_modulo ? h % Hkv : h / group; }
@@ -248,7 +253,7 @@ class Kernel {
  private:
   const sdpa::Problem& p_;
   Plant plant_;
-  int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group;
+  int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_;
   float scale, cap;
   Str qs{}, ks{}, vs{}, os{}, ms{0, 0, 0};
   std::vector<float> q, k, v, mask;
@@ -256,10 +261,16 @@ class Kernel {
 
 }  // namespace
 
+TensorMap flash_run_dense(const sdpa::Problem& p, const TensorMap& in, Plant plant, std::optional<int64_t> align) {
+  check_arguments(p);
+  const Kernel kernel(p, in, plant, align);
+  return p.direction == sdpa::Direction::backward ? kernel.backward(in) : kernel.forward();
+}
+
 TensorMap flash_run(const sdpa::Problem& p, const TensorMap& in, Plant plant) {
   check_arguments(p);
-  const Kernel kernel(p, in, plant);
-  return p.direction == sdpa::Direction::backward ? kernel.backward(in) : kernel.forward();
+  if (p.layout == sdpa::Layout::varlen) return flash_run_varlen(p, in, plant);
+  return flash_run_dense(p, in, plant, std::nullopt);
 }
 
 }  // namespace host_sdpa

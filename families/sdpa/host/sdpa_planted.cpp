@@ -13,6 +13,10 @@
 //                                 every key tile
 //   host.flash_lse_plus_log2      logsumexp = m + log(2·l), off by log 2 (visible only against
 //                                 a reference that keeps scores in fp32 when logits are large)
+//   host.flash_varlen_key_offset  varlen: sequence b >= 1 starts one key early, at its
+//                                 neighbour's last key (it attends across the boundary)
+//   host.flash_varlen_max_alignment varlen: lower-right mask and window aligned by
+//                                 max_seqlen_k − max_seqlen_q, not each sequence's lengths
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "gpu/host/host_impls.hpp"
 
@@ -35,6 +39,8 @@ class HostSdpaPlanted final : public Impl {
       case Plant::pv_in_dtype: return "host.flash_pv_in_dtype";
       case Plant::rowsum_in_dtype: return "host.flash_rowsum_in_dtype";
       case Plant::lse_plus_log2: return "host.flash_lse_plus_log2";
+      case Plant::varlen_key_offset: return "host.flash_varlen_key_offset";
+      case Plant::varlen_max_alignment: return "host.flash_varlen_max_alignment";
       case Plant::none: break;
     }
     return "host.flash_planted";
@@ -58,8 +64,9 @@ class HostSdpaPlanted final : public Impl {
 }  // namespace
 
 void register_host_sdpa_planted(Registry& reg) {
-  for (Plant p : {Plant::window_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan,
-                  Plant::pv_in_dtype, Plant::rowsum_in_dtype, Plant::lse_plus_log2})
+  for (Plant p :
+       {Plant::window_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan, Plant::pv_in_dtype,
+        Plant::rowsum_in_dtype, Plant::lse_plus_log2, Plant::varlen_key_offset, Plant::varlen_max_alignment})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

@@ -26,6 +26,7 @@ using sdpa::Mask;
 using sdpatest::family;
 using sdpatest::inputs_of;
 using sdpatest::make;
+using sdpatest::parse_error;
 
 TEST(SdpaId, RoundTripsEveryField) {
   for (Mask m : {Mask::none, Mask::causal_upper_left, Mask::causal_lower_right}) {
@@ -261,15 +262,6 @@ TEST(SdpaId, NonCanonicalAndBadTokensAreRejected) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("winaxb"), std::string::npos) << e.what();
   }
-}
-
-std::string parse_error(const std::string& yaml) {
-  try {
-    family().parse(YAML::Load(yaml));
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(SdpaYaml, NewFieldsParse) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "app/builtins.hpp"
 #include "core/family.hpp"
 #include "families/sdpa/sdpa.hpp"
@@ -34,6 +36,15 @@ inline sdpa::Problem make(DType t, int64_t b, int64_t hq, int64_t hkv, int64_t s
 }
 
 inline const Family& family() { return *builtin_registry().family("sdpa"); }
+/// The message of parsing a YAML problem, "" when it parses.
+inline std::string parse_error(const std::string& yaml) {
+  try {
+    family().parse(YAML::Load(yaml));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
 inline TensorMap inputs_of(const sdpa::Problem& p) { return family().make_inputs(p, case_seed(family(), p)); }
 inline const ToleranceTable& tolerances() {
   // One literal, not std::string + "...": GCC 12 warns (-Wstringop-overflow, a false positive)

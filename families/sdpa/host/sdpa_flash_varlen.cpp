@@ -1,0 +1,104 @@
+// host.flash on the varlen layout, as FlashAttention-2's varlen kernels index it: the sequence
+// boundaries come from the cu_seqlens tensors (not from the problem), each sequence's rows run
+// as a dense [1, S, H, D] problem with its own lengths, and its outputs land at its rows of the
+// packed O [Tq, Hq, Dv], logsumexp [Hq, Tq], dQ, dK and dV.
+//
+// The planted varlen bugs (host.flash_varlen_*): key_offset starts sequence b >= 1 at
+// cu_seqlens_k[b] − 1, one key of its neighbour's included (and its dK, dV row not written
+// back); max_alignment aligns the lower-right mask and the window by max_seqlen_k −
+// max_seqlen_q (the problem's seq_k − seq_q) instead of the sequence's own lengths.
+#include <string>
+
+#include "core/errors.hpp"
+#include "families/sdpa/host/sdpa_flash.hpp"
+
+namespace opcts::host_sdpa {
+
+namespace {
+
+// cu_seqlens as the kernel reads them: int32 [B + 1], 0 first, non-decreasing, ending at the
+// packed tensor's row count.
+std::vector<int64_t> read_cu_seqlens(const TensorMap& in, const char* name, int64_t batch, int64_t rows) {
+  const auto it = in.find(name);
+  if (it == in.end()) throw InvalidArgument(name, "the varlen layout needs it");
+  const HostTensor& t = it->second;
+  if (t.dtype() != DType::int32 || t.shape().size() != 1 || t.dim(0) != batch + 1)
+    throw InvalidArgument(name, "must be int32 [batch + 1] = [" + std::to_string(batch + 1) + "]");
+  std::vector<int64_t> cu(static_cast<size_t>(batch + 1));
+  for (int64_t b = 0; b <= batch; ++b) cu[b] = static_cast<int64_t>(t.get(b));
+  if (cu[0] != 0) throw InvalidArgument(name, "must start at 0, got " + std::to_string(cu[0]));
+  for (int64_t b = 0; b < batch; ++b)
+    if (cu[b + 1] < cu[b])
+      throw InvalidArgument(name, "is not non-decreasing at sequence " + std::to_string(b) + " (" +
+                                      std::to_string(cu[b]) + " then " + std::to_string(cu[b + 1]) + ")");
+  if (cu[batch] != rows)
+    throw InvalidArgument(name, "ends at " + std::to_string(cu[batch]) + ", but the packed tensor has " +
+                                    std::to_string(rows) + " tokens");
+  return cu;
+}
+
+// Rows [row0, row0 + rows) of a packed [T, H, D] tensor as a [1, rows, H, D] one.
+HostTensor rows_of(const HostTensor& t, int64_t row0, int64_t rows) {
+  const int64_t heads = t.dim(1), d = t.dim(2), width = heads * d;
+  HostTensor s(t.dtype(), {1, rows, heads, d});
+  for (int64_t e = 0; e < rows * width; ++e) s.set_code(e, t.code(row0 * width + e));
+  return s;
+}
+
+// Writes rows [skip, rows) of a [1, rows, H, D] result at packed rows row0 + skip onwards.
+void put_rows(HostTensor& out, const HostTensor& r, int64_t row0, int64_t skip) {
+  const int64_t width = out.dim(1) * out.dim(2), rows = r.dim(1);
+  for (int64_t e = skip * width; e < rows * width; ++e) out.set_code(row0 * width + e, r.code(e));
+}
+
+}  // namespace
+
+TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant plant) {
+  const HostTensor &q = in.at("q"), &k = in.at("k"), &v = in.at("v");
+  const int64_t B = p.batch;
+  const std::vector<int64_t> cu_q = read_cu_seqlens(in, "cu_seqlens_q", B, q.dim(0));
+  const std::vector<int64_t> cu_k = read_cu_seqlens(in, "cu_seqlens_k", B, k.dim(0));
+  const bool backward = p.direction == sdpa::Direction::backward;
+  const int64_t Tq = q.dim(0), Hq = p.heads_q;
+
+  TensorMap out;
+  if (backward) {
+    out.emplace("dQ", HostTensor(p.dtype, q.shape()));
+    out.emplace("dK", HostTensor(p.dtype, k.shape()));
+    out.emplace("dV", HostTensor(p.dtype, v.shape()));
+  } else {
+    out.emplace("O", HostTensor(p.dtype, {Tq, Hq, p.head_dim_v}));
+    out.emplace("lse", HostTensor(DType::fp32, {Hq, Tq}));
+  }
+  const bool dense_plant = plant != Plant::varlen_key_offset && plant != Plant::varlen_max_alignment;
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t k0 = cu_k[b], lk = cu_k[b + 1] - cu_k[b];
+    const int64_t q0 = cu_q[b], lq = cu_q[b + 1] - cu_q[b];
+    int64_t foreign = 0;  // leading keys that belong to the previous sequence (key_offset)
+    if (plant == Plant::varlen_key_offset && b > 0 && k0 > 0) --k0, ++lk, foreign = 1;
+    sdpa::Problem s = p;
+    s.batch = 1, s.seq_q = lq, s.seq_k = lk, s.layout = sdpa::Layout::bshd;
+    s.seqlens_q.clear(), s.seqlens_k.clear();
+    TensorMap sin;
+    sin.emplace("q", rows_of(q, q0, lq));
+    sin.emplace("k", rows_of(k, k0, lk));
+    sin.emplace("v", rows_of(v, k0, lk));
+    if (backward) sin.emplace("dO", rows_of(in.at("dO"), q0, lq));
+    std::optional<int64_t> align;
+    if (plant == Plant::varlen_max_alignment) align = p.seq_k - p.seq_q;
+    const TensorMap r = flash_run_dense(s, sin, dense_plant ? plant : Plant::none, align);
+    if (backward) {
+      put_rows(out.at("dQ"), r.at("dQ"), q0, 0);
+      put_rows(out.at("dK"), r.at("dK"), k0, foreign);
+      put_rows(out.at("dV"), r.at("dV"), k0, foreign);
+      continue;
+    }
+    put_rows(out.at("O"), r.at("O"), q0, 0);
+    const HostTensor& lse = r.at("lse");  // [1, Hq, lq]
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < lq; ++i) out.at("lse").set(h * Tq + q0 + i, lse.get(h * lq + i));
+  }
+  return out;
+}
+
+}  // namespace opcts::host_sdpa

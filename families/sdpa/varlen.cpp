@@ -1,0 +1,36 @@
+// The varlen layout's problem arithmetic: packed token counts, cu_seqlens and each sequence as
+// the dense problem it is (sdpa.hpp, "Varlen").
+#include <numeric>
+
+#include "families/sdpa/sdpa.hpp"
+
+namespace opcts::sdpa {
+
+int64_t Problem::total_q() const {
+  return varlen() ? std::accumulate(seqlens_q.begin(), seqlens_q.end(), int64_t{0}) : batch * seq_q;
+}
+
+int64_t Problem::total_k() const {
+  return varlen() ? std::accumulate(seqlens_k.begin(), seqlens_k.end(), int64_t{0}) : batch * seq_k;
+}
+
+std::vector<int64_t> cu_seqlens(const std::vector<int64_t>& lens) {
+  std::vector<int64_t> cu(lens.size() + 1, 0);
+  for (size_t b = 0; b < lens.size(); ++b) cu[b + 1] = cu[b] + lens[b];
+  return cu;
+}
+
+Problem Problem::sequence(int64_t b) const {
+  Problem s = *this;
+  s.batch = 1;
+  if (varlen()) {
+    s.seq_q = seqlens_q.at(static_cast<size_t>(b));
+    s.seq_k = seqlens_k.at(static_cast<size_t>(b));
+    s.layout = Layout::bshd;
+    s.seqlens_q.clear();
+    s.seqlens_k.clear();
+  }
+  return s;
+}
+
+}  // namespace opcts::sdpa
