@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,13 +30,14 @@ namespace opcts::testutil {
 template <class P, class C, class E>
 void expect_vocabulary_round_trip(const kit::FieldTable<P>& table, const std::string& key, E P::*member,
                                   int32_t C::*abi_member, std::vector<unsigned char> (*abi_params)(const P&),
-                                  const std::string& base_yaml) {
+                                  const std::string& base_yaml, const std::function<void(YAML::Node&, E)>& needs = {}) {
   static_assert(abi_distinct<E>());
   ASSERT_FALSE(names_of<E>().empty());
   for (const auto& n : names_of<E>()) {
     SCOPED_TRACE(key + ": " + std::string(n.yaml));
     YAML::Node m = YAML::Load(base_yaml);
     m[key] = std::string(n.yaml);
+    if (needs) needs(m, n.value);  // the fields a value requires (sdpa's paged layout: a page size)
     const P p = table.parse_yaml(m);
     ASSERT_EQ(p.*member, n.value);
     const std::vector<unsigned char> bytes = abi_params(p);

@@ -22,11 +22,13 @@ std::vector<std::string> edge_classes() {
           "strides and alignment",
           "backward",
           "ragged batch",
-          "empty sequence in a batch"};
+          "empty sequence in a batch",
+          "partial last page",
+          "32,768 pages or more"};
 }
 
 std::vector<std::string> edge_classes_of(const Problem& p) {
-  if (p.varlen()) {
+  if (p.packed()) {
     // A packed batch reaches what its sequences reach, as dense problems, and its own classes:
     // sequences of different lengths (boundaries off a tile, alignments per sequence) and a
     // sequence with no query or no key between others.
@@ -38,6 +40,16 @@ std::vector<std::string> edge_classes_of(const Problem& p) {
       seen.push_back("ragged batch");
     for (int64_t b = 0; b < p.batch; ++b)
       if (p.seqlens_q[b] == 0 || p.seqlens_k[b] == 0) seen.push_back("empty sequence in a batch");
+    if (p.paged()) {
+      // A sequence whose keys end inside a page (its tail slots must not be read), and block
+      // indices past 2^15 (a 16-bit page index, or a table read as int16, overflows there).
+      for (int64_t lk : p.seqlens_k)
+        if (lk % p.page_size != 0) seen.push_back("partial last page");
+      const PagedGeometry g = paged_geometry(p);
+      if (g.num_pages >= 32768) seen.push_back("32,768 pages or more");
+      const double cache = static_cast<double>(g.num_pages) * p.page_size * p.heads_kv * p.head_dim;
+      if (cache >= 0x1p31) seen.push_back("32-bit offset overflow");
+    }
     std::vector<std::string> out;
     for (const std::string& c : edge_classes())
       if (std::find(seen.begin(), seen.end(), c) != seen.end()) out.push_back(c);

@@ -38,12 +38,13 @@ class SdpaFamily final : public KitFamily<Problem> {
     // of the two forward ones' size, recomputed S included).
     // Varlen: the sum over the sequences of their Sq_b·Sk_b.
     double pairs = static_cast<double>(p.batch) * p.seq_q * p.seq_k;
-    if (p.varlen()) {
+    if (p.packed()) {
       pairs = 0;
       for (int64_t b = 0; b < p.batch; ++b) pairs += static_cast<double>(p.seqlens_q[b]) * p.seqlens_k[b];
     }
     const double fwd = 2.0 * p.heads_q * pairs * static_cast<double>(p.head_dim + p.head_dim_v);
     const bool bwd = p.direction == sdpa::Direction::backward;
+    // A paged cache is read where its sequences' keys are; it holds more (unowned pages, tails).
     const double q = static_cast<double>(p.heads_q) * p.total_q(), kv = static_cast<double>(p.heads_kv) * p.total_k();
     // q, k, v, O; backward adds dO, dQ, dK, dV (cu_seqlens are noise beside them).
     double elems = q * (p.head_dim + p.head_dim_v) + kv * (p.head_dim + p.head_dim_v);
@@ -83,14 +84,15 @@ class SdpaFamily final : public KitFamily<Problem> {
 
   References reference(const opcts::Problem& pp, const TensorMap& inputs) const override {
     const auto& p = get(pp);
-    if (p.varlen()) return sdpa::varlen_reference(p, inputs);
+    if (p.packed()) return sdpa::varlen_reference(p, inputs);
     return p.direction == sdpa::Direction::backward ? sdpa::backward_reference(p, inputs) : sdpa::reference(p, inputs);
   }
 
-  // The varlen layout came with ABI 1.1 (include/opcts/plugin.h): an impl built before it reads
-  // layout THD as BHSD.
-  uint32_t abi_minor(const opcts::Problem& p) const override { return get(p).varlen() ? 1 : 0; }
+  // The varlen layout came with ABI 1.1, the paged KV cache with 1.2 (include/opcts/plugin.h):
+  // an impl built before reads layout THD or PAGED as BHSD.
+  uint32_t abi_minor(const opcts::Problem& p) const override { return get(p).paged() ? 2 : get(p).varlen() ? 1 : 0; }
   std::string abi_minor_feature(const opcts::Problem& p) const override {
+    if (get(p).paged()) return "the paged KV cache with a block table";
     return get(p).varlen() ? "the varlen (THD) layout with cu_seqlens" : "";
   }
 
@@ -101,7 +103,11 @@ class SdpaFamily final : public KitFamily<Problem> {
   double device_bytes(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
     const double lse = static_cast<double>(p.total_q()) * p.heads_q * 4;
-    return cost(pp).bytes + lse;
+    double cache = 0;  // the paged cache beyond the keys it holds
+    if (p.paged())
+      cache = (static_cast<double>(sdpa::paged_geometry(p).num_pages) * p.page_size - p.total_k()) * p.heads_kv *
+              (p.head_dim + p.head_dim_v) * storage_bytes(p.dtype);
+    return cost(pp).bytes + lse + cache;
   }
 };
 
@@ -135,6 +141,13 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.mask_per_head = p.mask_per_head;
   c.layout = abi_value(p.layout);
   c.direction = abi_value(p.direction);
+  if (p.paged()) {
+    const PagedGeometry g = paged_geometry(p);
+    c.page_size = p.page_size;
+    c.num_pages = g.num_pages;
+    c.max_pages_per_seq = g.max_pages_per_seq;
+    c.kv_layout = abi_value(p.kv_layout);
+  }
   return abi_bytes(c);
 }
 

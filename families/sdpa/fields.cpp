@@ -106,8 +106,10 @@ int64_t largest(const std::vector<int64_t>& lens) {
 // seq.k. The id spells a varlen problem's lengths in sqL..._skL... (lengths_token).
 Field<Problem> seq_field() {
   Field<Problem> f = pair_field("seq", &Problem::seq_q, &Problem::seq_k, "q", "k", "sq", "sk");
-  f.doc = "N or {q: N, k: N}; varlen: {q: [L, ...], k: [L, ...]} (an item LrN repeats L N times)";
-  f.id = "sqN_skN (varlen: the lengths, LxL..., LrN for N of L)";
+  f.doc =
+      "N or {q: N, k: N}; varlen and paged: {q: [L, ...], k: [L, ...]} (an item LrN repeats L N times; the id "
+      "lists the lengths as LxL..., LrN)";
+  f.id = "sqN_skN";
   const auto dense_read = f.read;
   f.read = [dense_read](Problem& p, const YAML::Node& m) {
     const YAML::Node v = m["seq"];
@@ -131,8 +133,8 @@ Field<Problem> seq_field() {
     p.seq_k = largest(p.seqlens_k);
   };
   f.write = [](const Problem& p, std::vector<std::string>& t) {
-    t.push_back("sq" + (p.varlen() ? lengths_token(p.seqlens_q) : kit::int_token(p.seq_q)));
-    t.push_back("sk" + (p.varlen() ? lengths_token(p.seqlens_k) : kit::int_token(p.seq_k)));
+    t.push_back("sq" + (p.packed() ? lengths_token(p.seqlens_q) : kit::int_token(p.seq_q)));
+    t.push_back("sk" + (p.packed() ? lengths_token(p.seqlens_k) : kit::int_token(p.seq_k)));
   };
   f.scan = [](Problem& p, kit::IdReader& in) {
     for (const auto& [prefix, member, lens] :
@@ -147,14 +149,14 @@ Field<Problem> seq_field() {
   return f;
 }
 
-// `layout: bhsd | bshd | varlen`. A dense layout drops the lengths the id's seq tokens left;
-// varlen given scalar lengths makes every one of the batch's sequences that long.
+// `layout: bhsd | bshd | varlen | paged`. A dense layout drops the lengths the id's seq tokens
+// left; varlen or paged given scalar lengths makes every one of the batch's sequences that long.
 Field<Problem> layout_field() {
   Field<Problem> f = kit::enum_choice<Problem>("layout", &Problem::layout);
   auto settle = [](Problem& p) {
-    if (!p.varlen()) {
+    if (!p.packed()) {
       if (p.seqlens_q.size() > 1 || p.seqlens_k.size() > 1)
-        throw std::invalid_argument("seq: lists of lengths need layout: varlen");
+        throw std::invalid_argument("seq: lists of lengths need layout: varlen or paged");
       p.seqlens_q.clear();
       p.seqlens_k.clear();
     } else if (p.seqlens_q.empty() && p.seqlens_k.empty() && p.batch > 0) {
@@ -298,12 +300,24 @@ Field<Problem> attn_mask_field() {
   return f;
 }
 
+// `corrupt: block_table | seqused_k | cu_seqlens_q | cu_seqlens_k` (a packed problem's negative
+// case, written into its index inputs); the id spells it corrupt_<name>.
+Field<Problem> corrupt_field() {
+  std::vector<kit::Choice<Corrupt>> choices{{Corrupt::none, "none", ""}};
+  for (size_t i = 1; i < kCorruptNames.size(); ++i)
+    choices.push_back(
+        {static_cast<Corrupt>(i), std::string(kCorruptNames[i]), "corrupt_" + std::string(kCorruptNames[i])});
+  return kit::choice<Problem, Corrupt>("corrupt", &Problem::corrupt, std::move(choices));
+}
+
 // A YAML-only row: the refusal a negative case expects is checked against the argument
 // contract after validation (the table's check_yaml), so the id need not carry it.
 Field<Problem> expect_field() {
   Field<Problem> f;
   f.key = "expect_error";
-  f.doc = "the argument impls must refuse (heads_kv, window_left, window_right, softcap): a negative case";
+  f.doc =
+      "the argument impls must refuse (heads_kv, window_left, window_right, softcap, or what corrupt names): a "
+      "negative case";
   f.read = [](Problem&, const YAML::Node& m) {
     if (const YAML::Node v = m["expect_error"]) kit::field_as_scalar(v);
   };
@@ -330,7 +344,11 @@ const kit::FieldTable<Problem>& fields() {
        pair_field("heads", &Problem::heads_q, &Problem::heads_kv, "q", "kv", "hq", "hkv"), seq_field(),
        head_dim_field(), kit::enum_choice<Problem>("mask", &Problem::mask), scale_field(), window_field(),
        softcap_field(), attn_mask_field(), kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
-       layout_field(), kit::enum_choice<Problem>("direction", &Problem::direction), expect_field()},
+       layout_field(),
+       kit::int_unless<Problem, int64_t>("page_size", &Problem::page_size, 0, "page",
+                                         "N tokens per page of the KV cache (layout paged)"),
+       kit::enum_choice<Problem>("kv_layout", &Problem::kv_layout),
+       kit::enum_choice<Problem>("direction", &Problem::direction), corrupt_field(), expect_field()},
       [](const Problem& p) { p.validate(); }, check_expect_error);
   return table;
 }

@@ -2,6 +2,8 @@
 // in the keys and values no query sees where the problem poisons them (sdpa.hpp, "Inputs").
 #include <algorithm>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "families/sdpa/sdpa.hpp"
 #include "numerics/rng.hpp"
@@ -14,9 +16,79 @@ namespace {
 // other element kept with probability 0.8, element e of the mask tensor drawing stream 4.
 bool mask_keeps(uint64_t seed, int64_t e, int64_t row) { return row % 8 != 3 && uniform01(seed, 4, e) < 0.8; }
 
+HostTensor int32_tensor(const std::vector<int64_t>& values, std::vector<int64_t> shape) {
+  HostTensor t(DType::int32, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), static_cast<double>(values[i]));
+  return t;
+}
+
+// corrupt: cu_seqlens_q / cu_seqlens_k: entry 1 one past entry 2, so sequence 1 ends before it
+// starts (Problem::validate asks for two sequences).
+void corrupt_cu_seqlens(const Problem& p, TensorMap& in) {
+  const char* name = p.corrupt == Corrupt::cu_seqlens_q   ? "cu_seqlens_q"
+                     : p.corrupt == Corrupt::cu_seqlens_k ? "cu_seqlens_k"
+                                                          : nullptr;
+  if (!name) return;
+  HostTensor& cu = in.at(name);
+  cu.set(1, cu.get(2) + 1);
+}
+
+// The paged layout's inputs: q and cu_seqlens_q as varlen; k_cache and v_cache N(0, 1) with NaN
+// in every slot no sequence's key is in (pages no sequence owns, the tail of each last page) and,
+// with poison_masked, in each sequence's unseen keys; block_table from a seeded permutation of
+// the pages (Fisher–Yates on stream 6), each sequence's unused entries pointing at an unowned
+// page; seqused_k the key counts.
+TensorMap make_paged_inputs(const Problem& p, uint64_t seed) {
+  const PagedGeometry g = paged_geometry(p);
+  TensorMap in;
+  in.emplace("q", HostTensor(p.dtype, q_shape(p)));
+  fill_normal(in.at("q"), seed, 0, 1.0);
+  HostTensor& kc = in.emplace("k_cache", HostTensor(p.dtype, k_shape(p))).first->second;
+  HostTensor& vc = in.emplace("v_cache", HostTensor(p.dtype, v_shape(p))).first->second;
+  fill_normal(kc, seed, 1, 1.0);
+  fill_normal(vc, seed, 2, 1.0);
+  std::vector<int64_t> perm(static_cast<size_t>(g.num_pages));
+  for (int64_t i = 0; i < g.num_pages; ++i) perm[i] = i;
+  for (int64_t i = g.num_pages - 1; i > 0; --i)
+    std::swap(perm[i], perm[static_cast<int64_t>(uniform01(seed, 6, static_cast<uint64_t>(i)) * (i + 1))]);
+  std::vector<char> holds(static_cast<size_t>(g.num_pages * p.page_size), 0);  // slot holds a seen key
+  std::vector<int64_t> table(static_cast<size_t>(p.batch * g.max_pages_per_seq), perm[g.num_pages - 1]);
+  int64_t next = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const auto unseen = p.poison_masked ? unseen_keys(p.sequence(b)) : std::vector<char>();
+    for (int64_t j = 0; j < g.pages[b]; ++j) table[b * g.max_pages_per_seq + j] = perm[next++];
+    for (int64_t j = 0; j < p.seqlens_k[b]; ++j)
+      if (unseen.empty() || !unseen[j])
+        holds[table[b * g.max_pages_per_seq + j / p.page_size] * p.page_size + j % p.page_size] = 1;
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t page = 0; page < g.num_pages; ++page)
+    for (int64_t slot = 0; slot < p.page_size; ++slot) {
+      if (holds[page * p.page_size + slot]) continue;
+      for (int64_t h = 0; h < p.heads_kv; ++h) {
+        for (int64_t d = 0; d < p.head_dim; ++d) kc.set(cache_index(p, page, slot, h, d, p.head_dim), nan);
+        for (int64_t d = 0; d < p.head_dim_v; ++d) vc.set(cache_index(p, page, slot, h, d, p.head_dim_v), nan);
+      }
+    }
+  if (p.corrupt == Corrupt::block_table)  // the first entry in use points past the cache
+    for (int64_t b = 0; b < p.batch; ++b)
+      if (g.pages[b] > 0) {
+        table[b * g.max_pages_per_seq] = g.num_pages;
+        break;
+      }
+  std::vector<int64_t> used = p.seqlens_k;
+  if (p.corrupt == Corrupt::seqused_k) used[0] = g.max_pages_per_seq * p.page_size + 1;
+  in.emplace("block_table", int32_tensor(table, {p.batch, g.max_pages_per_seq}));
+  in.emplace("cu_seqlens_q", int32_tensor(cu_seqlens(p.seqlens_q), {p.batch + 1}));
+  in.emplace("seqused_k", int32_tensor(used, {p.batch}));
+  corrupt_cu_seqlens(p, in);
+  return in;
+}
+
 }  // namespace
 
 TensorMap make_inputs(const Problem& p, uint64_t seed) {
+  if (p.paged()) return make_paged_inputs(p, seed);
   TensorMap in;
   in.emplace("q", HostTensor(p.dtype, q_shape(p)));
   in.emplace("k", HostTensor(p.dtype, k_shape(p)));
@@ -44,13 +116,9 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
     in.emplace("attn_mask", std::move(m));
   }
   if (p.varlen()) {
-    for (const auto& [name, lens] :
-         {std::pair{"cu_seqlens_q", &p.seqlens_q}, std::pair{"cu_seqlens_k", &p.seqlens_k}}) {
-      const std::vector<int64_t> cu = cu_seqlens(*lens);
-      HostTensor t(DType::int32, {static_cast<int64_t>(cu.size())});
-      for (size_t b = 0; b < cu.size(); ++b) t.set(static_cast<int64_t>(b), static_cast<double>(cu[b]));
-      in.emplace(name, std::move(t));
-    }
+    in.emplace("cu_seqlens_q", int32_tensor(cu_seqlens(p.seqlens_q), {p.batch + 1}));
+    in.emplace("cu_seqlens_k", int32_tensor(cu_seqlens(p.seqlens_k), {p.batch + 1}));
+    corrupt_cu_seqlens(p, in);
   }
   if (p.poison_masked) {
     const double nan = std::numeric_limits<double>::quiet_NaN();

@@ -38,6 +38,10 @@ std::optional<Violation> contract_violation(const Problem& p) {
     return Violation{"window_right",
                      "window_right = " + std::to_string(p.window_right) + " (>= 0, or -1 for unbounded)"};
   if (p.softcap < 0) return Violation{"softcap", "softcap must be >= 0 (0 = off), got " + std::to_string(p.softcap)};
+  if (p.corrupt != Corrupt::none) {
+    const std::string name(kCorruptNames[static_cast<size_t>(p.corrupt)]);
+    return Violation{name, name + " is malformed in the inputs (corrupt: " + name + ")"};
+  }
   return std::nullopt;
 }
 
@@ -65,10 +69,11 @@ std::vector<char> unseen_keys(const Problem& p) {
 }
 
 void Problem::validate() const {
-  if (varlen()) {
+  const std::string lay(to_string(layout));
+  if (packed()) {
     if (static_cast<int64_t>(seqlens_q.size()) != batch || static_cast<int64_t>(seqlens_k.size()) != batch)
       throw std::invalid_argument(
-          "layout varlen: seq.q and seq.k must list one length per sequence (batch = " + std::to_string(batch) +
+          "layout " + lay + ": seq.q and seq.k must list one length per sequence (batch = " + std::to_string(batch) +
           ", got " + std::to_string(seqlens_q.size()) + " and " + std::to_string(seqlens_k.size()) + ")");
     for (const auto* lens : {&seqlens_q, &seqlens_k})
       for (int64_t l : *lens)
@@ -77,15 +82,36 @@ void Problem::validate() const {
       return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
     };
     if (seq_q != largest(seqlens_q) || seq_k != largest(seqlens_k))
-      throw std::invalid_argument("layout varlen: seq.q and seq.k must be the largest lengths");
+      throw std::invalid_argument("layout " + lay + ": seq.q and seq.k must be the largest lengths");
     if (mask_tensor != MaskTensor::none)
-      throw std::invalid_argument(
-          "attn_mask: the varlen layout takes no attn_mask (FlashAttention's varlen API has none)");
+      throw std::invalid_argument("attn_mask: the " + lay +
+                                  " layout takes no attn_mask (FlashAttention's varlen API has none)");
     if (total_q() > INT32_MAX || total_k() > INT32_MAX)
-      throw std::invalid_argument("seq: cu_seqlens are int32, so a varlen batch holds at most 2^31 - 1 tokens");
+      throw std::invalid_argument("seq: cu_seqlens are int32, so a packed batch holds at most 2^31 - 1 tokens");
   } else if (!seqlens_q.empty() || !seqlens_k.empty()) {
-    throw std::invalid_argument("seq: lists of lengths need layout: varlen");
+    throw std::invalid_argument("seq: lists of lengths need layout: varlen or paged");
   }
+  if (paged() != (page_size != 0))
+    throw std::invalid_argument(std::string("page_size: ") +
+                                (paged() ? "the paged layout needs one" : "only the paged layout has pages"));
+  if (paged() && (page_size < 1 || page_size > (int64_t{1} << 20)))
+    throw std::invalid_argument("page_size must be in [1, 2^20], got " + std::to_string(page_size));
+  if (!paged() && kv_layout != KvLayout::nhd) throw std::invalid_argument("kv_layout: only the paged layout has pages");
+  if (paged() && direction != Direction::forward)
+    throw std::invalid_argument("direction: a paged KV cache is inference's (flash_attn_with_kvcache): forward only");
+  if (corrupt != Corrupt::none) {
+    const bool needs_paged = corrupt == Corrupt::block_table || corrupt == Corrupt::seqused_k;
+    if ((needs_paged && !paged()) || (corrupt == Corrupt::cu_seqlens_k && !varlen()) || !packed())
+      throw std::invalid_argument("corrupt: " + std::string(kCorruptNames[static_cast<size_t>(corrupt)]) +
+                                  " is not an input of the " + lay + " layout");
+    if ((corrupt == Corrupt::cu_seqlens_q || corrupt == Corrupt::cu_seqlens_k) && batch < 2)
+      throw std::invalid_argument("corrupt: cu_seqlens out of order needs two sequences or more");
+    if (corrupt == Corrupt::seqused_k && batch < 1) throw std::invalid_argument("corrupt: seqused_k needs a sequence");
+    if (corrupt == Corrupt::block_table && paged_geometry(*this).owned == 0)
+      throw std::invalid_argument("corrupt: block_table needs a sequence with a key (an entry in use)");
+  }
+  if (paged() && paged_geometry(*this).num_pages > INT32_MAX)
+    throw std::invalid_argument("page_size: block_table entries are int32, so the cache holds at most 2^31 - 1 pages");
   auto nonneg = [](const char* name, int64_t v) {
     if (v < 0) throw std::invalid_argument(std::string(name) + " must be >= 0, got " + std::to_string(v));
   };
@@ -103,8 +129,8 @@ void Problem::validate() const {
     throw std::invalid_argument("attn_mask.per_batch / per_head given without an attn_mask");
   if (poison_masked && contract_violation(*this) == std::nullopt) {
     bool somewhere = false;
-    for (int64_t b = 0; b < (varlen() ? batch : std::min<int64_t>(batch, 1)) && !somewhere; ++b) {
-      const auto unseen = unseen_keys(varlen() ? sequence(b) : *this);
+    for (int64_t b = 0; b < (packed() ? batch : std::min<int64_t>(batch, 1)) && !somewhere; ++b) {
+      const auto unseen = unseen_keys(packed() ? sequence(b) : *this);
       somewhere = std::find(unseen.begin(), unseen.end(), 1) != unseen.end();
     }
     if (!somewhere && batch > 0 && seq_k > 0)
@@ -123,13 +149,18 @@ namespace {
 enum class Side { q, k };
 std::vector<int64_t> stored(const Problem& p, int64_t heads, Side side, int64_t d) {
   const int64_t seq = side == Side::q ? p.seq_q : p.seq_k;
-  if (p.varlen()) return {side == Side::q ? p.total_q() : p.total_k(), heads, d};
+  if (p.paged() && side == Side::k) {  // the cache
+    const PagedGeometry g = paged_geometry(p);
+    if (p.kv_layout == KvLayout::hnd) return {g.num_pages, heads, p.page_size, d};
+    return {g.num_pages, p.page_size, heads, d};
+  }
+  if (p.packed()) return {side == Side::q ? p.total_q() : p.total_k(), heads, d};
   if (p.layout == Layout::bshd) return {p.batch, seq, heads, d};
   return {p.batch, heads, seq, d};
 }
 Strides strides_of(const Problem& p, int64_t heads, int64_t seq, int64_t d) {
   if (p.layout == Layout::bshd) return {seq * heads * d, d, heads * d};
-  if (p.varlen()) return {0, d, heads * d};  // seq: the packed token index
+  if (p.packed()) return {0, d, heads * d};  // seq: the packed token index (paged K, V: see the cache)
   return {heads * seq * d, seq * d, d};
 }
 }  // namespace
@@ -140,7 +171,7 @@ std::vector<int64_t> kv_shape(const Problem& p) { return k_shape(p); }
 std::vector<int64_t> v_shape(const Problem& p) { return stored(p, p.heads_kv, Side::k, p.head_dim_v); }
 std::vector<int64_t> o_shape(const Problem& p) { return stored(p, p.heads_q, Side::q, p.head_dim_v); }
 std::vector<int64_t> lse_shape(const Problem& p) {
-  if (p.varlen()) return {p.heads_q, p.total_q()};
+  if (p.packed()) return {p.heads_q, p.total_q()};
   return {p.batch, p.heads_q, p.seq_q};
 }
 std::vector<int64_t> mask_shape(const Problem& p) {
@@ -182,20 +213,50 @@ bool varlen_bug_moves_keys(const Problem& p, int64_t b, int64_t cu_k, PlantedBug
   return false;
 }
 
+// The paged bugs on sequence b (its dense problem s, page size ps).
+bool paged_bug_shows(const Problem& s, int64_t ps, PlantedBug bug) {
+  for (int64_t i = 0; i < s.seq_q; ++i) {
+    const int64_t n = s.keys_of_row(i);
+    switch (bug) {
+      case PlantedBug::paged_page_offset:  // any key seen is read from another page
+        if (n > 0) return true;
+        break;
+      case PlantedBug::paged_tail_read: {  // the keys as if Sk_b were its whole last page
+        Problem t = s;
+        t.seq_k = (s.seq_k + ps - 1) / ps * ps;
+        if (t.seq_k != s.seq_k && (t.keys_of_row(i) != n || (n > 0 && t.first_key(i) != s.first_key(i)))) return true;
+        break;
+      }
+      case PlantedBug::splitkv_combine_log2:  // keys in two splits or more
+        if (n > 0 && s.first_key(i) / kPagedSplitKeys != s.last_key(i) / kPagedSplitKeys) return true;
+        break;
+      default: break;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
   if (bug == PlantedBug::none) return "not a planted bug";
   if (contract_violation(p)) return "planted impls run valid problems only";
   const bool varlen_bug = bug == PlantedBug::varlen_key_offset || bug == PlantedBug::varlen_max_alignment;
-  if (varlen_bug && !p.varlen()) return "a varlen bug: the problem is dense";
-  if (p.varlen()) {
+  const bool paged_bug = bug == PlantedBug::paged_page_offset || bug == PlantedBug::paged_tail_read ||
+                         bug == PlantedBug::splitkv_combine_log2;
+  if (varlen_bug && !p.varlen()) return "a varlen bug: the problem is not varlen";
+  if (paged_bug && !p.paged()) return "a paged KV cache bug: the problem is not paged";
+  if (p.packed()) {
     // Each sequence is a dense problem: the bug shows where it shows in one of them.
     const std::vector<int64_t> cu_k = cu_seqlens(p.seqlens_k);
     std::string why = "no sequence";
     for (int64_t b = 0; b < p.batch; ++b) {
       if (varlen_bug) {
         if (p.seqlens_q[b] > 0 && varlen_bug_moves_keys(p, b, cu_k[b], bug)) return "";
+        continue;
+      }
+      if (paged_bug) {
+        if (paged_bug_shows(p.sequence(b), p.page_size, bug)) return "";
         continue;
       }
       const std::string w = planted_bug_cannot_show(p.sequence(b), bug);
@@ -206,6 +267,9 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       return bug == PlantedBug::varlen_key_offset
                  ? "no row of a sequence after the first sees its first key"
                  : "no sequence's alignment or window moves with max_seqlen_k - max_seqlen_q";
+    if (bug == PlantedBug::paged_page_offset) return "no row sees a key";
+    if (bug == PlantedBug::paged_tail_read) return "no row's keys move when a last page is read whole";
+    if (bug == PlantedBug::splitkv_combine_log2) return "no row sees keys of two splits";
     return why;
   }
   // Rows without keys are masked_row_nan's whole point, Sk = 0 included (every row then is one).
@@ -244,6 +308,9 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     }
     case PlantedBug::varlen_key_offset:
     case PlantedBug::varlen_max_alignment:
+    case PlantedBug::paged_page_offset:
+    case PlantedBug::paged_tail_read:
+    case PlantedBug::splitkv_combine_log2:
     case PlantedBug::none: break;
   }
   return "not a planted bug";

@@ -73,9 +73,16 @@ inline constexpr std::array<EnumName<MaskTensor>, 3> kMaskTensorNames{{
 constexpr const auto& enum_names(MaskTensor) { return kMaskTensorNames; }
 constexpr std::string_view to_string(MaskTensor m) { return enum_name(m); }
 
-enum class Layout : int32_t { bhsd = OPCTS_SDPA_BHSD, bshd = OPCTS_SDPA_BSHD, varlen = OPCTS_SDPA_THD };
-inline constexpr std::array<EnumName<Layout>, 3> kLayoutNames{
-    {{Layout::bhsd, "bhsd", ""}, {Layout::bshd, "bshd", "bshd"}, {Layout::varlen, "varlen", "varlen"}}};
+enum class Layout : int32_t {
+  bhsd = OPCTS_SDPA_BHSD,
+  bshd = OPCTS_SDPA_BSHD,
+  varlen = OPCTS_SDPA_THD,
+  paged = OPCTS_SDPA_PAGED
+};
+inline constexpr std::array<EnumName<Layout>, 4> kLayoutNames{{{Layout::bhsd, "bhsd", ""},
+                                                               {Layout::bshd, "bshd", "bshd"},
+                                                               {Layout::varlen, "varlen", "varlen"},
+                                                               {Layout::paged, "paged", "paged"}}};
 constexpr const auto& enum_names(Layout) { return kLayoutNames; }
 constexpr std::string_view to_string(Layout l) { return enum_name(l); }
 
@@ -85,8 +92,26 @@ inline constexpr std::array<EnumName<Direction>, 2> kDirectionNames{
 constexpr const auto& enum_names(Direction) { return kDirectionNames; }
 constexpr std::string_view to_string(Direction d) { return enum_name(d); }
 
+/// The order of a page of the paged KV cache: [page_size, Hkv, D] (FlashAttention's
+/// flash_attn_with_kvcache, FlashInfer's NHD) or [Hkv, page_size, D] (FlashInfer's HND, vLLM's
+/// value cache).
+enum class KvLayout : int32_t { nhd = OPCTS_SDPA_KV_NHD, hnd = OPCTS_SDPA_KV_HND };
+inline constexpr std::array<EnumName<KvLayout>, 2> kKvLayoutNames{
+    {{KvLayout::nhd, "nhd", ""}, {KvLayout::hnd, "hnd", "hnd"}}};
+constexpr const auto& enum_names(KvLayout) { return kKvLayoutNames; }
+constexpr std::string_view to_string(KvLayout l) { return enum_name(l); }
+
 static_assert(abi_distinct<Mask>() && abi_distinct<MaskTensor>() && abi_distinct<Layout>() &&
-              abi_distinct<Direction>());
+              abi_distinct<Direction>() && abi_distinct<KvLayout>());
+
+/// A packed problem's negative case written into its index inputs (make_inputs): the tensor
+/// named is malformed and every impl must refuse it by that name. block_table: one entry a
+/// sequence uses points past the cache (= num_pages); seqused_k: sequence 0 holds one key more
+/// than its table's pages; cu_seqlens_q / cu_seqlens_k: not non-decreasing (entry 1 one past
+/// entry 2).
+enum class Corrupt { none, block_table, seqused_k, cu_seqlens_q, cu_seqlens_k };
+inline constexpr std::array<std::string_view, 5> kCorruptNames{"none", "block_table", "seqused_k", "cu_seqlens_q",
+                                                               "cu_seqlens_k"};
 
 struct Problem {
   DType dtype = DType::bf16;
@@ -111,8 +136,16 @@ struct Problem {
   /// Layout varlen: the length of each sequence (batch entries each; seq_q and seq_k are their
   /// largest). Empty for the dense layouts.
   std::vector<int64_t> seqlens_q, seqlens_k;
+  /// Layout paged: tokens per page of the KV cache and the order inside a page.
+  int64_t page_size = 0;
+  KvLayout kv_layout = KvLayout::nhd;
+  /// A negative case in the index inputs (Corrupt above).
+  Corrupt corrupt = Corrupt::none;
 
   bool varlen() const { return layout == Layout::varlen; }
+  bool paged() const { return layout == Layout::paged; }
+  /// Queries packed token-major with per-sequence lengths: varlen or paged.
+  bool packed() const { return varlen() || paged(); }
   /// Packed tokens of Q (and O) and of K (and V): Σ Sq_b and Σ Sk_b for varlen, B·Sq and B·Sk
   /// otherwise.
   int64_t total_q() const;
@@ -146,6 +179,18 @@ struct Problem {
 /// lengths, B + 1 entries starting at 0.
 std::vector<int64_t> cu_seqlens(const std::vector<int64_t>& lens);
 
+/// The paged KV cache of a paged problem (families/sdpa/paged.cpp): sequence b owns
+/// ceil(Sk_b / page_size) pages; the cache holds those and owned / 4 + 1 pages no sequence
+/// owns; the block table has max_pages_per_seq columns (at least 1).
+struct PagedGeometry {
+  std::vector<int64_t> pages;  // per sequence
+  int64_t owned = 0, num_pages = 0, max_pages_per_seq = 0;
+};
+PagedGeometry paged_geometry(const Problem& p);
+/// Element index of key token j (slot j % page_size of page `page`), head h, element d in a
+/// cache of `dim` per head (NHD: [pages, page_size, Hkv, dim]; HND: [pages, Hkv, page_size, dim]).
+int64_t cache_index(const Problem& p, int64_t page, int64_t slot, int64_t h, int64_t d, int64_t dim);
+
 /// The plugin ABI's opcts_sdpa_params for a problem, as bytes (families/sdpa/family.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
@@ -164,6 +209,7 @@ const kit::FieldTable<Problem>& fields();
 ///   "window_left"   window_left < -1 (FlashAttention-2 takes -1 as unbounded, nothing lower)
 ///   "window_right"  window_right < -1
 ///   "softcap"       softcap < 0 (0 is off)
+///   "block_table", "seqused_k", "cu_seqlens_q", "cu_seqlens_k"   corrupt (the inputs say it)
 /// A wrongly broadcast attn_mask cannot be written: per_batch / per_head are flags and the
 /// mask's shape follows from them. YAML negative cases say `expect_error: <argument>`.
 using opcts::Violation;
@@ -190,7 +236,20 @@ enum class PlantedBug {
   // batch's, instead of each sequence's Sk_b − Sq_b (a dense kernel's offset kept for packed
   // batches).
   varlen_max_alignment,
+  // Paged: page j / page_size of sequence b read from block_table[b][j / page_size] + 1, the
+  // next physical page (an index off by one).
+  paged_page_offset,
+  // Paged: each sequence's keys taken as its whole last page, ceil(Sk_b / page_size)·page_size
+  // of them (the tail slots past seqused_k read, the alignment by that length).
+  paged_tail_read,
+  // Paged split-KV: the splits' partial results combined with exp2 and log2 of their natural-log
+  // logsumexps (a log-base slip in the combine step).
+  splitkv_combine_log2,
 };
+/// The host paged impl's split-KV chunk: a sequence of more keys runs in splits of this many
+/// keys, combined by their logsumexps (FlashAttention's split-KV decode); splitkv_combine_log2
+/// shows on rows that see keys of two splits or more.
+constexpr int64_t kPagedSplitKeys = 256;
 /// Why a problem cannot show the planted bug (so the planted impl SKIPs it and each of its
 /// cases must FAIL), or "" when it can: negative cases, empty problems, rows that see no
 /// key, no key left of a window, no GQA, the wrong direction; for the precision bugs fp32
@@ -284,8 +343,9 @@ References reference(const Problem& p, const TensorMap& inputs);
 /// where a flash backward rounds them) before its output rounding as `lowp`, and the floors.
 References backward_reference(const Problem& p, const TensorMap& inputs);
 
-/// The varlen references (families/sdpa/varlen_reference.cpp): each sequence's dense forward
-/// or backward references (above) on its rows, placed at its rows of the packed outputs.
+/// The varlen and paged references (families/sdpa/varlen_reference.cpp): each sequence's dense
+/// forward or backward references (above) on its rows (a paged sequence's keys gathered by the
+/// block table), placed at its rows of the packed outputs.
 References varlen_reference(const Problem& p, const TensorMap& inputs);
 
 /// The edge classes of docs/coverage.md that apply to this family, in report order, and those

@@ -7,11 +7,11 @@
 namespace opcts::sdpa {
 
 int64_t Problem::total_q() const {
-  return varlen() ? std::accumulate(seqlens_q.begin(), seqlens_q.end(), int64_t{0}) : batch * seq_q;
+  return packed() ? std::accumulate(seqlens_q.begin(), seqlens_q.end(), int64_t{0}) : batch * seq_q;
 }
 
 int64_t Problem::total_k() const {
-  return varlen() ? std::accumulate(seqlens_k.begin(), seqlens_k.end(), int64_t{0}) : batch * seq_k;
+  return packed() ? std::accumulate(seqlens_k.begin(), seqlens_k.end(), int64_t{0}) : batch * seq_k;
 }
 
 std::vector<int64_t> cu_seqlens(const std::vector<int64_t>& lens) {
@@ -23,12 +23,14 @@ std::vector<int64_t> cu_seqlens(const std::vector<int64_t>& lens) {
 Problem Problem::sequence(int64_t b) const {
   Problem s = *this;
   s.batch = 1;
-  if (varlen()) {
+  if (packed()) {
     s.seq_q = seqlens_q.at(static_cast<size_t>(b));
     s.seq_k = seqlens_k.at(static_cast<size_t>(b));
     s.layout = Layout::bshd;
     s.seqlens_q.clear();
     s.seqlens_k.clear();
+    s.page_size = 0;
+    s.kv_layout = KvLayout::nhd;
   }
   return s;
 }

@@ -1,5 +1,6 @@
-// The varlen references: each sequence is the dense problem Problem::sequence(b) (batch 1, BSHD:
-// its packed THD rows are exactly that tensor), so its references are the dense ones
+// The varlen and paged references: each sequence is the dense problem Problem::sequence(b)
+// (batch 1, BSHD: its packed THD rows are exactly that tensor; a paged sequence's keys are
+// gathered from its pages by the block table), so its references are the dense ones
 // (reference.cpp, backward_reference.cpp) on its rows of the inputs, placed back at its rows of
 // the outputs. Cost: the sequences' own, proportional to the query–key pairs each sees; no
 // sequence reads another's rows, so the references cannot share a boundary bug with an impl.
@@ -75,6 +76,22 @@ void join_energy(const Problem& p, const Place& at, const std::map<std::string, 
   }
 }
 
+// Sequence b's keys (or values) from a paged cache: token j at slot j % page_size of page
+// block_table[b][j / page_size], as a [1, Sk_b, Hkv, dim] tensor.
+HostTensor gather_pages(const Problem& p, const TensorMap& inputs, const char* cache, int64_t b, int64_t dim) {
+  const HostTensor& c = inputs.at(cache);
+  const HostTensor& table = inputs.at("block_table");
+  const int64_t lk = p.seqlens_k[b], width = table.dim(1);
+  HostTensor s(c.dtype(), {1, lk, p.heads_kv, dim});
+  for (int64_t j = 0; j < lk; ++j) {
+    const auto page = static_cast<int64_t>(table.get(b * width + j / p.page_size));
+    for (int64_t h = 0; h < p.heads_kv; ++h)
+      for (int64_t d = 0; d < dim; ++d)
+        s.set_code((j * p.heads_kv + h) * dim + d, c.code(cache_index(p, page, j % p.page_size, h, d, dim)));
+  }
+  return s;
+}
+
 // Sequence b's rows of a packed input: `rows` tokens from token `row0`, each `width` elements.
 HostTensor slice_rows(const HostTensor& t, int64_t row0, int64_t rows, int64_t heads, int64_t d) {
   HostTensor s(t.dtype(), {1, rows, heads, d});
@@ -97,11 +114,20 @@ References varlen_reference(const Problem& p, const TensorMap& inputs) {
     } else {
       s.batch = 1, s.seq_q = s.seq_k = 0, s.layout = Layout::bshd;
       s.seqlens_q.clear(), s.seqlens_k.clear();
+      s.page_size = 0, s.kv_layout = KvLayout::nhd;
     }
     TensorMap in;
     in.emplace("q", slice_rows(inputs.at("q"), cu_q[b], s.seq_q, p.heads_q, p.head_dim));
-    in.emplace("k", slice_rows(inputs.at("k"), cu_k[b], s.seq_k, p.heads_kv, p.head_dim));
-    in.emplace("v", slice_rows(inputs.at("v"), cu_k[b], s.seq_k, p.heads_kv, p.head_dim_v));
+    if (p.paged() && b < p.batch) {
+      in.emplace("k", gather_pages(p, inputs, "k_cache", b, p.head_dim));
+      in.emplace("v", gather_pages(p, inputs, "v_cache", b, p.head_dim_v));
+    } else if (p.paged()) {  // the empty sequence of a batch of none
+      in.emplace("k", HostTensor(p.dtype, {1, 0, p.heads_kv, p.head_dim}));
+      in.emplace("v", HostTensor(p.dtype, {1, 0, p.heads_kv, p.head_dim_v}));
+    } else {
+      in.emplace("k", slice_rows(inputs.at("k"), cu_k[b], s.seq_k, p.heads_kv, p.head_dim));
+      in.emplace("v", slice_rows(inputs.at("v"), cu_k[b], s.seq_k, p.heads_kv, p.head_dim_v));
+    }
     if (backward) in.emplace("dO", slice_rows(inputs.at("dO"), cu_q[b], s.seq_q, p.heads_q, p.head_dim_v));
     const References rb = backward ? backward_reference(s, in) : reference(s, in);
     if (!rb.reduction.empty() || !rb.bound_below.empty() || !rb.conservation.empty())

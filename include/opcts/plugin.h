@@ -39,9 +39,9 @@ extern "C" {
 
 #define OPCTS_PLUGIN_ABI_VERSION 1u
 /* The minor version: what a later header appended (docs/plugins.md, "ABI versions"). 1: sdpa's
- * varlen (THD) layout. An impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts
+ * varlen (THD) layout; 2: sdpa's paged KV cache. An impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts
  * gives it no problem that needs a later one (a SKIP naming the version). */
-#define OPCTS_PLUGIN_ABI_MINOR 1u
+#define OPCTS_PLUGIN_ABI_MINOR 2u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -157,8 +157,9 @@ typedef struct opcts_impl_desc {
   opcts_run_fn run;
   opcts_deterministic_fn deterministic; /* may be NULL */
   const void* impl_data;                /* handed back to the callbacks */
-  /* ABI 1.1: the minor version whose problems the impl handles (OPCTS_PLUGIN_ABI_MINOR when it
-   * handles all of this header's); 0, or a descriptor of ABI 1.0's size, gets only 1.0's. */
+  /* ABI 1.1: the minor version whose problems the impl handles, written as a number (1 for
+   * varlen): OPCTS_PLUGIN_ABI_MINOR would claim whatever a later header adds once rebuilt against
+   * it. 0, or a descriptor of ABI 1.0's size, gets only 1.0's problems. */
   uint32_t abi_minor;
 } opcts_impl_desc;
 
@@ -189,11 +190,19 @@ typedef int32_t (*opcts_plugin_init_fn)(uint32_t abi_version, const opcts_regist
  *   v [Tk, Hkv, Dv], O [Tq, Hq, Dv], dO, dQ, dK, dV likewise, lse [Hq, Tq] fp32; cu_seqlens_q and
  *   cu_seqlens_k int32 [batch + 1] (sequence b is rows [cu[b], cu[b + 1])). Masks, windows and
  *   the lower-right alignment apply per sequence, with its own lengths; no attn_mask.
+ * Paged (layout PAGED, ABI 1.2; FlashAttention's flash_attn_with_kvcache): q, O, lse and
+ *   cu_seqlens_q as THD; the keys and values in pages of `page_size` tokens: k_cache
+ *   [num_pages, page_size, Hkv, Dqk] (kv_layout NHD) or [num_pages, Hkv, page_size, Dqk] (HND),
+ *   v_cache likewise with Dv; block_table int32 [batch, max_pages_per_seq] (sequence b's token j
+ *   is slot j % page_size of page block_table[b][j / page_size]); seqused_k int32 [batch], each
+ *   sequence's key count. Forward only. Entries past a sequence's pages, slots past its last
+ *   key and pages no sequence owns hold no data a correct kernel reads (opcts puts NaN there).
  * Semantics: families/sdpa/sdpa.hpp (GQA: query head h reads KV head h / (Hq / Hkv); windows are
  * FlashAttention-2's window_size, bottom-right aligned, inclusive, -1 = unbounded). */
 enum { OPCTS_SDPA_MASK_NONE = 0, OPCTS_SDPA_CAUSAL_UPPER_LEFT = 1, OPCTS_SDPA_CAUSAL_LOWER_RIGHT = 2 };
 enum { OPCTS_SDPA_ATTN_MASK_NONE = 0, OPCTS_SDPA_ATTN_MASK_BOOL = 1, OPCTS_SDPA_ATTN_MASK_ADDITIVE = 2 };
-enum { OPCTS_SDPA_BHSD = 0, OPCTS_SDPA_BSHD = 1, OPCTS_SDPA_THD = 2 };
+enum { OPCTS_SDPA_BHSD = 0, OPCTS_SDPA_BSHD = 1, OPCTS_SDPA_THD = 2, OPCTS_SDPA_PAGED = 3 };
+enum { OPCTS_SDPA_KV_NHD = 0, OPCTS_SDPA_KV_HND = 1 };
 enum { OPCTS_SDPA_FORWARD = 0, OPCTS_SDPA_BACKWARD = 1 };
 typedef struct opcts_sdpa_params {
   uint32_t struct_size;
@@ -205,8 +214,11 @@ typedef struct opcts_sdpa_params {
   double softcap;                        /* 0 = off; s = softcap·tanh(s / softcap); < 0 is invalid */
   int32_t attn_mask;                     /* OPCTS_SDPA_ATTN_MASK_* */
   int32_t mask_per_batch, mask_per_head; /* attn_mask's first two dims are B / Hq (1: broadcast) */
-  int32_t layout;                        /* OPCTS_SDPA_BHSD / BSHD / THD (ABI 1.1) */
+  int32_t layout;                        /* OPCTS_SDPA_BHSD / BSHD / THD (ABI 1.1) / PAGED (1.2) */
   int32_t direction;                     /* OPCTS_SDPA_FORWARD / BACKWARD */
+  /* ABI 1.2, layout PAGED (0 otherwise): */
+  int64_t page_size, num_pages, max_pages_per_seq;
+  int32_t kv_layout; /* OPCTS_SDPA_KV_NHD / HND */
 } opcts_sdpa_params;
 
 /* scaled_mm: D[M, N] = out(os · (g · Σ_k deq(A)[m, k] · deq(B)[k, n] + bias[n])), one rounding.

@@ -161,6 +161,14 @@ static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_re
   if (varlen && (!cu_q || !cu_k || cu_q->shape[0] != p->batch + 1 || cu_k->shape[0] != p->batch + 1))
     return refuse(r, cu_q && cu_q->shape[0] == p->batch + 1 ? "cu_seqlens_k" : "cu_seqlens_q",
                   "must be int32 [batch + 1]");
+  /* Every boundary checked before any is used: 0 first, non-decreasing, ending at the tokens. */
+  for (int w = 0; varlen && w < 2; ++w) {
+    const opcts_tensor* cu = w ? cu_k : cu_q;
+    const int64_t tokens = (w ? k : q)->shape[0];
+    int ok = cu_at(cu, 0, 0) == 0 && cu_at(cu, p->batch, 0) == tokens;
+    for (int64_t b = 0; ok && b < p->batch; ++b) ok = cu_at(cu, b + 1, 0) >= cu_at(cu, b, 0);
+    if (!ok) return refuse(r, w ? "cu_seqlens_k" : "cu_seqlens_q", "not 0, non-decreasing, ending at the tokens");
+  }
   const int64_t Hq = p->heads_q, Hkv = p->heads_kv, D = p->head_dim, Dv = p->head_dim_v;
   const int64_t Tq = varlen ? q->shape[0] : 0; /* lse is [Hq, Tq] for varlen */
   const int64_t group = Hq / Hkv;
@@ -174,8 +182,7 @@ static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_re
     const int64_t q0 = cu_at(cu_q, b, p->seq_q), k0 = cu_at(cu_k, b, p->seq_k);
     const int64_t Sq = varlen ? cu_at(cu_q, b + 1, 0) - q0 : p->seq_q,
                   Sk = varlen ? cu_at(cu_k, b + 1, 0) - k0 : p->seq_k;
-    if (Sq < 0 || Sk < 0 || Sk > 4096)
-      return refuse(r, Sq < 0 ? "cu_seqlens_q" : "cu_seqlens_k", "not increasing, or past max_seqlen");
+    if (Sk > 4096) return refuse(r, "cu_seqlens_k", "a sequence longer than max_seqlen_k");
     const int64_t off = Sk - Sq; /* bottom-right alignment of windows and lower-right causal */
     for (int64_t h = 0; h < Hq; ++h)
       for (int64_t i = 0; i < Sq; ++i) {
@@ -292,7 +299,7 @@ int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   sdpa.backend = "host";
   sdpa.supports = sdpa_supports;
   sdpa.run = sdpa_run;
-  sdpa.abi_minor = OPCTS_PLUGIN_ABI_MINOR; /* it takes the varlen layout (ABI 1.1) */
+  sdpa.abi_minor = 1; /* it takes the varlen layout (ABI 1.1), not the paged cache (1.2) */
   opcts_impl_desc mm = sdpa;
   mm.abi_minor = 0;
   mm.family = "scaled_mm";

@@ -311,15 +311,15 @@ __attribute__((visibility("default"))) int32_t opcts_python_plugin_init(const ch
   } else if (PyUnicode_Check(r)) {
     why = utf8(r);  // the import's error, traceback included
   } else {
-    // A list of (index, family, name, backend, caps, planted, deterministic_known) tuples.
+    // A list of (index, family, name, backend, caps, planted, deterministic_known, abi_minor) tuples.
     const Py_ssize_t n = PyList_Check(r) ? PyList_Size(r) : 0;
     for (Py_ssize_t i = 0; i < n; ++i) {
-      long index = 0;
+      long index = 0, abi_minor = 0;
       int planted = 0, det_callback = 0;
       const char *family = nullptr, *name = nullptr, *backend = nullptr;
       PyObject* caps = nullptr;
-      if (!PyArg_ParseTuple(PyList_GetItem(r, i), "lsssOpp", &index, &family, &name, &backend, &caps, &planted,
-                            &det_callback)) {
+      if (!PyArg_ParseTuple(PyList_GetItem(r, i), "lsssOppl", &index, &family, &name, &backend, &caps, &planted,
+                            &det_callback, &abi_minor)) {
         why = "the Python host returned a malformed impl: " + take_error();
         break;
       }
@@ -342,6 +342,7 @@ __attribute__((visibility("default"))) int32_t opcts_python_plugin_init(const ch
       d.caps = impl.cap_ptrs.empty() ? nullptr : impl.cap_ptrs.data();
       d.n_caps = static_cast<int32_t>(impl.cap_ptrs.size());
       d.planted = planted;
+      d.abi_minor = static_cast<uint32_t>(abi_minor);
       d.supports = py_supports;
       d.run = py_run;
       d.deterministic = det_callback ? py_deterministic : nullptr;

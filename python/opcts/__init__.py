@@ -67,12 +67,14 @@ class ImplInfo:
     """What `@impl` recorded: the function and its declaration."""
 
     __slots__ = ("family", "name", "backend", "fn", "supports", "deterministic", "accumulation", "reason", "caps",
-                 "planted", "module", "_run_arity", "_supports_arity")
+                 "planted", "abi_minor", "module", "_run_arity", "_supports_arity")
 
-    def __init__(self, family, name, backend, fn, supports, deterministic, accumulation, reason, caps, planted):
+    def __init__(self, family, name, backend, fn, supports, deterministic, accumulation, reason, caps, planted,
+                 abi_minor=0):
         self.family, self.name, self.backend, self.fn = family, name, backend, fn
         self.supports, self.deterministic, self.accumulation = supports, deterministic, accumulation
         self.reason, self.caps, self.planted = reason, tuple(caps), bool(planted)
+        self.abi_minor = int(abi_minor)
         self.module = getattr(fn, "__module__", None)
         self._run_arity = _arity(fn, 3)
         self._supports_arity = _arity(supports, 2) if supports is not None else 0
@@ -100,7 +102,7 @@ def impls():
 
 
 def impl(family, *, name, backend="host", deterministic=True, accumulation=None, supports=None, caps=(),
-         planted=False, reason=None):
+         planted=False, reason=None, abi_minor=0):
     """Registers the decorated function `fn(p, t, ctx)` (or `fn(p, t)`) as an impl of `family`.
 
     - `name`: "<prefix>.<name>" of lowercase letters, digits, '_' and '.' (case ids spell it
@@ -117,6 +119,9 @@ def impl(family, *, name, backend="host", deterministic=True, accumulation=None,
       string (the reason), or raising Unsupported(why), to SKIP it. Called in a probe process.
     - `caps`: capabilities of cases/archs.yaml the impl needs; `planted`: a deliberately wrong
       impl (its cases exist only with --include-planted and must FAIL).
+    - `abi_minor`: the plugin ABI minor version whose problems the impl handles (docs/plugins.md,
+      "ABI versions"): 0 gets none of the later additions (sdpa's varlen layout is 1, its paged
+      KV cache 2), which SKIP saying so.
 
     `fn` writes the outputs and returns nothing; it refuses an argument by raising
     InvalidArgument(argument, why) and a valid problem it cannot run by raising Unsupported(why).
@@ -131,6 +136,8 @@ def impl(family, *, name, backend="host", deterministic=True, accumulation=None,
         raise TypeError("deterministic is True, False or a function of the problem")
     if supports is not None and not callable(supports):
         raise TypeError("supports is a function (p, arch) -> True | False | reason")
+    if not isinstance(abi_minor, int) or isinstance(abi_minor, bool) or abi_minor < 0:
+        raise TypeError("abi_minor is a number >= 0 (the plugin ABI minor version the impl handles)")
     if accumulation is not None:
         if not isinstance(accumulation, (str, dict)):
             raise TypeError("accumulation is a structure name or a dict")
@@ -143,7 +150,8 @@ def impl(family, *, name, backend="host", deterministic=True, accumulation=None,
         for other in _IMPLS:
             if other.name == name:
                 raise ValueError(f"impl {name} is registered twice")
-        info = ImplInfo(family, name, backend, fn, supports, deterministic, accumulation, reason, caps, planted)
+        info = ImplInfo(family, name, backend, fn, supports, deterministic, accumulation, reason, caps, planted,
+                        abi_minor)
         _IMPLS.append(info)
         fn.opcts_impl = info
         return fn

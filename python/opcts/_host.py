@@ -78,8 +78,8 @@ def _import_file(path):
 
 def load(spec):
     """Imports `spec` (a .py path, or "py:package.module") and returns its impls as tuples
-    (index, family, name, backend, caps, planted, has_deterministic_callback), or a string: why
-    it cannot be used."""
+    (index, family, name, backend, caps, planted, has_deterministic_callback, abi_minor), or a
+    string: why it cannot be used."""
     before = len(opcts._IMPLS)
     try:
         if spec.startswith("py:"):
@@ -100,7 +100,8 @@ def load(spec):
             _tensors._numpy()  # host tensors are numpy views: numpy is imported now, not in a case
         except ImportError as e:
             return f"{spec} has host impls, whose tensors are numpy arrays, and numpy cannot be imported: {e}"
-    return [(i, d.family, d.name, d.backend, list(d.caps), d.planted, d.deterministic is not True) for i, d in added]
+    return [(i, d.family, d.name, d.backend, list(d.caps), d.planted, d.deterministic is not True, d.abi_minor)
+            for i, d in added]
 
 
 

@@ -20,7 +20,8 @@ class SdpaParams(ctypes.Structure):
                 ("seq_q", _i64), ("seq_k", _i64), ("head_dim", _i64), ("head_dim_v", _i64), ("scale", _f64),
                 ("mask", _i32), ("window_left", _i64), ("window_right", _i64), ("softcap", _f64),
                 ("attn_mask", _i32), ("mask_per_batch", _i32), ("mask_per_head", _i32), ("layout", _i32),
-                ("direction", _i32)]
+                ("direction", _i32), ("page_size", _i64), ("num_pages", _i64), ("max_pages_per_seq", _i64),
+                ("kv_layout", _i32)]
 
 
 class ScaledMmParams(ctypes.Structure):
@@ -122,7 +123,8 @@ def _sdpa(c):
              seq=Seq(c.seq_q, c.seq_k), head_dim=HeadDim(c.head_dim, c.head_dim_v), head_dim_qk=c.head_dim,
              mask=_pick(_SDPA_MASK, c.mask), window=Window(c.window_left, c.window_right),
              attn_mask=AttnMask(_pick(_SDPA_ATTN, c.attn_mask), bool(c.mask_per_batch), bool(c.mask_per_head)),
-             layout=("bhsd", "bshd", "varlen")[c.layout] if c.layout in (0, 1, 2) else c.layout,
+             layout=("bhsd", "bshd", "varlen", "paged")[c.layout] if c.layout in (0, 1, 2, 3) else c.layout,
+             kv_layout=("nhd", "hnd")[c.kv_layout] if c.kv_layout in (0, 1) else c.kv_layout,
              direction=("forward", "backward")[c.direction] if c.direction in (0, 1) else c.direction)
     return f
 

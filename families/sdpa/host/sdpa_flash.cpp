@@ -59,12 +59,14 @@ void check_arguments(const sdpa::Problem& p) {
 
 class Kernel {
  public:
-  // `align`: the offset of the bottom-right alignment, Sk − Sq unless a caller (a planted varlen
-  // bug) says otherwise.
-  Kernel(const sdpa::Problem& p, const TensorMap& in, Plant plant, std::optional<int64_t> align)
-      : p_(p), plant_(plant) {
+  // opt.align: the offset of the bottom-right alignment, Sk − Sq unless a caller (a planted
+  // varlen bug) says otherwise; opt.key_begin/end: the keys this run may read (a split).
+  Kernel(const sdpa::Problem& p, const TensorMap& in, Plant plant, const DenseOptions& opt)
+      : p_(p), plant_(plant), o_fp32_(opt.o_fp32) {
     B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim, Dv = p.head_dim_v;
-    align_ = align ? *align : Sk - Sq;
+    align_ = opt.align ? *opt.align : Sk - Sq;
+    key_begin_ = opt.key_begin;
+    key_end_ = opt.key_end < 0 ? Sk : std::min(opt.key_end, Sk);
     group = Hq / Hkv;
     scale = static_cast<float>(p.scale ? *p.scale : 1.0 / std::sqrt(static_cast<double>(D)));
     cap = static_cast<float>(p.softcap);
@@ -83,13 +85,13 @@ class Kernel {
 
   // The visible range of row i: causal ∩ window, both window sides bottom-right aligned.
   int64_t lo(int64_t i) const {
-    if (p_.window_left < 0) return 0;
+    if (p_.window_left < 0) return key_begin_;
     int64_t l = i + align_ - p_.window_left;
     if (plant_ == Plant::window_off_by_one) --l;
-    return std::max<int64_t>(0, l);
+    return std::max<int64_t>(key_begin_, l);
   }
   int64_t hi(int64_t i) const {
-    int64_t h = Sk - 1;
+    int64_t h = key_end_ - 1;
     if (p_.mask == sdpa::Mask::causal_upper_left) h = std::min(h, i);
     if (p_.mask == sdpa::Mask::causal_lower_right) h = std::min(h, i + align_);
     if (p_.window_right >= 0) h = std::min(h, i + align_ + p_.window_right);
@@ -154,7 +156,7 @@ class Kernel {
 
   TensorMap forward() const {
     TensorMap out;
-    HostTensor& o = out.emplace("O", HostTensor(p_.dtype, sdpa::o_shape(p_))).first->second;
+    HostTensor& o = out.emplace("O", HostTensor(o_fp32_ ? DType::fp32 : p_.dtype, sdpa::o_shape(p_))).first->second;
     HostTensor& lse = out.emplace("lse", HostTensor(DType::fp32, sdpa::lse_shape(p_))).first->second;
 #pragma omp parallel for collapse(2) schedule(dynamic)
     for (int64_t bh = 0; bh < B * Hq; ++bh) {
@@ -253,7 +255,8 @@ class Kernel {
  private:
   const sdpa::Problem& p_;
   Plant plant_;
-  int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_;
+  bool o_fp32_;
+  int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_, key_begin_, key_end_;
   float scale, cap;
   Str qs{}, ks{}, vs{}, os{}, ms{0, 0, 0};
   std::vector<float> q, k, v, mask;
@@ -261,16 +264,17 @@ class Kernel {
 
 }  // namespace
 
-TensorMap flash_run_dense(const sdpa::Problem& p, const TensorMap& in, Plant plant, std::optional<int64_t> align) {
+TensorMap flash_run_dense(const sdpa::Problem& p, const TensorMap& in, Plant plant, const DenseOptions& opt) {
   check_arguments(p);
-  const Kernel kernel(p, in, plant, align);
+  const Kernel kernel(p, in, plant, opt);
   return p.direction == sdpa::Direction::backward ? kernel.backward(in) : kernel.forward();
 }
 
 TensorMap flash_run(const sdpa::Problem& p, const TensorMap& in, Plant plant) {
   check_arguments(p);
   if (p.layout == sdpa::Layout::varlen) return flash_run_varlen(p, in, plant);
-  return flash_run_dense(p, in, plant, std::nullopt);
+  if (p.layout == sdpa::Layout::paged) return flash_run_paged(p, in, plant);
+  return flash_run_dense(p, in, plant, {});
 }
 
 }  // namespace host_sdpa

@@ -15,9 +15,24 @@ using Plant = sdpa::PlantedBug;
 /// sdpa_flash.cpp; throws opcts::InvalidArgument for a broken contract.
 TensorMap flash_run(const sdpa::Problem& p, const TensorMap& in, Plant plant);
 
-/// A dense problem (BHSD or BSHD) with the bottom-right alignment offset `align` in place of
-/// Sk − Sq when given (the varlen_max_alignment plant); the varlen runner's kernel.
-TensorMap flash_run_dense(const sdpa::Problem& p, const TensorMap& in, Plant plant, std::optional<int64_t> align);
+/// How the packed runners use the dense kernel: `align` in place of Sk − Sq for the
+/// bottom-right alignment when given (the varlen_max_alignment plant); only keys
+/// [key_begin, key_end) (a split of split-KV; key_end < 0: all); O in fp32, unrounded (a
+/// split's partial result).
+struct DenseOptions {
+  std::optional<int64_t> align;
+  int64_t key_begin = 0, key_end = -1;
+  bool o_fp32 = false;
+};
+
+/// A dense problem (BHSD or BSHD) under `opt`; the varlen and paged runners' kernel.
+TensorMap flash_run_dense(const sdpa::Problem& p, const TensorMap& in, Plant plant, const DenseOptions& opt);
+
+/// A paged problem (sdpa_flash_paged.cpp): cu_seqlens_q, block_table and seqused_k read from the
+/// inputs (checked: InvalidArgument naming the one that is malformed or out of range), each
+/// sequence's keys gathered from its pages and run as split-KV (kPagedSplitKeys keys a split,
+/// combined by their logsumexps).
+TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant plant);
 
 /// A varlen problem (sdpa_flash_varlen.cpp): cu_seqlens_q and cu_seqlens_k read from the
 /// inputs (checked: opcts::InvalidArgument naming the one that is malformed), each sequence run

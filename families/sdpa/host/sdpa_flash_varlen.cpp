@@ -7,51 +7,10 @@
 // cu_seqlens_k[b] − 1, one key of its neighbour's included (and its dK, dV row not written
 // back); max_alignment aligns the lower-right mask and the window by max_seqlen_k −
 // max_seqlen_q (the problem's seq_k − seq_q) instead of the sequence's own lengths.
-#include <string>
-
-#include "core/errors.hpp"
 #include "families/sdpa/host/sdpa_flash.hpp"
+#include "families/sdpa/host/sdpa_packed.hpp"
 
 namespace opcts::host_sdpa {
-
-namespace {
-
-// cu_seqlens as the kernel reads them: int32 [B + 1], 0 first, non-decreasing, ending at the
-// packed tensor's row count.
-std::vector<int64_t> read_cu_seqlens(const TensorMap& in, const char* name, int64_t batch, int64_t rows) {
-  const auto it = in.find(name);
-  if (it == in.end()) throw InvalidArgument(name, "the varlen layout needs it");
-  const HostTensor& t = it->second;
-  if (t.dtype() != DType::int32 || t.shape().size() != 1 || t.dim(0) != batch + 1)
-    throw InvalidArgument(name, "must be int32 [batch + 1] = [" + std::to_string(batch + 1) + "]");
-  std::vector<int64_t> cu(static_cast<size_t>(batch + 1));
-  for (int64_t b = 0; b <= batch; ++b) cu[b] = static_cast<int64_t>(t.get(b));
-  if (cu[0] != 0) throw InvalidArgument(name, "must start at 0, got " + std::to_string(cu[0]));
-  for (int64_t b = 0; b < batch; ++b)
-    if (cu[b + 1] < cu[b])
-      throw InvalidArgument(name, "is not non-decreasing at sequence " + std::to_string(b) + " (" +
-                                      std::to_string(cu[b]) + " then " + std::to_string(cu[b + 1]) + ")");
-  if (cu[batch] != rows)
-    throw InvalidArgument(name, "ends at " + std::to_string(cu[batch]) + ", but the packed tensor has " +
-                                    std::to_string(rows) + " tokens");
-  return cu;
-}
-
-// Rows [row0, row0 + rows) of a packed [T, H, D] tensor as a [1, rows, H, D] one.
-HostTensor rows_of(const HostTensor& t, int64_t row0, int64_t rows) {
-  const int64_t heads = t.dim(1), d = t.dim(2), width = heads * d;
-  HostTensor s(t.dtype(), {1, rows, heads, d});
-  for (int64_t e = 0; e < rows * width; ++e) s.set_code(e, t.code(row0 * width + e));
-  return s;
-}
-
-// Writes rows [skip, rows) of a [1, rows, H, D] result at packed rows row0 + skip onwards.
-void put_rows(HostTensor& out, const HostTensor& r, int64_t row0, int64_t skip) {
-  const int64_t width = out.dim(1) * out.dim(2), rows = r.dim(1);
-  for (int64_t e = skip * width; e < rows * width; ++e) out.set_code(row0 * width + e, r.code(e));
-}
-
-}  // namespace
 
 TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant plant) {
   const HostTensor &q = in.at("q"), &k = in.at("k"), &v = in.at("v");
@@ -76,17 +35,15 @@ TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant pl
     const int64_t q0 = cu_q[b], lq = cu_q[b + 1] - cu_q[b];
     int64_t foreign = 0;  // leading keys that belong to the previous sequence (key_offset)
     if (plant == Plant::varlen_key_offset && b > 0 && k0 > 0) --k0, ++lk, foreign = 1;
-    sdpa::Problem s = p;
-    s.batch = 1, s.seq_q = lq, s.seq_k = lk, s.layout = sdpa::Layout::bshd;
-    s.seqlens_q.clear(), s.seqlens_k.clear();
+    const sdpa::Problem s = dense_sequence(p, lq, lk);
     TensorMap sin;
     sin.emplace("q", rows_of(q, q0, lq));
     sin.emplace("k", rows_of(k, k0, lk));
     sin.emplace("v", rows_of(v, k0, lk));
     if (backward) sin.emplace("dO", rows_of(in.at("dO"), q0, lq));
-    std::optional<int64_t> align;
-    if (plant == Plant::varlen_max_alignment) align = p.seq_k - p.seq_q;
-    const TensorMap r = flash_run_dense(s, sin, dense_plant ? plant : Plant::none, align);
+    DenseOptions opt;
+    if (plant == Plant::varlen_max_alignment) opt.align = p.seq_k - p.seq_q;
+    const TensorMap r = flash_run_dense(s, sin, dense_plant ? plant : Plant::none, opt);
     if (backward) {
       put_rows(out.at("dQ"), r.at("dQ"), q0, 0);
       put_rows(out.at("dK"), r.at("dK"), k0, foreign);

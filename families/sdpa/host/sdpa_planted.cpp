@@ -17,6 +17,9 @@
 //                                 neighbour's last key (it attends across the boundary)
 //   host.flash_varlen_max_alignment varlen: lower-right mask and window aligned by
 //                                 max_seqlen_k − max_seqlen_q, not each sequence's lengths
+//   host.flash_paged_page_offset  paged: each page read from its block-table entry + 1
+//   host.flash_paged_tail_read    paged: each sequence's whole last page read as keys
+//   host.flash_splitkv_combine_log2 paged split-KV: partials combined in base 2, not e
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "gpu/host/host_impls.hpp"
 
@@ -41,6 +44,9 @@ class HostSdpaPlanted final : public Impl {
       case Plant::lse_plus_log2: return "host.flash_lse_plus_log2";
       case Plant::varlen_key_offset: return "host.flash_varlen_key_offset";
       case Plant::varlen_max_alignment: return "host.flash_varlen_max_alignment";
+      case Plant::paged_page_offset: return "host.flash_paged_page_offset";
+      case Plant::paged_tail_read: return "host.flash_paged_tail_read";
+      case Plant::splitkv_combine_log2: return "host.flash_splitkv_combine_log2";
       case Plant::none: break;
     }
     return "host.flash_planted";
@@ -66,7 +72,8 @@ class HostSdpaPlanted final : public Impl {
 void register_host_sdpa_planted(Registry& reg) {
   for (Plant p :
        {Plant::window_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan, Plant::pv_in_dtype,
-        Plant::rowsum_in_dtype, Plant::lse_plus_log2, Plant::varlen_key_offset, Plant::varlen_max_alignment})
+        Plant::rowsum_in_dtype, Plant::lse_plus_log2, Plant::varlen_key_offset, Plant::varlen_max_alignment,
+        Plant::paged_page_offset, Plant::paged_tail_read, Plant::splitkv_combine_log2})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

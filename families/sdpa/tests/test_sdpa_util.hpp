@@ -88,6 +88,15 @@ inline int64_t mismatches_of(const std::string& impl, const sdpa::Problem& p, st
   return bad;
 }
 
+/// The planted impl takes p and fails on it (a packed problem's plant; test_sdpa.cpp's own
+/// expect_caught also checks that host.flash passes).
+inline void expect_planted_caught(const char* impl, const sdpa::Problem& p) {
+  const ArchInfo host{"host", "host"};
+  ASSERT_TRUE(builtin_registry().impl(impl)->supports(p, host).ok) << impl << " " << sdpa::problem_id(p);
+  std::string why;
+  EXPECT_GT(mismatches_of(impl, p, &why), 0) << impl << " passed " << sdpa::problem_id(p) << ": " << why;
+}
+
 /// The index of logical element (b, h, s, d) in a tensor stored in p's layout.
 inline int64_t at(const sdpa::Problem& p, int64_t heads, int64_t seq, int64_t dim, int64_t b, int64_t h, int64_t s,
                   int64_t d) {

@@ -245,28 +245,21 @@ TEST(SdpaVarlenHostFlash, RefusesMalformedCuSeqlens) {
   EXPECT_EQ(refusal("cu_seqlens_k", {0, 5, 10}), "cu_seqlens_k");  // ends before the tokens do
 }
 
-void expect_caught(const char* impl, const sdpa::Problem& p) {
-  const ArchInfo host{"host", "host"};
-  ASSERT_TRUE(builtin_registry().impl(impl)->supports(p, host).ok) << impl << " " << sdpa::problem_id(p);
-  std::string why;
-  EXPECT_GT(sdpatest::mismatches_of(impl, p, &why), 0) << impl << " passed " << sdpa::problem_id(p) << ": " << why;
-}
-
 TEST(SdpaVarlenPlanted, BoundaryAndAlignmentBugsAreCaughtWhereTheyShow) {
   const ArchInfo host{"host", "host"};
   for (sdpa::Problem p : varlen_variants(DType::bf16)) {
     for (auto dir : {sdpa::Direction::forward, sdpa::Direction::backward}) {
       p.direction = dir;
       for (const char* impl : {"host.flash_varlen_key_offset", "host.flash_varlen_max_alignment"})
-        if (builtin_registry().impl(impl)->supports(p, host).ok) expect_caught(impl, p);
+        if (builtin_registry().impl(impl)->supports(p, host).ok) sdpatest::expect_planted_caught(impl, p);
     }
   }
   // Where they show: key_offset on any sequence after the first that sees its first key.
   const auto two = varlen(DType::bf16, 2, 2, {4, 4}, {4, 4}, 16, Mask::causal_upper_left);
-  expect_caught("host.flash_varlen_key_offset", two);
+  sdpatest::expect_planted_caught("host.flash_varlen_key_offset", two);
   // max_alignment where Sk_b − Sq_b differs from max_k − max_q under lower-right causal.
   const auto lr = varlen(DType::bf16, 2, 2, {1, 8}, {16, 8}, 16, Mask::causal_lower_right);
-  expect_caught("host.flash_varlen_max_alignment", lr);
+  sdpatest::expect_planted_caught("host.flash_varlen_max_alignment", lr);
   // And only there: no mask sees every key whatever the offset; one sequence has no neighbour;
   // equal offsets align the same; the bugs are varlen's.
   const auto nomask = varlen(DType::bf16, 2, 2, {1, 8}, {16, 8}, 16, Mask::none);
@@ -280,9 +273,10 @@ TEST(SdpaVarlenPlanted, BoundaryAndAlignmentBugsAreCaughtWhereTheyShow) {
                    ->supports(make(DType::bf16, 2, 2, 2, 8, 8, 16, Mask::none), host)
                    .ok);
   // The dense bugs run per sequence: a GQA slip is caught on a packed batch.
-  expect_caught("host.flash_gqa_modulo", varlen(DType::bf16, 6, 2, {3, 9}, {7, 9}, 16, Mask::none));
+  sdpatest::expect_planted_caught("host.flash_gqa_modulo", varlen(DType::bf16, 6, 2, {3, 9}, {7, 9}, 16, Mask::none));
   // A sequence of queries and no keys: its rows must give O = 0; the NaN plant shows there.
-  expect_caught("host.flash_masked_row_nan", varlen(DType::bf16, 2, 2, {3, 2}, {4, 0}, 16, Mask::none));
+  sdpatest::expect_planted_caught("host.flash_masked_row_nan",
+                                  varlen(DType::bf16, 2, 2, {3, 2}, {4, 0}, 16, Mask::none));
 }
 
 // An impl built against ABI 1.0 reads layout THD as BHSD: opcts must not give it varlen.

@@ -17,8 +17,14 @@ TEST(SdpaVocabulary, EveryEnumeratorRoundTripsThroughTheAbi) {
                                          &sdpa::abi_params, base);
   testutil::expect_vocabulary_round_trip(sdpa::fields(), "attn_mask", &Problem::mask_tensor,
                                          &opcts_sdpa_params::attn_mask, &sdpa::abi_params, base);
-  testutil::expect_vocabulary_round_trip(sdpa::fields(), "layout", &Problem::layout, &opcts_sdpa_params::layout,
-                                         &sdpa::abi_params, base);
+  testutil::expect_vocabulary_round_trip(
+      sdpa::fields(), "layout", &Problem::layout, &opcts_sdpa_params::layout, &sdpa::abi_params, base,
+      std::function<void(YAML::Node&, sdpa::Layout)>([](YAML::Node& m, sdpa::Layout l) {
+        if (l == sdpa::Layout::paged) m["page_size"] = 16;
+      }));
+  testutil::expect_vocabulary_round_trip(sdpa::fields(), "kv_layout", &Problem::kv_layout,
+                                         &opcts_sdpa_params::kv_layout, &sdpa::abi_params,
+                                         "{dtype: bf16, heads: 2, seq: 8, head_dim: 16, layout: paged, page_size: 4}");
   testutil::expect_vocabulary_round_trip(sdpa::fields(), "direction", &Problem::direction,
                                          &opcts_sdpa_params::direction, &sdpa::abi_params, base);
 }

@@ -1,6 +1,7 @@
 """NEEDS A GPU (CUDA and PyTorch): not run in CI, only compiled (python/tests).
 
-PyTorch's scaled_dot_product_attention, one impl per backend, on the case's stream:
+PyTorch's scaled_dot_product_attention, one impl per backend, on the case's stream, and
+FlashAttention-2 on packed (varlen) sequences as torch.flash_varlen:
 
     opcts run --arch sm90 --plugin plugins/python/examples/torch_sdpa.py --filter 'sdpa.torch_*'
 
@@ -106,3 +107,69 @@ def make(backend):
 
 for _backend in ("math", "flash_attention", "efficient_attention", "cudnn_attention"):
     make(_backend)
+
+
+# FlashAttention-2 on packed sequences, as PyTorch ships it: aten::_flash_attention_forward and
+# _backward with cumulative sequence offsets (flash_attn_varlen_func's kernel, mha_varlen_fwd).
+# Its causal mask is FlashAttention-2's, bottom-right aligned per sequence, and it takes windows
+# as window_size_left/right; no softcap, Dqk = Dv only, fp16 and bf16, head dims up to 256.
+def _varlen_supports(p, arch):
+    if p.layout != "varlen":
+        return "takes the varlen layout only (the sdpa impls above take the dense ones)"
+    if p.dtype not in ("fp16", "bf16"):
+        return "FlashAttention-2 takes fp16 and bf16 only"
+    if p.head_dim_qk != p.head_dim_v or p.head_dim_qk % 8 != 0 or p.head_dim_qk > 256:
+        return "FlashAttention-2 takes Dqk = Dv, a multiple of 8, at most 256"
+    if p.softcap != 0:
+        return "PyTorch's _flash_attention_forward takes no softcap"
+    if p.mask == "causal_upper_left":
+        return "FlashAttention-2's causal is lower-right; upper-left with Sq != Sk needs a mask it has not"
+    if p.batch == 0:
+        return "an empty batch"
+    return True
+
+
+@opcts.impl("sdpa", name="torch.flash_varlen", backend="cuda", abi_minor=1, supports=_varlen_supports)
+def flash_varlen(p, t, ctx):
+    import torch
+
+    if p.heads_kv <= 0 or p.heads_q % p.heads_kv != 0:
+        raise opcts.InvalidArgument("heads_kv", "heads_q must be a multiple of heads_kv")
+    if p.window_left < -1 or p.window_right < -1:
+        raise opcts.InvalidArgument("window_left" if p.window_left < -1 else "window_right", "out of range")
+    q, k, v = (opcts.as_torch(t[n]) for n in ("q", "k", "v"))  # [T, H, D]
+    cu_q, cu_k = opcts.as_torch(t.cu_seqlens_q), opcts.as_torch(t.cu_seqlens_k)
+    window = {}
+    if p.window != (-1, -1):
+        window = {"window_size_left": p.window_left, "window_size_right": p.window_right}
+    causal = p.mask == "causal_lower_right"
+    with torch.cuda.stream(opcts.torch_stream(ctx)):
+        if q.shape[0] == 0 or k.shape[0] == 0:  # as sdpa does for empty inputs, without the kernel
+            if p.direction == "forward":
+                opcts.as_torch(t.O).zero_()
+                opcts.as_torch(t.lse).fill_(float("-inf"))
+            else:
+                for name in ("dQ", "dK", "dV"):
+                    opcts.as_torch(t[name]).zero_()
+            return
+        try:
+            out, lse, rng, unused, _ = torch.ops.aten._flash_attention_forward(
+                q, k, v, cu_q, cu_k, p.seq_q, p.seq_k, 0.0, causal, False, scale=p.scale, **window)
+        except RuntimeError as e:
+            raise opcts.Unsupported(str(e).splitlines()[0]) from None
+        if p.direction == "forward":
+            opcts.as_torch(t.O).copy_(out)
+            got = opcts.as_torch(t.lse)
+            if tuple(lse.shape) != tuple(got.shape):
+                raise opcts.Unsupported(f"logsumexp came back {tuple(lse.shape)}, not [Hq, Tq] {tuple(got.shape)}")
+            got.copy_(lse)
+            return
+        d_o = opcts.as_torch(t.dO)
+        try:
+            dq, dk, dv = torch.ops.aten._flash_attention_backward(
+                d_o, q, k, v, out, lse, cu_q, cu_k, p.seq_q, p.seq_k, 0.0, causal, rng, unused, scale=p.scale,
+                **window)[:3]
+        except RuntimeError as e:
+            raise opcts.Unsupported(str(e).splitlines()[0]) from None
+        for name, g in (("dQ", dq), ("dK", dk), ("dV", dv)):
+            opcts.as_torch(t[name]).copy_(g)

@@ -1,0 +1,60 @@
+// The packed layouts' tensor plumbing shared by host.flash's varlen and paged runners
+// (sdpa_flash_varlen.cpp, sdpa_flash_paged.cpp): reading cu_seqlens as a kernel does, a
+// sequence's rows of a packed [T, H, D] tensor, and writing a result back.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "families/sdpa/sdpa.hpp"
+#include "numerics/tensor.hpp"
+
+namespace opcts::host_sdpa {
+
+// cu_seqlens as the kernel reads them: int32 [B + 1], 0 first, non-decreasing, ending at the
+// packed tensor's row count.
+inline std::vector<int64_t> read_cu_seqlens(const TensorMap& in, const char* name, int64_t batch, int64_t rows) {
+  const auto it = in.find(name);
+  if (it == in.end()) throw InvalidArgument(name, "the varlen layout needs it");
+  const HostTensor& t = it->second;
+  if (t.dtype() != DType::int32 || t.shape().size() != 1 || t.dim(0) != batch + 1)
+    throw InvalidArgument(name, "must be int32 [batch + 1] = [" + std::to_string(batch + 1) + "]");
+  std::vector<int64_t> cu(static_cast<size_t>(batch + 1));
+  for (int64_t b = 0; b <= batch; ++b) cu[b] = static_cast<int64_t>(t.get(b));
+  if (cu[0] != 0) throw InvalidArgument(name, "must start at 0, got " + std::to_string(cu[0]));
+  for (int64_t b = 0; b < batch; ++b)
+    if (cu[b + 1] < cu[b])
+      throw InvalidArgument(name, "is not non-decreasing at sequence " + std::to_string(b) + " (" +
+                                      std::to_string(cu[b]) + " then " + std::to_string(cu[b + 1]) + ")");
+  if (cu[batch] != rows)
+    throw InvalidArgument(name, "ends at " + std::to_string(cu[batch]) + ", but the packed tensor has " +
+                                    std::to_string(rows) + " tokens");
+  return cu;
+}
+
+// Rows [row0, row0 + rows) of a packed [T, H, D] tensor as a [1, rows, H, D] one.
+inline HostTensor rows_of(const HostTensor& t, int64_t row0, int64_t rows) {
+  const int64_t heads = t.dim(1), d = t.dim(2), width = heads * d;
+  HostTensor s(t.dtype(), {1, rows, heads, d});
+  for (int64_t e = 0; e < rows * width; ++e) s.set_code(e, t.code(row0 * width + e));
+  return s;
+}
+
+// Writes rows [skip, rows) of a [1, rows, H, D] result at packed rows row0 + skip onwards.
+inline void put_rows(HostTensor& out, const HostTensor& r, int64_t row0, int64_t skip) {
+  const int64_t width = out.dim(1) * out.dim(2), rows = r.dim(1);
+  for (int64_t e = skip * width; e < rows * width; ++e) out.set_code(row0 * width + e, r.code(e));
+}
+
+/// A sequence's dense problem as the packed runners build it from the data's lengths: batch 1,
+/// BSHD, no lists or pages.
+inline sdpa::Problem dense_sequence(const sdpa::Problem& p, int64_t lq, int64_t lk) {
+  sdpa::Problem s = p;
+  s.batch = 1, s.seq_q = lq, s.seq_k = lk, s.layout = sdpa::Layout::bshd;
+  s.seqlens_q.clear(), s.seqlens_k.clear();
+  s.page_size = 0, s.kv_layout = sdpa::KvLayout::nhd;
+  return s;
+}
+
+}  // namespace opcts::host_sdpa
