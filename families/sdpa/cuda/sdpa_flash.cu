@@ -95,6 +95,12 @@ struct KernelArgs {
   int64_t num_q_tiles, num_bh;
   flash::KeyInterval iv;  // causal mask and window
   bool interval;          // iv bounded on some side
+  // Varlen (null for the dense layouts): each block's sequence from the offsets, its interval
+  // placed at its own Sk_b − Sq_b from `rel`; lse [Hq, total_q].
+  const int32_t* cu_q;
+  const int32_t* cu_k;
+  int64_t total_q;
+  flash::RelInterval rel;
   SdpaMaskTensor mask_kind;
   const void* mask;
   SdpaStrides ms;
@@ -138,7 +144,12 @@ __device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_s
 // or no mask) compiles without that per-score code: as one kernel with runtime branches
 // the extra registers spilled at D = 128 and cost ~2.6x (H200, bf16 S=4096 causal: 93 vs
 // 242 TFLOP/s).
-template <typename T, int DQK, int DV, bool kGeneral>
+//
+// kVarlen: the block's sequence comes from the offsets (KernelArgs::cu_q). A variant of its own,
+// so that the dense kernels keep their lengths and interval in the parameter space rather than
+// in registers live across the key loop (D = 128 has none to spare); packed batches run it with
+// kGeneral, whose per-element path covers every mask.
+template <typename T, int DQK, int DV, bool kGeneral, bool kVarlen>
 __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(const KernelArgs a) {
   using C = Cfg<DQK, DV>;
   constexpr int BM = C::kBlockM, BN = C::kBlockN, PQ = C::kPitchQK, PV = C::kPitchV, MT = C::kMT;
@@ -171,11 +182,38 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   const int64_t hk = a.gqa_modulo ? h % a.heads_kv : h / a.group;
   const int64_t m0 = q_tile * BM;
 
+  // The block's sequence: the problem's (dense), or sequence b of a packed batch, whose rows
+  // start at its offsets (batch strides are 0 there) and whose lengths set its alignment. The
+  // dense variant reads the parameters themselves (the references below bind to them), so its
+  // code is the kernel's as it was before packed batches.
+  int64_t vq = 0, vk = 0, q_row0 = 0, k_row0 = 0;
+  flash::KeyInterval viv{};
+  bool vinterval = false;
+  if constexpr (kVarlen) {
+    q_row0 = a.cu_q[b];
+    k_row0 = a.cu_k[b];
+    vq = a.cu_q[b + 1] - q_row0;
+    vk = a.cu_k[b + 1] - k_row0;
+    if (m0 >= vq) return;  // a query tile past this sequence's end (the grid has max_seqlen_q's)
+    viv = flash::at_offset(a.rel, vk - vq);
+    vinterval = viv.lo_off != -flash::kUnbounded || viv.hi_off != flash::kUnbounded;
+  }
+  const int64_t& seq_q = kVarlen ? vq : a.seq_q;
+  const int64_t& seq_k = kVarlen ? vk : a.seq_k;
+  const flash::KeyInterval& iv = kVarlen ? viv : a.iv;
+  const bool& interval = kVarlen ? vinterval : a.interval;
   const T* qg = static_cast<const T*>(a.q) + b * a.qs.batch + h * a.qs.head;
   const T* kg = static_cast<const T*>(a.k) + b * a.ks.batch + hk * a.ks.head;
   const T* vg = static_cast<const T*>(a.v) + b * a.vs.batch + hk * a.vs.head;
   T* og = static_cast<T*>(a.o) + b * a.os.batch + h * a.os.head;
   float* lseg = a.lse + bh * a.seq_q;
+  if constexpr (kVarlen) {
+    qg += q_row0 * a.qs.seq;
+    kg += k_row0 * a.ks.seq;
+    vg += k_row0 * a.vs.seq;
+    og += q_row0 * a.os.seq;
+    lseg = a.lse + h * a.total_q + q_row0;
+  }
   const int64_t mask_off = b * a.ms.batch + h * a.ms.head;
   const uint8_t* mbool = static_cast<const uint8_t*>(a.mask) + mask_off;
   const T* madd = static_cast<const T*>(a.mask) + mask_off;
@@ -183,9 +221,9 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
 
   // Keys some row of this block may see: [k0, k1). Tiles outside it are skipped (both
   // ends); rows outside it inside a loaded tile are zero-filled.
-  const int64_t m_last = m0 + BM - 1 < a.seq_q - 1 ? m0 + BM - 1 : a.seq_q - 1;
+  const int64_t m_last = m0 + BM - 1 < seq_q - 1 ? m0 + BM - 1 : seq_q - 1;
   int64_t k0, k1;
-  flash::keys_of_rows(a.iv, m0, m_last, a.seq_k, &k0, &k1);
+  flash::keys_of_rows(iv, m0, m_last, seq_k, &k0, &k1);
   const int nt_begin = k0 < k1 ? static_cast<int>(k0 / BN) : 0;
   const int nt_end = k0 < k1 ? static_cast<int>((k1 + BN - 1) / BN) : 0;
 
@@ -207,7 +245,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   const int64_t row_g = m0 + warp * kWarpRows + g;
 
   if (tid == 0) sSeen[0] = sSeen[1] = 0u;  // ordered before use by the loop's first barrier
-  load_tile<T, DQK, BM, C::kThreads>(sQ, qg, a.qs.seq, m0, 0, a.seq_q, tid);
+  load_tile<T, DQK, BM, C::kThreads>(sQ, qg, a.qs.seq, m0, 0, seq_q, tid);
   if (nt_begin < nt_end) load_tile<T, DQK, BN, C::kThreads>(sK, kg, a.ks.seq, int64_t(nt_begin) * BN, k0, k1, tid);
   cp_async_commit();
 
@@ -264,18 +302,18 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
     // Scale into the log2 domain; the interval and Sk are tested only on tiles that cross
     // them (for any row of the block), a mask tensor on every tile.
     const bool need_mask =
-        n0 + BN > a.seq_k || (a.interval && (n0 < m0 + BM - 1 + a.iv.lo_off || n0 + BN - 1 > m0 + a.iv.hi_off));
+        n0 + BN > seq_k || (interval && (n0 < m0 + BM - 1 + iv.lo_off || n0 + BN - 1 > m0 + iv.hi_off));
     // Tile-relative 32-bit limits (clamped, so they fit an int): column c of the tile is
     // kept for the element at row offset ro of this thread's rows when c < kv_lim,
     // c >= lo_lim + ro and c <= hi_lim + ro.
     int kv_lim = BN, lo_lim = -kWarpRows - 1, hi_lim = BN;
     if (need_mask) {
-      const int64_t kv_left = a.seq_k - n0;
+      const int64_t kv_left = seq_k - n0;
       kv_lim = kv_left < BN ? static_cast<int>(kv_left) : BN;
-      int64_t d = row_g + a.iv.lo_off - n0;
+      int64_t d = row_g + iv.lo_off - n0;
       d = d < -kWarpRows - 1 ? -kWarpRows - 1 : (d > BN ? BN : d);
       lo_lim = static_cast<int>(d);
-      d = row_g + a.iv.hi_off - n0;
+      d = row_g + iv.hi_off - n0;
       d = d < -kWarpRows - 1 ? -kWarpRows - 1 : (d > BN ? BN : d);
       hi_lim = static_cast<int>(d);
     }
@@ -293,7 +331,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
           float add = 0.f;
           if (has_mt) {
             const int64_t row = row_g + ro;
-            if (vis && row < a.seq_q) {
+            if (vis && row < seq_q) {
               const int64_t j = n0 + col;
               if (a.mask_kind == SdpaMaskTensor::boolean) {
                 vis = mbool[row * a.ms.seq + j] != 0;
@@ -312,7 +350,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
             x = s[mt][i][e] * a.scale_log2;
           }
           if (!vis) x = -INFINITY;
-          if (has_mt && vis && row_g + ro < a.seq_q) seen |= uint64_t(1) << col;
+          if (has_mt && vis && row_g + ro < seq_q) seen |= uint64_t(1) << col;
           s[mt][i][e] = x;
         }
       }
@@ -441,8 +479,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
       if constexpr (kGeneral) {
         if (a.lse_plus_log2) log2_sum += 1.f;  // log2(2·sum)
       }
-      if (t == 0 && row < a.seq_q)
-        lseg[row] = empty ? -INFINITY : (row_max[mt][r] + log2_sum) * 0.69314718055994530942f;
+      if (t == 0 && row < seq_q) lseg[row] = empty ? -INFINITY : (row_max[mt][r] + log2_sum) * 0.69314718055994530942f;
     }
 #pragma unroll
     for (int i = 0; i < kDT; ++i) {
@@ -461,7 +498,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
     const int r = chunk / kChunksPerRow;
     const int c = chunk % kChunksPerRow;
     const int64_t row = m0 + warp * kWarpRows + r;
-    if (row < a.seq_q)
+    if (row < seq_q)
       *reinterpret_cast<uint4*>(og + row * a.os.seq + c * 8) = *reinterpret_cast<const uint4*>(sOw + r * PV + c * 8);
   }
 }
@@ -487,18 +524,19 @@ void check_launch(const char* what) {
     throw std::runtime_error(std::string("sdpa_flash_forward: ") + what + ": " + cudaGetErrorString(err));
 }
 
-template <typename T, int DQK, int DV, bool kGeneral>
+template <typename T, int DQK, int DV, bool kGeneral, bool kVarlen = false>
 void launch_variant(const KernelArgs& a, int64_t blocks, cudaStream_t stream) {
   using C = Cfg<DQK, DV>;
   // The opt-in for more than 48 KiB of dynamic shared memory is per kernel and per device;
   // setting it every call is cheap and keeps multi-device processes correct.
   if (C::kSmemBytes > 48 * 1024) {
     const cudaError_t err =
-        gpu::set_max_dynamic_smem(flash_fwd_kernel<T, DQK, DV, kGeneral>, static_cast<int>(C::kSmemBytes));
+        gpu::set_max_dynamic_smem(flash_fwd_kernel<T, DQK, DV, kGeneral, kVarlen>, static_cast<int>(C::kSmemBytes));
     if (err != cudaSuccess)
       throw std::runtime_error(std::string("sdpa_flash_forward: cudaFuncSetAttribute: ") + cudaGetErrorString(err));
   }
-  flash_fwd_kernel<T, DQK, DV, kGeneral><<<static_cast<unsigned>(blocks), C::kThreads, C::kSmemBytes, stream>>>(a);
+  flash_fwd_kernel<T, DQK, DV, kGeneral, kVarlen>
+      <<<static_cast<unsigned>(blocks), C::kThreads, C::kSmemBytes, stream>>>(a);
   check_launch("flash_fwd_kernel launch");
 }
 
@@ -530,6 +568,10 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   a.num_bh = num_bh;
   a.iv = flash::key_interval(p);
   a.interval = a.iv.lo_off != -flash::kUnbounded || a.iv.hi_off != flash::kUnbounded;
+  a.cu_q = p.cu_seqlens_q;
+  a.cu_k = p.cu_seqlens_k;
+  a.total_q = p.total_q;
+  a.rel = flash::rel_interval(p);
   a.mask_kind = p.attn_mask ? p.mask_kind : SdpaMaskTensor::none;
   a.mask = p.attn_mask;
   a.ms = p.mask_strides;
@@ -544,7 +586,8 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   a.lse_plus_log2 = p.plant == SdpaPlant::lse_plus_log2;
   const bool precision_plant = a.pv_in_dtype || a.rowsum_in_dtype || a.lse_plus_log2;
 
-  if (a.general || a.mask_kind != SdpaMaskTensor::none || precision_plant)
+  if (a.cu_q) launch_variant<T, DQK, DV, true, true>(a, blocks, stream);
+  else if (a.general || a.mask_kind != SdpaMaskTensor::none || precision_plant)
     launch_variant<T, DQK, DV, true>(a, blocks, stream);
   else launch_variant<T, DQK, DV, false>(a, blocks, stream);
 }
@@ -602,7 +645,9 @@ void sdpa_flash_forward(const SdpaParams& p, CUstream_st* stream) {
   if (!sdpa_flash_supports(p, &why)) throw std::invalid_argument(why);
   if (p.batch == 0 || p.heads_q == 0 || p.seq_q == 0) return;
   const cudaStream_t s = stream;
-  if (p.seq_k == 0) {
+  // Sk = 0 everywhere: no key to load. A packed batch's rows are its sequences', which the main
+  // kernel places (a sequence of no key writes O = 0 and lse = -inf there).
+  if (p.seq_k == 0 && !p.cu_seqlens_q) {
     const int64_t rows = p.batch * p.heads_q * p.seq_q;
     const dim3 block(32, 8);
     const int64_t blocks = (rows + block.y - 1) / block.y;

@@ -21,18 +21,34 @@ struct KeyInterval {
 
 constexpr int64_t kUnbounded = int64_t(1) << 62;
 
-inline KeyInterval key_interval(const SdpaParams& p) {
-  KeyInterval r{-kUnbounded, kUnbounded};
-  const int64_t off = p.seq_k - p.seq_q;
-  if (p.mask == SdpaMask::causal_upper_left) r.hi_off = 0;
-  if (p.mask == SdpaMask::causal_lower_right) r.hi_off = off;
-  if (p.window_right >= 0 && off + p.window_right < r.hi_off) r.hi_off = off + p.window_right;
+/// The interval before the alignment is known: the bounds that move with off = Sk − Sq (the
+/// lower-right mask and the window, relative to off) and upper-left causal's, which does not.
+/// A varlen kernel places it per sequence (at_offset with Sk_b − Sq_b).
+struct RelInterval {
+  int64_t lo_rel, hi_rel;
+  bool upper_left;
+};
+
+inline RelInterval rel_interval(const SdpaParams& p) {
+  RelInterval r{-kUnbounded, kUnbounded, p.mask == SdpaMask::causal_upper_left};
+  if (p.mask == SdpaMask::causal_lower_right) r.hi_rel = 0;
+  if (p.window_right >= 0 && p.window_right < r.hi_rel) r.hi_rel = p.window_right;
   if (p.window_left >= 0) {
-    r.lo_off = off - p.window_left;
-    if (p.plant == SdpaPlant::window_off_by_one) r.lo_off -= 1;  // planted: one key too many
+    r.lo_rel = -p.window_left;
+    if (p.plant == SdpaPlant::window_off_by_one) r.lo_rel -= 1;  // planted: one key too many
   }
   return r;
 }
+
+inline __host__ __device__ KeyInterval at_offset(const RelInterval& r, int64_t off) {
+  KeyInterval k{-kUnbounded, kUnbounded};
+  if (r.lo_rel != -kUnbounded) k.lo_off = off + r.lo_rel;
+  if (r.hi_rel != kUnbounded) k.hi_off = off + r.hi_rel;
+  if (r.upper_left && k.hi_off > 0) k.hi_off = 0;
+  return k;
+}
+
+inline KeyInterval key_interval(const SdpaParams& p) { return at_offset(rel_interval(p), p.seq_k - p.seq_q); }
 
 /// The keys some row in [r0, r1] (clipped to [0, Sq)) may see under the interval, clipped to
 /// [0, Sk): [*k0, *k1), empty when *k0 >= *k1.

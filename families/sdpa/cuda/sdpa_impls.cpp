@@ -70,6 +70,16 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
     std::snprintf(reason, size, "%s", e.what());  // a later version's value, or a corrupted struct
     return 0;
   }
+  // Packed layouts: cuda.flash's forward takes varlen (cu_seqlens); nothing here takes pages.
+  const sdpa::Layout layout = from_abi<sdpa::Layout>(c.layout, "layout");
+  if (layout == sdpa::Layout::paged) {
+    std::snprintf(reason, size, "no paged KV cache kernel here (cuda.flash takes the dense and varlen layouts)");
+    return 0;
+  }
+  if (layout == sdpa::Layout::varlen && (row.kernel != SdpaKernel::flash || backward(c))) {
+    std::snprintf(reason, size, "the varlen layout runs on cuda.flash's forward only");
+    return 0;
+  }
   // A negative case runs, so that the launcher refuses it naming the argument.
   if (invalid_arguments(bp.fwd)) return 1;
   if (row.path != SdpaBwdPath::automatic && !backward(c)) {

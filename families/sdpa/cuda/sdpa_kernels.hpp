@@ -82,6 +82,15 @@ struct SdpaParams {
   float* lse;
   SdpaStrides q_strides, k_strides, v_strides, o_strides;
   SdpaPlant plant;
+  // Varlen (flash forward only; null otherwise): sequence b is rows [cu_seqlens_q[b],
+  // cu_seqlens_q[b + 1]) of Q and O and rows [cu_seqlens_k[b], cu_seqlens_k[b + 1]) of K and V
+  // (token-major: batch strides 0, `seq` strides step a token), with its own Sq_b and Sk_b for the
+  // masks, the window and the alignment; seq_q and seq_k are the largest lengths, logsumexp is
+  // [Hq, total_q]. The kernel trusts the offsets (reading them on the device, it cannot refuse
+  // them without waiting on the stream), as FlashAttention's varlen kernels do.
+  const int32_t* cu_seqlens_q = nullptr;
+  const int32_t* cu_seqlens_k = nullptr;
+  int64_t total_q = 0;
 };
 
 /// Gradients of the forward above for a given dO. `fwd` holds the forward's inputs and its

@@ -20,11 +20,15 @@ struct SdpaRow {
   SdpaBwdPath path = SdpaBwdPath::automatic;
 };
 
-/// The data of the tensor named `name` among `n` descriptors, or nullptr.
-inline void* sdpa_tensor_data(const opcts_tensor* t, int32_t n, const char* name) {
+/// The tensor named `name` among `n` descriptors, or nullptr.
+inline const opcts_tensor* sdpa_tensor(const opcts_tensor* t, int32_t n, const char* name) {
   for (int32_t i = 0; i < n; ++i)
-    if (std::strcmp(t[i].name, name) == 0) return t[i].data;
+    if (std::strcmp(t[i].name, name) == 0) return &t[i];
   return nullptr;
+}
+inline void* sdpa_tensor_data(const opcts_tensor* t, int32_t n, const char* name) {
+  const opcts_tensor* d = sdpa_tensor(t, n, name);
+  return d ? d->data : nullptr;
 }
 
 /// Whether the struct asks for the backward; throws AbiValueError naming "direction" for a value
@@ -34,7 +38,9 @@ inline bool sdpa_backward(const opcts_sdpa_params& c) {
 }
 
 /// The kernels' parameters of an ABI call: sizes, scale, masks, window, softcap, the strides of
-/// the layout (BHSD or BSHD storage), and — when `tensors` are given — the tensors' pointers.
+/// the layout (BHSD, BSHD, or THD for varlen: token-major, batch strides 0, with the cu_seqlens
+/// tensors and Tq from q's rows), and — when `tensors` are given — the tensors' pointers. A
+/// paged problem has no such parameters: the rows refuse it in their supports.
 inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor* tensors = nullptr, int32_t n = 0,
                                  SdpaPlant plant = SdpaPlant::none) {
   SdpaParams k{};
@@ -52,9 +58,11 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
   k.window_left = c.window_left;
   k.window_right = c.window_right;
   k.mask_kind = as_kernel<SdpaMaskTensor>(from_abi<sdpa::MaskTensor>(c.attn_mask, "attn_mask"));
-  const bool bshd = from_abi<sdpa::Layout>(c.layout, "layout") == sdpa::Layout::bshd;
+  const sdpa::Layout layout = from_abi<sdpa::Layout>(c.layout, "layout");
+  const bool bshd = layout == sdpa::Layout::bshd, thd = layout == sdpa::Layout::varlen;
   sdpa_backward(c);  // checks the direction too
   auto strides = [&](int64_t heads, int64_t seq, int64_t d) {
+    if (thd) return SdpaStrides{0, d, heads * d};
     return bshd ? contiguous_bshd(heads, seq, d) : contiguous_bhsd(heads, seq, d);
   };
   k.q_strides = strides(c.heads_q, c.seq_q, c.head_dim);
@@ -74,6 +82,12 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
     k.o = sdpa_tensor_data(tensors, n, "O");
     k.lse = static_cast<float*>(sdpa_tensor_data(tensors, n, "lse"));
     k.attn_mask = sdpa_tensor_data(tensors, n, "attn_mask");
+    if (thd) {
+      k.cu_seqlens_q = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_q"));
+      k.cu_seqlens_k = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_k"));
+      const opcts_tensor* q = sdpa_tensor(tensors, n, "q");
+      k.total_q = q && q->ndim > 0 ? q->shape[0] : 0;
+    }
   }
   return k;
 }

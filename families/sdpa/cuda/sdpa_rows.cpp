@@ -63,6 +63,7 @@ void register_cuda_sdpa(Registry& reg) {
   };
   // flash uses mma.sync m16n8k16 with bf16 operands (sm_80+); math needs only cuBLAS.
   kernel_row("cuda.flash", &kFlash, {"mma_sync_bf16"});
+  rows.back().desc.abi_minor = 1;  // its forward takes the varlen layout (sdpa_flash.cu, kVarlen)
   kernel_row("cuda.math", &kMath, {});
   kernel_row("cuda.flash_bwd_fma", &kBwdFma, {"mma_sync_bf16"});
   kernel_row("cuda.flash_bwd_occ2", &kBwdOcc2, {"mma_sync_bf16"});
