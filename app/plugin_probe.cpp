@@ -20,6 +20,7 @@
 
 #include "app/builtins.hpp"
 #include "app/plugins.hpp"
+#include "core/abi_impl.hpp"
 #include "core/digest.hpp"
 #include "runner/device_probe.hpp"
 #include "runner/spawn.hpp"
@@ -137,7 +138,7 @@ PluginStatus probe_plugin(const std::string& exe, const std::string& path, bool 
         }
         for (const auto& i : j.at("impls"))
           st.impls.push_back({i.at("family"), i.at("name"), i.at("backend"),
-                              i.at("caps").get<std::vector<std::string>>(), i.at("planted")});
+                              i.at("caps").get<std::vector<std::string>>(), i.at("planted"), i.value("abi_minor", 0u)});
       },
       timed_out);
   if (timed_out)
@@ -170,11 +171,13 @@ int plugin_probe_main(const std::string& path, int answer_fd) {
   for (const Impl* added : names()) {
     if (before.count(added)) continue;
     const Impl& impl = *added;
+    const auto* abi = dynamic_cast<const AbiImpl*>(added);  // every plugin impl is one
     impls.push_back({{"family", std::string(impl.family())},
                      {"name", std::string(impl.name())},
                      {"backend", std::string(impl.backend())},
                      {"caps", impl.required_caps()},
-                     {"planted", impl.planted()}});
+                     {"planted", impl.planted()},
+                     {"abi_minor", abi ? abi->abi_minor() : 0u}});
   }
   write_line(answer_fd, json{{"impls", impls}}.dump());
   return 0;
@@ -185,6 +188,10 @@ Support ProbedImpl::supports(const Problem& p, const ArchInfo&) const {
   if (it == answers_.end())
     return Support::no(d_.name + ": supports() not asked (this command does not probe plugins)");
   return it->second;
+}
+
+std::string ProbedImpl::abi_gap(const Problem& p) const {
+  return abi_gap_reason(family_def(), p, d_.name, d_.abi_minor);
 }
 
 TensorMap ProbedImpl::run(const Problem&, const TensorMap&, const RunContext&) const {

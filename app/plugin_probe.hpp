@@ -16,6 +16,7 @@ struct ProbedImplDesc {
   std::string family, name, backend;
   std::vector<std::string> caps;
   bool planted = false;
+  uint32_t abi_minor = 0;  // opcts_impl_desc.abi_minor
 };
 
 /// What probing one plugin gave: its impls, or why it cannot be used ("" when it can).
@@ -47,6 +48,7 @@ class ProbedImpl final : public Impl {
   std::vector<std::string> required_caps() const override { return d_.caps; }
   bool planted() const override { return d_.planted; }
   Support supports(const Problem& p, const ArchInfo& arch) const override;
+  std::string abi_gap(const Problem& p) const override;
   TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const override;
   /// Records the probe's answer for a problem id (ask_supports).
   void answer(const std::string& problem_id, Support s) const { answers_[problem_id] = std::move(s); }

@@ -183,10 +183,7 @@ Support AbiImpl::supports(const Problem& p, const ArchInfo& arch) const {
   if (!transport_) return Support::no(name_ + ": " + missing_);
   if (cannot_show_)
     if (const std::string why = cannot_show_(p); !why.empty()) return Support::no(name_ + ": " + why);
-  if (const uint32_t needs = family_def().abi_minor(p); needs > desc_.abi_minor)
-    return Support::no(name_ + ": this problem needs plugin ABI 1." + std::to_string(needs) + " (" +
-                       family_def().abi_minor_feature(p) + "); the impl declares 1." + std::to_string(desc_.abi_minor) +
-                       " (opcts_impl_desc.abi_minor)");
+  if (std::string why = abi_gap(p); !why.empty()) return Support::no(std::move(why));
   const std::vector<unsigned char> params = family_def().abi_params(p);
   if (params.empty()) return Support::no(name_ + ": family " + family_ + " has no ABI parameter struct");
   if (desc_.supports) {
@@ -202,8 +199,18 @@ Support AbiImpl::supports(const Problem& p, const ArchInfo& arch) const {
 
 std::string AbiImpl::unavailable() const { return transport_ ? std::string() : name_ + ": " + missing_; }
 
+std::string abi_gap_reason(const Family& f, const Problem& p, const std::string& impl, uint32_t declared) {
+  const uint32_t needs = f.abi_minor(p);
+  if (needs <= declared) return {};
+  return impl + ": this problem needs plugin ABI 1." + std::to_string(needs) + " (" + f.abi_minor_feature(p) +
+         "); the impl declares 1." + std::to_string(declared) + " (opcts_impl_desc.abi_minor)";
+}
+
+std::string AbiImpl::abi_gap(const Problem& p) const { return abi_gap_reason(family_def(), p, name_, desc_.abi_minor); }
+
 TensorMap AbiImpl::run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const {
   if (!transport_) throw std::logic_error(name_ + " is not runnable in this build: " + missing_);
+  if (std::string why = abi_gap(p); !why.empty()) throw std::logic_error(why);  // never hand it a misread problem
   const std::vector<unsigned char> params = family_def().abi_params(p);
   const AbiArch a(*ctx.arch);
   if (planted_inputs_)

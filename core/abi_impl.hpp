@@ -94,6 +94,10 @@ class AbiBackend {
 /// The host backend: host memory, no stream.
 const AbiBackend& host_abi_backend();
 
+/// Why an impl that declares plugin ABI minor version `declared` must not be handed `p`, or ""
+/// (Family::abi_minor): "<impl>: this problem needs plugin ABI 1.N (...); the impl declares 1.M".
+std::string abi_gap_reason(const Family& f, const Problem& p, const std::string& impl, uint32_t declared);
+
 /// An Impl backed by an ABI descriptor. The descriptor's strings are copied; `backend` is null
 /// when this build cannot run the descriptor's backend (every case is then a SKIP saying
 /// `missing_backend`, so the impl's ids are the same in every build).
@@ -107,6 +111,9 @@ class AbiImpl final : public Impl {
   std::vector<std::string> required_caps() const override { return caps_; }
   Support supports(const Problem& p, const ArchInfo& arch) const override;
   std::string unavailable() const override;
+  std::string abi_gap(const Problem& p) const override;
+  /// The minor version the descriptor declares (0 for a descriptor of ABI 1.0's size).
+  uint32_t abi_minor() const { return desc_.abi_minor; }
   TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const override;
   bool planted() const override { return planted_; }
   bool deterministic(const Problem& p) const override;

@@ -235,6 +235,10 @@ class Impl {
   /// Why this impl cannot run anything in this build ("built without CUDA"), "" when it can:
   /// the one decline a negative case honours before it runs.
   virtual std::string unavailable() const { return {}; }
+  /// Why `p` must never reach this impl at all, or "": a problem that needs a later plugin ABI
+  /// minor version than the impl declares (an old plugin would misread it). Unlike supports(),
+  /// this holds for negative cases too (runner/suite.cpp).
+  virtual std::string abi_gap(const Problem&) const { return {}; }
   /// Runs the problem; returns the outputs named by Family::outputs. Throws on errors.
   virtual TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const = 0;
   /// A deliberately wrong impl that proves the suite catches a bug class; its cases exist only

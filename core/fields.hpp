@@ -99,7 +99,15 @@ class FieldTable {
       const auto key = kv.first.as<std::string>();
       bool known = false;
       for (const auto& r : rows_) known = known || (!r.key.empty() && r.key == key);
-      if (!known) throw std::runtime_error("unknown " + family_ + " field '" + key + "' (expected " + key_list() + ")");
+      if (!known) {
+        std::vector<std::string> keys;
+        for (const auto& r : rows_)
+          if (!r.key.empty()) keys.push_back(r.key);
+        const std::string near = closest_key(key, keys);
+        throw std::runtime_error("unknown " + family_ + " field '" + key + "'" +
+                                 (near.empty() ? "" : " (did you mean '" + near + "'?)") + " (expected " + key_list() +
+                                 ")");
+      }
     }
     P p{};
     for (const auto& r : rows_) {

@@ -211,21 +211,26 @@ std::string one_line(const YAML::Node& n) {
   return e.c_str();
 }
 
+std::string closest_key(const std::string& key, const std::vector<std::string>& allowed) {
+  std::string closest;
+  size_t best = 3;  // a misspelling is at most two edits away
+  for (const std::string& a : allowed)
+    if (const size_t d = edit_distance(key, a); d < best && d < a.size()) {
+      best = d;
+      closest = a;
+    }
+  return closest;
+}
+
 void check_keys(const std::string& path, const YAML::Node& map, std::initializer_list<const char*> allowed) {
   if (!map.IsMap()) yaml_fail(path, map, "expected a map, not " + kind_of(map));
   for (const auto& kv : map) {
     if (!kv.first.IsScalar()) yaml_fail(path, kv.first, "a key must be plain text, not " + kind_of(kv.first));
     const std::string key = kv.first.Scalar();
     if (std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) continue;
-    std::string list, closest;
-    size_t best = 3;  // a misspelling is at most two edits away
-    for (const char* a : allowed) {
-      list += (list.empty() ? "" : ", ") + std::string(a);
-      if (const size_t d = edit_distance(key, a); d < best && d < std::string(a).size()) {
-        best = d;
-        closest = a;
-      }
-    }
+    std::string list;
+    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    const std::string closest = closest_key(key, std::vector<std::string>(allowed.begin(), allowed.end()));
     yaml_fail(path, kv.first,
               "unknown key '" + key + "'" + (closest.empty() ? "" : " (did you mean '" + closest + "'?)") +
                   " (expected one of: " + list + ")");

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -45,6 +46,10 @@ YAML::Node load_yaml_text(const std::string& text, const std::string& path);
 
 /// A node on one line (flow style), for error messages.
 std::string one_line(const YAML::Node& n);
+
+/// The key of `allowed` closest to `key` when it is a likely misspelling (at most two edits, and
+/// fewer than the key's length), or "".
+std::string closest_key(const std::string& key, const std::vector<std::string>& allowed);
 
 /// Rejects keys of a map that are not in `allowed` (a typo must not pass silently), naming
 /// the closest allowed key when one is a likely misspelling ("did you mean 'family'?").

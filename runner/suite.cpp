@@ -201,6 +201,8 @@ std::optional<Suite::PreRun> Suite::pre_run(const Case& c) const {
   // Planted impls take only the problems that probe their bug.
   if (!c.family->expected_error(*c.problem).empty() && !c.impl->planted()) {
     if (std::string why = c.impl->unavailable(); !why.empty()) return skip(why);
+    // Nor one built before the problem's layout existed: it would read it as another.
+    if (std::string why = c.impl->abi_gap(*c.problem); !why.empty()) return skip(why);
   } else {
     const Support s = c.impl->supports(*c.problem, arch_);
     if (s.error) {  // unless the manifest skips the case anyway

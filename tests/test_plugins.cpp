@@ -60,6 +60,33 @@ TEST(Plugins, ExampleCasesRunAndPassOnTheHost) {
   EXPECT_NE(list.output.find("SKIP: example.sdpa: computes the forward only"), std::string::npos) << list.output;
 }
 
+// The example declares plugin ABI 1.1: it runs sdpa's varlen problems (negative cases included:
+// it refuses bad cu_seqlens by name) and is never handed a paged one (1.2), not even a negative
+// case, whose run would be asked before any supports(): it would read the PAGED layout as BHSD.
+TEST(Plugins, TheExampleRunsVarlenAndIsNeverHandedAPagedProblem) {
+  const auto dir = testutil::temp_dir();
+  const auto r =
+      sh(kOpcts + " run --arch host --tier smoke --plugin " + kExample +
+         " --filter 'sdpa.example_sdpa/*_varlen*' --filter 'sdpa.example_sdpa/*_paged*' --results " + dir + "/r.jsonl");
+  EXPECT_EQ(r.status, 0) << r.output;
+  int varlen = 0, varlen_negative = 0, paged = 0, paged_negative = 0;
+  for (const auto& rec : read_results_file(dir + "/r.jsonl")) {
+    const bool negative = rec.id.find("_corrupt_") != std::string::npos;
+    if (rec.id.find("_paged") != std::string::npos) {
+      EXPECT_EQ(rec.outcome, Outcome::SKIP) << rec.id;
+      EXPECT_NE(rec.message.find("needs plugin ABI 1.2"), std::string::npos) << rec.id << ": " << rec.message;
+      EXPECT_EQ(rec.message.find("a negative case"), std::string::npos) << "its run was called: " << rec.message;
+      ++paged, paged_negative += negative;
+    } else if (rec.outcome == Outcome::PASS) {
+      ++varlen, varlen_negative += negative;
+    }
+  }
+  EXPECT_GT(varlen, 5) << r.output;
+  EXPECT_EQ(varlen_negative, 1);
+  EXPECT_GT(paged, 5);
+  EXPECT_GE(paged_negative, 3);
+}
+
 // A plugin that cannot be used once printed "going on without it" and exited 0, leaving a green
 // or empty report (issue 33). Now it stops list and run with exit 2, naming it and why, unless
 // it is marked optional: then the run goes on without it and says so.

@@ -302,6 +302,10 @@ TEST(SdpaVarlenAbi, ImplsOfAnEarlierMinorVersionSkipVarlen) {
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("ABI 1.1"), std::string::npos) << s.reason;
   EXPECT_TRUE(old.supports(dense, host).ok);
+  // Negative cases skip supports(): the runner asks abi_gap, and run refuses to hand it over.
+  EXPECT_NE(old.abi_gap(p).find("ABI 1.1"), std::string::npos);
+  EXPECT_EQ(old.abi_gap(dense), "");
+  EXPECT_THROW(old.run(p, TensorMap{}, RunContext{&host, -1}), std::logic_error);
   d.struct_size = sizeof d;
   d.abi_minor = OPCTS_PLUGIN_ABI_MINOR;
   d.name = "test.current";
