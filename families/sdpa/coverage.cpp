@@ -24,6 +24,7 @@ std::vector<std::string> edge_classes() {
           "ragged batch",
           "empty sequence in a batch",
           "partial last page",
+          "shared prefix pages",
           "32,768 pages or more"};
 }
 
@@ -47,6 +48,7 @@ std::vector<std::string> edge_classes_of(const Problem& p) {
         if (lk % p.page_size != 0) seen.push_back("partial last page");
       const PagedGeometry g = paged_geometry(p);
       if (g.num_pages >= 32768) seen.push_back("32,768 pages or more");
+      if (g.shared > 0 && p.batch > 1) seen.push_back("shared prefix pages");
       const double cache = static_cast<double>(g.num_pages) * p.page_size * p.heads_kv * p.head_dim;
       if (cache >= 0x1p31) seen.push_back("32-bit offset overflow");
     }

@@ -348,6 +348,9 @@ const kit::FieldTable<Problem>& fields() {
        kit::int_unless<Problem, int64_t>("page_size", &Problem::page_size, 0, "page",
                                          "N tokens per page of the KV cache (layout paged)"),
        kit::enum_choice<Problem>("kv_layout", &Problem::kv_layout),
+       kit::int_unless<Problem, int64_t>("shared_prefix", &Problem::shared_prefix, 0, "prefix",
+                                         "N keys at the start of every sequence on shared pages (layout paged; "
+                                         "a multiple of page_size)"),
        kit::enum_choice<Problem>("direction", &Problem::direction), corrupt_field(), expect_field()},
       [](const Problem& p) { p.validate(); }, check_expect_error);
   return table;

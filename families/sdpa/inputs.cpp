@@ -36,8 +36,9 @@ void corrupt_cu_seqlens(const Problem& p, TensorMap& in) {
 // The paged layout's inputs: q and cu_seqlens_q as varlen; k_cache and v_cache N(0, 1) with NaN
 // in every slot no sequence's key is in (pages no sequence owns, the tail of each last page) and,
 // with poison_masked, in each sequence's unseen keys; block_table from a seeded permutation of
-// the pages (Fisher–Yates on stream 6), each sequence's unused entries pointing at an unowned
-// page; seqused_k the key counts.
+// the pages (Fisher–Yates on stream 6), the shared prefix's pages in every sequence's first
+// entries, each sequence's unused entries pointing at an unowned page; seqused_k the key
+// counts. A shared page holds one sequence's keys for all: the prefix is the same tokens.
 TensorMap make_paged_inputs(const Problem& p, uint64_t seed) {
   const PagedGeometry g = paged_geometry(p);
   TensorMap in;
@@ -53,10 +54,11 @@ TensorMap make_paged_inputs(const Problem& p, uint64_t seed) {
     std::swap(perm[i], perm[static_cast<int64_t>(uniform01(seed, 6, static_cast<uint64_t>(i)) * (i + 1))]);
   std::vector<char> holds(static_cast<size_t>(g.num_pages * p.page_size), 0);  // slot holds a seen key
   std::vector<int64_t> table(static_cast<size_t>(p.batch * g.max_pages_per_seq), perm[g.num_pages - 1]);
-  int64_t next = 0;
+  // The shared prefix's pages are dealt first, once, and every sequence's table starts with them.
+  int64_t next = g.shared;
   for (int64_t b = 0; b < p.batch; ++b) {
     const auto unseen = p.poison_masked ? unseen_keys(p.sequence(b)) : std::vector<char>();
-    for (int64_t j = 0; j < g.pages[b]; ++j) table[b * g.max_pages_per_seq + j] = perm[next++];
+    for (int64_t j = 0; j < g.pages[b]; ++j) table[b * g.max_pages_per_seq + j] = j < g.shared ? perm[j] : perm[next++];
     for (int64_t j = 0; j < p.seqlens_k[b]; ++j)
       if (unseen.empty() || !unseen[j])
         holds[table[b * g.max_pages_per_seq + j / p.page_size] * p.page_size + j % p.page_size] = 1;

@@ -9,10 +9,12 @@ namespace opcts::sdpa {
 PagedGeometry paged_geometry(const Problem& p) {
   PagedGeometry g;
   const int64_t ps = std::max<int64_t>(p.page_size, 1);
+  g.shared = p.batch > 0 ? p.shared_prefix / ps : 0;
+  g.owned = g.shared;
   for (int64_t lk : p.seqlens_k) {
     const int64_t n = (lk + ps - 1) / ps;
     g.pages.push_back(n);
-    g.owned += n;
+    g.owned += std::max<int64_t>(n - g.shared, 0);
     g.max_pages_per_seq = std::max(g.max_pages_per_seq, n);
   }
   // Unowned pages (NaN) where a kernel that reads a wrong page may land; at least one, so that

@@ -96,7 +96,8 @@ void Problem::validate() const {
                                 (paged() ? "the paged layout needs one" : "only the paged layout has pages"));
   if (paged() && (page_size < 1 || page_size > (int64_t{1} << 20)))
     throw std::invalid_argument("page_size must be in [1, 2^20], got " + std::to_string(page_size));
-  if (!paged() && kv_layout != KvLayout::nhd) throw std::invalid_argument("kv_layout: only the paged layout has pages");
+  if (!paged() && kv_layout != KvLayout::nhd)
+    throw std::invalid_argument("kv_layout: the order inside a page, for layout paged only");
   if (paged() && direction != Direction::forward)
     throw std::invalid_argument("direction: a paged KV cache is inference's (flash_attn_with_kvcache): forward only");
   if (corrupt != Corrupt::none) {
@@ -109,6 +110,15 @@ void Problem::validate() const {
     if (corrupt == Corrupt::seqused_k && batch < 1) throw std::invalid_argument("corrupt: seqused_k needs a sequence");
     if (corrupt == Corrupt::block_table && paged_geometry(*this).owned == 0)
       throw std::invalid_argument("corrupt: block_table needs a sequence with a key (an entry in use)");
+  }
+  if (shared_prefix != 0) {
+    if (!paged() || shared_prefix < 0 || shared_prefix % page_size != 0)
+      throw std::invalid_argument("shared_prefix: whole pages of a paged cache (a multiple of page_size >= 0), got " +
+                                  std::to_string(shared_prefix));
+    for (int64_t lk : seqlens_k)
+      if (lk < shared_prefix)
+        throw std::invalid_argument("shared_prefix: a sequence of " + std::to_string(lk) +
+                                    " keys cannot start with a shared prefix of " + std::to_string(shared_prefix));
   }
   if (paged() && paged_geometry(*this).num_pages > INT32_MAX)
     throw std::invalid_argument("page_size: block_table entries are int32, so the cache holds at most 2^31 - 1 pages");
@@ -249,7 +259,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
   if (p.packed()) {
     // Each sequence is a dense problem: the bug shows where it shows in one of them.
     const std::vector<int64_t> cu_k = cu_seqlens(p.seqlens_k);
-    std::string why = "no sequence";
+    std::string why = "no sequence", first;  // first: sequence 0's reason, when every one gives it
+    bool same = true;
     for (int64_t b = 0; b < p.batch; ++b) {
       if (varlen_bug) {
         if (p.seqlens_q[b] > 0 && varlen_bug_moves_keys(p, b, cu_k[b], bug)) return "";
@@ -261,8 +272,10 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       }
       const std::string w = planted_bug_cannot_show(p.sequence(b), bug);
       if (w.empty()) return "";
-      if (b == 0) why = "no sequence can show it (sequence 0: " + w + ")";
+      if (b == 0) first = w, why = "no sequence can show it (sequence 0: " + w + ")";
+      same = same && w == first;
     }
+    if (!varlen_bug && !paged_bug && same && p.batch > 0) return first;  // not about one sequence
     if (varlen_bug)
       return bug == PlantedBug::varlen_key_offset
                  ? "no row of a sequence after the first sees its first key"

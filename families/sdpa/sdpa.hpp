@@ -139,6 +139,9 @@ struct Problem {
   /// Layout paged: tokens per page of the KV cache and the order inside a page.
   int64_t page_size = 0;
   KvLayout kv_layout = KvLayout::nhd;
+  /// Layout paged: every sequence's first shared_prefix keys sit on the same pages (prefix
+  /// caching, vLLM's and SGLang's: whole pages, so a multiple of page_size; 0 = none).
+  int64_t shared_prefix = 0;
   /// A negative case in the index inputs (Corrupt above).
   Corrupt corrupt = Corrupt::none;
 
@@ -179,12 +182,13 @@ struct Problem {
 /// lengths, B + 1 entries starting at 0.
 std::vector<int64_t> cu_seqlens(const std::vector<int64_t>& lens);
 
-/// The paged KV cache of a paged problem (families/sdpa/paged.cpp): sequence b owns
-/// ceil(Sk_b / page_size) pages; the cache holds those and owned / 4 + 1 pages no sequence
+/// The paged KV cache of a paged problem (families/sdpa/paged.cpp): sequence b reads
+/// ceil(Sk_b / page_size) pages, the first shared_prefix / page_size of them (`shared`) the same
+/// pages for every sequence; the cache holds the owned pages and owned / 4 + 1 pages no sequence
 /// owns; the block table has max_pages_per_seq columns (at least 1).
 struct PagedGeometry {
   std::vector<int64_t> pages;  // per sequence
-  int64_t owned = 0, num_pages = 0, max_pages_per_seq = 0;
+  int64_t shared = 0, owned = 0, num_pages = 0, max_pages_per_seq = 0;
 };
 PagedGeometry paged_geometry(const Problem& p);
 /// Element index of key token j (slot j % page_size of page `page`), head h, element d in a

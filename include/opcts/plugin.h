@@ -194,7 +194,8 @@ typedef int32_t (*opcts_plugin_init_fn)(uint32_t abi_version, const opcts_regist
  *   cu_seqlens_q as THD; the keys and values in pages of `page_size` tokens: k_cache
  *   [num_pages, page_size, Hkv, Dqk] (kv_layout NHD) or [num_pages, Hkv, page_size, Dqk] (HND),
  *   v_cache likewise with Dv; block_table int32 [batch, max_pages_per_seq] (sequence b's token j
- *   is slot j % page_size of page block_table[b][j / page_size]); seqused_k int32 [batch], each
+ *   is slot j % page_size of page block_table[b][j / page_size]; sequences may share pages, a
+ *   cached prefix); seqused_k int32 [batch], each
  *   sequence's key count. Forward only. Entries past a sequence's pages, slots past its last
  *   key and pages no sequence owns hold no data a correct kernel reads (opcts puts NaN there).
  * Semantics: families/sdpa/sdpa.hpp (GQA: query head h reads KV head h / (Hq / Hkv); windows are

@@ -52,6 +52,7 @@ TEST(SdpaPagedYaml, ErrorsNameTheField) {
       {"layout: varlen, page_size: 16", "page_size"},
       {"layout: paged, page_size: 0", "page_size"},
       {"layout: varlen, kv_layout: hnd", "kv_layout"},
+      {"layout: paged, pagesize: 16", "did you mean 'page_size'"},
       {"layout: paged, page_size: 16, direction: backward", "forward only"},
       {"layout: paged, page_size: 16, corrupt: cu_seqlens_k", "corrupt"},
       {"layout: varlen, corrupt: block_table", "corrupt"},
@@ -98,6 +99,31 @@ TEST(SdpaPagedInputs, OwnedSlotsFiniteTheRestNaN) {
     // Unused entries (sequence 1's second and third) point at pages no one owns.
     EXPECT_EQ(owned.count(static_cast<int64_t>(table.get(1 * 3 + 1))), 0u);
   }
+}
+
+// A shared prefix: every sequence's first entries name the same pages, which count once.
+TEST(SdpaPagedInputs, ASharedPrefixIsTheSamePagesInEveryRow) {
+  auto p = paged({1, 3, 1}, {33, 40, 32}, 8, Mask::causal_lower_right);
+  p.shared_prefix = 32;
+  EXPECT_EQ(sdpa::problem_id(p), "bf16_b3_hq4_hkv2_sq1x3x1_sk33x40x32_d16_causal_lr_paged_page8_prefix32");
+  EXPECT_EQ(sdpa::parse_problem_id(sdpa::problem_id(p)), p);
+  const sdpa::PagedGeometry g = sdpa::paged_geometry(p);
+  EXPECT_EQ(g.shared, 4);
+  EXPECT_EQ(g.owned, 4 + 1 + 1 + 0);
+  const TensorMap in = inputs_of(p);
+  const HostTensor& t = in.at("block_table");
+  for (int64_t j = 0; j < 4; ++j) {
+    EXPECT_EQ(t.get(0 * 5 + j), t.get(1 * 5 + j)) << j;
+    EXPECT_EQ(t.get(0 * 5 + j), t.get(2 * 5 + j)) << j;
+  }
+  EXPECT_NE(t.get(0 * 5 + 4), t.get(1 * 5 + 4));
+  std::string why;
+  EXPECT_EQ(sdpatest::mismatches_of("host.flash", p, &why), 0) << why;
+  sdpatest::expect_planted_caught("host.flash_paged_page_offset", p);
+  const std::string base = "dtype: bf16, heads: 2, head_dim: 64, layout: paged, page_size: 8, seq: {q: [1, 1], k: ";
+  EXPECT_NE(parse_error("{" + base + "[40, 40]}, shared_prefix: 12}").find("shared_prefix"), std::string::npos);
+  EXPECT_NE(parse_error("{" + base + "[40, 8]}, shared_prefix: 16}").find("shared_prefix"), std::string::npos);
+  EXPECT_EQ(parse_error("{" + base + "[40, 16]}, shared_prefix: 16}"), "");
 }
 
 // A naive forward that walks the block table itself: O and lse of every sequence.
