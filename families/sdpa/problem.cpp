@@ -108,7 +108,7 @@ void Problem::validate() const {
     if ((corrupt == Corrupt::cu_seqlens_q || corrupt == Corrupt::cu_seqlens_k) && batch < 2)
       throw std::invalid_argument("corrupt: cu_seqlens out of order needs two sequences or more");
     if (corrupt == Corrupt::seqused_k && batch < 1) throw std::invalid_argument("corrupt: seqused_k needs a sequence");
-    if (corrupt == Corrupt::block_table && paged_geometry(*this).owned == 0)
+    if (corrupt == Corrupt::block_table && paged() && paged_geometry(*this).owned == 0)
       throw std::invalid_argument("corrupt: block_table needs a sequence with a key (an entry in use)");
   }
   if (shared_prefix != 0) {

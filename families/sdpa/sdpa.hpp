@@ -154,7 +154,8 @@ struct Problem {
   int64_t total_q() const;
   int64_t total_k() const;
   /// Sequence b of a varlen problem as the dense problem it is: batch 1, its own lengths, BSHD
-  /// storage (the THD rows of one sequence are exactly a [1, S, H, D] tensor), the rest as p.
+  /// storage (the THD rows of one sequence are exactly a [1, S, H, D] tensor), no lists, pages or
+  /// corrupted index inputs, the rest as p.
   /// A dense problem's sequence b is the problem with batch 1.
   Problem sequence(int64_t b) const;
 

@@ -31,6 +31,8 @@ Problem Problem::sequence(int64_t b) const {
     s.seqlens_k.clear();
     s.page_size = 0;
     s.kv_layout = KvLayout::nhd;
+    s.shared_prefix = 0;
+    s.corrupt = Corrupt::none;  // the packed inputs' negative case: the sequence itself is whole
   }
   return s;
 }

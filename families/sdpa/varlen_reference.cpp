@@ -76,6 +76,15 @@ void join_energy(const Problem& p, const Place& at, const std::map<std::string, 
   }
 }
 
+// The dense problem of a sequence of no query and no key, for a batch of none.
+Problem empty_sequence(const Problem& p) {
+  Problem one = p;
+  one.batch = 1;
+  one.seqlens_q = one.seqlens_k = {0};
+  one.shared_prefix = 0;
+  return one.sequence(0);
+}
+
 // Sequence b's keys (or values) from a paged cache: token j at slot j % page_size of page
 // block_table[b][j / page_size], as a [1, Sk_b, Hkv, dim] tensor.
 HostTensor gather_pages(const Problem& p, const TensorMap& inputs, const char* cache, int64_t b, int64_t dim) {
@@ -108,14 +117,7 @@ References varlen_reference(const Problem& p, const TensorMap& inputs) {
   References r;
   // A batch of no sequences runs one empty sequence, so that every output and bound is named.
   for (int64_t b = 0; b < std::max<int64_t>(p.batch, 1); ++b) {
-    Problem s = p;
-    if (b < p.batch) {
-      s = p.sequence(b);
-    } else {
-      s.batch = 1, s.seq_q = s.seq_k = 0, s.layout = Layout::bshd;
-      s.seqlens_q.clear(), s.seqlens_k.clear();
-      s.page_size = 0, s.kv_layout = KvLayout::nhd;
-    }
+    const Problem s = b < p.batch ? p.sequence(b) : empty_sequence(p);
     TensorMap in;
     in.emplace("q", slice_rows(inputs.at("q"), cu_q[b], s.seq_q, p.heads_q, p.head_dim));
     if (p.paged() && b < p.batch) {

@@ -16,7 +16,7 @@ namespace opcts::host_sdpa {
 // packed tensor's row count.
 inline std::vector<int64_t> read_cu_seqlens(const TensorMap& in, const char* name, int64_t batch, int64_t rows) {
   const auto it = in.find(name);
-  if (it == in.end()) throw InvalidArgument(name, "the varlen layout needs it");
+  if (it == in.end()) throw InvalidArgument(name, "the varlen and paged layouts need it");
   const HostTensor& t = it->second;
   if (t.dtype() != DType::int32 || t.shape().size() != 1 || t.dim(0) != batch + 1)
     throw InvalidArgument(name, "must be int32 [batch + 1] = [" + std::to_string(batch + 1) + "]");
@@ -48,12 +48,12 @@ inline void put_rows(HostTensor& out, const HostTensor& r, int64_t row0, int64_t
 }
 
 /// A sequence's dense problem as the packed runners build it from the data's lengths: batch 1,
-/// BSHD, no lists or pages.
+/// BSHD, no lists, pages or corruption (the runners have read the index inputs already).
 inline sdpa::Problem dense_sequence(const sdpa::Problem& p, int64_t lq, int64_t lk) {
   sdpa::Problem s = p;
   s.batch = 1, s.seq_q = lq, s.seq_k = lk, s.layout = sdpa::Layout::bshd;
   s.seqlens_q.clear(), s.seqlens_k.clear();
-  s.page_size = 0, s.kv_layout = sdpa::KvLayout::nhd;
+  s.page_size = 0, s.kv_layout = sdpa::KvLayout::nhd, s.shared_prefix = 0, s.corrupt = sdpa::Corrupt::none;
   return s;
 }
 

@@ -126,6 +126,20 @@ TEST(SdpaPagedInputs, ASharedPrefixIsTheSamePagesInEveryRow) {
   EXPECT_EQ(parse_error("{" + base + "[40, 16]}, shared_prefix: 16}"), "");
 }
 
+// A sequence's dense problem carries nothing of the packed layout: it is a valid dense problem.
+TEST(SdpaPagedProblem, ASequenceIsAValidDenseProblem) {
+  auto p = paged({1, 3}, {33, 40}, 8, Mask::causal_lower_right, sdpa::KvLayout::hnd);
+  p.shared_prefix = 32;
+  p.corrupt = sdpa::Corrupt::seqused_k;
+  for (int64_t b = 0; b < 2; ++b) {
+    const sdpa::Problem s = p.sequence(b);
+    EXPECT_NO_THROW(s.validate()) << b;
+    EXPECT_FALSE(sdpa::contract_violation(s)) << b;
+    EXPECT_EQ(s.seq_k, p.seqlens_k[b]);
+    EXPECT_EQ(s.layout, sdpa::Layout::bshd);
+  }
+}
+
 // A naive forward that walks the block table itself: O and lse of every sequence.
 TEST(SdpaPagedReference, MatchesANaiveForwardThroughTheBlockTable) {
   for (const auto kv : {sdpa::KvLayout::nhd, sdpa::KvLayout::hnd}) {
