@@ -45,7 +45,9 @@
 //     rescales at most ceil((span − 1)/B) times, span = last − first + 1 over the row's keys
 //     (blocks of any alignment); an impl declares B (cases/tolerances.yaml `accumulation:`
 //     on lse, kSoftmaxStructures); a two-pass softmax (the max first, then the sum) has none;
-//     an undeclared impl is judged per key (B = 1);
+//     split-KV (two passes per split, then a combine of the splits' m_s and l_s) rescales each
+//     split's sum once, its shares of l summing to at most 1: 2.5u and the Δm term, outright
+//     (kSplitKvBlock); an undeclared impl is judged per key (B = 1);
 //   - lse = m + ln l: log's 2 ulp of log2 l (l in [1, n]: the row's max term is 1) plus 2u,
 //     and 3 roundings to fp32, each of half its value's own spacing (hs): m's conversion to the
 //     log2 domain, the sum and the product by ln 2 — at the larger of the log2 and natural
@@ -79,19 +81,28 @@ constexpr double kLseFalseAlarm = 7.550269088558195e-11;
 /// roundings' P = kLseFalseAlarm, i.e. √48 = 6.928203230275509 (core/azuma.hpp), computed once.
 inline const double kAzumaSigmas = azuma_lambda(kLseFalseAlarm);
 
+/// The block of split-KV (Flash-Decoding): two passes inside each split of the keys, then a
+/// combine that rescales each split's row sum once, l_s·exp(m_s − M), by weights whose shares
+/// of l sum to at most 1 — at most 2.5u of l in all (exp's 2 ulp and the product), plus the
+/// roundings of each m_s − M, at most (m − min_j s_j) as a weighted mean. A row whose keys lie in
+/// one split is not moved by it (its weight is 2^0 = 1 and the others' sums are 0), so the term
+/// applies from two keys on, whatever the split size.
+inline constexpr int64_t kSplitKvBlock = -1;
+
 /// An online softmax an impl may declare for its lse (`accumulation:` on output lse in
 /// cases/tolerances.yaml; the reference's bound "lse@<name>"): keys per step of its running
-/// max (0: two passes, no rescale). The plain bound "lse" is the per-key running max (B = 1),
-/// which holds for any impl.
+/// max (0: two passes, no rescale; kSplitKvBlock: split-KV). The plain bound "lse" is the
+/// per-key running max (B = 1), which holds for any online softmax.
 struct SoftmaxStructure {
   std::string_view name;
   int64_t block;
 };
-inline constexpr std::array<SoftmaxStructure, 5> kSoftmaxStructures{{{"online_block16", 16},
+inline constexpr std::array<SoftmaxStructure, 6> kSoftmaxStructures{{{"online_block16", 16},
                                                                      {"online_block32", 32},
                                                                      {"online_block64", 64},
                                                                      {"online_block128", 128},
-                                                                     {"two_pass", 0}}};
+                                                                     {"two_pass", 0},
+                                                                     {"split_kv", kSplitKvBlock}}};
 
 /// The records past the first that a running max of n exchangeable scores sets, bounded at
 /// kLseFalseAlarm by Chernoff's tail of a sum of independent Bernoulli(1/k) (the file comment).
@@ -272,9 +283,11 @@ struct LseFloor {
   double rescales = 0;  // W's bound (per-key records weighted by the partial sums they scale)
   int64_t span = 0;     // last − first + 1 over the row's keys of weight > 0
   double shift = 0;     // the rescales' Δm roundings, absolute, once any rescale can happen
-  /// The floor under a running max stepping over blocks of `block` keys (0: none).
+  /// The floor under a running max stepping over blocks of `block` keys (0: none; kSplitKvBlock:
+  /// split-KV's one rescale of each split).
   double under(int64_t block) const {
     if (block == 0 || span < 2) return base;
+    if (block == kSplitKvBlock) return base + kAccUnit * 2.5 + shift;
     const double cap = std::ceil(static_cast<double>(span - 1) / static_cast<double>(block));
     const double records = std::min(rescales, cap);
     return base + (records > 0 ? kAccUnit * 2.5 * records + shift : 0.0);

@@ -18,6 +18,10 @@
 //      kernel only); dV += Pᵀ·dO, dK += dSᵀ·Q, and dQ += dS·K is added with atomicAdd into
 //      an fp32 workspace. The GQA group is summed inside the block, so dK/dV need no atomics.
 //   3. bwd_convert_kernel: the fp32 dQ workspace (times the scale) into dQ's dtype/strides.
+// Varlen (THD, cu_seqlens): the FMA kernel, one block per (sequence, KV head, block of that
+// sequence's keys), its pointers at the sequence's offsets and its interval at Sk_b − Sq_b;
+// lse, D and the dQ workspace are [Hq, total_q], which the row-wise kernels 1 and 3 read as one
+// batch entry of total_q rows.
 // dQ's fp32 atomics make dQ's bits depend on the order blocks finish (not bitwise
 // reproducible run to run); dK and dV are.
 //
@@ -73,6 +77,13 @@ struct BwdTensors {
   int64_t heads_q, heads_kv, group, seq_q, seq_k;
   flash::KeyInterval iv;
   float scale;
+  // Varlen (the FMA kernel only; null otherwise): sequence b is rows [cu_q[b], cu_q[b + 1]) of Q,
+  // dO, dQ and [cu_k[b], cu_k[b + 1]) of K, V, dK, dV (token-major, batch strides 0); lse, D and
+  // the dQ workspace are [Hq, total_q]; the interval is placed per sequence from `rel`.
+  const int32_t* cu_q;
+  const int32_t* cu_k;
+  int64_t total_q;
+  flash::RelInterval rel;
 };
 
 BwdTensors bwd_tensors(const SdpaBackwardParams& bp, const float* dl, float* dq_acc) {
@@ -100,6 +111,10 @@ BwdTensors bwd_tensors(const SdpaBackwardParams& bp, const float* dl, float* dq_
   t.seq_k = p.seq_k;
   t.iv = flash::key_interval(p);
   t.scale = p.scale;
+  t.cu_q = p.cu_seqlens_q;
+  t.cu_k = p.cu_seqlens_k;
+  t.total_q = p.total_q;
+  t.rel = flash::rel_interval(p);
   return t;
 }
 
@@ -166,12 +181,24 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
   const int64_t bhk = blockIdx.x / a.num_k_tiles;
   const int64_t b = bhk / a.heads_kv, hk = bhk % a.heads_kv;
   const int64_t n0 = kt * kBN;
-  const int64_t n_last = n0 + kBN - 1 < a.seq_k - 1 ? n0 + kBN - 1 : a.seq_k - 1;
+  // The block's sequence: the whole batch entry, or (varlen) sequence b at its offsets, with its
+  // own lengths and its interval placed at its own Sk_b − Sq_b.
+  int64_t q_off = 0, k_off = 0, seq_q = a.seq_q, seq_k = a.seq_k;
+  flash::KeyInterval iv = a.iv;
+  if (a.cu_q) {
+    q_off = a.cu_q[b];
+    k_off = a.cu_k[b];
+    seq_q = a.cu_q[b + 1] - q_off;
+    seq_k = a.cu_k[b + 1] - k_off;
+    iv = flash::at_offset(a.rel, seq_k - seq_q);
+    if (n0 >= seq_k) return;  // the grid spans the longest sequence's key tiles
+  }
+  // Row (b, h, i) of lse, D and the dQ workspace is row_base(h) + i.
+  auto row_base = [&](int64_t h) { return a.cu_q ? h * a.total_q + q_off : (b * a.heads_q + h) * seq_q; };
+  const int64_t n_last = n0 + kBN - 1 < seq_k - 1 ? n0 + kBN - 1 : seq_k - 1;
 
-  const uint16_t* kg = static_cast<const uint16_t*>(a.k) + b * a.ks.batch + hk * a.ks.head;
-  const uint16_t* vg = static_cast<const uint16_t*>(a.v) + b * a.vs.batch + hk * a.vs.head;
-  const flash::KeyInterval iv = a.iv;
-  const int64_t seq_q = a.seq_q, seq_k = a.seq_k;
+  const uint16_t* kg = static_cast<const uint16_t*>(a.k) + b * a.ks.batch + hk * a.ks.head + k_off * a.ks.seq;
+  const uint16_t* vg = static_cast<const uint16_t*>(a.v) + b * a.vs.batch + hk * a.vs.head + k_off * a.vs.seq;
   // A key row is loaded only when some query row may see it under the interval.
   auto key_seen = [&](int64_t j) {
     if (j >= seq_k) return false;
@@ -195,9 +222,9 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
 
   for (int64_t gi = 0; gi < a.group; ++gi) {
     const int64_t h = hk * a.group + gi;
-    const int64_t bh = b * a.heads_q + h;
-    const uint16_t* qg = static_cast<const uint16_t*>(a.q) + b * a.qs.batch + h * a.qs.head;
-    const uint16_t* dog = static_cast<const uint16_t*>(a.d_o) + b * a.dos.batch + h * a.dos.head;
+    const int64_t rb = row_base(h);
+    const uint16_t* qg = static_cast<const uint16_t*>(a.q) + b * a.qs.batch + h * a.qs.head + q_off * a.qs.seq;
+    const uint16_t* dog = static_cast<const uint16_t*>(a.d_o) + b * a.dos.batch + h * a.dos.head + q_off * a.dos.seq;
     const int64_t mask_off = b * a.ms.batch + h * a.ms.head;
     const uint8_t* mbool = static_cast<const uint8_t*>(a.mask) + mask_off;
     const T* madd = static_cast<const T*>(a.mask) + mask_off;
@@ -210,8 +237,8 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
       load_rows<DV>(sdO, dog, a.dos.seq, m0, row_in, tid);
       if (tid < kBM) {
         const int64_t i = m0 + tid;
-        sLse[tid] = i < seq_q ? a.lse[bh * seq_q + i] : -INFINITY;
-        sDl[tid] = i < seq_q ? a.dl[bh * seq_q + i] : 0.f;
+        sLse[tid] = i < seq_q ? a.lse[rb + i] : -INFINITY;
+        sDl[tid] = i < seq_q ? a.dl[rb + i] : 0.f;
       }
       if (tid == 0) sActive = 0u;
       __syncthreads();
@@ -291,7 +318,7 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
           }
         }
         if (act) {
-          float* dst = a.dq_acc + (bh * seq_q + ig) * DQK;
+          float* dst = a.dq_acc + (rb + ig) * DQK;
 #pragma unroll
           for (int u = 0; u < kUQ; ++u) {
             const int c = 2 * (tc + 8 * u);
@@ -306,10 +333,10 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
   // dK = scale · Σ dSᵀ·Q, dV = Σ Pᵀ·dO for key j = n0 + tr.
   const int64_t jg = n0 + tr;
   if (jg < seq_k) {
-    uint32_t* dkg =
-        reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.d_k) + b * a.dks.batch + hk * a.dks.head + jg * a.dks.seq);
-    uint32_t* dvg =
-        reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.d_v) + b * a.dvs.batch + hk * a.dvs.head + jg * a.dvs.seq);
+    uint32_t* dkg = reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.d_k) + b * a.dks.batch + hk * a.dks.head +
+                                                (k_off + jg) * a.dks.seq);
+    uint32_t* dvg = reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.d_v) + b * a.dvs.batch + hk * a.dvs.head +
+                                                (k_off + jg) * a.dvs.seq);
 #pragma unroll
     for (int u = 0; u < kUQ; ++u) dkg[tc + 8 * u] = PT::pack(dk[u][0] * a.scale, dk[u][1] * a.scale);
 #pragma unroll
@@ -753,14 +780,19 @@ bool tc_takes(const SdpaBackwardParams& bp) {
   // while the run took the FMA kernel's (32): Sk 77 then spans three blocks of dQ atomics, and an
   // H100 --bitwise smoke run saw dQ differ (fp16 hq4 hkv2 Sq 40 Sk 77 d64 amask, 2026-12-05).
   const bool has_mask_tensor = p.mask_kind != SdpaMaskTensor::none;
-  return bp.path != SdpaBwdPath::fma && (p.dtype == SdpaDType::fp16 || p.dtype == SdpaDType::bf16) &&
+  // Varlen runs on the FMA kernel, which places each block at its sequence's offsets.
+  return bp.path != SdpaBwdPath::fma && !p.varlen && (p.dtype == SdpaDType::fp16 || p.dtype == SdpaDType::bf16) &&
          p.head_dim == p.head_dim_v && tc::head_dim_ok(p.head_dim) && p.softcap == 0.f && !has_mask_tensor;
 }
 
 template <typename T>
 void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
   const SdpaParams& p = bp.fwd;
-  const int64_t rows = p.batch * p.heads_q * p.seq_q;
+  // Varlen: the rows are [Hq, total_q], which the row-wise kernels below (rowsum, convert) read as
+  // one batch entry of total_q rows (THD strides: batch strides 0).
+  const bool varlen = p.cu_seqlens_q != nullptr;
+  const int64_t row_batch = varlen ? 1 : p.batch, row_seq = varlen ? p.total_q : p.seq_q;
+  const int64_t rows = row_batch * p.heads_q * row_seq;
   DeviceScratch dl(size_t(rows) * sizeof(float), s);
   DeviceScratch dq_acc(size_t(rows) * size_t(p.head_dim) * sizeof(float), s);
   if (rows > 0) {
@@ -769,7 +801,7 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
     const int64_t blocks = (rows + block.y - 1) / block.y;
     if (blocks > 0x7fffffffLL) throw std::invalid_argument("sdpa_flash_backward: too many rows");
     bwd_rowsum_kernel<T><<<static_cast<unsigned>(blocks), block, 0, s>>>(
-        static_cast<const T*>(p.o), static_cast<const T*>(bp.d_o), p.o_strides, bp.do_strides, p.heads_q, p.seq_q,
+        static_cast<const T*>(p.o), static_cast<const T*>(bp.d_o), p.o_strides, bp.do_strides, p.heads_q, row_seq,
         p.head_dim_v, rows, static_cast<float*>(dl.ptr), p.plant == SdpaPlant::drop_rowsum);
     check(cudaGetLastError(), "bwd_rowsum_kernel launch");
   }
@@ -804,7 +836,7 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
     const int64_t blocks = (total + 255) / 256 < 65536 ? (total + 255) / 256 : 65536;
     bwd_convert_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, s>>>(static_cast<const float*>(dq_acc.ptr),
                                                                         static_cast<T*>(bp.d_q), bp.dq_strides,
-                                                                        p.heads_q, p.seq_q, p.head_dim, total, p.scale);
+                                                                        p.heads_q, row_seq, p.head_dim, total, p.scale);
     check(cudaGetLastError(), "bwd_convert_kernel launch");
   }
 }
@@ -839,6 +871,9 @@ bool sdpa_flash_backward_deterministic(const SdpaBackwardParams& bp) {
   const SdpaParams& p = bp.fwd;
   if (p.batch <= 0 || p.heads_q <= 0 || p.seq_q <= 0 || p.seq_k <= 0) return true;
   const int64_t block_keys = tc_takes(bp) ? tc::kBN : kBN;
+  // Varlen: only the longest lengths are known here, and a sequence's key blocks start at its
+  // own first key; no sequence's row spans more than ceil(max Sk_b / 32) blocks.
+  if (p.varlen) return p.seq_k <= 2 * block_keys;
   const flash::KeyInterval iv = flash::key_interval(p);
   for (int64_t i = 0; i < p.seq_q; ++i) {
     int64_t lo = 0, hi = 0;

@@ -57,6 +57,11 @@ enum class SdpaPlant {
   pv_in_dtype,        // forward: the P·V accumulator is rounded to the dtype after every key tile
   rowsum_in_dtype,    // forward: the row sum l is rounded to the dtype after every key tile
   lse_plus_log2,      // forward: logsumexp = m + log(2·l), off by log 2
+  // Paged (cuda.flash_decode): page j / page_size of a sequence read from the next physical
+  // page; each sequence's whole last page read as keys; the splits combined in the wrong base.
+  paged_page_offset,
+  paged_tail_read,
+  splitkv_combine_log2,
 };
 
 struct SdpaStrides {
@@ -82,7 +87,7 @@ struct SdpaParams {
   float* lse;
   SdpaStrides q_strides, k_strides, v_strides, o_strides;
   SdpaPlant plant;
-  // Varlen (flash forward only; null otherwise): sequence b is rows [cu_seqlens_q[b],
+  // Varlen (flash forward, and backward on its FMA kernel; null otherwise): sequence b is rows [cu_seqlens_q[b],
   // cu_seqlens_q[b + 1]) of Q and O and rows [cu_seqlens_k[b], cu_seqlens_k[b + 1]) of K and V
   // (token-major: batch strides 0, `seq` strides step a token), with its own Sq_b and Sk_b for the
   // masks, the window and the alignment; seq_q and seq_k are the largest lengths, logsumexp is
@@ -91,6 +96,15 @@ struct SdpaParams {
   const int32_t* cu_seqlens_q = nullptr;
   const int32_t* cu_seqlens_k = nullptr;
   int64_t total_q = 0;
+  bool varlen = false;  // the layout is varlen (set without the tensors too: the claims ask)
+  // Paged (sdpa_flash_decode_forward only; null otherwise): q, O, lse and cu_seqlens_q as varlen;
+  // k and v are the caches, [num_pages, page_size, Hkv, D] (NHD) or [num_pages, Hkv, page_size,
+  // D] (kv_hnd); sequence b's key j is slot j % page_size of page
+  // block_table[b * max_pages_per_seq + j / page_size]; seqused_k[b] keys; seq_k the largest.
+  const int32_t* block_table = nullptr;
+  const int32_t* seqused_k = nullptr;
+  int64_t page_size = 0, num_pages = 0, max_pages_per_seq = 0;
+  bool kv_hnd = false;
 };
 
 /// Gradients of the forward above for a given dO. `fwd` holds the forward's inputs and its
@@ -142,6 +156,30 @@ bool sdpa_flash_supports(const SdpaParams& p, const char** why);
 /// fp16/bf16 only. Throws std::invalid_argument naming the unsupported parameter and
 /// std::runtime_error carrying the CUDA error string when a launch fails.
 void sdpa_flash_forward(const SdpaParams& p, CUstream_st* stream);
+
+/// The keys per split of sdpa_flash_decode_forward: a sequence's keys [s·256, (s+1)·256) are
+/// split s (the host paged impl's kPagedSplitKeys, so the planted combine shows on the same rows).
+constexpr int64_t kDecodeSplitKeys = 256;
+
+/// Whether sdpa_flash_decode_forward handles these parameters (a paged forward, fp16, bf16 or
+/// fp32, Dqk <= 576, Dv <= 512, no attn_mask); when not, `why` says which one.
+bool sdpa_flash_decode_supports(const SdpaParams& p, const char** why);
+
+/// Bytes of device scratch sdpa_flash_decode_forward allocates on the stream: the splits'
+/// partial O, running max and row sum (fp32) when some sequence has more than one split.
+int64_t sdpa_flash_decode_scratch_bytes(const SdpaParams& p);
+
+/// Attention over a paged KV cache by split-KV (Flash-Decoding: Dao, Haziza, Massa and Sizov,
+/// 2023; FlashAttention's flash_attn_with_kvcache num_splits): one block per query token,
+/// query head and split of kDecodeSplitKeys keys, a two-pass softmax inside the split (its max,
+/// then e = exp2(s − m) and l = Σ e in fp32, P rounded to the dtype once for P·V in fp32), then a
+/// combine of the splits' (O_s unnormalised, m_s, l_s): M = max m_s, L = Σ l_s·2^(m_s − M),
+/// O = Σ O_s·2^(m_s − M) / L, lse = (M + log2 L)·ln 2. Only keys a row sees are read (the
+/// interval of its causal mask and window, per sequence). Reads cu_seqlens_q, block_table and
+/// seqused_k on the device and trusts their order, as FlashAttention does; a page index outside
+/// the cache, a length past the table or a token no sequence holds is never dereferenced: that
+/// row's O and lse are NaN. Throws like sdpa_flash_forward.
+void sdpa_flash_decode_forward(const SdpaParams& p, CUstream_st* stream);
 
 /// Whether sdpa_flash_backward handles these parameters; when not, `why` says which one.
 bool sdpa_flash_backward_supports(const SdpaBackwardParams& p, const char** why);

@@ -11,7 +11,8 @@
 
 namespace opcts::cuda {
 
-enum class SdpaKernel { flash, math, cudnn };
+/// flash_decode: the paged layout's split-KV kernel (sdpa_flash_decode.cu).
+enum class SdpaKernel { flash, math, cudnn, flash_decode };
 
 /// What an sdpa row runs (its impl_data): the kernel, a planted bug, and the flash backward's path.
 struct SdpaRow {
@@ -39,8 +40,8 @@ inline bool sdpa_backward(const opcts_sdpa_params& c) {
 
 /// The kernels' parameters of an ABI call: sizes, scale, masks, window, softcap, the strides of
 /// the layout (BHSD, BSHD, or THD for varlen: token-major, batch strides 0, with the cu_seqlens
-/// tensors and Tq from q's rows), and — when `tensors` are given — the tensors' pointers. A
-/// paged problem has no such parameters: the rows refuse it in their supports.
+/// tensors and Tq from q's rows; paged: q and O as THD, k and v the caches, the block table,
+/// seqused_k and the page geometry), and — when `tensors` are given — the tensors' pointers.
 inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor* tensors = nullptr, int32_t n = 0,
                                  SdpaPlant plant = SdpaPlant::none) {
   SdpaParams k{};
@@ -59,7 +60,8 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
   k.window_right = c.window_right;
   k.mask_kind = as_kernel<SdpaMaskTensor>(from_abi<sdpa::MaskTensor>(c.attn_mask, "attn_mask"));
   const sdpa::Layout layout = from_abi<sdpa::Layout>(c.layout, "layout");
-  const bool bshd = layout == sdpa::Layout::bshd, thd = layout == sdpa::Layout::varlen;
+  const bool bshd = layout == sdpa::Layout::bshd, paged = layout == sdpa::Layout::paged;
+  const bool thd = layout == sdpa::Layout::varlen || paged;
   sdpa_backward(c);  // checks the direction too
   auto strides = [&](int64_t heads, int64_t seq, int64_t d) {
     if (thd) return SdpaStrides{0, d, heads * d};
@@ -75,16 +77,25 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
                        : SdpaStrides{c.mask_per_batch ? (c.mask_per_head ? c.heads_q : 1) * mhs : 0,
                                      c.mask_per_head ? mhs : 0, c.seq_k};
   k.plant = plant;
+  k.varlen = layout == sdpa::Layout::varlen;
+  if (paged) {
+    k.page_size = c.page_size;
+    k.num_pages = c.num_pages;
+    k.max_pages_per_seq = c.max_pages_per_seq;
+    k.kv_hnd = from_abi<sdpa::KvLayout>(c.kv_layout, "kv_layout") == sdpa::KvLayout::hnd;
+  }
   if (tensors) {
     k.q = sdpa_tensor_data(tensors, n, "q");
-    k.k = sdpa_tensor_data(tensors, n, "k");
-    k.v = sdpa_tensor_data(tensors, n, "v");
+    k.k = sdpa_tensor_data(tensors, n, paged ? "k_cache" : "k");
+    k.v = sdpa_tensor_data(tensors, n, paged ? "v_cache" : "v");
     k.o = sdpa_tensor_data(tensors, n, "O");
     k.lse = static_cast<float*>(sdpa_tensor_data(tensors, n, "lse"));
     k.attn_mask = sdpa_tensor_data(tensors, n, "attn_mask");
     if (thd) {
       k.cu_seqlens_q = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_q"));
       k.cu_seqlens_k = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_k"));
+      k.block_table = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "block_table"));
+      k.seqused_k = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "seqused_k"));
       const opcts_tensor* q = sdpa_tensor(tensors, n, "q");
       k.total_q = q && q->ndim > 0 ? q->shape[0] : 0;
     }

@@ -53,6 +53,21 @@ void register_cuda_sdpa(Registry& reg) {
        sdpa::PlantedBug::rowsum_in_dtype},
       {"cuda.flash_lse_plus_log2", {SdpaKernel::flash, SdpaPlant::lse_plus_log2}, sdpa::PlantedBug::lse_plus_log2},
   };
+  // The paged split-KV kernel and its planted twins (sdpa_flash_decode.cu), on the host impl's
+  // split size so that each plant shows on the rows planted_bug_cannot_show names.
+  static_assert(kDecodeSplitKeys == sdpa::kPagedSplitKeys);
+  static constexpr SdpaRow kDecode{SdpaKernel::flash_decode};
+  static constexpr Planted kDecodePlanted[] = {
+      {"cuda.flash_decode_page_offset",
+       {SdpaKernel::flash_decode, SdpaPlant::paged_page_offset},
+       sdpa::PlantedBug::paged_page_offset},
+      {"cuda.flash_decode_tail_read",
+       {SdpaKernel::flash_decode, SdpaPlant::paged_tail_read},
+       sdpa::PlantedBug::paged_tail_read},
+      {"cuda.flash_decode_combine_log2",
+       {SdpaKernel::flash_decode, SdpaPlant::splitkv_combine_log2},
+       sdpa::PlantedBug::splitkv_combine_log2},
+  };
 
   std::vector<Row> rows;
   auto kernel_row = [&](const char* name, const SdpaRow* data, std::vector<std::string> caps) {
@@ -63,12 +78,21 @@ void register_cuda_sdpa(Registry& reg) {
   };
   // flash uses mma.sync m16n8k16 with bf16 operands (sm_80+); math needs only cuBLAS.
   kernel_row("cuda.flash", &kFlash, {"mma_sync_bf16"});
-  rows.back().desc.abi_minor = 1;  // its forward takes the varlen layout (sdpa_flash.cu, kVarlen)
+  rows.back().desc.abi_minor = 1;  // varlen: the forward's kVarlen variant, the backward's FMA kernel
   kernel_row("cuda.math", &kMath, {});
   kernel_row("cuda.flash_bwd_fma", &kBwdFma, {"mma_sync_bf16"});
   kernel_row("cuda.flash_bwd_occ2", &kBwdOcc2, {"mma_sync_bf16"});
   for (const Planted& p : kPlanted) {
     kernel_row(p.name, &p.row, {"mma_sync_bf16"});
+    rows.back().desc.abi_minor = 1;  // cuda.flash's kernels: their bugs show on varlen too
+    rows.back().cannot_show = cannot_show(p.bug);
+  }
+  // FMA only (no tensor cores): any arch the CUDA build targets. ABI 1.2: the paged layout.
+  kernel_row("cuda.flash_decode", &kDecode, {});
+  rows.back().desc.abi_minor = 2;
+  for (const Planted& p : kDecodePlanted) {
+    kernel_row(p.name, &p.row, {});
+    rows.back().desc.abi_minor = 2;
     rows.back().cannot_show = cannot_show(p.bug);
   }
   add_rows(reg, std::move(rows));

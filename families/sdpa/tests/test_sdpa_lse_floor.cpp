@@ -183,8 +183,15 @@ TEST(LseFloor, StructuresOrderTheFloor) {
   EXPECT_DOUBLE_EQ(f.under(64), f.base + kAccUnit * 2.5 * 4 + f.shift);  // ceil(199 / 64)
   EXPECT_DOUBLE_EQ(f.under(256), f.base + kAccUnit * 2.5 + f.shift);
   for (int64_t b = 1; b < 512; ++b) EXPECT_GE(f.under(b), f.under(b + 1)) << b;
+  // Split-KV: one rescale of each split's sum, weights summing to at most 1, however many
+  // records the keys set (a sharp row: W below 1 does not lower it).
+  EXPECT_DOUBLE_EQ(f.under(kSplitKvBlock), f.base + kAccUnit * 2.5 + f.shift);
+  f.rescales = 0.25;
+  EXPECT_DOUBLE_EQ(f.under(kSplitKvBlock), f.base + kAccUnit * 2.5 + f.shift);
+  EXPECT_LT(f.under(1), f.under(kSplitKvBlock));
   f.span = 1;  // one key: nothing to rescale
   EXPECT_EQ(f.under(1), f.base);
+  EXPECT_EQ(f.under(kSplitKvBlock), f.base);
 }
 
 // Every `accumulation:` an sdpa rule declares names a bound the reference makes (O's the flash

@@ -45,5 +45,41 @@ TEST(SdpaCudaGlue, CudnnClaimsNoDeterminismForBackwardOrDecode) {
   EXPECT_FALSE(cudnn->deterministic(*f.parse_id("bf16_b1_hq32_hkv8_sq1_sk4096_d128_nomask")));
 }
 
+// A paged problem's ABI parameters as the kernels' (sdpa_params_of): queries THD, the caches'
+// geometry and order, the decode kernel's split scratch; and which row takes the layout.
+TEST(SdpaCudaGlue, PagedParametersReachTheDecodeKernelOnly) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const ProblemPtr p = f.parse_id("bf16_b3_hq4_hkv2_sq1x2x1_sk300x9x600_d64_causal_lr_paged_page16_hnd");
+  const auto c = abi_struct<opcts_sdpa_params>(f.abi_params(*p));
+  const cuda::SdpaParams k = cuda::sdpa_params_of(c);
+  EXPECT_EQ(k.page_size, 16);
+  EXPECT_TRUE(k.kv_hnd);
+  EXPECT_FALSE(k.varlen);
+  EXPECT_EQ(k.max_pages_per_seq, 38);  // ceil(600 / 16)
+  EXPECT_EQ(k.q_strides.batch, 0);
+  EXPECT_EQ(k.q_strides.seq, 4 * 64);  // token-major: a token steps Hq·D
+  const char* why = nullptr;
+  EXPECT_TRUE(cuda::sdpa_flash_decode_supports(k, &why)) << why;
+  // Three splits of 256 keys for the longest sequence, over at most 3 · 2 query tokens.
+  EXPECT_EQ(cuda::sdpa_flash_decode_scratch_bytes(k), 4 * 3 * (3 * 2) * 4 * (64 + 2));
+
+  char reason[256] = {};
+  static constexpr cuda::SdpaRow kDecode{cuda::SdpaKernel::flash_decode}, kFlash{cuda::SdpaKernel::flash};
+  const opcts_arch arch{};
+  EXPECT_EQ(cuda::sdpa_kernel_supports(&kFlash, &c, &arch, reason, sizeof reason), 0);
+  EXPECT_NE(std::string(reason).find("cuda.flash_decode"), std::string::npos) << reason;
+  const auto dense = abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id("bf16_b1_hq4_hkv2_sq1_sk300_d64_nomask")));
+  EXPECT_EQ(cuda::sdpa_kernel_supports(&kDecode, &dense, &arch, reason, sizeof reason), 0);
+  EXPECT_NE(std::string(reason).find("paged layout only"), std::string::npos) << reason;
+}
+
+// The varlen backward's determinism claim knows only the longest lengths: within two key blocks
+// of the FMA kernel (32 keys) it holds, past them it is not claimed.
+TEST(SdpaCudaGlue, TheVarlenBackwardClaimsDeterminismWithinTwoKeyBlocks) {
+  EXPECT_EQ(flash_deterministic("bf16_b2_hq4_hkv2_sq5x64_sk9x64_d64_nomask_varlen_bwd"), 1);
+  EXPECT_EQ(flash_deterministic("bf16_b2_hq4_hkv2_sq5x64_sk9x65_d64_nomask_varlen_bwd"), 0);
+  EXPECT_EQ(flash_deterministic("bf16_b2_hq4_hkv2_sq5x64_sk9x65_d64_nomask_varlen"), 1);  // the forward
+}
+
 }  // namespace
 }  // namespace opcts
