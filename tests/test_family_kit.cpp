@@ -144,14 +144,38 @@ TEST(KitRoundTrip, TheOptInCatalogsAndThePyTorchGridsSize) {
   EXPECT_EQ(grid.size(), 12288u);
 }
 
+// The ids recorded in one tests/data/case_ids file: its literal ids ("family.impl/problem") and
+// every "impl NAME" line with every problem line (the form regenerate.sh writes where a family's
+// ids are that cross product); '#' lines are comments.
+std::vector<std::string> recorded_ids(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> ids, impls, problems;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.rfind("impl ", 0) == 0) impls.push_back(line.substr(5));
+    else if (line.find('/') != std::string::npos) ids.push_back(line);
+    else problems.push_back(line);
+  }
+  for (const std::string& impl : impls)
+    for (const std::string& problem : problems) ids.push_back(impl + "/" + problem);
+  return ids;
+}
+
+TEST(CaseIds, TheRecordedFormExpandsImplsTimesProblems) {
+  const fs::path file = fs::temp_directory_path() / "opcts_case_ids_form.txt";
+  std::ofstream(file) << "# comment\nimpl f.a\nimpl f.b\np1\np2\nf.c/p9\n";
+  std::vector<std::string> ids = recorded_ids(file);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::string>{"f.a/p1", "f.a/p2", "f.b/p1", "f.b/p2", "f.c/p9"}));
+  fs::remove(file);
+}
+
 // The case ids of every arch at the full tier, planted impls included, are the ones recorded in
 // tests/data/case_ids/<backend>/<family>.txt: ids are the suite's contract with its users
 // (manifests, CI filters, tracked failures), so a change to them must be deliberate, and a
-// family's change rewrites only its own file. Regenerate a backend's files with
-//   build/host/bin/opcts list --arch host --tier full --include-planted | LC_ALL=C sort |
-//     awk -F. '{print > ("tests/data/case_ids/host/" $1 ".txt")}'
-// (sm90 for cuda/, gfx942 for hip/; remove the folder's files first). The ids do not depend on
-// the build: a host build lists the CUDA impls (as SKIP) too.
+// family's change rewrites only its own file. Regenerate them with
+// tests/data/case_ids/regenerate.sh (host from arch host, cuda from sm90, hip from gfx942). The
+// ids do not depend on the build: a host build lists the CUDA impls (as SKIP) too.
 TEST(CaseIds, EveryArchListsTheRecordedIds) {
   const ArchTable archs = ArchTable::load((testutil::cases_dir() / "archs.yaml").string());
   const auto entries = load_catalogs(builtin_registry(), {testutil::cases_dir().string()});
@@ -161,12 +185,8 @@ TEST(CaseIds, EveryArchListsTheRecordedIds) {
       got[c.id.substr(0, c.id.find('.'))].push_back(c.id);
     const fs::path dir = fs::path(OPCTS_SOURCE_DIR) / "tests/data/case_ids" / archs.get(arch).backend;
     ASSERT_TRUE(fs::is_directory(dir)) << dir;
-    for (const auto& f : fs::directory_iterator(dir)) {
-      std::ifstream in(f.path());
-      auto& ids = want[f.path().stem().string()];
-      for (std::string line; std::getline(in, line);)
-        if (!line.empty()) ids.push_back(line);
-    }
+    for (const auto& f : fs::directory_iterator(dir))
+      if (f.path().extension() == ".txt") want[f.path().stem().string()] = recorded_ids(f.path());
     std::set<std::string> families;
     for (const auto& [family, ids] : got) families.insert(family);
     for (const auto& [family, ids] : want) families.insert(family);

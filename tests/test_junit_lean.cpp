@@ -56,17 +56,30 @@ ResultRecord realistic(const std::string& id, Outcome o) {
   return r;
 }
 
-// The longest pinned case id of each family (tests/data/case_ids/cuda/<family>.txt), the worst
-// case for size.
+// The longest pinned case id of each family (tests/data/case_ids/cuda/<family>.txt: literal ids,
+// or "impl NAME" lines with problem lines, every impl with every problem), the worst case for size.
 std::vector<std::string> longest_ids() {
   std::map<std::string, std::string> longest;
   for (const auto& f :
        std::filesystem::directory_iterator(std::string(OPCTS_SOURCE_DIR) + "/tests/data/case_ids/cuda")) {
+    if (f.path().extension() != ".txt") continue;
     std::ifstream in(f.path());
-    for (std::string id; std::getline(in, id);) {
+    std::string impl, problem;  // the longest of each
+    auto keep = [&](const std::string& id) {
       std::string& l = longest[id.substr(0, id.find('.'))];
       if (id.size() > l.size()) l = id;
+    };
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      if (line.rfind("impl ", 0) == 0) {
+        if (line.size() - 5 > impl.size()) impl = line.substr(5);
+      } else if (line.find('/') != std::string::npos) {
+        keep(line);
+      } else if (line.size() > problem.size()) {
+        problem = line;
+      }
     }
+    if (!impl.empty() && !problem.empty()) keep(impl + "/" + problem);
   }
   std::vector<std::string> out;
   for (const auto& [family, id] : longest) out.push_back(id);
