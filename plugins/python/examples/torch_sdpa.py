@@ -1,7 +1,8 @@
 """NEEDS A GPU (CUDA and PyTorch): not run in CI, only compiled (python/tests).
 
-PyTorch's scaled_dot_product_attention, one impl per backend, on the case's stream, and
-FlashAttention-2 on packed (varlen) sequences as torch.flash_varlen:
+PyTorch's scaled_dot_product_attention, one impl per backend, on the case's stream, and on
+packed (varlen) sequences FlashAttention-2 as torch.flash_varlen and the memory-efficient
+(CUTLASS, xFormers') kernel as torch.efficient_varlen:
 
     opcts run --arch sm90 --plugin plugins/python/examples/torch_sdpa.py --filter 'sdpa.torch_*'
 
@@ -113,6 +114,17 @@ for _backend in ("math", "flash_attention", "efficient_attention", "cudnn_attent
 # _backward with cumulative sequence offsets (flash_attn_varlen_func's kernel, mha_varlen_fwd).
 # Its causal mask is FlashAttention-2's, bottom-right aligned per sequence, and it takes windows
 # as window_size_left/right; no softcap, Dqk = Dv only, fp16 and bf16, head dims up to 256.
+def _empty_varlen(p, t):
+    """No query or no key in the whole batch: O = 0 and lse = -inf, or zero gradients, as sdpa
+    gives for empty inputs, without a kernel."""
+    if p.direction == "forward":
+        opcts.as_torch(t.O).zero_()
+        opcts.as_torch(t.lse).fill_(float("-inf"))
+    else:
+        for name in ("dQ", "dK", "dV"):
+            opcts.as_torch(t[name]).zero_()
+
+
 def _varlen_supports(p, arch):
     if p.layout != "varlen":
         return "takes the varlen layout only (the sdpa impls above take the dense ones)"
@@ -144,14 +156,8 @@ def flash_varlen(p, t, ctx):
         window = {"window_size_left": p.window_left, "window_size_right": p.window_right}
     causal = p.mask == "causal_lower_right"
     with torch.cuda.stream(opcts.torch_stream(ctx)):
-        if q.shape[0] == 0 or k.shape[0] == 0:  # as sdpa does for empty inputs, without the kernel
-            if p.direction == "forward":
-                opcts.as_torch(t.O).zero_()
-                opcts.as_torch(t.lse).fill_(float("-inf"))
-            else:
-                for name in ("dQ", "dK", "dV"):
-                    opcts.as_torch(t[name]).zero_()
-            return
+        if q.shape[0] == 0 or k.shape[0] == 0:
+            return _empty_varlen(p, t)
         try:
             out, lse, rng, unused, _ = torch.ops.aten._flash_attention_forward(
                 q, k, v, cu_q, cu_k, p.seq_q, p.seq_k, 0.0, causal, False, scale=p.scale, **window)
@@ -172,4 +178,69 @@ def flash_varlen(p, t, ctx):
         except RuntimeError as e:
             raise opcts.Unsupported(str(e).splitlines()[0]) from None
         for name, g in (("dQ", dq), ("dK", dk), ("dV", dv)):
+            opcts.as_torch(t[name]).copy_(g)
+
+
+# The memory-efficient kernel on packed sequences, as PyTorch ships it: aten::_efficient_attention_
+# forward and _backward with cu_seqlens (xFormers' CUTLASS kernel; query, key and value as one batch
+# entry of [1, T, H, D]). custom_mask_type 1 is causal from the top left, 2 from the bottom right,
+# per sequence. It takes no GQA: K and V are expanded to Hq heads first and dK, dV summed back over
+# each group, as scaled_dot_product_attention's enable_gqa does for this backend. Its logsumexp is
+# per sequence, [B, Hq, max_seqlen_q rounded up to 32]; the packed rows are gathered from it on the
+# device (no host copy of the offsets, which would wait on the stream).
+def _efficient_varlen_supports(p, arch):
+    if p.layout != "varlen":
+        return "takes the varlen layout only (the sdpa impls above take the dense ones)"
+    if p.window != (-1, -1) or p.softcap != 0:
+        return "PyTorch's _efficient_attention_forward takes no window_size_left/right or softcap"
+    if p.batch == 0:
+        return "an empty batch"
+    return True
+
+
+def _efficient_lse(torch, lse, cu_q, total_q):
+    """[B, H, Lpad] per-sequence logsumexp as [H, total_q] packed rows."""
+    t = torch.arange(total_q, device=lse.device, dtype=cu_q.dtype)
+    b = torch.searchsorted(cu_q[1:].contiguous(), t, right=True)
+    i = (t - cu_q[b]).long()
+    return lse[b, :, i].transpose(0, 1)
+
+
+@opcts.impl("sdpa", name="torch.efficient_varlen", backend="cuda", abi_minor=1, deterministic=False,
+            supports=_efficient_varlen_supports)
+def efficient_varlen(p, t, ctx):
+    import torch
+
+    if p.heads_kv <= 0 or p.heads_q % p.heads_kv != 0:
+        raise opcts.InvalidArgument("heads_kv", "heads_q must be a multiple of heads_kv")
+    group = p.heads_q // p.heads_kv
+    q, k, v = (opcts.as_torch(t[n]) for n in ("q", "k", "v"))  # [T, H, D]
+    cu_q, cu_k = opcts.as_torch(t.cu_seqlens_q), opcts.as_torch(t.cu_seqlens_k)
+    mask_type = {"none": 0, "causal_upper_left": 1, "causal_lower_right": 2}[p.mask]
+    with torch.cuda.stream(opcts.torch_stream(ctx)):
+        if q.shape[0] == 0 or k.shape[0] == 0:
+            return _empty_varlen(p, t)
+        kx = k.repeat_interleave(group, dim=1) if group > 1 else k
+        vx = v.repeat_interleave(group, dim=1) if group > 1 else v
+        args = (q.unsqueeze(0), kx.unsqueeze(0), vx.unsqueeze(0))
+        try:
+            out, lse, seed, offset, _, _ = torch.ops.aten._efficient_attention_forward(
+                *args, None, cu_q, cu_k, p.seq_q, p.seq_k, 0.0, mask_type, True, scale=p.scale)
+        except RuntimeError as e:
+            raise opcts.Unsupported(str(e).splitlines()[0]) from None
+        if p.direction == "forward":
+            opcts.as_torch(t.O).copy_(out[0])
+            opcts.as_torch(t.lse).copy_(_efficient_lse(torch, lse, cu_q, q.shape[0]))
+            return
+        d_o = opcts.as_torch(t.dO).unsqueeze(0)
+        try:
+            dq, dk, dv = torch.ops.aten._efficient_attention_backward(
+                d_o, *args, None, out, cu_q, cu_k, p.seq_q, p.seq_k, lse, 0.0, seed, offset, mask_type, False,
+                scale=p.scale)[:3]
+        except RuntimeError as e:
+            raise opcts.Unsupported(str(e).splitlines()[0]) from None
+        opcts.as_torch(t.dQ).copy_(dq[0])
+        for name, g in (("dK", dk[0]), ("dV", dv[0])):
+            if group > 1:  # the expanded heads' gradients summed back over each group
+                g = g.unflatten(1, (p.heads_kv, group)).sum(2)
             opcts.as_torch(t[name]).copy_(g)
