@@ -78,6 +78,10 @@ namespace opcts::sdpa::detail {
 /// that declares nothing is judged per element only: its arithmetic may round more (PyTorch's
 /// math backend rounds S and the softmax to the dtype), which the ref_relative factor absorbs.
 inline constexpr const char* kFlashModel = "flash_fp32";
+/// The same pipeline with its fp32 sums rounded to nearest (FMA chains and CPU float, not a
+/// tensor core's accumulator): "O@flash_fp32_rn", the same per-element bound, an energy check
+/// whose fp32 sums are mean-zero sources instead of worst cases (the comment before o_bound).
+inline constexpr const char* kFlashModelRn = "flash_fp32_rn";
 
 /// λ of the modelled roundings (the file comment).
 constexpr double kRoundingSigmas = 4;
@@ -104,17 +108,23 @@ struct Rounding {
 /// before o_bound).
 struct OEnergy {
   ErrorEnergy::Source rounding, scores;
+  ErrorEnergy::Source sums;  // flash_fp32_rn: the fp32 sums' roundings, mean-zero
   double fixed_sq = 0;
+  double fixed_rn_sq = 0;  // flash_fp32_rn: what stays outright
   void add(const OEnergy& o) {
-    for (auto [a, b] : {std::pair{&rounding, &o.rounding}, std::pair{&scores, &o.scores}}) {
+    for (auto [a, b] : {std::pair{&rounding, &o.rounding}, std::pair{&scores, &o.scores}, std::pair{&sums, &o.sums}}) {
       a->trace += b->trace;
       a->trace_sq += b->trace_sq;
       a->spectral = std::max(a->spectral, b->spectral);
     }
     fixed_sq += o.fixed_sq;
+    fixed_rn_sq += o.fixed_rn_sq;
   }
   ErrorEnergy energy(std::vector<double> weight) const {
     return {{rounding, scores}, std::sqrt(fixed_sq), std::move(weight)};
+  }
+  ErrorEnergy energy_rn(std::vector<double> weight) const {
+    return {{rounding, scores, sums}, std::sqrt(fixed_rn_sq), std::move(weight)};
   }
 };
 
@@ -172,6 +182,16 @@ inline void add_row(ErrorEnergy::Source& s, const RowForm& f, double alpha) {
 //     own rounding to T. At their worst these grow as n_i while the roundings' root grows as
 //     √n_i: past a few hundred keys in fp16 (a thousand in bf16) they dominate the limit and the
 //     check sees little more than the per-element bounds do.
+//   flash_fp32_rn, for kernels whose fp32 sums round to nearest (FMA chains, CPU float): the
+//     sums' roundings become sources, independent and mean-zero as the lse floor takes fp32
+//     round-to-nearest errors (lse_floor.hpp), each bounded by h = u/2 of its partial (Hoeffding's
+//     proxy a², not the uniform's a²/3): P·V, 2·n_i roundings per element (the sum and a product
+//     an FMA would not round), each partial at most pv_id = Σ_j e_ij·|v_jd|, so a diagonal
+//     w·2n_i·h²·pv_id²; the row sum, n_i roundings of partials at most l_i, moving O by −O·δl/l,
+//     rank one: grow²·n_i·h²·O_i·O_iᵀ. Outright: the normalisation's kNormalisationRoundings,
+//     the rescales of the accumulator (2.5u of it each: the exponential's 2 ulp and the product)
+//     at the records of the running max — at most R(n_i), the records' Chernoff bound at
+//     P = 2e^-24 (running_max_records) — and O's rounding inside the scores' term, as above.
 // Each row weighs α_i = 1/N_i, N_i >= ‖C_i‖ the upper bound energy_row gives for its roundings'
 // form (0 for a row without keys): a row held by one or two keys has a form of rank one whose
 // whole trace a single direction carries, and unweighted it would set ‖C‖ for the output, the
@@ -241,11 +261,24 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
       h[d] = half * half / 3;
     }
     const double n_sum = static_cast<double>(kNormalisationRoundings) + 3.0 * f.keys[i];
-    double fixed_sq = 0;
+    const double n_rn = static_cast<double>(kNormalisationRoundings) + 2.5 * running_max_records(f.keys[i]);
+    const double hh = static_cast<double>(u) * static_cast<double>(u) / 4, keys = static_cast<double>(f.keys[i]);
+    double fixed_sq = 0, fixed_rn_sq = 0, pv_sq = 0, pv_max = 0, o_sq = 0;
     for (int64_t d = 0; d < dv; ++d) {
-      const double fd = (n_sum * u * pv(i, d) + std::sqrt(a_sq) * u_t * std::fabs(o(i, d)) * grow) / f.l[i];
+      const double o_round = std::sqrt(a_sq) * u_t * std::fabs(o(i, d)) * grow;
+      const double fd = (n_sum * u * pv(i, d) + o_round) / f.l[i];
+      const double fd_rn = (n_rn * u * pv(i, d) + o_round) / f.l[i];
       fixed_sq += fd * fd;
+      fixed_rn_sq += fd_rn * fd_rn;
+      const double x = static_cast<double>(pv(i, d));
+      pv_sq += x * x;
+      pv_max = std::max(pv_max, x * x);
+      o_sq += static_cast<double>(o(i, d)) * o(i, d);
     }
+    // flash_fp32_rn's sums: a diagonal plus a rank-one form; tr C² <= ‖C‖·tr C.
+    const double g2 = static_cast<double>(grow) * grow;
+    const double sums_trace = w * 2 * keys * hh * pv_sq + g2 * keys * hh * o_sq;
+    const double sums_norm = w * 2 * keys * hh * pv_max + g2 * keys * hh * o_sq;
     if (exact) y = (b2.row(i).transpose().cwiseSqrt().asDiagonal() * vh).eval();
     const RowForm rounding = energy_row(w / 3 * p2.row(i).template cast<double>().sum() + h.sum(), exact, y, w / 3, &h);
     if (exact) y = (a.row(i).transpose().asDiagonal() * (vh.rowwise() - o.row(i))).eval();
@@ -253,7 +286,9 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
     const double alpha = rounding.spectral > 0 ? 1 / rounding.spectral : 0;
     add_row(energy->rounding, rounding, alpha);
     add_row(energy->scores, scores, alpha);
+    add_row(energy->sums, RowForm{sums_trace, sums_norm * sums_trace, sums_norm}, alpha);
     energy->fixed_sq += alpha * fixed_sq;
+    energy->fixed_rn_sq += alpha * fixed_rn_sq;
     if (weight) weight->row(i).setConstant(static_cast<T>(alpha));
   }
   return bound;

@@ -31,7 +31,8 @@
 // Bounds (`bound`): families/sdpa/bound.hpp (O) and lse_floor.hpp (lse, one bound per
 // softmax structure: "lse" per key, "lse@<structure>"), from the same-precision pipeline's own P.
 // "O@flash_fp32" repeats O's bound for the flash kernels that declare the bound's model, with
-// O's error-energy check (`energy`, bound.hpp's OEnergy summed over heads in order).
+// O's error-energy check (`energy`, bound.hpp's OEnergy summed over heads in order);
+// "O@flash_fp32_rn" likewise for those whose fp32 sums round to nearest.
 #include <array>
 #include <cmath>
 #include <limits>
@@ -124,9 +125,11 @@ References reference(const Problem& p, const TensorMap& inputs) {
   }
   detail::OEnergy total;
   for (const detail::OEnergy& e : energy) total.add(e);
-  const std::string flash = bound_key("O", detail::kFlashModel);
+  const std::string flash = bound_key("O", detail::kFlashModel), flash_rn = bound_key("O", detail::kFlashModelRn);
   r.bound[flash] = o_bd;
-  r.energy[flash] = total.energy(std::move(weight));
+  r.bound[flash_rn] = o_bd;
+  r.energy[flash] = total.energy(weight);
+  r.energy[flash_rn] = total.energy_rn(std::move(weight));
   return r;
 }
 

@@ -639,13 +639,14 @@ TEST(SdpaPlanted, PrecisionBugsSkipWhatCannotShowThem) {
 // errors' summed squares leave their limit while a correct kernel's stay within it; and the
 // limit is not loose — a correct kernel's energy is most of it, and with the roundings'
 // variance proxies cut to a third (b²/9 for the uniform's b²/3) a correct kernel exceeds it.
-double energy_ratio_of(const std::string& impl, const sdpa::Problem& p, int64_t* mismatches, double scale_p = 1) {
+double energy_ratio_of(const std::string& impl, const sdpa::Problem& p, int64_t* mismatches, double scale_p = 1,
+                       const std::string& model = "O@flash_fp32") {
   const TensorMap in = sdpatest::inputs_of(p);
   const References r = sdpatest::family().reference(p, in);
   const ArchInfo host{"host", "host"};
   const TensorMap out = builtin_registry().impl(impl)->run(p, in, RunContext{&host, -1});
   *mismatches = sdpatest::compare_all(impl, p, r, out).at("O").mismatches;
-  ErrorEnergy e = r.energy.at("O@flash_fp32");
+  ErrorEnergy e = r.energy.at(model);
   e.sources[0].trace *= scale_p, e.sources[0].trace_sq *= scale_p * scale_p, e.sources[0].spectral *= scale_p;
   return check_error_energy("O", out.at("O"), r.exact.at("O"), e).ratio();
 }
@@ -663,6 +664,41 @@ TEST(SdpaEnergy, SeesTheAccumulatorPlantWhereNoElementDoes) {
     EXPECT_GT(planted, 1) << sdpa::problem_id(p);
     EXPECT_GT(energy_ratio_of("host.flash", p, &bad, 1.0 / 3), 1) << sdpa::problem_id(p);
   }
+}
+
+// On long rows the worst-case fp32 sums (n roundings of the partial each) outgrow the P
+// roundings' √n, and flash_fp32's limit stops seeing a 16-bit accumulator; flash_fp32_rn, whose
+// round-to-nearest sums are mean-zero sources, keeps seeing it, and a correct kernel stays within.
+TEST(SdpaEnergy, RoundToNearestSumsSeeTheAccumulatorPlantOnLongRows) {
+  const sdpa::Problem p = make(DType::fp16, 1, 4, 4, 32, 2048, 32, Mask::none);
+  int64_t bad = 0;
+  const double worst_case = energy_ratio_of("host.flash_pv_in_dtype", p, &bad);
+  EXPECT_LT(worst_case, 1) << "flash_fp32 sees it already; pick a longer row";
+  const double planted = energy_ratio_of("host.flash_pv_in_dtype", p, &bad, 1, "O@flash_fp32_rn");
+  EXPECT_GT(planted, 1);
+  const double correct = energy_ratio_of("host.flash", p, &bad, 1, "O@flash_fp32_rn");
+  EXPECT_EQ(bad, 0);
+  EXPECT_LT(correct, 0.9);
+  EXPECT_LT(energy_ratio_of("host.flash", p, &bad), correct);  // the worst case's limit is wider
+}
+
+// flash_fp32_rn's limit against flash_fp32's: where rows are short its third source (its own tail
+// and the union bound's ln 3) costs about what the outright 3·n roundings it replaces did — within
+// 1% here; on long rows the sums' √n against n makes it much tighter.
+TEST(SdpaEnergy, RoundToNearestLimitIsTighterOnLongRowsAndAboutEqualOnShort) {
+  auto limits = [](const sdpa::Problem& p) {
+    const References r = sdpatest::family().reference(p, sdpatest::inputs_of(p));
+    return std::pair{error_energy_limit(r.energy.at("O@flash_fp32_rn")),
+                     error_energy_limit(r.energy.at("O@flash_fp32"))};
+  };
+  for (const auto& p :
+       {make(DType::bf16, 1, 4, 4, 143, 8, 21, Mask::none), make(DType::fp16, 1, 4, 2, 3, 1, 64, Mask::none)}) {
+    const auto [rn, worst] = limits(p);
+    EXPECT_LE(rn, 1.01 * worst) << sdpa::problem_id(p);
+    EXPECT_GE(rn, 0.9 * worst) << sdpa::problem_id(p);
+  }
+  const auto [rn, worst] = limits(make(DType::fp16, 1, 4, 4, 32, 2048, 32, Mask::causal_lower_right));
+  EXPECT_LT(rn, 0.5 * worst);
 }
 
 }  // namespace
