@@ -89,23 +89,12 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
     std::snprintf(reason, size, "cuda.flash_decode is a forward kernel (the paged layout is forward only)");
     return 0;
   }
-  if (decode) {
-    // A negative case runs, so that the launcher refuses it or the judge sees it accepted.
-    if (invalid_arguments(bp.fwd)) return 1;
-    const char* why = nullptr;
-    if (!sdpa_flash_decode_supports(bp.fwd, &why)) {
-      std::snprintf(reason, size, "%s", why);
-      return 0;
-    }
-    const Support s = fits_device_memory(scratch_bytes(row, c), "scratch");
-    if (!s.ok) std::snprintf(reason, size, "%s", s.reason.c_str());
-    return s.ok ? 1 : 0;
-  }
   if (layout == sdpa::Layout::varlen && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
     std::snprintf(reason, size, "the varlen layout runs on cuda.flash (its backward on the FMA kernel)");
     return 0;
   }
-  // A negative case runs, so that the launcher refuses it naming the argument.
+  // A negative case runs, so that the launcher refuses it naming the argument (or, for what only
+  // the device reads, the judge sees it accepted).
   if (invalid_arguments(bp.fwd)) return 1;
   if (row.path != SdpaBwdPath::automatic && !backward(c)) {
     std::snprintf(reason, size, "runs the flash backward's %s kernel; the forward is cuda.flash's",
@@ -123,9 +112,11 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
       return 0;
     }
   }
-  if (row.kernel == SdpaKernel::flash) {
+  if (row.kernel == SdpaKernel::flash || decode) {
     const char* why = nullptr;
-    const bool ok = backward(c) ? sdpa_flash_backward_supports(bp, &why) : sdpa_flash_supports(bp.fwd, &why);
+    const bool ok = decode        ? sdpa_flash_decode_supports(bp.fwd, &why)
+                    : backward(c) ? sdpa_flash_backward_supports(bp, &why)
+                                  : sdpa_flash_supports(bp.fwd, &why);
     if (!ok) {
       std::snprintf(reason, size, "%s", why);
       return 0;
