@@ -23,6 +23,7 @@ std::vector<std::string> edge_classes() {
           "backward",
           "ragged batch",
           "empty sequence in a batch",
+          "padding rows between sequences",
           "partial last page",
           "shared prefix pages",
           "32,768 pages or more"};
@@ -41,6 +42,8 @@ std::vector<std::string> edge_classes_of(const Problem& p) {
       seen.push_back("ragged batch");
     for (int64_t b = 0; b < p.batch; ++b)
       if (p.seqlens_q[b] == 0 || p.seqlens_k[b] == 0) seen.push_back("empty sequence in a batch");
+    // Rows after a sequence's keys that its segment of cu_seqlens_k holds but seqused_k excludes.
+    if (p.varlen() && p.pad_k > 0 && p.batch > 0) seen.push_back("padding rows between sequences");
     if (p.paged()) {
       // A sequence whose keys end inside a page (its tail slots must not be read), and block
       // indices past 2^15 (a 16-bit page index, or a table read as int16, overflows there).

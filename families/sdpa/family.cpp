@@ -88,16 +88,22 @@ class SdpaFamily final : public KitFamily<Problem> {
     return p.direction == sdpa::Direction::backward ? sdpa::backward_reference(p, inputs) : sdpa::reference(p, inputs);
   }
 
-  // The varlen layout came with ABI 1.1, the paged KV cache with 1.2 (include/opcts/plugin.h):
-  // an impl built before reads layout THD or PAGED as BHSD.
-  uint32_t abi_minor(const opcts::Problem& p) const override { return get(p).paged() ? 2 : get(p).varlen() ? 1 : 0; }
-  std::string abi_minor_feature(const opcts::Problem& p) const override {
-    if (get(p).paged()) return "the paged KV cache with a block table";
-    return get(p).varlen() ? "the varlen (THD) layout with cu_seqlens" : "";
+  // The varlen layout came with ABI 1.1, the paged KV cache with 1.2, varlen padding rows with
+  // seqused_k with 1.3 (include/opcts/plugin.h): an impl built before reads layout THD or PAGED as
+  // BHSD, or a padded segment's rows as keys.
+  uint32_t abi_minor(const opcts::Problem& pp) const override {
+    const auto& p = get(pp);
+    return p.varlen() && p.pad_k > 0 ? 3 : p.paged() ? 2 : p.varlen() ? 1 : 0;
+  }
+  std::string abi_minor_feature(const opcts::Problem& pp) const override {
+    const auto& p = get(pp);
+    if (p.varlen() && p.pad_k > 0) return "varlen keys with padding rows and seqused_k";
+    if (p.paged()) return "the paged KV cache with a block table";
+    return p.varlen() ? "the varlen (THD) layout with cu_seqlens" : "";
   }
 
   // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
-  std::string reference_version() const override { return "sdpa-ref-9"; }
+  std::string reference_version() const override { return "sdpa-ref-10"; }
 
   // Inputs and outputs in the problem's dtype (the boolean mask as bytes), lse in fp32.
   double device_bytes(const opcts::Problem& pp) const override {

@@ -351,6 +351,9 @@ const kit::FieldTable<Problem>& fields() {
        kit::int_unless<Problem, int64_t>("shared_prefix", &Problem::shared_prefix, 0, "prefix",
                                          "N keys at the start of every sequence on shared pages (layout paged; "
                                          "a multiple of page_size)"),
+       kit::int_unless<Problem, int64_t>("pad_k", &Problem::pad_k, 0, "padk",
+                                         "N padding rows after each sequence's keys in K and V (layout varlen; "
+                                         "seqused_k gives the keys in use)"),
        kit::enum_choice<Problem>("direction", &Problem::direction), corrupt_field(), expect_field()},
       [](const Problem& p) { p.validate(); }, check_expect_error);
   return table;

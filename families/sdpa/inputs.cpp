@@ -1,5 +1,6 @@
 // sdpa inputs: q, k, v (and dO) N(0, 1) in the problem's dtype and layout, the attn_mask by the boolean rule, and NaN
-// in the keys and values no query sees where the problem poisons them (sdpa.hpp, "Inputs").
+// in the keys and values no query sees where the problem poisons them and in a varlen problem's
+// padding rows (sdpa.hpp, "Inputs").
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -117,27 +118,36 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
     }
     in.emplace("attn_mask", std::move(m));
   }
+  // A varlen sequence's keys are packed rows cu_seqlens_k[b] + j (ks.batch is 0 there), its
+  // padding rows (pad_k) the pad_k after them.
+  const std::vector<int64_t> cu_k = p.varlen() ? cu_seqlens_k(p) : std::vector<int64_t>();
   if (p.varlen()) {
     in.emplace("cu_seqlens_q", int32_tensor(cu_seqlens(p.seqlens_q), {p.batch + 1}));
-    in.emplace("cu_seqlens_k", int32_tensor(cu_seqlens(p.seqlens_k), {p.batch + 1}));
+    in.emplace("cu_seqlens_k", int32_tensor(cu_k, {p.batch + 1}));
     corrupt_cu_seqlens(p, in);
-  }
-  if (p.poison_masked) {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    const Strides ks = k_strides(p), vs = v_strides(p);
-    // A varlen sequence's keys are packed rows cu_seqlens_k[b] + j (ks.batch is 0 there).
-    const std::vector<int64_t> cu_k = p.varlen() ? cu_seqlens(p.seqlens_k) : std::vector<int64_t>();
-    for (int64_t b = 0; b < p.batch; ++b) {
-      const auto unseen = unseen_keys(p.sequence(b));
-      const int64_t row0 = p.varlen() ? cu_k[b] : 0;
-      for (int64_t h = 0; h < p.heads_kv; ++h)
-        for (size_t j = 0; j < unseen.size(); ++j) {
-          if (!unseen[j]) continue;
-          const int64_t row = row0 + static_cast<int64_t>(j);
-          for (int64_t d = 0; d < p.head_dim; ++d) in.at("k").set(ks.at(b, h, row) + d, nan);
-          for (int64_t d = 0; d < p.head_dim_v; ++d) in.at("v").set(vs.at(b, h, row) + d, nan);
-        }
+    if (p.pad_k > 0) {
+      std::vector<int64_t> used = p.seqlens_k;
+      if (p.corrupt == Corrupt::seqused_k) used[0] = p.seqlens_k[0] + p.pad_k + 1;  // past its segment
+      in.emplace("seqused_k", int32_tensor(used, {p.batch}));
     }
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Strides ks = k_strides(p), vs = v_strides(p);
+  const auto poison_row = [&](int64_t b, int64_t row) {
+    for (int64_t h = 0; h < p.heads_kv; ++h) {
+      for (int64_t d = 0; d < p.head_dim; ++d) in.at("k").set(ks.at(b, h, row) + d, nan);
+      for (int64_t d = 0; d < p.head_dim_v; ++d) in.at("v").set(vs.at(b, h, row) + d, nan);
+    }
+  };
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t row0 = p.varlen() ? cu_k[b] : 0;
+    if (p.poison_masked) {
+      const auto unseen = unseen_keys(p.sequence(b));
+      for (size_t j = 0; j < unseen.size(); ++j)
+        if (unseen[j]) poison_row(b, row0 + static_cast<int64_t>(j));
+    }
+    if (p.varlen())
+      for (int64_t j = p.seqlens_k[b]; j < p.seqlens_k[b] + p.pad_k; ++j) poison_row(b, row0 + j);
   }
   return in;
 }

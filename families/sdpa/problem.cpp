@@ -100,9 +100,14 @@ void Problem::validate() const {
     throw std::invalid_argument("kv_layout: the order inside a page, for layout paged only");
   if (paged() && direction != Direction::forward)
     throw std::invalid_argument("direction: a paged KV cache is inference's (flash_attn_with_kvcache): forward only");
+  if (pad_k != 0 && (!varlen() || pad_k < 0))
+    throw std::invalid_argument("pad_k: padding rows after each sequence's keys (>= 0, layout varlen), got " +
+                                std::to_string(pad_k) + " with layout " + lay);
   if (corrupt != Corrupt::none) {
-    const bool needs_paged = corrupt == Corrupt::block_table || corrupt == Corrupt::seqused_k;
-    if ((needs_paged && !paged()) || (corrupt == Corrupt::cu_seqlens_k && !varlen()) || !packed())
+    // seqused_k is an input of the paged layout and of a varlen one with padding rows.
+    const bool has_seqused = paged() || (varlen() && pad_k > 0);
+    if ((corrupt == Corrupt::block_table && !paged()) || (corrupt == Corrupt::seqused_k && !has_seqused) ||
+        (corrupt == Corrupt::cu_seqlens_k && !varlen()) || !packed())
       throw std::invalid_argument("corrupt: " + std::string(kCorruptNames[static_cast<size_t>(corrupt)]) +
                                   " is not an input of the " + lay + " layout");
     if ((corrupt == Corrupt::cu_seqlens_q || corrupt == Corrupt::cu_seqlens_k) && batch < 2)
@@ -223,20 +228,28 @@ bool varlen_bug_moves_keys(const Problem& p, int64_t b, int64_t cu_k, PlantedBug
   return false;
 }
 
+// Whether some row of the dense problem s sees other keys when the sequence is taken as sk >= Sk
+// keys long (the tail or padding rows read as keys, the lower-right alignment by sk).
+bool longer_keys_move(const Problem& s, int64_t sk) {
+  if (sk == s.seq_k) return false;
+  Problem t = s;
+  t.seq_k = sk;
+  for (int64_t i = 0; i < s.seq_q; ++i) {
+    const int64_t n = s.keys_of_row(i);
+    if (t.keys_of_row(i) != n || (n > 0 && t.first_key(i) != s.first_key(i))) return true;
+  }
+  return false;
+}
+
 // The paged bugs on sequence b (its dense problem s, page size ps).
 bool paged_bug_shows(const Problem& s, int64_t ps, PlantedBug bug) {
+  if (bug == PlantedBug::paged_tail_read) return longer_keys_move(s, (s.seq_k + ps - 1) / ps * ps);
   for (int64_t i = 0; i < s.seq_q; ++i) {
     const int64_t n = s.keys_of_row(i);
     switch (bug) {
       case PlantedBug::paged_page_offset:  // any key seen is read from another page
         if (n > 0) return true;
         break;
-      case PlantedBug::paged_tail_read: {  // the keys as if Sk_b were its whole last page
-        Problem t = s;
-        t.seq_k = (s.seq_k + ps - 1) / ps * ps;
-        if (t.seq_k != s.seq_k && (t.keys_of_row(i) != n || (n > 0 && t.first_key(i) != s.first_key(i)))) return true;
-        break;
-      }
       case PlantedBug::splitkv_combine_log2:  // keys in two splits or more
         if (n > 0 && s.first_key(i) / kPagedSplitKeys != s.last_key(i) / kPagedSplitKeys) return true;
         break;
@@ -251,17 +264,22 @@ bool paged_bug_shows(const Problem& s, int64_t ps, PlantedBug bug) {
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
   if (bug == PlantedBug::none) return "not a planted bug";
   if (contract_violation(p)) return "planted impls run valid problems only";
-  const bool varlen_bug = bug == PlantedBug::varlen_key_offset || bug == PlantedBug::varlen_max_alignment;
+  const bool varlen_bug = bug == PlantedBug::varlen_key_offset || bug == PlantedBug::varlen_max_alignment ||
+                          bug == PlantedBug::varlen_seqused_ignored;
   const bool paged_bug = bug == PlantedBug::paged_page_offset || bug == PlantedBug::paged_tail_read ||
                          bug == PlantedBug::splitkv_combine_log2;
   if (varlen_bug && !p.varlen()) return "a varlen bug: the problem is not varlen";
   if (paged_bug && !p.paged()) return "a paged KV cache bug: the problem is not paged";
   if (p.packed()) {
     // Each sequence is a dense problem: the bug shows where it shows in one of them.
-    const std::vector<int64_t> cu_k = cu_seqlens(p.seqlens_k);
+    const std::vector<int64_t> cu_k = p.varlen() ? cu_seqlens_k(p) : cu_seqlens(p.seqlens_k);
     std::string why = "no sequence", first;  // first: sequence 0's reason, when every one gives it
     bool same = true;
     for (int64_t b = 0; b < p.batch; ++b) {
+      if (bug == PlantedBug::varlen_seqused_ignored) {
+        if (longer_keys_move(p.sequence(b), p.seqlens_k[b] + p.pad_k)) return "";
+        continue;
+      }
       if (varlen_bug) {
         if (p.seqlens_q[b] > 0 && varlen_bug_moves_keys(p, b, cu_k[b], bug)) return "";
         continue;
@@ -276,6 +294,9 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       same = same && w == first;
     }
     if (!varlen_bug && !paged_bug && same && p.batch > 0) return first;  // not about one sequence
+    if (bug == PlantedBug::varlen_seqused_ignored)
+      return p.pad_k == 0 ? "no padding rows: seqused_k is not an input"
+                          : "no row's keys move when a sequence's padding rows are read as keys";
     if (varlen_bug)
       return bug == PlantedBug::varlen_key_offset
                  ? "no row of a sequence after the first sees its first key"
@@ -321,6 +342,7 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     }
     case PlantedBug::varlen_key_offset:
     case PlantedBug::varlen_max_alignment:
+    case PlantedBug::varlen_seqused_ignored:
     case PlantedBug::paged_page_offset:
     case PlantedBug::paged_tail_read:
     case PlantedBug::splitkv_combine_log2:

@@ -107,8 +107,8 @@ static_assert(abi_distinct<Mask>() && abi_distinct<MaskTensor>() && abi_distinct
 /// A packed problem's negative case written into its index inputs (make_inputs): the tensor
 /// named is malformed and every impl must refuse it by that name. block_table: one entry a
 /// sequence uses points past the cache (= num_pages); seqused_k: sequence 0 holds one key more
-/// than its table's pages; cu_seqlens_q / cu_seqlens_k: not non-decreasing (entry 1 one past
-/// entry 2).
+/// than its table's pages (paged) or than its rows of K (varlen with pad_k); cu_seqlens_q /
+/// cu_seqlens_k: not non-decreasing (entry 1 one past entry 2).
 enum class Corrupt { none, block_table, seqused_k, cu_seqlens_q, cu_seqlens_k };
 inline constexpr std::array<std::string_view, 5> kCorruptNames{"none", "block_table", "seqused_k", "cu_seqlens_q",
                                                                "cu_seqlens_k"};
@@ -142,6 +142,10 @@ struct Problem {
   /// Layout paged: every sequence's first shared_prefix keys sit on the same pages (prefix
   /// caching, vLLM's and SGLang's: whole pages, so a multiple of page_size; 0 = none).
   int64_t shared_prefix = 0;
+  /// Layout varlen: padding rows after each sequence's keys in the packed K and V (FlashAttention's
+  /// seqused_k: cu_seqlens_k counts Sk_b + pad_k rows per sequence, seqused_k int32 [B] says Sk_b
+  /// of them are keys; the rest hold NaN). 0 = none, and no seqused_k input.
+  int64_t pad_k = 0;
   /// A negative case in the index inputs (Corrupt above).
   Corrupt corrupt = Corrupt::none;
 
@@ -182,6 +186,9 @@ struct Problem {
 /// cu_seqlens of a varlen problem (families/sdpa/varlen.cpp): the exclusive prefix sums of the
 /// lengths, B + 1 entries starting at 0.
 std::vector<int64_t> cu_seqlens(const std::vector<int64_t>& lens);
+/// A varlen problem's cu_seqlens_k: the prefix sums of Sk_b + pad_k, each sequence's keys and its
+/// padding rows (sequence b's keys are rows [cu[b], cu[b] + Sk_b) of K and V).
+std::vector<int64_t> cu_seqlens_k(const Problem& p);
 
 /// The paged KV cache of a paged problem (families/sdpa/paged.cpp): sequence b reads
 /// ceil(Sk_b / page_size) pages, the first shared_prefix / page_size of them (`shared`) the same
@@ -241,6 +248,9 @@ enum class PlantedBug {
   // batch's, instead of each sequence's Sk_b − Sq_b (a dense kernel's offset kept for packed
   // batches).
   varlen_max_alignment,
+  // Varlen with seqused_k (pad_k): each sequence's keys taken as its whole cu_seqlens_k segment,
+  // Sk_b + pad_k of them (the padding rows read, the alignment by that length): seqused_k ignored.
+  varlen_seqused_ignored,
   // Paged: page j / page_size of sequence b read from block_table[b][j / page_size] + 1, the
   // next physical page (an index off by one).
   paged_page_offset,
@@ -285,6 +295,8 @@ std::vector<char> unseen_keys(const Problem& p);
 ///   _bshd          BSHD storage
 ///   _varlen        the varlen layout; SQ and SK then list the lengths: joined by 'x', a run of
 ///                  N sequences of length L as LrN, no sequence as 0r0 (sq1r3x40 = 1, 1, 1, 40)
+///   _pageN, _hnd, _prefixN   the paged layout's page size, page order and shared prefix
+///   _padkN         N padding rows after each varlen sequence's keys (seqused_k)
 ///   _bwd           backward
 /// "bf16_b2_hq32_hkv8_sq4096_sk4096_d128_causal_lr" (problems of the forward-only era keep
 /// their ids), "bf16_b1_hq16_hkv8_sq512_sk512_d256_causal_lr_win4095x0_cap50_bwd",
@@ -331,7 +343,8 @@ Strides mask_strides(const Problem& p);
 ///     -inf exactly where it masks it.
 ///   poison_masked: K and V rows of unseen_keys(p) are NaN (every batch and KV head; varlen:
 ///     each sequence's own unseen keys, at its packed rows).
-///   varlen: cu_seqlens_q and cu_seqlens_k, int32 [B + 1] (cu_seqlens above).
+///   varlen: cu_seqlens_q and cu_seqlens_k, int32 [B + 1] (cu_seqlens, cu_seqlens_k above); with
+///     pad_k > 0 also seqused_k, int32 [B] (each Sk_b), and NaN in every padding row of K and V.
 /// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
 /// "dV" (dtype, shapes of q, k, v).
 TensorMap make_inputs(const Problem& p, uint64_t seed);

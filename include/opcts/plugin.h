@@ -39,9 +39,10 @@ extern "C" {
 
 #define OPCTS_PLUGIN_ABI_VERSION 1u
 /* The minor version: what a later header appended (docs/plugins.md, "ABI versions"). 1: sdpa's
- * varlen (THD) layout; 2: sdpa's paged KV cache. An impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts
- * gives it no problem that needs a later one (a SKIP naming the version). */
-#define OPCTS_PLUGIN_ABI_MINOR 2u
+ * varlen (THD) layout; 2: sdpa's paged KV cache; 3: sdpa's varlen padding rows with seqused_k. An
+ * impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts gives it no problem that
+ * needs a later one (a SKIP naming the version). */
+#define OPCTS_PLUGIN_ABI_MINOR 3u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -189,7 +190,11 @@ typedef int32_t (*opcts_plugin_init_fn)(uint32_t abi_version, const opcts_regist
  *   lengths (FlashAttention's max_seqlen_q / max_seqlen_k): q [Tq, Hq, Dqk], k [Tk, Hkv, Dqk],
  *   v [Tk, Hkv, Dv], O [Tq, Hq, Dv], dO, dQ, dK, dV likewise, lse [Hq, Tq] fp32; cu_seqlens_q and
  *   cu_seqlens_k int32 [batch + 1] (sequence b is rows [cu[b], cu[b + 1])). Masks, windows and
- *   the lower-right alignment apply per sequence, with its own lengths; no attn_mask.
+ *   the lower-right alignment apply per sequence, with its own lengths; no attn_mask. ABI 1.3:
+ *   a seqused_k input, int32 [batch] (FlashAttention's), when a sequence's rows of k and v hold
+ *   padding after its keys: sequence b's keys are the first seqused_k[b] rows of its segment
+ *   [cu_seqlens_k[b], cu_seqlens_k[b + 1]); the padding rows hold NaN, are never read, and their
+ *   rows of dK and dV are 0. seq_k is then the largest seqused_k.
  * Paged (layout PAGED, ABI 1.2; FlashAttention's flash_attn_with_kvcache): q, O, lse and
  *   cu_seqlens_q as THD; the keys and values in pages of `page_size` tokens: k_cache
  *   [num_pages, page_size, Hkv, Dqk] (kv_layout NHD) or [num_pages, Hkv, page_size, Dqk] (HND),

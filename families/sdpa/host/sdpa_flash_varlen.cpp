@@ -1,22 +1,51 @@
 // host.flash on the varlen layout, as FlashAttention-2's varlen kernels index it: the sequence
 // boundaries come from the cu_seqlens tensors (not from the problem), each sequence's rows run
 // as a dense [1, S, H, D] problem with its own lengths, and its outputs land at its rows of the
-// packed O [Tq, Hq, Dv], logsumexp [Hq, Tq], dQ, dK and dV.
+// packed O [Tq, Hq, Dv], logsumexp [Hq, Tq], dQ, dK and dV. With a seqused_k input (int32 [B],
+// FlashAttention's), sequence b's keys are the first seqused_k[b] rows of its cu_seqlens_k
+// segment; the rest are padding it never reads, and their dK, dV rows stay 0 (no output depends
+// on them).
 //
 // The planted varlen bugs (host.flash_varlen_*): key_offset starts sequence b >= 1 at
 // cu_seqlens_k[b] − 1, one key of its neighbour's included (and its dK, dV row not written
 // back); max_alignment aligns the lower-right mask and the window by max_seqlen_k −
-// max_seqlen_q (the problem's seq_k − seq_q) instead of the sequence's own lengths.
+// max_seqlen_q (the problem's seq_k − seq_q) instead of the sequence's own lengths;
+// seqused_ignored reads each whole segment as keys.
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "families/sdpa/host/sdpa_packed.hpp"
 
 namespace opcts::host_sdpa {
+
+namespace {
+
+// Each sequence's key count: seqused_k where the inputs give it (checked against its segment of
+// cu_seqlens_k), else the whole segment.
+std::vector<int64_t> keys_in_use(const TensorMap& in, const std::vector<int64_t>& cu_k, int64_t batch) {
+  std::vector<int64_t> used(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) used[b] = cu_k[b + 1] - cu_k[b];
+  const auto it = in.find("seqused_k");
+  if (it == in.end()) return used;
+  const HostTensor& u = it->second;
+  if (u.dtype() != DType::int32 || u.shape().size() != 1 || u.dim(0) != batch)
+    throw InvalidArgument("seqused_k", "must be int32 [batch] = [" + std::to_string(batch) + "]");
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto n = static_cast<int64_t>(u.get(b));
+    if (n < 0 || n > used[b])
+      throw InvalidArgument("seqused_k", "sequence " + std::to_string(b) + " uses " + std::to_string(n) +
+                                             " keys; its rows of cu_seqlens_k hold " + std::to_string(used[b]));
+    used[b] = n;
+  }
+  return used;
+}
+
+}  // namespace
 
 TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant plant) {
   const HostTensor &q = in.at("q"), &k = in.at("k"), &v = in.at("v");
   const int64_t B = p.batch;
   const std::vector<int64_t> cu_q = read_cu_seqlens(in, "cu_seqlens_q", B, q.dim(0));
   const std::vector<int64_t> cu_k = read_cu_seqlens(in, "cu_seqlens_k", B, k.dim(0));
+  const std::vector<int64_t> used = keys_in_use(in, cu_k, B);
   const bool backward = p.direction == sdpa::Direction::backward;
   const int64_t Tq = q.dim(0), Hq = p.heads_q;
 
@@ -29,9 +58,10 @@ TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant pl
     out.emplace("O", HostTensor(p.dtype, {Tq, Hq, p.head_dim_v}));
     out.emplace("lse", HostTensor(DType::fp32, {Hq, Tq}));
   }
-  const bool dense_plant = plant != Plant::varlen_key_offset && plant != Plant::varlen_max_alignment;
+  const bool dense_plant = plant != Plant::varlen_key_offset && plant != Plant::varlen_max_alignment &&
+                           plant != Plant::varlen_seqused_ignored;
   for (int64_t b = 0; b < B; ++b) {
-    int64_t k0 = cu_k[b], lk = cu_k[b + 1] - cu_k[b];
+    int64_t k0 = cu_k[b], lk = plant == Plant::varlen_seqused_ignored ? cu_k[b + 1] - cu_k[b] : used[b];
     const int64_t q0 = cu_q[b], lq = cu_q[b + 1] - cu_q[b];
     int64_t foreign = 0;  // leading keys that belong to the previous sequence (key_offset)
     if (plant == Plant::varlen_key_offset && b > 0 && k0 > 0) --k0, ++lk, foreign = 1;

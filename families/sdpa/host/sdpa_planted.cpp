@@ -17,6 +17,8 @@
 //                                 neighbour's last key (it attends across the boundary)
 //   host.flash_varlen_max_alignment varlen: lower-right mask and window aligned by
 //                                 max_seqlen_k − max_seqlen_q, not each sequence's lengths
+//   host.flash_varlen_seqused_ignored varlen with padding rows: each sequence's whole
+//                                 cu_seqlens_k segment read as keys (seqused_k ignored)
 //   host.flash_paged_page_offset  paged: each page read from its block-table entry + 1
 //   host.flash_paged_tail_read    paged: each sequence's whole last page read as keys
 //   host.flash_splitkv_combine_log2 paged split-KV: partials combined in base 2, not e
@@ -44,6 +46,7 @@ class HostSdpaPlanted final : public Impl {
       case Plant::lse_plus_log2: return "host.flash_lse_plus_log2";
       case Plant::varlen_key_offset: return "host.flash_varlen_key_offset";
       case Plant::varlen_max_alignment: return "host.flash_varlen_max_alignment";
+      case Plant::varlen_seqused_ignored: return "host.flash_varlen_seqused_ignored";
       case Plant::paged_page_offset: return "host.flash_paged_page_offset";
       case Plant::paged_tail_read: return "host.flash_paged_tail_read";
       case Plant::splitkv_combine_log2: return "host.flash_splitkv_combine_log2";
@@ -73,7 +76,7 @@ void register_host_sdpa_planted(Registry& reg) {
   for (Plant p :
        {Plant::window_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan, Plant::pv_in_dtype,
         Plant::rowsum_in_dtype, Plant::lse_plus_log2, Plant::varlen_key_offset, Plant::varlen_max_alignment,
-        Plant::paged_page_offset, Plant::paged_tail_read, Plant::splitkv_combine_log2})
+        Plant::varlen_seqused_ignored, Plant::paged_page_offset, Plant::paged_tail_read, Plant::splitkv_combine_log2})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

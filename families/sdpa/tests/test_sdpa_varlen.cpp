@@ -1,8 +1,9 @@
 // SDPA varlen layout: the id's length lists, YAML lists and their errors, the packed inputs, the
 // references against a naive varlen forward written from the definition over the packed
 // tensors, host.flash forward and backward, its cu_seqlens checks, the planted varlen bugs
-// caught (and skipped only where they cannot change the output), and the ABI minor version that
-// keeps the layout from impls built before it.
+// caught (and skipped only where they cannot change the output), padding rows after each
+// sequence's keys (pad_k, seqused_k), and the ABI minor version that keeps the layout from impls
+// built before it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -176,7 +177,7 @@ sdpatest::Naive naive_varlen(const sdpa::Problem& p, const TensorMap& in) {
           n.o[((q0 + i) * Hq + h) * Dv + d] = acc;
         }
       }
-    q0 += sq, k0 += sk;
+    q0 += sq, k0 += sk + p.pad_k;  // the padding rows after the sequence's keys
   }
   return n;
 }
@@ -192,6 +193,11 @@ std::vector<sdpa::Problem> varlen_variants(DType t) {
   auto poison = varlen(t, 2, 1, {4, 2}, {9, 6}, 8, Mask::causal_upper_left);
   poison.poison_masked = true;
   v.push_back(poison);
+  // Padding rows after each sequence's keys (seqused_k): an empty sequence's segment is all
+  // padding; lower-right rows reach each sequence's last key, next to its padding.
+  auto pad = varlen(t, 4, 2, {3, 0, 5, 2}, {6, 4, 0, 9}, 16, Mask::causal_lower_right);
+  pad.pad_k = 3;
+  v.push_back(pad);
   return v;
 }
 
@@ -279,6 +285,86 @@ TEST(SdpaVarlenPlanted, BoundaryAndAlignmentBugsAreCaughtWhereTheyShow) {
                                   varlen(DType::bf16, 2, 2, {3, 2}, {4, 0}, 16, Mask::none));
 }
 
+TEST(SdpaVarlenPadding, IdYamlAndErrors) {
+  sdpa::Problem p = varlen(DType::bf16, 4, 2, {1, 7}, {30, 7}, 64, Mask::causal_lower_right);
+  p.pad_k = 5;
+  EXPECT_EQ(sdpa::problem_id(p), "bf16_b2_hq4_hkv2_sq1x7_sk30x7_d64_causal_lr_varlen_padk5");
+  EXPECT_EQ(sdpa::parse_problem_id(sdpa::problem_id(p)), p);
+  EXPECT_EQ(p.total_k(), 47);
+  EXPECT_EQ(sdpa::cu_seqlens_k(p), (std::vector<int64_t>{0, 35, 47}));
+  const ProblemPtr pp = family().parse(YAML::Load(
+      "{dtype: bf16, heads: {q: 4, kv: 2}, seq: {q: [1, 7], k: [30, 7]}, head_dim: 64, mask: causal_lower_right, "
+      "layout: varlen, pad_k: 5}"));
+  EXPECT_EQ(pp->as<sdpa::Problem>(), p);
+  const std::string base = "dtype: bf16, heads: 2, head_dim: 64";
+  for (const char* extra : {"seq: 8, pad_k: 2", "seq: {q: [1], k: [3]}, layout: varlen, pad_k: -1",
+                            "seq: {q: [1], k: [3]}, layout: paged, page_size: 16, pad_k: 2"}) {
+    const std::string err = parse_error("{" + base + ", " + extra + "}");
+    EXPECT_NE(err.find("pad_k"), std::string::npos) << extra << " -> '" << err << "'";
+  }
+  // seqused_k is corruptible only where it is an input: a padded varlen problem, or paged.
+  EXPECT_NE(parse_error("{" + base + ", seq: {q: [1], k: [3]}, layout: varlen, corrupt: seqused_k}").find("seqused_k"),
+            std::string::npos);
+  sdpa::Problem bad = p;
+  bad.corrupt = sdpa::Corrupt::seqused_k;
+  EXPECT_NO_THROW(bad.validate());
+  EXPECT_EQ(sdpa::contract_violation(bad)->argument, "seqused_k");
+}
+
+TEST(SdpaVarlenPadding, InputsCountPaddingInCuSeqlensKAndPoisonIt) {
+  sdpa::Problem p = varlen(DType::bf16, 2, 1, {2, 0, 3}, {4, 0, 5}, 8, Mask::none);
+  p.pad_k = 2;
+  const TensorMap in = inputs_of(p);
+  EXPECT_EQ(in.at("k").shape(), (std::vector<int64_t>{15, 1, 8}));
+  EXPECT_EQ(in.at("cu_seqlens_k").to_f64(), (std::vector<double>{0, 6, 8, 15}));
+  EXPECT_EQ(in.at("seqused_k").dtype(), DType::int32);
+  EXPECT_EQ(in.at("seqused_k").to_f64(), (std::vector<double>{4, 0, 5}));
+  for (int64_t row = 0; row < 15; ++row) {
+    const bool padding = row == 4 || row == 5 || row == 6 || row == 7 || row == 13 || row == 14;
+    EXPECT_EQ(std::isnan(in.at("k").get(row * 8 + 3)), padding) << row;
+    EXPECT_EQ(std::isnan(in.at("v").get(row * 8 + 7)), padding) << row;
+  }
+  EXPECT_EQ(inputs_of(varlen(DType::bf16, 2, 1, {2}, {4}, 8, Mask::none)).count("seqused_k"), 0u);
+  sdpa::Problem bad = p;
+  bad.corrupt = sdpa::Corrupt::seqused_k;
+  EXPECT_EQ(inputs_of(bad).at("seqused_k").get(0), 7.0);  // one past sequence 0's segment of 6 rows
+}
+
+TEST(SdpaVarlenPadding, HostFlashReadsSequsedKAndRefusesOneBeyondItsSegment) {
+  sdpa::Problem p = varlen(DType::bf16, 2, 2, {3, 4}, {5, 6}, 16, Mask::causal_lower_right);
+  p.pad_k = 2;
+  const ArchInfo host{"host", "host"};
+  const Impl* impl = builtin_registry().impl("host.flash");
+  TensorMap in = inputs_of(p);
+  in.at("seqused_k").set(1, 9);  // sequence 1's segment holds 8 rows
+  try {
+    impl->run(p, in, RunContext{&host, -1});
+    ADD_FAILURE() << "seqused_k past its segment accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.argument, "seqused_k");
+  }
+  // The padding's dK and dV rows are 0: no output depends on them.
+  p.direction = sdpa::Direction::backward;
+  const TensorMap out = impl->run(p, inputs_of(p), RunContext{&host, -1});
+  for (int64_t row : {5, 6, 13, 14})
+    for (int64_t e = 0; e < 2 * 16; ++e) ASSERT_EQ(out.at("dK").get(row * 2 * 16 + e), 0.0) << row;
+}
+
+TEST(SdpaVarlenPadding, IgnoringSequsedKIsCaughtWhereARowReachesThePadding) {
+  const ArchInfo host{"host", "host"};
+  const Impl* plant = builtin_registry().impl("host.flash_varlen_seqused_ignored");
+  for (sdpa::Problem p : varlen_variants(DType::bf16))
+    for (auto dir : {sdpa::Direction::forward, sdpa::Direction::backward}) {
+      p.direction = dir;
+      EXPECT_EQ(plant->supports(p, host).ok, p.pad_k > 0) << sdpa::problem_id(p);
+      if (p.pad_k > 0) sdpatest::expect_planted_caught("host.flash_varlen_seqused_ignored", p);
+    }
+  // Upper-left rows that end before a sequence's last key never reach its padding.
+  sdpa::Problem ul = varlen(DType::bf16, 2, 2, {3, 4}, {8, 9}, 16, Mask::causal_upper_left);
+  ul.pad_k = 4;
+  EXPECT_FALSE(plant->supports(ul, host).ok);
+}
+
 // An impl built against ABI 1.0 reads layout THD as BHSD: opcts must not give it varlen.
 int32_t yes(const void*, const void*, const opcts_arch*, char*, size_t) { return 1; }
 opcts_status never_run(const void*, const opcts_run_args*, opcts_report*) { return OPCTS_INTERNAL; }
@@ -311,6 +397,14 @@ TEST(SdpaVarlenAbi, ImplsOfAnEarlierMinorVersionSkipVarlen) {
   d.name = "test.current";
   reg.add(std::make_unique<AbiImpl>(d, &host_abi_backend()));
   EXPECT_TRUE(reg.impl("test.current")->supports(p, host).ok);
+  // A 1.2 impl knows varlen but not seqused_k: it would read the padding rows as keys.
+  sdpa::Problem padded = p;
+  padded.pad_k = 2;
+  d.abi_minor = 2;
+  d.name = "test.paged_era";
+  reg.add(std::make_unique<AbiImpl>(d, &host_abi_backend()));
+  EXPECT_TRUE(reg.impl("test.paged_era")->supports(p, host).ok);
+  EXPECT_NE(reg.impl("test.paged_era")->abi_gap(padded).find("ABI 1.3"), std::string::npos);
 }
 
 }  // namespace
