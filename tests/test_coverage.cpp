@@ -36,6 +36,30 @@ TEST(Coverage, FamiliesNameTheClassesTheirProblemsReach) {
   EXPECT_FALSE(mm.edge_classes().empty());
 }
 
+// Every family declares its classes; the conversions' and the indexing ops' follow their inputs
+// (cast: what each input kind holds; indexing: 16-bit destinations, piled-up indices).
+TEST(Coverage, ConversionsAndIndexingOpsNameTheirClasses) {
+  for (const Family* f : builtin_registry().families()) EXPECT_FALSE(f->edge_classes().empty()) << f->name();
+  const auto fnuz = classes_of("cast", "bf16_to_e4m3fnuz_satfinite_exhaustive");
+  for (const char* c : {"overflow and saturation", "tie and double rounding", "subnormals", "signed zero and FNUZ NaN"})
+    EXPECT_TRUE(has(fnuz, c)) << c;
+  EXPECT_FALSE(has(fnuz, "scale rounding mode"));
+  EXPECT_FALSE(has(fnuz, "partial tiles"));  // 65536 codes: whole blocks of 256
+  const auto e8m0 = classes_of("cast", "bf16_to_e8m0fnu_ceil_nonsaturating_exhaustive");
+  EXPECT_TRUE(has(e8m0, "scale rounding mode"));
+  EXPECT_TRUE(has(e8m0, "NaN/Inf through block scales"));
+  EXPECT_FALSE(has(e8m0, "subnormals"));  // no mantissa: no subnormal
+
+  // 301 terms on 37 rows of bf16: sums of several terms, an odd destination (37 elements).
+  const auto piled = classes_of("scatter_add", "bf16_i32_n37_m301_alllast");
+  for (const char* c : {"16-bit atomics at edges", "nondeterministic sums", "partial tiles"})
+    EXPECT_TRUE(has(piled, c)) << c;
+  const auto gather = classes_of("index_select", "bf16_i32_b2_n29_m61_h7_alllast");
+  EXPECT_FALSE(has(gather, "nondeterministic sums"));
+  EXPECT_FALSE(has(builtin_registry().family("index_select")->edge_classes(), "16-bit atomics at edges"));
+  EXPECT_TRUE(has(builtin_registry().family("index_add")->edge_classes(), "16-bit atomics at edges"));
+}
+
 Case make_case(const std::string& family, const std::string& impl, const std::string& id, const std::string& source) {
   const Family& f = *builtin_registry().family(family);
   Case c;

@@ -75,6 +75,10 @@ HostTensor make_input(const Problem& p, uint64_t seed);
 std::vector<float> edge_values(DType to);
 /// The reference output (dtype `to`): opcts's codec applied to every input (families/cast/reference.cpp).
 HostTensor reference_output(const Problem& p, const HostTensor& input);
+/// The edge classes of docs/coverage.md that apply to conversions, in report order, and those
+/// `p` reaches (families/cast/coverage.cpp; Family::edge_classes).
+std::vector<std::string> edge_classes();
+std::vector<std::string> edge_classes_of(const Problem& p);
 
 }  // namespace opcts::cast
 

@@ -16,6 +16,10 @@ class CastFamily final : public KitFamily<Problem> {
  public:
   std::string_view name() const override { return "cast"; }
   const kit::FieldTable<Problem>& fields() const override { return cast::fields(); }
+  std::vector<std::string> edge_classes() const override { return cast::edge_classes(); }
+  std::vector<std::string> edge_classes_of(const opcts::Problem& p) const override {
+    return cast::edge_classes_of(get(p));
+  }
 
   Cost cost(const opcts::Problem& pp) const override {
     const auto& p = get(pp);

@@ -31,6 +31,10 @@ class IndexingFamily final : public KitFamily<Problem> {
   explicit IndexingFamily(Op op) : op_(op) {}
   std::string_view name() const override { return indexing::to_string(op_); }
   const kit::FieldTable<Problem>& fields() const override { return indexing::fields(op_); }
+  std::vector<std::string> edge_classes() const override { return indexing::edge_classes(op_); }
+  std::vector<std::string> edge_classes_of(const opcts::Problem& p) const override {
+    return indexing::edge_classes_of(get(p));
+  }
   // Bump when the reference, its bounds or the inputs change: cached references are recomputed.
   std::string reference_version() const override { return "indexing-ref-5"; }
 

@@ -111,6 +111,11 @@ const kit::FieldTable<Problem>& fields(Op op);
 
 /// The first break of the argument contract: {"index", why} for a bad_index, else nullopt.
 std::optional<Violation> contract_violation(const Problem& p);
+/// The edge classes of docs/coverage.md that apply to an op (the atomics' two not to
+/// index_select), in report order, and those `p` reaches (families/indexing/coverage.cpp;
+/// Family::edge_classes).
+std::vector<std::string> edge_classes(Op op);
+std::vector<std::string> edge_classes_of(const Problem& p);
 
 /// The inputs (see the file comment), a pure function of (problem, seed).
 TensorMap make_inputs(const Problem& p, uint64_t seed);
