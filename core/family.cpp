@@ -4,24 +4,18 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/spellings.hpp"
 #include "numerics/rng.hpp"
 
 namespace opcts {
 
-std::string_view to_string(Tier t) {
-  switch (t) {
-    case Tier::smoke: return "smoke";
-    case Tier::default_: return "default";
-    case Tier::full: return "full";
-  }
-  return "?";
-}
+constexpr Spellings<Tier, 3> kTiers{{{Tier::smoke, "smoke"}, {Tier::default_, "default"}, {Tier::full, "full"}}};
+
+std::string_view to_string(Tier t) { return kTiers.of(t); }
 
 Tier parse_tier(std::string_view s) {
-  if (s == "smoke") return Tier::smoke;
-  if (s == "default") return Tier::default_;
-  if (s == "full") return Tier::full;
-  throw std::invalid_argument("unknown tier '" + std::string(s) + "' (expected smoke, default or full)");
+  if (const auto t = kTiers.parse(s)) return *t;
+  throw std::invalid_argument("unknown tier '" + std::string(s) + "' (expected " + kTiers.joined(" or ") + ")");
 }
 
 std::string bound_key(std::string_view output, std::string_view accumulation) {

@@ -299,6 +299,18 @@ Field<P> choice(std::string key, E P::*member, std::vector<Choice<E>> choices, b
   return f;
 }
 
+/// A negative case's planted defect, YAML key `defect`: the choice with an empty token is the
+/// default (no defect, left out of ids); each other one is in the id as `defect_<token>`, last
+/// but for expect_error (id pattern [defect_D]).
+template <class P, class E>
+Field<P> defect_choice(E P::*member, std::vector<Choice<E>> choices) {
+  for (auto& c : choices)
+    if (!c.id.empty()) c.id = "defect_" + c.id;
+  Field<P> f = choice<P, E>("defect", member, std::move(choices));
+  f.id = "[defect_D]";
+  return f;
+}
+
 /// The choices of an ABI enum, from its one name table (core/abi_enum.hpp), in the table's order.
 template <class E>
 std::vector<Choice<E>> choices_of() {

@@ -7,28 +7,21 @@
 #include <stdexcept>
 
 #include "core/output_guard.hpp"
+#include "core/spellings.hpp"
 
 namespace opcts {
 
-std::string_view to_string(Metric m) {
-  switch (m) {
-    case Metric::bitexact: return "bitexact";
-    case Metric::exact: return "exact";
-    case Metric::allclose: return "allclose";
-    case Metric::ref_relative: return "ref_relative";
-    case Metric::bounded: return "bounded";
-  }
-  return "?";
-}
+constexpr Spellings<Metric, 5> kMetrics{{{Metric::bitexact, "bitexact"},
+                                         {Metric::exact, "exact"},
+                                         {Metric::allclose, "allclose"},
+                                         {Metric::ref_relative, "ref_relative"},
+                                         {Metric::bounded, "bounded"}}};
+
+std::string_view to_string(Metric m) { return kMetrics.of(m); }
 
 Metric parse_metric(std::string_view s) {
-  if (s == "bitexact") return Metric::bitexact;
-  if (s == "exact") return Metric::exact;
-  if (s == "allclose") return Metric::allclose;
-  if (s == "ref_relative") return Metric::ref_relative;
-  if (s == "bounded") return Metric::bounded;
-  throw std::invalid_argument("unknown metric '" + std::string(s) +
-                              "' (expected bitexact, exact, allclose, ref_relative or bounded)");
+  if (const auto m = kMetrics.parse(s)) return *m;
+  throw std::invalid_argument("unknown metric '" + std::string(s) + "' (expected " + kMetrics.joined(" or ") + ")");
 }
 
 namespace {

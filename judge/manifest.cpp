@@ -13,21 +13,20 @@
 #include <set>
 
 #include "core/glob.hpp"
+#include "core/spellings.hpp"
 #include "core/yaml_util.hpp"
 
 namespace opcts {
 
 namespace fs = std::filesystem;
 
-std::string_view to_string(EntryKind k) {
-  switch (k) {
-    case EntryKind::skip: return "skip";
-    case EntryKind::xfail: return "xfail";
-    case EntryKind::flaky: return "flaky";
-    case EntryKind::tolerance: return "tolerance";
-  }
-  return "?";
-}
+// Each kind's name, which is also its list's key in a manifest file.
+constexpr Spellings<EntryKind, 4> kEntryKinds{{{EntryKind::skip, "skip"},
+                                               {EntryKind::xfail, "xfail"},
+                                               {EntryKind::flaky, "flaky"},
+                                               {EntryKind::tolerance, "tolerance"}}};
+
+std::string_view to_string(EntryKind k) { return kEntryKinds.of(k); }
 
 bool is_tracking_reference(const std::string& s) {
   // A URL; owner/repo#N or repo#N; "issue N"; a Markdown page of this repository with an
@@ -250,14 +249,10 @@ void load_into(const std::string& path, std::vector<ManifestEntry>& out, std::st
   const std::string own_arch = root["arch"] ? text_of(path, root, "arch") : "";
   if (arch) *arch = own_arch;
   if (root["description"]) text_of(path, root, "description");
-  const std::pair<const char*, EntryKind> kinds[] = {{"skip", EntryKind::skip},
-                                                     {"xfail", EntryKind::xfail},
-                                                     {"flaky", EntryKind::flaky},
-                                                     {"tolerance", EntryKind::tolerance}};
-  for (const auto& [key, kind] : kinds) {
+  for (const auto& [kind, name] : kEntryKinds.rows) {
+    const std::string key(name);
     if (!root[key]) continue;
-    for (const auto& n : require_list(path, root[key], std::string("'") + key + "'"))
-      out.push_back(parse_entry(path, kind, n));
+    for (const auto& n : require_list(path, root[key], "'" + key + "'")) out.push_back(parse_entry(path, kind, n));
   }
   if (root["extends"]) {
     for (const auto& x : require_list(path, root["extends"], "'extends' (a list of manifest names or paths)")) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "core/spellings.hpp"
 #include "refimpl/isa/gemm_levels.hpp"
 
 namespace opcts::ref {
@@ -58,26 +59,21 @@ std::atomic<uint64_t> g_flops_f64{0}, g_flops_f32{0};
 
 }  // namespace
 
-std::string_view to_string(IsaLevel l) {
-  switch (l) {
-    case IsaLevel::base: return "base";
-    case IsaLevel::v2: return "x86-64-v2";
-    case IsaLevel::v3: return "x86-64-v3";
-    case IsaLevel::v4: return "x86-64-v4";
-  }
-  return "?";
-}
+constexpr Spellings<IsaLevel, 4> kIsaLevels{
+    {{IsaLevel::base, "base"}, {IsaLevel::v2, "x86-64-v2"}, {IsaLevel::v3, "x86-64-v3"}, {IsaLevel::v4, "x86-64-v4"}}};
+
+std::string_view to_string(IsaLevel l) { return kIsaLevels.of(l); }
 
 IsaLevel parse_isa_level(std::string_view s) {
-  for (IsaLevel l : {IsaLevel::base, IsaLevel::v2, IsaLevel::v3, IsaLevel::v4})
-    if (s == to_string(l) || (l != IsaLevel::base && s == to_string(l).substr(7))) return l;
-  throw std::invalid_argument("unknown ISA level '" + std::string(s) +
-                              "' (expected base, x86-64-v2, x86-64-v3, x86-64-v4)");
+  // "v2" for "x86-64-v2": the level without its 7-letter "x86-64-" prefix.
+  for (const auto& [l, text] : kIsaLevels.rows)
+    if (s == text || (l != IsaLevel::base && s == text.substr(7))) return l;
+  throw std::invalid_argument("unknown ISA level '" + std::string(s) + "' (expected " + kIsaLevels.joined(", ") + ")");
 }
 
 std::vector<IsaLevel> supported_isa_levels() {
   std::vector<IsaLevel> out;
-  for (IsaLevel l : {IsaLevel::base, IsaLevel::v2, IsaLevel::v3, IsaLevel::v4})
+  for (IsaLevel l : kIsaLevels.values())
     if (cpu_has(l)) out.push_back(l);
   return out;
 }

@@ -7,6 +7,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/spellings.hpp"
+
 namespace opcts::quant {
 
 namespace {
@@ -137,20 +139,16 @@ Scheme parse_scheme(std::string_view text) {
   throw std::invalid_argument("quant: unknown scheme '" + std::string(text) + "'; known: " + known);
 }
 
-std::string_view to_string(ScaleLayout l) {
-  switch (l) {
-    case ScaleLayout::row_major: return "row_major";
-    case ScaleLayout::column_major: return "column_major";
-    case ScaleLayout::swizzled: return "swizzled";
-  }
-  return "?";
-}
+constexpr Spellings<ScaleLayout, 3> kScaleLayouts{{{ScaleLayout::row_major, "row_major"},
+                                                   {ScaleLayout::column_major, "column_major"},
+                                                   {ScaleLayout::swizzled, "swizzled"}}};
+
+std::string_view to_string(ScaleLayout l) { return kScaleLayouts.of(l); }
 
 ScaleLayout parse_scale_layout(std::string_view text) {
-  for (ScaleLayout l : {ScaleLayout::row_major, ScaleLayout::column_major, ScaleLayout::swizzled})
-    if (text == to_string(l)) return l;
+  if (const auto l = kScaleLayouts.parse(text)) return *l;
   throw std::invalid_argument("quant: unknown scale layout '" + std::string(text) +
-                              "'; known: row_major, column_major, swizzled");
+                              "'; known: " + kScaleLayouts.joined(", "));
 }
 
 bool layout_supported(const Scheme& s, ScaleLayout l) {

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -285,22 +286,23 @@ struct Counts {
 
 // ---- reading ----
 
-double parse_double(const std::string& s, const std::string& what) {
-  double v = 0;
+// A whole property value as T; `kind` ("a number", "an integer") words the error.
+template <class T>
+T parse_property(const std::string& s, const std::string& what, const char* kind) {
+  T v = 0;
   const char* end = s.data() + s.size();
   const auto [p, ec] = std::from_chars(s.data(), end, v);
   if (ec != std::errc() || p != end || s.empty())
-    throw std::runtime_error(fmt::format("property '{}' is not a number: '{}'", what, s));
+    throw std::runtime_error(fmt::format("property '{}' is not {}: '{}'", what, kind, s));
   return v;
 }
 
+double parse_double(const std::string& s, const std::string& what) {
+  return parse_property<double>(s, what, "a number");
+}
+
 int64_t parse_int(const std::string& s, const std::string& what) {
-  int64_t v = 0;
-  const char* end = s.data() + s.size();
-  const auto [p, ec] = std::from_chars(s.data(), end, v);
-  if (ec != std::errc() || p != end || s.empty())
-    throw std::runtime_error(fmt::format("property '{}' is not an integer: '{}'", what, s));
-  return v;
+  return parse_property<int64_t>(s, what, "an integer");
 }
 
 std::vector<int64_t> parse_index(const std::string& s, const std::string& what) {
@@ -329,21 +331,31 @@ void set_worst_field(WorstElement& w, const std::string& field, const std::strin
   else if (field == "want") w.want = parse_double(value, name);
 }
 
+// An output's numeric properties by the names write_junit gives them: integers, then reals.
+constexpr std::pair<std::string_view, int64_t OutputStats::*> kOutputCounts[] = {
+    {"elements", &OutputStats::elements},
+    {"mismatches", &OutputStats::mismatches},
+    {"conservation_off", &OutputStats::conservation_off},
+};
+constexpr std::pair<std::string_view, double OutputStats::*> kOutputReals[] = {
+    {"max_abs_err", &OutputStats::max_abs_err},
+    {"max_rel_err", &OutputStats::max_rel_err},
+    {"bound", &OutputStats::bound},
+    {"lowp_err", &OutputStats::lowp_err},
+    {"max_ratio", &OutputStats::max_ratio},
+    {"slope", &OutputStats::slope},
+    {"slope_lo", &OutputStats::slope_lo},
+    {"slope_hi", &OutputStats::slope_hi},
+    {"energy_ratio", &OutputStats::energy_ratio},
+};
+
 void set_output_field(OutputStats& o, const std::string& field, const std::string& value, const std::string& name) {
   if (field == "metric") o.metric = value;
   else if (field == "rule") o.rule = value;
-  else if (field == "elements") o.elements = parse_int(value, name);
-  else if (field == "max_abs_err") o.max_abs_err = parse_double(value, name);
-  else if (field == "max_rel_err") o.max_rel_err = parse_double(value, name);
-  else if (field == "bound") o.bound = parse_double(value, name);
-  else if (field == "lowp_err") o.lowp_err = parse_double(value, name);
-  else if (field == "mismatches") o.mismatches = parse_int(value, name);
-  else if (field == "max_ratio") o.max_ratio = parse_double(value, name);
-  else if (field == "slope") o.slope = parse_double(value, name);
-  else if (field == "slope_lo") o.slope_lo = parse_double(value, name);
-  else if (field == "slope_hi") o.slope_hi = parse_double(value, name);
-  else if (field == "conservation_off") o.conservation_off = parse_int(value, name);
-  else if (field == "energy_ratio") o.energy_ratio = parse_double(value, name);
+  for (const auto& [prop, member] : kOutputCounts)
+    if (field == prop) o.*member = parse_int(value, name);
+  for (const auto& [prop, member] : kOutputReals)
+    if (field == prop) o.*member = parse_double(value, name);
 }
 
 // A lean testcase's outcome where it has no `outcome` property: PASS without a result element,

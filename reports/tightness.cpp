@@ -161,33 +161,39 @@ std::string id_list(const std::vector<std::string>& ids) {
   return s;
 }
 
+// What each list of the report opens with: its heading, a paragraph saying what it lists, and its
+// table's header (the columns, then the alignment row).
+std::string section_head(std::string_view title, std::string_view intro, std::string_view table_header) {
+  return fmt::format("\n## {}\n\n{}\n\n{}", title, intro, table_header);
+}
+
 }  // namespace
 
 std::string tightness_report_markdown(const std::vector<ResultRecord>& records) {
   std::string md = tightness_markdown(tightness(records));
   const auto loosest = loosest_cases(records);
-  md +=
-      "\n## Loosest case per impl and output\n\nThe passing case whose bound is the most times its error: a bug "
-      "that many times a correct device's error passes there.\n\n| family | impl | output | case | bound÷error |\n"
-      "|---|---|---|---|---:|\n";
+  md += section_head("Loosest case per impl and output",
+                     "The passing case whose bound is the most times its error: a bug that many times a correct "
+                     "device's error passes there.",
+                     "| family | impl | output | case | bound÷error |\n|---|---|---|---|---:|\n");
   for (const auto& l : loosest)
     md += fmt::format("| {} | {} | {} | `{}` | {:.3g} |\n", markdown_cell(l.family), markdown_cell(l.impl),
                       markdown_cell(l.out), markdown_cell(l.id), l.bound_over_error);
   if (loosest.empty()) md += "| (no passing case with an error) | | | | |\n";
   if (const auto energy = energy_tightness(records); !energy.empty()) {
-    md +=
-        "\n## Error energy\n\nWhere an output's reference gives an error-energy check: the root of the summed "
-        "squared errors ÷ its limit over the passing cases (judge/error_energy.hpp).\n\n"
-        "| family | impl | output | cases | median | p99 | max |\n|---|---|---|---:|---:|---:|---:|\n";
+    md += section_head("Error energy",
+                       "Where an output's reference gives an error-energy check: the root of the summed squared "
+                       "errors ÷ its limit over the passing cases (judge/error_energy.hpp).",
+                       "| family | impl | output | cases | median | p99 | max |\n|---|---|---|---:|---:|---:|---:|\n");
     for (const auto& e : energy)
       md += fmt::format("| {} | {} | {} | {} | {:.3g} | {:.3g} | {:.3g} |\n", markdown_cell(e.family),
                         markdown_cell(e.impl), markdown_cell(e.out), e.cases, e.median, e.p99, e.max);
   }
   const auto planted = planted_bugs(records);
-  md +=
-      "\n## Planted bugs\n\nEach planted impl must FAIL on every case it runs (SKIP: problems its bug "
-      "cannot show on).\n\n| family | planted impl | cases | skipped | run | caught | not caught | neither |\n"
-      "|---|---|---:|---:|---:|---:|---|---|\n";
+  md += section_head("Planted bugs",
+                     "Each planted impl must FAIL on every case it runs (SKIP: problems its bug cannot show on).",
+                     "| family | planted impl | cases | skipped | run | caught | not caught | neither |\n"
+                     "|---|---|---:|---:|---:|---:|---|---|\n");
   for (const auto& p : planted)
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(p.family), markdown_cell(p.impl),
                       p.cases, p.skipped, p.run, p.caught,

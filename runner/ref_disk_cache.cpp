@@ -75,17 +75,22 @@ bool get_values(Reader& r, std::vector<double>& v) {
   return true;
 }
 
-bool get_maps(Reader& r, Maps& m) {
+// A name -> entry map as put_* wrote it: its size (at most 1024 entries), then each name (at
+// most 4096 bytes) and entry, read by get_entry(r, entry). False on a short or implausible file.
+template <class M, class GetEntry>
+bool get_named(Reader& r, M& m, GetEntry get_entry) {
   uint64_t n = 0;
   if (!r.get(n) || n > 1024) return false;
   for (uint64_t i = 0; i < n; ++i) {
     std::string name;
-    std::vector<double> v;
-    if (!r.get_str(name, 4096) || !get_values(r, v)) return false;
-    m.emplace(std::move(name), std::move(v));
+    typename M::mapped_type e;
+    if (!r.get_str(name, 4096) || !get_entry(r, e)) return false;
+    m.emplace(std::move(name), std::move(e));
   }
   return true;
 }
+
+bool get_maps(Reader& r, Maps& m) { return get_named(r, m, get_values); }
 
 using Reductions = std::map<std::string, ReductionStats>;
 
@@ -117,29 +122,24 @@ void put_reductions(std::string& out, const Reductions& m) {
   }
 }
 
-bool get_reductions(Reader& r, Reductions& m) {
-  uint64_t n = 0;
-  if (!r.get(n) || n > 1024) return false;
-  for (uint64_t i = 0; i < n; ++i) {
-    std::string name;
-    ReductionStats st;
-    int64_t terms = 0;
-    uint8_t zero_mean = 0, ragged = 0;
-    int32_t bits = 0, term_bits = 0;
-    if (!r.get_str(name, 4096) || !r.get(terms) || !r.get(zero_mean) || !r.get(ragged) || !r.get(bits) ||
-        !r.get(term_bits) || !r.get(st.extra_rel) || !r.get(st.extra_abs))
-      return false;
-    st.terms = terms;
-    st.zero_mean = zero_mean != 0;
-    st.ragged = ragged != 0;
-    st.exact_term_bits = bits;
-    st.term_bits = term_bits;
-    for (auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude, &st.offset})
-      if (!get_values(r, *v)) return false;
-    m.emplace(std::move(name), std::move(st));
-  }
+bool get_reduction(Reader& r, ReductionStats& st) {
+  int64_t terms = 0;
+  uint8_t zero_mean = 0, ragged = 0;
+  int32_t bits = 0, term_bits = 0;
+  if (!r.get(terms) || !r.get(zero_mean) || !r.get(ragged) || !r.get(bits) || !r.get(term_bits) ||
+      !r.get(st.extra_rel) || !r.get(st.extra_abs))
+    return false;
+  st.terms = terms;
+  st.zero_mean = zero_mean != 0;
+  st.ragged = ragged != 0;
+  st.exact_term_bits = bits;
+  st.term_bits = term_bits;
+  for (auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude, &st.offset})
+    if (!get_values(r, *v)) return false;
   return true;
 }
+
+bool get_reductions(Reader& r, Reductions& m) { return get_named(r, m, get_reduction); }
 
 // Writes `data` to the new file `path`, checked through write, fsync and close (a full disk
 // may only show at fsync or close) and against the size it must have: "" or why it failed.
@@ -186,23 +186,16 @@ void put_conservations(std::string& out, const Conservations& m) {
   }
 }
 
-bool get_conservations(Reader& r, Conservations& m) {
-  uint64_t n = 0;
-  if (!r.get(n) || n > 1024) return false;
-  for (uint64_t i = 0; i < n; ++i) {
-    std::string name;
-    Conservation c;
-    int64_t group = 0;
-    if (!r.get_str(name, 4096) || !r.get(group) || !r.get(c.total_sum) || !r.get(c.total_below) ||
-        !r.get(c.total_above))
-      return false;
-    c.group = group;
-    for (auto* v : {&c.sum, &c.below, &c.above})
-      if (!get_values(r, *v)) return false;
-    m.emplace(std::move(name), std::move(c));
-  }
+bool get_conservation(Reader& r, Conservation& c) {
+  int64_t group = 0;
+  if (!r.get(group) || !r.get(c.total_sum) || !r.get(c.total_below) || !r.get(c.total_above)) return false;
+  c.group = group;
+  for (auto* v : {&c.sum, &c.below, &c.above})
+    if (!get_values(r, *v)) return false;
   return true;
 }
+
+bool get_conservations(Reader& r, Conservations& m) { return get_named(r, m, get_conservation); }
 
 using Energies = std::map<std::string, ErrorEnergy>;
 
@@ -218,22 +211,16 @@ void put_energies(std::string& out, const Energies& m) {
   }
 }
 
-bool get_energies(Reader& r, Energies& m) {
-  uint64_t n = 0;
-  if (!r.get(n) || n > 1024) return false;
-  for (uint64_t i = 0; i < n; ++i) {
-    std::string name;
-    ErrorEnergy e;
-    uint64_t sources = 0;
-    if (!r.get_str(name, 4096) || !r.get(e.fixed) || !r.get(sources) || sources > 64) return false;
-    e.sources.resize(sources);
-    for (ErrorEnergy::Source& s : e.sources)
-      if (!r.get(s.trace) || !r.get(s.trace_sq) || !r.get(s.spectral)) return false;
-    if (!get_values(r, e.weight)) return false;
-    m.emplace(std::move(name), std::move(e));
-  }
-  return true;
+bool get_energy(Reader& r, ErrorEnergy& e) {
+  uint64_t sources = 0;
+  if (!r.get(e.fixed) || !r.get(sources) || sources > 64) return false;
+  e.sources.resize(sources);
+  for (ErrorEnergy::Source& s : e.sources)
+    if (!r.get(s.trace) || !r.get(s.trace_sq) || !r.get(s.spectral)) return false;
+  return get_values(r, e.weight);
 }
+
+bool get_energies(Reader& r, Energies& m) { return get_named(r, m, get_energy); }
 
 }  // namespace
 

@@ -76,12 +76,7 @@ TEST(CliSuggest, MistypedSubcommandsAndFlagsGetASuggestion) {
 // No output flag: the merge would write nothing and succeed; it is an error instead.
 TEST(CliMerge, WithoutAnOutputIsAnError) {
   const std::string dir = testutil::temp_dir();
-  ResultRecord r;
-  r.id = "cast.host_cvt/x";
-  r.family = "cast";
-  r.arch = "host";
-  r.outcome = r.raw_outcome = Outcome::PASS;
-  testutil::write(dir, "r.jsonl", to_json_line(r) + "\n");
+  testutil::write(dir, "r.jsonl", to_json_line(testutil::passing_record()) + "\n");
   EXPECT_TRUE(exits_with(sh(kOpcts + " report merge " + dir + "/r.jsonl"), 2,
                          "report merge writes nothing: give --junit, --summary or --results"));
 }

@@ -154,16 +154,20 @@ TEST(CodecCudaFp8, FloatPathOnEveryFp16Bf16AndAFewMillionFp32) {
     }
 }
 
-TEST(CodecCudaFp8, HalfrawPathOnEveryFp16) {
+// Every code of a 16-bit format (Raw: __half_raw or __nv_bfloat16_raw, `value_of` its value)
+// converted by cuda_fp8.h's raw-input path `cvt` to each fp8 format under each policy: the
+// result must be what predicted_cuda_fp8 says of our encoding of the same value.
+template <class Raw, class ValueOf, class Cvt>
+void expect_raw_path_on_every_code(ValueOf value_of, Cvt cvt) {
   for (const auto& f : kFp8)
     for (auto ov : kPolicies) {
       Mismatches mm;
       for (uint32_t i = 0; i < 0x10000; ++i) {
-        __half_raw h;
-        h.x = static_cast<uint16_t>(i);
-        const double x = fp16_value(h.x);
+        Raw r;
+        r.x = static_cast<uint16_t>(i);
+        const double x = value_of(r.x);
         const uint8_t ours = static_cast<uint8_t>(encode_format(x, fmt(f.opcts), ov));
-        const uint8_t cuda = __nv_cvt_halfraw_to_fp8(h, cuda_sat(ov), f.cuda);
+        const uint8_t cuda = cvt(r, cuda_sat(ov), f.cuda);
         if (cuda != predicted_cuda_fp8(static_cast<float>(x), ours))
           mm.add(hex(i) + " cuda " + hex(cuda) + " opcts " + hex(ours));
       }
@@ -171,20 +175,15 @@ TEST(CodecCudaFp8, HalfrawPathOnEveryFp16) {
     }
 }
 
+TEST(CodecCudaFp8, HalfrawPathOnEveryFp16) {
+  expect_raw_path_on_every_code<__half_raw>(
+      fp16_value, [](__half_raw h, __nv_saturation_t sat, auto kind) { return __nv_cvt_halfraw_to_fp8(h, sat, kind); });
+}
+
 TEST(CodecCudaFp8, Bfloat16rawPathOnEveryBf16) {
-  for (const auto& f : kFp8)
-    for (auto ov : kPolicies) {
-      Mismatches mm;
-      for (uint32_t i = 0; i < 0x10000; ++i) {
-        __nv_bfloat16_raw b;
-        b.x = static_cast<uint16_t>(i);
-        const float x = bf16_to_float(b.x);
-        const uint8_t ours = static_cast<uint8_t>(encode_format(x, fmt(f.opcts), ov));
-        const uint8_t cuda = __nv_cvt_bfloat16raw_to_fp8(b, cuda_sat(ov), f.cuda);
-        if (cuda != predicted_cuda_fp8(x, ours)) mm.add(hex(i) + " cuda " + hex(cuda) + " opcts " + hex(ours));
-      }
-      EXPECT_EQ(mm.count, 0u) << f.label << " " << name(ov) << "\n" << mm.first;
-    }
+  expect_raw_path_on_every_code<__nv_bfloat16_raw>(
+      bf16_to_float,
+      [](__nv_bfloat16_raw b, __nv_saturation_t sat, auto kind) { return __nv_cvt_bfloat16raw_to_fp8(b, sat, kind); });
 }
 
 // Agreements worth stating: the thresholds and Inf/overflow policies of cuda_fp8.h's

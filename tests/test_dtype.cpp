@@ -162,30 +162,28 @@ TEST(DtypeBf16, EncodeFromFp32MatchesBitTwiddlingReferenceOnEdges) {
   }
 }
 
-TEST(DtypeFp16, EncodeFromFp32MatchesReferenceOnRandomPatterns) {
-  uint64_t s = 0x0DDBA11;
+// Two million random fp32 patterns from `seed`: `encode` must give `reference`'s 16-bit code
+// (any NaN for a NaN; `mant_bits` is the format's mantissa width). Stops after ten failures.
+void expect_encode_matches_on_random_patterns(uint64_t seed, uint16_t (*reference)(float), uint16_t (*encode)(float),
+                                              int mant_bits) {
+  uint64_t s = seed;
   int failures = 0;
   for (int k = 0; k < 2'000'000 && failures < 10; ++k) {
     const float x = f32(static_cast<uint32_t>(splitmix(s)));
-    const uint16_t want = ref_fp32_to_fp16(x), got = fp32_to_fp16_bits(x);
-    const bool ok = is_nan_code16(want, 10) ? is_nan_code16(got, 10) : got == want;
+    const uint16_t want = reference(x), got = encode(x);
+    const bool ok = is_nan_code16(want, mant_bits) ? is_nan_code16(got, mant_bits) : got == want;
     failures += !ok;
     EXPECT_TRUE(ok) << "x bits 0x" << std::hex << std::bit_cast<uint32_t>(x) << ": got 0x" << got << ", want 0x"
                     << want;
   }
 }
 
+TEST(DtypeFp16, EncodeFromFp32MatchesReferenceOnRandomPatterns) {
+  expect_encode_matches_on_random_patterns(0x0DDBA11, ref_fp32_to_fp16, fp32_to_fp16_bits, 10);
+}
+
 TEST(DtypeBf16, EncodeFromFp32MatchesReferenceOnRandomPatterns) {
-  uint64_t s = 0xB16B00B5;
-  int failures = 0;
-  for (int k = 0; k < 2'000'000 && failures < 10; ++k) {
-    const float x = f32(static_cast<uint32_t>(splitmix(s)));
-    const uint16_t want = ref_fp32_to_bf16(x), got = fp32_to_bf16_bits(x);
-    const bool ok = is_nan_code16(want, 7) ? is_nan_code16(got, 7) : got == want;
-    failures += !ok;
-    EXPECT_TRUE(ok) << "x bits 0x" << std::hex << std::bit_cast<uint32_t>(x) << ": got 0x" << got << ", want 0x"
-                    << want;
-  }
+  expect_encode_matches_on_random_patterns(0xB16B00B5, ref_fp32_to_bf16, fp32_to_bf16_bits, 7);
 }
 
 // The 16-bit forms work on the bits (numerics/dtype.cpp); encode() and round_to() go through the

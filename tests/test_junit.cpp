@@ -249,12 +249,17 @@ TEST(Junit, SameRecordNoticesADifference) {
   }
 }
 
+// every_outcome() written as JUnit, with every detail, under the test suite name `suite` into
+// this test's folder, and read back into `doc`: false when the file does not parse.
+bool load_every_outcome(pugi::xml_document& doc, const std::string& suite) {
+  const auto path = (test_dir() / "r.xml").string();
+  write_junit(every_outcome(), path, suite, JunitDetail::all);
+  return static_cast<bool>(doc.load_file(path.c_str()));
+}
+
 TEST(Junit, CountsAndNamesFollowTheMapping) {
-  const auto dir = test_dir();
-  const auto path = (dir / "r.xml").string();
-  write_junit(every_outcome(), path, "opcts sm90", JunitDetail::all);
   pugi::xml_document doc;
-  ASSERT_TRUE(doc.load_file(path.c_str()));
+  ASSERT_TRUE(load_every_outcome(doc, "opcts sm90"));
   auto root = doc.child("testsuites");
   EXPECT_STREQ(root.attribute("name").value(), "opcts sm90");
   EXPECT_EQ(root.attribute("tests").as_int(), 8);
@@ -342,11 +347,8 @@ TEST(Junit, CountsAndNamesFollowTheMapping) {
 }
 
 TEST(Junit, XfailIsSkippedWithTypeXfailAndXpassIsAFailure) {
-  const auto dir = test_dir();
-  const auto path = (dir / "r.xml").string();
-  write_junit(every_outcome(), path, "s", JunitDetail::all);
   pugi::xml_document doc;
-  ASSERT_TRUE(doc.load_file(path.c_str()));
+  ASSERT_TRUE(load_every_outcome(doc, "s"));
   auto xfail = find_case(doc, "cuda_flash/e4m3_xfail");
   ASSERT_TRUE(xfail.child("skipped"));
   EXPECT_FALSE(xfail.child("failure"));

@@ -77,13 +77,7 @@ TEST(OutputFiles, TheSameFileForTwoOutputsIsAnError) {
 
 TEST(OutputFiles, MergeWritesAllReportsOrNone) {
   const fs::path dir = testutil::temp_dir();
-  ResultRecord rec;
-  rec.id = "cast.host_cvt/x";
-  rec.family = "cast";
-  rec.impl = "host.cvt";
-  rec.arch = "host";
-  rec.outcome = rec.raw_outcome = Outcome::PASS;
-  std::ofstream(dir / "in.jsonl") << to_json_line(rec) << "\n";
+  std::ofstream(dir / "in.jsonl") << to_json_line(testutil::passing_record()) << "\n";
   std::ofstream(dir / "j.xml") << "old";
   const std::string merge = std::string(OPCTS_BINARY) + " report merge " + (dir / "in.jsonl").string();
   const Shell full = sh(merge + " --junit " + (dir / "j.xml").string() + " --summary /dev/full");

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "app/builtins.hpp"
 #include "app/plugins.hpp"
@@ -22,6 +23,20 @@ using testutil::sh;
 const std::string kOpcts = OPCTS_BINARY;
 const std::string kExample = OPCTS_EXAMPLE_PLUGIN;
 std::string bad(const char* name) { return std::string(OPCTS_BAD_PLUGIN_DIR) + "/" + name + ".so"; }
+
+// A host run of the example plugin's smoke cases that `filters` (--filter options) select: its
+// output (the run must exit 0) and the records of its results file.
+struct ExampleRun {
+  std::string output;
+  std::vector<ResultRecord> records;
+};
+ExampleRun run_example(const std::string& filters) {
+  const auto dir = testutil::temp_dir();
+  const auto r = sh(kOpcts + " run --arch host --tier smoke --plugin " + kExample + " " + filters + " --results " +
+                    dir + "/r.jsonl");
+  EXPECT_EQ(r.status, 0) << r.output;
+  return {r.output, read_results_file(dir + "/r.jsonl")};
+}
 
 TEST(Plugins, TheExampleRegistersItsImplsNextToTheBuiltIns) {
   Registry reg;
@@ -40,13 +55,9 @@ TEST(Plugins, TheExampleRegistersItsImplsNextToTheBuiltIns) {
 }
 
 TEST(Plugins, ExampleCasesRunAndPassOnTheHost) {
-  const auto dir = testutil::temp_dir();
-  const auto r =
-      sh(kOpcts + " run --arch host --tier smoke --plugin " + kExample +
-         " --filter 'sdpa.example_sdpa/*' --filter 'scaled_mm.example_scaled_mm/*' --results " + dir + "/r.jsonl");
-  EXPECT_EQ(r.status, 0) << r.output;
+  const ExampleRun r = run_example("--filter 'sdpa.example_sdpa/*' --filter 'scaled_mm.example_scaled_mm/*'");
   int pass = 0, skip = 0, negative = 0;
-  for (const auto& rec : read_results_file(dir + "/r.jsonl")) {
+  for (const auto& rec : r.records) {
     EXPECT_TRUE(rec.outcome == Outcome::PASS || rec.outcome == Outcome::SKIP) << rec.id << ": " << rec.message;
     pass += rec.outcome == Outcome::PASS;
     skip += rec.outcome == Outcome::SKIP;
@@ -64,13 +75,9 @@ TEST(Plugins, ExampleCasesRunAndPassOnTheHost) {
 // it refuses bad cu_seqlens by name) and is never handed a paged one (1.2), not even a negative
 // case, whose run would be asked before any supports(): it would read the PAGED layout as BHSD.
 TEST(Plugins, TheExampleRunsVarlenAndIsNeverHandedAPagedProblem) {
-  const auto dir = testutil::temp_dir();
-  const auto r =
-      sh(kOpcts + " run --arch host --tier smoke --plugin " + kExample +
-         " --filter 'sdpa.example_sdpa/*_varlen*' --filter 'sdpa.example_sdpa/*_paged*' --results " + dir + "/r.jsonl");
-  EXPECT_EQ(r.status, 0) << r.output;
+  const ExampleRun r = run_example("--filter 'sdpa.example_sdpa/*_varlen*' --filter 'sdpa.example_sdpa/*_paged*'");
   int varlen = 0, varlen_negative = 0, paged = 0, paged_negative = 0;
-  for (const auto& rec : read_results_file(dir + "/r.jsonl")) {
+  for (const auto& rec : r.records) {
     const bool negative = rec.id.find("_corrupt_") != std::string::npos;
     if (rec.id.find("_paged") != std::string::npos) {
       EXPECT_EQ(rec.outcome, Outcome::SKIP) << rec.id;

@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "core/result.hpp"
 #include "core/yaml_util.hpp"
 
 namespace opcts::testutil {
@@ -68,6 +69,18 @@ inline std::string write(const std::string& dir, const std::string& name, const 
   const std::string p = (std::filesystem::path(dir) / name).string();
   std::ofstream(p) << text;
   return p;
+}
+
+/// One passing record of cast's host.cvt on the host: the least a results file needs to hold for
+/// `opcts report merge` to read it.
+inline ResultRecord passing_record() {
+  ResultRecord r;
+  r.id = "cast.host_cvt/x";
+  r.family = "cast";
+  r.impl = "host.cvt";
+  r.arch = "host";
+  r.outcome = r.raw_outcome = Outcome::PASS;
+  return r;
 }
 
 /// Three tiny sdpa problems (tier smoke) for the tests that run the opcts binary: `--catalog`

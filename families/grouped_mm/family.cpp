@@ -1,7 +1,7 @@
 // The grouped_mm family wired into the registry: YAML problems, ids, inputs, reference and negative cases; its plugin
 // ABI bytes.
 #include "core/abi_impl.hpp"
-#include "core/kit_family.hpp"
+#include "core/wing_family.hpp"
 #include "families/grouped_mm/grouped_mm.hpp"
 
 namespace opcts {
@@ -10,7 +10,7 @@ namespace {
 
 using grouped_mm::Problem;
 
-class GroupedMmFamily final : public KitFamily<Problem> {
+class GroupedMmFamily final : public WingFamily<Problem> {
  public:
   std::vector<std::string> edge_classes() const override { return grouped_mm::edge_classes(); }
   std::vector<std::string> edge_classes_of(const opcts::Problem& p) const override {
@@ -43,20 +43,6 @@ class GroupedMmFamily final : public KitFamily<Problem> {
   std::vector<OutputSpec> outputs(const opcts::Problem& p) const override {
     return {{"out", DType::bf16, grouped_mm::out_shape(get(p))}};
   }
-
-  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override {
-    return grouped_mm::abi_params(get(p));
-  }
-
-  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
-    return grouped_mm::make_inputs(get(p), seed);
-  }
-
-  References reference(const opcts::Problem& p, const TensorMap& inputs) const override {
-    return grouped_mm::reference(get(p), inputs);
-  }
-
-  std::string expected_error(const opcts::Problem& p) const override { return get(p).expect_error; }
 };
 
 }  // namespace

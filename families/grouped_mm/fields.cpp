@@ -61,11 +61,9 @@ Field<Problem> defect_field() {
                    Defect::a_scale_count, Defect::b_scale_count}) {
     std::string token(to_string(d));
     std::erase(token, '_');
-    cs.push_back({d, std::string(to_string(d)), d == Defect::none ? "" : "defect_" + token});
+    cs.push_back({d, std::string(to_string(d)), d == Defect::none ? "" : token});
   }
-  Field<Problem> f = kit::choice<Problem>("defect", &Problem::defect, cs);
-  f.id = "[defect_D]";
-  return f;
+  return kit::defect_choice<Problem>(&Problem::defect, cs);
 }
 
 }  // namespace

@@ -105,24 +105,21 @@
 #include <optional>
 
 #include "core/azuma.hpp"
+#include "core/spellings.hpp"
 #include "families/indexing/codes.hpp"
 #include "families/indexing/indexing.hpp"
 
 namespace opcts::indexing {
 
-std::string_view to_string(Accumulation a) {
-  switch (a) {
-    case Accumulation::per_add: return "per_add";
-    case Accumulation::grouped: return "grouped";
-    case Accumulation::once: return "once";
-    case Accumulation::warp32: return "warp32";
-  }
-  return "?";
-}
+constexpr Spellings<Accumulation, 4> kAccumulations{{{Accumulation::per_add, "per_add"},
+                                                     {Accumulation::grouped, "grouped"},
+                                                     {Accumulation::once, "once"},
+                                                     {Accumulation::warp32, "warp32"}}};
+
+std::string_view to_string(Accumulation a) { return kAccumulations.of(a); }
 
 const std::vector<Accumulation>& all_accumulations() {
-  static const std::vector<Accumulation> a = {Accumulation::per_add, Accumulation::grouped, Accumulation::once,
-                                              Accumulation::warp32};
+  static const std::vector<Accumulation> a = kAccumulations.values();
   return a;
 }
 

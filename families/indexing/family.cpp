@@ -1,7 +1,7 @@
 // The scatter_add, index_add and index_select families wired into the registry: one family class, its op fixed per
 // instance; their plugin ABI bytes.
 #include "core/abi_impl.hpp"
-#include "core/kit_family.hpp"
+#include "core/wing_family.hpp"
 #include "families/indexing/indexing.hpp"
 
 namespace opcts {
@@ -26,7 +26,7 @@ double src_elems(const Problem& p) {
 }
 double index_elems(const Problem& p) { return p.op == Op::scatter_add ? src_elems(p) : static_cast<double>(p.m); }
 
-class IndexingFamily final : public KitFamily<Problem> {
+class IndexingFamily final : public WingFamily<Problem> {
  public:
   explicit IndexingFamily(Op op) : op_(op) {}
   std::string_view name() const override { return indexing::to_string(op_); }
@@ -55,15 +55,6 @@ class IndexingFamily final : public KitFamily<Problem> {
     o.misalign_bytes = p.misalign ? 2 : 0;  // 2-byte elements: a 2- but not 4-byte aligned base
     return {o};
   }
-
-  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
-    return indexing::make_inputs(get(p), seed);
-  }
-  References reference(const opcts::Problem& p, const TensorMap& inputs) const override {
-    return indexing::reference(get(p), inputs);
-  }
-  std::string expected_error(const opcts::Problem& p) const override { return get(p).expect_error; }
-  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return indexing::abi_params(get(p)); }
 
   // Inputs and out, plus the sorted impls' scratch: 64-bit keys and 32-bit positions, both
   // double-buffered by the radix sort, the gathered terms in the accumulator type and the

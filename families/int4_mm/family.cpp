@@ -1,7 +1,7 @@
 // The int4_mm family wired into the registry: YAML problems, ids, inputs, reference and negative cases; its plugin ABI
 // bytes.
 #include "core/abi_impl.hpp"
-#include "core/kit_family.hpp"
+#include "core/wing_family.hpp"
 #include "families/int4_mm/int4_mm.hpp"
 
 namespace opcts {
@@ -10,7 +10,7 @@ namespace {
 
 using int4_mm::Problem;
 
-class Int4MmFamily final : public KitFamily<Problem> {
+class Int4MmFamily final : public WingFamily<Problem> {
  public:
   std::vector<std::string> edge_classes() const override { return int4_mm::edge_classes(); }
   std::vector<std::string> edge_classes_of(const opcts::Problem& p) const override {
@@ -33,18 +33,6 @@ class Int4MmFamily final : public KitFamily<Problem> {
   std::vector<OutputSpec> outputs(const opcts::Problem& p) const override {
     return {{"y", get(p).dtype, {get(p).m, get(p).n}}};
   }
-
-  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return int4_mm::abi_params(get(p)); }
-
-  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
-    return int4_mm::make_inputs(get(p), seed);
-  }
-
-  References reference(const opcts::Problem& p, const TensorMap& inputs) const override {
-    return int4_mm::reference(get(p), inputs);
-  }
-
-  std::string expected_error(const opcts::Problem& p) const override { return get(p).expect_error; }
 };
 
 }  // namespace

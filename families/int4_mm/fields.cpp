@@ -40,15 +40,6 @@ Field<Problem> inner_k_tiles_field() {
   return f;
 }
 
-Field<Problem> defect_field() {
-  Field<Problem> f = kit::choice<Problem>("defect", &Problem::defect,
-                                          {{Defect::none, "none", ""},
-                                           {Defect::scale_groups, "scale_groups", "defect_scalegroups"},
-                                           {Defect::zero_groups, "zero_groups", "defect_zerogroups"}});
-  f.id = "[defect_D]";
-  return f;
-}
-
 }  // namespace
 
 const kit::FieldTable<Problem>& fields() {
@@ -65,7 +56,9 @@ const kit::FieldTable<Problem>& fields() {
                              {Fill::extreme_zeros, "extreme_zeros", "zeroext"},
                              {Fill::all_codes, "all_codes", "allcodes"}}),
        kit::int_unless<Problem, int>("scale_exp", &Problem::scale_exp, 0, "sexp", "E: scales shifted by 2^E"),
-       defect_field(),
+       kit::defect_choice<Problem>(&Problem::defect, {{Defect::none, "none", ""},
+                                                      {Defect::scale_groups, "scale_groups", "scalegroups"},
+                                                      {Defect::zero_groups, "zero_groups", "zerogroups"}}),
        kit::expect_argument<Problem>(&Problem::expect_error, "group_size, K, N, scale_and_zero, scales, qzeros")},
       [](const Problem& p) { p.validate(); });
   return table;

@@ -1,7 +1,7 @@
 // The scaled_mm family wired into the registry: YAML problems, ids, inputs, reference and negative cases; its plugin
 // ABI bytes.
 #include "core/abi_impl.hpp"
-#include "core/kit_family.hpp"
+#include "core/wing_family.hpp"
 #include "families/scaled_mm/scaled_mm.hpp"
 
 namespace opcts {
@@ -10,7 +10,7 @@ namespace {
 
 using scaled_mm::Problem;
 
-class ScaledMmFamily final : public KitFamily<Problem> {
+class ScaledMmFamily final : public WingFamily<Problem> {
  public:
   std::vector<std::string> edge_classes() const override { return scaled_mm::edge_classes(); }
   std::vector<std::string> edge_classes_of(const opcts::Problem& p) const override {
@@ -34,20 +34,6 @@ class ScaledMmFamily final : public KitFamily<Problem> {
   std::vector<OutputSpec> outputs(const opcts::Problem& p) const override {
     return {{"d", get(p).out, {get(p).m, get(p).n}}};
   }
-
-  std::vector<unsigned char> abi_params(const opcts::Problem& p) const override {
-    return scaled_mm::abi_params(get(p));
-  }
-
-  TensorMap make_inputs(const opcts::Problem& p, uint64_t seed) const override {
-    return scaled_mm::make_inputs(get(p), seed);
-  }
-
-  References reference(const opcts::Problem& p, const TensorMap& inputs) const override {
-    return scaled_mm::reference(get(p), inputs);
-  }
-
-  std::string expected_error(const opcts::Problem& p) const override { return get(p).expect_error; }
 };
 
 }  // namespace

@@ -135,14 +135,11 @@ Field<Problem> out_scale_field() {
 }
 
 Field<Problem> defect_field() {
-  const std::vector<Defect> all = {Defect::none, Defect::a_scale_shape, Defect::b_scale_shape, Defect::a_scale_dtype,
-                                   Defect::b_scale_dtype};
   std::vector<Choice<Defect>> cs;
-  for (Defect d : all)
-    cs.push_back({d, std::string(to_string(d)), d == Defect::none ? "" : "defect_" + std::string(to_string(d))});
-  Field<Problem> f = kit::choice<Problem>("defect", &Problem::defect, cs);
-  f.id = "[defect_D]";
-  return f;
+  for (Defect d :
+       {Defect::none, Defect::a_scale_shape, Defect::b_scale_shape, Defect::a_scale_dtype, Defect::b_scale_dtype})
+    cs.push_back({d, std::string(to_string(d)), d == Defect::none ? "" : std::string(to_string(d))});
+  return kit::defect_choice<Problem>(&Problem::defect, cs);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include <Eigen/Dense>
 
 #include "core/errors.hpp"
+#include "core/spellings.hpp"
 #include "families/int4_mm/int4_mm.hpp"
 #include "gpu/host/host_impls.hpp"
 #include "numerics/dtype.hpp"
@@ -47,6 +48,16 @@ using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajo
 using ColF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;  // a block of weight columns, K contiguous
 using Bug = std::optional<int4_mm::PlantedBug>;                     // nullopt: the real impl
 using PB = int4_mm::PlantedBug;
+// The planted impls' names; register_host_int4_mm adds one planted impl per row.
+constexpr Spellings<PB, 9> kPlantedImpls{{{PB::group0_scale, "host.int4_group0_scale"},
+                                          {PB::nibble_swap, "host.int4_nibble_swap"},
+                                          {PB::zero_before_scale, "host.int4_zero_before_scale"},
+                                          {PB::gptq_z, "host.int4_gptq_z"},
+                                          {PB::drop_partial_k, "host.int4_drop_partial_k"},
+                                          {PB::drop_last_k, "host.int4_drop_last_k"},
+                                          {PB::fp16_as_bf16, "host.int4_fp16_as_bf16"},
+                                          {PB::sum_in_dtype_64, "host.int4_sum_in_dtype_64"},
+                                          {PB::split_k4_in_dtype, "host.int4_split_k4_in_dtype"}}};
 
 constexpr int64_t kColumns = 64;  // weight columns dequantized per block
 
@@ -211,21 +222,7 @@ class HostInt4 final : public Impl {
  public:
   explicit HostInt4(Bug bug) : bug_(bug) {}
   std::string_view family() const override { return "int4_mm"; }
-  std::string_view name() const override {
-    if (!bug_) return "host.int4";
-    switch (*bug_) {
-      case PB::group0_scale: return "host.int4_group0_scale";
-      case PB::nibble_swap: return "host.int4_nibble_swap";
-      case PB::zero_before_scale: return "host.int4_zero_before_scale";
-      case PB::gptq_z: return "host.int4_gptq_z";
-      case PB::drop_partial_k: return "host.int4_drop_partial_k";
-      case PB::drop_last_k: return "host.int4_drop_last_k";
-      case PB::fp16_as_bf16: return "host.int4_fp16_as_bf16";
-      case PB::sum_in_dtype_64: return "host.int4_sum_in_dtype_64";
-      case PB::split_k4_in_dtype: return "host.int4_split_k4_in_dtype";
-    }
-    return "?";
-  }
+  std::string_view name() const override { return bug_ ? kPlantedImpls.of(*bug_) : "host.int4"; }
   std::string_view backend() const override { return "host"; }
   bool planted() const override { return bug_.has_value(); }
 
@@ -290,9 +287,7 @@ class HostInt4 final : public Impl {
 
 void register_host_int4_mm(Registry& reg) {
   reg.add(std::make_unique<HostInt4>(std::nullopt));
-  for (PB b : {PB::group0_scale, PB::nibble_swap, PB::zero_before_scale, PB::gptq_z, PB::drop_partial_k,
-               PB::drop_last_k, PB::fp16_as_bf16, PB::sum_in_dtype_64, PB::split_k4_in_dtype})
-    reg.add(std::make_unique<HostInt4>(b));
+  for (PB b : kPlantedImpls.values()) reg.add(std::make_unique<HostInt4>(b));
 }
 
 }  // namespace opcts

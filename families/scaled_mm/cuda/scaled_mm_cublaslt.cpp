@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/spellings.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
 #include "gpu/cuda/cuda_error.hpp"
 #include "gpu/cuda/warm_up.hpp"
@@ -27,36 +28,19 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = 32u << 20;
 
-const char* elem_name(MmElem e) {
-  switch (e) {
-    case MmElem::e4m3: return "e4m3";
-    case MmElem::e5m2: return "e5m2";
-    case MmElem::e2m1: return "e2m1";
-  }
-  return "?";
-}
-
-const char* mode_name(MmScaleMode m) {
-  switch (m) {
-    case MmScaleMode::scalar_f32: return "scalar_f32";
-    case MmScaleMode::outer_vec_f32: return "outer_vec_f32";
-    case MmScaleMode::vec128_f32: return "vec128_f32";
-    case MmScaleMode::blk128x128_f32: return "blk128x128_f32";
-    case MmScaleMode::vec32_ue8m0: return "vec32_ue8m0";
-    case MmScaleMode::vec16_ue4m3: return "vec16_ue4m3";
-  }
-  return "?";
-}
-
-const char* out_name(MmOut o) {
-  switch (o) {
-    case MmOut::bf16: return "bf16";
-    case MmOut::fp16: return "fp16";
-    case MmOut::fp32: return "fp32";
-    case MmOut::e4m3: return "e4m3";
-  }
-  return "?";
-}
+// The kernel parameters' names, for the message that names a combination cuBLASLt refuses.
+constexpr Spellings<MmElem, 3> kElems{{{MmElem::e4m3, "e4m3"}, {MmElem::e5m2, "e5m2"}, {MmElem::e2m1, "e2m1"}}};
+constexpr Spellings<MmScaleMode, 6> kScaleModes{{{MmScaleMode::scalar_f32, "scalar_f32"},
+                                                 {MmScaleMode::outer_vec_f32, "outer_vec_f32"},
+                                                 {MmScaleMode::vec128_f32, "vec128_f32"},
+                                                 {MmScaleMode::blk128x128_f32, "blk128x128_f32"},
+                                                 {MmScaleMode::vec32_ue8m0, "vec32_ue8m0"},
+                                                 {MmScaleMode::vec16_ue4m3, "vec16_ue4m3"}}};
+constexpr Spellings<MmOut, 4> kOuts{
+    {{MmOut::bf16, "bf16"}, {MmOut::fp16, "fp16"}, {MmOut::fp32, "fp32"}, {MmOut::e4m3, "e4m3"}}};
+std::string elem_name(MmElem e) { return std::string(kElems.of(e)); }
+std::string mode_name(MmScaleMode m) { return std::string(kScaleModes.of(m)); }
+std::string out_name(MmOut o) { return std::string(kOuts.of(o)); }
 
 cudaDataType_t elem_type(MmElem e) {
   switch (e) {

@@ -15,6 +15,7 @@
 //   host.emulated_drop_partial_k     drops the last K tile when it is partial (tile 128 for fp32
 //                                    recipes, 32 for MX, 16 for NVFP4), as a kernel that rounds
 //                                    the tile count down would
+#include "core/spellings.hpp"
 #include "families/scaled_mm/host/scaled_mm_emulation.hpp"
 #include "gpu/host/host_impls.hpp"
 
@@ -26,20 +27,17 @@ using host_mm::MatF;
 using scaled_mm::Problem;
 
 enum class Bug { none, no_out_scale, scale_transposed, drop_partial_k };
+// Each impl's name; register_host_scaled_mm adds one impl per row.
+constexpr Spellings<Bug, 4> kImpls{{{Bug::none, "host.emulated"},
+                                    {Bug::no_out_scale, "host.emulated_no_out_scale"},
+                                    {Bug::scale_transposed, "host.emulated_scale_transposed"},
+                                    {Bug::drop_partial_k, "host.emulated_drop_partial_k"}}};
 
 class HostScaledMm final : public Impl {
  public:
   explicit HostScaledMm(Bug bug) : bug_(bug) {}
   std::string_view family() const override { return "scaled_mm"; }
-  std::string_view name() const override {
-    switch (bug_) {
-      case Bug::none: return "host.emulated";
-      case Bug::no_out_scale: return "host.emulated_no_out_scale";
-      case Bug::scale_transposed: return "host.emulated_scale_transposed";
-      case Bug::drop_partial_k: return "host.emulated_drop_partial_k";
-    }
-    return "?";
-  }
+  std::string_view name() const override { return kImpls.of(bug_); }
   std::string_view backend() const override { return "host"; }
   bool planted() const override { return bug_ != Bug::none; }
   // A planted impl runs only problems that probe its bug, so each of its cases must FAIL
@@ -110,8 +108,7 @@ class HostScaledMm final : public Impl {
 }  // namespace
 
 void register_host_scaled_mm(Registry& reg) {
-  for (Bug b : {Bug::none, Bug::no_out_scale, Bug::scale_transposed, Bug::drop_partial_k})
-    reg.add(std::make_unique<HostScaledMm>(b));
+  for (Bug b : kImpls.values()) reg.add(std::make_unique<HostScaledMm>(b));
   register_host_scaled_mm_hopper(reg);
 }
 
