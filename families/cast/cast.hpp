@@ -62,6 +62,10 @@ const kit::FieldTable<Problem>& fields();
 /// "fp32_to_e5m2_satfinite_random4000000", "e2m1fn_to_fp32_allcodes".
 std::string problem_id(const Problem& p);
 Problem parse_problem_id(std::string_view id);
+/// The edge classes of docs/coverage.md that apply to conversions, in report order, and those
+/// `p` reaches (families/cast/coverage.cpp; Family::edge_classes).
+std::vector<std::string> edge_classes();
+std::vector<std::string> edge_classes_of(const Problem& p);
 
 /// How many values the problem converts (the length of x and y).
 int64_t input_count(const Problem& p);
@@ -75,10 +79,6 @@ HostTensor make_input(const Problem& p, uint64_t seed);
 std::vector<float> edge_values(DType to);
 /// The reference output (dtype `to`): opcts's codec applied to every input (families/cast/reference.cpp).
 HostTensor reference_output(const Problem& p, const HostTensor& input);
-/// The edge classes of docs/coverage.md that apply to conversions, in report order, and those
-/// `p` reaches (families/cast/coverage.cpp; Family::edge_classes).
-std::vector<std::string> edge_classes();
-std::vector<std::string> edge_classes_of(const Problem& p);
 
 }  // namespace opcts::cast
 
