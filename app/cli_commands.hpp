@@ -63,6 +63,7 @@ struct RunFlags {
   std::string resume;                     // results of a killed run to continue ("" = a fresh run)
   std::string junit_properties = "lean";  // lean | all (reports/junit.hpp: JunitDetail)
   int min_run = 1;                        // the gate fails when fewer cases ran (neither SKIP nor MISSING)
+  double shrink_seconds = 30;             // wall time for shrinking the sampled failures after the run (0: off)
 };
 
 int cmd_list(const Selection& s, bool verbose, bool count_only, bool coverage = false);

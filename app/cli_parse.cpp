@@ -91,6 +91,12 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.run->add_option("--min-run", cl.rf.min_run,
                      "the run fails when fewer cases ran than this (neither SKIP nor MISSING; default 1); a shard "
                      "leaves it to `opcts gate`");
+  cl.run
+      ->add_option("--shrink-seconds", cl.rf.shrink_seconds,
+                   "after the run, shrink each unexpected failure on a sampled problem to the smallest problem "
+                   "that fails the same way, in this much wall time in all (default 30; 0: off); the summary "
+                   "lists them")
+      ->check(CLI::Range(0.0, 86400.0));
   cl.run->add_option("--resume", cl.rf.resume,
                      "continue a stopped or killed run from its results file: cases with a record there do not run "
                      "again (the same selection; --results defaults to this file)");

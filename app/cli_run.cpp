@@ -23,6 +23,7 @@
 #include "app/builtins.hpp"
 #include "app/cli_commands.hpp"
 #include "app/cli_parse.hpp"
+#include "app/cli_run_shrink.hpp"
 #include "core/digest.hpp"
 #include "core/errors.hpp"
 #include "core/yaml_util.hpp"
@@ -491,8 +492,19 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
     check_coverage(records, &suite.manifest(), static_cast<size_t>(f.min_run), result.verdict,
                    {selection.planted.begin(), selection.planted.end()});
   selection.state = result.stopped_by ? RunState::stopped : RunState::finished;
-  const std::string unwritten =
-      write_reports(f, records, arch, selection, summary_with(records, result.verdict.problems));
+  const std::string summary = summary_with(records, result.verdict.problems);
+  std::string unwritten = write_reports(f, records, arch, selection, summary);
+  // Then, the reports written, each sampled failure shrunk; the summary gains its table.
+  if (!result.stopped_by && unwritten.empty()) {
+    const std::string shrunk = shrink_sampled_failures(suite, s.plugins, device, cases, records, f.shrink_seconds);
+    if (!shrunk.empty() && !f.summary.empty()) {
+      try {
+        write_files({{f.summary, summary + shrunk}});
+      } catch (const std::exception& e) {
+        unwritten = e.what();
+      }
+    }
+  }
 
   for (const ManifestEntry& e : result.verdict.stale)
     std::fprintf(stderr, "opcts: stale manifest entry %s (%s '%s'): matches no case of %s; remove it\n",

@@ -149,6 +149,37 @@ TEST(CliFailureText, ShowsTheInputAndAnUnwrittenOutput) {
   }
 }
 
+// A failure on a sampled problem is shrunk after the run (--shrink-seconds): the summary names
+// the smallest problem that fails the same way; a hand-written problem's failure is not shrunk.
+TEST(CliRun, SampledFailuresAreShrunkInTheSummary) {
+  const std::string dir = testutil::temp_dir();
+  const std::string lazy = std::string(OPCTS_BAD_PLUGIN_DIR) + "/lazy_cast.so";
+  // The cast catalog's smoke draw 1 of 'random_encodings' (4-bit e2m1fn: 46,068 values), and a
+  // hand-written problem the lazy impl fails as well.
+  const Shell r = run_in(dir, "--plugin " + lazy +
+                                  " --filter 'cast.bad_lazy_cast/fp32_to_e2m1fn_satfinite_random46068'"
+                                  " --filter 'cast.bad_lazy_cast/fp32_to_e2m1fn_satfinite_edges'"
+                                  " --reruns 0 --shrink-seconds 60 --summary s.md");
+  EXPECT_EQ(r.status, 1) << r.output;
+  const std::string md = testutil::sh("cat " + dir + "/s.md").output;
+  const auto at = md.find("## Sampled failures, shrunk");
+  ASSERT_NE(at, std::string::npos) << md;
+  const std::string table = md.substr(at);
+  // An output never written fails whatever the count: the count shrinks to one or two values
+  // (one 4-bit value leaves half a byte, which may fail another way).
+  EXPECT_TRUE(std::regex_search(table, std::regex("\\| `cast\\.bad_lazy_cast/fp32_to_e2m1fn_satfinite_random46068` \\| "
+                                                  "`cast\\.bad_lazy_cast/fp32_to_e2m1fn_satfinite_random[12]` \\|")))
+      << table;
+  EXPECT_EQ(table.find("_edges"), std::string::npos) << table;
+  EXPECT_NE(r.output.find("opcts: shrunk cast.bad_lazy_cast/fp32_to_e2m1fn_satfinite_random46068: "), std::string::npos)
+      << r.output;
+  // Off: no table.
+  const Shell off = run_in(dir, "--plugin " + lazy +
+                                    " --filter 'cast.bad_lazy_cast/fp32_to_e2m1fn_satfinite_random46068' --reruns 0"
+                                    " --shrink-seconds 0 --summary s0.md");
+  EXPECT_EQ(testutil::sh("cat " + dir + "/s0.md").output.find("Sampled failures"), std::string::npos);
+}
+
 // A failure's repro line starts with a program that runs here: `opcts` only when PATH finds this
 // binary, else its absolute path; and it runs from another folder.
 TEST(CliRepro, TheLineRunsFromAnotherFolder) {
