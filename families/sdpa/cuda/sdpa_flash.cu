@@ -99,6 +99,7 @@ struct KernelArgs {
   // placed at its own Sk_b − Sq_b from `rel`; lse [Hq, total_q].
   const int32_t* cu_q;
   const int32_t* cu_k;
+  const int32_t* used_k;  // seqused_k: each segment's keys (null: the whole segment)
   int64_t total_q;
   flash::RelInterval rel;
   SdpaMaskTensor mask_kind;
@@ -194,6 +195,10 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
     k_row0 = a.cu_k[b];
     vq = a.cu_q[b + 1] - q_row0;
     vk = a.cu_k[b + 1] - k_row0;
+    if (a.used_k) {  // clamped to the segment: the padding is never read
+      const int64_t used = a.used_k[b];
+      vk = used < 0 ? 0 : used < vk ? used : vk;
+    }
     if (m0 >= vq) return;  // a query tile past this sequence's end (the grid has max_seqlen_q's)
     viv = flash::at_offset(a.rel, vk - vq);
     vinterval = viv.lo_off != -flash::kUnbounded || viv.hi_off != flash::kUnbounded;
@@ -570,6 +575,7 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   a.interval = a.iv.lo_off != -flash::kUnbounded || a.iv.hi_off != flash::kUnbounded;
   a.cu_q = p.cu_seqlens_q;
   a.cu_k = p.cu_seqlens_k;
+  a.used_k = p.cu_seqlens_q ? p.seqused_k : nullptr;
   a.total_q = p.total_q;
   a.rel = flash::rel_interval(p);
   a.mask_kind = p.attn_mask ? p.mask_kind : SdpaMaskTensor::none;
@@ -635,6 +641,8 @@ bool sdpa_flash_supports(const SdpaParams& p, const char** why) {
     reason = "flash kernel needs batch/head/seq strides that are multiples of 8 elements";
   else if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
     reason = "flash kernel needs 16-byte aligned q, k, v and o pointers";
+  else if (p.block_table || (p.cu_seqlens_q && !p.cu_seqlens_k))  // a paged problem's tensors
+    reason = "flash kernel takes the dense and varlen layouts; the paged KV cache is cuda.flash_decode's";
   if (why) *why = reason;
   return reason == nullptr;
 }

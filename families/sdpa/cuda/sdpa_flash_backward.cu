@@ -82,6 +82,7 @@ struct BwdTensors {
   // the dQ workspace are [Hq, total_q]; the interval is placed per sequence from `rel`.
   const int32_t* cu_q;
   const int32_t* cu_k;
+  const int32_t* used_k;  // seqused_k: each segment's keys (null: the whole segment)
   int64_t total_q;
   flash::RelInterval rel;
 };
@@ -113,6 +114,7 @@ BwdTensors bwd_tensors(const SdpaBackwardParams& bp, const float* dl, float* dq_
   t.scale = p.scale;
   t.cu_q = p.cu_seqlens_q;
   t.cu_k = p.cu_seqlens_k;
+  t.used_k = p.cu_seqlens_q ? p.seqused_k : nullptr;
   t.total_q = p.total_q;
   t.rel = flash::rel_interval(p);
   return t;
@@ -190,6 +192,10 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
     k_off = a.cu_k[b];
     seq_q = a.cu_q[b + 1] - q_off;
     seq_k = a.cu_k[b + 1] - k_off;
+    if (a.used_k) {  // clamped to the segment: the padding is never read
+      const int64_t used = a.used_k[b];
+      seq_k = used < 0 ? 0 : used < seq_k ? used : seq_k;
+    }
     iv = flash::at_offset(a.rel, seq_k - seq_q);
     if (n0 >= seq_k) return;  // the grid spans the longest sequence's key tiles
   }
@@ -804,6 +810,13 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
         static_cast<const T*>(p.o), static_cast<const T*>(bp.d_o), p.o_strides, bp.do_strides, p.heads_q, row_seq,
         p.head_dim_v, rows, static_cast<float*>(dl.ptr), p.plant == SdpaPlant::drop_rowsum);
     check(cudaGetLastError(), "bwd_rowsum_kernel launch");
+  }
+  // Padding rows of a varlen batch (seqused_k): no output depends on them, so their dK and dV are 0;
+  // the kernels write the keys' rows only.
+  if (varlen && p.seqused_k && p.total_k > 0) {
+    check(cudaMemsetAsync(bp.d_k, 0, size_t(p.total_k * p.heads_kv * p.head_dim) * sizeof(T), s), "cudaMemsetAsync dK");
+    check(cudaMemsetAsync(bp.d_v, 0, size_t(p.total_k * p.heads_kv * p.head_dim_v) * sizeof(T), s),
+          "cudaMemsetAsync dV");
   }
   const bool any_key = p.seq_k > 0 && p.heads_kv > 0;
   const BwdTensors tensors =

@@ -96,11 +96,17 @@ struct SdpaParams {
   const int32_t* cu_seqlens_q = nullptr;
   const int32_t* cu_seqlens_k = nullptr;
   int64_t total_q = 0;
+  int64_t total_k = 0;  // rows of K and V (keys and padding)
   bool varlen = false;  // the layout is varlen (set without the tensors too: the claims ask)
+  // Varlen with padding rows (seqused_k below, ABI 1.3; null: every row of a segment is a key):
+  // sequence b's keys are the first seqused_k[b] rows of its segment. The kernels clamp it to the
+  // segment (reading it on the device, they cannot refuse it), never read the padding, and the
+  // backward writes 0 into the padding's dK and dV rows.
   // Paged (sdpa_flash_decode_forward only; null otherwise): q, O, lse and cu_seqlens_q as varlen;
   // k and v are the caches, [num_pages, page_size, Hkv, D] (NHD) or [num_pages, Hkv, page_size,
   // D] (kv_hnd); sequence b's key j is slot j % page_size of page
   // block_table[b * max_pages_per_seq + j / page_size]; seqused_k[b] keys; seq_k the largest.
+  // (seqused_k serves varlen's padding rows too, above.)
   const int32_t* block_table = nullptr;
   const int32_t* seqused_k = nullptr;
   int64_t page_size = 0, num_pages = 0, max_pages_per_seq = 0;

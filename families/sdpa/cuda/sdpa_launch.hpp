@@ -98,6 +98,8 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
       k.seqused_k = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "seqused_k"));
       const opcts_tensor* q = sdpa_tensor(tensors, n, "q");
       k.total_q = q && q->ndim > 0 ? q->shape[0] : 0;
+      const opcts_tensor* kt = sdpa_tensor(tensors, n, "k");
+      k.total_k = kt && kt->ndim > 0 ? kt->shape[0] : 0;
     }
   }
   return k;

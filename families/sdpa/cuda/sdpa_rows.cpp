@@ -78,13 +78,15 @@ void register_cuda_sdpa(Registry& reg) {
   };
   // flash uses mma.sync m16n8k16 with bf16 operands (sm_80+); math needs only cuBLAS.
   kernel_row("cuda.flash", &kFlash, {"mma_sync_bf16"});
-  rows.back().desc.abi_minor = 1;  // varlen: the forward's kVarlen variant, the backward's FMA kernel
+  // ABI 1.3: varlen (the forward's kVarlen variant, the backward's FMA kernel) with padding rows
+  // (seqused_k); its supports refuses the paged layout (1.2), cuda.flash_decode's.
+  rows.back().desc.abi_minor = 3;
   kernel_row("cuda.math", &kMath, {});
   kernel_row("cuda.flash_bwd_fma", &kBwdFma, {"mma_sync_bf16"});
   kernel_row("cuda.flash_bwd_occ2", &kBwdOcc2, {"mma_sync_bf16"});
   for (const Planted& p : kPlanted) {
     kernel_row(p.name, &p.row, {"mma_sync_bf16"});
-    rows.back().desc.abi_minor = 1;  // cuda.flash's kernels: their bugs show on varlen too
+    rows.back().desc.abi_minor = 3;  // cuda.flash's kernels: their bugs show on varlen too
     rows.back().cannot_show = cannot_show(p.bug);
   }
   // FMA only (no tensor cores): any arch the CUDA build targets. ABI 1.2: the paged layout.

@@ -3,6 +3,9 @@
 // block decides whether dQ's fp32 atomics can land in another order (more than two blocks a row).
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "app/builtins.hpp"
 #include "core/abi_impl.hpp"
 #include "families/sdpa/cuda/sdpa_launch.hpp"
@@ -71,6 +74,38 @@ TEST(SdpaCudaGlue, PagedParametersReachTheDecodeKernelOnly) {
   const auto dense = abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id("bf16_b1_hq4_hkv2_sq1_sk300_d64_nomask")));
   EXPECT_EQ(cuda::sdpa_kernel_supports(&kDecode, &dense, &arch, reason, sizeof reason), 0);
   EXPECT_NE(std::string(reason).find("paged layout only"), std::string::npos) << reason;
+}
+
+// A padded varlen problem's index tensors reach the flash kernels (seqused_k, the packed key rows),
+// and a paged problem's tensors, which a negative case hands cuda.flash without asking its
+// supports, make the flash kernel refuse instead of reading a null cu_seqlens_k on the device.
+TEST(SdpaCudaGlue, VarlenPaddingReachesTheFlashKernelAndPagedTensorsAreRefused) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const auto c =
+      abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id("bf16_b2_hq4_hkv2_sq3x4_sk5x6_d64_nomask_varlen_padk2")));
+  alignas(16) static unsigned char buf[4][15 * 4 * 64 * 2];  // q, k, v, O: host stand-ins, never read
+  int32_t cu_q[3] = {0, 3, 7}, cu_k[3] = {0, 7, 15}, used[2] = {5, 6};
+  const int64_t q_shape[3] = {7, 4, 64}, k_shape[3] = {15, 2, 64}, one[1] = {3}, two[1] = {2};
+  const auto tensor = [](const char* name, void* data, const int64_t* shape, int32_t ndim) {
+    opcts_tensor t{};
+    t.name = name, t.data = data, t.shape = shape, t.ndim = ndim;
+    return t;
+  };
+  std::vector<opcts_tensor> t = {tensor("q", buf[0], q_shape, 3),      tensor("k", buf[1], k_shape, 3),
+                                 tensor("v", buf[2], k_shape, 3),      tensor("O", buf[3], q_shape, 3),
+                                 tensor("cu_seqlens_q", cu_q, one, 1), tensor("cu_seqlens_k", cu_k, one, 1),
+                                 tensor("seqused_k", used, two, 1)};
+  const cuda::SdpaParams k = cuda::sdpa_params_of(c, t.data(), static_cast<int32_t>(t.size()));
+  EXPECT_EQ(k.seqused_k, used);
+  EXPECT_EQ(k.total_k, 15);
+  EXPECT_EQ(k.total_q, 7);
+  const char* why = nullptr;
+  EXPECT_TRUE(cuda::sdpa_flash_supports(k, &why)) << why;
+  // A paged negative case's tensors: no cu_seqlens_k, a block table.
+  t[5] = tensor("block_table", cu_k, one, 1);
+  const cuda::SdpaParams paged = cuda::sdpa_params_of(c, t.data(), static_cast<int32_t>(t.size()));
+  EXPECT_FALSE(cuda::sdpa_flash_supports(paged, &why));
+  EXPECT_NE(std::string(why).find("cuda.flash_decode"), std::string::npos) << why;
 }
 
 // The varlen backward's determinism claim knows only the longest lengths: within two key blocks
