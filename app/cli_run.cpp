@@ -60,7 +60,10 @@ int cmd_list(const Selection& s, bool verbose, bool count_only, bool coverage) {
   Suite suite(registry_for(s.plugins, s.optional_plugins), so);
   const auto cases = selected(suite, s);
   if (coverage) {
-    std::cout << coverage_markdown(opcts::coverage(cases));
+    // Per impl, what it runs here (not what it SKIPs): plugin impls' supports asked in a probe.
+    ask_supports({self_exe(""), arch, so.cases_dir, so.plugins, 0}, cases);
+    std::cout << coverage_markdown(
+        opcts::coverage(cases, [&](const Case& c) { return !suite.pre_run(c).has_value(); }));
     return 0;
   }
   if (count_only) {

@@ -98,5 +98,30 @@ TEST(Coverage, CountsProblemsOnceAndListsWhatNoneReaches) {
   EXPECT_NE(md.find("zero-size dimensions"), std::string::npos) << md;
 }
 
+// Per impl: the problems each runs (the predicate, Suite::pre_run in `list --coverage`) and the
+// classes the family's problems reach that none of its running problems does.
+TEST(Coverage, ImplsListTheClassesTheyNeverRun) {
+  std::vector<Case> cases;
+  const std::string lr = "bf16_b1_hq12_hkv4_sq70_sk33_d64_causal_lr",
+                    win = "bf16_b2_hq4_hkv4_sq64_sk64_d64_nomask_win8x0";
+  for (const char* impl : {"host.flash", "host.flash_gqa_modulo"})
+    for (const std::string& id : {lr, win}) cases.push_back(make_case("sdpa", impl, id, "cases/sdpa.yaml:3"));
+  // The GQA plant runs only the GQA problem; host.flash runs both.
+  const auto rows = coverage(cases, [](const Case& c) {
+    return std::string(c.impl->name()) == "host.flash" ||
+           c.family->problem_id(*c.problem).find("_hq12_") != std::string::npos;
+  });
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows[0].impls.size(), 2u);
+  EXPECT_EQ(rows[0].impls[0].impl, "host.flash");
+  EXPECT_EQ(rows[0].impls[0].problems, 2u);
+  EXPECT_EQ(rows[0].impls[1].problems, 1u);
+  const std::string md = coverage_markdown(rows);
+  EXPECT_NE(md.find("| host.flash | 2 | — |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| host.flash_gqa_modulo | 1 | window bounds |"), std::string::npos) << md;
+  // Without a predicate, no impl table.
+  EXPECT_TRUE(coverage(cases)[0].impls.empty());
+}
+
 }  // namespace
 }  // namespace opcts
