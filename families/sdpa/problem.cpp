@@ -272,7 +272,7 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
   if (paged_bug && !p.paged()) return "a paged KV cache bug: the problem is not paged";
   if (p.packed()) {
     // Each sequence is a dense problem: the bug shows where it shows in one of them.
-    const std::vector<int64_t> cu_k = p.varlen() ? cu_seqlens_k(p) : cu_seqlens(p.seqlens_k);
+    const std::vector<int64_t> cu_k = cu_seqlens_k(p);
     std::string why = "no sequence", first;  // first: sequence 0's reason, when every one gives it
     bool same = true;
     for (int64_t b = 0; b < p.batch; ++b) {

@@ -186,8 +186,9 @@ struct Problem {
 /// cu_seqlens of a varlen problem (families/sdpa/varlen.cpp): the exclusive prefix sums of the
 /// lengths, B + 1 entries starting at 0.
 std::vector<int64_t> cu_seqlens(const std::vector<int64_t>& lens);
-/// A varlen problem's cu_seqlens_k: the prefix sums of Sk_b + pad_k, each sequence's keys and its
-/// padding rows (sequence b's keys are rows [cu[b], cu[b] + Sk_b) of K and V).
+/// A packed problem's cu_seqlens_k: the prefix sums of Sk_b + pad_k, each sequence's keys and its
+/// padding rows (sequence b's keys are rows [cu[b], cu[b] + Sk_b) of K and V; pad_k is 0 but
+/// for varlen).
 std::vector<int64_t> cu_seqlens_k(const Problem& p);
 
 /// The paged KV cache of a paged problem (families/sdpa/paged.cpp): sequence b reads

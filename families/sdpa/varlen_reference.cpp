@@ -113,7 +113,7 @@ HostTensor slice_rows(const HostTensor& t, int64_t row0, int64_t rows, int64_t h
 
 References varlen_reference(const Problem& p, const TensorMap& inputs) {
   const std::vector<int64_t> cu_q = cu_seqlens(p.seqlens_q);
-  const std::vector<int64_t> cu_k = p.varlen() ? cu_seqlens_k(p) : cu_seqlens(p.seqlens_k);  // padding rows skipped
+  const std::vector<int64_t> cu_k = cu_seqlens_k(p);  // each sequence at its segment, past the padding before it
   const bool backward = p.direction == Direction::backward;
   References r;
   // A batch of no sequences runs one empty sequence, so that every output and bound is named.

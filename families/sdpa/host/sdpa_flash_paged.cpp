@@ -34,19 +34,11 @@ Pages read_pages(const sdpa::Problem& p, const TensorMap& in, const HostTensor& 
   const HostTensor& t = in.at("block_table");
   if (t.dtype() != DType::int32 || t.shape().size() != 2 || t.dim(0) != p.batch)
     throw InvalidArgument("block_table", "must be int32 [batch, max_pages_per_seq]");
-  const HostTensor& u = in.at("seqused_k");
-  if (u.dtype() != DType::int32 || u.shape().size() != 1 || u.dim(0) != p.batch)
-    throw InvalidArgument("seqused_k", "must be int32 [batch]");
   g.width = t.dim(1);
   g.num_pages = cache.dim(0);
   for (int64_t e = 0; e < t.numel(); ++e) g.table.push_back(static_cast<int64_t>(t.get(e)));
-  for (int64_t b = 0; b < p.batch; ++b) {
-    const auto n = static_cast<int64_t>(u.get(b));
-    if (n < 0 || n > g.width * p.page_size)
-      throw InvalidArgument("seqused_k", "sequence " + std::to_string(b) + " has " + std::to_string(n) +
-                                             " keys; its table holds " + std::to_string(g.width * p.page_size));
-    g.used.push_back(n);
-  }
+  g.used = read_seqused_k(in.at("seqused_k"), std::vector<int64_t>(static_cast<size_t>(p.batch), g.width * p.page_size),
+                          "its table");
   return g;
 }
 

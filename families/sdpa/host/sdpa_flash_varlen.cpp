@@ -21,21 +21,10 @@ namespace {
 // Each sequence's key count: seqused_k where the inputs give it (checked against its segment of
 // cu_seqlens_k), else the whole segment.
 std::vector<int64_t> keys_in_use(const TensorMap& in, const std::vector<int64_t>& cu_k, int64_t batch) {
-  std::vector<int64_t> used(static_cast<size_t>(batch));
-  for (int64_t b = 0; b < batch; ++b) used[b] = cu_k[b + 1] - cu_k[b];
+  std::vector<int64_t> segment(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) segment[b] = cu_k[b + 1] - cu_k[b];
   const auto it = in.find("seqused_k");
-  if (it == in.end()) return used;
-  const HostTensor& u = it->second;
-  if (u.dtype() != DType::int32 || u.shape().size() != 1 || u.dim(0) != batch)
-    throw InvalidArgument("seqused_k", "must be int32 [batch] = [" + std::to_string(batch) + "]");
-  for (int64_t b = 0; b < batch; ++b) {
-    const auto n = static_cast<int64_t>(u.get(b));
-    if (n < 0 || n > used[b])
-      throw InvalidArgument("seqused_k", "sequence " + std::to_string(b) + " uses " + std::to_string(n) +
-                                             " keys; its rows of cu_seqlens_k hold " + std::to_string(used[b]));
-    used[b] = n;
-  }
-  return used;
+  return it == in.end() ? segment : read_seqused_k(it->second, segment, "its rows of cu_seqlens_k");
 }
 
 }  // namespace

@@ -33,6 +33,23 @@ inline std::vector<int64_t> read_cu_seqlens(const TensorMap& in, const char* nam
   return cu;
 }
 
+// seqused_k as the kernel reads it: int32 [batch], sequence b's key count within [0,
+// capacity[b]] (`capacity_what` says what bounds it: "its table", "its rows of cu_seqlens_k").
+inline std::vector<int64_t> read_seqused_k(const HostTensor& u, const std::vector<int64_t>& capacity,
+                                           const std::string& capacity_what) {
+  const auto batch = static_cast<int64_t>(capacity.size());
+  if (u.dtype() != DType::int32 || u.shape().size() != 1 || u.dim(0) != batch)
+    throw InvalidArgument("seqused_k", "must be int32 [batch] = [" + std::to_string(batch) + "]");
+  std::vector<int64_t> used(capacity.size());
+  for (int64_t b = 0; b < batch; ++b) {
+    used[b] = static_cast<int64_t>(u.get(b));
+    if (used[b] < 0 || used[b] > capacity[b])
+      throw InvalidArgument("seqused_k", "sequence " + std::to_string(b) + " has " + std::to_string(used[b]) +
+                                             " keys; " + capacity_what + " holds " + std::to_string(capacity[b]));
+  }
+  return used;
+}
+
 // Rows [row0, row0 + rows) of a packed [T, H, D] tensor as a [1, rows, H, D] one.
 inline HostTensor rows_of(const HostTensor& t, int64_t row0, int64_t rows) {
   const int64_t heads = t.dim(1), d = t.dim(2), width = heads * d;
