@@ -105,19 +105,22 @@ std::vector<int64_t> packed(const std::vector<int64_t>& dims) {
   return s;
 }
 
-// MATMUL's GEMM M/N/K override tensors (the backward's workaround padding mask).
+// MATMUL's GEMM M/N/K override tensors (per-sequence lengths: the padding mask), and whether
+// the rows and columns past them read as 0 (frontend Matmul_attributes::set_padding(0.0)).
 struct Overrides {
   const Tensor* m = nullptr;
   const Tensor* n = nullptr;
   const Tensor* k = nullptr;
+  bool pad_zero = false;
 };
 
 class Graph {
  public:
   explicit Graph(cudnnHandle_t h) : handle_(h) {}
 
+  /// `ragged`: the tensor's per-batch element offsets ([B + 1] int32; frontend set_ragged_offset).
   Tensor tensor(cudnnDataType_t t, std::vector<int64_t> dims, std::vector<int64_t> strides, bool is_virtual,
-                int64_t uid = 0, bool by_value = false) {
+                int64_t uid = 0, bool by_value = false, const Tensor* ragged = nullptr) {
     Tensor r;
     r.uid = uid ? uid : next_virtual_uid_++;
     r.dims = std::move(dims);
@@ -132,6 +135,9 @@ class Graph {
     set(d.d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, "tensor alignment");
     set(d.d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual, "tensor is_virtual");
     if (by_value) set(d.d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value, "tensor is_by_value");
+    if (ragged)
+      set(d.d, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ragged->desc,
+          "tensor ragged offset");
     check(cudnnBackendFinalize(d.d), "finalize tensor uid " + std::to_string(r.uid));
     r.desc = d.d;
     return r;
@@ -191,6 +197,10 @@ class Graph {
     auto& md = keep(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
     const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
     set(md.d, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, "matmul comp type");
+    if (ov.pad_zero) {
+      const double zero = 0.0;
+      set(md.d, CUDNN_ATTR_MATMUL_PADDING_VALUE, CUDNN_TYPE_DOUBLE, 1, &zero, "matmul padding value");
+    }
     check(cudnnBackendFinalize(md.d), "finalize matmul descriptor");
     auto& op = keep(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
     set(op.d, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a.desc, "matmul a");
@@ -222,6 +232,23 @@ class Graph {
     set(op.d, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y.desc, "reduction y");
     set(op.d, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd.d, "reduction desc");
     check(cudnnBackendFinalize(op.d), "finalize reduction op");
+    ops_.push_back(op.d);
+    return y;
+  }
+
+  /// OPERATION_PAGED_CACHE_LOAD (frontend PagedCacheLoadNode): y [B, H, S, D] (or its
+  /// transpose) gathered from `container` [num_pages, H, page_size, D] through `table`
+  /// [B, 1, pages, 1] for `seq_len` [B, 1, 1, 1] keys.
+  Tensor paged_load(const Tensor& container, const Tensor& seq_len, const Tensor& table, Tensor y) {
+    auto& op = keep(CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR);
+    set(op.d, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &container.desc,
+        "paged load container");
+    set(op.d, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &table.desc,
+        "paged load page table");
+    set(op.d, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &seq_len.desc,
+        "paged load sequence lengths");
+    set(op.d, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y.desc, "paged load y");
+    check(cudnnBackendFinalize(op.d), "finalize paged cache load op");
     ops_.push_back(op.d);
     return y;
   }
@@ -339,6 +366,11 @@ enum Uid : int64_t {
   kDQAccum = 12,
   kSeqLenQ = 13,
   kSeqLenKV = 14,
+  kRaggedQ = 15,  // element offsets of each sequence's first row (Q and dQ, K and dK, V and dV, O and dO)
+  kRaggedK = 16,
+  kRaggedV = 17,
+  kRaggedO = 18,
+  kPageTable = 19,  // K's and V's (one block table for both)
 };
 
 enum class Align { top_left, bottom_right };
@@ -353,6 +385,12 @@ struct Band {
 cudnnDataType_t io_type(SdpaDType t) { return t == SdpaDType::fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16; }
 
 bool is_causal(const SdpaParams& p) { return p.mask != SdpaMask::none; }
+bool is_paged(const SdpaParams& p) { return p.page_size > 0; }
+// Packed sequences of their own lengths (varlen THD, or paged): Q and O ragged, a padding mask.
+bool is_packed(const SdpaParams& p) { return p.varlen || is_paged(p); }
+// The keys' dimension of the graph: a paged graph's is the block table's capacity (cuDNN's
+// PAGED_CACHE_LOAD takes a table of exactly ceil(s_kv / page_size) pages).
+int64_t graph_seq_k(const SdpaParams& p) { return is_paged(p) ? p.max_pages_per_seq * p.page_size : p.seq_k; }
 bool has_window(const SdpaParams& p) { return p.window_left >= 0 || p.window_right >= 0; }
 
 Band band_of(const SdpaParams& p) {
@@ -363,7 +401,9 @@ Band band_of(const SdpaParams& p) {
     b.right_bound = causal ? (p.window_right >= 0 ? std::min<int64_t>(0, p.window_right) : 0) : p.window_right;
   b.left = p.window_left >= 0;
   if (b.left) b.left_bound = p.window_left + 1;  // FlashAttention-2's inclusive left → cuDNN's exclusive
-  if (p.seq_q == p.seq_k || (p.mask == SdpaMask::causal_upper_left && !has_window(p))) b.align = Align::top_left;
+  // Packed: each sequence has its own lengths, so only causal_upper_left (no window) is top-left.
+  if ((!is_packed(p) && p.seq_q == p.seq_k) || (p.mask == SdpaMask::causal_upper_left && !has_window(p)))
+    b.align = Align::top_left;
   else b.align = Align::bottom_right;
   return b;
 }
@@ -382,9 +422,31 @@ std::string why_not(const SdpaParams& p, bool backward) {
   const bool mask_tensor = p.mask_kind == SdpaMaskTensor::additive;
   if (p.softcap > 0 && (is_causal(p) || has_window(p)))
     return "cuDNN (frontend support surface): a score modifier (softcap) disables causal and window masks";
-  if (p.mask == SdpaMask::causal_upper_left && has_window(p) && p.seq_q != p.seq_k)
+  if (p.mask == SdpaMask::causal_upper_left && has_window(p) && (p.seq_q != p.seq_k || is_packed(p)))
     return "causal_upper_left with a bottom-right window and seq_q != seq_k needs two diagonal alignments; "
            "cuDNN's band mask has one";
+  if (is_packed(p)) {
+    // cudnn-frontend sdpa_support_surface.h: ragged offsets need the padding mask; GQA with
+    // ragged tensors in the backward needs 9.6.0; paged caches with ragged offsets 9.7.0, with
+    // head dims over 128 past 9.9.
+    if (v < 90600) return "cuDNN < 9.6.0: the adapter's ragged (THD) graphs need 9.6.0";
+    if (p.softcap > 0)
+      return "cuDNN (frontend support surface): a score modifier (softcap) disables the padding mask a ragged "
+             "or paged graph needs";
+    if (mask_tensor) return "the adapter's ragged and paged graphs take no attn_mask";
+    if (is_paged(p)) {
+      if (backward) return "cuDNN's paged caches are forward only";
+      if (v < 90700) return "cuDNN < 9.7.0: paged caches do not combine with ragged offsets";
+      // cuDNN 9.14.0 on the H200 (2026-12-06): CUDNN_STATUS_BAD_PARAM from the paged cache load
+      // op, "block size needs to be non-zero and a power of 2".
+      if ((p.page_size & (p.page_size - 1)) != 0)
+        return "cuDNN's paged cache load takes power-of-two page sizes only (page_size " + std::to_string(p.page_size) +
+               ")";
+      if ((p.head_dim > 128 || p.head_dim_v > 128) && v <= 90900)
+        return "cuDNN <= 9.9: paged caches need head dims <= 128";
+    }
+    return {};
+  }
   const Band b = band_of(p);
   if ((b.right || b.left) && b.align == Align::bottom_right) {
     if (p.seq_q > p.seq_k) return "cuDNN (frontend support surface): bottom-right masks do not support seq_q > seq_k";
@@ -408,7 +470,47 @@ void validate(const SdpaParams& p) {
   require(p.mask_kind != SdpaMaskTensor::boolean, "attn_mask", "boolean masks must be converted to additive");
 }
 
-std::vector<int64_t> bhsd_strides(const SdpaStrides& s) { return {s.batch, s.head, s.seq, 1}; }
+// [B, H, S, D] strides of an ABI tensor of `seq` rows a batch. A packed (THD) tensor's batch
+// stride is 0 in SdpaStrides: cuDNN reads each sequence from its ragged offset instead, and is
+// given a padded batch's stride.
+int64_t batch_stride(const SdpaStrides& s, int64_t seq) { return s.batch ? s.batch : seq * s.seq; }
+std::vector<int64_t> bhsd_strides(const SdpaStrides& s, int64_t seq) {
+  return {batch_stride(s, seq), s.head, s.seq, 1};
+}
+// K as Kᵀ [B, H, D, S] (the backend's bmm1 B operand; frontend: "maps the K->KT").
+std::vector<int64_t> transposed_strides(const SdpaStrides& s, int64_t seq) {
+  return {batch_stride(s, seq), s.head, 1, s.seq};
+}
+
+// The packed graph's per-sequence tensors (sdpa_cudnn_ragged_meta's order): lengths [B, 1, 1, 1]
+// and element offsets [B + 1, 1, 1, 1] (int32); K's and V's offsets only without pages.
+struct Sequences {
+  Tensor len_q, len_kv, off_q, off_k, off_v, off_o;
+};
+
+Sequences sequences(Graph& g, int64_t B, bool paged) {
+  auto lens = [&](int64_t uid) { return g.tensor(CUDNN_DATA_INT32, {B, 1, 1, 1}, {1, 1, 1, 1}, false, uid); };
+  auto offsets = [&](int64_t uid) { return g.tensor(CUDNN_DATA_INT32, {B + 1, 1, 1, 1}, {1, 1, 1, 1}, false, uid); };
+  Sequences s;
+  s.len_q = lens(kSeqLenQ);
+  s.len_kv = lens(kSeqLenKV);
+  s.off_q = offsets(kRaggedQ);
+  s.off_o = offsets(kRaggedO);
+  if (!paged) {
+    s.off_k = offsets(kRaggedK);
+    s.off_v = offsets(kRaggedV);
+  }
+  return s;
+}
+
+// A paged cache as PAGED_CACHE_LOAD's container [num_pages, Hkv, page_size, d]: HND storage as
+// is, NHD ([num_pages, page_size, Hkv, d]) by its strides.
+Tensor cache_container(Graph& g, const SdpaParams& p, int64_t d, int64_t uid) {
+  const int64_t P = p.page_size, H = p.heads_kv;
+  const std::vector<int64_t> strides =
+      p.kv_hnd ? std::vector<int64_t>{H * P * d, P * d, d, 1} : std::vector<int64_t>{P * H * d, d, H * d, 1};
+  return g.tensor(io_type(p.dtype), {p.num_pages, H, P, d}, strides, false, uid);
+}
 
 // ------------------------------------------------------------------ shared subgraphs
 
@@ -457,7 +559,8 @@ Tensor band_masks(Graph& g, Tensor score, const SdpaParams& p, const Tensor* sq,
   return score;
 }
 
-// utils/attn_score_modifiers.h padding_mask (the backward's pre-9.16 workaround).
+// utils/attn_score_modifiers.h padding_mask: rows past seq_len_q and columns past seq_len_kv
+// are -inf (packed problems, and the backward's pre-9.16 workaround).
 Tensor padding_mask(Graph& g, const Tensor& score, const Tensor& sq, const Tensor& skv) {
   Tensor row = g.pwv(CUDNN_POINTWISE_GEN_INDEX, score, nullptr, score, CUDNN_DATA_INT32, CUDNN_DATA_INT32, nullptr, 2);
   Tensor col = g.pwv(CUDNN_POINTWISE_GEN_INDEX, score, nullptr, score, CUDNN_DATA_INT32, CUDNN_DATA_INT32, nullptr, 3);
@@ -488,7 +591,7 @@ struct Scores {
 
 Scores scores(Graph& g, const Tensor& q, const Tensor& kt, const SdpaParams& p, Overrides ov) {
   Scores r;
-  r.s = g.matmul(q, kt, g.virt(CUDNN_DATA_FLOAT, {p.batch, p.heads_q, p.seq_q, p.seq_k}), ov);
+  r.s = g.matmul(q, kt, g.virt(CUDNN_DATA_FLOAT, {p.batch, p.heads_q, p.seq_q, graph_seq_k(p)}), ov);
   r.scale = g.scalar_f(p.scale);
   r.s = g.pwv(CUDNN_POINTWISE_MUL, r.s, &r.scale, r.s);
   if (p.softcap > 0) {
@@ -514,6 +617,8 @@ struct SdpaCudnnPlan::Impl {
   int64_t workspace_bytes = 0;
   bool backward = false;
   bool has_bias = false;
+  bool packed = false;  // varlen or paged: per-sequence tensors computed per run, Stats padded
+  bool paged = false;
   // Backward scratch tensors (frontend workspace): softmax_sum and dQ_accum, allocated per run
   // on its stream; seq_len q / kv, constant per plan, uploaded when the plan is built.
   size_t softmax_sum_bytes = 0;
@@ -547,6 +652,36 @@ struct SdpaCudnnPlan::Impl {
     check(cudnnBackendFinalize(vp.d), "finalize variant pack");
     check(cudnnBackendExecute(graph->handle(), graph->plan(), vp.d), "cudnnBackendExecute");
   }
+
+  /// A packed problem's per-sequence tensors, computed on the stream from p's cu_seqlens and
+  /// seqused_k into `scratch`, appended to the variant pack.
+  void bind_sequences(const SdpaParams& p, StreamScratch& scratch, CUstream_st* stream, std::vector<int64_t>& uids,
+                      std::vector<void*>& ptrs) const {
+    require(p.cu_seqlens_q != nullptr, "cu_seqlens_q", "a packed layout needs cu_seqlens_q");
+    require(paged || p.cu_seqlens_k != nullptr, "cu_seqlens_k", "the varlen layout needs cu_seqlens_k");
+    require(!paged || (p.block_table && p.seqused_k), "block_table",
+            "the paged layout needs block_table and seqused_k");
+    // The ragged offsets are int32 element offsets (sdpa_cudnn_ragged_meta).
+    const int64_t widest = std::max(p.head_dim, p.head_dim_v);
+    if (p.total_q * p.heads_q * widest > INT32_MAX || (!paged && p.total_k * p.heads_kv * widest > INT32_MAX))
+      throw SdpaCudnnRefusal(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED),
+                             "sdpa_cudnn: the packed tensors' element offsets exceed int32 (the adapter's ragged "
+                             "offsets are int32)");
+    const int64_t B = p.batch;
+    auto* meta = static_cast<int32_t*>(
+        scratch.alloc(static_cast<size_t>(sdpa_cudnn_ragged_meta_size(B)) * 4, "sequence lengths and offsets"));
+    sdpa_cudnn_ragged_meta(p, meta, stream);
+    int32_t* offsets = meta + 2 * B;
+    uids.insert(uids.end(), {kSeqLenQ, kSeqLenKV, kRaggedQ, kRaggedO});
+    ptrs.insert(ptrs.end(), {meta, meta + B, offsets, offsets + 3 * (B + 1)});
+    if (paged) {
+      uids.push_back(kPageTable);
+      ptrs.push_back(const_cast<int32_t*>(p.block_table));
+    } else {
+      uids.insert(uids.end(), {kRaggedK, kRaggedV});
+      ptrs.insert(ptrs.end(), {offsets + (B + 1), offsets + 2 * (B + 1)});
+    }
+  }
 };
 
 SdpaCudnnPlan::SdpaCudnnPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -575,21 +710,45 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p) {
   refuse_if_unsupported(p, false);
   auto im = std::make_unique<Impl>();
   im->graph = std::make_unique<Graph>(device_handle());
+  im->packed = is_packed(p);
+  im->paged = is_paged(p);
   Graph& g = *im->graph;
   const cudnnDataType_t io = io_type(p.dtype);
-  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim,
+  const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = graph_seq_k(p), D = p.head_dim,
                 Dv = p.head_dim_v;
 
-  const Tensor q = g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(p.q_strides), false, kQ);
-  const Tensor kt = g.tensor(io, {B, Hk, D, Sk}, {p.k_strides.batch, p.k_strides.head, 1, p.k_strides.seq}, false, kK);
-  const Tensor v = g.tensor(io, {B, Hk, Sk, Dv}, bhsd_strides(p.v_strides), false, kV);
-  const Tensor o = g.tensor(io, {B, Hq, Sq, Dv}, bhsd_strides(p.o_strides), false, kO);
+  // Packed: the per-sequence lengths (padding mask, GEMM overrides) and ragged offsets.
+  Sequences seqs;
+  const Tensor *len_q = nullptr, *len_kv = nullptr;
+  if (im->packed) {
+    seqs = sequences(g, B, im->paged);
+    len_q = &seqs.len_q;
+    len_kv = &seqs.len_kv;
+  }
+  auto ragged = [&](const Tensor& off) { return im->packed ? &off : nullptr; };
+  const Tensor q = g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(p.q_strides, Sq), false, kQ, false, ragged(seqs.off_q));
+  Tensor kt, v;
+  if (im->paged) {
+    // PAGED_CACHE_LOAD gathers each sequence's pages into K (as Kᵀ) and V (frontend CompositeSDPANode).
+    const int64_t pages = p.max_pages_per_seq;
+    const Tensor table = g.tensor(CUDNN_DATA_INT32, {B, 1, pages, 1}, {pages, pages, 1, 1}, false, kPageTable);
+    kt = g.paged_load(cache_container(g, p, D, kK), seqs.len_kv, table,
+                      g.virt(io, {B, Hk, D, Sk}, {D * Sk * Hk, D * Sk, 1, D}));
+    v = g.paged_load(cache_container(g, p, Dv, kV), seqs.len_kv, table, g.virt(io, {B, Hk, Sk, Dv}));
+  } else {
+    kt = g.tensor(io, {B, Hk, D, Sk}, transposed_strides(p.k_strides, Sk), false, kK, false, ragged(seqs.off_k));
+    v = g.tensor(io, {B, Hk, Sk, Dv}, bhsd_strides(p.v_strides, Sk), false, kV, false, ragged(seqs.off_v));
+  }
+  const Tensor o = g.tensor(io, {B, Hq, Sq, Dv}, bhsd_strides(p.o_strides, Sq), false, kO, false, ragged(seqs.off_o));
+  // Stats [B, Hq, Sq, 1]: padded for a packed problem too (moved to [Hq, total_q] after the run).
   const Tensor stats = g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}, false, kStats);
 
-  // bmm1, attn_scale, score modifier, bias
-  Tensor s = scores(g, q, kt, p, {}).s;
+  // bmm1, attn_scale, score modifier, bias; with a padding mask, the GEMM's rows and columns
+  // past the lengths read as 0 (frontend: bmm1 set_padding(0.0))
+  Tensor s = scores(g, q, kt, p, {len_q, len_kv, nullptr, im->packed}).s;
   im->has_bias = p.mask_kind == SdpaMaskTensor::additive;
-  s = band_masks(g, s, p, nullptr, nullptr);
+  if (im->packed) s = padding_mask(g, s, *len_q, *len_kv);
+  s = band_masks(g, s, p, len_q, len_kv);
   // CompositeSoftmaxNode with Stats
   const Tensor max =
       g.reduction(CUDNN_REDUCE_TENSOR_MAX, s, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
@@ -600,8 +759,8 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p) {
   const Tensor lg = g.pwv(CUDNN_POINTWISE_LOG, sum, nullptr, sum);
   g.pw(CUDNN_POINTWISE_ADD, max, &lg, nullptr, stats);
   const Tensor prob = g.pwv(CUDNN_POINTWISE_DIV, e, &sum, s, io);  // P in the input dtype (bmm2's A type)
-  // bmm2
-  g.matmul(prob, v, o);
+  // bmm2 (frontend: m_override seq_len_q, k_override seq_len_kv)
+  g.matmul(prob, v, o, {len_q, nullptr, len_kv});
 
   g.finalize_plan(&im->description, &im->workspace_bytes);
   return std::unique_ptr<SdpaCudnnPlan>(new SdpaCudnnPlan(std::move(im)));
@@ -613,6 +772,7 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
   refuse_if_unsupported(p, true);
   auto im = std::make_unique<Impl>();
   im->backward = true;
+  im->packed = is_packed(p);  // varlen only: why_not refuses a paged backward
   im->graph = std::make_unique<Graph>(device_handle());
   Graph& g = *im->graph;
   const cudnnDataType_t io = io_type(p.dtype);
@@ -620,27 +780,39 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
                 Dv = p.head_dim_v;
   const int64_t version = sdpa_cudnn_version();
 
-  const Tensor q = g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(p.q_strides), false, kQ);
-  const Tensor kt = g.tensor(io, {B, Hk, D, Sk}, {p.k_strides.batch, p.k_strides.head, 1, p.k_strides.seq}, false, kK);
-  const Tensor vt = g.tensor(io, {B, Hk, Dv, Sk}, {p.v_strides.batch, p.v_strides.head, 1, p.v_strides.seq}, false, kV);
-  const Tensor o = g.tensor(io, {B, Hq, Sq, Dv}, bhsd_strides(p.o_strides), false, kO);
-  const Tensor stats = g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}, false, kStats);
-  const Tensor d_o = g.tensor(io, {B, Hq, Sq, Dv}, bhsd_strides(bp.do_strides), false, kDO);
-  const Tensor dq = g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(bp.dq_strides), false, kDQ);
-  const Tensor dk = g.tensor(io, {B, Hk, Sk, D}, bhsd_strides(bp.dk_strides), false, kDK);
-  const Tensor dv = g.tensor(io, {B, Hk, Sk, Dv}, bhsd_strides(bp.dv_strides), false, kDV);
-
-  // The frontend's pre-9.16 workaround: s_kv % 128 != 0 → padding mask with full lengths.
-  const bool workaround_padding = Sk % 128 != 0 && version <= 91500;
-  Tensor seq_q_t, seq_kv_t;
+  // The padding mask: a packed problem's per-sequence lengths, or the frontend's pre-9.16
+  // workaround for s_kv % 128 != 0 (full lengths, uploaded once below).
+  const bool workaround_padding = !im->packed && Sk % 128 != 0 && version <= 91500;
+  Sequences seqs;
   const Tensor* sq = nullptr;
   const Tensor* skv = nullptr;
-  if (workaround_padding) {
-    seq_q_t = g.tensor(CUDNN_DATA_INT32, {B, 1, 1, 1}, {1, 1, 1, 1}, false, kSeqLenQ);
-    seq_kv_t = g.tensor(CUDNN_DATA_INT32, {B, 1, 1, 1}, {1, 1, 1, 1}, false, kSeqLenKV);
-    sq = &seq_q_t;
-    skv = &seq_kv_t;
+  if (im->packed) {
+    seqs = sequences(g, B, false);
+  } else if (workaround_padding) {
+    seqs.len_q = g.tensor(CUDNN_DATA_INT32, {B, 1, 1, 1}, {1, 1, 1, 1}, false, kSeqLenQ);
+    seqs.len_kv = g.tensor(CUDNN_DATA_INT32, {B, 1, 1, 1}, {1, 1, 1, 1}, false, kSeqLenKV);
   }
+  if (im->packed || workaround_padding) {
+    sq = &seqs.len_q;
+    skv = &seqs.len_kv;
+  }
+  auto ragged = [&](const Tensor& off) { return im->packed ? &off : nullptr; };
+
+  const Tensor q = g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(p.q_strides, Sq), false, kQ, false, ragged(seqs.off_q));
+  const Tensor kt =
+      g.tensor(io, {B, Hk, D, Sk}, transposed_strides(p.k_strides, Sk), false, kK, false, ragged(seqs.off_k));
+  const Tensor vt =
+      g.tensor(io, {B, Hk, Dv, Sk}, transposed_strides(p.v_strides, Sk), false, kV, false, ragged(seqs.off_v));
+  const Tensor o = g.tensor(io, {B, Hq, Sq, Dv}, bhsd_strides(p.o_strides, Sq), false, kO, false, ragged(seqs.off_o));
+  const Tensor stats = g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}, false, kStats);
+  const Tensor d_o =
+      g.tensor(io, {B, Hq, Sq, Dv}, bhsd_strides(bp.do_strides, Sq), false, kDO, false, ragged(seqs.off_o));
+  const Tensor dq =
+      g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(bp.dq_strides, Sq), false, kDQ, false, ragged(seqs.off_q));
+  const Tensor dk =
+      g.tensor(io, {B, Hk, Sk, D}, bhsd_strides(bp.dk_strides, Sk), false, kDK, false, ragged(seqs.off_k));
+  const Tensor dv =
+      g.tensor(io, {B, Hk, Sk, Dv}, bhsd_strides(bp.dv_strides, Sk), false, kDV, false, ragged(seqs.off_v));
 
   // "dO * O => softmax_sum"
   Tensor t = g.pw(CUDNN_POINTWISE_MUL, d_o, &o, nullptr,
@@ -656,7 +828,7 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
   Tensor s = sc.s;
   im->has_bias = p.mask_kind == SdpaMaskTensor::additive;
   s = g.pwv(CUDNN_POINTWISE_SUB, s, &stats, s);
-  if (workaround_padding) s = padding_mask(g, s, *sq, *skv);
+  if (sq) s = padding_mask(g, s, *sq, *skv);
   s = band_masks(g, s, p, sq, skv);
   const Tensor exp_s = g.pwv(CUDNN_POINTWISE_EXP, s, nullptr, s);
   const Tensor pt = g.reshape(exp_s, g.virt(io, {B, Hq, Sk, Sq}, {Hq * Sq * Sk, Sq * Sk, 1, Sk}));
@@ -687,7 +859,7 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
   }
 
   // "dS @ K => dQ" through the fp32 dQ_accum
-  const Tensor k = g.reshape(kt, g.virt(io, {B, Hk, Sk, D}, {p.k_strides.batch, p.k_strides.head, p.k_strides.seq, 1}));
+  const Tensor k = g.reshape(kt, g.virt(io, {B, Hk, Sk, D}, bhsd_strides(p.k_strides, Sk)));
   const Tensor dq_accum =
       g.matmul(ds, k, g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, D}, {Hq * Sq * D, Sq * D, D, 1}, false, kDQAccum),
                {sq, nullptr, skv});
@@ -715,16 +887,22 @@ void SdpaCudnnPlan::run(const SdpaParams& p, CUstream_st* stream) {
   if (impl_->backward) throw std::logic_error("sdpa_cudnn: a backward plan run with forward parameters");
   require(p.q && p.k && p.v, "q", "null input pointer");
   require(p.o && p.lse, "o", "null output pointer");
+  StreamScratch scratch(reinterpret_cast<cudaStream_t>(stream));
+  // A packed problem's Stats go to a padded scratch, moved to lse [Hq, total_q] after the run.
+  float* stats = p.lse;
+  if (impl_->packed)
+    stats = static_cast<float*>(scratch.alloc(static_cast<size_t>(p.batch * p.heads_q * p.seq_q) * 4, "Stats"));
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats};
-  std::vector<void*> ptrs = {const_cast<void*>(p.q), const_cast<void*>(p.k), const_cast<void*>(p.v), p.o, p.lse};
+  std::vector<void*> ptrs = {const_cast<void*>(p.q), const_cast<void*>(p.k), const_cast<void*>(p.v), p.o, stats};
   if (impl_->has_bias) {
     require(p.attn_mask != nullptr, "attn_mask", "null mask pointer");
     uids.push_back(kBias);
     ptrs.push_back(const_cast<void*>(p.attn_mask));
   }
-  StreamScratch scratch(reinterpret_cast<cudaStream_t>(stream));
+  if (impl_->packed) impl_->bind_sequences(p, scratch, stream, uids, ptrs);
   void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "workspace");
   impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
+  if (impl_->packed) sdpa_cudnn_stats_to_lse(p, stats, stream);
 }
 
 void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
@@ -739,12 +917,17 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
   void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "workspace");
   void* softmax_sum = scratch.alloc(impl_->softmax_sum_bytes, "softmax_sum");
   void* dq_accum = scratch.alloc(impl_->dq_accum_bytes, "dQ_accum");
+  float* stats = p.lse;
+  if (impl_->packed) {
+    stats = static_cast<float*>(scratch.alloc(static_cast<size_t>(p.batch * p.heads_q * p.seq_q) * 4, "Stats"));
+    sdpa_cudnn_lse_to_stats(p, stats, stream);
+  }
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSoftmaxSum, kDQAccum};
   std::vector<void*> ptrs = {const_cast<void*>(p.q),
                              const_cast<void*>(p.k),
                              const_cast<void*>(p.v),
                              p.o,
-                             p.lse,
+                             stats,
                              const_cast<void*>(bp.d_o),
                              bp.d_q,
                              bp.d_k,
@@ -761,6 +944,14 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
     ptrs.push_back(impl_->seq_len);
     uids.push_back(kSeqLenKV);
     ptrs.push_back(impl_->seq_len + impl_->batch);
+  }
+  if (impl_->packed) {
+    impl_->bind_sequences(p, scratch, stream, uids, ptrs);
+    // cuDNN writes the rows of each sequence's keys; the rows no sequence reads as a key (the
+    // padding seqused_k leaves out) have zero gradients, as the contract says.
+    const size_t keys = static_cast<size_t>(p.total_k * p.heads_kv);
+    cuda_check(cudaMemsetAsync(bp.d_k, 0, keys * static_cast<size_t>(p.head_dim) * 2, s), "cudaMemsetAsync(dK)");
+    cuda_check(cudaMemsetAsync(bp.d_v, 0, keys * static_cast<size_t>(p.head_dim_v) * 2, s), "cudaMemsetAsync(dV)");
   }
   if (impl_->memset_dq_accum)
     cuda_check(cudaMemsetAsync(dq_accum, 0, impl_->dq_accum_bytes, s), "cudaMemsetAsync(dQ_accum)");
@@ -799,6 +990,7 @@ std::string plan_key(const SdpaParams& p, const SdpaBackwardParams* b) {
   put(p.window_right);
   put(static_cast<int64_t>(p.mask_kind));
   for (const SdpaStrides& s : {p.mask_strides, p.q_strides, p.k_strides, p.v_strides, p.o_strides}) put_strides(s);
+  for (int64_t v : {int64_t{p.varlen}, p.page_size, p.num_pages, p.max_pages_per_seq, int64_t{p.kv_hnd}}) put(v);
   if (b)
     for (const SdpaStrides& s : {b->do_strides, b->dq_strides, b->dk_strides, b->dv_strides}) put_strides(s);
   return k;
@@ -881,20 +1073,22 @@ int64_t span(int64_t b, int64_t h, int64_t s, int64_t d, const SdpaStrides& st) 
 // runtime-compiled engine's kernels at the plan's first execution (cuLibraryLoadData inside
 // cudnnBackendExecute; all 8 of cuda.cudnn's gate losses in the default tier on the H200,
 // 2026-12-02, before this). Failures are left to the run, which executes the plan again.
+// A packed problem's sequences are all empty there (zeroed cu_seqlens, seqused_k and table).
 void warm_up(SdpaCudnnPlan& plan, SdpaBackwardParams bp, bool backward) noexcept {
   SdpaParams& p = bp.fwd;
   const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim,
                 Dv = p.head_dim_v;
-  const int64_t elems[] = {span(B, Hq, Sq, D, p.q_strides),
-                           span(B, Hk, Sk, D, p.k_strides),
-                           span(B, Hk, Sk, Dv, p.v_strides),
-                           span(B, Hq, Sq, Dv, p.o_strides),
-                           2 * B * Hq * Sq,  // lse: fp32, two 16-bit slots a value
-                           p.mask_kind == SdpaMaskTensor::none ? 0 : span(B, Hq, Sq, Sk, p.mask_strides),
-                           backward ? span(B, Hq, Sq, Dv, bp.do_strides) : 0,
-                           backward ? span(B, Hq, Sq, D, bp.dq_strides) : 0,
-                           backward ? span(B, Hk, Sk, D, bp.dk_strides) : 0,
-                           backward ? span(B, Hk, Sk, Dv, bp.dv_strides) : 0};
+  const bool paged = is_paged(p), packed = is_packed(p);
+  const int64_t cache_slots = p.num_pages * p.page_size * Hk;
+  const int64_t elems[] = {
+      span(B, Hq, Sq, D, p.q_strides), paged ? cache_slots * D : span(B, Hk, Sk, D, p.k_strides),
+      paged ? cache_slots * Dv : span(B, Hk, Sk, Dv, p.v_strides), span(B, Hq, Sq, Dv, p.o_strides),
+      2 * B * Hq * Sq,  // lse: fp32, two 16-bit slots a value
+      p.mask_kind == SdpaMaskTensor::none ? 0 : span(B, Hq, Sq, Sk, p.mask_strides),
+      backward ? span(B, Hq, Sq, Dv, bp.do_strides) : 0, backward ? span(B, Hq, Sq, D, bp.dq_strides) : 0,
+      backward ? span(B, Hk, Sk, D, bp.dk_strides) : 0, backward ? span(B, Hk, Sk, Dv, bp.dv_strides) : 0,
+      // int32 cu_seqlens_q, cu_seqlens_k, seqused_k, block_table: two slots a value
+      packed ? 2 * (B + 1) : 0, packed ? 2 * (B + 1) : 0, packed ? 2 * B : 0, paged ? 2 * B * p.max_pages_per_seq : 0};
   std::vector<size_t> bytes;
   for (int64_t e : elems) bytes.push_back(static_cast<size_t>(e) * 2);  // 16-bit elements
   run_on_zeroed_scratch(bytes, [&](const std::vector<void*>& at, cudaStream_t s) {
@@ -902,6 +1096,13 @@ void warm_up(SdpaCudnnPlan& plan, SdpaBackwardParams bp, bool backward) noexcept
     p.lse = static_cast<float*>(at[4]);
     p.attn_mask = p.mask_kind == SdpaMaskTensor::none ? nullptr : at[5];
     bp.d_o = at[6], bp.d_q = at[7], bp.d_k = at[8], bp.d_v = at[9];
+    if (packed) {
+      p.cu_seqlens_q = static_cast<const int32_t*>(at[10]);
+      p.cu_seqlens_k = static_cast<const int32_t*>(at[11]);
+      p.seqused_k = static_cast<const int32_t*>(at[12]);
+      p.block_table = paged ? static_cast<const int32_t*>(at[13]) : nullptr;
+      p.total_q = p.total_k = 0;
+    }
     backward ? plan.run(bp, s) : plan.run(p, s);
   });
 }

@@ -53,6 +53,27 @@
 // bottom-right masks need s_q ≤ s_kv and no bias; a score modifier (softcap) excludes every
 // other mask ("Attention score mod enabled and hence other subgraphs are disabled").
 //
+// Packed layouts (SdpaParams::varlen, or a paged KV cache), as the frontend builds them
+// (samples/cpp/sdpa: THD with ragged offsets; fp16_fwd_with_paged_caches.cpp):
+//   Q, O (and dQ, dO) are [B, H, max Sq, D] with THD strides and CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC
+//   = int32 [B + 1] element offsets (cu_seqlens · H · D); varlen K, V (dK, dV) likewise from
+//   cu_seqlens_k. A padding mask (seq_len_q [B], seq_len_kv [B] = seqused_k clamped to its segment,
+//   or the segment) sets rows and columns past them to −inf, the GEMMs take them as M/N/K overrides
+//   and bmm1 pads with 0; bottom-right masks align per sequence on those lengths (so the dense
+//   Sq ≤ Sk limit does not apply). These tensors are computed on the stream per run
+//   (sdpa_cudnn_ragged_meta). Stats stay padded [B, Hq, max Sq] in scratch and are moved to or
+//   from the ABI's lse [Hq, total_q]; the varlen backward zeroes dK and dV first, so the padding
+//   rows seqused_k leaves out get 0.
+//   Paged: OPERATION_PAGED_CACHE_LOAD gathers K (as Kᵀ) and V from the caches as containers
+//   [num_pages, Hkv, page_size, D] (NHD storage by its strides) through block_table
+//   [B, 1, max_pages_per_seq, 1]; the graph's s_kv is the table's capacity. Forward only.
+//   Gates (frontend): ragged needs the padding mask, so no softcap; ragged THD on sm90+ before
+//   9.18.1; GQA with ragged backward ≥ 9.6.0 (the adapter asks 9.6.0 for every packed graph);
+//   paged with ragged offsets ≥ 9.7.0, head dims > 128 paged after 9.9; page sizes powers of two
+//   (cuDNN 9.14.0's paged cache load op refuses others: CUDNN_STATUS_BAD_PARAM).
+//   Measured on an H200 with cuDNN 9.14.0 (2026-12-06, docs/status/sm90.md): a sequence with no
+//   key (seq_len_kv 0) gets no O rows written at all — the contract's O = 0 is not there.
+//
 // Explicit masks: additive only (the SdpaParams::attn_mask in the input dtype, added after the
 // softcap like the frontend's bias). A boolean mask is refused here; the glue converts it to an
 // additive 0 / −inf mask (what PyTorch does before calling cuDNN), which is exact.

@@ -7,10 +7,15 @@
 // manifest expects it. What the adapter cannot express at all (version gates, bottom-right masks
 // with Sq > Sk, softcap with masks, ...) is a SKIP from the supports callback, with the reason.
 //
+// Packed layouts (varlen THD with padding rows, paged KV caches; ABI 1.3): cuDNN's ragged and
+// paged graphs (sdpa_cudnn.hpp), forward and varlen backward.
+//
 // A boolean mask becomes an additive 0 / -inf mask in the input dtype on the device (exact:
 // s + 0 = s, s + -inf = -inf for finite s), which is what PyTorch hands cuDNN.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -87,11 +92,18 @@ int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arc
   if (arch->compute_major > 0 && arch->compute_major < 8) return no("cuDNN fp16/bf16 SDPA needs sm80+");
   std::string why;
   if (!sdpa_cudnn_supports(bp.fwd, backward(c), &why)) return no("cuDNN " + version_text() + ": " + why);
+  const bool packed = bp.fwd.varlen || bp.fwd.page_size > 0;
+  if (packed && arch->compute_major > 0 && arch->compute_major < 9 && sdpa_cudnn_version() < 91801)
+    return no("cuDNN " + version_text() + ": ragged (THD) SDPA needs sm90+ before 9.18.1 (frontend support surface)");
+  // The adapter's ragged offsets are int32 element offsets; B · Sq bounds the query rows.
+  if (packed && static_cast<double>(c.batch) * c.seq_q * c.heads_q * std::max(c.head_dim, c.head_dim_v) > INT32_MAX)
+    return no("the packed tensors' element offsets exceed the adapter's int32 ragged offsets");
   // The handle is made now, not under the backend's stream gate (cudnnCreate may wait).
   sdpa_cudnn_prepare();
   // Scratch: the additive mask, and for the backward the forward's O and lse, softmax_sum and
   // dQ_accum (fp32).
   double extra = c.attn_mask == OPCTS_SDPA_ATTN_MASK_BOOL ? 2 * mask_elems(c) : 0;
+  if (packed) extra += 4.0 * c.batch * c.heads_q * c.seq_q + 4.0 * sdpa_cudnn_ragged_meta_size(c.batch);  // Stats
   if (backward(c))
     extra +=
         4.0 * c.batch * c.heads_q * c.seq_q * (2 + c.head_dim) + 2.0 * c.batch * c.heads_q * c.seq_q * c.head_dim_v;

@@ -155,6 +155,21 @@ void sdpa_check_arguments(const SdpaParams& p);
 /// n mask bytes (nonzero = attend) as an additive mask in `dtype` (0 or -inf), on `stream`.
 void sdpa_bool_mask_to_additive(const uint8_t* in, void* out, SdpaDType dtype, size_t n, CUstream_st* stream);
 
+/// int32 elements sdpa_cudnn_ragged_meta writes for `batch` sequences.
+inline int64_t sdpa_cudnn_ragged_meta_size(int64_t batch) { return 2 * batch + 4 * (batch + 1); }
+
+/// What cuDNN's ragged / paged SDPA graphs read per sequence (sdpa_cudnn.cpp), from p's
+/// cu_seqlens_q, cu_seqlens_k (varlen) and seqused_k, written on `stream` into `out`
+/// (sdpa_cudnn_ragged_meta_size(B) int32): seq_len_q [B], seq_len_kv [B] (seqused_k clamped to
+/// the segment, or to the block table's capacity when paged), then the element offsets of each
+/// sequence's first row in Q, K, V and O ([B + 1] each; K and V 0 when paged).
+void sdpa_cudnn_ragged_meta(const SdpaParams& p, int32_t* out, CUstream_st* stream);
+
+/// cuDNN's padded Stats [B, Hq, seq_q] (fp32) into p.lse [Hq, total_q], per cu_seqlens_q.
+void sdpa_cudnn_stats_to_lse(const SdpaParams& p, const float* padded, CUstream_st* stream);
+/// p.lse [Hq, total_q] into padded Stats [B, Hq, seq_q]; rows past a sequence's length are 0.
+void sdpa_cudnn_lse_to_stats(const SdpaParams& p, float* padded, CUstream_st* stream);
+
 /// Whether sdpa_flash_forward handles these parameters; when not, `why` says which one.
 bool sdpa_flash_supports(const SdpaParams& p, const char** why);
 

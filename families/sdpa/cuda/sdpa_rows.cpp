@@ -112,6 +112,7 @@ void register_cuda_sdpa(Registry& reg) {
       OPCTS_HAVE_CUDA ? "this opcts was built without cuDNN (no cudnn_graph.h / libcudnn found)" : "";
 #endif
   cudnn.caps = {"mma_sync_bf16"};
+  cudnn.desc.abi_minor = 3;  // cuDNN's ragged (varlen, padding rows) and paged graphs
   add_rows(reg, {cudnn}, missing);
 }
 

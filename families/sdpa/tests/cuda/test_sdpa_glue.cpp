@@ -8,6 +8,7 @@
 
 #include "app/builtins.hpp"
 #include "core/abi_impl.hpp"
+#include "core/arch.hpp"
 #include "families/sdpa/cuda/sdpa_launch.hpp"
 #include "families/sdpa/sdpa.hpp"
 
@@ -106,6 +107,27 @@ TEST(SdpaCudaGlue, VarlenPaddingReachesTheFlashKernelAndPagedTensorsAreRefused) 
   const cuda::SdpaParams paged = cuda::sdpa_params_of(c, t.data(), static_cast<int32_t>(t.size()));
   EXPECT_FALSE(cuda::sdpa_flash_supports(paged, &why));
   EXPECT_NE(std::string(why).find("cuda.flash_decode"), std::string::npos) << why;
+}
+
+// cuda.cudnn takes the packed layouts (ABI 1.3), and what cuDNN's ragged and paged graphs cannot
+// express is a SKIP naming it before anything touches the device: a page size that is not a power
+// of two (cuDNN 9.14.0 refused 5 and 7 with BAD_PARAM on the H200), a softcap (it disables the
+// padding mask a ragged graph needs), causal_upper_left with a window (two alignments).
+TEST(SdpaCudaGlue, CudnnTakesPackedLayoutsAndSkipsWhatItsGraphsCannotExpress) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const auto* cudnn = dynamic_cast<const AbiImpl*>(builtin_registry().impl("cuda.cudnn"));
+  ASSERT_NE(cudnn, nullptr);
+  EXPECT_EQ(cudnn->abi_minor(), 3u);
+  ArchInfo sm90;
+  sm90.name = "sm90", sm90.backend = "cuda", sm90.caps = {"mma_sync_bf16"}, sm90.compute_major = 9;
+  const auto reason = [&](const char* id) { return cudnn->supports(*f.parse_id(id), sm90).reason; };
+  const std::string page7 = reason("bf16_b5_hq4_hkv2_sq1r2x0x33x2_sk15x300x9x48x0_d64_nomask_paged_page7");
+  if (page7.find("without cuDNN") != std::string::npos) GTEST_SKIP() << page7;
+  EXPECT_NE(page7.find("power-of-two page sizes"), std::string::npos) << page7;
+  const std::string cap = reason("bf16_b2_hq2_hkv2_sq3x2_sk5x9_d64_nomask_cap50_varlen");
+  EXPECT_NE(cap.find("padding mask"), std::string::npos) << cap;
+  const std::string ul = reason("bf16_b2_hq2_hkv2_sq3x2_sk5x9_d64_causal_ul_win3x0_varlen");
+  EXPECT_NE(ul.find("two diagonal alignments"), std::string::npos) << ul;
 }
 
 // The varlen backward's determinism claim knows only the longest lengths: within two key blocks
