@@ -125,14 +125,16 @@ static int32_t sdpa_supports(const void* impl, const void* params, const opcts_a
   const double work = (double)p->batch * p->heads_q * p->seq_q * p->seq_k * (p->head_dim + p->head_dim_v);
   if (work > kSdpaMaxWork)
     return no(reason, size, "a scalar CPU loop: problems over 2^28 multiply-adds are left to faster impls");
+  if (p->seq_k > 4096) return no(reason, size, "a row of scores on the stack: seq_k > 4096 is left to other impls");
   return 1;
 }
 
 /* Element offset of (b, h, s) in a stored tensor of `heads`, `seq`, `dim` (BHSD or BSHD); THD
- * (varlen, ABI 1.1): token `base` + s of the packed [T, heads, dim] tensor, base = cu_seqlens[b]. */
+ * (varlen, ABI 1.1, and a paged problem's queries): token `base` + s of the packed [T, heads, dim]
+ * tensor, base = cu_seqlens[b]. */
 static int64_t at(const opcts_sdpa_params* p, int64_t heads, int64_t seq, int64_t dim, int64_t b, int64_t h, int64_t s,
                   int64_t base) {
-  if (p->layout == OPCTS_SDPA_THD) return ((base + s) * heads + h) * dim;
+  if (p->layout == OPCTS_SDPA_THD || p->layout == OPCTS_SDPA_PAGED) return ((base + s) * heads + h) * dim;
   if (p->layout == OPCTS_SDPA_BSHD) return ((b * seq + s) * heads + h) * dim;
   return ((b * heads + h) * seq + s) * dim;
 }
@@ -140,6 +142,18 @@ static int64_t at(const opcts_sdpa_params* p, int64_t heads, int64_t seq, int64_
 /* cu_seqlens[b] of a varlen problem; b * seq for the dense layouts (unused there). */
 static int64_t cu_at(const opcts_tensor* cu, int64_t b, int64_t seq) {
   return cu ? (int64_t)((const int32_t*)cu->data)[b] : b * seq;
+}
+
+/* Element offset of key (or value) j of sequence b, KV head hk: paged (ABI 1.2) through the block
+ * table, slot j % page_size of page block_table[b][j / page_size] in the NHD or HND cache; else
+ * as `at`, from the sequence's first key row k0. */
+static int64_t key_at(const opcts_sdpa_params* p, const opcts_tensor* table, int64_t dim, int64_t b, int64_t hk,
+                      int64_t j, int64_t k0) {
+  if (p->layout != OPCTS_SDPA_PAGED) return at(p, p->heads_kv, p->seq_k, dim, b, hk, j, k0);
+  const int64_t page = ((const int32_t*)table->data)[b * p->max_pages_per_seq + j / p->page_size];
+  const int64_t slot = j % p->page_size;
+  if (p->kv_layout == OPCTS_SDPA_KV_HND) return ((page * p->heads_kv + hk) * p->page_size + slot) * dim;
+  return ((page * p->page_size + slot) * p->heads_kv + hk) * dim;
 }
 
 static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_report* r) {
@@ -150,27 +164,46 @@ static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_re
   if (p->window_left < -1) return refuse(r, "window_left", "window_left must be >= -1");
   if (p->window_right < -1) return refuse(r, "window_right", "window_right must be >= -1");
   if (p->softcap < 0) return refuse(r, "softcap", "softcap must be >= 0");
-  const opcts_tensor *q = find(a, "q"), *k = find(a, "k"), *v = find(a, "v"), *o = find(a, "O"), *lse = find(a, "lse");
+  const int varlen = p->layout == OPCTS_SDPA_THD, paged = p->layout == OPCTS_SDPA_PAGED, packed = varlen || paged;
+  const opcts_tensor *q = find(a, "q"), *k = find(a, paged ? "k_cache" : "k"), *v = find(a, paged ? "v_cache" : "v"),
+                     *o = find(a, "O"), *lse = find(a, "lse");
   const opcts_tensor* mask = find(a, "attn_mask");
   if (!q || !k || !v || !o || !lse) {
     snprintf(r->message, sizeof r->message, "missing one of the tensors q, k, v, O, lse");
     return OPCTS_INTERNAL;
   }
-  const int varlen = p->layout == OPCTS_SDPA_THD;
-  const opcts_tensor *cu_q = varlen ? find(a, "cu_seqlens_q") : NULL, *cu_k = varlen ? find(a, "cu_seqlens_k") : NULL;
-  if (varlen && (!cu_q || !cu_k || cu_q->shape[0] != p->batch + 1 || cu_k->shape[0] != p->batch + 1))
-    return refuse(r, cu_q && cu_q->shape[0] == p->batch + 1 ? "cu_seqlens_k" : "cu_seqlens_q",
-                  "must be int32 [batch + 1]");
+  const opcts_tensor *cu_q = packed ? find(a, "cu_seqlens_q") : NULL, *cu_k = varlen ? find(a, "cu_seqlens_k") : NULL;
+  /* seqused_k: the paged layout's key counts, or (ABI 1.3) a varlen segment's keys before its padding. */
+  const opcts_tensor *used = packed ? find(a, "seqused_k") : NULL, *table = paged ? find(a, "block_table") : NULL;
+  if (packed && (!cu_q || cu_q->shape[0] != p->batch + 1))
+    return refuse(r, "cu_seqlens_q", "must be int32 [batch + 1]");
+  if (varlen && (!cu_k || cu_k->shape[0] != p->batch + 1))
+    return refuse(r, "cu_seqlens_k", "must be int32 [batch + 1]");
+  if (paged && (!used || used->shape[0] != p->batch)) return refuse(r, "seqused_k", "must be int32 [batch]");
+  if (paged && (!table || table->shape[0] != p->batch || table->shape[1] != p->max_pages_per_seq))
+    return refuse(r, "block_table", "must be int32 [batch, max_pages_per_seq]");
   /* Every boundary checked before any is used: 0 first, non-decreasing, ending at the tokens. */
-  for (int w = 0; varlen && w < 2; ++w) {
+  for (int w = 0; packed && w < 2; ++w) {
     const opcts_tensor* cu = w ? cu_k : cu_q;
+    if (!cu) continue; /* paged: no cu_seqlens_k */
     const int64_t tokens = (w ? k : q)->shape[0];
     int ok = cu_at(cu, 0, 0) == 0 && cu_at(cu, p->batch, 0) == tokens;
     for (int64_t b = 0; ok && b < p->batch; ++b) ok = cu_at(cu, b + 1, 0) >= cu_at(cu, b, 0);
     if (!ok) return refuse(r, w ? "cu_seqlens_k" : "cu_seqlens_q", "not 0, non-decreasing, ending at the tokens");
   }
+  /* Each sequence's key count within its segment (varlen) or the table's capacity (paged), and
+   * every page it reads a page of the cache. */
+  for (int64_t b = 0; used && b < p->batch; ++b) {
+    const int64_t n = ((const int32_t*)used->data)[b];
+    const int64_t cap = paged ? p->max_pages_per_seq * p->page_size : cu_at(cu_k, b + 1, 0) - cu_at(cu_k, b, 0);
+    if (n < 0 || n > cap) return refuse(r, "seqused_k", "a key count past its segment or block table");
+    for (int64_t j = 0; paged && j < n; j += p->page_size) {
+      const int32_t page = ((const int32_t*)table->data)[b * p->max_pages_per_seq + j / p->page_size];
+      if (page < 0 || page >= p->num_pages) return refuse(r, "block_table", "a page index out of range");
+    }
+  }
   const int64_t Hq = p->heads_q, Hkv = p->heads_kv, D = p->head_dim, Dv = p->head_dim_v;
-  const int64_t Tq = varlen ? q->shape[0] : 0; /* lse is [Hq, Tq] for varlen */
+  const int64_t Tq = packed ? q->shape[0] : 0; /* lse is [Hq, Tq] for varlen and paged */
   const int64_t group = Hq / Hkv;
   float s[4096];
   if (p->seq_k > 4096) {
@@ -180,8 +213,9 @@ static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_re
   for (int64_t b = 0; b < p->batch; ++b) {
     /* A varlen sequence's own lengths; the dense layouts' are the problem's. */
     const int64_t q0 = cu_at(cu_q, b, p->seq_q), k0 = cu_at(cu_k, b, p->seq_k);
-    const int64_t Sq = varlen ? cu_at(cu_q, b + 1, 0) - q0 : p->seq_q,
-                  Sk = varlen ? cu_at(cu_k, b + 1, 0) - k0 : p->seq_k;
+    const int64_t Sq = packed ? cu_at(cu_q, b + 1, 0) - q0 : p->seq_q, Sk = used     ? ((const int32_t*)used->data)[b]
+                                                                            : varlen ? cu_at(cu_k, b + 1, 0) - k0
+                                                                                     : p->seq_k;
     if (Sk > 4096) return refuse(r, "cu_seqlens_k", "a sequence longer than max_seqlen_k");
     const int64_t off = Sk - Sq; /* bottom-right alignment of windows and lower-right causal */
     for (int64_t h = 0; h < Hq; ++h)
@@ -201,7 +235,7 @@ static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_re
             mi = ((p->mask_per_batch ? b : 0) * (p->mask_per_head ? Hq : 1) + (p->mask_per_head ? h : 0)) * Sq * Sk +
                  i * Sk + j;
           if (mask && p->attn_mask == OPCTS_SDPA_ATTN_MASK_BOOL && ((const uint8_t*)mask->data)[mi] == 0) continue;
-          const int64_t ko = at(p, Hkv, Sk, D, b, h / group, j, k0);
+          const int64_t ko = key_at(p, table, D, b, h / group, j, k0);
           float dot = 0;
           for (int64_t d = 0; d < D; ++d) dot += load(q, qo + d) * load(k, ko + d);
           float x = (float)p->scale * dot;
@@ -220,10 +254,10 @@ static opcts_status sdpa_run(const void* impl, const opcts_run_args* a, opcts_re
           float acc = 0;
           if (l > 0)
             for (int64_t j = 0; j < Sk; ++j)
-              if (s[j] != 0) acc += s[j] * load(v, at(p, Hkv, Sk, Dv, b, h / group, j, k0) + d);
+              if (s[j] != 0) acc += s[j] * load(v, key_at(p, table, Dv, b, h / group, j, k0) + d);
           store(o, oo + d, l > 0 ? acc / l : 0.0f);
         }
-        const int64_t li = varlen ? h * Tq + q0 + i : (b * Hq + h) * Sq + i;
+        const int64_t li = packed ? h * Tq + q0 + i : (b * Hq + h) * Sq + i;
         ((float*)lse->data)[li] = l > 0 ? m + logf(l) : -INFINITY;
       }
   }
@@ -299,7 +333,7 @@ int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   sdpa.backend = "host";
   sdpa.supports = sdpa_supports;
   sdpa.run = sdpa_run;
-  sdpa.abi_minor = 1; /* it takes the varlen layout (ABI 1.1), not the paged cache (1.2) */
+  sdpa.abi_minor = 3; /* varlen (ABI 1.1), the paged cache (1.2), varlen padding rows (1.3) */
   opcts_impl_desc mm = sdpa;
   mm.abi_minor = 0;
   mm.family = "scaled_mm";
