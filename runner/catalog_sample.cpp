@@ -88,7 +88,7 @@ Axis parse_axis(const std::string& path, const std::string& field, const YAML::N
     a.lo = a.lo >= 0 ? (a.lo + a.step - 1) / a.step : -(-a.lo / a.step);
     a.hi = a.hi >= 0 ? a.hi / a.step : -((-a.hi + a.step - 1) / a.step);
     if (a.lo > a.hi) yaml_fail(path, r, form + " holds no multiple of the step " + std::to_string(a.step));
-    if (a.kind == Axis::log_uniform && a.lo < 1) yaml_fail(path, r, form + " needs lo >= 1 (lo >= step with a step)");
+    if (a.kind == Axis::log_uniform && a.lo < 0) yaml_fail(path, r, form + " needs lo >= 0");
   } else {
     a.kind = Axis::divisor_of;
     a.of = text_of(path, spec, "divisor_of");
@@ -142,8 +142,11 @@ YAML::Node draw_value(const Axis& a, const std::array<uint32_t, 4>& bits, const 
     case Axis::uniform: return YAML::Node(a.step * uniform_int(r0, a.lo, a.hi));
     case Axis::log_uniform: {
       // An octave [2^e, 2^(e+1)) uniformly, then a value inside it (clipped to [lo, hi]):
-      // every scale as likely, small sizes well covered.
-      const int e = static_cast<int>(uniform_int(r0, floor_log2(a.lo), floor_log2(a.hi)));
+      // every scale as likely, small sizes well covered. From lo = 0, 0 is an octave of its own
+      // (e = −1), as likely as 1 or as 2–3: the empty problem is drawn, not left to a grid.
+      const int e =
+          static_cast<int>(uniform_int(r0, a.lo == 0 ? -1 : floor_log2(a.lo), a.hi == 0 ? -1 : floor_log2(a.hi)));
+      if (e < 0) return YAML::Node(int64_t{0});
       const int64_t lo = std::max(a.lo, int64_t{1} << e);
       const int64_t hi = e >= 62 ? a.hi : std::min(a.hi, (int64_t{1} << (e + 1)) - 1);
       return YAML::Node(a.step * uniform_int(r1, lo, hi));

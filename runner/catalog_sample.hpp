@@ -10,7 +10,8 @@
 //       attempts: 50                      # draws of one problem before the block fails (default 50)
 //       axes:                             # a distribution per field, drawn in this order
 //         dtype: {choice: [fp16, bf16], weights: [3, 1]}
-//         sq: {log_uniform: [1, 4096]}    # integers, uniform octave then uniform inside it
+//         sq: {log_uniform: [1, 4096]}    # integers, uniform octave then uniform inside it (from
+//                                         # lo = 0, 0 is an octave of its own)
 //         d: {uniform: [1, 256]}          # integers, inclusive
 //         hkv: {divisor_of: hq}           # a divisor of an axis drawn before it, uniformly
 //       fixed: {causal: none}             # fields every draw shares

@@ -145,6 +145,40 @@ TEST(CatalogSample, DistributionsStayInRangeAndReachTheirEnds) {
   EXPECT_GT(long_q, 30);
 }
 
+// From lo = 0 a log-uniform axis draws 0 as an octave of its own (cast's random counts reach the
+// empty conversion that way): as often as 1 or as 2–3, and [0, 0] draws only 0.
+TEST(CatalogSample, ALogUniformAxisFromZeroDrawsZeroAsAnOctave) {
+  const std::string text =
+      "family: sdpa\n"
+      "samples:\n"
+      "  - name: empty\n"
+      "    why: zero-length keys\n"
+      "    seed: 5\n"
+      "    count: 400\n"
+      "    axes:\n"
+      "      seq.q: {log_uniform: [1, 100]}\n"
+      "      seq.k: {log_uniform: [0, 100]}\n"
+      "      batch: {log_uniform: [0, 0]}\n"
+      "    fixed: {dtype: fp16, heads: {q: 2, kv: 2}, head_dim: 64}\n";
+  const auto draws = sample(text);
+  ASSERT_EQ(draws.size(), 400u);
+  int64_t zero = 0, one = 0, low = 0;
+  for (const auto& d : draws) {
+    const int64_t sk = d.draw.point["seq"]["k"].as<int64_t>();
+    EXPECT_GE(sk, 0);
+    EXPECT_LE(sk, 100);
+    EXPECT_EQ(d.draw.point["batch"].as<int64_t>(), 0);
+    zero += sk == 0;
+    one += sk == 1;
+    low += sk == 2 || sk == 3;
+  }
+  // 8 octaves (0, 1, 2–3, ..., 64–100): about 50 draws each.
+  for (const int64_t n : {zero, one, low}) {
+    EXPECT_GT(n, 25);
+    EXPECT_LT(n, 80);
+  }
+}
+
 // `variants` makes each draw one problem per value (a backward problem and its forward twin),
 // without changing the draws themselves.
 TEST(CatalogSample, VariantsRepeatEachDrawOncePerValue) {
@@ -174,7 +208,7 @@ TEST(CatalogSample, MalformedBlocksNameTheirLine) {
   EXPECT_NE(with("{smoke: 3, default: 8}", "{smoke: 9, default: 8}").find("below a smaller tier's 9"),
             std::string::npos);
   EXPECT_NE(with("{smoke: 3, default: 8}", "1000000").find("count must be in [0, 100000]"), std::string::npos);
-  EXPECT_NE(with("{log_uniform: [1, 300]}", "{log_uniform: [0, 300]}").find("needs lo >= 1"), std::string::npos);
+  EXPECT_NE(with("{log_uniform: [1, 300]}", "{log_uniform: [-1, 300]}").find("needs lo >= 0"), std::string::npos);
   EXPECT_NE(with("{uniform: [1, 3]}", "{uniform: [3, 1]}").find("lo 3 is above hi 1"), std::string::npos);
   EXPECT_NE(with("{uniform: [1, 3]}", "{uniform: [1, 3], step: 4}").find("holds no multiple of the step 4"),
             std::string::npos);

@@ -1,12 +1,15 @@
 // The coverage report (reports/coverage.hpp) and the families' edge classes: each problem counted
 // once per family whatever its impls, samples told apart by their catalog source, negative cases
-// as "invalid arguments", and the classes no problem reaches listed.
+// as "invalid arguments", and the classes no problem reaches listed; the catalogs' own samples
+// reach what their grids cannot (cast's empty conversion).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "app/builtins.hpp"
 #include "reports/coverage.hpp"
+#include "runner/suite.hpp"
+#include "tests/test_util.hpp"
 
 namespace opcts {
 namespace {
@@ -121,6 +124,25 @@ TEST(Coverage, ImplsListTheClassesTheyNeverRun) {
   EXPECT_NE(md.find("| host.flash_gqa_modulo | 1 | window bounds |"), std::string::npos) << md;
   // Without a predicate, no impl table.
   EXPECT_TRUE(coverage(cases)[0].impls.empty());
+}
+
+// cast's grids convert a fixed set of values each; its `random_encodings` sample draws the count
+// log-uniformly from 0, so the default tier reaches the zero-size class (draw 10 of seed 1).
+TEST(Coverage, CastSamplesReachTheEmptyConversionInTheDefaultTier) {
+  const Suite suite(builtin_registry(), SuiteOptions{testutil::cases_dir().string(), {}, "host", ""});
+  std::vector<Case> cases;
+  for (const Case& c : suite.all_cases())
+    if (c.family->name() == "cast" && c.tier <= Tier::default_) cases.push_back(c);
+  const auto rows = coverage(cases);
+  ASSERT_EQ(rows.size(), 1u);
+  for (const auto& k : rows[0].classes)
+    if (k.name == "zero-size dimensions") {
+      EXPECT_EQ(k.problems, 1u);
+      EXPECT_EQ(k.sampled, 1u);
+    }
+  const std::string md = coverage_markdown(rows);
+  EXPECT_EQ(md.find("Never reached: zero-size"), std::string::npos) << md;
+  EXPECT_NE(md.find("| zero-size dimensions | 1 | 1 |"), std::string::npos) << md;
 }
 
 }  // namespace

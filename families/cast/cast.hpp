@@ -11,7 +11,8 @@
 //               neighbours, every tie between neighbours and one fp32 ulp either side,
 //               subnormals, half the smallest subnormal, the overflow thresholds, ±0, ±Inf, NaN
 //   random      `count` fp32 values: half random bit patterns, half log-uniform in the
-//               target's range (Philox, seeded by the id)
+//               target's range (Philox, seeded by the id); a count of 0 converts nothing
+//               (an empty tensor, which a kernel must not launch a grid of 0 blocks for)
 #pragma once
 
 #include <cstdint>
@@ -45,7 +46,7 @@ struct Problem {
   Overflow overflow = Overflow::satfinite;      // unlike encode_format's default (numerics/codec.hpp)
   ScaleRounding rounding = ScaleRounding::rne;  // e8m0fnu targets only
   Input input = Input::edges;
-  int64_t count = 0;  // random only
+  int64_t count = -1;  // random only: how many values (−1: not given, which random refuses)
 
   bool decoding() const;  // a narrow `from` decoded to fp32
   /// Throws std::invalid_argument naming the field: unsupported direction, a policy the

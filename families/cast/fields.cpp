@@ -105,7 +105,7 @@ Field<Problem> input_field() {
 Field<Problem> count_field() {
   Field<Problem> f;
   f.key = "count";
-  f.doc = "N: how many random inputs (random only)";
+  f.doc = "N: how many random inputs, 0 or more (random only; 0: an empty tensor)";
   f.read = [](Problem& p, const YAML::Node& m) {
     if (const YAML::Node v = m["count"]) p.count = kit::field_as_value<int64_t>(v);
   };

@@ -230,7 +230,10 @@ struct GroupBound {
 ///                      the sum (a plain store: a 16-bit atomic that loses updates)
 ///   dtype_accumulation a 16-bit destination accumulated in its own dtype while the impl declares
 ///                      fp32 accumulation (`once`)
-enum class PlantedBug { pair_past_end, unstable, index32, drop_duplicates, dtype_accumulation };
+///   vec4_tail          the terms taken four a step, with a tail written for a body of pairs: of
+///                      the count % 4 terms left only the last is added, so a count of 2 or 3
+///                      (mod 4) loses one or two terms (host only)
+enum class PlantedBug { pair_past_end, unstable, index32, drop_duplicates, dtype_accumulation, vec4_tail };
 /// The adds per element from which an unstable order surely changes some element's bits.
 constexpr int64_t kPlantedManyAdds = 1024;
 /// Why `bug` cannot show on this problem ("" when it can): a planted impl SKIPs those. A

@@ -268,6 +268,17 @@ double dtype_accumulation_hides(const Problem& p) {
 
 double unit(DType t) { return std::ldexp(1.0, -(dtype_info(t).format.mantissa_bits + 1)); }
 
+// The judged model's rounding unit u (the destination's for the per-add models, the
+// accumulator's under `once`) and u_out, the share of a final rounding to the dtype (`once`'s one
+// rounding adds at most u_d·(|x| + E), about 2·u_d of a lost mass as large as |x| + E).
+struct ModelUnits {
+  double u, u_out;
+};
+ModelUnits model_units(const Problem& p, Accumulation judged) {
+  if (judged != Accumulation::once) return {unit(p.dtype), 0};
+  return {p.dtype == DType::fp64 ? 0x1p-53 : 0x1p-24, 2 * unit(p.dtype)};
+}
+
 }  // namespace
 
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug, Accumulation judged) {
@@ -303,11 +314,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug, Accumulati
         if (std::string why = lost_group_cannot_show(p); !why.empty()) return why;
       if (p.integer()) return "";  // the exact comparison sees any lost term
       if (p.fill == Fill::normal) {
-        // The model's rounding unit: the destination's for the per-add models, the
-        // accumulator's under `once`, whose one rounding to the dtype adds at most u_d·(|x| + E).
-        const bool once = judged == Accumulation::once;
-        const double hides = lost_duplicate_hides(
-            p, once ? (p.dtype == DType::fp64 ? 0x1p-53 : 0x1p-24) : unit(p.dtype), once ? 2 * unit(p.dtype) : 0);
+        const ModelUnits mu = model_units(p, judged);
+        const double hides = lost_duplicate_hides(p, mu.u, mu.u_out);
         if (hides > 0.01) {
           char why[200];
           std::snprintf(why, sizeof why,
@@ -344,6 +352,44 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug, Accumulati
           return why;
         }
       if (typical_max_adds(p) > (int64_t{1} << 20)) return "past 2^20 adds per element the fp32 bound nears the sum";
+      return "";
+    }
+    case PlantedBug::vec4_tail: {
+      if (!accumulates) return "index_select adds nothing";
+      if (p.src_numel() % 4 < 2) return "a count of 0 or 1 (mod 4) terms: the one-term tail adds all of them";
+      if (p.op == Op::index_add && p.alpha == 0) return "alpha 0: every term adds 0";
+      // The lost terms land on elements of at most m adds (a destination takes terms of one
+      // column, or of the m index entries); the bug hides only where every lost term does.
+      const double k = static_cast<double>(p.m);
+      if (p.integer()) {
+        // The exact comparison sees a lost term unless it is 0: probability 1/(2R + 1), terms
+        // drawn from [−R, R] with R = min(cap, ⌊limit/(adds + 1)⌋) (families/indexing/inputs.cpp).
+        const double cap = p.dtype == DType::int32 ? 0x1p20 : 0x1p40,
+                     limit = p.dtype == DType::int32 ? 2147483647.0 : 0x1p53;
+        const double range = std::max(1.0, std::min(cap, std::floor(limit / (k + 1))));
+        return 1 / (2 * range + 1) > 0.01 ? "integer terms drawn from [−R, R] with R below 50: a lost term may be 0"
+                                          : "";
+      }
+      if (p.fill == Fill::ones) {
+        // Every partial sum of ones up to 2^p is exact in the dtype (self is 0): a lost one shows.
+        const int64_t exact = int64_t{1} << std::min(53, dtype_info(p.dtype).format.mantissa_bits + 1);
+        return p.m <= exact
+                   ? ""
+                   : "a counter of ones past " + std::to_string(exact) + " stalls: a lost one may change nothing";
+      }
+      if (p.fill != Fill::normal) return "one-signed random terms: no derived probability that a lost term shows";
+      // One lost normal term (deviation σ) against the bound's 9.3·u·k·σ on its element
+      // (lost_duplicate_hides, whose lost mass is σ·√(k − 1)): hidden with probability
+      // erf((9.3·u·k + u_out)/√2).
+      const ModelUnits mu = model_units(p, judged);
+      const double hides = std::erf((9.3 * mu.u * k + mu.u_out) / std::sqrt(2.0));
+      if (hides > 0.01) {
+        char why[160];
+        std::snprintf(why, sizeof why,
+                      "random-sign terms: a lost term hides within the %s bound of %lld adds with probability %.2g",
+                      std::string(to_string(judged)).c_str(), static_cast<long long>(p.m), hides);
+        return why;
+      }
       return "";
     }
   }

@@ -275,7 +275,7 @@ typedef struct opcts_cast_params {
   opcts_dtype from, to;  /* of x and y */
   int32_t satfinite;     /* 1: saturate to the largest finite value; 0: nonsaturating */
   int32_t e8m0_rounding; /* OPCTS_E8M0_* (e8m0fnu outputs) */
-  int64_t n;
+  int64_t n;             /* elements of x and y; 0 is valid (empty tensors: launch nothing) */
 } opcts_cast_params;
 
 /* int4_mm: weight-only int4 matmul, y[M, N] = x[M, K] · Ŵᵀ with Ŵ[n, k] the int4 weight

@@ -2,6 +2,7 @@
 // catalog problem, and the planted ties-up bug failing wherever ties are probed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "app/builtins.hpp"
@@ -46,8 +47,30 @@ TEST(CastId, ValidationNamesTheRule) {
                                {"fp32_to_e4m3fn_satfinite_exhaustive", "16-bit"},
                                {"e4m3fn_to_fp16_allcodes", "fp32"},
                                {"fp32_to_e4m3fn_sideways_edges", "sideways"},
-                               {"fp32_to_e4m3fn_satfinite_random0", "count"},
                            });
+  // `input: random` without a count is refused; a count of 0 is an empty conversion.
+  try {
+    cast::Problem{.input = cast::Input::random}.validate();
+    ADD_FAILURE() << "random input without a count was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a count"), std::string::npos) << e.what();
+  }
+}
+
+// A count of 0 (the zero-size class: `random` samples draw it) converts an empty tensor: the
+// reference and host.cvt agree on nothing, packed 4-bit and e8m0 targets included.
+TEST(CastEmpty, ACountOfZeroConvertsAnEmptyTensor) {
+  for (const char* id : {"fp32_to_e4m3fn_satfinite_random0", "fp32_to_e2m1fn_satfinite_random0",
+                         "fp32_to_e8m0fnu_floor_nonsaturating_random0"}) {
+    const cast::Problem p = cast::parse_problem_id(id);
+    EXPECT_EQ(cast::problem_id(p), id);
+    EXPECT_EQ(cast::input_count(p), 0) << id;
+    const std::vector<std::string> classes = cast::edge_classes_of(p);
+    EXPECT_EQ(std::count(classes.begin(), classes.end(), "zero-size dimensions"), 1) << id;
+    EXPECT_EQ(std::count(classes.begin(), classes.end(), "overflow and saturation"), 0) << id;  // no values
+    EXPECT_EQ(std::count(classes.begin(), classes.end(), "partial tiles"), 0) << id;            // no block at all
+    EXPECT_EQ(mismatches(*builtin_registry().impl("host.cvt"), p), 0) << id;
+  }
 }
 
 TEST(CastEdges, HoldTiesThresholdsAndSpecials) {

@@ -638,6 +638,7 @@ TEST(IndexingPlanted, HostPlantsFailWhereTheyRun) {
                 {"scatter_add.yaml", "host.atomic_drop_dups", Accumulation::per_add},
                 {"scatter_add.yaml", "host.warp_aggregated_drop_dups", Accumulation::warp32},
                 {"scatter_add.yaml", "host.grouped_drop_dups", Accumulation::grouped},
+                {"scatter_add.yaml", "host.atomic_vec4_tail", Accumulation::per_add},
                 {"index_add.yaml", "host.omp_rows_drop_dups", Accumulation::once},
                 {"index_add.yaml", "host.omp_rows_dtype_acc", Accumulation::once},
                 {"index_add.yaml", "host.atomic_rows_drop_dups", Accumulation::per_add},
@@ -725,6 +726,23 @@ TEST(IndexingPlanted, CannotShowSaysWhy) {
   EXPECT_NE(indexing::planted_bug_cannot_show(strided, PlantedBug::drop_duplicates), "");  // every index distinct
   strided.m = 65;
   EXPECT_EQ(indexing::planted_bug_cannot_show(strided, PlantedBug::drop_duplicates), "");
+  // The vec4 tail loses terms only at a count of 2 or 3 (mod 4), and is run only where one lost
+  // term surely shows: exact sums, counters of ones below the dtype's stall, and random-sign
+  // terms whose per-add bound (9.3·u·k·σ at k adds) covers one with probability at most 1%.
+  const auto tail = [](const char* id) {
+    return indexing::planted_bug_cannot_show(indexing::fields(Op::scatter_add).parse_id(id), PlantedBug::vec4_tail,
+                                             Accumulation::per_add);
+  };
+  EXPECT_EQ(tail("fp32_i64_n33_m447_h5_allfirst"), "");  // 2,235 terms: 3 (mod 4)
+  EXPECT_EQ(tail("int32_i32_n11_m43_allfirst"), "");
+  EXPECT_NE(tail("fp32_i64_n37_m301_uniform").find("one-term tail"), std::string::npos);  // 1 (mod 4)
+  EXPECT_NE(tail("fp32_i64_n17_m40_h5_uniform").find("one-term tail"), std::string::npos);
+  EXPECT_NE(tail("bf16_i64_n1_m2_allfirst").find("probability 0.058"), std::string::npos);  // erf(9.3·2^-8·2/√2)
+  EXPECT_EQ(tail("fp16_i64_n1_m2_allfirst"), "");  // erf(9.3·2^-11·2/√2) = 0.0072
+  EXPECT_NE(tail("fp16_i64_n1_m6_allfirst").find("random-sign terms"), std::string::npos);
+  EXPECT_EQ(tail("bf16_i64_n3_m254_alllast_ones"), "");
+  EXPECT_NE(tail("bf16_i64_n3_m258_alllast_ones").find("stalls"), std::string::npos);
+  EXPECT_NE(tail("fp32_i64_n3_m258_alllast_positive").find("one-signed"), std::string::npos);
 }
 
 // The warp kernels' lost update drops a group of 32 positions' sum, so it shows only where a
