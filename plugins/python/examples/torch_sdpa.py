@@ -1,8 +1,9 @@
 """NEEDS A GPU (CUDA and PyTorch): not run in CI, only compiled (python/tests).
 
 PyTorch's scaled_dot_product_attention, one impl per backend, on the case's stream, and on
-packed (varlen) sequences FlashAttention-2 as torch.flash_varlen and the memory-efficient
-(CUTLASS, xFormers') kernel as torch.efficient_varlen:
+packed (varlen) sequences FlashAttention-2 as torch.flash_varlen, the memory-efficient
+(CUTLASS, xFormers') kernel as torch.efficient_varlen, and the public
+torch.nn.attention.varlen.varlen_attn (PyTorch 2.10+) as torch.varlen_attn:
 
     opcts run --arch sm90 --plugin plugins/python/examples/torch_sdpa.py --filter 'sdpa.torch_*'
 
@@ -125,6 +126,15 @@ def _empty_varlen(p, t):
             opcts.as_torch(t[name]).zero_()
 
 
+def _write_forward(t, out, lse):
+    """O [Tq, Hq, Dv] and the logsumexp, which FlashAttention's varlen kernels give as [Hq, Tq]."""
+    opcts.as_torch(t.O).copy_(out)
+    got = opcts.as_torch(t.lse)
+    if tuple(lse.shape) != tuple(got.shape):
+        raise opcts.Unsupported(f"logsumexp came back {tuple(lse.shape)}, not [Hq, Tq] {tuple(got.shape)}")
+    got.copy_(lse)
+
+
 def _varlen_supports(p, arch):
     if p.layout != "varlen":
         return "takes the varlen layout only (the sdpa impls above take the dense ones)"
@@ -164,12 +174,7 @@ def flash_varlen(p, t, ctx):
         except RuntimeError as e:
             raise opcts.Unsupported(str(e).splitlines()[0]) from None
         if p.direction == "forward":
-            opcts.as_torch(t.O).copy_(out)
-            got = opcts.as_torch(t.lse)
-            if tuple(lse.shape) != tuple(got.shape):
-                raise opcts.Unsupported(f"logsumexp came back {tuple(lse.shape)}, not [Hq, Tq] {tuple(got.shape)}")
-            got.copy_(lse)
-            return
+            return _write_forward(t, out, lse)
         d_o = opcts.as_torch(t.dO)
         try:
             dq, dk, dv = torch.ops.aten._flash_attention_backward(
@@ -243,4 +248,85 @@ def efficient_varlen(p, t, ctx):
         for name, g in (("dK", dk[0]), ("dV", dv[0])):
             if group > 1:  # the expanded heads' gradients summed back over each group
                 g = g.unflatten(1, (p.heads_kv, group)).sum(2)
+            opcts.as_torch(t[name]).copy_(g)
+
+
+# PyTorch's public varlen entry point, torch.nn.attention.varlen.varlen_attn (added in 2.10):
+# FlashAttention-2's kernel behind the arguments a user passes — cu_seq_q/k, max_q/k, scale,
+# window_size (FlashAttention's, so causal is (-1, 0), lower-right per sequence), the logsumexp
+# through return_aux, the backward through autograd. Later versions add enable_gqa, seqused_k and
+# block_table: its signature says what this PyTorch takes. Without enable_gqa (2.11) K and V are
+# expanded to Hq heads inside the autograd graph, which sums dK and dV back over each group, as a
+# user of that version does; padding rows need ABI 1.3, which this impl does not declare.
+def _varlen_attn():
+    try:
+        from torch.nn.attention import varlen
+    except ImportError:
+        return None
+    return varlen if hasattr(varlen, "varlen_attn") else None
+
+
+def _varlen_attn_supports(p, arch):
+    import inspect
+
+    varlen = _varlen_attn()
+    if varlen is None:
+        return "this PyTorch has no torch.nn.attention.varlen.varlen_attn (PyTorch 2.10 added it)"
+    why = _varlen_supports(p, arch)
+    if why is not True:
+        return why
+    takes = inspect.signature(varlen.varlen_attn).parameters
+    if "window_size" not in takes and (p.window != (-1, -1) or (p.mask != "none" and "is_causal" not in takes)):
+        return "this PyTorch's varlen_attn takes no window_size"
+    return True
+
+
+def _window_size(p):
+    """FlashAttention's (left, right) for the problem: causal bounds the right at the diagonal."""
+    left, right = p.window
+    if p.mask == "causal_lower_right":
+        right = 0 if right < 0 else min(right, 0)
+    return (left, right)
+
+
+@opcts.impl("sdpa", name="torch.varlen_attn", backend="cuda", abi_minor=1, supports=_varlen_attn_supports)
+def varlen_attn(p, t, ctx):
+    import inspect
+
+    import torch
+
+    varlen = _varlen_attn()
+    if p.heads_kv <= 0 or p.heads_q % p.heads_kv != 0:
+        raise opcts.InvalidArgument("heads_kv", "heads_q must be a multiple of heads_kv")
+    if p.window_left < -1 or p.window_right < -1:
+        raise opcts.InvalidArgument("window_left" if p.window_left < -1 else "window_right", "out of range")
+    takes = inspect.signature(varlen.varlen_attn).parameters
+    kwargs = {"scale": p.scale, "return_aux": varlen.AuxRequest(lse=True)}
+    if "window_size" in takes:
+        kwargs["window_size"] = _window_size(p)
+    else:
+        kwargs["is_causal"] = p.mask == "causal_lower_right"
+    expand = p.heads_q // p.heads_kv if p.heads_q != p.heads_kv and "enable_gqa" not in takes else 1
+    if p.heads_q != p.heads_kv and expand == 1:
+        kwargs["enable_gqa"] = True
+    q, k, v = (opcts.as_torch(t[n]) for n in ("q", "k", "v"))  # [T, H, D]
+    cu_q, cu_k = opcts.as_torch(t.cu_seqlens_q), opcts.as_torch(t.cu_seqlens_k)
+    backward = p.direction == "backward"
+    with torch.cuda.stream(opcts.torch_stream(ctx)):
+        if q.shape[0] == 0 or k.shape[0] == 0:
+            return _empty_varlen(p, t)
+        if backward:
+            q, k, v = (x.detach().requires_grad_() for x in (q, k, v))
+        kx, vx = (x.repeat_interleave(expand, dim=1) if expand > 1 else x for x in (k, v))
+        try:
+            out, lse = varlen.varlen_attn(q, kx, vx, cu_q, cu_k, p.seq_q, p.seq_k, **kwargs)
+        except RuntimeError as e:
+            raise opcts.Unsupported(str(e).splitlines()[0]) from None
+        if not backward:
+            return _write_forward(t, out, lse)
+        try:
+            grads = torch.autograd.grad(out, (q, k, v), opcts.as_torch(t.dO))
+        except RuntimeError as e:
+            raise opcts.Unsupported(str(e).splitlines()[0]) from None
+        for name, g in zip(("dQ", "dK", "dV"), grads):
             opcts.as_torch(t[name]).copy_(g)
