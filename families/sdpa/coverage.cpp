@@ -14,6 +14,7 @@ std::vector<std::string> edge_classes() {
           "partial tiles",
           "causal alignment",
           "window bounds",
+          "chunk boundaries",
           "GQA ratio",
           "GQA ratio not a power of two",
           "zero-size dimensions",
@@ -73,6 +74,8 @@ std::vector<std::string> edge_classes_of(const Problem& p) {
   if (p.seq_q % 64 != 0 || p.seq_k % 64 != 0 || !pow2_d) out.push_back("partial tiles");
   if (p.mask != Mask::none && p.seq_q != p.seq_k) out.push_back("causal alignment");
   if (p.window_left >= 0 || p.window_right >= 0) out.push_back("window bounds");
+  // Chunked-local attention over more keys than a chunk: some row's range is cut at a chunk's first key.
+  if (p.chunk > 0 && p.seq_k > p.chunk) out.push_back("chunk boundaries");
   if (p.heads_kv > 0 && p.heads_q != p.heads_kv && p.heads_q % p.heads_kv == 0) {
     out.push_back("GQA ratio");
     const int64_t r = p.heads_q / p.heads_kv;

@@ -89,14 +89,16 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
 
   // The varlen layout came with ABI 1.1, the paged KV cache with 1.2, varlen padding rows with
-  // seqused_k with 1.3 (include/opcts/plugin.h): an impl built before reads layout THD or PAGED as
-  // BHSD, or a padded segment's rows as keys.
+  // seqused_k with 1.3, chunked-local attention with 1.4 (include/opcts/plugin.h): an impl built
+  // before reads layout THD or PAGED as BHSD, a padded segment's rows as keys, or no chunk.
   uint32_t abi_minor(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.chunk > 0) return 4;
     return p.varlen() && p.pad_k > 0 ? 3 : p.paged() ? 2 : p.varlen() ? 1 : 0;
   }
   std::string abi_minor_feature(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.chunk > 0) return "chunked-local attention (attention_chunk)";
     if (p.varlen() && p.pad_k > 0) return "varlen keys with padding rows and seqused_k";
     if (p.paged()) return "the paged KV cache with a block table";
     return p.varlen() ? "the varlen (THD) layout with cu_seqlens" : "";
@@ -141,6 +143,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.mask = abi_value(p.mask);
   c.window_left = p.window_left;
   c.window_right = p.window_right;
+  c.attention_chunk = p.chunk;
   c.softcap = p.softcap;
   c.attn_mask = abi_value(p.mask_tensor);
   c.mask_per_batch = p.mask_per_batch;

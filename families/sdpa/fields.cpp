@@ -341,9 +341,18 @@ const kit::FieldTable<Problem>& fields() {
       "sdpa",
       {kit::dtype_bare<Problem>("dtype", &Problem::dtype, "bf16 | fp16 | fp32"),
        kit::int_always<Problem>("batch", &Problem::batch, "b", "N (default 1)", false),
-       pair_field("heads", &Problem::heads_q, &Problem::heads_kv, "q", "kv", "hq", "hkv"), seq_field(),
-       head_dim_field(), kit::enum_choice<Problem>("mask", &Problem::mask), scale_field(), window_field(),
-       softcap_field(), attn_mask_field(), kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
+       pair_field("heads", &Problem::heads_q, &Problem::heads_kv, "q", "kv", "hq", "hkv"),
+       seq_field(),
+       head_dim_field(),
+       kit::enum_choice<Problem>("mask", &Problem::mask),
+       scale_field(),
+       window_field(),
+       kit::int_unless<Problem, int64_t>("chunk", &Problem::chunk, 0, "chunk",
+                                         "C keys a chunk: chunked-local attention (Llama 4, FlashAttention 3's "
+                                         "attention_chunk; 0 = off)"),
+       softcap_field(),
+       attn_mask_field(),
+       kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
        layout_field(),
        kit::int_unless<Problem, int64_t>("page_size", &Problem::page_size, 0, "page",
                                          "N tokens per page of the KV cache (layout paged)"),
@@ -354,7 +363,9 @@ const kit::FieldTable<Problem>& fields() {
        kit::int_unless<Problem, int64_t>("pad_k", &Problem::pad_k, 0, "padk",
                                          "N padding rows after each sequence's keys in K and V (layout varlen; "
                                          "seqused_k gives the keys in use)"),
-       kit::enum_choice<Problem>("direction", &Problem::direction), corrupt_field(), expect_field()},
+       kit::enum_choice<Problem>("direction", &Problem::direction),
+       corrupt_field(),
+       expect_field()},
       [](const Problem& p) { p.validate(); }, check_expect_error);
   return table;
 }

@@ -11,13 +11,24 @@ namespace opcts::sdpa {
 
 double Problem::effective_scale() const { return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(head_dim)); }
 
+namespace {
+// The first key of row i's chunk: ⌊a / C⌋·C for its position a = i + Sk − Sq (floor, also for the
+// negative positions of rows above the lower-right diagonal).
+int64_t chunk_start(const Problem& p, int64_t i) {
+  const int64_t a = i + p.seq_k - p.seq_q;
+  return (a >= 0 ? a / p.chunk : -((-a + p.chunk - 1) / p.chunk)) * p.chunk;
+}
+}  // namespace
+
 int64_t Problem::first_key(int64_t i) const {
-  if (window_left < 0) return 0;
-  return std::max<int64_t>(0, i + seq_k - seq_q - window_left);
+  int64_t first = window_left < 0 ? 0 : std::max<int64_t>(0, i + seq_k - seq_q - window_left);
+  if (chunk > 0) first = std::max(first, chunk_start(*this, i));
+  return first;
 }
 
 int64_t Problem::last_key(int64_t i) const {
   int64_t last = seq_k - 1;
+  if (chunk > 0) last = std::min(last, chunk_start(*this, i) + chunk - 1);
   if (mask == Mask::causal_upper_left) last = std::min(last, i);
   if (mask == Mask::causal_lower_right) last = std::min(last, i + seq_k - seq_q);
   if (window_right >= 0) last = std::min(last, i + seq_k - seq_q + window_right);
@@ -131,6 +142,7 @@ void Problem::validate() const {
     if (v < 0) throw std::invalid_argument(std::string(name) + " must be >= 0, got " + std::to_string(v));
   };
   nonneg("batch", batch);
+  nonneg("chunk", chunk);
   nonneg("seq.q", seq_q);
   nonneg("seq.k", seq_k);
   if (heads_q <= 0 || heads_kv <= 0) throw std::invalid_argument("heads.q and heads.kv must be > 0");
@@ -318,6 +330,15 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       for (int64_t i = 0; i < p.seq_q; ++i)
         if (p.window_left >= 0 && p.keys_of_row(i) > 0 && p.first_key(i) > 0) return "";
       return "no row has a key left of its window";
+    case PlantedBug::chunk_off_by_one:
+      // Some row with keys must start at its chunk's first key c > 0, with key c − 1 inside its
+      // window: the plant adds that key (the previous chunk's last).
+      for (int64_t i = 0; p.chunk > 0 && i < p.seq_q; ++i) {
+        const int64_t c = p.first_key(i), window = p.window_left < 0 ? 0 : i + p.seq_k - p.seq_q - p.window_left;
+        if (p.keys_of_row(i) > 0 && c > 0 && c == chunk_start(p, i) && c - 1 >= window) return "";
+      }
+      return p.chunk > 0 ? "no row's keys start at its chunk's first key with the key before it in its window"
+                         : "no chunk: chunked-local attention is off";
     case PlantedBug::gqa_modulo:
       if (p.heads_kv > 1 && p.heads_q > p.heads_kv) return "";
       return "h % Hkv equals h / (Hq / Hkv) without GQA or with one KV head";

@@ -126,7 +126,12 @@ struct Problem {
   Mask mask = Mask::none;
   int64_t window_left = -1;   // -1: unbounded
   int64_t window_right = -1;  // -1: unbounded
-  double softcap = 0;         // 0: off
+  /// Chunked-local attention (Llama 4; FlashAttention 3's attention_chunk, hopper/mask.h): row i
+  /// sees only keys of the chunk of `chunk` keys that holds its position a = i + Sk − Sq (the
+  /// lower-right alignment), [⌊a / C⌋·C, ⌊a / C⌋·C + C), intersected with the causal mask and the
+  /// window. 0: off.
+  int64_t chunk = 0;
+  double softcap = 0;  // 0: off
   MaskTensor mask_tensor = MaskTensor::none;
   bool mask_per_batch = false;  // attn_mask is [B or 1, Hq or 1, Sq, Sk]
   bool mask_per_head = false;
@@ -164,7 +169,7 @@ struct Problem {
   Problem sequence(int64_t b) const;
 
   double effective_scale() const;
-  /// The keys row i may see under the causal mask and the window: the inclusive range
+  /// The keys row i may see under the causal mask, the window and the chunk: the inclusive range
   /// [first_key(i), last_key(i)], clamped to [0, Sk − 1]; empty when last_key(i) < first_key(i).
   /// (A window makes the range start after 0; a boolean or additive attn_mask is data, applied
   /// by the references and impls on top of this range.) Negative windows count as unbounded.
@@ -235,6 +240,7 @@ void check_contract(const Problem& p);
 enum class PlantedBug {
   none,
   window_off_by_one,  // the left window bound keeps one key too many
+  chunk_off_by_one,   // a chunk's first key taken one too early: the last key of the previous chunk seen
   gqa_modulo,         // query head h reads KV head h % Hkv instead of h / (Hq / Hkv)
   drop_rowsum,        // backward: dS = P ⊙ dP, without subtracting rowsum(dO ⊙ O)
   masked_row_nan,     // a row that sees no key divides 0 by 0 (O = NaN) instead of O = 0

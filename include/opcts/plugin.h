@@ -39,10 +39,11 @@ extern "C" {
 
 #define OPCTS_PLUGIN_ABI_VERSION 1u
 /* The minor version: what a later header appended (docs/plugins.md, "ABI versions"). 1: sdpa's
- * varlen (THD) layout; 2: sdpa's paged KV cache; 3: sdpa's varlen padding rows with seqused_k. An
+ * varlen (THD) layout; 2: sdpa's paged KV cache; 3: sdpa's varlen padding rows with seqused_k; 4:
+ * sdpa's chunked-local attention (opcts_sdpa_params.attention_chunk). An
  * impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts gives it no problem that
  * needs a later one (a SKIP naming the version). */
-#define OPCTS_PLUGIN_ABI_MINOR 3u
+#define OPCTS_PLUGIN_ABI_MINOR 4u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -225,6 +226,10 @@ typedef struct opcts_sdpa_params {
   /* ABI 1.2, layout PAGED (0 otherwise): */
   int64_t page_size, num_pages, max_pages_per_seq;
   int32_t kv_layout; /* OPCTS_SDPA_KV_NHD / HND */
+  /* ABI 1.4: chunked-local attention (FlashAttention 3's attention_chunk; 0 = off): row i sees only
+   * keys of the chunk [⌊a / C⌋·C, ⌊a / C⌋·C + C) holding its position a = i + seq_k − seq_q
+   * (per sequence when packed), intersected with the causal mask and the window. */
+  int64_t attention_chunk;
 } opcts_sdpa_params;
 
 /* scaled_mm: D[M, N] = out(os · (g · Σ_k deq(A)[m, k] · deq(B)[k, n] + bias[n])), one rounding.

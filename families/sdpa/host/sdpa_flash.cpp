@@ -83,21 +83,32 @@ class Kernel {
     }
   }
 
-  // The visible range of row i: causal ∩ window, both window sides bottom-right aligned.
+  // The visible range of row i: causal ∩ window ∩ chunk, the window's sides and the chunk of the
+  // row's position i + align bottom-right aligned.
   int64_t lo(int64_t i) const {
-    if (p_.window_left < 0) return key_begin_;
-    int64_t l = i + align_ - p_.window_left;
-    if (plant_ == Plant::window_off_by_one) --l;
-    return std::max<int64_t>(key_begin_, l);
+    int64_t l = key_begin_;
+    if (p_.window_left >= 0) {
+      int64_t w = i + align_ - p_.window_left;
+      if (plant_ == Plant::window_off_by_one) --w;
+      l = std::max(l, w);
+    }
+    if (p_.chunk > 0) l = std::max(l, chunk_first(i) - (plant_ == Plant::chunk_off_by_one ? 1 : 0));
+    return l;
   }
   int64_t hi(int64_t i) const {
     int64_t h = key_end_ - 1;
+    if (p_.chunk > 0) h = std::min(h, chunk_first(i) + p_.chunk - 1);
     if (p_.mask == sdpa::Mask::causal_upper_left) h = std::min(h, i);
     if (p_.mask == sdpa::Mask::causal_lower_right) h = std::min(h, i + align_);
     if (p_.window_right >= 0) h = std::min(h, i + align_ + p_.window_right);
     return h;
   }
   int64_t kv_head(int64_t h) const { return plant_ == Plant::gqa_modulo ? h % Hkv : h / group; }
+  // The first key of the chunk holding row i's position a = i + align: ⌊a / C⌋·C (floor for a < 0).
+  int64_t chunk_first(int64_t i) const {
+    const int64_t a = i + align_, c = p_.chunk;
+    return (a >= 0 ? a / c : -((-a + c - 1) / c)) * c;
+  }
 
   // The final score of (row i of head h, key j) in fp32, -inf when the boolean mask drops it;
   // *dcap receives the softcap's derivative 1 − tanh².

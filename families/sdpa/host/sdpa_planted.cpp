@@ -4,6 +4,8 @@
 // exercise its bug, so every case it has is one that must fail.
 //   host.flash_window_off_by_one  the left window bound keeps one key too many (cuDNN's
 //                                 left bound is FlashAttention's + 1: the classic mix-up)
+//   host.flash_chunk_off_by_one   chunked-local attention: a chunk's first key taken one early,
+//                                 so a row also sees the previous chunk's last key
 //   host.flash_gqa_modulo         query head h reads KV head h % Hkv, not h / (Hq / Hkv)
 //   host.flash_drop_rowsum        backward without rowsum(dO ⊙ O): dS = P ⊙ dP
 //   host.flash_masked_row_nan     a row that sees no key gives 0/0 = NaN (PyTorch < 2.5)
@@ -38,6 +40,7 @@ class HostSdpaPlanted final : public Impl {
   std::string_view name() const override {
     switch (plant_) {
       case Plant::window_off_by_one: return "host.flash_window_off_by_one";
+      case Plant::chunk_off_by_one: return "host.flash_chunk_off_by_one";
       case Plant::gqa_modulo: return "host.flash_gqa_modulo";
       case Plant::drop_rowsum: return "host.flash_drop_rowsum";
       case Plant::masked_row_nan: return "host.flash_masked_row_nan";
@@ -73,10 +76,10 @@ class HostSdpaPlanted final : public Impl {
 }  // namespace
 
 void register_host_sdpa_planted(Registry& reg) {
-  for (Plant p :
-       {Plant::window_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan, Plant::pv_in_dtype,
-        Plant::rowsum_in_dtype, Plant::lse_plus_log2, Plant::varlen_key_offset, Plant::varlen_max_alignment,
-        Plant::varlen_seqused_ignored, Plant::paged_page_offset, Plant::paged_tail_read, Plant::splitkv_combine_log2})
+  for (Plant p : {Plant::window_off_by_one, Plant::chunk_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum,
+                  Plant::masked_row_nan, Plant::pv_in_dtype, Plant::rowsum_in_dtype, Plant::lse_plus_log2,
+                  Plant::varlen_key_offset, Plant::varlen_max_alignment, Plant::varlen_seqused_ignored,
+                  Plant::paged_page_offset, Plant::paged_tail_read, Plant::splitkv_combine_log2})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

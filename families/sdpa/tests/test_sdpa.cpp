@@ -441,6 +441,40 @@ TEST(SdpaMask, WindowEquivalencesAndRanges) {
   }
 }
 
+// Chunked-local attention (FlashAttention 3's attention_chunk, hopper/mask.h): key j is visible
+// to row i iff it is in the chunk of i's lower-right position a = i + Sk − Sq, ⌊j / C⌋ = ⌊a / C⌋
+// (floor division, so a negative a sees nothing), and within the causal mask and window; written
+// here from that definition, against Problem's ranges.
+TEST(SdpaMask, ChunksAreTheRowsPositionsChunkWithinCausalAndWindow) {
+  auto floor_div = [](int64_t x, int64_t c) { return x >= 0 ? x / c : -((-x + c - 1) / c); };
+  for (auto [sq, sk] : {std::pair{48, 48}, {26, 48}, {70, 48}, {1, 33}, {5, 5}, {0, 3}})
+    for (int64_t c : {1, 2, 15, 16, 17, 64})
+      for (Mask m : {Mask::none, Mask::causal_upper_left, Mask::causal_lower_right})
+        for (int64_t wl : {-1, 0, 5, 40}) {
+          auto p = make(DType::bf16, 1, 1, 1, sq, sk, 8, m);
+          p.chunk = c, p.window_left = wl;
+          auto base = p;
+          base.chunk = 0;
+          for (int64_t i = 0; i < sq; ++i) {
+            int64_t n = 0;
+            for (int64_t j = 0; j < sk; ++j) {
+              const bool want = base.visible(i, j) && floor_div(j, c) == floor_div(i + sk - sq, c);
+              EXPECT_EQ(p.visible(i, j), want) << sdpa::problem_id(p) << " row " << i << " key " << j;
+              n += want;
+            }
+            EXPECT_EQ(p.keys_of_row(i), n) << sdpa::problem_id(p) << " row " << i;
+          }
+        }
+  // Llama-4's chunk of 8192: a decode at position 8192 sees one key, at 8191 the whole chunk 0.
+  auto decode = make(DType::bf16, 1, 40, 8, 1, 8193, 128, Mask::causal_lower_right);
+  decode.chunk = 8192;
+  EXPECT_EQ(decode.first_key(0), 8192);
+  EXPECT_EQ(decode.keys_of_row(0), 1);
+  decode.seq_k = 8192;
+  EXPECT_EQ(decode.keys_of_row(0), 8192);
+  EXPECT_EQ(sdpa::problem_id(decode), "bf16_b1_hq40_hkv8_sq1_sk8192_d128_causal_lr_chunk8192");
+}
+
 class SdpaVariants : public ::testing::TestWithParam<sdpa::Problem> {};
 
 TEST_P(SdpaVariants, ReferenceMatchesNaiveAndHostFlashPasses) {
@@ -600,6 +634,27 @@ TEST(SdpaPlanted, EachBugIsCaught) {
                    ->supports(make(DType::bf16, 1, 4, 1, 8, 8, 64, Mask::none), host)
                    .ok);
   EXPECT_FALSE(builtin_registry().impl("host.flash_drop_rowsum")->supports(gqa, host).ok);
+}
+
+// The chunk off-by-one plant (a row also sees the previous chunk's last key) is caught where a
+// row starts at its chunk's first key, and SKIPs where no row does (one chunk, or a window that
+// already ends inside the chunk).
+TEST(SdpaPlanted, TheChunkOffByOneIsCaughtWhereARowStartsAtItsChunk) {
+  const ArchInfo host{"host", "host"};
+  auto p = make(DType::bf16, 1, 4, 2, 48, 48, 64, Mask::causal_lower_right);
+  p.chunk = 16;
+  expect_caught("host.flash_chunk_off_by_one", p);
+  auto shifted = make(DType::fp16, 1, 4, 2, 26, 48, 64, Mask::none);
+  shifted.chunk = 17;
+  expect_caught("host.flash_chunk_off_by_one", shifted);
+  const Impl& plant = *builtin_registry().impl("host.flash_chunk_off_by_one");
+  auto one_chunk = p;
+  one_chunk.chunk = 64;
+  EXPECT_FALSE(plant.supports(one_chunk, host).ok);
+  auto narrow = p;
+  narrow.window_left = 0;  // each row sees its diagonal key only: the chunk never binds
+  EXPECT_FALSE(plant.supports(narrow, host).ok);
+  EXPECT_FALSE(plant.supports(make(DType::bf16, 1, 4, 2, 48, 48, 64, Mask::causal_lower_right), host).ok);
 }
 
 // The precision bugs' planted impls skip the problems where their bug cannot show.
