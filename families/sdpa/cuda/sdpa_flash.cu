@@ -107,6 +107,7 @@ struct KernelArgs {
   SdpaStrides ms;
   float scale, scale_log2, softcap;
   bool general;     // softcap or additive mask: scores take the natural-domain path
+  int64_t chunk;    // chunked-local attention (0 = off; the kGeneral variant only)
   bool gqa_modulo;  // planted
   bool nan_rows;    // planted masked_row_nan
   // Planted precision bugs (SdpaPlant), compiled into the kGeneral variant only, so that the
@@ -229,6 +230,14 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   const int64_t m_last = m0 + BM - 1 < seq_q - 1 ? m0 + BM - 1 : seq_q - 1;
   int64_t k0, k1;
   flash::keys_of_rows(iv, m0, m_last, seq_k, &k0, &k1);
+  // Chunks: a row's first and last keys never decrease with the row, so the block's rows see
+  // keys from the chunk of its first row's position to the end of its last row's chunk.
+  if (kGeneral && a.chunk > 0 && k0 < k1) {
+    const int64_t c0 = flash::chunk_first(m0 + seq_k - seq_q, a.chunk),
+                  c1 = flash::chunk_first(m_last + seq_k - seq_q, a.chunk) + a.chunk;
+    if (c0 > k0) k0 = c0;
+    if (c1 < k1) k1 = c1;
+  }
   const int nt_begin = k0 < k1 ? static_cast<int>(k0 / BN) : 0;
   const int nt_end = k0 < k1 ? static_cast<int>((k1 + BN - 1) / BN) : 0;
 
@@ -306,8 +315,9 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
 
     // Scale into the log2 domain; the interval and Sk are tested only on tiles that cross
     // them (for any row of the block), a mask tensor on every tile.
-    const bool need_mask =
-        n0 + BN > seq_k || (interval && (n0 < m0 + BM - 1 + iv.lo_off || n0 + BN - 1 > m0 + iv.hi_off));
+    const bool need_mask = n0 + BN > seq_k ||
+                           (interval && (n0 < m0 + BM - 1 + iv.lo_off || n0 + BN - 1 > m0 + iv.hi_off)) ||
+                           (kGeneral && a.chunk > 0);
     // Tile-relative 32-bit limits (clamped, so they fit an int): column c of the tile is
     // kept for the element at row offset ro of this thread's rows when c < kv_lim,
     // c >= lo_lim + ro and c <= hi_lim + ro.
@@ -333,6 +343,10 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
           const int ro = mt * 16 + ((e >> 1) << 3);
           bool vis = true;
           if (need_mask) vis = col < kv_lim && col >= lo_lim + ro && col <= hi_lim + ro;
+          if (kGeneral && a.chunk > 0 && vis) {  // the row's chunk, from its position
+            const int64_t first = flash::chunk_first(row_g + ro + seq_k - seq_q, a.chunk), j = n0 + col;
+            vis = j >= first && j < first + a.chunk;
+          }
           float add = 0.f;
           if (has_mt) {
             const int64_t row = row_g + ro;
@@ -585,6 +599,7 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   a.scale_log2 = p.scale * 1.44269504088896340736f;
   a.softcap = p.softcap;
   a.general = p.softcap > 0.f || a.mask_kind == SdpaMaskTensor::additive;
+  a.chunk = p.chunk;
   a.gqa_modulo = p.plant == SdpaPlant::gqa_modulo;
   a.nan_rows = p.plant == SdpaPlant::masked_row_nan;
   a.pv_in_dtype = p.plant == SdpaPlant::pv_in_dtype;
@@ -593,7 +608,7 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   const bool precision_plant = a.pv_in_dtype || a.rowsum_in_dtype || a.lse_plus_log2;
 
   if (a.cu_q) launch_variant<T, DQK, DV, true, true>(a, blocks, stream);
-  else if (a.general || a.mask_kind != SdpaMaskTensor::none || precision_plant)
+  else if (a.general || a.mask_kind != SdpaMaskTensor::none || precision_plant || a.chunk > 0)
     launch_variant<T, DQK, DV, true>(a, blocks, stream);
   else launch_variant<T, DQK, DV, false>(a, blocks, stream);
 }

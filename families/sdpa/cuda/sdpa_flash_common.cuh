@@ -50,6 +50,12 @@ inline __host__ __device__ KeyInterval at_offset(const RelInterval& r, int64_t o
 
 inline KeyInterval key_interval(const SdpaParams& p) { return at_offset(rel_interval(p), p.seq_k - p.seq_q); }
 
+/// The first key of the chunk holding position a (chunked-local attention, SdpaParams::chunk):
+/// ⌊a / c⌋·c, the floor also for the negative positions of rows above the lower-right diagonal.
+inline __host__ __device__ int64_t chunk_first(int64_t a, int64_t c) {
+  return (a >= 0 ? a / c : -((-a + c - 1) / c)) * c;
+}
+
 /// The keys some row in [r0, r1] (clipped to [0, Sq)) may see under the interval, clipped to
 /// [0, Sk): [*k0, *k1), empty when *k0 >= *k1.
 inline __host__ __device__ void keys_of_rows(const KeyInterval& iv, int64_t r0, int64_t r1, int64_t seq_k, int64_t* k0,

@@ -111,6 +111,10 @@ struct SdpaParams {
   const int32_t* seqused_k = nullptr;
   int64_t page_size = 0, num_pages = 0, max_pages_per_seq = 0;
   bool kv_hnd = false;
+  // Chunked-local attention (ABI 1.4; 0 = off; sdpa_flash_forward only): row i sees the keys of
+  // the chunk [⌊a / C⌋·C, ⌊a / C⌋·C + C) holding its position a = i + Sk − Sq (per sequence),
+  // within the causal mask and the window.
+  int64_t chunk = 0;
 };
 
 /// Gradients of the forward above for a given dO. `fwd` holds the forward's inputs and its

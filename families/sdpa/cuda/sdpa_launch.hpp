@@ -78,6 +78,7 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
                                      c.mask_per_head ? mhs : 0, c.seq_k};
   k.plant = plant;
   k.varlen = layout == sdpa::Layout::varlen;
+  k.chunk = c.attention_chunk;
   if (paged) {
     k.page_size = c.page_size;
     k.num_pages = c.num_pages;

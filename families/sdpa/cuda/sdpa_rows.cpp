@@ -79,8 +79,9 @@ void register_cuda_sdpa(Registry& reg) {
   // flash uses mma.sync m16n8k16 with bf16 operands (sm_80+); math needs only cuBLAS.
   kernel_row("cuda.flash", &kFlash, {"mma_sync_bf16"});
   // ABI 1.3: varlen (the forward's kVarlen variant, the backward's FMA kernel) with padding rows
-  // (seqused_k); its supports refuses the paged layout (1.2), cuda.flash_decode's.
-  rows.back().desc.abi_minor = 3;
+  // (seqused_k); its supports refuses the paged layout (1.2), cuda.flash_decode's. 1.4: chunked-
+  // local attention in the forward's general variant (its supports refuses a chunked backward).
+  rows.back().desc.abi_minor = 4;
   kernel_row("cuda.math", &kMath, {});
   kernel_row("cuda.flash_bwd_fma", &kBwdFma, {"mma_sync_bf16"});
   kernel_row("cuda.flash_bwd_occ2", &kBwdOcc2, {"mma_sync_bf16"});

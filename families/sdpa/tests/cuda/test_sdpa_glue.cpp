@@ -130,6 +130,25 @@ TEST(SdpaCudaGlue, CudnnTakesPackedLayoutsAndSkipsWhatItsGraphsCannotExpress) {
   EXPECT_NE(ul.find("two diagonal alignments"), std::string::npos) << ul;
 }
 
+// Chunked-local attention reaches cuda.flash's forward (ABI 1.4: SdpaParams::chunk from the
+// struct's attention_chunk); its backward and the other kernels decline it in supports.
+TEST(SdpaCudaGlue, ChunksReachTheFlashForwardOnly) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const auto c =
+      abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr_chunk17")));
+  EXPECT_EQ(cuda::sdpa_params_of(c).chunk, 17);
+  const auto bwd =
+      abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr_chunk17_bwd")));
+  static constexpr cuda::SdpaRow kFlash{cuda::SdpaKernel::flash};
+  const opcts_arch arch{};
+  char reason[256] = {};
+  EXPECT_EQ(cuda::sdpa_kernel_supports(&kFlash, &bwd, &arch, reason, sizeof reason), 0);
+  EXPECT_NE(std::string(reason).find("chunked-local attention"), std::string::npos) << reason;
+  const auto* flash = dynamic_cast<const AbiImpl*>(builtin_registry().impl("cuda.flash"));
+  ASSERT_NE(flash, nullptr);
+  EXPECT_EQ(flash->abi_minor(), 4u);
+}
+
 // The varlen backward's determinism claim knows only the longest lengths: within two key blocks
 // of the FMA kernel (32 keys) it holds, past them it is not claimed.
 TEST(SdpaCudaGlue, TheVarlenBackwardClaimsDeterminismWithinTwoKeyBlocks) {
