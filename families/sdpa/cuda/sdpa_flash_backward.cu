@@ -85,6 +85,7 @@ struct BwdTensors {
   const int32_t* used_k;  // seqused_k: each segment's keys (null: the whole segment)
   int64_t total_q;
   flash::RelInterval rel;
+  int64_t chunk;  // chunked-local attention (0 = off; the FMA kernel only): each row's chunk
 };
 
 BwdTensors bwd_tensors(const SdpaBackwardParams& bp, const float* dl, float* dq_acc) {
@@ -117,6 +118,7 @@ BwdTensors bwd_tensors(const SdpaBackwardParams& bp, const float* dl, float* dq_
   t.used_k = p.cu_seqlens_q ? p.seqused_k : nullptr;
   t.total_q = p.total_q;
   t.rel = flash::rel_interval(p);
+  t.chunk = p.chunk;
   return t;
 }
 
@@ -261,6 +263,10 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
         const float s = dot_pairs<PT, DQK / 2>(sQ + i * kWQ, sK + j * kWQ);
         const float dp = dot_pairs<PT, DV / 2>(sdO + i * kWV, sV + j * kWV);
         bool vis = ig < seq_q && jg < seq_k && jg >= ig + iv.lo_off && jg <= ig + iv.hi_off;
+        if (vis && a.chunk > 0) {  // the chunk of the row's lower-right position
+          const int64_t first = flash::chunk_first(ig + seq_k - seq_q, a.chunk);
+          vis = jg >= first && jg < first + a.chunk;
+        }
         float x = s * a.scale, deriv = 1.f;
         if (a.softcap > 0.f) {
           const float th = tanhf(x / a.softcap);
@@ -786,9 +792,11 @@ bool tc_takes(const SdpaBackwardParams& bp) {
   // while the run took the FMA kernel's (32): Sk 77 then spans three blocks of dQ atomics, and an
   // H100 --bitwise smoke run saw dQ differ (fp16 hq4 hkv2 Sq 40 Sk 77 d64 amask, 2026-12-05).
   const bool has_mask_tensor = p.mask_kind != SdpaMaskTensor::none;
-  // Varlen runs on the FMA kernel, which places each block at its sequence's offsets.
-  return bp.path != SdpaBwdPath::fma && !p.varlen && (p.dtype == SdpaDType::fp16 || p.dtype == SdpaDType::bf16) &&
-         p.head_dim == p.head_dim_v && tc::head_dim_ok(p.head_dim) && p.softcap == 0.f && !has_mask_tensor;
+  // Varlen runs on the FMA kernel, which places each block at its sequence's offsets; chunks on
+  // it too, which masks each element to its row's chunk.
+  return bp.path != SdpaBwdPath::fma && !p.varlen && p.chunk == 0 &&
+         (p.dtype == SdpaDType::fp16 || p.dtype == SdpaDType::bf16) && p.head_dim == p.head_dim_v &&
+         tc::head_dim_ok(p.head_dim) && p.softcap == 0.f && !has_mask_tensor;
 }
 
 template <typename T>

@@ -89,9 +89,8 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
     std::snprintf(reason, size, "cuda.flash_decode is a forward kernel (the paged layout is forward only)");
     return 0;
   }
-  if (c.attention_chunk != 0 && (backward(c) || row.kernel != SdpaKernel::flash)) {
-    std::snprintf(reason, size,
-                  "chunked-local attention runs on cuda.flash's forward (no backward kernel takes it yet)");
+  if (c.attention_chunk != 0 && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
+    std::snprintf(reason, size, "chunked-local attention runs on cuda.flash (its backward on the FMA kernel)");
     return 0;
   }
   if (layout == sdpa::Layout::varlen && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {

@@ -130,19 +130,21 @@ TEST(SdpaCudaGlue, CudnnTakesPackedLayoutsAndSkipsWhatItsGraphsCannotExpress) {
   EXPECT_NE(ul.find("two diagonal alignments"), std::string::npos) << ul;
 }
 
-// Chunked-local attention reaches cuda.flash's forward (ABI 1.4: SdpaParams::chunk from the
-// struct's attention_chunk); its backward and the other kernels decline it in supports.
-TEST(SdpaCudaGlue, ChunksReachTheFlashForwardOnly) {
+// Chunked-local attention reaches cuda.flash (ABI 1.4: SdpaParams::chunk from the struct's
+// attention_chunk), its backward on the FMA kernel (a chunk is no band the tensor-core kernel's
+// tile limits express); the two-block backward row and the other kernels decline it.
+TEST(SdpaCudaGlue, ChunksReachCudaFlashAndItsFmaBackward) {
   const Family& f = *builtin_registry().family("sdpa");
   const auto c =
       abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr_chunk17")));
   EXPECT_EQ(cuda::sdpa_params_of(c).chunk, 17);
   const auto bwd =
       abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr_chunk17_bwd")));
-  static constexpr cuda::SdpaRow kFlash{cuda::SdpaKernel::flash};
+  EXPECT_EQ(cuda::sdpa_backward_params_of(bwd).fwd.chunk, 17);
+  static constexpr cuda::SdpaRow kMath{cuda::SdpaKernel::math};
   const opcts_arch arch{};
   char reason[256] = {};
-  EXPECT_EQ(cuda::sdpa_kernel_supports(&kFlash, &bwd, &arch, reason, sizeof reason), 0);
+  EXPECT_EQ(cuda::sdpa_kernel_supports(&kMath, &bwd, &arch, reason, sizeof reason), 0);
   EXPECT_NE(std::string(reason).find("chunked-local attention"), std::string::npos) << reason;
   const auto* flash = dynamic_cast<const AbiImpl*>(builtin_registry().impl("cuda.flash"));
   ASSERT_NE(flash, nullptr);
