@@ -323,7 +323,9 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     return "empty problem: nothing to get wrong";
   bool any_key = false;
   for (int64_t i = 0; i < p.seq_q && !any_key; ++i) any_key = p.keys_of_row(i) > 0;
-  if (!any_key && bug != PlantedBug::masked_row_nan) return "no row sees a key: nothing to get wrong";
+  // The chunk plant can give a key to a row that has none (its range ends just left of its chunk).
+  if (!any_key && bug != PlantedBug::masked_row_nan && bug != PlantedBug::chunk_off_by_one)
+    return "no row sees a key: nothing to get wrong";
   switch (bug) {
     case PlantedBug::window_off_by_one:
       // Some row must have a key just left of its window.
@@ -331,14 +333,17 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
         if (p.window_left >= 0 && p.keys_of_row(i) > 0 && p.first_key(i) > 0) return "";
       return "no row has a key left of its window";
     case PlantedBug::chunk_off_by_one:
-      // Some row with keys must start at its chunk's first key c > 0, with key c − 1 inside its
-      // window: the plant adds that key (the previous chunk's last).
+      // The plant starts row i at c − 1 (c its chunk's first key) where the window allows: it adds
+      // key c − 1 exactly when c > 0, c − 1 is inside the window's left bound and not past the
+      // row's last key — also for a row whose own range is empty (its last key is c − 1).
       for (int64_t i = 0; p.chunk > 0 && i < p.seq_q; ++i) {
-        const int64_t c = p.first_key(i), window = p.window_left < 0 ? 0 : i + p.seq_k - p.seq_q - p.window_left;
-        if (p.keys_of_row(i) > 0 && c > 0 && c == chunk_start(p, i) && c - 1 >= window) return "";
+        const int64_t c = chunk_start(p, i), pos = i + p.seq_k - p.seq_q;
+        const int64_t window = p.window_left < 0 ? 0 : std::max<int64_t>(0, pos - p.window_left);
+        if (c > 0 && c - 1 >= window && c - 1 < p.seq_k && p.last_key(i) >= c - 1) return "";
       }
-      return p.chunk > 0 ? "no row's keys start at its chunk's first key with the key before it in its window"
-                         : "no chunk: chunked-local attention is off";
+      return p.chunk > 0
+                 ? "no row's chunk starts inside its window and causal range: the key before it is never in reach"
+                 : "no chunk: chunked-local attention is off";
     case PlantedBug::gqa_modulo:
       if (p.heads_kv > 1 && p.heads_q > p.heads_kv) return "";
       return "h % Hkv equals h / (Hq / Hkv) without GQA or with one KV head";

@@ -655,6 +655,12 @@ TEST(SdpaPlanted, TheChunkOffByOneIsCaughtWhereARowStartsAtItsChunk) {
   narrow.window_left = 0;  // each row sees its diagonal key only: the chunk never binds
   EXPECT_FALSE(plant.supports(narrow, host).ok);
   EXPECT_FALSE(plant.supports(make(DType::bf16, 1, 4, 2, 48, 48, 64, Mask::causal_lower_right), host).ok);
+  // Upper-left causal, one query over two keys, chunks of 1: the row's chunk is key 1, past its
+  // causal bound, so it sees nothing; the plant gives it key 0, and must run (and fail) there.
+  auto keyless = make(DType::bf16, 1, 4, 2, 1, 2, 64, Mask::causal_upper_left);
+  keyless.chunk = 1;
+  EXPECT_EQ(keyless.keys_of_row(0), 0);
+  expect_caught("host.flash_chunk_off_by_one", keyless);
 }
 
 // The precision bugs' planted impls skip the problems where their bug cannot show.
