@@ -23,6 +23,7 @@
 //
 // Bounds (`bound`): families/sdpa/bound.hpp, from the same-precision pipeline's own P, dS and O.
 #include <cmath>
+#include <stdexcept>
 
 #include "families/sdpa/bound.hpp"
 #include "families/sdpa/detail.hpp"
@@ -32,7 +33,37 @@ namespace opcts::sdpa {
 
 using detail::RowMajor;
 
+SinkGradients::SinkGradients(int64_t heads) {
+  for (auto* v : {&exact, &lowp, &var, &outright, &terms, &abs_sum}) v->assign(static_cast<size_t>(heads), 0.0);
+}
+
+void SinkGradients::add(const SinkGradients& o) {
+  if (o.exact.size() != exact.size()) throw std::logic_error("SinkGradients::add: head counts differ");
+  for (size_t h = 0; h < exact.size(); ++h) {
+    exact[h] += o.exact[h], lowp[h] += o.lowp[h], var[h] += o.var[h], outright[h] += o.outright[h];
+    terms[h] += o.terms[h], abs_sum[h] += o.abs_sum[h];
+  }
+}
+
+void SinkGradients::finish(References& r) const {
+  const double lambda = detail::kRoundingSigmas, big_lambda = detail::kAzumaSigmas;
+  r.exact["dsinks"] = exact;
+  r.lowp["dsinks"] = lowp;
+  std::vector<double>& bound = r.bound["dsinks"];
+  bound.assign(exact.size(), 0.0);
+  for (size_t h = 0; h < exact.size(); ++h)
+    bound[h] =
+        lambda * std::sqrt(var[h]) + outright[h] + big_lambda * detail::kAccUnit / 2 * std::sqrt(terms[h]) * abs_sum[h];
+}
+
 References backward_reference(const Problem& p, const TensorMap& inputs) {
+  SinkGradients sinks(p.sinks ? p.heads_q : 0);
+  References r = backward_reference(p, inputs, p.sinks ? &sinks : nullptr);
+  if (p.sinks) sinks.finish(r);
+  return r;
+}
+
+References backward_reference(const Problem& p, const TensorMap& inputs, SinkGradients* sinks) {
   const int64_t B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k;
   const int64_t D = p.head_dim, Dv = p.head_dim_v;
   const int64_t group = Hq / Hkv;
@@ -51,6 +82,8 @@ References backward_reference(const Problem& p, const TensorMap& inputs) {
   }
 
   const std::vector<detail::RowBlock> blocks = detail::row_blocks(p);
+  // The sinks' gradient per (batch, query head), summed over the batch in order after the loop.
+  std::vector<SinkGradients> sink_parts(sinks ? static_cast<size_t>(B) : 0, SinkGradients(Hq));
 
   // One precision's gradients of (b, hk) into `refs`, row block by row block; `bounds` (lowp only) also writes the
   // bounds from that pipeline's own P, dS and O.
@@ -70,6 +103,14 @@ References backward_reference(const Problem& p, const TensorMap& inputs) {
         const auto g = detail::backward_head(p, mask, b, h, blk, qb, kb, vb, dob, rnd, exact_zeros, dk, dv);
         dq.middleRows(blk.r0, blk.rows) = g.dq;
         if (bounds) dq_bound.middleRows(blk.r0, blk.rows) = gb.add_head(blk, g, qb, kb, vb, dob);
+        if (!sinks) continue;
+        SinkGradients& s = sink_parts[static_cast<size_t>(b)];
+        if (bounds) {
+          detail::sink_gradient_parts(p, g, qb, kb, dob, s.lowp[h], s.var[h], s.outright[h], s.terms[h], s.abs_sum[h]);
+        } else {
+          for (int64_t i = 0; i < blk.rows; ++i)
+            if (g.f.sink_e[i] != 0) s.exact[h] -= static_cast<double>(g.f.sink_e[i]) / g.f.l[i] * g.d[i];
+        }
       }
       detail::scatter(refs.at("dQ"), qs, b, h, dq, detail::Exact{});
       if (bounds) detail::scatter(r.bound.at("dQ"), qs, b, h, dq_bound, detail::Exact{});
@@ -89,6 +130,7 @@ References backward_reference(const Problem& p, const TensorMap& inputs) {
       run(0.0f, to_dtype, b, hk, false, r.lowp, true);
     }
   }
+  for (const SinkGradients& s : sink_parts) sinks->add(s);
   return r;
 }
 

@@ -25,6 +25,12 @@
 //          error, which is what such a row shows. g_i = 1/(1 − Σ_j P_ij·ε_ij) bounds the
 //          1/(1 + ε̄_i) and the l in the first term's denominator; √(x + y)² <= √x² + √y²
 //          (Minkowski) joins the two terms without assuming them independent.
+//          A sink is a key with v = 0 that P·V never reads: its e_s = exp(sink − m_i) enters l
+//          only, so its fp32 error ε_s moves O by −P_s·ε_s·O_i, the second term's form with
+//          v_s = 0 (ε_s: expm1 of u·(|sink| + |sink − m| + 4): the log2(e) product, the
+//          subtraction, exp's 2 ulp and the product, m the keys' max, from which a kernel that
+//          adds the sink after its last tile subtracts it (FlashAttention 4's epilogue), or the
+//          row max with the sink, whichever is further); l then has n_i + 1 terms.
 //   dV_jd: λ·√(Σ_{h,i} (b(P_ij)·dO_id)²);  dQ_id: λ·scale·√(Σ_j (b(dS_ij)·k_jd)²);
 //   dK_jd: λ·scale·√(Σ_{h,i} (b(dS_ij)·q_id)²).
 //
@@ -226,7 +232,7 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
   if (weight) weight->setZero(rows, dv);
   Eigen::Array<T, 1, Eigen::Dynamic> centred(dv);
   for (int64_t i = 0; i < rows; ++i) {
-    if (f.l[i] == 0) {
+    if (f.keys[i] == 0) {  // O = 0 exactly (a row of the sink alone too): nothing to round
       bound.row(i).setZero();
       continue;
     }
@@ -241,6 +247,18 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
       a_sum += aij;
       a_sq += aij * aij;
     }
+    T a_sink = 0;  // ε_s·e_s, the sink's (the comment above)
+    if (f.sink_e[i] > 0) {
+      T top = -std::numeric_limits<T>::infinity();  // m_keys − m_i, the keys' max in the row max's frame
+      for (int64_t j = 0; j < cols; ++j)
+        if (f.e(i, j) > 0) top = std::max(top, f.shift(i, j));
+      const T m = f.lse[i] - std::log(f.l[i]), to_keys = f.sink - m - top;
+      const T x = u * (std::fabs(f.sink) + std::max(std::fabs(f.sink - m), std::fabs(to_keys)) + 4);
+      a_sink = (x <= 1 ? x + x * x : std::numeric_limits<T>::infinity()) * f.sink_e[i];
+      centred += (a_sink * a_sink) * o.row(i).array().square();
+      a_sum += a_sink;
+      a_sq += a_sink * a_sink;
+    }
     // o is fp64's O rounded to T: its own rounding moves each |v_jd − O_id| by at most
     // u_T·|O_id|, which √(Σ_j a_ij²) carries.
     const T u_t = std::numeric_limits<T>::epsilon() / 2;
@@ -248,7 +266,7 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
         ((centred.sqrt() + std::sqrt(a_sq) * u_t * o.row(i).array().abs()) * lambda).matrix();
     const T mean_eps = a_sum / f.l[i];  // Ē_i = Σ_j P_ij·ε_ij >= |ε̄_i|
     const T grow = mean_eps < 1 ? 1 / (1 - mean_eps) : std::numeric_limits<T>::infinity();
-    const T l_err = lambda * std::sqrt(static_cast<T>(f.keys[i])) * u;
+    const T l_err = lambda * std::sqrt(static_cast<T>(f.keys[i] + (f.sink_e[i] > 0 ? 1 : 0))) * u;
     bound.row(i) =
         ((bound.row(i) + scores_term) * grow + (static_cast<T>(kNormalisationRoundings) * u + l_err) * pv.row(i)) /
         f.l[i];
@@ -281,7 +299,11 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
     const double sums_norm = w * 2 * keys * hh * pv_max + g2 * keys * hh * o_sq;
     if (exact) y = (b2.row(i).transpose().cwiseSqrt().asDiagonal() * vh).eval();
     const RowForm rounding = energy_row(w / 3 * p2.row(i).template cast<double>().sum() + h.sum(), exact, y, w / 3, &h);
-    if (exact) y = (a.row(i).transpose().asDiagonal() * (vh.rowwise() - o.row(i))).eval();
+    if (exact) {
+      y.resize(cols + 1, dv);  // the keys' rows, then the sink's (v = 0)
+      y.topRows(cols) = a.row(i).transpose().asDiagonal() * (vh.rowwise() - o.row(i));
+      y.row(cols) = -a_sink * o.row(i);
+    }
     const RowForm scores = energy_row(w * centred.template cast<double>().sum(), exact, y, w, nullptr);
     const double alpha = rounding.spectral > 0 ? 1 / rounding.spectral : 0;
     add_row(energy->rounding, rounding, alpha);
@@ -361,5 +383,63 @@ class GradientBounds {
   const Problem& p_;
   RowMajor<T> dk_, dk_sq_, dv_, dv_sq_;  // floors and sums of squared modelled roundings
 };
+
+/// The sinks' gradient's bound parts of one head (SinkGradients, sdpa.hpp), from the fp32
+/// pipeline's backward of its row blocks. dsink_h = −Σ_i t_i with t_i = P_s,i·D_i, P_s,i =
+/// exp(sink − lse_i): a kernel's t_i differs from fp64's through
+///   - its D_i, which reads its own stored O: O's rounding to the dtype, uniform on [−b, b] with
+///     b = u_out·|O_id| (half a spacing) per element, and O's forward error from P's roundings,
+///     Σ_j δe_ij·v_j / l_i, which moves D_i by Σ_j δe_ij·dP_ij / l_i (dP_ij = dO_i·v_j), δe_ij
+///     uniform on [−b(e_ij), b(e_ij)] — the file comment's modelled roundings, independent across
+///     rows, keys and elements: λ·√(Σ_i P_s,i²·(Σ_j (b(e_ij)·dP_ij/l_i)² + Σ_d (u_out·dO_id·O_id)²)/3)
+///     (Hoeffding with the uniform's proxy b²/3, λ = 4: P <= 2e^-24). A kernel's D over its own
+///     O is one such sample; charging each element a whole spacing instead (the dQ bound's B_i,
+///     outright) made the bound 14% of dsinks on a bf16 row block of 26 rows, 35× its error;
+///   - fp32, outright per row: the scores' errors through O (Σ_j P_ij·ε_ij·|dP_ij − D_i|, ε_ij as
+///     o_bound's: the shift invariance of the first order), D's dot product and O's normalisation
+///     ((Dv + 2 + 4)·u·Σ_d |dO_id·O_id|, γ_Dv and kNormalisationRoundings), and P_s's relative
+///     error — lse_i's floor, the subtraction sink − lse_i, exp's 2 ulp and the products, u·(|sink|
+///     + |sink − lse_i| + 4) — counted twice (P_s of the sum, and e_s's share of O's l: −P_s·ε_s·D_i);
+///   - the sum over the rows (and batch entries, in any order: atomics), each fp32 addition
+///     rounding to nearest by at most u/2 of a partial no larger than Σ_i |t_i|, mean-zero:
+///     Λ·(u/2)·√n·Σ_i |t_i| (Azuma–Hoeffding, Λ of the lse floor; SinkGradients::finish adds it).
+template <typename T>
+void sink_gradient_parts(const Problem& p, const BackwardHead<T>& g, const RowMajor<T>& qh, const RowMajor<T>& kh,
+                         const RowMajor<T>& doh, double& lowp, double& var, double& outright, double& terms,
+                         double& abs_sum) {
+  const double u = kAccUnit, u_out = dtype_info(p.dtype).epsilon / 2, scale = p.effective_scale();
+  const RowMajor<T> qk = mul<T>(qh.cwiseAbs(), false, kh.cwiseAbs(), true);  // Σ_d |q_id||k_jd|
+  const std::vector<LseFloor> lf = lse_floors(p, g.f, qh, kh);
+  const Rounding<T> rounding(p.dtype);
+  const int64_t rows = g.p.rows(), cols = g.p.cols(), dv = doh.cols();
+  for (int64_t i = 0; i < rows; ++i) {
+    if (g.f.sink_e[i] == 0) continue;
+    const double l = g.f.l[i], ps = g.f.sink_e[i] / l, d = g.d[i], lse = g.f.lse[i];
+    const double t = ps * d;
+    lowp -= t;
+    terms += 1;
+    abs_sum += std::fabs(t);
+    double rv = 0, scores = 0;  // Σ b² of the modelled roundings (÷ 3 below), the scores' fp32 term
+    for (int64_t j = 0; j < cols; ++j) {
+      const double e = g.f.e(i, j);
+      if (e == 0) continue;
+      const double dp = g.dp(i, j), b = rounding.bound(static_cast<T>(e)) * dp / l;
+      rv += b * b;
+      const double x = u * ((static_cast<double>(p.head_dim) + 4) * scale * qk(i, j) - g.f.shift(i, j) + 4);
+      scores += e / l * (x <= 1 ? x + x * x : HUGE_VAL) * std::fabs(dp - d);
+    }
+    double o_terms = 0;
+    for (int64_t d2 = 0; d2 < dv; ++d2) {
+      const double od = static_cast<double>(doh(i, d2)) * g.o(i, d2);
+      o_terms += std::fabs(od);
+      rv += (u_out * od) * (u_out * od);
+    }
+    var += ps * ps * rv / 3;
+    const double sink = g.f.sink;
+    const double eps_s = lf[i].under(1) + u * (std::fabs(sink) + std::fabs(sink - lse) + 4);
+    outright += ps * (scores + (static_cast<double>(dv) + 2 + kNormalisationRoundings) * u * o_terms +
+                      2 * eps_s * std::fabs(d));
+  }
+}
 
 }  // namespace opcts::sdpa::detail

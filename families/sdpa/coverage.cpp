@@ -15,6 +15,7 @@ std::vector<std::string> edge_classes() {
           "causal alignment",
           "window bounds",
           "chunk boundaries",
+          "sink-only row",
           "GQA ratio",
           "GQA ratio not a power of two",
           "zero-size dimensions",
@@ -76,6 +77,10 @@ std::vector<std::string> edge_classes_of(const Problem& p) {
   if (p.window_left >= 0 || p.window_right >= 0) out.push_back("window bounds");
   // Chunked-local attention over more keys than a chunk: some row's range is cut at a chunk's first key.
   if (p.chunk > 0 && p.seq_k > p.chunk) out.push_back("chunk boundaries");
+  // A row whose softmax holds the sink alone (no key, or every key masked by the attn_mask's rows
+  // i ≡ 3 mod 8): O = 0 and lse = sink, where a row without a sink has lse = -inf.
+  if (p.sinks && p.seq_q > 0 && ((empty_row && p.seq_k > 0) || (p.mask_tensor != MaskTensor::none && p.seq_q > 3)))
+    out.push_back("sink-only row");
   if (p.heads_kv > 0 && p.heads_q != p.heads_kv && p.heads_q % p.heads_kv == 0) {
     out.push_back("GQA ratio");
     const int64_t r = p.heads_q / p.heads_kv;

@@ -136,11 +136,13 @@ void scatter(std::vector<double>& out, const Strides& st, int64_t b, int64_t h, 
   }
 }
 
-/// The attn_mask of a problem, decoded (storage order [Bm, Hm, Sq, Sk]); empty when none.
+/// The data inputs of a problem's scores beyond q and k: the attn_mask, decoded (storage order
+/// [Bm, Hm, Sq, Sk]; empty when none), and the sinks (one logit per query head; empty when none).
 struct MaskView {
   const Problem* p = nullptr;
   std::vector<double> values;
   Strides st{0, 0, 0};
+  std::vector<double> sinks;
   /// The mask element for query head h (the mask is indexed by query heads).
   double at(int64_t b, int64_t h, int64_t i, int64_t j) const { return values[st.at(b, h, i) + j]; }
 };
@@ -152,6 +154,7 @@ inline MaskView mask_view(const Problem& p, const TensorMap& inputs) {
     m.values = inputs.at("attn_mask").to_f64();
     m.st = mask_strides(p);
   }
+  if (p.sinks) m.sinks = inputs.at("sinks").to_f64();
   return m;
 }
 
@@ -192,20 +195,23 @@ void scores_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, c
 /// One row block of a (batch, query head)'s forward in T (keys: the block's).
 template <typename T>
 struct ForwardHead {
-  RowMajor<T> e;              // exp(s_ij − m_i) at visible keys (m_i the row max), else 0
-  std::vector<T> l;           // Σ_j e_ij (0 for a row without keys)
-  std::vector<T> lse;         // m_i + log l_i (-inf for a row without keys)
-  std::vector<int64_t> keys;  // visible keys of the row (attn_mask applied)
-  RowMajor<T> o;              // Σ_j rnd(e_ij)·v_j / l_i, before the output rounding
-  RowMajor<T> dcap;           // 1 − tanh², with a softcap and want_dcap only
-  RowMajor<T> shift;          // s_ij − m_i at visible keys, else 0; kept where Round rounds (the
-                              // same-precision pipeline), whose bounds read it (families/sdpa/bound.hpp)
+  RowMajor<T> e;          // exp(s_ij − m_i) at visible keys (m_i the row max, the sink's logit included), else 0
+  std::vector<T> l;       // Σ_j e_ij + sink_e_i (0 for a row without keys or sink)
+  std::vector<T> lse;     // m_i + log l_i (-inf for a row without keys or sink)
+  std::vector<T> sink_e;  // exp(sink − m_i), the sink's term of l (0 without sinks)
+  T sink = -std::numeric_limits<T>::infinity();  // the head's sink logit (-inf: none)
+  std::vector<int64_t> keys;                     // visible keys of the row (attn_mask applied)
+  RowMajor<T> o;                                 // Σ_j rnd(e_ij)·v_j / l_i, before the output rounding
+  RowMajor<T> dcap;                              // 1 − tanh², with a softcap and want_dcap only
+  RowMajor<T> shift;                             // s_ij − m_i at visible keys, else 0; kept where Round rounds (the
+                      // same-precision pipeline), whose bounds read it (families/sdpa/bound.hpp)
 };
 
 /// The forward of row block `blk` of head (b, h), from its rows of q (qh) and its keys' rows
 /// of k and v (kh, vh): scores, a softmax against the row's final max, and
 /// O = (rnd(E)·V) / l, where rnd is what the P·V product takes (identity for fp64). A row
-/// without keys (all scores -inf) gives O = 0 and lse = -inf.
+/// without keys (all scores -inf) gives O = 0 and lse = -inf, or lse = sink with sinks. The sink
+/// joins the row max and l (it has no value: it adds nothing to E·V).
 template <typename T, typename Round>
 ForwardHead<T> forward_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, const RowBlock& blk,
                             const RowMajor<T>& qh, const RowMajor<T>& kh, const RowMajor<T>& vh, bool want_dcap,
@@ -220,6 +226,9 @@ ForwardHead<T> forward_head(const Problem& p, const MaskView& mask, int64_t b, i
   f.l.assign(static_cast<size_t>(sq), T(0));
   f.lse.assign(static_cast<size_t>(sq), neg_inf);
   f.keys.assign(static_cast<size_t>(sq), 0);
+  f.sink_e.assign(static_cast<size_t>(sq), T(0));
+  const bool sunk = !mask.sinks.empty();
+  const T sink = f.sink = sunk ? static_cast<T>(mask.sinks[static_cast<size_t>(h)]) : neg_inf;
   for (int64_t i = 0; i < sq; ++i) {
     T m = neg_inf;
     for (int64_t j = 0; j < sk; ++j) {
@@ -228,11 +237,14 @@ ForwardHead<T> forward_head(const Problem& p, const MaskView& mask, int64_t b, i
       m = std::max(m, x);
       ++f.keys[i];
     }
-    if (m == neg_inf) {  // no key (or every key at -inf): O = 0, lse = -inf
+    if (m == neg_inf) {  // no key (or every key at -inf): O = 0, lse = -inf, or the sink's alone
       f.e.row(i).setZero();
+      if (sunk) f.sink_e[i] = f.l[i] = T(1), f.lse[i] = sink;
       continue;
     }
+    m = std::max(m, sink);
     T l = 0;
+    if (sunk) l = f.sink_e[i] = std::exp(sink - m);
     for (int64_t j = 0; j < sk; ++j) {
       const bool masked = f.e(i, j) == neg_inf;
       const T d = masked ? T(0) : f.e(i, j) - m;
@@ -261,6 +273,8 @@ struct BackwardHead {
   RowMajor<T> ds;    // dS = P ⊙ (dP − D) (⊙ dcap), before rounding; 0 where P is 0
   RowMajor<T> o;     // O as the backward reads it: the forward's output rounded like it is stored
   RowMajor<T> dq;    // scale·Σ_j rnd(dS_ij)·k_j, before the output rounding
+  std::vector<T> d;  // D_i = rowsum(dO ⊙ O)
+  RowMajor<T> dp;    // dP = dO·Vᵀ (sinks only: the sinks' bound reads it)
 };
 
 /// The backward of row block `blk` of query head (b, h) at dO (FlashAttention-2, Algorithm 2),
@@ -269,7 +283,8 @@ struct BackwardHead {
 /// and rnd(dS)ᵀ·Q (unscaled) to dk's rows of the block's keys (dk, dv: [Sk, D] and [Sk, Dv]),
 /// the sums over the row blocks and the GQA group, and returns the block's dQ. `exact_zeros`
 /// (the fp64 reference): a row whose only nonzero P is 1 has D = dO·v_j = dP_ij, so its dS is
-/// exactly 0; setting it so keeps the ~1e-17 of rounding out of a gradient that is 0.
+/// exactly 0; setting it so keeps the ~1e-17 of rounding out of a gradient that is 0 (not with
+/// sinks: the sink takes a share of the row, P_ij < 1 and dS_ij = P_ij·dP_ij·(1 − P_ij)).
 template <typename T, typename Round>
 BackwardHead<T> backward_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, const RowBlock& blk,
                               const RowMajor<T>& qh, const RowMajor<T>& kh, const RowMajor<T>& vh,
@@ -281,13 +296,15 @@ BackwardHead<T> backward_head(const Problem& p, const MaskView& mask, int64_t b,
   r.o = rounded(f.o, rnd, tmp);
   r.p = f.e;
   const int64_t sq = r.p.rows(), sk = r.p.cols();
-  std::vector<T> dsum(static_cast<size_t>(sq));
+  std::vector<T>& dsum = r.d;
+  dsum.resize(static_cast<size_t>(sq));
   for (int64_t i = 0; i < sq; ++i) {
     if (f.l[i] > 0) r.p.row(i) /= f.l[i];
     dsum[i] = r.o.row(i).dot(doh.row(i));
   }
   add_mul_rows(dv, blk.k0, rounded(r.p, rnd, tmp), true, doh, false);
   r.ds = mul(doh, false, vh, true);
+  if (p.sinks) r.dp = r.ds, exact_zeros = false;
   const bool capped = p.softcap > 0;
   for (int64_t i = 0; i < sq; ++i) {
     int64_t nonzero = 0;

@@ -69,10 +69,14 @@ class SdpaFamily final : public KitFamily<Problem> {
     // such row is one sample, and another kernel's sample exceeds twice it with probability
     // ~0.3 (two half-normals); a tile of 16 rows holds 16 or more (under 2% for 16
     // independent samples, and every element adds an independent rounding of its own).
-    if (p.direction == sdpa::Direction::backward)
-      return {{"dQ", p.dtype, sdpa::q_shape(p), kTileRows * p.head_dim},
-              {"dK", p.dtype, sdpa::k_shape(p), kTileRows * p.head_dim},
-              {"dV", p.dtype, sdpa::v_shape(p), kTileRows * p.head_dim_v}};
+    // dsinks: each head's sum over every row of every sequence, an element alone.
+    if (p.direction == sdpa::Direction::backward) {
+      std::vector<OutputSpec> out{{"dQ", p.dtype, sdpa::q_shape(p), kTileRows * p.head_dim},
+                                  {"dK", p.dtype, sdpa::k_shape(p), kTileRows * p.head_dim},
+                                  {"dV", p.dtype, sdpa::v_shape(p), kTileRows * p.head_dim_v}};
+      if (p.sinks) out.push_back({"dsinks", DType::fp32, {p.heads_q}, 1});
+      return out;
+    }
     return {{"O", p.dtype, sdpa::o_shape(p), kTileRows * p.head_dim_v}, {"lse", DType::fp32, sdpa::lse_shape(p), 1}};
   }
 
@@ -89,15 +93,18 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
 
   // The varlen layout came with ABI 1.1, the paged KV cache with 1.2, varlen padding rows with
-  // seqused_k with 1.3, chunked-local attention with 1.4 (include/opcts/plugin.h): an impl built
-  // before reads layout THD or PAGED as BHSD, a padded segment's rows as keys, or no chunk.
+  // seqused_k with 1.3, chunked-local attention with 1.4, sinks with 1.5 (include/opcts/plugin.h):
+  // an impl built before reads layout THD or PAGED as BHSD, a padded segment's rows as keys, no
+  // chunk or no sink.
   uint32_t abi_minor(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.sinks) return 5;
     if (p.chunk > 0) return 4;
     return p.varlen() && p.pad_k > 0 ? 3 : p.paged() ? 2 : p.varlen() ? 1 : 0;
   }
   std::string abi_minor_feature(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.sinks) return "attention sinks (sinks, dsinks)";
     if (p.chunk > 0) return "chunked-local attention (attention_chunk)";
     if (p.varlen() && p.pad_k > 0) return "varlen keys with padding rows and seqused_k";
     if (p.paged()) return "the paged KV cache with a block table";
@@ -105,7 +112,7 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
 
   // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
-  std::string reference_version() const override { return "sdpa-ref-10"; }
+  std::string reference_version() const override { return "sdpa-ref-11"; }
 
   // Inputs and outputs in the problem's dtype (the boolean mask as bytes), lse in fp32.
   double device_bytes(const opcts::Problem& pp) const override {
@@ -144,6 +151,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.window_left = p.window_left;
   c.window_right = p.window_right;
   c.attention_chunk = p.chunk;
+  c.sinks = p.sinks;
   c.softcap = p.softcap;
   c.attn_mask = abi_value(p.mask_tensor);
   c.mask_per_batch = p.mask_per_batch;

@@ -350,6 +350,7 @@ const kit::FieldTable<Problem>& fields() {
        kit::int_unless<Problem, int64_t>("chunk", &Problem::chunk, 0, "chunk",
                                          "C keys a chunk: chunked-local attention (Llama 4, FlashAttention 3's "
                                          "attention_chunk; 0 = off)"),
+       kit::flag<Problem>("sinks", &Problem::sinks, "sink"),
        softcap_field(),
        attn_mask_field(),
        kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),

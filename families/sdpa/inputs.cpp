@@ -2,6 +2,7 @@
 // in the keys and values no query sees where the problem poisons them and in a varlen problem's
 // padding rows (sdpa.hpp, "Inputs").
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -88,9 +89,29 @@ TensorMap make_paged_inputs(const Problem& p, uint64_t seed) {
   return in;
 }
 
+// The sinks input (sdpa.hpp, "Inputs"): fp32 [Hq], c + N(0, 2²) on stream 7, c the log of a row's
+// typical denominator, so that P_sink = 1/(1 + e^(c − sink)) ranges from a sink that barely counts
+// to one that holds nearly all of a row's weight whatever the scores' spread. Scores of n keys
+// with N(0, 1) q and k are about N(0, σ²), σ = scale·√Dqk (at most the softcap): ln Σ_j e^(s_j) is
+// about ln n + σ²/2 (the lognormal mean) while σ² <= 2 ln n, and about the largest score,
+// σ·√(2 ln n), past it (the two agree at σ² = 2 ln n).
+void add_sinks(const Problem& p, uint64_t seed, TensorMap& in) {
+  if (!p.sinks) return;
+  HostTensor s(DType::fp32, {p.heads_q});
+  fill_normal(s, seed, 7, 2.0);
+  const double ln_n = std::log(static_cast<double>(std::max<int64_t>(p.seq_k, 1)));
+  double sigma = p.effective_scale() * std::sqrt(static_cast<double>(p.head_dim));
+  if (p.softcap > 0) sigma = std::min(sigma, p.softcap);
+  const double center = sigma * sigma <= 2 * ln_n ? ln_n + sigma * sigma / 2 : sigma * std::sqrt(2 * ln_n);
+  for (int64_t h = 0; h < p.heads_q; ++h) s.set(h, s.get(h) + center);
+  in.emplace("sinks", std::move(s));
+}
+
 }  // namespace
 
-TensorMap make_inputs(const Problem& p, uint64_t seed) {
+namespace {
+
+TensorMap tensor_inputs(const Problem& p, uint64_t seed) {
   if (p.paged()) return make_paged_inputs(p, seed);
   TensorMap in;
   in.emplace("q", HostTensor(p.dtype, q_shape(p)));
@@ -149,6 +170,14 @@ TensorMap make_inputs(const Problem& p, uint64_t seed) {
     if (p.varlen())
       for (int64_t j = p.seqlens_k[b]; j < p.seqlens_k[b] + p.pad_k; ++j) poison_row(b, row0 + j);
   }
+  return in;
+}
+
+}  // namespace
+
+TensorMap make_inputs(const Problem& p, uint64_t seed) {
+  TensorMap in = tensor_inputs(p, seed);
+  add_sinks(p, seed, in);
   return in;
 }
 

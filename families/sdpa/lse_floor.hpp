@@ -52,6 +52,13 @@
 //     and 3 roundings to fp32, each of half its value's own spacing (hs): m's conversion to the
 //     log2 domain, the sum and the product by ln 2 — at the larger of the log2 and natural
 //     domains' spacings, so a kernel in either is covered (`either` below).
+// A sink (its logit given in fp32) is one more term of l: e_s = exp(sink − m) with the
+// roundings of sink·log2(e) and of the subtraction (p_s²·h²·(sink² + 2·(sink − m)²) in the
+// variance, at the larger of the two frames' shifts below), one more weight in the tops and the tree, no score error
+// and no record (it sits outside the keys' running max). A kernel may keep m the keys' max and add e_s > 1 at the end
+// (FlashAttention 4's epilogue): its l and m are then l·e^(m − m_keys) and m_keys, so log's and
+// m's terms are taken at the larger of the two. A row of the sink alone has lse = sink: three
+// conversions of it (either(sink) + hs(sink)).
 // The drift of s_j points toward zero of s_j, so the keys of each sign move lse one way: the
 // larger of the two signs' sums is added. So lse_i's floor, in units of u =
 //   Λ·√(Σ_j p_j²·(2D·Q_j + h²/u²·(k_s·s_j² + 2·(s_j − m)²)) + h²/u²·Σ_m (P_m/l)²)
@@ -311,11 +318,16 @@ std::vector<LseFloor> lse_floors(const Problem& p, const ForwardHead<T>& f, cons
   double records = 0;
   TopMass tops;  // one histogram for every row, cleared per row (its bins are 19 KB)
   for (size_t i = 0; i < floor.size(); ++i) {
-    if (f.keys[i] == 0) continue;
+    const double log2e = 1.4426950408889634, ln2 = 0.6931471805599453;
+    const auto either = [&](double x) { return std::max(half_spacing_units(x), ln2 * half_spacing_units(x * log2e)); };
+    if (f.keys[i] == 0) {
+      if (f.sink_e[i] > 0) floor[i].base = kAccUnit * (either(f.lse[i]) + half_spacing_units(f.lse[i]));
+      continue;
+    }
     const auto r = static_cast<Eigen::Index>(i);
     const double l = static_cast<double>(f.l[i]);
     const double m = static_cast<double>(f.lse[i]) - std::log(l);
-    double var = 0, drift_pos = 0, drift_neg = 0, tanh_ulps = 0, min_s = m;
+    double var = 0, drift_pos = 0, drift_neg = 0, tanh_ulps = 0, min_s = m, m_keys = -HUGE_VAL;
     int64_t first = -1, last = -1;
     tops.clear();
     for (Eigen::Index j = 0; j < f.e.cols(); ++j) {
@@ -327,22 +339,32 @@ std::vector<LseFloor> lse_floors(const Problem& p, const ForwardHead<T>& f, cons
       const double pj = e / l, sm = static_cast<double>(f.shift(r, j)), s = sm + m;
       const double q2 = scale * scale * static_cast<double>(qk2(r, j));
       min_s = std::min(min_s, s);
+      m_keys = std::max(m_keys, s);
       var += pj * pj * (dot_losses * q2 + hh * (score_roundings * s * s + 2 * sm * sm));
       // The drift points toward zero of s_j: keys of each sign move lse one way.
       if (s >= 0) drift_pos += pj * drift * std::sqrt(q2);
       if (s <= 0) drift_neg += pj * drift * std::sqrt(q2);
       tanh_ulps += pj * std::fabs(s);
     }
+    const int64_t key_weights = tops.count();  // the records are the keys' only
+    double l_kernel = l, m_kernel = m;         // the sink's epilogue form (the file comment)
+    if (f.sink_e[i] > 0) {
+      const double e_s = static_cast<double>(f.sink_e[i]), sink = static_cast<double>(f.sink), ps = e_s / l;
+      tops.add(e_s);
+      const double shift = std::max(std::fabs(sink - m), std::fabs(sink - m_keys));  // either frame
+      var += ps * ps * hh * (sink * sink + 2 * shift * shift);
+      l_kernel = std::max(l, l * std::exp(m - m_keys));
+      m_kernel = m_keys;
+    }
     var += hh * tops.sum_sq_tops() / (l * l);
     // exp's 2 ulp; log's 2 ulp of log2 l and 2u; three roundings to fp32: m's to the log2 domain,
     // the sum, the product by ln 2 (a kernel in the natural domain: m's and the sum's), each at
     // the larger of its two domains' spacings.
-    const double lse = static_cast<double>(f.lse[i]), log2e = 1.4426950408889634, ln2 = 0.6931471805599453;
-    const auto either = [&](double x) { return std::max(half_spacing_units(x), ln2 * half_spacing_units(x * log2e)); };
-    double outright = std::max(drift_pos, drift_neg) + 2 + 4 * half_spacing_units(std::log2(std::max(l, 1.0))) + 2 +
-                      either(m) + either(lse) + half_spacing_units(lse);
+    const double lse = static_cast<double>(f.lse[i]);
+    double outright = std::max(drift_pos, drift_neg) + 2 + 4 * half_spacing_units(std::log2(std::max(l_kernel, 1.0))) +
+                      2 + std::max(either(m), either(m_kernel)) + either(lse) + half_spacing_units(lse);
     if (p.softcap > 0) outright += 2 * tanh_ulps;
-    if (tops.count() != records_n) records = running_max_records(records_n = tops.count());
+    if (key_weights != records_n) records = running_max_records(records_n = key_weights);
     LseFloor& fl = floor[i];
     fl.base = kAccUnit * (kAzumaSigmas * std::sqrt(var) + outright);
     fl.rescales = std::min(records, weighted_records(tops, l));

@@ -280,6 +280,19 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
                           bug == PlantedBug::varlen_seqused_ignored;
   const bool paged_bug = bug == PlantedBug::paged_page_offset || bug == PlantedBug::paged_tail_read ||
                          bug == PlantedBug::splitkv_combine_log2;
+  if ((bug == PlantedBug::sink_lse_omitted || bug == PlantedBug::dsinks_last_batch) && !p.sinks)
+    return "a sinks bug: the problem has no sinks";
+  if (bug == PlantedBug::dsinks_last_batch) {
+    if (p.direction != Direction::backward) return "dsinks is a backward output";
+    // A batch entry before the last must add a share: a row that sees a key (D_i = dO_i·O_i, and
+    // O_i = 0 without one).
+    for (int64_t b = 0; b + 1 < p.batch; ++b) {
+      const Problem s = p.sequence(b);
+      for (int64_t i = 0; i < s.seq_q; ++i)
+        if (s.keys_of_row(i) > 0) return "";
+    }
+    return "no batch entry before the last has a row that sees a key: the last one's share is the whole sum";
+  }
   if (varlen_bug && !p.varlen()) return "a varlen bug: the problem is not varlen";
   if (paged_bug && !p.paged()) return "a paged KV cache bug: the problem is not paged";
   if (p.packed()) {
@@ -372,7 +385,9 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::paged_page_offset:
     case PlantedBug::paged_tail_read:
     case PlantedBug::splitkv_combine_log2:
+    case PlantedBug::dsinks_last_batch:
     case PlantedBug::none: break;
+    case PlantedBug::sink_lse_omitted: return "";  // every row with a key: lse lacks −ln(1 − P_s)
   }
   return "not a planted bug";
 }

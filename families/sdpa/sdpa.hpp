@@ -131,6 +131,14 @@ struct Problem {
   /// lower-right alignment), [⌊a / C⌋·C, ⌊a / C⌋·C + C), intersected with the causal mask and the
   /// window. 0: off.
   int64_t chunk = 0;
+  /// Attention sinks (gpt-oss; FlashAttention 4's learnable_sink, FlashInfer's sink, cuDNN's
+  /// sink token): an input `sinks`, fp32 [Hq], a logit per query head in the final scores' units
+  /// (after scale, softcap and the additive mask; natural log) that joins each row's softmax
+  /// denominator with no value of its own: P_ij = e^(s_ij) / (e^(sink_h) + Σ_j e^(s_ij)), lse_i =
+  /// ln(e^(sink_h) + Σ_j e^(s_ij)); a row with no key has O = 0 and lse = sink_h. Backward adds
+  /// the output `dsinks`, fp32 [Hq]: −Σ_(b,i) P_sink,i·D_i with P_sink,i = e^(sink_h − lse_i) and
+  /// D_i = rowsum(dO_i ⊙ O_i) (the gradient of Σ dO ⊙ O; FlashAttention 4's dsink).
+  bool sinks = false;
   double softcap = 0;  // 0: off
   MaskTensor mask_tensor = MaskTensor::none;
   bool mask_per_batch = false;  // attn_mask is [B or 1, Hq or 1, Sq, Sk]
@@ -267,6 +275,12 @@ enum class PlantedBug {
   // Paged split-KV: the splits' partial results combined with exp2 and log2 of their natural-log
   // logsumexps (a log-base slip in the combine step).
   splitkv_combine_log2,
+  // Sinks: lse computed without the sink (O keeps it in its denominator): the forward's lse is
+  // too low, and a backward that recomputes P = exp(s − lse) from it leaves the sink out of P.
+  sink_lse_omitted,
+  // Sinks, backward: each batch entry's (sequence's) dsink share stored over the previous
+  // ones instead of added to them (a store where an atomic add was due): the last one's remains.
+  dsinks_last_batch,
 };
 /// The host paged impl's split-KV chunk: a sequence of more keys runs in splits of this many
 /// keys, combined by their logsumexps (FlashAttention's split-KV decode); splitkv_combine_log2
@@ -295,6 +309,8 @@ std::vector<char> unseen_keys(const Problem& p);
 /// its field is not the default, in this order:
 ///   _scaleX        scale set (X: shortest round-trip decimal, 'p' = '.', 'm' = '-')
 ///   _winLxR        window (left L, right R; m for minus: _win4095xm1 = (4095, -1))
+///   _chunkC        chunked-local attention, C keys a chunk
+///   _sink          attention sinks
 ///   _capX          softcap X > 0 (or a negative one: a negative case), written like scale
 ///   _bmask[b][h]   boolean attn_mask; b: per batch, h: per head (neither: broadcast over B, H)
 ///   _amask[b][h]   additive attn_mask, likewise
@@ -352,8 +368,11 @@ Strides mask_strides(const Problem& p);
 ///     each sequence's own unseen keys, at its packed rows).
 ///   varlen: cu_seqlens_q and cu_seqlens_k, int32 [B + 1] (cu_seqlens, cu_seqlens_k above); with
 ///     pad_k > 0 also seqused_k, int32 [B] (each Sk_b), and NaN in every padding row of K and V.
+///   sinks: "sinks", fp32 [Hq]: c + N(0, 2²) on stream 7, rounded to fp32, c the log of a row's
+///     typical denominator (ln Sk + σ²/2, or σ·√(2 ln Sk) for sharp rows; σ = scale·√Dqk, at most
+///     the softcap): about as heavy as a row's keys, P_sink from ~0.02 to ~0.98 over the heads.
 /// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
-/// "dV" (dtype, shapes of q, k, v).
+/// "dV" (dtype, shapes of q, k, v) and, with sinks, "dsinks" (fp32 [Hq]).
 TensorMap make_inputs(const Problem& p, uint64_t seed);
 
 /// The forward references on inputs q, k, v (any dtype; their rounded values are used),
@@ -367,6 +386,20 @@ References reference(const Problem& p, const TensorMap& inputs);
 /// of the forward above at dO, the ideal low-precision flash backward (O, P and dS rounded
 /// where a flash backward rounds them) before its output rounding as `lowp`, and the floors.
 References backward_reference(const Problem& p, const TensorMap& inputs);
+/// The sinks' gradient of a backward problem by parts (families/sdpa/bound.hpp's
+/// sink_gradient_parts), so that the varlen reference adds its sequences' before the bound is
+/// formed: per head, the fp64 and same-precision dsinks, and the bound's mean-zero Σ c² (`var`),
+/// its outright part, and the count and Σ|t_i| of the terms the final fp32 sum adds.
+struct SinkGradients {
+  std::vector<double> exact, lowp, var, outright, terms, abs_sum;
+  explicit SinkGradients(int64_t heads = 0);
+  void add(const SinkGradients& o);
+  /// "dsinks" into r.exact, r.lowp and r.bound: λ·√var + outright + Λ·(u/2)·√terms·abs_sum
+  /// (bound.hpp's λ = 4 of the uniform roundings, whose var holds b²/3 each; Λ the lse floor's).
+  void finish(References& r) const;
+};
+/// backward_reference with the sinks' gradient left in `*sinks` (not finished into the result).
+References backward_reference(const Problem& p, const TensorMap& inputs, SinkGradients* sinks);
 
 /// The varlen and paged references (families/sdpa/varlen_reference.cpp): each sequence's dense
 /// forward or backward references (above) on its rows (a paged sequence's keys gathered by the

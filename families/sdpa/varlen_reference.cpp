@@ -116,6 +116,7 @@ References varlen_reference(const Problem& p, const TensorMap& inputs) {
   const std::vector<int64_t> cu_k = cu_seqlens_k(p);  // each sequence at its segment, past the padding before it
   const bool backward = p.direction == Direction::backward;
   References r;
+  SinkGradients sinks(p.sinks && backward ? p.heads_q : 0);  // every sequence's, added
   // A batch of no sequences runs one empty sequence, so that every output and bound is named.
   for (int64_t b = 0; b < std::max<int64_t>(p.batch, 1); ++b) {
     const Problem s = b < p.batch ? p.sequence(b) : empty_sequence(p);
@@ -132,7 +133,10 @@ References varlen_reference(const Problem& p, const TensorMap& inputs) {
       in.emplace("v", slice_rows(inputs.at("v"), cu_k[b], s.seq_k, p.heads_kv, p.head_dim_v));
     }
     if (backward) in.emplace("dO", slice_rows(inputs.at("dO"), cu_q[b], s.seq_q, p.heads_q, p.head_dim_v));
-    const References rb = backward ? backward_reference(s, in) : reference(s, in);
+    if (p.sinks) in.emplace("sinks", inputs.at("sinks"));
+    SinkGradients sb(p.sinks && backward ? p.heads_q : 0);
+    const References rb = backward ? backward_reference(s, in, p.sinks ? &sb : nullptr) : reference(s, in);
+    if (p.sinks && backward) sinks.add(sb);
     if (!rb.reduction.empty() || !rb.bound_below.empty() || !rb.conservation.empty())
       throw std::logic_error("sdpa varlen reference: a dense reference grew a kind of bound this join does not place");
     const Place at{&p, cu_q[b], cu_k[b], p.total_q(), s.seq_q};
@@ -141,6 +145,7 @@ References varlen_reference(const Problem& p, const TensorMap& inputs) {
     place(p, at, rb.bound, r.bound);
     join_energy(p, at, rb.energy, r.energy);
   }
+  if (p.sinks && backward) sinks.finish(r);
   return r;
 }
 

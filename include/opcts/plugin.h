@@ -40,10 +40,11 @@ extern "C" {
 #define OPCTS_PLUGIN_ABI_VERSION 1u
 /* The minor version: what a later header appended (docs/plugins.md, "ABI versions"). 1: sdpa's
  * varlen (THD) layout; 2: sdpa's paged KV cache; 3: sdpa's varlen padding rows with seqused_k; 4:
- * sdpa's chunked-local attention (opcts_sdpa_params.attention_chunk). An
+ * sdpa's chunked-local attention (opcts_sdpa_params.attention_chunk); 5: sdpa's attention sinks
+ * (opcts_sdpa_params.sinks). An
  * impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts gives it no problem that
  * needs a later one (a SKIP naming the version). */
-#define OPCTS_PLUGIN_ABI_MINOR 4u
+#define OPCTS_PLUGIN_ABI_MINOR 5u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -230,6 +231,14 @@ typedef struct opcts_sdpa_params {
    * keys of the chunk [⌊a / C⌋·C, ⌊a / C⌋·C + C) holding its position a = i + seq_k − seq_q
    * (per sequence when packed), intersected with the causal mask and the window. */
   int64_t attention_chunk;
+  /* ABI 1.5: attention sinks (gpt-oss; FlashAttention 4's learnable_sink, FlashInfer's sink): 1
+   * gives an input `sinks`, fp32 [Hq], one logit per query head in the units of the final scores
+   * (after scale and softcap, natural log), that joins every row's softmax denominator and holds
+   * no value: O_i = Σ_j e^(s_ij)·v_j / (e^(sink_h) + Σ_j e^(s_ij)), lse_i = ln(e^(sink_h) + Σ_j
+   * e^(s_ij)) (a row that sees no key: O = 0, lse = sink_h). Backward adds an output `dsinks`,
+   * fp32 [Hq]: dsink_h = −Σ_(b,i) e^(sink_h − lse_i)·rowsum(dO_i ⊙ O_i), over every batch entry
+   * (sequence) and row of head h; the impl writes all of it (opcts poisons it first). */
+  int32_t sinks;
 } opcts_sdpa_params;
 
 /* scaled_mm: D[M, N] = out(os · (g · Σ_k deq(A)[m, k] · deq(B)[k, n] + bias[n])), one rounding.

@@ -9,14 +9,18 @@
 // are skipped), the unnormalised probabilities rounded to the input dtype (a tensor-core
 // P·V takes them in that dtype), the accumulator rescaled by exp(m_old − m_new). A tile
 // whose keys are all masked changes nothing. O = acc / l rounded to the dtype;
-// logsumexp = m + log(l); a row without keys: O = 0, logsumexp = -inf.
+// logsumexp = m + log(l); a row without keys: O = 0, logsumexp = -inf. Sinks join l after the
+// last tile as FlashAttention 4's epilogue does, l += exp(sink − m) with m the keys' max; a row
+// without keys then has O = 0 and logsumexp = sink.
 //
 // Backward (FlashAttention-2, Algorithm 2): the forward's O (rounded to the dtype) and lse,
 // D_i = rowsum(dO ⊙ O) in fp32; then per (batch, KV head) and key tile, for every query
 // head of the group and row: P = exp(s − lse) in fp32, dV += round(P)·dO, dP = dO·V,
 // dS = P ⊙ (dP − D) (times 1 − tanh² with a softcap), dK += round(dS)·Q,
 // dQ += round(dS)·K, all accumulated in fp32 and scaled by the scale at the end; the
-// rounded values are what a kernel feeds its MMAs in the dtype.
+// rounded values are what a kernel feeds its MMAs in the dtype. With sinks, P = exp(s − lse)
+// takes the sink's share from lse, and dsink_h = −Σ_(b,i) exp(sink_h − lse_i)·D_i, each (batch,
+// head)'s rows summed in order, then the batch entries in order.
 #include "families/sdpa/host/sdpa_flash.hpp"
 
 #include <algorithm>
@@ -76,6 +80,7 @@ class Kernel {
     };
     qs = str(Hq, Sq, D), ks = str(Hkv, Sk, D), vs = str(Hkv, Sk, Dv), os = str(Hq, Sq, Dv);
     q = decode(in.at("q")), k = decode(in.at("k")), v = decode(in.at("v"));
+    if (p.sinks && !opt.without_sinks) sinks = decode(in.at("sinks"));
     if (p.mask_tensor != sdpa::MaskTensor::none) {
       mask = decode(in.at("attn_mask"));
       const int64_t hs = Sq * Sk;
@@ -159,8 +164,12 @@ class Kernel {
       m = m_new;
     }
     const bool empty = l == 0.0f;
+    const float l_keys = l;
+    if (!sinks.empty() && !empty) l += std::exp(sinks[h] - m);
     for (int64_t d = 0; d < Dv; ++d) o[d] = empty && plant_ != Plant::masked_row_nan ? 0.0f : acc[d] / l;
     lse = empty ? kNegInf : m + std::log(plant_ == Plant::lse_plus_log2 ? 2.0f * l : l);
+    if (plant_ == Plant::sink_lse_omitted && !empty) lse = m + std::log(l_keys);
+    if (!sinks.empty() && empty) lse = sinks[h];  // the sink alone: O = 0 (a split-KV split's too)
   }
 
   float rnd(float x) const { return static_cast<float>(round_to(p_.dtype, x)); }
@@ -186,7 +195,7 @@ class Kernel {
   TensorMap backward(const TensorMap& in) const {
     const std::vector<float> d_o = decode(in.at("dO"));
     // The forward as a kernel stores it: O in the dtype, lse in fp32; then D = rowsum(dO ⊙ O).
-    std::vector<float> lse(B * Hq * Sq), dsum(B * Hq * Sq);
+    std::vector<float> lse(B * Hq * Sq), dsum(B * Hq * Sq), dsink(B * Hq, 0.0f);
 #pragma omp parallel for schedule(dynamic)
     for (int64_t bh = 0; bh < B * Hq; ++bh) {
       std::vector<float> row(Dv);
@@ -197,9 +206,19 @@ class Kernel {
         const float* doi = d_o.data() + os.at(b, h, i);
         for (int64_t d = 0; d < Dv; ++d) acc += doi[d] * static_cast<float>(round_to(p_.dtype, row[d]));
         dsum[bh * Sq + i] = plant_ == Plant::drop_rowsum ? 0.0f : acc;
+        if (!sinks.empty()) dsink[bh] -= std::exp(sinks[h] - lse[bh * Sq + i]) * acc;
       }
     }
     TensorMap out;
+    if (!sinks.empty()) {
+      HostTensor& ds = out.emplace("dsinks", HostTensor(DType::fp32, {Hq})).first->second;
+      for (int64_t h = 0; h < Hq; ++h) {
+        float sum = 0.0f;
+        for (int64_t b = 0; b < B; ++b)
+          sum = plant_ == Plant::dsinks_last_batch ? dsink[b * Hq + h] : sum + dsink[b * Hq + h];
+        ds.set(h, sum);
+      }
+    }
     HostTensor& dq_t = out.emplace("dQ", HostTensor(p_.dtype, sdpa::q_shape(p_))).first->second;
     HostTensor& dk_t = out.emplace("dK", HostTensor(p_.dtype, sdpa::k_shape(p_))).first->second;
     HostTensor& dv_t = out.emplace("dV", HostTensor(p_.dtype, sdpa::v_shape(p_))).first->second;
@@ -270,7 +289,7 @@ class Kernel {
   int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_, key_begin_, key_end_;
   float scale, cap;
   Str qs{}, ks{}, vs{}, os{}, ms{0, 0, 0};
-  std::vector<float> q, k, v, mask;
+  std::vector<float> q, k, v, mask, sinks;
 };
 
 }  // namespace

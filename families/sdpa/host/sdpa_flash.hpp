@@ -18,11 +18,12 @@ TensorMap flash_run(const sdpa::Problem& p, const TensorMap& in, Plant plant);
 /// How the packed runners use the dense kernel: `align` in place of Sk − Sq for the
 /// bottom-right alignment when given (the varlen_max_alignment plant); only keys
 /// [key_begin, key_end) (a split of split-KV; key_end < 0: all); O in fp32, unrounded (a
-/// split's partial result).
+/// split's partial result); the sinks left out (a split's: the combine adds them once).
 struct DenseOptions {
   std::optional<int64_t> align;
   int64_t key_begin = 0, key_end = -1;
   bool o_fp32 = false;
+  bool without_sinks = false;
 };
 
 /// A dense problem (BHSD or BSHD) under `opt`; the varlen and paged runners' kernel.

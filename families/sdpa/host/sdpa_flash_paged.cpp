@@ -5,7 +5,8 @@
 // table refused by name. Each sequence runs as split-KV, as decode kernels do (FlashAttention's
 // num_splits, FlashInfer's split-k): its keys in splits of kPagedSplitKeys, each split's O in
 // fp32 with its logsumexp, combined as O = Σ_s e^(lse_s − m)·O_s / Σ_s e^(lse_s − m) and
-// lse = m + ln Σ_s e^(lse_s − m), m = max_s lse_s.
+// lse = m + ln Σ_s e^(lse_s − m), m = max_s lse_s; sinks join that sum once, e^(sink − m), not the
+// splits' (a row of no key in any split: O = 0, lse = sink).
 //
 // The planted paged bugs (host.flash_paged_*, host.flash_splitkv_*): page_offset reads page
 // block_table[b][j / page_size] + 1; tail_read takes each sequence's whole last page as keys;
@@ -89,6 +90,7 @@ TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant pla
     sin.emplace("q", rows_of(q, q0, lq));
     sin.emplace("k", gather(p, g, kc, b, lk, p.head_dim, plant));
     sin.emplace("v", gather(p, g, vc, b, lk, p.head_dim_v, plant));
+    if (p.sinks) sin.emplace("sinks", in.at("sinks"));
     const int64_t splits = std::max<int64_t>(1, (lk + sdpa::kPagedSplitKeys - 1) / sdpa::kPagedSplitKeys);
     if (splits == 1) {
       const TensorMap r = flash_run_dense(s, sin, dense_plant, {});
@@ -103,6 +105,7 @@ TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant pla
       opt.key_begin = sp * sdpa::kPagedSplitKeys;
       opt.key_end = std::min(lk, opt.key_begin + sdpa::kPagedSplitKeys);
       opt.o_fp32 = true;
+      opt.without_sinks = true;
       part.push_back(flash_run_dense(s, sin, dense_plant, opt));
     }
     const bool log2 = plant == Plant::splitkv_combine_log2;
@@ -112,9 +115,10 @@ TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant pla
         float m = kNegInf;
         for (int64_t sp = 0; sp < splits; ++sp) m = std::max(m, static_cast<float>(part[sp].at("lse").get(h * lq + i)));
         const int64_t row = ((q0 + i) * Hq + h) * Dv;
-        if (m == kNegInf) {  // no key in any split: the kernel's own empty row (O = 0), lse = -inf
+        const float sink = p.sinks ? static_cast<float>(in.at("sinks").get(h)) : kNegInf;
+        if (m == kNegInf) {  // no key in any split: the kernel's own empty row (O = 0), lse = -inf or the sink
           for (int64_t d = 0; d < Dv; ++d) o.set(row + d, part[0].at("O").get((i * Hq + h) * Dv + d));
-          lse.set(h * Tq + q0 + i, kNegInf);
+          lse.set(h * Tq + q0 + i, sink);
           continue;
         }
         float l = 0;
@@ -123,6 +127,8 @@ TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant pla
           w[sp] = log2 ? std::exp2(x) : std::exp(x);
           l += w[sp];
         }
+        const float l_keys = l;
+        if (p.sinks) l += log2 ? std::exp2(sink - m) : std::exp(sink - m);
         std::fill(acc.begin(), acc.end(), 0.0f);
         for (int64_t sp = 0; sp < splits; ++sp) {
           if (w[sp] == 0) continue;
@@ -130,7 +136,8 @@ TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant pla
           for (int64_t d = 0; d < Dv; ++d) acc[d] += w[sp] * static_cast<float>(os.get((i * Hq + h) * Dv + d));
         }
         for (int64_t d = 0; d < Dv; ++d) o.set(row + d, acc[d] / l);
-        lse.set(h * Tq + q0 + i, m + (log2 ? std::log2(l) : std::log(l)));
+        const float l_lse = plant == Plant::sink_lse_omitted ? l_keys : l;
+        lse.set(h * Tq + q0 + i, m + (log2 ? std::log2(l_lse) : std::log(l_lse)));
       }
   }
   return out;

@@ -43,6 +43,7 @@ TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant pl
     out.emplace("dQ", HostTensor(p.dtype, q.shape()));
     out.emplace("dK", HostTensor(p.dtype, k.shape()));
     out.emplace("dV", HostTensor(p.dtype, v.shape()));
+    if (p.sinks) out.emplace("dsinks", HostTensor(DType::fp32, {Hq}));  // zeros, the sequences' added
   } else {
     out.emplace("O", HostTensor(p.dtype, {Tq, Hq, p.head_dim_v}));
     out.emplace("lse", HostTensor(DType::fp32, {Hq, Tq}));
@@ -60,6 +61,7 @@ TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant pl
     sin.emplace("k", rows_of(k, k0, lk));
     sin.emplace("v", rows_of(v, k0, lk));
     if (backward) sin.emplace("dO", rows_of(in.at("dO"), q0, lq));
+    if (p.sinks) sin.emplace("sinks", in.at("sinks"));
     DenseOptions opt;
     if (plant == Plant::varlen_max_alignment) opt.align = p.seq_k - p.seq_q;
     const TensorMap r = flash_run_dense(s, sin, dense_plant ? plant : Plant::none, opt);
@@ -67,6 +69,10 @@ TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant pl
       put_rows(out.at("dQ"), r.at("dQ"), q0, 0);
       put_rows(out.at("dK"), r.at("dK"), k0, foreign);
       put_rows(out.at("dV"), r.at("dV"), k0, foreign);
+      if (p.sinks)  // a sequence's share added (the dsinks_last_batch plant: stored over the others')
+        for (int64_t h = 0; h < Hq; ++h)
+          out.at("dsinks").set(
+              h, r.at("dsinks").get(h) + (plant == Plant::dsinks_last_batch ? 0.0 : out.at("dsinks").get(h)));
       continue;
     }
     put_rows(out.at("O"), r.at("O"), q0, 0);

@@ -24,6 +24,10 @@
 //   host.flash_paged_page_offset  paged: each page read from its block-table entry + 1
 //   host.flash_paged_tail_read    paged: each sequence's whole last page read as keys
 //   host.flash_splitkv_combine_log2 paged split-KV: partials combined in base 2, not e
+//   host.flash_sink_lse_omitted   sinks: lse without the sink's term (O keeps it), so the
+//                                 backward's P = exp(s − lse) and dsinks miss it too
+//   host.flash_dsinks_last_batch  sinks, backward: each batch entry's dsink share stored over
+//                                 the previous ones' (a store where an atomic add was due)
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "gpu/host/host_impls.hpp"
 
@@ -53,6 +57,8 @@ class HostSdpaPlanted final : public Impl {
       case Plant::paged_page_offset: return "host.flash_paged_page_offset";
       case Plant::paged_tail_read: return "host.flash_paged_tail_read";
       case Plant::splitkv_combine_log2: return "host.flash_splitkv_combine_log2";
+      case Plant::sink_lse_omitted: return "host.flash_sink_lse_omitted";
+      case Plant::dsinks_last_batch: return "host.flash_dsinks_last_batch";
       case Plant::none: break;
     }
     return "host.flash_planted";
@@ -76,10 +82,11 @@ class HostSdpaPlanted final : public Impl {
 }  // namespace
 
 void register_host_sdpa_planted(Registry& reg) {
-  for (Plant p : {Plant::window_off_by_one, Plant::chunk_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum,
-                  Plant::masked_row_nan, Plant::pv_in_dtype, Plant::rowsum_in_dtype, Plant::lse_plus_log2,
-                  Plant::varlen_key_offset, Plant::varlen_max_alignment, Plant::varlen_seqused_ignored,
-                  Plant::paged_page_offset, Plant::paged_tail_read, Plant::splitkv_combine_log2})
+  for (Plant p :
+       {Plant::window_off_by_one, Plant::chunk_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan,
+        Plant::pv_in_dtype, Plant::rowsum_in_dtype, Plant::lse_plus_log2, Plant::varlen_key_offset,
+        Plant::varlen_max_alignment, Plant::varlen_seqused_ignored, Plant::paged_page_offset, Plant::paged_tail_read,
+        Plant::splitkv_combine_log2, Plant::sink_lse_omitted, Plant::dsinks_last_batch})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

@@ -663,6 +663,73 @@ TEST(SdpaPlanted, TheChunkOffByOneIsCaughtWhereARowStartsAtItsChunk) {
   expect_caught("host.flash_chunk_off_by_one", keyless);
 }
 
+// The sink plants: lse without the sink (forward: lse; backward: P and dsinks follow it) and a
+// batch entry's dsink share stored over the others'. Each is caught where it changes an output
+// and SKIPs where it cannot (no sinks; dsinks needs a backward with an earlier entry that adds a
+// share). The NaN-row plant still shows on sink-only rows: its 0/0 comes before the sink.
+TEST(SdpaPlanted, SinkBugsAreCaughtWhereTheyChangeAnOutput) {
+  const ArchInfo host{"host", "host"};
+  auto fwd = make(DType::bf16, 1, 4, 2, 70, 48, 64, Mask::causal_lower_right);  // 22 sink-only rows
+  fwd.sinks = true;
+  expect_caught("host.flash_sink_lse_omitted", fwd);
+  expect_caught("host.flash_masked_row_nan", fwd);
+  auto bwd = make(DType::fp16, 3, 4, 2, 26, 48, 64, Mask::none);
+  bwd.sinks = true;
+  bwd.direction = sdpa::Direction::backward;
+  expect_caught("host.flash_sink_lse_omitted", bwd);
+  expect_caught("host.flash_dsinks_last_batch", bwd);
+  auto varlen = make(DType::bf16, 3, 4, 2, 20, 40, 64, Mask::causal_lower_right);
+  varlen.layout = sdpa::Layout::varlen;
+  varlen.seqlens_q = {1, 20, 4}, varlen.seqlens_k = {33, 40, 9};
+  varlen.sinks = true;
+  varlen.direction = sdpa::Direction::backward;
+  expect_caught("host.flash_dsinks_last_batch", varlen);
+  auto paged = varlen;
+  paged.layout = sdpa::Layout::paged, paged.page_size = 16, paged.direction = sdpa::Direction::forward;
+  paged.seqlens_q = {1, 1, 4}, paged.seqlens_k = {600, 40, 9};  // split-KV: the sink joins the combine
+  paged.seq_q = 4, paged.seq_k = 600;
+  expect_caught("host.flash_sink_lse_omitted", paged);
+  const Impl& lse = *builtin_registry().impl("host.flash_sink_lse_omitted");
+  const Impl& last = *builtin_registry().impl("host.flash_dsinks_last_batch");
+  auto unsunk = fwd;
+  unsunk.sinks = false;
+  EXPECT_FALSE(lse.supports(unsunk, host).ok);
+  EXPECT_FALSE(last.supports(fwd, host).ok);  // forward: no dsinks
+  auto one = bwd;
+  one.batch = 1;
+  EXPECT_FALSE(last.supports(one, host).ok);  // one entry: its share is the whole sum
+  auto empty_first = varlen;
+  empty_first.seqlens_q = {0, 0, 4};  // the entries before the last add nothing
+  EXPECT_FALSE(last.supports(empty_first, host).ok);
+}
+
+// A sink-only row (no key) has O = 0 and lse = the sink in both references, and the sink's share
+// of a row with keys is what the definition gives.
+TEST(SdpaReference, SinkOnlyRowsAreZeroWithTheSinksLse) {
+  auto p = make(DType::bf16, 1, 2, 2, 6, 4, 16, Mask::causal_lower_right);
+  p.sinks = true;
+  const TensorMap in = inputs_of(p);
+  const References r = sdpa::reference(p, in);
+  for (const auto* refs : {&r.exact, &r.lowp})
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(refs->at("lse")[h * 6 + i], in.at("sinks").get(h)) << "row " << i;
+        for (int d = 0; d < 16; ++d) EXPECT_EQ(refs->at("O")[(h * 6 + i) * 16 + d], 0.0);
+      }
+  auto unsunk = p;
+  unsunk.sinks = false;
+  const References u = sdpa::reference(unsunk, in);
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 2; i < 6; ++i) {  // lse = ln(e^lse_keys + e^sink); O scaled by 1 − P_sink
+      const double keys = u.exact.at("lse")[h * 6 + i], sink = in.at("sinks").get(h);
+      const double lse = std::max(keys, sink) + std::log1p(std::exp(-std::fabs(keys - sink)));
+      EXPECT_NEAR(r.exact.at("lse")[h * 6 + i], lse, 1e-12);
+      for (int d = 0; d < 16; ++d)
+        EXPECT_NEAR(r.exact.at("O")[(h * 6 + i) * 16 + d], u.exact.at("O")[(h * 6 + i) * 16 + d] * std::exp(keys - lse),
+                    1e-12);
+    }
+}
+
 // The precision bugs' planted impls skip the problems where their bug cannot show.
 TEST(SdpaPlanted, PrecisionBugsSkipWhatCannotShowThem) {
   const ArchInfo host{"host", "host"};

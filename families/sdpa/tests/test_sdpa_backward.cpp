@@ -54,7 +54,9 @@ TEST_P(SdpaBackwardFd, GradientsAreFiniteDifferencesOfTheForward) {
     for (double x : r.exact.at(g)) scale = std::max(scale, std::fabs(x));
   ASSERT_GT(scale, 0);
   const double h = std::ldexp(1.0, -10);
-  for (const auto& [name, grad] : {std::pair{"q", "dQ"}, std::pair{"k", "dK"}, std::pair{"v", "dV"}}) {
+  std::vector<std::pair<const char*, const char*>> grads{{"q", "dQ"}, {"k", "dK"}, {"v", "dV"}};
+  if (p.sinks) grads.emplace_back("sinks", "dsinks");  // the sinks' gradient too, summed over the batch
+  for (const auto& [name, grad] : grads) {
     const HostTensor& x = in.at(name);
     for (int64_t e = 0; e < x.numel(); ++e) {
       const double x0 = x.get(e);

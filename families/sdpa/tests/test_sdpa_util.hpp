@@ -105,7 +105,8 @@ inline int64_t at(const sdpa::Problem& p, int64_t heads, int64_t seq, int64_t di
 }
 
 /// A naive forward straight from the definition (sdpa.hpp), in double, one score at a time:
-/// O (storage order) and lse. Reads only the keys a row may see.
+/// O (storage order) and lse. Reads only the keys a row may see. Sinks as gpt-oss's reference
+/// writes them: the sink's logit one more column of the scores, dropped after the softmax.
 struct Naive {
   std::vector<double> o, lse;
 };
@@ -144,8 +145,10 @@ inline Naive naive_forward(const sdpa::Problem& p, const TensorMap& in) {
           s[j] = x;
           m = std::max(m, x);
         }
+        const double sink = p.sinks ? in.at("sinks").get(h) : ninf;
+        m = std::max(m, sink);
         if (m == ninf) continue;
-        double l = 0;
+        double l = p.sinks ? std::exp(sink - m) : 0.0;
         for (int64_t j = 0; j < p.seq_k; ++j) l += s[j] == ninf ? 0 : std::exp(s[j] - m);
         n.lse[(b * p.heads_q + h) * p.seq_q + i] = m + std::log(l);
         for (int64_t d = 0; d < Dv; ++d) {
@@ -192,6 +195,16 @@ inline std::vector<sdpa::Problem> variants(DType t) {
   add(p);
   p = make(t, 1, 2, 1, 5, 12, 4, Mask::causal_upper_left);
   p.poison_masked = true;
+  add(p);
+  // Sinks: rows that see no key (the first two of causal_lower_right with Sq > Sk: the sink
+  // alone), a batch of two (dsinks sums it), GQA; and under a boolean mask and a softcap.
+  p = make(t, 2, 4, 2, 9, 7, 8, Mask::causal_lower_right);
+  p.sinks = true;
+  add(p);
+  p = make(t, 1, 2, 1, 12, 9, 4, Mask::none);
+  p.mask_tensor = sdpa::MaskTensor::boolean;
+  p.softcap = 2.5;
+  p.sinks = true;
   add(p);
   return v;
 }
