@@ -336,15 +336,23 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     return "empty problem: nothing to get wrong";
   bool any_key = false;
   for (int64_t i = 0; i < p.seq_q && !any_key; ++i) any_key = p.keys_of_row(i) > 0;
-  // The chunk plant can give a key to a row that has none (its range ends just left of its chunk).
-  if (!any_key && bug != PlantedBug::masked_row_nan && bug != PlantedBug::chunk_off_by_one)
+  // The chunk and window plants can give a key to a row that has none (its range ends just left of
+  // its chunk or its window).
+  if (!any_key && bug != PlantedBug::masked_row_nan && bug != PlantedBug::chunk_off_by_one &&
+      bug != PlantedBug::window_off_by_one)
     return "no row sees a key: nothing to get wrong";
   switch (bug) {
     case PlantedBug::window_off_by_one:
-      // Some row must have a key just left of its window.
-      for (int64_t i = 0; i < p.seq_q; ++i)
-        if (p.window_left >= 0 && p.keys_of_row(i) > 0 && p.first_key(i) > 0) return "";
-      return "no row has a key left of its window";
+      // The plant starts row i's window one key early, at w − 1 (w = i + Sk − Sq − left): it adds
+      // that key exactly when it is a key (>= 0), inside the row's chunk and not past the row's last
+      // key — also for a row whose own range is empty (its last key is w − 1). A window start that
+      // a chunk overrides, or that sits at key 0, moves nothing.
+      for (int64_t i = 0; p.window_left >= 0 && i < p.seq_q; ++i) {
+        const int64_t key = i + p.seq_k - p.seq_q - p.window_left - 1;
+        if (key >= (p.chunk > 0 ? chunk_start(p, i) : 0) && key <= p.last_key(i)) return "";
+      }
+      return p.window_left >= 0 ? "no row has a key just left of its window within its causal range and chunk"
+                                : "no left window";
     case PlantedBug::chunk_off_by_one:
       // The plant starts row i at c − 1 (c its chunk's first key) where the window allows: it adds
       // key c − 1 exactly when c > 0, c − 1 is inside the window's left bound and not past the

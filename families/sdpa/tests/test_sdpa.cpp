@@ -663,6 +663,30 @@ TEST(SdpaPlanted, TheChunkOffByOneIsCaughtWhereARowStartsAtItsChunk) {
   expect_caught("host.flash_chunk_off_by_one", keyless);
 }
 
+// The window off-by-one plant (the left bound one key early) runs exactly where that key is in
+// reach: also on a row whose own range is empty (the added key is its only one), not where a
+// chunk's start overrides the window's or the window starts at key 0.
+TEST(SdpaPlanted, TheWindowOffByOneRunsExactlyWhereItsKeyIsInReach) {
+  const ArchInfo host{"host", "host"};
+  const Impl& plant = *builtin_registry().impl("host.flash_window_off_by_one");
+  // Upper-left causal, one query over three keys, window (0, -1) right-aligned: row 0's window
+  // starts at key 2, past its causal bound 0, so it sees nothing, and the plant's key 1 is past
+  // the bound too.
+  auto none = make(DType::bf16, 1, 4, 2, 1, 3, 64, Mask::causal_upper_left);
+  none.window_left = 0;
+  EXPECT_FALSE(plant.supports(none, host).ok);
+  auto keyless = make(DType::bf16, 1, 4, 2, 2, 4, 64, Mask::causal_upper_left);
+  keyless.window_left = 1;  // rows 0, 1: windows from keys 1, 2, causal bounds 0, 1; the plant adds keys 0, 1
+  ASSERT_EQ(keyless.keys_of_row(0) + keyless.keys_of_row(1), 0);
+  expect_caught("host.flash_window_off_by_one", keyless);
+  auto chunked = make(DType::bf16, 1, 4, 2, 48, 48, 64, Mask::causal_lower_right);
+  chunked.window_left = 0, chunked.chunk = 1;  // each row's chunk is its own key: the window never binds
+  EXPECT_FALSE(plant.supports(chunked, host).ok);
+  auto at_zero = make(DType::bf16, 1, 4, 2, 48, 48, 64, Mask::causal_lower_right);
+  at_zero.window_left = 47;  // every row's window starts at key 0 or before
+  EXPECT_FALSE(plant.supports(at_zero, host).ok);
+}
+
 // The sink plants: lse without the sink (forward: lse; backward: P and dsinks follow it) and a
 // batch entry's dsink share stored over the others'. Each is caught where it changes an output
 // and SKIPs where it cannot (no sinks; dsinks needs a backward with an earlier entry that adds a
