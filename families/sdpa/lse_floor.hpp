@@ -57,10 +57,10 @@
 // variance, at the larger of the two frames' shifts below), one more weight in the tops and the tree, no score error
 // and no record (it sits outside the keys' running max). A kernel may keep m the keys' max and add e_s > 1 at the end
 // (FlashAttention 4's epilogue): its l and m are then l·e^(m − m_keys) and m_keys, so log's and
-// m's terms are taken at the larger of the two. A row of the sink alone has lse = sink: three
-// conversions of it (either(sink) + hs(sink)).
-// The drift of s_j points toward zero of s_j, so the keys of each sign move lse one way: the
-// larger of the two signs' sums is added. So lse_i's floor, in units of u =
+// m's terms are taken at the larger of the two; or raise its max to the sink at the end, one more
+// rescale of l (2.5u, and 2 roundings of |sink − m_keys| in the exponent), added outright. A row of the sink alone has
+// lse = sink: three conversions of it (either(sink) + hs(sink)). The drift of s_j points toward zero of s_j, so the
+// keys of each sign move lse one way: the larger of the two signs' sums is added. So lse_i's floor, in units of u =
 //   Λ·√(Σ_j p_j²·(2D·Q_j + h²/u²·(k_s·s_j² + 2·(s_j − m)²)) + h²/u²·Σ_m (P_m/l)²)
 //   + max_± Σ_{±s_j >= 0} p_j·2.45·√D·√Q_j + 2 + 2·Σ_j p_j·|s_j| (softcap) + 4·hs(log2 l) + 2
 //   + either(m) + either(lse) + hs(lse)
@@ -346,8 +346,8 @@ std::vector<LseFloor> lse_floors(const Problem& p, const ForwardHead<T>& f, cons
       if (s <= 0) drift_neg += pj * drift * std::sqrt(q2);
       tanh_ulps += pj * std::fabs(s);
     }
-    const int64_t key_weights = tops.count();  // the records are the keys' only
-    double l_kernel = l, m_kernel = m;         // the sink's epilogue form (the file comment)
+    const int64_t key_weights = tops.count();         // the records are the keys' only
+    double l_kernel = l, m_kernel = m, epilogue = 0;  // the sink's epilogue forms (the file comment)
     if (f.sink_e[i] > 0) {
       const double e_s = static_cast<double>(f.sink_e[i]), sink = static_cast<double>(f.sink), ps = e_s / l;
       tops.add(e_s);
@@ -355,6 +355,7 @@ std::vector<LseFloor> lse_floors(const Problem& p, const ForwardHead<T>& f, cons
       var += ps * ps * hh * (sink * sink + 2 * shift * shift);
       l_kernel = std::max(l, l * std::exp(m - m_keys));
       m_kernel = m_keys;
+      epilogue = 2.5 + std::fabs(sink - m_keys);
     }
     var += hh * tops.sum_sq_tops() / (l * l);
     // exp's 2 ulp; log's 2 ulp of log2 l and 2u; three roundings to fp32: m's to the log2 domain,
@@ -362,7 +363,7 @@ std::vector<LseFloor> lse_floors(const Problem& p, const ForwardHead<T>& f, cons
     // the larger of its two domains' spacings.
     const double lse = static_cast<double>(f.lse[i]);
     double outright = std::max(drift_pos, drift_neg) + 2 + 4 * half_spacing_units(std::log2(std::max(l_kernel, 1.0))) +
-                      2 + std::max(either(m), either(m_kernel)) + either(lse) + half_spacing_units(lse);
+                      2 + std::max(either(m), either(m_kernel)) + either(lse) + half_spacing_units(lse) + epilogue;
     if (p.softcap > 0) outright += 2 * tanh_ulps;
     if (key_weights != records_n) records = running_max_records(records_n = key_weights);
     LseFloor& fl = floor[i];

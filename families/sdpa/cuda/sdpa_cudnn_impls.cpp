@@ -77,6 +77,9 @@ int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arc
   } catch (const AbiValueError& e) {
     return no(e.what());  // a later version's value, or a corrupted struct
   }
+  // The adapter's graphs have no sink term (the row declares ABI 1.3, so the runner SKIPs sink
+  // problems before asking; this says why to a caller that asks anyway).
+  if (c.sinks != 0) return no("attention sinks: the cuDNN adapter's graphs have no sink term");
   // A negative case runs, so that the adapter refuses it naming the argument.
   try {
     sdpa_check_arguments(bp.fwd);

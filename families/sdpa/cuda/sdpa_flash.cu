@@ -12,6 +12,9 @@
 // tiles crossing an interval bound, Sk or holding a mask tensor are masked per element.
 // Softcap and the additive mask take a general score path (natural domain, then log2).
 //
+// Attention sinks (SdpaParams::sinks) change no score, only each row's epilogue, in every
+// variant: the head's logit (times log2 e) joins the row sum once the row's max is final.
+//
 // NaN in K/V rows that are masked (the guarantee): key rows outside the block's visible
 // range [k0, k1) are zero-filled on load (never read from memory), so they cannot reach
 // the tensor cores; inside it, masked scores are replaced (not added) by -inf, so a NaN
@@ -110,6 +113,8 @@ struct KernelArgs {
   int64_t chunk;    // chunked-local attention (0 = off; the kGeneral variant only)
   bool gqa_modulo;  // planted
   bool nan_rows;    // planted masked_row_nan
+  // Attention sinks [Hq] (null = off; every variant, in the epilogue).
+  const float* sinks;
   // Planted precision bugs (SdpaPlant), compiled into the kGeneral variant only, so that the
   // plain kernel the real impl runs carries none of their code.
   bool pv_in_dtype, rowsum_in_dtype, lse_plus_log2;
@@ -183,6 +188,12 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   const int64_t h = bh % a.heads_q;
   const int64_t hk = a.gqa_modulo ? h % a.heads_kv : h / a.group;
   const int64_t m0 = q_tile * BM;
+  // The head's sink (log2 domain) for the epilogue. The general variants read it here and hold one
+  // register across their key loop, not the head index and the pointer (ptxas 13.0, sm_90: their
+  // spills grew by 4 bytes, not 16 to 48); the plain variant reads it in the epilogue, as holding
+  // it made D = 256 spill, which it does not otherwise.
+  float sink = -INFINITY;
+  if constexpr (kGeneral) sink = a.sinks ? a.sinks[h] * kLog2e : -INFINITY;
 
   // The block's sequence: the problem's (dense), or sequence b of a packed batch, whose rows
   // start at its offsets (batch strides are 0 there) and whose lengths set its alignment. The
@@ -482,6 +493,10 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   // Finish the row sums across the quad and normalise. A row with no visible key has sum 0:
   // it writes O = 0 and lse = -inf. The normalised O goes to this warp's rows of the Q
   // region (pitch DV + 8) so that the global stores are full 16-byte rows.
+  // A sink σ (log2 domain) is one more term of the sum: with the max raised to M = max(m, σ),
+  // sum' = sum·2^(m − M) + 2^(σ − M) and O's factor 2^(m − M) (0 for a row with no key, whose
+  // sum' is then 1 at M = σ: O = 0, lse = the sink).
+  if constexpr (!kGeneral) sink = a.sinks ? a.sinks[h] * kLog2e : -INFINITY;
   T* sOw = sQ + warp * kWarpRows * PV;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
@@ -491,14 +506,22 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
       float sum = row_sum[mt][r];
       sum += gpu::warp_xor(sum, 1);
       sum += gpu::warp_xor(sum, 2);
+      float mx = row_max[mt][r], o_scale = 1.f;
+      if (a.sinks) {
+        const float m_new = fmaxf(mx, sink);
+        const float base = m_new == -INFINITY ? 0.f : m_new;  // a -inf sink on a row with no key
+        o_scale = fast_exp2(mx - base);
+        sum = sum * o_scale + fast_exp2(sink - base);
+        mx = m_new;
+      }
       const bool empty = !(sum > 0.f);
-      inv[r] = empty ? (a.nan_rows ? __int_as_float(0x7fc00000) : 0.f) : fast_rcp(sum);
+      inv[r] = empty ? (a.nan_rows ? __int_as_float(0x7fc00000) : 0.f) : o_scale * fast_rcp(sum);
       const int64_t row = row_g + mt * 16 + 8 * r;
       float log2_sum = log2f(sum);
       if constexpr (kGeneral) {
         if (a.lse_plus_log2) log2_sum += 1.f;  // log2(2·sum)
       }
-      if (t == 0 && row < seq_q) lseg[row] = empty ? -INFINITY : (row_max[mt][r] + log2_sum) * 0.69314718055994530942f;
+      if (t == 0 && row < seq_q) lseg[row] = empty ? -INFINITY : (mx + log2_sum) * 0.69314718055994530942f;
     }
 #pragma unroll
     for (int i = 0; i < kDT; ++i) {
@@ -522,10 +545,10 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   }
 }
 
-// Sk = 0: every row sees no key.
+// Sk = 0: every row sees no key (lse = -inf, or its head's sink).
 template <typename T>
 __global__ void empty_rows_kernel(void* o, float* lse, SdpaStrides os, int64_t heads_q, int64_t seq_q,
-                                  int64_t head_dim_v, int64_t rows, bool nan_rows) {
+                                  int64_t head_dim_v, int64_t rows, bool nan_rows, const float* sinks) {
   const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   if (row >= rows) return;
   const int64_t b = row / (heads_q * seq_q);
@@ -534,7 +557,7 @@ __global__ void empty_rows_kernel(void* o, float* lse, SdpaStrides os, int64_t h
   T* dst = static_cast<T*>(o) + b * os.batch + h * os.head + i * os.seq;
   const float z = nan_rows ? __int_as_float(0x7fc00000) : 0.f;
   for (int64_t d = threadIdx.x; d < head_dim_v; d += blockDim.x) dst[d] = T(z);
-  if (threadIdx.x == 0) lse[row] = -INFINITY;
+  if (threadIdx.x == 0) lse[row] = sinks ? sinks[h] : -INFINITY;
 }
 
 void check_launch(const char* what) {
@@ -600,6 +623,7 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   a.softcap = p.softcap;
   a.general = p.softcap > 0.f || a.mask_kind == SdpaMaskTensor::additive;
   a.chunk = p.chunk;
+  a.sinks = p.has_sinks ? p.sinks : nullptr;
   a.gqa_modulo = p.plant == SdpaPlant::gqa_modulo;
   a.nan_rows = p.plant == SdpaPlant::masked_row_nan;
   a.pv_in_dtype = p.plant == SdpaPlant::pv_in_dtype;
@@ -658,6 +682,7 @@ bool sdpa_flash_supports(const SdpaParams& p, const char** why) {
     reason = "flash kernel needs 16-byte aligned q, k, v and o pointers";
   else if (p.block_table || (p.cu_seqlens_q && !p.cu_seqlens_k))  // a paged problem's tensors
     reason = "flash kernel takes the dense and varlen layouts; the paged KV cache is cuda.flash_decode's";
+  else if (p.has_sinks && p.q && !p.sinks && p.heads_q > 0) reason = "flash kernel: sinks set without a sinks tensor";
   if (why) *why = reason;
   return reason == nullptr;
 }
@@ -676,12 +701,13 @@ void sdpa_flash_forward(const SdpaParams& p, CUstream_st* stream) {
     const int64_t blocks = (rows + block.y - 1) / block.y;
     if (blocks > 0x7fffffffLL) throw std::invalid_argument("sdpa_flash_forward: too many rows for one grid");
     const bool nan_rows = p.plant == SdpaPlant::masked_row_nan;
+    const float* sinks = p.has_sinks ? p.sinks : nullptr;
     if (p.dtype == SdpaDType::fp16)
-      empty_rows_kernel<__half><<<static_cast<unsigned>(blocks), block, 0, s>>>(p.o, p.lse, p.o_strides, p.heads_q,
-                                                                                p.seq_q, p.head_dim_v, rows, nan_rows);
+      empty_rows_kernel<__half><<<static_cast<unsigned>(blocks), block, 0, s>>>(
+          p.o, p.lse, p.o_strides, p.heads_q, p.seq_q, p.head_dim_v, rows, nan_rows, sinks);
     else
       empty_rows_kernel<__nv_bfloat16><<<static_cast<unsigned>(blocks), block, 0, s>>>(
-          p.o, p.lse, p.o_strides, p.heads_q, p.seq_q, p.head_dim_v, rows, nan_rows);
+          p.o, p.lse, p.o_strides, p.heads_q, p.seq_q, p.head_dim_v, rows, nan_rows, sinks);
     check_launch("empty_rows_kernel launch");
     return;
   }

@@ -18,6 +18,11 @@
 //      kernel only); dV += Pᵀ·dO, dK += dSᵀ·Q, and dQ += dS·K is added with atomicAdd into
 //      an fp32 workspace. The GQA group is summed inside the block, so dK/dV need no atomics.
 //   3. bwd_convert_kernel: the fp32 dQ workspace (times the scale) into dQ's dtype/strides.
+//   4. With attention sinks, bwd_dsinks_kernel: dsink_h = −Σ e^(sink_h − lse_i)·D_i over the
+//      rows of query head h, one block per head. Nothing else changes: the forward's lse holds
+//      the sink, so P = exp(s − lse) is the probability of a key beside the sink, and dS = P ⊙
+//      (dP − D) is exact since the sink has no value (its dP is 0); a row with no key has O = 0,
+//      so D = 0 and its masked P = 0 (its lse, the sink, is finite: the masks alone zero P).
 // Varlen (THD, cu_seqlens): the FMA kernel, one block per (sequence, KV head, block of that
 // sequence's keys), its pointers at the sequence's offsets and its interval at Sk_b − Sq_b;
 // lse, D and the dQ workspace are [Hq, total_q], which the row-wise kernels 1 and 3 read as one
@@ -693,6 +698,43 @@ __global__ void bwd_rowsum_kernel(const T* o, const T* d_o, SdpaStrides os, Sdpa
   if (threadIdx.x == 0) dl[row] = drop ? 0.f : acc;
 }
 
+// dsink_h = −Σ_(b,i) e^(sink_h − lse_i)·D_i, the sink's probability times D (the gradient of a
+// logit with no value), one block per query head over its rows — every batch entry's, or the
+// rows [cu_q[0], cu_q[B]) of a packed batch, whose offsets are trusted for their order as the
+// kernels' are (clipped to q's rows). Each thread sums its rows in order, then a shuffle tree and
+// the warps in order: the same bits every run (no atomics), and every head written (0 with no row).
+constexpr int kSinkThreads = 256;
+
+__global__ void __launch_bounds__(kSinkThreads)
+    bwd_dsinks_kernel(const float* lse, const float* dl, const float* sinks, float* d_sinks, int64_t batch,
+                      int64_t heads_q, int64_t seq_q, const int32_t* cu_q, int64_t total_q) {
+  __shared__ float red[kSinkThreads / gpu::kWarp];
+  const int64_t h = blockIdx.x;
+  const float sink = sinks[h];
+  float acc = 0.f;
+  if (cu_q) {
+    int64_t r0 = cu_q[0], r1 = cu_q[batch];
+    r0 = r0 < 0 ? 0 : r0 > total_q ? total_q : r0;
+    r1 = r1 < r0 ? r0 : r1 > total_q ? total_q : r1;
+    const float* lh = lse + h * total_q;
+    const float* dh = dl + h * total_q;
+    for (int64_t i = r0 + threadIdx.x; i < r1; i += kSinkThreads) acc = fmaf(expf(sink - lh[i]), dh[i], acc);
+  } else {
+    for (int64_t idx = threadIdx.x; idx < batch * seq_q; idx += kSinkThreads) {
+      const int64_t row = (idx / seq_q * heads_q + h) * seq_q + idx % seq_q;
+      acc = fmaf(expf(sink - lse[row]), dl[row], acc);
+    }
+  }
+  for (int off = gpu::kWarp / 2; off > 0; off >>= 1) acc += gpu::warp_xor(acc, off);
+  if (threadIdx.x % gpu::kWarp == 0) red[threadIdx.x / gpu::kWarp] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float sum = 0.f;
+    for (int w = 0; w < kSinkThreads / gpu::kWarp; ++w) sum += red[w];
+    d_sinks[h] = -sum;
+  }
+}
+
 // dQ = scale · workspace, in dQ's dtype and strides.
 template <typename T>
 __global__ void bwd_convert_kernel(const float* acc, T* dq, SdpaStrides dqs, int64_t heads_q, int64_t seq_q,
@@ -819,6 +861,12 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
         p.head_dim_v, rows, static_cast<float*>(dl.ptr), p.plant == SdpaPlant::drop_rowsum);
     check(cudaGetLastError(), "bwd_rowsum_kernel launch");
   }
+  if (p.has_sinks) {  // after D; every head, rows or none
+    bwd_dsinks_kernel<<<static_cast<unsigned>(p.heads_q), kSinkThreads, 0, s>>>(
+        p.lse, static_cast<const float*>(dl.ptr), p.sinks, bp.d_sinks, p.batch, p.heads_q, p.seq_q,
+        varlen ? p.cu_seqlens_q : nullptr, p.total_q);
+    check(cudaGetLastError(), "bwd_dsinks_kernel launch");
+  }
   // Padding rows of a varlen batch (seqused_k): no output depends on them, so their dK and dV are 0;
   // the kernels write the keys' rows only.
   if (varlen && p.seqused_k && p.total_k > 0) {
@@ -875,6 +923,8 @@ bool sdpa_flash_backward_supports(const SdpaBackwardParams& p, const char** why)
     reason = "flash backward needs dO/dQ/dK/dV strides that are multiples of 8 elements";
   } else if (!aligned16(p.d_o) || !aligned16(p.d_q) || !aligned16(p.d_k) || !aligned16(p.d_v)) {
     reason = "flash backward needs 16-byte aligned dO, dQ, dK and dV pointers";
+  } else if (p.fwd.has_sinks && p.fwd.q && !p.d_sinks && p.fwd.heads_q > 0) {
+    reason = "flash backward: sinks set without a dsinks tensor";
   }
   if (why) *why = reason;
   return reason == nullptr;
@@ -908,6 +958,9 @@ void sdpa_flash_backward(const SdpaBackwardParams& p, CUstream_st* stream) {
   sdpa_check_arguments(p.fwd);
   const char* why = nullptr;
   if (!sdpa_flash_backward_supports(p, &why)) throw std::invalid_argument(why);
+  // No batch entry: no row adds to any head's dsink, which must still be written.
+  if (p.fwd.has_sinks && p.fwd.batch == 0 && p.fwd.heads_q > 0 && p.d_sinks)
+    check(cudaMemsetAsync(p.d_sinks, 0, size_t(p.fwd.heads_q) * sizeof(float), stream), "cudaMemsetAsync dsinks");
   if (p.fwd.batch == 0 || p.fwd.heads_q == 0) return;
   if (p.fwd.dtype == SdpaDType::fp16) run_backward<__half>(p, stream);
   else run_backward<__nv_bfloat16>(p, stream);

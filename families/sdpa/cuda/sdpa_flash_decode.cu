@@ -13,6 +13,9 @@
 // combine takes the partials (acc_s unnormalised, m_s, l_s): M = max m_s, w_s = 2^(m_s − M),
 // L = Σ w_s·l_s, O = Σ w_s·acc_s / L, lse = (M + log2 L)·ln 2 — each split's sum is rescaled once,
 // by a weight whose shares sum to at most 1 (lse's `split_kv` structure, families/sdpa/lse_floor.hpp).
+// Attention sinks (SdpaParams::sinks) enter once per row, where the row's sum is final: the
+// combine, or a sequence's one split, raises M to max(M, σ) with σ = sink·log2(e) and adds
+// 2^(σ − M) to L.
 //
 // Only the keys a row sees are read: its causal mask and window reduced to one interval per
 // sequence (flash::at_offset with Sk_b − Sq_b), so NaN in the slots past a sequence's last key, in
@@ -64,6 +67,8 @@ struct DecodeArgs {
   float* part_o;  // [splits, Tq, Hq, Dv]: each split's P·V, not divided by its row sum
   float* part_m;  // [splits, Tq, Hq]: its max (log2 domain; -inf when it sees no key)
   float* part_l;  // [splits, Tq, Hq]: its row sum
+  // Attention sinks [Hq] (null = off).
+  const float* sinks;
 };
 
 // Element offset of (page, slot, KV head) in a cache of `dim` per head, int64 throughout (a cache
@@ -206,6 +211,16 @@ __global__ void __launch_bounds__(kThreads) decode_split_kernel(const DecodeArgs
 
   const int64_t row = t * a.heads_q + h;
   if (r.splits == 1) {  // the whole row: normalise here, no combine
+    // The sink's term, at the larger max (a row with no key: O = 0, lse = the sink).
+    if (a.sinks) {
+      const float sink = a.sinks[h] * kLog2e, big_m = fmaxf(m, sink);
+      const float base = big_m == -INFINITY ? 0.f : big_m;  // a -inf sink on a row with no key
+      const float w = flash::ptx::fast_exp2(m - base);
+      l = l * w + flash::ptx::fast_exp2(sink - base);
+      m = big_m;
+#pragma unroll
+      for (int c = 0; c < kDvPerThread; ++c) acc[c] *= w;
+    }
     T* o = static_cast<T*>(a.o) + row * a.dv;
 #pragma unroll
     for (int c = 0; c < kDvPerThread; ++c) {
@@ -242,6 +257,9 @@ __global__ void __launch_bounds__(kThreads) decode_combine_kernel(const DecodeAr
     nan = nan || ms != ms;
     big_m = fmaxf(big_m, ms);
   }
+  // A sink joins the row's max and, below, its sum (a row with no key: O = 0, lse = the sink).
+  const float sink = a.sinks ? a.sinks[h] * kLog2e : -INFINITY;
+  big_m = fmaxf(big_m, sink);
   T* o = static_cast<T*>(a.o) + row * a.dv;
   float* lse = a.lse + h * a.total_q + t;
   if (nan || big_m == -INFINITY) {  // a poisoned split, or no key in any: O = 0, lse = -inf
@@ -249,7 +267,7 @@ __global__ void __launch_bounds__(kThreads) decode_combine_kernel(const DecodeAr
     if (threadIdx.x == 0) *lse = nan ? quiet_nan() : -INFINITY;
     return;
   }
-  float big_l = 0.f;
+  float big_l = a.sinks ? flash::ptx::fast_exp2(sink - big_m) : 0.f;
   for (int64_t s = 0; s < r.splits; ++s) {
     const float x = a.part_m[s * stride + row] - big_m;
     big_l += (log2_slip ? expf(x) : flash::ptx::fast_exp2(x)) * a.part_l[s * stride + row];
@@ -304,6 +322,7 @@ bool sdpa_flash_decode_supports(const SdpaParams& p, const char** why) {
   else if (!(p.softcap >= 0.f) || p.softcap == INFINITY) reason = "flash_decode: softcap must be finite and >= 0";
   else if (tokens_of(p) > 0x7fffffffLL || p.heads_q > 65535 || splits_of(p) > 65535)
     reason = "flash_decode: more query tokens (2^31), heads (65,535) or splits (65,535) than one grid holds";
+  else if (p.has_sinks && p.q && !p.sinks && p.heads_q > 0) reason = "flash_decode: sinks set without a sinks tensor";
   if (why) *why = reason;
   return reason == nullptr;
 }
@@ -348,6 +367,7 @@ void sdpa_flash_decode_forward(const SdpaParams& p, CUstream_st* stream) {
   a.softcap = p.softcap;
   a.rel = flash::rel_interval(p);
   a.plant = p.plant;
+  a.sinks = p.has_sinks ? p.sinks : nullptr;
   StreamScratch scratch(stream);  // freed on the stream after the kernels
   if (a.splits > 1) {
     const auto rows = static_cast<size_t>(a.splits * a.total_q * a.heads_q);

@@ -93,6 +93,14 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
     std::snprintf(reason, size, "chunked-local attention runs on cuda.flash (its backward on the FMA kernel)");
     return 0;
   }
+  // Sinks change each row's epilogue only: cuda.flash's forward adds them in every variant and its
+  // backward on every kernel (P comes from the forward's lse, which holds the sink; dsinks is a pass
+  // of its own), cuda.flash_decode in its combine; cuda.math's softmax has no sink term.
+  if (c.sinks != 0 && row.kernel != SdpaKernel::flash && !decode) {
+    std::snprintf(reason, size,
+                  "attention sinks run on cuda.flash (forward and backward) and cuda.flash_decode, not on cuda.math");
+    return 0;
+  }
   if (layout == sdpa::Layout::varlen && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
     std::snprintf(reason, size, "the varlen layout runs on cuda.flash (its backward on the FMA kernel)");
     return 0;

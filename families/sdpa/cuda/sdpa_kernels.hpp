@@ -5,13 +5,15 @@
 // in the logical BHSD order; each tensor has element strides for the batch, head and
 // sequence dimensions and D contiguous (stride 1), so BSHD storage is the same call with
 // other strides. logsumexp [B, Hq, Sq] fp32, contiguous, the natural log of
-// Σ_j exp(s_ij) over the keys row i may see, where s is the final score below.
+// Σ_j exp(s_ij) over the keys row i may see, where s is the final score below (plus
+// exp(sink_h) with attention sinks, SdpaParams::sinks).
 //
 // Scores (PyTorch's scaled_dot_product_attention docs; FlashAttention-2's flash_attn_interface.py
 // flash_attn_func): s = scale · q_i·k_j; with softcap > 0, s = softcap ·
 // tanh(s / softcap) (FlashAttention-2's softcap, Gemma-2); then the additive mask is added;
 // then keys outside the causal mask, the window or the boolean mask get s = -inf.
-// A row that sees no key (all -inf) gets O = 0 and logsumexp = -inf, never NaN.
+// A row that sees no key (all -inf) gets O = 0 and logsumexp = -inf, never NaN (with sinks:
+// O = 0 and logsumexp = sink_h).
 // GQA: query head h reads KV head h / (Hq / Hkv) (PyTorch enable_gqa, FlashAttention-2).
 // Causal masks: causal_upper_left keeps j <= i (PyTorch is_causal); causal_lower_right
 // keeps j <= i + Sk - Sq (FlashAttention-2 causal, cuDNN BOTTOM_RIGHT).
@@ -115,6 +117,14 @@ struct SdpaParams {
   // the chunk [⌊a / C⌋·C, ⌊a / C⌋·C + C) holding its position a = i + Sk − Sq (per sequence),
   // within the causal mask and the window.
   int64_t chunk = 0;
+  // Attention sinks (ABI 1.5; sdpa_flash_forward, sdpa_flash_decode_forward and
+  // sdpa_flash_backward): sinks[h], fp32 [Hq], a logit per query head in the final scores' units
+  // (natural log) that joins each row's softmax denominator and has no value: O_i = Σ_j
+  // e^(s_ij)·v_j / (e^(sink_h) + Σ_j e^(s_ij)), logsumexp ln(e^(sink_h) + Σ_j e^(s_ij)); a row
+  // that sees no key gets O = 0 and logsumexp = sink_h. has_sinks is set without the tensor too
+  // (the supports callbacks ask).
+  bool has_sinks = false;
+  const float* sinks = nullptr;
 };
 
 /// Gradients of the forward above for a given dO. `fwd` holds the forward's inputs and its
@@ -133,6 +143,10 @@ struct SdpaBackwardParams {
   void* d_k;
   void* d_v;
   SdpaStrides do_strides, dq_strides, dk_strides, dv_strides;
+  // With sinks (fwd.has_sinks): dsinks, fp32 [Hq], every element written: dsink_h =
+  // −Σ_(b,i) e^(sink_h − lse_i)·rowsum(dO_i ⊙ O_i) over every batch entry (sequence) and row of
+  // query head h.
+  float* d_sinks = nullptr;
 };
 
 /// Contiguous BHSD strides for a [B, H, S, D] tensor.
@@ -199,7 +213,9 @@ int64_t sdpa_flash_decode_scratch_bytes(const SdpaParams& p);
 /// query head and split of kDecodeSplitKeys keys, a two-pass softmax inside the split (its max,
 /// then e = exp2(s − m) and l = Σ e in fp32, P rounded to the dtype once for P·V in fp32), then a
 /// combine of the splits' (O_s unnormalised, m_s, l_s): M = max m_s, L = Σ l_s·2^(m_s − M),
-/// O = Σ O_s·2^(m_s − M) / L, lse = (M + log2 L)·ln 2. Only keys a row sees are read (the
+/// O = Σ O_s·2^(m_s − M) / L, lse = (M + log2 L)·ln 2; with sinks (σ = sink_h·log2 e) the
+/// combine, or a sequence's one split, adds the sink once: M = max(M, σ), L += 2^(σ − M), the
+/// splits' weights at that M. Only keys a row sees are read (the
 /// interval of its causal mask and window, per sequence). Reads cu_seqlens_q, block_table and
 /// seqused_k on the device and trusts their order, as FlashAttention does; a page index outside
 /// the cache, a length past the table or a token no sequence holds is never dereferenced: that
@@ -210,16 +226,18 @@ void sdpa_flash_decode_forward(const SdpaParams& p, CUstream_st* stream);
 bool sdpa_flash_backward_supports(const SdpaBackwardParams& p, const char** why);
 
 /// Our flash-attention backward (FlashAttention-2, Dao 2023, Algorithm 2: recompute P from
-/// logsumexp, D_i = rowsum(dO ⊙ O), dS = P ⊙ (dP − D)). Throws like sdpa_flash_forward.
+/// logsumexp, D_i = rowsum(dO ⊙ O), dS = P ⊙ (dP − D)). With sinks the forward's logsumexp
+/// holds the sink, so P, dQ, dK and dV follow from it unchanged, and dsinks is summed per head in
+/// a fixed order (no atomics: reproducible). Throws like sdpa_flash_forward.
 void sdpa_flash_backward(const SdpaBackwardParams& p, CUstream_st* stream);
 
 /// Whether two runs of sdpa_flash_backward on these parameters write the same bytes. dK and
-/// dV are summed inside one block; dQ is added with fp32 atomics into a zeroed workspace by
-/// every block of keys (64 keys on the tensor-core kernel, 32 on the FMA kernel) holding some
-/// key of the row, in the order the blocks run. Addition is commutative, so an element that
-/// gets at most two nonzero additions is reproducible (0 + a + b = 0 + b + a); from three on,
-/// another order may round differently. True when every row's keys (causal ∩ window) span
-/// at most two such blocks.
+/// dV are summed inside one block, dsinks per head in a fixed order; dQ is added with fp32
+/// atomics into a zeroed workspace by every block of keys (64 keys on the tensor-core kernel, 32
+/// on the FMA kernel) holding some key of the row, in the order the blocks run. Addition is
+/// commutative, so an element that gets at most two nonzero additions is reproducible (0 + a + b
+/// = 0 + b + a); from three on, another order may round differently. True when every row's keys
+/// (causal ∩ window) span at most two such blocks.
 bool sdpa_flash_backward_deterministic(const SdpaBackwardParams& p);
 
 /// PyTorch's math backend as it runs by default: fp16/bf16 inputs upcast to fp32, then

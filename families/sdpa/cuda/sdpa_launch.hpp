@@ -41,7 +41,8 @@ inline bool sdpa_backward(const opcts_sdpa_params& c) {
 /// The kernels' parameters of an ABI call: sizes, scale, masks, window, softcap, the strides of
 /// the layout (BHSD, BSHD, or THD for varlen: token-major, batch strides 0, with the cu_seqlens
 /// tensors and Tq from q's rows; paged: q and O as THD, k and v the caches, the block table,
-/// seqused_k and the page geometry), and — when `tensors` are given — the tensors' pointers.
+/// seqused_k and the page geometry), the chunk and the sinks, and — when `tensors` are given —
+/// the tensors' pointers.
 inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor* tensors = nullptr, int32_t n = 0,
                                  SdpaPlant plant = SdpaPlant::none) {
   SdpaParams k{};
@@ -79,6 +80,7 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
   k.plant = plant;
   k.varlen = layout == sdpa::Layout::varlen;
   k.chunk = c.attention_chunk;
+  k.has_sinks = c.sinks != 0;
   if (paged) {
     k.page_size = c.page_size;
     k.num_pages = c.num_pages;
@@ -92,6 +94,7 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
     k.o = sdpa_tensor_data(tensors, n, "O");
     k.lse = static_cast<float*>(sdpa_tensor_data(tensors, n, "lse"));
     k.attn_mask = sdpa_tensor_data(tensors, n, "attn_mask");
+    if (k.has_sinks) k.sinks = static_cast<const float*>(sdpa_tensor_data(tensors, n, "sinks"));
     if (thd) {
       k.cu_seqlens_q = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_q"));
       k.cu_seqlens_k = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_k"));
@@ -106,7 +109,8 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
   return k;
 }
 
-/// The backward's parameters: the forward's, with dO, dQ, dK, dV in the layouts of O, Q, K, V.
+/// The backward's parameters: the forward's, with dO, dQ, dK, dV in the layouts of O, Q, K, V
+/// (and dsinks with sinks).
 inline SdpaBackwardParams sdpa_backward_params_of(const opcts_sdpa_params& c, const opcts_tensor* tensors = nullptr,
                                                   int32_t n = 0, SdpaPlant plant = SdpaPlant::none,
                                                   SdpaBwdPath path = SdpaBwdPath::automatic) {
@@ -122,6 +126,7 @@ inline SdpaBackwardParams sdpa_backward_params_of(const opcts_sdpa_params& c, co
     b.d_q = sdpa_tensor_data(tensors, n, "dQ");
     b.d_k = sdpa_tensor_data(tensors, n, "dK");
     b.d_v = sdpa_tensor_data(tensors, n, "dV");
+    if (b.fwd.has_sinks) b.d_sinks = static_cast<float*>(sdpa_tensor_data(tensors, n, "dsinks"));
   }
   return b;
 }

@@ -80,8 +80,9 @@ void register_cuda_sdpa(Registry& reg) {
   kernel_row("cuda.flash", &kFlash, {"mma_sync_bf16"});
   // ABI 1.3: varlen (the forward's kVarlen variant, the backward's FMA kernel) with padding rows
   // (seqused_k); its supports refuses the paged layout (1.2), cuda.flash_decode's. 1.4: chunked-
-  // local attention in the forward's general variant (its supports refuses a chunked backward).
-  rows.back().desc.abi_minor = 4;
+  // local attention in the forward's general variant and the backward's FMA kernel. 1.5: attention
+  // sinks in every forward variant's epilogue, and the backward's dsinks pass (every kernel).
+  rows.back().desc.abi_minor = 5;
   kernel_row("cuda.math", &kMath, {});
   kernel_row("cuda.flash_bwd_fma", &kBwdFma, {"mma_sync_bf16"});
   kernel_row("cuda.flash_bwd_occ2", &kBwdOcc2, {"mma_sync_bf16"});
@@ -90,9 +91,11 @@ void register_cuda_sdpa(Registry& reg) {
     rows.back().desc.abi_minor = 3;  // cuda.flash's kernels: their bugs show on varlen too
     rows.back().cannot_show = cannot_show(p.bug);
   }
-  // FMA only (no tensor cores): any arch the CUDA build targets. ABI 1.2: the paged layout.
+  // FMA only (no tensor cores): any arch the CUDA build targets. ABI 1.2: the paged layout. 1.5:
+  // attention sinks in the split combine (its supports refuses varlen, 1.1 and 1.3, and chunks,
+  // 1.4). The planted twins stay at 1.2.
   kernel_row("cuda.flash_decode", &kDecode, {});
-  rows.back().desc.abi_minor = 2;
+  rows.back().desc.abi_minor = 5;
   for (const Planted& p : kDecodePlanted) {
     kernel_row(p.name, &p.row, {});
     rows.back().desc.abi_minor = 2;

@@ -148,7 +148,73 @@ TEST(SdpaCudaGlue, ChunksReachCudaFlashAndItsFmaBackward) {
   EXPECT_NE(std::string(reason).find("chunked-local attention"), std::string::npos) << reason;
   const auto* flash = dynamic_cast<const AbiImpl*>(builtin_registry().impl("cuda.flash"));
   ASSERT_NE(flash, nullptr);
-  EXPECT_EQ(flash->abi_minor(), 4u);
+  EXPECT_GE(flash->abi_minor(), 4u);
+}
+
+// Attention sinks (ABI 1.5: SdpaParams::has_sinks from the struct's sinks, the "sinks" and
+// "dsinks" tensors) reach cuda.flash, forward and backward (every backward kernel: P comes from the
+// forward's lse, dsinks from a pass of its own), and cuda.flash_decode's combine. cuda.math
+// declines them in supports; every other CUDA row (cuda.math and cuda.cudnn too) declares a minor
+// below 1.5, so the runner SKIPs sink problems there before asking.
+TEST(SdpaCudaGlue, SinksReachCudaFlashAndTheDecodeKernelOnly) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const ProblemPtr fwd_p = f.parse_id("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr_sink");
+  const ProblemPtr bwd_p = f.parse_id("bf16_b1_hq4_hkv2_sq26_sk48_d128_causal_lr_sink_bwd");
+  const ProblemPtr paged_p = f.parse_id("bf16_b4_hq4_hkv2_sq1x20x0x4_sk33x400x9x18_d64_causal_lr_sink_paged_page16");
+  const auto fwd = abi_struct<opcts_sdpa_params>(f.abi_params(*fwd_p));
+  const auto bwd = abi_struct<opcts_sdpa_params>(f.abi_params(*bwd_p));
+  const auto paged = abi_struct<opcts_sdpa_params>(f.abi_params(*paged_p));
+  const auto plain =
+      abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr")));
+  EXPECT_TRUE(cuda::sdpa_params_of(fwd).has_sinks);
+  EXPECT_FALSE(cuda::sdpa_params_of(plain).has_sinks);
+  float sinks[4] = {}, dsinks[4] = {};
+  const int64_t heads[1] = {4};
+  opcts_tensor t[2] = {};
+  t[0].name = "sinks", t[0].data = sinks, t[0].shape = heads, t[0].ndim = 1;
+  t[1].name = "dsinks", t[1].data = dsinks, t[1].shape = heads, t[1].ndim = 1;
+  const cuda::SdpaBackwardParams bp = cuda::sdpa_backward_params_of(bwd, t, 2);
+  EXPECT_TRUE(bp.fwd.has_sinks);
+  EXPECT_EQ(bp.fwd.sinks, sinks);
+  EXPECT_EQ(bp.d_sinks, dsinks);
+
+  static constexpr cuda::SdpaRow kFlash{cuda::SdpaKernel::flash}, kMath{cuda::SdpaKernel::math},
+      kDecode{cuda::SdpaKernel::flash_decode};
+  static constexpr cuda::SdpaRow kBwdFma{cuda::SdpaKernel::flash, cuda::SdpaPlant::none, cuda::SdpaBwdPath::fma};
+  static constexpr cuda::SdpaRow kBwdOcc2{cuda::SdpaKernel::flash, cuda::SdpaPlant::none,
+                                          cuda::SdpaBwdPath::tc_two_blocks};
+  const opcts_arch arch{};
+  char reason[256] = {};
+  const auto supports = [&](const cuda::SdpaRow& row, const opcts_sdpa_params& c) {
+    reason[0] = '\0';
+    return cuda::sdpa_kernel_supports(&row, &c, &arch, reason, sizeof reason);
+  };
+  EXPECT_EQ(supports(kFlash, fwd), 1) << reason;
+  EXPECT_EQ(supports(kFlash, bwd), 1) << reason;
+  EXPECT_EQ(supports(kBwdFma, bwd), 1) << reason;
+  EXPECT_EQ(supports(kBwdOcc2, bwd), 1) << reason;
+  EXPECT_EQ(supports(kDecode, paged), 1) << reason;
+  for (const opcts_sdpa_params* c : {&fwd, &bwd}) {
+    EXPECT_EQ(supports(kMath, *c), 0);
+    EXPECT_NE(std::string(reason).find("attention sinks"), std::string::npos) << reason;
+  }
+
+  // The row table: which rows the runner hands a sink problem (abi_gap empty) and which it SKIPs.
+  const auto gap = [&](const char* impl, const Problem& p) {
+    const Impl* i = builtin_registry().impl(impl);
+    return i ? i->abi_gap(p) : std::string("no impl ") + impl;
+  };
+  EXPECT_EQ(gap("cuda.flash", *fwd_p), "");
+  EXPECT_EQ(gap("cuda.flash", *bwd_p), "");
+  EXPECT_EQ(gap("cuda.flash_decode", *paged_p), "");
+  for (const Impl* i : builtin_registry().impls_of("sdpa")) {
+    const std::string name(i->name());
+    if (name.rfind("cuda.", 0) != 0 || name == "cuda.flash" || name == "cuda.flash_decode") continue;
+    const auto* abi = dynamic_cast<const AbiImpl*>(i);
+    ASSERT_NE(abi, nullptr) << name;
+    EXPECT_LE(abi->abi_minor(), 4u) << name;
+    EXPECT_NE(i->abi_gap(*fwd_p).find("ABI 1.5"), std::string::npos) << name << ": " << i->abi_gap(*fwd_p);
+  }
 }
 
 // The varlen backward's determinism claim knows only the longest lengths: within two key blocks
