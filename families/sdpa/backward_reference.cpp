@@ -46,14 +46,13 @@ void SinkGradients::add(const SinkGradients& o) {
 }
 
 void SinkGradients::finish(References& r) const {
-  const double lambda = detail::kRoundingSigmas, big_lambda = detail::kAzumaSigmas;
+  const double lambda = detail::kAzumaSigmas;
   r.exact["dsinks"] = exact;
   r.lowp["dsinks"] = lowp;
   std::vector<double>& bound = r.bound["dsinks"];
   bound.assign(exact.size(), 0.0);
   for (size_t h = 0; h < exact.size(); ++h)
-    bound[h] =
-        lambda * std::sqrt(var[h]) + outright[h] + big_lambda * detail::kAccUnit / 2 * std::sqrt(terms[h]) * abs_sum[h];
+    bound[h] = lambda * (std::sqrt(var[h]) + detail::kAccUnit / 2 * std::sqrt(terms[h]) * abs_sum[h]) + outright[h];
 }
 
 References backward_reference(const Problem& p, const TensorMap& inputs) {

@@ -280,8 +280,11 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
                           bug == PlantedBug::varlen_seqused_ignored;
   const bool paged_bug = bug == PlantedBug::paged_page_offset || bug == PlantedBug::paged_tail_read ||
                          bug == PlantedBug::splitkv_combine_log2;
-  if ((bug == PlantedBug::sink_lse_omitted || bug == PlantedBug::dsinks_last_batch) && !p.sinks)
-    return "a sinks bug: the problem has no sinks";
+  const bool sink_bug =
+      bug == PlantedBug::sink_lse_omitted || bug == PlantedBug::dsinks_last_batch || bug == PlantedBug::dsinks_in_dtype;
+  if (sink_bug && !p.sinks) return "a sinks bug: the problem has no sinks";
+  if (bug == PlantedBug::dsinks_in_dtype && p.direction != Direction::backward) return "dsinks is a backward output";
+  if (bug == PlantedBug::dsinks_in_dtype && p.dtype == DType::fp32) return "rounding to fp32 changes nothing in fp32";
   if (bug == PlantedBug::dsinks_last_batch) {
     if (p.direction != Direction::backward) return "dsinks is a backward output";
     // A batch entry before the last must add a share: a row that sees a key (D_i = dO_i·O_i, and
@@ -395,6 +398,9 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::splitkv_combine_log2:
     case PlantedBug::dsinks_last_batch:
     case PlantedBug::none: break;
+    // Every 16-bit backward with a row that sees a key: each rounding of the running sum moves it
+    // whether or not the bound sees it (an XPASS is the bound's blind spot, never a SKIP).
+    case PlantedBug::dsinks_in_dtype: return "";
     case PlantedBug::sink_lse_omitted: return "";  // every row with a key: lse lacks −ln(1 − P_s)
   }
   return "not a planted bug";

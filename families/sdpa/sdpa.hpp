@@ -281,6 +281,10 @@ enum class PlantedBug {
   // Sinks, backward: each batch entry's (sequence's) dsink share stored over the previous
   // ones instead of added to them (a store where an atomic add was due): the last one's remains.
   dsinks_last_batch,
+  // Sinks, backward: dsinks summed in the input dtype (each head's running sum rounded to it after
+  // every row's term and every batch entry's share: a 16-bit gradient buffer accumulated in
+  // place), where fp32 was due.
+  dsinks_in_dtype,
 };
 /// The host paged impl's split-KV chunk: a sequence of more keys runs in splits of this many
 /// keys, combined by their logsumexps (FlashAttention's split-KV decode); splitkv_combine_log2
@@ -394,8 +398,8 @@ struct SinkGradients {
   std::vector<double> exact, lowp, var, outright, terms, abs_sum;
   explicit SinkGradients(int64_t heads = 0);
   void add(const SinkGradients& o);
-  /// "dsinks" into r.exact, r.lowp and r.bound: λ·√var + outright + Λ·(u/2)·√terms·abs_sum
-  /// (bound.hpp's λ = 4 of the uniform roundings, whose var holds b²/3 each; Λ the lse floor's).
+  /// "dsinks" into r.exact, r.lowp and r.bound: Λ·(√var + (u/2)·√terms·abs_sum) + outright (Λ the
+  /// lse floor's √48; var holds each error's variance proxy, b²/3 for the uniform roundings).
   void finish(References& r) const;
 };
 /// backward_reference with the sinks' gradient left in `*sinks` (not finished into the result).

@@ -207,6 +207,7 @@ class Kernel {
         for (int64_t d = 0; d < Dv; ++d) acc += doi[d] * static_cast<float>(round_to(p_.dtype, row[d]));
         dsum[bh * Sq + i] = plant_ == Plant::drop_rowsum ? 0.0f : acc;
         if (!sinks.empty()) dsink[bh] -= std::exp(sinks[h] - lse[bh * Sq + i]) * acc;
+        if (plant_ == Plant::dsinks_in_dtype) dsink[bh] = rnd(dsink[bh]);
       }
     }
     TensorMap out;
@@ -215,7 +216,9 @@ class Kernel {
       for (int64_t h = 0; h < Hq; ++h) {
         float sum = 0.0f;
         for (int64_t b = 0; b < B; ++b)
-          sum = plant_ == Plant::dsinks_last_batch ? dsink[b * Hq + h] : sum + dsink[b * Hq + h];
+          sum = plant_ == Plant::dsinks_last_batch ? dsink[b * Hq + h]
+                : plant_ == Plant::dsinks_in_dtype ? rnd(sum + dsink[b * Hq + h])
+                                                   : sum + dsink[b * Hq + h];
         ds.set(h, sum);
       }
     }

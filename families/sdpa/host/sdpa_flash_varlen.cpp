@@ -69,10 +69,13 @@ TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant pl
       put_rows(out.at("dQ"), r.at("dQ"), q0, 0);
       put_rows(out.at("dK"), r.at("dK"), k0, foreign);
       put_rows(out.at("dV"), r.at("dV"), k0, foreign);
-      if (p.sinks)  // a sequence's share added (the dsinks_last_batch plant: stored over the others')
-        for (int64_t h = 0; h < Hq; ++h)
-          out.at("dsinks").set(
-              h, r.at("dsinks").get(h) + (plant == Plant::dsinks_last_batch ? 0.0 : out.at("dsinks").get(h)));
+      // A sequence's share added (dsinks_last_batch: stored over the others'; dsinks_in_dtype: the
+      // sum rounded to the dtype).
+      for (int64_t h = 0; p.sinks && h < Hq; ++h) {
+        double sum = r.at("dsinks").get(h) + (plant == Plant::dsinks_last_batch ? 0.0 : out.at("dsinks").get(h));
+        if (plant == Plant::dsinks_in_dtype) sum = round_to(p.dtype, static_cast<float>(sum));
+        out.at("dsinks").set(h, sum);
+      }
       continue;
     }
     put_rows(out.at("O"), r.at("O"), q0, 0);

@@ -28,6 +28,8 @@
 //                                 backward's P = exp(s − lse) and dsinks miss it too
 //   host.flash_dsinks_last_batch  sinks, backward: each batch entry's dsink share stored over
 //                                 the previous ones' (a store where an atomic add was due)
+//   host.flash_dsinks_in_dtype    sinks, backward: dsinks summed in the input dtype, rounded
+//                                 after every row's term (a 16-bit gradient buffer)
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "gpu/host/host_impls.hpp"
 
@@ -59,6 +61,7 @@ class HostSdpaPlanted final : public Impl {
       case Plant::splitkv_combine_log2: return "host.flash_splitkv_combine_log2";
       case Plant::sink_lse_omitted: return "host.flash_sink_lse_omitted";
       case Plant::dsinks_last_batch: return "host.flash_dsinks_last_batch";
+      case Plant::dsinks_in_dtype: return "host.flash_dsinks_in_dtype";
       case Plant::none: break;
     }
     return "host.flash_planted";
@@ -86,7 +89,7 @@ void register_host_sdpa_planted(Registry& reg) {
        {Plant::window_off_by_one, Plant::chunk_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan,
         Plant::pv_in_dtype, Plant::rowsum_in_dtype, Plant::lse_plus_log2, Plant::varlen_key_offset,
         Plant::varlen_max_alignment, Plant::varlen_seqused_ignored, Plant::paged_page_offset, Plant::paged_tail_read,
-        Plant::splitkv_combine_log2, Plant::sink_lse_omitted, Plant::dsinks_last_batch})
+        Plant::splitkv_combine_log2, Plant::sink_lse_omitted, Plant::dsinks_last_batch, Plant::dsinks_in_dtype})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 
