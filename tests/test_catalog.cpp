@@ -176,9 +176,9 @@ TEST(CatalogErrors, UnknownFieldNamesFieldAndLine) {
                               "family: sdpa\n"
                               "grids:\n"
                               "  - name: g\n"
-                              "    axes: {dtype: [bf16], head_dim: [64], alibi: [128]}\n");
+                              "    axes: {dtype: [bf16], head_dim: [64], rope_theta: [10000]}\n");
   const std::string ec = load_error(c);
-  EXPECT_TRUE(points_at(ec, c, 3, "'alibi'"));
+  EXPECT_TRUE(points_at(ec, c, 3, "'rope_theta'"));
   // An unknown family.
   const std::string d = write(dir, "d.yaml", "family: gemm\n");
   EXPECT_TRUE(points_at(load_error(d), d, 1));

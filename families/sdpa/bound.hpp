@@ -43,7 +43,10 @@
 //           |S_k| <= l, so λ·√n_i·u by the bound above), common to the row.
 //   ε_ij, e_ij's relative error in fp32: expm1 (<= x + x²) of the sum x of the score's (D + 4)·u·scale·Σ_d |q_id·k_jd|
 //           (see families/sdpa/lse_floor.hpp), the subtraction s − m (u·|s_ij − m_i|, the
-//           pipeline's own s − m) and 4u for exp (≤ 2 ulp) and the product by it.
+//           pipeline's own s − m) and 4u for exp (≤ 2 ulp) and the product by it; with ALiBi
+//           2u·|bias_ij| more (the product slope·distance and the addition, each at most one ulp
+//           of a value no larger than |bias_ij| + scale·Σ_d |q_id·k_jd|, whose second part the
+//           score's term already counts).
 //   lse_i:  its floor is its whole bound (families/sdpa/lse_floor.hpp); P's error below takes
 //           the per-key one, which holds for any impl.
 //   E_ij, dS_ij's fp32 cancellation (dQ and dK are exactly 0 in a row with one key: dP = D):
@@ -218,7 +221,10 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
       const T e = f.e(i, j);
       // The error x of s − m moves e by a factor within exp(±x): |ε| <= expm1(x) <= x + x² for
       // x <= 1 (the series), without an expm1 per element.
-      const T x = e > 0 ? u * ((static_cast<T>(p.head_dim) + 4) * scale * qk(i, j) - f.shift(i, j) + 4) : T(0);
+      const T x =
+          e > 0
+              ? u * ((static_cast<T>(p.head_dim) + 4) * scale * qk(i, j) - f.shift(i, j) + 4 + 2 * alibi_bias(f, i, j))
+              : T(0);
       const T eps = x <= 1 ? x + x * x : std::numeric_limits<T>::infinity();
       const T b = rounding.bound(e) * (1 + eps);
       b2(i, j) = b * b;
@@ -351,7 +357,8 @@ class GradientBounds {
       for (int64_t j = 0; j < sk; ++j) {
         const T pij = g.p(i, j);
         const T dcap = p_.softcap > 0 ? g.f.dcap(i, j) : T(1);
-        const T eps = u * ((static_cast<T>(p_.head_dim) + 4) * scale * qk(i, j) + 4) + static_cast<T>(lf[i].under(1));
+        const T eps = u * ((static_cast<T>(p_.head_dim) + 4) * scale * qk(i, j) + 4 + 2 * alibi_bias(g.f, i, j)) +
+                      static_cast<T>(lf[i].under(1));
         pd(i, j) = pij * dcap;
         pe(i, j) = pij * (n_round * u + eps);
         f(i, j) = pij * std::fabs(dcap) * (static_cast<T>(dv) + 2) * u * (f(i, j) + o_terms) +
@@ -430,7 +437,8 @@ void sink_gradient_parts(const Problem& p, const BackwardHead<T>& g, const RowMa
       if (e == 0) continue;
       const double dp = g.dp(i, j), b = rounding.bound(static_cast<T>(e)) * dp / l;
       rv += b * b;
-      const double x = u * ((static_cast<double>(p.head_dim) + 4) * scale * qk(i, j) - g.f.shift(i, j) + 4);
+      const double x = u * ((static_cast<double>(p.head_dim) + 4) * scale * qk(i, j) - g.f.shift(i, j) + 4 +
+                            2 * alibi_bias(g.f, i, j));
       const double a = e / l * (x <= 1 ? x + x * x : HUGE_VAL) * std::fabs(dp - d);
       sv += a * a;
     }

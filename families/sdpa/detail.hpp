@@ -143,6 +143,7 @@ struct MaskView {
   std::vector<double> values;
   Strides st{0, 0, 0};
   std::vector<double> sinks;
+  std::vector<double> alibi;  // ALiBi slopes, [B or 1, Hq] (empty when none)
   /// The mask element for query head h (the mask is indexed by query heads).
   double at(int64_t b, int64_t h, int64_t i, int64_t j) const { return values[st.at(b, h, i) + j]; }
 };
@@ -155,22 +156,26 @@ inline MaskView mask_view(const Problem& p, const TensorMap& inputs) {
     m.st = mask_strides(p);
   }
   if (p.sinks) m.sinks = inputs.at("sinks").to_f64();
+  if (p.alibi != Alibi::none) m.alibi = inputs.at("alibi_slopes").to_f64();
   return m;
 }
 
 /// One row block's final scores, in place. S = Q·Kᵀ arrives unscaled; this applies the scale, the
-/// softcap (s = c·tanh(s/c)) and the additive mask, and sets -inf for keys outside the causal
-/// range, the window or the boolean mask. With a softcap, *dcap receives 1 − tanh²(x/c), the
-/// softcap's derivative (0 where masked). No rounding: both references keep scores in T, as a
-/// flash kernel keeps them in fp32 registers.
+/// softcap (s = c·tanh(s/c)), the ALiBi bias (its product in T: *bias receives |bias|) and the
+/// additive mask, and sets -inf for keys outside the causal range, the window or the boolean
+/// mask. With a softcap, *dcap receives 1 − tanh²(x/c), the softcap's derivative (0 where
+/// masked). No rounding: both references keep scores in T, as a flash kernel keeps them in fp32
+/// registers.
 template <typename T>
 void scores_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, const RowBlock& blk, RowMajor<T>& s,
-                 RowMajor<T>* dcap) {
+                 RowMajor<T>* dcap, RowMajor<T>* bias = nullptr) {
   const T neg_inf = -std::numeric_limits<T>::infinity();
   const T scale = static_cast<T>(p.effective_scale());
   const T cap = static_cast<T>(p.softcap);
   const bool capped = p.softcap > 0;
   if (capped && dcap) dcap->setZero(s.rows(), s.cols());
+  const bool alibi = !mask.alibi.empty();
+  if (alibi && bias) bias->setZero(s.rows(), s.cols());
   for (int64_t i = 0; i < s.rows(); ++i) {
     const int64_t gi = blk.r0 + i, first = p.first_key(gi) - blk.k0, last = p.last_key(gi) - blk.k0;
     for (int64_t j = 0; j < s.cols(); ++j) {
@@ -186,6 +191,14 @@ void scores_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, c
         if (dcap) (*dcap)(i, j) = T(1) - y * y;
         x = cap * y;
       }
+      if (alibi) {
+        const int64_t hq = p.heads_q, dist = std::abs(gi + p.seq_k - p.seq_q - (blk.k0 + j));
+        const T slope =
+            static_cast<T>(mask.alibi[static_cast<size_t>((p.alibi == Alibi::per_batch_head ? b : 0) * hq + h)]);
+        const T bias_ij = slope * static_cast<T>(dist);
+        if (bias) (*bias)(i, j) = bias_ij;
+        x -= bias_ij;
+      }
       if (p.mask_tensor == MaskTensor::additive) x += static_cast<T>(mask.at(b, h, gi, blk.k0 + j));
       s(i, j) = x;
     }
@@ -195,17 +208,26 @@ void scores_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, c
 /// One row block of a (batch, query head)'s forward in T (keys: the block's).
 template <typename T>
 struct ForwardHead {
-  RowMajor<T> e;          // exp(s_ij − m_i) at visible keys (m_i the row max, the sink's logit included), else 0
-  std::vector<T> l;       // Σ_j e_ij + sink_e_i (0 for a row without keys or sink)
-  std::vector<T> lse;     // m_i + log l_i (-inf for a row without keys or sink)
-  std::vector<T> sink_e;  // exp(sink − m_i), the sink's term of l (0 without sinks)
+  // exp(s_ij − m_i) at visible keys (m_i the row max, the sink's logit included), else 0
+  RowMajor<T> e;
+  std::vector<T> l;           // Σ_j e_ij + sink_e_i (0 for a row without keys or sink)
+  std::vector<T> lse;         // m_i + log l_i (-inf for a row without keys or sink)
+  std::vector<T> sink_e;      // exp(sink − m_i), the sink's term of l (0 without sinks)
+  std::vector<int64_t> keys;  // visible keys of the row (attn_mask applied)
+  RowMajor<T> o;              // Σ_j rnd(e_ij)·v_j / l_i, before the output rounding
+  RowMajor<T> dcap;           // 1 − tanh², with a softcap and want_dcap only
+  // s_ij − m_i at visible keys, else 0, and |ALiBi bias| (empty without ALiBi): kept where Round
+  // rounds (the same-precision pipeline), whose bounds read them (families/sdpa/bound.hpp)
+  RowMajor<T> shift, bias;
   T sink = -std::numeric_limits<T>::infinity();  // the head's sink logit (-inf: none)
-  std::vector<int64_t> keys;                     // visible keys of the row (attn_mask applied)
-  RowMajor<T> o;                                 // Σ_j rnd(e_ij)·v_j / l_i, before the output rounding
-  RowMajor<T> dcap;                              // 1 − tanh², with a softcap and want_dcap only
-  RowMajor<T> shift;                             // s_ij − m_i at visible keys, else 0; kept where Round rounds (the
-                      // same-precision pipeline), whose bounds read it (families/sdpa/bound.hpp)
 };
+
+/// |ALiBi bias| of (i, j) in a forward's row block, 0 without ALiBi (its roundings' terms in
+/// families/sdpa/bound.hpp and lse_floor.hpp).
+template <typename T>
+T alibi_bias(const ForwardHead<T>& f, int64_t i, int64_t j) {
+  return f.bias.size() > 0 ? f.bias(i, j) : T(0);
+}
 
 /// The forward of row block `blk` of head (b, h), from its rows of q (qh) and its keys' rows
 /// of k and v (kh, vh): scores, a softmax against the row's final max, and
@@ -219,9 +241,9 @@ ForwardHead<T> forward_head(const Problem& p, const MaskView& mask, int64_t b, i
   const T neg_inf = -std::numeric_limits<T>::infinity();
   ForwardHead<T> f;
   f.e = mul(qh, false, kh, true);
-  scores_head(p, mask, b, h, blk, f.e, want_dcap ? &f.dcap : nullptr);
-  const int64_t sq = f.e.rows(), sk = f.e.cols();
   constexpr bool kKeepShift = !std::is_same_v<Round, Exact>;
+  scores_head(p, mask, b, h, blk, f.e, want_dcap ? &f.dcap : nullptr, kKeepShift ? &f.bias : nullptr);
+  const int64_t sq = f.e.rows(), sk = f.e.cols();
   if constexpr (kKeepShift) f.shift.setZero(sq, sk);
   f.l.assign(static_cast<size_t>(sq), T(0));
   f.lse.assign(static_cast<size_t>(sq), neg_inf);

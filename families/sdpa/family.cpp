@@ -93,17 +93,19 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
 
   // The varlen layout came with ABI 1.1, the paged KV cache with 1.2, varlen padding rows with
-  // seqused_k with 1.3, chunked-local attention with 1.4, sinks with 1.5 (include/opcts/plugin.h):
-  // an impl built before reads layout THD or PAGED as BHSD, a padded segment's rows as keys, no
-  // chunk or no sink.
+  // seqused_k with 1.3, chunked-local attention with 1.4, sinks with 1.5, ALiBi with 1.6
+  // (include/opcts/plugin.h): an impl built before reads layout THD or PAGED as BHSD, a padded
+  // segment's rows as keys, no chunk, no sink or no bias.
   uint32_t abi_minor(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.alibi != sdpa::Alibi::none) return 6;
     if (p.sinks) return 5;
     if (p.chunk > 0) return 4;
     return p.varlen() && p.pad_k > 0 ? 3 : p.paged() ? 2 : p.varlen() ? 1 : 0;
   }
   std::string abi_minor_feature(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.alibi != sdpa::Alibi::none) return "ALiBi (alibi_slopes)";
     if (p.sinks) return "attention sinks (sinks, dsinks)";
     if (p.chunk > 0) return "chunked-local attention (attention_chunk)";
     if (p.varlen() && p.pad_k > 0) return "varlen keys with padding rows and seqused_k";
@@ -112,7 +114,7 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
 
   // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
-  std::string reference_version() const override { return "sdpa-ref-11"; }
+  std::string reference_version() const override { return "sdpa-ref-12"; }
 
   // Inputs and outputs in the problem's dtype (the boolean mask as bytes), lse in fp32.
   double device_bytes(const opcts::Problem& pp) const override {
@@ -152,6 +154,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.window_right = p.window_right;
   c.attention_chunk = p.chunk;
   c.sinks = p.sinks;
+  c.alibi = abi_value(p.alibi);
   c.softcap = p.softcap;
   c.attn_mask = abi_value(p.mask_tensor);
   c.mask_per_batch = p.mask_per_batch;

@@ -351,6 +351,7 @@ const kit::FieldTable<Problem>& fields() {
                                          "C keys a chunk: chunked-local attention (Llama 4, FlashAttention 3's "
                                          "attention_chunk; 0 = off)"),
        kit::flag<Problem>("sinks", &Problem::sinks, "sink"),
+       kit::enum_choice<Problem>("alibi", &Problem::alibi),
        softcap_field(),
        attn_mask_field(),
        kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),

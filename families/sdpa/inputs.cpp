@@ -173,11 +173,27 @@ TensorMap tensor_inputs(const Problem& p, uint64_t seed) {
   return in;
 }
 
+// The ALiBi slopes (sdpa.hpp, "Inputs"): BLOOM's and MPT's geometric sequence 2^(−8(h + 1)/Hq),
+// times (1 + b/2) for batch entry b when per (batch, head), so that a slope read from the wrong
+// head or entry is another value.
+void add_alibi(const Problem& p, TensorMap& in) {
+  if (p.alibi == Alibi::none) return;
+  const bool per_batch = p.alibi == Alibi::per_batch_head;
+  const int64_t rows = per_batch ? p.batch : 1;
+  HostTensor s(DType::fp32, per_batch ? std::vector<int64_t>{p.batch, p.heads_q} : std::vector<int64_t>{p.heads_q});
+  for (int64_t b = 0; b < rows; ++b)
+    for (int64_t h = 0; h < p.heads_q; ++h)
+      s.set(b * p.heads_q + h, std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(p.heads_q)) *
+                                   (per_batch ? 1.0 + 0.5 * static_cast<double>(b) : 1.0));
+  in.emplace("alibi_slopes", std::move(s));
+}
+
 }  // namespace
 
 TensorMap make_inputs(const Problem& p, uint64_t seed) {
   TensorMap in = tensor_inputs(p, seed);
   add_sinks(p, seed, in);
+  add_alibi(p, in);
   return in;
 }
 

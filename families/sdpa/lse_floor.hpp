@@ -15,7 +15,8 @@
 //     adder's drift toward zero 2.45·√D·u·√Q_j (outright: judge/accumulator.cpp derives both
 //     for the scaled GEMMs' `truncate` model); then the scale, log2(e) and the mask's addition
 //     (3 roundings of |s_j|; 5 with a softcap's division and product, whose tanh adds 2 ulp of
-//     |s_j| outright: CUDA's tanhf, CUDA C Programming Guide, "Mathematical Functions");
+//     |s_j| outright: CUDA's tanhf, CUDA C Programming Guide, "Mathematical Functions"; ALiBi's
+//     product slope·distance and its addition, one rounding of |bias_j| and one of |s_j| more);
 //   - e_j = exp(s_j − m): the subtraction and the product by log2(e) (2 roundings of
 //     |s_j − m|), exp's 2 ulp (ex2.approx.f32, PTX ISA: outright, Σ_j p_j·2u = 2u);
 //   - l: the sum of the positive e_j by additions in any order (FADD, as FlashAttention-2's
@@ -340,7 +341,10 @@ std::vector<LseFloor> lse_floors(const Problem& p, const ForwardHead<T>& f, cons
       const double q2 = scale * scale * static_cast<double>(qk2(r, j));
       min_s = std::min(min_s, s);
       m_keys = std::max(m_keys, s);
-      var += pj * pj * (dot_losses * q2 + hh * (score_roundings * s * s + 2 * sm * sm));
+      const double bias = static_cast<double>(alibi_bias(f, r, j));
+      var += pj * pj *
+             (dot_losses * q2 +
+              hh * ((score_roundings + (f.bias.size() > 0 ? 1 : 0)) * s * s + 2 * sm * sm + bias * bias));
       // The drift points toward zero of s_j: keys of each sign move lse one way.
       if (s >= 0) drift_pos += pj * drift * std::sqrt(q2);
       if (s <= 0) drift_neg += pj * drift * std::sqrt(q2);

@@ -242,6 +242,30 @@ bool varlen_bug_moves_keys(const Problem& p, int64_t b, int64_t cu_k, PlantedBug
 
 // Whether some row of the dense problem s sees other keys when the sequence is taken as sk >= Sk
 // keys long (the tail or padding rows read as keys, the lower-right alignment by sk).
+// Whether an ALiBi plant moves row i's outputs. The plant changes the row's bias by c(j): the
+// upper-left plant by slope·(|i + Δ − j| − |i − j|) (Δ = Sk − Sq), constant for keys on one side
+// of both diagonals and strictly monotone between them; the KV-head plant by (slope_h −
+// slope_kv)·|i + Δ − j|, which differs for a head h >= 1 of a GQA group. A change common to the
+// row's keys moves its lse (the forward shows it where it is not 0) and no P (the backward does
+// not); a change that differs between two of its keys moves P.
+bool alibi_plant_moves_row(const Problem& p, int64_t i, PlantedBug bug) {
+  const int64_t first = p.first_key(i), last = p.last_key(i), delta = p.seq_k - p.seq_q;
+  if (last < first) return false;
+  const bool forward = p.direction == Direction::forward;
+  if (bug == PlantedBug::alibi_upper_left) {
+    if (delta == 0) return false;
+    if (forward) return true;  // lse moves by the common shift at least
+    const int64_t lo = std::min(i, i + delta), hi = std::max(i, i + delta);
+    return last > first && last > lo && first < hi;
+  }
+  // alibi_kv_head: the bias scales by the slopes' ratio, over the distances |i + Δ − j|.
+  const int64_t pos = i + delta;
+  const auto dist = [&](int64_t j) { return j > pos ? j - pos : pos - j; };
+  if (forward) return dist(first) != 0 || dist(last) != 0;
+  // Two keys at different distances: three keys or more, or two not mirrored around pos.
+  return last - first >= 2 || (last == first + 1 && dist(first) != dist(last));
+}
+
 bool longer_keys_move(const Problem& s, int64_t sk) {
   if (sk == s.seq_k) return false;
   Problem t = s;
@@ -285,6 +309,10 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
   if (sink_bug && !p.sinks) return "a sinks bug: the problem has no sinks";
   if (bug == PlantedBug::dsinks_in_dtype && p.direction != Direction::backward) return "dsinks is a backward output";
   if (bug == PlantedBug::dsinks_in_dtype && p.dtype == DType::fp32) return "rounding to fp32 changes nothing in fp32";
+  if ((bug == PlantedBug::alibi_upper_left || bug == PlantedBug::alibi_kv_head) && p.alibi == Alibi::none)
+    return "an ALiBi bug: the problem has no ALiBi";
+  if (bug == PlantedBug::alibi_kv_head && !(p.heads_q > p.heads_kv && p.heads_q >= 2))
+    return "without GQA every query head reads its own slope";
   if (bug == PlantedBug::dsinks_last_batch) {
     if (p.direction != Direction::backward) return "dsinks is a backward output";
     // A batch entry before the last must add a share: a row that sees a key (D_i = dO_i·O_i, and
@@ -401,6 +429,12 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     // Every 16-bit backward with a row that sees a key: each rounding of the running sum moves it
     // whether or not the bound sees it (an XPASS is the bound's blind spot, never a SKIP).
     case PlantedBug::dsinks_in_dtype: return "";
+    case PlantedBug::alibi_upper_left:
+    case PlantedBug::alibi_kv_head:
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (alibi_plant_moves_row(p, i, bug)) return "";
+      if (bug == PlantedBug::alibi_upper_left && p.seq_q == p.seq_k) return "Sq = Sk: the two diagonals are one";
+      return "no row's keys change relative to each other, nor (forward) its lse";
     case PlantedBug::sink_lse_omitted: return "";  // every row with a key: lse lacks −ln(1 − P_s)
   }
   return "not a planted bug";

@@ -101,8 +101,23 @@ inline constexpr std::array<EnumName<KvLayout>, 2> kKvLayoutNames{
 constexpr const auto& enum_names(KvLayout) { return kKvLayoutNames; }
 constexpr std::string_view to_string(KvLayout l) { return enum_name(l); }
 
+/// ALiBi (Press et al. 2022, "Train Short, Test Long"; FlashAttention-2's alibi_slopes: BLOOM,
+/// MPT): an input `alibi_slopes`, fp32 [Hq] (per_head) or [B, Hq] (per_batch_head), and the bias
+/// −slope·|i + Sk − Sq − j| added to each score after the scale and the softcap (the lower-right
+/// distance, per sequence when packed). The id token is the field's value.
+enum class Alibi : int32_t {
+  none = OPCTS_SDPA_ALIBI_NONE,
+  per_head = OPCTS_SDPA_ALIBI_PER_HEAD,
+  per_batch_head = OPCTS_SDPA_ALIBI_PER_BATCH_HEAD
+};
+inline constexpr std::array<EnumName<Alibi>, 3> kAlibiNames{{{Alibi::none, "none", ""},
+                                                             {Alibi::per_head, "per_head", "alibi"},
+                                                             {Alibi::per_batch_head, "per_batch_head", "alibib"}}};
+constexpr const auto& enum_names(Alibi) { return kAlibiNames; }
+constexpr std::string_view to_string(Alibi a) { return enum_name(a); }
+
 static_assert(abi_distinct<Mask>() && abi_distinct<MaskTensor>() && abi_distinct<Layout>() &&
-              abi_distinct<Direction>() && abi_distinct<KvLayout>());
+              abi_distinct<Direction>() && abi_distinct<KvLayout>() && abi_distinct<Alibi>());
 
 /// A packed problem's negative case written into its index inputs (make_inputs): the tensor
 /// named is malformed and every impl must refuse it by that name. block_table: one entry a
@@ -139,6 +154,8 @@ struct Problem {
   /// the output `dsinks`, fp32 [Hq]: −Σ_(b,i) P_sink,i·D_i with P_sink,i = e^(sink_h − lse_i) and
   /// D_i = rowsum(dO_i ⊙ O_i) (the gradient of Σ dO ⊙ O; FlashAttention 4's dsink).
   bool sinks = false;
+  /// ALiBi slopes (Alibi above): none, per query head, or per (batch entry, query head).
+  Alibi alibi = Alibi::none;
   double softcap = 0;  // 0: off
   MaskTensor mask_tensor = MaskTensor::none;
   bool mask_per_batch = false;  // attn_mask is [B or 1, Hq or 1, Sq, Sk]
@@ -285,6 +302,13 @@ enum class PlantedBug {
   // every row's term and every batch entry's share: a 16-bit gradient buffer accumulated in
   // place), where fp32 was due.
   dsinks_in_dtype,
+  // ALiBi: the distance taken as |i − j| (upper-left) where FlashAttention-2's is the lower-right
+  // |i + Sk − Sq − j|: a shift common to a row's keys where they all sit on one side of both
+  // diagonals (lse moves, P does not), and a different bias between them.
+  alibi_upper_left,
+  // ALiBi: query head h reads the slope of its KV head h / (Hq / Hkv), not its own (the bias
+  // broadcast over the wrong head axis).
+  alibi_kv_head,
 };
 /// The host paged impl's split-KV chunk: a sequence of more keys runs in splits of this many
 /// keys, combined by their logsumexps (FlashAttention's split-KV decode); splitkv_combine_log2
@@ -315,6 +339,7 @@ std::vector<char> unseen_keys(const Problem& p);
 ///   _winLxR        window (left L, right R; m for minus: _win4095xm1 = (4095, -1))
 ///   _chunkC        chunked-local attention, C keys a chunk
 ///   _sink          attention sinks
+///   _alibi, _alibib ALiBi slopes per head, per (batch, head)
 ///   _capX          softcap X > 0 (or a negative one: a negative case), written like scale
 ///   _bmask[b][h]   boolean attn_mask; b: per batch, h: per head (neither: broadcast over B, H)
 ///   _amask[b][h]   additive attn_mask, likewise
@@ -375,6 +400,8 @@ Strides mask_strides(const Problem& p);
 ///   sinks: "sinks", fp32 [Hq]: c + N(0, 2²) on stream 7, rounded to fp32, c the log of a row's
 ///     typical denominator (ln Sk + σ²/2, or σ·√(2 ln Sk) for sharp rows; σ = scale·√Dqk, at most
 ///     the softcap): about as heavy as a row's keys, P_sink from ~0.02 to ~0.98 over the heads.
+///   alibi: "alibi_slopes", fp32 [Hq] or [B, Hq]: BLOOM's and MPT's geometric slopes 2^(−8(h + 1)/Hq)
+///     for head h, times (1 + b/2) for batch entry b when per (batch, head).
 /// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
 /// "dV" (dtype, shapes of q, k, v) and, with sinks, "dsinks" (fp32 [Hq]).
 TensorMap make_inputs(const Problem& p, uint64_t seed);

@@ -101,6 +101,16 @@ HostTensor gather_pages(const Problem& p, const TensorMap& inputs, const char* c
   return s;
 }
 
+// Sequence b's ALiBi slopes: all of them per head, its row [1, Hq] per (batch, head) (zeros for
+// the empty sequence of a batch of none).
+HostTensor sequence_slopes(const Problem& p, const TensorMap& inputs, int64_t b) {
+  const HostTensor& all = inputs.at("alibi_slopes");
+  if (p.alibi == Alibi::per_head) return all;
+  HostTensor s(DType::fp32, {1, p.heads_q});
+  for (int64_t h = 0; b < p.batch && h < p.heads_q; ++h) s.set(h, all.get(b * p.heads_q + h));
+  return s;
+}
+
 // Sequence b's rows of a packed input: `rows` tokens from token `row0`, each `width` elements.
 HostTensor slice_rows(const HostTensor& t, int64_t row0, int64_t rows, int64_t heads, int64_t d) {
   HostTensor s(t.dtype(), {1, rows, heads, d});
@@ -134,6 +144,7 @@ References varlen_reference(const Problem& p, const TensorMap& inputs) {
     }
     if (backward) in.emplace("dO", slice_rows(inputs.at("dO"), cu_q[b], s.seq_q, p.heads_q, p.head_dim_v));
     if (p.sinks) in.emplace("sinks", inputs.at("sinks"));
+    if (p.alibi != Alibi::none) in.emplace("alibi_slopes", sequence_slopes(p, inputs, b));
     SinkGradients sb(p.sinks && backward ? p.heads_q : 0);
     const References rb = backward ? backward_reference(s, in, p.sinks ? &sb : nullptr) : reference(s, in);
     if (p.sinks && backward) sinks.add(sb);

@@ -41,10 +41,10 @@ extern "C" {
 /* The minor version: what a later header appended (docs/plugins.md, "ABI versions"). 1: sdpa's
  * varlen (THD) layout; 2: sdpa's paged KV cache; 3: sdpa's varlen padding rows with seqused_k; 4:
  * sdpa's chunked-local attention (opcts_sdpa_params.attention_chunk); 5: sdpa's attention sinks
- * (opcts_sdpa_params.sinks). An
+ * (opcts_sdpa_params.sinks); 6: sdpa's ALiBi (opcts_sdpa_params.alibi). An
  * impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts gives it no problem that
  * needs a later one (a SKIP naming the version). */
-#define OPCTS_PLUGIN_ABI_MINOR 5u
+#define OPCTS_PLUGIN_ABI_MINOR 6u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -212,6 +212,7 @@ enum { OPCTS_SDPA_ATTN_MASK_NONE = 0, OPCTS_SDPA_ATTN_MASK_BOOL = 1, OPCTS_SDPA_
 enum { OPCTS_SDPA_BHSD = 0, OPCTS_SDPA_BSHD = 1, OPCTS_SDPA_THD = 2, OPCTS_SDPA_PAGED = 3 };
 enum { OPCTS_SDPA_KV_NHD = 0, OPCTS_SDPA_KV_HND = 1 };
 enum { OPCTS_SDPA_FORWARD = 0, OPCTS_SDPA_BACKWARD = 1 };
+enum { OPCTS_SDPA_ALIBI_NONE = 0, OPCTS_SDPA_ALIBI_PER_HEAD = 1, OPCTS_SDPA_ALIBI_PER_BATCH_HEAD = 2 };
 typedef struct opcts_sdpa_params {
   uint32_t struct_size;
   opcts_dtype dtype; /* of q, k, v, O (fp16, bf16, fp32) */
@@ -239,6 +240,12 @@ typedef struct opcts_sdpa_params {
    * fp32 [Hq]: dsink_h = −Σ_(b,i) e^(sink_h − lse_i)·rowsum(dO_i ⊙ O_i), over every batch entry
    * (sequence) and row of head h; the impl writes all of it (opcts poisons it first). */
   int32_t sinks;
+  /* ABI 1.6: ALiBi (Press et al. 2022; FlashAttention-2's alibi_slopes): OPCTS_SDPA_ALIBI_* gives an
+   * input `alibi_slopes`, fp32 [Hq] (PER_HEAD) or [batch, Hq] (PER_BATCH_HEAD), and adds
+   * −slope·|i + seq_k − seq_q − j| to the score of query i and key j (per sequence when packed),
+   * after the scale and the softcap, before the additive mask and the masks. No gradient: the
+   * slopes are constants. */
+  int32_t alibi;
 } opcts_sdpa_params;
 
 /* scaled_mm: D[M, N] = out(os · (g · Σ_k deq(A)[m, k] · deq(B)[k, n] + bias[n])), one rounding.

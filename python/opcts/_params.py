@@ -21,7 +21,7 @@ class SdpaParams(ctypes.Structure):
                 ("mask", _i32), ("window_left", _i64), ("window_right", _i64), ("softcap", _f64),
                 ("attn_mask", _i32), ("mask_per_batch", _i32), ("mask_per_head", _i32), ("layout", _i32),
                 ("direction", _i32), ("page_size", _i64), ("num_pages", _i64), ("max_pages_per_seq", _i64),
-                ("kv_layout", _i32), ("attention_chunk", _i64), ("sinks", _i32)]
+                ("kv_layout", _i32), ("attention_chunk", _i64), ("sinks", _i32), ("alibi", _i32)]
 
 
 class ScaledMmParams(ctypes.Structure):
@@ -125,7 +125,7 @@ def _sdpa(c):
              attn_mask=AttnMask(_pick(_SDPA_ATTN, c.attn_mask), bool(c.mask_per_batch), bool(c.mask_per_head)),
              layout=("bhsd", "bshd", "varlen", "paged")[c.layout] if c.layout in (0, 1, 2, 3) else c.layout,
              kv_layout=("nhd", "hnd")[c.kv_layout] if c.kv_layout in (0, 1) else c.kv_layout, chunk=c.attention_chunk,
-             sinks=bool(c.sinks),
+             sinks=bool(c.sinks), alibi=("none", "per_head", "per_batch_head")[c.alibi] if c.alibi in (0, 1, 2) else c.alibi,
              direction=("forward", "backward")[c.direction] if c.direction in (0, 1) else c.direction)
     return f
 

@@ -9,7 +9,8 @@
 // are skipped), the unnormalised probabilities rounded to the input dtype (a tensor-core
 // P·V takes them in that dtype), the accumulator rescaled by exp(m_old − m_new). A tile
 // whose keys are all masked changes nothing. O = acc / l rounded to the dtype;
-// logsumexp = m + log(l); a row without keys: O = 0, logsumexp = -inf. Sinks join l after the
+// logsumexp = m + log(l); a row without keys: O = 0, logsumexp = -inf. ALiBi subtracts
+// slope·|i + Sk − Sq − j| after the softcap, in fp32. Sinks join l after the
 // last tile as FlashAttention 4's epilogue does, l += exp(sink − m) with m the keys' max; a row
 // without keys then has O = 0 and logsumexp = sink.
 //
@@ -25,6 +26,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 
@@ -81,6 +83,14 @@ class Kernel {
     qs = str(Hq, Sq, D), ks = str(Hkv, Sk, D), vs = str(Hkv, Sk, Dv), os = str(Hq, Sq, Dv);
     q = decode(in.at("q")), k = decode(in.at("k")), v = decode(in.at("v"));
     if (p.sinks && !opt.without_sinks) sinks = decode(in.at("sinks"));
+    if (p.alibi != sdpa::Alibi::none) {
+      const HostTensor& s = in.at("alibi_slopes");
+      const int64_t rows = p.alibi == sdpa::Alibi::per_batch_head ? B : 1;
+      if (s.dtype() != DType::fp32 || s.numel() != rows * Hq)
+        throw InvalidArgument("alibi_slopes", p.alibi == sdpa::Alibi::per_batch_head ? "must be fp32 [batch, heads_q]"
+                                                                                     : "must be fp32 [heads_q]");
+      slopes = decode(s);
+    }
     if (p.mask_tensor != sdpa::MaskTensor::none) {
       mask = decode(in.at("attn_mask"));
       const int64_t hs = Sq * Sk;
@@ -127,8 +137,15 @@ class Kernel {
       s = cap * th;
       if (dcap) *dcap = 1.0f - th * th;
     }
+    if (!slopes.empty())
+      s -= alibi_slope(b, h) * static_cast<float>(std::abs(i + (plant_ == Plant::alibi_upper_left ? 0 : align_) - j));
     if (p_.mask_tensor == sdpa::MaskTensor::additive) s += mask[ms.at(b, h, i) + j];
     return s;
+  }
+  // The ALiBi slope of (batch b, query head h); the alibi_kv_head plant reads its KV head's.
+  float alibi_slope(int64_t b, int64_t h) const {
+    const int64_t head = plant_ == Plant::alibi_kv_head ? h / group : h;
+    return slopes[(p_.alibi == sdpa::Alibi::per_batch_head ? b : 0) * Hq + head];
   }
 
   // Forward of row i of (b, h): O (unrounded fp32, Dv values) and lse.
@@ -292,7 +309,7 @@ class Kernel {
   int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_, key_begin_, key_end_;
   float scale, cap;
   Str qs{}, ks{}, vs{}, os{}, ms{0, 0, 0};
-  std::vector<float> q, k, v, mask, sinks;
+  std::vector<float> q, k, v, mask, sinks, slopes;
 };
 
 }  // namespace

@@ -64,6 +64,24 @@ inline void put_rows(HostTensor& out, const HostTensor& r, int64_t row0, int64_t
   for (int64_t e = skip * width; e < rows * width; ++e) out.set_code(row0 * width + e, r.code(e));
 }
 
+/// The per-sequence inputs beside q, k and v that a packed runner hands its dense kernel for
+/// sequence b: the sinks (per head: all of them), the ALiBi slopes (per head: all; per (batch,
+/// head): sequence b's row, as [1, Hq]).
+inline void add_sequence_extras(const sdpa::Problem& p, const TensorMap& in, int64_t b, TensorMap& sin) {
+  if (p.sinks) sin.emplace("sinks", in.at("sinks"));
+  if (p.alibi == sdpa::Alibi::none) return;
+  const HostTensor& all = in.at("alibi_slopes");
+  if (p.alibi == sdpa::Alibi::per_head) {
+    sin.emplace("alibi_slopes", all);
+    return;
+  }
+  if (all.dtype() != DType::fp32 || all.shape() != std::vector<int64_t>{p.batch, p.heads_q})
+    throw InvalidArgument("alibi_slopes", "must be fp32 [batch, heads_q]");
+  HostTensor row(DType::fp32, {1, p.heads_q});
+  for (int64_t h = 0; h < p.heads_q; ++h) row.set(h, all.get(b * p.heads_q + h));
+  sin.emplace("alibi_slopes", std::move(row));
+}
+
 /// A sequence's dense problem as the packed runners build it from the data's lengths: batch 1,
 /// BSHD, no lists, pages or corruption (the runners have read the index inputs already).
 inline sdpa::Problem dense_sequence(const sdpa::Problem& p, int64_t lq, int64_t lk) {

@@ -30,6 +30,9 @@
 //                                 the previous ones' (a store where an atomic add was due)
 //   host.flash_dsinks_in_dtype    sinks, backward: dsinks summed in the input dtype, rounded
 //                                 after every row's term (a 16-bit gradient buffer)
+//   host.flash_alibi_upper_left   ALiBi's distance |i − j|, not FlashAttention-2's lower-right
+//                                 |i + Sk − Sq − j|
+//   host.flash_alibi_kv_head      ALiBi: query head h reads its KV head's slope (GQA)
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "gpu/host/host_impls.hpp"
 
@@ -62,6 +65,8 @@ class HostSdpaPlanted final : public Impl {
       case Plant::sink_lse_omitted: return "host.flash_sink_lse_omitted";
       case Plant::dsinks_last_batch: return "host.flash_dsinks_last_batch";
       case Plant::dsinks_in_dtype: return "host.flash_dsinks_in_dtype";
+      case Plant::alibi_upper_left: return "host.flash_alibi_upper_left";
+      case Plant::alibi_kv_head: return "host.flash_alibi_kv_head";
       case Plant::none: break;
     }
     return "host.flash_planted";
@@ -89,7 +94,8 @@ void register_host_sdpa_planted(Registry& reg) {
        {Plant::window_off_by_one, Plant::chunk_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan,
         Plant::pv_in_dtype, Plant::rowsum_in_dtype, Plant::lse_plus_log2, Plant::varlen_key_offset,
         Plant::varlen_max_alignment, Plant::varlen_seqused_ignored, Plant::paged_page_offset, Plant::paged_tail_read,
-        Plant::splitkv_combine_log2, Plant::sink_lse_omitted, Plant::dsinks_last_batch, Plant::dsinks_in_dtype})
+        Plant::splitkv_combine_log2, Plant::sink_lse_omitted, Plant::dsinks_last_batch, Plant::dsinks_in_dtype,
+        Plant::alibi_upper_left, Plant::alibi_kv_head})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

@@ -687,6 +687,42 @@ TEST(SdpaPlanted, TheWindowOffByOneRunsExactlyWhereItsKeyIsInReach) {
   EXPECT_FALSE(plant.supports(at_zero, host).ok);
 }
 
+// The ALiBi plants: the upper-left distance and the KV head's slope. Each runs exactly where it
+// moves an output: the upper-left one needs Sq ≠ Sk, and a backward needs a row whose keys lie on
+// both sides of a diagonal (keys on one side only shift by a constant: P stays); the KV-head one
+// needs GQA and, backward, a row with keys at two distances.
+TEST(SdpaPlanted, AlibiBugsAreCaughtExactlyWhereTheyMoveAnOutput) {
+  const ArchInfo host{"host", "host"};
+  const Impl& ul = *builtin_registry().impl("host.flash_alibi_upper_left");
+  const Impl& kv = *builtin_registry().impl("host.flash_alibi_kv_head");
+  auto fwd = make(DType::bf16, 1, 4, 2, 26, 48, 64, Mask::none);
+  fwd.alibi = sdpa::Alibi::per_head;
+  expect_caught("host.flash_alibi_upper_left", fwd);
+  expect_caught("host.flash_alibi_kv_head", fwd);
+  auto bwd = fwd;
+  bwd.direction = sdpa::Direction::backward;
+  expect_caught("host.flash_alibi_upper_left", bwd);
+  expect_caught("host.flash_alibi_kv_head", bwd);
+  auto square = fwd;
+  square.seq_q = square.seq_k = 48;
+  EXPECT_FALSE(ul.supports(square, host).ok);  // one diagonal
+  expect_caught("host.flash_alibi_kv_head", square);
+  // Sq > Sk under lower-right causal: every key of a row sits left of both diagonals, so the
+  // upper-left distance only shifts the row: the forward's lse moves, the backward's P does not.
+  auto tall = make(DType::fp16, 2, 4, 2, 70, 48, 64, Mask::causal_lower_right);
+  tall.alibi = sdpa::Alibi::per_batch_head;
+  expect_caught("host.flash_alibi_upper_left", tall);
+  auto tall_bwd = tall;
+  tall_bwd.direction = sdpa::Direction::backward;
+  EXPECT_FALSE(ul.supports(tall_bwd, host).ok);
+  auto mha = fwd;
+  mha.heads_kv = 4;
+  EXPECT_FALSE(kv.supports(mha, host).ok);  // every query head is its own KV head
+  auto none = fwd;
+  none.alibi = sdpa::Alibi::none;
+  EXPECT_FALSE(ul.supports(none, host).ok);
+}
+
 // The sink plants: lse without the sink (forward: lse; backward: P and dsinks follow it) and a
 // batch entry's dsink share stored over the others'. Each is caught where it changes an output
 // and SKIPs where it cannot (no sinks; dsinks needs a backward with an earlier entry that adds a

@@ -141,6 +141,9 @@ inline Naive naive_forward(const sdpa::Problem& p, const TensorMap& in) {
                    k.get(at(p, p.heads_kv, p.seq_k, D, b, h / group, j, d));
           double x = dot * p.effective_scale();
           if (p.softcap > 0) x = p.softcap * std::tanh(x / p.softcap);
+          if (p.alibi != sdpa::Alibi::none)  // FlashAttention-2: −slope·|i + Sk − Sq − j|
+            x -= in.at("alibi_slopes").get((p.alibi == sdpa::Alibi::per_batch_head ? b : 0) * p.heads_q + h) *
+                 std::fabs(static_cast<double>(i + p.seq_k - p.seq_q - j));
           if (p.mask_tensor == sdpa::MaskTensor::additive) x += in.at("attn_mask").get(mi);
           s[j] = x;
           m = std::max(m, x);
@@ -205,6 +208,16 @@ inline std::vector<sdpa::Problem> variants(DType t) {
   p.mask_tensor = sdpa::MaskTensor::boolean;
   p.softcap = 2.5;
   p.sinks = true;
+  add(p);
+  // ALiBi: per head under GQA with Sq < Sk (the lower-right distance differs from |i − j|), and
+  // per (batch, head) with a softcap (the bias after it) and an additive mask.
+  p = make(t, 1, 4, 2, 7, 13, 8, Mask::none);
+  p.alibi = sdpa::Alibi::per_head;
+  add(p);
+  p = make(t, 2, 2, 1, 9, 9, 8, Mask::causal_lower_right);
+  p.alibi = sdpa::Alibi::per_batch_head;
+  p.softcap = 2.5;
+  p.mask_tensor = sdpa::MaskTensor::additive;
   add(p);
   return v;
 }
