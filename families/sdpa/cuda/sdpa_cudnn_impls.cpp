@@ -80,6 +80,8 @@ int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arc
   // The adapter's graphs have no sink term (the row declares ABI 1.3, so the runner SKIPs sink
   // problems before asking; this says why to a caller that asks anyway).
   if (c.sinks != 0) return no("attention sinks: the cuDNN adapter's graphs have no sink term");
+  // Nor an ALiBi bias (cuDNN's alibi_mask is not wired up; the row's ABI 1.3 SKIPs it first too).
+  if (bp.fwd.alibi != SdpaAlibi::none) return no("ALiBi: the cuDNN adapter's graphs have no ALiBi bias");
   // A negative case runs, so that the adapter refuses it naming the argument.
   try {
     sdpa_check_arguments(bp.fwd);

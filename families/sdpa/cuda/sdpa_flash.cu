@@ -10,10 +10,12 @@
 // Masks (sdpa_kernels.hpp): the causal mask and the window are one key interval per row
 // (flash::KeyInterval); a block loads only the key tiles that some of its rows may see, and
 // tiles crossing an interval bound, Sk or holding a mask tensor are masked per element.
-// Softcap and the additive mask take a general score path (natural domain, then log2).
+// Softcap, ALiBi and the additive mask take a general score path (natural domain, then log2).
 //
 // Attention sinks (SdpaParams::sinks) change no score, only each row's epilogue, in every
 // variant: the head's logit (times log2 e) joins the row sum once the row's max is final.
+// ALiBi (SdpaParams::alibi) changes every score, so it runs in the kGeneral variants only, on the
+// general path: −slope·|i + Sk − Sq − j| joins the natural-domain score after the softcap.
 //
 // NaN in K/V rows that are masked (the guarantee): key rows outside the block's visible
 // range [k0, k1) are zero-filled on load (never read from memory), so they cannot reach
@@ -109,12 +111,16 @@ struct KernelArgs {
   const void* mask;
   SdpaStrides ms;
   float scale, scale_log2, softcap;
-  bool general;     // softcap or additive mask: scores take the natural-domain path
+  bool general;     // softcap, ALiBi or additive mask: scores take the natural-domain path
   int64_t chunk;    // chunked-local attention (0 = off; the kGeneral variant only)
   bool gqa_modulo;  // planted
   bool nan_rows;    // planted masked_row_nan
   // Attention sinks [Hq] (null = off; every variant, in the epilogue).
   const float* sinks;
+  // ALiBi slopes (null = off; the kGeneral variants only): entry b·alibi_bs + h for batch entry
+  // (sequence) b and query head h.
+  const float* alibi;
+  int64_t alibi_bs;
   // Planted precision bugs (SdpaPlant), compiled into the kGeneral variant only, so that the
   // plain kernel the real impl runs carries none of their code.
   bool pv_in_dtype, rowsum_in_dtype, lse_plus_log2;
@@ -147,7 +153,7 @@ __device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_s
   }
 }
 
-// kGeneral: the problem has a mask tensor or a softcap. The plain variant (causal, window
+// kGeneral: the problem has a mask tensor, a softcap or ALiBi. The plain variant (causal, window
 // or no mask) compiles without that per-score code: as one kernel with runtime branches
 // the extra registers spilled at D = 128 and cost ~2.6x (H200, bf16 S=4096 causal: 93 vs
 // 242 TFLOP/s).
@@ -194,6 +200,13 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   // it made D = 256 spill, which it does not otherwise.
   float sink = -INFINITY;
   if constexpr (kGeneral) sink = a.sinks ? a.sinks[h] * kLog2e : -INFINITY;
+  // The ALiBi slope of (b, h) (b: the sequence in the varlen variant), read once per tile from
+  // shared memory rather than held in a register across the key loop (ptxas 13.0, sm_90: with the
+  // 32-bit distance below, the general variants' spill stores grew by at most 28 bytes, D = 96,
+  // against 36 held); the plain variant has no bias. Written before the loop's first barrier, read
+  // after it.
+  __shared__ float sSlope;
+  if (kGeneral && tid == 0) sSlope = a.alibi ? a.alibi[b * a.alibi_bs + h] : 0.f;
 
   // The block's sequence: the problem's (dense), or sequence b of a packed batch, whose rows
   // start at its offsets (batch strides are 0 there) and whose lengths set its alignment. The
@@ -343,6 +356,10 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
       d = d < -kWarpRows - 1 ? -kWarpRows - 1 : (d > BN ? BN : d);
       hi_lim = static_cast<int>(d);
     }
+    // ALiBi: the distance i + Sk − Sq − j of this thread's row g and the tile's column 0, 32-bit
+    // (sdpa_flash_supports bounds Sq and Sk), so that each element adds only its constant offset.
+    const int dist0 = kGeneral ? static_cast<int>(row_g + seq_k - seq_q - n0) : 0;
+    const float slope = kGeneral ? sSlope : 0.f;
     uint64_t seen = 0;  // columns of this thread that a valid row sees (mask tensor only)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
@@ -375,6 +392,8 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
           if (kGeneral && a.general) {
             x = s[mt][i][e] * a.scale;
             if (a.softcap > 0.f) x = a.softcap * tanhf(x / a.softcap);
+            // ALiBi at the row's lower-right distance (the sequence's own lengths when packed).
+            if (a.alibi) x -= flash::alibi_bias(slope, dist0 + ro - col);
             x = (x + add) * kLog2e;
           } else {
             x = s[mt][i][e] * a.scale_log2;
@@ -621,7 +640,9 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   a.scale = p.scale;
   a.scale_log2 = p.scale * 1.44269504088896340736f;
   a.softcap = p.softcap;
-  a.general = p.softcap > 0.f || a.mask_kind == SdpaMaskTensor::additive;
+  a.alibi = p.alibi != SdpaAlibi::none ? p.alibi_slopes : nullptr;
+  a.alibi_bs = flash::alibi_batch_stride(p);
+  a.general = p.softcap > 0.f || a.mask_kind == SdpaMaskTensor::additive || a.alibi != nullptr;
   a.chunk = p.chunk;
   a.sinks = p.has_sinks ? p.sinks : nullptr;
   a.gqa_modulo = p.plant == SdpaPlant::gqa_modulo;
@@ -683,6 +704,10 @@ bool sdpa_flash_supports(const SdpaParams& p, const char** why) {
   else if (p.block_table || (p.cu_seqlens_q && !p.cu_seqlens_k))  // a paged problem's tensors
     reason = "flash kernel takes the dense and varlen layouts; the paged KV cache is cuda.flash_decode's";
   else if (p.has_sinks && p.q && !p.sinks && p.heads_q > 0) reason = "flash kernel: sinks set without a sinks tensor";
+  else if (p.alibi != SdpaAlibi::none && p.q && !p.alibi_slopes && p.batch > 0 && p.heads_q > 0)
+    reason = "flash kernel: alibi set without an alibi_slopes tensor";
+  else if (p.alibi != SdpaAlibi::none && (p.seq_q > flash::kAlibiMaxSeq || p.seq_k > flash::kAlibiMaxSeq))
+    reason = "flash kernel: ALiBi's distances are 32-bit (Sq and Sk below 2^31 - 4096)";
   if (why) *why = reason;
   return reason == nullptr;
 }

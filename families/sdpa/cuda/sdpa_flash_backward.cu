@@ -4,13 +4,16 @@
 //   1. bwd_rowsum_kernel: D_i = rowsum(dO ⊙ O) in fp32, one warp per query row.
 //   2. The main kernel, one of two:
 //      a. tc::bwd_tc_kernel (tensor cores, mma.sync m16n8k16, fp32 accumulation), taken for
-//         fp16/bf16 with Dqk == Dv ∈ {32, 64, 96, 128}, no softcap and no mask tensor; any
+//         fp16/bf16 with Dqk == Dv ∈ {32, 64, 96, 128}, no softcap, ALiBi or mask tensor; any
 //         causal mask (upper-left, lower-right) or window, any GQA ratio, any strides that
 //         sdpa_flash_backward_supports accepts (BSHD included), and the plants.
 //      b. bwd_kernel (fp32 FMA on shared-memory tiles, no tensor cores): everything else
 //         that sdpa_flash_backward_supports accepts, i.e. softcap > 0, a boolean or additive
-//         mask tensor, Dqk != Dv (192/128) and head dims 80, 192, 256; and every problem
-//         when SdpaBackwardParams::path is SdpaBwdPath::fma (the cuda.flash_bwd_fma row).
+//         mask tensor, ALiBi, chunks, varlen, Dqk != Dv (192/128) and head dims 80, 192, 256;
+//         and every problem when SdpaBackwardParams::path is SdpaBwdPath::fma (the
+//         cuda.flash_bwd_fma row). ALiBi's bias joins the recomputed score after the softcap as
+//         in the forward (so P = exp(s − lse) is the forward's); it has no gradient, and the
+//         softcap's derivative is the score's before the bias.
 //      Both: one thread block per (batch, KV head, block of keys). It keeps dK and dV of its
 //      keys in fp32 registers and loops over every query head of the GQA group and every
 //      block of query rows that may see its keys: P is recomputed from the forward's
@@ -91,6 +94,10 @@ struct BwdTensors {
   int64_t total_q;
   flash::RelInterval rel;
   int64_t chunk;  // chunked-local attention (0 = off; the FMA kernel only): each row's chunk
+  // ALiBi slopes (null = off; the FMA kernel only): entry b·alibi_bs + h for batch entry
+  // (sequence) b and query head h.
+  const float* alibi;
+  int64_t alibi_bs;
 };
 
 BwdTensors bwd_tensors(const SdpaBackwardParams& bp, const float* dl, float* dq_acc) {
@@ -124,6 +131,8 @@ BwdTensors bwd_tensors(const SdpaBackwardParams& bp, const float* dl, float* dq_
   t.total_q = p.total_q;
   t.rel = flash::rel_interval(p);
   t.chunk = p.chunk;
+  t.alibi = p.alibi != SdpaAlibi::none ? p.alibi_slopes : nullptr;
+  t.alibi_bs = flash::alibi_batch_stride(p);
   return t;
 }
 
@@ -278,6 +287,11 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
           x = a.softcap * th;
           deriv = 1.f - th * th;
         }
+        // ALiBi at the row's lower-right distance, as the forward adds it (a constant: deriv stays).
+        // The slope of (b, h) (b: the sequence when packed) is read where it is used, a cached load,
+        // not held across the loops (ptxas 13.0, sm_90: held, the kernel spilled up to 64 bytes at
+        // D = 80 and 96, where it did not; read here, 8 bytes at fp16 D = 192 only).
+        if (a.alibi) x -= flash::alibi_bias(__ldg(a.alibi + (b * a.alibi_bs + h)), ig + seq_k - seq_q - jg);
         if (vis && has_mt) {
           if (a.mask_kind == SdpaMaskTensor::boolean) {
             vis = mbool[ig * a.ms.seq + jg] != 0;
@@ -835,8 +849,9 @@ bool tc_takes(const SdpaBackwardParams& bp) {
   // H100 --bitwise smoke run saw dQ differ (fp16 hq4 hkv2 Sq 40 Sk 77 d64 amask, 2026-12-05).
   const bool has_mask_tensor = p.mask_kind != SdpaMaskTensor::none;
   // Varlen runs on the FMA kernel, which places each block at its sequence's offsets; chunks on
-  // it too, which masks each element to its row's chunk.
-  return bp.path != SdpaBwdPath::fma && !p.varlen && p.chunk == 0 &&
+  // it too, which masks each element to its row's chunk, and ALiBi, a per-score bias the
+  // tensor-core kernel has no path for (as it has none for softcap or an additive mask).
+  return bp.path != SdpaBwdPath::fma && !p.varlen && p.chunk == 0 && p.alibi == SdpaAlibi::none &&
          (p.dtype == SdpaDType::fp16 || p.dtype == SdpaDType::bf16) && p.head_dim == p.head_dim_v &&
          tc::head_dim_ok(p.head_dim) && p.softcap == 0.f && !has_mask_tensor;
 }

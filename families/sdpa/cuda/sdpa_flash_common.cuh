@@ -56,6 +56,23 @@ inline __host__ __device__ int64_t chunk_first(int64_t a, int64_t c) {
   return (a >= 0 ? a / c : -((-a + c - 1) / c)) * c;
 }
 
+/// ALiBi's bias (SdpaParams::alibi) at the distance d = i + Sk − Sq − j of row i and key j:
+/// slope·|d|, |d| exact until its one conversion and the product rounded on its own (__fmul_rn,
+/// so that the compiler does not fuse it into the score's subtraction), as the reference
+/// computes it.
+template <typename I>
+__device__ __forceinline__ float alibi_bias(float slope, I d) {
+  return __fmul_rn(slope, static_cast<float>(d < 0 ? -d : d));
+}
+
+/// The longest Sq and Sk with ALiBi in the flash forward, whose distances are 32-bit integers
+/// (a tile's rows and columns around the block's first: |d| < 2^31 with room for them).
+constexpr int64_t kAlibiMaxSeq = (int64_t(1) << 31) - 4096;
+
+/// The step of alibi_slopes between batch entries (sequences): Hq for per_batch_head, 0 for
+/// per_head (every batch entry reads row 0).
+inline int64_t alibi_batch_stride(const SdpaParams& p) { return p.alibi == SdpaAlibi::per_batch_head ? p.heads_q : 0; }
+
 /// The keys some row in [r0, r1] (clipped to [0, Sq)) may see under the interval, clipped to
 /// [0, Sk): [*k0, *k1), empty when *k0 >= *k1.
 inline __host__ __device__ void keys_of_rows(const KeyInterval& iv, int64_t r0, int64_t r1, int64_t seq_k, int64_t* k0,

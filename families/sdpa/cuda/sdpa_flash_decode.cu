@@ -6,9 +6,11 @@
 // query head, split), and a second kernel combines the splits of sequences that have several.
 //
 // Arithmetic (the bounds' model, cases/tolerances.yaml "cuda.flash_decode*"): scores s = q·k in
-// fp32 FMAs (lanes over D, a shuffle tree), times the scale, the softcap, times log2(e); per
-// split two passes — its max m_s, then e_j = 2^(s_j − m_s) (ex2.approx), l_s = Σ e_j in fp32 and
-// P_j = e_j rounded to the dtype once for P·V, summed in fp32 per output element in key order.
+// fp32 FMAs (lanes over D, a shuffle tree), times the scale, the softcap, minus ALiBi's
+// slope·|i + Sk_b − Sq_b − j| (SdpaParams::alibi; sequence b's row of the slopes when per batch
+// entry), times log2(e); per split two passes — its max m_s, then e_j = 2^(s_j − m_s)
+// (ex2.approx), l_s = Σ e_j in fp32 and P_j = e_j rounded to the dtype once for P·V, summed in
+// fp32 per output element in key order.
 // A sequence of one split writes O = acc / l and lse = (m + log2 l)·ln 2 there. Otherwise the
 // combine takes the partials (acc_s unnormalised, m_s, l_s): M = max m_s, w_s = 2^(m_s − M),
 // L = Σ w_s·l_s, O = Σ w_s·acc_s / L, lse = (M + log2 L)·ln 2 — each split's sum is rescaled once,
@@ -69,6 +71,9 @@ struct DecodeArgs {
   float* part_l;  // [splits, Tq, Hq]: its row sum
   // Attention sinks [Hq] (null = off).
   const float* sinks;
+  // ALiBi slopes (null = off): entry b·alibi_bs + h for sequence b and query head h.
+  const float* alibi;
+  int64_t alibi_bs;
 };
 
 // Element offset of (page, slot, KV head) in a cache of `dim` per head, int64 throughout (a cache
@@ -160,6 +165,7 @@ __global__ void __launch_bounds__(kThreads) decode_split_kernel(const DecodeArgs
 
   // Scores: warp w takes keys j0 + w, j0 + w + kWarps, ...; its lanes split D.
   const T* kc = static_cast<const T*>(a.k_cache);
+  const float slope = a.alibi ? a.alibi[r.b * a.alibi_bs + h] : 0.f;
   for (int64_t jj = warp; jj < n; jj += kWarps) {
     const int64_t j = j0 + jj, slot = j % a.page_size;
     int64_t page = a.table[r.b * a.width + j / a.page_size];
@@ -175,6 +181,7 @@ __global__ void __launch_bounds__(kThreads) decode_split_kernel(const DecodeArgs
       if (!ok) bad = 1;
       float x = dot * a.scale;
       if (a.softcap > 0.f) x = a.softcap * tanhf(x / a.softcap);
+      if (a.alibi) x -= flash::alibi_bias(slope, r.i + r.lk - r.lq - j);  // the row's lower-right distance
       ps[jj] = x * kLog2e;
       vrow[jj] = ok ? cache_row(a, page, slot, hk, a.dv) : 0;
     }
@@ -323,6 +330,8 @@ bool sdpa_flash_decode_supports(const SdpaParams& p, const char** why) {
   else if (tokens_of(p) > 0x7fffffffLL || p.heads_q > 65535 || splits_of(p) > 65535)
     reason = "flash_decode: more query tokens (2^31), heads (65,535) or splits (65,535) than one grid holds";
   else if (p.has_sinks && p.q && !p.sinks && p.heads_q > 0) reason = "flash_decode: sinks set without a sinks tensor";
+  else if (p.alibi != SdpaAlibi::none && p.q && !p.alibi_slopes && p.batch > 0 && p.heads_q > 0)
+    reason = "flash_decode: alibi set without an alibi_slopes tensor";
   if (why) *why = reason;
   return reason == nullptr;
 }
@@ -368,6 +377,8 @@ void sdpa_flash_decode_forward(const SdpaParams& p, CUstream_st* stream) {
   a.rel = flash::rel_interval(p);
   a.plant = p.plant;
   a.sinks = p.has_sinks ? p.sinks : nullptr;
+  a.alibi = p.alibi != SdpaAlibi::none ? p.alibi_slopes : nullptr;
+  a.alibi_bs = flash::alibi_batch_stride(p);
   StreamScratch scratch(stream);  // freed on the stream after the kernels
   if (a.splits > 1) {
     const auto rows = static_cast<size_t>(a.splits * a.total_q * a.heads_q);

@@ -101,6 +101,16 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
                   "attention sinks run on cuda.flash (forward and backward) and cuda.flash_decode, not on cuda.math");
     return 0;
   }
+  // ALiBi is a per-score bias: cuda.flash's forward adds it on its general path, its backward on
+  // the FMA kernel (the tensor-core kernel has no per-score term, as for softcap and attn_mask),
+  // cuda.flash_decode in its scores; cuda.math's softmax has no bias.
+  if (bp.fwd.alibi != SdpaAlibi::none &&
+      ((row.kernel != SdpaKernel::flash && !decode) || row.path == SdpaBwdPath::tc_two_blocks)) {
+    std::snprintf(reason, size,
+                  "ALiBi runs on cuda.flash (its backward on the FMA kernel) and cuda.flash_decode, not on "
+                  "cuda.math or the tensor-core backward");
+    return 0;
+  }
   if (layout == sdpa::Layout::varlen && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
     std::snprintf(reason, size, "the varlen layout runs on cuda.flash (its backward on the FMA kernel)");
     return 0;

@@ -10,8 +10,9 @@
 //
 // Scores (PyTorch's scaled_dot_product_attention docs; FlashAttention-2's flash_attn_interface.py
 // flash_attn_func): s = scale · q_i·k_j; with softcap > 0, s = softcap ·
-// tanh(s / softcap) (FlashAttention-2's softcap, Gemma-2); then the additive mask is added;
-// then keys outside the causal mask, the window or the boolean mask get s = -inf.
+// tanh(s / softcap) (FlashAttention-2's softcap, Gemma-2); with ALiBi (SdpaParams::alibi),
+// s −= slope·|i + Sk − Sq − j|; then the additive mask is added; then keys outside the causal
+// mask, the window or the boolean mask get s = -inf.
 // A row that sees no key (all -inf) gets O = 0 and logsumexp = -inf, never NaN (with sinks:
 // O = 0 and logsumexp = sink_h).
 // GQA: query head h reads KV head h / (Hq / Hkv) (PyTorch enable_gqa, FlashAttention-2).
@@ -36,8 +37,8 @@ struct CUstream_st;
 namespace opcts::cuda {
 
 enum class SdpaDType { fp16, bf16, fp32 };
-/// The mask and the mask tensor's kind, spelled with the ABI's constants as sdpa::Mask and
-/// sdpa::MaskTensor are (one vocabulary).
+/// The mask, the mask tensor's kind and ALiBi's, spelled with the ABI's constants as sdpa::Mask,
+/// sdpa::MaskTensor and sdpa::Alibi are (one vocabulary).
 enum class SdpaMask : int32_t {
   none = OPCTS_SDPA_MASK_NONE,
   causal_upper_left = OPCTS_SDPA_CAUSAL_UPPER_LEFT,
@@ -47,6 +48,11 @@ enum class SdpaMaskTensor : int32_t {
   none = OPCTS_SDPA_ATTN_MASK_NONE,
   boolean = OPCTS_SDPA_ATTN_MASK_BOOL,
   additive = OPCTS_SDPA_ATTN_MASK_ADDITIVE,
+};
+enum class SdpaAlibi : int32_t {
+  none = OPCTS_SDPA_ALIBI_NONE,
+  per_head = OPCTS_SDPA_ALIBI_PER_HEAD,
+  per_batch_head = OPCTS_SDPA_ALIBI_PER_BATCH_HEAD,
 };
 
 /// Deliberate bugs a planted impl asks the kernels for (each must make its cases FAIL).
@@ -125,6 +131,14 @@ struct SdpaParams {
   // (the supports callbacks ask).
   bool has_sinks = false;
   const float* sinks = nullptr;
+  // ALiBi (ABI 1.6; sdpa_flash_forward's general variants, sdpa_flash_backward's FMA kernel and
+  // sdpa_flash_decode_forward): alibi_slopes, fp32 [Hq] (per_head) or [B, Hq] (per_batch_head;
+  // row b is sequence b's when packed). The score of row i and key j becomes s − slope·|i + Sk −
+  // Sq − j| (FlashAttention-2's alibi_slopes; each sequence's own Sq_b and Sk_b when packed), the
+  // distance exact and the product rounded once, after the scale and the softcap and before the
+  // additive mask. No gradient. alibi is set without the tensor too (the supports callbacks ask).
+  SdpaAlibi alibi = SdpaAlibi::none;
+  const float* alibi_slopes = nullptr;
 };
 
 /// Gradients of the forward above for a given dO. `fwd` holds the forward's inputs and its

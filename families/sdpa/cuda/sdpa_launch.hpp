@@ -41,8 +41,8 @@ inline bool sdpa_backward(const opcts_sdpa_params& c) {
 /// The kernels' parameters of an ABI call: sizes, scale, masks, window, softcap, the strides of
 /// the layout (BHSD, BSHD, or THD for varlen: token-major, batch strides 0, with the cu_seqlens
 /// tensors and Tq from q's rows; paged: q and O as THD, k and v the caches, the block table,
-/// seqused_k and the page geometry), the chunk and the sinks, and — when `tensors` are given —
-/// the tensors' pointers.
+/// seqused_k and the page geometry), the chunk, the sinks and ALiBi, and — when `tensors` are
+/// given — the tensors' pointers.
 inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor* tensors = nullptr, int32_t n = 0,
                                  SdpaPlant plant = SdpaPlant::none) {
   SdpaParams k{};
@@ -81,6 +81,7 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
   k.varlen = layout == sdpa::Layout::varlen;
   k.chunk = c.attention_chunk;
   k.has_sinks = c.sinks != 0;
+  k.alibi = as_kernel<SdpaAlibi>(from_abi<sdpa::Alibi>(c.alibi, "alibi"));
   if (paged) {
     k.page_size = c.page_size;
     k.num_pages = c.num_pages;
@@ -95,6 +96,8 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
     k.lse = static_cast<float*>(sdpa_tensor_data(tensors, n, "lse"));
     k.attn_mask = sdpa_tensor_data(tensors, n, "attn_mask");
     if (k.has_sinks) k.sinks = static_cast<const float*>(sdpa_tensor_data(tensors, n, "sinks"));
+    if (k.alibi != SdpaAlibi::none)
+      k.alibi_slopes = static_cast<const float*>(sdpa_tensor_data(tensors, n, "alibi_slopes"));
     if (thd) {
       k.cu_seqlens_q = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_q"));
       k.cu_seqlens_k = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_k"));

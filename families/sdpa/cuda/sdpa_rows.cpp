@@ -81,8 +81,9 @@ void register_cuda_sdpa(Registry& reg) {
   // ABI 1.3: varlen (the forward's kVarlen variant, the backward's FMA kernel) with padding rows
   // (seqused_k); its supports refuses the paged layout (1.2), cuda.flash_decode's. 1.4: chunked-
   // local attention in the forward's general variant and the backward's FMA kernel. 1.5: attention
-  // sinks in every forward variant's epilogue, and the backward's dsinks pass (every kernel).
-  rows.back().desc.abi_minor = 5;
+  // sinks in every forward variant's epilogue, and the backward's dsinks pass (every kernel). 1.6:
+  // ALiBi in the forward's general variant and the backward's FMA kernel.
+  rows.back().desc.abi_minor = 6;
   kernel_row("cuda.math", &kMath, {});
   kernel_row("cuda.flash_bwd_fma", &kBwdFma, {"mma_sync_bf16"});
   kernel_row("cuda.flash_bwd_occ2", &kBwdOcc2, {"mma_sync_bf16"});
@@ -93,9 +94,9 @@ void register_cuda_sdpa(Registry& reg) {
   }
   // FMA only (no tensor cores): any arch the CUDA build targets. ABI 1.2: the paged layout. 1.5:
   // attention sinks in the split combine (its supports refuses varlen, 1.1 and 1.3, and chunks,
-  // 1.4). The planted twins stay at 1.2.
+  // 1.4). 1.6: ALiBi in its scores. The planted twins stay at 1.2.
   kernel_row("cuda.flash_decode", &kDecode, {});
-  rows.back().desc.abi_minor = 5;
+  rows.back().desc.abi_minor = 6;
   for (const Planted& p : kDecodePlanted) {
     kernel_row(p.name, &p.row, {});
     rows.back().desc.abi_minor = 2;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/builtins.hpp"
@@ -156,6 +157,40 @@ TEST(SdpaCudaGlue, ChunksReachCudaFlashAndItsFmaBackward) {
 // forward's lse, dsinks from a pass of its own), and cuda.flash_decode's combine. cuda.math
 // declines them in supports; every other CUDA row (cuda.math and cuda.cudnn too) declares a minor
 // below 1.5, so the runner SKIPs sink problems there before asking.
+// The kernel rows the feature tests ask (sdpa_rows.cpp's) and their supports callback, the reason
+// of the last refusal in `reason`.
+constexpr cuda::SdpaRow kFlashRow{cuda::SdpaKernel::flash}, kMathRow{cuda::SdpaKernel::math},
+    kDecodeRow{cuda::SdpaKernel::flash_decode},
+    kBwdFmaRow{cuda::SdpaKernel::flash, cuda::SdpaPlant::none, cuda::SdpaBwdPath::fma},
+    kBwdOcc2Row{cuda::SdpaKernel::flash, cuda::SdpaPlant::none, cuda::SdpaBwdPath::tc_two_blocks};
+struct RowSupports {
+  char reason[256] = {};
+  int32_t operator()(const cuda::SdpaRow& row, const opcts_sdpa_params& c) {
+    const opcts_arch arch{};
+    reason[0] = '\0';
+    return cuda::sdpa_kernel_supports(&row, &c, &arch, reason, sizeof reason);
+  }
+};
+
+// The ABI gap the runner finds between an impl and a problem ("" where it hands the problem over).
+std::string gap(const char* impl, const Problem& p) {
+  const Impl* i = builtin_registry().impl(impl);
+  return i ? i->abi_gap(p) : std::string("no impl ") + impl;
+}
+
+// Every CUDA sdpa row but cuda.flash and cuda.flash_decode declares at most `minor`, so the runner
+// SKIPs p there, naming `abi` ("ABI 1.6").
+void expect_other_cuda_rows_skip(const Problem& p, uint32_t minor, const char* abi) {
+  for (const Impl* i : builtin_registry().impls_of("sdpa")) {
+    const std::string name(i->name());
+    if (name.rfind("cuda.", 0) != 0 || name == "cuda.flash" || name == "cuda.flash_decode") continue;
+    const auto* a = dynamic_cast<const AbiImpl*>(i);
+    ASSERT_NE(a, nullptr) << name;
+    EXPECT_LE(a->abi_minor(), minor) << name;
+    EXPECT_NE(i->abi_gap(p).find(abi), std::string::npos) << name << ": " << i->abi_gap(p);
+  }
+}
+
 TEST(SdpaCudaGlue, SinksReachCudaFlashAndTheDecodeKernelOnly) {
   const Family& f = *builtin_registry().family("sdpa");
   const ProblemPtr fwd_p = f.parse_id("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr_sink");
@@ -178,43 +213,79 @@ TEST(SdpaCudaGlue, SinksReachCudaFlashAndTheDecodeKernelOnly) {
   EXPECT_EQ(bp.fwd.sinks, sinks);
   EXPECT_EQ(bp.d_sinks, dsinks);
 
-  static constexpr cuda::SdpaRow kFlash{cuda::SdpaKernel::flash}, kMath{cuda::SdpaKernel::math},
-      kDecode{cuda::SdpaKernel::flash_decode};
-  static constexpr cuda::SdpaRow kBwdFma{cuda::SdpaKernel::flash, cuda::SdpaPlant::none, cuda::SdpaBwdPath::fma};
-  static constexpr cuda::SdpaRow kBwdOcc2{cuda::SdpaKernel::flash, cuda::SdpaPlant::none,
-                                          cuda::SdpaBwdPath::tc_two_blocks};
-  const opcts_arch arch{};
-  char reason[256] = {};
-  const auto supports = [&](const cuda::SdpaRow& row, const opcts_sdpa_params& c) {
-    reason[0] = '\0';
-    return cuda::sdpa_kernel_supports(&row, &c, &arch, reason, sizeof reason);
-  };
-  EXPECT_EQ(supports(kFlash, fwd), 1) << reason;
-  EXPECT_EQ(supports(kFlash, bwd), 1) << reason;
-  EXPECT_EQ(supports(kBwdFma, bwd), 1) << reason;
-  EXPECT_EQ(supports(kBwdOcc2, bwd), 1) << reason;
-  EXPECT_EQ(supports(kDecode, paged), 1) << reason;
+  RowSupports supports;
+  const char* const reason = supports.reason;
+  EXPECT_EQ(supports(kFlashRow, fwd), 1) << reason;
+  EXPECT_EQ(supports(kFlashRow, bwd), 1) << reason;
+  EXPECT_EQ(supports(kBwdFmaRow, bwd), 1) << reason;
+  EXPECT_EQ(supports(kBwdOcc2Row, bwd), 1) << reason;
+  EXPECT_EQ(supports(kDecodeRow, paged), 1) << reason;
   for (const opcts_sdpa_params* c : {&fwd, &bwd}) {
-    EXPECT_EQ(supports(kMath, *c), 0);
+    EXPECT_EQ(supports(kMathRow, *c), 0);
     EXPECT_NE(std::string(reason).find("attention sinks"), std::string::npos) << reason;
   }
 
   // The row table: which rows the runner hands a sink problem (abi_gap empty) and which it SKIPs.
-  const auto gap = [&](const char* impl, const Problem& p) {
-    const Impl* i = builtin_registry().impl(impl);
-    return i ? i->abi_gap(p) : std::string("no impl ") + impl;
-  };
   EXPECT_EQ(gap("cuda.flash", *fwd_p), "");
   EXPECT_EQ(gap("cuda.flash", *bwd_p), "");
   EXPECT_EQ(gap("cuda.flash_decode", *paged_p), "");
-  for (const Impl* i : builtin_registry().impls_of("sdpa")) {
-    const std::string name(i->name());
-    if (name.rfind("cuda.", 0) != 0 || name == "cuda.flash" || name == "cuda.flash_decode") continue;
-    const auto* abi = dynamic_cast<const AbiImpl*>(i);
-    ASSERT_NE(abi, nullptr) << name;
-    EXPECT_LE(abi->abi_minor(), 4u) << name;
-    EXPECT_NE(i->abi_gap(*fwd_p).find("ABI 1.5"), std::string::npos) << name << ": " << i->abi_gap(*fwd_p);
+  expect_other_cuda_rows_skip(*fwd_p, 4, "ABI 1.5");
+}
+
+// ALiBi (ABI 1.6: SdpaParams::alibi from the struct's alibi, the "alibi_slopes" tensor) reaches
+// cuda.flash, forward (the general variant) and backward (the FMA kernel, whose 32-key blocks the
+// determinism claim then counts), and cuda.flash_decode's scores. cuda.math and the two-block
+// tensor-core row decline it in supports; every other CUDA row declares a minor below 1.6, so the
+// runner SKIPs ALiBi problems there before asking.
+TEST(SdpaCudaGlue, AlibiReachesCudaFlashItsFmaBackwardAndTheDecodeKernel) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const ProblemPtr fwd_p = f.parse_id("bf16_b2_hq4_hkv2_sq26_sk48_d64_causal_lr_alibib");
+  const ProblemPtr bwd_p = f.parse_id("bf16_b1_hq4_hkv2_sq26_sk48_d128_causal_lr_alibi_bwd");
+  const ProblemPtr varlen_p = f.parse_id("bf16_b2_hq4_hkv2_sq3x4_sk5x6_d64_causal_lr_alibib_varlen_bwd");
+  const ProblemPtr paged_p = f.parse_id("bf16_b4_hq4_hkv2_sq1x20x0x4_sk33x400x9x18_d64_causal_lr_alibi_paged_page16");
+  const auto fwd = abi_struct<opcts_sdpa_params>(f.abi_params(*fwd_p));
+  const auto bwd = abi_struct<opcts_sdpa_params>(f.abi_params(*bwd_p));
+  const auto varlen = abi_struct<opcts_sdpa_params>(f.abi_params(*varlen_p));
+  const auto paged = abi_struct<opcts_sdpa_params>(f.abi_params(*paged_p));
+  const auto plain =
+      abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr")));
+  EXPECT_EQ(cuda::sdpa_params_of(fwd).alibi, cuda::SdpaAlibi::per_batch_head);
+  EXPECT_EQ(cuda::sdpa_params_of(paged).alibi, cuda::SdpaAlibi::per_head);
+  EXPECT_EQ(cuda::sdpa_params_of(plain).alibi, cuda::SdpaAlibi::none);
+  float slopes[2 * 4] = {};
+  const int64_t shape[2] = {2, 4};
+  opcts_tensor t{};
+  t.name = "alibi_slopes", t.data = slopes, t.shape = shape, t.ndim = 2;
+  EXPECT_EQ(cuda::sdpa_params_of(fwd, &t, 1).alibi_slopes, slopes);
+  EXPECT_EQ(cuda::sdpa_backward_params_of(bwd, &t, 1).fwd.alibi_slopes, slopes);
+  EXPECT_EQ(cuda::sdpa_params_of(plain, &t, 1).alibi_slopes, nullptr);  // no alibi: never read
+  // A value the ABI does not name is refused, naming the field.
+  opcts_sdpa_params bad = fwd;
+  bad.alibi = 3;
+  EXPECT_THROW(cuda::sdpa_params_of(bad), AbiValueError);
+
+  RowSupports supports;
+  const char* const reason = supports.reason;
+  EXPECT_EQ(supports(kFlashRow, fwd), 1) << reason;
+  EXPECT_EQ(supports(kFlashRow, bwd), 1) << reason;
+  EXPECT_EQ(supports(kFlashRow, varlen), 1) << reason;
+  EXPECT_EQ(supports(kBwdFmaRow, bwd), 1) << reason;
+  EXPECT_EQ(supports(kDecodeRow, paged), 1) << reason;
+  for (const auto& [row, c] : {std::pair{&kMathRow, &fwd}, {&kMathRow, &bwd}, {&kBwdOcc2Row, &bwd}}) {
+    EXPECT_EQ(supports(*row, *c), 0);
+    EXPECT_NE(std::string(reason).find("ALiBi"), std::string::npos) << reason;
   }
+  // The backward runs on the FMA kernel: Sk 77 spans three of its 32-key blocks (dQ's atomics),
+  // where the tensor-core kernel's 64 would take two.
+  EXPECT_EQ(flash_deterministic("fp16_b1_hq4_hkv2_sq40_sk77_d64_nomask_alibi_bwd"), 0);
+  EXPECT_EQ(flash_deterministic("fp16_b1_hq4_hkv2_sq40_sk64_d64_nomask_alibi_bwd"), 1);
+
+  // The row table: which rows the runner hands an ALiBi problem (abi_gap empty) and which it SKIPs.
+  EXPECT_EQ(gap("cuda.flash", *fwd_p), "");
+  EXPECT_EQ(gap("cuda.flash", *bwd_p), "");
+  EXPECT_EQ(gap("cuda.flash", *varlen_p), "");
+  EXPECT_EQ(gap("cuda.flash_decode", *paged_p), "");
+  expect_other_cuda_rows_skip(*fwd_p, 5, "ABI 1.6");
 }
 
 // The varlen backward's determinism claim knows only the longest lengths: within two key blocks
