@@ -240,8 +240,6 @@ bool varlen_bug_moves_keys(const Problem& p, int64_t b, int64_t cu_k, PlantedBug
   return false;
 }
 
-// Whether some row of the dense problem s sees other keys when the sequence is taken as sk >= Sk
-// keys long (the tail or padding rows read as keys, the lower-right alignment by sk).
 // Whether an ALiBi plant moves row i's outputs. The plant changes the row's bias by c(j): the
 // upper-left plant by slope·(|i + Δ − j| − |i − j|) (Δ = Sk − Sq), constant for keys on one side
 // of both diagonals and strictly monotone between them; the KV-head plant by (slope_h −
@@ -266,6 +264,8 @@ bool alibi_plant_moves_row(const Problem& p, int64_t i, PlantedBug bug) {
   return last - first >= 2 || (last == first + 1 && dist(first) != dist(last));
 }
 
+// Whether some row of the dense problem s sees other keys when the sequence is taken as sk >= Sk
+// keys long (the tail or padding rows read as keys, the lower-right alignment by sk).
 bool longer_keys_move(const Problem& s, int64_t sk) {
   if (sk == s.seq_k) return false;
   Problem t = s;
