@@ -62,6 +62,59 @@ References backward_reference(const Problem& p, const TensorMap& inputs) {
   return r;
 }
 
+namespace {
+
+// dbias's sums over one (batch, KV head) task's terms, in the mask slices the task touches: its
+// group's query heads' (or the one broadcast head's) [Sqm, Sk] of batch entry b (or of the
+// broadcast one). Summed over the tasks in their order after the parallel loop, so the fp64
+// reference does not depend on the threads.
+struct DbiasParts {
+  int64_t heads = 0, rows = 0, keys = 0;
+  std::vector<double> exact, lowp, floor, sq, terms, abs_sum;
+  DbiasParts() = default;
+  DbiasParts(int64_t h, int64_t r, int64_t k) : heads(h), rows(r), keys(k) {
+    for (auto* v : {&exact, &lowp, &floor, &sq, &terms, &abs_sum}) v->assign(static_cast<size_t>(h * r * k), 0.0);
+  }
+};
+
+// dbias from the summed parts (bound.hpp's file comment): the terms' fp32 floors outright; where
+// an element sums two terms or more, their modelled roundings to the dtype (a kernel may round dS
+// before it sums it: λ·√Σ b²) and the fp32 sum's roundings to nearest, mean-zero, at most u/2 of
+// a partial no larger than Σ|t| (Azuma–Hoeffding at the lse floor's Λ, as dsinks' sum). A single
+// term's one rounding is the output rounding the judge adds.
+void finish_dbias(const Problem& p, const std::vector<DbiasParts>& tasks, References& r) {
+  const std::vector<int64_t> shape = mask_shape(p);
+  const int64_t rows = shape[2], keys = shape[3], n = shape[0] * shape[1] * rows * keys;
+  std::vector<double> exact(n, 0.0), lowp(n, 0.0), floor(n, 0.0), sq(n, 0.0), terms(n, 0.0), abs_sum(n, 0.0);
+  const int64_t group = p.heads_q / p.heads_kv;
+  for (int64_t t = 0; t < static_cast<int64_t>(tasks.size()); ++t) {
+    const DbiasParts& part = tasks[static_cast<size_t>(t)];
+    const int64_t b = t / p.heads_kv, hk = t % p.heads_kv;
+    const int64_t bm = p.mask_per_batch ? b : 0;
+    for (int64_t lh = 0; lh < part.heads; ++lh) {
+      const int64_t hm = p.mask_per_head ? hk * group + lh : 0;
+      const int64_t base = (bm * shape[1] + hm) * rows * keys, local = lh * rows * keys;
+      for (int64_t e = 0; e < rows * keys; ++e) {
+        const size_t g = static_cast<size_t>(base + e), l = static_cast<size_t>(local + e);
+        exact[g] += part.exact[l], lowp[g] += part.lowp[l], floor[g] += part.floor[l], sq[g] += part.sq[l];
+        terms[g] += part.terms[l], abs_sum[g] += part.abs_sum[l];
+      }
+    }
+  }
+  std::vector<double> bound(n, 0.0);
+  for (int64_t e = 0; e < n; ++e) {
+    bound[e] = floor[e];
+    if (terms[e] >= 2)
+      bound[e] += detail::kRoundingSigmas * std::sqrt(sq[e]) +
+                  detail::kAzumaSigmas * detail::kAccUnit / 2 * std::sqrt(terms[e]) * abs_sum[e];
+  }
+  r.exact["dbias"] = std::move(exact);
+  r.lowp["dbias"] = std::move(lowp);
+  r.bound["dbias"] = std::move(bound);
+}
+
+}  // namespace
+
 References backward_reference(const Problem& p, const TensorMap& inputs, SinkGradients* sinks) {
   const int64_t B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k;
   const int64_t D = p.head_dim, Dv = p.head_dim_v;
@@ -83,6 +136,9 @@ References backward_reference(const Problem& p, const TensorMap& inputs, SinkGra
   const std::vector<detail::RowBlock> blocks = detail::row_blocks(p);
   // The sinks' gradient per (batch, query head), summed over the batch in order after the loop.
   std::vector<SinkGradients> sink_parts(sinks ? static_cast<size_t>(B) : 0, SinkGradients(Hq));
+  // dbias per (batch, KV head) task, likewise.
+  std::vector<DbiasParts> dbias_parts(p.dbias ? static_cast<size_t>(B * Hkv) : 0);
+  const int64_t mask_rows = p.dbias ? mask_shape(p)[2] : 0;
 
   // One precision's gradients of (b, hk) into `refs`, row block by row block; `bounds` (lowp only) also writes the
   // bounds from that pipeline's own P, dS and O.
@@ -93,6 +149,10 @@ References backward_reference(const Problem& p, const TensorMap& inputs, SinkGra
     RowMajor<T> dk = RowMajor<T>::Zero(Sk, D), dv = RowMajor<T>::Zero(Sk, Dv);
     detail::GradientBounds<T> gb(p, Sk);
     RowMajor<T> dq(Sq, D), dq_bound(bounds ? Sq : 0, D);
+    DbiasParts* db = p.dbias ? &dbias_parts[static_cast<size_t>(b * Hkv + hk)] : nullptr;
+    if (db && db->heads == 0) *db = DbiasParts(p.mask_per_head ? group : 1, mask_rows, Sk);
+    RowMajor<T> db_floor;
+    const detail::Rounding<T> rounding(p.dtype);
     for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
       const auto qh = detail::gather<T>(q, qs, b, h, Sq, D);
       const auto doh = detail::gather<T>(d_o, os, b, h, Sq, Dv);
@@ -101,7 +161,28 @@ References backward_reference(const Problem& p, const TensorMap& inputs, SinkGra
                           kb = kh.middleRows(blk.k0, blk.keys), vb = vh.middleRows(blk.k0, blk.keys);
         const auto g = detail::backward_head(p, mask, b, h, blk, qb, kb, vb, dob, rnd, exact_zeros, dk, dv);
         dq.middleRows(blk.r0, blk.rows) = g.dq;
-        if (bounds) dq_bound.middleRows(blk.r0, blk.rows) = gb.add_head(blk, g, qb, kb, vb, dob);
+        if (bounds)
+          dq_bound.middleRows(blk.r0, blk.rows) = gb.add_head(blk, g, qb, kb, vb, dob, db ? &db_floor : nullptr);
+        if (db) {  // this block's dS′ into its rows (or the one broadcast row) of the head's slice
+          const RowMajor<T>& dsb = g.bias_grad();
+          const int64_t lh = p.mask_per_head ? h - hk * group : 0;
+          for (int64_t i = 0; i < blk.rows; ++i) {
+            const int64_t row = p.mask_per_query ? blk.r0 + i : 0;
+            const size_t at = static_cast<size_t>((lh * mask_rows + row) * Sk + blk.k0);
+            for (int64_t j = 0; j < blk.keys; ++j) {
+              const double t = static_cast<double>(dsb(i, j));
+              if (!bounds) {
+                db->exact[at + j] += t;
+                continue;
+              }
+              db->lowp[at + j] += t;
+              db->floor[at + j] += static_cast<double>(db_floor(i, j));
+              db->sq[at + j] += static_cast<double>(rounding.sq(dsb(i, j)));
+              db->terms[at + j] += t != 0;
+              db->abs_sum[at + j] += std::fabs(t);
+            }
+          }
+        }
         if (!sinks) continue;
         SinkGradients& s = sink_parts[static_cast<size_t>(b)];
         if (bounds) {
@@ -130,6 +211,7 @@ References backward_reference(const Problem& p, const TensorMap& inputs, SinkGra
     }
   }
   for (const SinkGradients& s : sink_parts) sinks->add(s);
+  if (p.dbias) finish_dbias(p, dbias_parts, r);
   return r;
 }
 

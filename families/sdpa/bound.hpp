@@ -66,6 +66,13 @@
 //   dK_jd = scale·Σ_{h,i} (F_ij + B_i·P_ij·|dcap_ij|)·|q_id| with F = E + (4u + ε)·|dS|
 //           (first order: an error of dS_ij reaches dQ and dK through one product each),
 //   dV_jd = Σ_{h,i} (4u + ε_ij)·P_ij·|dO_id|.
+//   dbias (the additive mask's gradient, dS′ = P ⊙ (dP − D) before the softcap's derivative):
+//           per term F′_ij = P_ij·(Dv + 2)·u·(Σ_d |dO_id||v_jd| + Σ_d |dO_id||O_id|) +
+//           (4u + ε_ij)·|dS′_ij| + B_i·P_ij (F's parts without dcap), summed outright over the
+//           terms an element adds (batch entries, heads, queries where the mask broadcasts); an
+//           element of two terms or more adds λ·√(Σ b(dS′)²) (a kernel may sum dS′ rounded to the
+//           dtype, as it feeds the MMAs) and its fp32 sum's roundings (backward_reference.cpp's
+//           finish_dbias).
 #pragma once
 
 #include <algorithm>
@@ -336,8 +343,10 @@ class GradientBounds {
 
   /// Adds row block `blk` of a query head's terms (g, from the block's rows of q and dO and its
   /// keys' rows of k and v) to dK's and dV's rows of its keys and returns its rows' dQ bound.
+  /// With `dbias_floor` ([rows, keys]), also dS′'s fp32 floor per element (F without the softcap's
+  /// derivative: the bias enters after it; dbias_parts below).
   RowMajor<T> add_head(const RowBlock& blk, const BackwardHead<T>& g, const RowMajor<T>& qh, const RowMajor<T>& kh,
-                       const RowMajor<T>& vh, const RowMajor<T>& doh) {
+                       const RowMajor<T>& vh, const RowMajor<T>& doh, RowMajor<T>* dbias_floor = nullptr) {
     const T u = static_cast<T>(kAccUnit), u_out = static_cast<T>(dtype_info(p_.dtype).epsilon / 2);
     const T n_round = static_cast<T>(kNormalisationRoundings), lambda = static_cast<T>(kRoundingSigmas);
     const T scale = static_cast<T>(p_.effective_scale());
@@ -348,6 +357,7 @@ class GradientBounds {
     RowMajor<T> f = mul<T>(ado, false, vh.cwiseAbs(), true);  // Σ_d |dO_id||v_jd|, then F
     RowMajor<T> pd(sq, sk), pe(sq, sk);                       // P ⊙ dcap; P ⊙ (4u + ε)
     std::vector<T> od(static_cast<size_t>(sq));               // B_i
+    if (dbias_floor) dbias_floor->resize(sq, sk);
     for (int64_t i = 0; i < sq; ++i) {
       const T o_terms = ado.row(i).dot(g.o.row(i).cwiseAbs());
       T inexact = 0;
@@ -361,8 +371,10 @@ class GradientBounds {
                       static_cast<T>(lf[i].under(1));
         pd(i, j) = pij * dcap;
         pe(i, j) = pij * (n_round * u + eps);
-        f(i, j) = pij * std::fabs(dcap) * (static_cast<T>(dv) + 2) * u * (f(i, j) + o_terms) +
-                  (n_round * u + eps) * std::fabs(g.ds(i, j));
+        const T cancel = pij * (static_cast<T>(dv) + 2) * u * (f(i, j) + o_terms);
+        f(i, j) = std::fabs(dcap) * cancel + (n_round * u + eps) * std::fabs(g.ds(i, j));
+        if (dbias_floor)
+          (*dbias_floor)(i, j) = cancel + (n_round * u + eps) * std::fabs(g.bias_grad()(i, j)) + od[i] * pij;
       }
     }
     const Rounding<T> rounding(p_.dtype);

@@ -79,7 +79,8 @@ std::vector<std::string> edge_classes_of(const Problem& p) {
   if (p.chunk > 0 && p.seq_k > p.chunk) out.push_back("chunk boundaries");
   // A row whose softmax holds the sink alone (no key, or every key masked by the attn_mask's rows
   // i ≡ 3 mod 8): O = 0 and lse = sink, where a row without a sink has lse = -inf.
-  if (p.sinks && p.seq_q > 0 && ((empty_row && p.seq_k > 0) || (p.mask_tensor != MaskTensor::none && p.seq_q > 3)))
+  if (p.sinks && p.seq_q > 0 &&
+      ((empty_row && p.seq_k > 0) || (p.mask_tensor != MaskTensor::none && p.mask_per_query && p.seq_q > 3)))
     out.push_back("sink-only row");
   if (p.heads_kv > 0 && p.heads_q != p.heads_kv && p.heads_q % p.heads_kv == 0) {
     out.push_back("GQA ratio");

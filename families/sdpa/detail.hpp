@@ -297,6 +297,9 @@ struct BackwardHead {
   RowMajor<T> dq;    // scale·Σ_j rnd(dS_ij)·k_j, before the output rounding
   std::vector<T> d;  // D_i = rowsum(dO ⊙ O)
   RowMajor<T> dp;    // dP = dO·Vᵀ (sinks only: the sinks' bound reads it)
+  RowMajor<T> dsb;   // dS before the softcap's derivative, with dbias and a softcap only
+  /// The additive mask's gradient dS' = P ⊙ (dP − D): dS itself without a softcap.
+  const RowMajor<T>& bias_grad() const { return dsb.size() > 0 ? dsb : ds; }
 };
 
 /// The backward of row block `blk` of query head (b, h) at dO (FlashAttention-2, Algorithm 2),
@@ -328,12 +331,14 @@ BackwardHead<T> backward_head(const Problem& p, const MaskView& mask, int64_t b,
   r.ds = mul(doh, false, vh, true);
   if (p.sinks) r.dp = r.ds, exact_zeros = false;
   const bool capped = p.softcap > 0;
+  if (capped && p.dbias) r.dsb.resize(sq, sk);
   for (int64_t i = 0; i < sq; ++i) {
     int64_t nonzero = 0;
     for (int64_t j = 0; j < sk; ++j) nonzero += r.p(i, j) != T(0);
     for (int64_t j = 0; j < sk; ++j) {
       const T pij = r.p(i, j);
       T ds = pij == T(0) || (exact_zeros && nonzero == 1) ? T(0) : pij * (r.ds(i, j) - dsum[i]);
+      if (r.dsb.size() > 0) r.dsb(i, j) = ds;
       if (capped) ds *= f.dcap(i, j);
       r.ds(i, j) = ds;
     }

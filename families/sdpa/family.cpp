@@ -53,7 +53,7 @@ class SdpaFamily final : public KitFamily<Problem> {
     if (p.mask_tensor != sdpa::MaskTensor::none) {
       double m = 1;
       for (int64_t x : sdpa::mask_shape(p)) m *= static_cast<double>(x);
-      bytes += m * (p.mask_tensor == sdpa::MaskTensor::boolean ? 1.0 : storage_bytes(p.dtype));
+      bytes += m * (p.mask_tensor == sdpa::MaskTensor::boolean ? 1.0 : storage_bytes(p.dtype)) * (p.dbias ? 2 : 1);
     }
     return {bwd ? 2.5 * fwd : fwd, bytes};
   }
@@ -75,6 +75,8 @@ class SdpaFamily final : public KitFamily<Problem> {
                                   {"dK", p.dtype, sdpa::k_shape(p), kTileRows * p.head_dim},
                                   {"dV", p.dtype, sdpa::v_shape(p), kTileRows * p.head_dim_v}};
       if (p.sinks) out.push_back({"dsinks", DType::fp32, {p.heads_q}, 1});
+      // dbias: kTileRows rows of the mask (a row: its Sk keys), as dQ's rows are tiled.
+      if (p.dbias) out.push_back({"dbias", p.dtype, sdpa::mask_shape(p), kTileRows * p.seq_k});
       return out;
     }
     return {{"O", p.dtype, sdpa::o_shape(p), kTileRows * p.head_dim_v}, {"lse", DType::fp32, sdpa::lse_shape(p), 1}};
@@ -93,11 +95,13 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
 
   // The varlen layout came with ABI 1.1, the paged KV cache with 1.2, varlen padding rows with
-  // seqused_k with 1.3, chunked-local attention with 1.4, sinks with 1.5, ALiBi with 1.6
-  // (include/opcts/plugin.h): an impl built before reads layout THD or PAGED as BHSD, a padded
-  // segment's rows as keys, no chunk, no sink or no bias.
+  // seqused_k with 1.3, chunked-local attention with 1.4, sinks with 1.5, ALiBi with 1.6, dbias
+  // and the query-broadcast attn_mask with 1.7 (include/opcts/plugin.h): an impl built before
+  // reads layout THD or PAGED as BHSD, a padded segment's rows as keys, no chunk, no sink, no bias,
+  // a mask of one row as Sq rows, and writes no dbias.
   uint32_t abi_minor(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.dbias || !p.mask_per_query) return 7;
     if (p.alibi != sdpa::Alibi::none) return 6;
     if (p.sinks) return 5;
     if (p.chunk > 0) return 4;
@@ -105,6 +109,8 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
   std::string abi_minor_feature(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.dbias) return "the additive mask's gradient (dbias)";
+    if (!p.mask_per_query) return "an attn_mask broadcast over the queries ([.., 1, seq_k])";
     if (p.alibi != sdpa::Alibi::none) return "ALiBi (alibi_slopes)";
     if (p.sinks) return "attention sinks (sinks, dsinks)";
     if (p.chunk > 0) return "chunked-local attention (attention_chunk)";
@@ -114,7 +120,7 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
 
   // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
-  std::string reference_version() const override { return "sdpa-ref-12"; }
+  std::string reference_version() const override { return "sdpa-ref-13"; }
 
   // Inputs and outputs in the problem's dtype (the boolean mask as bytes), lse in fp32.
   double device_bytes(const opcts::Problem& pp) const override {
@@ -159,6 +165,8 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.attn_mask = abi_value(p.mask_tensor);
   c.mask_per_batch = p.mask_per_batch;
   c.mask_per_head = p.mask_per_head;
+  c.mask_query_broadcast = !p.mask_per_query;
+  c.dbias = p.dbias;
   c.layout = abi_value(p.layout);
   c.direction = abi_value(p.direction);
   if (p.paged()) {

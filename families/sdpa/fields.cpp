@@ -254,8 +254,8 @@ Field<Problem> window_field() {
 Field<Problem> attn_mask_field() {
   Field<Problem> f;
   f.key = "attn_mask";
-  f.doc = "none | bool | additive, or {kind: bool | additive, per_batch: B, per_head: B}";
-  f.id = "[bmask|amask][b][h]";
+  f.doc = "none | bool | additive, or {kind: bool | additive, per_batch: B, per_head: B, per_query: B}";
+  f.id = "[bmask|amask][b][h][k]";
   auto kind = [](const std::string& k) {
     if (k == "boolean") return MaskTensor::boolean;  // an alias of its name, bool
     for (const auto& n : kMaskTensorNames)
@@ -270,29 +270,35 @@ Field<Problem> attn_mask_field() {
       return;
     }
     if (!v.IsMap()) throw std::invalid_argument("expected none, bool, additive or {kind, per_batch, per_head}");
-    check_subkeys(v, {"kind", "per_batch", "per_head"});
+    check_subkeys(v, {"kind", "per_batch", "per_head", "per_query"});
     if (!v["kind"]) throw std::invalid_argument("missing 'kind' (bool or additive)");
     p.mask_tensor = kind(kit::field_as_scalar(v["kind"], "kind"));
     if (v["per_batch"]) p.mask_per_batch = kit::field_as_value<bool>(v["per_batch"], "per_batch");
     if (v["per_head"]) p.mask_per_head = kit::field_as_value<bool>(v["per_head"], "per_head");
+    if (v["per_query"]) p.mask_per_query = kit::field_as_value<bool>(v["per_query"], "per_query");
   };
   f.write = [](const Problem& p, std::vector<std::string>& t) {
     if (p.mask_tensor == MaskTensor::none) return;
     std::string s(enum_id(p.mask_tensor));
     if (p.mask_per_batch) s += 'b';
     if (p.mask_per_head) s += 'h';
+    if (!p.mask_per_query) s += 'k';
     t.push_back(s);
   };
   f.scan = [](Problem& p, kit::IdReader& in) {
     for (const auto& [k, yaml, prefix] : kMaskTensorNames) {
       const std::string& t = in.peek();
       if (prefix.empty() || t.rfind(prefix, 0) != 0) continue;
-      const std::string flags = t.substr(5);
+      std::string flags = t.substr(5);
+      const bool keys_only = !flags.empty() && flags.back() == 'k';
+      if (keys_only) flags.pop_back();
       if (flags != "" && flags != "b" && flags != "h" && flags != "bh")
-        throw std::invalid_argument("token '" + t + "': expected bmask or amask with an optional b, h or bh");
+        throw std::invalid_argument("token '" + t +
+                                    "': expected bmask or amask with an optional b, h or bh, then an optional k");
       p.mask_tensor = k;
       p.mask_per_batch = flags.find('b') != std::string::npos;
       p.mask_per_head = flags.find('h') != std::string::npos;
+      p.mask_per_query = !keys_only;
       in.take("the attn_mask");
       return;
     }
@@ -354,6 +360,7 @@ const kit::FieldTable<Problem>& fields() {
        kit::enum_choice<Problem>("alibi", &Problem::alibi),
        softcap_field(),
        attn_mask_field(),
+       kit::flag<Problem>("dbias", &Problem::dbias, "dbias"),
        kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
        layout_field(),
        kit::int_unless<Problem, int64_t>("page_size", &Problem::page_size, 0, "page",

@@ -132,7 +132,8 @@ TensorMap tensor_inputs(const Problem& p, uint64_t seed) {
     if (!boolean) fill_normal(m, seed, 5, 1.0);
     const int64_t n = m.numel();
     for (int64_t e = 0; e < n; ++e) {
-      const int64_t row = (e / std::max<int64_t>(p.seq_k, 1)) % std::max<int64_t>(p.seq_q, 1);
+      // The mask's own row (one row, 0, where it broadcasts over the queries).
+      const int64_t row = (e / std::max<int64_t>(p.seq_k, 1)) % std::max<int64_t>(mask_shape(p)[2], 1);
       const bool keep = mask_keeps(seed, e, row);
       if (boolean) m.set(e, keep ? 1.0 : 0.0);
       else if (!keep) m.set(e, -std::numeric_limits<double>::infinity());

@@ -152,8 +152,12 @@ void Problem::validate() const {
     throw std::invalid_argument("dtype " + std::string(name(dtype)) + " is not an SDPA input type (fp16, bf16, fp32)");
   if (scale && !std::isfinite(*scale)) throw std::invalid_argument("scale must be finite");
   if (!std::isfinite(softcap)) throw std::invalid_argument("softcap must be finite");
-  if (mask_tensor == MaskTensor::none && (mask_per_batch || mask_per_head))
-    throw std::invalid_argument("attn_mask.per_batch / per_head given without an attn_mask");
+  if (mask_tensor == MaskTensor::none && (mask_per_batch || mask_per_head || !mask_per_query))
+    throw std::invalid_argument("attn_mask.per_batch / per_head / per_query given without an attn_mask");
+  if (dbias && mask_tensor != MaskTensor::additive)
+    throw std::invalid_argument("dbias: the gradient of an additive attn_mask, which the problem does not have");
+  if (dbias && direction != Direction::backward)
+    throw std::invalid_argument("dbias: a backward output (direction: backward)");
   if (poison_masked && contract_violation(*this) == std::nullopt) {
     bool somewhere = false;
     for (int64_t b = 0; b < (packed() ? batch : std::min<int64_t>(batch, 1)) && !somewhere; ++b) {
@@ -202,15 +206,16 @@ std::vector<int64_t> lse_shape(const Problem& p) {
   return {p.batch, p.heads_q, p.seq_q};
 }
 std::vector<int64_t> mask_shape(const Problem& p) {
-  return {p.mask_per_batch ? p.batch : 1, p.mask_per_head ? p.heads_q : 1, p.seq_q, p.seq_k};
+  return {p.mask_per_batch ? p.batch : 1, p.mask_per_head ? p.heads_q : 1, p.mask_per_query ? p.seq_q : 1, p.seq_k};
 }
 Strides q_strides(const Problem& p) { return strides_of(p, p.heads_q, p.seq_q, p.head_dim); }
 Strides k_strides(const Problem& p) { return strides_of(p, p.heads_kv, p.seq_k, p.head_dim); }
 Strides v_strides(const Problem& p) { return strides_of(p, p.heads_kv, p.seq_k, p.head_dim_v); }
 Strides o_strides(const Problem& p) { return strides_of(p, p.heads_q, p.seq_q, p.head_dim_v); }
 Strides mask_strides(const Problem& p) {
-  const int64_t hs = p.seq_q * p.seq_k;
-  return {p.mask_per_batch ? (p.mask_per_head ? p.heads_q : 1) * hs : 0, p.mask_per_head ? hs : 0, p.seq_k};
+  const int64_t hs = (p.mask_per_query ? p.seq_q : 1) * p.seq_k;
+  return {p.mask_per_batch ? (p.mask_per_head ? p.heads_q : 1) * hs : 0, p.mask_per_head ? hs : 0,
+          p.mask_per_query ? p.seq_k : 0};
 }
 
 namespace {
@@ -264,6 +269,30 @@ bool alibi_plant_moves_row(const Problem& p, int64_t i, PlantedBug bug) {
   return last - first >= 2 || (last == first + 1 && dist(first) != dist(last));
 }
 
+// Whether an attn_mask plant moves an output of the dense problem p (its mask and dbias checked
+// by planted_bug_cannot_show). The mask's rows i ≡ 3 (mod 8) are fully masked (make_inputs) where
+// it has a row per query, and the rest keep each key with probability 0.8: a row's keys under the
+// mask are taken to be those of its range. A one-key row has P = 1 and dS = 0 whatever its bias.
+//   amask_kv_head: the forward moves a row's lse wherever it sees a key (another bias); the
+//     backward moves P, and dS, in a row of two keys or more;
+//   dbias_capped: dS of a row of two keys differs from dS ⊙ (1 − tanh²) (tanh² > 0 but at 0);
+//   dbias_last_term: an element of dbias sums two nonzero terms — two batch entries or two heads
+//     of a row of two keys (the rows are alike across them), or two rows of two keys sharing a
+//     key where the mask broadcasts over the queries.
+bool attn_mask_plant_shows(const Problem& p, PlantedBug bug) {
+  const auto masked_row = [&](int64_t i) { return p.mask_per_query && i % 8 == 3; };
+  const int64_t need = bug == PlantedBug::amask_kv_head && p.direction == Direction::forward ? 1 : 2;
+  int64_t prev_last = -1;  // the last key of the previous row of two keys (dbias_last_term)
+  for (int64_t i = 0; i < p.seq_q; ++i) {
+    if (masked_row(i) || p.keys_of_row(i) < need) continue;
+    if (bug != PlantedBug::dbias_last_term) return true;
+    if ((!p.mask_per_batch && p.batch >= 2) || (!p.mask_per_head && p.heads_q >= 2)) return true;
+    if (!p.mask_per_query && prev_last >= p.first_key(i)) return true;
+    prev_last = p.last_key(i);
+  }
+  return false;
+}
+
 // Whether some row of the dense problem s sees other keys when the sequence is taken as sk >= Sk
 // keys long (the tail or padding rows read as keys, the lower-right alignment by sk).
 bool longer_keys_move(const Problem& s, int64_t sk) {
@@ -313,6 +342,22 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     return "an ALiBi bug: the problem has no ALiBi";
   if (bug == PlantedBug::alibi_kv_head && !(p.heads_q > p.heads_kv && p.heads_q >= 2))
     return "without GQA every query head reads its own slope";
+  if (bug == PlantedBug::amask_kv_head) {
+    if (p.mask_tensor != MaskTensor::additive || !p.mask_per_head) return "needs an additive attn_mask per head";
+    if (!(p.heads_q > p.heads_kv && p.heads_q >= 2)) return "without GQA every query head reads its own mask";
+  }
+  const bool dbias_bug = bug == PlantedBug::dbias_last_term || bug == PlantedBug::dbias_capped;
+  if (dbias_bug && !p.dbias) return "a dbias bug: the problem has no dbias output";
+  if (bug == PlantedBug::dbias_capped && p.softcap <= 0) return "without a softcap its derivative is 1";
+  // The plant moves dS′_ij by the factor tanh²(x/c) ≈ (x/c)²: with the inputs' N(0, 1) q and k a
+  // row's largest raw scores are about 3σ (σ = scale·√Dqk), and a change must exceed about four
+  // roundings of the output (4u) to stand out of its bound: c < 3σ / (2√u).
+  if (bug == PlantedBug::dbias_capped && p.dtype != DType::fp32 &&
+      p.softcap >= 3 * p.effective_scale() * std::sqrt(static_cast<double>(p.head_dim)) /
+                       (2 * std::sqrt(dtype_info(p.dtype).epsilon / 2)))
+    return "softcap >= 3σ/(2√u): at the scores' ~3σ, 1 − tanh² is within four output roundings of 1";
+  if (bug == PlantedBug::dbias_last_term && p.mask_per_batch && p.mask_per_head && p.mask_per_query)
+    return "the mask broadcasts over no axis: dbias sums nothing";
   if (bug == PlantedBug::dsinks_last_batch) {
     if (p.direction != Direction::backward) return "dsinks is a backward output";
     // A batch entry before the last must add a share: a row that sees a key (D_i = dO_i·O_i, and
@@ -404,7 +449,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       return "the rowsum term is a backward bug";
     case PlantedBug::masked_row_nan:
       if (p.direction != Direction::forward) return "the NaN row is planted in the forward";
-      if (p.mask_tensor != MaskTensor::none && p.seq_q > 3) return "";  // rows i = 3 (mod 8) see nothing
+      // rows i = 3 (mod 8) see nothing where the mask has a row per query
+      if (p.mask_tensor != MaskTensor::none && p.mask_per_query && p.seq_q > 3) return "";
       for (int64_t i = 0; i < p.seq_q; ++i)
         if (p.keys_of_row(i) == 0) return "";
       return "every row sees a key";
@@ -436,6 +482,13 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       if (bug == PlantedBug::alibi_upper_left && p.seq_q == p.seq_k) return "Sq = Sk: the two diagonals are one";
       return "no row's keys change relative to each other, nor (forward) its lse";
     case PlantedBug::sink_lse_omitted: return "";  // every row with a key: lse lacks −ln(1 − P_s)
+    case PlantedBug::amask_kv_head:
+    case PlantedBug::dbias_last_term:
+    case PlantedBug::dbias_capped:
+      if (attn_mask_plant_shows(p, bug)) return "";
+      return p.direction == Direction::forward
+                 ? "no row sees a key outside the fully masked rows"
+                 : "no two terms of a dbias element (or no row of two keys) to tell apart";
   }
   return "not a planted bug";
 }

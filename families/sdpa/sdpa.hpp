@@ -158,8 +158,17 @@ struct Problem {
   Alibi alibi = Alibi::none;
   double softcap = 0;  // 0: off
   MaskTensor mask_tensor = MaskTensor::none;
-  bool mask_per_batch = false;  // attn_mask is [B or 1, Hq or 1, Sq, Sk]
+  bool mask_per_batch = false;  // attn_mask is [B or 1, Hq or 1, Sq or 1, Sk]
   bool mask_per_head = false;
+  /// false: the attn_mask holds one row of Sk for every query ([.., 1, Sk]: a key-padding mask or
+  /// a bias per key, broadcast over the queries as PyTorch broadcasts attn_mask).
+  bool mask_per_query = true;
+  /// Backward with an additive attn_mask (a post-scale bias): the output `dbias`, the bias's
+  /// gradient in the dtype, shaped as attn_mask: dS'_ij = P_ij·(dP_ij − D_i) — dS before the
+  /// softcap's derivative, the bias being added after the softcap — summed over the axes the mask
+  /// broadcasts (batch, query heads, queries). cuDNN's dBias (cudnn-frontend's sdpa_backward
+  /// dBias), TransformerEngine's and PyTorch's efficient-attention grad_bias.
+  bool dbias = false;
   bool poison_masked = false;  // NaN written into K/V rows that no query may see
   Layout layout = Layout::bhsd;
   Direction direction = Direction::forward;
@@ -241,7 +250,7 @@ std::vector<unsigned char> abi_params(const Problem& p);
 /// {q, kv}); seq (N or {q, k}; varlen {q: [L, ...], k: [L, ...]}, an item "LrN" N sequences of
 /// length L, which set batch); head_dim (N or {qk, v}); mask none | causal_upper_left |
 /// causal_lower_right; scale; window {left, right} (-1 = unbounded) or none; softcap;
-/// attn_mask none | bool | additive or {kind, per_batch, per_head}; poison_masked; layout
+/// attn_mask none | bool | additive or {kind, per_batch, per_head, per_query}; dbias; poison_masked; layout
 /// bhsd | bshd | varlen (scalar lengths: every sequence that long); direction forward |
 /// backward; expect_error (a negative case). The id below.
 const kit::FieldTable<Problem>& fields();
@@ -309,6 +318,16 @@ enum class PlantedBug {
   // ALiBi: query head h reads the slope of its KV head h / (Hq / Hkv), not its own (the bias
   // broadcast over the wrong head axis).
   alibi_kv_head,
+  // Additive attn_mask per head: query head h reads the mask of head h / (Hq / Hkv), its KV
+  // head's index (a bias broadcast over the wrong head axis).
+  amask_kv_head,
+  // dbias: where it sums over an axis the mask broadcasts (batch, heads, queries), each term
+  // stored over the previous instead of added to it (a store where an atomic add was due): the
+  // last term remains.
+  dbias_last_term,
+  // dbias taken as dS after the softcap's derivative (the raw scores' gradient, which dQ and dK
+  // use) where the bias, added after the softcap, takes dS before it.
+  dbias_capped,
 };
 /// The host paged impl's split-KV chunk: a sequence of more keys runs in splits of this many
 /// keys, combined by their logsumexps (FlashAttention's split-KV decode); splitkv_combine_log2
@@ -342,7 +361,9 @@ std::vector<char> unseen_keys(const Problem& p);
 ///   _alibi, _alibib ALiBi slopes per head, per (batch, head)
 ///   _capX          softcap X > 0 (or a negative one: a negative case), written like scale
 ///   _bmask[b][h]   boolean attn_mask; b: per batch, h: per head (neither: broadcast over B, H)
-///   _amask[b][h]   additive attn_mask, likewise
+///   _amask[b][h]   additive attn_mask, likewise; either then k when it is one row of keys
+///                  broadcast over the queries (per_query false): _amaskbk = [B, 1, 1, Sk]
+///   _dbias         the additive mask's gradient dbias (backward)
 ///   _poison        NaN in the K/V rows no query row can see
 ///   _bshd          BSHD storage
 ///   _varlen        the varlen layout; SQ and SK then list the lengths: joined by 'x', a run of
@@ -369,7 +390,8 @@ std::vector<int64_t> v_shape(const Problem& p);
 std::vector<int64_t> o_shape(const Problem& p);
 /// [B, Hq, Sq], fp32, for the dense layouts; [Hq, Tq] for varlen.
 std::vector<int64_t> lse_shape(const Problem& p);
-/// The attn_mask input: [B or 1, Hq or 1, Sq, Sk] (per_batch, per_head), contiguous.
+/// The attn_mask input: [B or 1, Hq or 1, Sq or 1, Sk] (per_batch, per_head, per_query),
+/// contiguous; dbias has its shape.
 std::vector<int64_t> mask_shape(const Problem& p);
 
 /// Element strides of a stored tensor for the logical (batch, head, seq) indices, D contiguous
@@ -383,14 +405,14 @@ Strides q_strides(const Problem& p);  // also dQ
 Strides k_strides(const Problem& p);  // also dK
 Strides v_strides(const Problem& p);  // also dV
 Strides o_strides(const Problem& p);  // also dO
-/// attn_mask strides (batch, head; seq = Sk): 0 where the mask broadcasts.
+/// attn_mask strides (batch, head, seq): 0 where the mask broadcasts.
 Strides mask_strides(const Problem& p);
 
 /// Inputs (families/sdpa/inputs.cpp), a pure function of (problem, seed):
 ///   q, k, v (and dO for backward): N(0, 1) in the dtype and the layout.
 ///   attn_mask boolean: bool8 holding 1 (attend) or 0; each element kept with probability 0.8
 ///     (Philox uniform < 0.8), and every row i ≡ 3 (mod 8) fully masked (PyTorch's
-///     test_fully_masked_out_rows class). Read it with get(i), nonzero = attend.
+///     test_fully_masked_out_rows class) where the mask has a row per query. Read it with get(i), nonzero = attend.
 ///   attn_mask additive: in the dtype, N(0, 1) where the boolean rule keeps the element and
 ///     -inf exactly where it masks it.
 ///   poison_masked: K and V rows of unseen_keys(p) are NaN (every batch and KV head; varlen:
@@ -403,7 +425,8 @@ Strides mask_strides(const Problem& p);
 ///   alibi: "alibi_slopes", fp32 [Hq] or [B, Hq]: BLOOM's and MPT's geometric slopes 2^(−8(h + 1)/Hq)
 ///     for head h, times (1 + b/2) for batch entry b when per (batch, head).
 /// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
-/// "dV" (dtype, shapes of q, k, v) and, with sinks, "dsinks" (fp32 [Hq]).
+/// "dV" (dtype, shapes of q, k, v), with sinks "dsinks" (fp32 [Hq]) and with dbias "dbias"
+/// (dtype, mask_shape).
 TensorMap make_inputs(const Problem& p, uint64_t seed);
 
 /// The forward references on inputs q, k, v (any dtype; their rounded values are used),

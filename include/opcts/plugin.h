@@ -41,10 +41,11 @@ extern "C" {
 /* The minor version: what a later header appended (docs/plugins.md, "ABI versions"). 1: sdpa's
  * varlen (THD) layout; 2: sdpa's paged KV cache; 3: sdpa's varlen padding rows with seqused_k; 4:
  * sdpa's chunked-local attention (opcts_sdpa_params.attention_chunk); 5: sdpa's attention sinks
- * (opcts_sdpa_params.sinks); 6: sdpa's ALiBi (opcts_sdpa_params.alibi). An
+ * (opcts_sdpa_params.sinks); 6: sdpa's ALiBi (opcts_sdpa_params.alibi); 7: sdpa's dbias and
+ * attn_mask broadcast over the queries (opcts_sdpa_params.dbias, mask_query_broadcast). An
  * impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts gives it no problem that
  * needs a later one (a SKIP naming the version). */
-#define OPCTS_PLUGIN_ABI_MINOR 6u
+#define OPCTS_PLUGIN_ABI_MINOR 7u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -246,6 +247,14 @@ typedef struct opcts_sdpa_params {
    * after the scale and the softcap, before the additive mask and the masks. No gradient: the
    * slopes are constants. */
   int32_t alibi;
+  /* ABI 1.7: 1 when attn_mask holds one row for every query, [B or 1, Hq or 1, 1, seq_k] (a
+   * key-padding mask or a bias per key, broadcast over the queries). */
+  int32_t mask_query_broadcast;
+  /* ABI 1.7, backward with an additive attn_mask: 1 adds an output `dbias` in `dtype`, shaped as
+   * attn_mask: dbias = P ⊙ (dP − rowsum(dO ⊙ O)) (dS before the softcap's derivative: the mask is
+   * added after the softcap) summed over the axes the mask broadcasts (batch, heads, queries).
+   * The impl writes all of it (opcts poisons it first). */
+  int32_t dbias;
 } opcts_sdpa_params;
 
 /* scaled_mm: D[M, N] = out(os · (g · Σ_k deq(A)[m, k] · deq(B)[k, n] + bias[n])), one rounding.

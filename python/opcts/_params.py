@@ -21,7 +21,8 @@ class SdpaParams(ctypes.Structure):
                 ("mask", _i32), ("window_left", _i64), ("window_right", _i64), ("softcap", _f64),
                 ("attn_mask", _i32), ("mask_per_batch", _i32), ("mask_per_head", _i32), ("layout", _i32),
                 ("direction", _i32), ("page_size", _i64), ("num_pages", _i64), ("max_pages_per_seq", _i64),
-                ("kv_layout", _i32), ("attention_chunk", _i64), ("sinks", _i32), ("alibi", _i32)]
+                ("kv_layout", _i32), ("attention_chunk", _i64), ("sinks", _i32), ("alibi", _i32),
+                ("mask_query_broadcast", _i32), ("dbias", _i32)]
 
 
 class ScaledMmParams(ctypes.Structure):
@@ -67,7 +68,7 @@ Heads = namedtuple("Heads", "q kv")
 Seq = namedtuple("Seq", "q k")
 HeadDim = namedtuple("HeadDim", "qk v")
 Window = namedtuple("Window", "left right")
-AttnMask = namedtuple("AttnMask", "kind per_batch per_head")
+AttnMask = namedtuple("AttnMask", "kind per_batch per_head per_query")
 Elem = namedtuple("Elem", "a b")
 
 _SDPA_MASK = ("none", "causal_upper_left", "causal_lower_right")
@@ -122,7 +123,9 @@ def _sdpa(c):
     f.update(dtype=dtype_name(c.dtype.code, c.dtype.bits), heads=Heads(c.heads_q, c.heads_kv),
              seq=Seq(c.seq_q, c.seq_k), head_dim=HeadDim(c.head_dim, c.head_dim_v), head_dim_qk=c.head_dim,
              mask=_pick(_SDPA_MASK, c.mask), window=Window(c.window_left, c.window_right),
-             attn_mask=AttnMask(_pick(_SDPA_ATTN, c.attn_mask), bool(c.mask_per_batch), bool(c.mask_per_head)),
+             attn_mask=AttnMask(_pick(_SDPA_ATTN, c.attn_mask), bool(c.mask_per_batch), bool(c.mask_per_head),
+                                not c.mask_query_broadcast),
+             dbias=bool(c.dbias),
              layout=("bhsd", "bshd", "varlen", "paged")[c.layout] if c.layout in (0, 1, 2, 3) else c.layout,
              kv_layout=("nhd", "hnd")[c.kv_layout] if c.kv_layout in (0, 1) else c.kv_layout, chunk=c.attention_chunk,
              sinks=bool(c.sinks), alibi=("none", "per_head", "per_batch_head")[c.alibi] if c.alibi in (0, 1, 2) else c.alibi,

@@ -55,7 +55,8 @@ def test_sdpa_problems_carry_the_fields_of_opcts_list_fields():
     assert p.heads == (8, 2) and p.heads.q == 8 and p.heads.kv == 2 and p.heads_q == 8
     assert p.seq == (33, 70) and p.head_dim == (96, 64) and p.head_dim.v == 64 and p.head_dim_qk == 96
     assert p.mask == "causal_lower_right" and p.window == (16, -1) and p.softcap == 0
-    assert p.attn_mask == ("bool", False, True) and p.layout == "bshd" and p.direction == "forward"
+    assert p.attn_mask == ("bool", False, True, True) and p.layout == "bshd" and p.direction == "forward"
+    assert p.attn_mask.per_query and not p.dbias
     assert p.scale == 0.125 and p.abi.head_dim == 96
     with pytest.raises(AttributeError, match="no field 'poison_masked'"):
         p.poison_masked

@@ -3,6 +3,7 @@
 session. Needs the opcts binary (OPCTS_BIN, set by CTest) built with the Python plugin host."""
 
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -42,11 +43,13 @@ def test_the_numpy_examples_are_collected_and_pass(tmp_path):
     assert sum(1 for i in cases if i.startswith("cast.np_cast/")) >= 70
     assert sum(1 for i, (s, _, _) in cases.items() if i.startswith("sdpa.np_sdpa/") and s == "passed") >= 130
     # SKIPs keep opcts's reason; ids are the case ids. A Python impl declares plugin ABI 1.0, so
-    # the varlen (1.1), paged (1.2), chunked-local (1.4), sink (1.5) and ALiBi (1.6) cases SKIP saying so.
+    # the varlen (1.1), paged (1.2), chunked-local (1.4), sink (1.5), ALiBi (1.6), dbias and
+    # query-broadcast mask (1.7: _dbias, _amask…k, _bmask…k) cases SKIP saying so.
     skipped = {i: tc.find("skipped").get("message") for i, (s, _, tc) in cases.items() if s == "skipped"}
     assert skipped
     for i, why in skipped.items():
-        packed = "_varlen" in i or "_paged" in i or "_chunk" in i or "_sink" in i or "_alibi" in i
+        packed = ("_varlen" in i or "_paged" in i or "_chunk" in i or "_sink" in i or "_alibi" in i
+                  or "_dbias" in i or re.search(r"_[ab]mask[bh]*k(_|$)", i))
         want = "needs plugin ABI 1." if packed else "np.sdpa: computes the forward only"
         assert want in why, (i, why)
     assert "cast.np_cast/fp32_to_e4m3fn_satfinite_edges" in cases

@@ -21,7 +21,9 @@
 // dQ += round(dS)·K, all accumulated in fp32 and scaled by the scale at the end; the
 // rounded values are what a kernel feeds its MMAs in the dtype. With sinks, P = exp(s − lse)
 // takes the sink's share from lse, and dsink_h = −Σ_(b,i) exp(sink_h − lse_i)·D_i, each (batch,
-// head)'s rows summed in order, then the batch entries in order.
+// head)'s rows summed in order, then the batch entries in order. dbias sums dS′ = P ⊙ (dP − D)
+// (before the softcap's derivative) in fp32 likewise: a (batch, head)'s rows where the mask
+// broadcasts over the queries, then the batch entries and heads it broadcasts over, in order.
 #include "families/sdpa/host/sdpa_flash.hpp"
 
 #include <algorithm>
@@ -93,8 +95,10 @@ class Kernel {
     }
     if (p.mask_tensor != sdpa::MaskTensor::none) {
       mask = decode(in.at("attn_mask"));
-      const int64_t hs = Sq * Sk;
-      ms = {p.mask_per_batch ? (p.mask_per_head ? Hq : 1) * hs : 0, p.mask_per_head ? hs : 0, Sk};
+      mask_rows = p.mask_per_query ? Sq : 1;
+      const int64_t hs = mask_rows * Sk;
+      ms = {p.mask_per_batch ? (p.mask_per_head ? Hq : 1) * hs : 0, p.mask_per_head ? hs : 0,
+            p.mask_per_query ? Sk : 0};
     }
   }
 
@@ -128,7 +132,8 @@ class Kernel {
   // The final score of (row i of head h, key j) in fp32, -inf when the boolean mask drops it;
   // *dcap receives the softcap's derivative 1 − tanh².
   float score(int64_t b, int64_t h, int64_t i, int64_t j, const float* qi, const float* kj, float* dcap) const {
-    if (p_.mask_tensor == sdpa::MaskTensor::boolean && mask[ms.at(b, h, i) + j] == 0.0f) return kNegInf;
+    const int64_t mh = plant_ == Plant::amask_kv_head ? h / group : h;  // the plant reads its KV head's mask
+    if (p_.mask_tensor == sdpa::MaskTensor::boolean && mask[ms.at(b, mh, i) + j] == 0.0f) return kNegInf;
     float dot = 0.0f;
     for (int64_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
     float s = dot * scale;
@@ -139,7 +144,7 @@ class Kernel {
     }
     if (!slopes.empty())
       s -= alibi_slope(b, h) * static_cast<float>(std::abs(i + (plant_ == Plant::alibi_upper_left ? 0 : align_) - j));
-    if (p_.mask_tensor == sdpa::MaskTensor::additive) s += mask[ms.at(b, h, i) + j];
+    if (p_.mask_tensor == sdpa::MaskTensor::additive) s += mask[ms.at(b, mh, i) + j];
     return s;
   }
   // The ALiBi slope of (batch b, query head h); the alibi_kv_head plant reads its KV head's.
@@ -239,6 +244,9 @@ class Kernel {
         ds.set(h, sum);
       }
     }
+    // dbias: each (batch, query head)'s dS′ summed over its rows where the mask broadcasts over
+    // them, in fp32, then over the batch entries and heads the mask broadcasts over, in order.
+    std::vector<float> dbias(p_.dbias ? B * Hq * mask_rows * Sk : 0, 0.0f);
     HostTensor& dq_t = out.emplace("dQ", HostTensor(p_.dtype, sdpa::q_shape(p_))).first->second;
     HostTensor& dk_t = out.emplace("dK", HostTensor(p_.dtype, sdpa::k_shape(p_))).first->second;
     HostTensor& dv_t = out.emplace("dV", HostTensor(p_.dtype, sdpa::v_shape(p_))).first->second;
@@ -280,6 +288,11 @@ class Kernel {
                   dp += doi[d] * vj[d];
                 }
                 float ds = pij * (dp - di);
+                if (!dbias.empty()) {
+                  float& acc = dbias[((b * Hq + h) * mask_rows + (p_.mask_per_query ? i : 0)) * Sk + j];
+                  const float t = plant_ == Plant::dbias_capped ? ds * dcap : ds;
+                  acc = plant_ == Plant::dbias_last_term ? t : acc + t;
+                }
                 if (cap > 0) ds *= dcap;
                 const float dsr = rnd(ds);
                 for (int64_t d = 0; d < D; ++d) {
@@ -299,14 +312,36 @@ class Kernel {
             for (int64_t d = 0; d < D; ++d) dq_t.set(qs.at(b, heads[g], i) + d, dq[(g * Sq + i) * D + d] * scale);
       }
     }
+    if (p_.dbias) write_dbias(dbias, out);
     return out;
+  }
+
+  // dbias from each (batch, query head)'s sums: the mask's element (bm, hm, row, j) adds those of
+  // the batch entries and heads that broadcast onto it, b then h in order.
+  void write_dbias(const std::vector<float>& parts, TensorMap& out) const {
+    const std::vector<int64_t> shape = sdpa::mask_shape(p_);
+    HostTensor& t = out.emplace("dbias", HostTensor(p_.dtype, shape)).first->second;
+    const int64_t slice = mask_rows * Sk;
+    std::vector<float> sum(static_cast<size_t>(shape[0] * shape[1] * slice), 0.0f);
+    std::vector<char> first(sum.size(), 1);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < Hq; ++h) {
+        const int64_t base = ((p_.mask_per_batch ? b : 0) * shape[1] + (p_.mask_per_head ? h : 0)) * slice;
+        for (int64_t e = 0; e < slice; ++e) {
+          const float x = parts[(b * Hq + h) * slice + e];
+          float& acc = sum[base + e];
+          acc = plant_ == Plant::dbias_last_term && !first[base + e] ? x : acc + x;
+          first[base + e] = 0;
+        }
+      }
+    for (size_t e = 0; e < sum.size(); ++e) t.set(static_cast<int64_t>(e), sum[e]);
   }
 
  private:
   const sdpa::Problem& p_;
   Plant plant_;
   bool o_fp32_;
-  int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_, key_begin_, key_end_;
+  int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_, key_begin_, key_end_, mask_rows = 0;
   float scale, cap;
   Str qs{}, ks{}, vs{}, os{}, ms{0, 0, 0};
   std::vector<float> q, k, v, mask, sinks, slopes;

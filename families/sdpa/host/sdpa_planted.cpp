@@ -33,6 +33,11 @@
 //   host.flash_alibi_upper_left   ALiBi's distance |i − j|, not FlashAttention-2's lower-right
 //                                 |i + Sk − Sq − j|
 //   host.flash_alibi_kv_head      ALiBi: query head h reads its KV head's slope (GQA)
+//   host.flash_amask_kv_head      attn_mask per head: query head h reads its KV head's mask
+//   host.flash_dbias_last_term    dbias: each term of a broadcast axis's sum stored over the
+//                                 previous one (a store where an atomic add was due)
+//   host.flash_dbias_capped       dbias taken after the softcap's derivative (the raw scores'
+//                                 gradient), where the bias enters after the softcap
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "gpu/host/host_impls.hpp"
 
@@ -67,6 +72,9 @@ class HostSdpaPlanted final : public Impl {
       case Plant::dsinks_in_dtype: return "host.flash_dsinks_in_dtype";
       case Plant::alibi_upper_left: return "host.flash_alibi_upper_left";
       case Plant::alibi_kv_head: return "host.flash_alibi_kv_head";
+      case Plant::amask_kv_head: return "host.flash_amask_kv_head";
+      case Plant::dbias_last_term: return "host.flash_dbias_last_term";
+      case Plant::dbias_capped: return "host.flash_dbias_capped";
       case Plant::none: break;
     }
     return "host.flash_planted";
@@ -90,12 +98,14 @@ class HostSdpaPlanted final : public Impl {
 }  // namespace
 
 void register_host_sdpa_planted(Registry& reg) {
-  for (Plant p :
-       {Plant::window_off_by_one, Plant::chunk_off_by_one, Plant::gqa_modulo, Plant::drop_rowsum, Plant::masked_row_nan,
-        Plant::pv_in_dtype, Plant::rowsum_in_dtype, Plant::lse_plus_log2, Plant::varlen_key_offset,
-        Plant::varlen_max_alignment, Plant::varlen_seqused_ignored, Plant::paged_page_offset, Plant::paged_tail_read,
-        Plant::splitkv_combine_log2, Plant::sink_lse_omitted, Plant::dsinks_last_batch, Plant::dsinks_in_dtype,
-        Plant::alibi_upper_left, Plant::alibi_kv_head})
+  for (Plant p : {Plant::window_off_by_one,    Plant::chunk_off_by_one,       Plant::gqa_modulo,
+                  Plant::drop_rowsum,          Plant::masked_row_nan,         Plant::pv_in_dtype,
+                  Plant::rowsum_in_dtype,      Plant::lse_plus_log2,          Plant::varlen_key_offset,
+                  Plant::varlen_max_alignment, Plant::varlen_seqused_ignored, Plant::paged_page_offset,
+                  Plant::paged_tail_read,      Plant::splitkv_combine_log2,   Plant::sink_lse_omitted,
+                  Plant::dsinks_last_batch,    Plant::dsinks_in_dtype,        Plant::alibi_upper_left,
+                  Plant::alibi_kv_head,        Plant::amask_kv_head,          Plant::dbias_last_term,
+                  Plant::dbias_capped})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

@@ -723,6 +723,55 @@ TEST(SdpaPlanted, AlibiBugsAreCaughtExactlyWhereTheyMoveAnOutput) {
   EXPECT_FALSE(ul.supports(none, host).ok);
 }
 
+// The attn_mask and dbias plants: a query head reading its KV head's mask (GQA, a mask per head);
+// dbias keeping the last term of a broadcast axis's sum (over the batch, the heads or the
+// queries; a mask broadcast over none sums nothing); dbias after the softcap's derivative (a
+// softcap only). Each runs where it moves an output, and host.flash passes there.
+TEST(SdpaPlanted, AttnMaskAndDbiasBugsAreCaughtWhereTheyMoveAnOutput) {
+  const ArchInfo host{"host", "host"};
+  const Impl& kv = *builtin_registry().impl("host.flash_amask_kv_head");
+  const Impl& last = *builtin_registry().impl("host.flash_dbias_last_term");
+  const Impl& capped = *builtin_registry().impl("host.flash_dbias_capped");
+  auto fwd = make(DType::bf16, 1, 4, 2, 26, 48, 64, Mask::none);
+  fwd.mask_tensor = sdpa::MaskTensor::additive;
+  fwd.mask_per_head = true;
+  expect_caught("host.flash_amask_kv_head", fwd);
+  auto keys = fwd;  // one row of biases per head, broadcast over the queries
+  keys.mask_per_query = false;
+  expect_caught("host.flash_amask_kv_head", keys);
+  auto shared = fwd;
+  shared.mask_per_head = false;
+  EXPECT_FALSE(kv.supports(shared, host).ok);  // every head reads the one mask
+  auto mha = fwd;
+  mha.heads_kv = 4;
+  EXPECT_FALSE(kv.supports(mha, host).ok);
+  // dbias over a mask broadcast over the batch, then over the heads, then over the queries.
+  auto bwd = make(DType::bf16, 2, 4, 2, 40, 48, 64, Mask::causal_lower_right);
+  bwd.direction = sdpa::Direction::backward;
+  bwd.mask_tensor = sdpa::MaskTensor::additive;
+  bwd.dbias = true;
+  bwd.mask_per_head = true;
+  expect_caught("host.flash_amask_kv_head", bwd);
+  expect_caught("host.flash_dbias_last_term", bwd);
+  auto over_heads = bwd;
+  over_heads.mask_per_batch = true, over_heads.mask_per_head = false;
+  expect_caught("host.flash_dbias_last_term", over_heads);
+  auto over_queries = bwd;
+  over_queries.mask_per_batch = true, over_queries.mask_per_query = false;
+  expect_caught("host.flash_dbias_last_term", over_queries);
+  auto full = over_queries;
+  full.mask_per_query = true;
+  EXPECT_FALSE(last.supports(full, host).ok);    // one term an element
+  EXPECT_FALSE(capped.supports(full, host).ok);  // no softcap
+  full.softcap = 2.5;
+  expect_caught("host.flash_dbias_capped", full);
+  over_queries.softcap = 2.5;
+  expect_caught("host.flash_dbias_capped", over_queries);
+  auto wide = full;  // bf16 at unit scores: 1 − tanh²(3/30) is within four roundings of 1
+  wide.softcap = 30;
+  EXPECT_FALSE(capped.supports(wide, host).ok);
+}
+
 // The sink plants: lse without the sink (forward: lse; backward: P and dsinks follow it) and a
 // batch entry's dsink share stored over the others'. Each is caught where it changes an output
 // and SKIPs where it cannot (no sinks; dsinks needs a backward with an earlier entry that adds a

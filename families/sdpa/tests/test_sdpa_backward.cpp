@@ -55,12 +55,13 @@ TEST_P(SdpaBackwardFd, GradientsAreFiniteDifferencesOfTheForward) {
   ASSERT_GT(scale, 0);
   const double h = std::ldexp(1.0, -10);
   std::vector<std::pair<const char*, const char*>> grads{{"q", "dQ"}, {"k", "dK"}, {"v", "dV"}};
-  if (p.sinks) grads.emplace_back("sinks", "dsinks");  // the sinks' gradient too, summed over the batch
+  if (p.sinks) grads.emplace_back("sinks", "dsinks");     // the sinks' gradient too, summed over the batch
+  if (p.dbias) grads.emplace_back("attn_mask", "dbias");  // summed where the mask broadcasts
   for (const auto& [name, grad] : grads) {
     const HostTensor& x = in.at(name);
     for (int64_t e = 0; e < x.numel(); ++e) {
       const double x0 = x.get(e);
-      if (std::isnan(x0)) {  // poison: no gradient flows into rows nobody sees
+      if (std::isnan(x0) || std::isinf(x0)) {  // poison, a masked bias: no gradient flows there
         EXPECT_EQ(r.exact.at(grad)[e], 0.0) << grad << "[" << e << "]";
         continue;
       }
@@ -76,10 +77,21 @@ TEST_P(SdpaBackwardFd, GradientsAreFiniteDifferencesOfTheForward) {
       for (double z : v) ASSERT_TRUE(std::isfinite(z)) << n;
 }
 
+// Every variant backward; those with an additive mask also with dbias.
+std::vector<sdpa::Problem> with_dbias(std::vector<sdpa::Problem> v) {
+  const size_t n = v.size();
+  for (size_t i = 0; i < n; ++i)
+    if (v[i].mask_tensor == sdpa::MaskTensor::additive) {
+      v.push_back(v[i]);
+      v.back().dbias = true;
+    }
+  return v;
+}
+
 std::vector<sdpa::Problem> fd_problems() {
   std::vector<sdpa::Problem> v;
   for (auto p : sdpatest::variants(DType::fp32)) v.push_back(bwd(p));
-  return v;
+  return with_dbias(v);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, SdpaBackwardFd, ::testing::ValuesIn(fd_problems()),
@@ -306,7 +318,7 @@ std::vector<sdpa::Problem> host_problems() {
     for (const auto& p : sdpatest::variants(t)) v.push_back(bwd(p));
   v.push_back(bwd(make(DType::bf16, 2, 6, 2, 130, 65, 128, Mask::causal_upper_left)));
   v.push_back(bwd(make(DType::fp16, 1, 12, 1, 65, 200, 64, Mask::none)));
-  return v;
+  return with_dbias(v);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, SdpaBackwardHostFlash, ::testing::ValuesIn(host_problems()),

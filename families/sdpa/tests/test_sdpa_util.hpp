@@ -131,8 +131,9 @@ inline Naive naive_forward(const sdpa::Problem& p, const TensorMap& in) {
           if (p.mask == sdpa::Mask::causal_lower_right) keep = j <= i + p.seq_k - p.seq_q;
           if (p.window_left >= 0 && j < i + p.seq_k - p.seq_q - p.window_left) keep = false;
           if (p.window_right >= 0 && j > i + p.seq_k - p.seq_q + p.window_right) keep = false;
-          const int64_t mi = (p.mask_per_batch ? b : 0) * (p.mask_per_head ? p.heads_q : 1) * p.seq_q * p.seq_k +
-                             (p.mask_per_head ? h : 0) * p.seq_q * p.seq_k + i * p.seq_k + j;
+          const int64_t mrows = p.mask_per_query ? p.seq_q : 1;  // [.., 1, Sk]: one row for every query
+          const int64_t mi = (p.mask_per_batch ? b : 0) * (p.mask_per_head ? p.heads_q : 1) * mrows * p.seq_k +
+                             (p.mask_per_head ? h : 0) * mrows * p.seq_k + (p.mask_per_query ? i : 0) * p.seq_k + j;
           if (p.mask_tensor == sdpa::MaskTensor::boolean && in.at("attn_mask").get(mi) == 0) keep = false;
           if (!keep) continue;
           double dot = 0;
@@ -218,6 +219,17 @@ inline std::vector<sdpa::Problem> variants(DType t) {
   p.alibi = sdpa::Alibi::per_batch_head;
   p.softcap = 2.5;
   p.mask_tensor = sdpa::MaskTensor::additive;
+  add(p);
+  // Masks of one row broadcast over the queries ([.., 1, Sk]): an additive bias per (head, key)
+  // under GQA and a softcap, and a boolean key-padding mask per batch entry.
+  p = make(t, 2, 4, 2, 9, 11, 8, Mask::causal_lower_right);
+  p.mask_tensor = sdpa::MaskTensor::additive;
+  p.mask_per_head = true, p.mask_per_query = false;
+  p.softcap = 2.5;
+  add(p);
+  p = make(t, 2, 2, 1, 6, 10, 4, Mask::none);
+  p.mask_tensor = sdpa::MaskTensor::boolean;
+  p.mask_per_batch = true, p.mask_per_query = false;
   add(p);
   return v;
 }

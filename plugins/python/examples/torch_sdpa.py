@@ -36,7 +36,8 @@ def _sdpa_params(torch, p):
     v = _empty(torch, p, p.heads_kv, p.seq_k, p.head_dim_v)
     mask = None
     if p.attn_mask.kind != "none":
-        shape = (p.batch if p.attn_mask.per_batch else 1, p.heads_q if p.attn_mask.per_head else 1, p.seq_q, p.seq_k)
+        shape = (p.batch if p.attn_mask.per_batch else 1, p.heads_q if p.attn_mask.per_head else 1,
+                 p.seq_q if p.attn_mask.per_query else 1, p.seq_k)
         mask = torch.empty(shape, dtype=torch.bool if p.attn_mask.kind == "bool" else _dtype(torch, p), device="cuda")
     return torch.backends.cuda.SDPAParams(q, k, v, mask, 0.0, p.mask != "none", p.heads_q != p.heads_kv)
 
