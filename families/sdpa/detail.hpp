@@ -143,7 +143,14 @@ struct MaskView {
   std::vector<double> values;
   Strides st{0, 0, 0};
   std::vector<double> sinks;
-  std::vector<double> alibi;  // ALiBi slopes, [B or 1, Hq] (empty when none)
+  std::vector<double> alibi;   // ALiBi slopes, [B or 1, Hq] (empty when none)
+  std::vector<double> blocks;  // the block mask, [B, Hq, query blocks, key blocks] (empty when none)
+  /// Whether row i of (b, h) reads key j's block (true without a block mask).
+  bool block_reads(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    if (blocks.empty()) return true;
+    const int64_t nq = (p->seq_q + p->block_q - 1) / p->block_q, nk = (p->seq_k + p->block_k - 1) / p->block_k;
+    return blocks[static_cast<size_t>(((b * p->heads_q + h) * nq + i / p->block_q) * nk + j / p->block_k)] != 0;
+  }
   /// The mask element for query head h (the mask is indexed by query heads).
   double at(int64_t b, int64_t h, int64_t i, int64_t j) const { return values[st.at(b, h, i) + j]; }
 };
@@ -157,14 +164,15 @@ inline MaskView mask_view(const Problem& p, const TensorMap& inputs) {
   }
   if (p.sinks) m.sinks = inputs.at("sinks").to_f64();
   if (p.alibi != Alibi::none) m.alibi = inputs.at("alibi_slopes").to_f64();
+  if (p.block_sparse()) m.blocks = inputs.at("block_mask").to_f64();
   return m;
 }
 
 /// One row block's final scores, in place. S = Q·Kᵀ arrives unscaled; this applies the scale, the
 /// softcap (s = c·tanh(s/c)), the ALiBi bias (its product in T: *bias receives |bias|) and the
-/// additive mask, and sets -inf for keys outside the causal range, the window or the boolean
-/// mask. With a softcap, *dcap receives 1 − tanh²(x/c), the softcap's derivative (0 where
-/// masked). No rounding: both references keep scores in T, as a flash kernel keeps them in fp32
+/// additive mask, and sets -inf for keys outside the causal range, the window, the boolean mask
+/// or the key blocks the row's query block reads. With a softcap, *dcap receives 1 − tanh²(x/c), the softcap's
+/// derivative (0 where masked). No rounding: both references keep scores in T, as a flash kernel keeps them in fp32
 /// registers.
 template <typename T>
 void scores_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, const RowBlock& blk, RowMajor<T>& s,
@@ -181,6 +189,7 @@ void scores_head(const Problem& p, const MaskView& mask, int64_t b, int64_t h, c
     for (int64_t j = 0; j < s.cols(); ++j) {
       bool keep = j >= first && j <= last;
       if (keep && p.mask_tensor == MaskTensor::boolean) keep = mask.at(b, h, gi, blk.k0 + j) != 0;
+      if (keep) keep = mask.block_reads(b, h, gi, blk.k0 + j);
       if (!keep) {
         s(i, j) = neg_inf;
         continue;

@@ -55,6 +55,11 @@ class SdpaFamily final : public KitFamily<Problem> {
       for (int64_t x : sdpa::mask_shape(p)) m *= static_cast<double>(x);
       bytes += m * (p.mask_tensor == sdpa::MaskTensor::boolean ? 1.0 : storage_bytes(p.dtype)) * (p.dbias ? 2 : 1);
     }
+    if (p.block_sparse()) {
+      double m = 1;
+      for (int64_t x : sdpa::block_mask_shape(p)) m *= static_cast<double>(x);
+      bytes += m;
+    }
     return {bwd ? 2.5 * fwd : fwd, bytes};
   }
 
@@ -96,11 +101,12 @@ class SdpaFamily final : public KitFamily<Problem> {
 
   // The varlen layout came with ABI 1.1, the paged KV cache with 1.2, varlen padding rows with
   // seqused_k with 1.3, chunked-local attention with 1.4, sinks with 1.5, ALiBi with 1.6, dbias
-  // and the query-broadcast attn_mask with 1.7 (include/opcts/plugin.h): an impl built before
+  // and the query-broadcast attn_mask with 1.7, block masks with 1.8 (include/opcts/plugin.h): an impl built before
   // reads layout THD or PAGED as BHSD, a padded segment's rows as keys, no chunk, no sink, no bias,
-  // a mask of one row as Sq rows, and writes no dbias.
+  // a mask of one row as Sq rows, writes no dbias, and reads every key block.
   uint32_t abi_minor(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.block_sparse()) return 8;
     if (p.dbias || !p.mask_per_query) return 7;
     if (p.alibi != sdpa::Alibi::none) return 6;
     if (p.sinks) return 5;
@@ -109,6 +115,7 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
   std::string abi_minor_feature(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.block_sparse()) return "block-sparse attention (block_mask)";
     if (p.dbias) return "the additive mask's gradient (dbias)";
     if (!p.mask_per_query) return "an attn_mask broadcast over the queries ([.., 1, seq_k])";
     if (p.alibi != sdpa::Alibi::none) return "ALiBi (alibi_slopes)";
@@ -120,7 +127,7 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
 
   // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
-  std::string reference_version() const override { return "sdpa-ref-13"; }
+  std::string reference_version() const override { return "sdpa-ref-14"; }
 
   // Inputs and outputs in the problem's dtype (the boolean mask as bytes), lse in fp32.
   double device_bytes(const opcts::Problem& pp) const override {
@@ -167,6 +174,8 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.mask_per_head = p.mask_per_head;
   c.mask_query_broadcast = !p.mask_per_query;
   c.dbias = p.dbias;
+  c.block_mask_q = p.block_q;
+  c.block_mask_k = p.block_k;
   c.layout = abi_value(p.layout);
   c.direction = abi_value(p.direction);
   if (p.paged()) {

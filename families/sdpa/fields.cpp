@@ -1,5 +1,6 @@
 // The sdpa problem's field table: YAML keys, id tokens and their order (sdpa.hpp, problem_id).
 #include <algorithm>
+#include <array>
 #include <tuple>
 
 #include "families/sdpa/sdpa.hpp"
@@ -221,33 +222,44 @@ Field<Problem> softcap_field() {
                                 [](const Problem& p) { return p.softcap != 0; });
 }
 
-// `window: {left: L, right: R}` (either may be left out; -1 = unbounded) or `none`; id winLxR.
-Field<Problem> window_field() {
+// Two integers, `KEY: {A: x, B: y}` (or none), written PREFIXxXy with each as an id number: the
+// window (winLxR, either side may be left out: -1) and the block mask (blkQxK, both needed).
+// `unset`: the value of a side not given, and of both when the field is off.
+Field<Problem> int_pair_field(const std::string& key, const std::string& doc, const std::string& prefix,
+                              const std::string& spelled, std::array<std::string, 2> names, int64_t Problem::*a,
+                              int64_t Problem::*b, int64_t unset, bool both) {
   Field<Problem> f;
-  f.key = "window";
-  f.doc = "{left: L, right: R} (-1 = unbounded, either may be left out) or none";
-  f.id = "[winLxR]";
-  f.read = [](Problem& p, const YAML::Node& m) {
-    const YAML::Node w = m["window"];
+  f.key = key;
+  f.doc = doc;
+  f.id = "[" + prefix + spelled + "]";
+  f.read = [=](Problem& p, const YAML::Node& m) {
+    const YAML::Node w = m[key];
     if (!w || (w.IsScalar() && w.Scalar() == "none")) return;
-    if (!w.IsMap()) throw std::invalid_argument("expected {left: L, right: R} (-1 = unbounded) or none");
-    check_subkeys(w, {"left", "right"});
-    if (w["left"]) p.window_left = kit::field_as_value<int64_t>(w["left"], "left");
-    if (w["right"]) p.window_right = kit::field_as_value<int64_t>(w["right"], "right");
+    const std::string form = "{" + names[0] + ": N, " + names[1] + ": N}";
+    if (!w.IsMap()) throw std::invalid_argument("expected " + form + " or none");
+    check_subkeys(w, {names[0].c_str(), names[1].c_str()});
+    if (both && (!w[names[0]] || !w[names[1]])) throw std::invalid_argument("needs both of " + form);
+    if (w[names[0]]) p.*a = kit::field_as_value<int64_t>(w[names[0]], names[0]);
+    if (w[names[1]]) p.*b = kit::field_as_value<int64_t>(w[names[1]], names[1]);
   };
-  f.write = [](const Problem& p, std::vector<std::string>& t) {
-    if (p.window_left != -1 || p.window_right != -1)
-      t.push_back("win" + kit::int_token(p.window_left) + "x" + kit::int_token(p.window_right));
+  f.write = [=](const Problem& p, std::vector<std::string>& t) {
+    if (p.*a != unset || p.*b != unset) t.push_back(prefix + kit::int_token(p.*a) + "x" + kit::int_token(p.*b));
   };
-  f.scan = [](Problem& p, kit::IdReader& in) {
-    const auto w = in.take_prefixed("win");
+  f.scan = [=](Problem& p, kit::IdReader& in) {
+    const auto w = in.take_prefixed(prefix);
     if (!w) return;
     const size_t x = w->find('x');
-    if (x == std::string::npos) throw std::invalid_argument("token 'win" + *w + "': expected winLxR");
-    p.window_left = kit::parse_int_token(w->substr(0, x));
-    p.window_right = kit::parse_int_token(w->substr(x + 1));
+    if (x == std::string::npos)
+      throw std::invalid_argument("token '" + prefix + *w + "': expected " + prefix + spelled);
+    p.*a = kit::parse_int_token(w->substr(0, x));
+    p.*b = kit::parse_int_token(w->substr(x + 1));
   };
   return f;
+}
+
+Field<Problem> window_field() {
+  return int_pair_field("window", "{left: L, right: R} (-1 = unbounded, either may be left out) or none", "win", "LxR",
+                        {"left", "right"}, &Problem::window_left, &Problem::window_right, -1, false);
 }
 
 // `attn_mask: bool | additive | none` or `{kind, per_batch, per_head}`; id bmask/amask + b, h.
@@ -306,6 +318,13 @@ Field<Problem> attn_mask_field() {
   return f;
 }
 
+// `block_mask: {q: Q, k: K}`: block-sparse attention in blocks of Q query rows and K keys; id blkQxK.
+Field<Problem> block_mask_field() {
+  return int_pair_field(
+      "block_mask", "{q: Q, k: K}: block-sparse attention, blocks of Q query rows and K keys (block_kept's pattern)",
+      "blk", "QxK", {"q", "k"}, &Problem::block_q, &Problem::block_k, 0, true);
+}
+
 // `corrupt: block_table | seqused_k | cu_seqlens_q | cu_seqlens_k` (a packed problem's negative
 // case, written into its index inputs); the id spells it corrupt_<name>.
 Field<Problem> corrupt_field() {
@@ -361,6 +380,7 @@ const kit::FieldTable<Problem>& fields() {
        softcap_field(),
        attn_mask_field(),
        kit::flag<Problem>("dbias", &Problem::dbias, "dbias"),
+       block_mask_field(),
        kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
        layout_field(),
        kit::int_unless<Problem, int64_t>("page_size", &Problem::page_size, 0, "page",

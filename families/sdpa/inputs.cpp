@@ -140,6 +140,15 @@ TensorMap tensor_inputs(const Problem& p, uint64_t seed) {
     }
     in.emplace("attn_mask", std::move(m));
   }
+  if (p.block_sparse()) {
+    HostTensor bm(DType::bool8, block_mask_shape(p));
+    const std::vector<int64_t> bs = block_mask_shape(p);
+    for (int64_t e = 0; e < bm.numel(); ++e)
+      bm.set(e, block_kept(p, e / (bs[1] * bs[2] * bs[3]), e / (bs[2] * bs[3]) % bs[1], e / bs[3] % bs[2], e % bs[3])
+                    ? 1.0
+                    : 0.0);
+    in.emplace("block_mask", std::move(bm));
+  }
   // A varlen sequence's keys are packed rows cu_seqlens_k[b] + j (ks.batch is 0 there), its
   // padding rows (pad_k) the pad_k after them.
   const std::vector<int64_t> cu_k = p.varlen() ? cu_seqlens_k(p) : std::vector<int64_t>();
@@ -163,8 +172,9 @@ TensorMap tensor_inputs(const Problem& p, uint64_t seed) {
   };
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t row0 = p.varlen() ? cu_k[b] : 0;
-    if (p.poison_masked) {
-      const auto unseen = unseen_keys(p.sequence(b));
+    if (p.poison_masked || p.block_sparse()) {
+      // A dense problem's unseen keys are every batch entry's (its block mask varies with them).
+      const auto unseen = unseen_keys(p.packed() ? p.sequence(b) : p);
       for (size_t j = 0; j < unseen.size(); ++j)
         if (unseen[j]) poison_row(b, row0 + static_cast<int64_t>(j));
     }

@@ -6,6 +6,7 @@
 
 #include "core/errors.hpp"
 #include "families/sdpa/sdpa.hpp"
+#include "numerics/rng.hpp"
 
 namespace opcts::sdpa {
 
@@ -60,15 +61,40 @@ void check_contract(const Problem& p) {
   if (const auto v = contract_violation(p)) throw InvalidArgument(v->argument, v->why);
 }
 
+std::vector<int64_t> block_mask_shape(const Problem& p) {
+  if (!p.block_sparse()) return {};
+  return {p.batch, p.heads_q, (p.seq_q + p.block_q - 1) / p.block_q, (p.seq_k + p.block_k - 1) / p.block_k};
+}
+
+bool block_kept(const Problem& p, int64_t b, int64_t h, int64_t qb, int64_t kb) {
+  if (kb % 4 == 3 || qb % 5 == 2) return false;
+  const std::vector<int64_t> s = block_mask_shape(p);
+  const uint64_t e = static_cast<uint64_t>(((b * s[1] + h) * s[2] + qb) * s[3] + kb);
+  return uniform01(0x5ba75e, 0, e) < 0.6;  // a fixed key: the pattern is the problem's, not the seed's
+}
+
 std::vector<char> unseen_keys(const Problem& p) {
   // first_key and last_key never decrease with i, so the seen keys are a union of ranges
-  // marked with a difference array.
+  // marked with a difference array; block-sparse, each row's range cut to each key block its
+  // query block reads, in any batch entry or head.
   std::vector<int64_t> diff(static_cast<size_t>(std::max<int64_t>(p.seq_k, 0)) + 1, 0);
+  const std::vector<int64_t> bs = block_mask_shape(p);
   for (int64_t i = 0; i < p.seq_q; ++i) {
     const int64_t f = p.first_key(i), l = p.last_key(i);
     if (l < f) continue;
-    ++diff[f];
-    --diff[l + 1];
+    if (!p.block_sparse()) {
+      ++diff[f];
+      --diff[l + 1];
+      continue;
+    }
+    for (int64_t kb = f / p.block_k; kb <= l / p.block_k; ++kb) {
+      bool read = false;
+      for (int64_t bh = 0; bh < bs[0] * bs[1] && !read; ++bh)
+        read = block_kept(p, bh / bs[1], bh % bs[1], i / p.block_q, kb);
+      if (!read) continue;
+      ++diff[std::max(f, kb * p.block_k)];
+      --diff[std::min(l, kb * p.block_k + p.block_k - 1) + 1];
+    }
   }
   std::vector<char> unseen(static_cast<size_t>(std::max<int64_t>(p.seq_k, 0)));
   int64_t run = 0;
@@ -158,6 +184,10 @@ void Problem::validate() const {
     throw std::invalid_argument("dbias: the gradient of an additive attn_mask, which the problem does not have");
   if (dbias && direction != Direction::backward)
     throw std::invalid_argument("dbias: a backward output (direction: backward)");
+  if ((block_q > 0) != (block_k > 0) || block_q < 0 || block_k < 0)
+    throw std::invalid_argument("block_mask: q and k are block sizes, both >= 1 (or none)");
+  if (block_sparse() && packed())
+    throw std::invalid_argument("block_mask: the dense layouts only (bhsd, bshd), got layout " + lay);
   if (poison_masked && contract_violation(*this) == std::nullopt) {
     bool somewhere = false;
     for (int64_t b = 0; b < (packed() ? batch : std::min<int64_t>(batch, 1)) && !somewhere; ++b) {
@@ -293,6 +323,34 @@ bool attn_mask_plant_shows(const Problem& p, PlantedBug bug) {
   return false;
 }
 
+// Whether a block plant changes the keys of some row: the key block it adds or drops in a query
+// block holds a key of a row's range there (a key more or less moves that row's lse and O, or its
+// gradients: dV of the key is 0 without the row and P·dO with it).
+bool block_plant_shows(const Problem& p, PlantedBug bug) {
+  const std::vector<int64_t> bs = block_mask_shape(p);
+  const auto reaches = [&](int64_t qb, int64_t kb) {
+    for (int64_t i = qb * p.block_q; i < std::min(p.seq_q, qb * p.block_q + p.block_q); ++i)
+      if (p.last_key(i) >= std::max(p.first_key(i), kb * p.block_k) &&
+          std::min(p.last_key(i), kb * p.block_k + p.block_k - 1) >= p.first_key(i))
+        return true;
+    return false;
+  };
+  for (int64_t b = 0; b < bs[0]; ++b)
+    for (int64_t h = 0; h < bs[1]; ++h)
+      for (int64_t qb = 0; qb < bs[2]; ++qb) {
+        int64_t last = -1;
+        for (int64_t kb = 0; kb < bs[3]; ++kb) {
+          const bool kept = block_kept(p, b, h, qb, kb);
+          if (kept) last = kb;
+          if (bug == PlantedBug::block_one_past && !kept && kb > 0 && block_kept(p, b, h, qb, kb - 1) &&
+              reaches(qb, kb))
+            return true;
+        }
+        if (bug == PlantedBug::block_last_dropped && last >= 0 && reaches(qb, last)) return true;
+      }
+  return false;
+}
+
 // Whether some row of the dense problem s sees other keys when the sequence is taken as sk >= Sk
 // keys long (the tail or padding rows read as keys, the lower-right alignment by sk).
 bool longer_keys_move(const Problem& s, int64_t sk) {
@@ -346,6 +404,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     if (p.mask_tensor != MaskTensor::additive || !p.mask_per_head) return "needs an additive attn_mask per head";
     if (!(p.heads_q > p.heads_kv && p.heads_q >= 2)) return "without GQA every query head reads its own mask";
   }
+  const bool block_bug = bug == PlantedBug::block_last_dropped || bug == PlantedBug::block_one_past;
+  if (block_bug && !p.block_sparse()) return "a block-sparse bug: the problem has no block mask";
   const bool dbias_bug = bug == PlantedBug::dbias_last_term || bug == PlantedBug::dbias_capped;
   if (dbias_bug && !p.dbias) return "a dbias bug: the problem has no dbias output";
   if (bug == PlantedBug::dbias_capped && p.softcap <= 0) return "without a softcap its derivative is 1";
@@ -449,8 +509,10 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       return "the rowsum term is a backward bug";
     case PlantedBug::masked_row_nan:
       if (p.direction != Direction::forward) return "the NaN row is planted in the forward";
-      // rows i = 3 (mod 8) see nothing where the mask has a row per query
+      // rows i = 3 (mod 8) see nothing where the mask has a row per query; query block 2 reads no
+      // key block
       if (p.mask_tensor != MaskTensor::none && p.mask_per_query && p.seq_q > 3) return "";
+      if (p.block_sparse() && p.seq_q > 2 * p.block_q) return "";
       for (int64_t i = 0; i < p.seq_q; ++i)
         if (p.keys_of_row(i) == 0) return "";
       return "every row sees a key";
@@ -482,6 +544,10 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       if (bug == PlantedBug::alibi_upper_left && p.seq_q == p.seq_k) return "Sq = Sk: the two diagonals are one";
       return "no row's keys change relative to each other, nor (forward) its lse";
     case PlantedBug::sink_lse_omitted: return "";  // every row with a key: lse lacks −ln(1 − P_s)
+    case PlantedBug::block_last_dropped:
+    case PlantedBug::block_one_past:
+      if (block_plant_shows(p, bug)) return "";
+      return "no row sees a key of a block the plant adds or drops";
     case PlantedBug::amask_kv_head:
     case PlantedBug::dbias_last_term:
     case PlantedBug::dbias_capped:

@@ -169,6 +169,13 @@ struct Problem {
   /// broadcasts (batch, query heads, queries). cuDNN's dBias (cudnn-frontend's sdpa_backward
   /// dBias), TransformerEngine's and PyTorch's efficient-attention grad_bias.
   bool dbias = false;
+  /// Block-sparse attention (FlexAttention's BlockMask, FlashAttention 4's block sparsity,
+  /// FlashInfer's BSR masks): query rows in blocks of block_q, keys in blocks of block_k, and an
+  /// input `block_mask`, bool8 [B, Hq, ⌈Sq/block_q⌉, ⌈Sk/block_k⌉] (1 = the query block reads the
+  /// key block): a row sees only keys of the blocks its block reads, within its causal range,
+  /// window, chunk and attn_mask. The pattern is block_kept's (a function of the problem), and the
+  /// keys no query block reads hold NaN (unseen_keys). 0: off (both or neither).
+  int64_t block_q = 0, block_k = 0;
   bool poison_masked = false;  // NaN written into K/V rows that no query may see
   Layout layout = Layout::bhsd;
   Direction direction = Direction::forward;
@@ -192,6 +199,7 @@ struct Problem {
   bool paged() const { return layout == Layout::paged; }
   /// Queries packed token-major with per-sequence lengths: varlen or paged.
   bool packed() const { return varlen() || paged(); }
+  bool block_sparse() const { return block_q > 0; }
   /// Packed tokens of Q (and O) and of K (and V): Σ Sq_b and Σ Sk_b for varlen, B·Sq and B·Sk
   /// otherwise.
   int64_t total_q() const;
@@ -328,6 +336,11 @@ enum class PlantedBug {
   // dbias taken as dS after the softcap's derivative (the raw scores' gradient, which dQ and dK
   // use) where the bias, added after the softcap, takes dS before it.
   dbias_capped,
+  // Block-sparse: each query block's last kept key block skipped (a kv_num_blocks one short).
+  block_last_dropped,
+  // Block-sparse: the key block after each kept one read too (an index one past its run): a block
+  // no query reads holds NaN.
+  block_one_past,
 };
 /// The host paged impl's split-KV chunk: a sequence of more keys runs in splits of this many
 /// keys, combined by their logsumexps (FlashAttention's split-KV decode); splitkv_combine_log2
@@ -347,10 +360,19 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
 /// roundings of the accumulator hide in the bound: that hid the blind spot instead of showing it.)
 constexpr int64_t kPlantedPrecisionKeys = 2;
 
-/// Keys that no query row can see under the causal mask and the window (1 = unseen), Sk
+/// Keys that no query row can see under the causal mask, the window and, block-sparse, the block
+/// mask's key blocks that no query block of any batch entry or head reads (1 = unseen), Sk
 /// entries, of a dense problem (a varlen one's are its sequences', unseen_keys(p.sequence(b))).
-/// poison_masked writes NaN into exactly these rows of K and V.
+/// poison_masked and block sparsity write NaN into exactly these rows of K and V.
 std::vector<char> unseen_keys(const Problem& p);
+
+/// The block mask of a block-sparse problem (families/sdpa/problem.cpp): [B, Hq, ⌈Sq/block_q⌉,
+/// ⌈Sk/block_k⌉], and whether query block qb of (b, h) reads key block kb — a fixed pseudo-random
+/// pattern keeping about 3 blocks in 5, with every key block kb ≡ 3 (mod 4) read by no query
+/// block (NaN there: a kernel that reads a skipped block fails) and every query block qb ≡ 2
+/// (mod 5) reading none (rows that see no key).
+std::vector<int64_t> block_mask_shape(const Problem& p);
+bool block_kept(const Problem& p, int64_t b, int64_t h, int64_t qb, int64_t kb);
 
 /// The id: DTYPE_bB_hqHQ_hkvHKV_sqSQ_skSK_dD[vDV]_MASK, then optional tokens, each only when
 /// its field is not the default, in this order:
@@ -364,6 +386,7 @@ std::vector<char> unseen_keys(const Problem& p);
 ///   _amask[b][h]   additive attn_mask, likewise; either then k when it is one row of keys
 ///                  broadcast over the queries (per_query false): _amaskbk = [B, 1, 1, Sk]
 ///   _dbias         the additive mask's gradient dbias (backward)
+///   _blkQxK        block-sparse, blocks of Q query rows and K keys
 ///   _poison        NaN in the K/V rows no query row can see
 ///   _bshd          BSHD storage
 ///   _varlen        the varlen layout; SQ and SK then list the lengths: joined by 'x', a run of
@@ -422,6 +445,8 @@ Strides mask_strides(const Problem& p);
 ///   sinks: "sinks", fp32 [Hq]: c + N(0, 2²) on stream 7, rounded to fp32, c the log of a row's
 ///     typical denominator (ln Sk + σ²/2, or σ·√(2 ln Sk) for sharp rows; σ = scale·√Dqk, at most
 ///     the softcap): about as heavy as a row's keys, P_sink from ~0.02 to ~0.98 over the heads.
+///   block-sparse: "block_mask", bool8 block_mask_shape(p) from block_kept, and NaN in the K and V
+///     rows of unseen_keys(p).
 ///   alibi: "alibi_slopes", fp32 [Hq] or [B, Hq]: BLOOM's and MPT's geometric slopes 2^(−8(h + 1)/Hq)
 ///     for head h, times (1 + b/2) for batch entry b when per (batch, head).
 /// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",

@@ -42,10 +42,11 @@ extern "C" {
  * varlen (THD) layout; 2: sdpa's paged KV cache; 3: sdpa's varlen padding rows with seqused_k; 4:
  * sdpa's chunked-local attention (opcts_sdpa_params.attention_chunk); 5: sdpa's attention sinks
  * (opcts_sdpa_params.sinks); 6: sdpa's ALiBi (opcts_sdpa_params.alibi); 7: sdpa's dbias and
- * attn_mask broadcast over the queries (opcts_sdpa_params.dbias, mask_query_broadcast). An
+ * attn_mask broadcast over the queries (opcts_sdpa_params.dbias, mask_query_broadcast); 8: sdpa's
+ * block-sparse masks (opcts_sdpa_params.block_mask_q, block_mask_k). An
  * impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts gives it no problem that
  * needs a later one (a SKIP naming the version). */
-#define OPCTS_PLUGIN_ABI_MINOR 7u
+#define OPCTS_PLUGIN_ABI_MINOR 8u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -255,6 +256,13 @@ typedef struct opcts_sdpa_params {
    * added after the softcap) summed over the axes the mask broadcasts (batch, heads, queries).
    * The impl writes all of it (opcts poisons it first). */
   int32_t dbias;
+  /* ABI 1.8: block-sparse attention (FlexAttention's BlockMask; 0 = off, else both > 0): query rows
+   * in blocks of block_mask_q, keys in blocks of block_mask_k, and an input `block_mask`, one byte
+   * per element {OPCTS_DL_BOOL, 8}, [batch, Hq, ceil(seq_q / block_mask_q), ceil(seq_k /
+   * block_mask_k)]: 1 = the query block reads the key block. A row sees only keys of the blocks its
+   * block reads (within the causal mask, the window, the chunk and attn_mask); a block no query
+   * block reads holds NaN in k and v. Dense layouts only. */
+  int64_t block_mask_q, block_mask_k;
 } opcts_sdpa_params;
 
 /* scaled_mm: D[M, N] = out(os · (g · Σ_k deq(A)[m, k] · deq(B)[k, n] + bias[n])), one rounding.

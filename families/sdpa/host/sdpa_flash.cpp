@@ -24,6 +24,8 @@
 // head)'s rows summed in order, then the batch entries in order. dbias sums dS′ = P ⊙ (dP − D)
 // (before the softcap's derivative) in fp32 likewise: a (batch, head)'s rows where the mask
 // broadcasts over the queries, then the batch entries and heads it broadcasts over, in order.
+// Block-sparse: a key of a block the row's query block does not read is never read (its score is
+// -inf before its dot product).
 #include "families/sdpa/host/sdpa_flash.hpp"
 
 #include <algorithm>
@@ -93,6 +95,7 @@ class Kernel {
                                                                                      : "must be fp32 [heads_q]");
       slopes = decode(s);
     }
+    if (p.block_q > 0) read_blocks(in.at("block_mask"));
     if (p.mask_tensor != sdpa::MaskTensor::none) {
       mask = decode(in.at("attn_mask"));
       mask_rows = p.mask_per_query ? Sq : 1;
@@ -100,6 +103,32 @@ class Kernel {
       ms = {p.mask_per_batch ? (p.mask_per_head ? Hq : 1) * hs : 0, p.mask_per_head ? hs : 0,
             p.mask_per_query ? Sk : 0};
     }
+  }
+
+  // The block mask as this kernel walks it: per (batch, head, query block) the key blocks it
+  // reads, the plants' slips applied (the last one dropped; the one after each run read too).
+  void read_blocks(const HostTensor& t) {
+    nqb = (Sq + p_.block_q - 1) / p_.block_q, nkb = (Sk + p_.block_k - 1) / p_.block_k;
+    if (t.dtype() != DType::bool8 || t.numel() != B * Hq * nqb * nkb)
+      throw InvalidArgument("block_mask",
+                            "must be bool8 [batch, heads_q, ceil(seq_q / block_q), ceil(seq_k / block_k)]");
+    blocks.assign(static_cast<size_t>(t.numel()), 0);
+    for (int64_t e = 0; e < t.numel(); ++e) blocks[e] = t.get(e) != 0;
+    for (int64_t row = 0; row < B * Hq * nqb; ++row) {
+      char* r = blocks.data() + row * nkb;
+      if (plant_ == Plant::block_last_dropped)
+        for (int64_t kb = nkb - 1; kb >= 0; --kb)
+          if (r[kb]) {
+            r[kb] = 0;
+            break;
+          }
+      if (plant_ == Plant::block_one_past)
+        for (int64_t kb = nkb - 1; kb > 0; --kb)
+          if (r[kb - 1] && !r[kb]) r[kb] = 1;
+    }
+  }
+  bool block_reads(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    return blocks.empty() || blocks[((b * Hq + h) * nqb + i / p_.block_q) * nkb + j / p_.block_k] != 0;
   }
 
   // The visible range of row i: causal ∩ window ∩ chunk, the window's sides and the chunk of the
@@ -134,6 +163,7 @@ class Kernel {
   float score(int64_t b, int64_t h, int64_t i, int64_t j, const float* qi, const float* kj, float* dcap) const {
     const int64_t mh = plant_ == Plant::amask_kv_head ? h / group : h;  // the plant reads its KV head's mask
     if (p_.mask_tensor == sdpa::MaskTensor::boolean && mask[ms.at(b, mh, i) + j] == 0.0f) return kNegInf;
+    if (!block_reads(b, h, i, j)) return kNegInf;  // a skipped block: never read
     float dot = 0.0f;
     for (int64_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
     float s = dot * scale;
@@ -341,7 +371,8 @@ class Kernel {
   const sdpa::Problem& p_;
   Plant plant_;
   bool o_fp32_;
-  int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_, key_begin_, key_end_, mask_rows = 0;
+  int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_, key_begin_, key_end_, mask_rows = 0, nqb = 0, nkb = 0;
+  std::vector<char> blocks;  // read_blocks
   float scale, cap;
   Str qs{}, ks{}, vs{}, os{}, ms{0, 0, 0};
   std::vector<float> q, k, v, mask, sinks, slopes;

@@ -772,6 +772,31 @@ TEST(SdpaPlanted, AttnMaskAndDbiasBugsAreCaughtWhereTheyMoveAnOutput) {
   EXPECT_FALSE(capped.supports(wide, host).ok);
 }
 
+// The block-sparse plants: a query block's last kept key block dropped, and the key block after
+// each kept run read (NaN where no query block reads it). Each is caught where a row's range
+// reaches the block it adds or drops, in both directions; the pattern holds blocks no query
+// reads (poisoned) and query blocks that read none (rows without keys: O = 0, lse = -inf).
+TEST(SdpaPlanted, BlockSparseBugsAreCaughtWhereTheyMoveAKey) {
+  const ArchInfo host{"host", "host"};
+  auto fwd = make(DType::bf16, 2, 4, 2, 96, 160, 64, Mask::none);
+  fwd.block_q = 16, fwd.block_k = 16;
+  const std::vector<char> unseen = sdpa::unseen_keys(fwd);
+  EXPECT_EQ(unseen[3 * 16], 1) << "key block 3 is read by no query block";
+  expect_caught("host.flash_block_last_dropped", fwd);
+  expect_caught("host.flash_block_one_past", fwd);
+  expect_caught("host.flash_masked_row_nan", fwd);  // query block 2 reads no key block
+  auto bwd = fwd;
+  bwd.direction = sdpa::Direction::backward;
+  expect_caught("host.flash_block_last_dropped", bwd);
+  expect_caught("host.flash_block_one_past", bwd);
+  auto causal = make(DType::fp16, 1, 4, 4, 64, 64, 64, Mask::causal_upper_left);
+  causal.block_q = 64, causal.block_k = 8;  // one query block over 8 key blocks, the last past row i's range
+  expect_caught("host.flash_block_last_dropped", causal);
+  auto dense = fwd;
+  dense.block_q = dense.block_k = 0;
+  EXPECT_FALSE(builtin_registry().impl("host.flash_block_one_past")->supports(dense, host).ok);
+}
+
 // The sink plants: lse without the sink (forward: lse; backward: P and dsinks follow it) and a
 // batch entry's dsink share stored over the others'. Each is caught where it changes an output
 // and SKIPs where it cannot (no sinks; dsinks needs a backward with an earlier entry that adds a

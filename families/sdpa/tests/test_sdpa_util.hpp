@@ -135,6 +135,11 @@ inline Naive naive_forward(const sdpa::Problem& p, const TensorMap& in) {
           const int64_t mi = (p.mask_per_batch ? b : 0) * (p.mask_per_head ? p.heads_q : 1) * mrows * p.seq_k +
                              (p.mask_per_head ? h : 0) * mrows * p.seq_k + (p.mask_per_query ? i : 0) * p.seq_k + j;
           if (p.mask_tensor == sdpa::MaskTensor::boolean && in.at("attn_mask").get(mi) == 0) keep = false;
+          if (p.block_q > 0) {  // the block mask [B, Hq, ⌈Sq/bq⌉, ⌈Sk/bk⌉]
+            const int64_t nq = (p.seq_q + p.block_q - 1) / p.block_q, nk = (p.seq_k + p.block_k - 1) / p.block_k;
+            if (in.at("block_mask").get(((b * p.heads_q + h) * nq + i / p.block_q) * nk + j / p.block_k) == 0)
+              keep = false;
+          }
           if (!keep) continue;
           double dot = 0;
           for (int64_t d = 0; d < D; ++d)
@@ -230,6 +235,16 @@ inline std::vector<sdpa::Problem> variants(DType t) {
   p = make(t, 2, 2, 1, 6, 10, 4, Mask::none);
   p.mask_tensor = sdpa::MaskTensor::boolean;
   p.mask_per_batch = true, p.mask_per_query = false;
+  add(p);
+  // Block-sparse: blocks of 4 × 3 (key blocks 3 and 7 read by no query block: NaN there; query
+  // block 2 reads none), under causal lower-right with GQA; blocks of 2 × 5 with an additive mask.
+  p = make(t, 2, 4, 2, 13, 26, 8, Mask::causal_lower_right);
+  p.block_q = 4, p.block_k = 3;
+  add(p);
+  p = make(t, 1, 2, 1, 11, 20, 4, Mask::none);
+  p.block_q = 2, p.block_k = 5;
+  p.mask_tensor = sdpa::MaskTensor::additive;
+  p.softcap = 2.5;
   add(p);
   return v;
 }
