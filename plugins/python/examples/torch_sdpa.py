@@ -10,7 +10,10 @@ torch.nn.attention.varlen.varlen_attn (PyTorch 2.10+) as torch.varlen_attn:
 SDPA returns no lse: each impl writes torch.logsumexp of the fp32 scores (two passes over the
 row), declared as such. Windows and softcap are not SDPA's arguments: those problems SKIP, as do
 the problems a backend's own dispatcher check (torch.backends.cuda.can_use_flash_attention and its
-siblings) refuses, so that "No available kernel" is never a case's ERROR.
+siblings) refuses, so that "No available kernel" is never a case's ERROR. Backward runs autograd
+through the same call: dQ, dK, dV and, with an additive mask that asks for it (plugin ABI 1.7),
+its gradient dbias — the memory-efficient kernel's grad_bias, summed by autograd over the axes the
+mask broadcasts.
 """
 
 import opcts
@@ -30,24 +33,29 @@ def _empty(torch, p, heads, seq, dim):
 
 def _sdpa_params(torch, p):
     """torch.backends.cuda.SDPAParams for the problem, on uninitialised tensors of its shapes:
-    what scaled_dot_product_attention's dispatcher checks (sizes, strides, dtype, mask, GQA)."""
-    q = _empty(torch, p, p.heads_q, p.seq_q, p.head_dim_qk)
-    k = _empty(torch, p, p.heads_kv, p.seq_k, p.head_dim_qk)
-    v = _empty(torch, p, p.heads_kv, p.seq_k, p.head_dim_v)
+    what scaled_dot_product_attention's dispatcher checks (sizes, strides, dtype, mask, GQA, and
+    for a backward the gradients it must give)."""
+    grad = p.direction == "backward"
+    q, k, v = (_empty(torch, p, h, s, d).requires_grad_(grad)
+               for h, s, d in ((p.heads_q, p.seq_q, p.head_dim_qk), (p.heads_kv, p.seq_k, p.head_dim_qk),
+                               (p.heads_kv, p.seq_k, p.head_dim_v)))
     mask = None
     if p.attn_mask.kind != "none":
         shape = (p.batch if p.attn_mask.per_batch else 1, p.heads_q if p.attn_mask.per_head else 1,
                  p.seq_q if p.attn_mask.per_query else 1, p.seq_k)
         mask = torch.empty(shape, dtype=torch.bool if p.attn_mask.kind == "bool" else _dtype(torch, p), device="cuda")
+        mask.requires_grad_(p.dbias)
     return torch.backends.cuda.SDPAParams(q, k, v, mask, 0.0, p.mask != "none", p.heads_q != p.heads_kv)
 
 
 def supports(backend):
     def check(p, arch):
-        if p.direction != "forward":
-            return "computes the forward only"
+        if p.layout not in ("bhsd", "bshd"):
+            return "takes the dense layouts (the varlen impls below take packed sequences)"
         if p.window != (-1, -1) or p.softcap != 0:
             return "SDPA has no window or softcap"
+        if p.chunk != 0 or p.sinks or p.alibi != "none":
+            return "SDPA has no chunked-local attention, sinks or ALiBi"
         if p.mask == "causal_lower_right" and p.seq_q != p.seq_k:
             return "is_causal is upper-left; lower-right with Sq != Sk needs a mask"
         if backend == "math":
@@ -67,9 +75,33 @@ def supports(backend):
     return check
 
 
+def _deterministic(backend):
+    # The forward kernels write each output once; the backward ones but the math path's may
+    # accumulate dQ (or dK, dV, dbias) with atomics.
+    return lambda p: backend == "math" or p.direction == "forward"
+
+
+def _backward(torch, F, p, t, q, k, v, mask, causal):
+    """dQ, dK, dV (and dbias) by autograd through scaled_dot_product_attention at dO."""
+    q, k, v = (x.detach().requires_grad_() for x in (q, k, v))
+    if p.dbias:
+        mask = mask.detach().requires_grad_()
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=p.scale,
+                                         enable_gqa=p.heads_q != p.heads_kv)
+    d_o = opcts.as_torch(t.dO)
+    if p.layout == "bshd":
+        d_o = d_o.permute(0, 2, 1, 3)
+    out.backward(d_o)
+    for name, x in (("dQ", q), ("dK", k), ("dV", v)) + ((("dbias", mask),) if p.dbias else ()):
+        got = opcts.as_torch(t[name])
+        if p.layout == "bshd" and name != "dbias":
+            got = got.permute(0, 2, 1, 3)
+        got.copy_(x.grad)
+
+
 def make(backend):
-    @opcts.impl("sdpa", name=f"torch.sdpa_{backend}", backend="cuda", deterministic=backend != "efficient",
-                supports=supports(backend), accumulation={"lse": "two_pass"},
+    @opcts.impl("sdpa", name=f"torch.sdpa_{backend}", backend="cuda", deterministic=_deterministic(backend),
+                supports=supports(backend), accumulation={"lse": "two_pass"}, abi_minor=7,
                 reason="torch.logsumexp over the fp32 scores: the row's max, then the sum")
     def run(p, t, ctx):
         import torch
@@ -81,22 +113,30 @@ def make(backend):
         if p.window_left < -1 or p.window_right < -1 or p.softcap < 0:
             arg = "window_left" if p.window_left < -1 else "window_right" if p.window_right < -1 else "softcap"
             raise opcts.InvalidArgument(arg, "out of range")
-        q, k, v, o = (opcts.as_torch(t[n]) for n in ("q", "k", "v", "O"))
+        q, k, v = (opcts.as_torch(t[n]) for n in ("q", "k", "v"))
         if p.layout == "bshd":
-            q, k, v, o = (x.permute(0, 2, 1, 3) for x in (q, k, v, o))
+            q, k, v = (x.permute(0, 2, 1, 3) for x in (q, k, v))
         mask = None
         if p.attn_mask.kind != "none":
             mask = opcts.as_torch(t.attn_mask)
             mask = mask.bool() if p.attn_mask.kind == "bool" else mask
         causal = p.mask != "none"
         with torch.cuda.stream(opcts.torch_stream(ctx)):
+            if p.direction == "backward":
+                with sdpa_kernel(getattr(SDPBackend, backend.upper())):
+                    try:
+                        _backward(torch, F, p, t, q, k, v, mask, causal)
+                    except RuntimeError as e:
+                        raise opcts.Unsupported(str(e).splitlines()[0]) from None
+                return
             with sdpa_kernel(getattr(SDPBackend, backend.upper())):
                 try:
                     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=p.scale,
                                                          enable_gqa=p.heads_q != p.heads_kv)
                 except RuntimeError as e:
                     raise opcts.Unsupported(str(e).splitlines()[0]) from None
-            o.copy_(out)
+            o = opcts.as_torch(t.O)
+            (o.permute(0, 2, 1, 3) if p.layout == "bshd" else o).copy_(out)
             g = p.heads_q // p.heads_kv
             s = (q.float() @ k.float().repeat_interleave(g, dim=1).transpose(-1, -2)) * p.scale
             if causal:
