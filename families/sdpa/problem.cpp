@@ -306,7 +306,8 @@ bool alibi_plant_moves_row(const Problem& p, int64_t i, PlantedBug bug) {
 //   amask_kv_head: the forward moves a row's lse wherever it sees a key (another bias); the
 //     backward moves P, and dS, in a row of two keys or more;
 //   dbias_capped: dS of a row of two keys differs from dS ⊙ (1 − tanh²) (tanh² > 0 but at 0);
-//   dbias_last_term: an element of dbias sums two nonzero terms — two batch entries or two heads
+//   dbias_last_term, dbias_in_dtype: an element of dbias sums two nonzero terms — two batch
+//     entries or two heads
 //     of a row of two keys (the rows are alike across them), or two rows of two keys sharing a
 //     key where the mask broadcasts over the queries.
 bool attn_mask_plant_shows(const Problem& p, PlantedBug bug) {
@@ -315,7 +316,7 @@ bool attn_mask_plant_shows(const Problem& p, PlantedBug bug) {
   int64_t prev_last = -1;  // the last key of the previous row of two keys (dbias_last_term)
   for (int64_t i = 0; i < p.seq_q; ++i) {
     if (masked_row(i) || p.keys_of_row(i) < need) continue;
-    if (bug != PlantedBug::dbias_last_term) return true;
+    if (bug != PlantedBug::dbias_last_term && bug != PlantedBug::dbias_in_dtype) return true;
     if ((!p.mask_per_batch && p.batch >= 2) || (!p.mask_per_head && p.heads_q >= 2)) return true;
     if (!p.mask_per_query && prev_last >= p.first_key(i)) return true;
     prev_last = p.last_key(i);
@@ -406,7 +407,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
   }
   const bool block_bug = bug == PlantedBug::block_last_dropped || bug == PlantedBug::block_one_past;
   if (block_bug && !p.block_sparse()) return "a block-sparse bug: the problem has no block mask";
-  const bool dbias_bug = bug == PlantedBug::dbias_last_term || bug == PlantedBug::dbias_capped;
+  const bool dbias_bug =
+      bug == PlantedBug::dbias_last_term || bug == PlantedBug::dbias_capped || bug == PlantedBug::dbias_in_dtype;
   if (dbias_bug && !p.dbias) return "a dbias bug: the problem has no dbias output";
   if (bug == PlantedBug::dbias_capped && p.softcap <= 0) return "without a softcap its derivative is 1";
   // The plant moves dS′_ij by the factor tanh²(x/c) ≈ (x/c)²: with the inputs' N(0, 1) q and k a
@@ -416,8 +418,10 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       p.softcap >= 3 * p.effective_scale() * std::sqrt(static_cast<double>(p.head_dim)) /
                        (2 * std::sqrt(dtype_info(p.dtype).epsilon / 2)))
     return "softcap >= 3σ/(2√u): at the scores' ~3σ, 1 − tanh² is within four output roundings of 1";
-  if (bug == PlantedBug::dbias_last_term && p.mask_per_batch && p.mask_per_head && p.mask_per_query)
+  if ((bug == PlantedBug::dbias_last_term || bug == PlantedBug::dbias_in_dtype) && p.mask_per_batch &&
+      p.mask_per_head && p.mask_per_query)
     return "the mask broadcasts over no axis: dbias sums nothing";
+  if (bug == PlantedBug::dbias_in_dtype && p.dtype == DType::fp32) return "rounding to fp32 changes nothing in fp32";
   if (bug == PlantedBug::dsinks_last_batch) {
     if (p.direction != Direction::backward) return "dsinks is a backward output";
     // A batch entry before the last must add a share: a row that sees a key (D_i = dO_i·O_i, and
@@ -550,6 +554,7 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       return "no row sees a key of a block the plant adds or drops";
     case PlantedBug::amask_kv_head:
     case PlantedBug::dbias_last_term:
+    case PlantedBug::dbias_in_dtype:
     case PlantedBug::dbias_capped:
       if (attn_mask_plant_shows(p, bug)) return "";
       return p.direction == Direction::forward

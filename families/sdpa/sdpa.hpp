@@ -336,6 +336,9 @@ enum class PlantedBug {
   // dbias taken as dS after the softcap's derivative (the raw scores' gradient, which dQ and dK
   // use) where the bias, added after the softcap, takes dS before it.
   dbias_capped,
+  // dbias summed in the input dtype where it sums over a broadcast axis (the running sum rounded
+  // to it after every term: a 16-bit dbias buffer accumulated in place), where fp32 was due.
+  dbias_in_dtype,
   // Block-sparse: each query block's last kept key block skipped (a kv_num_blocks one short).
   block_last_dropped,
   // Block-sparse: the key block after each kept one read too (an index one past its run): a block

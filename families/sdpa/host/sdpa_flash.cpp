@@ -321,7 +321,7 @@ class Kernel {
                 if (!dbias.empty()) {
                   float& acc = dbias[((b * Hq + h) * mask_rows + (p_.mask_per_query ? i : 0)) * Sk + j];
                   const float t = plant_ == Plant::dbias_capped ? ds * dcap : ds;
-                  acc = plant_ == Plant::dbias_last_term ? t : acc + t;
+                  acc = plant_ == Plant::dbias_last_term ? t : plant_ == Plant::dbias_in_dtype ? rnd(acc + t) : acc + t;
                 }
                 if (cap > 0) ds *= dcap;
                 const float dsr = rnd(ds);
@@ -360,7 +360,9 @@ class Kernel {
         for (int64_t e = 0; e < slice; ++e) {
           const float x = parts[(b * Hq + h) * slice + e];
           float& acc = sum[base + e];
-          acc = plant_ == Plant::dbias_last_term && !first[base + e] ? x : acc + x;
+          acc = plant_ == Plant::dbias_last_term && !first[base + e] ? x
+                : plant_ == Plant::dbias_in_dtype                    ? rnd(acc + x)
+                                                                     : acc + x;
           first[base + e] = 0;
         }
       }

@@ -36,6 +36,8 @@
 //   host.flash_amask_kv_head      attn_mask per head: query head h reads its KV head's mask
 //   host.flash_dbias_last_term    dbias: each term of a broadcast axis's sum stored over the
 //                                 previous one (a store where an atomic add was due)
+//   host.flash_dbias_in_dtype     dbias summed in the input dtype over a broadcast axis (a
+//                                 16-bit buffer accumulated in place)
 //   host.flash_dbias_capped       dbias taken after the softcap's derivative (the raw scores'
 //                                 gradient), where the bias enters after the softcap
 //   host.flash_block_last_dropped block-sparse: each query block's last kept key block skipped
@@ -77,6 +79,7 @@ class HostSdpaPlanted final : public Impl {
       case Plant::amask_kv_head: return "host.flash_amask_kv_head";
       case Plant::dbias_last_term: return "host.flash_dbias_last_term";
       case Plant::dbias_capped: return "host.flash_dbias_capped";
+      case Plant::dbias_in_dtype: return "host.flash_dbias_in_dtype";
       case Plant::block_last_dropped: return "host.flash_block_last_dropped";
       case Plant::block_one_past: return "host.flash_block_one_past";
       case Plant::none: break;
@@ -109,7 +112,8 @@ void register_host_sdpa_planted(Registry& reg) {
                   Plant::paged_tail_read,      Plant::splitkv_combine_log2,   Plant::sink_lse_omitted,
                   Plant::dsinks_last_batch,    Plant::dsinks_in_dtype,        Plant::alibi_upper_left,
                   Plant::alibi_kv_head,        Plant::amask_kv_head,          Plant::dbias_last_term,
-                  Plant::dbias_capped,         Plant::block_last_dropped,     Plant::block_one_past})
+                  Plant::dbias_capped,         Plant::dbias_in_dtype,         Plant::block_last_dropped,
+                  Plant::block_one_past})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

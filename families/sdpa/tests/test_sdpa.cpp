@@ -759,9 +759,17 @@ TEST(SdpaPlanted, AttnMaskAndDbiasBugsAreCaughtWhereTheyMoveAnOutput) {
   auto over_queries = bwd;
   over_queries.mask_per_batch = true, over_queries.mask_per_query = false;
   expect_caught("host.flash_dbias_last_term", over_queries);
+  // A 16-bit running sum errs by ~u·|partial| per term, √n times the terms' own roundings that the
+  // bound allows (a kernel may sum rounded dS′): 40 rows hide it, 512 do not.
+  auto long_sum = make(DType::bf16, 1, 2, 1, 512, 64, 64, Mask::none);
+  long_sum.direction = sdpa::Direction::backward;
+  long_sum.mask_tensor = sdpa::MaskTensor::additive;
+  long_sum.mask_per_head = true, long_sum.mask_per_query = false, long_sum.dbias = true;
+  expect_caught("host.flash_dbias_in_dtype", long_sum);
   auto full = over_queries;
   full.mask_per_query = true;
-  EXPECT_FALSE(last.supports(full, host).ok);    // one term an element
+  EXPECT_FALSE(last.supports(full, host).ok);  // one term an element
+  EXPECT_FALSE(builtin_registry().impl("host.flash_dbias_in_dtype")->supports(full, host).ok);
   EXPECT_FALSE(capped.supports(full, host).ok);  // no softcap
   full.softcap = 2.5;
   expect_caught("host.flash_dbias_capped", full);
