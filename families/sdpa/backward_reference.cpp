@@ -70,14 +70,15 @@ namespace {
 // reference does not depend on the threads.
 struct DbiasParts {
   int64_t heads = 0, rows = 0, keys = 0;
-  std::vector<double> exact, lowp, floor, sq, terms, abs_sum;
+  std::vector<double> exact, lowp, floor, var, sq, terms, abs_sum;
   DbiasParts() = default;
   DbiasParts(int64_t h, int64_t r, int64_t k) : heads(h), rows(r), keys(k) {
-    for (auto* v : {&exact, &lowp, &floor, &sq, &terms, &abs_sum}) v->assign(static_cast<size_t>(h * r * k), 0.0);
+    for (auto* v : {&exact, &lowp, &floor, &var, &sq, &terms, &abs_sum}) v->assign(static_cast<size_t>(h * r * k), 0.0);
   }
 };
 
-// dbias from the summed parts (bound.hpp's file comment): the terms' fp32 floors outright; where
+// dbias from the summed parts (bound.hpp's file comment): the terms' fp32 floors outright, D's
+// errors through them in a root; where
 // an element sums two terms or more, their modelled roundings to the dtype (a kernel may round dS
 // before it sums it: λ·√Σ b²) and the fp32 sum's roundings to nearest, mean-zero, at most u/2 of
 // a partial no larger than Σ|t| (Azuma–Hoeffding at the lse floor's Λ, as dsinks' sum). A single
@@ -85,7 +86,8 @@ struct DbiasParts {
 void finish_dbias(const Problem& p, const std::vector<DbiasParts>& tasks, References& r) {
   const std::vector<int64_t> shape = mask_shape(p);
   const int64_t rows = shape[2], keys = shape[3], n = shape[0] * shape[1] * rows * keys;
-  std::vector<double> exact(n, 0.0), lowp(n, 0.0), floor(n, 0.0), sq(n, 0.0), terms(n, 0.0), abs_sum(n, 0.0);
+  std::vector<double> exact(n, 0.0), lowp(n, 0.0), floor(n, 0.0), var(n, 0.0), sq(n, 0.0), terms(n, 0.0),
+      abs_sum(n, 0.0);
   const int64_t group = p.heads_q / p.heads_kv;
   for (int64_t t = 0; t < static_cast<int64_t>(tasks.size()); ++t) {
     const DbiasParts& part = tasks[static_cast<size_t>(t)];
@@ -96,21 +98,26 @@ void finish_dbias(const Problem& p, const std::vector<DbiasParts>& tasks, Refere
       const int64_t base = (bm * shape[1] + hm) * rows * keys, local = lh * rows * keys;
       for (int64_t e = 0; e < rows * keys; ++e) {
         const size_t g = static_cast<size_t>(base + e), l = static_cast<size_t>(local + e);
-        exact[g] += part.exact[l], lowp[g] += part.lowp[l], floor[g] += part.floor[l], sq[g] += part.sq[l];
+        exact[g] += part.exact[l], lowp[g] += part.lowp[l], floor[g] += part.floor[l], var[g] += part.var[l];
+        sq[g] += part.sq[l];
         terms[g] += part.terms[l], abs_sum[g] += part.abs_sum[l];
       }
     }
   }
-  std::vector<double> bound(n, 0.0);
+  // "dbias@fp32_terms": the kernels that declare they sum dS′ unrounded in fp32 (bound.hpp) are
+  // charged no rounding of a term.
+  std::vector<double> bound(n, 0.0), fp32_terms(n, 0.0);
   for (int64_t e = 0; e < n; ++e) {
-    bound[e] = floor[e];
-    if (terms[e] >= 2)
-      bound[e] += detail::kRoundingSigmas * std::sqrt(sq[e]) +
-                  detail::kAzumaSigmas * detail::kAccUnit / 2 * std::sqrt(terms[e]) * abs_sum[e];
+    bound[e] = fp32_terms[e] = floor[e] + detail::kAzumaSigmas * std::sqrt(var[e]);
+    if (terms[e] < 2) continue;
+    const double sum = detail::kAzumaSigmas * detail::kAccUnit / 2 * std::sqrt(terms[e]) * abs_sum[e];
+    bound[e] += detail::kRoundingSigmas * std::sqrt(sq[e]) + sum;
+    fp32_terms[e] += sum;
   }
   r.exact["dbias"] = std::move(exact);
   r.lowp["dbias"] = std::move(lowp);
   r.bound["dbias"] = std::move(bound);
+  r.bound[bound_key("dbias", detail::kDbiasFp32Terms)] = std::move(fp32_terms);
 }
 
 }  // namespace
@@ -151,7 +158,7 @@ References backward_reference(const Problem& p, const TensorMap& inputs, SinkGra
     RowMajor<T> dq(Sq, D), dq_bound(bounds ? Sq : 0, D);
     DbiasParts* db = p.dbias ? &dbias_parts[static_cast<size_t>(b * Hkv + hk)] : nullptr;
     if (db && db->heads == 0) *db = DbiasParts(p.mask_per_head ? group : 1, mask_rows, Sk);
-    RowMajor<T> db_floor;
+    RowMajor<T> db_floor, db_var;
     const detail::Rounding<T> rounding(p.dtype);
     for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
       const auto qh = detail::gather<T>(q, qs, b, h, Sq, D);
@@ -162,7 +169,8 @@ References backward_reference(const Problem& p, const TensorMap& inputs, SinkGra
         const auto g = detail::backward_head(p, mask, b, h, blk, qb, kb, vb, dob, rnd, exact_zeros, dk, dv);
         dq.middleRows(blk.r0, blk.rows) = g.dq;
         if (bounds)
-          dq_bound.middleRows(blk.r0, blk.rows) = gb.add_head(blk, g, qb, kb, vb, dob, db ? &db_floor : nullptr);
+          dq_bound.middleRows(blk.r0, blk.rows) =
+              gb.add_head(blk, g, qb, kb, vb, dob, db ? &db_floor : nullptr, &db_var);
         if (db) {  // this block's dS′ into its rows (or the one broadcast row) of the head's slice
           const RowMajor<T>& dsb = g.bias_grad();
           const int64_t lh = p.mask_per_head ? h - hk * group : 0;
@@ -177,6 +185,7 @@ References backward_reference(const Problem& p, const TensorMap& inputs, SinkGra
               }
               db->lowp[at + j] += t;
               db->floor[at + j] += static_cast<double>(db_floor(i, j));
+              db->var[at + j] += static_cast<double>(db_var(i, j));
               db->sq[at + j] += static_cast<double>(rounding.sq(dsb(i, j)));
               db->terms[at + j] += t != 0;
               db->abs_sum[at + j] += std::fabs(t);

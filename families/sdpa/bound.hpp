@@ -67,12 +67,16 @@
 //           (first order: an error of dS_ij reaches dQ and dK through one product each),
 //   dV_jd = Σ_{h,i} (4u + ε_ij)·P_ij·|dO_id|.
 //   dbias (the additive mask's gradient, dS′ = P ⊙ (dP − D) before the softcap's derivative):
-//           per term F′_ij = P_ij·(Dv + 2)·u·(Σ_d |dO_id||v_jd| + Σ_d |dO_id||O_id|) +
-//           (4u + ε_ij)·|dS′_ij| + B_i·P_ij (F's parts without dcap), summed outright over the
-//           terms an element adds (batch entries, heads, queries where the mask broadcasts); an
-//           element of two terms or more adds λ·√(Σ b(dS′)²) (a kernel may sum dS′ rounded to the
-//           dtype, as it feeds the MMAs) and its fp32 sum's roundings (backward_reference.cpp's
-//           finish_dbias).
+//           per term the fp32 floor F′_ij = P_ij·(Dv + 2)·u·(Σ_d |dO_id||v_jd| + Σ_d |dO_id||O_id|)
+//           + (4u + ε_ij)·|dS′_ij| (F's fp32 parts without dcap), summed outright over the terms
+//           an element adds (batch entries, heads, queries where the mask broadcasts); D's error
+//           −P_ij·ΔD_i, independent across the rows an element sums, in a root: Λ·√(Σ P_ij²·
+//           var(ΔD_i)) (Azuma–Hoeffding at the lse floor's Λ; var as sink_gradient_parts takes it:
+//           O's roundings and its forward P roundings; outright, as dQ's B_i, it grew as n and hid
+//           a sum accumulated in the dtype); an element of two terms or more adds λ·√(Σ b(dS′)²)
+//           (a kernel may sum dS′ rounded to the dtype, as it feeds the MMAs) and its fp32 sum's
+//           roundings (backward_reference.cpp's finish_dbias); "dbias@fp32_terms", for kernels
+//           that declare unrounded fp32 terms, leaves the roundings of the terms out.
 #pragma once
 
 #include <algorithm>
@@ -98,6 +102,11 @@ inline constexpr const char* kFlashModel = "flash_fp32";
 /// tensor core's accumulator): "O@flash_fp32_rn", the same per-element bound, an energy check
 /// whose fp32 sums are mean-zero sources instead of worst cases (the comment before o_bound).
 inline constexpr const char* kFlashModelRn = "flash_fp32_rn";
+
+/// The accumulation a dbias kernel declares when it sums dS′ in fp32 without rounding a term to
+/// the dtype (host.flash, cuda.flash): "dbias@fp32_terms" drops the terms' modelled roundings,
+/// which a kernel that sums dS′ rounded (PyTorch's grad_bias, summed by autograd) needs.
+inline constexpr const char* kDbiasFp32Terms = "fp32_terms";
 
 /// λ of the modelled roundings (the file comment).
 constexpr double kRoundingSigmas = 4;
@@ -343,10 +352,12 @@ class GradientBounds {
 
   /// Adds row block `blk` of a query head's terms (g, from the block's rows of q and dO and its
   /// keys' rows of k and v) to dK's and dV's rows of its keys and returns its rows' dQ bound.
-  /// With `dbias_floor` ([rows, keys]), also dS′'s fp32 floor per element (F without the softcap's
-  /// derivative: the bias enters after it; dbias_parts below).
+  /// With `dbias_floor` and `dbias_var` ([rows, keys]), also dS′'s fp32 floor per element (F's
+  /// fp32 parts without the softcap's derivative: the bias enters after it) and the variance proxy
+  /// of D's error through it, P_ij²·var(ΔD_i) (the file comment's dbias).
   RowMajor<T> add_head(const RowBlock& blk, const BackwardHead<T>& g, const RowMajor<T>& qh, const RowMajor<T>& kh,
-                       const RowMajor<T>& vh, const RowMajor<T>& doh, RowMajor<T>* dbias_floor = nullptr) {
+                       const RowMajor<T>& vh, const RowMajor<T>& doh, RowMajor<T>* dbias_floor = nullptr,
+                       RowMajor<T>* dbias_var = nullptr) {
     const T u = static_cast<T>(kAccUnit), u_out = static_cast<T>(dtype_info(p_.dtype).epsilon / 2);
     const T n_round = static_cast<T>(kNormalisationRoundings), lambda = static_cast<T>(kRoundingSigmas);
     const T scale = static_cast<T>(p_.effective_scale());
@@ -357,7 +368,7 @@ class GradientBounds {
     RowMajor<T> f = mul<T>(ado, false, vh.cwiseAbs(), true);  // Σ_d |dO_id||v_jd|, then F
     RowMajor<T> pd(sq, sk), pe(sq, sk);                       // P ⊙ dcap; P ⊙ (4u + ε)
     std::vector<T> od(static_cast<size_t>(sq));               // B_i
-    if (dbias_floor) dbias_floor->resize(sq, sk);
+    if (dbias_floor) dbias_floor->resize(sq, sk), dbias_var->resize(sq, sk);
     for (int64_t i = 0; i < sq; ++i) {
       const T o_terms = ado.row(i).dot(g.o.row(i).cwiseAbs());
       T inexact = 0;
@@ -373,8 +384,11 @@ class GradientBounds {
         pe(i, j) = pij * (n_round * u + eps);
         const T cancel = pij * (static_cast<T>(dv) + 2) * u * (f(i, j) + o_terms);
         f(i, j) = std::fabs(dcap) * cancel + (n_round * u + eps) * std::fabs(g.ds(i, j));
-        if (dbias_floor)
-          (*dbias_floor)(i, j) = cancel + (n_round * u + eps) * std::fabs(g.bias_grad()(i, j)) + od[i] * pij;
+        if (dbias_floor) (*dbias_floor)(i, j) = cancel + (n_round * u + eps) * std::fabs(g.bias_grad()(i, j));
+      }
+      if (dbias_floor) {
+        const T var = d_error_var(g, i, doh);
+        for (int64_t j = 0; j < sk; ++j) (*dbias_var)(i, j) = g.p(i, j) * g.p(i, j) * var;
       }
     }
     const Rounding<T> rounding(p_.dtype);
@@ -391,6 +405,26 @@ class GradientBounds {
     add_mul_rows(dv_, blk.k0, pe, true, ado, false);
     add_mul_rows<T>(dv_sq_, blk.k0, p2, true, doh.cwiseAbs2(), false);
     return dq * scale;
+  }
+
+  /// var(ΔD_i), the variance proxy of a kernel's D_i = rowsum(dO_i ⊙ O_i) over its own stored O
+  /// against fp64's (sink_gradient_parts' model): O's rounding to the dtype, uniform on ±u_out·|O_id|
+  /// per element, and P's roundings in the forward, Σ_j δe_ij·dP_ij / l_i, each uniform on
+  /// ±b(e_ij): Σ b²/3 over both.
+  T d_error_var(const BackwardHead<T>& g, int64_t i, const RowMajor<T>& doh) const {
+    const T u_out = static_cast<T>(dtype_info(p_.dtype).epsilon / 2);
+    const Rounding<T> rounding(p_.dtype);
+    T rv = 0;
+    for (int64_t d = 0; d < doh.cols(); ++d) {
+      const T x = u_out * doh(i, d) * g.o(i, d);
+      rv += x * x;
+    }
+    if (g.f.l[i] > 0)
+      for (int64_t j = 0; j < g.p.cols(); ++j) {
+        const T x = rounding.bound(g.f.e(i, j)) * g.dp(i, j) / g.f.l[i];
+        rv += x * x;
+      }
+    return rv / 3;
   }
 
   RowMajor<T> dk() const {

@@ -305,7 +305,7 @@ struct BackwardHead {
   RowMajor<T> o;     // O as the backward reads it: the forward's output rounded like it is stored
   RowMajor<T> dq;    // scale·Σ_j rnd(dS_ij)·k_j, before the output rounding
   std::vector<T> d;  // D_i = rowsum(dO ⊙ O)
-  RowMajor<T> dp;    // dP = dO·Vᵀ (sinks only: the sinks' bound reads it)
+  RowMajor<T> dp;    // dP = dO·Vᵀ (sinks and dbias only: their bounds read it)
   RowMajor<T> dsb;   // dS before the softcap's derivative, with dbias and a softcap only
   /// The additive mask's gradient dS' = P ⊙ (dP − D): dS itself without a softcap.
   const RowMajor<T>& bias_grad() const { return dsb.size() > 0 ? dsb : ds; }
@@ -338,7 +338,8 @@ BackwardHead<T> backward_head(const Problem& p, const MaskView& mask, int64_t b,
   }
   add_mul_rows(dv, blk.k0, rounded(r.p, rnd, tmp), true, doh, false);
   r.ds = mul(doh, false, vh, true);
-  if (p.sinks) r.dp = r.ds, exact_zeros = false;
+  if (p.sinks || p.dbias) r.dp = r.ds;
+  if (p.sinks) exact_zeros = false;
   const bool capped = p.softcap > 0;
   if (capped && p.dbias) r.dsb.resize(sq, sk);
   for (int64_t i = 0; i < sq; ++i) {

@@ -200,10 +200,18 @@ TEST(LseFloor, StructuresOrderTheFloor) {
 TEST(LseFloor, DeclaredStructuresNameBoundsOfTheReference) {
   const sdpa::Problem p = sdpatest::make(DType::bf16, 1, 2, 1, 40, 300, 64, sdpa::Mask::causal_lower_right);
   const References r = sdpatest::family().reference(p, sdpatest::inputs_of(p));
+  sdpa::Problem db = p;  // a backward with dbias, for its declared sums
+  db.direction = sdpa::Direction::backward, db.mask_tensor = sdpa::MaskTensor::additive, db.dbias = true;
+  const References rb = sdpatest::family().reference(db, sdpatest::inputs_of(db));
   int declared = 0;
   for (const auto& rule : sdpatest::tolerances().rules()) {
     if (rule.family != "sdpa" || rule.tol.accumulation.empty()) continue;
     const std::string key = bound_key(rule.output, rule.tol.accumulation);
+    if (rule.output == "dbias") {
+      EXPECT_EQ(rule.tol.accumulation, "fp32_terms") << rule.tol.source;
+      EXPECT_TRUE(rb.bound.count(key)) << rule.tol.source << ": " << key;
+      continue;
+    }
     EXPECT_TRUE(r.bound.count(key)) << rule.tol.source << ": " << key;
     if (rule.output == "O") {
       EXPECT_TRUE(rule.tol.accumulation == "flash_fp32" || rule.tol.accumulation == "flash_fp32_rn") << rule.tol.source;
