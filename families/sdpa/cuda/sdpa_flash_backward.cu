@@ -26,6 +26,13 @@
 //      the sink, so P = exp(s − lse) is the probability of a key beside the sink, and dS = P ⊙
 //      (dP − D) is exact since the sink has no value (its dP is 0); a row with no key has O = 0,
 //      so D = 0 and its masked P = 0 (its lse, the sink, is finite: the masks alone zero P).
+//   5. With dbias (an additive mask, so the FMA kernel), bwd_dbias_kernel: the FMA kernel writes
+//      fp32 partials of dS' = P ⊙ (dP − D) (before the softcap's derivative: the mask is added
+//      after the softcap) per (batch entry, head slot, mask row, key), a head slot being the query
+//      head, or the KV head when the mask broadcasts over heads (its GQA group summed in the
+//      block, in order); with one mask row for every query the block also sums its rows in order
+//      (a shared-memory tile of dS'). The kernel then sums the partials over the broadcast batch
+//      entries and KV heads in order, one thread per element of dbias, and rounds once.
 // Varlen (THD, cu_seqlens): the FMA kernel, one block per (sequence, KV head, block of that
 // sequence's keys), its pointers at the sequence's offsets and its interval at Sk_b − Sq_b;
 // lse, D and the dQ workspace are [Hq, total_q], which the row-wise kernels 1 and 3 read as one
@@ -68,7 +75,14 @@ struct BwdCfg {
   static constexpr int kPS = kBN + 1;  // fp32 P and dS tiles
   static constexpr size_t kSmemWords = size_t(2) * kBN * kWQ + size_t(2) * kBN * kWV + size_t(2) * kBM * kPS + 2 * kBM;
   static constexpr size_t kSmemBytes = kSmemWords * 4;
+  static constexpr size_t kDbTileBytes = size_t(kBM) * kPS * 4;  // dS' for dbias's row sums
 };
+
+// The FMA kernel's dynamic shared memory: a dS' tile more when dbias sums the rows.
+template <int DQK, int DV>
+size_t bwd_smem_bytes(bool db_rows) {
+  return BwdCfg<DQK, DV>::kSmemBytes + (db_rows ? BwdCfg<DQK, DV>::kDbTileBytes : 0);
+}
 
 // What both backward kernels (FMA and tensor-core) read: tensors, strides, sizes, masks.
 struct BwdTensors {
@@ -143,6 +157,11 @@ struct BwdArgs : BwdTensors {
   const void* mask;
   SdpaStrides ms;
   float softcap;
+  // dbias's fp32 partials [B, db_heads, Sq or 1, Sk] (null = no dbias; zeroed before): head slot
+  // h (db_per_head) or the KV head; db_rows: one mask row, the block's rows summed into it.
+  float* db_part;
+  int64_t db_heads;
+  bool db_per_head, db_rows;
 };
 
 // Rows [row0, row0 + 32) of D elements (D/2 words) into a word-pitched smem tile; rows for
@@ -174,7 +193,10 @@ __device__ __forceinline__ float dot_pairs(const uint32_t* a, const uint32_t* b)
   return acc;
 }
 
-template <typename T, int DQK, int DV>
+// kDbias: the variant that writes dbias's partials (a.db_part), apart so that the others keep
+// their registers (ptxas 13.0, sm_90: one kernel for both spilled up to 104 bytes at D = 96,
+// where the kernel without dbias spills none; the dbias variant spills up to 60 bytes).
+template <typename T, int DQK, int DV, bool kDbias>
 __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
   using C = BwdCfg<DQK, DV>;
   using PT = flash::ptx::Mma<T>;  // the packing of two T in a 32-bit word
@@ -191,6 +213,7 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
   float* sdS = sP + kBM * kPS;
   float* sLse = sdS + kBM * kPS;
   float* sDl = sLse + kBM;
+  float* sdB = sDl + kBM;       // dS' [kBM][kPS] for dbias's row sums (db_rows only)
   __shared__ uint32_t sActive;  // keys of the tile some row of the query block sees
 
   const int tid = threadIdx.x;
@@ -241,6 +264,14 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
   flash::rows_of_keys(iv, n0, n_last, seq_q, &q0, &q1);
   const int64_t qt_begin = q0 / kBM, qt_end = q0 < q1 ? (q1 + kBM - 1) / kBM : qt_begin;
   const bool has_mt = a.mask_kind != SdpaMaskTensor::none;
+  const bool db_rows = kDbias && a.db_rows;
+  // dbias with one mask row: thread tid < 32 sums key n0 + tid's dS' over the rows (and the
+  // group's heads where the mask broadcasts over heads), in order, then stores it as its partial.
+  float db = 0.f;
+  auto store_db = [&](int64_t slot) {
+    if (tid < kBN && n0 + tid < seq_k) a.db_part[(b * a.db_heads + slot) * seq_k + n0 + tid] = db;
+    db = 0.f;
+  };
 
   for (int64_t gi = 0; gi < a.group; ++gi) {
     const int64_t h = hk * a.group + gi;
@@ -303,9 +334,15 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
         }
         vis = vis && lse_i != -INFINITY;
         const float p = vis ? expf(x - lse_i) : 0.f;
-        const float ds = vis ? p * (dp - dl_i) * deriv : 0.f;
+        const float dsb = vis ? p * (dp - dl_i) : 0.f;  // dS', dbias's term
+        const float ds = vis ? dsb * deriv : 0.f;
         sP[i * kPS + j] = p;
         sdS[i * kPS + j] = ds;
+        // dbias per mask row: element (i, j) of the head slot's partial, which only this thread
+        // adds to (its address formed here: a pointer held across the loops cost registers).
+        if (db_rows) sdB[i * kPS + j] = dsb;
+        else if (kDbias && vis)
+          a.db_part[((b * a.db_heads + (a.db_per_head ? h : hk)) * seq_q + ig) * seq_k + jg] += dsb;
         if (vis) active |= 1u << j;
       }
       active = gpu::warp_or(active);
@@ -332,6 +369,8 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
           }
         }
       }
+      if (db_rows && tid < kBN)  // dbias's row sum for key tid, in row order
+        for (int ii = 0; ii < kBM; ++ii) db += sdB[ii * kPS + tid];
       // dQ += dS·K for query row i = tr over the keys some row of this block sees.
       if (ig < seq_q) {
         const uint32_t act = sActive;
@@ -359,7 +398,9 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
         }
       }
     }
+    if (db_rows && a.db_per_head) store_db(h);
   }
+  if (db_rows && !a.db_per_head) store_db(hk);
 
   // dK = scale · Σ dSᵀ·Q, dV = Σ Pᵀ·dO for key j = n0 + tr.
   const int64_t jg = n0 + tr;
@@ -749,6 +790,40 @@ __global__ void __launch_bounds__(kSinkThreads)
   }
 }
 
+// dbias's shape [bm, hm, rows, Sk] (the mask's, from its strides' zeros) and its partials'
+// head slots: the query heads, or the KV heads (each group summed in its block) where the mask
+// broadcasts over heads.
+struct DbiasGeom {
+  bool per_batch, per_head;
+  int64_t bm, hm, rows, heads;
+  int64_t elems() const { return bm * hm * rows; }  // times Sk
+};
+DbiasGeom dbias_geom(const SdpaParams& p) {
+  DbiasGeom g;
+  g.per_batch = p.mask_strides.batch != 0;
+  g.per_head = p.mask_strides.head != 0;
+  g.bm = g.per_batch ? p.batch : 1;
+  g.hm = g.per_head ? p.heads_q : 1;
+  g.rows = p.mask_strides.seq != 0 ? p.seq_q : 1;
+  g.heads = g.per_head ? p.heads_q : p.heads_kv;
+  return g;
+}
+
+// dbias = Σ of the partials [B, heads, rows·Sk] over the batch entries and head slots that
+// broadcast onto each element, b then the slot in order, rounded once (the same bits every run).
+template <typename T>
+__global__ void bwd_dbias_kernel(const float* part, T* dbias, int64_t n, int64_t slice, int64_t batch, DbiasGeom g) {
+  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n; idx += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t e = idx % slice, bh = idx / slice;
+    const int64_t b0 = g.per_batch ? bh / g.hm : 0, b1 = g.per_batch ? b0 + 1 : batch;
+    const int64_t h0 = g.per_head ? bh % g.hm : 0, h1 = g.per_head ? h0 + 1 : g.heads;
+    float acc = 0.f;
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t h = h0; h < h1; ++h) acc += part[(b * g.heads + h) * slice + e];
+    dbias[idx] = T(acc);
+  }
+}
+
 // dQ = scale · workspace, in dQ's dtype and strides.
 template <typename T>
 __global__ void bwd_convert_kernel(const float* acc, T* dq, SdpaStrides dqs, int64_t heads_q, int64_t seq_q,
@@ -781,13 +856,19 @@ struct DeviceScratch {
   DeviceScratch& operator=(const DeviceScratch&) = delete;
 };
 
+template <typename T, int DQK, int DV, bool kDbias>
+void launch_variant(const BwdArgs& a, int64_t blocks, cudaStream_t stream) {
+  const auto kernel = bwd_kernel<T, DQK, DV, kDbias>;
+  const size_t smem = bwd_smem_bytes<DQK, DV>(kDbias && a.db_rows);
+  if (smem > 48 * 1024) check(gpu::set_max_dynamic_smem(kernel, static_cast<int>(smem)), "cudaFuncSetAttribute");
+  kernel<<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(a);
+  check(cudaGetLastError(), "bwd_kernel launch");
+}
+
 template <typename T, int DQK, int DV>
 void launch_main(const BwdArgs& a, int64_t blocks, cudaStream_t stream) {
-  using C = BwdCfg<DQK, DV>;
-  if (C::kSmemBytes > 48 * 1024)
-    check(gpu::set_max_dynamic_smem(bwd_kernel<T, DQK, DV>, static_cast<int>(C::kSmemBytes)), "cudaFuncSetAttribute");
-  bwd_kernel<T, DQK, DV><<<static_cast<unsigned>(blocks), kThreads, C::kSmemBytes, stream>>>(a);
-  check(cudaGetLastError(), "bwd_kernel launch");
+  if (a.db_part) launch_variant<T, DQK, DV, true>(a, blocks, stream);
+  else launch_variant<T, DQK, DV, false>(a, blocks, stream);
 }
 
 template <typename T>
@@ -866,6 +947,10 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
   const int64_t rows = row_batch * p.heads_q * row_seq;
   DeviceScratch dl(size_t(rows) * sizeof(float), s);
   DeviceScratch dq_acc(size_t(rows) * size_t(p.head_dim) * sizeof(float), s);
+  const DbiasGeom dg = dbias_geom(p);
+  const size_t db_bytes = size_t(sdpa_flash_dbias_scratch_bytes(bp));
+  DeviceScratch db_part(db_bytes, s);
+  if (db_bytes) check(cudaMemsetAsync(db_part.ptr, 0, db_bytes, s), "cudaMemsetAsync dbias partials");
   if (rows > 0) {
     check(cudaMemsetAsync(dq_acc.ptr, 0, size_t(rows) * size_t(p.head_dim) * sizeof(float), s), "cudaMemsetAsync");
     const dim3 block(32, 8);
@@ -910,10 +995,21 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
     a.mask = p.attn_mask;
     a.ms = p.mask_strides;
     a.softcap = p.softcap;
+    a.db_part = db_bytes ? static_cast<float*>(db_part.ptr) : nullptr;
+    a.db_heads = dg.heads;
+    a.db_per_head = dg.per_head;
+    a.db_rows = a.db_part && p.mask_strides.seq == 0;
     const int64_t blocks = a.num_k_tiles * p.batch * p.heads_kv;
     if (blocks > 0x7fffffffLL)
       throw std::invalid_argument("sdpa_flash_backward: B*Hkv*ceil(Sk/32) exceeds the grid limit");
     dispatch_main<T>(a, p.head_dim, p.head_dim_v, blocks, s);
+  }
+  if (db_bytes) {  // after the main kernel's partials
+    const int64_t n = dg.elems() * p.seq_k;
+    const int64_t blocks = (n + 255) / 256 < 65536 ? (n + 255) / 256 : 65536;
+    bwd_dbias_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, s>>>(
+        static_cast<const float*>(db_part.ptr), static_cast<T*>(bp.d_bias), n, dg.rows * p.seq_k, p.batch, dg);
+    check(cudaGetLastError(), "bwd_dbias_kernel launch");
   }
   if (rows > 0) {
     const int64_t total = rows * p.head_dim;
@@ -940,6 +1036,12 @@ bool sdpa_flash_backward_supports(const SdpaBackwardParams& p, const char** why)
     reason = "flash backward needs 16-byte aligned dO, dQ, dK and dV pointers";
   } else if (p.fwd.has_sinks && p.fwd.q && !p.d_sinks && p.fwd.heads_q > 0) {
     reason = "flash backward: sinks set without a dsinks tensor";
+  } else if (p.dbias && p.fwd.mask_kind != SdpaMaskTensor::additive) {
+    reason = "flash backward: dbias is the gradient of an additive attn_mask, which the problem lacks";
+  } else if (p.dbias && p.path == SdpaBwdPath::tc_two_blocks) {
+    reason = "flash backward: dbias runs on the FMA kernel, not the two-blocks-per-SM tensor-core one";
+  } else if (p.dbias && p.fwd.q && !p.d_bias && dbias_geom(p.fwd).elems() * p.fwd.seq_k > 0) {
+    reason = "flash backward: dbias set without a dbias tensor";
   }
   if (why) *why = reason;
   return reason == nullptr;
@@ -951,6 +1053,12 @@ bool sdpa_flash_backward_supports(const SdpaBackwardParams& p, const char** why)
 bool sdpa_flash_backward_uses_tensor_cores(const SdpaBackwardParams& p) {
   return sdpa_flash_backward_supports(p, nullptr) && p.fwd.batch > 0 && p.fwd.heads_q > 0 && p.fwd.seq_k > 0 &&
          tc_takes(p);
+}
+
+int64_t sdpa_flash_dbias_scratch_bytes(const SdpaBackwardParams& bp) {
+  if (!bp.dbias || bp.fwd.mask_kind != SdpaMaskTensor::additive) return 0;
+  const DbiasGeom g = dbias_geom(bp.fwd);
+  return int64_t(sizeof(float)) * bp.fwd.batch * g.heads * g.rows * bp.fwd.seq_k;
 }
 
 bool sdpa_flash_backward_deterministic(const SdpaBackwardParams& bp) {
@@ -976,6 +1084,10 @@ void sdpa_flash_backward(const SdpaBackwardParams& p, CUstream_st* stream) {
   // No batch entry: no row adds to any head's dsink, which must still be written.
   if (p.fwd.has_sinks && p.fwd.batch == 0 && p.fwd.heads_q > 0 && p.d_sinks)
     check(cudaMemsetAsync(p.d_sinks, 0, size_t(p.fwd.heads_q) * sizeof(float), stream), "cudaMemsetAsync dsinks");
+  // Nor to dbias, whose mask may broadcast over the batch: [1, Hm, rows, Sk] of zeros.
+  if (p.fwd.batch == 0 && p.dbias && p.d_bias)  // 16-bit elements
+    check(cudaMemsetAsync(p.d_bias, 0, size_t(dbias_geom(p.fwd).elems() * p.fwd.seq_k) * 2, stream),
+          "cudaMemsetAsync dbias");
   if (p.fwd.batch == 0 || p.fwd.heads_q == 0) return;
   if (p.fwd.dtype == SdpaDType::fp16) run_backward<__half>(p, stream);
   else run_backward<__nv_bfloat16>(p, stream);

@@ -45,8 +45,9 @@ double scratch_bytes(const SdpaRow& row, const opcts_sdpa_params& c) {
     scratch = f32 * static_cast<double>(c.batch) * c.heads_q * c.seq_q * c.seq_k * (bwd ? 3 : 1) +
               f32 * (qo + kv) * (bwd ? 2 : 1) + (bwd ? f32 * kv : 0.0) + 2 * f32 * kv;
   } else if (bwd) {
-    // The flash backward's fp32 dQ workspace and rowsum(dO ⊙ O).
-    scratch = f32 * static_cast<double>(c.batch) * c.heads_q * c.seq_q * (c.head_dim + 1);
+    // The flash backward's fp32 dQ workspace and rowsum(dO ⊙ O), and dbias's fp32 partials.
+    scratch = f32 * static_cast<double>(c.batch) * c.heads_q * c.seq_q * (c.head_dim + 1) +
+              static_cast<double>(sdpa_flash_dbias_scratch_bytes(sdpa_backward_params_of(c, nullptr, 0, row.plant)));
   }
   // The forward's O and lse stay on the device for the backward.
   if (bwd) scratch += o_elems(c) * c.dtype.bits / 8 + f32 * lse_elems(c);
@@ -109,6 +110,14 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
     std::snprintf(reason, size,
                   "ALiBi runs on cuda.flash (its backward on the FMA kernel) and cuda.flash_decode, not on "
                   "cuda.math or the tensor-core backward");
+    return 0;
+  }
+  // dbias (ABI 1.7) is summed by cuda.flash's FMA backward (the kernel of every additive mask);
+  // cuda.math's backward does not write it. Its query-broadcast masks run on both.
+  if (c.dbias != 0 && row.kernel != SdpaKernel::flash) {
+    std::snprintf(reason, size,
+                  "dbias (the additive attn_mask's gradient) runs on cuda.flash's backward (its FMA kernel); "
+                  "cuda.math's backward does not write it");
     return 0;
   }
   if (layout == sdpa::Layout::varlen && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {

@@ -21,9 +21,9 @@
 // Window (FlashAttention-2 window_size, always bottom-right aligned): keeps
 // j in [i + Sk - Sq - window_left, i + Sk - Sq + window_right], inclusive; -1 = unbounded
 // on that side. It intersects with the causal mask. cuDNN's left bound is window_left + 1.
-// Explicit mask [Bm, Hm, Sq, Sk] (Bm ∈ {1, B}, Hm ∈ {1, Hq}; a broadcast dimension has
-// stride 0): boolean as uint8 (nonzero = attend, PyTorch's convention), additive in the
-// input dtype (added to the score after the softcap; may hold -inf).
+// Explicit mask [Bm, Hm, Sm, Sk] (Bm ∈ {1, B}, Hm ∈ {1, Hq}, Sm ∈ {1, Sq}; a broadcast dimension
+// has stride 0, so row i is read at i · mask_strides.seq): boolean as uint8 (nonzero = attend, PyTorch's convention),
+// additive in the input dtype (added to the score after the softcap; may hold -inf).
 #pragma once
 
 #include <cstdint>
@@ -87,7 +87,7 @@ struct SdpaParams {
   int64_t window_left, window_right;  // -1 = unbounded
   SdpaMaskTensor mask_kind;
   const void* attn_mask;     // null when mask_kind == none
-  SdpaStrides mask_strides;  // batch and head strides 0 when broadcast; seq = row stride
+  SdpaStrides mask_strides;  // 0 where broadcast (batch, head; seq: one row for every query)
   const void* q;
   const void* k;
   const void* v;
@@ -161,6 +161,12 @@ struct SdpaBackwardParams {
   // −Σ_(b,i) e^(sink_h − lse_i)·rowsum(dO_i ⊙ O_i) over every batch entry (sequence) and row of
   // query head h.
   float* d_sinks = nullptr;
+  // dbias (ABI 1.7; an additive mask, the FMA kernel): d_bias in the dtype, contiguous, shaped as
+  // the mask ([Bm, Hm, Sm, Sk] from fwd.mask_strides' zeros), every element written: dS' = P ⊙
+  // (dP − D) before the softcap's derivative, summed in fp32 over the axes the mask broadcasts in
+  // a fixed order (no atomics). dbias is set without the tensor too (the supports callbacks ask).
+  bool dbias = false;
+  void* d_bias = nullptr;
 };
 
 /// Contiguous BHSD strides for a [B, H, S, D] tensor.
@@ -242,11 +248,16 @@ bool sdpa_flash_backward_supports(const SdpaBackwardParams& p, const char** why)
 /// Our flash-attention backward (FlashAttention-2, Dao 2023, Algorithm 2: recompute P from
 /// logsumexp, D_i = rowsum(dO ⊙ O), dS = P ⊙ (dP − D)). With sinks the forward's logsumexp
 /// holds the sink, so P, dQ, dK and dV follow from it unchanged, and dsinks is summed per head in
-/// a fixed order (no atomics: reproducible). Throws like sdpa_flash_forward.
+/// a fixed order (no atomics: reproducible); dbias likewise (sdpa_flash_dbias_scratch_bytes of
+/// fp32 partials, then a fixed-order sum). Throws like sdpa_flash_forward.
 void sdpa_flash_backward(const SdpaBackwardParams& p, CUstream_st* stream);
 
+/// Bytes of device scratch sdpa_flash_backward allocates for dbias (0 without it): fp32 partials
+/// per (batch entry, query head or, where the mask broadcasts over heads, KV head, mask row, key).
+int64_t sdpa_flash_dbias_scratch_bytes(const SdpaBackwardParams& p);
+
 /// Whether two runs of sdpa_flash_backward on these parameters write the same bytes. dK and
-/// dV are summed inside one block, dsinks per head in a fixed order; dQ is added with fp32
+/// dV are summed inside one block, dsinks per head and dbias per element in a fixed order; dQ is added with fp32
 /// atomics into a zeroed workspace by every block of keys (64 keys on the tensor-core kernel, 32
 /// on the FMA kernel) holding some key of the row, in the order the blocks run. Addition is
 /// commutative, so an element that gets at most two nonzero additions is reproducible (0 + a + b

@@ -72,11 +72,13 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
   k.k_strides = strides(c.heads_kv, c.seq_k, c.head_dim);
   k.v_strides = strides(c.heads_kv, c.seq_k, c.head_dim_v);
   k.o_strides = strides(c.heads_q, c.seq_q, c.head_dim_v);
-  const int64_t mhs = c.seq_q * c.seq_k;  // attn_mask [B or 1, Hq or 1, Sq, Sk], contiguous
+  // attn_mask [B or 1, Hq or 1, Sq or 1, Sk], contiguous; one row (ABI 1.7) has seq stride 0.
+  const bool one_row = c.mask_query_broadcast != 0;
+  const int64_t mhs = (one_row ? 1 : c.seq_q) * c.seq_k;
   k.mask_strides = k.mask_kind == SdpaMaskTensor::none
                        ? SdpaStrides{0, 0, 0}
                        : SdpaStrides{c.mask_per_batch ? (c.mask_per_head ? c.heads_q : 1) * mhs : 0,
-                                     c.mask_per_head ? mhs : 0, c.seq_k};
+                                     c.mask_per_head ? mhs : 0, one_row ? 0 : c.seq_k};
   k.plant = plant;
   k.varlen = layout == sdpa::Layout::varlen;
   k.chunk = c.attention_chunk;
@@ -113,7 +115,7 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
 }
 
 /// The backward's parameters: the forward's, with dO, dQ, dK, dV in the layouts of O, Q, K, V
-/// (and dsinks with sinks).
+/// (and dsinks with sinks, dbias with dbias).
 inline SdpaBackwardParams sdpa_backward_params_of(const opcts_sdpa_params& c, const opcts_tensor* tensors = nullptr,
                                                   int32_t n = 0, SdpaPlant plant = SdpaPlant::none,
                                                   SdpaBwdPath path = SdpaBwdPath::automatic) {
@@ -124,12 +126,14 @@ inline SdpaBackwardParams sdpa_backward_params_of(const opcts_sdpa_params& c, co
   b.dq_strides = b.fwd.q_strides;
   b.dk_strides = b.fwd.k_strides;
   b.dv_strides = b.fwd.v_strides;
+  b.dbias = c.dbias != 0;
   if (tensors) {
     b.d_o = sdpa_tensor_data(tensors, n, "dO");
     b.d_q = sdpa_tensor_data(tensors, n, "dQ");
     b.d_k = sdpa_tensor_data(tensors, n, "dK");
     b.d_v = sdpa_tensor_data(tensors, n, "dV");
     if (b.fwd.has_sinks) b.d_sinks = static_cast<float*>(sdpa_tensor_data(tensors, n, "dsinks"));
+    if (b.dbias) b.d_bias = sdpa_tensor_data(tensors, n, "dbias");
   }
   return b;
 }

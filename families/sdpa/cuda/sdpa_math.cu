@@ -886,11 +886,13 @@ SdpaParams upcast_params(const SdpaParams& p, const Geometry& g, Scratch& scratc
   f.o = scratch.alloc<float>(checked_count({g.B, g.Hq, g.Sq, g.Dv}, fn, "o"), "cudaMallocAsync(o fp32)");
   f.o_strides = contiguous(g.Hq, g.Sq, g.Dv);
   if (p.mask_kind == SdpaMaskTensor::additive && p.attn_mask) {
-    // [Bm, Hm, Sq, Sk] with stride 0 where the mask broadcasts: copy the stored extent only.
+    // [Bm, Hm, Sm, Sk] with stride 0 where the mask broadcasts (Sm = 1: one row for every
+    // query): copy the stored extent only.
     const int64_t bm = p.mask_strides.batch != 0 ? g.B : 1, hm = p.mask_strides.head != 0 ? g.Hq : 1;
+    const int64_t sm = p.mask_strides.seq != 0 ? g.Sq : 1;
     SdpaStrides cs{};
-    f.attn_mask = upcast<T>(p.attn_mask, p.mask_strides, {bm, hm, g.Sq, g.Sk}, &cs, scratch, s, fn, "upcast attn_mask");
-    f.mask_strides = {bm > 1 ? cs.batch : 0, hm > 1 ? cs.head : 0, cs.seq};
+    f.attn_mask = upcast<T>(p.attn_mask, p.mask_strides, {bm, hm, sm, g.Sk}, &cs, scratch, s, fn, "upcast attn_mask");
+    f.mask_strides = {bm > 1 ? cs.batch : 0, hm > 1 ? cs.head : 0, sm > 1 ? cs.seq : 0};
   }
   return f;
 }

@@ -155,8 +155,8 @@ TEST(SdpaCudaGlue, ChunksReachCudaFlashAndItsFmaBackward) {
 // Attention sinks (ABI 1.5: SdpaParams::has_sinks from the struct's sinks, the "sinks" and
 // "dsinks" tensors) reach cuda.flash, forward and backward (every backward kernel: P comes from the
 // forward's lse, dsinks from a pass of its own), and cuda.flash_decode's combine. cuda.math
-// declines them in supports; every other CUDA row (cuda.math and cuda.cudnn too) declares a minor
-// below 1.5, so the runner SKIPs sink problems there before asking.
+// (which declares 1.7 for query-broadcast masks) declines them in supports; every other CUDA row
+// (cuda.cudnn too) declares a minor below 1.5, so the runner SKIPs sink problems there before asking.
 // The kernel rows the feature tests ask (sdpa_rows.cpp's) and their supports callback, the reason
 // of the last refusal in `reason`.
 constexpr cuda::SdpaRow kFlashRow{cuda::SdpaKernel::flash}, kMathRow{cuda::SdpaKernel::math},
@@ -178,12 +178,14 @@ std::string gap(const char* impl, const Problem& p) {
   return i ? i->abi_gap(p) : std::string("no impl ") + impl;
 }
 
-// Every CUDA sdpa row but cuda.flash and cuda.flash_decode declares at most `minor`, so the runner
-// SKIPs p there, naming `abi` ("ABI 1.6").
+// Every CUDA sdpa row but cuda.flash, cuda.flash_decode and cuda.math (1.7; its supports declines
+// what it does not run, which the tests check) declares at most `minor`, so the runner SKIPs p
+// there, naming `abi` ("ABI 1.6").
 void expect_other_cuda_rows_skip(const Problem& p, uint32_t minor, const char* abi) {
   for (const Impl* i : builtin_registry().impls_of("sdpa")) {
     const std::string name(i->name());
-    if (name.rfind("cuda.", 0) != 0 || name == "cuda.flash" || name == "cuda.flash_decode") continue;
+    if (name.rfind("cuda.", 0) != 0 || name == "cuda.flash" || name == "cuda.flash_decode" || name == "cuda.math")
+      continue;
     const auto* a = dynamic_cast<const AbiImpl*>(i);
     ASSERT_NE(a, nullptr) << name;
     EXPECT_LE(a->abi_minor(), minor) << name;
@@ -286,6 +288,90 @@ TEST(SdpaCudaGlue, AlibiReachesCudaFlashItsFmaBackwardAndTheDecodeKernel) {
   EXPECT_EQ(gap("cuda.flash", *varlen_p), "");
   EXPECT_EQ(gap("cuda.flash_decode", *paged_p), "");
   expect_other_cuda_rows_skip(*fwd_p, 5, "ABI 1.6");
+}
+
+// ABI 1.7. A mask of one row for every query ([.., 1, Sk]) reaches the kernels as seq stride 0 with
+// head and batch strides of one row; cuda.flash (every kernel) and cuda.math run it. dbias runs on
+// cuda.flash's backward (the FMA kernel, with fp32 partials per (batch, head slot, mask row, key):
+// the query head, or the KV head where the mask broadcasts over heads); cuda.math and the
+// two-block tensor-core row decline it; every other CUDA row declares a minor below 1.7.
+TEST(SdpaCudaGlue, QueryBroadcastMasksReachFlashAndMathDbiasFlashOnly) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const auto params = [&](const ProblemPtr& p) { return abi_struct<opcts_sdpa_params>(f.abi_params(*p)); };
+  const ProblemPtr fwd_p = f.parse_id("bf16_b2_hq4_hkv2_sq26_sk48_d64_causal_lr_amaskbk");
+  const ProblemPtr bool_p = f.parse_id("bf16_b2_hq4_hkv2_sq26_sk48_d64_causal_lr_bmaskbhk_bwd");
+  const ProblemPtr db_rows_p = f.parse_id("bf16_b2_hq4_hkv2_sq26_sk48_d64_causal_lr_cap5_amaskhk_dbias_bwd");
+  const ProblemPtr db_all_p = f.parse_id("bf16_b2_hq4_hkv2_sq26_sk48_d64_causal_lr_amaskk_dbias_bwd");
+  const ProblemPtr db_query_p = f.parse_id("fp16_b2_hq4_hkv2_sq26_sk48_d64_causal_lr_amaskb_dbias_bwd");
+  const auto fwd = params(fwd_p), boolean = params(bool_p), db_rows = params(db_rows_p), db_all = params(db_all_p),
+             db_query = params(db_query_p);
+  const cuda::SdpaStrides one_row = cuda::sdpa_params_of(fwd).mask_strides;
+  EXPECT_EQ(one_row.batch, 48);
+  EXPECT_EQ(one_row.head, 0);
+  EXPECT_EQ(one_row.seq, 0);
+  const cuda::SdpaStrides per_head = cuda::sdpa_params_of(boolean).mask_strides;
+  EXPECT_EQ(per_head.batch, 4 * 48);
+  EXPECT_EQ(per_head.head, 48);
+  EXPECT_EQ(per_head.seq, 0);
+  const cuda::SdpaStrides per_query = cuda::sdpa_params_of(db_query).mask_strides;
+  EXPECT_EQ(per_query.batch, 26 * 48);
+  EXPECT_EQ(per_query.head, 0);
+  EXPECT_EQ(per_query.seq, 48);
+
+  // dbias's tensor and its fp32 partials: head slots Hq (per head) or Hkv, one row or Sq.
+  uint16_t dbias[4 * 48] = {};
+  const int64_t shape[4] = {1, 4, 1, 48};
+  opcts_tensor t{};
+  t.name = "dbias", t.data = dbias, t.shape = shape, t.ndim = 4;
+  const cuda::SdpaBackwardParams bp = cuda::sdpa_backward_params_of(db_rows, &t, 1);
+  EXPECT_TRUE(bp.dbias);
+  EXPECT_EQ(bp.d_bias, dbias);
+  EXPECT_FALSE(cuda::sdpa_backward_params_of(boolean, &t, 1).dbias);
+  EXPECT_EQ(cuda::sdpa_backward_params_of(boolean, &t, 1).d_bias, nullptr);
+  EXPECT_EQ(cuda::sdpa_flash_dbias_scratch_bytes(bp), 4 * 2 * 4 * 1 * 48);
+  EXPECT_EQ(cuda::sdpa_flash_dbias_scratch_bytes(cuda::sdpa_backward_params_of(db_all)), 4 * 2 * 2 * 1 * 48);
+  EXPECT_EQ(cuda::sdpa_flash_dbias_scratch_bytes(cuda::sdpa_backward_params_of(db_query)), 4 * 2 * 2 * 26 * 48);
+  EXPECT_EQ(cuda::sdpa_flash_dbias_scratch_bytes(cuda::sdpa_backward_params_of(boolean)), 0);
+
+  // The kernel refuses a dbias it has nowhere to write.
+  alignas(16) static unsigned char buf[2 * 4 * 26 * 64 * 2];  // host stand-ins, never read
+  cuda::SdpaBackwardParams bare = cuda::sdpa_backward_params_of(db_all);
+  bare.fwd.q = bare.fwd.k = bare.fwd.v = bare.fwd.attn_mask = buf;
+  bare.fwd.o = bare.d_q = bare.d_k = bare.d_v = buf;
+  bare.d_o = buf;
+  const char* why = nullptr;
+  EXPECT_FALSE(cuda::sdpa_flash_backward_supports(bare, &why));
+  EXPECT_NE(std::string(why).find("without a dbias tensor"), std::string::npos) << why;
+  bare.d_bias = buf;
+  EXPECT_TRUE(cuda::sdpa_flash_backward_supports(bare, &why)) << why;
+
+  RowSupports supports;
+  const char* const reason = supports.reason;
+  for (const opcts_sdpa_params* c : {&fwd, &boolean, &db_rows, &db_all, &db_query})
+    EXPECT_EQ(supports(kFlashRow, *c), 1) << reason;
+  // (cuda.math's acceptance makes its cuBLAS handle, which needs a GPU: the row table below.)
+  EXPECT_EQ(supports(kBwdFmaRow, db_rows), 1) << reason;  // its kernel; the runner SKIPs it first (ABI)
+  for (const opcts_sdpa_params* c : {&db_rows, &db_all, &db_query}) {
+    EXPECT_EQ(supports(kMathRow, *c), 0);
+    EXPECT_NE(std::string(reason).find("dbias"), std::string::npos) << reason;
+    EXPECT_EQ(supports(kBwdOcc2Row, *c), 0);
+    EXPECT_NE(std::string(reason).find("attn_mask"), std::string::npos) << reason;
+  }
+  // fp32 has no dbias row: cuda.flash is fp16/bf16 only, cuda.math declines dbias.
+  const auto fp32 = params(f.parse_id("fp32_b2_hq4_hkv2_sq26_sk48_d64_causal_lr_amaskk_dbias_bwd"));
+  EXPECT_EQ(supports(kFlashRow, fp32), 0);
+  EXPECT_NE(std::string(reason).find("fp32"), std::string::npos) << reason;
+  // dbias is summed in a fixed order: the claim is dQ's (two blocks of 32 keys here, three at 77).
+  EXPECT_EQ(flash_deterministic("fp16_b1_hq4_hkv2_sq40_sk64_d64_nomask_amaskk_dbias_bwd"), 1);
+  EXPECT_EQ(flash_deterministic("fp16_b1_hq4_hkv2_sq40_sk77_d64_nomask_amaskk_dbias_bwd"), 0);
+
+  // The row table: which rows the runner hands a 1.7 problem (abi_gap empty) and which it SKIPs.
+  for (const ProblemPtr* p : {&fwd_p, &bool_p, &db_rows_p, &db_all_p, &db_query_p}) {
+    EXPECT_EQ(gap("cuda.flash", **p), "");
+    EXPECT_EQ(gap("cuda.math", **p), "");
+    expect_other_cuda_rows_skip(**p, 6, "ABI 1.7");
+  }
+  EXPECT_NE(gap("cuda.flash_decode", *fwd_p).find("ABI 1.7"), std::string::npos);
 }
 
 // The varlen backward's determinism claim knows only the longest lengths: within two key blocks
