@@ -53,6 +53,26 @@ double scratch_bytes(const SdpaRow& row, const opcts_sdpa_params& c) {
   return scratch;
 }
 
+// What these kernels refuse of ABI 1.7 and 1.8, or null. Block masks (1.8) run on cuda.flash's
+// forward (its general variant: per-element masks, unread key tiles skipped) and its backward's
+// FMA kernel (per-element selects); the tensor-core backward multiplies whole key tiles, so a NaN
+// key of an unread block would reach dQ as 0·NaN, and cuda.math and cuda.flash_decode have no
+// block mask. cuda.flash declares 1.8 (sdpa_rows.cpp), so it sees 1.7's fields too: dbias and the
+// query-broadcast attn_mask are not in this build (it reads neither).
+const char* not_in_this_build(const SdpaRow& row, const opcts_sdpa_params& c, const SdpaParams& k) {
+  if (c.dbias != 0) return "the additive mask's gradient (dbias) is not in this build of cuda.flash";
+  if (c.mask_query_broadcast != 0)
+    return "an attn_mask broadcast over the queries ([.., 1, seq_k]) is not in this build of cuda.flash";
+  if (k.block_q == 0 && k.block_k == 0) return nullptr;
+  if (row.kernel != SdpaKernel::flash)
+    return "block-sparse attention (block_mask) runs on cuda.flash (its backward on the FMA kernel), not on "
+           "cuda.math or cuda.flash_decode";
+  if (row.path == SdpaBwdPath::tc_two_blocks)
+    return "block-sparse attention (block_mask) runs on the FMA backward kernel, not on the tensor-core one (its "
+           "whole-tile products would multiply the NaN keys of unread blocks by 0)";
+  return nullptr;
+}
+
 bool invalid_arguments(const SdpaParams& k) {
   try {
     sdpa_check_arguments(k);
@@ -113,6 +133,10 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
   }
   if (layout == sdpa::Layout::varlen && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
     std::snprintf(reason, size, "the varlen layout runs on cuda.flash (its backward on the FMA kernel)");
+    return 0;
+  }
+  if (const char* why = not_in_this_build(row, c, bp.fwd)) {
+    std::snprintf(reason, size, "%s", why);
     return 0;
   }
   // A negative case runs, so that the launcher refuses it naming the argument (or, for what only

@@ -82,8 +82,10 @@ void register_cuda_sdpa(Registry& reg) {
   // (seqused_k); its supports refuses the paged layout (1.2), cuda.flash_decode's. 1.4: chunked-
   // local attention in the forward's general variant and the backward's FMA kernel. 1.5: attention
   // sinks in every forward variant's epilogue, and the backward's dsinks pass (every kernel). 1.6:
-  // ALiBi in the forward's general variant and the backward's FMA kernel.
-  rows.back().desc.abi_minor = 6;
+  // ALiBi in the forward's general variant and the backward's FMA kernel. 1.8: block masks in the
+  // forward's general variant and the backward's FMA kernel; its supports refuses 1.7's dbias and
+  // query-broadcast attn_mask, not in this build.
+  rows.back().desc.abi_minor = 8;
   kernel_row("cuda.math", &kMath, {});
   kernel_row("cuda.flash_bwd_fma", &kBwdFma, {"mma_sync_bf16"});
   kernel_row("cuda.flash_bwd_occ2", &kBwdOcc2, {"mma_sync_bf16"});
