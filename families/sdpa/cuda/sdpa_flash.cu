@@ -25,6 +25,13 @@
 // under P = 0 gives 0, not 0·NaN. A NaN in a K/V row that some row of the block sees is a
 // genuine NaN of those rows' outputs.
 //
+// Block masks (SdpaParams::block_mask, dense kGeneral variant): a key tile that no pair of the
+// block's rows and the tile's keys reads is skipped before its K and V are loaded (FlexAttention's
+// kv_num_blocks, found per tile with a block-wide vote); in a tile that is read in part, a key of
+// a block the row's query block does not read is masked per element as above (its NaN score
+// selected to -inf before the max), and V rows no row of the block sees are zeroed as for a mask
+// tensor, so the NaN of an unread block reaches neither a probability nor the P·V product.
+//
 // Planted bugs (SdpaPlant, for the cuda.flash_* planted impls): gqa_modulo and masked_row_nan
 // in every variant; the precision bugs (the P·V accumulator or the row sum rounded to the
 // dtype after every key tile, lse off by log 2) only in the kGeneral variant, which a planted
@@ -124,6 +131,11 @@ struct KernelArgs {
   // Planted precision bugs (SdpaPlant), compiled into the kGeneral variant only, so that the
   // plain kernel the real impl runs carries none of their code.
   bool pv_in_dtype, rowsum_in_dtype, lse_plus_log2;
+  // Block-sparse attention (null = off; the dense kGeneral variant only): (b, h)'s mask at
+  // block_mask + bh·block_hs, rows of block_nk bytes; block_q and block_k clamped to the lengths.
+  const uint8_t* block_mask;
+  int64_t block_hs, block_nk;
+  int block_q, block_k;
 };
 
 // x rounded to T (round to nearest even) and back: what a T register would hold.
@@ -172,6 +184,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   constexpr int kDK = DQK / 16;  // k-steps of Q·Kᵀ
   constexpr int kNK = BN / 16;   // k-steps of P·V
   constexpr float kLog2e = 1.44269504088896340736f;
+  constexpr bool kBlocks = kGeneral && !kVarlen;  // block masks: dense layouts only
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
@@ -248,6 +261,9 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   const uint8_t* mbool = static_cast<const uint8_t*>(a.mask) + mask_off;
   const T* madd = static_cast<const T*>(a.mask) + mask_off;
   const bool has_mt = kGeneral && a.mask_kind != SdpaMaskTensor::none;
+  // V rows of a tile that no row of the block sees are zeroed before P·V (sSeen): with a mask
+  // tensor, and with a block mask, whose unread blocks hold NaN in K and V.
+  const bool zero_unseen = has_mt || (kBlocks && a.block_mask);
 
   // Keys some row of this block may see: [k0, k1). Tiles outside it are skipped (both
   // ends); rows outside it inside a loaded tile are zero-filled.
@@ -262,8 +278,24 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
     if (c0 > k0) k0 = c0;
     if (c1 < k1) k1 = c1;
   }
-  const int nt_begin = k0 < k1 ? static_cast<int>(k0 / BN) : 0;
+  int nt_begin = k0 < k1 ? static_cast<int>(k0 / BN) : 0;
   const int nt_end = k0 < k1 ? static_cast<int>((k1 + BN - 1) / BN) : 0;
+  // Block masks: the first tile from nt on that some pair of the block's rows and the tile's keys
+  // reads (a tile of unread block pairs only is never loaded); nt_end when none. A barrier per
+  // tile asked, on every thread alike.
+  auto next_tile = [&](int nt) {
+    if constexpr (kBlocks) {
+      if (a.block_mask) {
+        const uint8_t* bm = a.block_mask + bh * a.block_hs;
+        for (; nt < nt_end; ++nt) {
+          const int64_t c0 = int64_t(nt) * BN, c1 = c0 + BN - 1 < seq_k - 1 ? c0 + BN - 1 : seq_k - 1;
+          if (flash::block_tile_reads(bm, a.block_nk, a.block_q, a.block_k, m0, m_last, c0, c1)) break;
+        }
+      }
+    }
+    return nt;
+  };
+  nt_begin = next_tile(nt_begin);
 
   float o_acc[MT][kDT][4];
 #pragma unroll
@@ -294,7 +326,8 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   const int kb_row = (lane & 7) + ((lane >> 4) << 3), kb_col = ((lane >> 3) & 1) * 8;  // B, K
   const int vb_row = (lane & 7) + (((lane >> 3) & 1) << 3), vb_col = (lane >> 4) * 8;  // B, V
 
-  for (int nt = nt_begin; nt < nt_end; ++nt) {
+  int nt_next = nt_begin;
+  for (int nt = nt_begin; nt < nt_end; nt = nt_next) {
     const int64_t n0 = int64_t(nt) * BN;
     cp_async_wait_all();
     __syncthreads();  // K(nt) visible to all; every warp has finished reading V(nt-1)
@@ -375,6 +408,11 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
             const int64_t first = flash::chunk_first(row_g + ro + seq_k - seq_q, a.chunk), j = n0 + col;
             vis = j >= first && j < first + a.chunk;
           }
+          if (kBlocks && a.block_mask && vis) {  // the key blocks the row's query block reads
+            const int64_t row = row_g + ro;
+            vis = row < seq_q &&
+                  flash::block_reads(a.block_mask + bh * a.block_hs, a.block_nk, a.block_q, a.block_k, row, n0 + col);
+          }
           float add = 0.f;
           if (has_mt) {
             const int64_t row = row_g + ro;
@@ -399,12 +437,12 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
             x = s[mt][i][e] * a.scale_log2;
           }
           if (!vis) x = -INFINITY;
-          if (has_mt && vis && row_g + ro < seq_q) seen |= uint64_t(1) << col;
+          if (zero_unseen && vis && row_g + ro < seq_q) seen |= uint64_t(1) << col;
           s[mt][i][e] = x;
         }
       }
     }
-    if (has_mt) {
+    if (zero_unseen) {
       const uint32_t lo_bits = gpu::warp_or(static_cast<uint32_t>(seen));
       const uint32_t hi_bits = gpu::warp_or(static_cast<uint32_t>(seen >> 32));
       if (lane == 0) {
@@ -449,11 +487,12 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
 
     cp_async_wait_all();
     __syncthreads();  // V(nt) visible to all; every warp has finished reading K(nt)
-    if (nt + 1 < nt_end) {
-      load_tile<T, DQK, BN, C::kThreads>(sK, kg, a.ks.seq, n0 + BN, k0, k1, tid);
+    nt_next = next_tile(nt + 1);
+    if (nt_next < nt_end) {
+      load_tile<T, DQK, BN, C::kThreads>(sK, kg, a.ks.seq, int64_t(nt_next) * BN, k0, k1, tid);
       cp_async_commit();
     }
-    if (has_mt) {
+    if (zero_unseen) {
       // V rows that no row of the block sees get P = 0 everywhere: zero them so that a NaN
       // there cannot turn 0·NaN into NaN on the tensor cores.
       const uint64_t all = uint64_t(sSeen[0]) | (uint64_t(sSeen[1]) << 32);
@@ -651,9 +690,10 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   a.rowsum_in_dtype = p.plant == SdpaPlant::rowsum_in_dtype;
   a.lse_plus_log2 = p.plant == SdpaPlant::lse_plus_log2;
   const bool precision_plant = a.pv_in_dtype || a.rowsum_in_dtype || a.lse_plus_log2;
+  flash::set_block_mask(a, p);
 
   if (a.cu_q) launch_variant<T, DQK, DV, true, true>(a, blocks, stream);
-  else if (a.general || a.mask_kind != SdpaMaskTensor::none || precision_plant || a.chunk > 0)
+  else if (a.general || a.mask_kind != SdpaMaskTensor::none || precision_plant || a.chunk > 0 || a.block_mask)
     launch_variant<T, DQK, DV, true>(a, blocks, stream);
   else launch_variant<T, DQK, DV, false>(a, blocks, stream);
 }
@@ -680,6 +720,18 @@ bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u
 // Every row start must be 16-byte aligned for cp.async/vector stores: base pointer aligned
 // and every stride a multiple of 8 elements (2-byte dtypes).
 bool strides_ok(const SdpaStrides& s) { return s.batch % 8 == 0 && s.head % 8 == 0 && s.seq % 8 == 0; }
+
+// What the flash kernels refuse of a block mask (SdpaParams::block_q), or null.
+const char* block_mask_why(const SdpaParams& p) {
+  if (p.block_q == 0 && p.block_k == 0) return nullptr;
+  if (p.block_q <= 0 || p.block_k <= 0) return "flash kernel: block_q and block_k must both be > 0 (or both 0)";
+  if (p.varlen || p.cu_seqlens_q) return "flash kernel: block masks take the dense layouts (bhsd, bshd) only";
+  if (p.seq_q > INT32_MAX || p.seq_k > INT32_MAX)
+    return "flash kernel: block masks index rows and keys in 32 bits (Sq and Sk below 2^31)";
+  if (p.q && !p.block_mask && p.batch > 0 && p.heads_q > 0 && p.seq_q > 0 && p.seq_k > 0)
+    return "flash kernel: block_q set without a block_mask tensor";
+  return nullptr;
+}
 
 }  // namespace
 
@@ -708,6 +760,7 @@ bool sdpa_flash_supports(const SdpaParams& p, const char** why) {
     reason = "flash kernel: alibi set without an alibi_slopes tensor";
   else if (p.alibi != SdpaAlibi::none && (p.seq_q > flash::kAlibiMaxSeq || p.seq_k > flash::kAlibiMaxSeq))
     reason = "flash kernel: ALiBi's distances are 32-bit (Sq and Sk below 2^31 - 4096)";
+  else reason = block_mask_why(p);
   if (why) *why = reason;
   return reason == nullptr;
 }

@@ -49,6 +49,10 @@
 // multiplies the whole 64-key tile (dS = 0 there), so a NaN in a K row that some query row
 // sees also reaches the dQ of the rows of that query tile that do not see it (like the
 // forward, where such a NaN is a genuine NaN of the block's rows).
+// Block masks (SdpaParams::block_mask) run on the FMA kernel: a key of a block the row's query
+// block does not read is masked per element (P and dS selected as 0), dQ's sum skips the keys no
+// row of the step sees (the keys of unread blocks among them, whose K rows may be NaN), and a step
+// of (query head, query rows) none of whose pairs with the block's keys is read is skipped.
 #include "sdpa_flash_common.cuh"
 #include "sdpa_kernels.hpp"
 
@@ -162,6 +166,11 @@ struct BwdArgs : BwdTensors {
   float* db_part;
   int64_t db_heads;
   bool db_per_head, db_rows;
+  // Block-sparse attention (null = off): as the forward's KernelArgs (sdpa_flash.cu), query head
+  // h's mask at block_mask + (b·Hq + h)·block_hs, rows of block_nk bytes; sizes clamped to the lengths.
+  const uint8_t* block_mask;
+  int64_t block_hs, block_nk;
+  int block_q, block_k;
 };
 
 // Rows [row0, row0 + 32) of D elements (D/2 words) into a word-pitched smem tile; rows for
@@ -191,6 +200,15 @@ __device__ __forceinline__ float dot_pairs(const uint32_t* a, const uint32_t* b)
     acc = fmaf(x.y, y.y, acc);
   }
   return acc;
+}
+
+// Whether some pair of query rows [m0, m0 + kBM) and keys [n0, n_last] of (b, h) lies in a block
+// pair the block mask reads; every thread of the block calls it alike (a barrier).
+__device__ __forceinline__ bool block_step_reads(const BwdArgs& a, int64_t b, int64_t h, int64_t m0, int64_t seq_q,
+                                                 int64_t n0, int64_t n_last) {
+  const int64_t m_last = m0 + kBM - 1 < seq_q - 1 ? m0 + kBM - 1 : seq_q - 1;
+  return flash::block_tile_reads(a.block_mask + (b * a.heads_q + h) * a.block_hs, a.block_nk, a.block_q, a.block_k, m0,
+                                 m_last, n0, n_last);
 }
 
 // kDbias: the variant that writes dbias's partials (a.db_part), apart so that the others keep
@@ -284,6 +302,8 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
 
     for (int64_t qt = qt_begin; qt < qt_end; ++qt) {
       const int64_t m0 = qt * kBM;
+      // Block masks: a step none of whose (row, key) pairs is read is skipped (a block-wide vote).
+      if (a.block_mask && !block_step_reads(a, b, h, m0, seq_q, n0, n_last)) continue;
       __syncthreads();  // the previous step's reads of sQ, sdO, sP, sdS are done
       auto row_in = [&](int64_t i) { return i < seq_q; };
       load_rows<DQK>(sQ, qg, a.qs.seq, m0, row_in, tid);
@@ -312,6 +332,9 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const BwdArgs a) {
           const int64_t first = flash::chunk_first(ig + seq_k - seq_q, a.chunk);
           vis = jg >= first && jg < first + a.chunk;
         }
+        if (vis && a.block_mask)  // the key blocks the row's query block reads (selects below)
+          vis = flash::block_reads(a.block_mask + (b * a.heads_q + h) * a.block_hs, a.block_nk, a.block_q, a.block_k,
+                                   ig, jg);
         float x = s * a.scale, deriv = 1.f;
         if (a.softcap > 0.f) {
           const float th = tanhf(x / a.softcap);
@@ -931,8 +954,9 @@ bool tc_takes(const SdpaBackwardParams& bp) {
   const bool has_mask_tensor = p.mask_kind != SdpaMaskTensor::none;
   // Varlen runs on the FMA kernel, which places each block at its sequence's offsets; chunks on
   // it too, which masks each element to its row's chunk, and ALiBi, a per-score bias the
-  // tensor-core kernel has no path for (as it has none for softcap or an additive mask).
-  return bp.path != SdpaBwdPath::fma && !p.varlen && p.chunk == 0 && p.alibi == SdpaAlibi::none &&
+  // tensor-core kernel has no path for (as it has none for softcap or an additive mask). Block
+  // masks too: the tensor-core kernel multiplies whole tiles, 0 by a NaN key of an unread block.
+  return bp.path != SdpaBwdPath::fma && !p.varlen && p.chunk == 0 && p.alibi == SdpaAlibi::none && p.block_q == 0 &&
          (p.dtype == SdpaDType::fp16 || p.dtype == SdpaDType::bf16) && p.head_dim == p.head_dim_v &&
          tc::head_dim_ok(p.head_dim) && p.softcap == 0.f && !has_mask_tensor;
 }
@@ -999,6 +1023,7 @@ void run_backward(const SdpaBackwardParams& bp, cudaStream_t s) {
     a.db_heads = dg.heads;
     a.db_per_head = dg.per_head;
     a.db_rows = a.db_part && p.mask_strides.seq == 0;
+    flash::set_block_mask(a, p);
     const int64_t blocks = a.num_k_tiles * p.batch * p.heads_kv;
     if (blocks > 0x7fffffffLL)
       throw std::invalid_argument("sdpa_flash_backward: B*Hkv*ceil(Sk/32) exceeds the grid limit");

@@ -254,4 +254,60 @@ struct Mma<__nv_bfloat16> {
 
 }  // namespace ptx
 
+// ---------------------------------------------------------------------------------------
+// Block-sparse attention (SdpaParams::block_mask): a (batch, query head)'s mask is ⌈Sq / bq⌉ rows
+// of nkb bytes. The kernels index it in 32 bits (sdpa_flash_supports bounds Sq and Sk; block
+// sizes come clamped to the lengths, which changes no quotient).
+
+/// The block sizes as the kernels take them: at most the length (and at least 1), so that they
+/// fit 32 bits; the quotient of every index below the length is unchanged.
+inline int block_size_for(int64_t block, int64_t len) {
+  const int64_t b = block < len ? block : len;
+  return static_cast<int>(b < 1 ? 1 : b);
+}
+
+/// The kernel arguments' block-mask fields (block_mask, block_hs, block_nk, block_q, block_k) from
+/// p: block_mask null when off (and for packed layouts, which have none); (b, h)'s mask at
+/// block_mask + (b·Hq + h)·block_hs, rows of block_nk bytes.
+template <typename Args>
+inline void set_block_mask(Args& a, const SdpaParams& p) {
+  const bool on = p.block_q > 0 && p.block_k > 0 && !p.cu_seqlens_q;
+  a.block_mask = on ? p.block_mask : nullptr;
+  a.block_nk = on ? (p.seq_k + p.block_k - 1) / p.block_k : 0;
+  a.block_hs = on ? (p.seq_q + p.block_q - 1) / p.block_q * a.block_nk : 0;
+  a.block_q = block_size_for(p.block_q, p.seq_q);
+  a.block_k = block_size_for(p.block_k, p.seq_k);
+}
+
+/// Whether row i's query block reads key j's block (i < Sq, j < Sk).
+__device__ __forceinline__ bool block_reads(const uint8_t* bm, int64_t nkb, int bq, int bk, int64_t i, int64_t j) {
+  const uint32_t qb = static_cast<uint32_t>(i) / static_cast<uint32_t>(bq);
+  const uint32_t kb = static_cast<uint32_t>(j) / static_cast<uint32_t>(bk);
+  return bm[int64_t(qb) * nkb + kb] != 0;
+}
+
+/// Whether some pair of rows [r0, r1] and keys [c0, c1] (within the lengths, r0 <= r1, c0 <= c1)
+/// lies in a block pair the mask reads. A barrier (a block-wide vote): every thread of the block
+/// calls it with the same arguments; the threads share the block pairs, and a tile for which it
+/// is false need not be loaded at all (FlexAttention's kv_num_blocks).
+__device__ __forceinline__ bool block_tile_reads(const uint8_t* bm, int64_t nkb, int bq, int bk, int64_t r0, int64_t r1,
+                                                 int64_t c0, int64_t c1) {
+  const int64_t qb0 = r0 / bq, kb0 = c0 / bk, nk = c1 / bk - kb0 + 1, pairs = (r1 / bq - qb0 + 1) * nk;
+  int any = 0;
+  for (int64_t x = threadIdx.x; x < pairs && !any; x += blockDim.x) any = bm[(qb0 + x / nk) * nkb + kb0 + x % nk] != 0;
+#if OPCTS_GPU_HIP
+  // HIP's __syncthreads_or (ockl's wgred) selects permlanex16, which gfx90a lacks (hipcc 5.x,
+  // clang 15): the vote in shared memory instead, between barriers.
+  __shared__ int vote;
+  __syncthreads();  // every thread has read the previous vote
+  if (threadIdx.x == 0) vote = 0;
+  __syncthreads();
+  if (any) vote = 1;
+  __syncthreads();
+  return vote != 0;
+#else
+  return __syncthreads_or(any) != 0;
+#endif
+}
+
 }  // namespace opcts::cuda::flash

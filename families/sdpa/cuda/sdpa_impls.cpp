@@ -54,6 +54,22 @@ double scratch_bytes(const SdpaRow& row, const opcts_sdpa_params& c) {
   return scratch;
 }
 
+// Why a row refuses a block-sparse problem (ABI 1.8), or null. Block masks run on cuda.flash's
+// forward (its general variant: per-element masks, unread key tiles skipped) and its backward's
+// FMA kernel (per-element selects); the tensor-core backward multiplies whole key tiles, so a NaN
+// key of an unread block would reach dQ as 0·NaN, and cuda.math and cuda.flash_decode have no
+// block mask.
+const char* block_mask_refusal(const SdpaRow& row, const SdpaParams& k) {
+  if (k.block_q == 0 && k.block_k == 0) return nullptr;
+  if (row.kernel != SdpaKernel::flash)
+    return "block-sparse attention (block_mask) runs on cuda.flash (its backward on the FMA kernel), not on "
+           "cuda.math or cuda.flash_decode";
+  if (row.path == SdpaBwdPath::tc_two_blocks)
+    return "block-sparse attention (block_mask) runs on the FMA backward kernel, not on the tensor-core one (its "
+           "whole-tile products would multiply the NaN keys of unread blocks by 0)";
+  return nullptr;
+}
+
 bool invalid_arguments(const SdpaParams& k) {
   try {
     sdpa_check_arguments(k);
@@ -122,6 +138,10 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
   }
   if (layout == sdpa::Layout::varlen && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
     std::snprintf(reason, size, "the varlen layout runs on cuda.flash (its backward on the FMA kernel)");
+    return 0;
+  }
+  if (const char* why = block_mask_refusal(row, bp.fwd)) {
+    std::snprintf(reason, size, "%s", why);
     return 0;
   }
   // A negative case runs, so that the launcher refuses it naming the argument (or, for what only

@@ -139,6 +139,14 @@ struct SdpaParams {
   // additive mask. No gradient. alibi is set without the tensor too (the supports callbacks ask).
   SdpaAlibi alibi = SdpaAlibi::none;
   const float* alibi_slopes = nullptr;
+  // Block-sparse attention (ABI 1.8; dense layouts; sdpa_flash_forward's general variant and
+  // sdpa_flash_backward's FMA kernel; 0 = off, else both > 0): block_mask, one byte per element
+  // (nonzero = read), contiguous [B, Hq, ⌈Sq / block_q⌉, ⌈Sk / block_k⌉]: row i of (b, h) sees key j
+  // only if block_mask[b][h][i / block_q][j / block_k] != 0, within every other mask. The keys of
+  // blocks no query block reads may hold NaN in K and V: the kernels never let them reach a score
+  // or a product. block_q and block_k are set without the tensor too (the supports callbacks ask).
+  int64_t block_q = 0, block_k = 0;
+  const uint8_t* block_mask = nullptr;
 };
 
 /// Gradients of the forward above for a given dO. `fwd` holds the forward's inputs and its

@@ -84,6 +84,8 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
   k.chunk = c.attention_chunk;
   k.has_sinks = c.sinks != 0;
   k.alibi = as_kernel<SdpaAlibi>(from_abi<sdpa::Alibi>(c.alibi, "alibi"));
+  k.block_q = c.block_mask_q;
+  k.block_k = c.block_mask_k;
   if (paged) {
     k.page_size = c.page_size;
     k.num_pages = c.num_pages;
@@ -100,6 +102,7 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
     if (k.has_sinks) k.sinks = static_cast<const float*>(sdpa_tensor_data(tensors, n, "sinks"));
     if (k.alibi != SdpaAlibi::none)
       k.alibi_slopes = static_cast<const float*>(sdpa_tensor_data(tensors, n, "alibi_slopes"));
+    if (k.block_q > 0) k.block_mask = static_cast<const uint8_t*>(sdpa_tensor_data(tensors, n, "block_mask"));
     if (thd) {
       k.cu_seqlens_q = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_q"));
       k.cu_seqlens_k = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_k"));
