@@ -25,12 +25,13 @@
 // under P = 0 gives 0, not 0·NaN. A NaN in a K/V row that some row of the block sees is a
 // genuine NaN of those rows' outputs.
 //
-// Block masks (SdpaParams::block_mask, dense kGeneral variant): a key tile that no pair of the
-// block's rows and the tile's keys reads is skipped before its K and V are loaded (FlexAttention's
-// kv_num_blocks, found per tile with a block-wide vote); in a tile that is read in part, a key of
-// a block the row's query block does not read is masked per element as above (its NaN score
-// selected to -inf before the max), and V rows no row of the block sees are zeroed as for a mask
-// tensor, so the NaN of an unread block reaches neither a probability nor the P·V product.
+// Block masks (SdpaParams::block_mask; the kBlocks variant, general and dense): a key tile that
+// no pair of the block's rows and the tile's keys reads is skipped before its K and V are loaded
+// (FlexAttention's kv_num_blocks, found per tile with a block-wide vote); in a tile that is read
+// in part, a key of a block the row's query block does not read is masked per element as above
+// (its NaN score selected to -inf before the max), and V rows no row of the block sees are zeroed
+// as for a mask tensor, so the NaN of an unread block reaches neither a probability nor the P·V
+// product.
 //
 // Planted bugs (SdpaPlant, for the cuda.flash_* planted impls): gqa_modulo and masked_row_nan
 // in every variant; the precision bugs (the P·V accumulator or the row sum rounded to the
@@ -174,7 +175,11 @@ __device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_s
 // so that the dense kernels keep their lengths and interval in the parameter space rather than
 // in registers live across the key loop (D = 128 has none to spare); packed batches run it with
 // kGeneral, whose per-element path covers every mask.
-template <typename T, int DQK, int DV, bool kGeneral, bool kVarlen>
+//
+// kBlocks (with kGeneral, dense): a block mask (KernelArgs::block_mask). A variant of its own, so
+// that the general variant keeps its registers (ptxas 13.0, sm_90: with the block code in it, its
+// spill loads grew by up to 192 bytes at fp16 D = 128).
+template <typename T, int DQK, int DV, bool kGeneral, bool kVarlen, bool kBlocks = false>
 __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(const KernelArgs a) {
   using C = Cfg<DQK, DV>;
   constexpr int BM = C::kBlockM, BN = C::kBlockN, PQ = C::kPitchQK, PV = C::kPitchV, MT = C::kMT;
@@ -184,7 +189,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   constexpr int kDK = DQK / 16;  // k-steps of Q·Kᵀ
   constexpr int kNK = BN / 16;   // k-steps of P·V
   constexpr float kLog2e = 1.44269504088896340736f;
-  constexpr bool kBlocks = kGeneral && !kVarlen;  // block masks: dense layouts only
+  static_assert(!kBlocks || (kGeneral && !kVarlen), "block masks: the dense general variant only");
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
@@ -326,8 +331,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   const int kb_row = (lane & 7) + ((lane >> 4) << 3), kb_col = ((lane >> 3) & 1) * 8;  // B, K
   const int vb_row = (lane & 7) + (((lane >> 3) & 1) << 3), vb_col = (lane >> 4) * 8;  // B, V
 
-  int nt_next = nt_begin;
-  for (int nt = nt_begin; nt < nt_end; nt = nt_next) {
+  for (int nt = nt_begin; nt < nt_end; ++nt) {
     const int64_t n0 = int64_t(nt) * BN;
     cp_async_wait_all();
     __syncthreads();  // K(nt) visible to all; every warp has finished reading V(nt-1)
@@ -487,9 +491,11 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
 
     cp_async_wait_all();
     __syncthreads();  // V(nt) visible to all; every warp has finished reading K(nt)
-    nt_next = next_tile(nt + 1);
+    // Block masks: the next tile some pair reads (the loop's ++nt lands on it), else the next.
+    int nt_next = nt + 1;
+    if constexpr (kBlocks) nt_next = next_tile(nt + 1);
     if (nt_next < nt_end) {
-      load_tile<T, DQK, BN, C::kThreads>(sK, kg, a.ks.seq, int64_t(nt_next) * BN, k0, k1, tid);
+      load_tile<T, DQK, BN, C::kThreads>(sK, kg, a.ks.seq, kBlocks ? int64_t(nt_next) * BN : n0 + BN, k0, k1, tid);
       cp_async_commit();
     }
     if (zero_unseen) {
@@ -539,6 +545,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
             for (int e = 0; e < 4; ++e) o_acc[mt][i][e] = round_to_t<T>(o_acc[mt][i][e]);
       }
     }
+    if constexpr (kBlocks) nt = nt_next - 1;
   }
   // With no key tile at all, the Q load above is still in flight, and cp.async.wait_group
   // only covers this thread's own copies: the barrier makes sure no other thread's Q copy
@@ -624,18 +631,18 @@ void check_launch(const char* what) {
     throw std::runtime_error(std::string("sdpa_flash_forward: ") + what + ": " + cudaGetErrorString(err));
 }
 
-template <typename T, int DQK, int DV, bool kGeneral, bool kVarlen = false>
+template <typename T, int DQK, int DV, bool kGeneral, bool kVarlen = false, bool kBlocks = false>
 void launch_variant(const KernelArgs& a, int64_t blocks, cudaStream_t stream) {
   using C = Cfg<DQK, DV>;
   // The opt-in for more than 48 KiB of dynamic shared memory is per kernel and per device;
   // setting it every call is cheap and keeps multi-device processes correct.
   if (C::kSmemBytes > 48 * 1024) {
-    const cudaError_t err =
-        gpu::set_max_dynamic_smem(flash_fwd_kernel<T, DQK, DV, kGeneral, kVarlen>, static_cast<int>(C::kSmemBytes));
+    const cudaError_t err = gpu::set_max_dynamic_smem(flash_fwd_kernel<T, DQK, DV, kGeneral, kVarlen, kBlocks>,
+                                                      static_cast<int>(C::kSmemBytes));
     if (err != cudaSuccess)
       throw std::runtime_error(std::string("sdpa_flash_forward: cudaFuncSetAttribute: ") + cudaGetErrorString(err));
   }
-  flash_fwd_kernel<T, DQK, DV, kGeneral, kVarlen>
+  flash_fwd_kernel<T, DQK, DV, kGeneral, kVarlen, kBlocks>
       <<<static_cast<unsigned>(blocks), C::kThreads, C::kSmemBytes, stream>>>(a);
   check_launch("flash_fwd_kernel launch");
 }
@@ -693,7 +700,8 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   flash::set_block_mask(a, p);
 
   if (a.cu_q) launch_variant<T, DQK, DV, true, true>(a, blocks, stream);
-  else if (a.general || a.mask_kind != SdpaMaskTensor::none || precision_plant || a.chunk > 0 || a.block_mask)
+  else if (a.block_mask) launch_variant<T, DQK, DV, true, false, true>(a, blocks, stream);
+  else if (a.general || a.mask_kind != SdpaMaskTensor::none || precision_plant || a.chunk > 0)
     launch_variant<T, DQK, DV, true>(a, blocks, stream);
   else launch_variant<T, DQK, DV, false>(a, blocks, stream);
 }
