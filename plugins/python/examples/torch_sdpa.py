@@ -58,6 +58,8 @@ def supports(backend):
             return "SDPA has no chunked-local attention, sinks or ALiBi"
         if p.mask == "causal_lower_right" and p.seq_q != p.seq_k:
             return "is_causal is upper-left; lower-right with Sq != Sk needs a mask"
+        if p.mask != "none" and p.attn_mask.kind != "none":
+            return "SDPA takes an attn_mask or is_causal, not both"
         if backend == "math":
             return True
         # Ask PyTorch's dispatcher, as scaled_dot_product_attention will: a backend that
