@@ -372,76 +372,77 @@ TEST(SdpaCudaGlue, QueryBroadcastMasksReachFlashAndMathDbiasFlashOnly) {
     expect_other_cuda_rows_skip(**p, 6, "ABI 1.7");
   }
   EXPECT_NE(gap("cuda.flash_decode", *fwd_p).find("ABI 1.7"), std::string::npos);
+}
 
-  // Block-sparse attention (ABI 1.8: SdpaParams::block_q and block_k from the struct's block_mask_q
-  // and block_mask_k, the "block_mask" tensor) reaches cuda.flash, forward (the general variant) and
-  // backward (the FMA kernel, whose 32-key blocks the determinism claim then counts; the tensor-core
-  // kernel's whole-tile products would multiply an unread block's NaN keys by 0). cuda.math and the
-  // two-block tensor-core row decline it in supports; every other CUDA row declares a minor below 1.8,
-  // so the runner SKIPs block-sparse problems there before asking.
-  TEST(SdpaCudaGlue, BlockMasksReachCudaFlashAndItsFmaBackward) {
-    const Family& f = *builtin_registry().family("sdpa");
-    const auto abi = [&](const char* id) { return abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id(id))); };
-    const char* const ids[3] = {"bf16_b1_hq4_hkv2_sq96_sk160_d64_causal_lr_blk32x32",
-                                "bf16_b1_hq4_hkv2_sq96_sk160_d64_causal_lr_cap30_amaskh_blk32x32_bwd",
-                                "bf16_b2_hq4_hkv2_sq150_sk100_d64_nomask_blk128x16_bwd"};
-    const auto fwd = abi(ids[0]), bwd = abi(ids[1]), tall = abi(ids[2]);
-    const auto plain = abi("bf16_b1_hq4_hkv2_sq96_sk160_d64_causal_lr");
-    EXPECT_EQ(cuda::sdpa_params_of(fwd).block_q, 32);
-    EXPECT_EQ(cuda::sdpa_params_of(fwd).block_k, 32);
-    EXPECT_EQ(cuda::sdpa_backward_params_of(tall).fwd.block_q, 128);
-    EXPECT_EQ(cuda::sdpa_backward_params_of(tall).fwd.block_k, 16);
-    EXPECT_EQ(cuda::sdpa_params_of(plain).block_q, 0);
-    uint8_t blocks[1 * 4 * 3 * 5] = {};  // [B, Hq, ceil(96 / 32), ceil(160 / 32)]
-    const int64_t shape[4] = {1, 4, 3, 5};
-    opcts_tensor t{};
-    t.name = "block_mask", t.data = blocks, t.shape = shape, t.ndim = 4;
-    EXPECT_EQ(cuda::sdpa_params_of(fwd, &t, 1).block_mask, blocks);
-    EXPECT_EQ(cuda::sdpa_backward_params_of(bwd, &t, 1).fwd.block_mask, blocks);
-    EXPECT_EQ(cuda::sdpa_params_of(plain, &t, 1).block_mask, nullptr);  // no block mask: never read
+// Block-sparse attention (ABI 1.8: SdpaParams::block_q and block_k from the struct's block_mask_q
+// and block_mask_k, the "block_mask" tensor) reaches cuda.flash, forward (the general variant) and
+// backward (the FMA kernel, whose 32-key blocks the determinism claim then counts; the tensor-core
+// kernel's whole-tile products would multiply an unread block's NaN keys by 0). cuda.math and the
+// two-block tensor-core row decline it in supports; every other CUDA row declares a minor below 1.8,
+// so the runner SKIPs block-sparse problems there before asking.
+TEST(SdpaCudaGlue, BlockMasksReachCudaFlashAndItsFmaBackward) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const auto abi = [&](const char* id) { return abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id(id))); };
+  const char* const ids[3] = {"bf16_b1_hq4_hkv2_sq96_sk160_d64_causal_lr_blk32x32",
+                              "bf16_b1_hq4_hkv2_sq96_sk160_d64_causal_lr_cap30_amaskh_blk32x32_bwd",
+                              "bf16_b2_hq4_hkv2_sq150_sk100_d64_nomask_blk128x16_bwd"};
+  const auto fwd = abi(ids[0]), bwd = abi(ids[1]), tall = abi(ids[2]);
+  const auto plain = abi("bf16_b1_hq4_hkv2_sq96_sk160_d64_causal_lr");
+  EXPECT_EQ(cuda::sdpa_params_of(fwd).block_q, 32);
+  EXPECT_EQ(cuda::sdpa_params_of(fwd).block_k, 32);
+  EXPECT_EQ(cuda::sdpa_backward_params_of(tall).fwd.block_q, 128);
+  EXPECT_EQ(cuda::sdpa_backward_params_of(tall).fwd.block_k, 16);
+  EXPECT_EQ(cuda::sdpa_params_of(plain).block_q, 0);
+  uint8_t blocks[1 * 4 * 3 * 5] = {};  // [B, Hq, ceil(96 / 32), ceil(160 / 32)]
+  const int64_t shape[4] = {1, 4, 3, 5};
+  opcts_tensor t{};
+  t.name = "block_mask", t.data = blocks, t.shape = shape, t.ndim = 4;
+  EXPECT_EQ(cuda::sdpa_params_of(fwd, &t, 1).block_mask, blocks);
+  EXPECT_EQ(cuda::sdpa_backward_params_of(bwd, &t, 1).fwd.block_mask, blocks);
+  EXPECT_EQ(cuda::sdpa_params_of(plain, &t, 1).block_mask, nullptr);  // no block mask: never read
 
-    RowSupports supports;
-    const char* const reason = supports.reason;
-    for (const opcts_sdpa_params* c : {&fwd, &bwd, &tall}) EXPECT_EQ(supports(kFlashRow, *c), 1) << reason;
-    EXPECT_EQ(supports(kBwdFmaRow, bwd), 1) << reason;
-    for (const auto& [row, c] : {std::pair{&kMathRow, &fwd}, {&kMathRow, &bwd}, {&kBwdOcc2Row, &bwd}}) {
-      EXPECT_EQ(supports(*row, *c), 0);
-      EXPECT_NE(std::string(reason).find("block-sparse attention"), std::string::npos) << reason;
-    }
-    // The flash kernel's own check: a block mask without its tensor, once the tensors are given.
-    cuda::SdpaParams k = cuda::sdpa_params_of(fwd);
-    alignas(16) static unsigned char buf[16];
-    k.q = k.k = k.v = k.o = buf;
-    const char* why = nullptr;
-    EXPECT_FALSE(cuda::sdpa_flash_supports(k, &why));
-    EXPECT_NE(std::string(why).find("block_mask tensor"), std::string::npos) << why;
-    k.block_mask = blocks;
-    EXPECT_TRUE(cuda::sdpa_flash_supports(k, &why)) << why;
-    // The backward runs on the FMA kernel: Sk 77 spans three of its 32-key blocks (dQ's atomics),
-    // where the tensor-core kernel's 64 would take two.
-    EXPECT_EQ(flash_deterministic("fp16_b1_hq4_hkv2_sq40_sk77_d64_nomask_blk16x16_bwd"), 0);
-    EXPECT_EQ(flash_deterministic("fp16_b1_hq4_hkv2_sq40_sk64_d64_nomask_blk16x16_bwd"), 1);
-
-    // The row table: which rows the runner hands a block-sparse problem (abi_gap empty) and which it
-    // SKIPs.
-    const auto* flash = dynamic_cast<const AbiImpl*>(builtin_registry().impl("cuda.flash"));
-    ASSERT_NE(flash, nullptr);
-    EXPECT_EQ(flash->abi_minor(), 8u);
-    for (const char* id : ids) {
-      const ProblemPtr p = f.parse_id(id);
-      EXPECT_EQ(gap("cuda.flash", *p), "") << id;
-      EXPECT_NE(gap("cuda.flash_decode", *p).find("ABI 1.8"), std::string::npos) << gap("cuda.flash_decode", *p);
-      expect_other_cuda_rows_skip(*p, 7, "ABI 1.8");
-    }
+  RowSupports supports;
+  const char* const reason = supports.reason;
+  for (const opcts_sdpa_params* c : {&fwd, &bwd, &tall}) EXPECT_EQ(supports(kFlashRow, *c), 1) << reason;
+  EXPECT_EQ(supports(kBwdFmaRow, bwd), 1) << reason;
+  for (const auto& [row, c] : {std::pair{&kMathRow, &fwd}, {&kMathRow, &bwd}, {&kBwdOcc2Row, &bwd}}) {
+    EXPECT_EQ(supports(*row, *c), 0);
+    EXPECT_NE(std::string(reason).find("block-sparse attention"), std::string::npos) << reason;
   }
+  // The flash kernel's own check: a block mask without its tensor, once the tensors are given.
+  cuda::SdpaParams k = cuda::sdpa_params_of(fwd);
+  alignas(16) static unsigned char buf[16];
+  k.q = k.k = k.v = k.o = buf;
+  const char* why = nullptr;
+  EXPECT_FALSE(cuda::sdpa_flash_supports(k, &why));
+  EXPECT_NE(std::string(why).find("block_mask tensor"), std::string::npos) << why;
+  k.block_mask = blocks;
+  EXPECT_TRUE(cuda::sdpa_flash_supports(k, &why)) << why;
+  // The backward runs on the FMA kernel: Sk 77 spans three of its 32-key blocks (dQ's atomics),
+  // where the tensor-core kernel's 64 would take two.
+  EXPECT_EQ(flash_deterministic("fp16_b1_hq4_hkv2_sq40_sk77_d64_nomask_blk16x16_bwd"), 0);
+  EXPECT_EQ(flash_deterministic("fp16_b1_hq4_hkv2_sq40_sk64_d64_nomask_blk16x16_bwd"), 1);
 
-  // The varlen backward's determinism claim knows only the longest lengths: within two key blocks
-  // of the FMA kernel (32 keys) it holds, past them it is not claimed.
-  TEST(SdpaCudaGlue, TheVarlenBackwardClaimsDeterminismWithinTwoKeyBlocks) {
-    EXPECT_EQ(flash_deterministic("bf16_b2_hq4_hkv2_sq5x64_sk9x64_d64_nomask_varlen_bwd"), 1);
-    EXPECT_EQ(flash_deterministic("bf16_b2_hq4_hkv2_sq5x64_sk9x65_d64_nomask_varlen_bwd"), 0);
-    EXPECT_EQ(flash_deterministic("bf16_b2_hq4_hkv2_sq5x64_sk9x65_d64_nomask_varlen"), 1);  // the forward
+  // The row table: which rows the runner hands a block-sparse problem (abi_gap empty) and which it
+  // SKIPs.
+  const auto* flash = dynamic_cast<const AbiImpl*>(builtin_registry().impl("cuda.flash"));
+  ASSERT_NE(flash, nullptr);
+  EXPECT_EQ(flash->abi_minor(), 8u);
+  for (const char* id : ids) {
+    const ProblemPtr p = f.parse_id(id);
+    EXPECT_EQ(gap("cuda.flash", *p), "") << id;
+    EXPECT_NE(gap("cuda.flash_decode", *p).find("ABI 1.8"), std::string::npos) << gap("cuda.flash_decode", *p);
+    expect_other_cuda_rows_skip(*p, 7, "ABI 1.8");
   }
+}
+
+// The varlen backward's determinism claim knows only the longest lengths: within two key blocks
+// of the FMA kernel (32 keys) it holds, past them it is not claimed.
+TEST(SdpaCudaGlue, TheVarlenBackwardClaimsDeterminismWithinTwoKeyBlocks) {
+  EXPECT_EQ(flash_deterministic("bf16_b2_hq4_hkv2_sq5x64_sk9x64_d64_nomask_varlen_bwd"), 1);
+  EXPECT_EQ(flash_deterministic("bf16_b2_hq4_hkv2_sq5x64_sk9x65_d64_nomask_varlen_bwd"), 0);
+  EXPECT_EQ(flash_deterministic("bf16_b2_hq4_hkv2_sq5x64_sk9x65_d64_nomask_varlen"), 1);  // the forward
+}
 
 }  // namespace
 }  // namespace opcts
