@@ -109,7 +109,9 @@ TEST(CiTemplates, GithubActionsShardsMergesAndGates) {
 }
 
 // A cases folder with the real archs and tolerances, an empty host manifest and the three
-// tiny problems of testutil::kTinyCatalog: what the templates' commands run over on the host.
+// tiny problems of testutil::kTinyCatalog: what the templates' commands run over on the host. The
+// real tolerances name sdpa's dbias, which a rule may only name where a loaded case has it: one
+// such problem at the full tier, which the templates' smoke runs do not select.
 std::string tiny_cases_dir(const std::string& dir) {
   const std::string cases = dir + "/cases";
   fs::create_directories(cases + "/manifests");
@@ -117,6 +119,10 @@ std::string tiny_cases_dir(const std::string& dir) {
   fs::copy_file(kSource / "cases/tolerances.yaml", cases + "/tolerances.yaml");
   testutil::write(cases + "/manifests", "host.yaml", "arch: host\n");
   testutil::write(cases, "sdpa.yaml", testutil::kTinyCatalog);
+  testutil::write(cases, "sdpa_dbias.yaml",
+                  "family: sdpa\ngrids:\n  - name: dbias\n    tier: full\n    why: the tolerances' dbias rules\n"
+                  "    axes: {dtype: [bf16], heads: [2], seq: [8], head_dim: [16], attn_mask: [additive],\n"
+                  "           dbias: [true], direction: [backward]}\n");
   return cases;
 }
 
