@@ -33,6 +33,14 @@
 //          row max with the sink, whichever is further); l then has n_i + 1 terms.
 //   dV_jd: λ·√(Σ_{h,i} (b(P_ij)·dO_id)²);  dQ_id: λ·scale·√(Σ_j (b(dS_ij)·k_jd)²);
 //   dK_jd: λ·scale·√(Σ_{h,i} (b(dS_ij)·q_id)²).
+//   FP8 (forward): the same terms over the inputs' values (codes times descales, exact in fp32:
+//   sdpa.hpp's fp8_descale), with P's rounding at the format P takes into P·V (Problem::p_dtype):
+//   e4m3fn under fp8 qkv, u = 2^-4 and, below its smallest normal 2^-6, half its subnormal
+//   spacing 2^-10 (a P under 2^-10 may round to 0: b = |P| then, within 2^-10) — the largest
+//   term, 16× bf16's per P; an fp8 KV cache's P stays in the dtype. The descales add fp32
+//   roundings only: two of each score (folded into the softmax scale) and one of O (v's descale
+//   on the result), score_extra_roundings and normalisation_roundings (detail.hpp). A bound that
+//   takes P at bf16's unit under fp8 qkv fails host.flash (SdpaFp8 tests): P's rounding is the term.
 //
 // fp32 floors, u = 2^-23 per fp32 operation (one ulp: round-to-nearest costs 2^-24, a
 // truncating tensor-core accumulator up to 2^-23):
@@ -42,6 +50,7 @@
 //           (n_i positive terms summed in fp32 with round-to-nearest: Σ_k δ_k·S_k with
 //           |S_k| <= l, so λ·√n_i·u by the bound above), common to the row.
 //   ε_ij, e_ij's relative error in fp32: expm1 (<= x + x²) of the sum x of the score's (D + 4)·u·scale·Σ_d |q_id·k_jd|
+//           ((D + 6) under fp8)
 //           (see families/sdpa/lse_floor.hpp), the subtraction s − m (u·|s_ij − m_i|, the
 //           pipeline's own s − m) and 4u for exp (≤ 2 ulp) and the product by it; with ALiBi
 //           2u·|bias_ij| more (the product slope·distance and the addition, each at most one ulp
@@ -224,12 +233,14 @@ inline void add_row(ErrorEnergy::Source& s, const RowForm& f, double alpha) {
 // ‖C‖ <= 1. The weights depend on the inputs only.
 template <typename T>
 RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>& qh, const RowMajor<T>& kh,
-                    const RowMajor<T>& vh, const RowMajor<T>& o, OEnergy* energy = nullptr,
+                    const RowMajor<T>& vh, const RowMajor<T>& o, DType p_round, OEnergy* energy = nullptr,
                     RowMajor<T>* weight = nullptr) {
   const T u = static_cast<T>(kAccUnit), scale = static_cast<T>(p.effective_scale());
   const T lambda = static_cast<T>(kRoundingSigmas);
+  const T score_ops = static_cast<T>(p.head_dim) + static_cast<T>(score_extra_roundings(p));
+  const T n_norm = static_cast<T>(normalisation_roundings(p));
   const RowMajor<T> qk = mul<T>(qh.cwiseAbs(), false, kh.cwiseAbs(), true);  // Σ_d |q_id||k_jd|
-  const Rounding<T> rounding(p.dtype);
+  const Rounding<T> rounding(p_round);
   const int64_t rows = f.e.rows(), cols = f.e.cols(), dv = vh.cols();
   RowMajor<T> b2(rows, cols), a(rows, cols);  // (b(e_ij)·(1 + ε_ij))², and ε_ij·e_ij
   for (int64_t i = 0; i < rows; ++i)
@@ -237,10 +248,7 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
       const T e = f.e(i, j);
       // The error x of s − m moves e by a factor within exp(±x): |ε| <= expm1(x) <= x + x² for
       // x <= 1 (the series), without an expm1 per element.
-      const T x =
-          e > 0
-              ? u * ((static_cast<T>(p.head_dim) + 4) * scale * qk(i, j) - f.shift(i, j) + 4 + 2 * alibi_bias(f, i, j))
-              : T(0);
+      const T x = e > 0 ? u * (score_ops * scale * qk(i, j) - f.shift(i, j) + 4 + 2 * alibi_bias(f, i, j)) : T(0);
       const T eps = x <= 1 ? x + x * x : std::numeric_limits<T>::infinity();
       const T b = rounding.bound(e) * (1 + eps);
       b2(i, j) = b * b;
@@ -289,9 +297,7 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
     const T mean_eps = a_sum / f.l[i];  // Ē_i = Σ_j P_ij·ε_ij >= |ε̄_i|
     const T grow = mean_eps < 1 ? 1 / (1 - mean_eps) : std::numeric_limits<T>::infinity();
     const T l_err = lambda * std::sqrt(static_cast<T>(f.keys[i] + (f.sink_e[i] > 0 ? 1 : 0))) * u;
-    bound.row(i) =
-        ((bound.row(i) + scores_term) * grow + (static_cast<T>(kNormalisationRoundings) * u + l_err) * pv.row(i)) /
-        f.l[i];
+    bound.row(i) = ((bound.row(i) + scores_term) * grow + (n_norm * u + l_err) * pv.row(i)) / f.l[i];
     // A row whose g is unbounded has an infinite bound: left to it (weight 0).
     if (!energy || !std::isfinite(grow)) continue;
     const double w = static_cast<double>(grow) * grow / (static_cast<double>(f.l[i]) * f.l[i]);
@@ -300,8 +306,8 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
       const double half = spacing_at(p.dtype, std::fabs(static_cast<double>(o(i, d))) + bound(i, d)) / 2;
       h[d] = half * half / 3;
     }
-    const double n_sum = static_cast<double>(kNormalisationRoundings) + 3.0 * f.keys[i];
-    const double n_rn = static_cast<double>(kNormalisationRoundings) + 2.5 * running_max_records(f.keys[i]);
+    const double n_sum = static_cast<double>(n_norm) + 3.0 * f.keys[i];
+    const double n_rn = static_cast<double>(n_norm) + 2.5 * running_max_records(f.keys[i]);
     const double hh = static_cast<double>(u) * static_cast<double>(u) / 4, keys = static_cast<double>(f.keys[i]);
     double fixed_sq = 0, fixed_rn_sq = 0, pv_sq = 0, pv_max = 0, o_sq = 0;
     for (int64_t d = 0; d < dv; ++d) {
@@ -378,8 +384,10 @@ class GradientBounds {
       for (int64_t j = 0; j < sk; ++j) {
         const T pij = g.p(i, j);
         const T dcap = p_.softcap > 0 ? g.f.dcap(i, j) : T(1);
-        const T eps = u * ((static_cast<T>(p_.head_dim) + 4) * scale * qk(i, j) + 4 + 2 * alibi_bias(g.f, i, j)) +
-                      static_cast<T>(lf[i].under(1));
+        const T eps =
+            u * ((static_cast<T>(p_.head_dim) + static_cast<T>(score_extra_roundings(p_))) * scale * qk(i, j) + 4 +
+                 2 * alibi_bias(g.f, i, j)) +
+            static_cast<T>(lf[i].under(1));
         pd(i, j) = pij * dcap;
         pe(i, j) = pij * (n_round * u + eps);
         const T cancel = pij * (static_cast<T>(dv) + 2) * u * (f(i, j) + o_terms);
@@ -483,8 +491,8 @@ void sink_gradient_parts(const Problem& p, const BackwardHead<T>& g, const RowMa
       if (e == 0) continue;
       const double dp = g.dp(i, j), b = rounding.bound(static_cast<T>(e)) * dp / l;
       rv += b * b;
-      const double x = u * ((static_cast<double>(p.head_dim) + 4) * scale * qk(i, j) - g.f.shift(i, j) + 4 +
-                            2 * alibi_bias(g.f, i, j));
+      const double x = u * ((static_cast<double>(p.head_dim) + score_extra_roundings(p)) * scale * qk(i, j) -
+                            g.f.shift(i, j) + 4 + 2 * alibi_bias(g.f, i, j));
       const double a = e / l * (x <= 1 ? x + x * x : HUGE_VAL) * std::fabs(dp - d);
       sv += a * a;
     }

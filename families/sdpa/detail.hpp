@@ -81,6 +81,36 @@ constexpr double kAccUnit = 0x1p-23;
 /// the row sum (or the scale), the product by it, a rescale and the conversion.
 constexpr double kNormalisationRoundings = 4;
 
+/// The fp32 roundings of a score the bounds charge at u·scale·Σ_d |q_d·k_d| beside its dot
+/// product's D (families/sdpa/bound.hpp): 4, and 2 more under fp8, whose kernels fold the descales
+/// into the softmax scale (FlashAttention 3: scale·q_descale·k_descale), two products of the factor.
+inline double score_extra_roundings(const Problem& p) { return p.fp8 != Fp8::none ? 6 : 4; }
+/// The normalisation's fp32 roundings of O (kNormalisationRoundings), one more under fp8: v's
+/// descale multiplied into the result.
+inline double normalisation_roundings(const Problem& p) {
+  return kNormalisationRoundings + (p.fp8 != Fp8::none ? 1 : 0);
+}
+
+/// A tensor's values in storage order: its decoded elements, times the descale of the element's
+/// (batch entry, KV head) where the problem holds it as fp8 codes (a query head's KV head for q).
+/// Dense layouts (fp8 problems are).
+inline std::vector<double> dequantized(const Problem& p, const TensorMap& inputs, char tensor) {
+  std::vector<double> x = inputs.at(std::string(1, tensor)).to_f64();
+  if (p.fp8 == Fp8::none || (tensor == 'q' && p.fp8 != Fp8::qkv)) return x;
+  const std::vector<double> ds = inputs.at(std::string(1, tensor) + "_descale").to_f64();
+  const bool q = tensor == 'q', per_head = p.descale == Descale::per_head;
+  const Strides st = q ? q_strides(p) : tensor == 'k' ? k_strides(p) : v_strides(p);
+  const int64_t heads = q ? p.heads_q : p.heads_kv, seq = q ? p.seq_q : p.seq_k;
+  const int64_t dim = tensor == 'v' ? p.head_dim_v : p.head_dim, group = p.heads_q / p.heads_kv;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      const double f = per_head ? ds[static_cast<size_t>(b * p.heads_kv + (q ? h / group : h))] : ds[0];
+      for (int64_t s = 0; s < seq; ++s)
+        for (int64_t d = 0; d < dim; ++d) x[static_cast<size_t>(st.at(b, h, s) + d)] *= f;
+    }
+  return x;
+}
+
 /// No rounding: the fp64 reference.
 struct Exact {
   template <typename T>

@@ -47,9 +47,10 @@ class SdpaFamily final : public KitFamily<Problem> {
     // A paged cache is read where its sequences' keys are; it holds more (unowned pages, tails).
     const double q = static_cast<double>(p.heads_q) * p.total_q(), kv = static_cast<double>(p.heads_kv) * p.total_k();
     // q, k, v, O; backward adds dO, dQ, dK, dV (cu_seqlens are noise beside them).
-    double elems = q * (p.head_dim + p.head_dim_v) + kv * (p.head_dim + p.head_dim_v);
-    if (bwd) elems *= 2;
-    double bytes = elems * storage_bytes(p.dtype);
+    // fp8: q (qkv), k and v one byte an element (the descales are noise too).
+    double bytes = q * p.head_dim * storage_bytes(p.q_dtype()) + q * p.head_dim_v * storage_bytes(p.dtype) +
+                   kv * (p.head_dim + p.head_dim_v) * storage_bytes(p.kv_dtype());
+    if (bwd) bytes *= 2;
     if (p.mask_tensor != sdpa::MaskTensor::none) {
       double m = 1;
       for (int64_t x : sdpa::mask_shape(p)) m *= static_cast<double>(x);
@@ -101,11 +102,12 @@ class SdpaFamily final : public KitFamily<Problem> {
 
   // The varlen layout came with ABI 1.1, the paged KV cache with 1.2, varlen padding rows with
   // seqused_k with 1.3, chunked-local attention with 1.4, sinks with 1.5, ALiBi with 1.6, dbias
-  // and the query-broadcast attn_mask with 1.7, block masks with 1.8 (include/opcts/plugin.h): an impl built before
-  // reads layout THD or PAGED as BHSD, a padded segment's rows as keys, no chunk, no sink, no bias,
-  // a mask of one row as Sq rows, writes no dbias, and reads every key block.
+  // and the query-broadcast attn_mask with 1.7, block masks with 1.8, fp8 with 1.9 (include/opcts/plugin.h): an impl
+  // built before reads layout THD or PAGED as BHSD, a padded segment's rows as keys, no chunk, no sink, no bias,
+  // a mask of one row as Sq rows, writes no dbias, reads every key block, and fp8 codes as the dtype.
   uint32_t abi_minor(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.fp8 != sdpa::Fp8::none) return 9;
     if (p.block_sparse()) return 8;
     if (p.dbias || !p.mask_per_query) return 7;
     if (p.alibi != sdpa::Alibi::none) return 6;
@@ -115,6 +117,8 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
   std::string abi_minor_feature(const opcts::Problem& pp) const override {
     const auto& p = get(pp);
+    if (p.fp8 == sdpa::Fp8::qkv) return "fp8 attention (fp8 q, k, v with descales)";
+    if (p.fp8 == sdpa::Fp8::kv) return "an fp8 KV cache (fp8 k, v with descales)";
     if (p.block_sparse()) return "block-sparse attention (block_mask)";
     if (p.dbias) return "the additive mask's gradient (dbias)";
     if (!p.mask_per_query) return "an attn_mask broadcast over the queries ([.., 1, seq_k])";
@@ -127,7 +131,7 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
 
   // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
-  std::string reference_version() const override { return "sdpa-ref-14"; }
+  std::string reference_version() const override { return "sdpa-ref-15"; }
 
   // Inputs and outputs in the problem's dtype (the boolean mask as bytes), lse in fp32.
   double device_bytes(const opcts::Problem& pp) const override {
@@ -136,7 +140,7 @@ class SdpaFamily final : public KitFamily<Problem> {
     double cache = 0;  // the paged cache beyond the keys it holds
     if (p.paged())
       cache = (static_cast<double>(sdpa::paged_geometry(p).num_pages) * p.page_size - p.total_k()) * p.heads_kv *
-              (p.head_dim + p.head_dim_v) * storage_bytes(p.dtype);
+              (p.head_dim + p.head_dim_v) * storage_bytes(p.kv_dtype());
     return cost(pp).bytes + lse + cache;
   }
 };
@@ -176,6 +180,9 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.dbias = p.dbias;
   c.block_mask_q = p.block_q;
   c.block_mask_k = p.block_k;
+  c.fp8 = abi_value(p.fp8);
+  c.fp8_format = abi_dtype(p.fp8_format);
+  c.descale = abi_value(p.descale);
   c.layout = abi_value(p.layout);
   c.direction = abi_value(p.direction);
   if (p.paged()) {

@@ -325,6 +325,63 @@ Field<Problem> block_mask_field() {
       "blk", "QxK", {"q", "k"}, &Problem::block_q, &Problem::block_k, 0, true);
 }
 
+// `fp8: {tensors: qkv | kv, format: e4m3fn | e5m2, descale: per_tensor | per_head}` (tensors
+// required) or `none`; id fp8qkv / fp8kv, then e5m2 for that format, then h for per_head.
+Field<Problem> fp8_field() {
+  Field<Problem> f;
+  f.key = "fp8";
+  f.doc = "none or {tensors: qkv | kv, format: e4m3fn | e5m2 (default e4m3fn), descale: per_tensor | per_head}";
+  f.id = "[fp8qkv|fp8kv][e5m2][h]";
+  f.read = [](Problem& p, const YAML::Node& m) {
+    const YAML::Node v = m["fp8"];
+    if (!v || (v.IsScalar() && v.Scalar() == "none")) return;
+    const std::string form = "{tensors: qkv | kv, format: e4m3fn | e5m2, descale: per_tensor | per_head}";
+    if (!v.IsMap()) throw std::invalid_argument("expected none or " + form);
+    check_subkeys(v, {"tensors", "format", "descale"});
+    if (!v["tensors"]) throw std::invalid_argument("missing 'tensors' (qkv or kv)");
+    const std::string t = kit::field_as_scalar(v["tensors"], "tensors");
+    if (t != "qkv" && t != "kv") throw std::invalid_argument("tensors: expected qkv or kv, got '" + t + "'");
+    p.fp8 = t == "qkv" ? Fp8::qkv : Fp8::kv;
+    if (v["format"]) {
+      const std::string fmt = kit::field_as_scalar(v["format"], "format");
+      try {
+        p.fp8_format = parse_dtype(fmt);
+      } catch (const std::invalid_argument&) {
+        throw std::invalid_argument("format: expected e4m3fn or e5m2, got '" + fmt + "'");
+      }
+    }
+    if (v["descale"]) {
+      const std::string d = kit::field_as_scalar(v["descale"], "descale");
+      if (d != "per_tensor" && d != "per_head")
+        throw std::invalid_argument("descale: expected per_tensor or per_head, got '" + d + "'");
+      p.descale = d == "per_head" ? Descale::per_head : Descale::per_tensor;
+    }
+  };
+  f.write = [](const Problem& p, std::vector<std::string>& t) {
+    if (p.fp8 == Fp8::none) return;
+    std::string s(enum_id(p.fp8));
+    if (p.fp8_format != DType::e4m3fn) s += name(p.fp8_format);
+    if (p.descale == Descale::per_head) s += 'h';
+    t.push_back(s);
+  };
+  f.scan = [](Problem& p, kit::IdReader& in) {
+    if (in.done()) return;
+    const std::string t = in.peek();
+    for (const Fp8 k : {Fp8::qkv, Fp8::kv}) {
+      const std::string prefix(enum_id(k));
+      if (t.rfind(prefix, 0) != 0) continue;
+      std::string r = t.substr(prefix.size());
+      p.fp8 = k;
+      if (!r.empty() && r.back() == 'h') p.descale = Descale::per_head, r.pop_back();
+      if (r == "e5m2") p.fp8_format = DType::e5m2;
+      else if (!r.empty()) throw std::invalid_argument("token '" + t + "': expected " + prefix + "[e5m2][h]");
+      in.take("fp8");
+      return;
+    }
+  };
+  return f;
+}
+
 // `corrupt: block_table | seqused_k | cu_seqlens_q | cu_seqlens_k` (a packed problem's negative
 // case, written into its index inputs); the id spells it corrupt_<name>.
 Field<Problem> corrupt_field() {
@@ -381,6 +438,7 @@ const kit::FieldTable<Problem>& fields() {
        attn_mask_field(),
        kit::flag<Problem>("dbias", &Problem::dbias, "dbias"),
        block_mask_field(),
+       fp8_field(),
        kit::flag<Problem>("poison_masked", &Problem::poison_masked, "poison"),
        layout_field(),
        kit::int_unless<Problem, int64_t>("page_size", &Problem::page_size, 0, "page",

@@ -14,6 +14,9 @@ namespace opcts::sdpa {
 
 namespace {
 
+// The fp8 codes' σ (sdpa.hpp, "Inputs"): 48·z reaches e4m3fn's 448 only past 9σ.
+constexpr double kFp8CodeSigma = 48;
+
 // The boolean rule of the attn_mask inputs (sdpa.hpp): row i ≡ 3 (mod 8) fully masked, every
 // other element kept with probability 0.8, element e of the mask tensor drawing stream 4.
 bool mask_keeps(uint64_t seed, int64_t e, int64_t row) { return row % 8 != 3 && uniform01(seed, 4, e) < 0.8; }
@@ -114,14 +117,16 @@ namespace {
 TensorMap tensor_inputs(const Problem& p, uint64_t seed) {
   if (p.paged()) return make_paged_inputs(p, seed);
   TensorMap in;
-  in.emplace("q", HostTensor(p.dtype, q_shape(p)));
-  in.emplace("k", HostTensor(p.dtype, k_shape(p)));
-  in.emplace("v", HostTensor(p.dtype, v_shape(p)));
+  in.emplace("q", HostTensor(p.q_dtype(), q_shape(p)));
+  in.emplace("k", HostTensor(p.kv_dtype(), k_shape(p)));
+  in.emplace("v", HostTensor(p.kv_dtype(), v_shape(p)));
   // Standard normal q, k, v: with the default scale the scores are about N(0, 1), as in
-  // trained models' attention, and V rows of unit size keep O's error visible.
-  fill_normal(in.at("q"), seed, 0, 1.0);
-  fill_normal(in.at("k"), seed, 1, 1.0);
-  fill_normal(in.at("v"), seed, 2, 1.0);
+  // trained models' attention, and V rows of unit size keep O's error visible. fp8 codes are
+  // 48·z (their descales bring the values back near unit size).
+  const double q_sigma = p.fp8 == Fp8::qkv ? kFp8CodeSigma : 1.0, kv_sigma = p.fp8 != Fp8::none ? kFp8CodeSigma : 1.0;
+  fill_normal(in.at("q"), seed, 0, q_sigma);
+  fill_normal(in.at("k"), seed, 1, kv_sigma);
+  fill_normal(in.at("v"), seed, 2, kv_sigma);
   if (p.direction == Direction::backward) {
     in.emplace("dO", HostTensor(p.dtype, o_shape(p)));
     fill_normal(in.at("dO"), seed, 3, 1.0);
@@ -199,12 +204,27 @@ void add_alibi(const Problem& p, TensorMap& in) {
   in.emplace("alibi_slopes", std::move(s));
 }
 
+// The fp8 descales (sdpa.hpp, fp8_descale): fp32 descale_shape(p) per fp8 tensor.
+void add_descales(const Problem& p, TensorMap& in) {
+  if (p.fp8 == Fp8::none) return;
+  const std::vector<int64_t> shape = descale_shape(p);
+  const int64_t rows = shape.size() == 2 ? p.batch : 1, heads = shape.size() == 2 ? p.heads_kv : 1;
+  for (const char t : {'q', 'k', 'v'}) {
+    if (t == 'q' && p.fp8 != Fp8::qkv) continue;
+    HostTensor d(DType::fp32, shape);
+    for (int64_t b = 0; b < rows; ++b)
+      for (int64_t h = 0; h < heads; ++h) d.set(b * heads + h, fp8_descale(p, t, b, h));
+    in.emplace(std::string(1, t) + "_descale", std::move(d));
+  }
+}
+
 }  // namespace
 
 TensorMap make_inputs(const Problem& p, uint64_t seed) {
   TensorMap in = tensor_inputs(p, seed);
   add_sinks(p, seed, in);
   add_alibi(p, in);
+  add_descales(p, in);
   return in;
 }
 

@@ -311,7 +311,8 @@ std::vector<LseFloor> lse_floors(const Problem& p, const ForwardHead<T>& f, cons
   const RowMajor<T> qk2 = mul<T>(qh.cwiseAbs2(), false, kh.cwiseAbs2(), true);  // Σ_d (q_id·k_jd)²
   const double d = static_cast<double>(p.head_dim), scale = p.effective_scale();
   const double dot_losses = (p.dtype == DType::fp32 ? 3 : 2) * d;
-  const double score_roundings = p.softcap > 0 ? 5 : 3;
+  // fp8: the descales folded into the scale, two roundings of the factor (detail.hpp).
+  const double score_roundings = (p.softcap > 0 ? 5 : 3) + (p.fp8 != Fp8::none ? 2 : 0);
   const double hh = 0.25;  // (h/u)²: a rounding to nearest costs half the unit u
   const double drift = 2.45 * std::sqrt(d);
   std::vector<LseFloor> floor(f.l.size());

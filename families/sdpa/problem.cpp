@@ -73,6 +73,17 @@ bool block_kept(const Problem& p, int64_t b, int64_t h, int64_t qb, int64_t kb) 
   return uniform01(0x5ba75e, 0, e) < 0.6;  // a fixed key: the pattern is the problem's, not the seed's
 }
 
+std::vector<int64_t> descale_shape(const Problem& p) {
+  if (p.descale == Descale::per_head) return {p.batch, p.heads_kv};
+  return {1};
+}
+
+double fp8_descale(const Problem& p, char tensor, int64_t b, int64_t hk) {
+  const double role = tensor == 'q' ? 1.5 : tensor == 'k' ? 0.75 : 1.25;
+  const double head = p.descale == Descale::per_head ? (4.0 + static_cast<double>((b + 2 * hk) % 4)) / 4 : 1.0;
+  return role * head / 64;
+}
+
 std::vector<char> unseen_keys(const Problem& p) {
   // first_key and last_key never decrease with i, so the seen keys are a union of ranges
   // marked with a difference array; block-sparse, each row's range cut to each key block its
@@ -180,6 +191,15 @@ void Problem::validate() const {
   if (!std::isfinite(softcap)) throw std::invalid_argument("softcap must be finite");
   if (mask_tensor == MaskTensor::none && (mask_per_batch || mask_per_head || !mask_per_query))
     throw std::invalid_argument("attn_mask.per_batch / per_head / per_query given without an attn_mask");
+  if (fp8 != Fp8::none) {
+    if (dtype != DType::bf16 && dtype != DType::fp16)
+      throw std::invalid_argument("fp8: O (and the queries of an fp8 KV cache) are bf16 or fp16, not " +
+                                  std::string(name(dtype)));
+    if (fp8_format != DType::e4m3fn && fp8_format != DType::e5m2)
+      throw std::invalid_argument("fp8: format is e4m3fn or e5m2, not " + std::string(name(fp8_format)));
+    if (direction != Direction::forward) throw std::invalid_argument("fp8: forward only (direction: forward)");
+    if (packed()) throw std::invalid_argument("fp8: dense layouts only (bhsd, bshd)");
+  }
   if (dbias && mask_tensor != MaskTensor::additive)
     throw std::invalid_argument("dbias: the gradient of an additive attn_mask, which the problem does not have");
   if (dbias && direction != Direction::backward)
@@ -405,6 +425,12 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     if (p.mask_tensor != MaskTensor::additive || !p.mask_per_head) return "needs an additive attn_mask per head";
     if (!(p.heads_q > p.heads_kv && p.heads_q >= 2)) return "without GQA every query head reads its own mask";
   }
+  const bool fp8_bug = bug == PlantedBug::fp8_descale_twice || bug == PlantedBug::fp8_descale_swapped ||
+                       bug == PlantedBug::fp8_descale_head0 || bug == PlantedBug::fp8_p_in_e4m3;
+  if (fp8_bug && p.fp8 == Fp8::none) return "an fp8 bug: the problem has no fp8 tensors";
+  if (bug == PlantedBug::fp8_descale_head0 && (p.descale != Descale::per_head || p.batch * p.heads_kv < 2))
+    return "one descale for every (batch, KV head): entry [0, 0] is each one's";
+  if (bug == PlantedBug::fp8_p_in_e4m3 && p.fp8 == Fp8::qkv) return "under fp8 qkv the model's P is e4m3 already";
   const bool block_bug = bug == PlantedBug::block_last_dropped || bug == PlantedBug::block_one_past;
   if (block_bug && !p.block_sparse()) return "a block-sparse bug: the problem has no block mask";
   const bool dbias_bug =
@@ -547,7 +573,18 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
         if (alibi_plant_moves_row(p, i, bug)) return "";
       if (bug == PlantedBug::alibi_upper_left && p.seq_q == p.seq_k) return "Sq = Sk: the two diagonals are one";
       return "no row's keys change relative to each other, nor (forward) its lse";
-    case PlantedBug::sink_lse_omitted: return "";  // every row with a key: lse lacks −ln(1 − P_s)
+    case PlantedBug::sink_lse_omitted:
+      return "";  // every row with a key: lse lacks −ln(1 − P_s)
+    // A descale off by a factor of 3/4 to 4/3 or more (fp8_descale) rescales a row's scores (its lse
+    // moves, and its P unless it has one key) or its O: every row with a key shows it; head0 every
+    // row of a (batch, KV head) after the first, whose factor differs from entry [0, 0]'s.
+    case PlantedBug::fp8_descale_twice:
+    case PlantedBug::fp8_descale_swapped:
+    case PlantedBug::fp8_descale_head0: return "";
+    case PlantedBug::fp8_p_in_e4m3:
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (p.keys_of_row(i) >= kPlantedPrecisionKeys) return "";
+      return "every row sees one key: P = 1 is exact in e4m3";
     case PlantedBug::block_last_dropped:
     case PlantedBug::block_one_past:
       if (block_plant_shows(p, bug)) return "";

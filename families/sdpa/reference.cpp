@@ -16,7 +16,9 @@
 //   - the softmax against the row's final max in fp32: e_ij = exp(s_ij − m_i), l_i = Σ_j e_ij,
 //     lse_i = m_i + log l_i (fp32, the lse output itself);
 //   - e rounded to the dtype once, for the P·V product (a tensor-core MMA takes P in the input
-//     dtype; FlashAttention-2 packs it so, as cuda.flash and host.flash do);
+//     dtype; FlashAttention-2 packs it so, as cuda.flash and host.flash do); under fp8 qkv to
+//     e4m3fn (Problem::p_dtype: an fp8 MMA's operand, FlashAttention 3's and cuDNN's);
+//   - fp8 inputs dequantized, codes times descales (exact in fp32 for the catalog's descales);
 //   - O = (Σ_j RN(e_ij)·v_j) / l_i accumulated in fp32, stored before its rounding to the
 //     dtype: the ref_relative bound takes factor × this accumulation error (or the bound below,
 //     if larger) and adds the one output rounding as half an output spacing per element
@@ -46,15 +48,19 @@ namespace opcts::sdpa {
 
 using detail::RowMajor;
 
-References reference(const Problem& p, const TensorMap& inputs) {
+References reference(const Problem& p, const TensorMap& inputs) { return reference(p, inputs, p.p_dtype()); }
+
+References reference(const Problem& p, const TensorMap& inputs, DType p_round) {
   const int64_t B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k;
   const int64_t D = p.head_dim, Dv = p.head_dim_v;
   const int64_t group = Hq / Hkv;
-  const std::vector<double> q = inputs.at("q").to_f64(), k = inputs.at("k").to_f64(), v = inputs.at("v").to_f64();
+  // fp8 codes times their descales: exact in double, and in fp32 for the same-precision pipeline.
+  const std::vector<double> q = detail::dequantized(p, inputs, 'q'), k = detail::dequantized(p, inputs, 'k'),
+                            v = detail::dequantized(p, inputs, 'v');
   const detail::MaskView mask = detail::mask_view(p, inputs);
   const std::vector<char> unseen = unseen_keys(p);
   const Strides qs = q_strides(p), ks = k_strides(p), vs = v_strides(p), os = o_strides(p);
-  const detail::ToDtype to_dtype{p.dtype};
+  const detail::ToDtype to_dtype{p_round};
 
   References r;
   for (auto* refs : {&r.exact, &r.lowp, &r.bound}) {
@@ -113,8 +119,9 @@ References reference(const Problem& p, const TensorMap& inputs) {
             for (size_t s = 0; s < detail::kSoftmaxStructures.size(); ++s)
               (*lse_declared[s])[row] = lf[i].under(detail::kSoftmaxStructures[s].block);
           }
-          bh.middleRows(blk.r0, blk.rows) = detail::o_bound<float>(
-              p, f, qb, kb, vb, o_exact.middleRows(blk.r0, blk.rows), &energy[static_cast<size_t>(b * Hq + h)], &wb);
+          bh.middleRows(blk.r0, blk.rows) =
+              detail::o_bound<float>(p, f, qb, kb, vb, o_exact.middleRows(blk.r0, blk.rows), p_round,
+                                     &energy[static_cast<size_t>(b * Hq + h)], &wb);
           wh.middleRows(blk.r0, blk.rows) = wb;
         }
         detail::scatter(o_lp, os, b, h, oh_lp, detail::Exact{});

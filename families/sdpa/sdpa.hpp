@@ -116,8 +116,27 @@ inline constexpr std::array<EnumName<Alibi>, 3> kAlibiNames{{{Alibi::none, "none
 constexpr const auto& enum_names(Alibi) { return kAlibiNames; }
 constexpr std::string_view to_string(Alibi a) { return enum_name(a); }
 
+/// FP8 attention: which of q, k, v hold fp8 codes. qkv: all three (FlashAttention 3's fp8 forward,
+/// cuDNN's fp8 SDPA, TransformerEngine); kv: an fp8 KV cache under queries in the dtype
+/// (FlashInfer's and vLLM's kv_cache_dtype fp8). The id token is the prefix the fp8 field adds the
+/// format and the descale's form to.
+enum class Fp8 : int32_t { none = OPCTS_SDPA_FP8_NONE, qkv = OPCTS_SDPA_FP8_QKV, kv = OPCTS_SDPA_FP8_KV };
+inline constexpr std::array<EnumName<Fp8>, 3> kFp8Names{
+    {{Fp8::none, "none", ""}, {Fp8::qkv, "qkv", "fp8qkv"}, {Fp8::kv, "kv", "fp8kv"}}};
+constexpr const auto& enum_names(Fp8) { return kFp8Names; }
+constexpr std::string_view to_string(Fp8 f) { return enum_name(f); }
+
+/// The fp8 tensors' descales: one fp32 per tensor ([1]) or one per (batch entry, KV head)
+/// ([B, Hkv]; FlashAttention 3's q_descale, k_descale, v_descale — q's too is per KV head).
+enum class Descale : int32_t { per_tensor = OPCTS_SDPA_DESCALE_PER_TENSOR, per_head = OPCTS_SDPA_DESCALE_PER_HEAD };
+inline constexpr std::array<EnumName<Descale>, 2> kDescaleNames{
+    {{Descale::per_tensor, "per_tensor", ""}, {Descale::per_head, "per_head", "h"}}};
+constexpr const auto& enum_names(Descale) { return kDescaleNames; }
+constexpr std::string_view to_string(Descale d) { return enum_name(d); }
+
 static_assert(abi_distinct<Mask>() && abi_distinct<MaskTensor>() && abi_distinct<Layout>() &&
-              abi_distinct<Direction>() && abi_distinct<KvLayout>() && abi_distinct<Alibi>());
+              abi_distinct<Direction>() && abi_distinct<KvLayout>() && abi_distinct<Alibi>() && abi_distinct<Fp8>() &&
+              abi_distinct<Descale>());
 
 /// A packed problem's negative case written into its index inputs (make_inputs): the tensor
 /// named is malformed and every impl must refuse it by that name. block_table: one entry a
@@ -176,6 +195,14 @@ struct Problem {
   /// window, chunk and attn_mask. The pattern is block_kept's (a function of the problem), and the
   /// keys no query block reads hold NaN (unseen_keys). 0: off (both or neither).
   int64_t block_q = 0, block_k = 0;
+  /// FP8 attention (forward, dense layouts): q (qkv only), k and v hold codes of fp8_format
+  /// (e4m3fn or e5m2) with fp32 inputs q_descale (qkv only), k_descale, v_descale, [1] or [B, Hkv]
+  /// (descale); an element's value is code·descale of its (batch entry, KV head). O stays in the
+  /// dtype (bf16 or fp16; q's too with kv), lse in fp32. The scores, softmax and O are those of the
+  /// values; what a kernel rounds is its model (p_dtype).
+  Fp8 fp8 = Fp8::none;
+  DType fp8_format = DType::e4m3fn;
+  Descale descale = Descale::per_tensor;
   bool poison_masked = false;  // NaN written into K/V rows that no query may see
   Layout layout = Layout::bhsd;
   Direction direction = Direction::forward;
@@ -200,6 +227,13 @@ struct Problem {
   /// Queries packed token-major with per-sequence lengths: varlen or paged.
   bool packed() const { return varlen() || paged(); }
   bool block_sparse() const { return block_q > 0; }
+  /// The stored dtype of q and of k and v (fp8_format where they hold fp8 codes).
+  DType q_dtype() const { return fp8 == Fp8::qkv ? fp8_format : dtype; }
+  DType kv_dtype() const { return fp8 == Fp8::none ? dtype : fp8_format; }
+  /// The format P takes into the P·V product in the bound's model: e4m3fn under fp8 qkv (an fp8
+  /// MMA's operand: FlashAttention 3 and cuDNN round P to e4m3 whatever the inputs' format), else
+  /// the dtype (an fp8 KV cache's V is widened to the queries' dtype, as FlashInfer does).
+  DType p_dtype() const { return fp8 == Fp8::qkv ? DType::e4m3fn : dtype; }
   /// Packed tokens of Q (and O) and of K (and V): Σ Sq_b and Σ Sk_b for varlen, B·Sq and B·Sk
   /// otherwise.
   int64_t total_q() const;
@@ -344,6 +378,16 @@ enum class PlantedBug {
   // Block-sparse: the key block after each kept one read too (an index one past its run): a block
   // no query reads holds NaN.
   block_one_past,
+  // FP8: the first fp8 tensor's descale (q's under qkv, k's under kv) applied twice (folded into
+  // the softmax scale and into the dequantized tensor both).
+  fp8_descale_twice,
+  // FP8: k's and v's descales swapped (each tensor dequantized with the other's).
+  fp8_descale_swapped,
+  // FP8, descales per (batch, KV head): every head dequantized with entry [0, 0] (the descale
+  // broadcast as if per tensor).
+  fp8_descale_head0,
+  // FP8 KV cache: P rounded to e4m3 for P·V (an fp8 MMA) where the queries' dtype is due.
+  fp8_p_in_e4m3,
 };
 /// The host paged impl's split-KV chunk: a sequence of more keys runs in splits of this many
 /// keys, combined by their logsumexps (FlashAttention's split-KV decode); splitkv_combine_log2
@@ -362,6 +406,14 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
 /// never a SKIP. (pv_in_dtype once skipped rows of up to three 64-key tiles, where one to three
 /// roundings of the accumulator hide in the bound: that hid the blind spot instead of showing it.)
 constexpr int64_t kPlantedPrecisionKeys = 2;
+
+/// The shape of each fp8 descale input: [1] per tensor, [B, Hkv] per (batch, KV head).
+std::vector<int64_t> descale_shape(const Problem& p);
+/// The descale of `tensor` ('q', 'k' or 'v') for batch entry b and KV head hk: a role factor
+/// (q 3/2, k 3/4, v 5/4) over 64, times (4 + (b + 2·hk) mod 4)/4 per (batch, KV head): dyadic, of
+/// at most 6 significant bits, so that code·descale (4 of e4m3fn, 3 of e5m2) is exact in fp32 and
+/// in fp16 (families/sdpa/inputs.cpp).
+double fp8_descale(const Problem& p, char tensor, int64_t b, int64_t hk);
 
 /// Keys that no query row can see under the causal mask, the window and, block-sparse, the block
 /// mask's key blocks that no query block of any batch entry or head reads (1 = unseen), Sk
@@ -390,6 +442,8 @@ bool block_kept(const Problem& p, int64_t b, int64_t h, int64_t qb, int64_t kb);
 ///                  broadcast over the queries (per_query false): _amaskbk = [B, 1, 1, Sk]
 ///   _dbias         the additive mask's gradient dbias (backward)
 ///   _blkQxK        block-sparse, blocks of Q query rows and K keys
+///   _fp8qkv[F][h], _fp8kv[F][h]  fp8 q, k, v or an fp8 KV cache; F the format when not e4m3fn
+///                  (e5m2), h for descales per (batch, KV head)
 ///   _poison        NaN in the K/V rows no query row can see
 ///   _bshd          BSHD storage
 ///   _varlen        the varlen layout; SQ and SK then list the lengths: joined by 'x', a run of
@@ -452,6 +506,11 @@ Strides mask_strides(const Problem& p);
 ///     rows of unseen_keys(p).
 ///   alibi: "alibi_slopes", fp32 [Hq] or [B, Hq]: BLOOM's and MPT's geometric slopes 2^(−8(h + 1)/Hq)
 ///     for head h, times (1 + b/2) for batch entry b when per (batch, head).
+///   fp8: q (qkv), k and v as codes RN_satfinite(48·z) of the format (z ~ N(0, 1): e4m3fn's 448 is
+///     9σ, so saturation is rare), and "q_descale" (qkv), "k_descale", "v_descale" fp32
+///     descale_shape(p): fp8_descale's values, each role its own so that a descale in the wrong role
+///     is a gross error.
+/// The stored dtypes are q_dtype() and kv_dtype() (dO: the dtype).
 /// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
 /// "dV" (dtype, shapes of q, k, v), with sinks "dsinks" (fp32 [Hq]) and with dbias "dbias"
 /// (dtype, mask_shape).
@@ -464,6 +523,10 @@ TensorMap make_inputs(const Problem& p, uint64_t seed);
 /// dtype for P·V) before its output rounding; `bound` the ref_relative floors. Outputs "O"
 /// and "lse", row-major in storage order.
 References reference(const Problem& p, const TensorMap& inputs);
+/// reference with P rounded to `p_round` for P·V in the same-precision pipeline and in O's bound,
+/// where reference takes p.p_dtype(): a test's bound one rounding too tight (P at bf16's unit
+/// under fp8 qkv, where e4m3's is the model).
+References reference(const Problem& p, const TensorMap& inputs, DType p_round);
 /// The backward references (families/sdpa/backward_reference.cpp): fp64 gradients dQ, dK, dV
 /// of the forward above at dO, the ideal low-precision flash backward (O, P and dS rounded
 /// where a flash backward rounds them) before its output rounding as `lowp`, and the floors.

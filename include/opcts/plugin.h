@@ -43,10 +43,10 @@ extern "C" {
  * sdpa's chunked-local attention (opcts_sdpa_params.attention_chunk); 5: sdpa's attention sinks
  * (opcts_sdpa_params.sinks); 6: sdpa's ALiBi (opcts_sdpa_params.alibi); 7: sdpa's dbias and
  * attn_mask broadcast over the queries (opcts_sdpa_params.dbias, mask_query_broadcast); 8: sdpa's
- * block-sparse masks (opcts_sdpa_params.block_mask_q, block_mask_k). An
- * impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts gives it no problem that
- * needs a later one (a SKIP naming the version). */
-#define OPCTS_PLUGIN_ABI_MINOR 8u
+ * block-sparse masks (opcts_sdpa_params.block_mask_q, block_mask_k); 9: sdpa's fp8 attention and
+ * fp8 KV caches (opcts_sdpa_params.fp8, fp8_format, descale). An impl sets opcts_impl_desc.abi_minor to the minor it
+ * handles; opcts gives it no problem that needs a later one (a SKIP naming the version). */
+#define OPCTS_PLUGIN_ABI_MINOR 9u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -215,9 +215,11 @@ enum { OPCTS_SDPA_BHSD = 0, OPCTS_SDPA_BSHD = 1, OPCTS_SDPA_THD = 2, OPCTS_SDPA_
 enum { OPCTS_SDPA_KV_NHD = 0, OPCTS_SDPA_KV_HND = 1 };
 enum { OPCTS_SDPA_FORWARD = 0, OPCTS_SDPA_BACKWARD = 1 };
 enum { OPCTS_SDPA_ALIBI_NONE = 0, OPCTS_SDPA_ALIBI_PER_HEAD = 1, OPCTS_SDPA_ALIBI_PER_BATCH_HEAD = 2 };
+enum { OPCTS_SDPA_FP8_NONE = 0, OPCTS_SDPA_FP8_QKV = 1, OPCTS_SDPA_FP8_KV = 2 };
+enum { OPCTS_SDPA_DESCALE_PER_TENSOR = 0, OPCTS_SDPA_DESCALE_PER_HEAD = 1 };
 typedef struct opcts_sdpa_params {
   uint32_t struct_size;
-  opcts_dtype dtype; /* of q, k, v, O (fp16, bf16, fp32) */
+  opcts_dtype dtype; /* of q, k, v, O (fp16, bf16, fp32); of O (and q under an fp8 KV cache) with fp8 */
   int64_t batch, heads_q, heads_kv, seq_q, seq_k, head_dim, head_dim_v;
   double scale;                          /* the scale applied to q·k (the default 1/sqrt(head_dim) resolved) */
   int32_t mask;                          /* OPCTS_SDPA_MASK_* */
@@ -263,6 +265,15 @@ typedef struct opcts_sdpa_params {
    * block reads (within the causal mask, the window, the chunk and attn_mask); a block no query
    * block reads holds NaN in k and v. Dense layouts only. */
   int64_t block_mask_q, block_mask_k;
+  /* ABI 1.9, forward, dense layouts: fp8 attention (FlashAttention 3's fp8 forward, cuDNN's fp8
+   * SDPA: OPCTS_SDPA_FP8_QKV) or an fp8 KV cache under `dtype` queries (FlashInfer's and vLLM's:
+   * OPCTS_SDPA_FP8_KV). q (QKV only), k and v hold codes of fp8_format (e4m3fn or e5m2), with
+   * fp32 inputs q_descale (QKV only), k_descale and v_descale, [1] (PER_TENSOR) or [batch,
+   * heads_kv] (PER_HEAD: q's too is per KV head, as FlashAttention 3's): the value of an element
+   * is code·descale of its (batch, KV head). O stays in `dtype`, lse in fp32. */
+  int32_t fp8; /* OPCTS_SDPA_FP8_* */
+  opcts_dtype fp8_format;
+  int32_t descale; /* OPCTS_SDPA_DESCALE_* */
 } opcts_sdpa_params;
 
 /* scaled_mm: D[M, N] = out(os · (g · Σ_k deq(A)[m, k] · deq(B)[k, n] + bias[n])), one rounding.

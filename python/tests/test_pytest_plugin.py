@@ -44,13 +44,13 @@ def test_the_numpy_examples_are_collected_and_pass(tmp_path):
     assert sum(1 for i, (s, _, _) in cases.items() if i.startswith("sdpa.np_sdpa/") and s == "passed") >= 130
     # SKIPs keep opcts's reason; ids are the case ids. A Python impl declares plugin ABI 1.0, so
     # the varlen (1.1), paged (1.2), chunked-local (1.4), sink (1.5), ALiBi (1.6), dbias and
-    # query-broadcast mask (1.7: _dbias, _amask…k, _bmask…k) and block-sparse (1.8: _blk) cases SKIP
-    # saying so.
+    # query-broadcast mask (1.7: _dbias, _amask…k, _bmask…k), block-sparse (1.8: _blk) and fp8 (1.9:
+    # _fp8) cases SKIP saying so.
     skipped = {i: tc.find("skipped").get("message") for i, (s, _, tc) in cases.items() if s == "skipped"}
     assert skipped
     for i, why in skipped.items():
         packed = ("_varlen" in i or "_paged" in i or "_chunk" in i or "_sink" in i or "_alibi" in i
-                  or "_dbias" in i or "_blk" in i or re.search(r"_[ab]mask[bh]*k(_|$)", i))
+                  or "_dbias" in i or "_blk" in i or "_fp8" in i or re.search(r"_[ab]mask[bh]*k(_|$)", i))
         want = "needs plugin ABI 1." if packed else "np.sdpa: computes the forward only"
         assert want in why, (i, why)
     assert "cast.np_cast/fp32_to_e4m3fn_satfinite_edges" in cases

@@ -12,7 +12,11 @@
 // logsumexp = m + log(l); a row without keys: O = 0, logsumexp = -inf. ALiBi subtracts
 // slope·|i + Sk − Sq − j| after the softcap, in fp32. Sinks join l after the
 // last tile as FlashAttention 4's epilogue does, l += exp(sink − m) with m the keys' max; a row
-// without keys then has O = 0 and logsumexp = sink.
+// without keys then has O = 0 and logsumexp = sink. FP8 (FlashAttention 3's fp8 forward): the
+// codes go into the products as they are, the descales of the row's (batch, KV head) folded into
+// the score's factor (scale·q_descale·k_descale, in fp32) and v's multiplied into O at the end; P
+// is rounded to e4m3fn for P·V under fp8 qkv (an fp8 MMA's operand), to the dtype under an fp8 KV
+// cache.
 //
 // Backward (FlashAttention-2, Algorithm 2): the forward's O (rounded to the dtype) and lse,
 // D_i = rowsum(dO ⊙ O) in fp32; then per (batch, KV head) and key tile, for every query
@@ -86,6 +90,7 @@ class Kernel {
     };
     qs = str(Hq, Sq, D), ks = str(Hkv, Sk, D), vs = str(Hkv, Sk, Dv), os = str(Hq, Sq, Dv);
     q = decode(in.at("q")), k = decode(in.at("k")), v = decode(in.at("v"));
+    if (p.fp8 != sdpa::Fp8::none) read_descales(in);
     if (p.sinks && !opt.without_sinks) sinks = decode(in.at("sinks"));
     if (p.alibi != sdpa::Alibi::none) {
       const HostTensor& s = in.at("alibi_slopes");
@@ -103,6 +108,39 @@ class Kernel {
       ms = {p.mask_per_batch ? (p.mask_per_head ? Hq : 1) * hs : 0, p.mask_per_head ? hs : 0,
             p.mask_per_query ? Sk : 0};
     }
+  }
+
+  // fp8: the descales, checked, with the plants' slips (k's and v's swapped).
+  void read_descales(const TensorMap& in) {
+    const bool per_head = p_.descale == sdpa::Descale::per_head;
+    const auto read = [&](const char* name) {
+      const auto it = in.find(name);
+      if (it == in.end()) throw InvalidArgument(name, "missing: fp8 inputs need their descales");
+      if (it->second.dtype() != DType::fp32 || it->second.numel() != (per_head ? B * Hkv : 1))
+        throw InvalidArgument(name, per_head ? "must be fp32 [batch, heads_kv]" : "must be fp32 [1]");
+      return decode(it->second);
+    };
+    if (p_.fp8 == sdpa::Fp8::qkv) q_descale = read("q_descale");
+    k_descale = read("k_descale");
+    v_descale = read("v_descale");
+    if (plant_ == Plant::fp8_descale_swapped) std::swap(k_descale, v_descale);
+  }
+  // The descale of (batch b, KV head hk) in d (1 where d is empty: not fp8); the head0 plant reads
+  // entry [0, 0] for every one.
+  float descale(const std::vector<float>& d, int64_t b, int64_t hk) const {
+    if (d.empty()) return 1.0f;
+    if (p_.descale != sdpa::Descale::per_head || plant_ == Plant::fp8_descale_head0) return d[0];
+    return d[b * Hkv + hk];
+  }
+  // The factor of q·k in a score: the softmax scale, with fp8's descales folded in (FlashAttention
+  // 3: softmax_scale·q_descale·k_descale) — the first fp8 tensor's twice under its plant.
+  float score_scale(int64_t b, int64_t hk) const {
+    if (p_.fp8 == sdpa::Fp8::none) return scale;
+    float f = scale;
+    const std::vector<float>& first = q_descale.empty() ? k_descale : q_descale;
+    if (plant_ == Plant::fp8_descale_twice) f *= descale(first, b, hk);
+    f *= descale(q_descale, b, hk);
+    return f * descale(k_descale, b, hk);
   }
 
   // The block mask as this kernel walks it: per (batch, head, query block) the key blocks it
@@ -160,13 +198,14 @@ class Kernel {
 
   // The final score of (row i of head h, key j) in fp32, -inf when the boolean mask drops it;
   // *dcap receives the softcap's derivative 1 − tanh².
-  float score(int64_t b, int64_t h, int64_t i, int64_t j, const float* qi, const float* kj, float* dcap) const {
+  float score(int64_t b, int64_t h, int64_t i, int64_t j, const float* qi, const float* kj, float* dcap,
+              float qk_scale) const {
     const int64_t mh = plant_ == Plant::amask_kv_head ? h / group : h;  // the plant reads its KV head's mask
     if (p_.mask_tensor == sdpa::MaskTensor::boolean && mask[ms.at(b, mh, i) + j] == 0.0f) return kNegInf;
     if (!block_reads(b, h, i, j)) return kNegInf;  // a skipped block: never read
     float dot = 0.0f;
     for (int64_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
-    float s = dot * scale;
+    float s = dot * qk_scale;
     if (cap > 0) {
       const float th = std::tanh(s / cap);
       s = cap * th;
@@ -190,11 +229,12 @@ class Kernel {
     const int64_t first = lo(i), last = hi(i);
     std::vector<float> acc(Dv, 0.0f), s(kTile);
     float m = kNegInf, l = 0.0f;
+    const float qk_scale = score_scale(b, hk);
     for (int64_t j0 = first; j0 <= last; j0 += kTile) {
       const int64_t jn = std::min(kTile, last + 1 - j0);
       float tile_max = kNegInf;
       for (int64_t j = 0; j < jn; ++j) {
-        s[j] = score(b, h, i, j0 + j, qi, k.data() + ks.at(b, hk, j0 + j), nullptr);
+        s[j] = score(b, h, i, j0 + j, qi, k.data() + ks.at(b, hk, j0 + j), nullptr, qk_scale);
         tile_max = std::max(tile_max, s[j]);
       }
       if (tile_max == kNegInf) continue;  // every key of the tile masked
@@ -206,7 +246,7 @@ class Kernel {
         if (s[j] == kNegInf) continue;
         const float pj = std::exp(s[j] - m_new);
         l += pj;
-        const float pr = rnd(pj);
+        const float pr = round_p(pj);
         const float* vj = v.data() + vs.at(b, hk, j0 + j);
         for (int64_t d = 0; d < Dv; ++d) acc[d] += pr * vj[d];
       }
@@ -218,13 +258,21 @@ class Kernel {
     const bool empty = l == 0.0f;
     const float l_keys = l;
     if (!sinks.empty() && !empty) l += std::exp(sinks[h] - m);
-    for (int64_t d = 0; d < Dv; ++d) o[d] = empty && plant_ != Plant::masked_row_nan ? 0.0f : acc[d] / l;
+    // fp8: v's descale on the result (V's codes went into the products).
+    const float vd = descale(v_descale, b, hk);
+    for (int64_t d = 0; d < Dv; ++d) o[d] = empty && plant_ != Plant::masked_row_nan ? 0.0f : acc[d] * vd / l;
     lse = empty ? kNegInf : m + std::log(plant_ == Plant::lse_plus_log2 ? 2.0f * l : l);
     if (plant_ == Plant::sink_lse_omitted && !empty) lse = m + std::log(l_keys);
     if (!sinks.empty() && empty) lse = sinks[h];  // the sink alone: O = 0 (a split-KV split's too)
   }
 
   float rnd(float x) const { return static_cast<float>(round_to(p_.dtype, x)); }
+  // P as the P·V product takes it: e4m3fn under fp8 qkv (an fp8 MMA's operand, as FlashAttention 3
+  // rounds it) and under the fp8_p_in_e4m3 plant, else the dtype.
+  float round_p(float x) const {
+    const bool e4m3 = p_.fp8 == sdpa::Fp8::qkv || plant_ == Plant::fp8_p_in_e4m3;
+    return e4m3 ? static_cast<float>(round_to(DType::e4m3fn, x)) : rnd(x);
+  }
 
   TensorMap forward() const {
     TensorMap out;
@@ -308,7 +356,7 @@ class Kernel {
                 const float* kj = k.data() + ks.at(b, hk, j);
                 const float* vj = v.data() + vs.at(b, hk, j);
                 float dcap = 1.0f;
-                const float s = score(b, h, i, j, qi, kj, &dcap);
+                const float s = score(b, h, i, j, qi, kj, &dcap, scale);
                 if (s == kNegInf) continue;
                 const float pij = std::exp(s - li);
                 const float pr = rnd(pij);
@@ -378,6 +426,7 @@ class Kernel {
   float scale, cap;
   Str qs{}, ks{}, vs{}, os{}, ms{0, 0, 0};
   std::vector<float> q, k, v, mask, sinks, slopes;
+  std::vector<float> q_descale, k_descale, v_descale;  // fp8 only (empty otherwise)
 };
 
 }  // namespace

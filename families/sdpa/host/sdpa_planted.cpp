@@ -42,6 +42,10 @@
 //                                 gradient), where the bias enters after the softcap
 //   host.flash_block_last_dropped block-sparse: each query block's last kept key block skipped
 //   host.flash_block_one_past     block-sparse: the key block after each kept run read too
+//   host.flash_fp8_descale_twice  fp8: q's descale (k's under an fp8 KV cache) applied twice
+//   host.flash_fp8_descale_swapped fp8: k's and v's descales swapped
+//   host.flash_fp8_descale_head0  fp8, descales per (batch, KV head): entry [0, 0] read for all
+//   host.flash_fp8_p_in_e4m3      fp8 KV cache: P rounded to e4m3 for P·V where the dtype is due
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "gpu/host/host_impls.hpp"
 
@@ -82,6 +86,10 @@ class HostSdpaPlanted final : public Impl {
       case Plant::dbias_in_dtype: return "host.flash_dbias_in_dtype";
       case Plant::block_last_dropped: return "host.flash_block_last_dropped";
       case Plant::block_one_past: return "host.flash_block_one_past";
+      case Plant::fp8_descale_twice: return "host.flash_fp8_descale_twice";
+      case Plant::fp8_descale_swapped: return "host.flash_fp8_descale_swapped";
+      case Plant::fp8_descale_head0: return "host.flash_fp8_descale_head0";
+      case Plant::fp8_p_in_e4m3: return "host.flash_fp8_p_in_e4m3";
       case Plant::none: break;
     }
     return "host.flash_planted";
@@ -113,7 +121,8 @@ void register_host_sdpa_planted(Registry& reg) {
                   Plant::dsinks_last_batch,    Plant::dsinks_in_dtype,        Plant::alibi_upper_left,
                   Plant::alibi_kv_head,        Plant::amask_kv_head,          Plant::dbias_last_term,
                   Plant::dbias_capped,         Plant::dbias_in_dtype,         Plant::block_last_dropped,
-                  Plant::block_one_past})
+                  Plant::block_one_past,       Plant::fp8_descale_twice,      Plant::fp8_descale_swapped,
+                  Plant::fp8_descale_head0,    Plant::fp8_p_in_e4m3})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

@@ -23,6 +23,7 @@ namespace opcts {
 namespace {
 
 using sdpa::Mask;
+using sdpatest::expect_caught;
 using sdpatest::family;
 using sdpatest::inputs_of;
 using sdpatest::make;
@@ -581,17 +582,6 @@ TEST(SdpaFamily, CostCountsDvAndBackward) {
   p.direction = sdpa::Direction::backward;
   EXPECT_DOUBLE_EQ(family().cost(p).flops, 2.5 * fwd);
   EXPECT_EQ(family().outputs(p).size(), 3u);
-}
-
-// The planted impl takes p and fails on it, where host.flash passes.
-void expect_caught(const char* impl, const sdpa::Problem& p) {
-  const ArchInfo host{"host", "host"};
-  ASSERT_TRUE(builtin_registry().impl(impl)->planted());
-  ASSERT_TRUE(builtin_registry().impl(impl)->supports(p, host).ok) << impl;
-  std::string why;
-  EXPECT_GT(sdpatest::mismatches_of(impl, p, &why), 0) << impl << " passed " << sdpa::problem_id(p) << ": " << why;
-  why.clear();
-  EXPECT_EQ(sdpatest::mismatches_of("host.flash", p, &why), 0) << sdpa::problem_id(p) << ": " << why;
 }
 
 // Each planted impl fails on a problem that exercises its bug (and the catalog has such

@@ -97,6 +97,14 @@ inline void expect_planted_caught(const char* impl, const sdpa::Problem& p) {
   EXPECT_GT(mismatches_of(impl, p, &why), 0) << impl << " passed " << sdpa::problem_id(p) << ": " << why;
 }
 
+/// The planted impl takes p and fails on it, where host.flash passes.
+inline void expect_caught(const char* impl, const sdpa::Problem& p) {
+  ASSERT_TRUE(builtin_registry().impl(impl)->planted());
+  expect_planted_caught(impl, p);
+  std::string why;
+  EXPECT_EQ(mismatches_of("host.flash", p, &why), 0) << sdpa::problem_id(p) << ": " << why;
+}
+
 /// The index of logical element (b, h, s, d) in a tensor stored in p's layout.
 inline int64_t at(const sdpa::Problem& p, int64_t heads, int64_t seq, int64_t dim, int64_t b, int64_t h, int64_t s,
                   int64_t d) {

@@ -1,0 +1,171 @@
+// SDPA with fp8 q, k, v or an fp8 KV cache (issue 38's FP8 attention): ids and YAML, the inputs'
+// codes and descales, the reference against a naive forward over values dequantized here, host.flash
+// under the derived bound, a bound one rounding too tight (P's e4m3 rounding left out) failing it,
+// and the planted fp8 bugs caught exactly where they can show.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "app/builtins.hpp"
+#include "families/sdpa/sdpa.hpp"
+#include "families/sdpa/tests/test_sdpa_util.hpp"
+
+namespace opcts {
+namespace {
+
+using sdpa::Descale;
+using sdpa::Fp8;
+using sdpa::Mask;
+using sdpatest::expect_caught;
+using sdpatest::family;
+using sdpatest::inputs_of;
+using sdpatest::make;
+using sdpatest::parse_error;
+
+sdpa::Problem fp8(sdpa::Problem p, Fp8 tensors, DType format = DType::e4m3fn, Descale d = Descale::per_head) {
+  p.fp8 = tensors;
+  p.fp8_format = format;
+  p.descale = d;
+  return p;
+}
+
+TEST(SdpaFp8, IdsAndYaml) {
+  const auto base = make(DType::bf16, 2, 4, 2, 48, 80, 64, Mask::causal_lower_right);
+  const auto qkv = fp8(base, Fp8::qkv);
+  EXPECT_EQ(sdpa::problem_id(qkv), "bf16_b2_hq4_hkv2_sq48_sk80_d64_causal_lr_fp8qkvh");
+  const auto kv = fp8(base, Fp8::kv, DType::e5m2, Descale::per_tensor);
+  EXPECT_EQ(sdpa::problem_id(kv), "bf16_b2_hq4_hkv2_sq48_sk80_d64_causal_lr_fp8kve5m2");
+  for (const auto& p :
+       {qkv, kv, fp8(base, Fp8::kv, DType::e5m2), fp8(base, Fp8::qkv, DType::e4m3fn, Descale::per_tensor)})
+    EXPECT_EQ(sdpa::parse_problem_id(sdpa::problem_id(p)), p) << sdpa::problem_id(p);
+  const std::string shape = "{dtype: bf16, heads: 4, seq: 8, head_dim: 64, mask: none, ";
+  EXPECT_EQ(sdpa::problem_id(family()
+                                 .parse(YAML::Load(shape + "fp8: {tensors: kv, format: e5m2, descale: per_head}}"))
+                                 ->as<sdpa::Problem>()),
+            "bf16_b1_hq4_hkv4_sq8_sk8_d64_nomask_fp8kve5m2h");
+  EXPECT_NE(parse_error(shape + "fp8: {format: e5m2}}").find("missing 'tensors'"), std::string::npos);
+  EXPECT_NE(parse_error(shape + "fp8: {tensors: q}}").find("expected qkv or kv"), std::string::npos);
+  EXPECT_NE(parse_error(shape + "fp8: {tensors: qkv, format: e4m3fnuz}}").find("e4m3fn or e5m2"), std::string::npos);
+  EXPECT_NE(parse_error(shape + "fp8: {tensors: qkv, descale: per_row}}").find("per_tensor or per_head"),
+            std::string::npos);
+  EXPECT_NE(parse_error(shape + "fp8: {tensors: qkv}, direction: backward}").find("forward only"), std::string::npos);
+  EXPECT_NE(
+      parse_error("{dtype: fp32, heads: 4, seq: 8, head_dim: 64, mask: none, fp8: {tensors: kv}}").find("bf16 or fp16"),
+      std::string::npos);
+  EXPECT_THROW(sdpa::parse_problem_id("bf16_b1_hq4_hkv4_sq8_sk8_d64_nomask_fp8kvx"), std::invalid_argument);
+}
+
+// The inputs: codes of the format in the fp8 tensors (q in the dtype under kv), and the descales
+// of each role and (batch, KV head) as fp8_descale gives them, dyadic so that code·descale is exact.
+TEST(SdpaFp8, InputsHoldCodesAndTheirDescales) {
+  const auto p = fp8(make(DType::fp16, 2, 4, 2, 5, 7, 16, Mask::none), Fp8::kv, DType::e5m2);
+  const TensorMap in = inputs_of(p);
+  EXPECT_EQ(in.at("q").dtype(), DType::fp16);
+  EXPECT_EQ(in.at("k").dtype(), DType::e5m2);
+  EXPECT_EQ(in.at("v").dtype(), DType::e5m2);
+  EXPECT_EQ(in.count("q_descale"), 0u);
+  ASSERT_EQ(in.at("k_descale").numel(), 4);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < 2; ++h) {
+      const double k = in.at("k_descale").get(b * 2 + h), v = in.at("v_descale").get(b * 2 + h);
+      EXPECT_EQ(k, sdpa::fp8_descale(p, 'k', b, h));
+      EXPECT_EQ(v, sdpa::fp8_descale(p, 'v', b, h));
+      EXPECT_NE(k, v);                 // each role its own: a swapped descale is a wrong value
+      for (const double x : {k, v}) {  // a multiple of 2^-10 below 2^-4: at most 6 significant bits
+        EXPECT_EQ(std::ldexp(x, 10), std::floor(std::ldexp(x, 10)));
+        EXPECT_LT(std::ldexp(x, 10), 64);
+      }
+    }
+  EXPECT_NE(in.at("k_descale").get(0), in.at("k_descale").get(1));  // per (batch, KV head)
+}
+
+// The reference is the attention of the dequantized values: a naive forward over values
+// dequantized here (code times the descale of the element's batch entry and KV head) gives its O
+// and lse.
+TEST(SdpaFp8, ReferenceIsTheAttentionOfTheDequantizedValues) {
+  auto bshd = fp8(make(DType::bf16, 2, 6, 3, 9, 13, 8, Mask::causal_lower_right), Fp8::qkv);
+  bshd.layout = sdpa::Layout::bshd;
+  for (const auto& p :
+       {bshd, fp8(make(DType::fp16, 2, 4, 2, 11, 7, 8, Mask::none), Fp8::kv, DType::e5m2, Descale::per_tensor)}) {
+    const TensorMap in = inputs_of(p);
+    sdpa::Problem plain = p;
+    plain.fp8 = Fp8::none;
+    TensorMap values;
+    const int64_t group = p.heads_q / p.heads_kv;
+    for (const char t : {'q', 'k', 'v'}) {
+      const HostTensor& codes = in.at(std::string(1, t));
+      HostTensor x(DType::fp64, codes.shape());
+      const bool q = t == 'q';
+      const int64_t heads = q ? p.heads_q : p.heads_kv, seq = q ? p.seq_q : p.seq_k;
+      const int64_t dim = t == 'v' ? p.head_dim_v : p.head_dim;
+      const bool scaled = !q || p.fp8 == Fp8::qkv;
+      for (int64_t b = 0; b < p.batch; ++b)
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t s = 0; s < seq; ++s)
+            for (int64_t d = 0; d < dim; ++d) {
+              const int64_t e = sdpatest::at(p, heads, seq, dim, b, h, s, d);
+              const int64_t hk = q ? h / group : h;
+              const double f = !scaled ? 1.0
+                                       : in.at(std::string(1, t) + "_descale")
+                                             .get(p.descale == Descale::per_head ? b * p.heads_kv + hk : 0);
+              x.set(e, codes.get(e) * f);
+            }
+      values.emplace(std::string(1, t), std::move(x));
+    }
+    const sdpatest::Naive n = sdpatest::naive_forward(plain, values);
+    const References r = family().reference(p, in);
+    for (size_t e = 0; e < n.o.size(); ++e) ASSERT_NEAR(r.exact.at("O")[e], n.o[e], 1e-12) << sdpa::problem_id(p);
+    for (size_t e = 0; e < n.lse.size(); ++e) {
+      if (std::isinf(n.lse[e])) EXPECT_EQ(r.exact.at("lse")[e], n.lse[e]);
+      else ASSERT_NEAR(r.exact.at("lse")[e], n.lse[e], 1e-12) << sdpa::problem_id(p);
+    }
+  }
+}
+
+// host.flash passes under the bound, and fails a bound that takes P at bf16's unit under fp8 qkv —
+// one rounding too tight: the e4m3 rounding of P is the term the bound must carry. Under an fp8 KV
+// cache the dtype's P is the model, and host.flash passes it.
+TEST(SdpaFp8, ABoundWithoutPsE4m3RoundingFailsACorrectHostFlash) {
+  const ArchInfo host{"host", "host"};
+  for (const DType t : {DType::bf16, DType::fp16}) {
+    const auto p = fp8(make(t, 2, 4, 2, 48, 200, 64, Mask::causal_lower_right), Fp8::qkv);
+    const TensorMap in = inputs_of(p);
+    const TensorMap out = builtin_registry().impl("host.flash")->run(p, in, RunContext{&host, -1});
+    const auto fair = sdpatest::compare_all("host.flash", p, family().reference(p, in), out);
+    EXPECT_EQ(fair.at("O").mismatches, 0) << sdpa::problem_id(p) << " err " << fair.at("O").max_abs_err;
+    EXPECT_EQ(fair.at("lse").mismatches, 0) << sdpa::problem_id(p);
+    const auto tight = sdpatest::compare_all("host.flash", p, sdpa::reference(p, in, t), out);
+    EXPECT_GT(tight.at("O").mismatches, 0) << sdpa::problem_id(p) << ": a bf16 P's bound passed e4m3 P";
+    const auto kv = fp8(make(t, 2, 8, 2, 26, 300, 64, Mask::causal_lower_right), Fp8::kv);
+    EXPECT_EQ(sdpatest::mismatches_of("host.flash", kv), 0) << sdpa::problem_id(kv);
+  }
+}
+
+// Each fp8 plant fails where it runs, and SKIPs exactly where it cannot show: no fp8 tensor, one
+// descale for every head (head0), P already e4m3 under fp8 qkv or rows of one key (p_in_e4m3).
+TEST(SdpaFp8, PlantedBugsAreCaughtWhereTheyShow) {
+  const ArchInfo host{"host", "host"};
+  const auto base = make(DType::bf16, 2, 4, 2, 26, 80, 64, Mask::causal_lower_right);
+  for (const Fp8 t : {Fp8::qkv, Fp8::kv}) {
+    const auto p = fp8(base, t);
+    expect_caught("host.flash_fp8_descale_twice", p);
+    expect_caught("host.flash_fp8_descale_swapped", p);
+    expect_caught("host.flash_fp8_descale_head0", p);
+    const auto one = fp8(make(DType::fp16, 1, 4, 2, 1, 1, 64, Mask::none), t, DType::e5m2, Descale::per_tensor);
+    expect_caught("host.flash_fp8_descale_twice", one);  // one key: lse = s moves
+    expect_caught("host.flash_fp8_descale_swapped", one);
+    EXPECT_FALSE(builtin_registry().impl("host.flash_fp8_descale_head0")->supports(one, host).ok);
+  }
+  expect_caught("host.flash_fp8_p_in_e4m3", fp8(base, Fp8::kv));
+  expect_caught("host.flash_fp8_p_in_e4m3", fp8(make(DType::fp16, 2, 8, 2, 1, 300, 64, Mask::none), Fp8::kv));
+  const Impl& p_e4m3 = *builtin_registry().impl("host.flash_fp8_p_in_e4m3");
+  EXPECT_FALSE(p_e4m3.supports(fp8(base, Fp8::qkv), host).ok);
+  EXPECT_FALSE(p_e4m3.supports(fp8(make(DType::bf16, 1, 4, 2, 1, 1, 64, Mask::none), Fp8::kv), host).ok);
+  for (const char* impl : {"host.flash_fp8_descale_twice", "host.flash_fp8_descale_swapped",
+                           "host.flash_fp8_descale_head0", "host.flash_fp8_p_in_e4m3"})
+    EXPECT_FALSE(builtin_registry().impl(impl)->supports(base, host).ok) << impl;
+}
+
+}  // namespace
+}  // namespace opcts
