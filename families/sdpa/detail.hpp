@@ -93,7 +93,7 @@ inline double normalisation_roundings(const Problem& p) {
 
 /// A tensor's values in storage order: its decoded elements, times the descale of the element's
 /// (batch entry, KV head) where the problem holds it as fp8 codes (a query head's KV head for q).
-/// Dense layouts (fp8 problems are).
+/// Dense layouts: a packed problem's references run its sequences (varlen_reference.cpp).
 inline std::vector<double> dequantized(const Problem& p, const TensorMap& inputs, char tensor) {
   std::vector<double> x = inputs.at(std::string(1, tensor)).to_f64();
   if (p.fp8 == Fp8::none || (tensor == 'q' && p.fp8 != Fp8::qkv)) return x;

@@ -47,12 +47,12 @@ void corrupt_cu_seqlens(const Problem& p, TensorMap& in) {
 TensorMap make_paged_inputs(const Problem& p, uint64_t seed) {
   const PagedGeometry g = paged_geometry(p);
   TensorMap in;
-  in.emplace("q", HostTensor(p.dtype, q_shape(p)));
-  fill_normal(in.at("q"), seed, 0, 1.0);
-  HostTensor& kc = in.emplace("k_cache", HostTensor(p.dtype, k_shape(p))).first->second;
-  HostTensor& vc = in.emplace("v_cache", HostTensor(p.dtype, v_shape(p))).first->second;
-  fill_normal(kc, seed, 1, 1.0);
-  fill_normal(vc, seed, 2, 1.0);
+  in.emplace("q", HostTensor(p.q_dtype(), q_shape(p)));
+  fill_normal(in.at("q"), seed, 0, p.fp8 == Fp8::qkv ? kFp8CodeSigma : 1.0);
+  HostTensor& kc = in.emplace("k_cache", HostTensor(p.kv_dtype(), k_shape(p))).first->second;
+  HostTensor& vc = in.emplace("v_cache", HostTensor(p.kv_dtype(), v_shape(p))).first->second;
+  fill_normal(kc, seed, 1, p.fp8 != Fp8::none ? kFp8CodeSigma : 1.0);
+  fill_normal(vc, seed, 2, p.fp8 != Fp8::none ? kFp8CodeSigma : 1.0);
   std::vector<int64_t> perm(static_cast<size_t>(g.num_pages));
   for (int64_t i = 0; i < g.num_pages; ++i) perm[i] = i;
   for (int64_t i = g.num_pages - 1; i > 0; --i)

@@ -198,7 +198,6 @@ void Problem::validate() const {
     if (fp8_format != DType::e4m3fn && fp8_format != DType::e5m2)
       throw std::invalid_argument("fp8: format is e4m3fn or e5m2, not " + std::string(name(fp8_format)));
     if (direction != Direction::forward) throw std::invalid_argument("fp8: forward only (direction: forward)");
-    if (packed()) throw std::invalid_argument("fp8: dense layouts only (bhsd, bshd)");
   }
   if (dbias && mask_tensor != MaskTensor::additive)
     throw std::invalid_argument("dbias: the gradient of an additive attn_mask, which the problem does not have");

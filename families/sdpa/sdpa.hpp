@@ -195,11 +195,11 @@ struct Problem {
   /// window, chunk and attn_mask. The pattern is block_kept's (a function of the problem), and the
   /// keys no query block reads hold NaN (unseen_keys). 0: off (both or neither).
   int64_t block_q = 0, block_k = 0;
-  /// FP8 attention (forward, dense layouts): q (qkv only), k and v hold codes of fp8_format
+  /// FP8 attention (forward): q (qkv only), k and v hold codes of fp8_format
   /// (e4m3fn or e5m2) with fp32 inputs q_descale (qkv only), k_descale, v_descale, [1] or [B, Hkv]
-  /// (descale); an element's value is code·descale of its (batch entry, KV head). O stays in the
-  /// dtype (bf16 or fp16; q's too with kv), lse in fp32. The scores, softmax and O are those of the
-  /// values; what a kernel rounds is its model (p_dtype).
+  /// (descale; a packed batch's entry is its sequence); an element's value is code·descale of its
+  /// (batch entry, KV head). O stays in the dtype (bf16 or fp16; q's too with kv), lse in fp32.
+  /// The scores, softmax and O are those of the values; what a kernel rounds is its model (p_dtype).
   Fp8 fp8 = Fp8::none;
   DType fp8_format = DType::e4m3fn;
   Descale descale = Descale::per_tensor;

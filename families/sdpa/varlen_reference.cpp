@@ -111,6 +111,23 @@ HostTensor sequence_slopes(const Problem& p, const TensorMap& inputs, int64_t b)
   return s;
 }
 
+// Sequence b's fp8 descales: per tensor the input itself, per (batch, KV head) its row [1, Hkv]
+// (zeros for the empty sequence of a batch of none).
+void add_sequence_descales(const Problem& p, const TensorMap& inputs, int64_t b, TensorMap& in) {
+  if (p.fp8 == Fp8::none) return;
+  for (const char* name : {"q_descale", "k_descale", "v_descale"}) {
+    if (name[0] == 'q' && p.fp8 != Fp8::qkv) continue;
+    const HostTensor& all = inputs.at(name);
+    if (p.descale == Descale::per_tensor) {
+      in.emplace(name, all);
+      continue;
+    }
+    HostTensor row(DType::fp32, {1, p.heads_kv});
+    for (int64_t h = 0; b < p.batch && h < p.heads_kv; ++h) row.set(h, all.get(b * p.heads_kv + h));
+    in.emplace(name, std::move(row));
+  }
+}
+
 // Sequence b's rows of a packed input: `rows` tokens from token `row0`, each `width` elements.
 HostTensor slice_rows(const HostTensor& t, int64_t row0, int64_t rows, int64_t heads, int64_t d) {
   HostTensor s(t.dtype(), {1, rows, heads, d});
@@ -136,8 +153,8 @@ References varlen_reference(const Problem& p, const TensorMap& inputs) {
       in.emplace("k", gather_pages(p, inputs, "k_cache", b, p.head_dim));
       in.emplace("v", gather_pages(p, inputs, "v_cache", b, p.head_dim_v));
     } else if (p.paged()) {  // the empty sequence of a batch of none
-      in.emplace("k", HostTensor(p.dtype, {1, 0, p.heads_kv, p.head_dim}));
-      in.emplace("v", HostTensor(p.dtype, {1, 0, p.heads_kv, p.head_dim_v}));
+      in.emplace("k", HostTensor(p.kv_dtype(), {1, 0, p.heads_kv, p.head_dim}));
+      in.emplace("v", HostTensor(p.kv_dtype(), {1, 0, p.heads_kv, p.head_dim_v}));
     } else {
       in.emplace("k", slice_rows(inputs.at("k"), cu_k[b], s.seq_k, p.heads_kv, p.head_dim));
       in.emplace("v", slice_rows(inputs.at("v"), cu_k[b], s.seq_k, p.heads_kv, p.head_dim_v));
@@ -145,6 +162,7 @@ References varlen_reference(const Problem& p, const TensorMap& inputs) {
     if (backward) in.emplace("dO", slice_rows(inputs.at("dO"), cu_q[b], s.seq_q, p.heads_q, p.head_dim_v));
     if (p.sinks) in.emplace("sinks", inputs.at("sinks"));
     if (p.alibi != Alibi::none) in.emplace("alibi_slopes", sequence_slopes(p, inputs, b));
+    add_sequence_descales(p, inputs, b, in);
     SinkGradients sb(p.sinks && backward ? p.heads_q : 0);
     const References rb = backward ? backward_reference(s, in, p.sinks ? &sb : nullptr) : reference(s, in);
     if (p.sinks && backward) sinks.add(sb);

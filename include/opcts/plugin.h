@@ -265,12 +265,12 @@ typedef struct opcts_sdpa_params {
    * block reads (within the causal mask, the window, the chunk and attn_mask); a block no query
    * block reads holds NaN in k and v. Dense layouts only. */
   int64_t block_mask_q, block_mask_k;
-  /* ABI 1.9, forward, dense layouts: fp8 attention (FlashAttention 3's fp8 forward, cuDNN's fp8
+  /* ABI 1.9, forward, every layout: fp8 attention (FlashAttention 3's fp8 forward, cuDNN's fp8
    * SDPA: OPCTS_SDPA_FP8_QKV) or an fp8 KV cache under `dtype` queries (FlashInfer's and vLLM's:
    * OPCTS_SDPA_FP8_KV). q (QKV only), k and v hold codes of fp8_format (e4m3fn or e5m2), with
    * fp32 inputs q_descale (QKV only), k_descale and v_descale, [1] (PER_TENSOR) or [batch,
-   * heads_kv] (PER_HEAD: q's too is per KV head, as FlashAttention 3's): the value of an element
-   * is code·descale of its (batch, KV head). O stays in `dtype`, lse in fp32. */
+   * heads_kv] (PER_HEAD, per sequence when packed; q's too is per KV head, as FlashAttention 3's): the value of an
+   * element is code·descale of its (batch, KV head). O stays in `dtype`, lse in fp32. */
   int32_t fp8; /* OPCTS_SDPA_FP8_* */
   opcts_dtype fp8_format;
   int32_t descale; /* OPCTS_SDPA_DESCALE_* */

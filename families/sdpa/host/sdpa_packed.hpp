@@ -65,10 +65,25 @@ inline void put_rows(HostTensor& out, const HostTensor& r, int64_t row0, int64_t
 }
 
 /// The per-sequence inputs beside q, k and v that a packed runner hands its dense kernel for
-/// sequence b: the sinks (per head: all of them), the ALiBi slopes (per head: all; per (batch,
+/// sequence b: the sinks (per head: all of them), the fp8 descales (per tensor: the input; per
+/// (batch, KV head): sequence b's row, as [1, Hkv]), the ALiBi slopes (per head: all; per (batch,
 /// head): sequence b's row, as [1, Hq]).
 inline void add_sequence_extras(const sdpa::Problem& p, const TensorMap& in, int64_t b, TensorMap& sin) {
   if (p.sinks) sin.emplace("sinks", in.at("sinks"));
+  for (const char* name : {"q_descale", "k_descale", "v_descale"}) {
+    if (p.fp8 == sdpa::Fp8::none || (name[0] == 'q' && p.fp8 != sdpa::Fp8::qkv)) continue;
+    const auto it = in.find(name);
+    if (it == in.end()) throw InvalidArgument(name, "missing: fp8 inputs need their descales");
+    if (p.descale == sdpa::Descale::per_tensor) {
+      sin.emplace(name, it->second);  // the dense kernel checks its shape
+      continue;
+    }
+    if (it->second.dtype() != DType::fp32 || it->second.shape() != std::vector<int64_t>{p.batch, p.heads_kv})
+      throw InvalidArgument(name, "must be fp32 [batch, heads_kv]");
+    HostTensor row(DType::fp32, {1, p.heads_kv});
+    for (int64_t h = 0; h < p.heads_kv; ++h) row.set(h, it->second.get(b * p.heads_kv + h));
+    sin.emplace(name, std::move(row));
+  }
   if (p.alibi == sdpa::Alibi::none) return;
   const HostTensor& all = in.at("alibi_slopes");
   if (p.alibi == sdpa::Alibi::per_head) {

@@ -167,5 +167,26 @@ TEST(SdpaFp8, PlantedBugsAreCaughtWhereTheyShow) {
     EXPECT_FALSE(builtin_registry().impl(impl)->supports(base, host).ok) << impl;
 }
 
+// Packed batches: each sequence gets its own row of per-(sequence, KV head) descales, in the
+// references and host.flash alike (varlen with fp8 q, k, v; a paged fp8 KV cache over three
+// split-KV splits); the plants show per sequence.
+TEST(SdpaFp8, PackedBatchesPassAndThePlantsShowPerSequence) {
+  auto varlen = fp8(make(DType::bf16, 4, 4, 2, 20, 40, 64, Mask::causal_lower_right), Fp8::qkv);
+  varlen.layout = sdpa::Layout::varlen;
+  varlen.seqlens_q = {1, 20, 0, 12}, varlen.seqlens_k = {33, 40, 9, 6};
+  varlen.pad_k = 3;
+  auto paged = fp8(make(DType::fp16, 3, 8, 2, 4, 600, 64, Mask::causal_lower_right), Fp8::kv);
+  paged.layout = sdpa::Layout::paged;
+  paged.seqlens_q = {1, 1, 4}, paged.seqlens_k = {600, 40, 9};
+  paged.page_size = 16;
+  for (const auto& p : {varlen, paged}) {
+    std::string why;
+    EXPECT_EQ(sdpatest::mismatches_of("host.flash", p, &why), 0) << sdpa::problem_id(p) << ": " << why;
+    sdpatest::expect_planted_caught("host.flash_fp8_descale_head0", p);
+    sdpatest::expect_planted_caught("host.flash_fp8_descale_swapped", p);
+  }
+  sdpatest::expect_planted_caught("host.flash_fp8_p_in_e4m3", paged);
+}
+
 }  // namespace
 }  // namespace opcts
