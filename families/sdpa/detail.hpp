@@ -86,9 +86,9 @@ constexpr double kNormalisationRoundings = 4;
 /// into the softmax scale (FlashAttention 3: scale·q_descale·k_descale), two products of the factor.
 inline double score_extra_roundings(const Problem& p) { return p.fp8 != Fp8::none ? 6 : 4; }
 /// The normalisation's fp32 roundings of O (kNormalisationRoundings), one more under fp8: v's
-/// descale multiplied into the result.
+/// descale multiplied into the result, and one more for an fp8 output's o_scale.
 inline double normalisation_roundings(const Problem& p) {
-  return kNormalisationRoundings + (p.fp8 != Fp8::none ? 1 : 0);
+  return kNormalisationRoundings + (p.fp8 != Fp8::none ? 1 : 0) + (p.fp8_out ? 1 : 0);
 }
 
 /// A tensor's values in storage order: its decoded elements, times the descale of the element's

@@ -85,7 +85,8 @@ class SdpaFamily final : public KitFamily<Problem> {
       if (p.dbias) out.push_back({"dbias", p.dtype, sdpa::mask_shape(p), kTileRows * p.seq_k});
       return out;
     }
-    return {{"O", p.dtype, sdpa::o_shape(p), kTileRows * p.head_dim_v}, {"lse", DType::fp32, sdpa::lse_shape(p), 1}};
+    return {{"O", p.o_dtype(), sdpa::o_shape(p), kTileRows * p.head_dim_v},
+            {"lse", DType::fp32, sdpa::lse_shape(p), 1}};
   }
 
   std::vector<unsigned char> abi_params(const opcts::Problem& p) const override { return sdpa::abi_params(get(p)); }
@@ -183,6 +184,7 @@ std::vector<unsigned char> abi_params(const Problem& p) {
   c.fp8 = abi_value(p.fp8);
   c.fp8_format = abi_dtype(p.fp8_format);
   c.descale = abi_value(p.descale);
+  c.fp8_out = p.fp8_out;
   c.layout = abi_value(p.layout);
   c.direction = abi_value(p.direction);
   if (p.paged()) {

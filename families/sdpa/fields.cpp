@@ -325,19 +325,22 @@ Field<Problem> block_mask_field() {
       "blk", "QxK", {"q", "k"}, &Problem::block_q, &Problem::block_k, 0, true);
 }
 
-// `fp8: {tensors: qkv | kv, format: e4m3fn | e5m2, descale: per_tensor | per_head}` (tensors
-// required) or `none`; id fp8qkv / fp8kv, then e5m2 for that format, then h for per_head.
+// `fp8: {tensors: qkv | kv, format: e4m3fn | e5m2, descale: per_tensor | per_head, out: e4m3fn}`
+// (tensors required) or `none`; id fp8qkv / fp8kv, then e5m2 for that format, h for per_head, o
+// for the fp8 output.
 Field<Problem> fp8_field() {
   Field<Problem> f;
   f.key = "fp8";
-  f.doc = "none or {tensors: qkv | kv, format: e4m3fn | e5m2 (default e4m3fn), descale: per_tensor | per_head}";
-  f.id = "[fp8qkv|fp8kv][e5m2][h]";
+  f.doc =
+      "none or {tensors: qkv | kv, format: e4m3fn | e5m2 (default e4m3fn), descale: per_tensor | per_head, out: "
+      "e4m3fn (O as fp8 with o_scale; default: the dtype)}";
+  f.id = "[fp8qkv|fp8kv][e5m2][h][o]";
   f.read = [](Problem& p, const YAML::Node& m) {
     const YAML::Node v = m["fp8"];
     if (!v || (v.IsScalar() && v.Scalar() == "none")) return;
     const std::string form = "{tensors: qkv | kv, format: e4m3fn | e5m2, descale: per_tensor | per_head}";
     if (!v.IsMap()) throw std::invalid_argument("expected none or " + form);
-    check_subkeys(v, {"tensors", "format", "descale"});
+    check_subkeys(v, {"tensors", "format", "descale", "out"});
     if (!v["tensors"]) throw std::invalid_argument("missing 'tensors' (qkv or kv)");
     const std::string t = kit::field_as_scalar(v["tensors"], "tensors");
     if (t != "qkv" && t != "kv") throw std::invalid_argument("tensors: expected qkv or kv, got '" + t + "'");
@@ -356,12 +359,18 @@ Field<Problem> fp8_field() {
         throw std::invalid_argument("descale: expected per_tensor or per_head, got '" + d + "'");
       p.descale = d == "per_head" ? Descale::per_head : Descale::per_tensor;
     }
+    if (v["out"]) {
+      const std::string o = kit::field_as_scalar(v["out"], "out");
+      if (o != "e4m3fn") throw std::invalid_argument("out: expected e4m3fn, got '" + o + "'");
+      p.fp8_out = true;
+    }
   };
   f.write = [](const Problem& p, std::vector<std::string>& t) {
     if (p.fp8 == Fp8::none) return;
     std::string s(enum_id(p.fp8));
     if (p.fp8_format != DType::e4m3fn) s += name(p.fp8_format);
     if (p.descale == Descale::per_head) s += 'h';
+    if (p.fp8_out) s += 'o';
     t.push_back(s);
   };
   f.scan = [](Problem& p, kit::IdReader& in) {
@@ -372,9 +381,10 @@ Field<Problem> fp8_field() {
       if (t.rfind(prefix, 0) != 0) continue;
       std::string r = t.substr(prefix.size());
       p.fp8 = k;
+      if (!r.empty() && r.back() == 'o') p.fp8_out = true, r.pop_back();
       if (!r.empty() && r.back() == 'h') p.descale = Descale::per_head, r.pop_back();
       if (r == "e5m2") p.fp8_format = DType::e5m2;
-      else if (!r.empty()) throw std::invalid_argument("token '" + t + "': expected " + prefix + "[e5m2][h]");
+      else if (!r.empty()) throw std::invalid_argument("token '" + t + "': expected " + prefix + "[e5m2][h][o]");
       in.take("fp8");
       return;
     }

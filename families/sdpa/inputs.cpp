@@ -216,6 +216,11 @@ void add_descales(const Problem& p, TensorMap& in) {
       for (int64_t h = 0; h < heads; ++h) d.set(b * heads + h, fp8_descale(p, t, b, h));
     in.emplace(std::string(1, t) + "_descale", std::move(d));
   }
+  if (p.fp8_out) {
+    HostTensor s(DType::fp32, {1});
+    s.set(0, kFp8OutScale);
+    in.emplace("o_scale", std::move(s));
+  }
 }
 
 }  // namespace

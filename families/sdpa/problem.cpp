@@ -198,6 +198,9 @@ void Problem::validate() const {
     if (fp8_format != DType::e4m3fn && fp8_format != DType::e5m2)
       throw std::invalid_argument("fp8: format is e4m3fn or e5m2, not " + std::string(name(fp8_format)));
     if (direction != Direction::forward) throw std::invalid_argument("fp8: forward only (direction: forward)");
+    if (fp8_out && packed()) throw std::invalid_argument("fp8: out: dense layouts only (bhsd, bshd)");
+  } else if (fp8_out) {
+    throw std::invalid_argument("fp8: out needs fp8 tensors");
   }
   if (dbias && mask_tensor != MaskTensor::additive)
     throw std::invalid_argument("dbias: the gradient of an additive attn_mask, which the problem does not have");
@@ -425,11 +428,13 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     if (!(p.heads_q > p.heads_kv && p.heads_q >= 2)) return "without GQA every query head reads its own mask";
   }
   const bool fp8_bug = bug == PlantedBug::fp8_descale_twice || bug == PlantedBug::fp8_descale_swapped ||
-                       bug == PlantedBug::fp8_descale_head0 || bug == PlantedBug::fp8_p_in_e4m3;
+                       bug == PlantedBug::fp8_descale_head0 || bug == PlantedBug::fp8_p_in_e4m3 ||
+                       bug == PlantedBug::fp8_out_scale_inverted;
   if (fp8_bug && p.fp8 == Fp8::none) return "an fp8 bug: the problem has no fp8 tensors";
   if (bug == PlantedBug::fp8_descale_head0 && (p.descale != Descale::per_head || p.batch * p.heads_kv < 2))
     return "one descale for every (batch, KV head): entry [0, 0] is each one's";
   if (bug == PlantedBug::fp8_p_in_e4m3 && p.fp8 == Fp8::qkv) return "under fp8 qkv the model's P is e4m3 already";
+  if (bug == PlantedBug::fp8_out_scale_inverted && !p.fp8_out) return "O is not fp8: it has no scale";
   const bool block_bug = bug == PlantedBug::block_last_dropped || bug == PlantedBug::block_one_past;
   if (block_bug && !p.block_sparse()) return "a block-sparse bug: the problem has no block mask";
   const bool dbias_bug =
@@ -580,6 +585,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::fp8_descale_twice:
     case PlantedBug::fp8_descale_swapped:
     case PlantedBug::fp8_descale_head0: return "";
+    // O·40 against O/40: every row with a key whose O is not 0 (the inputs' O is nowhere 0).
+    case PlantedBug::fp8_out_scale_inverted: return "";
     case PlantedBug::fp8_p_in_e4m3:
       for (int64_t i = 0; i < p.seq_q; ++i)
         if (p.keys_of_row(i) >= kPlantedPrecisionKeys) return "";

@@ -50,6 +50,23 @@ using detail::RowMajor;
 
 References reference(const Problem& p, const TensorMap& inputs) { return reference(p, inputs, p.p_dtype()); }
 
+namespace {
+
+// An fp8 output stores O·o_scale (sdpa.hpp, Problem::fp8_out): O's references and bounds in those
+// units, the output's own rounding then e4m3fn's half spacing at |O·o_scale| (the judge's). The
+// energy check, formed with the dtype's output rounding, is left out: O is judged per element.
+void scale_fp8_output(const TensorMap& inputs, References& r) {
+  const double s = inputs.at("o_scale").get(0);
+  for (auto* refs : {&r.exact, &r.lowp, &r.bound})
+    for (auto& [key, values] : *refs)
+      if (key == "O" || key.rfind("O@", 0) == 0)
+        for (double& x : values) x *= s;
+  for (auto it = r.energy.begin(); it != r.energy.end();)
+    it = it->first.rfind("O@", 0) == 0 ? r.energy.erase(it) : std::next(it);
+}
+
+}  // namespace
+
 References reference(const Problem& p, const TensorMap& inputs, DType p_round) {
   const int64_t B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k;
   const int64_t D = p.head_dim, Dv = p.head_dim_v;
@@ -137,6 +154,7 @@ References reference(const Problem& p, const TensorMap& inputs, DType p_round) {
   r.bound[flash_rn] = o_bd;
   r.energy[flash] = total.energy(weight);
   r.energy[flash_rn] = total.energy_rn(std::move(weight));
+  if (p.fp8_out) scale_fp8_output(inputs, r);
   return r;
 }
 

@@ -203,6 +203,9 @@ struct Problem {
   Fp8 fp8 = Fp8::none;
   DType fp8_format = DType::e4m3fn;
   Descale descale = Descale::per_tensor;
+  /// FP8 with an fp8 output (cuDNN's fp8 SDPA and TransformerEngine's O with scale_o): O is stored
+  /// as e4m3fn codes of O·o_scale (RN, saturating at 448), o_scale an fp32 input [1]; lse as before.
+  bool fp8_out = false;
   bool poison_masked = false;  // NaN written into K/V rows that no query may see
   Layout layout = Layout::bhsd;
   Direction direction = Direction::forward;
@@ -234,6 +237,8 @@ struct Problem {
   /// MMA's operand: FlashAttention 3 and cuDNN round P to e4m3 whatever the inputs' format), else
   /// the dtype (an fp8 KV cache's V is widened to the queries' dtype, as FlashInfer does).
   DType p_dtype() const { return fp8 == Fp8::qkv ? DType::e4m3fn : dtype; }
+  /// The stored dtype of O: e4m3fn with fp8_out, else the dtype.
+  DType o_dtype() const { return fp8_out ? DType::e4m3fn : dtype; }
   /// Packed tokens of Q (and O) and of K (and V): Σ Sq_b and Σ Sk_b for varlen, B·Sq and B·Sk
   /// otherwise.
   int64_t total_q() const;
@@ -388,6 +393,8 @@ enum class PlantedBug {
   fp8_descale_head0,
   // FP8 KV cache: P rounded to e4m3 for P·V (an fp8 MMA) where the queries' dtype is due.
   fp8_p_in_e4m3,
+  // FP8 output: O divided by o_scale where it is multiplied (the descale convention for a scale).
+  fp8_out_scale_inverted,
 };
 /// The host paged impl's split-KV chunk: a sequence of more keys runs in splits of this many
 /// keys, combined by their logsumexps (FlashAttention's split-KV decode); splitkv_combine_log2
@@ -407,6 +414,9 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
 /// roundings of the accumulator hide in the bound: that hid the blind spot instead of showing it.)
 constexpr int64_t kPlantedPrecisionKeys = 2;
 
+/// The fp8 output's scale (o_scale): O·40 keeps the inputs' |O| (up to about 3) well inside
+/// e4m3fn's 448, and a scale taken as a descale (O/40) is a gross error.
+constexpr double kFp8OutScale = 40;
 /// The shape of each fp8 descale input: [1] per tensor, [B, Hkv] per (batch, KV head).
 std::vector<int64_t> descale_shape(const Problem& p);
 /// The descale of `tensor` ('q', 'k' or 'v') for batch entry b and KV head hk: a role factor
@@ -442,8 +452,8 @@ bool block_kept(const Problem& p, int64_t b, int64_t h, int64_t qb, int64_t kb);
 ///                  broadcast over the queries (per_query false): _amaskbk = [B, 1, 1, Sk]
 ///   _dbias         the additive mask's gradient dbias (backward)
 ///   _blkQxK        block-sparse, blocks of Q query rows and K keys
-///   _fp8qkv[F][h], _fp8kv[F][h]  fp8 q, k, v or an fp8 KV cache; F the format when not e4m3fn
-///                  (e5m2), h for descales per (batch, KV head)
+///   _fp8qkv[F][h][o], _fp8kv[F][h][o]  fp8 q, k, v or an fp8 KV cache; F the format when not
+///                  e4m3fn (e5m2), h for descales per (batch, KV head), o for an e4m3fn output
 ///   _poison        NaN in the K/V rows no query row can see
 ///   _bshd          BSHD storage
 ///   _varlen        the varlen layout; SQ and SK then list the lengths: joined by 'x', a run of
@@ -509,7 +519,7 @@ Strides mask_strides(const Problem& p);
 ///   fp8: q (qkv), k and v as codes RN_satfinite(48·z) of the format (z ~ N(0, 1): e4m3fn's 448 is
 ///     9σ, so saturation is rare), and "q_descale" (qkv), "k_descale", "v_descale" fp32
 ///     descale_shape(p): fp8_descale's values, each role its own so that a descale in the wrong role
-///     is a gross error.
+///     is a gross error; with fp8_out "o_scale", fp32 [1], kFp8OutScale.
 /// The stored dtypes are q_dtype() and kv_dtype() (dO: the dtype).
 /// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
 /// "dV" (dtype, shapes of q, k, v), with sinks "dsinks" (fp32 [Hq]) and with dbias "dbias"

@@ -269,11 +269,14 @@ typedef struct opcts_sdpa_params {
    * SDPA: OPCTS_SDPA_FP8_QKV) or an fp8 KV cache under `dtype` queries (FlashInfer's and vLLM's:
    * OPCTS_SDPA_FP8_KV). q (QKV only), k and v hold codes of fp8_format (e4m3fn or e5m2), with
    * fp32 inputs q_descale (QKV only), k_descale and v_descale, [1] (PER_TENSOR) or [batch,
-   * heads_kv] (PER_HEAD, per sequence when packed; q's too is per KV head, as FlashAttention 3's): the value of an
-   * element is code·descale of its (batch, KV head). O stays in `dtype`, lse in fp32. */
+   * heads_kv] (PER_HEAD, per sequence when packed; q's too is per KV head, as FlashAttention 3's):
+   * the value of an element is code·descale of its (batch, KV head). O stays in `dtype`, lse in
+   * fp32, unless fp8_out: then O holds e4m3fn codes of O·o_scale (round to nearest, saturating),
+   * o_scale an fp32 input [1] (cuDNN's scale_o). */
   int32_t fp8; /* OPCTS_SDPA_FP8_* */
   opcts_dtype fp8_format;
   int32_t descale; /* OPCTS_SDPA_DESCALE_* */
+  int32_t fp8_out;
 } opcts_sdpa_params;
 
 /* scaled_mm: D[M, N] = out(os · (g · Σ_k deq(A)[m, k] · deq(B)[k, n] + bias[n])), one rounding.

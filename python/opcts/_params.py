@@ -23,7 +23,7 @@ class SdpaParams(ctypes.Structure):
                 ("direction", _i32), ("page_size", _i64), ("num_pages", _i64), ("max_pages_per_seq", _i64),
                 ("kv_layout", _i32), ("attention_chunk", _i64), ("sinks", _i32), ("alibi", _i32),
                 ("mask_query_broadcast", _i32), ("dbias", _i32), ("block_mask_q", _i64), ("block_mask_k", _i64),
-                ("fp8", _i32), ("fp8_format", _DType), ("descale", _i32)]
+                ("fp8", _i32), ("fp8_format", _DType), ("descale", _i32), ("fp8_out", _i32)]
 
 
 class ScaledMmParams(ctypes.Structure):
@@ -129,6 +129,7 @@ def _sdpa(c):
              dbias=bool(c.dbias), block_mask=(c.block_mask_q, c.block_mask_k),
              fp8=("none", "qkv", "kv")[c.fp8] if c.fp8 in (0, 1, 2) else c.fp8,
              descale=("per_tensor", "per_head")[c.descale] if c.descale in (0, 1) else c.descale,
+             fp8_out=bool(c.fp8_out),
              layout=("bhsd", "bshd", "varlen", "paged")[c.layout] if c.layout in (0, 1, 2, 3) else c.layout,
              kv_layout=("nhd", "hnd")[c.kv_layout] if c.kv_layout in (0, 1) else c.kv_layout, chunk=c.attention_chunk,
              sinks=bool(c.sinks), alibi=("none", "per_head", "per_batch_head")[c.alibi] if c.alibi in (0, 1, 2) else c.alibi,

@@ -91,6 +91,13 @@ class Kernel {
     qs = str(Hq, Sq, D), ks = str(Hkv, Sk, D), vs = str(Hkv, Sk, Dv), os = str(Hq, Sq, Dv);
     q = decode(in.at("q")), k = decode(in.at("k")), v = decode(in.at("v"));
     if (p.fp8 != sdpa::Fp8::none) read_descales(in);
+    if (p.fp8_out) {
+      const auto it = in.find("o_scale");
+      if (it == in.end() || it->second.dtype() != DType::fp32 || it->second.numel() != 1)
+        throw InvalidArgument("o_scale", "must be fp32 [1]: an fp8 output needs its scale");
+      o_scale = static_cast<float>(it->second.get(0));
+      if (plant == Plant::fp8_out_scale_inverted) o_scale = 1.0f / o_scale;
+    }
     if (p.sinks && !opt.without_sinks) sinks = decode(in.at("sinks"));
     if (p.alibi != sdpa::Alibi::none) {
       const HostTensor& s = in.at("alibi_slopes");
@@ -276,7 +283,8 @@ class Kernel {
 
   TensorMap forward() const {
     TensorMap out;
-    HostTensor& o = out.emplace("O", HostTensor(o_fp32_ ? DType::fp32 : p_.dtype, sdpa::o_shape(p_))).first->second;
+    // An fp8 output: O·o_scale, rounded to e4m3fn by the store (satfinite).
+    HostTensor& o = out.emplace("O", HostTensor(o_fp32_ ? DType::fp32 : p_.o_dtype(), sdpa::o_shape(p_))).first->second;
     HostTensor& lse = out.emplace("lse", HostTensor(DType::fp32, sdpa::lse_shape(p_))).first->second;
 #pragma omp parallel for collapse(2) schedule(dynamic)
     for (int64_t bh = 0; bh < B * Hq; ++bh) {
@@ -285,7 +293,7 @@ class Kernel {
         std::vector<float> row(Dv);
         float l = 0;
         forward_row(b, h, i, row.data(), l);
-        for (int64_t d = 0; d < Dv; ++d) o.set(os.at(b, h, i) + d, row[d]);
+        for (int64_t d = 0; d < Dv; ++d) o.set(os.at(b, h, i) + d, row[d] * o_scale);
         lse.set(bh * Sq + i, l);
       }
     }
@@ -427,6 +435,7 @@ class Kernel {
   Str qs{}, ks{}, vs{}, os{}, ms{0, 0, 0};
   std::vector<float> q, k, v, mask, sinks, slopes;
   std::vector<float> q_descale, k_descale, v_descale;  // fp8 only (empty otherwise)
+  float o_scale = 1.0f;                                // fp8_out only
 };
 
 }  // namespace

@@ -46,6 +46,7 @@
 //   host.flash_fp8_descale_swapped fp8: k's and v's descales swapped
 //   host.flash_fp8_descale_head0  fp8, descales per (batch, KV head): entry [0, 0] read for all
 //   host.flash_fp8_p_in_e4m3      fp8 KV cache: P rounded to e4m3 for P·V where the dtype is due
+//   host.flash_fp8_out_scale_inverted fp8 output: O divided by o_scale where it is multiplied
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "gpu/host/host_impls.hpp"
 
@@ -90,6 +91,7 @@ class HostSdpaPlanted final : public Impl {
       case Plant::fp8_descale_swapped: return "host.flash_fp8_descale_swapped";
       case Plant::fp8_descale_head0: return "host.flash_fp8_descale_head0";
       case Plant::fp8_p_in_e4m3: return "host.flash_fp8_p_in_e4m3";
+      case Plant::fp8_out_scale_inverted: return "host.flash_fp8_out_scale_inverted";
       case Plant::none: break;
     }
     return "host.flash_planted";
@@ -122,7 +124,7 @@ void register_host_sdpa_planted(Registry& reg) {
                   Plant::alibi_kv_head,        Plant::amask_kv_head,          Plant::dbias_last_term,
                   Plant::dbias_capped,         Plant::dbias_in_dtype,         Plant::block_last_dropped,
                   Plant::block_one_past,       Plant::fp8_descale_twice,      Plant::fp8_descale_swapped,
-                  Plant::fp8_descale_head0,    Plant::fp8_p_in_e4m3})
+                  Plant::fp8_descale_head0,    Plant::fp8_p_in_e4m3,          Plant::fp8_out_scale_inverted})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

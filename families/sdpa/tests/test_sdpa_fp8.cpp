@@ -54,6 +54,11 @@ TEST(SdpaFp8, IdsAndYaml) {
       parse_error("{dtype: fp32, heads: 4, seq: 8, head_dim: 64, mask: none, fp8: {tensors: kv}}").find("bf16 or fp16"),
       std::string::npos);
   EXPECT_THROW(sdpa::parse_problem_id("bf16_b1_hq4_hkv4_sq8_sk8_d64_nomask_fp8kvx"), std::invalid_argument);
+  auto out = qkv;
+  out.fp8_out = true;
+  EXPECT_EQ(sdpa::problem_id(out), "bf16_b2_hq4_hkv2_sq48_sk80_d64_causal_lr_fp8qkvho");
+  EXPECT_EQ(sdpa::parse_problem_id(sdpa::problem_id(out)), out);
+  EXPECT_NE(parse_error(shape + "fp8: {tensors: qkv, out: e5m2}}").find("expected e4m3fn"), std::string::npos);
 }
 
 // The inputs: codes of the format in the fp8 tensors (q in the dtype under kv), and the descales
@@ -140,6 +145,31 @@ TEST(SdpaFp8, ABoundWithoutPsE4m3RoundingFailsACorrectHostFlash) {
     const auto kv = fp8(make(t, 2, 8, 2, 26, 300, 64, Mask::causal_lower_right), Fp8::kv);
     EXPECT_EQ(sdpatest::mismatches_of("host.flash", kv), 0) << sdpa::problem_id(kv);
   }
+}
+
+// An fp8 output holds e4m3fn codes of O·o_scale: the references are the dtype output's times the
+// scale, host.flash passes under them (per element: e4m3fn's half spacing is the output's rounding)
+// and a scale taken as a descale (O / o_scale) fails.
+TEST(SdpaFp8, AnFp8OutputIsOTimesItsScale) {
+  auto p = fp8(make(DType::bf16, 2, 4, 2, 26, 80, 64, Mask::causal_lower_right), Fp8::qkv);
+  auto out = p;
+  out.fp8_out = true;
+  const TensorMap in = inputs_of(out);
+  ASSERT_EQ(in.at("o_scale").get(0), sdpa::kFp8OutScale);
+  EXPECT_EQ(family().outputs(out)[0].dtype, DType::e4m3fn);
+  const References r = family().reference(out, in), plain = family().reference(p, in);
+  for (size_t e = 0; e < r.exact.at("O").size(); ++e)
+    ASSERT_EQ(r.exact.at("O")[e], plain.exact.at("O")[e] * sdpa::kFp8OutScale);
+  EXPECT_EQ(r.exact.at("lse"), plain.exact.at("lse"));
+  EXPECT_EQ(r.energy.count("O@flash_fp32_rn"), 0u);
+  std::string why;
+  EXPECT_EQ(sdpatest::mismatches_of("host.flash", out, &why), 0) << why;
+  expect_caught("host.flash_fp8_out_scale_inverted", out);
+  EXPECT_FALSE(builtin_registry().impl("host.flash_fp8_out_scale_inverted")->supports(p, ArchInfo{"host", "host"}).ok);
+  auto packed = out;
+  packed.layout = sdpa::Layout::varlen;
+  packed.seqlens_q = {26, 26}, packed.seqlens_k = {80, 80};
+  EXPECT_THROW(packed.validate(), std::invalid_argument);
 }
 
 // Each fp8 plant fails where it runs, and SKIPs exactly where it cannot show: no fp8 tensor, one
