@@ -71,7 +71,7 @@
 #define cudaStreamSynchronize hipStreamSynchronize
 #define cudaStreamLegacy (static_cast<hipStream_t>(nullptr))
 #define cudaHostAlloc hipHostMalloc
-#define cudaHostAllocMapped hipHostMallocMapped
+#define cudaHostAllocMapped (hipHostMallocMapped | hipHostMallocCoherent)  // the gate spins on it (end of file)
 #define cudaHostGetDevicePointer hipHostGetDevicePointer
 #define cudaFreeHost hipHostFree
 #endif
@@ -141,3 +141,9 @@ inline bool is_sticky_error(cudaError_t e) {
 #define OPCTS_CUDA_VENDOR(call) (call)
 #define OPCTS_CUDA_VENDOR_OR(call, value) (call)
 #endif
+
+// The stream gate's flags (gpu/cuda/stream_gate.cu) are host memory a kernel spins on while the
+// host writes it. HIP's mapped host memory is coarse-grained (cached by the device) unless asked
+// to be coherent, so a spinning kernel need not see the release until its timeout: under HIP
+// cudaHostAllocMapped is hipHostMallocMapped | hipHostMallocCoherent (fine-grained; HIP
+// programming guide, "Coherency controls").
