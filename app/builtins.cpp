@@ -13,14 +13,14 @@ namespace opcts {
 
 // Each family's three registration functions, declared from the family list (cmake/families.cmake):
 // the family (refimpl/<f>_family.cpp), its host impls (gpu/host/) and its CUDA rows
-// (gpu/cuda/<f>_rows.cpp, in every build: without CUDA each row is a SKIP saying why).
+// (families/<f>/cuda/<f>_rows.cpp, in every build, with the hip.* twins of its portable rows:
+// where this build has not their backend each row is a SKIP saying why).
 #define OPCTS_FAMILY(f)                  \
   void register_##f##_family(Registry&); \
   void register_host_##f(Registry&);     \
   void register_cuda_##f(Registry&);
 #include "opcts_families.inc"
 #undef OPCTS_FAMILY
-void register_hip_rows(Registry&);  // gpu/hip/rows.cpp: the hip.* rows of every family
 
 void register_builtins(Registry& reg) {
   // Every family first: an impl is registered against its family.
@@ -32,7 +32,6 @@ void register_builtins(Registry& reg) {
   register_cuda_##f(reg);
 #include "opcts_families.inc"
 #undef OPCTS_FAMILY
-  register_hip_rows(reg);
 }
 
 const Registry& builtin_registry() {

@@ -6,7 +6,16 @@
 # opcts_hip_link_check (a program that takes each entry point's address and runs no kernel: the
 # build runs it, no ROCm device needed). The hipcc call is a custom command, not CMake's HIP
 # language: CMake 3.25 looks for hip-lang under /usr/lib/cmake, where Debian's libamdhip64-dev
-# does not put it. The suite's hip.* rows stay SKIP until a ROCm runtime with a device runs them.
+# does not put it.
+#
+# With OPCTS_HIP=ON in a build without CUDA (the hip preset), opcts also gets the HIP backend
+# (OPCTS_HAVE_HIP_BACKEND, opcts_add_hip_backend): the GPU glue's files (cmake/gpu_sources.cmake),
+# the same ones opcts_cuda builds, compiled by the C++ compiler against HIP's runtime API
+# (OPCTS_GPU_RUNTIME_HIP=1: gpu/portable/runtime.hpp) and linked with the kernels' archive and
+# libamdhip64; the hip.* rows then run where a ROCm device is found and SKIP ("no ROCm device
+# found") elsewhere. AUTO (CI's run-tests.sh and run-suite.sh) builds the kernels only, so that
+# no binary of those builds needs libamdhip64 where it runs; a build with CUDA keeps the CUDA
+# backend (one GPU backend a binary: the kernels of both live in namespace opcts::cuda).
 set(OPCTS_HIP AUTO CACHE STRING "Build the portable kernels with hipcc: AUTO (when hipcc is found), ON or OFF")
 set_property(CACHE OPCTS_HIP PROPERTY STRINGS AUTO ON OFF)
 set(OPCTS_HIP_ARCHS "gfx90a;gfx940" CACHE STRING "AMD targets the portable kernels are built for (hipcc --offload-arch)")
@@ -35,7 +44,15 @@ if(NOT OPCTS_HIP STREQUAL "OFF")
     message(STATUS "opcts: hipcc found but not rocPRIM (apt-get install librocprim-dev): HIP kernels OFF")
   endif()
 endif()
-message(STATUS "opcts: HIP kernels ${OPCTS_HAVE_HIP} (${OPCTS_HIP_ARCHS}, ${OPCTS_HIP_OPT})")
+set(OPCTS_HAVE_HIP_BACKEND OFF)
+if(OPCTS_HAVE_HIP AND OPCTS_HIP STREQUAL "ON")
+  if(OPCTS_HAVE_CUDA)
+    message(STATUS "opcts: HIP backend OFF: this build has CUDA's (configure with OPCTS_CUDA=OFF, the hip preset)")
+  else()
+    set(OPCTS_HAVE_HIP_BACKEND ON)
+  endif()
+endif()
+message(STATUS "opcts: HIP kernels ${OPCTS_HAVE_HIP} (${OPCTS_HIP_ARCHS}, ${OPCTS_HIP_OPT}), HIP backend ${OPCTS_HAVE_HIP_BACKEND}")
 
 # The portable kernel files, from gpu/portable/kernels.txt.
 function(opcts_hip_portable_files out)
@@ -88,3 +105,17 @@ if(OPCTS_HAVE_HIP)
     COMMENT "link opcts_hip_link_check against libamdhip64" VERBATIM)
   add_custom_target(opcts_hip_kernels ALL DEPENDS ${OPCTS_HIP_KERNEL_LIBRARY} ${link_check})
 endif()
+
+# opcts_hip: the HIP backend (the GPU glue against HIP), where OPCTS_HAVE_HIP_BACKEND.
+function(opcts_add_hip_backend)
+  if(NOT OPCTS_HAVE_HIP_BACKEND)
+    return()
+  endif()
+  find_library(OPCTS_AMDHIP64_LIBRARY amdhip64 REQUIRED)
+  opcts_gpu_glue_sources(hip sources)
+  add_library(opcts_hip STATIC ${sources})
+  target_compile_definitions(opcts_hip PRIVATE OPCTS_GPU_RUNTIME_HIP=1 __HIP_PLATFORM_AMD__=1)
+  target_compile_options(opcts_hip PRIVATE -Wall -Wextra)
+  add_dependencies(opcts_hip opcts_hip_kernels)
+  target_link_libraries(opcts_hip PUBLIC opcts_refimpl ${OPCTS_HIP_KERNEL_LIBRARY} ${OPCTS_AMDHIP64_LIBRARY})
+endfunction()

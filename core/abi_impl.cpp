@@ -180,7 +180,7 @@ AbiImpl::AbiImpl(const opcts_impl_desc& desc, const AbiBackend* backend, std::st
 }
 
 Support AbiImpl::supports(const Problem& p, const ArchInfo& arch) const {
-  if (!transport_) return Support::no(name_ + ": " + missing_);
+  if (std::string why = unavailable(); !why.empty()) return Support::no(std::move(why));
   if (cannot_show_)
     if (const std::string why = cannot_show_(p); !why.empty()) return Support::no(name_ + ": " + why);
   if (std::string why = abi_gap(p); !why.empty()) return Support::no(std::move(why));
@@ -197,7 +197,11 @@ Support AbiImpl::supports(const Problem& p, const ArchInfo& arch) const {
   return transport_->fits(family_def().device_bytes(p), name_);
 }
 
-std::string AbiImpl::unavailable() const { return transport_ ? std::string() : name_ + ": " + missing_; }
+std::string AbiImpl::unavailable() const {
+  if (!transport_) return name_ + ": " + missing_;
+  const std::string why = transport_->unavailable();
+  return why.empty() ? why : name_ + ": " + why;
+}
 
 std::string abi_gap_reason(const Family& f, const Problem& p, const std::string& impl, uint32_t declared) {
   const uint32_t needs = f.abi_minor(p);

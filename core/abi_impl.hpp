@@ -89,6 +89,9 @@ class AbiBackend {
                         std::vector<GuardBreach>* breaches) const = 0;
   /// Whether `bytes` of tensors fit where the impl runs (device memory); yes on the host.
   virtual Support fits(double bytes, const std::string& who) const;
+  /// Why no impl of this backend can run on this machine ("no ROCm device found"), or "": its
+  /// impls' every case is then a SKIP saying so (AbiImpl::unavailable and supports).
+  virtual std::string unavailable() const { return {}; }
 };
 
 /// The host backend: host memory, no stream.

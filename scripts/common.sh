@@ -42,7 +42,10 @@ opcts_cuda_arch() {
 # objects). Further arguments (the CTest glue's OPCTS_ARCHS, OPCTS_TIER, OPCTS_SHARDS, which
 # change no object) are passed on.
 opcts_configure() {
-  local args=("-DOPCTS_HIP=AUTO" "-DOPCTS_HIP_ARCHS=${OPCTS_TEST_HIP_ARCHS:-gfx90a;gfx940}"
+  # The hip preset (run-suite.sh on an AMD GPU) builds the HIP backend: OPCTS_HIP=ON.
+  local hip=AUTO
+  [ "$OPCTS_PRESET" = hip ] && hip=ON
+  local args=("-DOPCTS_HIP=$hip" "-DOPCTS_HIP_ARCHS=${OPCTS_TEST_HIP_ARCHS:-gfx90a;gfx940}"
               "-DOPCTS_HIP_OPT=${OPCTS_TEST_HIP_OPT:--O0}")
   # The Python the plugin host embeds (cmake/python.cmake): $PYTHON, else Debian's, where
   # install-deps.sh puts numpy and pytest (a python3 earlier on PATH, pyenv's, may lack them).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds opcts on every core, and runs the suite on the GPU found (as sm<XY>, or gfx<N> for
-# AMD), else on the host device. Builds in the folder run-tests.sh uses (build/cuda with nvcc, else build/host).
+# AMD), else on the host device. Builds in the folder run-tests.sh uses (build/cuda with nvcc, else build/host),
+# or on an AMD GPU without nvcc in build/hip (the HIP backend, which runs the hip.* rows).
 # Writes build/<preset>/reports/junit.xml and summary.md. Environment knobs:
 #   OPCTS_TIER    smoke | default | full (default: "default" on a GPU, "smoke" on the host device)
 #   OPCTS_SHARDS  shards to split each family into (default 4 on the host device; on GPUs the
@@ -22,8 +23,9 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   [ -n "$cc" ] && arch="sm$cc"
 fi
 # An AMD GPU: its gcnArchName (rocminfo's agent "Name: gfx942"; feature suffixes such as
-# ":sramecc+:xnack-" dropped). The hip.* rows are SKIP until opcts runs them through a HIP
-# backend; the arch's manifest and gate apply as on any GPU.
+# ":sramecc+:xnack-" dropped). Without nvcc the build is the hip preset's (the HIP backend, which
+# runs the hip.* rows: OPCTS_HIP=ON, the kernels for this arch at -O3); the arch's manifest and
+# gate apply as on any GPU.
 if [ "$arch" = host ] && command -v rocminfo >/dev/null 2>&1; then
   gfx=$(rocminfo 2>/dev/null | opcts_gfx_from_rocminfo || true)
   [ -n "$gfx" ] && arch="$gfx"
@@ -37,8 +39,14 @@ if [ "$arch" != host ] && [ "${arch#gfx}" = "$arch" ] && [ "$OPCTS_PRESET" != cu
   echo "run-suite: found GPU $arch but no nvcc; install the CUDA toolkit or set CUDACXX" >&2
   exit 1
 fi
+if [ "${arch#gfx}" != "$arch" ] && [ "$OPCTS_PRESET" != cuda ]; then
+  OPCTS_PRESET=hip
+  scripts/install-deps.sh --for hip
+  export OPCTS_TEST_HIP_ARCHS=${OPCTS_TEST_HIP_ARCHS:-$arch} OPCTS_TEST_HIP_OPT=${OPCTS_TEST_HIP_OPT:--O3}
+fi
 # The folder and options run-tests.sh uses too (common.sh: opcts_configure), so running both
-# builds once: build/cuda wherever nvcc is (the host device runs from it as well), else build/host.
+# builds once: build/cuda wherever nvcc is (the host device runs from it as well), build/hip on an
+# AMD GPU, else build/host.
 preset=$OPCTS_PRESET
 tier=${OPCTS_TIER:-$([ "$arch" = host ] && echo smoke || echo default)}
 cores=$(opcts_cores)

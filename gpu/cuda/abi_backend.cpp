@@ -1,4 +1,10 @@
-// The CUDA backend: uploads, a gated non-blocking stream, the impl's run, the stream and input checks, downloads.
+// The GPU backend: uploads, a gated non-blocking stream, the impl's run, the stream and input checks, downloads.
+//
+// One source for both runtimes: built with the CUDA runtime it is the CUDA backend (the cuda.*
+// rows' in a CUDA build), and with OPCTS_GPU_RUNTIME_HIP=1 against HIP the HIP backend (the hip.*
+// rows' in a HIP build, cmake/hip.cmake); gpu/portable/runtime.hpp maps the runtime's names. What
+// differs by runtime is that file's: HIP's legacy default stream is its null stream, and the HIP
+// backend SKIPs its rows where no ROCm device is found (unavailable()).
 //
 // The stream check (KernelBench checks generated kernels the same way): the harness creates a
 // non-blocking stream and enqueues on it a gate kernel that waits for the host. Everything the
@@ -13,7 +19,7 @@
 // offset (RunContext::breaches, else a ContractBreach).
 #include "gpu/cuda/abi_backend.hpp"
 
-#include <cuda_runtime_api.h>
+#include "gpu/portable/runtime.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -43,9 +49,12 @@ constexpr int kGateTimeoutMs = 2000;
 // inside run would wait for the gate's own kernel: measured on the H200, about a third of a
 // mixed smoke slice's cases each lost the gate's whole timeout. Eager loading moves every
 // module load of this binary, and of the libraries and plugins it loads, to context creation
-// or dlopen, outside any gate. Set before the first CUDA call (this runs before main).
+// or dlopen, outside any gate. Set before the first CUDA call (this runs before main). HIP defers
+// loading a code object to its first kernel's launch likewise (HIP_ENABLE_DEFERRED_LOADING, by
+// ROCm's documentation on by default; not measured on an AMD GPU): off for the same reason.
 const bool kEagerModuleLoading = [] {
   setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+  setenv("HIP_ENABLE_DEFERRED_LOADING", "0", 1);
   return true;
 }();
 
@@ -71,7 +80,7 @@ struct Stream {
   cudaStream_t s = nullptr;
   Stream() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"); }
   ~Stream() {
-    if (s) cudaStreamDestroy(s);
+    if (s) (void)cudaStreamDestroy(s);
   }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -84,7 +93,7 @@ struct GuardedOutput {
   void* tensor() const { return static_cast<char*>(buffer.get()) + layout.before; }
 };
 
-// Not inlined: inlined into CudaBackend::run, GCC 12 reports its vector's delete as a free
+// Not inlined: inlined into GpuBackend::run, GCC 12 reports its vector's delete as a free
 // of a non-heap pointer (-Wfree-nonheap-object, a false positive); a copy and a stream
 // synchronisation gain nothing from inlining.
 [[gnu::noinline]] bool still_poisoned(const GuardedOutput& d, cudaStream_t side) {
@@ -97,7 +106,7 @@ struct GuardedOutput {
   return true;
 }
 
-class CudaBackend final : public AbiBackend {
+class GpuBackend final : public AbiBackend {
  public:
   TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
                 const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device, std::string* note,
@@ -199,12 +208,26 @@ class CudaBackend final : public AbiBackend {
   }
 
   Support fits(double bytes, const std::string& who) const override { return fits_device_memory(bytes, who); }
+
+  std::string unavailable() const override {
+    if (!gpu::kRuntime.skips_without_device) return {};
+    // Asked once a process (the supervisor and `opcts list` plan with it; workers run with it).
+    static const std::string why = [] {
+      int n = 0;
+      const cudaError_t e = cudaGetDeviceCount(&n);
+      (void)cudaGetLastError();
+      if (e == cudaSuccess && n > 0) return std::string();
+      if (e == cudaSuccess || e == cudaErrorNoDevice) return std::string(gpu::kRuntime.no_device);
+      return std::string(gpu::kRuntime.no_device) + " (" + cuda_error_text(e) + ")";
+    }();
+    return why;
+  }
 };
 
 }  // namespace
 
 const AbiBackend& abi_backend() {
-  static const CudaBackend b;
+  static const GpuBackend b;
   return b;
 }
 

@@ -1,5 +1,7 @@
-// The CUDA backend of ABI impls: device copies of the inputs, poisoned outputs, a stream of
-// their own, and the checks that the impl kept to that stream and left its inputs alone.
+// The GPU backend of ABI impls: device copies of the inputs, poisoned outputs, a stream of
+// their own, and the checks that the impl kept to that stream and left its inputs alone. One
+// source for both runtimes: the CUDA backend in a CUDA build, the HIP backend in a HIP build
+// (abi_backend.cpp).
 #pragma once
 
 #include "core/abi_impl.hpp"
@@ -7,7 +9,7 @@
 
 namespace opcts::cuda {
 
-/// The process-wide CUDA backend (core/abi_impl.hpp AbiBackend).
+/// The process-wide GPU backend of this build (core/abi_impl.hpp AbiBackend): CUDA's or HIP's.
 const AbiBackend& abi_backend();
 
 /// Makes the backend call `prepare` before it holds the stream of every run of a row whose run

@@ -1,7 +1,8 @@
-// RAII device memory and CUDA error checks for the impl glue (host code, no kernels).
+// RAII device memory and runtime error checks for the impl glue (host code, no kernels; CUDA's
+// spelling, built for HIP too: gpu/portable/runtime.hpp).
 #pragma once
 
-#include <cuda_runtime_api.h>
+#include "gpu/portable/runtime.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -12,23 +13,14 @@
 
 namespace opcts::cuda {
 
-/// Throws DeviceLost for sticky errors (the context is unusable: the worker must restart)
-/// and std::runtime_error for the rest, both naming the call and CUDA's error name.
+/// Throws DeviceLost for sticky errors (the context is unusable: the worker must restart;
+/// gpu::is_sticky_error) and std::runtime_error for the rest, both naming the call and the
+/// runtime's error name.
 inline void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
   const std::string msg = std::string(what) + ": " + cuda_error_text(e);
-  switch (e) {
-    case cudaErrorIllegalAddress:
-    case cudaErrorLaunchFailure:
-    case cudaErrorIllegalInstruction:
-    case cudaErrorMisalignedAddress:
-    case cudaErrorInvalidPc:
-    case cudaErrorHardwareStackError:
-    case cudaErrorAssert:
-    case cudaErrorECCUncorrectable:
-    case cudaErrorLaunchTimeout: throw DeviceLost(msg);
-    default: throw std::runtime_error(msg);
-  }
+  if (gpu::is_sticky_error(e)) throw DeviceLost(msg);
+  throw std::runtime_error(msg);
 }
 
 /// A cudaMalloc'd buffer freed on scope exit.
@@ -40,7 +32,7 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() {
-    if (ptr_) cudaFree(ptr_);
+    if (ptr_) (void)cudaFree(ptr_);
   }
   void* get() const { return ptr_; }
   size_t bytes() const { return bytes_; }

@@ -1,7 +1,8 @@
-// Whether a case's buffers fit in the current CUDA device's free memory: the glue's SKIP check.
+// Whether a case's buffers fit in the current device's free memory: the glue's SKIP check
+// (CUDA's spelling, built for HIP too: gpu/portable/runtime.hpp).
 #pragma once
 
-#include <cuda_runtime_api.h>
+#include "gpu/portable/runtime.hpp"
 
 #include <cstdio>
 #include <string>
@@ -24,7 +25,7 @@ inline Support fits_device_memory(double bytes, std::string_view impl) {
   int dev = 0;
   size_t free_b = 0, total_b = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
-    cudaGetLastError();  // clear a non-sticky error so that it does not surface in the next call
+    (void)cudaGetLastError();  // clear a non-sticky error so that it does not surface in the next call
     return Support::yes();
   }
   if (bytes <= kDeviceMemoryHeadroom * static_cast<double>(free_b)) return Support::yes();

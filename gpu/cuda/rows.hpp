@@ -1,11 +1,14 @@
-// Built-in CUDA impls as rows of plugin-ABI descriptors (include/opcts/plugin.h), in every build.
+// Built-in GPU impls as rows of plugin-ABI descriptors (include/opcts/plugin.h), in every build.
 //
-// A family's CUDA impls are declared in gpu/cuda/<family>_rows.cpp, which every build
+// A family's CUDA impls are declared in families/<f>/cuda/<f>_rows.cpp, which every build
 // compiles: names, capabilities, whether planted, and the callbacks. The callbacks themselves
-// (gpu/cuda/<family>_impls.cpp: the C parameter struct and tensors mapped onto the
-// kernel's parameter struct, launched on the stream handed in) exist only when CUDA is built;
-// OPCTS_CUDA_ONLY leaves them out otherwise, and each row is then a SKIP saying so. So every
-// case id, planted ones included, is the same in every build.
+// (families/<f>/cuda/<f>_impls.cpp: the C parameter struct and tensors mapped onto the
+// kernel's parameter struct, launched on the stream handed in) exist only where a GPU backend is
+// built, CUDA's or HIP's (the same files: gpu/portable/runtime.hpp); OPCTS_CUDA_ONLY leaves them
+// out otherwise. A row whose kernel is portable (gpu/portable/kernels.txt) also declares its
+// hip.* twin (Row::hip_twin): the same callbacks and impl data on the backend "hip". A row runs
+// where its backend is the one built, and is a SKIP saying so elsewhere, so every case id,
+// planted ones included, is the same in every build.
 #pragma once
 
 #include <cstdio>
@@ -15,7 +18,7 @@
 
 #include "core/abi_impl.hpp"
 
-#if OPCTS_HAVE_CUDA
+#if OPCTS_HAVE_CUDA || OPCTS_HAVE_HIP_BACKEND
 #define OPCTS_CUDA_ONLY(x) (x)
 #else
 #define OPCTS_CUDA_ONLY(x) nullptr
@@ -42,7 +45,19 @@ struct Row {
   std::function<TensorMap(const Problem&, const TensorMap&)> plant_inputs;
   bool bug_needs_bitwise = false;  // a planted row whose bug only --bitwise sees
   PrepareFn prepare = nullptr;     // run's library setup, done before the stream is held (may be null)
+  // A cuda.* row's hip.* twin (never a planted row's): registered by add_rows after the rows it
+  // was given, named hip.<the name after "cuda.">, with the capabilities HIP needs for it.
+  bool hip_twin = false;
+  std::vector<std::string> hip_caps;
 };
+
+/// `r` with its hip.* twin, which needs `hip_caps` (the CUDA row's capabilities are CUDA's:
+/// mma_sync_bf16 is emulated under HIP, gpu/portable/mma_tile.cuh).
+inline Row with_hip_twin(Row r, std::vector<std::string> hip_caps = {}) {
+  r.hip_twin = true;
+  r.hip_caps = std::move(hip_caps);
+  return r;
+}
 
 /// A row of `family` named `name` with its callbacks (pass them through OPCTS_CUDA_ONLY), on
 /// `backend` ("cuda", or "hip" for gpu/hip/rows.cpp's rows).
@@ -58,8 +73,10 @@ inline opcts_status report_status(opcts_report* report, opcts_status status, con
   return status;
 }
 
-/// Registers the rows: with the CUDA backend when this build has CUDA, else as SKIPs naming
-/// what is missing ("this opcts was built without CUDA", or `missing` for a library such as cuDNN).
+/// Registers the rows, then their hip.* twins: each with the GPU backend when this build's is
+/// its backend (CUDA's for cuda.*, HIP's for hip.*), else as a SKIP naming what is missing
+/// ("this opcts was built without CUDA", "... without the HIP backend", or `missing` for a
+/// library such as cuDNN).
 void add_rows(Registry& reg, std::vector<Row> rows, const std::string& missing = "");
 
 }  // namespace opcts::cuda

@@ -4,7 +4,7 @@
 // Host code only; no harness types.
 #pragma once
 
-#include "gpu/portable/gpu.hpp"
+#include "gpu/portable/runtime.hpp"
 
 #include <cstddef>
 #include <stdexcept>

@@ -7,7 +7,7 @@
 // once here instead (cuda.cublaslt, cuda.cudnn).
 #pragma once
 
-#include <cuda_runtime_api.h>
+#include "gpu/portable/runtime.hpp"
 
 #include <cstddef>
 #include <vector>

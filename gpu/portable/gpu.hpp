@@ -30,46 +30,19 @@
 
 #include <cstdint>
 
-#if defined(__HIPCC__)
-#define OPCTS_GPU_HIP 1
+#include "gpu/portable/runtime.hpp"  // OPCTS_GPU_HIP and the runtime's names
+
+#if OPCTS_GPU_HIP
 #include <hip/hip_bfloat16.h>
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
 #else
-#define OPCTS_GPU_HIP 0
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #endif
 
 #if OPCTS_GPU_HIP
-// --- runtime ----------------------------------------------------------------------------------
-#define CUstream_st ihipStream_t
-#define cudaStream_t hipStream_t
-#define cudaError_t hipError_t
-#define cudaSuccess hipSuccess
-#define cudaGetLastError hipGetLastError
-#define cudaGetErrorString hipGetErrorString
-#define cudaGetErrorName hipGetErrorName
-#define cudaGetDevice hipGetDevice
-#define cudaDeviceGetAttribute hipDeviceGetAttribute
-#define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
-#define cudaMallocAsync hipMallocAsync
-#define cudaFreeAsync hipFreeAsync
-#define cudaMemsetAsync hipMemsetAsync
-#define cudaMemcpyAsync hipMemcpyAsync
-#define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
-#define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
-#define cudaMemcpyHostToDevice hipMemcpyHostToDevice
-#define cudaStreamCreateWithFlags hipStreamCreateWithFlags
-#define cudaStreamNonBlocking hipStreamNonBlocking
-#define cudaStreamDestroy hipStreamDestroy
-#define cudaStreamSynchronize hipStreamSynchronize
-#define cudaHostAlloc hipHostMalloc
-#define cudaHostAllocMapped hipHostMallocMapped
-#define cudaHostGetDevicePointer hipHostGetDevicePointer
-#define cudaFreeHost hipHostFree
-
 // --- bf16 over hip_bfloat16 -------------------------------------------------------------------
 using __nv_bfloat16 = hip_bfloat16;
 struct __nv_bfloat162 {

@@ -1,5 +1,5 @@
 // The CUDA cast rows' callbacks: the ABI's x / y descriptors onto the conversion kernels (cast_cvt.cu).
-#include <cuda_runtime_api.h>
+#include "gpu/portable/runtime.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -83,7 +83,7 @@ struct Scratch {
     if (bytes && cudaMallocAsync(&p, bytes, s) != cudaSuccess) p = nullptr;
   }
   ~Scratch() {
-    if (p) cudaFreeAsync(p, s);
+    if (p) (void)cudaFreeAsync(p, s);
   }
   uint8_t* get() const { return static_cast<uint8_t*>(p); }
 };

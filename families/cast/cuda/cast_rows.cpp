@@ -18,7 +18,8 @@ void register_cuda_cast(Registry& reg) {
     if (p.input == cast::Input::random) return "random inputs need not hold an exact tie";
     return "";
   };
-  add_rows(reg, {row("cast", "cuda.cvt", OPCTS_CUDA_ONLY(cvt_supports), OPCTS_CUDA_ONLY(cvt_run)), planted});
+  add_rows(reg,
+           {with_hip_twin(row("cast", "cuda.cvt", OPCTS_CUDA_ONLY(cvt_supports), OPCTS_CUDA_ONLY(cvt_run))), planted});
 }
 
 }  // namespace opcts

@@ -4,7 +4,7 @@
 // Thin on purpose: the launchers check every argument (grouped_mm_args.cu), the offsets' values
 // included; the backend (abi_backend.cpp) uploads, poisons out, guards it on both sides and
 // downloads it, so rows past the last offset are judged untouched.
-#include <cuda_runtime_api.h>
+#include "gpu/portable/runtime.hpp"
 
 #include <cstdio>
 #include <string>
@@ -30,7 +30,8 @@ int32_t grouped_supports(const void* impl, const void* params, const opcts_arch*
     std::snprintf(reason, size, "FNUZ elements are AMD gfx942 formats; CUDA has no FNUZ matmul");
     return 0;
   }
-  if (!(row->cublas ? cublas_grouped_takes(mode, recipe) : grouped_kernel_takes(mode, recipe))) {
+  if (!(row->cublas ? OPCTS_CUDA_VENDOR_OR(cublas_grouped_takes(mode, recipe), false)
+                    : grouped_kernel_takes(mode, recipe))) {
     std::snprintf(
         reason, size, "%s",
         row->cublas ? "cuBLAS grouped GEMM has no scaled recipe (bf16 only)" : "does not take this mode and recipe");
@@ -40,7 +41,7 @@ int32_t grouped_supports(const void* impl, const void* params, const opcts_arch*
     // Whether cuBLAS can be set up at all (a SKIP with its reason if not). This runs in the
     // parent process; the worker makes its own in grouped_prepare.
     try {
-      cublas_grouped_context();
+      OPCTS_CUDA_VENDOR(cublas_grouped_context());
     } catch (const std::exception& e) {
       std::snprintf(reason, size, "cuBLAS: %s", e.what());
       return 0;
@@ -52,7 +53,7 @@ int32_t grouped_supports(const void* impl, const void* params, const opcts_arch*
 void grouped_prepare(const void* impl, const void*) {
   if (!static_cast<const GroupedRow*>(impl)->cublas) return;
   try {
-    cublas_grouped_context();
+    OPCTS_CUDA_VENDOR(cublas_grouped_context());
   } catch (const std::exception&) {
     // Left to the run, which asks again and reports what failed.
   }
@@ -69,7 +70,7 @@ opcts_status grouped_run(const void* impl, const opcts_run_args* a, opcts_report
   }
   auto* stream = static_cast<cudaStream_t>(a->stream);
   try {
-    if (row->cublas) grouped_mm_cublas(k, stream, cublas_grouped_context());
+    if (row->cublas) OPCTS_CUDA_VENDOR(grouped_mm_cublas(k, stream, cublas_grouped_context()));
     else grouped_mm_kernel(k, stream);
   } catch (const GroupedArgumentError& e) {
     return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);

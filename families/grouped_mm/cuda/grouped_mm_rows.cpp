@@ -55,6 +55,7 @@ void register_cuda_grouped_mm(Registry& reg) {
     rows.back().prepare = OPCTS_CUDA_ONLY(grouped_prepare);
   };
   add("cuda.grouped_kernel", &kKernel);
+  rows.back() = with_hip_twin(std::move(rows.back()));
   add("cuda.cublas_grouped", &kCublas);
   for (const Planted& p : kPlanted) {
     add(p.name, &p.row);

@@ -5,6 +5,8 @@
 // is checked before anything is launched: first_bad_index runs on a
 // private stream and waits for it, the only way to answer with OPCTS_INVALID_ARGUMENT when run
 // returns, since the stream the run was handed is held until then.
+#include "gpu/portable/runtime.hpp"
+
 #include <cstdio>
 #include <cstring>
 #include <exception>

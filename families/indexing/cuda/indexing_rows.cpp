@@ -66,22 +66,22 @@ void register_cuda_indexing(Registry& reg) {
   constexpr auto per_add = Accumulation::per_add, warp32 = Accumulation::warp32, once = Accumulation::once;
   cuda::add_rows(
       reg,
-      {indexing_row("scatter_add", "cuda.atomic", &kScatter[0]),
-       indexing_row("scatter_add", "cuda.warp_aggregated", &kScatter[1]),
-       indexing_row("scatter_add", "cuda.sorted", &kScatter[2]),
+      {cuda::with_hip_twin(indexing_row("scatter_add", "cuda.atomic", &kScatter[0])),
+       cuda::with_hip_twin(indexing_row("scatter_add", "cuda.warp_aggregated", &kScatter[1])),
+       cuda::with_hip_twin(indexing_row("scatter_add", "cuda.sorted", &kScatter[2])),
        planted_row("scatter_add", "cuda.atomic_pair_past_end", &kScatter[3], PlantedBug::pair_past_end, per_add),
        planted_row("scatter_add", "cuda.atomic_store", &kScatter[4], PlantedBug::drop_duplicates, per_add),
        planted_row("scatter_add", "cuda.sorted_racy", &kScatter[5], PlantedBug::unstable, once),
        planted_row("scatter_add", "cuda.sorted_dtype_acc", &kScatter[6], PlantedBug::dtype_accumulation, once),
        planted_row("scatter_add", "cuda.warp_aggregated_store", &kScatter[7], PlantedBug::drop_duplicates, warp32)});
   cuda::add_rows(
-      reg, {indexing_row("index_add", "cuda.atomic_rows", &kIndexAdd[0]),
-            indexing_row("index_add", "cuda.warp_aggregated_rows", &kIndexAdd[1]),
-            indexing_row("index_add", "cuda.sorted_rows", &kIndexAdd[2]),
+      reg, {cuda::with_hip_twin(indexing_row("index_add", "cuda.atomic_rows", &kIndexAdd[0])),
+            cuda::with_hip_twin(indexing_row("index_add", "cuda.warp_aggregated_rows", &kIndexAdd[1])),
+            cuda::with_hip_twin(indexing_row("index_add", "cuda.sorted_rows", &kIndexAdd[2])),
             planted_row("index_add", "cuda.atomic_rows_store", &kIndexAdd[3], PlantedBug::drop_duplicates, per_add),
             planted_row("index_add", "cuda.warp_aggregated_rows_store", &kIndexAdd[4], PlantedBug::drop_duplicates,
                         warp32)});
-  cuda::add_rows(reg, {indexing_row("index_select", "cuda.gather", &kSelect[0]),
+  cuda::add_rows(reg, {cuda::with_hip_twin(indexing_row("index_select", "cuda.gather", &kSelect[0])),
                        planted_row("index_select", "cuda.gather_idx32", &kSelect[1], PlantedBug::index32, once)});
 }
 

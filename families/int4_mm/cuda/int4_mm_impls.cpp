@@ -3,7 +3,7 @@
 // Thin on purpose: the kernels' launchers check every argument (int4_mm_args.cu) from the sizes
 // the descriptors carry; the backend (abi_backend.cpp) uploads, poisons y, guards it on both
 // sides and downloads it.
-#include <cuda_runtime_api.h>
+#include "gpu/portable/runtime.hpp"
 
 #include <cstdio>
 #include <string>
@@ -72,13 +72,13 @@ opcts_status int4_run(const void* impl, const opcts_run_args* a, opcts_report* r
       int4_mm(k, stream);
     }
   } catch (const Int4ArgumentError& e) {
-    if (workspace) cudaFreeAsync(workspace, stream);
+    if (workspace) (void)cudaFreeAsync(workspace, stream);
     return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
   } catch (const std::exception& e) {
-    if (workspace) cudaFreeAsync(workspace, stream);
+    if (workspace) (void)cudaFreeAsync(workspace, stream);
     return report_status(r, OPCTS_INTERNAL, e.what());
   }
-  if (workspace) cudaFreeAsync(workspace, stream);
+  if (workspace) (void)cudaFreeAsync(workspace, stream);
   return OPCTS_OK;
 }
 

@@ -2,6 +2,8 @@
 // benchmark and the kernels' host-emulation tests use (the rows go through abi_backend.cpp).
 #pragma once
 
+#include "gpu/portable/runtime.hpp"  // first: the runtime's stream type in the kernels' declarations
+
 #include <optional>
 
 #include "families/int4_mm/cuda/int4_mm_kernels.hpp"

@@ -31,7 +31,9 @@ void register_cuda_int4_mm(Registry& reg) {
     rows.back().caps = {"mma_sync_bf16"};
   };
   add("cuda.int4_gemv", &kGemv);
+  rows.back() = with_hip_twin(std::move(rows.back()));
   add("cuda.int4_mm", &kMm);
+  rows.back() = with_hip_twin(std::move(rows.back()));
   for (const Planted& p : kPlanted) {
     add(p.name, &p.row);
     const int4_mm::PlantedBug bug = p.bug;

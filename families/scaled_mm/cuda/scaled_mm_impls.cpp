@@ -5,7 +5,7 @@
 // each scale tensor's dtype and element count against the recipe's layout (plugin.h), found in
 // the tensors it is handed. The launchers check the rest (K, leading dimensions, layouts) and
 // cuBLASLt its own combinations (status 15 / 7 → OPCTS_UNSUPPORTED naming the status).
-#include <cuda_runtime_api.h>
+#include "gpu/portable/runtime.hpp"
 
 #include <cstdio>
 #include <stdexcept>
@@ -120,7 +120,7 @@ int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts
         "FP8 matmul takes only the TN layout below sm_100 (CUBLAS_STATUS_NOT_SUPPORTED, status 15, on sm90; "
         "cuBLASLt docs, cublasLtMatmul FP8 requirements)");
   // The handle and workspace are made now, not under the backend's stream gate.
-  scaled_mm_cublaslt_prepare();
+  OPCTS_CUDA_VENDOR(scaled_mm_cublaslt_prepare());
   // D with its rows padded to 16 bytes, beside the output the backend allocates.
   const Support s = fits_device_memory(static_cast<double>(c.m) * padded_ldd(c) * out_bytes(c), "padded D");
   return s.ok ? 1 : no(s.reason);
@@ -131,9 +131,9 @@ void scaled_mm_row_prepare(const void* impl, const void* params) {
   const auto& c = *static_cast<const opcts_scaled_mm_params*>(params);
   // The call run will make: D padded to 16-byte rows, a bias when the problem has one, the D
   // scale of an e4m3 output (a planted row that drops one asks the heuristic itself).
-  ScaledMmParams k = mm_kernel_params(c);
+  [[maybe_unused]] ScaledMmParams k = mm_kernel_params(c);  // unused under HIP (no cuBLASLt)
   if (c.n * out_bytes(c) % 16 != 0 && c.m > 0) k.ldd = padded_ldd(c);
-  scaled_mm_cublaslt_plan(k, c.bias != 0, k.out == MmOut::e4m3);
+  OPCTS_CUDA_VENDOR(scaled_mm_cublaslt_plan(k, c.bias != 0, k.out == MmOut::e4m3));
 }
 
 opcts_status scaled_mm_row_run(const void* impl, const opcts_run_args* a, opcts_report* r) {
@@ -162,25 +162,25 @@ opcts_status scaled_mm_row_run(const void* impl, const opcts_run_args* a, opcts_
         throw std::runtime_error("cudaMallocAsync of the padded D failed");
       k.d = padded;
     }
-    row.cublaslt ? scaled_mm_cublaslt(k, stream) : scaled_mm_mx_kernel(k, stream);
+    row.cublaslt ? OPCTS_CUDA_VENDOR(scaled_mm_cublaslt(k, stream)) : scaled_mm_mx_kernel(k, stream);
     if (pad && cudaMemcpy2DAsync(d, static_cast<size_t>(row_bytes), padded, static_cast<size_t>(k.ldd * out_bytes(c)),
                                  static_cast<size_t>(row_bytes), static_cast<size_t>(c.m), cudaMemcpyDeviceToDevice,
                                  stream) != cudaSuccess)
       throw std::runtime_error("cudaMemcpy2DAsync of the padded D failed");
   } catch (const MmArgumentError& e) {
-    if (padded) cudaFreeAsync(padded, stream);
+    if (padded) (void)cudaFreeAsync(padded, stream);
     return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
   } catch (const AbiValueError& e) {
-    if (padded) cudaFreeAsync(padded, stream);
+    if (padded) (void)cudaFreeAsync(padded, stream);
     return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.field);
   } catch (const MmLibraryRefusal& e) {
-    if (padded) cudaFreeAsync(padded, stream);
+    if (padded) (void)cudaFreeAsync(padded, stream);
     return report_status(r, OPCTS_UNSUPPORTED, "cuBLASLt status " + std::to_string(e.status) + ": " + e.what());
   } catch (const std::exception& e) {
-    if (padded) cudaFreeAsync(padded, stream);
+    if (padded) (void)cudaFreeAsync(padded, stream);
     return report_status(r, OPCTS_INTERNAL, e.what());
   }
-  if (padded) cudaFreeAsync(padded, stream);
+  if (padded) (void)cudaFreeAsync(padded, stream);
   return OPCTS_OK;
 }
 

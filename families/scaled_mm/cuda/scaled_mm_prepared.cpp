@@ -41,7 +41,7 @@ PreparedScaledMm prepare_scaled_mm(const scaled_mm::Problem& p, const TensorMap&
 }
 
 void launch_scaled_mm(const PreparedScaledMm& m, bool cublaslt, CUstream_st* stream) {
-  if (cublaslt) cuda::scaled_mm_cublaslt(m.params, stream);
+  if (cublaslt) OPCTS_CUDA_VENDOR(cuda::scaled_mm_cublaslt(m.params, stream));
   else cuda::scaled_mm_mx_kernel(m.params, stream);
 }
 

@@ -2,6 +2,8 @@
 // the benchmark uses (the rows go through abi_backend.cpp).
 #pragma once
 
+#include "gpu/portable/runtime.hpp"  // first: the runtime's stream type in the kernels' declarations
+
 #include <optional>
 
 #include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"

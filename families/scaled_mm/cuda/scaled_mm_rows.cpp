@@ -29,7 +29,7 @@ void register_cuda_scaled_mm(Registry& reg) {
     r.prepare = OPCTS_CUDA_ONLY(scaled_mm_row_prepare);
     return r;
   };
-  std::vector<Row> rows = {mm_row("cuda.cublaslt", &kCublaslt), mm_row("cuda.mx_kernel", &kMxKernel)};
+  std::vector<Row> rows = {mm_row("cuda.cublaslt", &kCublaslt), with_hip_twin(mm_row("cuda.mx_kernel", &kMxKernel))};
   for (size_t i = 0; i < planted_names.size(); ++i) {
     const scaled_mm::PlantedBug bug = scaled_mm::planted_bugs()[i];
     rows.push_back(mm_row(planted_names[i].c_str(), &kCublaslt));

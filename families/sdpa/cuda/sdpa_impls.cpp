@@ -5,7 +5,7 @@
 // Thin on purpose: the launchers check the operator's arguments (sdpa_args.cu) and refuse a
 // negative case with SdpaArgumentError, which becomes OPCTS_INVALID_ARGUMENT naming the argument;
 // the backend (abi_backend.cpp) uploads, poisons and guards the outputs and downloads them.
-#include <cuda_runtime_api.h>
+#include "gpu/portable/runtime.hpp"
 
 #include <cstdio>
 #include <stdexcept>
@@ -174,7 +174,7 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
     }
   } else {
     // cuBLAS's handle is made now, not under the backend's stream gate (cublasCreate may wait).
-    sdpa_math_prepare();
+    OPCTS_CUDA_VENDOR(sdpa_math_prepare());
   }
   const Support s = fits_device_memory(scratch_bytes(row, c), "scratch");
   if (!s.ok) {
@@ -188,7 +188,7 @@ void sdpa_kernel_prepare(const void* impl, const void*) {
   // cuda.math's cuBLAS handle, in the process that runs the case (supports ran in another).
   if (static_cast<const SdpaRow*>(impl)->kernel != SdpaKernel::math) return;
   try {
-    sdpa_math_prepare();
+    OPCTS_CUDA_VENDOR(sdpa_math_prepare());
   } catch (...) {
     // The run makes the handle again and reports what failed.
   }
@@ -206,7 +206,7 @@ opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* a, opcts_re
       return OPCTS_OK;
     }
     if (!backward(c)) {
-      flash ? sdpa_flash_forward(bp.fwd, stream) : sdpa_math_forward(bp.fwd, stream);
+      flash ? sdpa_flash_forward(bp.fwd, stream) : OPCTS_CUDA_VENDOR(sdpa_math_forward(bp.fwd, stream));
       return OPCTS_OK;
     }
     // The backward needs the forward's O and lse: computed here, by the same kernel.
@@ -214,8 +214,8 @@ opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* a, opcts_re
     StreamScratch scratch(stream);
     bp.fwd.o = scratch.alloc(static_cast<size_t>(o_elems(c) * c.dtype.bits / 8), "forward O");
     bp.fwd.lse = scratch.alloc_n<float>(static_cast<size_t>(lse_elems(c)), "forward lse");
-    flash ? sdpa_flash_forward(bp.fwd, stream) : sdpa_math_forward(bp.fwd, stream);
-    flash ? sdpa_flash_backward(bp, stream) : sdpa_math_backward(bp, stream);
+    flash ? sdpa_flash_forward(bp.fwd, stream) : OPCTS_CUDA_VENDOR(sdpa_math_forward(bp.fwd, stream));
+    flash ? sdpa_flash_backward(bp, stream) : OPCTS_CUDA_VENDOR(sdpa_math_backward(bp, stream));
   } catch (const SdpaArgumentError& e) {
     return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
   } catch (const AbiValueError& e) {

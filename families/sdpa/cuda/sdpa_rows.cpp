@@ -78,6 +78,7 @@ void register_cuda_sdpa(Registry& reg) {
   };
   // flash uses mma.sync m16n8k16 with bf16 operands (sm_80+); math needs only cuBLAS.
   kernel_row("cuda.flash", &kFlash, {"mma_sync_bf16"});
+  rows.back() = with_hip_twin(std::move(rows.back()));  // hip.flash: the same kernels, mma emulated
   // ABI 1.3: varlen (the forward's kVarlen variant, the backward's FMA kernel) with padding rows
   // (seqused_k); its supports refuses the paged layout (1.2), cuda.flash_decode's. 1.4: chunked-
   // local attention in the forward's general variant and the backward's FMA kernel. 1.5: attention
