@@ -33,11 +33,22 @@
 // as for a mask tensor, so the NaN of an unread block reaches neither a probability nor the P·V
 // product.
 //
+// FP8 (SdpaParams::fp8; the kFp8 variant, general and dense): the launcher first copies the fp8
+// codes into the dtype on the stream (exact: every e4m3fn and e5m2 value is a bf16 and an fp16
+// value), so the tile loads and the 16-bit MMAs take them unchanged, as an fp8 MMA would. The
+// descales of the block's (batch, KV head) fold into the score's factor (scale·q_descale·k_descale,
+// FlashAttention 3's softmax_scale, in fp32) and v's onto O in the epilogue; under fp8 q, k, v, P is
+// rounded to e4m3fn before P·V (the operand of FlashAttention 3's fp8 P·V; exact once widened),
+// after the row sum has taken it unrounded. A variant of its own, so that the others keep their
+// registers.
+//
 // Planted bugs (SdpaPlant, for the cuda.flash_* planted impls): gqa_modulo and masked_row_nan
 // in every variant; the precision bugs (the P·V accumulator or the row sum rounded to the
 // dtype after every key tile, lse off by log 2) only in the kGeneral variant, which a planted
 // launch always takes, so the plain kernel keeps its registers.
+#include "gpu/cuda/stream_scratch.cuh"
 #include "sdpa_flash_common.cuh"
+#include "sdpa_fp8.hpp"
 #include "sdpa_kernels.hpp"
 
 #include <cmath>
@@ -137,6 +148,13 @@ struct KernelArgs {
   const uint8_t* block_mask;
   int64_t block_hs, block_nk;
   int block_q, block_k;
+  // FP8 (the kFp8 variant only; q, k, v then point at the 16-bit copies): the descales, entry
+  // b·heads_kv + hk where per (batch, KV head), else entry 0; q_descale null under an fp8 KV cache.
+  // p_e4m3: P rounded to e4m3fn for P·V (fp8 q, k, v).
+  const float* q_descale;
+  const float* k_descale;
+  const float* v_descale;
+  bool descale_per_head, p_e4m3;
 };
 
 // x rounded to T (round to nearest even) and back: what a T register would hold.
@@ -179,7 +197,12 @@ __device__ __forceinline__ void load_tile(T* smem, const T* gbase, int64_t row_s
 // kBlocks (with kGeneral, dense): a block mask (KernelArgs::block_mask). A variant of its own, so
 // that the general variant keeps its registers (ptxas 13.0, sm_90: with the block code in it, its
 // spill loads grew by up to 192 bytes at fp16 D = 128).
-template <typename T, int DQK, int DV, bool kGeneral, bool kVarlen, bool kBlocks = false>
+//
+// kFp8 (with kGeneral, dense): fp8 inputs (KernelArgs::k_descale), whose factors and P's rounding
+// stay out of the other variants (ptxas 13.0, sm_90: the other 64 kernels' registers and spills
+// unchanged; against the general variant its spill loads grow by 24 to 32 bytes at D = 128, 40 at
+// D = 96, 16 at D = 192 and 8 at D = 256, none at D <= 80 nor 192 × 128).
+template <typename T, int DQK, int DV, bool kGeneral, bool kVarlen, bool kBlocks = false, bool kFp8 = false>
 __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(const KernelArgs a) {
   using C = Cfg<DQK, DV>;
   constexpr int BM = C::kBlockM, BN = C::kBlockN, PQ = C::kPitchQK, PV = C::kPitchV, MT = C::kMT;
@@ -190,6 +213,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   constexpr int kNK = BN / 16;   // k-steps of P·V
   constexpr float kLog2e = 1.44269504088896340736f;
   static_assert(!kBlocks || (kGeneral && !kVarlen), "block masks: the dense general variant only");
+  static_assert(!kFp8 || (kGeneral && !kVarlen && !kBlocks), "fp8: the dense general variant only");
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
@@ -225,6 +249,19 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   // after it.
   __shared__ float sSlope;
   if (kGeneral && tid == 0) sSlope = a.alibi ? a.alibi[b * a.alibi_bs + h] : 0.f;
+  // FP8: the score's factor scale·q_descale·k_descale (in this order, in fp32, as the host's) and
+  // v's descale, of (b, hk); in shared memory as the slope, read per tile and in the epilogue (after
+  // the barrier that ends the key loop).
+  __shared__ float sFp8[2];
+  if constexpr (kFp8) {
+    if (tid == 0) {
+      const int64_t di = a.descale_per_head ? b * a.heads_kv + hk : 0;
+      float f = a.scale;
+      if (a.q_descale) f *= a.q_descale[di];
+      sFp8[0] = f * a.k_descale[di];
+      sFp8[1] = a.v_descale[di];
+    }
+  }
 
   // The block's sequence: the problem's (dense), or sequence b of a packed batch, whose rows
   // start at its offsets (batch strides are 0 there) and whose lengths set its alignment. The
@@ -397,6 +434,9 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
     // (sdpa_flash_supports bounds Sq and Sk), so that each element adds only its constant offset.
     const int dist0 = kGeneral ? static_cast<int>(row_g + seq_k - seq_q - n0) : 0;
     const float slope = kGeneral ? sSlope : 0.f;
+    // The score's factor: the softmax scale, or under fp8 with the descales folded in.
+    const float qk_scale = kFp8 ? sFp8[0] : a.scale;
+    const float qk_scale_log2 = kFp8 ? qk_scale * kLog2e : a.scale_log2;
     uint64_t seen = 0;  // columns of this thread that a valid row sees (mask tensor only)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
@@ -432,13 +472,13 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
           }
           float x;
           if (kGeneral && a.general) {
-            x = s[mt][i][e] * a.scale;
+            x = s[mt][i][e] * qk_scale;
             if (a.softcap > 0.f) x = a.softcap * tanhf(x / a.softcap);
             // ALiBi at the row's lower-right distance (the sequence's own lengths when packed).
             if (a.alibi) x -= flash::alibi_bias(slope, dist0 + ro - col);
             x = (x + add) * kLog2e;
           } else {
-            x = s[mt][i][e] * a.scale_log2;
+            x = s[mt][i][e] * qk_scale_log2;
           }
           if (!vis) x = -INFINITY;
           if (zero_unseen && vis && row_g + ro < seq_q) seen |= uint64_t(1) << col;
@@ -512,6 +552,13 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
       if (tid == 0) sSeen[0] = sSeen[1] = 0u;  // every thread has read it
     }
 
+    // P as P·V takes it: under fp8 q, k, v rounded to e4m3fn (an fp8 MMA's operand, exact in T),
+    // the row sums having taken it unrounded; else as it is (T's rounding is the pack's).
+    const auto p_in = [&](float x) {
+      if constexpr (kFp8) return a.p_e4m3 ? sdpa_round_p_e4m3fn(x) : x;
+      return x;
+    };
+
     // O += P·V: the S accumulator of n-tiles (2kk, 2kk+1) is exactly the A fragment of
     // k-step kk once packed to 16-bit pairs.
 #pragma unroll
@@ -519,10 +566,10 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
       uint32_t pa[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        pa[mt][0] = Mma<T>::pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-        pa[mt][1] = Mma<T>::pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-        pa[mt][2] = Mma<T>::pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-        pa[mt][3] = Mma<T>::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        pa[mt][0] = Mma<T>::pack(p_in(s[mt][2 * kk][0]), p_in(s[mt][2 * kk][1]));
+        pa[mt][1] = Mma<T>::pack(p_in(s[mt][2 * kk][2]), p_in(s[mt][2 * kk][3]));
+        pa[mt][2] = Mma<T>::pack(p_in(s[mt][2 * kk + 1][0]), p_in(s[mt][2 * kk + 1][1]));
+        pa[mt][3] = Mma<T>::pack(p_in(s[mt][2 * kk + 1][2]), p_in(s[mt][2 * kk + 1][3]));
       }
 #pragma unroll
       for (int dp = 0; dp < kDT / 2; ++dp) {
@@ -562,6 +609,9 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
   // sum' = sum·2^(m − M) + 2^(σ − M) and O's factor 2^(m − M) (0 for a row with no key, whose
   // sum' is then 1 at M = σ: O = 0, lse = the sink).
   if constexpr (!kGeneral) sink = a.sinks ? a.sinks[h] * kLog2e : -INFINITY;
+  // FP8: v's descale multiplies O (the codes of V went into P·V), after the normalisation's factor.
+  float o_descale = 1.f;
+  if constexpr (kFp8) o_descale = sFp8[1];
   T* sOw = sQ + warp * kWarpRows * PV;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
@@ -581,6 +631,7 @@ __global__ void __launch_bounds__((Cfg<DQK, DV>::kThreads)) flash_fwd_kernel(con
       }
       const bool empty = !(sum > 0.f);
       inv[r] = empty ? (a.nan_rows ? __int_as_float(0x7fc00000) : 0.f) : o_scale * fast_rcp(sum);
+      if constexpr (kFp8) inv[r] *= o_descale;
       const int64_t row = row_g + mt * 16 + 8 * r;
       float log2_sum = log2f(sum);
       if constexpr (kGeneral) {
@@ -625,24 +676,36 @@ __global__ void empty_rows_kernel(void* o, float* lse, SdpaStrides os, int64_t h
   if (threadIdx.x == 0) lse[row] = sinks ? sinks[h] : -INFINITY;
 }
 
+// FP8: n codes (E5M2 where e5m2, else E4M3FN) into T, exactly; 8 consecutive elements a thread,
+// over a grid-stride loop.
+template <typename T>
+__global__ void fp8_to_dtype_kernel(const uint8_t* in, T* out, int64_t n, bool e5m2) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x * 8;
+  for (int64_t i0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 8; i0 < n; i0 += stride) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      if (i0 + j < n) out[i0 + j] = T(sdpa_fp8_to_f32(in[i0 + j], e5m2));
+  }
+}
+
 void check_launch(const char* what) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     throw std::runtime_error(std::string("sdpa_flash_forward: ") + what + ": " + cudaGetErrorString(err));
 }
 
-template <typename T, int DQK, int DV, bool kGeneral, bool kVarlen = false, bool kBlocks = false>
+template <typename T, int DQK, int DV, bool kGeneral, bool kVarlen = false, bool kBlocks = false, bool kFp8 = false>
 void launch_variant(const KernelArgs& a, int64_t blocks, cudaStream_t stream) {
   using C = Cfg<DQK, DV>;
   // The opt-in for more than 48 KiB of dynamic shared memory is per kernel and per device;
   // setting it every call is cheap and keeps multi-device processes correct.
   if (C::kSmemBytes > 48 * 1024) {
-    const cudaError_t err = gpu::set_max_dynamic_smem(flash_fwd_kernel<T, DQK, DV, kGeneral, kVarlen, kBlocks>,
+    const cudaError_t err = gpu::set_max_dynamic_smem(flash_fwd_kernel<T, DQK, DV, kGeneral, kVarlen, kBlocks, kFp8>,
                                                       static_cast<int>(C::kSmemBytes));
     if (err != cudaSuccess)
       throw std::runtime_error(std::string("sdpa_flash_forward: cudaFuncSetAttribute: ") + cudaGetErrorString(err));
   }
-  flash_fwd_kernel<T, DQK, DV, kGeneral, kVarlen, kBlocks>
+  flash_fwd_kernel<T, DQK, DV, kGeneral, kVarlen, kBlocks, kFp8>
       <<<static_cast<unsigned>(blocks), C::kThreads, C::kSmemBytes, stream>>>(a);
   check_launch("flash_fwd_kernel launch");
 }
@@ -698,8 +761,16 @@ void launch(const SdpaParams& p, cudaStream_t stream) {
   a.lse_plus_log2 = p.plant == SdpaPlant::lse_plus_log2;
   const bool precision_plant = a.pv_in_dtype || a.rowsum_in_dtype || a.lse_plus_log2;
   flash::set_block_mask(a, p);
+  const bool fp8 = p.fp8 != SdpaFp8::none;
+  a.q_descale = p.fp8 == SdpaFp8::qkv ? p.q_descale : nullptr;
+  a.k_descale = p.k_descale;
+  a.v_descale = p.v_descale;
+  a.descale_per_head = p.descale_per_head;
+  a.p_e4m3 = p.fp8 == SdpaFp8::qkv;
 
-  if (a.cu_q) launch_variant<T, DQK, DV, true, true>(a, blocks, stream);
+  // fp8 is dense and without block masks (sdpa_flash_supports); its variant is a general one.
+  if (fp8) launch_variant<T, DQK, DV, true, false, false, true>(a, blocks, stream);
+  else if (a.cu_q) launch_variant<T, DQK, DV, true, true>(a, blocks, stream);
   else if (a.block_mask) launch_variant<T, DQK, DV, true, false, true>(a, blocks, stream);
   else if (a.general || a.mask_kind != SdpaMaskTensor::none || precision_plant || a.chunk > 0)
     launch_variant<T, DQK, DV, true>(a, blocks, stream);
@@ -724,6 +795,45 @@ void dispatch_head_dim(const SdpaParams& p, cudaStream_t stream) {
 }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+
+// FP8: the elements a dense tensor of `heads` heads, `seq` rows and `d` columns spans at strides s
+// (its last element's offset + 1; the whole tensor where contiguous), 0 when empty.
+int64_t span(const SdpaStrides& s, int64_t batch, int64_t heads, int64_t seq, int64_t d) {
+  if (batch <= 0 || heads <= 0 || seq <= 0 || d <= 0) return 0;
+  return (batch - 1) * s.batch + (heads - 1) * s.head + (seq - 1) * s.seq + d;
+}
+int64_t fp8_q_span(const SdpaParams& p) {
+  return p.fp8 == SdpaFp8::qkv ? span(p.q_strides, p.batch, p.heads_q, p.seq_q, p.head_dim) : 0;
+}
+int64_t fp8_k_span(const SdpaParams& p) { return span(p.k_strides, p.batch, p.heads_kv, p.seq_k, p.head_dim); }
+int64_t fp8_v_span(const SdpaParams& p) { return span(p.v_strides, p.batch, p.heads_kv, p.seq_k, p.head_dim_v); }
+
+// What the flash forward refuses of fp8 (SdpaParams::fp8), or null.
+const char* fp8_why(const SdpaParams& p) {
+  if (p.fp8 == SdpaFp8::none) return nullptr;
+  if (p.fp8 != SdpaFp8::qkv && p.fp8 != SdpaFp8::kv) return "flash kernel: unknown fp8 tensors";
+  if (p.fp8_format != OPCTS_DL_FLOAT8_E4M3FN && p.fp8_format != OPCTS_DL_FLOAT8_E5M2)
+    return "flash kernel: fp8 codes are e4m3fn or e5m2";
+  if (p.varlen || p.cu_seqlens_q) return "flash kernel: fp8 takes the dense layouts (bhsd, bshd) only";
+  if (p.block_q != 0 || p.block_k != 0)
+    return "flash kernel: fp8 with a block mask is not implemented (the block-mask variant has no fp8 path)";
+  if (p.q && (!p.k_descale || !p.v_descale || (p.fp8 == SdpaFp8::qkv && !p.q_descale)) && p.batch > 0 &&
+      p.heads_q > 0 && p.seq_q > 0 && p.seq_k > 0)
+    return "flash kernel: fp8 set without its descale tensors (q_descale with fp8 q, k_descale, v_descale)";
+  return nullptr;
+}
+
+// FP8: n codes at `in` copied into T at `out` on the stream.
+template <typename T>
+void fp8_to_dtype(const void* in, void* out, int64_t n, bool e5m2, cudaStream_t stream) {
+  if (n == 0) return;
+  constexpr int kThreads = 256;
+  const int64_t want = (n + 8 * kThreads - 1) / (8 * kThreads);
+  const unsigned blocks = static_cast<unsigned>(want < 65535 ? want : 65535);
+  fp8_to_dtype_kernel<T>
+      <<<blocks, kThreads, 0, stream>>>(static_cast<const uint8_t*>(in), static_cast<T*>(out), n, e5m2);
+  check_launch("fp8_to_dtype_kernel launch");
+}
 
 // Every row start must be 16-byte aligned for cp.async/vector stores: base pointer aligned
 // and every stride a multiple of 8 elements (2-byte dtypes).
@@ -768,7 +878,7 @@ bool sdpa_flash_supports(const SdpaParams& p, const char** why) {
     reason = "flash kernel: alibi set without an alibi_slopes tensor";
   else if (p.alibi != SdpaAlibi::none && (p.seq_q > flash::kAlibiMaxSeq || p.seq_k > flash::kAlibiMaxSeq))
     reason = "flash kernel: ALiBi's distances are 32-bit (Sq and Sk below 2^31 - 4096)";
-  else reason = block_mask_why(p);
+  else if (!(reason = block_mask_why(p))) reason = fp8_why(p);
   if (why) *why = reason;
   return reason == nullptr;
 }
@@ -797,8 +907,31 @@ void sdpa_flash_forward(const SdpaParams& p, CUstream_st* stream) {
     check_launch("empty_rows_kernel launch");
     return;
   }
-  if (p.dtype == SdpaDType::fp16) dispatch_head_dim<__half>(p, s);
-  else dispatch_head_dim<__nv_bfloat16>(p, s);
+  if (p.fp8 == SdpaFp8::none) {
+    if (p.dtype == SdpaDType::fp16) dispatch_head_dim<__half>(p, s);
+    else dispatch_head_dim<__nv_bfloat16>(p, s);
+    return;
+  }
+  // FP8: the codes copied into the dtype (freed on the stream after the kernel), the kernel run on
+  // the copies at the same strides.
+  StreamScratch scratch(s);
+  SdpaParams c = p;
+  const bool e5m2 = p.fp8_format == OPCTS_DL_FLOAT8_E5M2, fp16 = p.dtype == SdpaDType::fp16;
+  const auto copy = [&](const void* codes, int64_t n, const char* what) -> const void* {
+    void* out = scratch.alloc(static_cast<size_t>(n) * 2, what);
+    fp16 ? fp8_to_dtype<__half>(codes, out, n, e5m2, s) : fp8_to_dtype<__nv_bfloat16>(codes, out, n, e5m2, s);
+    return out;
+  };
+  if (p.fp8 == SdpaFp8::qkv) c.q = copy(p.q, fp8_q_span(p), "fp8 q in the dtype");
+  c.k = copy(p.k, fp8_k_span(p), "fp8 k in the dtype");
+  c.v = copy(p.v, fp8_v_span(p), "fp8 v in the dtype");
+  if (fp16) dispatch_head_dim<__half>(c, s);
+  else dispatch_head_dim<__nv_bfloat16>(c, s);
+}
+
+int64_t sdpa_flash_scratch_bytes(const SdpaParams& p) {
+  if (p.fp8 == SdpaFp8::none) return 0;
+  return 2 * (fp8_q_span(p) + fp8_k_span(p) + fp8_v_span(p));  // 16-bit copies
 }
 
 }  // namespace opcts::cuda

@@ -44,7 +44,10 @@ double scratch_bytes(const SdpaRow& row, const opcts_sdpa_params& c) {
     const double qo = static_cast<double>(c.batch) * c.heads_q * c.seq_q * (c.head_dim + c.head_dim_v);
     scratch = f32 * static_cast<double>(c.batch) * c.heads_q * c.seq_q * c.seq_k * (bwd ? 3 : 1) +
               f32 * (qo + kv) * (bwd ? 2 : 1) + (bwd ? f32 * kv : 0.0) + 2 * f32 * kv;
-  } else if (bwd) {
+  } else if (!bwd) {
+    // fp8: the flash forward's 16-bit copies of the codes (sdpa_flash.cu).
+    scratch = static_cast<double>(sdpa_flash_scratch_bytes(sdpa_params_of(c, nullptr, 0, row.plant)));
+  } else {
     // The flash backward's fp32 dQ workspace and rowsum(dO ⊙ O), and dbias's fp32 partials.
     scratch = f32 * static_cast<double>(c.batch) * c.heads_q * c.seq_q * (c.head_dim + 1) +
               static_cast<double>(sdpa_flash_dbias_scratch_bytes(sdpa_backward_params_of(c, nullptr, 0, row.plant)));
@@ -104,6 +107,20 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
   }
   if (decode && backward(c)) {
     std::snprintf(reason, size, "cuda.flash_decode is a forward kernel (the paged layout is forward only)");
+    return 0;
+  }
+  // FP8 (ABI 1.9) runs on cuda.flash's forward (its fp8 variant, over 16-bit copies of the codes);
+  // the other kernels would read the codes as the dtype.
+  if (bp.fwd.fp8 != SdpaFp8::none &&
+      (row.kernel != SdpaKernel::flash || row.path != SdpaBwdPath::automatic || backward(c))) {
+    std::snprintf(reason, size,
+                  "fp8 attention runs on cuda.flash's forward; cuda.math, cuda.flash_decode and the flash backward's "
+                  "kernels take no fp8 codes");
+    return 0;
+  }
+  // An fp8 output (O·o_scale as e4m3fn codes) needs an epilogue the kernels do not have.
+  if (c.fp8_out) {
+    std::snprintf(reason, size, "cuda.flash writes O in the dtype: an fp8 output with o_scale is not implemented");
     return 0;
   }
   if (c.attention_chunk != 0 && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {

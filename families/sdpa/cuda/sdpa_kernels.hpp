@@ -55,6 +55,9 @@ enum class SdpaAlibi : int32_t {
   per_batch_head = OPCTS_SDPA_ALIBI_PER_BATCH_HEAD,
 };
 
+/// Which of q, k, v hold fp8 codes (ABI 1.9), spelled with the ABI's constants as sdpa::Fp8 is.
+enum class SdpaFp8 : int32_t { none = OPCTS_SDPA_FP8_NONE, qkv = OPCTS_SDPA_FP8_QKV, kv = OPCTS_SDPA_FP8_KV };
+
 /// Deliberate bugs a planted impl asks the kernels for (each must make its cases FAIL).
 enum class SdpaPlant {
   none,
@@ -147,6 +150,21 @@ struct SdpaParams {
   // or a product. block_q and block_k are set without the tensor too (the supports callbacks ask).
   int64_t block_q = 0, block_k = 0;
   const uint8_t* block_mask = nullptr;
+  // FP8 attention (ABI 1.9; sdpa_flash_forward only, forward, dense layouts): q (qkv), k and v
+  // hold fp8 codes of fp8_format (OPCTS_DL_FLOAT8_E4M3FN or OPCTS_DL_FLOAT8_E5M2), one byte an
+  // element at the strides above; dtype is O's (and q's under kv). Descales fp32: q_descale (qkv),
+  // k_descale and v_descale, one value, or [B, Hkv] contiguous with descale_per_head (q's too per
+  // KV head, FlashAttention 3's). An element's value is code·descale of its (batch, KV head). The
+  // flash forward takes the codes into its products and folds the descales in (FlashAttention 3's
+  // fp8 forward): s = (q·k)·(scale·q_descale·k_descale) in fp32, P rounded to e4m3fn for P·V under
+  // qkv (the dtype under kv), O = (Σ P·v)·v_descale / l. fp8, fp8_format and descale_per_head are
+  // set without the tensors too (the supports callbacks ask).
+  SdpaFp8 fp8 = SdpaFp8::none;
+  uint8_t fp8_format = OPCTS_DL_FLOAT8_E4M3FN;
+  bool descale_per_head = false;
+  const float* q_descale = nullptr;
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
 };
 
 /// Gradients of the forward above for a given dO. `fwd` holds the forward's inputs and its
@@ -219,8 +237,13 @@ void sdpa_cudnn_lse_to_stats(const SdpaParams& p, float* padded, CUstream_st* st
 /// Whether sdpa_flash_forward handles these parameters; when not, `why` says which one.
 bool sdpa_flash_supports(const SdpaParams& p, const char** why);
 
+/// Bytes of device scratch sdpa_flash_forward allocates on the stream: under fp8, the 16-bit
+/// copies (the dtype) of the fp8 tensors (0 otherwise).
+int64_t sdpa_flash_scratch_bytes(const SdpaParams& p);
+
 /// Our tiled flash-attention forward (online softmax, fp32 accumulation on tensor cores),
-/// fp16/bf16 only. Throws std::invalid_argument naming the unsupported parameter and
+/// fp16/bf16 only; fp8 codes (SdpaParams::fp8) are first copied into the dtype, exactly, on the
+/// stream. Throws std::invalid_argument naming the unsupported parameter and
 /// std::runtime_error carrying the CUDA error string when a launch fails.
 void sdpa_flash_forward(const SdpaParams& p, CUstream_st* stream);
 

@@ -41,8 +41,8 @@ inline bool sdpa_backward(const opcts_sdpa_params& c) {
 /// The kernels' parameters of an ABI call: sizes, scale, masks, window, softcap, the strides of
 /// the layout (BHSD, BSHD, or THD for varlen: token-major, batch strides 0, with the cu_seqlens
 /// tensors and Tq from q's rows; paged: q and O as THD, k and v the caches, the block table,
-/// seqused_k and the page geometry), the chunk, the sinks and ALiBi, and — when `tensors` are
-/// given — the tensors' pointers.
+/// seqused_k and the page geometry), the chunk, the sinks, ALiBi, block masks and fp8, and — when
+/// `tensors` are given — the tensors' pointers (the descales' with fp8).
 inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor* tensors = nullptr, int32_t n = 0,
                                  SdpaPlant plant = SdpaPlant::none) {
   SdpaParams k{};
@@ -86,6 +86,11 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
   k.alibi = as_kernel<SdpaAlibi>(from_abi<sdpa::Alibi>(c.alibi, "alibi"));
   k.block_q = c.block_mask_q;
   k.block_k = c.block_mask_k;
+  k.fp8 = as_kernel<SdpaFp8>(from_abi<sdpa::Fp8>(c.fp8, "fp8"));
+  if (k.fp8 != SdpaFp8::none) {
+    k.fp8_format = c.fp8_format.code;
+    k.descale_per_head = from_abi<sdpa::Descale>(c.descale, "descale") == sdpa::Descale::per_head;
+  }
   if (paged) {
     k.page_size = c.page_size;
     k.num_pages = c.num_pages;
@@ -103,6 +108,11 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
     if (k.alibi != SdpaAlibi::none)
       k.alibi_slopes = static_cast<const float*>(sdpa_tensor_data(tensors, n, "alibi_slopes"));
     if (k.block_q > 0) k.block_mask = static_cast<const uint8_t*>(sdpa_tensor_data(tensors, n, "block_mask"));
+    if (k.fp8 != SdpaFp8::none) {
+      if (k.fp8 == SdpaFp8::qkv) k.q_descale = static_cast<const float*>(sdpa_tensor_data(tensors, n, "q_descale"));
+      k.k_descale = static_cast<const float*>(sdpa_tensor_data(tensors, n, "k_descale"));
+      k.v_descale = static_cast<const float*>(sdpa_tensor_data(tensors, n, "v_descale"));
+    }
     if (thd) {
       k.cu_seqlens_q = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_q"));
       k.cu_seqlens_k = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_k"));

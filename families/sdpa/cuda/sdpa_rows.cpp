@@ -86,8 +86,9 @@ void register_cuda_sdpa(Registry& reg) {
   // ALiBi in the forward's general variant and the backward's FMA kernel. 1.7: query-broadcast
   // masks (every kernel reads row i at i · mask_strides.seq) and dbias (the FMA kernel's fp32
   // partials, summed in a fixed order). 1.8: block masks in the forward's general variant and the
-  // backward's FMA kernel.
-  rows.back().desc.abi_minor = 8;
+  // backward's FMA kernel. 1.9: fp8 q, k, v and fp8 KV caches in the forward (its fp8 variant over
+  // 16-bit copies of the codes; dense layouts, no block mask).
+  rows.back().desc.abi_minor = 9;
   kernel_row("cuda.math", &kMath, {});
   // 1.7 for query-broadcast masks (its softmax reads rows through the seq stride); its supports
   // refuses dbias and everything of 1.1 to 1.6 (varlen, paged, chunks, sinks, ALiBi).

@@ -3,6 +3,9 @@
 // block decides whether dQ's fp32 atomics can land in another order (more than two blocks a row).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,8 +13,11 @@
 #include "app/builtins.hpp"
 #include "core/abi_impl.hpp"
 #include "core/arch.hpp"
+#include "families/sdpa/cuda/sdpa_fp8.hpp"
 #include "families/sdpa/cuda/sdpa_launch.hpp"
 #include "families/sdpa/sdpa.hpp"
+#include "numerics/dtype.hpp"
+#include "numerics/minifloat_bits.hpp"
 
 namespace opcts {
 namespace {
@@ -427,13 +433,152 @@ TEST(SdpaCudaGlue, BlockMasksReachCudaFlashAndItsFmaBackward) {
   // SKIPs.
   const auto* flash = dynamic_cast<const AbiImpl*>(builtin_registry().impl("cuda.flash"));
   ASSERT_NE(flash, nullptr);
-  EXPECT_EQ(flash->abi_minor(), 8u);
+  EXPECT_GE(flash->abi_minor(), 8u);
   for (const char* id : ids) {
     const ProblemPtr p = f.parse_id(id);
     EXPECT_EQ(gap("cuda.flash", *p), "") << id;
     EXPECT_NE(gap("cuda.flash_decode", *p).find("ABI 1.8"), std::string::npos) << gap("cuda.flash_decode", *p);
     expect_other_cuda_rows_skip(*p, 7, "ABI 1.8");
   }
+}
+
+// FP8 (ABI 1.9): the struct's fp8, fp8_format and descale reach the kernels' parameters (the
+// descale tensors when given; no q_descale under an fp8 KV cache). cuda.flash's forward takes fp8
+// q, k, v and fp8 KV caches, e4m3fn and e5m2, descales per tensor and per (batch, KV head), with
+// masks, softcap, sinks, ALiBi, the window and BSHD, its scratch the 16-bit copies of the codes;
+// its other kernels and cuda.math decline fp8 in supports, and every other CUDA row declares a minor
+// below 1.9, so the runner SKIPs fp8 problems there.
+TEST(SdpaCudaGlue, Fp8ReachesCudaFlashsForwardOnly) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const auto abi = [&](const char* id) { return abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id(id))); };
+  const char* const ids[5] = {"fp16_b2_hq4_hkv2_sq26_sk80_d64_causal_lr_fp8qkv",
+                              "bf16_b2_hq8_hkv2_sq26_sk80_d64_causal_lr_fp8kv",
+                              "bf16_b1_hq4_hkv2_sq40_sk72_d64_causal_lr_sink_alibi_cap30_bmaskbh_fp8qkvh",
+                              "bf16_b1_hq4_hkv2_sq40_sk72_d64_causal_lr_alibi_cap30_amask_fp8kvh",
+                              "fp16_b1_hq4_hkv2_sq40_sk72_d64_causal_lr_scale1_win20x0_fp8kve5m2h_poison_bshd"};
+  const auto qkv = abi(ids[0]), kv = abi(ids[1]), e5m2h = abi(ids[4]);
+  const cuda::SdpaParams kq = cuda::sdpa_params_of(qkv), kk = cuda::sdpa_params_of(kv),
+                         ke = cuda::sdpa_params_of(e5m2h);
+  EXPECT_EQ(kq.fp8, cuda::SdpaFp8::qkv);
+  EXPECT_EQ(kq.fp8_format, OPCTS_DL_FLOAT8_E4M3FN);
+  EXPECT_FALSE(kq.descale_per_head);
+  EXPECT_EQ(kq.dtype, cuda::SdpaDType::fp16);  // O's
+  EXPECT_EQ(kk.fp8, cuda::SdpaFp8::kv);
+  EXPECT_EQ(ke.fp8_format, OPCTS_DL_FLOAT8_E5M2);
+  EXPECT_TRUE(ke.descale_per_head);
+  EXPECT_EQ(cuda::sdpa_params_of(abi("bf16_b2_hq8_hkv2_sq26_sk80_d64_causal_lr")).fp8, cuda::SdpaFp8::none);
+
+  float qd = 0, kd = 0, vd = 0;
+  opcts_tensor t[3] = {};
+  t[0].name = "q_descale", t[0].data = &qd;
+  t[1].name = "k_descale", t[1].data = &kd;
+  t[2].name = "v_descale", t[2].data = &vd;
+  const cuda::SdpaParams tq = cuda::sdpa_params_of(qkv, t, 3), tk = cuda::sdpa_params_of(kv, t, 3);
+  EXPECT_EQ(tq.q_descale, &qd);
+  EXPECT_EQ(tq.k_descale, &kd);
+  EXPECT_EQ(tq.v_descale, &vd);
+  EXPECT_EQ(tk.q_descale, nullptr);  // the queries are in the dtype
+  EXPECT_EQ(tk.k_descale, &kd);
+
+  // The 16-bit copies: q (under qkv), k and v, 2 bytes an element.
+  EXPECT_EQ(cuda::sdpa_flash_scratch_bytes(kq), 2 * (2 * 4 * 26 * 64 + 2 * (2 * 2 * 80 * 64)));
+  EXPECT_EQ(cuda::sdpa_flash_scratch_bytes(kk), 2 * (2 * (2 * 2 * 80 * 64)));
+  EXPECT_EQ(cuda::sdpa_flash_scratch_bytes(cuda::sdpa_params_of(abi("bf16_b2_hq8_hkv2_sq26_sk80_d64_causal_lr"))), 0);
+
+  RowSupports supports;
+  const char* const reason = supports.reason;
+  for (const char* id : ids) EXPECT_EQ(supports(kFlashRow, abi(id)), 1) << id << ": " << reason;
+  for (const cuda::SdpaRow* row : {&kMathRow, &kBwdFmaRow, &kBwdOcc2Row}) {
+    EXPECT_EQ(supports(*row, qkv), 0);
+    EXPECT_NE(std::string(reason).find("fp8 attention runs on cuda.flash's forward"), std::string::npos) << reason;
+  }
+  EXPECT_EQ(supports(kDecodeRow, kv), 0);  // a dense problem
+
+  // The flash kernel's own checks, once the tensors are given: the descales, the format, the
+  // layout and block masks.
+  cuda::SdpaParams k = kq;
+  alignas(16) static unsigned char buf[16];
+  k.q = k.k = k.v = k.o = buf;
+  const char* why = nullptr;
+  EXPECT_FALSE(cuda::sdpa_flash_supports(k, &why));
+  EXPECT_NE(std::string(why).find("descale tensors"), std::string::npos) << why;
+  k.k_descale = k.v_descale = &kd;
+  EXPECT_FALSE(cuda::sdpa_flash_supports(k, &why));  // fp8 q without q_descale
+  k.q_descale = &qd;
+  EXPECT_TRUE(cuda::sdpa_flash_supports(k, &why)) << why;
+  cuda::SdpaParams fnuz = k;
+  fnuz.fp8_format = OPCTS_DL_FLOAT8_E4M3FNUZ;
+  EXPECT_FALSE(cuda::sdpa_flash_supports(fnuz, &why));
+  EXPECT_NE(std::string(why).find("e4m3fn or e5m2"), std::string::npos) << why;
+  cuda::SdpaParams blocks = k;
+  blocks.block_q = blocks.block_k = 16;
+  blocks.block_mask = buf;
+  EXPECT_FALSE(cuda::sdpa_flash_supports(blocks, &why));
+  EXPECT_NE(std::string(why).find("fp8 with a block mask"), std::string::npos) << why;
+  cuda::SdpaParams kvq = kk;
+  kvq.q = kvq.k = kvq.v = kvq.o = buf;
+  kvq.k_descale = kvq.v_descale = &kd;
+  EXPECT_TRUE(cuda::sdpa_flash_supports(kvq, &why)) << why;  // no q_descale under an fp8 KV cache
+
+  // The row table: cuda.flash declares 1.9 and takes them; the others SKIP them on the ABI
+  // (cuda.flash_decode 1.6, cuda.math 1.7, the rest at most 1.8).
+  for (const char* id : ids) {
+    const ProblemPtr p = f.parse_id(id);
+    EXPECT_EQ(gap("cuda.flash", *p), "") << id;
+    for (const char* other : {"cuda.flash_decode", "cuda.math"})
+      EXPECT_NE(gap(other, *p).find("needs plugin ABI 1.9"), std::string::npos) << other << ": " << gap(other, *p);
+    expect_other_cuda_rows_skip(*p, 8, "ABI 1.9");
+  }
+  EXPECT_EQ(dynamic_cast<const AbiImpl&>(*builtin_registry().impl("cuda.flash")).abi_minor(), 9u);
+}
+
+// The fp8 arithmetic of the flash forward (sdpa_fp8.hpp) on the CPU: every e4m3fn and e5m2 code
+// widens exactly into bf16 and fp16 (the tile loads' copies), and P's e4m3fn rounding is
+// numerics/minifloat_bits.hpp's (to nearest even, satfinite) on [0, 448] — at every e4m3fn value,
+// the midpoints to its neighbours (ties), one fp32 step either side of them, and a sweep of [0, 1].
+TEST(SdpaCudaGlue, Fp8CodesWidenExactlyAndPRoundsToE4m3fn) {
+  for (uint32_t c = 0; c < 256; ++c)
+    for (const bool e5m2 : {false, true}) {
+      const float v = cuda::sdpa_fp8_to_f32(c, e5m2);
+      const double expect = decode(e5m2 ? DType::e5m2 : DType::e4m3fn, c);
+      if (std::isnan(expect)) {
+        EXPECT_TRUE(std::isnan(v)) << c;
+        continue;
+      }
+      EXPECT_EQ(static_cast<double>(v), expect) << c << (e5m2 ? " e5m2" : " e4m3fn");
+      EXPECT_EQ(round_to(DType::bf16, v), static_cast<double>(v)) << c;
+      EXPECT_EQ(round_to(DType::fp16, v), static_cast<double>(v)) << c;
+    }
+  const auto model = [](float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    const uint32_t b = bits::decode_to_fp32(bits::encode_fp32(u, bits::kE4m3fn, true), bits::kE4m3fn);
+    float r;
+    std::memcpy(&r, &b, sizeof r);
+    return r;
+  };
+  const auto check = [&](float x) {
+    const float got = cuda::sdpa_round_p_e4m3fn(x), want = model(x);
+    EXPECT_EQ(got, want) << std::hexfloat << x;
+    EXPECT_EQ(static_cast<double>(got), round_to(DType::e4m3fn, x)) << std::hexfloat << x;
+  };
+  std::vector<float> values;
+  for (uint32_t c = 0; c < 0x7F; ++c) values.push_back(cuda::sdpa_fp8_to_f32(c, false));  // 0 to 448
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float v = values[i];
+    for (const float x : {v, std::nextafter(v, 0.f), std::nextafter(v, 1e9f)}) check(x);
+    if (i + 1 < values.size()) {
+      const float mid = (v + values[i + 1]) / 2;  // exact: a tie
+      for (const float x : {mid, std::nextafter(mid, 0.f), std::nextafter(mid, 1e9f)}) check(x);
+    }
+  }
+  for (uint32_t u = 0; u <= 0x3F800000u; u += 997) {  // [0, 1] in fp32 steps of 997 ulps
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    check(x);
+  }
+  EXPECT_EQ(cuda::sdpa_round_p_e4m3fn(1000.f), 448.f);  // satfinite
+  EXPECT_TRUE(std::isnan(cuda::sdpa_round_p_e4m3fn(std::numeric_limits<float>::quiet_NaN())));
 }
 
 // The varlen backward's determinism claim knows only the longest lengths: within two key blocks
