@@ -48,7 +48,7 @@
 // launch always takes, so the plain kernel keeps its registers.
 #include "gpu/cuda/stream_scratch.cuh"
 #include "sdpa_flash_common.cuh"
-#include "sdpa_fp8.hpp"
+#include "sdpa_fp8.cuh"
 #include "sdpa_kernels.hpp"
 
 #include <cmath>

@@ -13,7 +13,7 @@
 #include "app/builtins.hpp"
 #include "core/abi_impl.hpp"
 #include "core/arch.hpp"
-#include "families/sdpa/cuda/sdpa_fp8.hpp"
+#include "families/sdpa/cuda/sdpa_fp8.cuh"
 #include "families/sdpa/cuda/sdpa_launch.hpp"
 #include "families/sdpa/sdpa.hpp"
 #include "numerics/dtype.hpp"
@@ -532,7 +532,7 @@ TEST(SdpaCudaGlue, Fp8ReachesCudaFlashsForwardOnly) {
   EXPECT_EQ(dynamic_cast<const AbiImpl&>(*builtin_registry().impl("cuda.flash")).abi_minor(), 9u);
 }
 
-// The fp8 arithmetic of the flash forward (sdpa_fp8.hpp) on the CPU: every e4m3fn and e5m2 code
+// The fp8 arithmetic of the flash forward (sdpa_fp8.cuh) on the CPU: every e4m3fn and e5m2 code
 // widens exactly into bf16 and fp16 (the tile loads' copies), and P's e4m3fn rounding is
 // numerics/minifloat_bits.hpp's (to nearest even, satfinite) on [0, 448] — at every e4m3fn value,
 // the midpoints to its neighbours (ties), one fp32 step either side of them, and a sweep of [0, 1].
