@@ -73,6 +73,66 @@ const char* block_mask_refusal(const SdpaRow& row, const SdpaParams& k) {
   return nullptr;
 }
 
+// Why a row does not implement a problem's (valid) features — its layout, fp8, chunks, sinks,
+// ALiBi, dbias, a block mask — or null. supports() declines these, and run() refuses them again
+// (OPCTS_UNSUPPORTED) before a kernel starts: a negative case runs whatever supports() says
+// (runner/execute.cpp: judge_refusal), and a kernel handed a layout it does not read computes
+// something from the wrong tensors and so "accepts" the problem (cuda.math on a paged KV cache:
+// docs/status/sm90.md, 2026-12-06 (g)).
+const char* feature_refusal(const SdpaRow& row, const opcts_sdpa_params& c, const SdpaBackwardParams& bp) {
+  // Packed layouts: cuda.flash's forward takes varlen (cu_seqlens); cuda.flash_decode takes the
+  // paged KV cache, and only it.
+  const sdpa::Layout layout = from_abi<sdpa::Layout>(c.layout, "layout");
+  const bool decode = row.kernel == SdpaKernel::flash_decode;
+  if ((layout == sdpa::Layout::paged) != decode) {
+    return decode ? "cuda.flash_decode runs the paged layout only (dense and varlen are cuda.flash's)"
+                  : "the paged KV cache runs on cuda.flash_decode (this kernel takes the dense and varlen "
+                    "layouts)";
+  }
+  if (decode && backward(c)) {
+    return "cuda.flash_decode is a forward kernel (the paged layout is forward only)";
+  }
+  // FP8 (ABI 1.9) runs on cuda.flash's forward (its fp8 variant, over 16-bit copies of the codes);
+  // the other kernels would read the codes as the dtype.
+  if (bp.fwd.fp8 != SdpaFp8::none &&
+      (row.kernel != SdpaKernel::flash || row.path != SdpaBwdPath::automatic || backward(c))) {
+    return "fp8 attention runs on cuda.flash's forward; cuda.math, cuda.flash_decode and the flash backward's "
+           "kernels take no fp8 codes";
+  }
+  // An fp8 output (O·o_scale as e4m3fn codes) needs an epilogue the kernels do not have.
+  if (c.fp8_out) {
+    return "cuda.flash writes O in the dtype: an fp8 output with o_scale is not implemented";
+  }
+  if (c.attention_chunk != 0 && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
+    return "chunked-local attention runs on cuda.flash (its backward on the FMA kernel)";
+  }
+  // Sinks change each row's epilogue only: cuda.flash's forward adds them in every variant and its
+  // backward on every kernel (P comes from the forward's lse, which holds the sink; dsinks is a pass
+  // of its own), cuda.flash_decode in its combine; cuda.math's softmax has no sink term.
+  if (c.sinks != 0 && row.kernel != SdpaKernel::flash && !decode) {
+    return "attention sinks run on cuda.flash (forward and backward) and cuda.flash_decode, not on cuda.math";
+  }
+  // ALiBi is a per-score bias: cuda.flash's forward adds it on its general path, its backward on
+  // the FMA kernel (the tensor-core kernel has no per-score term, as for softcap and attn_mask),
+  // cuda.flash_decode in its scores; cuda.math's softmax has no bias.
+  if (bp.fwd.alibi != SdpaAlibi::none &&
+      ((row.kernel != SdpaKernel::flash && !decode) || row.path == SdpaBwdPath::tc_two_blocks)) {
+    return "ALiBi runs on cuda.flash (its backward on the FMA kernel) and cuda.flash_decode, not on "
+           "cuda.math or the tensor-core backward";
+  }
+  // dbias (ABI 1.7) is summed by cuda.flash's FMA backward (the kernel of every additive mask);
+  // cuda.math's backward does not write it. Its query-broadcast masks run on both.
+  if (c.dbias != 0 && row.kernel != SdpaKernel::flash) {
+    return "dbias (the additive attn_mask's gradient) runs on cuda.flash's backward (its FMA kernel); "
+           "cuda.math's backward does not write it";
+  }
+  if (layout == sdpa::Layout::varlen && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
+    return "the varlen layout runs on cuda.flash (its backward on the FMA kernel)";
+  }
+  if (const char* why = block_mask_refusal(row, bp.fwd)) return why;
+  return nullptr;
+}
+
 bool invalid_arguments(const SdpaParams& k) {
   try {
     sdpa_check_arguments(k);
@@ -94,70 +154,7 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
     std::snprintf(reason, size, "%s", e.what());  // a later version's value, or a corrupted struct
     return 0;
   }
-  // Packed layouts: cuda.flash's forward takes varlen (cu_seqlens); cuda.flash_decode takes the
-  // paged KV cache, and only it.
-  const sdpa::Layout layout = from_abi<sdpa::Layout>(c.layout, "layout");
-  const bool decode = row.kernel == SdpaKernel::flash_decode;
-  if ((layout == sdpa::Layout::paged) != decode) {
-    std::snprintf(reason, size, "%s",
-                  decode ? "cuda.flash_decode runs the paged layout only (dense and varlen are cuda.flash's)"
-                         : "the paged KV cache runs on cuda.flash_decode (this kernel takes the dense and varlen "
-                           "layouts)");
-    return 0;
-  }
-  if (decode && backward(c)) {
-    std::snprintf(reason, size, "cuda.flash_decode is a forward kernel (the paged layout is forward only)");
-    return 0;
-  }
-  // FP8 (ABI 1.9) runs on cuda.flash's forward (its fp8 variant, over 16-bit copies of the codes);
-  // the other kernels would read the codes as the dtype.
-  if (bp.fwd.fp8 != SdpaFp8::none &&
-      (row.kernel != SdpaKernel::flash || row.path != SdpaBwdPath::automatic || backward(c))) {
-    std::snprintf(reason, size,
-                  "fp8 attention runs on cuda.flash's forward; cuda.math, cuda.flash_decode and the flash backward's "
-                  "kernels take no fp8 codes");
-    return 0;
-  }
-  // An fp8 output (O·o_scale as e4m3fn codes) needs an epilogue the kernels do not have.
-  if (c.fp8_out) {
-    std::snprintf(reason, size, "cuda.flash writes O in the dtype: an fp8 output with o_scale is not implemented");
-    return 0;
-  }
-  if (c.attention_chunk != 0 && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
-    std::snprintf(reason, size, "chunked-local attention runs on cuda.flash (its backward on the FMA kernel)");
-    return 0;
-  }
-  // Sinks change each row's epilogue only: cuda.flash's forward adds them in every variant and its
-  // backward on every kernel (P comes from the forward's lse, which holds the sink; dsinks is a pass
-  // of its own), cuda.flash_decode in its combine; cuda.math's softmax has no sink term.
-  if (c.sinks != 0 && row.kernel != SdpaKernel::flash && !decode) {
-    std::snprintf(reason, size,
-                  "attention sinks run on cuda.flash (forward and backward) and cuda.flash_decode, not on cuda.math");
-    return 0;
-  }
-  // ALiBi is a per-score bias: cuda.flash's forward adds it on its general path, its backward on
-  // the FMA kernel (the tensor-core kernel has no per-score term, as for softcap and attn_mask),
-  // cuda.flash_decode in its scores; cuda.math's softmax has no bias.
-  if (bp.fwd.alibi != SdpaAlibi::none &&
-      ((row.kernel != SdpaKernel::flash && !decode) || row.path == SdpaBwdPath::tc_two_blocks)) {
-    std::snprintf(reason, size,
-                  "ALiBi runs on cuda.flash (its backward on the FMA kernel) and cuda.flash_decode, not on "
-                  "cuda.math or the tensor-core backward");
-    return 0;
-  }
-  // dbias (ABI 1.7) is summed by cuda.flash's FMA backward (the kernel of every additive mask);
-  // cuda.math's backward does not write it. Its query-broadcast masks run on both.
-  if (c.dbias != 0 && row.kernel != SdpaKernel::flash) {
-    std::snprintf(reason, size,
-                  "dbias (the additive attn_mask's gradient) runs on cuda.flash's backward (its FMA kernel); "
-                  "cuda.math's backward does not write it");
-    return 0;
-  }
-  if (layout == sdpa::Layout::varlen && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
-    std::snprintf(reason, size, "the varlen layout runs on cuda.flash (its backward on the FMA kernel)");
-    return 0;
-  }
-  if (const char* why = block_mask_refusal(row, bp.fwd)) {
+  if (const char* why = feature_refusal(row, c, bp)) {
     std::snprintf(reason, size, "%s", why);
     return 0;
   }
@@ -180,6 +177,7 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
       return 0;
     }
   }
+  const bool decode = row.kernel == SdpaKernel::flash_decode;
   if (row.kernel == SdpaKernel::flash || decode) {
     const char* why = nullptr;
     const bool ok = decode        ? sdpa_flash_decode_supports(bp.fwd, &why)
@@ -218,6 +216,7 @@ opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* a, opcts_re
   const bool flash = row.kernel == SdpaKernel::flash;
   try {
     SdpaBackwardParams bp = sdpa_backward_params_of(c, a->tensors, a->n_tensors, row.plant, row.path);
+    if (const char* why = feature_refusal(row, c, bp)) return report_status(r, OPCTS_UNSUPPORTED, why);
     if (row.kernel == SdpaKernel::flash_decode) {
       sdpa_flash_decode_forward(bp.fwd, stream);
       return OPCTS_OK;

@@ -84,6 +84,32 @@ TEST(SdpaCudaGlue, PagedParametersReachTheDecodeKernelOnly) {
   EXPECT_NE(std::string(reason).find("paged layout only"), std::string::npos) << reason;
 }
 
+// A negative case runs whatever supports() says, so run() must refuse a layout or feature its
+// kernel does not read before the kernel starts: cuda.math handed a paged cache with a corrupt
+// seqused_k or block table computed from the cache as if it were dense and "accepted" both (the
+// H100 default tier, 2026-12-06). Refused here with no tensors and no device: nothing ran.
+TEST(SdpaCudaGlue, RunRefusesWhatSupportsDeclinesBeforeAKernelStarts) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const char* const ids[] = {"bf16_b2_hq2_hkv2_sq1r2_sk20x40_d64_nomask_paged_page16_corrupt_seqused_k",
+                             "bf16_b2_hq2_hkv2_sq1r2_sk20x40_d64_nomask_paged_page16_corrupt_block_table",
+                             "bf16_b3_hq2_hkv2_sq3x2x4_sk5x9x6_d64_nomask_varlen_corrupt_cu_seqlens_k"};
+  static constexpr cuda::SdpaRow kMath{cuda::SdpaKernel::math}, kDecode{cuda::SdpaKernel::flash_decode};
+  for (const char* id : ids) {
+    const auto c = abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id(id)));
+    for (const cuda::SdpaRow* row : {&kMath, &kDecode}) {
+      if (row == &kDecode && std::string(id).find("paged") != std::string::npos) continue;  // decode's layout
+      opcts_run_args a{};
+      a.struct_size = sizeof a, a.params = &c, a.device = -1;
+      opcts_report r{};
+      EXPECT_EQ(cuda::sdpa_kernel_run(row, &a, &r), OPCTS_UNSUPPORTED) << id;
+      char reason[256] = {};
+      const opcts_arch arch{};
+      EXPECT_EQ(cuda::sdpa_kernel_supports(row, &c, &arch, reason, sizeof reason), 0) << id;
+      EXPECT_STREQ(r.message, reason) << id;  // the same refusal, said the same way
+    }
+  }
+}
+
 // A padded varlen problem's index tensors reach the flash kernels (seqused_k, the packed key rows),
 // and a paged problem's tensors, which a negative case hands cuda.flash without asking its
 // supports, make the flash kernel refuse instead of reading a null cu_seqlens_k on the device.
