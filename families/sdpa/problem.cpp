@@ -465,6 +465,19 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
   }
   if (varlen_bug && !p.varlen()) return "a varlen bug: the problem is not varlen";
   if (paged_bug && !p.paged()) return "a paged KV cache bug: the problem is not paged";
+  if (bug == PlantedBug::fp8_descale_head0 && p.packed() && p.descale == Descale::per_head) {
+    // Entry [0, 0] read for every (sequence, KV head): it shows wherever another entry's descale
+    // differs from it (fp8_descale's per-entry factor) and a row of that sequence sees a key.
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const Problem s = p.sequence(b);
+      bool sees = false;
+      for (int64_t i = 0; i < s.seq_q && !sees; ++i) sees = s.keys_of_row(i) > 0;
+      for (int64_t hk = 0; sees && hk < p.heads_kv; ++hk)
+        for (const char t : {'q', 'k', 'v'})
+          if ((t != 'q' || p.fp8 == Fp8::qkv) && fp8_descale(p, t, b, hk) != fp8_descale(p, t, 0, 0)) return "";
+    }
+    return "every (sequence, KV head) whose rows see a key has entry [0, 0]'s descales";
+  }
   if (p.packed()) {
     // Each sequence is a dense problem: the bug shows where it shows in one of them.
     const std::vector<int64_t> cu_k = cu_seqlens_k(p);

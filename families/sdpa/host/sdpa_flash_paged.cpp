@@ -90,7 +90,7 @@ TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant pla
     sin.emplace("q", rows_of(q, q0, lq));
     sin.emplace("k", gather(p, g, kc, b, lk, p.head_dim, plant));
     sin.emplace("v", gather(p, g, vc, b, lk, p.head_dim_v, plant));
-    add_sequence_extras(p, in, b, sin);
+    add_sequence_extras(p, in, b, sin, plant == Plant::fp8_descale_head0 ? 0 : b);
     const int64_t splits = std::max<int64_t>(1, (lk + sdpa::kPagedSplitKeys - 1) / sdpa::kPagedSplitKeys);
     if (splits == 1) {
       const TensorMap r = flash_run_dense(s, sin, dense_plant, {});

@@ -61,7 +61,7 @@ TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant pl
     sin.emplace("k", rows_of(k, k0, lk));
     sin.emplace("v", rows_of(v, k0, lk));
     if (backward) sin.emplace("dO", rows_of(in.at("dO"), q0, lq));
-    add_sequence_extras(p, in, b, sin);
+    add_sequence_extras(p, in, b, sin, plant == Plant::fp8_descale_head0 ? 0 : b);
     DenseOptions opt;
     if (plant == Plant::varlen_max_alignment) opt.align = p.seq_k - p.seq_q;
     const TensorMap r = flash_run_dense(s, sin, dense_plant ? plant : Plant::none, opt);

@@ -67,8 +67,10 @@ inline void put_rows(HostTensor& out, const HostTensor& r, int64_t row0, int64_t
 /// The per-sequence inputs beside q, k and v that a packed runner hands its dense kernel for
 /// sequence b: the sinks (per head: all of them), the fp8 descales (per tensor: the input; per
 /// (batch, KV head): sequence b's row, as [1, Hkv]), the ALiBi slopes (per head: all; per (batch,
-/// head): sequence b's row, as [1, Hq]).
-inline void add_sequence_extras(const sdpa::Problem& p, const TensorMap& in, int64_t b, TensorMap& sin) {
+/// head): sequence b's row, as [1, Hq]). `descale_row` is the descales' row handed over: b, or 0
+/// under the head0 plant (a kernel that reads entry [0, 0] reads sequence 0's for every sequence).
+inline void add_sequence_extras(const sdpa::Problem& p, const TensorMap& in, int64_t b, TensorMap& sin,
+                                int64_t descale_row) {
   if (p.sinks) sin.emplace("sinks", in.at("sinks"));
   for (const char* name : {"q_descale", "k_descale", "v_descale"}) {
     if (p.fp8 == sdpa::Fp8::none || (name[0] == 'q' && p.fp8 != sdpa::Fp8::qkv)) continue;
@@ -81,7 +83,7 @@ inline void add_sequence_extras(const sdpa::Problem& p, const TensorMap& in, int
     if (it->second.dtype() != DType::fp32 || it->second.shape() != std::vector<int64_t>{p.batch, p.heads_kv})
       throw InvalidArgument(name, "must be fp32 [batch, heads_kv]");
     HostTensor row(DType::fp32, {1, p.heads_kv});
-    for (int64_t h = 0; h < p.heads_kv; ++h) row.set(h, it->second.get(b * p.heads_kv + h));
+    for (int64_t h = 0; h < p.heads_kv; ++h) row.set(h, it->second.get(descale_row * p.heads_kv + h));
     sin.emplace(name, std::move(row));
   }
   if (p.alibi == sdpa::Alibi::none) return;

@@ -216,6 +216,19 @@ TEST(SdpaFp8, PackedBatchesPassAndThePlantsShowPerSequence) {
     sdpatest::expect_planted_caught("host.flash_fp8_descale_swapped", p);
   }
   sdpatest::expect_planted_caught("host.flash_fp8_p_in_e4m3", paged);
+  // One KV head a sequence: entry [0, 0] misread is sequence 0's descale read by sequence 1, which
+  // the packed runners once hid by handing each sequence its own row (the plant then had nothing
+  // to misread and SKIPped). A second sequence with no key left is all the plant cannot change.
+  for (auto p : {varlen, paged}) {
+    p.heads_q = 2, p.heads_kv = 1;
+    sdpatest::expect_planted_caught("host.flash_fp8_descale_head0", p);
+    p.batch = 2, p.seqlens_q = {1, 3}, p.seqlens_k = {9, 0};
+    p.pad_k = 0;
+    std::string why;
+    EXPECT_EQ(sdpatest::mismatches_of("host.flash", p, &why), 0) << sdpa::problem_id(p) << ": " << why;
+    EXPECT_FALSE(builtin_registry().impl("host.flash_fp8_descale_head0")->supports(p, ArchInfo{"host", "host"}).ok)
+        << sdpa::problem_id(p);
+  }
 }
 
 }  // namespace
