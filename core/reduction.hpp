@@ -36,6 +36,12 @@ struct ReductionStats {
   // it or none of it (dequantizing in fp32), so E adds |offset| and the bias check allows the
   // slope between 0 and the offset's own. Empty: none.
   std::vector<double> offset;
+  // A saturating output (scaled_mm's e4m3fn, converted satfinite): the exact result x before
+  // saturation, per element, where the reference's value is x clamped to ±max_finite. A correct
+  // device's v within E of x gives sat(RN(v)), so an element whose x lies d past the range may
+  // differ from ±max by E − d at most, and by nothing once d >= E (judge/compare.cpp). Empty: the
+  // output does not saturate.
+  std::vector<double> unsaturated;
   // What no accumulator model covers, added to E of every element: rel·S + abs (int4_mm: the
   // reference's own fp64 roundings 4·γ_K(2^-53)·S, fp32 underflow of the products K·2^-149).
   double extra_rel = 0, extra_abs = 0;

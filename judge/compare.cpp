@@ -104,8 +104,8 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   const auto sized = [n](const std::vector<double>& v, bool may_be_empty) {
     return static_cast<int64_t>(v.size()) == n || (may_be_empty && v.empty());
   };
-  if (st &&
-      !(sized(st->abs_sum, false) && sized(st->sq_sum, false) && sized(st->magnitude, true) && sized(st->offset, true)))
+  if (st && !(sized(st->abs_sum, false) && sized(st->sq_sum, false) && sized(st->magnitude, true) &&
+              sized(st->offset, true) && sized(st->unsaturated, true)))
     throw std::invalid_argument("output '" + name + "': reduction statistics of another size");
   if (tol.metric == Metric::bounded && !st && (!fixed || static_cast<int64_t>(fixed->size()) != n))
     throw std::invalid_argument("output '" + name +
@@ -242,6 +242,16 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
           const double e_hi = allowed(i), e = below ? std::max(e_hi, allowed_below(i, e_hi)) : e_hi;
           double rounding = e > 0 ? spacing_at(out_t, std::fabs(wi) + e) / 2 : std::fabs(round_to(out_t, wi) - wi);
           bi = e + floor + rounding;
+          // A saturating output's element whose exact x lies `past` beyond the range: want is
+          // ±max, and a correct v within e of x converts to ±max exactly unless e > past, when it
+          // may reach back into the range by e − past and round there by half a spacing
+          // (ReductionStats::unsaturated). Without this, an e far above the range (out_scale 16
+          // over a large K) passes any value for a result that must be ±max.
+          const double past = st && !st->unsaturated.empty() ? std::fabs(st->unsaturated[i]) - maxf : 0.0;
+          if (past > 0) {
+            const double reach = std::max(0.0, e - past);
+            bi = reach + floor + (reach > 0 ? spacing_at(out_t, std::fabs(maxf - reach)) / 2 : 0.0);
+          }
           p.bound = std::max(p.bound, bi);  // reported: the largest per-element bound
           if (below && e > 0) {
             // A reference that gives the two sides apart (References::bound_below): the side got
@@ -253,8 +263,8 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
           }
           bad = !(err <= bi);
           // The bias check takes the elements the output rounds normally (a value beyond the
-          // output's range is kept unrounded), each with its noise (accumulator.hpp).
-          if (st && e > 0 && std::fabs(wi) <= maxf) {
+          // output's range is kept unrounded, or saturated), each with its noise (accumulator.hpp).
+          if (st && e > 0 && std::fabs(wi) <= maxf && !(past > 0)) {
             const double sp = spacing_at(out_t, std::fabs(wi));
             p.slope.add(wi, gi - wi, tol.factor * tol.factor * acc.variance(*st, static_cast<size_t>(i)) + sp * sp / 4,
                         acc.expected(*st, static_cast<size_t>(i), wi));

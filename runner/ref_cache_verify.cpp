@@ -44,7 +44,8 @@ std::string difference(const References& stored, const References& fresh) {
     if (it == fresh.reduction.end()) return "reduction " + name;
     const ReductionStats& f = it->second;
     if (st.terms != f.terms || st.zero_mean != f.zero_mean || st.exact_term_bits != f.exact_term_bits ||
-        !same_bits(st.abs_sum, f.abs_sum) || !same_bits(st.sq_sum, f.sq_sum) || !same_bits(st.magnitude, f.magnitude))
+        !same_bits(st.abs_sum, f.abs_sum) || !same_bits(st.sq_sum, f.sq_sum) || !same_bits(st.magnitude, f.magnitude) ||
+        !same_bits(st.offset, f.offset) || !same_bits(st.unsaturated, f.unsaturated))
       return "reduction " + name;
   }
   return "";

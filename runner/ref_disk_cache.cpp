@@ -26,8 +26,8 @@ namespace {
 constexpr char kMagic[8] = {'O', 'P', 'C', 'T', 'S', 'R', 'E', 'F'};
 // 2: reduction statistics after the per-element bounds; 3: then the bounds below and the
 // conservation checks; 4: the reductions' raggedness, term bits, extra allowance and offset;
-// 5: then the error-energy checks
-constexpr uint32_t kFormat = 5;
+// 5: then the error-energy checks; 6: the reductions' unsaturated results
+constexpr uint32_t kFormat = 6;
 
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -118,7 +118,7 @@ void put_reductions(std::string& out, const Reductions& m) {
     put(out, static_cast<int32_t>(st.term_bits));
     put(out, st.extra_rel);
     put(out, st.extra_abs);
-    for (const auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude, &st.offset}) put_values(out, *v);
+    for (const auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude, &st.offset, &st.unsaturated}) put_values(out, *v);
   }
 }
 
@@ -134,7 +134,7 @@ bool get_reduction(Reader& r, ReductionStats& st) {
   st.ragged = ragged != 0;
   st.exact_term_bits = bits;
   st.term_bits = term_bits;
-  for (auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude, &st.offset})
+  for (auto* v : {&st.abs_sum, &st.sq_sum, &st.magnitude, &st.offset, &st.unsaturated})
     if (!get_values(r, *v)) return false;
   return true;
 }
@@ -340,7 +340,8 @@ void RefDiskCache::store(const std::string& key, const References& refs) const {
   for (const auto& [name, c] : refs.conservation) bytes += 3 * c.sum.size() * sizeof(double);
   for (const auto& [name, e] : refs.energy) bytes += e.weight.size() * sizeof(double);
   for (const auto& [name, st] : refs.reduction)
-    bytes += (st.abs_sum.size() + st.sq_sum.size() + st.magnitude.size() + st.offset.size()) * sizeof(double);
+    bytes += (st.abs_sum.size() + st.sq_sum.size() + st.magnitude.size() + st.offset.size() + st.unsaturated.size()) *
+             sizeof(double);
   if (bytes > kMaxBytes || bytes > max_bytes_) return;
   std::string out;
   out.append(kMagic, sizeof kMagic);

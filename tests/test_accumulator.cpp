@@ -440,6 +440,44 @@ TEST(SlopeCheck, AFastAccumStepDroppedFails) {
 
 // Azuma–Hoeffding's Λ solves 2·exp(−Λ²/2) = p; the values the bounds were derived with: 7.5265089
 // at the scaled GEMMs' and indexing's p = 1e-12, √48 at the lse floor's 2·e^-24.
+// A saturating e4m3fn output (scaled_mm's satfinite conversion): x far past ±448 must give ±448
+// exactly however large E is, x a little past it may fall back into the range by E − (|x| − 448)
+// and no further. Before ReductionStats::unsaturated the bound was E + half a spacing around
+// ±448: at out_scale 16 over K = 512 that is ~14,600, and a result saturated at e4m3fnuz's 240
+// (an AMD limit on an OCP output) or written as 0 passed.
+TEST(AccumulationBound, ASaturatedResultMustBeTheLargestValue) {
+  ReductionStats st = one_element(128, 1e7, 4e10, 1e5);  // E of thousands under a 14-bit model
+  st.zero_mean = true;
+  const Tolerance t = truncating_14_bit(128);
+  const double e = accumulation_bound(t.accumulator, st, t.false_alarm).element(st, 0);
+  ASSERT_GT(e, 2000.0);
+  const auto judge = [&](double x, double got) {
+    st.unsaturated = {x};
+    HostTensor d(DType::e4m3fn, {1});
+    d.set(0, got);
+    std::vector<WorstElement> worst;
+    const std::vector<double> want = {std::clamp(x, -448.0, 448.0)};
+    return compare_output("d", d, {.want = want, .reduction = &st}, t, worst).mismatches;
+  };
+  // Far past the range: only ±448.
+  EXPECT_EQ(judge(448 + 2 * e, 448), 0);
+  EXPECT_EQ(judge(448 + 2 * e, 240), 1);
+  EXPECT_EQ(judge(448 + 2 * e, 0), 1);
+  EXPECT_EQ(judge(-448 - 2 * e, -448), 0);
+  EXPECT_EQ(judge(-448 - 2 * e, -416), 1);
+  // E − 100 past it: a correct v may reach 100 back into the range, to 348, which rounds to 352.
+  EXPECT_EQ(judge(448 + e - 100, 352), 0);  // spacing 32 in [256, 448]
+  EXPECT_EQ(judge(448 + e - 100, 320), 1);
+  // Inside the range nothing changes: E around x (here any value).
+  st.unsaturated = {};
+  HostTensor d(DType::e4m3fn, {1});
+  d.set(0, 0.0);
+  std::vector<WorstElement> worst;
+  const std::vector<double> want = {448};
+  EXPECT_EQ(compare_output("d", d, {.want = want, .reduction = &st}, t, worst).mismatches, 0)
+      << "without the unsaturated result the old bound holds (E around the clamped value)";
+}
+
 TEST(AzumaLambda, SolvesTheTwoSidedTailAtEachFalseAlarm) {
   for (double p : {0.5, 1e-3, 1e-12, 2 * std::exp(-24.0)}) {
     const double l = azuma_lambda(p);

@@ -4,8 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
+#include "numerics/dtype.hpp"
 #include "numerics/rng.hpp"
 
 namespace opcts::scaled_mm {
@@ -21,6 +25,13 @@ namespace {
 // (½c·min(√n, 2^(1−δ)·n) + ½c·√32 + ¼c·√n + ½ + ¼c)·u_p (c = 1/(2 ln 2), δ = 14 − the
 // products' bits). The slope of the bug itself varies by σ_β too, so it shows for sure only
 // where size >= D_hi + ε + (λ + 3)·σ_β (λ = 7.53 at the rules' false_alarm 1e-12).
+//
+// A saturating output (e4m3fn) gives the check only the elements inside ±448 (judge/compare.cpp),
+// whose w² may be far below their Q when most results saturate: there σ_β comes from the
+// problem's own inputs and reference instead (saturating_sigma).
+double saturating_sigma(const Problem& p, double c_var);
+double doubled_slope(const Problem& p);
+
 std::string slope_too_noisy(const Problem& p, double size) {
   const double c = 1 / (2 * std::log(2.0)), up = 0x1p-13;
   const auto n = static_cast<double>(p.fast_accum ? p.k : std::min<int64_t>(p.k, 128));
@@ -30,13 +41,64 @@ std::string slope_too_noisy(const Problem& p, double size) {
                        c / 4 * std::sqrt(n) + 0.5 + c / 4) *
                       up;
   const double sigma =
-      std::sqrt((2 * n * up * up + 3 * std::ldexp(1.0, -2 * out_bits)) / static_cast<double>(p.m * p.n));
+      p.out == DType::e4m3fn
+          ? saturating_sigma(p, 2 * n * up * up)
+          : std::sqrt((2 * n * up * up + 3 * std::ldexp(1.0, -2 * out_bits)) / static_cast<double>(p.m * p.n));
   const double reach = d_hi + 5 * 0x1p-24 + (7.5265 + 3) * sigma;
   if (size >= reach) return "";
   char text[200];
   std::snprintf(text, sizeof text, "%lld elements of %s: the bias check's band reaches %.2g, beyond the %.2g slope",
                 static_cast<long long>(p.m * p.n), std::string(name(p.out)).c_str(), reach, size);
   return text;
+}
+
+// The results the bias check takes on a saturating output (|x| <= max, not saturated: w and Q),
+// from the case's own inputs (its seed, core/family.cpp's case_seed) and reference, computed once
+// per problem.
+struct Unsaturated {
+  std::vector<double> w, q;
+};
+const Unsaturated& unsaturated(const Problem& p) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<Unsaturated>> memo;
+  const std::string id = problem_id(p);
+  const std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<Unsaturated>& u = memo[id];
+  if (u) return *u;
+  const References r = reference(p, make_inputs(p, seed_of("scaled_mm/" + id)));
+  const std::vector<double>& w = r.exact.at("d");
+  const ReductionStats& st = r.reduction.at("d");
+  u = std::make_unique<Unsaturated>();
+  for (size_t i = 0; i < w.size(); ++i)
+    if (std::fabs(st.unsaturated[i]) <= dtype_info(p.out).max_finite)
+      u->w.push_back(w[i]), u->q.push_back(st.sq_sum[i]);
+  return *u;
+}
+
+// σ_β² = Σ w²·v / (Σ w²)² over those elements, v = c_var·Q + s²/4 with s the output's spacing at
+// |w|; infinite when none is left.
+double saturating_sigma(const Problem& p, double c_var) {
+  const Unsaturated& u = unsaturated(p);
+  double sw2 = 0, sw2v = 0;
+  for (size_t i = 0; i < u.w.size(); ++i) {
+    const double s = spacing_at(p.out, std::fabs(u.w[i]));
+    sw2 += u.w[i] * u.w[i];
+    sw2v += u.w[i] * u.w[i] * (c_var * u.q[i] + s * s / 4);
+  }
+  return sw2 > 0 ? std::sqrt(sw2v) / sw2 : INFINITY;
+}
+
+// The slope a doubled result gives the bias check on a saturating output: Σ w·(sat(2w) − w) / Σ w²
+// over the elements it takes (a result past max/2 doubles only up to max).
+double doubled_slope(const Problem& p) {
+  const Unsaturated& u = unsaturated(p);
+  const double max_out = dtype_info(p.out).max_finite;
+  double sw2 = 0, swe = 0;
+  for (const double w : u.w) {
+    sw2 += w * w;
+    swe += w * (std::clamp(2 * w, -max_out, max_out) - w);
+  }
+  return sw2 > 0 ? swe / sw2 : 0.0;
 }
 
 // Whether the results are pushed past fp16's range (the overflow edge: data shifted up by
@@ -48,9 +110,9 @@ bool overflows_fp16(const Problem& p) { return p.out == DType::fp16 && p.scale_e
 // 2^-13·os·√Q (n = 128: 0.018·os·√Q, judge/accumulator.cpp), so a doubled result is either
 // saturated as the right one is or inside the bound. On the smoke tier's rowwise m64 n64 k256
 // os64 problem the bound is near 1,000 at every |want| <= 448 and a doubling changes no verdict.
-// Whether it shows depends on os·√Q, which the problem alone does not give: these problems stay
-// left out for the doubling bugs, as before (a bound wider than the output's range is what a
-// correct truncating adder may err, not a loose bound).
+// out_times_2 is decided from the problem's own results (doubled_slope, saturating_sigma);
+// block_scale_doubled, which doubles one row's first K block only, stays left out there (a bound
+// wider than the output's range is what a correct truncating adder may err, not a loose bound).
 bool saturates_e4m3(const Problem& p) { return p.out == DType::e4m3fn && p.out_scale > 1; }
 
 // The scale tensor's element `index` times `factor`, in its own dtype (fp32, e8m0fnu, ue4m3).
@@ -100,11 +162,15 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     // Row 0's scale of K block 0 and K block 0's scales exist in every recipe (a tensorwise
     // GEMM's one scale is its only block): they change the output everywhere.
     case PlantedBug::block_scale_doubled:
-    case PlantedBug::out_times_2:
       if (overflows_fp16(p)) return "results beyond fp16's range: a doubled one is ±inf too";
       return saturates_e4m3(p)
                  ? "e4m3fn output scaled up: a doubled result saturates as the right one does, or lies inside the bound"
                  : "";
+    // Every result doubled: on a saturating output the bias check sees the slope the doubling
+    // gives the results left inside the range (doubled_slope), wherever its band is narrower.
+    case PlantedBug::out_times_2:
+      if (overflows_fp16(p)) return "results beyond fp16's range: a doubled one is ±inf too";
+      return saturates_e4m3(p) ? slope_too_noisy(p, doubled_slope(p)) : "";
     case PlantedBug::k_block_scale_zeroed: return "";
     case PlantedBug::no_out_scale:
       return p.out == DType::e4m3fn && p.out_scale != 1.0 ? "" : "no output scale other than 1 to ignore";

@@ -5,7 +5,8 @@
 // times power-of-two or fp32 scales), unrounded: the bounded metric allows a device's one
 // rounding to the output dtype as half a spacing around x (and decides, beyond the output's
 // range, whether the largest finite value or inf is right); a saturating e4m3 output's value
-// beyond its range is its largest value.
+// beyond its range is its largest value, with x kept beside it (ReductionStats::unsaturated) for
+// the judge to bound how far a correct result may fall back into the range.
 //
 // What a device may differ by depends on how it accumulates, which the reference does not
 // know (one reference serves every impl). So it gives, per element, the statistics every
@@ -70,6 +71,7 @@ References reference(const Problem& p, const TensorMap& in) {
   References r;
   auto& want = r.exact["d"];
   ReductionStats& st = r.reduction["d"];
+  const Overflow ov = p.out == DType::e4m3fn ? Overflow::satfinite : default_overflow(p.out);
   const size_t count = static_cast<size_t>(M * N);
   want.resize(count);
   st.terms = p.k;
@@ -83,11 +85,11 @@ References reference(const Problem& p, const TensorMap& in) {
   st.abs_sum.resize(count);
   st.sq_sum.resize(count);
   st.magnitude.resize(count);
+  if (ov == Overflow::satfinite) st.unsaturated.resize(count);
   // The three products straight into the outputs (Σt in want, Σ|t| and Σt² in the statistics),
   // then scaled in place.
   reduction_products(dequantized(p, in, 'a', M), dequantized(p, in, 'b', N),
                      {want.data(), st.abs_sum.data(), st.sq_sum.data(), N});
-  const Overflow ov = p.out == DType::e4m3fn ? Overflow::satfinite : default_overflow(p.out);
   const double scale = os * std::fabs(g), max_out = dtype_info(p.out).max_finite;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < M; ++i)
@@ -97,8 +99,10 @@ References reference(const Problem& p, const TensorMap& in) {
       const double c = want[idx];
       const double x = os * (g * c + bj);
       // Unrounded: the bounded metric allows half an output spacing around x (judge/compare.cpp);
-      // a saturating output's result beyond its range is its largest value, exactly.
+      // a saturating output's result beyond its range is its largest value, and the judge is given
+      // x to see how far past the range it lies (ReductionStats::unsaturated).
       want[idx] = ov == Overflow::satfinite && std::fabs(x) > max_out ? std::copysign(max_out, x) : x;
+      if (ov == Overflow::satfinite) st.unsaturated[idx] = x;
       st.abs_sum[idx] = scale * st.abs_sum[idx];
       st.sq_sum[idx] = scale * scale * st.sq_sum[idx];
       st.magnitude[idx] = os * (std::fabs(g * c) + std::fabs(bj));
