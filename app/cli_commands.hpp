@@ -64,6 +64,8 @@ struct RunFlags {
   std::string junit_properties = "lean";  // lean | all (reports/junit.hpp: JunitDetail)
   int min_run = 1;                        // the gate fails when fewer cases ran (neither SKIP nor MISSING)
   double shrink_seconds = 30;             // wall time for shrinking the sampled failures after the run (0: off)
+  std::string sanitize;                   // compute-sanitizer tool each case runs under ("" = none)
+  std::string sanitizer;                  // its executable ("" = $OPCTS_SANITIZER, PATH, /usr/local/cuda/bin)
 };
 
 int cmd_list(const Selection& s, bool verbose, bool count_only, bool coverage = false);

@@ -1,7 +1,9 @@
 // The opcts command line's options and the checks made of them before a command runs.
 #include "app/cli_parse.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <stdexcept>
 #include <type_traits>
 #include <variant>
@@ -83,6 +85,13 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
                      "folder for failure artifacts (default: artifacts/ next to --results)");
   cl.run->add_flag("--bitwise", cl.rf.bitwise,
                    "run each case twice; deterministic impls must give identical output bytes");
+  cl.run->add_option(
+      "--sanitize", cl.rf.sanitize,
+      "memcheck, racecheck, synccheck or initcheck: each case runs alone under compute-sanitizer's tool; "
+      "an error it reports FAILs the case (failure kind sanitizer, its first report in the message)");
+  cl.run->add_option("--sanitizer", cl.rf.sanitizer,
+                     "the compute-sanitizer executable (default: $OPCTS_SANITIZER, else found on PATH or in "
+                     "/usr/local/cuda/bin)");
   cl.run->add_option("--ref-cache", cl.rf.ref_cache,
                      "on-disk reference cache folder (default: $XDG_CACHE_HOME/opcts or ~/.cache/opcts)");
   cl.run->add_flag("--no-ref-cache", cl.rf.no_ref_cache, "compute every reference; neither read nor write the cache");
@@ -216,6 +225,7 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.worker->add_option("--manifest", cl.wo.suite.manifest);
   cl.worker->add_option("--ids", cl.wo.ids_file)->required();
   cl.worker->add_option("--start", cl.wo.start);
+  cl.worker->add_option("--count", cl.wo.count);
   cl.worker->add_option("--device", cl.wo.device);
   cl.worker->add_option("--result-fd", cl.wo.result_fd);
   for (const ExecFlag& f : kExecFlags)  // runner/execute.hpp: the table the supervisor writes from
@@ -251,6 +261,11 @@ void check_run_flags(const RunFlags& f) {
     throw std::invalid_argument("--reruns must be from 0 to " + std::to_string(kMaxReruns) + ", not " +
                                 std::to_string(f.reruns));
   if (f.min_run < 0) throw std::invalid_argument("--min-run must be 0 or more, not " + std::to_string(f.min_run));
+  const std::string tools[] = {"memcheck", "racecheck", "synccheck", "initcheck"};
+  if (!f.sanitize.empty() && std::find(std::begin(tools), std::end(tools), f.sanitize) == std::end(tools))
+    throw std::invalid_argument("--sanitize must be memcheck, racecheck, synccheck or initcheck, not '" + f.sanitize +
+                                "'");
+  if (!f.sanitizer.empty() && f.sanitize.empty()) throw std::invalid_argument("--sanitizer needs --sanitize TOOL");
 }
 
 void check_options(const CommandLine& cl) {

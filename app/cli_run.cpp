@@ -113,6 +113,31 @@ int cmd_list_fields(const std::string& family) {
 
 namespace {
 
+// --sanitize's executable: --sanitizer, else $OPCTS_SANITIZER, else compute-sanitizer on PATH or
+// in /usr/local/cuda/bin (where the CUDA toolkit puts it). A name without '/' is looked up on
+// PATH. Throws naming what was tried.
+std::string find_sanitizer(const std::string& given) {
+  const char* env = std::getenv("OPCTS_SANITIZER");
+  const std::string want = !given.empty() ? given : env && *env ? std::string(env) : std::string("compute-sanitizer");
+  const auto runnable = [](const std::string& p) { return ::access(p.c_str(), X_OK) == 0 && !fs::is_directory(p); };
+  if (want.find('/') != std::string::npos) {
+    if (runnable(want)) return want;
+    throw std::invalid_argument("--sanitize: cannot run the sanitizer '" + want + "'");
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  if (given.empty() && !(env && *env)) dirs += ":/usr/local/cuda/bin";
+  for (size_t b = 0; b <= dirs.size();) {
+    const size_t e = std::min(dirs.find(':', b), dirs.size());
+    const std::string dir = dirs.substr(b, e - b);
+    if (!dir.empty() && runnable(dir + "/" + want)) return dir + "/" + want;
+    b = e + 1;
+  }
+  throw std::invalid_argument("--sanitize: '" + want + "' is not on PATH" +
+                              (given.empty() && !(env && *env) ? " or in /usr/local/cuda/bin" : "") +
+                              " (give --sanitizer PATH or set OPCTS_SANITIZER)");
+}
+
 // Makes sure a GPU manifest is not judged on a GPU of another arch.
 void check_arch_matches(const Suite& suite, int device, bool allow) {
   if (suite.arch().backend == "host") return;
@@ -471,6 +496,7 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
                                                             : default_ref_cache_dir();
   req.supervise.exec.ref_cache_max_bytes = static_cast<std::uint64_t>(f.ref_cache_max_gib * double(1 << 30));
   req.resumed = carried_list(carried);
+  if (!f.sanitize.empty()) req.supervise.sanitize = {f.sanitize, find_sanitizer(f.sanitizer)};
 
   // The results file streams each finished record; one it cannot take (a full disk) stops the
   // run: the JUnit and summary, elsewhere, then hold every record finished.

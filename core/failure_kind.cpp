@@ -20,6 +20,7 @@ std::string_view to_string(FailureKind k) {
     case FailureKind::off_stream: return "off_stream";
     case FailureKind::nondeterministic: return "nondeterministic";
     case FailureKind::reused_result: return "reused_result";
+    case FailureKind::sanitizer: return "sanitizer";
   }
   return "?";
 }

@@ -72,21 +72,26 @@ enum class FailureKind {
   /// --bitwise: the inputs of a second seed gave the very same output bytes (a result kept from
   /// an earlier call).
   reused_result,
+  /// --sanitize TOOL: compute-sanitizer reported an error in the worker that ran this case alone
+  /// (an out-of-bounds or misaligned access, a race, a barrier misuse, uninitialised memory);
+  /// the message holds its first report.
+  sanitizer,
 };
 
 /// Every kind, in declaration order (output kinds first).
-inline constexpr std::array<FailureKind, 15> kAllFailureKinds{
+inline constexpr std::array<FailureKind, 16> kAllFailureKinds{
     FailureKind::exceeds_bound,     FailureKind::biased,           FailureKind::nonfinite,
     FailureKind::specials_mismatch, FailureKind::untouched,        FailureKind::all_zero,
     FailureKind::not_conserved,     FailureKind::excess_energy,    FailureKind::written_outside,
     FailureKind::accepted_invalid,  FailureKind::wrong_refusal,    FailureKind::wrote_input,
-    FailureKind::off_stream,        FailureKind::nondeterministic, FailureKind::reused_result};
+    FailureKind::off_stream,        FailureKind::nondeterministic, FailureKind::reused_result,
+    FailureKind::sanitizer};
 
 /// The kind's name as manifests, JSON lines and JUnit spell it ("exceeds_bound").
 std::string_view to_string(FailureKind k);
 /// Parses a name written by to_string; std::nullopt for anything else.
 std::optional<FailureKind> parse_failure_kind(std::string_view s);
-/// True for the kinds of the case as a whole (accepted_invalid ... reused_result), false for
+/// True for the kinds of the case as a whole (accepted_invalid ... sanitizer), false for
 /// the kinds of one output.
 bool is_case_kind(FailureKind k);
 

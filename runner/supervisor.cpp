@@ -7,13 +7,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
 
 #include "runner/spawn.hpp"
 #include "runner/stop_signal.hpp"
@@ -72,7 +76,37 @@ class CaseList {
 struct Worker {
   pid_t pid = -1;
   int fd = -1;
+  std::string log;  // --sanitize: compute-sanitizer's log file, read and removed once the worker ends
 };
+
+// A new empty file for a sanitizer's log under `parent` (the temp dir when ""): its path.
+std::string new_log_file(const std::string& parent) {
+  const std::filesystem::path dir =
+      parent.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(parent);
+  std::string path = (dir / "opcts-sanitizer-XXXXXX").string();
+  const int fd = mkstemp(path.data());
+  if (fd < 0)
+    throw std::runtime_error("cannot create a sanitizer log in " + dir.string() + ": " + std::strerror(errno));
+  ::close(fd);
+  return path;
+}
+
+// The log's text, the file removed.
+std::string take_log(const std::string& path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  return text;
+}
+
+// Marks r with what the sanitizer reported: a FAIL of kind sanitizer, the report first.
+void add_sanitizer_finding(ResultRecord& r, const SanitizeOptions& s, const std::string& report) {
+  const std::string what = "compute-sanitizer " + s.tool + ": " +
+                           (report.empty() ? "reported an error (exit status 86) and its log holds no report" : report);
+  r.message = r.raw_outcome == Outcome::FAIL && !r.message.empty() ? what + "; " + r.message : what;
+  r.raw_outcome = r.outcome = Outcome::FAIL;
+  r.failures.push_back({"", FailureKind::sanitizer, 0, 0});
+}
 
 // Kills the worker and anything it started (its process group).
 void kill_worker(const Worker& w) {
@@ -81,13 +115,15 @@ void kill_worker(const Worker& w) {
 }
 
 Worker spawn(const SupervisorOptions& opt, const CaseList& list, size_t start) {
-  std::vector<std::string> args{opt.self_exe,  "__worker",
-                                "--arch",      opt.suite.arch,
-                                "--cases-dir", opt.suite.cases_dir,
-                                "--ids",       "/proc/self/fd/" + std::to_string(kListFd),
-                                "--start",     std::to_string(start),
-                                "--device",    std::to_string(opt.device),
-                                "--result-fd", std::to_string(kResultFd)};
+  const SanitizeOptions& s = opt.sanitize;
+  const std::string log = s.tool.empty() ? std::string() : new_log_file(opt.scratch_parent);
+  std::vector<std::string> args;
+  if (!s.tool.empty())
+    args = {s.sanitizer, "--tool", s.tool, "--error-exitcode", std::to_string(kSanitizerErrorExit), "--log-file", log};
+  args.insert(args.end(), {opt.self_exe, "__worker", "--arch", opt.suite.arch, "--cases-dir", opt.suite.cases_dir,
+                           "--ids", "/proc/self/fd/" + std::to_string(kListFd), "--start", std::to_string(start),
+                           "--device", std::to_string(opt.device), "--result-fd", std::to_string(kResultFd)});
+  if (!s.tool.empty()) args.insert(args.end(), {"--count", "1"});  // one case a worker: its findings are its own
   if (!opt.suite.manifest.empty()) args.insert(args.end(), {"--manifest", opt.suite.manifest});
   for (std::string& a : exec_worker_args(opt.exec)) args.push_back(std::move(a));
   for (const auto& p : opt.suite.plugins) args.insert(args.end(), {"--plugin", p});
@@ -100,8 +136,8 @@ Worker spawn(const SupervisorOptions& opt, const CaseList& list, size_t start) {
                                                     .extra_fd = list.fd(),
                                                     .extra_target = kListFd,
                                                     .own_group = true,
-                                                    .exec_error = "opcts: cannot start worker " + opt.self_exe + "\n"});
-  return {child.pid, child.read_fd};
+                                                    .exec_error = "opcts: cannot start worker " + args[0] + "\n"});
+  return {child.pid, child.read_fd, log};
 }
 
 std::string exit_description(int status) {
@@ -165,7 +201,8 @@ Supervised supervise(const SupervisorOptions& opt, const std::vector<std::string
     bool started_any = false;
     auto deadline = Clock::now() + std::chrono::duration<double>(kStartupSeconds);
     bool killed_for_timeout = false;
-    std::string protocol_error;  // set when the worker broke the protocol; it is killed
+    std::optional<std::pair<size_t, ResultRecord>> held;  // --sanitize: the result, until the exit status is in
+    std::string protocol_error;                           // set when the worker broke the protocol; it is killed
     // A protocol error is charged to the case in flight, else to the one the worker was due to start.
     auto broke_protocol = [&](std::string what) {
       protocol_error = "worker protocol error: " + std::move(what) + "; worker killed";
@@ -209,7 +246,8 @@ Supervised supervise(const SupervisorOptions& opt, const std::vector<std::string
             break;
           }
           r.device = r.device < 0 && opt.suite.arch != "host" ? opt.device : r.device;
-          record(static_cast<size_t>(in_flight), std::move(r));
+          if (w.log.empty()) record(static_cast<size_t>(in_flight), std::move(r));
+          else held.emplace(static_cast<size_t>(in_flight), std::move(r));
           next = static_cast<size_t>(in_flight) + 1;
           in_flight = -1;
           deadline = Clock::now() + std::chrono::duration<double>(kStartupSeconds);
@@ -266,15 +304,24 @@ Supervised supervise(const SupervisorOptions& opt, const std::vector<std::string
     int status = 0;
     while (waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
     }
+    // --sanitize: the sanitizer's verdict on the one case this worker ran.
+    const bool found = !w.log.empty() && WIFEXITED(status) && WEXITSTATUS(status) == kSanitizerErrorExit;
+    const std::string report = w.log.empty() ? std::string() : first_sanitizer_report(take_log(w.log));
+    if (held) {
+      if (found) add_sanitizer_finding(held->second, opt.sanitize, report);
+      record(held->first, std::move(held->second));
+    }
     if (out.stopped_by) break;  // the case in flight is not run: the caller marks it
     if (in_flight >= 0) {
       const std::string id = ids[in_flight];
+      const std::string seen = report.empty() ? "" : "; compute-sanitizer " + opt.sanitize.tool + ": " + report;
       if (!protocol_error.empty()) record(in_flight, synthetic(id, Outcome::ERROR, protocol_error));
       else if (killed_for_timeout)
         record(in_flight,
                synthetic(id, Outcome::TIMEOUT,
-                         "no result within --timeout " + std::to_string(opt.timeout_s) + " s; worker killed"));
-      else record(in_flight, synthetic(id, Outcome::CRASH, exit_description(status) + " while running this case"));
+                         "no result within --timeout " + std::to_string(opt.timeout_s) + " s; worker killed" + seen));
+      else
+        record(in_flight, synthetic(id, Outcome::CRASH, exit_description(status) + " while running this case" + seen));
       next = static_cast<size_t>(in_flight) + 1;
       failed_starts = 0;
     } else if (!started_any && next < ids.size()) {
@@ -293,6 +340,29 @@ Supervised supervise(const SupervisorOptions& opt, const std::vector<std::string
     // Cases the worker skipped past without a result (should not happen) are resumed.
     while (next < ids.size() && out.records[next]) ++next;
   }
+  return out;
+}
+
+std::string first_sanitizer_report(const std::string& log) {
+  constexpr std::string_view kPrefix = "========= ";
+  std::string out;
+  int lines = 0;
+  size_t pos = 0;
+  while (pos < log.size() && lines < 3) {
+    const size_t nl = std::min(log.find('\n', pos), log.size());
+    std::string_view line(log.data() + pos, nl - pos);
+    pos = nl + 1;
+    if (line.rfind(kPrefix, 0) != 0) {
+      if (lines > 0 && line.rfind("=========", 0) == 0) break;  // "=========": the report ends
+      continue;
+    }
+    line.remove_prefix(kPrefix.size());
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (line.empty() || line.rfind("COMPUTE-SANITIZER", 0) == 0) continue;
+    if (line.rfind("ERROR SUMMARY", 0) == 0) break;
+    out += (lines++ ? " | " : "") + std::string(line);
+  }
+  if (out.size() > 400) out = out.substr(0, 397) + "...";
   return out;
 }
 

@@ -12,6 +12,17 @@
 
 namespace opcts {
 
+/// `opcts run --sanitize TOOL`: each case runs in a worker of its own under NVIDIA's
+/// compute-sanitizer (`sanitizer`, a path; `tool`: memcheck, racecheck, synccheck or initcheck),
+/// started as `sanitizer --tool TOOL --error-exitcode 86 --log-file LOG opcts __worker ...`
+/// (the options of the Compute Sanitizer user manual). Exit status 86 means it reported an error:
+/// the case FAILs with FailureKind::sanitizer and the log's first report in its message.
+struct SanitizeOptions {
+  std::string tool;       // "" = off
+  std::string sanitizer;  // the compute-sanitizer executable (or a stand-in with its options)
+};
+inline constexpr int kSanitizerErrorExit = 86;
+
 struct SupervisorOptions {
   SuiteOptions suite;          // passed on to each worker
   std::string self_exe;        // the opcts binary (workers are the same binary)
@@ -19,7 +30,13 @@ struct SupervisorOptions {
   int device = 0;
   double timeout_s = 600;  // per case
   ExecOptions exec;        // passed on to each worker (--artifacts, --bitwise, --ref-cache)
+  SanitizeOptions sanitize;
 };
+
+/// The first report of a compute-sanitizer log (its "========= " lines after the banner, up to
+/// the next blank report line or three lines, the prefix dropped, joined by " | "; at most 400
+/// bytes), or "" when the log holds none.
+std::string first_sanitizer_report(const std::string& log);
 
 /// What supervise gives back: one raw record per id, in order, for every case it finished
 /// (nullopt for the cases a stop left unrun), and the signal that stopped it (0: it ran them all).

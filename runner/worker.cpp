@@ -104,7 +104,8 @@ int worker_main(const Registry& reg, const WorkerOptions& opt) {
   WorkerState state{&suite, ReferenceCache(opt.exec.ref_cache_dir, opt.exec.ref_cache_max_bytes), opt.device,
                     opt.result_fd, opt.exec};
   // In the planned order: consecutive impls of one problem share the ReferenceCache's entry.
-  for (size_t i = opt.start; i < ids.size(); ++i) run_case(state, i, ids[i]);
+  const size_t end = opt.count ? std::min(ids.size(), opt.start + opt.count) : ids.size();
+  for (size_t i = opt.start; i < end; ++i) run_case(state, i, ids[i]);
   return 0;
 }
 

@@ -17,14 +17,15 @@ struct WorkerOptions {
   SuiteOptions suite;
   std::string ids_file;  // one case id per line
   size_t start = 0;      // index of the first case to run
+  size_t count = 0;      // cases to run from `start` (0: to the end of the list)
   int device = 0;
   int result_fd = 3;
   ExecOptions exec;
 };
 
-/// Runs the cases from `start` on, in order, each reporting BEGIN and RESULT on `result_fd`.
-/// Returns the process exit code (0 once the list is done, 2 when the ids file cannot be
-/// read); exits the process at once after a DeviceLost.
+/// Runs the cases from `start` on (`count` of them, or to the end), in order, each reporting BEGIN and RESULT on
+/// `result_fd`. Returns the process exit code (0 once the list is done, 2 when the ids file cannot be read); exits the
+/// process at once after a DeviceLost.
 int worker_main(const Registry& reg, const WorkerOptions& opt);
 
 }  // namespace opcts
