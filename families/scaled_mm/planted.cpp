@@ -110,9 +110,11 @@ bool overflows_fp16(const Problem& p) { return p.out == DType::fp16 && p.scale_e
 // 2^-13·os·√Q (n = 128: 0.018·os·√Q, judge/accumulator.cpp), so a doubled result is either
 // saturated as the right one is or inside the bound. On the smoke tier's rowwise m64 n64 k256
 // os64 problem the bound is near 1,000 at every |want| <= 448 and a doubling changes no verdict.
-// out_times_2 is decided from the problem's own results (doubled_slope, saturating_sigma);
-// block_scale_doubled, which doubles one row's first K block only, stays left out there (a bound
-// wider than the output's range is what a correct truncating adder may err, not a loose bound).
+// out_times_2, and block_scale_doubled under a tensorwise recipe (its one scale doubles every
+// result), are decided from the problem's own results (doubled_slope, saturating_sigma);
+// block_scale_doubled elsewhere, which doubles one row's first K block only, stays left out there
+// (a bound wider than the output's range is what a correct truncating adder may err, not a loose
+// bound).
 bool saturates_e4m3(const Problem& p) { return p.out == DType::e4m3fn && p.out_scale > 1; }
 
 // The scale tensor's element `index` times `factor`, in its own dtype (fp32, e8m0fnu, ue4m3).
@@ -163,9 +165,10 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     // GEMM's one scale is its only block): they change the output everywhere.
     case PlantedBug::block_scale_doubled:
       if (overflows_fp16(p)) return "results beyond fp16's range: a doubled one is ±inf too";
-      return saturates_e4m3(p)
-                 ? "e4m3fn output scaled up: a doubled result saturates as the right one does, or lies inside the bound"
-                 : "";
+      if (!saturates_e4m3(p)) return "";
+      // A tensorwise GEMM's one scale doubles every result, as out_times_2 does (below).
+      if (p.recipe == Recipe::tensorwise) return slope_too_noisy(p, doubled_slope(p));
+      return "e4m3fn output scaled up: a doubled result saturates as the right one does, or lies inside the bound";
     // Every result doubled: on a saturating output the bias check sees the slope the doubling
     // gives the results left inside the range (doubled_slope), wherever its band is narrower.
     case PlantedBug::out_times_2:
