@@ -54,14 +54,12 @@ int dispatch(CommandLine& cl, const char* argv0) {
                                cl.pp_answer_fd, cl.pp_device);
   }
   if (*cl.ctest) {
-    std::vector<std::string> archs;
     for (auto& a : cl.ctest_archs) {
       std::stringstream ss(a);
       for (std::string x; std::getline(ss, x, ',');)
-        if (!x.empty()) archs.push_back(x);
+        if (!x.empty()) cl.ctest_plan.archs.push_back(x);
     }
-    return cmd_ctest_tests(cl.sel, archs, cl.ctest_shards, cl.ctest_exe, cl.ctest_reports, cl.ctest_out,
-                           cl.ctest_timeout, cl.ctest_bitwise);
+    return cmd_ctest_tests(cl.sel, cl.ctest_plan);
   }
   if (*cl.worker) {
     cl.wo.suite.load_catalogs = false;

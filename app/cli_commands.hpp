@@ -112,9 +112,25 @@ int cmd_report_tightness(const std::vector<std::string>& inputs, const std::stri
 /// scaled_mm impl of the arch's backend (filters: impl globs) and prints the manifest tolerance: entries of
 /// the models read off, beside today's; 0 when every probed path fit a model, 1 otherwise or when none ran.
 int cmd_probe_accumulators(const Selection& s, int device_flag, const std::string& out);
-/// `bitwise`: each shard test runs `opcts run --bitwise` (every deterministic() claim and the
-/// second-seed check).
-int cmd_ctest_tests(const Selection& s, const std::vector<std::string>& archs, int shards, const std::string& exe,
-                    const std::string& reports_dir, const std::string& out, double timeout, bool bitwise = false);
+/// What `opcts ctest-tests` writes (cmake/ctest_shards.cmake runs it when ctest starts).
+struct CtestPlan {
+  std::vector<std::string> archs;  ///< archs to plan shard tests for
+  int shards = 4;                  ///< shard tests per arch and family (1 to kMaxShards)
+  std::string exe;                 ///< the opcts binary the tests run
+  std::string reports_dir;         ///< JUnit and results files go to <reports_dir>/<arch>/
+  std::string out;                 ///< the CTest script to write
+  double timeout = 600;            ///< per-case timeout of `opcts run`, seconds
+  /// Each shard test runs `opcts run --bitwise` (every deterministic() claim and the second-seed
+  /// check).
+  bool bitwise = false;
+  /// > 0: each CUDA arch also gets opcts.<arch>.memcheck.slice<i>of<N>, labelled `memcheck` and
+  /// `nightly` only (never the arch, so `ctest -L sm90` leaves it out): the tier's shard i of N
+  /// under `--sanitize memcheck`, i = (days since 1970-01-01 UTC when ctest starts) mod N + 1, so
+  /// N nightly runs cover the tier once.
+  int memcheck_slices = 0;
+};
+/// The shard test for `slices` nightly slices on day `days_since_epoch` (UTC): its 1-based index.
+int memcheck_slice_of_day(int64_t days_since_epoch, int slices);
+int cmd_ctest_tests(const Selection& s, const CtestPlan& plan);
 
 }  // namespace opcts::cli

@@ -209,12 +209,15 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.ctest = app->add_subcommand("ctest-tests", "write the CTest script of shard tests (used by the build)");
   add_selection(cl.ctest, cl.sel);
   cl.ctest->add_option("--archs", cl.ctest_archs, "archs, ';' or ',' separated")->delimiter(';')->required();
-  cl.ctest->add_option("--shards", cl.ctest_shards, "shards per arch and family (1 to 1024)");
-  cl.ctest->add_option("--exe", cl.ctest_exe, "opcts binary the tests run")->required();
-  cl.ctest->add_option("--reports-dir", cl.ctest_reports, "where shard reports go")->required();
-  cl.ctest->add_option("--out", cl.ctest_out, "script to write")->required();
-  cl.ctest->add_option("--timeout", cl.ctest_timeout, "per-case timeout passed to run");
-  cl.ctest->add_flag("--bitwise", cl.ctest_bitwise, "the shards run with --bitwise (determinism checks)");
+  cl.ctest->add_option("--shards", cl.ctest_plan.shards, "shards per arch and family (1 to 1024)");
+  cl.ctest->add_option("--exe", cl.ctest_plan.exe, "opcts binary the tests run")->required();
+  cl.ctest->add_option("--reports-dir", cl.ctest_plan.reports_dir, "where shard reports go")->required();
+  cl.ctest->add_option("--out", cl.ctest_plan.out, "script to write")->required();
+  cl.ctest->add_option("--timeout", cl.ctest_plan.timeout, "per-case timeout passed to run");
+  cl.ctest->add_flag("--bitwise", cl.ctest_plan.bitwise, "the shards run with --bitwise (determinism checks)");
+  cl.ctest->add_option("--memcheck-slices", cl.ctest_plan.memcheck_slices,
+                       "N > 0: each CUDA arch gets a test (labels memcheck, nightly) running today's slice, "
+                       "shard (days since 1970 mod N) + 1 of N, under --sanitize memcheck (0 to 1024; 0: none)");
 
   tidy_defaults(app.get());
 

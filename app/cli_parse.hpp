@@ -29,10 +29,7 @@ struct CommandLine {
   std::string matrix_md, times_out, times_arch, html_out, html_title = "opcts report", tightness_md;
   std::vector<std::string> gate_inputs;
   std::vector<std::string> ctest_archs;
-  int ctest_shards = 4;
-  std::string ctest_exe, ctest_reports, ctest_out;
-  double ctest_timeout = 600;
-  bool ctest_bitwise = false;
+  CtestPlan ctest_plan;
   int probe_device = -1;
   std::string probe_out;
   int gate_min_run = 1;

@@ -2,6 +2,7 @@
 // CTest glue's error test shows the real error, the test presets refuse an empty selection,
 // and `--shard auto` reads the CI engines' variables.
 #include <gtest/gtest.h>
+#include <chrono>
 
 #include <algorithm>
 #include <filesystem>
@@ -387,6 +388,42 @@ TEST(CtestGlue, ShardsRunTheDeterminismChecksAndFailAnImplThatBreaksItsClaim) {
       EXPECT_EQ(r.status, 0) << r.output;
     }
   }
+}
+
+// The nightly memcheck slice (--memcheck-slices N): one test per CUDA arch, none for the host or
+// a HIP arch, running the day's shard under --sanitize memcheck, labelled so that `ctest -L sm90`
+// (a regex over labels) leaves it out; the build asks for it.
+TEST(CtestGlue, NightlyMemcheckSliceIsTheDaysShardOutsideTheArchLabel) {
+  EXPECT_NE(read_file(OPCTS_SHARDS_SCRIPT).find("\"--memcheck-slices\""), std::string::npos) << OPCTS_SHARDS_SCRIPT;
+  const std::string dir = testutil::temp_dir();
+  const auto plan = [&](int slices) {
+    const Shell r =
+        sh(std::string(OPCTS_BINARY) + " ctest-tests --archs host,sm90,gfx942 --tier smoke --shards 2 --exe " +
+           OPCTS_BINARY + " --reports-dir " + dir + "/reports --out " + dir + "/tests.cmake --memcheck-slices " +
+           std::to_string(slices));
+    EXPECT_EQ(r.status, 0) << r.output;
+    return read_file(dir + "/tests.cmake");
+  };
+  const auto day = [] { return std::chrono::system_clock::now().time_since_epoch() / std::chrono::hours(24); };
+  const auto before = day();
+  const std::string text = plan(7);
+  const auto after = day();  // ctest-tests ran between the two (a midnight may pass)
+  std::vector<std::string> memcheck;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("memcheck") != std::string::npos) memcheck.push_back(line);
+  ASSERT_EQ(memcheck.size(), 2u) << text;  // add_test and its properties, for sm90 alone
+  bool today = false;
+  for (auto d = before; d <= after; ++d) {
+    const std::string i = std::to_string(d % 7 + 1);
+    today = today || memcheck[0].find("add_test(opcts.sm90.memcheck.slice" + i + "of7 ") == 0 &&
+                         memcheck[0].find(" --shard " + i + "/7 --sanitize memcheck ") != std::string::npos;
+  }
+  EXPECT_TRUE(today) << memcheck[0];
+  EXPECT_NE(memcheck[1].find("LABELS \"memcheck;nightly\""), std::string::npos) << memcheck[1];
+  EXPECT_NE(memcheck[1].find("RESOURCE_GROUPS \"gpus:1\""), std::string::npos) << memcheck[1];
+  EXPECT_NE(text.find("opcts.sm90.cast.shard2of2"), std::string::npos) << text;  // the shards stay
+  EXPECT_EQ(plan(0).find("memcheck"), std::string::npos);
 }
 
 TEST(CtestGlue, TestPresetsAndReadmeRefuseAnEmptySelection) {
