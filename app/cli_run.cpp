@@ -42,6 +42,7 @@
 #include "reports/times.hpp"
 #include "runner/device_probe.hpp"
 #include "runner/execute.hpp"
+#include "runner/path_search.hpp"
 #include "runner/ref_disk_cache.hpp"
 #include "runner/run.hpp"
 #include "runner/shard_cases.hpp"
@@ -124,15 +125,10 @@ std::string find_sanitizer(const std::string& given) {
     if (runnable(want)) return want;
     throw std::invalid_argument("--sanitize: cannot run the sanitizer '" + want + "'");
   }
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "";
-  if (given.empty() && !(env && *env)) dirs += ":/usr/local/cuda/bin";
-  for (size_t b = 0; b <= dirs.size();) {
-    const size_t e = std::min(dirs.find(':', b), dirs.size());
-    const std::string dir = dirs.substr(b, e - b);
-    if (!dir.empty() && runnable(dir + "/" + want)) return dir + "/" + want;
-    b = e + 1;
-  }
+  std::vector<std::string> dirs = path_dirs();
+  if (given.empty() && !(env && *env)) dirs.push_back("/usr/local/cuda/bin");
+  for (const std::string& dir : dirs)
+    if (runnable(dir + "/" + want)) return dir + "/" + want;
   throw std::invalid_argument("--sanitize: '" + want + "' is not on PATH" +
                               (given.empty() && !(env && *env) ? " or in /usr/local/cuda/bin" : "") +
                               " (give --sanitizer PATH or set OPCTS_SANITIZER)");

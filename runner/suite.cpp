@@ -12,6 +12,7 @@
 
 #include "core/glob.hpp"
 #include "core/yaml_util.hpp"
+#include "runner/path_search.hpp"
 
 namespace opcts {
 
@@ -253,15 +254,8 @@ std::string repro_program() {
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     if (ec || exe.filename() != "opcts") return std::string("opcts");  // a test binary, say
-    if (const char* path = std::getenv("PATH")) {
-      std::string dirs = path;
-      for (size_t at = 0; at <= dirs.size();) {
-        const size_t colon = std::min(dirs.find(':', at), dirs.size());
-        const fs::path candidate = fs::path(dirs.substr(at, colon - at)) / "opcts";
-        if (colon > at && fs::equivalent(candidate, exe, ec)) return std::string("opcts");
-        at = colon + 1;
-      }
-    }
+    for (const std::string& dir : path_dirs())
+      if (fs::equivalent(fs::path(dir) / "opcts", exe, ec)) return std::string("opcts");
     const std::string path = exe.string();
     const bool plain = path.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+-") ==
                        std::string::npos;
