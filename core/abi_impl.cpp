@@ -217,11 +217,9 @@ TensorMap AbiImpl::run(const Problem& p, const TensorMap& inputs, const RunConte
   if (std::string why = abi_gap(p); !why.empty()) throw std::logic_error(why);  // never hand it a misread problem
   const std::vector<unsigned char> params = family_def().abi_params(p);
   const AbiArch a(*ctx.arch);
-  if (planted_inputs_)
-    return transport_->run(desc_, params.data(), planted_inputs_(p, inputs), family_def().outputs(p), a.get(),
-                           ctx.device, ctx.note, ctx.breaches);
-  return transport_->run(desc_, params.data(), inputs, family_def().outputs(p), a.get(), ctx.device, ctx.note,
-                         ctx.breaches);
+  TensorMap out = transport_->run(desc_, params.data(), planted_inputs_ ? planted_inputs_(p, inputs) : inputs,
+                                  family_def().outputs(p), a.get(), ctx.device, ctx.note, ctx.breaches);
+  return planted_outputs_ ? planted_outputs_(p, std::move(out)) : out;
 }
 
 bool AbiImpl::deterministic(const Problem& p) const {

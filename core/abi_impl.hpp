@@ -128,6 +128,9 @@ class AbiImpl final : public Impl {
   void set_planted_inputs(std::function<TensorMap(const Problem&, const TensorMap&)> f) {
     planted_inputs_ = std::move(f);
   }
+  /// For a built-in planted row whose bug is in what the kernel returns: the outputs with the bug
+  /// applied (families' planted_outputs), judged instead of the kernel's own.
+  void set_planted_outputs(std::function<TensorMap(const Problem&, TensorMap)> f) { planted_outputs_ = std::move(f); }
   /// For a built-in planted row whose bug only `--bitwise` sees (Impl::bug_needs_bitwise).
   void set_bug_needs_bitwise(bool b) { bug_needs_bitwise_ = b; }
   bool bug_needs_bitwise() const override { return bug_needs_bitwise_; }
@@ -140,6 +143,7 @@ class AbiImpl final : public Impl {
   const AbiBackend* transport_ = nullptr;
   std::function<std::string(const Problem&)> cannot_show_;
   std::function<TensorMap(const Problem&, const TensorMap&)> planted_inputs_;
+  std::function<TensorMap(const Problem&, TensorMap)> planted_outputs_;
   bool bug_needs_bitwise_ = false;
 };
 

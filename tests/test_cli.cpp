@@ -193,6 +193,32 @@ TEST(CliRepro, TheLineRunsFromAnotherFolder) {
   EXPECT_NE(again.output.find("case   " + records.front().id), std::string::npos) << again.output;
 }
 
+// The planted e4m3fnuz saturation (scaled_mm saturate_at_240: results past 240 clamped to ±240
+// where e4m3fn saturates at 448) runs wherever a result rounds past 240 and is caught there, on
+// the scaled-up output too, where the accumulation bound is far wider than the range: a result
+// beyond ±448 by more than that bound must be ±448 (judge/compare.cpp).
+TEST(CliRun, APlantedFnuzSaturationIsCaughtWhereAResultRoundsPast240) {
+  const std::string dir = testutil::temp_dir();
+  const Shell r = run_in(dir, "--include-planted --filter 'scaled_mm.host_emulated_hopper_saturate_at_240/*'");
+  int caught = 0;
+  for (const ResultRecord& rec : read_results_file(dir + "/r.jsonl")) {
+    if (rec.raw_outcome == Outcome::SKIP) {
+      EXPECT_TRUE(rec.message.find("no result reaches 248") != std::string::npos ||
+                  rec.message.find("only an e4m3fn output saturates") != std::string::npos ||
+                  rec.message.find("no block-scaled") != std::string::npos ||
+                  rec.message.find("planted impls run valid problems only") != std::string::npos ||
+                  rec.message.find("is an AMD format") != std::string::npos)
+          << rec.id << ": " << rec.message;
+      continue;
+    }
+    EXPECT_EQ(rec.outcome, Outcome::XFAIL) << rec.id << ": " << rec.message;
+    caught += rec.outcome == Outcome::XFAIL;
+    if (rec.id.find("_os64_") != std::string::npos)
+      EXPECT_NE(rec.message.find("got -240 want -448"), std::string::npos) << rec.id << ": " << rec.message;
+  }
+  EXPECT_GE(caught, 4) << r.output;
+}
+
 // A failure names the tolerance rule that judged each output (file:line of the cases folder),
 // in its record and its message; a passing output records its rule too.
 TEST(CliRun, AFailureNamesItsToleranceRule) {

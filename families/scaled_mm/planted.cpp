@@ -16,6 +16,9 @@ namespace opcts::scaled_mm {
 
 namespace {
 
+// e4m3fnuz's largest finite value (AMD's FNUZ fp8, as on MI300), what saturate_at_240 clamps to.
+constexpr double kFnuzMax = 240.0;
+
 // Why the bias check cannot be relied on to see a relative error `size` on p's output under
 // the sm90 models these planted rows are judged by (14 bits, truncation, promotion every 128 or
 // none: judge/accumulator.cpp), or "". Its interval reaches D_hi + ε + λ·σ_β below (and λ·σ_β
@@ -57,6 +60,7 @@ std::string slope_too_noisy(const Problem& p, double size) {
 // per problem.
 struct Unsaturated {
   std::vector<double> w, q;
+  double largest = 0;  // the largest |result| of all, saturated or not
 };
 const Unsaturated& unsaturated(const Problem& p) {
   static std::mutex mutex;
@@ -69,9 +73,11 @@ const Unsaturated& unsaturated(const Problem& p) {
   const std::vector<double>& w = r.exact.at("d");
   const ReductionStats& st = r.reduction.at("d");
   u = std::make_unique<Unsaturated>();
-  for (size_t i = 0; i < w.size(); ++i)
+  for (size_t i = 0; i < w.size(); ++i) {
+    u->largest = std::max(u->largest, std::fabs(w[i]));
     if (std::fabs(st.unsaturated[i]) <= dtype_info(p.out).max_finite)
       u->w.push_back(w[i]), u->q.push_back(st.sq_sum[i]);
+  }
   return *u;
 }
 
@@ -111,10 +117,11 @@ bool overflows_fp16(const Problem& p) { return p.out == DType::fp16 && p.scale_e
 // saturated as the right one is or inside the bound. On the smoke tier's rowwise m64 n64 k256
 // os64 problem the bound is near 1,000 at every |want| <= 448 and a doubling changes no verdict.
 // out_times_2, and block_scale_doubled under a tensorwise recipe (its one scale doubles every
-// result), are decided from the problem's own results (doubled_slope, saturating_sigma);
-// block_scale_doubled elsewhere, which doubles one row's first K block only, stays left out there
-// (a bound wider than the output's range is what a correct truncating adder may err, not a loose
-// bound).
+// result), are decided from the problem's own results (doubled_slope, saturating_sigma): a
+// doubling whose slope lies inside the bias check's band there changes no verdict of any element
+// either. block_scale_doubled elsewhere (one row's first K block) runs on every such output: where
+// the bound cannot see row 0's doubling (rowwise, os 16 and 64, random fills) it is the bound's
+// XPASS, reported, never a SKIP.
 bool saturates_e4m3(const Problem& p) { return p.out == DType::e4m3fn && p.out_scale > 1; }
 
 // The scale tensor's element `index` times `factor`, in its own dtype (fp32, e8m0fnu, ue4m3).
@@ -138,6 +145,7 @@ std::string_view to_string(PlantedBug b) {
     case PlantedBug::product_low: return "product_low";
     case PlantedBug::product_high: return "product_high";
     case PlantedBug::drop_last_k_step: return "drop_last_k_step";
+    case PlantedBug::saturate_at_240: return "saturate_at_240";
   }
   return "?";
 }
@@ -152,7 +160,8 @@ const std::vector<PlantedBug>& planted_bugs() {
                                               PlantedBug::out_times_2,
                                               PlantedBug::product_low,
                                               PlantedBug::product_high,
-                                              PlantedBug::drop_last_k_step};
+                                              PlantedBug::drop_last_k_step,
+                                              PlantedBug::saturate_at_240};
   return all;
 }
 
@@ -168,7 +177,7 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       if (!saturates_e4m3(p)) return "";
       // A tensorwise GEMM's one scale doubles every result, as out_times_2 does (below).
       if (p.recipe == Recipe::tensorwise) return slope_too_noisy(p, doubled_slope(p));
-      return "e4m3fn output scaled up: a doubled result saturates as the right one does, or lies inside the bound";
+      return "";  // row 0's first K block: the bound's to see (saturates_e4m3 above)
     // Every result doubled: on a saturating output the bias check sees the slope the doubling
     // gives the results left inside the range (doubled_slope), wherever its band is narrower.
     case PlantedBug::out_times_2:
@@ -184,6 +193,17 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       if (overflows_fp16(p)) return "results beyond fp16's range: a scaled one is ±inf too";
       return slope_too_noisy(p, bug == PlantedBug::scale_error ? 0x1p-7 : 0x1p-8);
     case PlantedBug::no_bias: return p.bias ? "" : "no bias to drop";
+    // The plant moves every result that rounds past 240 (from 248, the midpoint to e4m3fn's next
+    // value 256, on), saturated ones included; where the bound cannot see the move the case is an
+    // XPASS of the bound, never a SKIP.
+    case PlantedBug::saturate_at_240: {
+      if (p.out != DType::e4m3fn) return "only an e4m3fn output saturates";
+      if (unsaturated(p).largest >= kFnuzMax + spacing_at(DType::e4m3fn, kFnuzMax) / 2) return "";
+      char text[120];
+      std::snprintf(text, sizeof text, "no result reaches 248: the largest is %.4g, which rounds to 240 or less",
+                    unsaturated(p).largest);
+      return text;
+    }
     case PlantedBug::half_k: return p.k >= 2 ? "" : "K too short to halve";
     case PlantedBug::drop_last_k_step: {
       // Exact fills compare bit for bit: any change shows. The random fill draws each 32-wide K
@@ -256,8 +276,19 @@ TensorMap planted_inputs(const Problem& p, const TensorMap& inputs, PlantedBug b
         for (int64_t k = std::max<int64_t>(0, p.k - kPlantedKStep); k < p.k; ++k) a.set(r * p.k + k, 0.0);
       break;
     }
+    case PlantedBug::saturate_at_240: break;  // an output bug: planted_outputs
   }
   return in;
+}
+
+TensorMap planted_outputs(const Problem& p, TensorMap outputs, PlantedBug bug) {
+  if (bug != PlantedBug::saturate_at_240 || p.out != DType::e4m3fn) return outputs;
+  HostTensor& d = outputs.at("d");
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    const double v = d.get(i);
+    if (std::fabs(v) > kFnuzMax) d.set(i, std::copysign(kFnuzMax, v));
+  }
+  return outputs;
 }
 
 }  // namespace opcts::scaled_mm

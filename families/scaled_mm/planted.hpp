@@ -29,6 +29,8 @@ enum class PlantedBug {
   product_high,          // every product 2^-8 high (every A scale × (1 + 2^-8))
   drop_last_k_step,      // the last MMA step of K dropped (A's codes of the last 32 K elements read as 0):
                          // a FAST_ACCUM main loop that stops one step short
+  saturate_at_240,       // e4m3fn results clamped to ±240, e4m3fnuz's largest value, not e4m3fn's 448: a
+                         // satfinite conversion ported from MI300's FNUZ format (an output bug)
 };
 /// The K elements of one FP8 MMA step (a Hopper wgmma's K): what drop_last_k_step drops.
 constexpr int64_t kPlantedKStep = 32;
@@ -41,12 +43,16 @@ const std::vector<PlantedBug>& planted_bugs();
 /// does not exist in the problem (no output scale other than 1 or no bias to drop, e8m0 / ue4m3
 /// scales that cannot carry a 2^-8 error); and, for the 2^-8 errors,
 /// outputs so few and coarse that their rounding alone puts the bias check's noise floor above
-/// the error (derived in planted.cpp); results pushed past fp16's range, and for
-/// the doubling bugs e4m3fn outputs scaled up, whose unsaturated results may all lie inside
-/// the accumulation bound.
+/// the error (derived in planted.cpp); results pushed past fp16's range; for out_times_2 and a
+/// tensorwise block_scale_doubled, scaled-up e4m3fn outputs where the doubling's slope over the
+/// unsaturated results lies inside the bias check's band (from the case's own reference); for
+/// saturate_at_240, outputs other than e4m3fn and results that never round past 240.
 std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
 
 /// The inputs with the bug applied (scales, codes, out_scale or bias changed; the layouts kept).
 TensorMap planted_inputs(const Problem& p, const TensorMap& inputs, PlantedBug bug);
+/// The outputs an impl returned with an output bug applied (saturate_at_240: d's results past
+/// ±240 set to ±240); the others return them unchanged.
+TensorMap planted_outputs(const Problem& p, TensorMap outputs, PlantedBug bug);
 
 }  // namespace opcts::scaled_mm

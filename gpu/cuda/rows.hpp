@@ -37,12 +37,14 @@ using PrepareFn = void (*)(const void* impl_data, const void* params);
 /// One built-in row: the descriptor (callbacks may be null in a host build), the capability
 /// names it needs, and for a planted row the C++ check of which problems can show its bug
 /// (returns "" when the problem can; the reason to SKIP otherwise) and, where the bug is one
-/// of the inputs an unchanged kernel is given, the wrong inputs (AbiImpl::set_planted_inputs).
+/// of the inputs an unchanged kernel is given, the wrong inputs (AbiImpl::set_planted_inputs),
+/// and where it is in what the kernel returns, the wrong outputs (AbiImpl::set_planted_outputs).
 struct Row {
   opcts_impl_desc desc{};
   std::vector<std::string> caps;
   std::function<std::string(const Problem&)> cannot_show;
   std::function<TensorMap(const Problem&, const TensorMap&)> plant_inputs;
+  std::function<TensorMap(const Problem&, TensorMap)> plant_outputs;
   bool bug_needs_bitwise = false;  // a planted row whose bug only --bitwise sees
   PrepareFn prepare = nullptr;     // run's library setup, done before the stream is held (may be null)
   // A cuda.* row's hip.* twin (never a planted row's): registered by add_rows after the rows it

@@ -4,7 +4,8 @@
 // Planted (must FAIL): cuda.cublaslt_<bug> makes the same cuBLASLt call with the bug applied to
 // the inputs it is given (families/scaled_mm/planted.hpp: a block scale doubled, one K block's
 // scales zeroed, the output scale dropped, every scale off by 2^-8, the bias dropped, half of K
-// dropped, the result doubled, every product 2^-8 low or high, the last 32 K elements dropped),
+// dropped, the result doubled, every product 2^-8 low or high, the last 32 K elements dropped;
+// one bug, e4m3fn results clamped to ±240, is applied to the outputs it returns),
 // so the suite proves it catches each under the arch's accumulator model of cuBLASLt itself.
 #include "families/scaled_mm/cuda/scaled_mm_launch.hpp"
 #include "families/scaled_mm/planted.hpp"
@@ -38,6 +39,9 @@ void register_cuda_scaled_mm(Registry& reg) {
     };
     rows.back().plant_inputs = [bug](const Problem& p, const TensorMap& in) {
       return scaled_mm::planted_inputs(p.as<scaled_mm::Problem>(), in, bug);
+    };
+    rows.back().plant_outputs = [bug](const Problem& p, TensorMap out) {
+      return scaled_mm::planted_outputs(p.as<scaled_mm::Problem>(), std::move(out), bug);
     };
   }
   add_rows(reg, std::move(rows));

@@ -158,7 +158,13 @@ void emulations_on_tier(Tier tier, bool planted) {
       const std::string name(impl->name());
       ++ran[name];
       if (impl->planted()) {
-        EXPECT_TRUE(j.failed()) << name << " passed " << e.problem_id;
+        // The bound's known blind spot (docs/status/host.md, 2026-12-06 (h)): row 0 doubled on a
+        // scaled-up e4m3fn output whose row-0 results saturate either way or lie inside per-element
+        // bounds of ~40,000. Listed as a strict xfail is: it must still pass, or the entry goes.
+        const bool blind = name == "host.emulated_hopper_block_scale_doubled" &&
+                           e.problem_id == "rowwise_e4m3fn_e4m3fn_tn_m64_n64_k256_out_e4m3fn_os64_random";
+        EXPECT_NE(j.failed(), blind) << name << (blind ? " failed (remove the blind-spot entry) " : " passed ")
+                                     << e.problem_id;
       } else {
         EXPECT_FALSE(j.failed()) << name << " failed " << e.problem_id << ": " << j.stats.mismatches
                                  << " mismatches, max err/bound " << j.stats.max_ratio << ", slope " << j.stats.slope
