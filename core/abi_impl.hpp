@@ -131,6 +131,9 @@ class AbiImpl final : public Impl {
   /// For a built-in planted row whose bug is in what the kernel returns: the outputs with the bug
   /// applied (families' planted_outputs), judged instead of the kernel's own.
   void set_planted_outputs(std::function<TensorMap(const Problem&, TensorMap)> f) { planted_outputs_ = std::move(f); }
+  /// For a built-in planted row: where the bound may not see its bug (Impl::blind_spot).
+  void set_blind_spot(std::function<std::string(const Problem&)> f) { blind_spot_ = std::move(f); }
+  std::string blind_spot(const Problem& p) const override { return blind_spot_ ? blind_spot_(p) : std::string(); }
   /// For a built-in planted row whose bug only `--bitwise` sees (Impl::bug_needs_bitwise).
   void set_bug_needs_bitwise(bool b) { bug_needs_bitwise_ = b; }
   bool bug_needs_bitwise() const override { return bug_needs_bitwise_; }
@@ -144,6 +147,7 @@ class AbiImpl final : public Impl {
   std::function<std::string(const Problem&)> cannot_show_;
   std::function<TensorMap(const Problem&, const TensorMap&)> planted_inputs_;
   std::function<TensorMap(const Problem&, TensorMap)> planted_outputs_;
+  std::function<std::string(const Problem&)> blind_spot_;
   bool bug_needs_bitwise_ = false;
 };
 

@@ -251,6 +251,11 @@ class Impl {
   /// For a planted impl whose bug is a determinism claim it breaks: only `opcts run --bitwise`
   /// can show it, so without --bitwise its cases SKIP (instead of passing as XPASS).
   virtual bool bug_needs_bitwise() const { return false; }
+  /// For a planted impl: why the suite's bound may not see its bug on `p` although the bug
+  /// changes the output (a reason derived from the arithmetic, such as a bias check whose noise
+  /// band reaches past the bug's slope), or "" where it must be caught. Such a case still runs:
+  /// a PASS is XPASS all the same, and reports list it apart with this reason.
+  virtual std::string blind_spot(const Problem&) const { return {}; }
 
   /// The family this impl belongs to, bound by Registry::add (impls never look it up
   /// globally). Throws std::logic_error before registration.

@@ -161,6 +161,7 @@ std::string to_json_line(const ResultRecord& r) {
   if (!outs.empty()) j["outputs"] = outs;
   if (!r.failures.empty()) j["failures"] = failures_to(r.failures);
   if (r.planted) j["planted"] = true;
+  if (!r.blind_spot.empty()) j["blind_spot"] = r.blind_spot;
   json worst = json::array();
   for (const auto& w : r.worst)
     worst.push_back({{"out", w.out}, {"index", w.index}, {"got", num(w.got)}, {"want", num(w.want)}});
@@ -218,6 +219,7 @@ ResultRecord parse_json_line(const std::string& line) {
   }
   if (j.contains("failures")) r.failures = failures_from(j["failures"]);
   r.planted = j.value("planted", false);
+  r.blind_spot = j.value("blind_spot", std::string());
   if (j.contains("worst")) {
     for (const auto& w : j["worst"])
       r.worst.push_back({w.at("out").get<std::string>(), w.at("index").get<std::vector<int64_t>>(), as_num(w.at("got")),

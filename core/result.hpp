@@ -119,6 +119,7 @@ struct ResultRecord {
   // manifest xfail's `outputs:` and `case:` are matched against. Empty for other outcomes.
   std::vector<Failure> failures;
   bool planted = false;             // the impl is a planted bug (Impl::planted): its cases exist to FAIL
+  std::string blind_spot;           // a planted case the bound may not see, and why (Impl::blind_spot)
   std::vector<WorstElement> worst;  // a few worst elements over all outputs
   std::string repro;                // one shell command that reproduces the case
   std::string tier;

@@ -142,6 +142,7 @@ void add_properties(pugi::xml_node tc, const ResultRecord& r, JunitDetail detail
   // The failure kinds, machine-read by read_junit (the gate matches typed xfails against them).
   if (!r.failures.empty()) add_prop(props, "failures", failures_json(r.failures));
   if (r.planted) add_prop(props, "planted", "true");
+  if (!r.blind_spot.empty()) add_prop(props, "blind_spot", r.blind_spot);
   if (!r.provisional.empty()) add_prop(props, "provisional", r.provisional);
   if (!r.outputs.empty()) {
     add_prop(props, "metric", metrics(r));
@@ -401,6 +402,7 @@ ResultRecord parse_testcase(pugi::xml_node tc, const std::string& family) {
     else if (name == "repro") r.repro = value;
     else if (name == "failures") r.failures = parse_failures_json(value);
     else if (name == "planted") r.planted = value == "true";
+    else if (name == "blind_spot") r.blind_spot = value;
     else if (name == "provisional") r.provisional = value;
     else if (name.rfind("first_mismatch.", 0) == 0) {
       set_worst_field(worst[0], name.substr(15), value, name);

@@ -62,6 +62,7 @@ struct PlantedRow {
   size_t run = 0;                   // the rest, MISSING left out
   size_t caught = 0;                // raw FAIL
   std::vector<std::string> missed;  // raw PASS: the bug passed these (each an XPASS of the gate)
+  std::vector<std::string> blind;   // raw PASS where the impl derived a blind spot (ResultRecord::blind_spot)
   std::vector<std::string> other;   // ERROR, CRASH, TIMEOUT, MISTRUSTED, FLAKE: neither caught nor missed
 };
 

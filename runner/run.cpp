@@ -24,6 +24,7 @@ ResultRecord base_record(const Suite& suite, const Case& c, int device) {
   r.tier = std::string(to_string(c.tier));
   r.repro = repro_command(suite, c.id);
   r.planted = c.impl->planted();
+  if (r.planted) r.blind_spot = c.impl->blind_spot(*c.problem);
   return r;
 }
 
@@ -35,7 +36,10 @@ void judge(const Suite& suite, ResultRecord& r) {
   if (!xf) return;
   if (r.outcome == Outcome::XFAIL || r.outcome == Outcome::XPASS) {
     r.expectation = xf->planted ? "planted bug (" + xf->source + ")" : "xfail (" + xf->source + "): " + xf->reason;
-    if (r.outcome == Outcome::XPASS && xf->planted) r.expectation = "planted bug NOT caught: " + xf->source + " passed";
+    if (r.outcome == Outcome::XPASS && xf->planted)
+      r.expectation = r.blind_spot.empty() ? "planted bug NOT caught: " + xf->source + " passed"
+                                           : "planted bug NOT caught, in a derived blind spot of the bound (" +
+                                                 r.blind_spot + "): " + xf->source + " passed";
   } else if (const std::string unmet = unmet_expectation(r.raw_outcome, r.message, r.failures, *xf); !unmet.empty()) {
     r.expectation = unmet;
   }

@@ -242,6 +242,14 @@ TEST(Gate, APlantedPassSaysTheBugWasNotCaught) {
   const GateVerdict v = gate({rec("planted", Outcome::PASS)}, manifest(), {});
   ASSERT_EQ(v.offending.size(), 1u);
   EXPECT_NE(v.offending[0].why.find("planted bug NOT caught"), std::string::npos) << v.offending[0].why;
+  // Where the planted impl derived why the bound may not see its bug, the gate says so: still an
+  // offence (an XPASS), but one the bound's derivation accounts for.
+  ResultRecord hidden = rec("planted", Outcome::PASS);
+  hidden.blind_spot = "the bias check's band reaches 0.005, beyond the 0.0039 slope";
+  const GateVerdict w = gate({hidden}, manifest(), {});
+  ASSERT_EQ(w.offending.size(), 1u);
+  EXPECT_NE(w.offending[0].why.find("in a derived blind spot of the bound: the bias check's band"), std::string::npos)
+      << w.offending[0].why;
 }
 
 TEST(Gate, AMappedRecordIsJudgedByThisManifestNotTheRunsOne) {

@@ -60,7 +60,8 @@ std::string slope_too_noisy(const Problem& p, double size) {
 // per problem.
 struct Unsaturated {
   std::vector<double> w, q;
-  double largest = 0;  // the largest |result| of all, saturated or not
+  double largest = 0;                  // the largest |result| of all, saturated or not
+  std::vector<double> row0_w, row0_q;  // row 0's results and Q, saturated or not
 };
 const Unsaturated& unsaturated(const Problem& p) {
   static std::mutex mutex;
@@ -75,6 +76,7 @@ const Unsaturated& unsaturated(const Problem& p) {
   u = std::make_unique<Unsaturated>();
   for (size_t i = 0; i < w.size(); ++i) {
     u->largest = std::max(u->largest, std::fabs(w[i]));
+    if (static_cast<int64_t>(i) < p.n) u->row0_w.push_back(w[i]), u->row0_q.push_back(st.sq_sum[i]);
     if (std::fabs(st.unsaturated[i]) <= dtype_info(p.out).max_finite)
       u->w.push_back(w[i]), u->q.push_back(st.sq_sum[i]);
   }
@@ -123,6 +125,42 @@ bool overflows_fp16(const Problem& p) { return p.out == DType::fp16 && p.scale_e
 // the bound cannot see row 0's doubling (rowwise, os 16 and 64, random fills) it is the bound's
 // XPASS, reported, never a SKIP.
 bool saturates_e4m3(const Problem& p) { return p.out == DType::e4m3fn && p.out_scale > 1; }
+
+// The per-element bound ÷ √Q under the sm90 models these planted rows are judged by (14 bits,
+// truncation, promotion every 128 or none): λ·√(2n)·2^-13 + 2.45·√n·2^-13 plus the output's half
+// spacing 2^-p_out (judge/accumulator.cpp).
+double element_bound(const Problem& p) {
+  const auto n = static_cast<double>(p.fast_accum ? p.k : std::min<int64_t>(p.k, 128));
+  return (7.5265 * std::sqrt(2 * n) + 2.45 * std::sqrt(n)) * 0x1p-13 +
+         std::ldexp(1.0, -(dtype_info(p.out).format.mantissa_bits + 1));
+}
+
+// Why row 0 doubled (block_scale_doubled under a rowwise or blockwise recipe, whose first K
+// block's scale of row 0 is its only scale or one of several) may pass on a scaled-up e4m3fn
+// output, or "": every result of row 0 it moves stays inside its per-element bound (|sat(2w) − w|
+// <= element_bound·√Q + half the spacing at |w|; a saturated result stays saturated), taking the
+// whole row doubled (the most a first K block can move it, its share of the sum aside), and the
+// slope row 0 gives the bias check is inside its band (slope_too_noisy).
+std::string row0_doubling_hidden(const Problem& p) {
+  const Unsaturated& u = unsaturated(p);
+  const double max_out = dtype_info(p.out).max_finite, e = element_bound(p);
+  double moved_max = 0, sw2 = 0, swe = 0;
+  for (size_t j = 0; j < u.row0_w.size(); ++j) {
+    const double w = u.row0_w[j], moved = std::fabs(std::clamp(2 * w, -max_out, max_out) - w);
+    const double bound = e * std::sqrt(u.row0_q[j]) + spacing_at(p.out, std::fabs(w)) / 2;
+    if (std::fabs(w) < max_out && moved > bound) return "";
+    moved_max = std::max(moved_max, moved);
+  }
+  for (const double w : u.w) sw2 += w * w;
+  for (const double w : u.row0_w)
+    if (std::fabs(w) < max_out) swe += w * (std::clamp(2 * w, -max_out, max_out) - w);
+  const std::string slope = slope_too_noisy(p, sw2 > 0 ? swe / sw2 : 0.0);
+  if (slope.empty()) return "";
+  char text[300];
+  std::snprintf(text, sizeof text, "row 0 doubled moves no result past its per-element bound (at most %.3g) and %s",
+                moved_max, slope.c_str());
+  return text;
+}
 
 // The scale tensor's element `index` times `factor`, in its own dtype (fp32, e8m0fnu, ue4m3).
 void scale_by(HostTensor& t, int64_t index, double factor) {
@@ -173,16 +211,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     // Row 0's scale of K block 0 and K block 0's scales exist in every recipe (a tensorwise
     // GEMM's one scale is its only block): they change the output everywhere.
     case PlantedBug::block_scale_doubled:
-      if (overflows_fp16(p)) return "results beyond fp16's range: a doubled one is ±inf too";
-      if (!saturates_e4m3(p)) return "";
-      // A tensorwise GEMM's one scale doubles every result, as out_times_2 does (below).
-      if (p.recipe == Recipe::tensorwise) return slope_too_noisy(p, doubled_slope(p));
-      return "";  // row 0's first K block: the bound's to see (saturates_e4m3 above)
-    // Every result doubled: on a saturating output the bias check sees the slope the doubling
-    // gives the results left inside the range (doubled_slope), wherever its band is narrower.
     case PlantedBug::out_times_2:
-      if (overflows_fp16(p)) return "results beyond fp16's range: a doubled one is ±inf too";
-      return saturates_e4m3(p) ? slope_too_noisy(p, doubled_slope(p)) : "";
+      return overflows_fp16(p) ? "results beyond fp16's range: a doubled one is ±inf too" : "";
     case PlantedBug::k_block_scale_zeroed: return "";
     case PlantedBug::no_out_scale:
       return p.out == DType::e4m3fn && p.out_scale != 1.0 ? "" : "no output scale other than 1 to ignore";
@@ -191,11 +221,10 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::product_high:
       if (p.block_scaled()) return "e8m0 / ue4m3 scales cannot be off by 2^-8";
       if (overflows_fp16(p)) return "results beyond fp16's range: a scaled one is ±inf too";
-      return slope_too_noisy(p, bug == PlantedBug::scale_error ? 0x1p-7 : 0x1p-8);
+      return "";
     case PlantedBug::no_bias: return p.bias ? "" : "no bias to drop";
     // The plant moves every result that rounds past 240 (from 248, the midpoint to e4m3fn's next
-    // value 256, on), saturated ones included; where the bound cannot see the move the case is an
-    // XPASS of the bound, never a SKIP.
+    // value 256, on), saturated ones included.
     case PlantedBug::saturate_at_240: {
       if (p.out != DType::e4m3fn) return "only an e4m3fn output saturates";
       if (unsaturated(p).largest >= kFnuzMax + spacing_at(DType::e4m3fn, kFnuzMax) / 2) return "";
@@ -205,6 +234,25 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       return text;
     }
     case PlantedBug::half_k: return p.k >= 2 ? "" : "K too short to halve";
+    case PlantedBug::drop_last_k_step: return "";
+  }
+  return "";
+}
+
+std::string planted_bug_blind_spot(const Problem& p, PlantedBug bug) {
+  if (!planted_bug_cannot_show(p, bug).empty()) return "";
+  switch (bug) {
+    // A tensorwise GEMM's one scale doubles every result, as out_times_2 does: on a saturating
+    // output the bias check sees the slope the doubling gives the results left inside the range
+    // (doubled_slope), wherever its band is narrower.
+    case PlantedBug::out_times_2: return saturates_e4m3(p) ? slope_too_noisy(p, doubled_slope(p)) : "";
+    case PlantedBug::block_scale_doubled:
+      if (!saturates_e4m3(p)) return "";
+      if (p.recipe == Recipe::tensorwise) return slope_too_noisy(p, doubled_slope(p));
+      return row0_doubling_hidden(p);
+    case PlantedBug::scale_error:
+    case PlantedBug::product_low:
+    case PlantedBug::product_high: return slope_too_noisy(p, bug == PlantedBug::scale_error ? 0x1p-7 : 0x1p-8);
     case PlantedBug::drop_last_k_step: {
       // Exact fills compare bit for bit: any change shows. The random fill draws each 32-wide K
       // chunk at a scale of its own, so the dropped products hold a share s of Σt² that may be
@@ -216,9 +264,7 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       // for t with erfc(t/√2) = 14/E; its slope −s is inside the drift band below that.
       if (p.fill == Fill::exact) return "";
       const double share = random_fill_k_share(p, seed_of("scaled_mm/" + problem_id(p)), p.k - kPlantedKStep, p.k);
-      const auto n = static_cast<double>(p.fast_accum ? p.k : std::min<int64_t>(p.k, 128));
-      const double e = (7.5265 * std::sqrt(2 * n) + 2.45 * std::sqrt(n)) * 0x1p-13 +
-                       std::ldexp(1.0, -(dtype_info(p.out).format.mantissa_bits + 1));
+      const double e = element_bound(p);
       const double tail = std::min(1.0, 14 / static_cast<double>(p.m * p.n));
       double lo = 0, hi = 40;  // t with erfc(t/√2) = tail, by bisection
       for (int i = 0; i < 100; ++i) (std::erfc((lo + hi) / 2 / std::sqrt(2.0)) > tail ? lo : hi) = (lo + hi) / 2;
@@ -232,8 +278,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
                     static_cast<long long>(p.m * p.n));
       return text;
     }
+    default: return "";
   }
-  return "";
 }
 
 TensorMap planted_inputs(const Problem& p, const TensorMap& inputs, PlantedBug bug) {

@@ -47,6 +47,7 @@ void add_row(Registry& reg, Row& r, const std::string& missing) {
   if (r.cannot_show) impl->set_cannot_show(std::move(r.cannot_show));
   if (r.plant_inputs) impl->set_planted_inputs(std::move(r.plant_inputs));
   if (r.plant_outputs) impl->set_planted_outputs(std::move(r.plant_outputs));
+  if (r.blind_spot) impl->set_blind_spot(std::move(r.blind_spot));
   impl->set_bug_needs_bitwise(r.bug_needs_bitwise);
   reg.add(std::move(impl));
 }

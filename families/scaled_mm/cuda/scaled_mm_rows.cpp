@@ -40,6 +40,9 @@ void register_cuda_scaled_mm(Registry& reg) {
     rows.back().plant_inputs = [bug](const Problem& p, const TensorMap& in) {
       return scaled_mm::planted_inputs(p.as<scaled_mm::Problem>(), in, bug);
     };
+    rows.back().blind_spot = [bug](const Problem& p) {
+      return scaled_mm::planted_bug_blind_spot(p.as<scaled_mm::Problem>(), bug);
+    };
     rows.back().plant_outputs = [bug](const Problem& p, TensorMap out) {
       return scaled_mm::planted_outputs(p.as<scaled_mm::Problem>(), std::move(out), bug);
     };

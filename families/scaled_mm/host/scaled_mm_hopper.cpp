@@ -127,6 +127,9 @@ class HopperScaledMm final : public Impl {
   std::string_view name() const override { return name_; }
   std::string_view backend() const override { return "host"; }
   bool planted() const override { return bug_ != PlantedBug::none; }
+  std::string blind_spot(const opcts::Problem& pp) const override {
+    return bug_ == PlantedBug::none ? std::string() : scaled_mm::planted_bug_blind_spot(pp.as<Problem>(), bug_);
+  }
 
   Support supports(const opcts::Problem& pp, const ArchInfo&) const override {
     const auto& p = pp.as<Problem>();
