@@ -492,7 +492,12 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
                                                             : default_ref_cache_dir();
   req.supervise.exec.ref_cache_max_bytes = static_cast<std::uint64_t>(f.ref_cache_max_gib * double(1 << 30));
   req.resumed = carried_list(carried);
-  if (!f.sanitize.empty()) req.supervise.sanitize = {f.sanitize, find_sanitizer(f.sanitizer)};
+  if (!f.sanitize.empty()) {
+    req.supervise.sanitize = {f.sanitize, find_sanitizer(f.sanitizer)};
+    // Instrumented launches return seconds late: the workers hold a case's stream for up to 60 s
+    // (gpu/cuda/abi_backend.cpp) so that the stream check still applies. A value set by hand stays.
+    ::setenv("OPCTS_STREAM_GATE_MS", "60000", 0);
+  }
 
   // The results file streams each finished record; one it cannot take (a full disk) stops the
   // run: the JUnit and summary, elsewhere, then hold every record finished.

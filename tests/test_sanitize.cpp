@@ -34,6 +34,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 echo "$tool" >> "$FAKE_CALLS"
+echo "${OPCTS_STREAM_GATE_MS:-unset}" >> "$FAKE_CALLS.gate"
 "$@"
 rc=$?
 {
@@ -89,6 +90,12 @@ TEST_F(Sanitize, AReportedErrorFailsEachCaseWithItsFirstReport) {
   std::ifstream calls(dir_ + "/calls");
   int n = 0;
   for (std::string line; std::getline(calls, line); ++n) EXPECT_EQ(line, "memcheck");
+  EXPECT_EQ(n, 8);
+  // Each worker holds a case's stream for up to 60 s (OPCTS_STREAM_GATE_MS), not 2 s: instrumented
+  // launches return late and the stream check would not apply.
+  std::ifstream gate(dir_ + "/calls.gate");
+  n = 0;
+  for (std::string line; std::getline(gate, line); ++n) EXPECT_EQ(line, "60000");
   EXPECT_EQ(n, 8);
 }
 

@@ -40,8 +40,18 @@ namespace opcts::cuda {
 namespace {
 
 // How long the gate waits for the impl's run to return before it lets the stream go (an impl
-// that synchronises its stream inside run would otherwise wait forever).
-constexpr int kGateTimeoutMs = 2000;
+// that synchronises its stream inside run would otherwise wait forever): 2 s, or
+// $OPCTS_STREAM_GATE_MS, which `opcts run --sanitize` sets to 60 s for its workers (a launch
+// under compute-sanitizer instruments the kernel first and returns seconds later).
+int gate_timeout_ms() {
+  static const int ms = [] {
+    const char* env = std::getenv("OPCTS_STREAM_GATE_MS");
+    char* end = nullptr;
+    const long v = env ? std::strtol(env, &end, 10) : 0;
+    return env && *env && *end == 0 && v > 0 && v <= 3600000 ? static_cast<int>(v) : 2000;
+  }();
+  return ms;
+}
 
 // CUDA loads modules lazily by default (CUDA 12.2+), and loading one may synchronise the context
 // (CUDA Programming Guide §4.7, "Lazy Loading", potential hazards: a kernel that waits for
@@ -145,7 +155,7 @@ class GpuBackend final : public AbiBackend {
     bool written_early = false, waited = false;
     double run_ms = 0;
     {
-      StreamGate gate(stream.s, kGateTimeoutMs);
+      StreamGate gate(stream.s, gate_timeout_ms());
       opcts_run_args args{};
       args.struct_size = sizeof args;
       args.params = params;
@@ -175,7 +185,7 @@ class GpuBackend final : public AbiBackend {
       std::snprintf(text, sizeof text,
                     "stream check not applied: run did not return within %d ms while its stream was held "
                     "(it returned after %.0f ms)",
-                    kGateTimeoutMs, run_ms);
+                    gate_timeout_ms(), run_ms);
       if (note) *note = text;
       std::fprintf(stderr, "opcts: %s: %s\n", who.c_str(), text);
     } else if (written_early)
