@@ -37,10 +37,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;  // a usage error (or --help): the CLI prints it and exits 2 (0)
   }
   int given = 0;
-  for (const CLI::App* sub : {cl.list, cl.run, cl.resources, cl.repro, cl.report, cl.gate_cmd, cl.ctest, cl.worker})
+  // Every top-level subcommand of make_cli (app/cli_parse.cpp).
+  for (const CLI::App* sub : {cl.list, cl.sample, cl.run, cl.resources, cl.repro, cl.shrink, cl.report, cl.gate_cmd,
+                              cl.cache, cl.manifest, cl.probe, cl.ctest, cl.worker, cl.plugin_probe})
     given += static_cast<bool>(*sub);
   if (given != 1) opcts_fuzz::fail("parsed with " + std::to_string(given) + " subcommands, not one");
-  if (*cl.report && !*cl.merge && !*cl.matrix && !*cl.times && !*cl.html)
+  if (*cl.report && !*cl.merge && !*cl.matrix && !*cl.times && !*cl.html && !*cl.tightness)
     opcts_fuzz::fail("report without its subcommand");
   bool ok = false;
   try {
