@@ -121,9 +121,10 @@ bool overflows_fp16(const Problem& p) { return p.out == DType::fp16 && p.scale_e
 // out_times_2, and block_scale_doubled under a tensorwise recipe (its one scale doubles every
 // result), are decided from the problem's own results (doubled_slope, saturating_sigma): a
 // doubling whose slope lies inside the bias check's band there changes no verdict of any element
-// either. block_scale_doubled elsewhere (one row's first K block) runs on every such output: where
-// the bound cannot see row 0's doubling (rowwise, os 16 and 64, random fills) it is the bound's
-// XPASS, reported, never a SKIP.
+// either. block_scale_doubled elsewhere (one row's first K block) runs on every such output; under
+// a rowwise recipe, whose row scale covers all of K, row0_doubling_hidden derives where the bound
+// may not see row 0 doubled. A blockwise first block can move a result by more than the result
+// itself (its partial sum may exceed the total), so none is derived there: a pass is a defect.
 bool saturates_e4m3(const Problem& p) { return p.out == DType::e4m3fn && p.out_scale > 1; }
 
 // The per-element bound ÷ √Q under the sm90 models these planted rows are judged by (14 bits,
@@ -135,12 +136,11 @@ double element_bound(const Problem& p) {
          std::ldexp(1.0, -(dtype_info(p.out).format.mantissa_bits + 1));
 }
 
-// Why row 0 doubled (block_scale_doubled under a rowwise or blockwise recipe, whose first K
-// block's scale of row 0 is its only scale or one of several) may pass on a scaled-up e4m3fn
-// output, or "": every result of row 0 it moves stays inside its per-element bound (|sat(2w) − w|
-// <= element_bound·√Q + half the spacing at |w|; a saturated result stays saturated), taking the
-// whole row doubled (the most a first K block can move it, its share of the sum aside), and the
-// slope row 0 gives the bias check is inside its band (slope_too_noisy).
+// Why row 0 doubled (block_scale_doubled under a rowwise recipe: row 0's one scale, over all of
+// K) may pass on a scaled-up e4m3fn output, or "": every result of row 0 it moves stays inside
+// its per-element bound (|sat(2w) − w| <= element_bound·√Q + half the spacing at |w|; a saturated
+// result stays saturated), and the slope row 0 gives the bias check is inside its band
+// (slope_too_noisy).
 std::string row0_doubling_hidden(const Problem& p) {
   const Unsaturated& u = unsaturated(p);
   const double max_out = dtype_info(p.out).max_finite, e = element_bound(p);
@@ -249,7 +249,7 @@ std::string planted_bug_blind_spot(const Problem& p, PlantedBug bug) {
     case PlantedBug::block_scale_doubled:
       if (!saturates_e4m3(p)) return "";
       if (p.recipe == Recipe::tensorwise) return slope_too_noisy(p, doubled_slope(p));
-      return row0_doubling_hidden(p);
+      return p.recipe == Recipe::rowwise ? row0_doubling_hidden(p) : "";
     case PlantedBug::scale_error:
     case PlantedBug::product_low:
     case PlantedBug::product_high: return slope_too_noisy(p, bug == PlantedBug::scale_error ? 0x1p-7 : 0x1p-8);

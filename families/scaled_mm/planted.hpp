@@ -48,7 +48,7 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
 /// Why the bound may not see `bug` on `p` although it changes the output ("" where it must be
 /// caught; Impl::blind_spot), derived in planted.cpp: the bias check's band reaching past the
 /// slope of a 2^-8 scale or product error or of a doubling on a scaled-up e4m3fn output, row 0
-/// doubled inside its per-element bounds there, a dropped K step holding too small a share of
+/// doubled inside its per-element bounds there (rowwise), a dropped K step holding too small a share of
 /// the products' squares. Such cases run; a pass is listed apart from the bound's defects.
 std::string planted_bug_blind_spot(const Problem& p, PlantedBug bug);
 
