@@ -65,11 +65,9 @@ Judged judge_with(const ResultRecord& r, const Manifest& manifest) {
   switch (j.outcome) {
     case Outcome::XPASS: {
       const ManifestEntry* x = manifest.find(EntryKind::xfail, r.id);
-      j.why = x && x->planted
-                  ? "planted bug NOT caught: the planted impl passed (" + x->source + ")" +
-                        (r.blind_spot.empty() ? "" : ", in a derived blind spot of the bound: " + r.blind_spot)
-                  : fmt::format("remove this entry: the case now passes (strict xfail {} '{}')", x ? x->source : "?",
-                                x ? x->match : "");
+      j.why = x && x->planted ? planted_pass_text(x->source, r.blind_spot)
+                              : fmt::format("remove this entry: the case now passes (strict xfail {} '{}')",
+                                            x ? x->source : "?", x ? x->match : "");
       break;
     }
     case Outcome::FLAKE: j.why = "reruns disagreed and no manifest flaky entry covers the case"; break;

@@ -353,6 +353,11 @@ std::vector<Failure> unexpected_failures(const std::vector<Failure>& failures, c
 
 }  // namespace
 
+std::string planted_pass_text(const std::string& source, const std::string& blind_spot) {
+  return "planted bug NOT caught: " + source + " passed" +
+         (blind_spot.empty() ? "" : ", in a derived blind spot of the bound: " + blind_spot);
+}
+
 std::string unmet_expectation(Outcome raw, const std::string& message, const std::vector<Failure>& failures,
                               const ManifestEntry& xfail) {
   if (!is_failure(raw)) return "";

@@ -36,10 +36,7 @@ void judge(const Suite& suite, ResultRecord& r) {
   if (!xf) return;
   if (r.outcome == Outcome::XFAIL || r.outcome == Outcome::XPASS) {
     r.expectation = xf->planted ? "planted bug (" + xf->source + ")" : "xfail (" + xf->source + "): " + xf->reason;
-    if (r.outcome == Outcome::XPASS && xf->planted)
-      r.expectation = r.blind_spot.empty() ? "planted bug NOT caught: " + xf->source + " passed"
-                                           : "planted bug NOT caught, in a derived blind spot of the bound (" +
-                                                 r.blind_spot + "): " + xf->source + " passed";
+    if (r.outcome == Outcome::XPASS && xf->planted) r.expectation = planted_pass_text(xf->source, r.blind_spot);
   } else if (const std::string unmet = unmet_expectation(r.raw_outcome, r.message, r.failures, *xf); !unmet.empty()) {
     r.expectation = unmet;
   }

@@ -19,6 +19,10 @@ namespace {
 // e4m3fnuz's largest finite value (AMD's FNUZ fp8, as on MI300), what saturate_at_240 clamps to.
 constexpr double kFnuzMax = 240.0;
 
+// The terms one accumulator chain holds under the sm90 models these planted rows are judged by:
+// all of K under FAST_ACCUM, else the promotion interval, 128 (judge/accumulator.cpp).
+double chain_terms(const Problem& p) { return static_cast<double>(p.fast_accum ? p.k : std::min<int64_t>(p.k, 128)); }
+
 // Why the bias check cannot be relied on to see a relative error `size` on p's output under
 // the sm90 models these planted rows are judged by (14 bits, truncation, promotion every 128 or
 // none: judge/accumulator.cpp), or "". Its interval reaches D_hi + ε + λ·σ_β below (and λ·σ_β
@@ -37,7 +41,7 @@ double doubled_slope(const Problem& p);
 
 std::string slope_too_noisy(const Problem& p, double size) {
   const double c = 1 / (2 * std::log(2.0)), up = 0x1p-13;
-  const auto n = static_cast<double>(p.fast_accum ? p.k : std::min<int64_t>(p.k, 128));
+  const double n = chain_terms(p);
   const int out_bits = dtype_info(p.out).format.mantissa_bits + 1;
   const int term_bits = dtype_info(p.a_elem).format.mantissa_bits + dtype_info(p.b_elem).format.mantissa_bits + 2;
   const double d_hi = (c / 2 * std::min(std::sqrt(n), std::ldexp(n, 1 - (14 - term_bits))) + c / 2 * std::sqrt(32.0) +
@@ -61,6 +65,7 @@ std::string slope_too_noisy(const Problem& p, double size) {
 struct Unsaturated {
   std::vector<double> w, q;
   double largest = 0;                  // the largest |result| of all, saturated or not
+  double smallest = INFINITY;          // the smallest nonzero |result| (x, before a saturating clamp)
   std::vector<double> row0_w, row0_q;  // row 0's results and Q, saturated or not
 };
 const Unsaturated& unsaturated(const Problem& p) {
@@ -76,9 +81,11 @@ const Unsaturated& unsaturated(const Problem& p) {
   u = std::make_unique<Unsaturated>();
   for (size_t i = 0; i < w.size(); ++i) {
     u->largest = std::max(u->largest, std::fabs(w[i]));
+    // x itself, before a saturating output's clamp (ReductionStats::unsaturated holds it there)
+    const double x = st.unsaturated.empty() ? w[i] : st.unsaturated[i];
+    if (x != 0) u->smallest = std::min(u->smallest, std::fabs(x));
     if (static_cast<int64_t>(i) < p.n) u->row0_w.push_back(w[i]), u->row0_q.push_back(st.sq_sum[i]);
-    if (std::fabs(st.unsaturated[i]) <= dtype_info(p.out).max_finite)
-      u->w.push_back(w[i]), u->q.push_back(st.sq_sum[i]);
+    if (std::fabs(x) <= dtype_info(p.out).max_finite) u->w.push_back(w[i]), u->q.push_back(st.sq_sum[i]);
   }
   return *u;
 }
@@ -96,22 +103,28 @@ double saturating_sigma(const Problem& p, double c_var) {
   return sw2 > 0 ? std::sqrt(sw2v) / sw2 : INFINITY;
 }
 
-// The slope a doubled result gives the bias check on a saturating output: Σ w·(sat(2w) − w) / Σ w²
-// over the elements it takes (a result past max/2 doubles only up to max).
-double doubled_slope(const Problem& p) {
+// The slope the bias check sees on a saturating output when the results `doubled` are doubled:
+// Σ_doubled w·(sat(2w) − w) / Σ w², the denominator over the elements it takes (u.w); a result
+// past max/2 doubles only up to max, and a saturated one (±max) not at all.
+double doubled_slope(const Problem& p, const std::vector<double>& doubled) {
   const Unsaturated& u = unsaturated(p);
   const double max_out = dtype_info(p.out).max_finite;
   double sw2 = 0, swe = 0;
-  for (const double w : u.w) {
-    sw2 += w * w;
-    swe += w * (std::clamp(2 * w, -max_out, max_out) - w);
-  }
+  for (const double w : u.w) sw2 += w * w;
+  for (const double w : doubled) swe += w * (std::clamp(2 * w, -max_out, max_out) - w);
   return sw2 > 0 ? swe / sw2 : 0.0;
 }
+// Every result doubled (out_times_2; a tensorwise recipe's one scale doubled).
+double doubled_slope(const Problem& p) { return doubled_slope(p, unsaturated(p).w); }
 
-// Whether the results are pushed past fp16's range (the overflow edge: data shifted up by
-// scale_exp), so that a scaled or doubled result overflows to the same ±inf.
-bool overflows_fp16(const Problem& p) { return p.out == DType::fp16 && p.scale_exp > 0; }
+// Whether every result of an fp16 output is 0 or lies past twice fp16's overflow threshold
+// (65,520: the first value that rounds to ±inf), so that a doubled result or one off by 2^-8
+// either way is the same ±inf (or 0) as the right one. Decided from the problem's own results: on
+// the overflow edge (data shifted up by scale_exp) most results are ±inf, but any left finite
+// moves, and there a plant runs.
+bool overflows_fp16(const Problem& p) {
+  return p.out == DType::fp16 && p.scale_exp > 0 && unsaturated(p).smallest >= 2 * 65520.0;
+}
 
 // Whether an e4m3fn output is scaled up (out_scale > 1): most results saturate at ±448 and the
 // rest may lie inside the accumulation bound, which is absolute, about (λ·√(2n) + 2.45·√n)·
@@ -131,7 +144,7 @@ bool saturates_e4m3(const Problem& p) { return p.out == DType::e4m3fn && p.out_s
 // truncation, promotion every 128 or none): λ·√(2n)·2^-13 + 2.45·√n·2^-13 plus the output's half
 // spacing 2^-p_out (judge/accumulator.cpp).
 double element_bound(const Problem& p) {
-  const auto n = static_cast<double>(p.fast_accum ? p.k : std::min<int64_t>(p.k, 128));
+  const double n = chain_terms(p);
   return (7.5265 * std::sqrt(2 * n) + 2.45 * std::sqrt(n)) * 0x1p-13 +
          std::ldexp(1.0, -(dtype_info(p.out).format.mantissa_bits + 1));
 }
@@ -144,17 +157,14 @@ double element_bound(const Problem& p) {
 std::string row0_doubling_hidden(const Problem& p) {
   const Unsaturated& u = unsaturated(p);
   const double max_out = dtype_info(p.out).max_finite, e = element_bound(p);
-  double moved_max = 0, sw2 = 0, swe = 0;
+  double moved_max = 0;
   for (size_t j = 0; j < u.row0_w.size(); ++j) {
     const double w = u.row0_w[j], moved = std::fabs(std::clamp(2 * w, -max_out, max_out) - w);
     const double bound = e * std::sqrt(u.row0_q[j]) + spacing_at(p.out, std::fabs(w)) / 2;
     if (std::fabs(w) < max_out && moved > bound) return "";
     moved_max = std::max(moved_max, moved);
   }
-  for (const double w : u.w) sw2 += w * w;
-  for (const double w : u.row0_w)
-    if (std::fabs(w) < max_out) swe += w * (std::clamp(2 * w, -max_out, max_out) - w);
-  const std::string slope = slope_too_noisy(p, sw2 > 0 ? swe / sw2 : 0.0);
+  const std::string slope = slope_too_noisy(p, doubled_slope(p, u.row0_w));
   if (slope.empty()) return "";
   char text[300];
   std::snprintf(text, sizeof text, "row 0 doubled moves no result past its per-element bound (at most %.3g) and %s",
@@ -210,9 +220,13 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::none: return "not a planted bug";
     // Row 0's scale of K block 0 and K block 0's scales exist in every recipe (a tensorwise
     // GEMM's one scale is its only block): they change the output everywhere.
+    // Under other recipes block_scale_doubled doubles row 0's first K block only, which can bring
+    // an overflowing result back into the range (a partial sum of the other sign): it runs.
     case PlantedBug::block_scale_doubled:
+      if (p.recipe != Recipe::tensorwise) return "";
+      [[fallthrough]];
     case PlantedBug::out_times_2:
-      return overflows_fp16(p) ? "results beyond fp16's range: a doubled one is ±inf too" : "";
+      return overflows_fp16(p) ? "every result is 0 or past twice fp16's range: a doubled one is the same ±inf" : "";
     case PlantedBug::k_block_scale_zeroed: return "";
     case PlantedBug::no_out_scale:
       return p.out == DType::e4m3fn && p.out_scale != 1.0 ? "" : "no output scale other than 1 to ignore";
@@ -220,7 +234,7 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::product_low:
     case PlantedBug::product_high:
       if (p.block_scaled()) return "e8m0 / ue4m3 scales cannot be off by 2^-8";
-      if (overflows_fp16(p)) return "results beyond fp16's range: a scaled one is ±inf too";
+      if (overflows_fp16(p)) return "every result is 0 or past twice fp16's range: one off by 2^-8 is the same ±inf";
       return "";
     case PlantedBug::no_bias: return p.bias ? "" : "no bias to drop";
     // The plant moves every result that rounds past 240 (from 248, the midpoint to e4m3fn's next

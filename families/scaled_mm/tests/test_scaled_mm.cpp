@@ -147,7 +147,7 @@ TEST(ScaledMmReference, ExactFillsFit14BitAddersAndEmulationsMatchBitForBit) {
 // ones and the planted counts are printed.
 void emulations_on_tier(Tier tier, bool planted) {
   std::map<std::string, int> ran;
-  int caught = 0, missed = 0, hidden = 0;
+  int caught = 0, missed = 0, hidden = 0, claimed = 0;
   std::map<std::string, std::vector<double>> ratios;
   for (const auto& e : catalog()) {
     const auto& p = (*e.problem).as<scaled_mm::Problem>();
@@ -164,6 +164,7 @@ void emulations_on_tier(Tier tier, bool planted) {
         const std::string blind = impl->blind_spot(p);
         if (blind.empty()) EXPECT_TRUE(j.failed()) << name << " passed " << e.problem_id;
         ++(j.failed() ? caught : blind.empty() ? missed : hidden);
+        claimed += !blind.empty();
       } else {
         EXPECT_FALSE(j.failed()) << name << " failed " << e.problem_id << ": " << j.stats.mismatches
                                  << " mismatches, max err/bound " << j.stats.max_ratio << ", slope " << j.stats.slope
@@ -182,8 +183,19 @@ void emulations_on_tier(Tier tier, bool planted) {
   }
   EXPECT_GE(ran["host.emulated_hopper"], 20);
   if (planted)
-    std::printf("planted: %d caught, %d passed in a derived blind spot, %d missed\n", caught, hidden, missed);
+    std::printf("planted: %d caught, %d passed in a derived blind spot, %d missed; %d blind spots claimed\n", caught,
+                hidden, missed, claimed);
   EXPECT_EQ(missed, 0);
+  // The blind spots come from the planted impls' own derivations (planted.cpp), so a derivation
+  // that claimed one everywhere would make every pass above look excused. The counts are held
+  // here instead: on the smoke tier 76 of the planted runs claim one and 34 of those pass (the
+  // bias check's band on few or saturating e4m3fn results, row 0 doubled under a rowwise recipe,
+  // the FAST_ACCUM step's share: docs/status/host.md, 2026-12-06 (h)). More claims, or more passes
+  // in them, must be argued for by changing these numbers.
+  if (planted && tier == Tier::smoke) {
+    EXPECT_LE(claimed, 76);
+    EXPECT_LE(hidden, 34);
+  }
 }
 
 TEST(ScaledMmEmulated, SmokeTierCorrectPassPlantedFail) { emulations_on_tier(Tier::smoke, true); }
