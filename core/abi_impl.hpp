@@ -21,6 +21,10 @@
 
 namespace opcts {
 
+/// A built-in planted row's Impl::blind_spot: from the problem, the case's inputs and its
+/// reference.
+using BlindSpotFn = std::function<std::string(const Problem&, const CaseEvidence&)>;
+
 /// DLPack's (code, bits) for a dtype (OPCTS_DL_* of plugin.h), and back; nullopt for none.
 opcts_dtype abi_dtype(DType t);
 std::optional<DType> dtype_of_abi(opcts_dtype t);
@@ -132,8 +136,10 @@ class AbiImpl final : public Impl {
   /// applied (families' planted_outputs), judged instead of the kernel's own.
   void set_planted_outputs(std::function<TensorMap(const Problem&, TensorMap)> f) { planted_outputs_ = std::move(f); }
   /// For a built-in planted row: where the bound may not see its bug (Impl::blind_spot).
-  void set_blind_spot(std::function<std::string(const Problem&)> f) { blind_spot_ = std::move(f); }
-  std::string blind_spot(const Problem& p) const override { return blind_spot_ ? blind_spot_(p) : std::string(); }
+  void set_blind_spot(BlindSpotFn f) { blind_spot_ = std::move(f); }
+  std::string blind_spot(const Problem& p, const CaseEvidence& e) const override {
+    return blind_spot_ ? blind_spot_(p, e) : std::string();
+  }
   /// For a built-in planted row whose bug only `--bitwise` sees (Impl::bug_needs_bitwise).
   void set_bug_needs_bitwise(bool b) { bug_needs_bitwise_ = b; }
   bool bug_needs_bitwise() const override { return bug_needs_bitwise_; }
@@ -147,7 +153,7 @@ class AbiImpl final : public Impl {
   std::function<std::string(const Problem&)> cannot_show_;
   std::function<TensorMap(const Problem&, const TensorMap&)> planted_inputs_;
   std::function<TensorMap(const Problem&, TensorMap)> planted_outputs_;
-  std::function<std::string(const Problem&)> blind_spot_;
+  BlindSpotFn blind_spot_;
   bool bug_needs_bitwise_ = false;
 };
 

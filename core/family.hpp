@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -114,6 +115,22 @@ struct ErrorEnergy {
   double fixed = 0;            // ‖f‖_w
   std::vector<double> weight;  // w_i per element in storage order, or empty
   bool operator==(const ErrorEnergy&) const = default;
+};
+
+/// How an output was judged: the key its tolerance rule's accumulation selects (bound_key(output,
+/// accumulation): which of the reference's bounds and energy checks applied) and the rule's
+/// ref_relative factor.
+struct JudgedUnder {
+  std::string key;
+  double factor = 1;
+};
+/// What a planted impl's blind spot is derived from (Impl::blind_spot): the case's inputs, its
+/// reference, and how each output was judged.
+struct References;
+struct CaseEvidence {
+  const TensorMap& inputs;
+  const References& refs;
+  std::map<std::string, JudgedUnder> judged_under;  // by output name
 };
 
 /// The fp64 reference and, for the ref_relative metric, a same-precision reference; for the
@@ -251,11 +268,12 @@ class Impl {
   /// For a planted impl whose bug is a determinism claim it breaks: only `opcts run --bitwise`
   /// can show it, so without --bitwise its cases SKIP (instead of passing as XPASS).
   virtual bool bug_needs_bitwise() const { return false; }
-  /// For a planted impl: why the suite's bound may not see its bug on `p` although the bug
-  /// changes the output (a reason derived from the arithmetic, such as a bias check whose noise
-  /// band reaches past the bug's slope), or "" where it must be caught. Such a case still runs:
-  /// a PASS is XPASS all the same, and reports list it apart with this reason.
-  virtual std::string blind_spot(const Problem&) const { return {}; }
+  /// For a planted impl whose case passed: why the suite's bound may not see its bug on `p`
+  /// although the bug changes the output (a reason derived from the arithmetic, such as a bias
+  /// check whose noise band reaches past the bug's slope), or "" where it should have been caught.
+  /// Derived from the problem and the case's evidence — never from what the impl returned. A
+  /// PASS is XPASS all the same; reports list it apart with this reason.
+  virtual std::string blind_spot(const Problem&, const CaseEvidence&) const { return {}; }
 
   /// The family this impl belongs to, bound by Registry::add (impls never look it up
   /// globally). Throws std::logic_error before registration.

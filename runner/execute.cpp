@@ -283,6 +283,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     std::string note;                   // a check of the backend's that did not apply (RunContext::note)
     std::vector<GuardBreach> breaches;  // outputs written outside: judged with their values
     RunContext ctx{&suite.arch(), device, &note, &breaches};
+    CaseEvidence evidence{ref.inputs, ref.refs, {}};  // for a planted pass's blind spot
     const TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx, &r.device_ms, &ref.input_fingerprints);
     const auto t_compare = std::chrono::steady_clock::now();
     bool ok = true;
@@ -292,6 +293,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
       const Tolerance tol =
           suite.tolerances().resolve(r.family, spec.name, spec.dtype, r.impl, r.arch, c.id, &suite.manifest());
       const std::string key = bound_key(spec.name, tol.accumulation);
+      evidence.judged_under[spec.name] = {key, tol.factor};
       const std::vector<double>* bound = found(ref.refs.bound, key);
       if (!tol.accumulation.empty() && !bound)
         throw std::runtime_error("output '" + spec.name + "': the reference gives no bound for accumulation '" +
@@ -382,6 +384,16 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     // A pass that one of the backend's checks did not cover says which (a failure's message is
     // its failure: the manifest's message patterns match it, so nothing is added there).
     if (r.raw_outcome == Outcome::PASS && !note.empty()) r.message = note;
+    // A planted impl's pass: where the bound may not see its bug, derived from the case's inputs
+    // and reference (Impl::blind_spot; only passes need it, and some derivations cost a run). A
+    // derivation that throws derives nothing: the pass stays an XPASS without a reason.
+    if (r.planted && r.raw_outcome == Outcome::PASS) {
+      try {
+        r.blind_spot = c.impl->blind_spot(*c.problem, evidence);
+      } catch (const std::exception&) {
+        r.blind_spot.clear();
+      }
+    }
     if ((r.raw_outcome == Outcome::FAIL || r.raw_outcome == Outcome::MISTRUSTED) && !opts.artifacts_dir.empty()) {
       try {
         write_failure_artifacts(opts.artifacts_dir, r, ref.inputs, ref.refs, out);

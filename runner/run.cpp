@@ -24,7 +24,6 @@ ResultRecord base_record(const Suite& suite, const Case& c, int device) {
   r.tier = std::string(to_string(c.tier));
   r.repro = repro_command(suite, c.id);
   r.planted = c.impl->planted();
-  if (r.planted) r.blind_spot = c.impl->blind_spot(*c.problem);
   return r;
 }
 
@@ -66,6 +65,7 @@ void take_outcome(ResultRecord& r, ResultRecord&& ran) {
   r.ref_ms = ran.ref_ms;
   r.device_ms = ran.device_ms;
   r.compare_ms = ran.compare_ms;
+  r.blind_spot = std::move(ran.blind_spot);
   if (ran.device >= 0) r.device = ran.device;
 }
 

@@ -219,6 +219,31 @@ TEST(CliRun, APlantedFnuzSaturationIsCaughtWhereAResultRoundsPast240) {
   EXPECT_GE(caught, 4) << r.output;
 }
 
+// A planted pass's blind spot comes from the worker, derived from the case's inputs and reference
+// (Impl::blind_spot): a pass of host.flash_pv_in_dtype on a short-row problem is XPASS with the
+// energy check's derivation in its record and the gate's reason; a caught case carries none.
+TEST(CliRun, APlantedPassCarriesTheBlindSpotTheWorkerDerived) {
+  const std::string dir = testutil::temp_dir();
+  const Shell r = run_in(dir,
+                         "--include-planted --reruns 0 --filter "
+                         "'sdpa.host_flash_pv_in_dtype/bf16_b1_hq4_hkv2_sq33_sk70_d64_causal_lr' --filter "
+                         "'sdpa.host_flash_pv_in_dtype/bf16_b1_hq4_hkv2_sq33_sk70_d64_nomask'");
+  int blind = 0, caught = 0;
+  for (const ResultRecord& rec : read_results_file(dir + "/r.jsonl")) {
+    caught += rec.outcome == Outcome::XFAIL;
+    if (rec.outcome == Outcome::XPASS) {
+      EXPECT_NE(rec.blind_spot.find("O's energy check: the plant moves it by"), std::string::npos) << rec.blind_spot;
+      EXPECT_NE(rec.expectation.find("in a derived blind spot of the bound: O's energy check"), std::string::npos)
+          << rec.expectation;
+      ++blind;
+    } else {
+      EXPECT_EQ(rec.blind_spot, "") << rec.id << " " << to_string(rec.outcome);
+    }
+  }
+  EXPECT_EQ(blind, 1) << r.output;
+  EXPECT_EQ(caught, 1) << r.output;
+}
+
 // A failure names the tolerance rule that judged each output (file:line of the cases folder),
 // in its record and its message; a passing output records its rule too.
 TEST(CliRun, AFailureNamesItsToleranceRule) {

@@ -45,9 +45,9 @@ struct Row {
   std::function<std::string(const Problem&)> cannot_show;
   std::function<TensorMap(const Problem&, const TensorMap&)> plant_inputs;
   std::function<TensorMap(const Problem&, TensorMap)> plant_outputs;
-  std::function<std::string(const Problem&)> blind_spot;  // a planted row's derived blind spots (Impl::blind_spot)
-  bool bug_needs_bitwise = false;                         // a planted row whose bug only --bitwise sees
-  PrepareFn prepare = nullptr;  // run's library setup, done before the stream is held (may be null)
+  BlindSpotFn blind_spot;          // a planted row's derived blind spots (Impl::blind_spot)
+  bool bug_needs_bitwise = false;  // a planted row whose bug only --bitwise sees
+  PrepareFn prepare = nullptr;     // run's library setup, done before the stream is held (may be null)
   // A cuda.* row's hip.* twin (never a planted row's): registered by add_rows after the rows it
   // was given, named hip.<the name after "cuda.">, with the capabilities HIP needs for it.
   bool hip_twin = false;

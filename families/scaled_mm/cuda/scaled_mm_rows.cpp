@@ -40,7 +40,7 @@ void register_cuda_scaled_mm(Registry& reg) {
     rows.back().plant_inputs = [bug](const Problem& p, const TensorMap& in) {
       return scaled_mm::planted_inputs(p.as<scaled_mm::Problem>(), in, bug);
     };
-    rows.back().blind_spot = [bug](const Problem& p) {
+    rows.back().blind_spot = [bug](const Problem& p, const CaseEvidence&) {
       return scaled_mm::planted_bug_blind_spot(p.as<scaled_mm::Problem>(), bug);
     };
     rows.back().plant_outputs = [bug](const Problem& p, TensorMap out) {

@@ -127,7 +127,7 @@ class HopperScaledMm final : public Impl {
   std::string_view name() const override { return name_; }
   std::string_view backend() const override { return "host"; }
   bool planted() const override { return bug_ != PlantedBug::none; }
-  std::string blind_spot(const opcts::Problem& pp) const override {
+  std::string blind_spot(const opcts::Problem& pp, const CaseEvidence&) const override {
     return bug_ == PlantedBug::none ? std::string() : scaled_mm::planted_bug_blind_spot(pp.as<Problem>(), bug_);
   }
 

@@ -161,7 +161,7 @@ void emulations_on_tier(Tier tier, bool planted) {
       ++ran[name];
       if (impl->planted()) {
         // Caught everywhere but where the plant derives why the bound may not see its bug.
-        const std::string blind = impl->blind_spot(p);
+        const std::string blind = impl->blind_spot(p, CaseEvidence{in, ref, {}});
         if (blind.empty()) EXPECT_TRUE(j.failed()) << name << " passed " << e.problem_id;
         ++(j.failed() ? caught : blind.empty() ? missed : hidden);
         claimed += !blind.empty();
@@ -260,7 +260,7 @@ TEST(ScaledMmPlanted, FastAccumBugsCaughtAtModelK) {
       ASSERT_TRUE(impl.supports(p, host()).ok) << bug;  // its bug changes the output: it runs
       // The fill's last step too light to show, or the drift band too wide
       // (families/scaled_mm/planted.cpp): a pass is allowed there.
-      const std::string blind = impl.blind_spot(p);
+      const std::string blind = impl.blind_spot(p, CaseEvidence{in, ref, {}});
       if (std::string(bug) == "drop_last_k_step") EXPECT_EQ(!blind.empty(), r == scaled_mm::Recipe::rowwise) << blind;
       else EXPECT_NE(blind.find("the bias check's band reaches"), std::string::npos) << blind;
       const Judged j = judge(impl, p, in, ref);

@@ -76,7 +76,7 @@ class Kernel {
   // opt.align: the offset of the bottom-right alignment, Sk − Sq unless a caller (a planted
   // varlen bug) says otherwise; opt.key_begin/end: the keys this run may read (a split).
   Kernel(const sdpa::Problem& p, const TensorMap& in, Plant plant, const DenseOptions& opt)
-      : p_(p), plant_(plant), o_fp32_(opt.o_fp32) {
+      : p_(p), plant_(plant), unrounded_(opt.unrounded) {
     B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim, Dv = p.head_dim_v;
     align_ = opt.align ? *opt.align : Sk - Sq;
     key_begin_ = opt.key_begin;
@@ -284,7 +284,8 @@ class Kernel {
   TensorMap forward() const {
     TensorMap out;
     // An fp8 output: O·o_scale, rounded to e4m3fn by the store (satfinite).
-    HostTensor& o = out.emplace("O", HostTensor(o_fp32_ ? DType::fp32 : p_.o_dtype(), sdpa::o_shape(p_))).first->second;
+    HostTensor& o =
+        out.emplace("O", HostTensor(unrounded_ ? DType::fp32 : p_.o_dtype(), sdpa::o_shape(p_))).first->second;
     HostTensor& lse = out.emplace("lse", HostTensor(DType::fp32, sdpa::lse_shape(p_))).first->second;
 #pragma omp parallel for collapse(2) schedule(dynamic)
     for (int64_t bh = 0; bh < B * Hq; ++bh) {
@@ -333,9 +334,10 @@ class Kernel {
     // dbias: each (batch, query head)'s dS′ summed over its rows where the mask broadcasts over
     // them, in fp32, then over the batch entries and heads the mask broadcasts over, in order.
     std::vector<float> dbias(p_.dbias ? B * Hq * mask_rows * Sk : 0, 0.0f);
-    HostTensor& dq_t = out.emplace("dQ", HostTensor(p_.dtype, sdpa::q_shape(p_))).first->second;
-    HostTensor& dk_t = out.emplace("dK", HostTensor(p_.dtype, sdpa::k_shape(p_))).first->second;
-    HostTensor& dv_t = out.emplace("dV", HostTensor(p_.dtype, sdpa::v_shape(p_))).first->second;
+    const DType grad_t = unrounded_ ? DType::fp32 : p_.dtype;
+    HostTensor& dq_t = out.emplace("dQ", HostTensor(grad_t, sdpa::q_shape(p_))).first->second;
+    HostTensor& dk_t = out.emplace("dK", HostTensor(grad_t, sdpa::k_shape(p_))).first->second;
+    HostTensor& dv_t = out.emplace("dV", HostTensor(grad_t, sdpa::v_shape(p_))).first->second;
     // One (batch, KV head) per task: it owns dK and dV of that head and dQ of its query heads
     // (with gqa_modulo the query heads of a KV head are those h with h % Hkv == hk).
 #pragma omp parallel for collapse(2) schedule(dynamic)
@@ -406,7 +408,7 @@ class Kernel {
   // the batch entries and heads that broadcast onto it, b then h in order.
   void write_dbias(const std::vector<float>& parts, TensorMap& out) const {
     const std::vector<int64_t> shape = sdpa::mask_shape(p_);
-    HostTensor& t = out.emplace("dbias", HostTensor(p_.dtype, shape)).first->second;
+    HostTensor& t = out.emplace("dbias", HostTensor(unrounded_ ? DType::fp32 : p_.dtype, shape)).first->second;
     const int64_t slice = mask_rows * Sk;
     std::vector<float> sum(static_cast<size_t>(shape[0] * shape[1] * slice), 0.0f);
     std::vector<char> first(sum.size(), 1);
@@ -428,7 +430,7 @@ class Kernel {
  private:
   const sdpa::Problem& p_;
   Plant plant_;
-  bool o_fp32_;
+  bool unrounded_;
   int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_, key_begin_, key_end_, mask_rows = 0, nqb = 0, nkb = 0;
   std::vector<char> blocks;  // read_blocks
   float scale, cap;
@@ -446,11 +448,13 @@ TensorMap flash_run_dense(const sdpa::Problem& p, const TensorMap& in, Plant pla
   return p.direction == sdpa::Direction::backward ? kernel.backward(in) : kernel.forward();
 }
 
-TensorMap flash_run(const sdpa::Problem& p, const TensorMap& in, Plant plant) {
+TensorMap flash_run(const sdpa::Problem& p, const TensorMap& in, Plant plant, bool unrounded) {
   check_arguments(p);
-  if (p.layout == sdpa::Layout::varlen) return flash_run_varlen(p, in, plant);
-  if (p.layout == sdpa::Layout::paged) return flash_run_paged(p, in, plant);
-  return flash_run_dense(p, in, plant, {});
+  if (p.layout == sdpa::Layout::varlen) return flash_run_varlen(p, in, plant, unrounded);
+  if (p.layout == sdpa::Layout::paged) return flash_run_paged(p, in, plant, unrounded);
+  DenseOptions opt;
+  opt.unrounded = unrounded;
+  return flash_run_dense(p, in, plant, opt);
 }
 
 }  // namespace host_sdpa

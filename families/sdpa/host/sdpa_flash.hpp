@@ -12,17 +12,20 @@ namespace opcts::host_sdpa {
 using Plant = sdpa::PlantedBug;
 
 /// Runs the problem (forward: O, lse; backward: dQ, dK, dV) with the flash numerics of
-/// sdpa_flash.cpp; throws opcts::InvalidArgument for a broken contract.
-TensorMap flash_run(const sdpa::Problem& p, const TensorMap& in, Plant plant);
+/// sdpa_flash.cpp; throws opcts::InvalidArgument for a broken contract. `unrounded`: the outputs
+/// stored in fp32 before their rounding to the output dtype (O; dQ, dK, dV, dbias) — what a plant
+/// changes, without the rounding's own flips (sdpa_blind_spot.cpp).
+TensorMap flash_run(const sdpa::Problem& p, const TensorMap& in, Plant plant, bool unrounded = false);
 
 /// How the packed runners use the dense kernel: `align` in place of Sk − Sq for the
 /// bottom-right alignment when given (the varlen_max_alignment plant); only keys
-/// [key_begin, key_end) (a split of split-KV; key_end < 0: all); O in fp32, unrounded (a
-/// split's partial result); the sinks left out (a split's: the combine adds them once).
+/// [key_begin, key_end) (a split of split-KV; key_end < 0: all); the outputs in fp32, unrounded (a
+/// split's partial result: flash_run's `unrounded`); the sinks left out (a split's: the combine
+/// adds them once).
 struct DenseOptions {
   std::optional<int64_t> align;
   int64_t key_begin = 0, key_end = -1;
-  bool o_fp32 = false;
+  bool unrounded = false;
   bool without_sinks = false;
 };
 
@@ -33,11 +36,11 @@ TensorMap flash_run_dense(const sdpa::Problem& p, const TensorMap& in, Plant pla
 /// inputs (checked: InvalidArgument naming the one that is malformed or out of range), each
 /// sequence's keys gathered from its pages and run as split-KV (kPagedSplitKeys keys a split,
 /// combined by their logsumexps).
-TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant plant);
+TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant plant, bool unrounded = false);
 
 /// A varlen problem (sdpa_flash_varlen.cpp): cu_seqlens_q and cu_seqlens_k read from the
 /// inputs (checked: opcts::InvalidArgument naming the one that is malformed), each sequence run
 /// by flash_run_dense on its rows.
-TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant plant);
+TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant plant, bool unrounded = false);
 
 }  // namespace opcts::host_sdpa

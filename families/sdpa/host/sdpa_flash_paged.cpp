@@ -68,7 +68,7 @@ HostTensor gather(const sdpa::Problem& p, const Pages& g, const HostTensor& cach
 
 }  // namespace
 
-TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant plant) {
+TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant plant, bool unrounded) {
   const HostTensor &q = in.at("q"), &kc = in.at("k_cache"), &vc = in.at("v_cache");
   const int64_t B = p.batch, Hq = p.heads_q, Dv = p.head_dim_v, Tq = q.dim(0);
   const std::vector<int64_t> cu_q = read_cu_seqlens(in, "cu_seqlens_q", B, Tq);
@@ -79,7 +79,7 @@ TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant pla
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
   TensorMap out;
-  HostTensor& o = out.emplace("O", HostTensor(p.dtype, {Tq, Hq, Dv})).first->second;
+  HostTensor& o = out.emplace("O", HostTensor(unrounded ? DType::fp32 : p.dtype, {Tq, Hq, Dv})).first->second;
   HostTensor& lse = out.emplace("lse", HostTensor(DType::fp32, {Hq, Tq})).first->second;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t q0 = cu_q[b], lq = cu_q[b + 1] - cu_q[b];
@@ -93,7 +93,9 @@ TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant pla
     add_sequence_extras(p, in, b, sin, plant == Plant::fp8_descale_head0 ? 0 : b);
     const int64_t splits = std::max<int64_t>(1, (lk + sdpa::kPagedSplitKeys - 1) / sdpa::kPagedSplitKeys);
     if (splits == 1) {
-      const TensorMap r = flash_run_dense(s, sin, dense_plant, {});
+      DenseOptions opt;
+      opt.unrounded = unrounded;
+      const TensorMap r = flash_run_dense(s, sin, dense_plant, opt);
       put_rows(o, r.at("O"), q0, 0);
       for (int64_t h = 0; h < Hq; ++h)
         for (int64_t i = 0; i < lq; ++i) lse.set(h * Tq + q0 + i, r.at("lse").get(h * lq + i));
@@ -104,7 +106,7 @@ TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant pla
       DenseOptions opt;
       opt.key_begin = sp * sdpa::kPagedSplitKeys;
       opt.key_end = std::min(lk, opt.key_begin + sdpa::kPagedSplitKeys);
-      opt.o_fp32 = true;
+      opt.unrounded = true;
       opt.without_sinks = true;
       part.push_back(flash_run_dense(s, sin, dense_plant, opt));
     }

@@ -29,7 +29,7 @@ std::vector<int64_t> keys_in_use(const TensorMap& in, const std::vector<int64_t>
 
 }  // namespace
 
-TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant plant) {
+TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant plant, bool unrounded) {
   const HostTensor &q = in.at("q"), &k = in.at("k"), &v = in.at("v");
   const int64_t B = p.batch;
   const std::vector<int64_t> cu_q = read_cu_seqlens(in, "cu_seqlens_q", B, q.dim(0));
@@ -40,12 +40,13 @@ TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant pl
 
   TensorMap out;
   if (backward) {
-    out.emplace("dQ", HostTensor(p.dtype, q.shape()));
-    out.emplace("dK", HostTensor(p.dtype, k.shape()));
-    out.emplace("dV", HostTensor(p.dtype, v.shape()));
+    const DType grad_t = unrounded ? DType::fp32 : p.dtype;
+    out.emplace("dQ", HostTensor(grad_t, q.shape()));
+    out.emplace("dK", HostTensor(grad_t, k.shape()));
+    out.emplace("dV", HostTensor(grad_t, v.shape()));
     if (p.sinks) out.emplace("dsinks", HostTensor(DType::fp32, {Hq}));  // zeros, the sequences' added
   } else {
-    out.emplace("O", HostTensor(p.dtype, {Tq, Hq, p.head_dim_v}));
+    out.emplace("O", HostTensor(unrounded ? DType::fp32 : p.dtype, {Tq, Hq, p.head_dim_v}));
     out.emplace("lse", HostTensor(DType::fp32, {Hq, Tq}));
   }
   const bool dense_plant = plant != Plant::varlen_key_offset && plant != Plant::varlen_max_alignment &&
@@ -63,6 +64,7 @@ TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant pl
     if (backward) sin.emplace("dO", rows_of(in.at("dO"), q0, lq));
     add_sequence_extras(p, in, b, sin, plant == Plant::fp8_descale_head0 ? 0 : b);
     DenseOptions opt;
+    opt.unrounded = unrounded;
     if (plant == Plant::varlen_max_alignment) opt.align = p.seq_k - p.seq_q;
     const TensorMap r = flash_run_dense(s, sin, dense_plant ? plant : Plant::none, opt);
     if (backward) {

@@ -47,6 +47,7 @@
 //   host.flash_fp8_descale_head0  fp8, descales per (batch, KV head): entry [0, 0] read for all
 //   host.flash_fp8_p_in_e4m3      fp8 KV cache: P rounded to e4m3 for P·V where the dtype is due
 //   host.flash_fp8_out_scale_inverted fp8 output: O divided by o_scale where it is multiplied
+#include "families/sdpa/host/sdpa_blind_spot.hpp"
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "gpu/host/host_impls.hpp"
 
@@ -106,6 +107,19 @@ class HostSdpaPlanted final : public Impl {
 
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext&) const override {
     return host_sdpa::flash_run(pp.as<sdpa::Problem>(), in, plant_);
+  }
+
+  // The precision plants' extra roundings are of the size of those a correct kernel makes: where
+  // they fit within what the checks leave a correct kernel (sdpa_blind_spot.hpp).
+  std::string blind_spot(const Problem& pp, const CaseEvidence& evidence) const override {
+    switch (plant_) {
+      case Plant::pv_in_dtype:
+      case Plant::rowsum_in_dtype:
+      case Plant::dsinks_in_dtype:
+      case Plant::dbias_in_dtype:
+        return host_sdpa::precision_blind_spot(pp.as<sdpa::Problem>(), evidence, plant_, family_def().outputs(pp));
+      default: return "";
+    }
   }
 
  private:

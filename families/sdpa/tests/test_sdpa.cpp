@@ -942,6 +942,29 @@ TEST(SdpaEnergy, RoundToNearestSumsSeeTheAccumulatorPlantOnLongRows) {
   EXPECT_LT(energy_ratio_of("host.flash", p, &bad), correct);  // the worst case's limit is wider
 }
 
+// host.flash_pv_in_dtype's blind spot (families/sdpa/host/sdpa_blind_spot.hpp) is derived
+// where its bug fits within the energy check's room above a correct kernel's least expected
+// error, and not claimed where the check sees the bug: on a short-row problem it passes with a
+// derived reason; on long fp16 rows (caught under flash_fp32_rn) no reason is derived.
+TEST(SdpaPlanted, AccumulatorPlantsBlindSpotIsDerivedOnlyWhereTheEnergyCheckCannotSeeIt) {
+  const Impl& pv = *builtin_registry().impl("host.flash_pv_in_dtype");
+  const sdpa::Problem short_rows = make(DType::bf16, 1, 4, 2, 33, 70, 64, Mask::causal_lower_right);
+  const sdpa::Problem long_rows = make(DType::fp16, 1, 4, 4, 32, 2048, 32, Mask::none);
+  int64_t bad = 0;
+  EXPECT_LE(energy_ratio_of("host.flash_pv_in_dtype", short_rows, &bad, 1, "O@flash_fp32_rn"), 1);
+  const std::map<std::string, JudgedUnder> judged{{"O", {"O@flash_fp32_rn", 2}}, {"lse", {"lse", 1}}};
+  const TensorMap in = sdpatest::inputs_of(short_rows);
+  const References ref = sdpatest::family().reference(short_rows, in);
+  const std::string blind = pv.blind_spot(short_rows, CaseEvidence{in, ref, judged});
+  EXPECT_NE(blind.find("O's energy check: the plant moves it by"), std::string::npos) << blind;
+  EXPECT_EQ(blind.find("lse"), std::string::npos) << "lse is not the plant's: " << blind;
+  EXPECT_GT(energy_ratio_of("host.flash_pv_in_dtype", long_rows, &bad, 1, "O@flash_fp32_rn"), 1);
+  const TensorMap in_long = sdpatest::inputs_of(long_rows);
+  const References ref_long = sdpatest::family().reference(long_rows, in_long);
+  EXPECT_EQ(pv.blind_spot(long_rows, CaseEvidence{in_long, ref_long, judged}), "");
+  EXPECT_EQ(builtin_registry().impl("host.flash")->blind_spot(short_rows, CaseEvidence{in, ref, judged}), "");
+}
+
 // flash_fp32_rn's limit against flash_fp32's: where rows are short its third source (its own tail
 // and the union bound's ln 3) costs about what the outright 3·n roundings it replaces did — within
 // 1% here; on long rows the sums' √n against n makes it much tighter.

@@ -1,0 +1,103 @@
+// Where the checks of a case may not see a precision plant of host.flash: the derivation is in
+// sdpa_blind_spot.hpp; the quantities are the judge's own (judge/error_energy.hpp, the
+// reference's per-element bounds).
+#include "families/sdpa/host/sdpa_blind_spot.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "judge/error_energy.hpp"
+
+namespace opcts::host_sdpa {
+
+namespace {
+
+const std::vector<double>* found(const std::map<std::string, std::vector<double>>& m, const std::string& key) {
+  const auto it = m.find(key);
+  return it == m.end() ? nullptr : &it->second;
+}
+
+// The per-element form: whether an exact kernel changed as the plant changes it passes every
+// element — RN(x_i + δ_i) within e_i + s_i/2 of x_i, e_i the larger of the element's bound and
+// the rule's factor times the same-precision error over its row, s_i the output's spacing at
+// |x_i| + e_i (judge/compare.cpp's ref_relative rule). Returns the largest |RN(x_i + δ_i) − x_i|
+// ÷ that bound, or a negative number where some element fails it (or the reference lacks what
+// the bound needs).
+double exact_kernel_with_plant(const std::vector<double>& moved, const References& refs, const OutputSpec& spec,
+                               const JudgedUnder& judged) {
+  const std::vector<double>* b = found(refs.bound, judged.key);
+  if (!b) b = found(refs.bound, spec.name);
+  const std::vector<double>*x = found(refs.exact, spec.name), *lp = found(refs.lowp, spec.name);
+  const size_t n = moved.size(), row = static_cast<size_t>(spec.row);
+  if (!b || !x || !lp || row == 0 || b->size() != n || x->size() != n || lp->size() != n) return -1;
+  double worst = 0;
+  for (size_t r0 = 0; r0 < n; r0 += row) {
+    const size_t r1 = std::min(n, r0 + row);
+    double row_lp = 0;
+    for (size_t i = r0; i < r1; ++i)
+      if (std::isfinite((*x)[i]) && std::isfinite((*lp)[i])) row_lp = std::max(row_lp, std::fabs((*lp)[i] - (*x)[i]));
+    for (size_t i = r0; i < r1; ++i) {
+      if (moved[i] == 0 || !std::isfinite((*x)[i])) continue;
+      const double e = std::max(judged.factor * row_lp, (*b)[i]);
+      const double bound = e + spacing_at(spec.dtype, std::fabs((*x)[i]) + e) / 2;
+      const double err = std::fabs(round_to(spec.dtype, (*x)[i] + moved[i]) - (*x)[i]);
+      if (!(err <= bound)) return -1;
+      if (bound > 0) worst = std::max(worst, err / bound);
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
+std::string precision_blind_spot(const sdpa::Problem& p, const CaseEvidence& evidence, Plant plant,
+                                 const std::vector<OutputSpec>& outputs) {
+  const TensorMap correct = flash_run(p, evidence.inputs, Plant::none, true);
+  const TensorMap planted = flash_run(p, evidence.inputs, plant, true);
+  std::string why;
+  for (const OutputSpec& spec : outputs) {
+    const auto c = correct.find(spec.name), g = planted.find(spec.name);
+    if (c == correct.end() || g == planted.end()) return "";
+    const std::vector<double> want = c->second.to_f64();
+    std::vector<double> moved = g->second.to_f64();
+    if (moved.size() != want.size()) return "";
+    bool same = true;
+    for (size_t i = 0; i < moved.size(); ++i) {
+      const double got = moved[i];
+      const bool kept = got == want[i] || (std::isnan(got) && std::isnan(want[i]));  // a special both give
+      if (!kept && !(std::isfinite(got) && std::isfinite(want[i]))) return "";  // a special of the plant's own
+      moved[i] = kept ? 0.0 : got - want[i];
+      same = same && kept;
+    }
+    if (same) continue;
+    const auto it = evidence.judged_under.find(spec.name);
+    const JudgedUnder judged = it == evidence.judged_under.end() ? JudgedUnder{spec.name, 1} : it->second;
+    const std::string& key = judged.key;
+    char text[360];
+    if (const auto en = evidence.refs.energy.find(key); en != evidence.refs.energy.end() && !en->second.sources.empty()) {
+      const ErrorEnergy& e = en->second;
+      const ErrorEnergyStats m = check_error_energy(spec.name, g->second, want, e);
+      // sources[0]: P's and O's roundings (bound.hpp's OEnergy::rounding), charged at b = u·|x|;
+      // a rounding at its binade's finest spacing has a quarter of that variance.
+      const double least = e.sources[0].trace / 4, room = m.limit * m.limit - least;
+      if (!(room > 0) || m.norm > std::sqrt(room)) return "";
+      std::snprintf(text, sizeof text,
+                    "%s's energy check: the plant moves it by %.3g (weighted root), within the %.3g its limit %.3g "
+                    "leaves above a correct kernel's least expected error %.3g (every rounding at its binade's "
+                    "finest spacing)",
+                    spec.name.c_str(), m.norm, std::sqrt(room), m.limit, std::sqrt(least));
+    } else {
+      const double worst = exact_kernel_with_plant(moved, evidence.refs, spec, judged);
+      if (worst < 0) return "";
+      std::snprintf(text, sizeof text,
+                    "%s, per element: an exact kernel changed as the plant changes it passes every element (at "
+                    "most %.3g of its bound)",
+                    spec.name.c_str(), worst);
+    }
+    why += (why.empty() ? "" : "; ") + std::string(text);
+  }
+  return why.empty() ? "" : why + " (measured against host.flash on these inputs)";
+}
+
+}  // namespace opcts::host_sdpa
