@@ -21,8 +21,7 @@
 
 namespace opcts {
 
-/// A built-in planted row's Impl::blind_spot: from the problem, the case's inputs and its
-/// reference.
+/// A built-in planted row's Impl::blind_spot: from the problem and the case's evidence.
 using BlindSpotFn = std::function<std::string(const Problem&, const CaseEvidence&)>;
 
 /// DLPack's (code, bits) for a dtype (OPCTS_DL_* of plugin.h), and back; nullopt for none.

@@ -66,7 +66,7 @@ std::string precision_blind_spot(const sdpa::Problem& p, const CaseEvidence& evi
     for (size_t i = 0; i < moved.size(); ++i) {
       const double got = moved[i];
       const bool kept = got == want[i] || (std::isnan(got) && std::isnan(want[i]));  // a special both give
-      if (!kept && !(std::isfinite(got) && std::isfinite(want[i]))) return "";  // a special of the plant's own
+      if (!kept && !(std::isfinite(got) && std::isfinite(want[i]))) return "";       // a special of the plant's own
       moved[i] = kept ? 0.0 : got - want[i];
       same = same && kept;
     }
@@ -75,7 +75,8 @@ std::string precision_blind_spot(const sdpa::Problem& p, const CaseEvidence& evi
     const JudgedUnder judged = it == evidence.judged_under.end() ? JudgedUnder{spec.name, 1} : it->second;
     const std::string& key = judged.key;
     char text[360];
-    if (const auto en = evidence.refs.energy.find(key); en != evidence.refs.energy.end() && !en->second.sources.empty()) {
+    if (const auto en = evidence.refs.energy.find(key);
+        en != evidence.refs.energy.end() && !en->second.sources.empty()) {
       const ErrorEnergy& e = en->second;
       const ErrorEnergyStats m = check_error_energy(spec.name, g->second, want, e);
       // sources[0]: P's and O's roundings (bound.hpp's OEnergy::rounding), charged at b = u·|x|;

@@ -19,7 +19,11 @@ namespace opcts::host_sdpa {
 ///     its binade's finest spacing, a quarter of the roundings' trace (the variance proxy b²/3
 ///     with b = u·|x| charges the coarsest: families/sdpa/bound.hpp), its score, sum and outright
 ///     terms at 0. A kernel whose roundings fall there and which adds the plant's stays under L in
-///     expectation: no check that passes every correct kernel by this model tells them apart;
+///     expectation: no check that passes every correct kernel by this model tells them apart.
+///     Its per-element bounds, set at λ = 4 of the same roundings, see less of a few extra
+///     roundings than the energy does (judge/error_energy.hpp), and an exact kernel plus the
+///     plant's change is no model of them there: the plant's rounding of the accumulator and O's
+///     own rounding fall on one grid (a row of one tile rounds twice to it);
 ///   - any other output (lse, dsinks, dbias, an fp8 O), judged per element: an exact kernel
 ///     changed as the plant changes it passes every element — RN(x_i + δ_i) within the rule's
 ///     bound of x_i, e_i + s_i/2 with e_i the larger of the reference's bound and the rule's
