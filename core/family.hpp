@@ -118,11 +118,13 @@ struct ErrorEnergy {
 };
 
 /// How an output was judged: the key its tolerance rule's accumulation selects (bound_key(output,
-/// accumulation): which of the reference's bounds and energy checks applied) and the rule's
-/// ref_relative factor.
+/// accumulation): which of the reference's bounds and energy checks applied), the rule's
+/// ref_relative factor, and the limit its error-energy check had (judge/error_energy.hpp; 0 for
+/// none).
 struct JudgedUnder {
   std::string key;
   double factor = 1;
+  double energy_limit = 0;
 };
 /// What a planted impl's blind spot is derived from (Impl::blind_spot): the case's inputs, its
 /// reference, and how each output was judged.

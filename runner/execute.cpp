@@ -326,8 +326,11 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
         s.conservation = c.first;
       }
       // The error-energy check of an output whose impl declares the model it is derived from.
-      if (const auto en = ref.refs.energy.find(key); en != ref.refs.energy.end())
-        s.energy_ratio = check_error_energy(spec.name, it->second, want, en->second).ratio();
+      if (const auto en = ref.refs.energy.find(key); en != ref.refs.energy.end()) {
+        const ErrorEnergyStats energy = check_error_energy(spec.name, it->second, want, en->second);
+        s.energy_ratio = energy.ratio();
+        evidence.judged_under[spec.name].energy_limit = energy.limit;
+      }
       ok = ok && s.mismatches == 0 && !s.biased() && s.conservation_off == 0 && !(s.energy_ratio > 1);
       for (Failure& f : output_failures(s)) r.failures.push_back(std::move(f));
       for (const GuardBreach& b : breaches)

@@ -1,13 +1,11 @@
 // Where the checks of a case may not see a precision plant of host.flash: the derivation is in
-// sdpa_blind_spot.hpp; the quantities are the judge's own (judge/error_energy.hpp, the
-// reference's per-element bounds).
+// sdpa_blind_spot.hpp; the quantities are the judge's own (the energy limit the case was judged
+// by, CaseEvidence; the reference's per-element bounds).
 #include "families/sdpa/host/sdpa_blind_spot.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-
-#include "judge/error_energy.hpp"
 
 namespace opcts::host_sdpa {
 
@@ -76,18 +74,22 @@ std::string precision_blind_spot(const sdpa::Problem& p, const CaseEvidence& evi
     const std::string& key = judged.key;
     char text[360];
     if (const auto en = evidence.refs.energy.find(key);
-        en != evidence.refs.energy.end() && !en->second.sources.empty()) {
+        en != evidence.refs.energy.end() && !en->second.sources.empty() && judged.energy_limit > 0) {
       const ErrorEnergy& e = en->second;
-      const ErrorEnergyStats m = check_error_energy(spec.name, g->second, want, e);
+      // ‖Δ‖_w as the check weighs errors (judge/error_energy.hpp): Σ w_i·Δ_i² in index order.
+      if (!e.weight.empty() && e.weight.size() != moved.size()) return "";
+      double sq = 0;
+      for (size_t i = 0; i < moved.size(); ++i) sq += (e.weight.empty() ? 1.0 : e.weight[i]) * moved[i] * moved[i];
+      const double norm = std::sqrt(sq), limit = judged.energy_limit;
       // sources[0]: P's and O's roundings (bound.hpp's OEnergy::rounding), charged at b = u·|x|;
       // a rounding at its binade's finest spacing has a quarter of that variance.
-      const double least = e.sources[0].trace / 4, room = m.limit * m.limit - least;
-      if (!(room > 0) || m.norm > std::sqrt(room)) return "";
+      const double least = e.sources[0].trace / 4, room = limit * limit - least;
+      if (!(room > 0) || norm > std::sqrt(room)) return "";
       std::snprintf(text, sizeof text,
                     "%s's energy check: the plant moves it by %.3g (weighted root), within the %.3g its limit %.3g "
                     "leaves above a correct kernel's least expected error %.3g (every rounding at its binade's "
                     "finest spacing)",
-                    spec.name.c_str(), m.norm, std::sqrt(room), m.limit, std::sqrt(least));
+                    spec.name.c_str(), norm, std::sqrt(room), limit, std::sqrt(least));
     } else {
       const double worst = exact_kernel_with_plant(moved, evidence.refs, spec, judged);
       if (worst < 0) return "";
