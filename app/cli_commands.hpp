@@ -54,10 +54,11 @@ struct RunFlags {
   double timeout = 600;
   bool allow_arch_mismatch = false;
   bool allow_empty = false;
-  int reruns = 1;         // reruns of an unexpected failure (a manifest flaky entry may set its own)
-  std::string artifacts;  // failure artifacts folder ("" = next to --results)
-  bool bitwise = false;   // run deterministic impls twice, require identical bytes
-  std::string ref_cache;  // on-disk reference cache ("" = the default folder)
+  int reruns = 1;           // reruns of an unexpected failure (a manifest flaky entry may set its own)
+  std::string artifacts;    // failure artifacts folder ("" = next to --results)
+  bool bitwise = false;     // run deterministic impls twice, require identical bytes
+  bool invariance = false;  // check the impls' invariance claims (runner/invariance.hpp)
+  std::string ref_cache;    // on-disk reference cache ("" = the default folder)
   bool no_ref_cache = false;
   double ref_cache_max_gib = 4;           // the reference cache's size cap (kDefaultRefCacheMaxBytes)
   std::string resume;                     // results of a killed run to continue ("" = a fresh run)
@@ -123,6 +124,8 @@ struct CtestPlan {
   /// Each shard test runs `opcts run --bitwise` (every deterministic() claim and the second-seed
   /// check).
   bool bitwise = false;
+  /// Each shard test runs `opcts run --invariance` (every invariance claim an impl declares).
+  bool invariance = false;
   /// > 0: each CUDA arch also gets opcts.<arch>.memcheck.slice<i>of<N>, labelled `memcheck` and
   /// `nightly` only (never the arch, so `ctest -L sm90` leaves it out): the tier's shard i of N
   /// under `--sanitize memcheck`, i = (days since 1970-01-01 UTC when ctest starts) mod N + 1, so

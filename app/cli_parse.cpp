@@ -85,6 +85,9 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
                      "folder for failure artifacts (default: artifacts/ next to --results)");
   cl.run->add_flag("--bitwise", cl.rf.bitwise,
                    "run each case twice; deterministic impls must give identical output bytes");
+  cl.run->add_flag("--invariance", cl.rf.invariance,
+                   "check the axes each impl declares its outputs invariant over (a batch entry alone, the batch "
+                   "reversed): the shared rows must hold identical bytes");
   cl.run->add_option(
       "--sanitize", cl.rf.sanitize,
       "memcheck, racecheck, synccheck or initcheck: each case runs alone under compute-sanitizer's tool; "
@@ -215,6 +218,8 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.ctest->add_option("--out", cl.ctest_plan.out, "script to write")->required();
   cl.ctest->add_option("--timeout", cl.ctest_plan.timeout, "per-case timeout passed to run");
   cl.ctest->add_flag("--bitwise", cl.ctest_plan.bitwise, "the shards run with --bitwise (determinism checks)");
+  cl.ctest->add_flag("--invariance", cl.ctest_plan.invariance,
+                     "the shards run with --invariance (the impls' invariance claims)");
   cl.ctest->add_option("--memcheck-slices", cl.ctest_plan.memcheck_slices,
                        "N > 0: each CUDA arch gets a test (labels memcheck, nightly) running today's slice, "
                        "shard (days since 1970 mod N) + 1 of N, under --sanitize memcheck (0 to 1024; 0: none)");

@@ -211,7 +211,8 @@ int cmd_ctest_tests(const Selection& s, const CtestPlan& plan) {
       for (int i = 1; i <= plan.shards; ++i) {
         const std::string part = fam + ".shard" + std::to_string(i) + "of" + std::to_string(plan.shards);
         const std::string args = " --family " + fam + " --shard " + std::to_string(i) + "/" +
-                                 std::to_string(plan.shards) + (plan.bitwise ? " --bitwise" : "");
+                                 std::to_string(plan.shards) + (plan.bitwise ? " --bitwise" : "") +
+                                 (plan.invariance ? " --invariance" : "");
         add_test(cm, "opcts." + arch + "." + part, arch, plan.reports_dir + "/" + arch + "/" + part, args,
                  arch + ";" + (gpu ? "gpu" : "cpu") + ";" + fam, gpu);
       }

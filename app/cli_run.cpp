@@ -353,6 +353,7 @@ RunSelection selection_of(const Selection& s, const std::string& arch, const Run
   sel.excludes = s.excludes;
   sel.include_planted = s.include_planted;
   sel.bitwise = f.bitwise;
+  sel.invariance = f.invariance;
   sel.cases_dir = s.cases_dir;
   for (const auto& p : s.plugins) sel.plugins.push_back({p, file_digest(p), false, "", {}});
   for (const auto& p : s.optional_plugins) sel.plugins.push_back({p, file_digest(p), true, "", {}});
@@ -419,6 +420,7 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
     selection.shard = s.shard;
     so = suite_options(s, arch);  // probes the plugins: one that cannot be used throws here
     so.bitwise = f.bitwise;
+    so.invariance = f.invariance;
     suite_ptr = std::make_unique<Suite>(registry_for(s.plugins, s.optional_plugins), so);
     check_arch_matches(*suite_ptr, device, f.allow_arch_mismatch);
     if (suite_ptr->arch().backend == "cuda") use_cuda_device(device);  // skip checks read this GPU's free memory
@@ -487,6 +489,7 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
                                      : report.empty()     ? std::string()
                                                           : (fs::path(report).parent_path() / "artifacts").string();
   req.supervise.exec.bitwise = f.bitwise;
+  req.supervise.exec.invariance = f.invariance;
   req.supervise.exec.ref_cache_dir = f.no_ref_cache         ? std::string()
                                      : !f.ref_cache.empty() ? f.ref_cache
                                                             : default_ref_cache_dir();

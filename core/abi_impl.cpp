@@ -228,4 +228,11 @@ bool AbiImpl::deterministic(const Problem& p) const {
   return params.empty() || desc_.deterministic(desc_.impl_data, params.data()) != 0;
 }
 
+std::vector<InvarianceAxis> AbiImpl::invariant_axes(const Problem& p) const {
+  if (!desc_.invariance) return {};
+  const std::vector<unsigned char> params = family_def().abi_params(p);
+  return params.empty() ? std::vector<InvarianceAxis>{}
+                        : invariance_axes(desc_.invariance(desc_.impl_data, params.data()));
+}
+
 }  // namespace opcts

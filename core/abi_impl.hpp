@@ -123,6 +123,8 @@ class AbiImpl final : public Impl {
   TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const override;
   bool planted() const override { return planted_; }
   bool deterministic(const Problem& p) const override;
+  /// The descriptor's invariance callback's axes (ABI 1.10); none where it has none.
+  std::vector<InvarianceAxis> invariant_axes(const Problem& p) const override;
   /// For a built-in planted row: which problems can show its bug ("" when one can; the SKIP
   /// reason otherwise). Checked before the descriptor's supports.
   void set_cannot_show(std::function<std::string(const Problem&)> f) { cannot_show_ = std::move(f); }

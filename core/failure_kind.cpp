@@ -14,6 +14,7 @@ std::string_view to_string(FailureKind k) {
     case FailureKind::not_conserved: return "not_conserved";
     case FailureKind::excess_energy: return "excess_energy";
     case FailureKind::written_outside: return "written_outside";
+    case FailureKind::not_invariant: return "not_invariant";
     case FailureKind::accepted_invalid: return "accepted_invalid";
     case FailureKind::wrong_refusal: return "wrong_refusal";
     case FailureKind::wrote_input: return "wrote_input";

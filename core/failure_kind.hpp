@@ -54,6 +54,11 @@ enum class FailureKind {
   /// Bytes of the guard bands around the output changed (core/output_guard.hpp): a write past
   /// the end or before the start, such as a paired 16-bit atomic's +0 into the neighbour.
   written_outside,
+  /// --invariance: the impl declares its output invariant over an axis of the problem
+  /// (core/invariance.hpp: the batch's size, an entry's position in it), and the same entry run
+  /// in the sub-problem the runner built along that axis gave other bytes in this output — a
+  /// kernel choice (split-K, split-KV, a GEMV path) that depends on the batch around a row.
+  not_invariant,
 
   // ---- kinds of the case as a whole (Failure::out is empty) ----
   /// A negative case (Family::expected_error) ran to the end: the impl accepted an argument the
@@ -79,13 +84,13 @@ enum class FailureKind {
 };
 
 /// Every kind, in declaration order (output kinds first).
-inline constexpr std::array<FailureKind, 16> kAllFailureKinds{
+inline constexpr std::array<FailureKind, 17> kAllFailureKinds{
     FailureKind::exceeds_bound,     FailureKind::biased,           FailureKind::nonfinite,
     FailureKind::specials_mismatch, FailureKind::untouched,        FailureKind::all_zero,
     FailureKind::not_conserved,     FailureKind::excess_energy,    FailureKind::written_outside,
-    FailureKind::accepted_invalid,  FailureKind::wrong_refusal,    FailureKind::wrote_input,
-    FailureKind::off_stream,        FailureKind::nondeterministic, FailureKind::reused_result,
-    FailureKind::sanitizer};
+    FailureKind::not_invariant,     FailureKind::accepted_invalid, FailureKind::wrong_refusal,
+    FailureKind::wrote_input,       FailureKind::off_stream,       FailureKind::nondeterministic,
+    FailureKind::reused_result,     FailureKind::sanitizer};
 
 /// The kind's name as manifests, JSON lines and JUnit spell it ("exceeds_bound").
 std::string_view to_string(FailureKind k);

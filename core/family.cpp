@@ -91,4 +91,8 @@ std::vector<const Impl*> Registry::impls_of(std::string_view family) const {
   return out;
 }
 
+ProblemPtr Family::with_batch(const Problem&, int64_t) const {
+  throw std::logic_error(std::string(name()) + ": with_batch on a family whose batch_entries is 0");
+}
+
 }  // namespace opcts

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/arch.hpp"
+#include "core/invariance.hpp"
 #include "core/reduction.hpp"
 #include "core/result.hpp"
 #include "numerics/tensor.hpp"
@@ -212,6 +213,20 @@ class Family {
   /// The classes of edge_classes() that `p` reaches (a negative case's "invalid arguments" is
   /// the caller's, from expected_error).
   virtual std::vector<std::string> edge_classes_of(const Problem&) const { return {}; }
+  /// The batch of a problem for the invariance contracts (core/invariance.hpp): how many
+  /// entries it has along the axis with_batch cuts (sdpa: batch entries; the GEMMs: rows of A),
+  /// or 0 with the reason in `why` where this problem's batch cannot be cut (a packed layout, a
+  /// scale layout that does not lead with the rows, a family without a batch). Nonzero only
+  /// where each input either holds one slice per entry along its leading dimension or does not
+  /// depend on the batch at all (the runner tells them apart by the batch of one's shapes, so an
+  /// input of one slice per 128 entries would pass for one that does not depend on it).
+  virtual int64_t batch_entries(const Problem&, std::string& why) const {
+    why = "the family declares no batch axis";
+    return 0;
+  }
+  /// p with `entries` entries along that axis, every other field p's. Each input and output of
+  /// p whose leading dimension is the batch has it cut there; the others are the same tensors.
+  virtual ProblemPtr with_batch(const Problem& p, int64_t entries) const;
 };
 
 /// An output whose guard bytes a run changed (core/output_guard.hpp): which, and what changed.
@@ -270,6 +285,12 @@ class Impl {
   /// For a planted impl whose bug is a determinism claim it breaks: only `opcts run --bitwise`
   /// can show it, so without --bitwise its cases SKIP (instead of passing as XPASS).
   virtual bool bug_needs_bitwise() const { return false; }
+  /// The axes over which this impl's outputs are invariant bit for bit on p
+  /// (core/invariance.hpp; `opcts run --invariance` checks them). None by default.
+  virtual std::vector<InvarianceAxis> invariant_axes(const Problem&) const { return {}; }
+  /// For a planted impl whose bug breaks an invariance claim: only `opcts run --invariance` can
+  /// show it, so without it its cases SKIP.
+  virtual bool bug_needs_invariance() const { return false; }
   /// For a planted impl whose case passed: why the suite's bound may not see its bug on `p`
   /// although the bug changes the output (a reason derived from the arithmetic, such as a bias
   /// check whose noise band reaches past the bug's slope), or "" where it should have been caught.

@@ -23,8 +23,28 @@ class KitFamily : public Family {
   std::string describe_fields() const final { return fields().describe(); }
   bool equal(const Problem& a, const Problem& b) const final { return a.as<P>() == b.as<P>(); }
 
+  // The invariance contracts' batch (Family::batch_entries, with_batch): the count field
+  // batch_field() names, cut where batch_uncuttable says nothing against it.
+  int64_t batch_entries(const Problem& pp, std::string& why) const final {
+    if (!batch_field()) return Family::batch_entries(pp, why);
+    why = batch_uncuttable(get(pp));
+    return why.empty() ? get(pp).*batch_field() : 0;
+  }
+  ProblemPtr with_batch(const Problem& pp, int64_t entries) const final {
+    if (!batch_field()) return Family::with_batch(pp, entries);
+    P p = get(pp);
+    p.*batch_field() = entries;
+    return make_problem(std::move(p));
+  }
+
  protected:
   static const P& get(const Problem& p) { return p.as<P>(); }
+  /// The problem's batch count for the invariance contracts (sdpa's batch, scaled_mm's m), or
+  /// null: no batch axis. Every input that depends on it must hold one slice per entry along its
+  /// leading dimension (Family::batch_entries).
+  virtual int64_t P::*batch_field() const { return nullptr; }
+  /// Why p's batch cannot be cut (a packed layout, swizzled scales), or "".
+  virtual std::string batch_uncuttable(const P&) const { return {}; }
 };
 
 }  // namespace opcts

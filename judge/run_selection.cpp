@@ -40,7 +40,8 @@ json to_json(const RunSelection& s, bool identity_only) {
          {"filters", s.filters},
          {"excludes", s.excludes},
          {"include_planted", s.include_planted},
-         {"bitwise", s.bitwise}};
+         {"bitwise", s.bitwise},
+         {"invariance", s.invariance}};
   json plugins = json::array();
   if (identity_only) {
     const auto digests = [](const std::vector<SelectedFile>& files) {
@@ -150,6 +151,7 @@ RunSelection RunSelection::parse(const std::string& text) {
     s.excludes = j.value("excludes", std::vector<std::string>{});
     s.include_planted = j.value("include_planted", false);
     s.bitwise = j.value("bitwise", false);
+    s.invariance = j.value("invariance", false);
     s.cases_dir = j.value("cases_dir", "");
     for (const auto& p : j.value("plugins", nlohmann::json::array()))
       s.plugins.push_back({p.at("path").get<std::string>(), p.value("digest", ""), p.value("optional", false),

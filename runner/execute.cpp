@@ -12,6 +12,7 @@
 #include "judge/conservation.hpp"
 #include "judge/error_energy.hpp"
 #include "runner/artifacts.hpp"
+#include "runner/invariance.hpp"
 
 #include "core/errors.hpp"
 #include "judge/trust.hpp"
@@ -383,6 +384,21 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
           r.failures = {{"", FailureKind::reused_result, 0, 0}};
         }
       }
+    }
+    // The invariance contracts the impl declares: its rows of a sub-problem the runner cuts from
+    // this case (a batch of one, the batch reversed) must hold the very same bytes.
+    if (ok && r.raw_outcome == Outcome::PASS && opts.invariance) {
+      const InvarianceVerdict iv =
+          check_invariance(*c.family, *c.impl, suite.arch(), *c.problem, ref.inputs, out,
+                           [&](const Problem& sub, const TensorMap& in) { return run_checked(*c.impl, sub, in, ctx); });
+      if (!iv.failure.empty()) {
+        r.raw_outcome = Outcome::FAIL;
+        r.message = iv.failure;
+        r.failures = {{iv.failed_output, FailureKind::not_invariant, 0, 0}};
+        ok = false;
+      }
+      for (const std::string& n : iv.not_checked)
+        note += (note.empty() ? "" : "; ") + std::string("invariance not checked: ") + n;
     }
     // A pass that one of the backend's checks did not cover says which (a failure's message is
     // its failure: the manifest's message patterns match it, so nothing is added there).

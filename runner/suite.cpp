@@ -216,6 +216,9 @@ std::optional<Suite::PreRun> Suite::pre_run(const Case& c) const {
   if (c.impl->planted() && c.impl->bug_needs_bitwise() && !options_.bitwise)
     return skip(std::string(c.impl->name()) +
                 ": its bug breaks its determinism claim, which only opcts run --bitwise shows");
+  if (c.impl->planted() && c.impl->bug_needs_invariance() && !options_.invariance)
+    return skip(std::string(c.impl->name()) +
+                ": its bug breaks its invariance claim, which only opcts run --invariance shows");
   if (const ManifestEntry* e = manifest_.find(EntryKind::skip, c.id))
     return skip("manifest skip (" + e->source + "): " + e->reason);
   return std::nullopt;

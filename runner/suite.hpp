@@ -21,6 +21,7 @@ struct SuiteOptions {
   bool load_catalogs = true;          // workers rebuild cases from ids and need no catalogs
   bool include_planted = false;       // add the cases of planted-bug impls (they must FAIL)
   bool bitwise = false;               // run --bitwise: else planted impls whose bug only it sees SKIP
+  bool invariance = false;            // run --invariance: else planted impls whose bug only it sees SKIP
   std::vector<std::string>
       plugins;  // --plugin: shared libraries whose impls the registry holds (workers load them too)
 };

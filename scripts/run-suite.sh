@@ -10,7 +10,8 @@
 #                 the references run on the CPU and dominate a shard's time, so a GPU is kept
 #                 busy by several shards when there are cores for their references)
 #   OPCTS_CUDA_ARCH  the CUDA arch to build (default: the GPU's compute capability, else 90)
-#   The CTest shards run with --bitwise (determinism checks; configure -DOPCTS_CTEST_BITWISE=OFF to leave them out).
+#   The CTest shards run with --bitwise (determinism checks; configure -DOPCTS_CTEST_BITWISE=OFF to leave them out)
+#   and --invariance (the impls' invariance claims; -DOPCTS_CTEST_INVARIANCE=OFF leaves them out).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$OPCTS_ROOT"

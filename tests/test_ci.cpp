@@ -390,6 +390,23 @@ TEST(CtestGlue, ShardsRunTheDeterminismChecksAndFailAnImplThatBreaksItsClaim) {
   }
 }
 
+// The CTest shards hold the impls to their invariance claims too (OPCTS_CTEST_INVARIANCE, on by
+// default): each shard test's command line carries --invariance when asked, and only then.
+TEST(CtestGlue, ShardsRunTheInvarianceChecksWhenAsked) {
+  EXPECT_NE(read_file(OPCTS_SHARDS_SCRIPT).find("\"--invariance\""), std::string::npos) << OPCTS_SHARDS_SCRIPT;
+  const std::string dir = testutil::temp_dir();
+  for (const bool invariance : {false, true}) {
+    const std::string out = dir + (invariance ? "/with.cmake" : "/without.cmake");
+    const Shell glue =
+        sh(std::string(OPCTS_BINARY) + " ctest-tests --archs host --tier smoke --shards 2 --exe " + OPCTS_BINARY +
+           " --reports-dir " + dir + "/reports --out " + out + (invariance ? " --invariance" : ""));
+    ASSERT_EQ(glue.status, 0) << glue.output;
+    const std::string tests = read_file(out);
+    EXPECT_NE(tests.find("shard1of2"), std::string::npos) << tests;
+    EXPECT_EQ(tests.find("--invariance") != std::string::npos, invariance) << tests;
+  }
+}
+
 // The nightly memcheck slice (--memcheck-slices N): one test per CUDA arch, none for the host or
 // a HIP arch, running the day's shard under --sanitize memcheck, labelled so that `ctest -L sm90`
 // (a regex over labels) leaves it out; the build asks for it.

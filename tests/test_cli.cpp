@@ -244,6 +244,39 @@ TEST(CliRun, APlantedPassCarriesTheBlindSpotTheWorkerDerived) {
   EXPECT_EQ(caught, 1) << r.output;
 }
 
+// A planted batch-variant impl breaks only its invariance claim: without --invariance its cases
+// SKIP saying so (never XPASS), with it they FAIL as not_invariant (XFAIL), naming the axis.
+TEST(CliRun, BatchVariantPlantsNeedInvarianceAndFailUnderIt) {
+  const std::string filters =
+      "--include-planted --reruns 0 --filter 'sdpa.host_flash_batch_variant_tiles/*' "
+      "--filter 'scaled_mm.host_emulated_hopper_small_m_steps/*_random'";
+  const std::string without = testutil::temp_dir(), with = testutil::temp_dir();
+  run_in(without, filters);
+  int skipped = 0;
+  for (const ResultRecord& rec : read_results_file(without + "/r.jsonl")) {
+    EXPECT_EQ(rec.outcome, Outcome::SKIP) << rec.id;
+    skipped += rec.message.find("which only opcts run --invariance shows") != std::string::npos;
+  }
+  EXPECT_GT(skipped, 20);
+  const Shell r = run_in(with, filters + " --invariance");
+  int caught = 0, blind = 0;
+  for (const ResultRecord& rec : read_results_file(with + "/r.jsonl")) {
+    if (rec.outcome == Outcome::SKIP) continue;
+    if (rec.outcome == Outcome::XPASS) {
+      EXPECT_NE(rec.blind_spot, "") << rec.id << ": a pass without a derived reason";
+      ++blind;
+      continue;
+    }
+    ASSERT_EQ(rec.outcome, Outcome::XFAIL) << rec.id << ": " << rec.message;
+    ASSERT_EQ(rec.failures.size(), 1u);
+    EXPECT_EQ(rec.failures[0].kind, FailureKind::not_invariant);
+    EXPECT_EQ(rec.message.rfind("--invariance batch_size: ", 0), 0u) << rec.message;
+    ++caught;
+  }
+  EXPECT_GT(caught, 200) << r.output;
+  EXPECT_LT(blind, 12);
+}
+
 // A failure names the tolerance rule that judged each output (file:line of the cases folder),
 // in its record and its message; a passing output records its rule too.
 TEST(CliRun, AFailureNamesItsToleranceRule) {

@@ -381,11 +381,13 @@ TEST(GateCoverage, AnImplThatRanNothingIsNotTestedUnlessItsSkipsAreExcused) {
       case_of("cuda.b", "p", Outcome::SKIP, "cuda.b: this opcts was built without CUDA"),
       case_of("cuda.c", "p", Outcome::SKIP, "arch sm90 lacks capability 'nvfp4' needed by cuda.c"),
       case_of("cuda.c", "q", Outcome::SKIP, "cuda.c: fp32 only"),
-      // Excused: a capability, the manifest, a planted bug only --bitwise shows.
+      // Excused: a capability, the manifest, a planted bug only --bitwise or --invariance shows.
       case_of("cuda.d", "p", Outcome::SKIP, "arch sm90 lacks capability 'nvfp4' needed by cuda.d"),
       case_of("cuda.e", "p", Outcome::SKIP, "manifest skip (sm90.yaml:3): hangs"),
       case_of("cuda.f", "p", Outcome::SKIP,
               "cuda.f: its bug breaks its determinism claim, which only opcts run --bitwise shows"),
+      case_of("cuda.g", "p", Outcome::SKIP,
+              "cuda.g: its bug breaks its invariance claim, which only opcts run --invariance shows"),
   };
   GateVerdict v = gate_as_judged(rs);
   check_coverage(rs, nullptr, 1, v);

@@ -71,6 +71,25 @@ TEST(Plugins, ExampleCasesRunAndPassOnTheHost) {
   EXPECT_NE(list.output.find("SKIP: example.sdpa: computes the forward only"), std::string::npos) << list.output;
 }
 
+// The example declares the invariance contracts through its descriptor (ABI 1.10): under
+// --invariance each dense batch of two or more entries runs again as entry 0 alone and reversed,
+// and its rows hold the same bytes; what cannot be cut says so in the passing record.
+TEST(Plugins, TheExamplesInvarianceClaimsAreCheckedAndHold) {
+  const ExampleRun r =
+      run_example("--invariance --filter 'sdpa.example_sdpa/*' --filter 'scaled_mm.example_scaled_mm/*'");
+  int checked = 0, not_checked = 0;
+  for (const auto& rec : r.records) {
+    EXPECT_TRUE(rec.outcome == Outcome::PASS || rec.outcome == Outcome::SKIP) << rec.id << ": " << rec.message;
+    if (rec.outcome != Outcome::PASS || rec.id.find("_expect_") != std::string::npos ||
+        rec.id.find("_corrupt_") != std::string::npos)
+      continue;
+    if (rec.message.find("invariance not checked") == std::string::npos) ++checked;
+    else ++not_checked;
+  }
+  EXPECT_GT(checked, 10) << r.output;
+  EXPECT_GT(not_checked, 0) << "batches of one and packed layouts say why";
+}
+
 // The example declares plugin ABI 1.3: it runs sdpa's varlen problems, with padding rows
 // (seqused_k), and the paged ones, NHD and HND, and refuses each negative case naming the tensor
 // (cu_seqlens, seqused_k past its segment or table, a block index out of range). Gating by

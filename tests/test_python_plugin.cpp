@@ -50,6 +50,24 @@ TEST(PythonPlugin, PathsAndPrefixesNameAPythonModule) {
   EXPECT_FALSE(is_python_plugin("a.pyc"));
 }
 
+// np.sdpa declares its invariance through @opcts.impl(invariant=...) (the descriptor's callback
+// through the Python host): under --invariance its batches of two run again as entry 0 alone and
+// reversed, and hold the same bytes.
+TEST(PythonPlugin, ThePythonFrontDoorDeclaresInvarianceAndItIsChecked) {
+  REQUIRE_PYTHON_HOST();
+  testutil::Shell shell;
+  const auto recs = run_records(
+      "--invariance --plugin " + kSource + "/plugins/python/examples/numpy_sdpa.py --filter 'sdpa.np_sdpa/*_b2_*'",
+      &shell);
+  EXPECT_EQ(shell.status, 0) << shell.output;
+  int checked = 0;
+  for (const auto& [id, rec] : recs) {
+    EXPECT_TRUE(rec.outcome == Outcome::PASS || rec.outcome == Outcome::SKIP) << id << ": " << rec.message;
+    checked += rec.outcome == Outcome::PASS && rec.message.find("invariance not checked") == std::string::npos;
+  }
+  EXPECT_GT(checked, 5) << shell.output;
+}
+
 TEST(PythonPlugin, TheNumpyExamplesPassTheHostSmokeTier) {
   REQUIRE_PYTHON_HOST();
   testutil::Shell shell;

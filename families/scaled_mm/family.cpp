@@ -17,6 +17,15 @@ class ScaledMmFamily final : public WingFamily<Problem> {
     return scaled_mm::edge_classes_of(get(p));
   }
   std::string_view name() const override { return "scaled_mm"; }
+  // The rows of A (tokens): A row-major, its scales one per tensor, per row or per (row, K block)
+  // (every recipe's A is 1×128 at most; the runner checks each input's shape); MX and NVFP4
+  // scales are swizzled over 128 rows, which a cut along the rows cannot follow.
+  int64_t Problem::*batch_field() const override { return &Problem::m; }
+  std::string batch_uncuttable(const Problem& p) const override {
+    if (p.a_layout != scaled_mm::Layout::row) return "A is column-major: its rows do not lead its storage";
+    if (p.block_scaled()) return "MX and NVFP4 scales are swizzled over blocks of 128 rows";
+    return "";
+  }
   const kit::FieldTable<Problem>& fields() const override { return scaled_mm::fields(); }
   // Bump when the reference or the inputs change: cached references are then recomputed.
   // 2: values beyond the output's range are kept unrounded for the bounded metric.

@@ -23,6 +23,13 @@ class SdpaFamily final : public KitFamily<Problem> {
   std::vector<std::string> edge_classes_of(const opcts::Problem& p) const override {
     return sdpa::edge_classes_of(get(p));
   }
+  // The batch entries of a dense layout: q, k, v, dO, O, lse, dQ, dK, dV and the per-batch
+  // masks, slopes and descales lead with them. A packed batch's sequences share their rows'
+  // dimension with each other (cu_seqlens), which a leading cut cannot take apart.
+  int64_t Problem::*batch_field() const override { return &Problem::batch; }
+  std::string batch_uncuttable(const Problem& p) const override {
+    return p.packed() ? "the varlen and paged layouts pack their sequences into one token dimension" : "";
+  }
   std::string_view name() const override { return "sdpa"; }
   const kit::FieldTable<Problem>& fields() const override { return sdpa::fields(); }
 

@@ -600,6 +600,15 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::fp8_descale_head0: return "";
     // O·40 against O/40: every row with a key whose O is not 0 (the inputs' O is nowhere 0).
     case PlantedBug::fp8_out_scale_inverted: return "";
+    // The tiles differ only for a row of more keys than the batch of one's tile; whether its
+    // rescalings then change a byte is the case's data (the impl's blind_spot derives it).
+    case PlantedBug::batch_variant_tiles:
+      if (p.direction != Direction::forward) return "the batch-variant tiles are planted in the forward";
+      if (p.packed()) return "--invariance cuts the batch of dense layouts only";
+      if (p.batch < 2) return "a batch of one entry: no smaller batch to run an entry in";
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (p.keys_of_row(i) > kBatchVariantTile) return "";
+      return "no row sees more than " + std::to_string(kBatchVariantTile) + " keys: the tiles are the same";
     case PlantedBug::fp8_p_in_e4m3:
       for (int64_t i = 0; i < p.seq_q; ++i)
         if (p.keys_of_row(i) >= kPlantedPrecisionKeys) return "";

@@ -395,7 +395,14 @@ enum class PlantedBug {
   fp8_p_in_e4m3,
   // FP8 output: O divided by o_scale where it is multiplied (the descale convention for a scale).
   fp8_out_scale_inverted,
+  // Forward, dense: a batch of one entry runs key tiles of 32 where a larger batch runs 64 (a
+  // tile chosen by the batch, for occupancy), so a row's online-softmax rescalings fall elsewhere
+  // and its bytes depend on the batch around it; the impl declares batch_size invariance, so only
+  // `opcts run --invariance` can see it (every result stays within the bounds).
+  batch_variant_tiles,
 };
+/// The key tile batch_variant_tiles runs a batch of one entry with.
+inline constexpr int64_t kBatchVariantTile = 32;
 /// The host paged impl's split-KV chunk: a sequence of more keys runs in splits of this many
 /// keys, combined by their logsumexps (FlashAttention's split-KV decode); splitkv_combine_log2
 /// shows on rows that see keys of two splits or more.

@@ -44,9 +44,10 @@ extern "C" {
  * (opcts_sdpa_params.sinks); 6: sdpa's ALiBi (opcts_sdpa_params.alibi); 7: sdpa's dbias and
  * attn_mask broadcast over the queries (opcts_sdpa_params.dbias, mask_query_broadcast); 8: sdpa's
  * block-sparse masks (opcts_sdpa_params.block_mask_q, block_mask_k); 9: sdpa's fp8 attention and
- * fp8 KV caches (opcts_sdpa_params.fp8, fp8_format, descale). An impl sets opcts_impl_desc.abi_minor to the minor it
+ * fp8 KV caches (opcts_sdpa_params.fp8, fp8_format, descale); 10: the invariance contracts
+ * (opcts_impl_desc.invariance; no new problems). An impl sets opcts_impl_desc.abi_minor to the minor it
  * handles; opcts gives it no problem that needs a later one (a SKIP naming the version). */
-#define OPCTS_PLUGIN_ABI_MINOR 9u
+#define OPCTS_PLUGIN_ABI_MINOR 10u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -148,6 +149,13 @@ typedef opcts_status (*opcts_run_fn)(const void* impl_data, const opcts_run_args
 /* Whether two runs on the same inputs give the same output bytes (`opcts run --bitwise`
  * checks it): non-zero = yes. NULL in the descriptor means always. */
 typedef int32_t (*opcts_deterministic_fn)(const void* impl_data, const void* params);
+/* ABI 1.10: the axes of a problem over which the impl's outputs are invariant bit for bit, as a
+ * bitmask of OPCTS_INVARIANT_* (`opcts run --invariance` checks them: docs/cli.md).
+ * OPCTS_INVARIANT_BATCH_SIZE: an entry of the batch (an sdpa batch entry; a row of A in the
+ * GEMMs) gives the same bytes computed alone; OPCTS_INVARIANT_BATCH_POSITION: the same bytes at
+ * another position of a batch of the same size. 0, or a NULL callback, declares none. */
+enum { OPCTS_INVARIANT_BATCH_SIZE = 1, OPCTS_INVARIANT_BATCH_POSITION = 2 };
+typedef uint32_t (*opcts_invariance_fn)(const void* impl_data, const void* params);
 
 typedef struct opcts_impl_desc {
   uint32_t struct_size;    /* sizeof(opcts_impl_desc) */
@@ -166,6 +174,8 @@ typedef struct opcts_impl_desc {
    * varlen): OPCTS_PLUGIN_ABI_MINOR would claim whatever a later header adds once rebuilt against
    * it. 0, or a descriptor of ABI 1.0's size, gets only 1.0's problems. */
   uint32_t abi_minor;
+  /* ABI 1.10: the axes the outputs are invariant over (above); may be NULL (none). */
+  opcts_invariance_fn invariance;
 } opcts_impl_desc;
 
 /* What opcts gives the plugin's entry point. add_impl copies the strings it needs; it returns

@@ -324,6 +324,15 @@ static opcts_status mm_run(const void* impl, const opcts_run_args* args, opcts_r
 
 /* ---- registration ------------------------------------------------------------------------- */
 
+/* Both impls compute each output row alone, in a fixed order, whatever the batch around it: they
+ * declare the invariance contracts (ABI 1.10), which `opcts run --invariance` checks by running a
+ * batch entry (an sdpa batch entry, a row of A) alone and the batch reversed. */
+static uint32_t invariant(const void* impl, const void* params) {
+  (void)impl;
+  (void)params;
+  return OPCTS_INVARIANT_BATCH_SIZE | OPCTS_INVARIANT_BATCH_POSITION;
+}
+
 int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   if (abi_version != OPCTS_PLUGIN_ABI_VERSION) return 1; /* built for another ABI */
   opcts_impl_desc sdpa = {0};
@@ -334,6 +343,7 @@ int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   sdpa.supports = sdpa_supports;
   sdpa.run = sdpa_run;
   sdpa.abi_minor = 3; /* varlen (ABI 1.1), the paged cache (1.2), varlen padding rows (1.3) */
+  sdpa.invariance = invariant;
   opcts_impl_desc mm = sdpa;
   mm.abi_minor = 0;
   mm.family = "scaled_mm";

@@ -49,6 +49,7 @@ PyObject* g_host = nullptr;  // the opcts._host module
 PyObject* g_run = nullptr;
 PyObject* g_supports = nullptr;
 PyObject* g_deterministic = nullptr;
+PyObject* g_invariance = nullptr;
 std::string g_init_error;  // why the interpreter could not start (sticky for the process)
 
 void copy_text(char* dst, size_t size, const std::string& s) {
@@ -163,7 +164,9 @@ bool start_interpreter() {
     g_run = PyObject_GetAttrString(g_host, "run");
     g_supports = PyObject_GetAttrString(g_host, "supports");
     g_deterministic = PyObject_GetAttrString(g_host, "deterministic");
-    if (!g_run || !g_supports || !g_deterministic) g_init_error = "opcts._host lacks its entry points: " + take_error();
+    g_invariance = PyObject_GetAttrString(g_host, "invariance");
+    if (!g_run || !g_supports || !g_deterministic || !g_invariance)
+      g_init_error = "opcts._host lacks its entry points: " + take_error();
   }
   PyGILState_Release(gil);
   // The thread that started Python holds its GIL until it lets go: every callback takes it
@@ -237,16 +240,28 @@ int32_t py_supports(const void* impl_data, const void* params, const opcts_arch*
   return ok;
 }
 
-int32_t py_deterministic(const void* impl_data, const void* params) {
+// g_host's fn(index, params) for the impl, under the GIL, its result read by `read`; `fallback`
+// where the call raises (the error cleared: the ABI's callbacks have no error status).
+template <class T, class Read>
+T ask_host(PyObject* fn, const void* impl_data, const void* params, T fallback, Read read) {
   const auto* impl = static_cast<const PyImpl*>(impl_data);
   PyGILState_STATE gil = PyGILState_Ensure();
-  PyObject* r = PyObject_CallFunction(g_deterministic, "lN", impl->index, params_bytes(params));
-  int32_t det = 1;
-  if (!r) PyErr_Clear();
-  else det = PyObject_IsTrue(r) == 1 ? 1 : 0;
+  PyObject* r = PyObject_CallFunction(fn, "lN", impl->index, params_bytes(params));
+  T out = r ? read(r) : fallback;
+  if (PyErr_Occurred()) PyErr_Clear(), out = fallback;
   Py_XDECREF(r);
   PyGILState_Release(gil);
-  return det;
+  return out;
+}
+
+int32_t py_deterministic(const void* impl_data, const void* params) {
+  return ask_host<int32_t>(g_deterministic, impl_data, params, 1,
+                           [](PyObject* r) { return PyObject_IsTrue(r) == 1 ? 1 : 0; });
+}
+
+uint32_t py_invariance(const void* impl_data, const void* params) {
+  return ask_host<uint32_t>(g_invariance, impl_data, params, 0,
+                            [](PyObject* r) { return static_cast<uint32_t>(PyLong_AsUnsignedLong(r)); });
 }
 
 opcts_status py_run(const void* impl_data, const opcts_run_args* args, opcts_report* report) {
@@ -311,15 +326,16 @@ __attribute__((visibility("default"))) int32_t opcts_python_plugin_init(const ch
   } else if (PyUnicode_Check(r)) {
     why = utf8(r);  // the import's error, traceback included
   } else {
-    // A list of (index, family, name, backend, caps, planted, deterministic_known, abi_minor) tuples.
+    // A list of (index, family, name, backend, caps, planted, deterministic_known, abi_minor,
+    // invariance_known) tuples.
     const Py_ssize_t n = PyList_Check(r) ? PyList_Size(r) : 0;
     for (Py_ssize_t i = 0; i < n; ++i) {
       long index = 0, abi_minor = 0;
-      int planted = 0, det_callback = 0;
+      int planted = 0, det_callback = 0, inv_callback = 0;
       const char *family = nullptr, *name = nullptr, *backend = nullptr;
       PyObject* caps = nullptr;
-      if (!PyArg_ParseTuple(PyList_GetItem(r, i), "lsssOppl", &index, &family, &name, &backend, &caps, &planted,
-                            &det_callback, &abi_minor)) {
+      if (!PyArg_ParseTuple(PyList_GetItem(r, i), "lsssOpplp", &index, &family, &name, &backend, &caps, &planted,
+                            &det_callback, &abi_minor, &inv_callback)) {
         why = "the Python host returned a malformed impl: " + take_error();
         break;
       }
@@ -346,6 +362,7 @@ __attribute__((visibility("default"))) int32_t opcts_python_plugin_init(const ch
       d.supports = py_supports;
       d.run = py_run;
       d.deterministic = det_callback ? py_deterministic : nullptr;
+      d.invariance = inv_callback ? py_invariance : nullptr;
       d.impl_data = &impl;
       char reg_error[512] = {0};
       if (registrar->add_impl(registrar->ctx, &d, reg_error, sizeof reg_error) != 0) {

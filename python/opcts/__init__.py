@@ -67,14 +67,15 @@ class ImplInfo:
     """What `@impl` recorded: the function and its declaration."""
 
     __slots__ = ("family", "name", "backend", "fn", "supports", "deterministic", "accumulation", "reason", "caps",
-                 "planted", "abi_minor", "module", "_run_arity", "_supports_arity")
+                 "planted", "abi_minor", "invariant", "module", "_run_arity", "_supports_arity")
 
     def __init__(self, family, name, backend, fn, supports, deterministic, accumulation, reason, caps, planted,
-                 abi_minor=0):
+                 abi_minor=0, invariant=()):
         self.family, self.name, self.backend, self.fn = family, name, backend, fn
         self.supports, self.deterministic, self.accumulation = supports, deterministic, accumulation
         self.reason, self.caps, self.planted = reason, tuple(caps), bool(planted)
         self.abi_minor = int(abi_minor)
+        self.invariant = invariant if callable(invariant) else tuple(invariant)
         self.module = getattr(fn, "__module__", None)
         self._run_arity = _arity(fn, 3)
         self._supports_arity = _arity(supports, 2) if supports is not None else 0
@@ -101,8 +102,21 @@ def impls():
     return list(_IMPLS)
 
 
+# The invariance contracts' axes (docs/cli.md, --invariance) and their plugin ABI bits (ABI 1.10).
+INVARIANCE_AXES = {"batch_size": 1, "batch_position": 2}
+
+
+def _invariance_names(axes, where):
+    if isinstance(axes, str) or not all(isinstance(a, str) for a in axes):
+        raise TypeError(f"{where}: invariant is a sequence of axis names ({', '.join(INVARIANCE_AXES)})")
+    unknown = [a for a in axes if a not in INVARIANCE_AXES]
+    if unknown:
+        raise ValueError(f"{where}: unknown invariance axis {unknown[0]!r} (one of {', '.join(INVARIANCE_AXES)})")
+    return tuple(axes)
+
+
 def impl(family, *, name, backend="host", deterministic=True, accumulation=None, supports=None, caps=(),
-         planted=False, reason=None, abi_minor=0):
+         planted=False, reason=None, abi_minor=0, invariant=()):
     """Registers the decorated function `fn(p, t, ctx)` (or `fn(p, t)`) as an impl of `family`.
 
     - `name`: "<prefix>.<name>" of lowercase letters, digits, '_' and '.' (case ids spell it
@@ -122,6 +136,9 @@ def impl(family, *, name, backend="host", deterministic=True, accumulation=None,
     - `abi_minor`: the plugin ABI minor version whose problems the impl handles (docs/plugins.md,
       "ABI versions"): 0 gets none of the later additions (sdpa's varlen layout is 1, its paged
       KV cache 2), which SKIP saying so.
+    - `invariant`: the axes over which the outputs are the same bit for bit, a sequence of
+      "batch_size" (a batch entry computed alone) and "batch_position" (at another position of
+      the batch), or `fn(p)` returning one: what `opcts run --invariance` holds the impl to.
 
     `fn` writes the outputs and returns nothing; it refuses an argument by raising
     InvalidArgument(argument, why) and a valid problem it cannot run by raising Unsupported(why).
@@ -136,6 +153,8 @@ def impl(family, *, name, backend="host", deterministic=True, accumulation=None,
         raise TypeError("deterministic is True, False or a function of the problem")
     if supports is not None and not callable(supports):
         raise TypeError("supports is a function (p, arch) -> True | False | reason")
+    if not callable(invariant):
+        invariant = _invariance_names(invariant, f"impl {name}")
     if not isinstance(abi_minor, int) or isinstance(abi_minor, bool) or abi_minor < 0:
         raise TypeError("abi_minor is a number >= 0 (the plugin ABI minor version the impl handles)")
     if accumulation is not None:
@@ -151,7 +170,7 @@ def impl(family, *, name, backend="host", deterministic=True, accumulation=None,
             if other.name == name:
                 raise ValueError(f"impl {name} is registered twice")
         info = ImplInfo(family, name, backend, fn, supports, deterministic, accumulation, reason, caps, planted,
-                        abi_minor)
+                        abi_minor, invariant)
         _IMPLS.append(info)
         fn.opcts_impl = info
         return fn

@@ -78,7 +78,8 @@ def _import_file(path):
 
 def load(spec):
     """Imports `spec` (a .py path, or "py:package.module") and returns its impls as tuples
-    (index, family, name, backend, caps, planted, has_deterministic_callback, abi_minor), or a
+    (index, family, name, backend, caps, planted, has_deterministic_callback, abi_minor,
+    has_invariance_callback), or a
     string: why it cannot be used."""
     before = len(opcts._IMPLS)
     try:
@@ -100,8 +101,8 @@ def load(spec):
             _tensors._numpy()  # host tensors are numpy views: numpy is imported now, not in a case
         except ImportError as e:
             return f"{spec} has host impls, whose tensors are numpy arrays, and numpy cannot be imported: {e}"
-    return [(i, d.family, d.name, d.backend, list(d.caps), d.planted, d.deterministic is not True, d.abi_minor)
-            for i, d in added]
+    return [(i, d.family, d.name, d.backend, list(d.caps), d.planted, d.deterministic is not True, d.abi_minor,
+             callable(d.invariant) or len(d.invariant) > 0) for i, d in added]
 
 
 
@@ -144,6 +145,19 @@ def deterministic(index, params):
     info = opcts._IMPLS[index]
     d = info.deterministic
     return bool(d(_params.problem(info.family, params))) if callable(d) else bool(d)
+
+
+def invariance(index, params):
+    """The impl's invariance axes on the problem as the ABI's bitmask (0 when its function raises or
+    names an axis opcts does not know: it declares nothing then)."""
+    info = opcts._IMPLS[index]
+    axes = info.invariant
+    try:
+        if callable(axes):
+            axes = opcts._invariance_names(axes(_params.problem(info.family, params)) or (), f"impl {info.name}")
+        return sum(opcts.INVARIANCE_AXES[a] for a in set(axes))
+    except Exception:
+        return 0
 
 
 def run(index, params, tensors, stream, device, arch):

@@ -30,11 +30,28 @@ def test_the_package_imports_nothing_heavy():
     (dict(family="cast", name="NoDot"), "is not <prefix>.<name>"),
     (dict(family="cast", name="a.b", backend="tpu"), "backend 'tpu'"),
     (dict(family="cast", name="a.b", accumulation="per_add"), "needs a reason"),
+    (dict(family="sdpa", name="a.b", invariant=("batch_order",)), "unknown invariance axis 'batch_order'"),
+    (dict(family="sdpa", name="a.b", invariant="batch_size"), "sequence of axis names"),
 ])
 def test_the_decorator_refuses_malformed_declarations(kw, error):
     family = kw.pop("family")
     with pytest.raises((ValueError, TypeError), match=error):
         opcts.impl(family, **kw)
+
+
+def test_invariance_axes_become_the_abi_bitmask():
+    @opcts.impl("sdpa", name="inv.both", invariant=("batch_size", "batch_position"))
+    def both(p, t):
+        pass
+
+    @opcts.impl("sdpa", name="inv.forward_only", invariant=lambda p: ["batch_size"] if p.direction == "forward" else [])
+    def forward_only(p, t):
+        pass
+
+    index = {d.name: i for i, d in enumerate(opcts._IMPLS)}
+    assert _host.invariance(index["inv.both"], sdpa_bytes()) == 3
+    assert _host.invariance(index["inv.forward_only"], sdpa_bytes()) == 1
+    assert _host.invariance(index["inv.forward_only"], sdpa_bytes(direction=1)) == 0
 
 
 def sdpa_bytes(**over):

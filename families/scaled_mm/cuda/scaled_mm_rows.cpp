@@ -14,6 +14,15 @@
 
 namespace opcts {
 
+namespace {
+
+// cuda.mx_kernel's invariance contracts (opcts_impl_desc.invariance): each output element is one
+// thread's fp32 FMA chain over K in slices of 32, the same whatever M is or where the row sits
+// (scaled_mm_mx_kernel.cu). cuBLASLt declares none: its heuristic picks kernels by M.
+uint32_t rows_alone(const void*, const void*) { return OPCTS_INVARIANT_BATCH_SIZE | OPCTS_INVARIANT_BATCH_POSITION; }
+
+}  // namespace
+
 void register_cuda_scaled_mm(Registry& reg) {
   using namespace cuda;
   static constexpr ScaledMmRow kCublaslt{true}, kMxKernel{false};
@@ -30,7 +39,9 @@ void register_cuda_scaled_mm(Registry& reg) {
     r.prepare = OPCTS_CUDA_ONLY(scaled_mm_row_prepare);
     return r;
   };
-  std::vector<Row> rows = {mm_row("cuda.cublaslt", &kCublaslt), with_hip_twin(mm_row("cuda.mx_kernel", &kMxKernel))};
+  Row mx = mm_row("cuda.mx_kernel", &kMxKernel);
+  mx.desc.invariance = rows_alone;
+  std::vector<Row> rows = {mm_row("cuda.cublaslt", &kCublaslt), with_hip_twin(std::move(mx))};
   for (size_t i = 0; i < planted_names.size(); ++i) {
     const scaled_mm::PlantedBug bug = scaled_mm::planted_bugs()[i];
     rows.push_back(mm_row(planted_names[i].c_str(), &kCublaslt));

@@ -257,4 +257,12 @@ int32_t sdpa_kernel_deterministic(const void* impl, const void* params) {
   return sdpa_flash_backward_deterministic(bp) ? 1 : 0;
 }
 
+uint32_t sdpa_kernel_invariance(const void* impl, const void* params) {
+  const auto& row = *static_cast<const SdpaRow*>(impl);
+  const auto& c = *static_cast<const opcts_sdpa_params*>(params);
+  if (row.kernel != SdpaKernel::flash || row.plant != SdpaPlant::none || backward(c)) return 0;
+  if (c.layout != OPCTS_SDPA_BHSD && c.layout != OPCTS_SDPA_BSHD) return 0;
+  return OPCTS_INVARIANT_BATCH_SIZE | OPCTS_INVARIANT_BATCH_POSITION;
+}
+
 }  // namespace opcts::cuda

@@ -155,6 +155,11 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
 opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* args, opcts_report* report);
 void sdpa_kernel_prepare(const void* impl, const void* params);  // rows.hpp PrepareFn: cuda.math's cuBLAS handle
 int32_t sdpa_kernel_deterministic(const void* impl, const void* params);
+/// The row's invariance contracts (opcts_impl_desc.invariance): cuda.flash's forward on dense
+/// layouts is invariant over the batch's size and an entry's position (one thread block per
+/// kBlockM rows of one (batch entry, head), the variant chosen by the problem's features, never
+/// by its batch); every other row declares none.
+uint32_t sdpa_kernel_invariance(const void* impl, const void* params);
 int32_t sdpa_cudnn_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason,
                                 size_t size);
 opcts_status sdpa_cudnn_row_run(const void* impl, const opcts_run_args* args, opcts_report* report);

@@ -77,6 +77,9 @@ class Kernel {
   // varlen bug) says otherwise; opt.key_begin/end: the keys this run may read (a split).
   Kernel(const sdpa::Problem& p, const TensorMap& in, Plant plant, const DenseOptions& opt)
       : p_(p), plant_(plant), unrounded_(opt.unrounded) {
+    tile_ = opt.key_tile                                          ? opt.key_tile
+            : plant == Plant::batch_variant_tiles && p.batch == 1 ? sdpa::kBatchVariantTile
+                                                                  : kTile;
     B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim, Dv = p.head_dim_v;
     align_ = opt.align ? *opt.align : Sk - Sq;
     key_begin_ = opt.key_begin;
@@ -234,11 +237,11 @@ class Kernel {
     const int64_t hk = kv_head(h);
     const float* qi = q.data() + qs.at(b, h, i);
     const int64_t first = lo(i), last = hi(i);
-    std::vector<float> acc(Dv, 0.0f), s(kTile);
+    std::vector<float> acc(Dv, 0.0f), s(tile_);
     float m = kNegInf, l = 0.0f;
     const float qk_scale = score_scale(b, hk);
-    for (int64_t j0 = first; j0 <= last; j0 += kTile) {
-      const int64_t jn = std::min(kTile, last + 1 - j0);
+    for (int64_t j0 = first; j0 <= last; j0 += tile_) {
+      const int64_t jn = std::min(tile_, last + 1 - j0);
       float tile_max = kNegInf;
       for (int64_t j = 0; j < jn; ++j) {
         s[j] = score(b, h, i, j0 + j, qi, k.data() + ks.at(b, hk, j0 + j), nullptr, qk_scale);
@@ -431,6 +434,7 @@ class Kernel {
   const sdpa::Problem& p_;
   Plant plant_;
   bool unrounded_;
+  int64_t tile_;  // the forward's key tile
   int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_, key_begin_, key_end_, mask_rows = 0, nqb = 0, nkb = 0;
   std::vector<char> blocks;  // read_blocks
   float scale, cap;
@@ -469,6 +473,12 @@ class HostSdpaFlash final : public Impl {
   Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext&) const override {
     return host_sdpa::flash_run(pp.as<sdpa::Problem>(), in, host_sdpa::Plant::none);
+  }
+  // Each (batch entry, head) runs alone with tiles that depend on nothing but its own row; dsinks
+  // and a broadcast dbias sum over the batch, and the runner compares only the rows that lead
+  // with it.
+  std::vector<InvarianceAxis> invariant_axes(const Problem&) const override {
+    return {InvarianceAxis::batch_size, InvarianceAxis::batch_position};
   }
 };
 

@@ -27,6 +27,7 @@ struct DenseOptions {
   int64_t key_begin = 0, key_end = -1;
   bool unrounded = false;
   bool without_sinks = false;
+  int64_t key_tile = 0;  // the forward's key tile; 0: host.flash's (64), or the batch_variant_tiles plant's
 };
 
 /// A dense problem (BHSD or BSHD) under `opt`; the varlen and paged runners' kernel.

@@ -47,6 +47,9 @@
 //   host.flash_fp8_descale_head0  fp8, descales per (batch, KV head): entry [0, 0] read for all
 //   host.flash_fp8_p_in_e4m3      fp8 KV cache: P rounded to e4m3 for P·V where the dtype is due
 //   host.flash_fp8_out_scale_inverted fp8 output: O divided by o_scale where it is multiplied
+//   host.flash_batch_variant_tiles forward: a batch of one entry runs 32-key tiles, a larger
+//                                 batch 64, while the impl declares batch_size invariance
+//                                 (only --invariance sees it: every result is within its bounds)
 #include "families/sdpa/host/sdpa_blind_spot.hpp"
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "gpu/host/host_impls.hpp"
@@ -93,6 +96,7 @@ class HostSdpaPlanted final : public Impl {
       case Plant::fp8_descale_head0: return "host.flash_fp8_descale_head0";
       case Plant::fp8_p_in_e4m3: return "host.flash_fp8_p_in_e4m3";
       case Plant::fp8_out_scale_inverted: return "host.flash_fp8_out_scale_inverted";
+      case Plant::batch_variant_tiles: return "host.flash_batch_variant_tiles";
       case Plant::none: break;
     }
     return "host.flash_planted";
@@ -109,6 +113,13 @@ class HostSdpaPlanted final : public Impl {
     return host_sdpa::flash_run(pp.as<sdpa::Problem>(), in, plant_);
   }
 
+  // The batch-variant plant claims what host.flash claims, and breaks it.
+  std::vector<InvarianceAxis> invariant_axes(const Problem&) const override {
+    if (plant_ != Plant::batch_variant_tiles) return {};
+    return {InvarianceAxis::batch_size};
+  }
+  bool bug_needs_invariance() const override { return plant_ == Plant::batch_variant_tiles; }
+
   // The precision plants' extra roundings are of the size of those a correct kernel makes: where
   // they fit within what the checks leave a correct kernel (sdpa_blind_spot.hpp).
   std::string blind_spot(const Problem& pp, const CaseEvidence& evidence) const override {
@@ -118,6 +129,8 @@ class HostSdpaPlanted final : public Impl {
       case Plant::dsinks_in_dtype:
       case Plant::dbias_in_dtype:
         return host_sdpa::precision_blind_spot(pp.as<sdpa::Problem>(), evidence, plant_, family_def().outputs(pp));
+      case Plant::batch_variant_tiles:
+        return host_sdpa::batch_tiles_blind_spot(pp.as<sdpa::Problem>(), evidence.inputs);
       default: return "";
     }
   }
@@ -138,7 +151,8 @@ void register_host_sdpa_planted(Registry& reg) {
                   Plant::alibi_kv_head,        Plant::amask_kv_head,          Plant::dbias_last_term,
                   Plant::dbias_capped,         Plant::dbias_in_dtype,         Plant::block_last_dropped,
                   Plant::block_one_past,       Plant::fp8_descale_twice,      Plant::fp8_descale_swapped,
-                  Plant::fp8_descale_head0,    Plant::fp8_p_in_e4m3,          Plant::fp8_out_scale_inverted})
+                  Plant::fp8_descale_head0,    Plant::fp8_p_in_e4m3,          Plant::fp8_out_scale_inverted,
+                  Plant::batch_variant_tiles})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

@@ -9,7 +9,9 @@ lower-right, FlashAttention-2's window bottom-right aligned, a boolean mask's ze
 P = exp(S − rowmax), O = P V / ΣP rounded once to the dtype, lse = rowmax + log ΣP (fp32,
 natural log). A row that sees no key has O = 0 and lse = −inf. Keys no query may see can hold
 NaN (poison_masked): they are left out, never multiplied by a zero. The softmax is one pass over
-the whole row (no online rescale), so the lse's structure is two_pass (docs/python.md).
+the whole row (no online rescale), so the lse's structure is two_pass (docs/python.md). Each
+(batch entry, head) is computed alone, so the impl declares the invariance contracts
+(`opcts run --invariance` runs a batch entry alone and the batch reversed).
 bf16 arrives as uint16 codes and leaves rounded to nearest even; fp16 and fp32 are numpy's own.
 """
 
@@ -47,6 +49,7 @@ def supports(p):
 
 
 @opcts.impl("sdpa", name="np.sdpa", backend="host", deterministic=True, supports=supports,
+            invariant=("batch_size", "batch_position"),
             accumulation={"lse": "two_pass"},
             reason="one max and one sum over the whole row of fp32 scores: no online rescale")
 def sdpa(p, t, ctx):

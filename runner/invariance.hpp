@@ -1,0 +1,41 @@
+// The invariance contracts' checks (`opcts run --invariance`; core/invariance.hpp): for each
+// axis an impl declares on a case that passed, the runner builds the sub-problem from the case's
+// own problem and inputs — the batch cut to its first entry (batch_size), the batch reversed
+// (batch_position) — runs the impl on it and requires every output row it shares with the case
+// to hold the very same bytes.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/family.hpp"
+
+namespace opcts {
+
+/// What the checks found on one case.
+struct InvarianceVerdict {
+  /// The first difference ("" when every checked axis held): the axis, the output and element,
+  /// both values and their bits.
+  std::string failure;
+  std::string failed_output;  // the output the first difference is in
+  /// The declared axes that could not be checked on this problem, each with its reason
+  /// ("batch_size: a batch of one").
+  std::vector<std::string> not_checked;
+};
+
+/// How the caller runs the impl on a sub-problem (with its own checks: inputs read-only, guards).
+using SubRun = std::function<TensorMap(const Problem&, const TensorMap&)>;
+
+/// Checks each axis `impl` declares on `p`: `inputs` and `out` are the case's inputs and the
+/// impl's outputs on them. A sub-problem the impl's supports() declines is not checked (said in
+/// not_checked). Throws what `run` throws.
+InvarianceVerdict check_invariance(const Family& family, const Impl& impl, const ArchInfo& arch, const Problem& p,
+                                   const TensorMap& inputs, const TensorMap& out, const SubRun& run);
+
+/// `into` (a tensor of the sub-problem's layout: shape [entries.size(), t's trailing dims]) with
+/// its elements taken from t's entries `entries` along t's leading dimension, in that order (by
+/// element index: strides may differ). Throws std::logic_error when `into` cannot hold them.
+HostTensor take_entries(const HostTensor& t, const std::vector<int64_t>& entries, HostTensor into);
+
+}  // namespace opcts
