@@ -58,8 +58,7 @@ HostTensor take_entries(const HostTensor& t, const std::vector<int64_t>& entries
   if (into.dtype() != t.dtype() || into.numel() != static_cast<int64_t>(entries.size()) * per)
     throw std::logic_error("take_entries: the target does not hold the entries taken");
   for (size_t e = 0; e < entries.size(); ++e)
-    for (int64_t k = 0; k < per; ++k)
-      into.set_code(static_cast<int64_t>(e) * per + k, t.code(entries[e] * per + k));
+    for (int64_t k = 0; k < per; ++k) into.set_code(static_cast<int64_t>(e) * per + k, t.code(entries[e] * per + k));
   return into;
 }
 
@@ -85,10 +84,8 @@ InvarianceVerdict check_invariance(const Family& family, const Impl& impl, const
   for (const auto& [name, t] : inputs) {
     const auto it = one_inputs.find(name);
     if (it == one_inputs.end()) return skip_all("the batch of one has no input '" + name + "'");
-    if (it->second.dtype() != t.dtype())
-      return skip_all("input '" + name + "' changes its dtype in a batch of one");
-    if (leads_with_batch(t.shape(), it->second.shape(), B))
-      cut.push_back(name);
+    if (it->second.dtype() != t.dtype()) return skip_all("input '" + name + "' changes its dtype in a batch of one");
+    if (leads_with_batch(t.shape(), it->second.shape(), B)) cut.push_back(name);
     else if (t.shape() != it->second.shape())
       return skip_all("input '" + name + "' " + shape_text(t.shape()) + " does not lead with the batch (" +
                       shape_text(it->second.shape()) + " in a batch of one)");
@@ -122,10 +119,8 @@ InvarianceVerdict check_invariance(const Family& family, const Impl& impl, const
     const bool alone = axis == InvarianceAxis::batch_size;
     TensorMap sub_inputs;
     for (const auto& [name, t] : inputs) {
-      if (std::find(cut.begin(), cut.end(), name) == cut.end())
-        sub_inputs.emplace(name, t);
-      else
-        sub_inputs.emplace(name, take_entries(t, sc.entries, alone ? one_inputs.at(name) : t));
+      if (std::find(cut.begin(), cut.end(), name) == cut.end()) sub_inputs.emplace(name, t);
+      else sub_inputs.emplace(name, take_entries(t, sc.entries, alone ? one_inputs.at(name) : t));
     }
     const TensorMap sub_out = run(*sc.problem, sub_inputs);
     for (const std::string& name : shared) {

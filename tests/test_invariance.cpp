@@ -45,8 +45,15 @@ InvarianceVerdict verdict(const Impl& impl, const Problem& p, uint64_t seed = 11
 
 // A causal fp16 batch whose rows see up to 100 keys: more than one tile of either width.
 sdpa::Problem dense_batch() {
-  return {.dtype = DType::fp16, .batch = 3, .heads_q = 2, .heads_kv = 1, .seq_q = 40, .seq_k = 100, .head_dim = 32,
-          .head_dim_v = 32, .mask = sdpa::Mask::causal_lower_right};
+  return {.dtype = DType::fp16,
+          .batch = 3,
+          .heads_q = 2,
+          .heads_kv = 1,
+          .seq_q = 40,
+          .seq_k = 100,
+          .head_dim = 32,
+          .head_dim_v = 32,
+          .mask = sdpa::Mask::causal_lower_right};
 }
 
 scaled_mm::Problem rowwise_rows(int64_t m) {
