@@ -58,6 +58,7 @@ struct RunFlags {
   std::string artifacts;    // failure artifacts folder ("" = next to --results)
   bool bitwise = false;     // run deterministic impls twice, require identical bytes
   bool invariance = false;  // check the impls' invariance claims (runner/invariance.hpp)
+  bool capture = false;     // record each run and replay it on fresh inputs (runner/capture.hpp)
   std::string ref_cache;    // on-disk reference cache ("" = the default folder)
   bool no_ref_cache = false;
   double ref_cache_max_gib = 4;           // the reference cache's size cap (kDefaultRefCacheMaxBytes)
@@ -126,6 +127,8 @@ struct CtestPlan {
   bool bitwise = false;
   /// Each shard test runs `opcts run --invariance` (every invariance claim an impl declares).
   bool invariance = false;
+  /// Each shard test runs `opcts run --capture` (every run recorded and replayed on fresh inputs).
+  bool capture = false;
   /// > 0: each CUDA arch also gets opcts.<arch>.memcheck.slice<i>of<N>, labelled `memcheck` and
   /// `nightly` only (never the arch, so `ctest -L sm90` leaves it out): the tier's shard i of N
   /// under `--sanitize memcheck`, i = (days since 1970-01-01 UTC when ctest starts) mod N + 1, so

@@ -88,6 +88,10 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.run->add_flag("--invariance", cl.rf.invariance,
                    "check the axes each impl declares its outputs invariant over (a batch entry alone, the batch "
                    "reversed): the shared rows must hold identical bytes");
+  cl.run->add_flag("--capture", cl.rf.capture,
+                   "record each run (a CUDA graph on the GPU; on the host, the same buffers called again) on other "
+                   "inputs, copy the case's into its buffers and replay it twice: the replay is judged, and must not "
+                   "keep the capture-time result or differ from a plain run");
   cl.run->add_option(
       "--sanitize", cl.rf.sanitize,
       "memcheck, racecheck, synccheck or initcheck: each case runs alone under compute-sanitizer's tool; "
@@ -220,6 +224,8 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.ctest->add_flag("--bitwise", cl.ctest_plan.bitwise, "the shards run with --bitwise (determinism checks)");
   cl.ctest->add_flag("--invariance", cl.ctest_plan.invariance,
                      "the shards run with --invariance (the impls' invariance claims)");
+  cl.ctest->add_flag("--capture", cl.ctest_plan.capture,
+                     "the shards run with --capture (each run recorded and replayed on fresh inputs)");
   cl.ctest->add_option("--memcheck-slices", cl.ctest_plan.memcheck_slices,
                        "N > 0: each CUDA arch gets a test (labels memcheck, nightly) running today's slice, "
                        "shard (days since 1970 mod N) + 1 of N, under --sanitize memcheck (0 to 1024; 0: none)");

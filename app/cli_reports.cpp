@@ -212,7 +212,7 @@ int cmd_ctest_tests(const Selection& s, const CtestPlan& plan) {
         const std::string part = fam + ".shard" + std::to_string(i) + "of" + std::to_string(plan.shards);
         const std::string args = " --family " + fam + " --shard " + std::to_string(i) + "/" +
                                  std::to_string(plan.shards) + (plan.bitwise ? " --bitwise" : "") +
-                                 (plan.invariance ? " --invariance" : "");
+                                 (plan.invariance ? " --invariance" : "") + (plan.capture ? " --capture" : "");
         add_test(cm, "opcts." + arch + "." + part, arch, plan.reports_dir + "/" + arch + "/" + part, args,
                  arch + ";" + (gpu ? "gpu" : "cpu") + ";" + fam, gpu);
       }

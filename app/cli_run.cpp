@@ -354,6 +354,7 @@ RunSelection selection_of(const Selection& s, const std::string& arch, const Run
   sel.include_planted = s.include_planted;
   sel.bitwise = f.bitwise;
   sel.invariance = f.invariance;
+  sel.capture = f.capture;
   sel.cases_dir = s.cases_dir;
   for (const auto& p : s.plugins) sel.plugins.push_back({p, file_digest(p), false, "", {}});
   for (const auto& p : s.optional_plugins) sel.plugins.push_back({p, file_digest(p), true, "", {}});
@@ -421,6 +422,7 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
     so = suite_options(s, arch);  // probes the plugins: one that cannot be used throws here
     so.bitwise = f.bitwise;
     so.invariance = f.invariance;
+    so.capture = f.capture;
     suite_ptr = std::make_unique<Suite>(registry_for(s.plugins, s.optional_plugins), so);
     check_arch_matches(*suite_ptr, device, f.allow_arch_mismatch);
     if (suite_ptr->arch().backend == "cuda") use_cuda_device(device);  // skip checks read this GPU's free memory
@@ -490,6 +492,7 @@ int cmd_run(const Selection& sel, const RunFlags& flags, const char* argv0) {
                                                           : (fs::path(report).parent_path() / "artifacts").string();
   req.supervise.exec.bitwise = f.bitwise;
   req.supervise.exec.invariance = f.invariance;
+  req.supervise.exec.capture = f.capture;
   req.supervise.exec.ref_cache_dir = f.no_ref_cache         ? std::string()
                                      : !f.ref_cache.empty() ? f.ref_cache
                                                             : default_ref_cache_dir();

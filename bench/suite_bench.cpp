@@ -15,6 +15,10 @@
 //     Python one through the Python plugin host (bench/python_noop.py, "py abi": the problem
 //     object and a numpy view of each output, nothing written), each case's time less inputs,
 //     reference and comparison, and their difference ("py-C", issue 36's target <= 0.1 ms);
+//   - what `opcts run --capture` adds to a case ("capture +ms": the same case run again with it,
+//     its inputs and reference cached, less the plain case's own time without them), and that
+//     over the impl's plain run ("x device": the recording and two replays, the plain run they
+//     are compared with, the byte comparisons);
 //   - the suite's load time (bench/suite_load.hpp).
 // The slice: the first --per-family problems (in id order) of each family's default tier that
 // every impl of the arch runs (no SKIP, no negative cases), all their impls.
@@ -145,12 +149,15 @@ int main(int argc, char** argv) {
       continue;
     problems[std::string(c.family->name())][c.family->problem_id(*c.problem)].push_back(&c);
   }
-  std::printf("\n%-14s %5s %8s | %9s %9s %9s %9s %9s | %9s %6s %6s | %9s %9s %9s %9s\n", "family", "cases", "cases/s",
-              "inputs", "reference", "device", "compare", "harness", "ref GF/s", "/best", "gemm", "noop ms", "C abi ms",
-              "py abi ms", "py-C ms");
+  std::printf("\n%-14s %5s %8s | %9s %9s %9s %9s %9s | %9s %6s %6s | %9s %9s %9s %9s | %11s %8s\n", "family", "cases",
+              "cases/s", "inputs", "reference", "device", "compare", "harness", "ref GF/s", "/best", "gemm", "noop ms",
+              "C abi ms", "py abi ms", "py-C ms", "capture +ms", "x device");
+  ExecOptions capture;
+  capture.capture = true;
   for (const auto& [fam, by_problem] : problems) {
     Split s, noop;
     std::vector<double> c_abi, py_abi;  // an ABI no-op's case less inputs, reference and comparison
+    double capture_extra = 0;           // summed over the cases: --capture's time beyond the plain case's
     int taken = 0;
     for (const auto& [pid, cases] : by_problem) {
       if (taken == per_family) break;
@@ -169,6 +176,8 @@ int main(int argc, char** argv) {
           s.gemm_f32 += static_cast<double>(f1.f32 - f0.f32);
         }
         s.add(r);
+        const ResultRecord rc = execute_case(suite, *c, device, cache, capture);  // inputs, reference: cached
+        capture_extra += (rc.ms - rc.inputs_ms - rc.ref_ms) - (r.ms - r.inputs_ms - r.ref_ms);
       }
       Case nc = *cases.front();
       nc.impl = reg.impl("host.bench_noop_" + fam);
@@ -203,11 +212,14 @@ int main(int argc, char** argv) {
     };
     const auto cell = [](double ms) { return std::isnan(ms) ? std::string("        -") : fmt_ms(ms); };
     const double c_ms = abi_ms(c_abi), py_ms = abi_ms(py_abi);
-    std::printf("%-14s %5d %8.1f | %7.2fms %7.2fms %7.2fms %7.2fms %7.3fms | %9.1f %6.2f %6.2f | %9.3f %s %s %s\n",
-                fam.c_str(), s.cases, s.cases / (s.ms * 1e-3), s.inputs / s.cases, s.ref / s.cases, s.device / s.cases,
-                s.compare / s.cases, s.overhead() / s.cases, gflops, best_gemm > 0 ? gflops / best_gemm : 0.0,
-                s.ref > 0 ? gemm_s / (s.ref * 1e-3) : 0.0, noop.overhead() / noop.cases, cell(c_ms).c_str(),
-                cell(py_ms).c_str(), cell(py_ms - c_ms).c_str());
+    std::printf(
+        "%-14s %5d %8.1f | %7.2fms %7.2fms %7.2fms %7.2fms %7.3fms | %9.1f %6.2f %6.2f | %9.3f %s %s %s | %9.2fms "
+        "%8.2f\n",
+        fam.c_str(), s.cases, s.cases / (s.ms * 1e-3), s.inputs / s.cases, s.ref / s.cases, s.device / s.cases,
+        s.compare / s.cases, s.overhead() / s.cases, gflops, best_gemm > 0 ? gflops / best_gemm : 0.0,
+        s.ref > 0 ? gemm_s / (s.ref * 1e-3) : 0.0, noop.overhead() / noop.cases, cell(c_ms).c_str(),
+        cell(py_ms).c_str(), cell(py_ms - c_ms).c_str(), capture_extra / s.cases,
+        s.device > 0 ? capture_extra / s.device : 0.0);
   }
   std::printf(
       "(per-case means; harness = case time minus the four phases; /best: the problem's flops a second over the "
@@ -215,6 +227,7 @@ int main(int argc, char** argv) {
       "noop ms: the harness per case with a no-op impl, target <= 0.2 ms; C abi / py abi ms: the median case of the "
       "plugin ABI's C and Python no-ops less inputs, reference and comparison; py-C ms: the Python plugin host's cost "
       "a case, "
-      "target <= 0.1 ms)\n");
+      "target <= 0.1 ms; capture +ms: what --capture adds to a case, x device: that over the plain run's device "
+      "time)\n");
   return 0;
 }

@@ -11,7 +11,7 @@
 # cmake on the machine that runs ctest (CMAKE_COMMAND is empty while ctest reads test files,
 # and the configuring machine's cmake path may not exist there), and it cannot pass: a
 # PASS_REGULAR_EXPRESSION no output matches decides it, whatever the command's exit status.
-function(opcts_add_shard_tests target archs shards tier timeout bitwise invariance memcheck_slices)
+function(opcts_add_shard_tests target archs shards tier timeout bitwise invariance capture memcheck_slices)
   set(script ${CMAKE_BINARY_DIR}/bin/opcts_shards.cmake)
   set(generated ${CMAKE_BINARY_DIR}/bin/opcts_shard_tests.cmake)
   string(REPLACE ";" "," archs_csv "${archs}")
@@ -22,6 +22,9 @@ function(opcts_add_shard_tests target archs shards tier timeout bitwise invarian
   endif()
   if(invariance)
     list(APPEND args --invariance)  # and the invariance claims (opcts run --invariance)
+  endif()
+  if(capture)
+    list(APPEND args --capture)  # and record and replay every run (opcts run --capture)
   endif()
   list(APPEND args --memcheck-slices ${memcheck_slices})  # the nightly slice (docs/ci.md)
   list(JOIN args "\" \"" quoted_args)

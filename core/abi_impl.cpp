@@ -81,6 +81,18 @@ void AbiTensors::add(const std::string& name, const HostTensor& t, bool is_outpu
   descs_.push_back(d);
 }
 
+opcts_run_args AbiTensors::run_args(const void* params, void* stream, int device, const opcts_arch& arch) {
+  opcts_run_args a{};
+  a.struct_size = sizeof a;
+  a.params = params;
+  a.tensors = descs_.data();
+  a.n_tensors = static_cast<int32_t>(descs_.size());
+  a.stream = stream;
+  a.device = device;
+  a.arch = &arch;
+  return a;
+}
+
 void throw_abi_status(opcts_status s, const opcts_report& report, const std::string& who) {
   const std::string msg = who + ": " + std::string(report.message, strnlen(report.message, sizeof report.message));
   switch (s) {
@@ -99,56 +111,108 @@ namespace {
 
 // Host memory: the impl reads copies of the inputs (so one that writes into them cannot spoil
 // the reference's inputs) and writes outputs poisoned with 0xFF bytes between guards
-// (core/output_guard.hpp).
+// (core/output_guard.hpp). The buffers of one run, or of one recording and its replays
+// (--capture), whose addresses never change.
+class HostBuffers {
+ public:
+  HostBuffers(const TensorMap& inputs, const std::vector<OutputSpec>& outs) : in_(inputs), outs_(outs) {
+    for (auto& [name, t] : in_) tensors_.add(name, t, false);
+    for (const auto& o : outs) {
+      const HostTensor& t = shapes_.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
+      tensors_.add(o.name, t, true);
+      layouts_.push_back(guard_layout(o, t.nbytes()));
+      guarded_.push_back(guarded_image(o.dtype, layouts_.back(), kOutputPoison));
+    }
+    size_t i = 0;
+    for (auto& [name, t] : in_) tensors_.descriptors()[i++].data = t.data();
+    for (size_t k = 0; k < guarded_.size(); ++k)
+      tensors_.descriptors()[i++].data = guarded_[k].data() + layouts_[k].before;
+  }
+
+  // One call of the impl's run on these buffers; its status thrown as the error it stands for.
+  void call(const opcts_impl_desc& desc, const void* params, const opcts_arch& arch, int device) {
+    const opcts_run_args args = tensors_.run_args(params, nullptr, device, arch);
+    opcts_report report{};
+    const opcts_status s = desc.run(desc.impl_data, &args, &report);
+    throw_abi_status(s, report, c_text(desc.name));
+  }
+
+  // The outputs as the last call left them, their guards checked (breaches as AbiBackend::run says).
+  TensorMap outputs(const std::string& who, std::vector<GuardBreach>* breaches) const {
+    TensorMap out = shapes_;
+    for (size_t k = 0; k < outs_.size(); ++k) {
+      HostTensor& t = out.at(outs_[k].name);
+      if (const std::string breach = guard_breach(outs_[k].name, outs_[k].dtype, guarded_[k].data(), layouts_[k]);
+          !breach.empty()) {
+        const std::string what = who + " wrote outside its output: " + breach;
+        if (!breaches) throw ContractBreach(FailureKind::written_outside, what, outs_[k].name);
+        breaches->push_back({outs_[k].name, what});
+      }
+      std::memcpy(t.data(), guarded_[k].data() + layouts_[k].before, t.nbytes());
+    }
+    return out;
+  }
+
+  // Refuses an impl that wrote into an input: the buffers must still hold `inputs`.
+  void check_inputs(const std::string& who, const TensorMap& inputs) const {
+    for (const auto& [name, t] : inputs)
+      if (std::memcmp(in_.at(name).data(), t.data(), t.nbytes()) != 0)
+        throw ContractBreach(FailureKind::wrote_input,
+                             who + " wrote into its input '" + name + "' (inputs are read-only)");
+  }
+
+  // --capture: `inputs` copied into the same input buffers, the outputs poisoned afresh.
+  void reload(const TensorMap& inputs) {
+    for (auto& [name, t] : in_) {
+      const HostTensor& fresh = inputs.at(name);
+      if (fresh.nbytes() != t.nbytes()) throw std::logic_error("reload: input '" + name + "' changed its size");
+      std::memcpy(t.data(), fresh.data(), t.nbytes());
+    }
+    for (size_t k = 0; k < outs_.size(); ++k) {  // into the same storage: the descriptors point at it
+      const std::vector<unsigned char> image = guarded_image(outs_[k].dtype, layouts_[k], kOutputPoison);
+      std::copy(image.begin(), image.end(), guarded_[k].begin());
+    }
+  }
+
+ private:
+  TensorMap in_, shapes_;
+  std::vector<OutputSpec> outs_;
+  AbiTensors tensors_;
+  std::vector<GuardLayout> layouts_;
+  std::vector<std::vector<unsigned char>> guarded_;  // guard | misalign | output | guard
+};
+
 class HostBackend final : public AbiBackend {
  public:
   TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
                 const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device,
                 std::string* /*note: every check applies on the host*/,
                 std::vector<GuardBreach>* breaches) const override {
-    TensorMap in_copy = inputs;
-    TensorMap out;
-    AbiTensors tensors;
-    std::vector<GuardLayout> layouts;
-    std::vector<std::vector<unsigned char>> guarded;  // guard | misalign | output | guard
-    for (auto& [name, t] : in_copy) tensors.add(name, t, false);
-    for (const auto& o : outs) {
-      const HostTensor& t = out.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
-      tensors.add(o.name, t, true);
-      layouts.push_back(guard_layout(o, t.nbytes()));
-      guarded.push_back(guarded_image(o.dtype, layouts.back(), kOutputPoison));
-    }
-    size_t i = 0;
-    for (auto& [name, t] : in_copy) tensors.descriptors()[i++].data = t.data();
-    for (size_t k = 0; k < guarded.size(); ++k) tensors.descriptors()[i++].data = guarded[k].data() + layouts[k].before;
-    opcts_run_args args{};
-    args.struct_size = sizeof args;
-    args.params = params;
-    args.tensors = tensors.descriptors().data();
-    args.n_tensors = static_cast<int32_t>(tensors.size());
-    args.stream = nullptr;
-    args.device = device;
-    args.arch = &arch;
-    opcts_report report{};
-    const opcts_status s = desc.run(desc.impl_data, &args, &report);
-    throw_abi_status(s, report, c_text(desc.name));
-    for (size_t k = 0; k < outs.size(); ++k) {
-      HostTensor& t = out.at(outs[k].name);
-      if (const std::string breach = guard_breach(outs[k].name, outs[k].dtype, guarded[k].data(), layouts[k]);
-          !breach.empty()) {
-        const std::string what = c_text(desc.name) + " wrote outside its output: " + breach;
-        if (!breaches) throw ContractBreach(FailureKind::written_outside, what, outs[k].name);
-        breaches->push_back({outs[k].name, what});
-      }
-      std::memcpy(t.data(), guarded[k].data() + layouts[k].before, t.nbytes());
-    }
-    for (const auto& [name, t] : inputs) {
-      const HostTensor& after = in_copy.at(name);
-      if (std::memcmp(after.data(), t.data(), t.nbytes()) != 0)
-        throw ContractBreach(FailureKind::wrote_input,
-                             c_text(desc.name) + " wrote into its input '" + name + "' (inputs are read-only)");
-    }
+    HostBuffers b(inputs, outs);
+    b.call(desc, params, arch, device);
+    TensorMap out = b.outputs(c_text(desc.name), breaches);
+    b.check_inputs(c_text(desc.name), inputs);
     return out;
+  }
+
+  // The host's equivalent of a graph (Impl::run_captured): the same buffers called three times.
+  CapturedRun run_captured(const opcts_impl_desc& desc, const void* params, const TensorMap& capture_inputs,
+                           const TensorMap& inputs, const std::vector<OutputSpec>& outs, const opcts_arch& arch,
+                           int device, std::string*, std::vector<GuardBreach>* breaches) const override {
+    const std::string who = c_text(desc.name);
+    HostBuffers b(capture_inputs, outs);
+    CapturedRun r;
+    b.call(desc, params, arch, device);
+    r.at_capture = b.outputs(who, breaches);
+    b.check_inputs(who, capture_inputs);
+    b.reload(inputs);
+    b.call(desc, params, arch, device);
+    r.first = b.outputs(who, breaches);
+    b.reload(inputs);
+    b.call(desc, params, arch, device);
+    r.second = b.outputs(who, breaches);
+    b.check_inputs(who, inputs);
+    return r;
   }
 };
 
@@ -212,14 +276,31 @@ std::string abi_gap_reason(const Family& f, const Problem& p, const std::string&
 
 std::string AbiImpl::abi_gap(const Problem& p) const { return abi_gap_reason(family_def(), p, name_, desc_.abi_minor); }
 
-TensorMap AbiImpl::run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const {
+void AbiImpl::check_runnable(const Problem& p) const {
   if (!transport_) throw std::logic_error(name_ + " is not runnable in this build: " + missing_);
   if (std::string why = abi_gap(p); !why.empty()) throw std::logic_error(why);  // never hand it a misread problem
+}
+
+TensorMap AbiImpl::run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const {
+  check_runnable(p);
   const std::vector<unsigned char> params = family_def().abi_params(p);
   const AbiArch a(*ctx.arch);
   TensorMap out = transport_->run(desc_, params.data(), planted_inputs_ ? planted_inputs_(p, inputs) : inputs,
                                   family_def().outputs(p), a.get(), ctx.device, ctx.note, ctx.breaches);
   return planted_outputs_ ? planted_outputs_(p, std::move(out)) : out;
+}
+
+CapturedRun AbiImpl::run_captured(const Problem& p, const TensorMap& capture_inputs, const TensorMap& inputs,
+                                  const RunContext& ctx) const {
+  check_runnable(p);
+  const std::vector<unsigned char> params = family_def().abi_params(p);
+  const AbiArch a(*ctx.arch);
+  const auto given = [&](const TensorMap& in) { return planted_inputs_ ? planted_inputs_(p, in) : in; };
+  CapturedRun r = transport_->run_captured(desc_, params.data(), given(capture_inputs), given(inputs),
+                                           family_def().outputs(p), a.get(), ctx.device, ctx.note, ctx.breaches);
+  if (planted_outputs_)
+    for (TensorMap* out : {&r.at_capture, &r.first, &r.second}) *out = planted_outputs_(p, std::move(*out));
+  return r;
 }
 
 bool AbiImpl::deterministic(const Problem& p) const {

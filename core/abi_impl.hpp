@@ -65,6 +65,8 @@ class AbiTensors {
   void add(const std::string& name, const HostTensor& t, bool is_output);
   std::vector<opcts_tensor>& descriptors() { return descs_; }
   size_t size() const { return descs_.size(); }
+  /// A run's arguments over these descriptors (`stream`: null on the host).
+  opcts_run_args run_args(const void* params, void* stream, int device, const opcts_arch& arch);
 
  private:
   struct Owned {
@@ -90,6 +92,17 @@ class AbiBackend {
   virtual TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
                         const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device, std::string* note,
                         std::vector<GuardBreach>* breaches) const = 0;
+  /// --capture (Impl::run_captured): the impl's run recorded once with `capture_inputs` in the
+  /// input buffers and replayed on them, then `inputs` copied into the same buffers and the
+  /// recording replayed twice, the outputs poisoned afresh before each replay. The GPU backend
+  /// records a CUDA graph on the stream it hands the impl (global capture mode: a synchronising
+  /// or allocating call fails the capture) and throws ContractBreach(not_capturable) for a run
+  /// that cannot be recorded, ContractBreach(off_stream) for outputs written while it was being
+  /// recorded; the host backend calls run three times on the same buffers. Inputs and guards are
+  /// checked as in run.
+  virtual CapturedRun run_captured(const opcts_impl_desc& desc, const void* params, const TensorMap& capture_inputs,
+                                   const TensorMap& inputs, const std::vector<OutputSpec>& outs, const opcts_arch& arch,
+                                   int device, std::string* note, std::vector<GuardBreach>* breaches) const = 0;
   /// Whether `bytes` of tensors fit where the impl runs (device memory); yes on the host.
   virtual Support fits(double bytes, const std::string& who) const;
   /// Why no impl of this backend can run on this machine ("no ROCm device found"), or "": its
@@ -121,6 +134,9 @@ class AbiImpl final : public Impl {
   /// The minor version the descriptor declares (0 for a descriptor of ABI 1.0's size).
   uint32_t abi_minor() const { return desc_.abi_minor; }
   TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const override;
+  /// Through the backend's run_captured (a CUDA graph on the GPU backends).
+  CapturedRun run_captured(const Problem& p, const TensorMap& capture_inputs, const TensorMap& inputs,
+                           const RunContext& ctx) const override;
   bool planted() const override { return planted_; }
   bool deterministic(const Problem& p) const override;
   /// The descriptor's invariance callback's axes (ABI 1.10); none where it has none.
@@ -141,6 +157,9 @@ class AbiImpl final : public Impl {
   std::string blind_spot(const Problem& p, const CaseEvidence& e) const override {
     return blind_spot_ ? blind_spot_(p, e) : std::string();
   }
+  /// For a built-in planted row whose bug only `--capture` sees (Impl::bug_needs_capture).
+  void set_bug_needs_capture(bool b) { bug_needs_capture_ = b; }
+  bool bug_needs_capture() const override { return bug_needs_capture_; }
   /// For a built-in planted row whose bug only `--bitwise` sees (Impl::bug_needs_bitwise).
   void set_bug_needs_bitwise(bool b) { bug_needs_bitwise_ = b; }
   bool bug_needs_bitwise() const override { return bug_needs_bitwise_; }
@@ -156,6 +175,9 @@ class AbiImpl final : public Impl {
   std::function<TensorMap(const Problem&, TensorMap)> planted_outputs_;
   BlindSpotFn blind_spot_;
   bool bug_needs_bitwise_ = false;
+  bool bug_needs_capture_ = false;
+  // Throws std::logic_error where run must not be called: no backend in this build, an ABI gap.
+  void check_runnable(const Problem& p) const;
 };
 
 }  // namespace opcts

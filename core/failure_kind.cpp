@@ -22,6 +22,9 @@ std::string_view to_string(FailureKind k) {
     case FailureKind::nondeterministic: return "nondeterministic";
     case FailureKind::reused_result: return "reused_result";
     case FailureKind::sanitizer: return "sanitizer";
+    case FailureKind::not_capturable: return "not_capturable";
+    case FailureKind::stale_capture: return "stale_capture";
+    case FailureKind::replay_differs: return "replay_differs";
   }
   return "?";
 }

@@ -81,22 +81,35 @@ enum class FailureKind {
   /// (an out-of-bounds or misaligned access, a race, a barrier misuse, uninitialised memory);
   /// the message holds its first report.
   sanitizer,
+  /// --capture: the impl's run could not be recorded into a CUDA graph on the stream it was
+  /// handed and replayed — it synchronised, allocated or made another call stream capture
+  /// forbids, returned an error only under capture, or its graph failed to instantiate or launch.
+  not_capturable,
+  /// --capture: the recording, replayed after the case's inputs were copied into its buffers,
+  /// gave the very bytes it gave on the capture-time inputs — a result computed at capture (on
+  /// the host, or on another stream) and kept, not recomputed from the buffers' contents.
+  stale_capture,
+  /// --capture: a replay of a deterministic impl's recording gave other bytes than a plain run on
+  /// the same inputs or than the other replay — something read at capture and baked into the
+  /// recording (a scale read on the host, a pointer-keyed cache), or a replay that races.
+  replay_differs,
 };
 
-/// Every kind, in declaration order (output kinds first).
-inline constexpr std::array<FailureKind, 17> kAllFailureKinds{
-    FailureKind::exceeds_bound,     FailureKind::biased,           FailureKind::nonfinite,
-    FailureKind::specials_mismatch, FailureKind::untouched,        FailureKind::all_zero,
-    FailureKind::not_conserved,     FailureKind::excess_energy,    FailureKind::written_outside,
-    FailureKind::not_invariant,     FailureKind::accepted_invalid, FailureKind::wrong_refusal,
-    FailureKind::wrote_input,       FailureKind::off_stream,       FailureKind::nondeterministic,
-    FailureKind::reused_result,     FailureKind::sanitizer};
+/// The last kind declared: a kind added after it must take its place here.
+inline constexpr FailureKind kLastFailureKind = FailureKind::replay_differs;
+
+/// Every kind, in declaration order (output kinds first): the enumerators are 0 to kLastFailureKind.
+inline constexpr auto kAllFailureKinds = [] {
+  std::array<FailureKind, static_cast<size_t>(kLastFailureKind) + 1> all{};
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<FailureKind>(i);
+  return all;
+}();
 
 /// The kind's name as manifests, JSON lines and JUnit spell it ("exceeds_bound").
 std::string_view to_string(FailureKind k);
 /// Parses a name written by to_string; std::nullopt for anything else.
 std::optional<FailureKind> parse_failure_kind(std::string_view s);
-/// True for the kinds of the case as a whole (accepted_invalid ... sanitizer), false for
+/// True for the kinds of the case as a whole (accepted_invalid ... replay_differs), false for
 /// the kinds of one output.
 bool is_case_kind(FailureKind k);
 

@@ -2,7 +2,10 @@
 #include "core/family.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
+
+#include "core/errors.hpp"
 
 #include "core/spellings.hpp"
 #include "numerics/rng.hpp"
@@ -41,6 +44,39 @@ std::string case_id_from_problem_id(const Family& f, const Impl& impl, std::stri
 }
 
 uint64_t case_seed(const Family& f, const Problem& p) { return seed_of(std::string(f.name()) + "/" + f.problem_id(p)); }
+
+uint64_t capture_seed(const Family& f, const Problem& p) { return case_seed(f, p) ^ 0xca97ca97ca97ca97ull; }
+
+namespace {
+
+// Refuses an impl that wrote into the buffers it was handed (`what` they held: the inputs copied
+// in last).
+void check_buffers(const Impl& impl, const TensorMap& buffers, const TensorMap& what) {
+  for (const auto& [name, t] : what)
+    if (fingerprint(buffers.at(name)) != fingerprint(t))
+      throw ContractBreach(FailureKind::wrote_input,
+                           std::string(impl.name()) + " wrote into its input '" + name + "' (inputs are read-only)");
+}
+
+}  // namespace
+
+CapturedRun Impl::run_captured(const Problem& p, const TensorMap& capture_inputs, const TensorMap& inputs,
+                               const RunContext& ctx) const {
+  TensorMap buffers = capture_inputs;  // the recording's buffers: their addresses never change below
+  CapturedRun r;
+  r.at_capture = run(p, buffers, ctx);
+  check_buffers(*this, buffers, capture_inputs);
+  for (auto& [name, t] : buffers) {
+    const HostTensor& fresh = inputs.at(name);
+    if (fresh.dtype() != t.dtype() || fresh.shape() != t.shape() || fresh.nbytes() != t.nbytes())
+      throw std::logic_error("run_captured: input '" + name + "' has another layout in the case's inputs");
+    std::memcpy(t.data(), fresh.data(), t.nbytes());
+  }
+  r.first = run(p, buffers, ctx);
+  r.second = run(p, buffers, ctx);
+  check_buffers(*this, buffers, inputs);
+  return r;
+}
 
 void Registry::add(std::unique_ptr<Family> f) {
   if (family(f->name())) throw std::logic_error("family registered twice: " + std::string(f->name()));

@@ -249,6 +249,15 @@ struct RunContext {
   std::vector<GuardBreach>* breaches = nullptr;
 };
 
+/// What `opcts run --capture` gets from an impl (Impl::run_captured, runner/capture.hpp): its run
+/// recorded once with the capture-time inputs in its input buffers — a CUDA graph's capture on
+/// the GPU backends — and replayed: once on those inputs, then twice after the case's inputs were
+/// copied into the same buffers (each replay into outputs poisoned afresh).
+struct CapturedRun {
+  TensorMap at_capture;     // the replay on the capture-time inputs
+  TensorMap first, second;  // the two replays on the case's inputs
+};
+
 /// One implementation of a family on one backend.
 class Impl {
  public:
@@ -291,6 +300,18 @@ class Impl {
   /// For a planted impl whose bug breaks an invariance claim: only `opcts run --invariance` can
   /// show it, so without it its cases SKIP.
   virtual bool bug_needs_invariance() const { return false; }
+  /// --capture (CapturedRun): the run recorded with `capture_inputs` in its input buffers and
+  /// replayed on them, then twice on `inputs` copied into the same buffers. This default is the
+  /// host's equivalent of a graph: run is called on buffers that hold `capture_inputs`, then twice
+  /// more on the very same buffers (same addresses) rewritten with `inputs`, so that whatever an
+  /// impl keys on a buffer's address instead of its contents shows as a replayed graph's baked
+  /// value would. Throws ContractBreach(wrote_input) for an impl that wrote into its buffers, and
+  /// what run throws.
+  virtual CapturedRun run_captured(const Problem& p, const TensorMap& capture_inputs, const TensorMap& inputs,
+                                   const RunContext& ctx) const;
+  /// For a planted impl whose bug only a recorded and replayed run shows (a value kept from
+  /// capture): only `opcts run --capture` can show it, so without it its cases SKIP.
+  virtual bool bug_needs_capture() const { return false; }
   /// For a planted impl whose case passed: why the suite's bound may not see its bug on `p`
   /// although the bug changes the output (a reason derived from the arithmetic, such as a bias
   /// check whose noise band reaches past the bug's slope), or "" where it should have been caught.
@@ -329,6 +350,9 @@ std::string case_id(const Family& f, const Impl& impl, const Problem& p);
 std::string case_id_from_problem_id(const Family& f, const Impl& impl, std::string_view problem_id);
 /// The seed of a problem: every impl of one problem sees the same inputs.
 uint64_t case_seed(const Family& f, const Problem& p);
+/// The seed of the inputs `opcts run --capture` records an impl's run with (Impl::run_captured)
+/// before it copies the case's own in: another draw of the same problem.
+uint64_t capture_seed(const Family& f, const Problem& p);
 
 /// Every family and impl this build has. Registration is explicit (register_builtins),
 /// so nothing depends on static initialisation order in static libraries.

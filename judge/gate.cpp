@@ -160,7 +160,8 @@ bool skip_excuses_impl(const std::string& message) {
   return (message.rfind("arch ", 0) == 0 && message.find(" lacks capability '") != std::string::npos) ||
          message.rfind("manifest skip", 0) == 0 ||
          message.find("which only opcts run --bitwise shows") != std::string::npos ||
-         message.find("which only opcts run --invariance shows") != std::string::npos;
+         message.find("which only opcts run --invariance shows") != std::string::npos ||
+         message.find("which only opcts run --capture shows") != std::string::npos;
 }
 
 void check_measured_models(const std::vector<ResultRecord>& results, GateVerdict& v) {

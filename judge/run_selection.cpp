@@ -41,7 +41,8 @@ json to_json(const RunSelection& s, bool identity_only) {
          {"excludes", s.excludes},
          {"include_planted", s.include_planted},
          {"bitwise", s.bitwise},
-         {"invariance", s.invariance}};
+         {"invariance", s.invariance},
+         {"capture", s.capture}};
   json plugins = json::array();
   if (identity_only) {
     const auto digests = [](const std::vector<SelectedFile>& files) {
@@ -152,6 +153,7 @@ RunSelection RunSelection::parse(const std::string& text) {
     s.include_planted = j.value("include_planted", false);
     s.bitwise = j.value("bitwise", false);
     s.invariance = j.value("invariance", false);
+    s.capture = j.value("capture", false);
     s.cases_dir = j.value("cases_dir", "");
     for (const auto& p : j.value("plugins", nlohmann::json::array()))
       s.plugins.push_back({p.at("path").get<std::string>(), p.value("digest", ""), p.value("optional", false),

@@ -37,7 +37,7 @@ struct RunSelection {
   std::string opcts_version, opcts_commit, ref_digest;
   std::string arch, tier, shard = "1/1";
   std::vector<std::string> families, filters, excludes;
-  bool include_planted = false, bitwise = false, invariance = false;
+  bool include_planted = false, bitwise = false, invariance = false, capture = false;
   std::string cases_dir;
   std::vector<SelectedPlugin> plugins;
   std::vector<SelectedFile> manifests, catalogs;

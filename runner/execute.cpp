@@ -12,7 +12,9 @@
 #include "judge/conservation.hpp"
 #include "judge/error_energy.hpp"
 #include "runner/artifacts.hpp"
+#include "runner/capture.hpp"
 #include "runner/invariance.hpp"
+#include "runner/output_bytes.hpp"
 
 #include "core/errors.hpp"
 #include "judge/trust.hpp"
@@ -199,28 +201,6 @@ void judge_refusal(const Suite& suite, const Case& c, int device, const std::str
   r.failures = {{"", FailureKind::wrong_refusal, 0, 0}};
 }
 
-// The first element whose stored bits differ between two runs' outputs, described; "" if none.
-std::string first_bit_difference(const TensorMap& a, const TensorMap& b) {
-  for (const auto& [name, x] : a) {
-    const auto it = b.find(name);
-    if (it == b.end()) return "output " + name + " missing from the second run";
-    const HostTensor& y = it->second;
-    if (x.numel() != y.numel()) return "output " + name + " changed size between runs";
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      if (x.code(i) == y.code(i)) continue;
-      std::ostringstream m;
-      m.precision(9);
-      m << "--bitwise: " << name << "[";
-      const auto idx = x.unravel(i);
-      for (size_t k = 0; k < idx.size(); ++k) m << (k ? "," : "") << idx[k];
-      m << "] differs between two runs of a deterministic impl: " << x.get(i) << " (bits 0x" << std::hex << x.code(i)
-        << ") then " << std::dec << y.get(i) << " (bits 0x" << std::hex << y.code(i) << ")";
-      return m.str();
-    }
-  }
-  return "";
-}
-
 // Runs the impl and refuses one that wrote into its inputs (every impl, built in or plugin:
 // the inputs are the reference's, and a kernel that scribbles on them may still match it).
 // `run_ms`, when given, gets the impl's own time (the checks are the harness's); `made`, when
@@ -242,24 +222,6 @@ TensorMap run_checked(const Impl& impl, const Problem& p, const TensorMap& input
 }
 
 constexpr uint64_t kSecondSeed = 0x5eed5eed5eed5eedull;
-
-bool same_bytes(const TensorMap& a, const TensorMap& b) {
-  if (a.size() != b.size()) return false;
-  for (const auto& [name, t] : a) {
-    const auto it = b.find(name);
-    if (it == b.end() || fingerprint(t) != fingerprint(it->second)) return false;
-  }
-  return true;
-}
-
-// Outputs whose every element holds one code (all zero, all NaN): legitimately independent of
-// the inputs, so the second-seed check says nothing about them.
-bool constant_outputs(const TensorMap& out) {
-  for (const auto& [name, t] : out)
-    for (int64_t i = 1; i < t.numel(); ++i)
-      if (t.code(i) != t.code(0)) return false;
-  return true;
-}
 
 }  // namespace
 
@@ -285,7 +247,15 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     std::vector<GuardBreach> breaches;  // outputs written outside: judged with their values
     RunContext ctx{&suite.arch(), device, &note, &breaches};
     CaseEvidence evidence{ref.inputs, ref.refs, {}};  // for a planted pass's blind spot
-    const TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx, &r.device_ms, &ref.input_fingerprints);
+    TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx, &r.device_ms, &ref.input_fingerprints);
+    // --capture: the run recorded on other inputs and replayed on the case's; the first replay
+    // is what gets judged (runner/capture.hpp). After a run that wrote outside an output, whose
+    // breach is recorded already, there is nothing more to learn from its recording.
+    if (opts.capture && breaches.empty()) {
+      RunContext rec = ctx;
+      rec.breaches = nullptr;  // a replay's breach is thrown (ContractBreach)
+      out = check_capture(*c.family, *c.impl, *c.problem, ref.inputs, out, rec, note);
+    }
     const auto t_compare = std::chrono::steady_clock::now();
     bool ok = true;
     for (const auto& spec : c.family->outputs(*c.problem)) {
@@ -362,7 +332,10 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     }
     if (ok && opts.bitwise && c.impl->deterministic(*c.problem)) {
       const TensorMap again = run_checked(*c.impl, *c.problem, ref.inputs, ctx, nullptr, &ref.input_fingerprints);
-      const std::string diff = first_bit_difference(out, again);
+      const std::string diff = first_bit_difference(
+          out, again, [](const std::string& at, const std::string& first, const std::string& then) {
+            return "--bitwise: " + at + " differs between two runs of a deterministic impl: " + first + " then " + then;
+          });
       if (!diff.empty()) {
         r.raw_outcome = Outcome::FAIL;
         r.message = diff;

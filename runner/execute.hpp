@@ -20,6 +20,7 @@ struct ExecOptions {
   std::string artifacts_dir;  // --artifacts: failure folders go here ("" = none)
   bool bitwise = false;       // --bitwise: run deterministic impls twice, require equal bytes
   bool invariance = false;    // --invariance: check the axes each impl declares invariant (runner/invariance.hpp)
+  bool capture = false;       // --capture: record each run and replay it on fresh inputs (runner/capture.hpp)
   std::string ref_cache_dir;  // --ref-cache: the on-disk reference cache ("" = off)
   std::uint64_t ref_cache_max_bytes = kDefaultRefCacheMaxBytes;  // --ref-cache-max-gib: its size cap (LRU eviction)
   bool operator==(const ExecOptions&) const = default;
@@ -33,9 +34,10 @@ struct ExecFlag {
   const char* flag;
   std::variant<std::string ExecOptions::*, bool ExecOptions::*, std::uint64_t ExecOptions::*> field;
 };
-inline const std::array<ExecFlag, 5> kExecFlags{{{"--artifacts", &ExecOptions::artifacts_dir},
+inline const std::array<ExecFlag, 6> kExecFlags{{{"--artifacts", &ExecOptions::artifacts_dir},
                                                  {"--bitwise", &ExecOptions::bitwise},
                                                  {"--invariance", &ExecOptions::invariance},
+                                                 {"--capture", &ExecOptions::capture},
                                                  {"--ref-cache", &ExecOptions::ref_cache_dir},
                                                  {"--ref-cache-max-bytes", &ExecOptions::ref_cache_max_bytes}}};
 

@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <numeric>
-#include <sstream>
+
+#include "runner/output_bytes.hpp"
 
 namespace opcts {
 
@@ -38,15 +39,9 @@ std::string first_difference(InvarianceAxis axis, const SubCase& sc, int64_t B, 
     for (int64_t k = 0; k < per; ++k) {
       const int64_t i = sc.entries[s] * per + k, j = static_cast<int64_t>(s) * per + k;
       if (whole.code(i) == part.code(j)) continue;
-      std::ostringstream m;
-      m.precision(9);
-      m << "--invariance " << to_string(axis) << ": " << name << "[";
-      const auto idx = whole.unravel(i);
-      for (size_t d = 0; d < idx.size(); ++d) m << (d ? "," : "") << idx[d];
-      m << "] of batch entry " << sc.entries[s] << " is " << whole.get(i) << " (bits 0x" << std::hex << whole.code(i)
-        << std::dec << ") in the case's batch of " << B << " but " << part.get(j) << " (bits 0x" << std::hex
-        << part.code(j) << std::dec << ") with the " << sc.what;
-      return m.str();
+      return "--invariance " + std::string(to_string(axis)) + ": " + element_name(name, whole, i) + " of batch entry " +
+             std::to_string(sc.entries[s]) + " is " + element_value(whole, i) + " in the case's batch of " +
+             std::to_string(B) + " but " + element_value(part, j) + " with the " + sc.what;
     }
   return "";
 }

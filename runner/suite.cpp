@@ -219,6 +219,10 @@ std::optional<Suite::PreRun> Suite::pre_run(const Case& c) const {
   if (c.impl->planted() && c.impl->bug_needs_invariance() && !options_.invariance)
     return skip(std::string(c.impl->name()) +
                 ": its bug breaks its invariance claim, which only opcts run --invariance shows");
+  if (c.impl->planted() && c.impl->bug_needs_capture() && !options_.capture)
+    return skip(std::string(c.impl->name()) +
+                ": its bug breaks the capture contract (a run recorded, then replayed on fresh inputs), which only "
+                "opcts run --capture shows");
   if (const ManifestEntry* e = manifest_.find(EntryKind::skip, c.id))
     return skip("manifest skip (" + e->source + "): " + e->reason);
   return std::nullopt;

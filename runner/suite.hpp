@@ -22,6 +22,7 @@ struct SuiteOptions {
   bool include_planted = false;       // add the cases of planted-bug impls (they must FAIL)
   bool bitwise = false;               // run --bitwise: else planted impls whose bug only it sees SKIP
   bool invariance = false;            // run --invariance: else planted impls whose bug only it sees SKIP
+  bool capture = false;               // run --capture: else planted impls whose bug only it sees SKIP
   std::vector<std::string>
       plugins;  // --plugin: shared libraries whose impls the registry holds (workers load them too)
 };

@@ -11,7 +11,8 @@
 #                 busy by several shards when there are cores for their references)
 #   OPCTS_CUDA_ARCH  the CUDA arch to build (default: the GPU's compute capability, else 90)
 #   The CTest shards run with --bitwise (determinism checks; configure -DOPCTS_CTEST_BITWISE=OFF to leave them out)
-#   and --invariance (the impls' invariance claims; -DOPCTS_CTEST_INVARIANCE=OFF leaves them out).
+#   and --invariance (the impls' invariance claims; -DOPCTS_CTEST_INVARIANCE=OFF leaves them out)
+#   and --capture (each run recorded, a CUDA graph on a GPU, and replayed; -DOPCTS_CTEST_CAPTURE=OFF).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$OPCTS_ROOT"

@@ -365,29 +365,35 @@ TEST(CtestGlue, AFailingPlanIsOneFailingTestShowingTheError) {
       << r.output;
 }
 
+// One host smoke shard of a bad plugin's cases, planned by `ctest-tests` with `flag` or without it
+// and run by ctest: its result with the flag, then without.
+std::pair<Shell, Shell> shard_with_and_without(const std::string& plugin, const std::string& filter,
+                                               const std::string& flag) {
+  EXPECT_NE(read_file(OPCTS_SHARDS_SCRIPT).find("\"" + flag + "\""), std::string::npos) << OPCTS_SHARDS_SCRIPT;
+  const std::string dir = testutil::temp_dir();
+  std::vector<Shell> results;
+  for (const bool with : {true, false}) {
+    const std::string sub = dir + (with ? "/with" : "/without");
+    fs::create_directories(sub);
+    const Shell glue =
+        sh(std::string(OPCTS_BINARY) + " ctest-tests --archs host --tier smoke --shards 1 --exe " + OPCTS_BINARY +
+           " --reports-dir " + sub + "/reports --out " + sub + "/tests.cmake --plugin " +
+           std::string(OPCTS_BAD_PLUGIN_DIR) + "/" + plugin + " --filter '" + filter + "'" + (with ? " " + flag : ""));
+    EXPECT_EQ(glue.status, 0) << glue.output;
+    testutil::write(sub, "CTestTestfile.cmake", "include(\"" + sub + "/tests.cmake\")\n");
+    results.push_back(sh("cd " + sub + " && ctest --output-on-failure --no-tests=error"));
+  }
+  return {results[0], results[1]};
+}
+
 // The CTest shards check determinism (OPCTS_CTEST_BITWISE, on by default): an impl that claims
 // determinism and gives other bytes on a second run (tests/plugins/bad_plugin.c, unstable: every
 // result within its bound) fails its shard; the same shards without --bitwise pass it.
 TEST(CtestGlue, ShardsRunTheDeterminismChecksAndFailAnImplThatBreaksItsClaim) {
-  EXPECT_NE(read_file(OPCTS_SHARDS_SCRIPT).find("\"--bitwise\""), std::string::npos) << OPCTS_SHARDS_SCRIPT;
-  const std::string dir = testutil::temp_dir();
-  const std::string plugin = std::string(OPCTS_BAD_PLUGIN_DIR) + "/unstable.so";
-  for (const bool bitwise : {false, true}) {
-    const std::string sub = dir + (bitwise ? "/bitwise" : "/plain");
-    fs::create_directories(sub);
-    const Shell glue = sh(std::string(OPCTS_BINARY) + " ctest-tests --archs host --tier smoke --shards 1 --exe " +
-                          OPCTS_BINARY + " --reports-dir " + sub + "/reports --out " + sub + "/tests.cmake --plugin " +
-                          plugin + " --filter 'scatter_add.bad_unstable_scatter/*'" + (bitwise ? " --bitwise" : ""));
-    ASSERT_EQ(glue.status, 0) << glue.output;
-    testutil::write(sub, "CTestTestfile.cmake", "include(\"" + sub + "/tests.cmake\")\n");
-    const Shell r = sh("cd " + sub + " && ctest --output-on-failure --no-tests=error");
-    if (bitwise) {
-      EXPECT_NE(r.status, 0) << r.output;
-      EXPECT_NE(r.output.find("differs between two runs of a deterministic impl"), std::string::npos) << r.output;
-    } else {
-      EXPECT_EQ(r.status, 0) << r.output;
-    }
-  }
+  const auto [with, without] = shard_with_and_without("unstable.so", "scatter_add.bad_unstable_scatter/*", "--bitwise");
+  EXPECT_NE(with.status, 0) << with.output;
+  EXPECT_NE(with.output.find("differs between two runs of a deterministic impl"), std::string::npos) << with.output;
+  EXPECT_EQ(without.status, 0) << without.output;
 }
 
 // The CTest shards hold the impls to their invariance claims too (OPCTS_CTEST_INVARIANCE, on by
@@ -405,6 +411,20 @@ TEST(CtestGlue, ShardsRunTheInvarianceChecksWhenAsked) {
     EXPECT_NE(tests.find("shard1of2"), std::string::npos) << tests;
     EXPECT_EQ(tests.find("--invariance") != std::string::npos, invariance) << tests;
   }
+}
+
+// The CTest shards record and replay every run (OPCTS_CTEST_CAPTURE, on by default): a plugin that
+// keeps its result with its buffers' addresses (tests/plugins/bad_plugin.c, replay_cache: a plain
+// run of one case is right) fails its shard as stale_capture; the same shard without --capture
+// passes it. One case: the next case's buffers may land at the addresses the last one freed, where
+// the kept result is another problem's (a plain run's failure, and this plugin's real bug).
+TEST(CtestGlue, ShardsRecordAndReplayEachRunAndFailAKeptResult) {
+  const auto [with, without] =
+      shard_with_and_without("replay_cache.so", "scatter_add.bad_replay_cache/fp32_i64_n37_m301_uniform", "--capture");
+  EXPECT_NE(with.status, 0) << with.output;
+  EXPECT_NE(with.output.find("gave the very bytes it gave on the inputs it was recorded with"), std::string::npos)
+      << with.output;
+  EXPECT_EQ(without.status, 0) << without.output;
 }
 
 // The nightly memcheck slice (--memcheck-slices N): one test per CUDA arch, none for the host or

@@ -244,37 +244,63 @@ TEST(CliRun, APlantedPassCarriesTheBlindSpotTheWorkerDerived) {
   EXPECT_EQ(caught, 1) << r.output;
 }
 
-// A planted batch-variant impl breaks only its invariance claim: without --invariance its cases
-// SKIP saying so (never XPASS), with it they FAIL as not_invariant (XFAIL), naming the axis.
-TEST(CliRun, BatchVariantPlantsNeedInvarianceAndFailUnderIt) {
-  const std::string filters =
-      "--include-planted --reruns 0 --filter 'sdpa.host_flash_batch_variant_tiles/*' "
-      "--filter 'scaled_mm.host_emulated_hopper_small_m_steps/*_random'";
+// Planted impls whose bug only the run mode `flag` shows, run without it and with it: without, each
+// case SKIPs saying so (never XPASS); with it, each FAILs with `kind` (XFAIL), its message starting
+// with `lead`, or passes (XPASS) carrying a derived blind spot.
+struct ModePlants {
+  int skipped = 0, caught = 0, blind = 0;
+  std::string output;
+};
+ModePlants run_mode_plants(const std::string& filters, const std::string& flag, FailureKind kind,
+                           const std::string& lead) {
   const std::string without = testutil::temp_dir(), with = testutil::temp_dir();
   run_in(without, filters);
-  int skipped = 0;
+  ModePlants m;
   for (const ResultRecord& rec : read_results_file(without + "/r.jsonl")) {
     EXPECT_EQ(rec.outcome, Outcome::SKIP) << rec.id;
-    skipped += rec.message.find("which only opcts run --invariance shows") != std::string::npos;
+    m.skipped += rec.message.find("which only opcts run " + flag + " shows") != std::string::npos;
   }
-  EXPECT_GT(skipped, 20);
-  const Shell r = run_in(with, filters + " --invariance");
-  int caught = 0, blind = 0;
+  m.output = run_in(with, filters + " " + flag).output;
   for (const ResultRecord& rec : read_results_file(with + "/r.jsonl")) {
     if (rec.outcome == Outcome::SKIP) continue;
     if (rec.outcome == Outcome::XPASS) {
       EXPECT_NE(rec.blind_spot, "") << rec.id << ": a pass without a derived reason";
-      ++blind;
+      ++m.blind;
       continue;
     }
-    ASSERT_EQ(rec.outcome, Outcome::XFAIL) << rec.id << ": " << rec.message;
-    ASSERT_EQ(rec.failures.size(), 1u);
-    EXPECT_EQ(rec.failures[0].kind, FailureKind::not_invariant);
-    EXPECT_EQ(rec.message.rfind("--invariance batch_size: ", 0), 0u) << rec.message;
-    ++caught;
+    EXPECT_EQ(rec.outcome, Outcome::XFAIL) << rec.id << ": " << rec.message;
+    EXPECT_EQ(rec.failures.size(), 1u) << rec.id;
+    if (rec.outcome != Outcome::XFAIL || rec.failures.size() != 1) continue;
+    EXPECT_EQ(rec.failures[0].kind, kind) << rec.message;
+    EXPECT_EQ(rec.message.rfind(lead, 0), 0u) << rec.message;
+    ++m.caught;
   }
-  EXPECT_GT(caught, 200) << r.output;
-  EXPECT_LT(blind, 12);
+  return m;
+}
+
+// A planted batch-variant impl breaks only its invariance claim: it FAILs as not_invariant,
+// naming the axis.
+TEST(CliRun, BatchVariantPlantsNeedInvarianceAndFailUnderIt) {
+  const ModePlants m = run_mode_plants(
+      "--include-planted --reruns 0 --filter 'sdpa.host_flash_batch_variant_tiles/*' "
+      "--filter 'scaled_mm.host_emulated_hopper_small_m_steps/*_random'",
+      "--invariance", FailureKind::not_invariant, "--invariance batch_size: ");
+  EXPECT_GT(m.skipped, 20);
+  EXPECT_GT(m.caught, 200) << m.output;
+  EXPECT_LT(m.blind, 12);
+}
+
+// The scale plant keeps the scales it read at its first call on a pair of buffers: every plain
+// run gets buffers of its own, so only --capture (the same buffers refilled) shows it, as a
+// replay that differs from the plain run; a pass derives that the capture-time scales change no
+// output byte.
+TEST(CliRun, ScalesKeptFromCaptureNeedCaptureAndFailUnderIt) {
+  const ModePlants m =
+      run_mode_plants("--include-planted --reruns 0 --filter 'scaled_mm.host_emulated_scales_at_capture/*'",
+                      "--capture", FailureKind::replay_differs, "--capture: ");
+  EXPECT_GT(m.skipped, 10);
+  EXPECT_GT(m.caught, 10) << m.output;
+  EXPECT_LE(m.blind, m.caught / 4) << m.output;
 }
 
 // A failure names the tolerance rule that judged each output (file:line of the cases folder),

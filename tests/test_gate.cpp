@@ -1,6 +1,7 @@
 // Table tests of the gate: every (outcome × manifest entry) pair, the plan (MISSING, extra ids), stale entries.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -381,13 +382,17 @@ TEST(GateCoverage, AnImplThatRanNothingIsNotTestedUnlessItsSkipsAreExcused) {
       case_of("cuda.b", "p", Outcome::SKIP, "cuda.b: this opcts was built without CUDA"),
       case_of("cuda.c", "p", Outcome::SKIP, "arch sm90 lacks capability 'nvfp4' needed by cuda.c"),
       case_of("cuda.c", "q", Outcome::SKIP, "cuda.c: fp32 only"),
-      // Excused: a capability, the manifest, a planted bug only --bitwise or --invariance shows.
+      // Excused: a capability, the manifest, a planted bug only --bitwise, --invariance or
+      // --capture shows.
       case_of("cuda.d", "p", Outcome::SKIP, "arch sm90 lacks capability 'nvfp4' needed by cuda.d"),
       case_of("cuda.e", "p", Outcome::SKIP, "manifest skip (sm90.yaml:3): hangs"),
       case_of("cuda.f", "p", Outcome::SKIP,
               "cuda.f: its bug breaks its determinism claim, which only opcts run --bitwise shows"),
       case_of("cuda.g", "p", Outcome::SKIP,
               "cuda.g: its bug breaks its invariance claim, which only opcts run --invariance shows"),
+      case_of("cuda.h", "p", Outcome::SKIP,
+              "cuda.h: its bug breaks the capture contract (a run recorded, then replayed on fresh inputs), which only "
+              "opcts run --capture shows"),
   };
   GateVerdict v = gate_as_judged(rs);
   check_coverage(rs, nullptr, 1, v);
@@ -543,4 +548,17 @@ TEST(GateSelections, TheSelectionRoundTripsThroughItsJson) {
 }
 
 }  // namespace
+// Typed xfails name failure kinds: every kind has its own name, which parses back, and no named
+// kind follows kLastFailureKind (kAllFailureKinds would leave it out).
+TEST(FailureKinds, EveryKindHasItsNameAndNoneFollowsTheLast) {
+  std::set<std::string_view> names;
+  for (FailureKind k : kAllFailureKinds) {
+    EXPECT_NE(to_string(k), "?");
+    EXPECT_TRUE(names.insert(to_string(k)).second) << to_string(k);
+    EXPECT_EQ(parse_failure_kind(to_string(k)), k);
+  }
+  EXPECT_EQ(to_string(static_cast<FailureKind>(static_cast<int>(kLastFailureKind) + 1)), "?");
+  EXPECT_EQ(parse_failure_kind("stale_capture"), FailureKind::stale_capture);
+}
+
 }  // namespace opcts

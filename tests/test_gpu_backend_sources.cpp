@@ -111,6 +111,11 @@ class DevicelessBackend final : public opcts::AbiBackend {
                        std::vector<opcts::GuardBreach>*) const override {
     throw std::logic_error("ran without a device");
   }
+  opcts::CapturedRun run_captured(const opcts_impl_desc&, const void*, const opcts::TensorMap&, const opcts::TensorMap&,
+                                  const std::vector<opcts::OutputSpec>&, const opcts_arch&, int, std::string*,
+                                  std::vector<opcts::GuardBreach>*) const override {
+    throw std::logic_error("recorded without a device");
+  }
   std::string unavailable() const override { return "no ROCm device found"; }
 };
 

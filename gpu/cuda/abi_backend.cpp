@@ -119,6 +119,134 @@ struct GuardedOutput {
   return true;
 }
 
+// The device buffers of one run, or of one recording and its replays (--capture): the inputs'
+// copies and the guarded, poisoned outputs, with the descriptors that point at them. Their
+// addresses never change.
+class DeviceBuffers {
+ public:
+  DeviceBuffers(const TensorMap& inputs, const std::vector<OutputSpec>& outs) : outs_(outs) {
+    for (const auto& [name, t] : inputs) {
+      tensors_.add(name, t, false);
+      in_.push_back(DeviceBuffer::upload(t));
+    }
+    for (const auto& o : outs) {
+      const HostTensor& t = shapes_.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
+      tensors_.add(o.name, t, true);
+      const GuardLayout g = guard_layout(o, t.nbytes());
+      out_.push_back(GuardedOutput{g, DeviceBuffer(g.total())});
+    }
+    poison();
+    for (size_t i = 0; i < in_.size(); ++i) tensors_.descriptors()[i].data = in_[i].get();
+    for (size_t i = 0; i < out_.size(); ++i) tensors_.descriptors()[in_.size() + i].data = out_[i].tensor();
+  }
+
+  // The run's arguments on `stream`.
+  opcts_run_args args(const void* params, cudaStream_t stream, int device, const opcts_arch& arch) {
+    return tensors_.run_args(params, stream, device, arch);
+  }
+
+  // Every output filled with its poison between its guards again, and the device synchronised: a
+  // copy from pageable memory may return before its DMA lands (CUDA Runtime API, "API
+  // synchronization behavior"), and work on a non-blocking stream would not wait for it (measured
+  // under --capture on the H200 before this synchronisation: replays whose last rows still held
+  // poison, or inputs half old).
+  void poison() {
+    for (size_t i = 0; i < out_.size(); ++i) {
+      const std::vector<unsigned char> image = guarded_image(outs_[i].dtype, out_[i].layout, kOutputPoison);
+      check(cudaMemcpy(out_[i].buffer.get(), image.data(), image.size(), cudaMemcpyHostToDevice),
+            "cudaMemcpy (output poison and guards)");
+    }
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (uploads)");
+  }
+
+  // --capture: `inputs` copied into the same input buffers, the outputs poisoned afresh (and the
+  // device synchronised, poison()).
+  void reload(const TensorMap& inputs) {
+    size_t i = 0;
+    for (const auto& [name, t] : inputs) {
+      if (i >= in_.size() || t.nbytes() != in_[i].bytes())
+        throw std::logic_error("reload: input '" + name + "' does not fit its buffer");
+      if (t.nbytes()) check(cudaMemcpy(in_[i].get(), t.data(), t.nbytes(), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+      ++i;
+    }
+    poison();
+  }
+
+  // Whether every output still holds its poison, read on `side`.
+  bool poisoned(cudaStream_t side) const {
+    for (const auto& b : out_)
+      if (!still_poisoned(b, side)) return false;
+    return true;
+  }
+
+  // Whether some output has bytes to write.
+  bool has_output_bytes() const {
+    for (const auto& b : out_)
+      if (b.layout.tensor) return true;
+    return false;
+  }
+
+  // The outputs downloaded, their guards checked (breaches as AbiBackend::run says).
+  TensorMap outputs(const std::string& who, std::vector<GuardBreach>* breaches) const {
+    TensorMap out = shapes_;
+    for (size_t i = 0; i < out_.size(); ++i) {
+      const GuardedOutput& b = out_[i];
+      std::vector<unsigned char> all(b.layout.total());
+      check(cudaMemcpy(all.data(), b.buffer.get(), all.size(), cudaMemcpyDeviceToHost), "cudaMemcpy D2H (output)");
+      if (const std::string breach = guard_breach(outs_[i].name, outs_[i].dtype, all.data(), b.layout);
+          !breach.empty()) {
+        if (!breaches)
+          throw ContractBreach(FailureKind::written_outside, who + " wrote outside its output: " + breach,
+                               outs_[i].name);
+        breaches->push_back({outs_[i].name, who + " wrote outside its output: " + breach});
+      }
+      HostTensor& t = out.at(outs_[i].name);
+      std::memcpy(t.data(), all.data() + b.layout.before, b.layout.tensor);
+    }
+    return out;
+  }
+
+  // Refuses an impl that wrote into an input: the buffers must still hold `inputs`.
+  void check_inputs(const std::string& who, const TensorMap& inputs) const {
+    size_t i = 0;
+    for (const auto& [name, t] : inputs) {
+      HostTensor after = t;
+      in_[i++].download(after);
+      if (std::memcmp(after.data(), t.data(), t.nbytes()) != 0)
+        throw ContractBreach(FailureKind::wrote_input,
+                             who + " wrote into its input '" + name + "' (inputs are read-only)");
+    }
+  }
+
+ private:
+  std::vector<OutputSpec> outs_;
+  AbiTensors tensors_;
+  TensorMap shapes_;
+  std::vector<DeviceBuffer> in_;
+  std::vector<GuardedOutput> out_;
+};
+
+// A captured graph and its executable, destroyed on scope exit.
+struct Graph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph() {
+    if (exec) (void)cudaGraphExecDestroy(exec);
+    if (graph) (void)cudaGraphDestroy(graph);
+  }
+};
+
+// Why a recording cannot be used: a ContractBreach of kind not_capturable.
+ContractBreach not_capturable(const std::string& who, const std::string& what) {
+  return ContractBreach(FailureKind::not_capturable,
+                        who + " cannot be recorded into a CUDA graph and replayed: " + what +
+                            " (stream capture forbids synchronising and allocating calls, CUDA Programming Guide "
+                            "\"CUDA Graphs\", prohibited operations)");
+}
+
 class GpuBackend final : public AbiBackend {
  public:
   TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
@@ -126,26 +254,7 @@ class GpuBackend final : public AbiBackend {
                 std::vector<GuardBreach>* breaches) const override {
     const std::string who = desc.name ? desc.name : "?";
     check(cudaSetDevice(device < 0 ? 0 : device), "cudaSetDevice");
-    AbiTensors tensors;
-    std::vector<DeviceBuffer> in_bufs;
-    std::vector<GuardedOutput> out_bufs;
-    for (const auto& [name, t] : inputs) {
-      tensors.add(name, t, false);
-      in_bufs.push_back(DeviceBuffer::upload(t));
-    }
-    TensorMap out;
-    for (const auto& o : outs) {
-      HostTensor& t = out.emplace(o.name, HostTensor(o.dtype, o.shape)).first->second;
-      tensors.add(o.name, t, true);
-      const GuardLayout g = guard_layout(o, t.nbytes());
-      out_bufs.push_back(GuardedOutput{g, DeviceBuffer(g.total())});
-      const std::vector<unsigned char> image = guarded_image(o.dtype, g, kOutputPoison);
-      check(cudaMemcpy(out_bufs.back().buffer.get(), image.data(), image.size(), cudaMemcpyHostToDevice),
-            "cudaMemcpy (output poison and guards)");
-    }
-    for (size_t i = 0; i < in_bufs.size(); ++i) tensors.descriptors()[i].data = in_bufs[i].get();
-    for (size_t i = 0; i < out_bufs.size(); ++i) tensors.descriptors()[in_bufs.size() + i].data = out_bufs[i].tensor();
-    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (uploads)");
+    DeviceBuffers bufs(inputs, outs);
 
     // What the row's run would otherwise set up while its stream is held (library handles,
     // cuDNN plans, cuBLASLt heuristics may wait for the device, and so for the gate): done here,
@@ -160,20 +269,13 @@ class GpuBackend final : public AbiBackend {
     {
       std::optional<StreamGate> gate;  // none: OPCTS_STREAM_GATE_MS=0 (--sanitize)
       if (gate_timeout_ms() > 0) gate.emplace(stream.s, gate_timeout_ms());
-      opcts_run_args args{};
-      args.struct_size = sizeof args;
-      args.params = params;
-      args.tensors = tensors.descriptors().data();
-      args.n_tensors = static_cast<int32_t>(tensors.size());
-      args.stream = stream.s;
-      args.device = device;
-      args.arch = &arch;
+      const opcts_run_args args = bufs.args(params, stream.s, device, arch);
       const auto t0 = std::chrono::steady_clock::now();
       status = desc.run(desc.impl_data, &args, &report);
       run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize (legacy default stream)");
       if (gate) {
-        for (const auto& b : out_bufs) written_early = written_early || !still_poisoned(b, side.s);
+        written_early = !bufs.poisoned(side.s);
         gate->release();
       }
       check(cudaStreamSynchronize(stream.s), "cudaStreamSynchronize (the impl's stream)");
@@ -201,28 +303,78 @@ class GpuBackend final : public AbiBackend {
                            who +
                                " wrote its outputs before the stream it was handed could run: its work went to "
                                "another stream or the legacy default stream (impls must launch on args->stream)");
-    for (size_t i = 0; i < out_bufs.size(); ++i) {
-      const GuardedOutput& b = out_bufs[i];
-      std::vector<unsigned char> all(b.layout.total());
-      check(cudaMemcpy(all.data(), b.buffer.get(), all.size(), cudaMemcpyDeviceToHost), "cudaMemcpy D2H (output)");
-      if (const std::string breach = guard_breach(outs[i].name, outs[i].dtype, all.data(), b.layout); !breach.empty()) {
-        if (!breaches)
-          throw ContractBreach(FailureKind::written_outside, who + " wrote outside its output: " + breach,
-                               outs[i].name);
-        breaches->push_back({outs[i].name, who + " wrote outside its output: " + breach});
-      }
-      HostTensor& t = out.at(outs[i].name);
-      std::memcpy(t.data(), all.data() + b.layout.before, b.layout.tensor);
-    }
-    size_t i = 0;
-    for (const auto& [name, t] : inputs) {
-      HostTensor after = t;
-      in_bufs[i++].download(after);
-      if (std::memcmp(after.data(), t.data(), t.nbytes()) != 0)
-        throw ContractBreach(FailureKind::wrote_input,
-                             who + " wrote into its input '" + name + "' (inputs are read-only)");
-    }
+    TensorMap out = bufs.outputs(who, breaches);
+    bufs.check_inputs(who, inputs);
     return out;
+  }
+
+  // --capture: the run recorded on the impl's stream in global capture mode (as PyTorch's
+  // torch.cuda.graph records by default), so a synchronising or allocating call anywhere fails
+  // the capture; nothing recorded runs until the graph is launched, so outputs written while the
+  // run was recorded were written off the stream. Each replay is a launch of the graph on that
+  // stream followed by its synchronisation: the stream gate has nothing to hold (no impl code runs).
+  CapturedRun run_captured(const opcts_impl_desc& desc, const void* params, const TensorMap& capture_inputs,
+                           const TensorMap& inputs, const std::vector<OutputSpec>& outs, const opcts_arch& arch,
+                           int device, std::string*, std::vector<GuardBreach>* breaches) const override {
+    const std::string who = desc.name ? desc.name : "?";
+    check(cudaSetDevice(device < 0 ? 0 : device), "cudaSetDevice");
+    DeviceBuffers bufs(capture_inputs, outs);
+    if (const PrepareFn prepare = prepare_of(desc.run)) prepare(desc.impl_data, params);
+
+    Stream stream, side;
+    Graph g;
+    opcts_report report{};
+    check(cudaStreamBeginCapture(stream.s, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+    const opcts_run_args args = bufs.args(params, stream.s, device, arch);
+    const opcts_status status = desc.run(desc.impl_data, &args, &report);
+    const cudaError_t ended = cudaStreamEndCapture(stream.s, &g.graph);
+    const cudaError_t during = cudaGetLastError();  // a call the capture refused (not sticky)
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after capture)");
+    if (ended != cudaSuccess || !g.graph)
+      throw not_capturable(
+          who, "the capture failed (" + cuda_error_text(ended) + ")" +
+                   (during != cudaSuccess ? ", first refused call: " + cuda_error_text(during) : "") +
+                   (status != OPCTS_OK ? ", and its run returned: " +
+                                             std::string(report.message, strnlen(report.message, sizeof report.message))
+                                       : ""));
+    if (status != OPCTS_OK) {
+      try {
+        throw_abi_status(status, report, who);
+      } catch (const std::exception& e) {
+        throw not_capturable(who, std::string("its run returned an error while it was recorded: ") + e.what());
+      }
+    }
+    if (!bufs.poisoned(side.s))
+      throw ContractBreach(FailureKind::off_stream,
+                           who +
+                               " wrote its outputs while its run was being recorded, before any replay: its work "
+                               "ran outside the stream it was handed (a capture records only that stream's work)");
+    size_t nodes = 0;
+    check(cudaGraphGetNodes(g.graph, nullptr, &nodes), "cudaGraphGetNodes");
+    if (nodes == 0 && bufs.has_output_bytes())
+      throw not_capturable(who, "its run put no work on the stream it was handed: the recorded graph is empty");
+    if (const cudaError_t e = cudaGraphInstantiateWithFlags(&g.exec, g.graph, 0); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw not_capturable(who, "the recorded graph does not instantiate (" + cuda_error_text(e) + ")");
+    }
+    const auto replay = [&](const char* which) {
+      if (const cudaError_t e = cudaGraphLaunch(g.exec, stream.s); e != cudaSuccess) {
+        if (gpu::is_sticky_error(e)) check(e, "cudaGraphLaunch");
+        (void)cudaGetLastError();
+        throw not_capturable(who, std::string("the ") + which + " replay did not launch (" + cuda_error_text(e) + ")");
+      }
+      check(cudaStreamSynchronize(stream.s), "cudaStreamSynchronize (replay)");
+      return bufs.outputs(who, breaches);
+    };
+    CapturedRun r;
+    r.at_capture = replay("first");
+    bufs.check_inputs(who, capture_inputs);
+    bufs.reload(inputs);
+    r.first = replay("second");
+    bufs.poison();
+    r.second = replay("third");
+    bufs.check_inputs(who, inputs);
+    return r;
   }
 
   Support fits(double bytes, const std::string& who) const override { return fits_device_memory(bytes, who); }

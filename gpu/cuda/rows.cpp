@@ -49,6 +49,7 @@ void add_row(Registry& reg, Row& r, const std::string& missing) {
   if (r.plant_outputs) impl->set_planted_outputs(std::move(r.plant_outputs));
   if (r.blind_spot) impl->set_blind_spot(std::move(r.blind_spot));
   impl->set_bug_needs_bitwise(r.bug_needs_bitwise);
+  impl->set_bug_needs_capture(r.bug_needs_capture);
   reg.add(std::move(impl));
 }
 

@@ -47,6 +47,7 @@ struct Row {
   std::function<TensorMap(const Problem&, TensorMap)> plant_outputs;
   BlindSpotFn blind_spot;          // a planted row's derived blind spots (Impl::blind_spot)
   bool bug_needs_bitwise = false;  // a planted row whose bug only --bitwise sees
+  bool bug_needs_capture = false;  // a planted row whose bug only --capture sees
   PrepareFn prepare = nullptr;     // run's library setup, done before the stream is held (may be null)
   // A cuda.* row's hip.* twin (never a planted row's): registered by add_rows after the rows it
   // was given, named hip.<the name after "cuda.">, with the capabilities HIP needs for it.

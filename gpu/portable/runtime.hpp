@@ -74,6 +74,16 @@
 #define cudaHostAllocMapped (hipHostMallocMapped | hipHostMallocCoherent)  // the gate spins on it (end of file)
 #define cudaHostGetDevicePointer hipHostGetDevicePointer
 #define cudaFreeHost hipHostFree
+#define cudaGraph_t hipGraph_t  // --capture's recordings (gpu/cuda/abi_backend.cpp)
+#define cudaGraphExec_t hipGraphExec_t
+#define cudaStreamBeginCapture hipStreamBeginCapture
+#define cudaStreamEndCapture hipStreamEndCapture
+#define cudaStreamCaptureModeGlobal hipStreamCaptureModeGlobal
+#define cudaGraphGetNodes hipGraphGetNodes
+#define cudaGraphInstantiateWithFlags hipGraphInstantiateWithFlags
+#define cudaGraphLaunch hipGraphLaunch
+#define cudaGraphExecDestroy hipGraphExecDestroy
+#define cudaGraphDestroy hipGraphDestroy
 #endif
 
 namespace opcts::gpu {

@@ -166,4 +166,12 @@ opcts_status cvt_ties_up_run(const void*, const opcts_run_args* args, opcts_repo
   return convert(args, report, true);
 }
 
+opcts_status cvt_sync_in_run(const void*, const opcts_run_args* args, opcts_report* report) {
+  const opcts_status s = convert(args, report, false);
+  // The plant: its error is ignored, as a launcher that "only waits" would; under capture the
+  // wait is refused and the capture invalidated.
+  (void)cudaStreamSynchronize(static_cast<cudaStream_t>(args->stream));
+  return s;
+}
+
 }  // namespace opcts::cuda

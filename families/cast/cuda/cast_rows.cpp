@@ -1,4 +1,5 @@
-// The CUDA cast rows: cuda.cvt and the planted cuda.cvt_ties_up (every build; rows.hpp).
+// The CUDA cast rows: cuda.cvt, the planted cuda.cvt_ties_up and cuda.cvt_sync_in_run (every
+// build; rows.hpp).
 #include "families/cast/cast.hpp"
 #include "families/cast/cuda/cast_launch.hpp"
 #include "gpu/cuda/rows.hpp"
@@ -18,8 +19,13 @@ void register_cuda_cast(Registry& reg) {
     if (p.input == cast::Input::random) return "random inputs need not hold an exact tie";
     return "";
   };
-  add_rows(reg,
-           {with_hip_twin(row("cast", "cuda.cvt", OPCTS_CUDA_ONLY(cvt_supports), OPCTS_CUDA_ONLY(cvt_run))), planted});
+  // Waits for its stream inside run: correct bytes, and without --capture only the stream gate's
+  // note ("stream check not applied"), so it SKIPs there; recorded into a graph it cannot be.
+  Row sync = row("cast", "cuda.cvt_sync_in_run", OPCTS_CUDA_ONLY(cvt_supports), OPCTS_CUDA_ONLY(cvt_sync_in_run));
+  sync.cannot_show = [](const Problem&) { return std::string(); };
+  sync.bug_needs_capture = true;
+  add_rows(reg, {with_hip_twin(row("cast", "cuda.cvt", OPCTS_CUDA_ONLY(cvt_supports), OPCTS_CUDA_ONLY(cvt_run))),
+                 planted, sync});
 }
 
 }  // namespace opcts

@@ -147,10 +147,14 @@ opcts_status scaled_mm_row_run(const void* impl, const opcts_run_args* a, opcts_
     check_scale(a, "b_scale", k.b_scale_mode, c.n, c.k);
     for (int32_t i = 0; i < a->n_tensors; ++i)
       if (std::strcmp(a->tensors[i].name, "global_scale") == 0) {
-        // cuBLASLt takes alpha from host memory here. The inputs are on the device before run
-        // is called (plugin.h), so a copy on the legacy stream reads them without waiting on
-        // the stream this call was handed.
-        if (cudaMemcpy(&k.global_scale, a->tensors[i].data, sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
+        // The MX kernel reads it on the device, where a launch recorded into a CUDA graph finds
+        // the replay's value (read on the host, the recording kept the capture-time one: measured
+        // under --capture on the H200, the NVFP4 replays scaled by the capture-time g_A·g_B).
+        // cuBLASLt takes alpha from host memory here (it has no NVFP4 on sm90): the inputs are on
+        // the device before run is called (plugin.h), so a copy on the legacy stream reads them
+        // without waiting on the stream this call was handed.
+        if (!row.cublaslt) k.global_scale_dev = static_cast<const float*>(a->tensors[i].data);
+        else if (cudaMemcpy(&k.global_scale, a->tensors[i].data, sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
           throw std::runtime_error("cudaMemcpy of global_scale failed");
       }
     void* d = k.d;

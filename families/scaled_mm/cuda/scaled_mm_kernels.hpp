@@ -43,6 +43,9 @@ struct ScaledMmParams {
   const void* a_scale = nullptr;
   const void* b_scale = nullptr;
   float global_scale = 1.0f;  // NVFP4: g_A · g_B (cuBLASLt alpha); 1 otherwise
+  // NVFP4 on the device (the global_scale tensor): the MX kernel reads it there, so a launch
+  // recorded into a CUDA graph reads the replay's value; null: global_scale above.
+  const float* global_scale_dev = nullptr;
   MmOut out = MmOut::bf16;
   void* d = nullptr;  // D [M, N] row-major, leading dim ldd (elements)
   int64_t ldd = 0;

@@ -204,6 +204,7 @@ struct Epilogue {
   void* d;
   int64_t ldd;
   float global_scale;
+  const float* global_scale_dev;  // when set, the scale (read on the device at run time)
   const float* d_scale;
   const void* bias;
 };
@@ -287,6 +288,7 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kThreads, 2)
   }
 
   const float dscale = (ep.out == MmOut::e4m3 && ep.d_scale) ? *ep.d_scale : 1.0f;
+  const float global_scale = ep.global_scale_dev ? *ep.global_scale_dev : ep.global_scale;
   // fully unrolled so that acc stays in registers
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
@@ -296,7 +298,7 @@ __global__ void OPCTS_LAUNCH_BOUNDS(kThreads, 2)
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       const int64_t m = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
-      if (m < A.rows) store(ep, m, n, acc[i][j] * ep.global_scale + bias, dscale);
+      if (m < A.rows) store(ep, m, n, acc[i][j] * global_scale + bias, dscale);
     }
   }
 }
@@ -371,7 +373,7 @@ void scaled_mm_mx_kernel(const ScaledMmParams& p, CUstream_st* stream) {
   };
   const Operand A = make(p.a, p.lda, p.m, p.a_elem, p.a_scale_mode, p.a_scale);
   const Operand B = make(p.b, p.ldb, p.n, p.b_elem, p.b_scale_mode, p.b_scale);
-  const Epilogue ep{p.out, p.d, p.ldd, p.global_scale, p.d_scale, p.bias};
+  const Epilogue ep{p.out, p.d, p.ldd, p.global_scale, p.global_scale_dev, p.d_scale, p.bias};
   const dim3 grid(static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y));
   cudaStream_t s = stream;
   const int kb = operand_kind(p.b_elem, p.b_k_major);

@@ -15,6 +15,16 @@
 //   host.emulated_drop_partial_k     drops the last K tile when it is partial (tile 128 for fp32
 //                                    recipes, 32 for MX, 16 for NVFP4), as a kernel that rounds
 //                                    the tile count down would
+//   host.emulated_scales_at_capture  keeps the a_scale and b_scale it read at its first call on a
+//                                    pair of scale buffers (keyed on the problem and the buffers'
+//                                    addresses) and uses them on every later call there: the value
+//                                    a CUDA graph bakes in when a launcher reads a scale on the host
+//                                    while its run is captured. Every plain run gets buffers of its
+//                                    own, so only `opcts run --capture` (the same buffers refilled
+//                                    with the case's inputs) shows it (bug_needs_capture)
+#include <mutex>
+#include <optional>
+
 #include "core/spellings.hpp"
 #include "families/scaled_mm/host/scaled_mm_emulation.hpp"
 #include "gpu/host/host_impls.hpp"
@@ -26,12 +36,21 @@ namespace {
 using host_mm::MatF;
 using scaled_mm::Problem;
 
-enum class Bug { none, no_out_scale, scale_transposed, drop_partial_k };
+enum class Bug { none, no_out_scale, scale_transposed, drop_partial_k, scales_at_capture };
 // Each impl's name; register_host_scaled_mm adds one impl per row.
-constexpr Spellings<Bug, 4> kImpls{{{Bug::none, "host.emulated"},
+constexpr Spellings<Bug, 5> kImpls{{{Bug::none, "host.emulated"},
                                     {Bug::no_out_scale, "host.emulated_no_out_scale"},
                                     {Bug::scale_transposed, "host.emulated_scale_transposed"},
-                                    {Bug::drop_partial_k, "host.emulated_drop_partial_k"}}};
+                                    {Bug::drop_partial_k, "host.emulated_drop_partial_k"},
+                                    {Bug::scales_at_capture, "host.emulated_scales_at_capture"}}};
+
+// scales_at_capture's one kept entry: the scales it read first on these buffers of this problem.
+struct KeptScales {
+  std::mutex mu;
+  std::optional<Problem> problem;
+  const std::byte *a_at = nullptr, *b_at = nullptr;
+  HostTensor a, b;
+};
 
 class HostScaledMm final : public Impl {
  public:
@@ -62,13 +81,46 @@ class HostScaledMm final : public Impl {
       case Bug::drop_partial_k:
         if (p.k % (blk ? blk : 128) != 0 && p.m * p.n > 1) return Support::yes();
         return Support::no(std::string(name()) + ": K has no partial last block to drop");
+      case Bug::scales_at_capture:
+        // An exact fill without an exponent span has one scale, 2^lo, on every seed: the kept
+        // scales are the case's own.
+        if (p.fill == scaled_mm::Fill::exact && scaled_mm::exact_ranges(p).exp_span == 0)
+          return Support::no(std::string(name()) + ": every scale of this exact fill is the same on every seed");
+        return Support::yes();
       case Bug::none: break;
     }
     return Support::yes();
   }
 
-  TensorMap run(const opcts::Problem& pp, const TensorMap& in, const RunContext&) const override {
+  bool bug_needs_capture() const override { return bug_ == Bug::scales_at_capture; }
+
+  // Where the scales kept from capture change nothing, derived from the case's inputs and the
+  // capture-time inputs `opcts run --capture` records with (capture_seed): the same scale bytes,
+  // or a correct run (host.emulated's arithmetic) given the capture-time scales with the case's
+  // codes returns the case's very output bytes.
+  std::string blind_spot(const opcts::Problem& pp, const CaseEvidence& e) const override {
+    if (bug_ != Bug::scales_at_capture) return {};
+    const TensorMap at = family_def().make_inputs(pp, capture_seed(family_def(), pp));
+    TensorMap kept = e.inputs;
+    bool same = true;
+    for (const char* s : {"a_scale", "b_scale"}) {
+      same = same && fingerprint(at.at(s)) == fingerprint(e.inputs.at(s));
+      kept.at(s) = at.at(s);
+    }
+    if (same)
+      return "the capture-time inputs hold the case's very a_scale and b_scale bytes: the scales kept from capture "
+             "are the right ones";
+    const HostScaledMm right(Bug::none);
+    const TensorMap want = right.run(pp, e.inputs, {}), got = right.run(pp, kept, {});
+    for (const auto& [name, t] : want)
+      if (fingerprint(t) != fingerprint(got.at(name))) return {};
+    return "a correct run given the capture-time a_scale and b_scale with the case's codes returns the case's very "
+           "output bytes: the scales kept from capture change nothing here";
+  }
+
+  TensorMap run(const opcts::Problem& pp, const TensorMap& given, const RunContext&) const override {
     const auto& p = pp.as<Problem>();
+    const TensorMap& in = bug_ == Bug::scales_at_capture ? with_kept_scales(p, given) : given;
     host_mm::check_arguments(p, in);
     const int64_t M = p.m, N = p.n, K = p.k;
     const MatF a = host_mm::code_values(in.at("a"), M, K);
@@ -103,6 +155,25 @@ class HostScaledMm final : public Impl {
 
  private:
   Bug bug_;
+  mutable KeptScales kept_;
+  mutable TensorMap kept_inputs_;  // the last call's inputs with the kept scales (scales_at_capture)
+
+  // `in` with the scales kept for its scale buffers (the first read of them, kept now).
+  const TensorMap& with_kept_scales(const Problem& p, const TensorMap& in) const {
+    std::lock_guard<std::mutex> lock(kept_.mu);
+    const HostTensor &a = in.at("a_scale"), &b = in.at("b_scale");
+    if (!(kept_.problem == p && kept_.a_at == a.data() && kept_.b_at == b.data())) {
+      kept_.problem = p;
+      kept_.a_at = a.data();
+      kept_.b_at = b.data();
+      kept_.a = a;
+      kept_.b = b;
+    }
+    kept_inputs_ = in;
+    kept_inputs_.at("a_scale") = kept_.a;
+    kept_inputs_.at("b_scale") = kept_.b;
+    return kept_inputs_;
+  }
 };
 
 }  // namespace
