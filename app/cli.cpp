@@ -20,7 +20,7 @@ namespace {
 int dispatch(CommandLine& cl, const char* argv0) {
   check_options(cl);
   if (*cl.list)
-    return cl.fields_of.empty() ? cmd_list(cl.sel, cl.verbose, cl.count_only, cl.coverage)
+    return cl.fields_of.empty() ? cmd_list(cl.sel, cl.verbose, cl.count_only, cl.coverage, cl.rf)
                                 : cmd_list_fields(cl.fields_of);
   if (*cl.run) return cmd_run(cl.sel, cl.rf, argv0);
   if (*cl.sample) {

@@ -70,7 +70,8 @@ struct RunFlags {
   std::string sanitizer;                  // its executable ("" = $OPCTS_SANITIZER, PATH, /usr/local/cuda/bin)
 };
 
-int cmd_list(const Selection& s, bool verbose, bool count_only, bool coverage = false);
+/// `modes`: its bitwise, invariance and capture flags (the run modes whose plants then run).
+int cmd_list(const Selection& s, bool verbose, bool count_only, bool coverage = false, const RunFlags& modes = {});
 /// Prints the field table of `family` ("all": of every family).
 int cmd_list_fields(const std::string& family);
 int cmd_run(const Selection& s, const RunFlags& f, const char* argv0);

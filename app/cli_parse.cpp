@@ -48,6 +48,10 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   add_selection(cl.list, cl.sel);
   cl.list->add_flag("-v,--verbose", cl.verbose, "show tier, catalog source and whether the case would run or SKIP");
   cl.list->add_flag("--count", cl.count_only, "print only the number of cases");
+  // A plant whose bug only a run mode shows SKIPs without it; -v says what a run with it would do.
+  cl.list->add_flag("--bitwise", cl.rf.bitwise, "as for run --bitwise: its plants run (-v)");
+  cl.list->add_flag("--invariance", cl.rf.invariance, "as for run --invariance: its plants run (-v)");
+  cl.list->add_flag("--capture", cl.rf.capture, "as for run --capture: its plants run (-v)");
   cl.list->add_flag("--coverage", cl.coverage,
                     "print, per family, the edge classes the selected problems reach (grids, edges and samples) "
                     "and those none reaches, as Markdown (docs/coverage.md)");

@@ -55,9 +55,12 @@ namespace fs = std::filesystem;
 
 namespace opcts::cli {
 
-int cmd_list(const Selection& s, bool verbose, bool count_only, bool coverage) {
+int cmd_list(const Selection& s, bool verbose, bool count_only, bool coverage, const RunFlags& modes) {
   const std::string arch = resolve_arch(s.arch, 0);
-  const SuiteOptions so = suite_options(s, arch);
+  SuiteOptions so = suite_options(s, arch);
+  so.bitwise = modes.bitwise;
+  so.invariance = modes.invariance;
+  so.capture = modes.capture;
   Suite suite(registry_for(s.plugins, s.optional_plugins), so);
   const auto cases = selected(suite, s);
   if (coverage) {

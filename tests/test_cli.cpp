@@ -95,6 +95,24 @@ TEST(CliNoGpu, ReproAndListSayNoNvidiaGpuFound) {
   EXPECT_NE(list.output.find("no NVIDIA GPU found"), std::string::npos) << list.output.substr(0, 2000);
 }
 
+// `list -v` with a run mode's flag shows what a run with it would do: the plants whose bug only that
+// mode shows run instead of SKIP (one plant per mode).
+TEST(CliList, RunModeFlagsLetTheirPlantsRun) {
+  const std::vector<std::pair<std::string, std::string>> plants = {
+      {"--bitwise", "scatter_add.host_omp_unstable/*"},
+      {"--invariance", "sdpa.host_flash_batch_variant_tiles/*"},
+      {"--capture", "scaled_mm.host_emulated_scales_at_capture/*"}};
+  for (const auto& [flag, filter] : plants) {
+    const std::string list = kOpcts + " list -v --arch host --tier smoke --include-planted --filter '" + filter + "'";
+    const Shell without = sh(list), with = sh(list + " " + flag);
+    ASSERT_EQ(with.status, 0) << with.output;
+    EXPECT_NE(without.output.find("which only opcts run " + flag + " shows"), std::string::npos) << flag;
+    EXPECT_EQ(without.output.find("\trun"), std::string::npos) << flag << "\n" << without.output.substr(0, 2000);
+    EXPECT_EQ(with.output.find("which only opcts run " + flag + " shows"), std::string::npos) << flag;
+    EXPECT_NE(with.output.find("\trun"), std::string::npos) << flag << "\n" << with.output.substr(0, 2000);
+  }
+}
+
 // No HIP row's SKIP reason cites the project's own issue numbers.
 TEST(CliSkipReasons, CiteNoInternalIssue) {
   const Shell list = sh(kOpcts + " list -v --arch gfx942 --tier smoke --filter 'hip.*'");
