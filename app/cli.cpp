@@ -50,6 +50,7 @@ int dispatch(CommandLine& cl, const char* argv0) {
       if (cl.pp_plugins.size() != 1) throw std::invalid_argument("__plugin-probe loads one --plugin at a time");
       return plugin_probe_main(cl.pp_plugins.front(), cl.pp_answer_fd);
     }
+    if (cl.pp_tactics) return tactics_probe_main(loaded_registry_for(cl.pp_plugins), cl.pp_ids, cl.pp_answer_fd);
     return supports_probe_main(loaded_registry_for(cl.pp_plugins), cl.pp_arch, cl.pp_cases_dir, cl.pp_ids,
                                cl.pp_answer_fd, cl.pp_device);
   }

@@ -266,6 +266,7 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   cl.plugin_probe->add_option("--cases-dir", cl.pp_cases_dir);
   cl.plugin_probe->add_option("--ids", cl.pp_ids);
   cl.plugin_probe->add_option("--device", cl.pp_device);
+  cl.plugin_probe->add_flag("--tactics", cl.pp_tactics);
   return app;
 }
 

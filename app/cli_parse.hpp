@@ -43,6 +43,7 @@ struct CommandLine {
   std::vector<std::string> pp_plugins;  // __plugin-probe
   std::string pp_arch, pp_cases_dir, pp_ids;
   int pp_answer_fd = 4, pp_device = 0;
+  bool pp_tactics = false;  // __plugin-probe --tactics: list_tactics of the ids' problems
   WorkerOptions wo;
   CLI::App *list = nullptr, *run = nullptr, *resources = nullptr, *repro = nullptr, *report = nullptr, *merge = nullptr,
            *matrix = nullptr, *times = nullptr, *html = nullptr, *tightness = nullptr, *gate_cmd = nullptr,

@@ -183,7 +183,7 @@ class Progress {
       const Cost cost = c.family->cost(*c.problem);
       const double ref = estimate_seconds(cost.flops, cost.bytes, false);
       const double dev = on_gpu ? std::max(0.0, estimate_seconds(cost.flops, cost.bytes, true) - ref) : ref;
-      bool& seen = problem_seen[c.id.substr(c.id.find('/'))];
+      bool& seen = problem_seen[std::string(c.family->name()) + "/" + std::string(split_case_id(c.id).problem_id)];
       const double est = dev + (seen ? 0.0 : ref) + 1e-3;  // + a worker's fixed cost per case
       seen = true;
       estimate_[c.id] = est;

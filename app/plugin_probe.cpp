@@ -138,7 +138,8 @@ PluginStatus probe_plugin(const std::string& exe, const std::string& path, bool 
         }
         for (const auto& i : j.at("impls"))
           st.impls.push_back({i.at("family"), i.at("name"), i.at("backend"),
-                              i.at("caps").get<std::vector<std::string>>(), i.at("planted"), i.value("abi_minor", 0u)});
+                              i.at("caps").get<std::vector<std::string>>(), i.at("planted"), i.value("abi_minor", 0u),
+                              i.value("lists_tactics", false), exe, path});
       },
       timed_out);
   if (timed_out)
@@ -177,13 +178,16 @@ int plugin_probe_main(const std::string& path, int answer_fd) {
                      {"backend", std::string(impl.backend())},
                      {"caps", impl.required_caps()},
                      {"planted", impl.planted()},
-                     {"abi_minor", abi ? abi->abi_minor() : 0u}});
+                     {"abi_minor", abi ? abi->abi_minor() : 0u},
+                     {"lists_tactics", abi && abi->lists_tactics()}});
   }
   write_line(answer_fd, json{{"impls", impls}}.dump());
   return 0;
 }
 
 Support ProbedImpl::supports(const Problem& p, const ArchInfo&) const {
+  if (const auto e = tactics_errors_.find(family_def().problem_id(p)); e != tactics_errors_.end())
+    return Support::failed(e->second);
   const auto it = answers_.find(family_def().problem_id(p));
   if (it == answers_.end())
     return Support::no(d_.name + ": supports() not asked (this command does not probe plugins)");
@@ -192,6 +196,45 @@ Support ProbedImpl::supports(const Problem& p, const ArchInfo&) const {
 
 std::string ProbedImpl::abi_gap(const Problem& p) const {
   return abi_gap_reason(family_def(), p, d_.name, d_.abi_minor);
+}
+
+std::vector<std::string> ProbedImpl::tactics(const Problem& p) const {
+  if (!d_.lists_tactics) return {};
+  const std::string id = family_def().problem_id(p);
+  if (!tactics_.count(id) && !tactics_errors_.count(id)) plan_tactics({&p});
+  const auto it = tactics_.find(id);
+  return it == tactics_.end() ? std::vector<std::string>{} : it->second;
+}
+
+void ProbedImpl::plan_tactics(const std::vector<const Problem*>& problems) const {
+  if (!d_.lists_tactics || problems.empty()) return;
+  std::vector<std::string> ids, problem_ids;
+  for (const Problem* p : problems) {
+    problem_ids.push_back(family_def().problem_id(*p));
+    ids.push_back(case_id_from_problem_id(family_def(), *this, problem_ids.back()));
+  }
+  const int ids_fd = unnamed_file(ids);
+  std::vector<bool> done(ids.size(), false);
+  bool timed_out = false;
+  const int status = run_probe(
+      {d_.exe, "__plugin-probe", "--plugin", d_.plugin, "--tactics", "--ids", "/proc/self/fd/" + std::to_string(kIdsFd),
+       "--answer-fd", std::to_string(kAnswerFd)},
+      ids_fd, kLoadSeconds,
+      [&](const std::string& line) {
+        const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded() || !j.contains("i")) return;
+        const size_t i = j["i"].get<size_t>();
+        if (i >= ids.size()) return;
+        if (j.contains("error")) tactics_errors_[problem_ids[i]] = j["error"].get<std::string>();
+        else tactics_[problem_ids[i]] = j.at("tactics").get<std::vector<std::string>>();
+        done[i] = true;
+      },
+      timed_out);
+  close(ids_fd);
+  const std::string how = timed_out ? "did not answer within " + std::to_string(static_cast<int>(kLoadSeconds)) + " s"
+                                    : "ended with " + exit_text(status);
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (!done[i]) tactics_errors_[problem_ids[i]] = d_.name + ": list_tactics not answered: the tactics probe " + how;
 }
 
 TensorMap ProbedImpl::run(const Problem&, const TensorMap&, const RunContext&) const {
@@ -282,6 +325,26 @@ void ask_supports(const SupportsProbe& probe, const std::vector<Case>& cases) {
     if (next.size() == pending.size()) break;  // no progress: never loop
     pending = std::move(next);
   }
+}
+
+int tactics_probe_main(const Registry& loaded, const std::string& ids_file, int answer_fd) {
+  std::ifstream in(ids_file);
+  size_t i = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    json answer{{"i", i++}};
+    try {
+      const CaseIdParts parts = split_case_id(line);
+      const Family* f = loaded.family(parts.family);
+      const Impl* impl = loaded.impl_by_id_token(parts.impl_token);
+      if (!f || !impl) throw std::invalid_argument("no such family or impl");
+      answer["tactics"] = tactics_of(*impl, *f->parse_id(parts.problem_id));
+    } catch (const std::exception& e) {
+      answer["error"] = line + ": " + e.what();
+    }
+    write_line(answer_fd, answer.dump());
+  }
+  return 0;
 }
 
 int supports_probe_main(const Registry& loaded, const std::string& arch, const std::string& cases_dir,

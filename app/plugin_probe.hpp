@@ -16,7 +16,9 @@ struct ProbedImplDesc {
   std::string family, name, backend;
   std::vector<std::string> caps;
   bool planted = false;
-  uint32_t abi_minor = 0;  // opcts_impl_desc.abi_minor
+  uint32_t abi_minor = 0;      // opcts_impl_desc.abi_minor
+  bool lists_tactics = false;  // opcts_impl_desc.list_tactics is set (ABI 1.11)
+  std::string exe, plugin;     // what a tactics probe runs: this opcts, the plugin's path
 };
 
 /// What probing one plugin gave: its impls, or why it cannot be used ("" when it can).
@@ -49,6 +51,11 @@ class ProbedImpl final : public Impl {
   bool planted() const override { return d_.planted; }
   Support supports(const Problem& p, const ArchInfo& arch) const override;
   std::string abi_gap(const Problem& p) const override;
+  /// The tactics the plugin's list_tactics gave in a tactics probe (plan_tactics; a problem not
+  /// planned is asked alone). Where the probe could not answer, none, and supports() is the error.
+  std::vector<std::string> tactics(const Problem& p) const override;
+  /// Asks list_tactics of every problem in one probe process (`opcts __plugin-probe --tactics`).
+  void plan_tactics(const std::vector<const Problem*>& problems) const override;
   TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const override;
   /// Records the probe's answer for a problem id (ask_supports).
   void answer(const std::string& problem_id, Support s) const { answers_[problem_id] = std::move(s); }
@@ -56,6 +63,8 @@ class ProbedImpl final : public Impl {
  private:
   ProbedImplDesc d_;
   mutable std::map<std::string, Support> answers_;
+  mutable std::map<std::string, std::vector<std::string>> tactics_;  // by problem id
+  mutable std::map<std::string, std::string> tactics_errors_;        // by problem id
 };
 
 /// What the supports probe needs to rebuild the cases: the arch, its tables, the plugins.
@@ -72,6 +81,10 @@ struct SupportsProbe {
 /// and every case of that impl it did not ask yet a SKIP saying why; the next probe goes on
 /// with the other impls.
 void ask_supports(const SupportsProbe& probe, const std::vector<Case>& cases);
+
+/// The tactics probe's side: reads problem-level case ids ("<family>.<impl>/<problem id>") from
+/// `ids_file` and writes per id {"i": i, "tactics": [...]} or {"i": i, "error": ...} to `answer_fd`.
+int tactics_probe_main(const Registry& loaded, const std::string& ids_file, int answer_fd);
 
 /// The supports probe's side: loads `plugins` against the built-ins, reads case ids from
 /// `ids_file` and writes per case {"ask": i} before asking and {"i": i, "ok": ..., "reason":

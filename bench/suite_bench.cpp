@@ -19,6 +19,8 @@
 //     its inputs and reference cached, less the plain case's own time without them), and that
 //     over the impl's plain run ("x device": the recording and two replays, the plain run they
 //     are compared with, the byte comparisons);
+//   - per impl with tactics (Impl::tactics): its problems, the tactics it lists per problem (the
+//     full tier's cases) and the cases the default tier runs of them, per problem;
 //   - the suite's load time (bench/suite_load.hpp).
 // The slice: the first --per-family problems (in id order) of each family's default tier that
 // every impl of the arch runs (no SKIP, no negative cases), all their impls.
@@ -86,6 +88,31 @@ std::string fmt_ms(double ms) {
   char b[32];
   std::snprintf(b, sizeof b, "%9.3f", ms);
   return b;
+}
+
+// Per impl with tactics: problems, tactics listed per problem (the full tier's cases) and what
+// the default tier runs of them.
+void print_tactics(const Suite& suite) {
+  struct Count {
+    std::set<std::string> problems;
+    int full = 0, at_default = 0;
+  };
+  std::map<std::string, Count> by_impl;
+  for (const auto& c : suite.all_cases()) {
+    if (c.tactic.empty()) continue;
+    Count& n = by_impl[std::string(c.impl->name())];
+    n.problems.insert(std::string(split_case_id(c.id).problem_id));
+    ++n.full;
+    n.at_default += c.tier <= Tier::default_;
+  }
+  if (by_impl.empty()) return;
+  std::printf("\n%-36s %8s %10s %12s %12s\n", "impl with tactics", "problems", "tactics", "per problem",
+              "default/prob");
+  for (const auto& [impl, n] : by_impl) {
+    const double p = static_cast<double>(n.problems.size());
+    std::printf("%-36s %8zu %10d %12.2f %12.2f\n", impl.c_str(), n.problems.size(), n.full, n.full / p,
+                n.at_default / p);
+  }
 }
 
 }  // namespace
@@ -229,5 +256,6 @@ int main(int argc, char** argv) {
       "a case, "
       "target <= 0.1 ms; capture +ms: what --capture adds to a case, x device: that over the plain run's device "
       "time)\n");
+  print_tactics(suite);
   return 0;
 }

@@ -81,7 +81,8 @@ void AbiTensors::add(const std::string& name, const HostTensor& t, bool is_outpu
   descs_.push_back(d);
 }
 
-opcts_run_args AbiTensors::run_args(const void* params, void* stream, int device, const opcts_arch& arch) {
+opcts_run_args AbiTensors::run_args(const void* params, void* stream, int device, const opcts_arch& arch,
+                                    const char* tactic) {
   opcts_run_args a{};
   a.struct_size = sizeof a;
   a.params = params;
@@ -90,6 +91,7 @@ opcts_run_args AbiTensors::run_args(const void* params, void* stream, int device
   a.stream = stream;
   a.device = device;
   a.arch = &arch;
+  a.tactic = tactic;
   return a;
 }
 
@@ -101,6 +103,7 @@ void throw_abi_status(opcts_status s, const opcts_report& report, const std::str
       throw InvalidArgument(std::string(report.argument, strnlen(report.argument, sizeof report.argument)), msg);
     case OPCTS_UNSUPPORTED: throw Unsupported(msg);
     case OPCTS_INTERNAL: throw std::runtime_error(msg);
+    case OPCTS_TACTIC_UNAVAILABLE: throw TacticUnavailable(msg);
   }
   throw std::runtime_error(who + ": unknown status " + std::to_string(static_cast<int>(s)) + " (" + msg + ")");
 }
@@ -130,8 +133,8 @@ class HostBuffers {
   }
 
   // One call of the impl's run on these buffers; its status thrown as the error it stands for.
-  void call(const opcts_impl_desc& desc, const void* params, const opcts_arch& arch, int device) {
-    const opcts_run_args args = tensors_.run_args(params, nullptr, device, arch);
+  void call(const opcts_impl_desc& desc, const void* params, const opcts_arch& arch, int device, const char* tactic) {
+    const opcts_run_args args = tensors_.run_args(params, nullptr, device, arch, tactic);
     opcts_report report{};
     const opcts_status s = desc.run(desc.impl_data, &args, &report);
     throw_abi_status(s, report, c_text(desc.name));
@@ -185,11 +188,11 @@ class HostBuffers {
 class HostBackend final : public AbiBackend {
  public:
   TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
-                const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device,
+                const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device, const char* tactic,
                 std::string* /*note: every check applies on the host*/,
                 std::vector<GuardBreach>* breaches) const override {
     HostBuffers b(inputs, outs);
-    b.call(desc, params, arch, device);
+    b.call(desc, params, arch, device, tactic);
     TensorMap out = b.outputs(c_text(desc.name), breaches);
     b.check_inputs(c_text(desc.name), inputs);
     return out;
@@ -198,18 +201,19 @@ class HostBackend final : public AbiBackend {
   // The host's equivalent of a graph (Impl::run_captured): the same buffers called three times.
   CapturedRun run_captured(const opcts_impl_desc& desc, const void* params, const TensorMap& capture_inputs,
                            const TensorMap& inputs, const std::vector<OutputSpec>& outs, const opcts_arch& arch,
-                           int device, std::string*, std::vector<GuardBreach>* breaches) const override {
+                           int device, const char* tactic, std::string*,
+                           std::vector<GuardBreach>* breaches) const override {
     const std::string who = c_text(desc.name);
     HostBuffers b(capture_inputs, outs);
     CapturedRun r;
-    b.call(desc, params, arch, device);
+    b.call(desc, params, arch, device, tactic);
     r.at_capture = b.outputs(who, breaches);
     b.check_inputs(who, capture_inputs);
     b.reload(inputs);
-    b.call(desc, params, arch, device);
+    b.call(desc, params, arch, device, tactic);
     r.first = b.outputs(who, breaches);
     b.reload(inputs);
-    b.call(desc, params, arch, device);
+    b.call(desc, params, arch, device, tactic);
     r.second = b.outputs(who, breaches);
     b.check_inputs(who, inputs);
     return r;
@@ -281,12 +285,22 @@ void AbiImpl::check_runnable(const Problem& p) const {
   if (std::string why = abi_gap(p); !why.empty()) throw std::logic_error(why);  // never hand it a misread problem
 }
 
+namespace {
+constexpr size_t kTacticNamesSize = OPCTS_TACTIC_NAMES_SIZE;
+// The tactic as opcts_run_args carries it: null for a case without one (`held` keeps the text).
+const char* tactic_arg(const RunContext& ctx, const std::string& held) {
+  return ctx.tactic.empty() ? nullptr : held.c_str();
+}
+}  // namespace
+
 TensorMap AbiImpl::run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const {
   check_runnable(p);
   const std::vector<unsigned char> params = family_def().abi_params(p);
   const AbiArch a(*ctx.arch);
-  TensorMap out = transport_->run(desc_, params.data(), planted_inputs_ ? planted_inputs_(p, inputs) : inputs,
-                                  family_def().outputs(p), a.get(), ctx.device, ctx.note, ctx.breaches);
+  const std::string tactic(ctx.tactic);
+  TensorMap out =
+      transport_->run(desc_, params.data(), planted_inputs_ ? planted_inputs_(p, inputs) : inputs,
+                      family_def().outputs(p), a.get(), ctx.device, tactic_arg(ctx, tactic), ctx.note, ctx.breaches);
   return planted_outputs_ ? planted_outputs_(p, std::move(out)) : out;
 }
 
@@ -296,8 +310,10 @@ CapturedRun AbiImpl::run_captured(const Problem& p, const TensorMap& capture_inp
   const std::vector<unsigned char> params = family_def().abi_params(p);
   const AbiArch a(*ctx.arch);
   const auto given = [&](const TensorMap& in) { return planted_inputs_ ? planted_inputs_(p, in) : in; };
-  CapturedRun r = transport_->run_captured(desc_, params.data(), given(capture_inputs), given(inputs),
-                                           family_def().outputs(p), a.get(), ctx.device, ctx.note, ctx.breaches);
+  const std::string tactic(ctx.tactic);
+  CapturedRun r =
+      transport_->run_captured(desc_, params.data(), given(capture_inputs), given(inputs), family_def().outputs(p),
+                               a.get(), ctx.device, tactic_arg(ctx, tactic), ctx.note, ctx.breaches);
   if (planted_outputs_)
     for (TensorMap* out : {&r.at_capture, &r.first, &r.second}) *out = planted_outputs_(p, std::move(*out));
   return r;
@@ -307,6 +323,37 @@ bool AbiImpl::deterministic(const Problem& p) const {
   if (!desc_.deterministic) return true;
   const std::vector<unsigned char> params = family_def().abi_params(p);
   return params.empty() || desc_.deterministic(desc_.impl_data, params.data()) != 0;
+}
+
+std::vector<std::string> AbiImpl::tactics(const Problem& p) const {
+  // A problem the impl must never be handed (a later ABI's) is one SKIP, not one per tactic.
+  if (!abi_gap(p).empty()) return {};
+  if (tactics_) return tactics_(p);
+  if (!desc_.list_tactics) return {};
+  const std::vector<unsigned char> params = family_def().abi_params(p);
+  if (params.empty()) return {};
+  std::vector<char> names(kTacticNamesSize, '\0');
+  const int32_t n = desc_.list_tactics(desc_.impl_data, params.data(), names.data(), names.size());
+  names.back() = '\0';
+  std::vector<std::string> out;
+  for (std::string_view rest(names.data()); !rest.empty();) {
+    const auto nl = rest.find('\n');
+    out.emplace_back(rest.substr(0, nl));
+    rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+  }
+  const auto bad = [&](const std::string& why) {
+    return std::runtime_error(name_ + ": list_tactics on " + family_def().problem_id(p) + ": " + why);
+  };
+  if (n < 0) throw bad("returned " + std::to_string(n) + " (an error)");
+  if (static_cast<size_t>(n) != out.size())
+    throw bad("returned " + std::to_string(n) + " but wrote " + std::to_string(out.size()) + " names");
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!is_tactic_name(out[i]))
+      throw bad("'" + out[i] + "' is not a tactic name (1 to 32 of a-z, 0-9, _, a letter first)");
+    for (size_t j = 0; j < i; ++j)
+      if (out[j] == out[i]) throw bad("'" + out[i] + "' listed twice");
+  }
+  return out;
 }
 
 std::vector<InvarianceAxis> AbiImpl::invariant_axes(const Problem& p) const {

@@ -65,8 +65,9 @@ class AbiTensors {
   void add(const std::string& name, const HostTensor& t, bool is_output);
   std::vector<opcts_tensor>& descriptors() { return descs_; }
   size_t size() const { return descs_.size(); }
-  /// A run's arguments over these descriptors (`stream`: null on the host).
-  opcts_run_args run_args(const void* params, void* stream, int device, const opcts_arch& arch);
+  /// A run's arguments over these descriptors (`stream`: null on the host; `tactic`: null or the
+  /// case's tactic, RunContext::tactic).
+  opcts_run_args run_args(const void* params, void* stream, int device, const opcts_arch& arch, const char* tactic);
 
  private:
   struct Owned {
@@ -86,12 +87,13 @@ void throw_abi_status(opcts_status s, const opcts_report& report, const std::str
 /// (core/errors.hpp). An output written outside is added to `*breaches` when `breaches` is not
 /// null (the outputs are still returned, to be compared), else thrown as ContractBreach. A check
 /// it could not apply to this run is said in `*note` when `note` is not null (RunContext::note).
+/// `tactic` (null: none) reaches the impl as opcts_run_args.tactic.
 class AbiBackend {
  public:
   virtual ~AbiBackend() = default;
   virtual TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
-                        const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device, std::string* note,
-                        std::vector<GuardBreach>* breaches) const = 0;
+                        const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device, const char* tactic,
+                        std::string* note, std::vector<GuardBreach>* breaches) const = 0;
   /// --capture (Impl::run_captured): the impl's run recorded once with `capture_inputs` in the
   /// input buffers and replayed on them, then `inputs` copied into the same buffers and the
   /// recording replayed twice, the outputs poisoned afresh before each replay. The GPU backend
@@ -102,7 +104,8 @@ class AbiBackend {
   /// checked as in run.
   virtual CapturedRun run_captured(const opcts_impl_desc& desc, const void* params, const TensorMap& capture_inputs,
                                    const TensorMap& inputs, const std::vector<OutputSpec>& outs, const opcts_arch& arch,
-                                   int device, std::string* note, std::vector<GuardBreach>* breaches) const = 0;
+                                   int device, const char* tactic, std::string* note,
+                                   std::vector<GuardBreach>* breaches) const = 0;
   /// Whether `bytes` of tensors fit where the impl runs (device memory); yes on the host.
   virtual Support fits(double bytes, const std::string& who) const;
   /// Why no impl of this backend can run on this machine ("no ROCm device found"), or "": its
@@ -133,6 +136,8 @@ class AbiImpl final : public Impl {
   std::string abi_gap(const Problem& p) const override;
   /// The minor version the descriptor declares (0 for a descriptor of ABI 1.0's size).
   uint32_t abi_minor() const { return desc_.abi_minor; }
+  /// Whether the descriptor has a list_tactics callback (ABI 1.11).
+  bool lists_tactics() const { return desc_.list_tactics != nullptr; }
   TensorMap run(const Problem& p, const TensorMap& inputs, const RunContext& ctx) const override;
   /// Through the backend's run_captured (a CUDA graph on the GPU backends).
   CapturedRun run_captured(const Problem& p, const TensorMap& capture_inputs, const TensorMap& inputs,
@@ -141,6 +146,11 @@ class AbiImpl final : public Impl {
   bool deterministic(const Problem& p) const override;
   /// The descriptor's invariance callback's axes (ABI 1.10); none where it has none.
   std::vector<InvarianceAxis> invariant_axes(const Problem& p) const override;
+  /// The descriptor's list_tactics answer (ABI 1.11), or a built-in row's tactics function; none
+  /// where it has neither. Throws std::runtime_error naming the impl for a malformed list.
+  std::vector<std::string> tactics(const Problem& p) const override;
+  /// For a built-in row: its tactics per problem (Row::tactics).
+  void set_tactics(std::function<std::vector<std::string>(const Problem&)> f) { tactics_ = std::move(f); }
   /// For a built-in planted row: which problems can show its bug ("" when one can; the SKIP
   /// reason otherwise). Checked before the descriptor's supports.
   void set_cannot_show(std::function<std::string(const Problem&)> f) { cannot_show_ = std::move(f); }
@@ -174,6 +184,7 @@ class AbiImpl final : public Impl {
   std::function<TensorMap(const Problem&, const TensorMap&)> planted_inputs_;
   std::function<TensorMap(const Problem&, TensorMap)> planted_outputs_;
   BlindSpotFn blind_spot_;
+  std::function<std::vector<std::string>(const Problem&)> tactics_;
   bool bug_needs_bitwise_ = false;
   bool bug_needs_capture_ = false;
   // Throws std::logic_error where run must not be called: no backend in this build, an ABI gap.

@@ -30,6 +30,14 @@ struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The tactic a case names (Impl::tactics, RunContext::tactic) is not one the device or library
+/// offers for this problem here (cuBLASLt's heuristic returned fewer algorithms than the tactic's
+/// rank): the case is a SKIP with the message. A tactic the impl does not know at all is an
+/// ERROR (std::invalid_argument), never this.
+struct TacticUnavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// An impl broke the contract every impl is held to (it wrote into an input, did its work off
 /// the stream it was handed, or — where nobody collects guard breaches — wrote outside an
 /// output): the case FAILs with the message and `kind` (core/failure_kind.hpp), whatever its

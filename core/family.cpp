@@ -39,8 +39,41 @@ std::string case_id(const Family& f, const Impl& impl, const Problem& p) {
   return case_id_from_problem_id(f, impl, f.problem_id(p));
 }
 
-std::string case_id_from_problem_id(const Family& f, const Impl& impl, std::string_view problem_id) {
-  return std::string(f.name()) + "." + id_token(impl.name()) + "/" + std::string(problem_id);
+std::string case_id_from_problem_id(const Family& f, const Impl& impl, std::string_view problem_id,
+                                    std::string_view tactic) {
+  std::string id = std::string(f.name()) + "." + id_token(impl.name()) + "/" + std::string(problem_id);
+  if (!tactic.empty()) id.append("/").append(tactic);
+  return id;
+}
+
+CaseIdParts split_case_id(std::string_view id) {
+  const auto slash = id.find('/');
+  const auto dot = id.find('.');
+  if (slash == std::string_view::npos || dot == std::string_view::npos || dot > slash)
+    throw std::invalid_argument("case id '" + std::string(id) + "': expected <family>.<impl>/<problem>[/<tactic>]");
+  CaseIdParts parts{id.substr(0, dot), id.substr(dot + 1, slash - dot - 1), id.substr(slash + 1), {}};
+  if (const auto second = parts.problem_id.find('/'); second != std::string_view::npos) {
+    parts.tactic = parts.problem_id.substr(second + 1);
+    parts.problem_id = parts.problem_id.substr(0, second);
+  }
+  return parts;
+}
+
+std::vector<std::string> tactics_of(const Impl& impl, const Problem& p) {
+  if (!impl.family_def().expected_error(p).empty()) return {};
+  return impl.tactics(p);
+}
+
+bool is_tactic_name(std::string_view s) {
+  if (s.empty() || s.size() > 32 || s[0] < 'a' || s[0] > 'z') return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+}
+
+Tier tactic_tier(Tier problem_tier, size_t index, size_t count, std::string_view problem_id) {
+  if (index == 0) return problem_tier;
+  const size_t rotating = 1 + static_cast<size_t>(seed_of(std::string(problem_id)) % (count - 1));
+  return std::max(problem_tier, index == rotating ? Tier::default_ : Tier::full);
 }
 
 uint64_t case_seed(const Family& f, const Problem& p) { return seed_of(std::string(f.name()) + "/" + f.problem_id(p)); }

@@ -247,6 +247,8 @@ struct RunContext {
   // returns the outputs anyway, so that their values are judged too (runner/execute.cpp records
   // a written_outside failure per output); null: it throws ContractBreach.
   std::vector<GuardBreach>* breaches = nullptr;
+  // The tactic the case runs (Impl::tactics, the case id's last part); "" for an impl without.
+  std::string_view tactic;
 };
 
 /// What `opcts run --capture` gets from an impl (Impl::run_captured, runner/capture.hpp): its run
@@ -318,6 +320,18 @@ class Impl {
   /// Derived from the problem and the case's evidence — never from what the impl returned. A
   /// PASS is XPASS all the same; reports list it apart with this reason.
   virtual std::string blind_spot(const Problem&, const CaseEvidence&) const { return {}; }
+  /// The tactics this impl can run p with — a library's algorithms or engine configs, a kernel's
+  /// variants — first the one it picks by default; empty for an impl with one way (its cases have
+  /// no tactic part). Each becomes a case of its own, `<case id>/<tactic>`, which RunContext::tactic
+  /// hands to run: a manifest entry can xfail one tactic, and tactic_tier decides which run at a
+  /// tier. Names are tactic names (is_tactic_name) that depend on the problem only, never on the
+  /// machine or the build, so case ids stay stable: a tactic the device turns out not to offer is
+  /// declined at run time (TacticUnavailable: a SKIP naming it).
+  virtual std::vector<std::string> tactics(const Problem&) const { return {}; }
+  /// Called once before tactics() is asked of `problems` (every problem of this impl's family
+  /// the suite plans), so that an impl whose answers cost a process (a plugin's, asked in a probe)
+  /// can ask them all at once.
+  virtual void plan_tactics(const std::vector<const Problem*>& problems) const { (void)problems; }
 
   /// The family this impl belongs to, bound by Registry::add (impls never look it up
   /// globally). Throws std::logic_error before registration.
@@ -335,19 +349,43 @@ Tier parse_tier(std::string_view s);
 
 /// family + impl + problem, with the tier and the catalog place it came from.
 struct Case {
-  std::string id;  // "<family>.<impl with '.'→'_'>/<problem id>"
+  std::string id;  // "<family>.<impl with '.'→'_'>/<problem id>[/<tactic>]"
   const Family* family = nullptr;
   const Impl* impl = nullptr;
   ProblemPtr problem;
   Tier tier = Tier::full;
   std::string source;  // "cases/sdpa.yaml:12 (grid llama3_8b_prefill)"
   std::string why;     // an edge's reason, if any
+  std::string tactic;  // one of impl->tactics(*problem), or "" for an impl without tactics
 };
 
 /// The case id of a problem under an impl.
 std::string case_id(const Family& f, const Impl& impl, const Problem& p);
-/// The same from the problem's id already rendered (f.problem_id(p)), for loaders that hold it.
-std::string case_id_from_problem_id(const Family& f, const Impl& impl, std::string_view problem_id);
+/// The same from the problem's id already rendered (f.problem_id(p)), for loaders that hold it;
+/// a tactic (Impl::tactics) is appended after a '/'.
+std::string case_id_from_problem_id(const Family& f, const Impl& impl, std::string_view problem_id,
+                                    std::string_view tactic = {});
+
+/// A case id's parts: "<family>.<impl token>/<problem id>[/<tactic>]" (a problem id holds no '/').
+struct CaseIdParts {
+  std::string_view family, impl_token, problem_id, tactic;
+};
+/// Splits a case id; throws std::invalid_argument naming it where it has no '.' before a '/'.
+CaseIdParts split_case_id(std::string_view id);
+
+/// The tactics the suite makes cases of for `impl` on `p`: Impl::tactics, or none for a negative
+/// problem (Family::expected_error), which is judged on the impl's refusal alone — one case,
+/// whose run gets no tactic.
+std::vector<std::string> tactics_of(const Impl& impl, const Problem& p);
+
+/// A tactic's name: 1 to 32 of [a-z0-9_], beginning with a letter ("h0", "split_k4", "fma").
+bool is_tactic_name(std::string_view s);
+
+/// The tier from which tactic `index` of `count` (Impl::tactics' order) of a problem of tier
+/// `problem_tier` runs: the first (the impl's own pick) with the problem; at the default tier one
+/// more, which rotates over the problems (index 1 + FNV-1a(problem id) mod (count - 1)), so the
+/// catalog's problems of one impl cover its other tactics between them; every tactic at full.
+Tier tactic_tier(Tier problem_tier, size_t index, size_t count, std::string_view problem_id);
 /// The seed of a problem: every impl of one problem sees the same inputs.
 uint64_t case_seed(const Family& f, const Problem& p);
 /// The seed of the inputs `opcts run --capture` records an impl's run with (Impl::run_captured)

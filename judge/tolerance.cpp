@@ -141,7 +141,8 @@ Tolerance ToleranceTable::resolve(const std::string& family, const std::string& 
   const ToleranceRule* hit = nullptr;
   const std::string dt(name(dtype));
   const auto slash = case_id.find('/');
-  const std::string problem = slash == std::string::npos ? case_id : case_id.substr(slash + 1);
+  std::string problem = slash == std::string::npos ? case_id : case_id.substr(slash + 1);
+  problem = problem.substr(0, problem.find('/'));  // without a tactic
   for (const auto& r : rules_) {
     if (r.family != family) continue;
     if (!r.output.empty() && r.output != output) continue;

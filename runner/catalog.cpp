@@ -316,6 +316,8 @@ std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry
     std::string id;
     const CatalogEntry* entry;
     const Impl* impl;
+    std::string tactic;
+    Tier tier;
   };
   std::vector<Slot> slots;
   std::map<std::string_view, std::vector<const Impl*>> impls;
@@ -324,15 +326,41 @@ std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry
     if (fresh)
       for (const Impl* impl : reg.impls_of(e.family->name()))
         if (impl->backend() == arch.backend && (!impl->planted() || include_planted)) it->second.push_back(impl);
-    for (const Impl* impl : it->second)
-      slots.push_back({case_id_from_problem_id(*e.family, *impl, e.problem_id), &e, impl});
+  }
+  // A negative problem is judged on the refusal alone: one case, no tactics (tactics_of).
+  std::vector<bool> negative(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i)
+    negative[i] = !entries[i].family->expected_error(*entries[i].problem).empty();
+  // An impl with tactics is asked for them all at once first (a plugin's answer in a probe).
+  for (const auto& [family, family_impls] : impls) {
+    std::vector<const Problem*> problems;
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (entries[i].family->name() == family && !negative[i]) problems.push_back(entries[i].problem.get());
+    for (const Impl* impl : family_impls) impl->plan_tactics(problems);
+  }
+  for (size_t n = 0; n < entries.size(); ++n) {
+    const CatalogEntry& e = entries[n];
+    for (const Impl* impl : impls.at(e.family->name())) {
+      const std::vector<std::string> tactics = negative[n] ? std::vector<std::string>{} : impl->tactics(*e.problem);
+      if (tactics.empty()) {
+        slots.push_back({case_id_from_problem_id(*e.family, *impl, e.problem_id), &e, impl, {}, e.tier});
+        continue;
+      }
+      for (size_t i = 0; i < tactics.size(); ++i) {
+        if (!is_tactic_name(tactics[i]))
+          throw std::logic_error(std::string(impl->name()) + ": tactic '" + tactics[i] + "' of " + e.problem_id +
+                                 " is not a tactic name (1 to 32 of a-z, 0-9, _, a letter first)");
+        slots.push_back({case_id_from_problem_id(*e.family, *impl, e.problem_id, tactics[i]), &e, impl, tactics[i],
+                         tactic_tier(e.tier, i, tactics.size(), e.problem_id)});
+      }
+    }
   }
   std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) { return a.id < b.id; });
   std::vector<Case> cases;
   cases.reserve(slots.size());
   for (auto& s : slots)
-    cases.push_back(
-        {std::move(s.id), s.entry->family, s.impl, s.entry->problem, s.entry->tier, s.entry->source, s.entry->why});
+    cases.push_back({std::move(s.id), s.entry->family, s.impl, s.entry->problem, s.tier, s.entry->source, s.entry->why,
+                     std::move(s.tactic)});
   return cases;
 }
 

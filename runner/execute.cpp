@@ -171,6 +171,7 @@ void judge_refusal(const Suite& suite, const Case& c, int device, const std::str
   try {
     const TensorMap inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
     RunContext ctx{&suite.arch(), device};
+    ctx.tactic = c.tactic;
     c.impl->run(*c.problem, inputs, ctx);
     r.raw_outcome = Outcome::FAIL;
     r.message = "accepted an invalid '" + expected + "': expected InvalidArgument naming it";
@@ -246,6 +247,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     std::string note;                   // a check of the backend's that did not apply (RunContext::note)
     std::vector<GuardBreach> breaches;  // outputs written outside: judged with their values
     RunContext ctx{&suite.arch(), device, &note, &breaches};
+    ctx.tactic = c.tactic;
     CaseEvidence evidence{ref.inputs, ref.refs, {}};  // for a planted pass's blind spot
     TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx, &r.device_ms, &ref.input_fingerprints);
     // --capture: the run recorded on other inputs and replayed on the case's; the first replay
@@ -395,6 +397,9 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     }
   } catch (const DeviceLost&) {
     throw;
+  } catch (const TacticUnavailable& e) {
+    r.raw_outcome = Outcome::SKIP;
+    r.message = std::string(c.impl->name()) + ": tactic " + c.tactic + " not offered here: " + e.what();
   } catch (const ContractBreach& e) {
     cache.forget();  // the inputs may be written over: the next impl gets them made afresh
     r.raw_outcome = Outcome::FAIL;

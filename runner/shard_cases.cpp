@@ -10,13 +10,14 @@ namespace opcts {
 
 namespace {
 
-// "<family>/<problem id>": the case id without its impl. A case id is "<family>.<impl>/<problem
-// id>" (case_id) and a problem id holds no '/', so the key is cut from the id rather than
-// rendered again (rendering it per comparison made ordering the suite most of its load time).
+// "<family>/<problem id>": the case id without its impl and tactic. A case id is
+// "<family>.<impl>/<problem id>[/<tactic>]" (case_id) and a problem id holds no '/', so the key is
+// cut from the id rather than rendered again (rendering it per comparison made ordering the suite
+// most of its load time).
 std::string problem_key(const Case& c) {
   const auto slash = c.id.find('/');
   if (slash == std::string::npos) return std::string(c.family->name()) + "/" + c.family->problem_id(*c.problem);
-  return std::string(c.family->name()) + c.id.substr(slash);
+  return std::string(c.family->name()) + c.id.substr(slash, c.id.find('/', slash + 1) - slash);
 }
 
 struct Groups {

@@ -80,7 +80,9 @@ ShrinkResult shrink_case(const Suite& suite, const std::string& id, int device, 
   if (out.record.raw_outcome == Outcome::PASS || out.record.raw_outcome == Outcome::SKIP)
     throw std::invalid_argument("shrink: " + id + " does not fail (" + want + "): nothing to shrink");
   const std::string head = id.substr(0, id.find('/') + 1);
-  std::string problem = id.substr(head.size());
+  // The tactic stays the same; a smaller problem that the impl runs without it fails to parse.
+  const std::string tactic = first.tactic.empty() ? "" : "/" + first.tactic;
+  std::string problem(split_case_id(id).problem_id);
   // A number of the id: a token's trailing digits after a letter ("sq77", "n4096", "g128").
   const std::regex number(R"((^|_)([a-z]+)(\d+)(?=_|$))");
   bool shrank = true;
@@ -105,7 +107,7 @@ ShrinkResult shrink_case(const Suite& suite, const std::string& id, int device, 
         if (left() <= 0) break;
         Case c;
         try {
-          c = case_from_id(suite.registry(), head + next);  // the family's contract and canonical spelling
+          c = case_from_id(suite.registry(), head + next + tactic);  // the contract and canonical spelling
         } catch (const std::exception&) {
           continue;
         }
@@ -113,7 +115,7 @@ ShrinkResult shrink_case(const Suite& suite, const std::string& id, int device, 
         ResultRecord r = run_here(suite, c, device, cache);
         if (failure_signature(r) != want) continue;
         problem = next;
-        out.shrunk = head + next;
+        out.shrunk = head + next + tactic;
         out.record = std::move(r);
         if (progress) progress(out.shrunk);
         shrank = true;

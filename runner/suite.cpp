@@ -229,12 +229,9 @@ std::optional<Suite::PreRun> Suite::pre_run(const Case& c) const {
 }
 
 Case case_from_id(const Registry& reg, const std::string& id) {
-  const auto slash = id.find('/');
-  const auto dot = id.find('.');
-  if (slash == std::string::npos || dot == std::string::npos || dot > slash)
-    throw std::invalid_argument("case id '" + id + "': expected <family>.<impl>/<problem>");
-  const std::string fam = id.substr(0, dot);
-  const std::string impl_tok = id.substr(dot + 1, slash - dot - 1);
+  const CaseIdParts parts = split_case_id(id);
+  const std::string fam(parts.family);
+  const std::string impl_tok(parts.impl_token);
   const Family* f = reg.family(fam);
   if (!f) throw std::invalid_argument("case id '" + id + "': unknown family '" + fam + "'");
   const Impl* impl = reg.impl_by_id_token(impl_tok);
@@ -243,8 +240,20 @@ Case case_from_id(const Registry& reg, const std::string& id) {
   Case c;
   c.family = f;
   c.impl = impl;
-  c.problem = f->parse_id(id.substr(slash + 1));
-  c.id = case_id(*f, *impl, *c.problem);
+  c.problem = f->parse_id(parts.problem_id);
+  const std::vector<std::string> tactics = tactics_of(*impl, *c.problem);
+  if (!parts.tactic.empty() || !tactics.empty()) {
+    if (std::find(tactics.begin(), tactics.end(), parts.tactic) == tactics.end()) {
+      std::string known;
+      for (const auto& t : tactics) known += (known.empty() ? "" : ", ") + t;
+      throw std::invalid_argument("case id '" + id + "': " +
+                                  (parts.tactic.empty() ? "no tactic" : "tactic '" + std::string(parts.tactic) + "'") +
+                                  ", but " + std::string(impl->name()) + " runs this problem with " +
+                                  (known.empty() ? "no tactics" : "the tactics " + known));
+    }
+    c.tactic = parts.tactic;
+  }
+  c.id = case_id_from_problem_id(*f, *impl, f->problem_id(*c.problem), c.tactic);
   if (c.id != id) throw std::invalid_argument("case id '" + id + "' is not canonical; did you mean '" + c.id + "'?");
   c.source = "id";
   return c;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "app/builtins.hpp"
 #include "core/fields.hpp"
@@ -146,14 +147,18 @@ TEST(KitRoundTrip, TheOptInCatalogsAndThePyTorchGridsSize) {
 
 // The ids recorded in one tests/data/case_ids file: its literal ids ("family.impl/problem") and
 // every "impl NAME" line with every problem line (the form regenerate.sh writes where a family's
-// ids are that cross product); '#' lines are comments.
+// ids are that cross product); "family.impl/problem t1 t2" lines, the id with each tactic after it
+// (an impl with tactics); '#' lines are comments.
 std::vector<std::string> recorded_ids(const fs::path& file) {
   std::ifstream in(file);
   std::vector<std::string> ids, impls, problems;
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     if (line.rfind("impl ", 0) == 0) impls.push_back(line.substr(5));
-    else if (line.find('/') != std::string::npos) ids.push_back(line);
+    else if (const auto space = line.find(' '); space != std::string::npos) {
+      std::istringstream tactics(line.substr(space + 1));
+      for (std::string t; tactics >> t;) ids.push_back(line.substr(0, space) + "/" + t);
+    } else if (line.find('/') != std::string::npos) ids.push_back(line);
     else problems.push_back(line);
   }
   for (const std::string& impl : impls)
@@ -163,10 +168,11 @@ std::vector<std::string> recorded_ids(const fs::path& file) {
 
 TEST(CaseIds, TheRecordedFormExpandsImplsTimesProblems) {
   const fs::path file = fs::temp_directory_path() / "opcts_case_ids_form.txt";
-  std::ofstream(file) << "# comment\nimpl f.a\nimpl f.b\np1\np2\nf.c/p9\n";
+  std::ofstream(file) << "# comment\nimpl f.a\nimpl f.b\np1\np2\nf.c/p9\nf.d/p1 t1 t2\n";
   std::vector<std::string> ids = recorded_ids(file);
   std::sort(ids.begin(), ids.end());
-  EXPECT_EQ(ids, (std::vector<std::string>{"f.a/p1", "f.a/p2", "f.b/p1", "f.b/p2", "f.c/p9"}));
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"f.a/p1", "f.a/p2", "f.b/p1", "f.b/p2", "f.c/p9", "f.d/p1/t1", "f.d/p1/t2"}));
   fs::remove(file);
 }
 

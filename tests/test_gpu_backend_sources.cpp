@@ -107,13 +107,13 @@ TEST(GpuBackendSources, EveryHipRowIsTheTwinOfACudaRow) {
 class DevicelessBackend final : public opcts::AbiBackend {
  public:
   opcts::TensorMap run(const opcts_impl_desc&, const void*, const opcts::TensorMap&,
-                       const std::vector<opcts::OutputSpec>&, const opcts_arch&, int, std::string*,
+                       const std::vector<opcts::OutputSpec>&, const opcts_arch&, int, const char*, std::string*,
                        std::vector<opcts::GuardBreach>*) const override {
     throw std::logic_error("ran without a device");
   }
   opcts::CapturedRun run_captured(const opcts_impl_desc&, const void*, const opcts::TensorMap&, const opcts::TensorMap&,
-                                  const std::vector<opcts::OutputSpec>&, const opcts_arch&, int, std::string*,
-                                  std::vector<opcts::GuardBreach>*) const override {
+                                  const std::vector<opcts::OutputSpec>&, const opcts_arch&, int, const char*,
+                                  std::string*, std::vector<opcts::GuardBreach>*) const override {
     throw std::logic_error("recorded without a device");
   }
   std::string unavailable() const override { return "no ROCm device found"; }

@@ -95,6 +95,27 @@ TEST(PythonPlugin, TheNumpyExamplesComputeFromTheirBuffersUnderCapture) {
   EXPECT_GT(passed, 10) << shell.output;
 }
 
+// @opcts.impl(tactics=...) lists tactics through the Python host's list_tactics (ABI 1.11): each
+// is a case of its own, and its run finds the tactic in ctx.tactic — the right one passes, the
+// fast but wrong one FAILs alone, the one raising TacticUnavailable is a SKIP quoting it
+// (tests/python_plugins/tactics.py).
+TEST(PythonPlugin, APythonImplsTacticsAreCasesThatReachItsRun) {
+  REQUIRE_PYTHON_HOST();
+  const auto dir = testutil::temp_dir();
+  const auto shell = sh(kOpcts + " run --arch host --tier full --reruns 0 --plugin " + kSource +
+                        "/tests/python_plugins/tactics.py --filter 'cast.pytactic_decode/e4m3fn_to_fp32_allcodes/*'" +
+                        " --results " + dir + "/r.jsonl");
+  std::map<std::string, ResultRecord> recs;
+  for (auto& rec : read_results_file(dir + "/r.jsonl")) recs[rec.id] = rec;
+  const std::string id = "cast.pytactic_decode/e4m3fn_to_fp32_allcodes/";
+  ASSERT_EQ(recs.size(), 3u) << shell.output;
+  EXPECT_EQ(recs.at(id + "table").outcome, Outcome::PASS) << recs.at(id + "table").message;
+  EXPECT_EQ(recs.at(id + "flushed").outcome, Outcome::FAIL) << recs.at(id + "flushed").message;
+  EXPECT_EQ(recs.at(id + "absent").outcome, Outcome::SKIP);
+  EXPECT_NE(recs.at(id + "absent").message.find("no such tactic on this machine"), std::string::npos)
+      << recs.at(id + "absent").message;
+}
+
 TEST(PythonPlugin, TheNumpyExamplesPassTheHostSmokeTier) {
   REQUIRE_PYTHON_HOST();
   testutil::Shell shell;

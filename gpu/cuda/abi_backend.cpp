@@ -141,8 +141,8 @@ class DeviceBuffers {
   }
 
   // The run's arguments on `stream`.
-  opcts_run_args args(const void* params, cudaStream_t stream, int device, const opcts_arch& arch) {
-    return tensors_.run_args(params, stream, device, arch);
+  opcts_run_args args(const void* params, cudaStream_t stream, int device, const opcts_arch& arch, const char* tactic) {
+    return tensors_.run_args(params, stream, device, arch, tactic);
   }
 
   // Every output filled with its poison between its guards again, and the device synchronised: a
@@ -250,8 +250,8 @@ ContractBreach not_capturable(const std::string& who, const std::string& what) {
 class GpuBackend final : public AbiBackend {
  public:
   TensorMap run(const opcts_impl_desc& desc, const void* params, const TensorMap& inputs,
-                const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device, std::string* note,
-                std::vector<GuardBreach>* breaches) const override {
+                const std::vector<OutputSpec>& outs, const opcts_arch& arch, int device, const char* tactic,
+                std::string* note, std::vector<GuardBreach>* breaches) const override {
     const std::string who = desc.name ? desc.name : "?";
     check(cudaSetDevice(device < 0 ? 0 : device), "cudaSetDevice");
     DeviceBuffers bufs(inputs, outs);
@@ -259,7 +259,7 @@ class GpuBackend final : public AbiBackend {
     // What the row's run would otherwise set up while its stream is held (library handles,
     // cuDNN plans, cuBLASLt heuristics may wait for the device, and so for the gate): done here,
     // in the process that runs the case. supports ran in the parent process, not here.
-    if (const PrepareFn prepare = prepare_of(desc.run)) prepare(desc.impl_data, params);
+    if (const PrepareFn prepare = prepare_of(desc.run)) prepare(desc.impl_data, params, tactic);
 
     Stream stream, side;
     opcts_report report{};
@@ -269,7 +269,7 @@ class GpuBackend final : public AbiBackend {
     {
       std::optional<StreamGate> gate;  // none: OPCTS_STREAM_GATE_MS=0 (--sanitize)
       if (gate_timeout_ms() > 0) gate.emplace(stream.s, gate_timeout_ms());
-      const opcts_run_args args = bufs.args(params, stream.s, device, arch);
+      const opcts_run_args args = bufs.args(params, stream.s, device, arch, tactic);
       const auto t0 = std::chrono::steady_clock::now();
       status = desc.run(desc.impl_data, &args, &report);
       run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -315,17 +315,18 @@ class GpuBackend final : public AbiBackend {
   // stream followed by its synchronisation: the stream gate has nothing to hold (no impl code runs).
   CapturedRun run_captured(const opcts_impl_desc& desc, const void* params, const TensorMap& capture_inputs,
                            const TensorMap& inputs, const std::vector<OutputSpec>& outs, const opcts_arch& arch,
-                           int device, std::string*, std::vector<GuardBreach>* breaches) const override {
+                           int device, const char* tactic, std::string*,
+                           std::vector<GuardBreach>* breaches) const override {
     const std::string who = desc.name ? desc.name : "?";
     check(cudaSetDevice(device < 0 ? 0 : device), "cudaSetDevice");
     DeviceBuffers bufs(capture_inputs, outs);
-    if (const PrepareFn prepare = prepare_of(desc.run)) prepare(desc.impl_data, params);
+    if (const PrepareFn prepare = prepare_of(desc.run)) prepare(desc.impl_data, params, tactic);
 
     Stream stream, side;
     Graph g;
     opcts_report report{};
     check(cudaStreamBeginCapture(stream.s, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
-    const opcts_run_args args = bufs.args(params, stream.s, device, arch);
+    const opcts_run_args args = bufs.args(params, stream.s, device, arch, tactic);
     const opcts_status status = desc.run(desc.impl_data, &args, &report);
     const cudaError_t ended = cudaStreamEndCapture(stream.s, &g.graph);
     const cudaError_t during = cudaGetLastError();  // a call the capture refused (not sticky)

@@ -50,6 +50,7 @@ void add_row(Registry& reg, Row& r, const std::string& missing) {
   if (r.blind_spot) impl->set_blind_spot(std::move(r.blind_spot));
   impl->set_bug_needs_bitwise(r.bug_needs_bitwise);
   impl->set_bug_needs_capture(r.bug_needs_capture);
+  if (r.tactics) impl->set_tactics(r.tactics);
   reg.add(std::move(impl));
 }
 

@@ -30,9 +30,11 @@ namespace opcts::cuda {
 /// backend holds the case's stream (library handles, cuDNN plans, cuBLASLt heuristics: calls
 /// that may wait for the device, and so for the stream gate). The CUDA backend calls it with the
 /// row's impl_data and the parameter struct in the process that runs the case, just before it
-/// holds the stream (abi_backend.cpp). It must not throw: what fails there is left to run, which
-/// reports it.
-using PrepareFn = void (*)(const void* impl_data, const void* params);
+/// holds the stream (abi_backend.cpp), with the case's tactic (opcts_run_args.tactic, or null): a
+/// row with tactics prepares that tactic's plan. It must not throw: what fails there is left to
+/// run, which reports it.
+// `tactic`: the case's (opcts_run_args.tactic), or null: a row with tactics prepares that one's plan.
+using PrepareFn = void (*)(const void* impl_data, const void* params, const char* tactic);
 
 /// One built-in row: the descriptor (callbacks may be null in a host build), the capability
 /// names it needs, and for a planted row the C++ check of which problems can show its bug
@@ -49,6 +51,9 @@ struct Row {
   bool bug_needs_bitwise = false;  // a planted row whose bug only --bitwise sees
   bool bug_needs_capture = false;  // a planted row whose bug only --capture sees
   PrepareFn prepare = nullptr;     // run's library setup, done before the stream is held (may be null)
+  // The row's tactics per problem (Impl::tactics), declared in C++ in every build so that ids
+  // never depend on it; run reads the case's in opcts_run_args.tactic. Null: none.
+  std::function<std::vector<std::string>(const Problem&)> tactics;
   // A cuda.* row's hip.* twin (never a planted row's): registered by add_rows after the rows it
   // was given, named hip.<the name after "cuda.">, with the capabilities HIP needs for it.
   bool hip_twin = false;
@@ -67,6 +72,12 @@ inline Row with_hip_twin(Row r, std::vector<std::string> hip_caps = {}) {
 /// `backend` ("cuda", or "hip" for gpu/hip/rows.cpp's rows).
 Row row(const char* family, const char* name, opcts_supports_fn supports, opcts_run_fn run,
         opcts_deterministic_fn deterministic = nullptr, const void* impl_data = nullptr, const char* backend = "cuda");
+
+/// The case's tactic (opcts_run_args.tactic), or null: none, or an args struct older than ABI
+/// 1.11, which has no tactic field.
+inline const char* tactic_of(const opcts_run_args* a) {
+  return offsetof(opcts_run_args, tactic) + sizeof(const char*) <= a->struct_size ? a->tactic : nullptr;
+}
 
 /// What a row's run callback returns on failure: `status`, with `message` (and for
 /// OPCTS_INVALID_ARGUMENT the argument's name) written into `report`, truncated to its fields.

@@ -20,6 +20,8 @@ void register_host_int4_mm(Registry& reg);
 void register_host_grouped_mm(Registry& reg);
 /// host.emulated_hopper and its planted variants (scaled_mm_hopper.cpp).
 void register_host_scaled_mm_hopper(Registry& reg);
+/// host.emulated_split_k (split-K tactics) and its planted tactic (scaled_mm_split_k.cpp).
+void register_host_scaled_mm_split_k(Registry& reg);
 /// host.omp (scatter_add), host.omp_rows (index_add), host.gather (index_select), the planted
 /// host.omp_drop_dups, host.omp_dtype_acc (each with an index_add twin _rows), host.omp_unstable
 /// (scatter_add), and register_host_indexing_atomics's.

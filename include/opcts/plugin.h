@@ -47,7 +47,7 @@ extern "C" {
  * fp8 KV caches (opcts_sdpa_params.fp8, fp8_format, descale); 10: the invariance contracts
  * (opcts_impl_desc.invariance; no new problems). An impl sets opcts_impl_desc.abi_minor to the minor it
  * handles; opcts gives it no problem that needs a later one (a SKIP naming the version). */
-#define OPCTS_PLUGIN_ABI_MINOR 10u
+#define OPCTS_PLUGIN_ABI_MINOR 11u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -60,7 +60,11 @@ typedef enum opcts_status {
   /* The impl (or its library) cannot run this valid problem: `message` says why. */
   OPCTS_UNSUPPORTED = 2,
   /* Anything else that went wrong (a failed allocation, a library error). */
-  OPCTS_INTERNAL = 3
+  OPCTS_INTERNAL = 3,
+  /* ABI 1.11: the case's tactic (opcts_run_args.tactic) is one the impl listed for the problem
+   * but cannot run here (its library's heuristic offers fewer algorithms on this device): the
+   * case is a SKIP quoting `message`. */
+  OPCTS_TACTIC_UNAVAILABLE = 4
 } opcts_status;
 
 /* What a run callback reports besides its status: fixed buffers opcts owns. */
@@ -134,6 +138,9 @@ typedef struct opcts_run_args {
   void* stream;   /* cudaStream_t / hipStream_t; NULL for host impls */
   int32_t device; /* GPU ordinal, made current by opcts; -1 on the host */
   const opcts_arch* arch;
+  /* ABI 1.11: the case's tactic, one of the names list_tactics gave for this problem; NULL for an
+   * impl without list_tactics (or one that listed none). */
+  const char* tactic;
 } opcts_run_args;
 
 /* ---- An impl ----------------------------------------------------------------------------- */
@@ -156,6 +163,16 @@ typedef int32_t (*opcts_deterministic_fn)(const void* impl_data, const void* par
  * another position of a batch of the same size. 0, or a NULL callback, declares none. */
 enum { OPCTS_INVARIANT_BATCH_SIZE = 1, OPCTS_INVARIANT_BATCH_POSITION = 2 };
 typedef uint32_t (*opcts_invariance_fn)(const void* impl_data, const void* params);
+/* ABI 1.11: the tactics the impl can run a problem with (a library's algorithms, a kernel's
+ * variants), its default first: each becomes a case "<case id>/<tactic>" that run receives in
+ * opcts_run_args.tactic. Writes the names into `names` separated by '\n' and NUL-terminated
+ * (opcts hands OPCTS_TACTIC_NAMES_SIZE bytes) and returns how many; 0 for none (one case without
+ * a tactic part), negative on an error (the impl's cases of that problem are ERRORs). A name is 1
+ * to 32 of a-z, 0-9 and '_', a letter first, and must depend on the problem only — never on the
+ * device — so that case ids are stable: a tactic this device turns out not to offer returns
+ * OPCTS_TACTIC_UNAVAILABLE from run. Called in the parent process (a probe), like supports. */
+#define OPCTS_TACTIC_NAMES_SIZE 4096
+typedef int32_t (*opcts_list_tactics_fn)(const void* impl_data, const void* params, char* names, size_t names_size);
 
 typedef struct opcts_impl_desc {
   uint32_t struct_size;    /* sizeof(opcts_impl_desc) */
@@ -176,6 +193,8 @@ typedef struct opcts_impl_desc {
   uint32_t abi_minor;
   /* ABI 1.10: the axes the outputs are invariant over (above); may be NULL (none). */
   opcts_invariance_fn invariance;
+  /* ABI 1.11: the impl's tactics per problem (above); may be NULL (none). */
+  opcts_list_tactics_fn list_tactics;
 } opcts_impl_desc;
 
 /* What opcts gives the plugin's entry point. add_impl copies the strings it needs; it returns

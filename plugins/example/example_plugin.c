@@ -10,6 +10,7 @@
  * refusal) and SKIP, with a reason, what they do not implement.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -285,6 +286,22 @@ static int32_t mm_supports(const void* impl, const void* params, const opcts_arc
   return 1;
 }
 
+/* Its tactics (ABI 1.11): the K loop in one pass, or in two halves whose fp32 sums are added at
+ * the end (split-K, as a GPU kernel hands the halves to two blocks). Either is an fp32 sum of the
+ * same products, so one bound judges both; each is a case of its own ("<case id>/k_two_halves"). */
+static int32_t mm_list_tactics(const void* impl, const void* params, char* names, size_t size) {
+  const opcts_scaled_mm_params* p = (const opcts_scaled_mm_params*)params;
+  (void)impl;
+  if (p->k < 2) return snprintf(names, size, "k_one_pass") < 0 ? -1 : 1;
+  return snprintf(names, size, "k_one_pass\nk_two_halves") < 0 ? -1 : 2;
+}
+
+/* The tactic opcts hands run: args->tactic exists from ABI 1.11 (struct_size says), NULL for none. */
+static int two_halves(const opcts_run_args* args) {
+  if (args->struct_size < offsetof(opcts_run_args, tactic) + sizeof args->tactic || !args->tactic) return 0;
+  return strcmp(args->tactic, "k_two_halves") == 0;
+}
+
 static opcts_status mm_run(const void* impl, const opcts_run_args* args, opcts_report* r) {
   const opcts_scaled_mm_params* p = (const opcts_scaled_mm_params*)args->params;
   (void)impl;
@@ -307,14 +324,17 @@ static opcts_status mm_run(const void* impl, const opcts_run_args* args, opcts_r
   const uint8_t *A = (const uint8_t*)a->data, *B = (const uint8_t*)b->data;
   const float *SA = (const float*)sa->data, *SB = (const float*)sb->data;
   const int a5 = a->dtype.code == OPCTS_DL_FLOAT8_E5M2, b5 = b->dtype.code == OPCTS_DL_FLOAT8_E5M2;
+  const int64_t half = two_halves(args) ? p->k / 2 : p->k;
   for (int64_t i = 0; i < p->m; ++i)
     for (int64_t j = 0; j < p->n; ++j) {
-      float acc = 0; /* products of two 8-bit codes are exact in fp32; the sum is rounded at each step */
+      float acc = 0, rest = 0; /* products of two 8-bit codes are exact in fp32; each sum is rounded at each step */
       for (int64_t kk = 0; kk < p->k; ++kk) {
         const float x = a5 ? e5m2_to_float(A[i * p->lda + kk]) : e4m3fn_to_float(A[i * p->lda + kk]);
         const float y = b5 ? e5m2_to_float(B[j * p->ldb + kk]) : e4m3fn_to_float(B[j * p->ldb + kk]);
-        acc += x * y;
+        if (kk < half) acc += x * y;
+        else rest += x * y;
       }
+      if (half < p->k) acc += rest;
       float out = acc * (SA[na == 1 ? 0 : i] * SB[nb == 1 ? 0 : j]);
       if (bias) out += load(bias, j);
       store(d, i * p->n + j, out);
@@ -350,6 +370,7 @@ int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   mm.name = "example.scaled_mm";
   mm.supports = mm_supports;
   mm.run = mm_run;
+  mm.list_tactics = mm_list_tactics;
   char error[256];
   if (reg->add_impl(reg->ctx, &sdpa, error, sizeof error) != 0) return 2;
   if (reg->add_impl(reg->ctx, &mm, error, sizeof error) != 0) return 2;

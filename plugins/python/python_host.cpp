@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,6 +51,7 @@ PyObject* g_run = nullptr;
 PyObject* g_supports = nullptr;
 PyObject* g_deterministic = nullptr;
 PyObject* g_invariance = nullptr;
+PyObject* g_tactics = nullptr;
 std::string g_init_error;  // why the interpreter could not start (sticky for the process)
 
 void copy_text(char* dst, size_t size, const std::string& s) {
@@ -165,7 +167,8 @@ bool start_interpreter() {
     g_supports = PyObject_GetAttrString(g_host, "supports");
     g_deterministic = PyObject_GetAttrString(g_host, "deterministic");
     g_invariance = PyObject_GetAttrString(g_host, "invariance");
-    if (!g_run || !g_supports || !g_deterministic || !g_invariance)
+    g_tactics = PyObject_GetAttrString(g_host, "tactics");
+    if (!g_run || !g_supports || !g_deterministic || !g_invariance || !g_tactics)
       g_init_error = "opcts._host lacks its entry points: " + take_error();
   }
   PyGILState_Release(gil);
@@ -264,15 +267,30 @@ uint32_t py_invariance(const void* impl_data, const void* params) {
                             [](PyObject* r) { return static_cast<uint32_t>(PyLong_AsUnsignedLong(r)); });
 }
 
+// The impl's tactics function through _host.tactics: the names '\n'-separated, their count, or -1
+// where it raised (the case is an ERROR saying so).
+int32_t py_list_tactics(const void* impl_data, const void* params, char* names, size_t names_size) {
+  std::string text;
+  const bool ok = ask_host<bool>(g_tactics, impl_data, params, false, [&](PyObject* r) {
+    text = utf8(r);
+    return PyUnicode_Check(r) != 0;
+  });
+  if (!ok || text.size() + 1 > names_size) return -1;
+  copy_text(names, names_size, text);
+  return text.empty() ? 0 : static_cast<int32_t>(std::count(text.begin(), text.end(), '\n') + 1);
+}
+
 opcts_status py_run(const void* impl_data, const opcts_run_args* args, opcts_report* report) {
   const auto* impl = static_cast<const PyImpl*>(impl_data);
   PyGILState_STATE gil = PyGILState_Ensure();
   const bool host = impl->backend == "host";  // host memory: numpy views over it
   PyObject* tensors = PyTuple_New(args->n_tensors);
   for (int32_t i = 0; i < args->n_tensors; ++i) PyTuple_SET_ITEM(tensors, i, tensor_tuple(args->tensors[i], host));
-  PyObject* r = PyObject_CallFunction(g_run, "lNNKiN", impl->index, params_bytes(args->params), tensors,
+  const char* tactic =
+      args->struct_size >= offsetof(opcts_run_args, tactic) + sizeof args->tactic ? args->tactic : nullptr;
+  PyObject* r = PyObject_CallFunction(g_run, "lNNKiNz", impl->index, params_bytes(args->params), tensors,
                                       static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(args->stream)),
-                                      args->device, arch_tuple(args->arch));
+                                      args->device, arch_tuple(args->arch), tactic);
   opcts_status status = OPCTS_OK;
   if (!r) {
     status = OPCTS_INTERNAL;
@@ -327,15 +345,15 @@ __attribute__((visibility("default"))) int32_t opcts_python_plugin_init(const ch
     why = utf8(r);  // the import's error, traceback included
   } else {
     // A list of (index, family, name, backend, caps, planted, deterministic_known, abi_minor,
-    // invariance_known) tuples.
+    // invariance_known, tactics_known) tuples.
     const Py_ssize_t n = PyList_Check(r) ? PyList_Size(r) : 0;
     for (Py_ssize_t i = 0; i < n; ++i) {
       long index = 0, abi_minor = 0;
-      int planted = 0, det_callback = 0, inv_callback = 0;
+      int planted = 0, det_callback = 0, inv_callback = 0, tac_callback = 0;
       const char *family = nullptr, *name = nullptr, *backend = nullptr;
       PyObject* caps = nullptr;
-      if (!PyArg_ParseTuple(PyList_GetItem(r, i), "lsssOpplp", &index, &family, &name, &backend, &caps, &planted,
-                            &det_callback, &abi_minor, &inv_callback)) {
+      if (!PyArg_ParseTuple(PyList_GetItem(r, i), "lsssOpplpp", &index, &family, &name, &backend, &caps, &planted,
+                            &det_callback, &abi_minor, &inv_callback, &tac_callback)) {
         why = "the Python host returned a malformed impl: " + take_error();
         break;
       }
@@ -363,6 +381,7 @@ __attribute__((visibility("default"))) int32_t opcts_python_plugin_init(const ch
       d.run = py_run;
       d.deterministic = det_callback ? py_deterministic : nullptr;
       d.invariance = inv_callback ? py_invariance : nullptr;
+      d.list_tactics = tac_callback ? py_list_tactics : nullptr;
       d.impl_data = &impl;
       char reg_error[512] = {0};
       if (registrar->add_impl(registrar->ctx, &d, reg_error, sizeof reg_error) != 0) {

@@ -54,11 +54,22 @@ class Unsupported(Exception):
         self.why = str(why)
 
 
+class TacticUnavailable(Exception):
+    """Raised by `run`: the case's tactic (ctx.tactic), listed for the problem, is one this machine
+    does not offer (OPCTS_TACTIC_UNAVAILABLE): a SKIP with `why`."""
+
+    def __init__(self, why):
+        super().__init__(why)
+        self.why = str(why)
+
+
 Arch = _namedtuple("Arch", "name backend compute_major compute_minor warp_size smem_per_block_kib caps")
-Context = _namedtuple("Context", "stream device arch")
+Context = _namedtuple("Context", "stream device arch tactic", defaults=(None,))
 Context.__doc__ = """Where a case runs: `stream` (the cudaStream_t / hipStream_t as an int, 0 on
 the host: enqueue all work on it and do not synchronise it), `device` (GPU ordinal, -1 on the
-host), `arch` (an Arch: name, backend, compute capability, warp size, shared memory, caps)."""
+host), `arch` (an Arch: name, backend, compute capability, warp size, shared memory, caps),
+`tactic` (the case's tactic, one of what the impl's `tactics` listed for the problem; None for an
+impl without tactics)."""
 
 _NAME = _re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
 
@@ -67,15 +78,16 @@ class ImplInfo:
     """What `@impl` recorded: the function and its declaration."""
 
     __slots__ = ("family", "name", "backend", "fn", "supports", "deterministic", "accumulation", "reason", "caps",
-                 "planted", "abi_minor", "invariant", "module", "_run_arity", "_supports_arity")
+                 "planted", "abi_minor", "invariant", "tactics", "module", "_run_arity", "_supports_arity")
 
     def __init__(self, family, name, backend, fn, supports, deterministic, accumulation, reason, caps, planted,
-                 abi_minor=0, invariant=()):
+                 abi_minor=0, invariant=(), tactics=None):
         self.family, self.name, self.backend, self.fn = family, name, backend, fn
         self.supports, self.deterministic, self.accumulation = supports, deterministic, accumulation
         self.reason, self.caps, self.planted = reason, tuple(caps), bool(planted)
         self.abi_minor = int(abi_minor)
         self.invariant = invariant if callable(invariant) else tuple(invariant)
+        self.tactics = tactics
         self.module = getattr(fn, "__module__", None)
         self._run_arity = _arity(fn, 3)
         self._supports_arity = _arity(supports, 2) if supports is not None else 0
@@ -116,7 +128,7 @@ def _invariance_names(axes, where):
 
 
 def impl(family, *, name, backend="host", deterministic=True, accumulation=None, supports=None, caps=(),
-         planted=False, reason=None, abi_minor=0, invariant=()):
+         planted=False, reason=None, abi_minor=0, invariant=(), tactics=None):
     """Registers the decorated function `fn(p, t, ctx)` (or `fn(p, t)`) as an impl of `family`.
 
     - `name`: "<prefix>.<name>" of lowercase letters, digits, '_' and '.' (case ids spell it
@@ -139,6 +151,11 @@ def impl(family, *, name, backend="host", deterministic=True, accumulation=None,
     - `invariant`: the axes over which the outputs are the same bit for bit, a sequence of
       "batch_size" (a batch entry computed alone) and "batch_position" (at another position of
       the batch), or `fn(p)` returning one: what `opcts run --invariance` holds the impl to.
+    - `tactics`: `fn(p)` returning the tactics the impl can run p with, its default first (names
+      of 1 to 32 of a-z, 0-9 and '_', a letter first, fixed by the problem alone): each is a case
+      of its own, `<case id>/<tactic>`, whose run finds it in `ctx.tactic` (docs/plugins.md,
+      list_tactics). Raise TacticUnavailable(why) from the run for one this machine does not offer (a
+      SKIP). Called in a probe process.
 
     `fn` writes the outputs and returns nothing; it refuses an argument by raising
     InvalidArgument(argument, why) and a valid problem it cannot run by raising Unsupported(why).
@@ -151,6 +168,8 @@ def impl(family, *, name, backend="host", deterministic=True, accumulation=None,
         raise ValueError(f"backend {backend!r} is not host, cuda or hip")
     if not (isinstance(deterministic, bool) or callable(deterministic)):
         raise TypeError("deterministic is True, False or a function of the problem")
+    if tactics is not None and not callable(tactics):
+        raise TypeError("tactics is a function (p) -> a list of tactic names")
     if supports is not None and not callable(supports):
         raise TypeError("supports is a function (p, arch) -> True | False | reason")
     if not callable(invariant):
@@ -170,7 +189,7 @@ def impl(family, *, name, backend="host", deterministic=True, accumulation=None,
             if other.name == name:
                 raise ValueError(f"impl {name} is registered twice")
         info = ImplInfo(family, name, backend, fn, supports, deterministic, accumulation, reason, caps, planted,
-                        abi_minor, invariant)
+                        abi_minor, invariant, tactics)
         _IMPLS.append(info)
         fn.opcts_impl = info
         return fn

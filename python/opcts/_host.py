@@ -12,7 +12,7 @@ import opcts
 from opcts import _params, _tensors
 
 # include/opcts/plugin.h's opcts_status
-OK, INVALID_ARGUMENT, UNSUPPORTED, INTERNAL = 0, 1, 2, 3
+OK, INVALID_ARGUMENT, UNSUPPORTED, INTERNAL, TACTIC_UNAVAILABLE = 0, 1, 2, 3, 4
 MESSAGE_BYTES = 500  # opcts_report.message holds 511 bytes; the impl's name goes before it
 _arches = {}
 _OWN = os.path.dirname(os.path.abspath(__file__)) + os.sep  # this package's frames are left out
@@ -79,7 +79,7 @@ def _import_file(path):
 def load(spec):
     """Imports `spec` (a .py path, or "py:package.module") and returns its impls as tuples
     (index, family, name, backend, caps, planted, has_deterministic_callback, abi_minor,
-    has_invariance_callback), or a
+    has_invariance_callback, has_tactics_callback), or a
     string: why it cannot be used."""
     before = len(opcts._IMPLS)
     try:
@@ -102,7 +102,7 @@ def load(spec):
         except ImportError as e:
             return f"{spec} has host impls, whose tensors are numpy arrays, and numpy cannot be imported: {e}"
     return [(i, d.family, d.name, d.backend, list(d.caps), d.planted, d.deterministic is not True, d.abi_minor,
-             callable(d.invariant) or len(d.invariant) > 0) for i, d in added]
+             callable(d.invariant) or len(d.invariant) > 0, d.tactics is not None) for i, d in added]
 
 
 
@@ -160,7 +160,14 @@ def invariance(index, params):
         return 0
 
 
-def run(index, params, tensors, stream, device, arch):
+def tactics(index, params):
+    """The impl's tactics for the problem, '\n'-separated (plugin ABI list_tactics); what its
+    function raises goes through (the Python host answers -1: the case is an ERROR)."""
+    info = opcts._IMPLS[index]
+    return "\n".join(str(t) for t in info.tactics(_params.problem(info.family, params)) or ())
+
+
+def run(index, params, tensors, stream, device, arch, tactic=None):
     """Runs one case: None when the impl returned, else (status, argument, message)."""
     info = opcts._IMPLS[index]
     _tensors.new_case()
@@ -178,7 +185,7 @@ def run(index, params, tensors, stream, device, arch):
                 return (INTERNAL, "", "supports() raised " + _exception_text(e, MESSAGE_BYTES - 20))
         t = _tensors.Tensors(tensors, info.backend == "host", device, stream, info.backend)
         if info._run_arity >= 3:
-            info.fn(p, t, opcts.Context(stream, device, a))
+            info.fn(p, t, opcts.Context(stream, device, a, tactic))
         else:
             info.fn(p, t)
         return None
@@ -186,6 +193,8 @@ def run(index, params, tensors, stream, device, arch):
         return (INVALID_ARGUMENT, e.argument, e.why)
     except opcts.Unsupported as e:
         return (UNSUPPORTED, "", e.why)
+    except opcts.TacticUnavailable as e:
+        return (TACTIC_UNAVAILABLE, "", e.why)
     except BaseException as e:  # an ERROR: the record says what and where
         traceback.print_exc(file=sys.stderr)
         sys.stderr.flush()

@@ -17,6 +17,10 @@
  *                    addresses of its src and out buffers and, called again there, copies the kept
  *                    result out instead of computing: a result computed at capture and replayed
  *                    (only --capture, which refills the same buffers, sees it)
+ *  12 tactics        an fp32 scatter_add impl with three tactics (ABI 1.11): "forwards" (right),
+ *                    "drops_last" (loses each row's last update: a fast-but-wrong tactic) and
+ *                    "absent" (OPCTS_TACTIC_UNAVAILABLE: a SKIP)
+ *  13 tactic_names   the same impl listing "forwards" and "Not-A-Name" (its cases are ERRORs)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -168,6 +172,41 @@ static opcts_status replay_cache(const void* impl, const opcts_run_args* a, opct
   return OPCTS_OK;
 }
 
+/* Variants 12 and 13: the tactics. */
+static int32_t list_tactics(const void* impl, const void* params, char* names, size_t size) {
+  (void)impl;
+  (void)params;
+  const char* list = OPCTS_BAD_VARIANT == 12 ? "forwards\ndrops_last\nabsent" : "forwards\nNot-A-Name";
+  snprintf(names, size, "%s", list);
+  return OPCTS_BAD_VARIANT == 12 ? 3 : 2;
+}
+
+static opcts_status tactic_scatter(const void* impl, const opcts_run_args* a, opcts_report* r) {
+  (void)impl;
+  const char* t = a->struct_size >= sizeof(opcts_run_args) ? a->tactic : NULL;
+  if (!t) {
+    snprintf(r->message, sizeof r->message, "no tactic handed to run");
+    return OPCTS_INTERNAL;
+  }
+  if (strcmp(t, "absent") == 0) {
+    snprintf(r->message, sizeof r->message, "this machine offers no such tactic");
+    return OPCTS_TACTIC_UNAVAILABLE;
+  }
+  const opcts_status s = scatter(a, r, 1);
+  if (s != OPCTS_OK || strcmp(t, "drops_last") != 0) return s;
+  /* Take back each outer row's last update (j = m - 1). */
+  const opcts_scatter_add_params* p = (const opcts_scatter_add_params*)a->params;
+  const opcts_tensor *src = tensor_named(a, "src"), *index = tensor_named(a, "index"), *out = tensor_named(a, "out");
+  const int wide = p->index.bits == 64;
+  for (int64_t o = 0; o < p->outer && p->m > 0; ++o)
+    for (int64_t k = 0; k < p->inner; ++k) {
+      const int64_t e = (o * p->m + p->m - 1) * p->inner + k;
+      const int64_t d = wide ? ((const int64_t*)index->data)[e] : ((const int32_t*)index->data)[e];
+      ((float*)out->data)[(o * p->n + d) * p->inner + k] -= ((const float*)src->data)[e];
+    }
+  return OPCTS_OK;
+}
+
 #if OPCTS_BAD_VARIANT != 6
 int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   if (OPCTS_BAD_VARIANT == 1 && abi_version != 99) return 7;
@@ -180,7 +219,7 @@ int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
   d.family = OPCTS_BAD_VARIANT == 3    ? "no_such_family"
              : OPCTS_BAD_VARIANT == 7  ? "cast"
              : OPCTS_BAD_VARIANT == 10 ? "scatter_add"
-             : OPCTS_BAD_VARIANT == 11 ? "scatter_add"
+             : OPCTS_BAD_VARIANT >= 10 ? "scatter_add"
                                        : "sdpa";
   d.name = OPCTS_BAD_VARIANT == 2    ? "host.flash"
            : OPCTS_BAD_VARIANT == 4  ? "bad.crash"
@@ -188,6 +227,7 @@ int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
            : OPCTS_BAD_VARIANT == 9  ? "bad.crash_supports"
            : OPCTS_BAD_VARIANT == 10 ? "bad.unstable_scatter"
            : OPCTS_BAD_VARIANT == 11 ? "bad.replay_cache"
+           : OPCTS_BAD_VARIANT >= 12 ? "bad.tactics"
                                      : "bad.scribble";
   d.backend = "host";
   d.supports = OPCTS_BAD_VARIANT == 7 ? any_cast : OPCTS_BAD_VARIANT >= 10 ? fp32_scatter : yes;
@@ -195,7 +235,9 @@ int32_t opcts_plugin_init(uint32_t abi_version, const opcts_registrar* reg) {
           : OPCTS_BAD_VARIANT == 7  ? lazy
           : OPCTS_BAD_VARIANT == 10 ? unstable_scatter
           : OPCTS_BAD_VARIANT == 11 ? replay_cache
+          : OPCTS_BAD_VARIANT >= 12 ? tactic_scatter
                                     : scribble;
+  if (OPCTS_BAD_VARIANT >= 12) d.list_tactics = list_tactics;
   if (OPCTS_BAD_VARIANT >= 10) d.deterministic = claims_determinism;
   char error[256];
   return reg->add_impl(reg->ctx, &d, error, sizeof error) == 0 ? 0 : 3;

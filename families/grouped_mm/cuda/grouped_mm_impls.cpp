@@ -50,7 +50,7 @@ int32_t grouped_supports(const void* impl, const void* params, const opcts_arch*
   return 1;
 }
 
-void grouped_prepare(const void* impl, const void*) {
+void grouped_prepare(const void* impl, const void*, const char*) {
   if (!static_cast<const GroupedRow*>(impl)->cublas) return;
   try {
     OPCTS_CUDA_VENDOR(cublas_grouped_context());

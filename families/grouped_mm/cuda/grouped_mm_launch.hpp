@@ -90,6 +90,6 @@ opcts_status grouped_run(const void* impl, const opcts_run_args* args, opcts_rep
 /// Row::prepare: cuda.cublas_grouped's cuBLAS handle and workspace, made in the worker before
 /// the backend holds the stream (cublasCreate loads cuBLAS's libraries, which waits for the
 /// device); nothing for the kernel rows.
-void grouped_prepare(const void* impl, const void* params);
+void grouped_prepare(const void* impl, const void* params, const char* tactic);
 
 }  // namespace opcts::cuda

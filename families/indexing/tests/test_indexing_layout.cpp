@@ -70,11 +70,12 @@ TEST(OutputGuard, TheHostBackendFailsAPlusZeroPastTheEnd) {
       const std::vector<OutputSpec> outs{{.name = "out", .dtype = DType::fp16, .shape = {5}, .misalign_bytes = mis}};
       const opcts_arch arch{};
       if (!data) {
-        EXPECT_EQ(host_abi_backend().run(d, nullptr, {}, outs, arch, 0, nullptr, nullptr).at("out").get(4), 0.0);
+        EXPECT_EQ(host_abi_backend().run(d, nullptr, {}, outs, arch, 0, nullptr, nullptr, nullptr).at("out").get(4),
+                  0.0);
         continue;
       }
       try {
-        host_abi_backend().run(d, nullptr, {}, outs, arch, 0, nullptr, nullptr);
+        host_abi_backend().run(d, nullptr, {}, outs, arch, 0, nullptr, nullptr, nullptr);
         ADD_FAILURE() << "a +0 past the end passed (misalign " << mis << ")";
       } catch (const ContractBreach& e) {
         EXPECT_NE(
@@ -87,7 +88,8 @@ TEST(OutputGuard, TheHostBackendFailsAPlusZeroPastTheEnd) {
       // Where the caller collects breaches (runner/execute.cpp), the outputs come back too, so
       // their values are judged besides the breach.
       std::vector<GuardBreach> breaches;
-      EXPECT_EQ(host_abi_backend().run(d, nullptr, {}, outs, arch, 0, nullptr, &breaches).at("out").get(4), 0.0);
+      EXPECT_EQ(host_abi_backend().run(d, nullptr, {}, outs, arch, 0, nullptr, nullptr, &breaches).at("out").get(4),
+                0.0);
       ASSERT_EQ(breaches.size(), 1u);
       EXPECT_EQ(breaches[0].output, "out");
       EXPECT_NE(breaches[0].message.find("past the end of 'out'"), std::string::npos) << breaches[0].message;

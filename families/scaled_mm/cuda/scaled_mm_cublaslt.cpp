@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "core/spellings.hpp"
@@ -253,42 +254,72 @@ std::string heuristic_key(const ScaledMmParams& p) {
   return k;
 }
 
-// The heuristic's first algorithm per key (or its refusal, status 15 / 7: cuBLASLt's answer
-// for those parameters), kept for the process: the query may wait for the device, so the
-// rows' preparation asks it before the backend holds the stream (scaled_mm_cublaslt_plan).
-struct CachedAlgo {
-  cublasLtMatmulAlgo_t algo{};
+// The heuristic's algorithms per key, best first (or its refusal, status 15 / 7: cuBLASLt's
+// answer for those parameters), kept for the process: the query may wait for the device, so the
+// rows' preparation asks it before the backend holds the stream (scaled_mm_cublaslt_plan). The
+// whole list is kept because each of the row's tactics runs one rank of it.
+struct CachedAlgos {
+  cublasLtMatmulAlgo_t algos[kMaxHeuristicTactics]{};
+  int found = 0;
   std::exception_ptr refused;
 };
 
-// `asked`, when given, is set when this call asked the heuristic (the key was new to the process).
-cublasLtMatmulAlgo_t cached_algo(DeviceState& st, const Lt& lt, const ScaledMmParams& p, bool* asked = nullptr) {
-  static std::mutex mu;
-  static std::map<std::string, CachedAlgo> algos;
-  const std::string key = heuristic_key(p);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (const auto it = algos.find(key); it != algos.end()) {
-      if (it->second.refused) std::rethrow_exception(it->second.refused);
-      return it->second.algo;
-    }
-  }
-  if (asked) *asked = true;
-  CachedAlgo e;
+// cuBLASLt's list for `p`: up to kMaxHeuristicTactics algorithms "in the order of increasing
+// estimated compute time" (cuBLASLt docs, cublasLtMatmulAlgoGetHeuristic), so rank 0 is its
+// first choice. A result counts only where its state is CUBLAS_STATUS_SUCCESS (cuBLASLt docs,
+// cublasLtMatmulHeuristicResult_t: its other fields are valid only then). None is a refusal.
+CachedAlgos ask_heuristic(DeviceState& st, const Lt& lt, const ScaledMmParams& p) {
+  CachedAlgos e;
   try {
-    cublasLtMatmulHeuristicResult_t heur{};
-    int found = 0;
-    lt_check(cublasLtMatmulAlgoGetHeuristic(st.handle, lt.desc, lt.a, lt.b, lt.c, lt.d, lt.pref, 1, &heur, &found),
+    cublasLtMatmulHeuristicResult_t heur[kMaxHeuristicTactics]{};
+    int returned = 0;
+    lt_check(cublasLtMatmulAlgoGetHeuristic(st.handle, lt.desc, lt.a, lt.b, lt.c, lt.d, lt.pref, kMaxHeuristicTactics,
+                                            heur, &returned),
              "cublasLtMatmulAlgoGetHeuristic", p);
-    if (found == 0) lt_check(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmulAlgoGetHeuristic (no algorithm)", p);
-    e.algo = heur.algo;
+    for (int i = 0; i < returned && i < kMaxHeuristicTactics; ++i)
+      if (heur[i].state == CUBLAS_STATUS_SUCCESS) e.algos[e.found++] = heur[i].algo;
+    if (e.found == 0) lt_check(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmulAlgoGetHeuristic (no algorithm)", p);
   } catch (const MmLibraryRefusal&) {
     e.refused = std::current_exception();
   }
+  return e;
+}
+
+// The list for `p`'s key, asked once per process. `asked`, when given, is set when this call
+// asked the heuristic (the key was new to the process).
+CachedAlgos cached_algos(DeviceState& st, const Lt& lt, const ScaledMmParams& p, bool* asked = nullptr) {
+  static std::mutex mu;
+  static std::map<std::string, CachedAlgos> lists;
+  const std::string key = heuristic_key(p);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = lists.find(key); it != lists.end()) {
+      if (it->second.refused) std::rethrow_exception(it->second.refused);
+      return it->second;
+    }
+  }
+  if (asked) *asked = true;
+  const CachedAlgos e = ask_heuristic(st, lt, p);
   std::lock_guard<std::mutex> lock(mu);
-  algos.emplace(key, e);
+  lists.emplace(key, e);
   if (e.refused) std::rethrow_exception(e.refused);
-  return e.algo;
+  return e;
+}
+
+// The algorithm of rank p.heuristic_rank in `p`'s list. A rank past its end is one this device
+// does not offer (RankAbsent: the row's tactic is a SKIP), not a failure.
+cublasLtMatmulAlgo_t cached_algo(DeviceState& st, const Lt& lt, const ScaledMmParams& p) {
+  if (p.heuristic_rank < 0 || p.heuristic_rank >= kMaxHeuristicTactics)
+    throw std::logic_error("scaled_mm_cublaslt: heuristic rank " + std::to_string(p.heuristic_rank) +
+                           " is outside 0.." + std::to_string(kMaxHeuristicTactics - 1));
+  const CachedAlgos list = cached_algos(st, lt, p);
+  if (p.heuristic_rank >= list.found)
+    throw RankAbsent(p.heuristic_rank, list.found,
+                     "cuBLASLt's heuristic returned " + std::to_string(list.found) +
+                         (list.found == 1 ? " algorithm" : " algorithms") + " for " + combination(p) +
+                         " on this device; tactic h" + std::to_string(p.heuristic_rank) + " is rank " +
+                         std::to_string(p.heuristic_rank));
+  return list.algos[p.heuristic_rank];
 }
 
 // Bytes of `rows` × `k` elements of `bits` bits at leading dimension ld.
@@ -298,8 +329,10 @@ size_t operand_bytes(int64_t rows, int64_t ld, int64_t bits) { return static_cas
 // a row, per row, plus a block row of padding), so the warm-up needs no mode-by-mode sizes.
 size_t scale_bytes_bound(int64_t rows, int64_t k) { return static_cast<size_t>((rows + 128) * (k / 16 + 8) * 4); }
 
-// One call of the matmul `shape` describes on zeroed operands of its sizes (warm_up.hpp).
-void warm_up_cublaslt(const ScaledMmParams& shape, bool bias, bool d_scale) {
+// One call of the matmul `shape` describes with each of the heuristic's first `ranks`
+// algorithms, on zeroed operands of its sizes (warm_up.hpp): one scratch for them all, and each
+// call in its own try, so that an algorithm that fails leaves the others warmed.
+void warm_up_cublaslt(const ScaledMmParams& shape, bool bias, bool d_scale, int ranks) {
   const int64_t bits = shape.a_elem == MmElem::e2m1 ? 4 : 8;
   const std::vector<size_t> sizes{operand_bytes(shape.m, shape.lda, bits),
                                   operand_bytes(shape.n, shape.ldb, bits),
@@ -313,7 +346,13 @@ void warm_up_cublaslt(const ScaledMmParams& shape, bool bias, bool d_scale) {
     p.a = at[0], p.b = at[1], p.d = at[2], p.a_scale = at[3], p.b_scale = at[4];
     p.bias = bias ? at[5] : nullptr;
     p.d_scale = d_scale ? static_cast<const float*>(at[6]) : nullptr;
-    scaled_mm_cublaslt(p, s);
+    for (p.heuristic_rank = 0; p.heuristic_rank < ranks; ++p.heuristic_rank) {
+      try {
+        scaled_mm_cublaslt(p, s);
+      } catch (...) {
+        // The run of that tactic calls it again and reports what failed.
+      }
+    }
   });
 }
 
@@ -336,14 +375,15 @@ void scaled_mm_cublaslt_plan(const ScaledMmParams& shape, bool bias, bool d_scal
     Lt lt;
     build_descriptors(lt, p, p.a_scale, p.b_scale);
     bool asked = false;
-    cached_algo(st, lt, p, &asked);
+    const int found = cached_algos(st, lt, p, &asked).found;
     // cuBLASLt loads a kernel (cuLibraryLoadData) at its first use in the process, whatever
     // CUDA_MODULE_LOADING says, and the load waits for the device: under the backend's stream
     // gate the first call of each kernel waited out the gate's whole timeout (160 of the 255
     // cuda.cublaslt cases of the default tier that run, on the H200; 0 with this warm-up,
     // docs/status/sm90.md 2026-12-02 afternoon). One call on zeroed operands of the same shape,
-    // here, loads it.
-    if (asked) warm_up_cublaslt(shape, bias, d_scale);
+    // here, loads it. Every algorithm of the list is called: each may be a kernel of its own,
+    // and the preparation is not told which tactic (rank) the run will ask for.
+    if (asked) warm_up_cublaslt(shape, bias, d_scale, found);
   } catch (...) {
     // Left to the run, which asks again and reports what failed.
   }
@@ -384,6 +424,7 @@ void scaled_mm_cublaslt(const ScaledMmParams& p, CUstream_st* stream) {
 
   Lt lt;
   build_descriptors(lt, p, a_scale, b_scale);
+  const cublasLtMatmulAlgo_t algo = cached_algo(st, lt, p);
   // beta = 0, so C is never read; it aliases D with D's layout (the in-place form cuBLASLt
   // accepts), except for an e4m3 D (build_descriptors: a 16-bit C of its own).
   std::unique_ptr<StreamBuffer> c_buf;
@@ -392,7 +433,6 @@ void scaled_mm_cublaslt(const ScaledMmParams& p, CUstream_st* stream) {
     c_buf = std::make_unique<StreamBuffer>(static_cast<size_t>(e4m3_ldc(p) * p.m) * 2, s);
     c_ptr = c_buf->ptr;
   }
-  const cublasLtMatmulAlgo_t algo = cached_algo(st, lt, p);
 
   const float alpha = p.global_scale, beta = 0.0f;
   lt_check(cublasLtMatmul(st.handle, lt.desc, &alpha, p.b, lt.a, p.a, lt.b, &beta, c_ptr, lt.c, p.d, lt.d, &algo,

@@ -7,6 +7,7 @@
 // cuBLASLt its own combinations (status 15 / 7 → OPCTS_UNSUPPORTED naming the status).
 #include "gpu/portable/runtime.hpp"
 
+#include <cstddef>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -83,6 +84,13 @@ void check_scale(const opcts_run_args* a, const char* name, MmScaleMode mode, in
                           "expected " + std::to_string(want) + " scales in " + name + ", got " + std::to_string(count));
 }
 
+// The heuristic rank the case's tactic names: "h<rank>" (scaled_mm_rows.cpp's heuristic_tactics,
+// cuda.cublaslt only; tactic_rank.hpp), 0 where the case has none.
+int32_t heuristic_rank_of(const ScaledMmRow& row, const opcts_run_args* a) {
+  static_assert(kMaxHeuristicTactics <= 10, "tactic names h0..h9: one digit");
+  return tactic_rank(tactic_of(a), 'h', row.cublaslt ? kMaxHeuristicTactics : 0, "cuda scaled_mm");
+}
+
 }  // namespace
 
 int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason,
@@ -126,7 +134,7 @@ int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts
   return s.ok ? 1 : no(s.reason);
 }
 
-void scaled_mm_row_prepare(const void* impl, const void* params) {
+void scaled_mm_row_prepare(const void* impl, const void* params, const char*) {
   if (!static_cast<const ScaledMmRow*>(impl)->cublaslt) return;
   const auto& c = *static_cast<const opcts_scaled_mm_params*>(params);
   // The call run will make: D padded to 16-byte rows, a bias when the problem has one, the D
@@ -143,6 +151,7 @@ opcts_status scaled_mm_row_run(const void* impl, const opcts_run_args* a, opcts_
   void* padded = nullptr;
   try {
     ScaledMmParams k = mm_kernel_params(c, a->tensors, a->n_tensors);
+    k.heuristic_rank = heuristic_rank_of(row, a);
     check_scale(a, "a_scale", k.a_scale_mode, c.m, c.k);
     check_scale(a, "b_scale", k.b_scale_mode, c.n, c.k);
     for (int32_t i = 0; i < a->n_tensors; ++i)
@@ -180,6 +189,9 @@ opcts_status scaled_mm_row_run(const void* impl, const opcts_run_args* a, opcts_
   } catch (const MmLibraryRefusal& e) {
     if (padded) (void)cudaFreeAsync(padded, stream);
     return report_status(r, OPCTS_UNSUPPORTED, "cuBLASLt status " + std::to_string(e.status) + ": " + e.what());
+  } catch (const RankAbsent& e) {
+    if (padded) (void)cudaFreeAsync(padded, stream);
+    return report_status(r, OPCTS_TACTIC_UNAVAILABLE, e.what());
   } catch (const std::exception& e) {
     if (padded) (void)cudaFreeAsync(padded, stream);
     return report_status(r, OPCTS_INTERNAL, e.what());

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include "gpu/cuda/tactic_rank.hpp"
 
 struct CUstream_st;
 
@@ -52,7 +53,16 @@ struct ScaledMmParams {
   const float* d_scale = nullptr;  // e4m3 output only (device pointer)
   const void* bias = nullptr;      // [N] in the output dtype (bf16/fp16 outputs), or null
   bool fast_accum = false;         // cuBLASLt FAST_ACCUM (no periodic promotion); sm90 tensorwise/rowwise
+  /// cuBLASLt only: which of the heuristic's algorithms to run, by rank in the list
+  /// cublasLtMatmulAlgoGetHeuristic returns (0: its first choice; < kMaxHeuristicTactics). The
+  /// cuda.cublaslt row's tactic h<rank> sets it.
+  int32_t heuristic_rank = 0;
 };
+
+/// How many of cuBLASLt's heuristic algorithms the cuda.cublaslt row runs, one tactic each
+/// (h0..h7): the list cublasLtMatmulAlgoGetHeuristic is asked for. The tactic names are fixed by
+/// the problem alone; how many of them a device offers is known only when it is asked.
+inline constexpr int kMaxHeuristicTactics = 8;
 
 /// An argument the implementation refuses: `argument` names it ("K", "lda", "layout",
 /// "a_scale_mode", "out", ...). Thrown before any launch.
@@ -71,9 +81,10 @@ struct MmLibraryRefusal : std::runtime_error {
 };
 
 /// cuBLASLt (13.x) FP8 / block-scaled matmul: one descriptor per call, scale modes set
-/// per operand, heuristic algorithm choice, a 32 MiB workspace. Throws MmArgumentError for
-/// arguments cuBLASLt documents as invalid (K % 16, leading-dim alignment, layout), and
-/// MmLibraryRefusal for its status 15 / 7.
+/// per operand, the heuristic's algorithm of rank p.heuristic_rank, a 32 MiB workspace. Throws
+/// MmArgumentError for arguments cuBLASLt documents as invalid (K % 16, leading-dim alignment,
+/// layout), MmLibraryRefusal for its status 15 / 7, and RankAbsent (tactic_rank.hpp) for a rank the
+/// heuristic did not return.
 void scaled_mm_cublaslt(const ScaledMmParams& p, CUstream_st* stream);
 
 /// Creates the current device's cuBLASLt handle and workspace now (they are made on first use
@@ -83,9 +94,11 @@ void scaled_mm_cublaslt_prepare();
 
 /// scaled_mm_cublaslt_prepare, and cuBLASLt's heuristic query for calls shaped as `shape` (its
 /// pointers are not looked at; `bias` and `d_scale` say whether the call will pass them), into
-/// a per-process cache that scaled_mm_cublaslt reads: the query may wait for the device, so a
-/// caller that holds the stream it will hand to the matmul asks it first. Never throws: a query
-/// that fails is asked again, and its error reported, by the call.
+/// a per-process cache that scaled_mm_cublaslt reads, then one call of each algorithm it
+/// returned (every rank a tactic may ask for): the query and a kernel's first use may wait for
+/// the device, so a caller that holds the stream it will hand to the matmul does both first.
+/// `shape.heuristic_rank` is not looked at. Never throws: a query that fails is asked again,
+/// and its error reported, by the call.
 void scaled_mm_cublaslt_plan(const ScaledMmParams& shape, bool bias, bool d_scale) noexcept;
 
 /// opcts's own portable kernel for every recipe on sm_80+: dequantizes A and B tiles in

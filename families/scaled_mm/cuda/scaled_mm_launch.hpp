@@ -87,7 +87,7 @@ inline ScaledMmParams mm_kernel_params(const opcts_scaled_mm_params& c, const op
 
 int32_t scaled_mm_row_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size);
 opcts_status scaled_mm_row_run(const void* impl, const opcts_run_args* args, opcts_report* report);
-void scaled_mm_row_prepare(const void* impl,
-                           const void* params);  // rows.hpp PrepareFn: cuBLASLt's handle and heuristic
+void scaled_mm_row_prepare(const void* impl, const void* params,
+                           const char* tactic);  // rows.hpp PrepareFn: cuBLASLt's handle and heuristic
 
 }  // namespace opcts::cuda

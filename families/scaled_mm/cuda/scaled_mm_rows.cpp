@@ -1,5 +1,6 @@
 // The CUDA scaled_mm rows: cuda.cublaslt, cuda.mx_kernel and the planted cuda.cublaslt_<bug>
-// (every build; rows.hpp).
+// (every build; rows.hpp). cuda.cublaslt runs each algorithm of cuBLASLt's heuristic list as a
+// tactic, h0..h7 (heuristic_tactics below).
 //
 // Planted (must FAIL): cuda.cublaslt_<bug> makes the same cuBLASLt call with the bug applied to
 // the inputs it is given (families/scaled_mm/planted.hpp: a block scale doubled, one K block's
@@ -21,6 +22,20 @@ namespace {
 // (scaled_mm_mx_kernel.cu). cuBLASLt declares none: its heuristic picks kernels by M.
 uint32_t rows_alone(const void*, const void*) { return OPCTS_INVARIANT_BATCH_SIZE | OPCTS_INVARIANT_BATCH_POSITION; }
 
+// cuda.cublaslt's tactics (Row::tactics): h<i> runs rank i of the list cuBLASLt's heuristic
+// returns (ScaledMmParams::heuristic_rank), h0 its first choice. Every rank up to
+// kMaxHeuristicTactics whatever the device, so that ids are stable: a rank this device's
+// heuristic does not return is a SKIP (OPCTS_TACTIC_UNAVAILABLE). None where cuBLASLt is not
+// called: a negative problem (refused before the call) or M, N or K = 0 (nothing to compute, or
+// D = bias from the portable kernel). Reads the problem only: this file builds without CUDA.
+std::vector<std::string> heuristic_tactics(const Problem& problem) {
+  const auto& p = problem.as<scaled_mm::Problem>();
+  if (!p.expect_error.empty() || p.m == 0 || p.n == 0 || p.k == 0) return {};
+  std::vector<std::string> names;
+  for (int rank = 0; rank < cuda::kMaxHeuristicTactics; ++rank) names.push_back("h" + std::to_string(rank));
+  return names;
+}
+
 }  // namespace
 
 void register_cuda_scaled_mm(Registry& reg) {
@@ -41,7 +56,9 @@ void register_cuda_scaled_mm(Registry& reg) {
   };
   Row mx = mm_row("cuda.mx_kernel", &kMxKernel);
   mx.desc.invariance = rows_alone;
-  std::vector<Row> rows = {mm_row("cuda.cublaslt", &kCublaslt), with_hip_twin(std::move(mx))};
+  Row lt = mm_row("cuda.cublaslt", &kCublaslt);
+  lt.tactics = heuristic_tactics;  // not the planted rows': each bug is shown once, on h0's algorithm
+  std::vector<Row> rows = {std::move(lt), with_hip_twin(std::move(mx))};
   for (size_t i = 0; i < planted_names.size(); ++i) {
     const scaled_mm::PlantedBug bug = scaled_mm::planted_bugs()[i];
     rows.push_back(mm_row(planted_names[i].c_str(), &kCublaslt));

@@ -181,6 +181,7 @@ class HostScaledMm final : public Impl {
 void register_host_scaled_mm(Registry& reg) {
   for (Bug b : kImpls.values()) reg.add(std::make_unique<HostScaledMm>(b));
   register_host_scaled_mm_hopper(reg);
+  register_host_scaled_mm_split_k(reg);
 }
 
 }  // namespace opcts

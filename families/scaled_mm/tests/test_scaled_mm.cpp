@@ -42,8 +42,11 @@ struct Judged {
   bool failed() const { return stats.mismatches > 0 || stats.biased(); }
 };
 
-Judged judge(const Impl& impl, const scaled_mm::Problem& p, const TensorMap& in, const References& ref) {
-  const TensorMap out = impl.run(p, in, RunContext{&host(), -1});
+Judged judge(const Impl& impl, const scaled_mm::Problem& p, const TensorMap& in, const References& ref,
+             std::string_view tactic = {}) {
+  RunContext ctx{&host(), -1};
+  ctx.tactic = tactic;
+  const TensorMap out = impl.run(p, in, ctx);
   std::vector<WorstElement> worst;
   return {compare_output("d", out.at("d"), {.want = ref.exact.at("d"), .reduction = &ref.reduction.at("d")},
                          tolerance_of(impl, p), worst)};
@@ -159,20 +162,25 @@ void emulations_on_tier(Tier tier, bool planted) {
       // Within every bound on a plain run: --invariance's and --capture's (tests/test_invariance.cpp,
       // tests/test_capture.cpp).
       if (impl->bug_needs_invariance() || impl->bug_needs_capture()) continue;
-      const Judged j = judge(*impl, p, in, ref);
-      const std::string name(impl->name());
-      ++ran[name];
-      if (impl->planted()) {
-        // Caught everywhere but where the plant derives why the bound may not see its bug.
-        const std::string blind = impl->blind_spot(p, CaseEvidence{in, ref, {}});
-        if (blind.empty()) EXPECT_TRUE(j.failed()) << name << " passed " << e.problem_id;
-        ++(j.failed() ? caught : blind.empty() ? missed : hidden);
-        claimed += !blind.empty();
-      } else {
-        EXPECT_FALSE(j.failed()) << name << " failed " << e.problem_id << ": " << j.stats.mismatches
-                                 << " mismatches, max err/bound " << j.stats.max_ratio << ", slope " << j.stats.slope
-                                 << " in [" << j.stats.slope_lo << ", " << j.stats.slope_hi << "]";
-        if (j.stats.bound > 0) ratios[name].push_back(j.stats.max_ratio);
+      // Each tactic is a case of its own (Impl::tactics; one without a tactic where it lists none).
+      std::vector<std::string> tactics = impl->tactics(p);
+      if (tactics.empty()) tactics.emplace_back();
+      for (const std::string& tactic : tactics) {
+        const Judged j = judge(*impl, p, in, ref, tactic);
+        const std::string name = std::string(impl->name()) + (tactic.empty() ? "" : "/" + tactic);
+        ++ran[std::string(impl->name())];
+        if (impl->planted()) {
+          // Caught everywhere but where the plant derives why the bound may not see its bug.
+          const std::string blind = impl->blind_spot(p, CaseEvidence{in, ref, {}});
+          if (blind.empty()) EXPECT_TRUE(j.failed()) << name << " passed " << e.problem_id;
+          ++(j.failed() ? caught : blind.empty() ? missed : hidden);
+          claimed += !blind.empty();
+        } else {
+          EXPECT_FALSE(j.failed()) << name << " failed " << e.problem_id << ": " << j.stats.mismatches
+                                   << " mismatches, max err/bound " << j.stats.max_ratio << ", slope " << j.stats.slope
+                                   << " in [" << j.stats.slope_lo << ", " << j.stats.slope_hi << "]";
+          if (j.stats.bound > 0) ratios[std::string(impl->name())].push_back(j.stats.max_ratio);
+        }
       }
     }
   }

@@ -90,6 +90,37 @@ void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t a, cudnnBackend
   check(cudnnBackendSetAttribute(d, a, t, n, v), std::string("set ") + what);
 }
 
+// ------------------------------------------------------------------ engine configs
+
+// A plan's workspace in bytes.
+int64_t workspace_of(cudnnBackendDescriptor_t plan) {
+  int64_t ws = 0, n = 0;
+  check(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws),
+        "plan workspace size");
+  return ws;
+}
+
+// The global index of the engine `cfg` configures, or -1 where cuDNN does not say (it only
+// names the engine in the plan's description).
+int64_t engine_id_of(cudnnBackendDescriptor_t cfg) {
+  int64_t engine_id = -1, n = 0;
+  Desc eng(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t e = eng.d;
+  if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) ==
+      CUDNN_STATUS_SUCCESS)
+    cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &engine_id);
+  return engine_id;
+}
+
+// What a build of `rank` throws where only `count` (> 0) engine configs finalize.
+RankAbsent config_absent(int rank, int count) {
+  return RankAbsent(rank, count,
+                    "cuDNN's heuristics (mode A) gave " + std::to_string(count) +
+                        (count == 1 ? " engine config" : " engine configs") +
+                        " that finalize a plan for this graph on this device; tactic c" + std::to_string(rank) +
+                        " is rank " + std::to_string(rank) + " [cuDNN " + std::to_string(cudnnGetVersion()) + "]");
+}
+
 // ------------------------------------------------------------------ graph builder
 
 struct Tensor {
@@ -262,68 +293,29 @@ class Graph {
     return y;
   }
 
-  /// OPERATIONGRAPH → ENGINEHEUR (mode A) → the first ENGINECFG whose EXECUTION_PLAN finalizes.
-  void finalize_plan(std::string* description, int64_t* workspace) {
-    auto& g = keep(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    set(g.d, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops_.size()),
-        ops_.data(), "graph ops");
-    set(g.d, kOpGraphHandle, CUDNN_TYPE_HANDLE, 1, &handle_, "graph handle");
-    check(cudnnBackendFinalize(g.d), "finalize operation graph (" + std::to_string(ops_.size()) + " ops)");
-
-    auto& heur = keep(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-    const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-    set(heur.d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g.d, "heur graph");
-    set(heur.d, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heur mode");
-    check(cudnnBackendFinalize(heur.d), "finalize engine heuristics (mode A)");
-    int64_t count = 0;
-    check(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
-                                   nullptr),
-          "heuristics result count");
-    if (count == 0)
-      throw SdpaCudnnRefusal(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED),
-                             "sdpa_cudnn: heuristics (mode A) returned no engine config for the graph" +
-                                 (last_error_text().empty() ? std::string() : ": " + last_error_text()));
-    std::vector<Desc*> cfgs;
-    std::vector<cudnnBackendDescriptor_t> raw;
-    for (int64_t i = 0; i < count; ++i) {
-      cfgs.push_back(&keep(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-      raw.push_back(cfgs.back()->d);
-    }
-    int64_t got = 0;
-    check(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
-                                   raw.data()),
-          "heuristics results");
+  /// OPERATIONGRAPH → ENGINEHEUR (mode A) → the ENGINECFG of rank `rank`: the rank-th (from 0),
+  /// in the heuristics' order, whose EXECUTION_PLAN finalizes (rank 0: the first). A config that
+  /// does not finalize has no rank: cuDNN cannot run it for this graph here. None finalizing is a
+  /// refusal whatever the rank (the graph is not supported); fewer than rank + 1 is
+  /// RankAbsent. The configs past the rank's are not tried.
+  void finalize_plan(int rank, std::string* description, int64_t* workspace) {
+    const std::vector<cudnnBackendDescriptor_t> cfgs = heuristic_configs(finalize_graph());
     std::string failures;
     cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
-    for (int64_t i = 0; i < got; ++i) {
-      auto plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      set(plan->d, kPlanHandle, CUDNN_TYPE_HANDLE, 1, &handle_, "plan handle");
-      set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[i], "plan config");
-      const cudnnStatus_t s = cudnnBackendFinalize(plan->d);
-      if (s != CUDNN_STATUS_SUCCESS) {
-        last = s;
-        if (failures.size() < 1500) failures += "; config " + std::to_string(i) + ": " + status_text(s);
-        continue;
-      }
-      int64_t ws = 0, n = 0;
-      check(cudnnBackendGetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws),
-            "plan workspace size");
-      int64_t engine_id = -1;
-      {
-        Desc eng(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-        cudnnBackendDescriptor_t e = eng.d;
-        if (cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) ==
-            CUDNN_STATUS_SUCCESS)
-          cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &engine_id);
-      }
-      *workspace = ws;
-      *description = "engine " + std::to_string(engine_id) + " (config " + std::to_string(i + 1) + " of " +
-                     std::to_string(got) + "), workspace " + std::to_string(ws) + " B, " + std::to_string(ops_.size()) +
-                     " ops";
+    int finalized = 0;
+    for (size_t i = 0; i < cfgs.size(); ++i) {
+      std::unique_ptr<Desc> plan = finalized_plan(cfgs[i], i, &last, &failures);
+      if (!plan) continue;
+      if (finalized++ < rank) continue;  // a lower rank's config
+      *workspace = workspace_of(plan->d);
+      *description = "engine " + std::to_string(engine_id_of(cfgs[i])) + " (config " + std::to_string(i + 1) + " of " +
+                     std::to_string(cfgs.size()) + ", rank " + std::to_string(rank) + "), workspace " +
+                     std::to_string(*workspace) + " B, " + std::to_string(ops_.size()) + " ops";
       plan_ = std::move(plan);
       return;
     }
-    const std::string msg = "sdpa_cudnn: no engine config of " + std::to_string(got) +
+    if (finalized > 0) throw config_absent(rank, finalized);
+    const std::string msg = "sdpa_cudnn: no engine config of " + std::to_string(cfgs.size()) +
                             " (heuristics mode A) finalized an execution plan" + failures;
     throw SdpaCudnnRefusal(static_cast<int>(last), msg);  // every config refused: the graph is not supported
   }
@@ -336,6 +328,56 @@ class Graph {
   Desc& keep(cudnnBackendDescriptorType_t t) {
     keep_.push_back(std::make_unique<Desc>(t));
     return *keep_.back();
+  }
+
+  // The operation graph of the ops added so far, finalized.
+  cudnnBackendDescriptor_t finalize_graph() {
+    auto& g = keep(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    set(g.d, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops_.size()),
+        ops_.data(), "graph ops");
+    set(g.d, kOpGraphHandle, CUDNN_TYPE_HANDLE, 1, &handle_, "graph handle");
+    check(cudnnBackendFinalize(g.d), "finalize operation graph (" + std::to_string(ops_.size()) + " ops)");
+    return g.d;
+  }
+
+  // The engine configs heuristics mode A gives for `graph`, in its order (kept with the graph's
+  // descriptors); none is a refusal.
+  std::vector<cudnnBackendDescriptor_t> heuristic_configs(cudnnBackendDescriptor_t graph) {
+    auto& heur = keep(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    set(heur.d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, "heur graph");
+    set(heur.d, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heur mode");
+    check(cudnnBackendFinalize(heur.d), "finalize engine heuristics (mode A)");
+    int64_t count = 0;
+    check(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                                   nullptr),
+          "heuristics result count");
+    if (count == 0)
+      throw SdpaCudnnRefusal(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED),
+                             "sdpa_cudnn: heuristics (mode A) returned no engine config for the graph" +
+                                 (last_error_text().empty() ? std::string() : ": " + last_error_text()));
+    std::vector<cudnnBackendDescriptor_t> cfgs;
+    for (int64_t i = 0; i < count; ++i) cfgs.push_back(keep(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR).d);
+    int64_t got = 0;
+    check(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                                   cfgs.data()),
+          "heuristics results");
+    cfgs.resize(static_cast<size_t>(std::min(got, count)));
+    return cfgs;
+  }
+
+  // The execution plan of config `index`, `cfg`, finalized; null where cuDNN refuses it, its
+  // status then in `last` and added to `failures` (the refusal's message when none finalizes).
+  std::unique_ptr<Desc> finalized_plan(cudnnBackendDescriptor_t cfg, size_t index, cudnnStatus_t* last,
+                                       std::string* failures) {
+    auto plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    set(plan->d, kPlanHandle, CUDNN_TYPE_HANDLE, 1, &handle_, "plan handle");
+    set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg, "plan config");
+    const cudnnStatus_t s = cudnnBackendFinalize(plan->d);
+    if (s == CUDNN_STATUS_SUCCESS) return plan;
+    *last = s;
+    if (failures->size() < 1500) *failures += "; config " + std::to_string(index) + ": " + status_text(s);
+    return nullptr;
   }
 
   cudnnHandle_t handle_;
@@ -703,9 +745,18 @@ void refuse_if_unsupported(const SdpaParams& p, bool backward) {
   const std::string w = why_not(p, backward);
   if (!w.empty()) throw SdpaCudnnRefusal(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED), "sdpa_cudnn: " + w);
 }
+
+// A rank outside the tactics' is the caller's bug, not cuDNN's answer (the plan cache keeps no
+// std::logic_error).
+void check_rank(int rank) {
+  if (rank < 0 || rank >= kMaxCudnnEngineConfigs)
+    throw std::logic_error("sdpa_cudnn: engine config rank " + std::to_string(rank) + " is outside 0.." +
+                           std::to_string(kMaxCudnnEngineConfigs - 1));
+}
 }  // namespace
 
-std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p) {
+std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p, int rank) {
+  check_rank(rank);
   validate(p);
   refuse_if_unsupported(p, false);
   auto im = std::make_unique<Impl>();
@@ -762,11 +813,12 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p) {
   // bmm2 (frontend: m_override seq_len_q, k_override seq_len_kv)
   g.matmul(prob, v, o, {len_q, nullptr, len_kv});
 
-  g.finalize_plan(&im->description, &im->workspace_bytes);
+  g.finalize_plan(rank, &im->description, &im->workspace_bytes);
   return std::unique_ptr<SdpaCudnnPlan>(new SdpaCudnnPlan(std::move(im)));
 }
 
-std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams& bp) {
+std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams& bp, int rank) {
+  check_rank(rank);
   const SdpaParams& p = bp.fwd;
   validate(p);
   refuse_if_unsupported(p, true);
@@ -865,7 +917,7 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
                {sq, nullptr, skv});
   g.pw(CUDNN_POINTWISE_IDENTITY, dq_accum, nullptr, nullptr, dq);
 
-  g.finalize_plan(&im->description, &im->workspace_bytes);
+  g.finalize_plan(rank, &im->description, &im->workspace_bytes);
   im->softmax_sum_bytes = static_cast<size_t>(B * Hq * Sq) * 4;
   im->dq_accum_bytes = static_cast<size_t>(B * Hq * Sq * D) * 4;
   im->memset_dq_accum = version < 90600;  // the frontend memsets dQ_accum only before 9.6.0
@@ -963,8 +1015,9 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
 namespace {
 
 // Everything SdpaCudnnPlan::forward / backward build a plan from, without the pointers, and
-// the device: equal keys build the same graph, and cuDNN's heuristics pick the same plan.
-std::string plan_key(const SdpaParams& p, const SdpaBackwardParams* b) {
+// the device: equal keys build the same graph, and cuDNN's heuristics give the same configs, of
+// which `rank` picks the plan (a plan per rank: each tactic's).
+std::string plan_key(const SdpaParams& p, const SdpaBackwardParams* b, int rank) {
   int dev = 0;
   cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
   std::string k;
@@ -980,6 +1033,7 @@ std::string plan_key(const SdpaParams& p, const SdpaBackwardParams* b) {
     put(bits);
   };
   put(dev);
+  put(rank);
   put(b ? 1 : 0);
   put(static_cast<int64_t>(p.dtype));
   for (int64_t v : {p.batch, p.heads_q, p.heads_kv, p.seq_q, p.seq_k, p.head_dim, p.head_dim_v}) put(v);
@@ -996,11 +1050,14 @@ std::string plan_key(const SdpaParams& p, const SdpaBackwardParams* b) {
   return k;
 }
 
-// The plans of the last kCachedPlans keys, and what a build refused: an argument error or a
-// refusal is the adapter's or cuDNN's answer for those parameters, found again by the run.
-// Other failures are not kept (the run builds again and reports its own). Plans are dropped
-// only by the preparation (before the gate): destroying one may wait for the device.
+// The plans of the last kCachedPlans keys, and what a build refused: an argument error, a
+// refusal or an absent rank is the adapter's or cuDNN's answer for those parameters, found again
+// by the run. Other failures are not kept (the run builds again and reports its own). Plans are
+// dropped only by the preparation (before the gate): destroying one may wait for the device.
 constexpr size_t kCachedPlans = 16;
+// The preparation of a backward problem keeps its forward's plan and the backward's of every
+// rank; none of them may drop another before the run finds it.
+static_assert(1 + kMaxCudnnEngineConfigs <= kCachedPlans, "a problem's plans fit the cache");
 
 struct CachedPlan {
   std::shared_ptr<SdpaCudnnPlan> plan;
@@ -1018,9 +1075,18 @@ PlanCache& plan_cache() {
   return c;
 }
 
-// `built`, when given, is set when this call built the plan (the key was new to the process).
+// Moves `key`, which the cache holds, to the newest end of the eviction order: the plans a
+// preparation finds are its problem's, which its run is about to look up.
+void touch(PlanCache& c, const std::string& key) {
+  c.order.erase(std::find(c.order.begin(), c.order.end(), key));
+  c.order.push_back(key);
+}
+
+// The cache's entry for `key`, built now where it has none (`built`, when given, is then set:
+// the key was new to the process). `evict`: the preparation's lookup, which refreshes the
+// key's place and drops the oldest keys past kCachedPlans.
 template <class Build>
-std::shared_ptr<SdpaCudnnPlan> cached_plan(const std::string& key, Build build, bool evict, bool* built = nullptr) {
+CachedPlan cached_entry(const std::string& key, Build build, bool evict, bool* built = nullptr) {
   PlanCache& c = plan_cache();
   std::unique_lock<std::mutex> lock(c.mu);
   auto it = c.plans.find(key);
@@ -1036,11 +1102,15 @@ std::shared_ptr<SdpaCudnnPlan> cached_plan(const std::string& key, Build build, 
       e.refused = std::current_exception();
     } catch (const SdpaCudnnRefusal&) {
       e.refused = std::current_exception();
+    } catch (const RankAbsent&) {
+      e.refused = std::current_exception();
     }
     lock.lock();
     const auto [at, inserted] = c.plans.emplace(key, std::move(e));
     if (inserted) c.order.push_back(key);
     it = at;
+  } else if (evict) {
+    touch(c, key);
   }
   const CachedPlan found = it->second;
   if (evict)
@@ -1048,18 +1118,25 @@ std::shared_ptr<SdpaCudnnPlan> cached_plan(const std::string& key, Build build, 
       c.plans.erase(c.order.front());
       c.order.pop_front();
     }
-  if (found.refused) std::rethrow_exception(found.refused);
-  return found.plan;
+  return found;
 }
 
-std::shared_ptr<SdpaCudnnPlan> forward_plan(const SdpaParams& p, bool evict, bool* built = nullptr) {
-  return cached_plan(
-      plan_key(p, nullptr), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::forward(p)); }, evict, built);
+// The entry's plan, or what its build refused, thrown again.
+std::shared_ptr<SdpaCudnnPlan> plan_of(const CachedPlan& e) {
+  if (e.refused) std::rethrow_exception(e.refused);
+  return e.plan;
 }
 
-std::shared_ptr<SdpaCudnnPlan> backward_plan(const SdpaBackwardParams& p, bool evict, bool* built = nullptr) {
-  return cached_plan(
-      plan_key(p.fwd, &p), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::backward(p)); }, evict, built);
+CachedPlan forward_entry(const SdpaParams& p, int rank, bool evict, bool* built = nullptr) {
+  return cached_entry(
+      plan_key(p, nullptr, rank), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::forward(p, rank)); },
+      evict, built);
+}
+
+CachedPlan backward_entry(const SdpaBackwardParams& p, int rank, bool evict, bool* built = nullptr) {
+  return cached_entry(
+      plan_key(p.fwd, &p, rank), [&] { return std::shared_ptr<SdpaCudnnPlan>(SdpaCudnnPlan::backward(p, rank)); },
+      evict, built);
 }
 
 // Elements a [b, h, s, d] tensor with these strides (d contiguous; a broadcast dimension's
@@ -1069,12 +1146,15 @@ int64_t span(int64_t b, int64_t h, int64_t s, int64_t d, const SdpaStrides& st) 
   return (b - 1) * st.batch + (h - 1) * st.head + (s - 1) * st.seq + d;
 }
 
-// Runs `plan` once on zeroed tensors of the sizes `bp` describes (warm_up.hpp): cuDNN loads a
-// runtime-compiled engine's kernels at the plan's first execution (cuLibraryLoadData inside
-// cudnnBackendExecute; all 8 of cuda.cudnn's gate losses in the default tier on the H200,
-// 2026-12-02, before this). Failures are left to the run, which executes the plan again.
+// Runs each of `plans` once on zeroed tensors of the sizes `bp` describes (warm_up.hpp): cuDNN
+// loads a runtime-compiled engine's kernels at the plan's first execution (cuLibraryLoadData
+// inside cudnnBackendExecute; all 8 of cuda.cudnn's gate losses in the default tier on the H200,
+// 2026-12-02, before this), and each rank's engine may have kernels of its own. One scratch for
+// them all, each run in its own try, so that a plan that fails leaves the others warmed.
+// Failures are left to the run, which executes the plan again.
 // A packed problem's sequences are all empty there (zeroed cu_seqlens, seqused_k and table).
-void warm_up(SdpaCudnnPlan& plan, SdpaBackwardParams bp, bool backward) noexcept {
+void warm_up(const std::vector<std::shared_ptr<SdpaCudnnPlan>>& plans, SdpaBackwardParams bp, bool backward) noexcept {
+  if (plans.empty()) return;
   SdpaParams& p = bp.fwd;
   const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim,
                 Dv = p.head_dim_v;
@@ -1103,30 +1183,53 @@ void warm_up(SdpaCudnnPlan& plan, SdpaBackwardParams bp, bool backward) noexcept
       p.block_table = paged ? static_cast<const int32_t*>(at[13]) : nullptr;
       p.total_q = p.total_k = 0;
     }
-    backward ? plan.run(bp, s) : plan.run(p, s);
+    for (const std::shared_ptr<SdpaCudnnPlan>& plan : plans) {
+      try {
+        backward ? plan->run(bp, s) : plan->run(p, s);
+      } catch (...) {
+        // The run of that rank executes it again and reports what failed.
+      }
+    }
   });
+}
+
+// The preparation of a forward problem: its plan of `rank`, warmed when built now.
+void prepare_forward(const SdpaBackwardParams& p, int rank) {
+  bool built = false;
+  const CachedPlan e = forward_entry(p.fwd, rank, true, &built);
+  if (built && !e.refused) warm_up({e.plan}, p, false);
+}
+
+// The preparation of a backward problem: the forward's plan of rank 0, which makes the
+// backward's O and lse whatever the tactic (sdpa_cudnn_row_run), then the backward's of `rank`.
+// A refused forward stops every run before its backward, which then needs no plan.
+void prepare_backward(const SdpaBackwardParams& p, int rank) {
+  bool fwd_built = false;
+  const CachedPlan fwd = forward_entry(p.fwd, 0, true, &fwd_built);
+  if (fwd.refused) return;
+  if (fwd_built) warm_up({fwd.plan}, p, false);
+  bool built = false;
+  const CachedPlan e = backward_entry(p, rank, true, &built);
+  if (built && !e.refused) warm_up({e.plan}, p, true);
 }
 
 }  // namespace
 
-void sdpa_cudnn_prepare_plans(const SdpaBackwardParams& p, bool backward) noexcept {
+void sdpa_cudnn_prepare_plans(const SdpaBackwardParams& p, bool backward, int rank) noexcept {
   try {
     sdpa_cudnn_prepare();
-    bool built = false;
-    const std::shared_ptr<SdpaCudnnPlan> fwd = forward_plan(p.fwd, true, &built);
-    if (built && fwd) warm_up(*fwd, p, false);
-    if (backward) {
-      built = false;
-      const std::shared_ptr<SdpaCudnnPlan> bwd = backward_plan(p, true, &built);
-      if (built && bwd) warm_up(*bwd, p, true);
-    }
+    backward ? prepare_backward(p, rank) : prepare_forward(p, rank);
   } catch (...) {
     // Left to the run, which builds the plan again and reports what failed.
   }
 }
 
-void sdpa_cudnn_forward(const SdpaParams& p, CUstream_st* stream) { forward_plan(p, false)->run(p, stream); }
+void sdpa_cudnn_forward(const SdpaParams& p, CUstream_st* stream, int rank) {
+  plan_of(forward_entry(p, rank, false))->run(p, stream);
+}
 
-void sdpa_cudnn_backward(const SdpaBackwardParams& p, CUstream_st* stream) { backward_plan(p, false)->run(p, stream); }
+void sdpa_cudnn_backward(const SdpaBackwardParams& p, CUstream_st* stream, int rank) {
+  plan_of(backward_entry(p, rank, false))->run(p, stream);
+}
 
 }  // namespace opcts::cuda

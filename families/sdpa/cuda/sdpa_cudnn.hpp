@@ -83,6 +83,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include "gpu/cuda/tactic_rank.hpp"
 
 #include "families/sdpa/cuda/sdpa_kernels.hpp"
 
@@ -103,6 +104,18 @@ struct SdpaCudnnRefusal : std::runtime_error {
   int status;
 };
 
+/// How many engine configs of cuDNN's heuristics the cuda.cudnn row runs, one tactic each (c0..c3):
+/// rank i is the i-th config, in the heuristics' (mode A) order, whose execution plan finalizes; c0
+/// is the one the row ran before it had tactics. On the H200, 9.14.0 gave 2 configs for the
+/// Llama-3-8B prefill graphs, forward and backward, with and without a causal mask
+/// (docs/status/data/sm90_sdpa_bench_pre_post_hip.txt, "config 1 of 2"): four leaves room for a
+/// library or arch that offers more, while bounding what the preparation does for every problem,
+/// whatever tactics its run will ask for: it builds (graph, heuristics, up to rank + 1
+/// finalizations each) and warms the plan of every rank, and keeps them all in the plan cache. The
+/// tactic names are fixed by the problem alone; how many configs a device offers is known only when
+/// its heuristics are asked.
+inline constexpr int kMaxCudnnEngineConfigs = 4;
+
 /// cudnnGetVersion() of the library loaded at run time (e.g. 91400 for 9.14.0).
 int64_t sdpa_cudnn_version();
 
@@ -113,12 +126,15 @@ bool sdpa_cudnn_supports(const SdpaParams& p, bool backward, std::string* why);
 /// A finalized cuDNN execution plan for one problem shape (pointers are bound at run time), with
 /// its workspace and the backward's fp32 scratch tensors (softmax_sum, dQ_accum) allocated.
 /// Building it (graph, heuristics, plan finalization) costs milliseconds; running it does not.
+/// `rank` picks the engine config: the rank-th (from 0) of the heuristics' configs whose plan
+/// finalizes, < kMaxCudnnEngineConfigs; fewer throws RankAbsent (gpu/cuda/tactic_rank.hpp:
+/// `count` how many did; none is a refusal, SdpaCudnnRefusal, whatever the rank).
 class SdpaCudnnPlan {
  public:
   /// Builds the forward graph: outputs O and logsumexp (fp32 [B, Hq, Sq], contiguous).
-  static std::unique_ptr<SdpaCudnnPlan> forward(const SdpaParams& p);
+  static std::unique_ptr<SdpaCudnnPlan> forward(const SdpaParams& p, int rank = 0);
   /// Builds the backward graph: inputs Q, K, V, O, logsumexp, dO; outputs dQ, dK, dV.
-  static std::unique_ptr<SdpaCudnnPlan> backward(const SdpaBackwardParams& p);
+  static std::unique_ptr<SdpaCudnnPlan> backward(const SdpaBackwardParams& p, int rank = 0);
   ~SdpaCudnnPlan();
   SdpaCudnnPlan(const SdpaCudnnPlan&) = delete;
   SdpaCudnnPlan& operator=(const SdpaCudnnPlan&) = delete;
@@ -127,7 +143,8 @@ class SdpaCudnnPlan {
   void run(const SdpaParams& p, CUstream_st* stream);
   void run(const SdpaBackwardParams& p, CUstream_st* stream);
 
-  /// "engine 8 (config 1 of 3), workspace 0 B": which heuristic result finalized.
+  /// "engine 8 (config 2 of 3, rank 1), workspace 0 B": which heuristic result finalized, and
+  /// its rank among those that did.
   const std::string& description() const;
 
   struct Impl;
@@ -141,19 +158,21 @@ class SdpaCudnnPlan {
 /// wait for the device, which a call on a stream its caller holds must never do.
 void sdpa_cudnn_prepare();
 
-/// Builds the plans sdpa_cudnn_forward (and, with `backward`, sdpa_cudnn_backward) will run for
-/// problems shaped as `p` (its pointers are not looked at), and this device's handle, into a
-/// per-process cache of the most recent plans: building may wait for the device, so a caller
-/// that holds the stream it will hand to the run calls this first. Drops the oldest plans.
-/// Never throws: a build that fails is done again, and its error reported, by the run.
-void sdpa_cudnn_prepare_plans(const SdpaBackwardParams& p, bool backward) noexcept;
+/// Builds the plan of `rank` sdpa_cudnn_forward will run for problems shaped as `p` (its pointers
+/// are not looked at) — with `backward`, sdpa_cudnn_backward's so, and the forward's of rank 0
+/// (the one a backward's O and lse come from) — runs each new one once, and makes this device's
+/// handle, into a per-process cache of the most recent plans: building and a plan's first run may
+/// wait for the device, so a caller that holds the stream it will hand to the run calls this
+/// first. Drops the oldest plans. Never throws: a build that fails is done again, and its error
+/// reported, by the run.
+void sdpa_cudnn_prepare_plans(const SdpaBackwardParams& p, bool backward, int rank) noexcept;
 
-/// Forward: runs the cached plan of p's shape (built now when sdpa_cudnn_prepare_plans did not)
-/// on `stream`, without waiting (its scratch is stream-ordered). Throws SdpaArgumentError,
-/// SdpaCudnnArgumentError, SdpaCudnnRefusal, or std::runtime_error (a cuDNN or CUDA failure
-/// other than a refusal).
-void sdpa_cudnn_forward(const SdpaParams& p, CUstream_st* stream);
+/// Forward: runs the cached plan of p's shape and `rank` (built now when sdpa_cudnn_prepare_plans
+/// did not) on `stream`, without waiting (its scratch is stream-ordered). Throws
+/// SdpaArgumentError, SdpaCudnnArgumentError, SdpaCudnnRefusal, RankAbsent (before
+/// the plan is launched), or std::runtime_error (a cuDNN or CUDA failure other than a refusal).
+void sdpa_cudnn_forward(const SdpaParams& p, CUstream_st* stream, int rank);
 /// Backward, likewise; `p.fwd.o` and `p.fwd.lse` must hold the forward's outputs.
-void sdpa_cudnn_backward(const SdpaBackwardParams& p, CUstream_st* stream);
+void sdpa_cudnn_backward(const SdpaBackwardParams& p, CUstream_st* stream, int rank);
 
 }  // namespace opcts::cuda

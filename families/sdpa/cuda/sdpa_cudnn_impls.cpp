@@ -10,12 +10,18 @@
 // Packed layouts (varlen THD with padding rows, paged KV caches; ABI 1.3): cuDNN's ragged and
 // paged graphs (sdpa_cudnn.hpp), forward and varlen backward.
 //
+// Tactics (ABI 1.11; sdpa_rows.cpp's cudnn_tactics): c<i> runs the plan of the engine config of
+// rank i among those of cuDNN's heuristics whose plan finalizes (the backward graph's, for a
+// backward problem); a rank the device's heuristics do not offer (RankAbsent) is
+// OPCTS_TACTIC_UNAVAILABLE, a SKIP.
+//
 // A boolean mask becomes an additive 0 / -inf mask in the input dtype on the device (exact:
 // s + 0 = s, s + -inf = -inf for finite s), which is what PyTorch hands cuDNN.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -48,6 +54,15 @@ SdpaBackwardParams cudnn_params_of(const opcts_sdpa_params& c, const opcts_tenso
 double mask_elems(const opcts_sdpa_params& c) {
   if (c.attn_mask == OPCTS_SDPA_ATTN_MASK_NONE) return 0;
   return static_cast<double>(c.mask_per_batch ? c.batch : 1) * (c.mask_per_head ? c.heads_q : 1) * c.seq_q * c.seq_k;
+}
+
+// The engine config rank the case's tactic names: "c<rank>" (sdpa_rows.cpp's cudnn_tactics); 0
+// where the case has none (a NULL tactic: a problem the row lists no tactics for, or an args
+// struct older than ABI 1.11, which has no tactic field). opcts hands only listed tactics, so
+// another name is an internal error, thrown naming it.
+int config_rank(const char* t) {
+  static_assert(kMaxCudnnEngineConfigs <= 10, "tactic names c0..c9: one digit");
+  return tactic_rank(t, 'c', kMaxCudnnEngineConfigs, "cuda.cudnn");
 }
 
 }  // namespace
@@ -116,17 +131,25 @@ int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arc
   return s.ok ? 1 : no(s.reason);
 }
 
-void sdpa_cudnn_row_prepare(const void*, const void* params) {
+void sdpa_cudnn_row_prepare(const void*, const void* params, const char* tactic) {
   const auto& c = *static_cast<const opcts_sdpa_params*>(params);
   // The plans run will execute (the backward runs cuDNN's forward first), built while the
-  // stream is free: the same parameters as run's, whose pointers the plans do not depend on.
-  sdpa_cudnn_prepare_plans(cudnn_params_of(c), backward(c));
+  // stream is free: the same parameters as run's, whose pointers the plans do not depend on, and
+  // the case's tactic's rank (an unknown tactic: left to run, which reports it).
+  int rank = 0;
+  try {
+    rank = config_rank(tactic);
+  } catch (const std::exception&) {
+    return;
+  }
+  sdpa_cudnn_prepare_plans(cudnn_params_of(c), backward(c), rank);
 }
 
 opcts_status sdpa_cudnn_row_run(const void*, const opcts_run_args* a, opcts_report* r) {
   const auto& c = *static_cast<const opcts_sdpa_params*>(a->params);
   auto* stream = static_cast<cudaStream_t>(a->stream);
   try {
+    const int rank = config_rank(tactic_of(a));
     SdpaBackwardParams bp = cudnn_params_of(c, a->tensors, a->n_tensors);
     StreamScratch scratch(stream);
     if (c.attn_mask == OPCTS_SDPA_ATTN_MASK_BOOL && bp.fwd.attn_mask) {
@@ -137,16 +160,17 @@ opcts_status sdpa_cudnn_row_run(const void*, const opcts_run_args* a, opcts_repo
       bp.fwd.attn_mask = additive;
     }
     if (!backward(c)) {
-      sdpa_cudnn_forward(bp.fwd, stream);
+      sdpa_cudnn_forward(bp.fwd, stream, rank);
       return OPCTS_OK;
     }
-    // The backward needs the forward's O and lse: cuDNN's own forward computes them.
+    // The backward needs the forward's O and lse: cuDNN's own forward computes them, with its
+    // first config whatever the tactic, which picks the backward's (the graph the case judges).
     sdpa_check_arguments(bp.fwd);
     const double rows = static_cast<double>(c.batch) * c.heads_q * c.seq_q;
     bp.fwd.o = scratch.alloc(static_cast<size_t>(2 * rows * c.head_dim_v), "forward O");
     bp.fwd.lse = scratch.alloc_n<float>(static_cast<size_t>(rows), "forward lse");
-    sdpa_cudnn_forward(bp.fwd, stream);
-    sdpa_cudnn_backward(bp, stream);
+    sdpa_cudnn_forward(bp.fwd, stream, 0);
+    sdpa_cudnn_backward(bp, stream, rank);
   } catch (const SdpaArgumentError& e) {
     return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.argument);
   } catch (const SdpaCudnnArgumentError& e) {
@@ -155,6 +179,8 @@ opcts_status sdpa_cudnn_row_run(const void*, const opcts_run_args* a, opcts_repo
     return report_status(r, OPCTS_INVALID_ARGUMENT, e.what(), e.field);
   } catch (const SdpaCudnnRefusal& e) {
     return report_status(r, OPCTS_UNSUPPORTED, std::string(e.what()) + " [cuDNN " + version_text() + "]");
+  } catch (const RankAbsent& e) {
+    return report_status(r, OPCTS_TACTIC_UNAVAILABLE, e.what());
   } catch (const std::exception& e) {
     return report_status(r, OPCTS_INTERNAL, e.what());
   }

@@ -199,7 +199,7 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
   return 1;
 }
 
-void sdpa_kernel_prepare(const void* impl, const void*) {
+void sdpa_kernel_prepare(const void* impl, const void*, const char*) {
   // cuda.math's cuBLAS handle, in the process that runs the case (supports ran in another).
   if (static_cast<const SdpaRow*>(impl)->kernel != SdpaKernel::math) return;
   try {

@@ -153,7 +153,8 @@ inline SdpaBackwardParams sdpa_backward_params_of(const opcts_sdpa_params& c, co
 
 int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_arch* arch, char* reason, size_t size);
 opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* args, opcts_report* report);
-void sdpa_kernel_prepare(const void* impl, const void* params);  // rows.hpp PrepareFn: cuda.math's cuBLAS handle
+void sdpa_kernel_prepare(const void* impl, const void* params,
+                         const char* tactic);  // rows.hpp PrepareFn: cuda.math's cuBLAS handle
 int32_t sdpa_kernel_deterministic(const void* impl, const void* params);
 /// The row's invariance contracts (opcts_impl_desc.invariance): cuda.flash's forward on dense
 /// layouts is invariant over the batch's size and an entry's position (one thread block per
@@ -165,6 +166,7 @@ int32_t sdpa_cudnn_row_supports(const void* impl, const void* params, const opct
 opcts_status sdpa_cudnn_row_run(const void* impl, const opcts_run_args* args, opcts_report* report);
 /// 0 for a backward problem (cuDNN's dQ is summed with atomics), 1 for a forward one.
 int32_t sdpa_cudnn_row_deterministic(const void* impl, const void* params);
-void sdpa_cudnn_row_prepare(const void* impl, const void* params);  // rows.hpp PrepareFn: the cuDNN plans
+void sdpa_cudnn_row_prepare(const void* impl, const void* params,
+                            const char* tactic);  // rows.hpp PrepareFn: the cuDNN plans
 
 }  // namespace opcts::cuda

@@ -1,5 +1,7 @@
 // The CUDA sdpa rows: cuda.flash, cuda.math, cuda.cudnn, the flash backward's other kernels and the
-// planted cuda.flash_* variants (every build; rows.hpp).
+// planted cuda.flash_* variants (every build; rows.hpp). cuda.cudnn runs each engine config of
+// cuDNN's heuristics as a tactic, c0..c3 (cudnn_tactics below).
+#include "families/sdpa/cuda/sdpa_cudnn.hpp"
 #include "families/sdpa/cuda/sdpa_launch.hpp"
 #include "families/sdpa/sdpa.hpp"
 #include "gpu/cuda/rows.hpp"
@@ -28,6 +30,30 @@ std::function<std::string(const Problem&)> cannot_show(sdpa::PlantedBug bug) {
       return "the bug is planted in the forward only";
     return sdpa::planted_bug_cannot_show(p, bug);
   };
+}
+
+// Whether sdpa_cudnn_row_supports refuses a valid problem on every device and library: tensors
+// cuDNN's graphs never take (fp16 or bf16 throughout; the adapter has no fp8 graph), or a
+// zero-size dimension (cuDNN's descriptors take none).
+bool cudnn_never_runs(const sdpa::Problem& p) {
+  const bool dtypes = (p.dtype == DType::bf16 || p.dtype == DType::fp16) && p.fp8 == sdpa::Fp8::none && !p.fp8_out;
+  return !dtypes || p.batch == 0 || p.seq_q == 0 || p.seq_k == 0;
+}
+
+// cuda.cudnn's tactics (Row::tactics): c<i> runs the engine config of rank i among those of
+// cuDNN's heuristics (mode A) whose plan finalizes for the problem's graph (the backward's for a
+// backward problem), c0 the first, which the row ran before it had tactics. Every rank up to
+// kMaxCudnnEngineConfigs whatever the device, so that ids are stable: a rank this device's
+// heuristics do not offer is a SKIP (OPCTS_TACTIC_UNAVAILABLE). None where no plan is ever
+// built: one the row never runs (cudnn_never_runs); a negative problem gets none from the runner
+// (tactics_of). Reads the problem only: this file builds without CUDA or
+// cuDNN.
+std::vector<std::string> cudnn_tactics(const Problem& problem) {
+  const auto& p = problem.as<sdpa::Problem>();
+  if (cudnn_never_runs(p)) return {};
+  std::vector<std::string> names;
+  for (int rank = 0; rank < cuda::kMaxCudnnEngineConfigs; ++rank) names.push_back("c" + std::to_string(rank));
+  return names;
 }
 
 }  // namespace
@@ -126,7 +152,8 @@ void register_cuda_sdpa(Registry& reg) {
       OPCTS_HAVE_CUDA ? "this opcts was built without cuDNN (no cudnn_graph.h / libcudnn found)" : "";
 #endif
   cudnn.caps = {"mma_sync_bf16"};
-  cudnn.desc.abi_minor = 3;  // cuDNN's ragged (varlen, padding rows) and paged graphs
+  cudnn.desc.abi_minor = 3;       // cuDNN's ragged (varlen, padding rows) and paged graphs
+  cudnn.tactics = cudnn_tactics;  // in every build, with cuDNN or not: ids never depend on it
   add_rows(reg, {cudnn}, missing);
 }
 

@@ -1,0 +1,213 @@
+// Tactics as a case dimension (Impl::tactics): each tactic of a problem is a case of its own,
+// "<case id>/<tactic>", run with RunContext::tactic; the first runs with its problem, one more at
+// the default tier (rotating over the problems), all at full; a plugin lists them through
+// list_tactics (ABI 1.11), asked in a probe; a wrong tactic FAILs on its own, a manifest entry
+// can expect it, and a tactic the machine lacks is a SKIP.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "app/builtins.hpp"
+#include "core/result.hpp"
+#include "runner/catalog.hpp"
+#include "runner/suite.hpp"
+#include "tests/test_util.hpp"
+
+namespace opcts {
+namespace {
+
+using testutil::sh;
+
+const std::string kOpcts = OPCTS_BINARY;
+std::string bad(const char* name) { return std::string(OPCTS_BAD_PLUGIN_DIR) + "/" + name + ".so"; }
+
+TEST(Tactics, NamesAndIdsSplitIntoTheirParts) {
+  for (const char* good : {"h0", "split_k4", "k_two_halves", "a"}) EXPECT_TRUE(is_tactic_name(good)) << good;
+  for (const char* no : {"", "0h", "H0", "split-k", "a/b", "a.b", "abcdefghijklmnopqrstuvwxyz0123456"})
+    EXPECT_FALSE(is_tactic_name(no)) << no;
+  const CaseIdParts with = split_case_id("scaled_mm.cuda_cublaslt/tensorwise_x/h3");
+  EXPECT_EQ(with.family, "scaled_mm");
+  EXPECT_EQ(with.impl_token, "cuda_cublaslt");
+  EXPECT_EQ(with.problem_id, "tensorwise_x");
+  EXPECT_EQ(with.tactic, "h3");
+  const CaseIdParts without = split_case_id("cast.host_cvt/x");
+  EXPECT_EQ(without.problem_id, "x");
+  EXPECT_EQ(without.tactic, "");
+  EXPECT_THROW(split_case_id("no_slash"), std::invalid_argument);
+}
+
+// The first tactic runs with its problem; of the others exactly one joins at the default tier, and
+// which one rotates with the problem id, so that a catalog's problems cover every tactic there.
+TEST(Tactics, TheFirstRunsWithItsProblemOneMoreAtDefaultTheRestAtFull) {
+  for (const Tier problem : {Tier::smoke, Tier::default_, Tier::full}) {
+    std::set<size_t> rotated;
+    for (int i = 0; i < 64; ++i) {
+      const std::string id = "problem" + std::to_string(i);
+      EXPECT_EQ(tactic_tier(problem, 0, 4, id), problem);
+      int at_default = 0;
+      for (size_t t = 1; t < 4; ++t) {
+        const Tier tier = tactic_tier(problem, t, 4, id);
+        EXPECT_GE(tier, problem);
+        if (tier <= Tier::default_) {
+          ++at_default;
+          rotated.insert(t);
+        } else {
+          EXPECT_EQ(tier, Tier::full);
+        }
+      }
+      EXPECT_EQ(at_default, problem == Tier::full ? 0 : 1) << id;
+    }
+    if (problem != Tier::full) EXPECT_EQ(rotated, (std::set<size_t>{1, 2, 3})) << "the second tactic rotates";
+  }
+}
+
+// host.emulated_split_k lists split_k1, 2 and 4 where K has the units for them: every valid
+// problem's cases carry a tactic, split_k1 at the problem's own tier, and an id parses back to
+// its tactic; a negative problem (refused before any split) has one case without.
+TEST(Tactics, ABuiltInImplsTacticsAreCasesOfTheirOwn) {
+  const auto archs = ArchTable::load((testutil::cases_dir() / "archs.yaml").string());
+  const auto entries = load_catalogs(builtin_registry(), {(testutil::cases_dir() / "scaled_mm.yaml").string()});
+  std::map<std::string, std::vector<const Case*>> by_problem;
+  const auto cases = make_cases(builtin_registry(), entries, archs.get("host"), false);
+  for (const Case& c : cases)
+    if (c.impl->name() == "host.emulated_split_k")
+      by_problem[std::string(split_case_id(c.id).problem_id)].push_back(&c);
+  ASSERT_GT(by_problem.size(), 50u);
+  int split4 = 0;
+  std::string id;  // a case with a tactic
+  for (const auto& [problem, tactics] : by_problem) {
+    for (const Case* c : tactics) {
+      if (c->tactic.empty()) {
+        EXPECT_NE(c->family->expected_error(*c->problem), "") << c->id;
+        EXPECT_EQ(tactics.size(), 1u) << c->id;
+        continue;
+      }
+      id = c->id;
+      EXPECT_EQ(c->id, c->id.substr(0, c->id.rfind('/')) + "/" + c->tactic);
+      if (c->tactic == "split_k1") EXPECT_EQ(c->tier, tactics.front()->tier) << c->id;
+      split4 += c->tactic == "split_k4";
+      const Case back = case_from_id(builtin_registry(), c->id);
+      EXPECT_EQ(back.tactic, c->tactic);
+    }
+  }
+  EXPECT_GT(split4, 0);
+  // An id must name one of the impl's tactics for its problem, and only an impl with tactics takes one.
+  ASSERT_NE(id, "");
+  const std::string bare = id.substr(0, id.rfind('/'));
+  const auto refused = [](const std::string& bad_id) {
+    try {
+      case_from_id(builtin_registry(), bad_id);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refused(bare).find("no tactic, but host.emulated_split_k runs this problem with the tactics split_k1"),
+            std::string::npos)
+      << refused(bare);
+  EXPECT_NE(refused(bare + "/split_k3").find("tactic 'split_k3'"), std::string::npos) << refused(bare + "/split_k3");
+  const std::string plain = "scaled_mm.host_emulated/" + std::string(split_case_id(id).problem_id);
+  EXPECT_NO_THROW(case_from_id(builtin_registry(), plain));
+  EXPECT_NE(refused(plain + "/split_k1").find("with no tactics"), std::string::npos) << refused(plain + "/split_k1");
+}
+
+// The right split-K tactics pass; the planted one, which drops K's remainder, FAILs on every
+// tactic it lists (each leaves a remainder), as an implied strict xfail: the gate passes.
+TEST(Tactics, EveryRightTacticPassesAndThePlantedTacticIsCaught) {
+  const std::string dir = testutil::temp_dir();
+  const auto r =
+      sh(kOpcts + " run --arch host --tier smoke --include-planted --filter 'scaled_mm.host_emulated_split_k*'" +
+         " --results " + dir + "/r.jsonl");
+  EXPECT_EQ(r.status, 0) << r.output;
+  int right = 0, caught = 0;
+  for (const ResultRecord& rec : read_results_file(dir + "/r.jsonl")) {
+    const bool planted = rec.impl == "host.emulated_split_k_drops_tail";
+    if (rec.outcome == Outcome::SKIP) {
+      EXPECT_TRUE(planted) << rec.id << ": " << rec.message;
+      continue;
+    }
+    if (planted) {
+      EXPECT_EQ(rec.outcome, Outcome::XFAIL) << rec.id << ": " << rec.message;
+      EXPECT_NE(split_case_id(rec.id).tactic, "") << rec.id;
+      caught += rec.outcome == Outcome::XFAIL;
+    } else {
+      EXPECT_EQ(rec.outcome, Outcome::PASS) << rec.id << ": " << rec.message;
+      right += rec.outcome == Outcome::PASS;
+    }
+  }
+  EXPECT_GT(right, 50) << r.output;
+  EXPECT_GT(caught, 10) << r.output;
+}
+
+// A plugin's list_tactics (ABI 1.11), asked in a probe: the example's scaled_mm lists k_one_pass
+// and, for K of 2 or more, k_two_halves — at the smoke tier the first only, at full both — and
+// both pass.
+TEST(Tactics, APluginListsItsTacticsAndEachRuns) {
+  const std::string filter = " --plugin " + std::string(OPCTS_EXAMPLE_PLUGIN) + " --filter 'scaled_mm.example_*'";
+  const auto smoke = sh(kOpcts + " list --arch host --tier smoke" + filter);
+  const auto full = sh(kOpcts + " list --arch host --tier full" + filter);
+  ASSERT_EQ(smoke.status, 0) << smoke.output;
+  EXPECT_NE(smoke.output.find("/k_one_pass\n"), std::string::npos) << smoke.output;
+  EXPECT_EQ(smoke.output.find("/k_two_halves\n"), std::string::npos) << smoke.output;
+  EXPECT_NE(full.output.find("/k_two_halves\n"), std::string::npos) << full.output;
+  const std::string dir = testutil::temp_dir();
+  // K < 100 only: the example's scalar loop takes minutes over the default tier.
+  const auto run = sh(kOpcts + " run --arch host --tier default" + filter + " --exclude '*_k[0-9][0-9][0-9]*'" +
+                      " --results " + dir + "/r.jsonl");
+  EXPECT_EQ(run.status, 0) << run.output;
+  int halves = 0;
+  for (const ResultRecord& rec : read_results_file(dir + "/r.jsonl")) {
+    EXPECT_TRUE(rec.outcome == Outcome::PASS || rec.outcome == Outcome::SKIP) << rec.id << ": " << rec.message;
+    halves += rec.outcome == Outcome::PASS && split_case_id(rec.id).tactic == "k_two_halves";
+  }
+  EXPECT_GT(halves, 3) << run.output;
+}
+
+// The tactic reaches run: of tests/plugins/bad_plugin.c's three (variant 12), "forwards" passes,
+// "drops_last" loses an update and FAILs alone — until a manifest entry expects that one tactic's
+// failure — and "absent" is a SKIP quoting the plugin. A list with a name that is not a tactic
+// name makes the impl's case an ERROR naming it (variant 13).
+TEST(Tactics, AWrongTacticFailsAloneAManifestCanExpectItAndAnAbsentOneSkips) {
+  const std::string dir = testutil::temp_dir();
+  const std::string problem = "scatter_add.bad_tactics/fp32_i64_n37_m301_uniform";
+  const auto run = [&](const std::string& extra) {
+    sh(kOpcts + " run --arch host --tier full --plugin " + bad("tactics") + " --filter '" + problem + "/*' --results " +
+       dir + "/r.jsonl" + extra);
+    std::map<std::string, ResultRecord> by_tactic;
+    for (ResultRecord& rec : read_results_file(dir + "/r.jsonl"))
+      by_tactic[std::string(split_case_id(rec.id).tactic)] = std::move(rec);
+    return by_tactic;
+  };
+  auto plain = run("");
+  ASSERT_EQ(plain.size(), 3u);
+  EXPECT_EQ(plain["forwards"].outcome, Outcome::PASS) << plain["forwards"].message;
+  EXPECT_EQ(plain["drops_last"].outcome, Outcome::FAIL) << plain["drops_last"].message;
+  EXPECT_EQ(plain["absent"].outcome, Outcome::SKIP);
+  EXPECT_NE(plain["absent"].message.find("tactic absent not offered here"), std::string::npos)
+      << plain["absent"].message;
+  EXPECT_NE(plain["absent"].message.find("this machine offers no such tactic"), std::string::npos);
+  const std::string manifest = testutil::write(dir, "host.yaml",
+                                               "arch: host\n"
+                                               "xfail:\n"
+                                               "  - match: 'scatter_add.bad_tactics/*/drops_last'\n"
+                                               "    reason: its split loses the last update\n"
+                                               "    tracking: issue 39\n"
+                                               "    expect: FAIL\n"
+                                               "    outputs: {out: [exceeds_bound, not_conserved]}\n");
+  auto expected = run(" --manifest " + manifest);
+  EXPECT_EQ(expected["drops_last"].outcome, Outcome::XFAIL) << expected["drops_last"].message;
+  EXPECT_EQ(expected["forwards"].outcome, Outcome::PASS) << "the entry takes that tactic only";
+
+  const auto names = sh(kOpcts + " run --arch host --tier full --plugin " + bad("tactic_names") +
+                        " --filter scatter_add.bad_tactics/fp32_i64_n37_m301_uniform --results " + dir + "/n.jsonl");
+  const auto records = read_results_file(dir + "/n.jsonl");
+  ASSERT_EQ(records.size(), 1u) << names.output;
+  EXPECT_EQ(records[0].outcome, Outcome::ERROR);
+  EXPECT_NE(records[0].message.find("'Not-A-Name' is not a tactic name"), std::string::npos) << records[0].message;
+}
+
+}  // namespace
+}  // namespace opcts
