@@ -55,6 +55,13 @@ std::string xfail_reason(const std::string& message) {
   return dash == std::string::npos ? s : s.substr(0, dash);
 }
 
+// The tactic part of a case id ("<family>.<impl>/<problem>/<tactic>"), or "".
+std::string tactic_of(const std::string& id) {
+  const auto slash = id.find('/');
+  const auto second = slash == std::string::npos ? slash : id.find('/', slash + 1);
+  return second == std::string::npos ? "" : id.substr(second + 1);
+}
+
 void classify(MatrixCell& c) {
   const std::size_t skips = c.skip_capability + c.skip_manifest + c.skip_not_built;
   if (c.total == 0) c.state = CellState::not_run;
@@ -85,6 +92,12 @@ EnablementMatrix enablement_matrix(const std::vector<ResultRecord>& records) {
     rows.insert({fam, impl});
     MatrixCell& c = m.cells[{fam, impl, r.arch}];
     ++c.total;
+    if (const std::string t = tactic_of(r.id); !t.empty()) {
+      MatrixCell::TacticCount& n = c.tactics[t];
+      ++n.cases;
+      n.ran += r.outcome != Outcome::SKIP && r.outcome != Outcome::MISSING;
+      n.pass += r.outcome == Outcome::PASS;
+    }
     c.provisional += !r.provisional.empty() && r.outcome != Outcome::SKIP;
     switch (r.outcome) {
       case Outcome::PASS: ++c.pass; break;
@@ -182,6 +195,18 @@ std::string matrix_markdown(const EnablementMatrix& m) {
       if (top.size() > 5) details += fmt::format("  - … {} more reasons\n", top.size() - 5);
     }
   if (!details.empty()) s += "\n### Why cells are partial, unsupported, skipped or not tested\n\n" + details;
+  std::string tactics;
+  for (const auto& [fam, impl] : m.rows)
+    for (const auto& a : m.archs) {
+      const MatrixCell& c = m.cell(fam, impl, a);
+      if (c.tactics.empty()) continue;
+      tactics += fmt::format("- **{} {} on {}**:", markdown_cell(fam), markdown_cell(impl), markdown_cell(a));
+      for (const auto& [t, n] : c.tactics)
+        tactics += fmt::format(" {} {}/{} ran, {} pass;", markdown_cell(t), n.ran, n.cases, n.pass);
+      tactics.back() = '\n';
+    }
+  if (!tactics.empty())
+    s += "\n### Tactic coverage (per tactic: cases that ran of those listed, and passed)\n\n" + tactics;
   return s;
 }
 

@@ -38,6 +38,12 @@ struct MatrixCell {
   std::size_t provisional = 0;
   std::map<std::string, std::size_t> xfail_reasons;  // the xfail entry's reason → cases
   std::map<std::string, std::size_t> skip_reasons;   // SKIP message → cases
+  // Tactic coverage of an impl with tactics (ids "<…>/<problem>/<tactic>"): per tactic, its
+  // cases, those that ran (not SKIP) and those that passed.
+  struct TacticCount {
+    std::size_t cases = 0, ran = 0, pass = 0;
+  };
+  std::map<std::string, TacticCount> tactics;
 };
 
 struct EnablementMatrix {
@@ -56,7 +62,8 @@ EnablementMatrix enablement_matrix(const std::vector<ResultRecord>& records);
 std::string cell_text(const MatrixCell& c);
 
 /// Markdown for a CI job summary: a legend, one table row per family × impl with one column
-/// per arch, then per partial/unsupported/skipped cell its reasons (top 5, with counts).
+/// per arch, then per partial/unsupported/skipped cell its reasons (top 5, with counts), then
+/// per cell of an impl with tactics how many cases of each tactic ran and passed.
 std::string matrix_markdown(const EnablementMatrix& m);
 
 }  // namespace opcts

@@ -89,6 +89,24 @@ TEST(Matrix, MarkdownHasOneRowPerImplAndTheReasons) {
            "lacks capability 'mx_mma'"}));
 }
 
+// An impl with tactics: the matrix says per tactic how many of its cases ran and passed (a
+// tactic the device lacks is a SKIP, which a cell's verdict alone would not show).
+TEST(Matrix, TacticCoverageIsListedPerCell) {
+  auto rs = records();
+  rs.push_back(rec("scaled_mm", "cuda.cublaslt", "sm90", "p/h0", Outcome::PASS));
+  rs.push_back(rec("scaled_mm", "cuda.cublaslt", "sm90", "p/h1", Outcome::SKIP, "tactic h1 not offered here"));
+  rs.push_back(rec("scaled_mm", "cuda.cublaslt", "sm90", "q/h0", Outcome::PASS));
+  const EnablementMatrix m = enablement_matrix(rs);
+  const MatrixCell& c = m.cell("scaled_mm", "cuda.cublaslt", "sm90");
+  ASSERT_EQ(c.tactics.size(), 2u);
+  EXPECT_EQ(c.tactics.at("h0").pass, 2u);
+  EXPECT_EQ(c.tactics.at("h1").ran, 0u);
+  EXPECT_TRUE(m.cell("sdpa", "cuda.flash", "sm90").tactics.empty());
+  EXPECT_NE(matrix_markdown(m).find("- **scaled_mm cuda.cublaslt on sm90**: h0 2/2 ran, 2 pass; h1 0/1 ran, 0 pass\n"),
+            std::string::npos)
+      << matrix_markdown(m);
+}
+
 // A cell whose cases ran under a stand-in accumulator model says how many, beside its state;
 // the HTML's matrix shows the same text.
 TEST(Matrix, ProvisionalCasesAreMarkedInTheCell) {

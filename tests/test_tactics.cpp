@@ -142,6 +142,35 @@ TEST(Tactics, EveryRightTacticPassesAndThePlantedTacticIsCaught) {
   EXPECT_GT(caught, 10) << r.output;
 }
 
+// Each tactic is judged under the accumulator model declared for it: a manifest tolerance entry
+// whose glob names one tactic ("…/split_k4") judges that tactic's cases alone — the rule each
+// output records says so — while the problem's other tactics keep the tolerance table's.
+TEST(Tactics, AToleranceEntryCanDeclareOneTacticsAccumulatorModel) {
+  const std::string dir = testutil::temp_dir();
+  const std::string manifest = testutil::write(dir, "host.yaml",
+                                               "arch: host\n"
+                                               "tolerance:\n"
+                                               "  - match: 'scaled_mm.host_emulated_split_k/*/split_k4'\n"
+                                               "    accumulator: {bits: 24, rounding: rne, promote_every: 0}\n"
+                                               "    reason: four slices, each an fp32 sum\n");
+  const std::string problem =
+      "scaled_mm.host_emulated_split_k/blockwise_1x128_128x128_e4m3fn_e4m3fn_tn_m128_n256_k512_"
+      "out_bf16_random";
+  const auto r = sh(kOpcts + " run --arch host --tier full --manifest " + manifest + " --filter '" + problem +
+                    "/*' --results " + dir + "/r.jsonl");
+  EXPECT_EQ(r.status, 0) << r.output;
+  std::map<std::string, std::string> rule;
+  for (const ResultRecord& rec : read_results_file(dir + "/r.jsonl")) {
+    EXPECT_EQ(rec.outcome, Outcome::PASS) << rec.id << ": " << rec.message;
+    ASSERT_FALSE(rec.outputs.empty()) << rec.id;
+    rule[std::string(split_case_id(rec.id).tactic)] = rec.outputs[0].rule;
+  }
+  ASSERT_EQ(rule.size(), 3u) << r.output;
+  EXPECT_NE(rule["split_k4"].find("host.yaml:"), std::string::npos) << rule["split_k4"];
+  EXPECT_EQ(rule["split_k1"].find("host.yaml:"), std::string::npos) << rule["split_k1"];
+  EXPECT_EQ(rule["split_k2"].find("host.yaml:"), std::string::npos) << rule["split_k2"];
+}
+
 // A plugin's list_tactics (ABI 1.11), asked in a probe: the example's scaled_mm lists k_one_pass
 // and, for K of 2 or more, k_two_halves — at the smoke tier the first only, at full both — and
 // both pass.
