@@ -21,6 +21,7 @@
 #include "core/spellings.hpp"
 #include "families/scaled_mm/cuda/scaled_mm_kernels.hpp"
 #include "gpu/cuda/cuda_error.hpp"
+#include "gpu/cuda/tactic_rank.hpp"
 #include "gpu/cuda/warm_up.hpp"
 
 namespace opcts::cuda {

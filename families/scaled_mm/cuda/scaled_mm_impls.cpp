@@ -15,6 +15,7 @@
 #include "families/scaled_mm/cuda/scaled_mm_launch.hpp"
 #include "gpu/cuda/device_memory.hpp"
 #include "gpu/cuda/rows.hpp"
+#include "gpu/cuda/tactic_rank.hpp"
 
 namespace opcts::cuda {
 

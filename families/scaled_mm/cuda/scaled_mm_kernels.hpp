@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-#include "gpu/cuda/tactic_rank.hpp"
 
 struct CUstream_st;
 
