@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace opcts::cuda {
 
@@ -18,6 +19,14 @@ struct RankAbsent : std::runtime_error {
   int rank;
   int count;
 };
+
+/// The tactics of a rank list, "<prefix>0" .. "<prefix><ranks - 1>", every rank whatever the
+/// device (ids stay stable; a rank the device lacks is a SKIP at run time).
+inline std::vector<std::string> rank_tactics(char prefix, int ranks) {
+  std::vector<std::string> names;
+  for (int rank = 0; rank < ranks; ++rank) names.push_back(std::string(1, prefix) + std::to_string(rank));
+  return names;
+}
 
 /// The rank "<prefix><digit>" names, below `ranks` (at most 10); 0 for a null tactic. opcts hands
 /// a run only the tactics its row listed, so another name throws std::runtime_error naming it

@@ -12,6 +12,7 @@
 #include "families/scaled_mm/planted.hpp"
 #include "families/scaled_mm/scaled_mm.hpp"
 #include "gpu/cuda/rows.hpp"
+#include "gpu/cuda/tactic_rank.hpp"
 
 namespace opcts {
 
@@ -31,9 +32,7 @@ uint32_t rows_alone(const void*, const void*) { return OPCTS_INVARIANT_BATCH_SIZ
 std::vector<std::string> heuristic_tactics(const Problem& problem) {
   const auto& p = problem.as<scaled_mm::Problem>();
   if (!p.expect_error.empty() || p.m == 0 || p.n == 0 || p.k == 0) return {};
-  std::vector<std::string> names;
-  for (int rank = 0; rank < cuda::kMaxHeuristicTactics; ++rank) names.push_back("h" + std::to_string(rank));
-  return names;
+  return cuda::rank_tactics('h', cuda::kMaxHeuristicTactics);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "families/sdpa/cuda/sdpa_launch.hpp"
 #include "families/sdpa/sdpa.hpp"
 #include "gpu/cuda/rows.hpp"
+#include "gpu/cuda/tactic_rank.hpp"
 
 namespace opcts {
 
@@ -51,9 +52,7 @@ bool cudnn_never_runs(const sdpa::Problem& p) {
 std::vector<std::string> cudnn_tactics(const Problem& problem) {
   const auto& p = problem.as<sdpa::Problem>();
   if (cudnn_never_runs(p)) return {};
-  std::vector<std::string> names;
-  for (int rank = 0; rank < cuda::kMaxCudnnEngineConfigs; ++rank) names.push_back("c" + std::to_string(rank));
-  return names;
+  return cuda::rank_tactics('c', cuda::kMaxCudnnEngineConfigs);
 }
 
 }  // namespace
