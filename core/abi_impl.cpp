@@ -319,10 +319,15 @@ CapturedRun AbiImpl::run_captured(const Problem& p, const TensorMap& capture_inp
   return r;
 }
 
-bool AbiImpl::deterministic(const Problem& p) const {
-  if (!desc_.deterministic) return true;
+bool AbiImpl::deterministic(const Problem& p, std::string_view tactic) const {
+  if (!desc_.deterministic && !deterministic_tactic_) return true;
   const std::vector<unsigned char> params = family_def().abi_params(p);
-  return params.empty() || desc_.deterministic(desc_.impl_data, params.data()) != 0;
+  if (params.empty()) return true;
+  if (deterministic_tactic_) {
+    const std::string t(tactic);
+    return deterministic_tactic_(desc_.impl_data, params.data(), t.empty() ? nullptr : t.c_str()) != 0;
+  }
+  return desc_.deterministic(desc_.impl_data, params.data()) != 0;
 }
 
 std::vector<std::string> AbiImpl::tactics(const Problem& p) const {

@@ -143,7 +143,13 @@ class AbiImpl final : public Impl {
   CapturedRun run_captured(const Problem& p, const TensorMap& capture_inputs, const TensorMap& inputs,
                            const RunContext& ctx) const override;
   bool planted() const override { return planted_; }
-  bool deterministic(const Problem& p) const override;
+  /// The built-in row's per-tactic claim where it set one (set_deterministic_tactic), else the
+  /// descriptor's deterministic callback, whose claim holds for every tactic of the problem.
+  bool deterministic(const Problem& p, std::string_view tactic) const override;
+  /// For a built-in row with tactics whose claim depends on the tactic (Row::deterministic_tactic):
+  /// called with the impl data, the parameter struct and the case's tactic (null for none).
+  using DeterministicTacticFn = int32_t (*)(const void* impl_data, const void* params, const char* tactic);
+  void set_deterministic_tactic(DeterministicTacticFn f) { deterministic_tactic_ = f; }
   /// The descriptor's invariance callback's axes (ABI 1.10); none where it has none.
   std::vector<InvarianceAxis> invariant_axes(const Problem& p) const override;
   /// The descriptor's list_tactics answer (ABI 1.11), or a built-in row's tactics function; none
@@ -185,6 +191,7 @@ class AbiImpl final : public Impl {
   std::function<TensorMap(const Problem&, TensorMap)> planted_outputs_;
   BlindSpotFn blind_spot_;
   std::function<std::vector<std::string>(const Problem&)> tactics_;
+  DeterministicTacticFn deterministic_tactic_ = nullptr;
   bool bug_needs_bitwise_ = false;
   bool bug_needs_capture_ = false;
   // Throws std::logic_error where run must not be called: no backend in this build, an ABI gap.

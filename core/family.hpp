@@ -291,8 +291,12 @@ class Impl {
   virtual bool planted() const { return false; }
   /// Same inputs give the same output bytes on every run of this problem (`opcts run
   /// --bitwise` checks it). True unless the impl reduces in a run-dependent order on it
-  /// (atomics, split-K with atomics), which may depend on the problem (direction, sizes).
-  virtual bool deterministic(const Problem&) const { return true; }
+  /// (atomics, split-K with atomics), which may depend on the problem (direction, sizes) and on
+  /// the tactic the case runs (`tactic`: one of tactics(p), "" for an impl without).
+  virtual bool deterministic(const Problem&, std::string_view tactic) const {
+    (void)tactic;
+    return true;
+  }
   /// For a planted impl whose bug is a determinism claim it breaks: only `opcts run --bitwise`
   /// can show it, so without --bitwise its cases SKIP (instead of passing as XPASS).
   virtual bool bug_needs_bitwise() const { return false; }

@@ -25,7 +25,7 @@ TensorMap check_capture(const Family& family, const Impl& impl, const Problem& p
                              "'s recording, replayed after the case's inputs were copied into its buffers, gave the "
                              "very bytes it gave on the inputs it was recorded with: a result computed at capture "
                              "and kept, not recomputed from the buffers");
-  if (impl.deterministic(p)) {
+  if (impl.deterministic(p, ctx.tactic)) {
     const auto differs = [&](const TensorMap& a, const TensorMap& b, const std::string& a_is, const std::string& b_is) {
       const std::string diff =
           first_bit_difference(a, b, [&](const std::string& at, const std::string& va, const std::string& vb) {

@@ -350,6 +350,11 @@ std::vector<Case> make_cases(const Registry& reg, const std::vector<CatalogEntry
         if (!is_tactic_name(tactics[i]))
           throw std::logic_error(std::string(impl->name()) + ": tactic '" + tactics[i] + "' of " + e.problem_id +
                                  " is not a tactic name (1 to 32 of a-z, 0-9, _, a letter first)");
+        // Two cases of one id would be one case run twice, its tally counted twice.
+        if (std::find(tactics.begin(), tactics.begin() + static_cast<std::ptrdiff_t>(i), tactics[i]) !=
+            tactics.begin() + static_cast<std::ptrdiff_t>(i))
+          throw std::logic_error(std::string(impl->name()) + ": tactic '" + tactics[i] + "' of " + e.problem_id +
+                                 " listed twice");
         slots.push_back({case_id_from_problem_id(*e.family, *impl, e.problem_id, tactics[i]), &e, impl, tactics[i],
                          tactic_tier(e.tier, i, tactics.size(), e.problem_id)});
       }

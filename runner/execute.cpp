@@ -332,7 +332,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
         ok = false;
       }
     }
-    if (ok && opts.bitwise && c.impl->deterministic(*c.problem)) {
+    if (ok && opts.bitwise && c.impl->deterministic(*c.problem, c.tactic)) {
       const TensorMap again = run_checked(*c.impl, *c.problem, ref.inputs, ctx, nullptr, &ref.input_fingerprints);
       const std::string diff = first_bit_difference(
           out, again, [](const std::string& at, const std::string& first, const std::string& then) {
@@ -399,7 +399,11 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     throw;
   } catch (const TacticUnavailable& e) {
     r.raw_outcome = Outcome::SKIP;
-    r.message = std::string(c.impl->name()) + ": tactic " + c.tactic + " not offered here: " + e.what();
+    // An ABI impl's message arrives prefixed with its name (throw_abi_status): said once here.
+    const std::string who = std::string(c.impl->name()) + ": ";
+    std::string why = e.what();
+    if (why.rfind(who, 0) == 0) why.erase(0, who.size());
+    r.message = who + "tactic " + c.tactic + " not offered here: " + why;
   } catch (const ContractBreach& e) {
     cache.forget();  // the inputs may be written over: the next impl gets them made afresh
     r.raw_outcome = Outcome::FAIL;

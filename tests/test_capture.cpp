@@ -31,7 +31,7 @@ class TwistedFlash final : public Impl {
   std::string_view name() const override { return name_; }
   std::string_view backend() const override { return "host"; }
   Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
-  bool deterministic(const Problem&) const override { return twist_ != Twist::not_deterministic; }
+  bool deterministic(const Problem&, std::string_view) const override { return twist_ != Twist::not_deterministic; }
   TensorMap run(const Problem& p, const TensorMap& in, const RunContext& ctx) const override {
     const std::byte* q = in.at("q").data();
     if (twist_ == Twist::keep_by_address && kept_at_ == q) return kept_;

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "app/builtins.hpp"
+#include "core/arch.hpp"
 #include "core/result.hpp"
 #include "runner/catalog.hpp"
 #include "runner/suite.hpp"
@@ -218,6 +220,8 @@ TEST(Tactics, AWrongTacticFailsAloneAManifestCanExpectItAndAnAbsentOneSkips) {
   EXPECT_NE(plain["absent"].message.find("tactic absent not offered here"), std::string::npos)
       << plain["absent"].message;
   EXPECT_NE(plain["absent"].message.find("this machine offers no such tactic"), std::string::npos);
+  const std::string& absent = plain["absent"].message;  // "<impl>: tactic absent ...", the impl named once
+  EXPECT_EQ(absent.find(absent.substr(0, absent.find(": tactic ") + 2), 1), std::string::npos) << absent;
   const std::string manifest = testutil::write(dir, "host.yaml",
                                                "arch: host\n"
                                                "xfail:\n"
@@ -236,6 +240,42 @@ TEST(Tactics, AWrongTacticFailsAloneAManifestCanExpectItAndAnAbsentOneSkips) {
   ASSERT_EQ(records.size(), 1u) << names.output;
   EXPECT_EQ(records[0].outcome, Outcome::ERROR);
   EXPECT_NE(records[0].message.find("'Not-A-Name' is not a tactic name"), std::string::npos) << records[0].message;
+}
+
+// A built-in impl's tactics are checked as a plugin's are (AbiImpl::tactics): a name that is not a
+// tactic name, or one listed twice (two cases of one id), stops the suite's planning, naming both.
+class ListsTactics final : public Impl {
+ public:
+  ListsTactics(const char* name, std::vector<std::string> tactics) : name_(name), tactics_(std::move(tactics)) {}
+  std::string_view family() const override { return "cast"; }
+  std::string_view name() const override { return name_; }
+  std::string_view backend() const override { return "host"; }
+  Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
+  std::vector<std::string> tactics(const Problem&) const override { return tactics_; }
+  TensorMap run(const Problem&, const TensorMap&, const RunContext&) const override { return {}; }
+
+ private:
+  std::string name_;
+  std::vector<std::string> tactics_;
+};
+
+TEST(Tactics, ABuiltInImplsMalformedOrRepeatedTacticStopsThePlan) {
+  const auto archs = ArchTable::load((testutil::cases_dir() / "archs.yaml").string());
+  const auto planned = [&](std::vector<std::string> tactics) -> std::string {
+    Registry reg;
+    register_builtins(reg);
+    reg.add(std::make_unique<ListsTactics>("host.test_tactics", std::move(tactics)));
+    const auto entries = load_catalogs(reg, {(testutil::cases_dir() / "cast.yaml").string()});
+    try {
+      return std::to_string(make_cases(reg, entries, archs.get("host"), false).size()) + " cases";
+    } catch (const std::logic_error& e) {
+      return e.what();
+    }
+  };
+  EXPECT_NE(planned({"a", "b"}).find(" cases"), std::string::npos) << planned({"a", "b"});
+  EXPECT_NE(planned({"a", "B"}).find("host.test_tactics: tactic 'B' of "), std::string::npos) << planned({"a", "B"});
+  EXPECT_NE(planned({"a", "b", "a"}).find("tactic 'a' of "), std::string::npos);
+  EXPECT_NE(planned({"a", "b", "a"}).find(" listed twice"), std::string::npos) << planned({"a", "b", "a"});
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ class TestImpl final : public Impl {
   std::string_view name() const override { return "host.test"; }
   std::string_view backend() const override { return "host"; }
   Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
-  bool deterministic(const Problem&) const override { return det_; }
+  bool deterministic(const Problem&, std::string_view) const override { return det_; }
   TensorMap run(const Problem&, const TensorMap& in, const RunContext&) const override {
     HostTensor y = in.at("x");
     for (int64_t i = 0; i < y.numel(); ++i) {

@@ -51,21 +51,21 @@ void add_row(Registry& reg, Row& r, const std::string& missing) {
   impl->set_bug_needs_bitwise(r.bug_needs_bitwise);
   impl->set_bug_needs_capture(r.bug_needs_capture);
   if (r.tactics) impl->set_tactics(r.tactics);
+  impl->set_deterministic_tactic(r.deterministic_tactic);
   reg.add(std::move(impl));
 }
 
-// The hip.* twin of a cuda.* row: the same callbacks and impl data, HIP's capabilities.
+// The hip.* twin of a cuda.* row: the same callbacks, tactics and impl data, HIP's capabilities.
 Row hip_twin_of(const Row& r, std::string& name) {
   const std::string cuda_name = r.desc.name ? r.desc.name : "";
   if (r.cannot_show || cuda_name.rfind("cuda.", 0) != 0)
     throw std::logic_error("hip twin of '" + cuda_name + "': only an unplanted cuda.* row has one");
   name = "hip." + cuda_name.substr(5);
-  Row t;
-  t.desc = r.desc;
+  Row t = r;                   // its callbacks, preparation, tactics and determinism claims
   t.desc.name = name.c_str();  // AbiImpl copies it
   t.desc.backend = "hip";
   t.caps = r.hip_caps;
-  t.prepare = r.prepare;
+  t.hip_twin = false;
   return t;
 }
 

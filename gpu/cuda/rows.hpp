@@ -54,6 +54,10 @@ struct Row {
   // The row's tactics per problem (Impl::tactics), declared in C++ in every build so that ids
   // never depend on it; run reads the case's in opcts_run_args.tactic. Null: none.
   std::function<std::vector<std::string>(const Problem&)> tactics;
+  // For a row whose determinism depends on the tactic (a kernel variant with another reduction
+  // order): the claim per tactic (AbiImpl::set_deterministic_tactic), used instead of
+  // desc.deterministic. Null: desc.deterministic's claim holds for every tactic.
+  AbiImpl::DeterministicTacticFn deterministic_tactic = nullptr;
   // A cuda.* row's hip.* twin (never a planted row's): registered by add_rows after the rows it
   // was given, named hip.<the name after "cuda.">, with the capabilities HIP needs for it.
   bool hip_twin = false;

@@ -154,7 +154,9 @@ typedef int32_t (*opcts_supports_fn)(const void* impl_data, const void* params, 
 /* Runs the problem on the tensors, on args->stream. */
 typedef opcts_status (*opcts_run_fn)(const void* impl_data, const opcts_run_args* args, opcts_report* report);
 /* Whether two runs on the same inputs give the same output bytes (`opcts run --bitwise`
- * checks it): non-zero = yes. NULL in the descriptor means always. */
+ * checks it): non-zero = yes. NULL in the descriptor means always. With list_tactics (ABI
+ * 1.11) the claim is held for every tactic of the problem: answer 0 if any tactic reduces in a
+ * run-dependent order. */
 typedef int32_t (*opcts_deterministic_fn)(const void* impl_data, const void* params);
 /* ABI 1.10: the axes of a problem over which the impl's outputs are invariant bit for bit, as a
  * bitmask of OPCTS_INVARIANT_* (`opcts run --invariance` checks them: docs/cli.md).

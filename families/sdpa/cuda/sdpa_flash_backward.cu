@@ -10,8 +10,8 @@
 //      b. bwd_kernel (fp32 FMA on shared-memory tiles, no tensor cores): everything else
 //         that sdpa_flash_backward_supports accepts, i.e. softcap > 0, a boolean or additive
 //         mask tensor, ALiBi, chunks, varlen, Dqk != Dv (192/128) and head dims 80, 192, 256;
-//         and every problem when SdpaBackwardParams::path is SdpaBwdPath::fma (the
-//         cuda.flash_bwd_fma row). ALiBi's bias joins the recomputed score after the softcap as
+//         and every problem when SdpaBackwardParams::path is SdpaBwdPath::fma (cuda.flash's
+//         tactic fma). ALiBi's bias joins the recomputed score after the softcap as
 //         in the forward (so P = exp(s − lse) is the forward's); it has no gradient, and the
 //         softcap's derivative is the score's before the bias.
 //      Both: one thread block per (batch, KV head, block of keys). It keeps dK and dV of its
@@ -922,7 +922,7 @@ void launch_tc_variant(const tc::Args& a, int64_t blocks, cudaStream_t stream) {
 
 // SdpaBwdPath::tc_two_blocks: D = 96 and 128 take the variant capped at 128 registers (two
 // blocks per SM; small spills) instead of the default one block per SM. D = 32 and 64 fit 128
-// registers either way and have one variant (the cuda.flash_bwd_occ2 row SKIPs them).
+// registers either way and have one variant (cuda.flash lists its tactic tc2 at D = 96 and 128 only).
 template <typename T, int D>
 void launch_tc(const tc::Args& a, int64_t blocks, bool two_blocks, cudaStream_t stream) {
   if constexpr (D >= 96) {
@@ -1085,6 +1085,8 @@ int64_t sdpa_flash_dbias_scratch_bytes(const SdpaBackwardParams& bp) {
   const DbiasGeom g = dbias_geom(bp.fwd);
   return int64_t(sizeof(float)) * bp.fwd.batch * g.heads * g.rows * bp.fwd.seq_k;
 }
+
+bool sdpa_flash_backward_takes_tc(const SdpaBackwardParams& bp) { return tc_takes(bp); }
 
 bool sdpa_flash_backward_deterministic(const SdpaBackwardParams& bp) {
   const SdpaParams& p = bp.fwd;

@@ -1,6 +1,6 @@
-// The CUDA sdpa rows' callbacks for opcts's own kernels (cuda.flash, cuda.math, the flash
-// backward's kernels and the planted cuda.flash_*): the ABI's tensors onto the kernels, launched on
-// the stream handed in (forward, or forward then backward).
+// The CUDA sdpa rows' callbacks for opcts's own kernels (cuda.flash with its backward's kernels as
+// tactics, cuda.math, cuda.flash_decode and the planted cuda.flash_*): the ABI's tensors onto the
+// kernels, launched on the stream handed in (forward, or forward then backward).
 //
 // Thin on purpose: the launchers check the operator's arguments (sdpa_args.cu) and refuse a
 // negative case with SdpaArgumentError, which becomes OPCTS_INVALID_ARGUMENT naming the argument;
@@ -59,17 +59,14 @@ double scratch_bytes(const SdpaRow& row, const opcts_sdpa_params& c) {
 
 // Why a row refuses a block-sparse problem (ABI 1.8), or null. Block masks run on cuda.flash's
 // forward (its general variant: per-element masks, unread key tiles skipped) and its backward's
-// FMA kernel (per-element selects); the tensor-core backward multiplies whole key tiles, so a NaN
-// key of an unread block would reach dQ as 0·NaN, and cuda.math and cuda.flash_decode have no
-// block mask.
+// FMA kernel (per-element selects; the tensor-core backward multiplies whole key tiles, so a NaN
+// key of an unread block would reach dQ as 0·NaN: its tactics are not listed there);
+// cuda.math and cuda.flash_decode have no block mask.
 const char* block_mask_refusal(const SdpaRow& row, const SdpaParams& k) {
   if (k.block_q == 0 && k.block_k == 0) return nullptr;
   if (row.kernel != SdpaKernel::flash)
     return "block-sparse attention (block_mask) runs on cuda.flash (its backward on the FMA kernel), not on "
            "cuda.math or cuda.flash_decode";
-  if (row.path == SdpaBwdPath::tc_two_blocks)
-    return "block-sparse attention (block_mask) runs on the FMA backward kernel, not on the tensor-core one (its "
-           "whole-tile products would multiply the NaN keys of unread blocks by 0)";
   return nullptr;
 }
 
@@ -94,8 +91,7 @@ const char* feature_refusal(const SdpaRow& row, const opcts_sdpa_params& c, cons
   }
   // FP8 (ABI 1.9) runs on cuda.flash's forward (its fp8 variant, over 16-bit copies of the codes);
   // the other kernels would read the codes as the dtype.
-  if (bp.fwd.fp8 != SdpaFp8::none &&
-      (row.kernel != SdpaKernel::flash || row.path != SdpaBwdPath::automatic || backward(c))) {
+  if (bp.fwd.fp8 != SdpaFp8::none && (row.kernel != SdpaKernel::flash || backward(c))) {
     return "fp8 attention runs on cuda.flash's forward; cuda.math, cuda.flash_decode and the flash backward's "
            "kernels take no fp8 codes";
   }
@@ -103,7 +99,7 @@ const char* feature_refusal(const SdpaRow& row, const opcts_sdpa_params& c, cons
   if (c.fp8_out) {
     return "cuda.flash writes O in the dtype: an fp8 output with o_scale is not implemented";
   }
-  if (c.attention_chunk != 0 && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
+  if (c.attention_chunk != 0 && row.kernel != SdpaKernel::flash) {
     return "chunked-local attention runs on cuda.flash (its backward on the FMA kernel)";
   }
   // Sinks change each row's epilogue only: cuda.flash's forward adds them in every variant and its
@@ -115,10 +111,9 @@ const char* feature_refusal(const SdpaRow& row, const opcts_sdpa_params& c, cons
   // ALiBi is a per-score bias: cuda.flash's forward adds it on its general path, its backward on
   // the FMA kernel (the tensor-core kernel has no per-score term, as for softcap and attn_mask),
   // cuda.flash_decode in its scores; cuda.math's softmax has no bias.
-  if (bp.fwd.alibi != SdpaAlibi::none &&
-      ((row.kernel != SdpaKernel::flash && !decode) || row.path == SdpaBwdPath::tc_two_blocks)) {
+  if (bp.fwd.alibi != SdpaAlibi::none && row.kernel != SdpaKernel::flash && !decode) {
     return "ALiBi runs on cuda.flash (its backward on the FMA kernel) and cuda.flash_decode, not on "
-           "cuda.math or the tensor-core backward";
+           "cuda.math";
   }
   // dbias (ABI 1.7) is summed by cuda.flash's FMA backward (the kernel of every additive mask);
   // cuda.math's backward does not write it. Its query-broadcast masks run on both.
@@ -126,10 +121,37 @@ const char* feature_refusal(const SdpaRow& row, const opcts_sdpa_params& c, cons
     return "dbias (the additive attn_mask's gradient) runs on cuda.flash's backward (its FMA kernel); "
            "cuda.math's backward does not write it";
   }
-  if (layout == sdpa::Layout::varlen && (row.kernel != SdpaKernel::flash || row.path == SdpaBwdPath::tc_two_blocks)) {
+  if (layout == sdpa::Layout::varlen && row.kernel != SdpaKernel::flash) {
     return "the varlen layout runs on cuda.flash (its backward on the FMA kernel)";
   }
   if (const char* why = block_mask_refusal(row, bp.fwd)) return why;
+  return nullptr;
+}
+
+// The flash backward's kernel for cuda.flash's tactic (sdpa_rows.cpp flash_backward_tactics):
+// tc the tensor-core kernel (its default variant), tc2 its two-blocks-per-SM variant, fma the FMA
+// kernel; none (a forward, or a run without a tactic) the kernel the backward picks itself.
+// Throws std::invalid_argument for another name.
+SdpaBwdPath sdpa_bwd_path_of(const char* tactic) {
+  if (!tactic) return SdpaBwdPath::automatic;
+  const std::string t(tactic);
+  if (t == "tc") return SdpaBwdPath::automatic;
+  if (t == "tc2") return SdpaBwdPath::tc_two_blocks;
+  if (t == "fma") return SdpaBwdPath::fma;
+  throw std::invalid_argument("cuda.flash: no backward kernel is named by the tactic '" + t + "'");
+}
+
+// Why a tactic cannot run the problem, or null: tc and tc2 name the tensor-core kernel, so the
+// backward must take it there (its dispatch, tc_takes, agrees with the tactics listed for the
+// problem: test_sdpa_glue.cpp checks every catalog problem), and tc2 exists at D = 96 and 128.
+// A disagreement is the harness's bug, not the kernel's: run reports it as an internal error.
+const char* tactic_refusal(const char* tactic, const SdpaBackwardParams& bp) {
+  if (!tactic || bp.path == SdpaBwdPath::fma) return nullptr;
+  if (!sdpa_flash_backward_takes_tc(bp))
+    return "the tensor-core backward does not take this problem, yet the tactic names it (the tactics listed and "
+           "the kernel's dispatch disagree)";
+  if (bp.path == SdpaBwdPath::tc_two_blocks && bp.fwd.head_dim != 96 && bp.fwd.head_dim != 128)
+    return "the two-blocks-per-SM variant exists at D = 96 and 128 only, yet the tactic tc2 names it";
   return nullptr;
 }
 
@@ -149,7 +171,7 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
   const auto& c = *static_cast<const opcts_sdpa_params*>(params);
   SdpaBackwardParams bp;
   try {
-    bp = sdpa_backward_params_of(c, nullptr, 0, row.plant, row.path);
+    bp = sdpa_backward_params_of(c, nullptr, 0, row.plant);
   } catch (const AbiValueError& e) {
     std::snprintf(reason, size, "%s", e.what());  // a later version's value, or a corrupted struct
     return 0;
@@ -161,22 +183,6 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
   // A negative case runs, so that the launcher refuses it naming the argument (or, for what only
   // the device reads, the judge sees it accepted).
   if (invalid_arguments(bp.fwd)) return 1;
-  if (row.path != SdpaBwdPath::automatic && !backward(c)) {
-    std::snprintf(reason, size, "runs the flash backward's %s kernel; the forward is cuda.flash's",
-                  row.path == SdpaBwdPath::fma ? "FMA" : "two-blocks-per-SM tensor-core");
-    return 0;
-  }
-  if (row.path == SdpaBwdPath::tc_two_blocks) {
-    const SdpaParams& k = bp.fwd;
-    const bool variant = (k.head_dim == 96 || k.head_dim == 128) && k.head_dim_v == k.head_dim &&
-                         k.dtype != SdpaDType::fp32 && k.softcap == 0.f && k.mask_kind == SdpaMaskTensor::none;
-    if (!variant) {
-      std::snprintf(reason, size,
-                    "the two-blocks-per-SM variant exists for the tensor-core kernel's D = 96 and 128 "
-                    "(fp16/bf16, Dv = D, no softcap, no attn_mask); elsewhere it is cuda.flash's kernel");
-      return 0;
-    }
-  }
   const bool decode = row.kernel == SdpaKernel::flash_decode;
   if (row.kernel == SdpaKernel::flash || decode) {
     const char* why = nullptr;
@@ -214,9 +220,11 @@ opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* a, opcts_re
   const auto& c = *static_cast<const opcts_sdpa_params*>(a->params);
   auto* stream = static_cast<cudaStream_t>(a->stream);
   const bool flash = row.kernel == SdpaKernel::flash;
+  const char* tactic = tactic_of(a);
   try {
-    SdpaBackwardParams bp = sdpa_backward_params_of(c, a->tensors, a->n_tensors, row.plant, row.path);
+    SdpaBackwardParams bp = sdpa_backward_params_of(c, a->tensors, a->n_tensors, row.plant, sdpa_bwd_path_of(tactic));
     if (const char* why = feature_refusal(row, c, bp)) return report_status(r, OPCTS_UNSUPPORTED, why);
+    if (const char* why = tactic_refusal(tactic, bp)) return report_status(r, OPCTS_INTERNAL, why);
     if (row.kernel == SdpaKernel::flash_decode) {
       sdpa_flash_decode_forward(bp.fwd, stream);
       return OPCTS_OK;
@@ -243,6 +251,10 @@ opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* a, opcts_re
 }
 
 int32_t sdpa_kernel_deterministic(const void* impl, const void* params) {
+  return sdpa_kernel_deterministic_tactic(impl, params, nullptr);
+}
+
+int32_t sdpa_kernel_deterministic_tactic(const void* impl, const void* params, const char* tactic) {
   const auto& row = *static_cast<const SdpaRow*>(impl);
   const auto& c = *static_cast<const opcts_sdpa_params*>(params);
   // The flash forward and the math backend (cuBLAS on one GPU and toolkit, fixed-order GQA
@@ -252,7 +264,12 @@ int32_t sdpa_kernel_deterministic(const void* impl, const void* params) {
   // byte in any passing case, backward included, where Sk <= 300 keeps most rows within two
   // blocks of 64 keys. flash_decode has no atomics: each split and the combine sum in a fixed order.
   if (row.kernel != SdpaKernel::flash || !backward(c)) return 1;
-  const SdpaBackwardParams bp = sdpa_backward_params_of(c, nullptr, 0, row.plant, row.path);
+  SdpaBackwardParams bp;
+  try {
+    bp = sdpa_backward_params_of(c, nullptr, 0, row.plant, sdpa_bwd_path_of(tactic));
+  } catch (const std::invalid_argument&) {
+    return 0;  // not a kernel's tactic: run refuses it, and no claim is made
+  }
   if (invalid_arguments(bp.fwd)) return 1;
   return sdpa_flash_backward_deterministic(bp) ? 1 : 0;
 }

@@ -172,7 +172,8 @@ struct SdpaParams {
 /// With GQA, dK and dV sum the contributions of every query head that reads the KV head.
 /// Which backward kernel sdpa_flash_backward runs: the tensor-core one where it applies (else the
 /// FMA one), the FMA one always, or the tensor-core variant capped at 128 registers (two blocks
-/// per SM; D = 96 and 128 — the others have one variant).
+/// per SM; D = 96 and 128 — the others have one variant). cuda.flash runs them as its tactics
+/// tc, fma and tc2 (sdpa_rows.cpp, sdpa_impls.cpp).
 enum class SdpaBwdPath { automatic, fma, tc_two_blocks };
 
 struct SdpaBackwardParams {
@@ -295,6 +296,10 @@ int64_t sdpa_flash_dbias_scratch_bytes(const SdpaBackwardParams& p);
 /// = 0 + b + a); from three on, another order may round differently. True when every row's keys
 /// (causal ∩ window) span at most two such blocks.
 bool sdpa_flash_backward_deterministic(const SdpaBackwardParams& p);
+/// Whether sdpa_flash_backward runs p on the tensor-core kernel: a path other than fma, fp16/bf16,
+/// Dqk = Dv ∈ {32, 64, 96, 128}, dense, no softcap, ALiBi, chunk, block mask or mask tensor (the
+/// top of sdpa_flash_backward.cu). Host code that reads the parameters only, never a pointer.
+bool sdpa_flash_backward_takes_tc(const SdpaBackwardParams& p);
 
 /// PyTorch's math backend as it runs by default: fp16/bf16 inputs upcast to fp32, then
 /// S = scale·Q·Kᵀ and O = P·V as cuBLAS fp32 strided batched GEMMs (no TF32), softmax with

@@ -14,11 +14,11 @@ namespace opcts::cuda {
 /// flash_decode: the paged layout's split-KV kernel (sdpa_flash_decode.cu).
 enum class SdpaKernel { flash, math, cudnn, flash_decode };
 
-/// What an sdpa row runs (its impl_data): the kernel, a planted bug, and the flash backward's path.
+/// What an sdpa row runs (its impl_data): the kernel and a planted bug. The flash backward's
+/// kernel is cuda.flash's tactic (sdpa_impls.cpp: sdpa_bwd_path_of).
 struct SdpaRow {
   SdpaKernel kernel;
   SdpaPlant plant = SdpaPlant::none;
-  SdpaBwdPath path = SdpaBwdPath::automatic;
 };
 
 /// The tensor named `name` among `n` descriptors, or nullptr.
@@ -156,6 +156,10 @@ opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* args, opcts
 void sdpa_kernel_prepare(const void* impl, const void* params,
                          const char* tactic);  // rows.hpp PrepareFn: cuda.math's cuBLAS handle
 int32_t sdpa_kernel_deterministic(const void* impl, const void* params);
+/// The claim for a case's tactic (rows.hpp Row::deterministic_tactic): the flash backward's
+/// kernel named by cuda.flash's tactic (tc, tc2, fma; null: the one it picks) decides the key
+/// block over which dQ's atomics land (sdpa_flash_backward_deterministic).
+int32_t sdpa_kernel_deterministic_tactic(const void* impl, const void* params, const char* tactic);
 /// The row's invariance contracts (opcts_impl_desc.invariance): cuda.flash's forward on dense
 /// layouts is invariant over the batch's size and an entry's position (one thread block per
 /// kBlockM rows of one (batch entry, head), the variant chosen by the problem's features, never

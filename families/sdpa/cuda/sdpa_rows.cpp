@@ -1,6 +1,7 @@
-// The CUDA sdpa rows: cuda.flash, cuda.math, cuda.cudnn, the flash backward's other kernels and the
-// planted cuda.flash_* variants (every build; rows.hpp). cuda.cudnn runs each engine config of
-// cuDNN's heuristics as a tactic, c0..c3 (cudnn_tactics below).
+// The CUDA sdpa rows: cuda.flash, cuda.math, cuda.cudnn, cuda.flash_decode and the planted
+// cuda.flash_* variants (every build; rows.hpp). cuda.flash runs its backward's kernels as tactics
+// (tc, tc2, fma: flash_backward_tactics below), cuda.cudnn each engine config of cuDNN's
+// heuristics, c0..c3 (cudnn_tactics).
 #include "families/sdpa/cuda/sdpa_cudnn.hpp"
 #include "families/sdpa/cuda/sdpa_launch.hpp"
 #include "families/sdpa/sdpa.hpp"
@@ -11,7 +12,6 @@ namespace opcts {
 
 namespace {
 
-using cuda::SdpaBwdPath;
 using cuda::SdpaKernel;
 using cuda::SdpaPlant;
 using cuda::SdpaRow;
@@ -55,16 +55,33 @@ std::vector<std::string> cudnn_tactics(const Problem& problem) {
   return cuda::rank_tactics('c', cuda::kMaxCudnnEngineConfigs);
 }
 
+// cuda.flash's tactics (Row::tactics) on a backward problem: the flash backward's kernels that take
+// it, the one the backward picks first. tc is the tensor-core kernel (one block per SM), tc2 its
+// variant capped at 128 registers (two blocks per SM; at D = 96 and 128 only, where the two
+// differ), fma the FMA kernel, which takes everything the backward runs. Where the tensor-core
+// kernel does not take the problem (sdpa_flash_backward.cu's tc_takes, which test_sdpa_glue.cpp
+// holds this to on every catalog problem), fma alone. None for a forward problem, nor for one the
+// backward never runs (fp32, fp8, an fp8 output, the paged layout: its supports refuses them).
+// Reads the problem only: this file builds without CUDA.
+std::vector<std::string> flash_backward_tactics(const Problem& problem) {
+  const auto& p = problem.as<sdpa::Problem>();
+  if (p.direction != sdpa::Direction::backward) return {};
+  if ((p.dtype != DType::fp16 && p.dtype != DType::bf16) || p.fp8 != sdpa::Fp8::none || p.fp8_out || p.paged())
+    return {};
+  const bool tc_head_dim = p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 96 || p.head_dim == 128;
+  const bool tc = !p.varlen() && p.chunk == 0 && p.alibi == sdpa::Alibi::none && p.block_q == 0 &&
+                  p.head_dim == p.head_dim_v && tc_head_dim && p.softcap == 0 &&
+                  p.mask_tensor == sdpa::MaskTensor::none;
+  if (!tc) return {"fma"};
+  if (p.head_dim == 96 || p.head_dim == 128) return {"tc", "tc2", "fma"};
+  return {"tc", "fma"};
+}
+
 }  // namespace
 
 void register_cuda_sdpa(Registry& reg) {
   using namespace cuda;
   static constexpr SdpaRow kFlash{SdpaKernel::flash}, kMath{SdpaKernel::math};
-  // The flash backward's two other kernels, each as its own impl so that each is judged:
-  // the FMA kernel that the tensor-core one falls back to, and the tensor-core one capped at
-  // 128 registers (two blocks per SM).
-  static constexpr SdpaRow kBwdFma{SdpaKernel::flash, SdpaPlant::none, SdpaBwdPath::fma};
-  static constexpr SdpaRow kBwdOcc2{SdpaKernel::flash, SdpaPlant::none, SdpaBwdPath::tc_two_blocks};
   static constexpr Planted kPlanted[] = {
       {"cuda.flash_window_off_by_one",
        {SdpaKernel::flash, SdpaPlant::window_off_by_one},
@@ -100,9 +117,14 @@ void register_cuda_sdpa(Registry& reg) {
                        OPCTS_CUDA_ONLY(sdpa_kernel_deterministic), data));
     rows.back().caps = std::move(caps);
     rows.back().prepare = OPCTS_CUDA_ONLY(sdpa_kernel_prepare);
+    rows.back().deterministic_tactic = OPCTS_CUDA_ONLY(sdpa_kernel_deterministic_tactic);
   };
   // flash uses mma.sync m16n8k16 with bf16 operands (sm_80+); math needs only cuBLAS.
   kernel_row("cuda.flash", &kFlash, {"mma_sync_bf16"});
+  // Each of the backward's kernels is judged: the tensor-core one, its two-blocks-per-SM variant
+  // and the FMA one it falls back to, each a tactic (before tactics, the rows cuda.flash_bwd_occ2
+  // and cuda.flash_bwd_fma).
+  rows.back().tactics = flash_backward_tactics;
   rows.back() = with_hip_twin(std::move(rows.back()));  // hip.flash: the same kernels, mma emulated
   // ABI 1.3: varlen (the forward's kVarlen variant, the backward's FMA kernel) with padding rows
   // (seqused_k); its supports refuses the paged layout (1.2), cuda.flash_decode's. 1.4: chunked-
@@ -119,8 +141,6 @@ void register_cuda_sdpa(Registry& reg) {
   // 1.7 for query-broadcast masks (its softmax reads rows through the seq stride); its supports
   // refuses dbias and everything of 1.1 to 1.6 (varlen, paged, chunks, sinks, ALiBi).
   rows.back().desc.abi_minor = 7;
-  kernel_row("cuda.flash_bwd_fma", &kBwdFma, {"mma_sync_bf16"});
-  kernel_row("cuda.flash_bwd_occ2", &kBwdOcc2, {"mma_sync_bf16"});
   for (const Planted& p : kPlanted) {
     kernel_row(p.name, &p.row, {"mma_sync_bf16"});
     rows.back().desc.abi_minor = 3;  // cuda.flash's kernels: their bugs show on varlen too

@@ -282,22 +282,27 @@ TEST(SdpaBackward, SubnormalGradientsRoundedToZeroAreTrusted) {
 }
 
 #if OPCTS_HAVE_CUDA
-// cuda.flash declares what its dQ atomics imply (no GPU needed): the forward is reproducible,
-// the backward while every row's keys span at most two key blocks (64 keys on the tensor-core
-// kernel, 32 on the FMA kernel that softcap takes), since 0 + a + b = 0 + b + a.
+// cuda.flash declares what its dQ atomics imply (no GPU needed), per tactic: the forward is
+// reproducible, the backward while every row's keys span at most two key blocks (64 keys on the
+// tensor-core kernel, tactics tc and tc2; 32 on the FMA kernel, tactic fma, the only one softcap
+// takes), since 0 + a + b = 0 + b + a.
 TEST(SdpaBackward, CudaFlashDeterminismFollowsItsDqAtomics) {
   const Impl& flash = *builtin_registry().impl("cuda.flash");
-  EXPECT_TRUE(flash.deterministic(make(DType::bf16, 1, 4, 2, 64, 4096, 64, Mask::none)));
-  EXPECT_TRUE(flash.deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 128, 64, Mask::none))));
-  EXPECT_FALSE(flash.deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 129, 64, Mask::none))));
+  EXPECT_TRUE(flash.deterministic(make(DType::bf16, 1, 4, 2, 64, 4096, 64, Mask::none), ""));
+  EXPECT_TRUE(flash.deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 128, 64, Mask::none)), "tc"));
+  EXPECT_FALSE(flash.deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 128, 64, Mask::none)), "fma"));
+  EXPECT_FALSE(flash.deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 129, 64, Mask::none)), "tc"));
   auto diag = bwd(make(DType::bf16, 1, 4, 2, 300, 300, 64, Mask::none));
   diag.window_left = 0, diag.window_right = 0;  // one key per row: one block
-  EXPECT_TRUE(flash.deterministic(diag));
+  EXPECT_TRUE(flash.deterministic(diag, "tc"));
+  EXPECT_TRUE(flash.deterministic(diag, "fma"));
   auto capped = bwd(make(DType::bf16, 1, 4, 2, 64, 100, 64, Mask::none));
   capped.softcap = 30;  // FMA kernel: 100 keys span 4 blocks of 32
-  EXPECT_FALSE(flash.deterministic(capped));
-  EXPECT_TRUE(
-      builtin_registry().impl("cuda.math")->deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 4096, 64, Mask::none))));
+  EXPECT_EQ(flash.tactics(capped), std::vector<std::string>{"fma"});
+  EXPECT_FALSE(flash.deterministic(capped, "fma"));
+  EXPECT_TRUE(builtin_registry()
+                  .impl("cuda.math")
+                  ->deterministic(bwd(make(DType::bf16, 1, 4, 2, 64, 4096, 64, Mask::none)), ""));
 }
 #endif
 

@@ -18,9 +18,24 @@
 #include "families/sdpa/sdpa.hpp"
 #include "numerics/dtype.hpp"
 #include "numerics/minifloat_bits.hpp"
+#include "runner/catalog.hpp"
+#include "tests/test_util.hpp"
 
 namespace opcts {
 namespace {
+
+using Tactics = std::vector<std::string>;
+
+// cuda.flash's tactics for a problem (sdpa_rows.cpp flash_backward_tactics).
+Tactics flash_tactics(const Problem& p) { return builtin_registry().impl("cuda.flash")->tactics(p); }
+
+// The claim for one of cuda.flash's tactics (null: the kernel the backward picks).
+int32_t flash_deterministic(const char* id, const char* tactic) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const auto c = abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id(id)));
+  static constexpr cuda::SdpaRow kFlash{cuda::SdpaKernel::flash};
+  return cuda::sdpa_kernel_deterministic_tactic(&kFlash, &c, tactic);
+}
 
 int32_t flash_deterministic(const char* id) {
   const Family& f = *builtin_registry().family("sdpa");
@@ -42,6 +57,59 @@ TEST(SdpaCudaGlue, TheBackwardsDeterminismFollowsTheKernelItRuns) {
   EXPECT_EQ(flash_deterministic("fp16_b1_hq4_hkv2_sq40_sk77_d64_nomask"), 1);            // the forward
 }
 
+// Each tactic's claim is its kernel's: Sk 100 is two blocks of the tensor-core kernels' 64 keys
+// (tc, tc2) but four of the FMA kernel's 32, which the fma tactic runs on the same problem.
+TEST(SdpaCudaGlue, EachBackwardTacticClaimsDeterminismForItsOwnKernel) {
+  const char* id = "bf16_b1_hq4_hkv2_sq64_sk100_d128_nomask_bwd";
+  EXPECT_EQ(flash_deterministic(id, nullptr), 1);
+  EXPECT_EQ(flash_deterministic(id, "tc"), 1);
+  EXPECT_EQ(flash_deterministic(id, "tc2"), 1);
+  EXPECT_EQ(flash_deterministic(id, "fma"), 0);
+  EXPECT_EQ(flash_deterministic("bf16_b1_hq4_hkv2_sq64_sk64_d128_nomask_bwd", "fma"), 1);  // two blocks of 32
+  EXPECT_EQ(flash_deterministic(id, "h3"), 0);  // no kernel's name: no claim (run refuses it)
+  // Through the impl, as --bitwise and --capture ask it: the case's tactic reaches the claim.
+  const Family& f = *builtin_registry().family("sdpa");
+  const Impl& flash = *builtin_registry().impl("cuda.flash");
+  const ProblemPtr p = f.parse_id(id);
+  EXPECT_TRUE(flash.deterministic(*p, "tc"));
+  EXPECT_FALSE(flash.deterministic(*p, "fma"));
+  // hip.flash runs the same kernels: the same tactics and claims.
+  const Impl& hip = *builtin_registry().impl("hip.flash");
+  EXPECT_EQ(hip.tactics(*p), flash.tactics(*p));
+  EXPECT_FALSE(hip.deterministic(*p, "fma"));
+}
+
+// The tactics cuda.flash lists for a backward problem are the kernels its dispatch takes: tc (and
+// tc2 at D = 96 and 128) exactly where sdpa_flash_backward_takes_tc holds for the problem's
+// parameters (the kernel's own predicate, which the run checks again: a tactic it contradicts is
+// an internal error), fma wherever the backward runs; a forward problem lists none. Every problem
+// of every sdpa catalog, so that a feature added to one predicate and not the other fails here.
+TEST(SdpaCudaGlue, TheBackwardsTacticsAreTheKernelsItsDispatchTakes) {
+  int tc = 0, fma_only = 0, none = 0;
+  for (const auto& e : load_catalogs(builtin_registry(), {testutil::cases_dir().string()})) {
+    if (e.family->name() != "sdpa") continue;
+    const auto& p = e.problem->as<sdpa::Problem>();
+    const Tactics got = flash_tactics(*e.problem);
+    if (p.direction != sdpa::Direction::backward) {
+      EXPECT_TRUE(got.empty()) << e.problem_id;
+      continue;
+    }
+    if (got.empty()) {
+      ++none;
+      continue;
+    }
+    const auto c = abi_struct<opcts_sdpa_params>(e.family->abi_params(*e.problem));
+    const bool takes_tc = cuda::sdpa_flash_backward_takes_tc(cuda::sdpa_backward_params_of(c));
+    const bool d96_128 = p.head_dim == 96 || p.head_dim == 128;
+    const Tactics want = !takes_tc ? Tactics{"fma"} : d96_128 ? Tactics{"tc", "tc2", "fma"} : Tactics{"tc", "fma"};
+    EXPECT_EQ(got, want) << e.problem_id;
+    ++(takes_tc ? tc : fma_only);
+  }
+  EXPECT_GE(tc, 50);
+  EXPECT_GE(fma_only, 50);
+  EXPECT_GE(none, 1);  // fp32 backward problems: the flash backward is fp16/bf16
+}
+
 // cuDNN's claim (sdpa_cudnn_row_deterministic): not the backward (dQ's atomics) nor a decode
 // forward (one query row: lse differed by a bit on two H100s), every other forward.
 TEST(SdpaCudaGlue, CudnnClaimsNoDeterminismForBackwardOrDecode) {
@@ -51,9 +119,9 @@ TEST(SdpaCudaGlue, CudnnClaimsNoDeterminismForBackwardOrDecode) {
   const ProblemPtr fwd = f.parse_id("bf16_b1_hq32_hkv8_sq4_sk4096_d128_nomask");
   const ProblemPtr bwd = f.parse_id("bf16_b1_hq4_hkv4_sq64_sk512_d64_causal_ul_bwd");
   // Without cuDNN in the build the row has no claim callback (every case SKIPs there).
-  if (cudnn->deterministic(*bwd)) GTEST_SKIP() << "built without cuDNN: cuda.cudnn has no claim";
-  EXPECT_TRUE(cudnn->deterministic(*fwd));
-  EXPECT_FALSE(cudnn->deterministic(*f.parse_id("bf16_b1_hq32_hkv8_sq1_sk4096_d128_nomask")));
+  if (cudnn->deterministic(*bwd, "c0")) GTEST_SKIP() << "built without cuDNN: cuda.cudnn has no claim";
+  EXPECT_TRUE(cudnn->deterministic(*fwd, "c0"));
+  EXPECT_FALSE(cudnn->deterministic(*f.parse_id("bf16_b1_hq32_hkv8_sq1_sk4096_d128_nomask"), "c0"));
 }
 
 // A paged problem's ABI parameters as the kernels' (sdpa_params_of): queries THD, the caches'
@@ -192,9 +260,7 @@ TEST(SdpaCudaGlue, ChunksReachCudaFlashAndItsFmaBackward) {
 // The kernel rows the feature tests ask (sdpa_rows.cpp's) and their supports callback, the reason
 // of the last refusal in `reason`.
 constexpr cuda::SdpaRow kFlashRow{cuda::SdpaKernel::flash}, kMathRow{cuda::SdpaKernel::math},
-    kDecodeRow{cuda::SdpaKernel::flash_decode},
-    kBwdFmaRow{cuda::SdpaKernel::flash, cuda::SdpaPlant::none, cuda::SdpaBwdPath::fma},
-    kBwdOcc2Row{cuda::SdpaKernel::flash, cuda::SdpaPlant::none, cuda::SdpaBwdPath::tc_two_blocks};
+    kDecodeRow{cuda::SdpaKernel::flash_decode};
 struct RowSupports {
   char reason[256] = {};
   int32_t operator()(const cuda::SdpaRow& row, const opcts_sdpa_params& c) {
@@ -251,8 +317,7 @@ TEST(SdpaCudaGlue, SinksReachCudaFlashAndTheDecodeKernelOnly) {
   const char* const reason = supports.reason;
   EXPECT_EQ(supports(kFlashRow, fwd), 1) << reason;
   EXPECT_EQ(supports(kFlashRow, bwd), 1) << reason;
-  EXPECT_EQ(supports(kBwdFmaRow, bwd), 1) << reason;
-  EXPECT_EQ(supports(kBwdOcc2Row, bwd), 1) << reason;
+  EXPECT_EQ(flash_tactics(*bwd_p), (Tactics{"tc", "tc2", "fma"}));  // sinks: every backward kernel
   EXPECT_EQ(supports(kDecodeRow, paged), 1) << reason;
   for (const opcts_sdpa_params* c : {&fwd, &bwd}) {
     EXPECT_EQ(supports(kMathRow, *c), 0);
@@ -267,10 +332,10 @@ TEST(SdpaCudaGlue, SinksReachCudaFlashAndTheDecodeKernelOnly) {
 }
 
 // ALiBi (ABI 1.6: SdpaParams::alibi from the struct's alibi, the "alibi_slopes" tensor) reaches
-// cuda.flash, forward (the general variant) and backward (the FMA kernel, whose 32-key blocks the
-// determinism claim then counts), and cuda.flash_decode's scores. cuda.math and the two-block
-// tensor-core row decline it in supports; every other CUDA row declares a minor below 1.6, so the
-// runner SKIPs ALiBi problems there before asking.
+// cuda.flash, forward (the general variant) and backward (the FMA kernel, its only tactic there,
+// whose 32-key blocks the determinism claim then counts), and cuda.flash_decode's scores. cuda.math
+// declines it in supports; every other CUDA row declares a minor below 1.6, so the runner SKIPs
+// ALiBi problems there before asking.
 TEST(SdpaCudaGlue, AlibiReachesCudaFlashItsFmaBackwardAndTheDecodeKernel) {
   const Family& f = *builtin_registry().family("sdpa");
   const ProblemPtr fwd_p = f.parse_id("bf16_b2_hq4_hkv2_sq26_sk48_d64_causal_lr_alibib");
@@ -303,12 +368,14 @@ TEST(SdpaCudaGlue, AlibiReachesCudaFlashItsFmaBackwardAndTheDecodeKernel) {
   EXPECT_EQ(supports(kFlashRow, fwd), 1) << reason;
   EXPECT_EQ(supports(kFlashRow, bwd), 1) << reason;
   EXPECT_EQ(supports(kFlashRow, varlen), 1) << reason;
-  EXPECT_EQ(supports(kBwdFmaRow, bwd), 1) << reason;
   EXPECT_EQ(supports(kDecodeRow, paged), 1) << reason;
-  for (const auto& [row, c] : {std::pair{&kMathRow, &fwd}, {&kMathRow, &bwd}, {&kBwdOcc2Row, &bwd}}) {
-    EXPECT_EQ(supports(*row, *c), 0);
+  for (const opcts_sdpa_params* c : {&fwd, &bwd}) {
+    EXPECT_EQ(supports(kMathRow, *c), 0);
     EXPECT_NE(std::string(reason).find("ALiBi"), std::string::npos) << reason;
   }
+  // The tensor-core kernels have no per-score term: the FMA kernel is the backward's only tactic.
+  EXPECT_EQ(flash_tactics(*bwd_p), Tactics{"fma"});
+  EXPECT_EQ(flash_tactics(*varlen_p), Tactics{"fma"});
   // The backward runs on the FMA kernel: Sk 77 spans three of its 32-key blocks (dQ's atomics),
   // where the tensor-core kernel's 64 would take two.
   EXPECT_EQ(flash_deterministic("fp16_b1_hq4_hkv2_sq40_sk77_d64_nomask_alibi_bwd"), 0);
@@ -382,13 +449,13 @@ TEST(SdpaCudaGlue, QueryBroadcastMasksReachFlashAndMathDbiasFlashOnly) {
   for (const opcts_sdpa_params* c : {&fwd, &boolean, &db_rows, &db_all, &db_query})
     EXPECT_EQ(supports(kFlashRow, *c), 1) << reason;
   // (cuda.math's acceptance makes its cuBLAS handle, which needs a GPU: the row table below.)
-  EXPECT_EQ(supports(kBwdFmaRow, db_rows), 1) << reason;  // its kernel; the runner SKIPs it first (ABI)
   for (const opcts_sdpa_params* c : {&db_rows, &db_all, &db_query}) {
     EXPECT_EQ(supports(kMathRow, *c), 0);
     EXPECT_NE(std::string(reason).find("dbias"), std::string::npos) << reason;
-    EXPECT_EQ(supports(kBwdOcc2Row, *c), 0);
-    EXPECT_NE(std::string(reason).find("attn_mask"), std::string::npos) << reason;
   }
+  // A mask tensor's backward runs on the FMA kernel only (the tensor-core kernels have no mask).
+  for (const ProblemPtr* p : {&bool_p, &db_rows_p, &db_all_p, &db_query_p})
+    EXPECT_EQ(flash_tactics(**p), Tactics{"fma"});
   // fp32 has no dbias row: cuda.flash is fp16/bf16 only, cuda.math declines dbias.
   const auto fp32 = params(f.parse_id("fp32_b2_hq4_hkv2_sq26_sk48_d64_causal_lr_amaskk_dbias_bwd"));
   EXPECT_EQ(supports(kFlashRow, fp32), 0);
@@ -409,9 +476,9 @@ TEST(SdpaCudaGlue, QueryBroadcastMasksReachFlashAndMathDbiasFlashOnly) {
 // Block-sparse attention (ABI 1.8: SdpaParams::block_q and block_k from the struct's block_mask_q
 // and block_mask_k, the "block_mask" tensor) reaches cuda.flash, forward (the general variant) and
 // backward (the FMA kernel, whose 32-key blocks the determinism claim then counts; the tensor-core
-// kernel's whole-tile products would multiply an unread block's NaN keys by 0). cuda.math and the
-// two-block tensor-core row decline it in supports; every other CUDA row declares a minor below 1.8,
-// so the runner SKIPs block-sparse problems there before asking.
+// kernel's whole-tile products would multiply an unread block's NaN keys by 0, so fma is its only
+// tactic there). cuda.math declines it in supports; every other CUDA row declares a minor below
+// 1.8, so the runner SKIPs block-sparse problems there before asking.
 TEST(SdpaCudaGlue, BlockMasksReachCudaFlashAndItsFmaBackward) {
   const Family& f = *builtin_registry().family("sdpa");
   const auto abi = [&](const char* id) { return abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id(id))); };
@@ -436,11 +503,13 @@ TEST(SdpaCudaGlue, BlockMasksReachCudaFlashAndItsFmaBackward) {
   RowSupports supports;
   const char* const reason = supports.reason;
   for (const opcts_sdpa_params* c : {&fwd, &bwd, &tall}) EXPECT_EQ(supports(kFlashRow, *c), 1) << reason;
-  EXPECT_EQ(supports(kBwdFmaRow, bwd), 1) << reason;
-  for (const auto& [row, c] : {std::pair{&kMathRow, &fwd}, {&kMathRow, &bwd}, {&kBwdOcc2Row, &bwd}}) {
-    EXPECT_EQ(supports(*row, *c), 0);
+  for (const opcts_sdpa_params* c : {&fwd, &bwd}) {
+    EXPECT_EQ(supports(kMathRow, *c), 0);
     EXPECT_NE(std::string(reason).find("block-sparse attention"), std::string::npos) << reason;
   }
+  // Without its block mask, the tall problem's backward would take the tensor-core kernel.
+  EXPECT_EQ(flash_tactics(*f.parse_id(ids[2])), Tactics{"fma"});
+  EXPECT_EQ(flash_tactics(*f.parse_id("bf16_b2_hq4_hkv2_sq150_sk100_d64_nomask_bwd")), (Tactics{"tc", "fma"}));
   // The flash kernel's own check: a block mask without its tensor, once the tensors are given.
   cuda::SdpaParams k = cuda::sdpa_params_of(fwd);
   alignas(16) static unsigned char buf[16];
@@ -514,10 +583,8 @@ TEST(SdpaCudaGlue, Fp8ReachesCudaFlashsForwardOnly) {
   RowSupports supports;
   const char* const reason = supports.reason;
   for (const char* id : ids) EXPECT_EQ(supports(kFlashRow, abi(id)), 1) << id << ": " << reason;
-  for (const cuda::SdpaRow* row : {&kMathRow, &kBwdFmaRow, &kBwdOcc2Row}) {
-    EXPECT_EQ(supports(*row, qkv), 0);
-    EXPECT_NE(std::string(reason).find("fp8 attention runs on cuda.flash's forward"), std::string::npos) << reason;
-  }
+  EXPECT_EQ(supports(kMathRow, qkv), 0);
+  EXPECT_NE(std::string(reason).find("fp8 attention runs on cuda.flash's forward"), std::string::npos) << reason;
   EXPECT_EQ(supports(kDecodeRow, kv), 0);  // a dense problem
 
   // The flash kernel's own checks, once the tensors are given: the descales, the format, the
