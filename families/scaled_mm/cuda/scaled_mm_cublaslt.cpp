@@ -382,8 +382,9 @@ void scaled_mm_cublaslt_plan(const ScaledMmParams& shape, bool bias, bool d_scal
     // gate the first call of each kernel waited out the gate's whole timeout (160 of the 255
     // cuda.cublaslt cases of the default tier that run, on the H200; 0 with this warm-up,
     // docs/status/sm90.md 2026-12-02 afternoon). One call on zeroed operands of the same shape,
-    // here, loads it. Every algorithm of the list is called: each may be a kernel of its own,
-    // and the preparation is not told which tactic (rank) the run will ask for.
+    // here, loads it. Every algorithm of the list is called, once per shape in the process: each
+    // may be a kernel of its own, and a shape's other tactics (ranks) are cases of the same
+    // problem, which a shard keeps together, so they mostly run in this worker next.
     if (asked) warm_up_cublaslt(shape, bias, d_scale, found);
   } catch (...) {
     // Left to the run, which asks again and reports what failed.
