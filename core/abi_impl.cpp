@@ -349,7 +349,10 @@ std::vector<std::string> AbiImpl::tactics(const Problem& p) const {
   const auto bad = [&](const std::string& why) {
     return std::runtime_error(name_ + ": list_tactics on " + family_def().problem_id(p) + ": " + why);
   };
-  if (n < 0) throw bad("returned " + std::to_string(n) + " (an error)");
+  if (n < 0) {  // names holds the impl's reason, or nothing (plugin.h)
+    const std::string why(names.data(), strnlen(names.data(), 400));
+    throw bad("returned " + std::to_string(n) + " (an error)" + (why.empty() ? "" : ": " + why));
+  }
   if (static_cast<size_t>(n) != out.size())
     throw bad("returned " + std::to_string(n) + " but wrote " + std::to_string(out.size()) + " names");
   for (size_t i = 0; i < out.size(); ++i) {

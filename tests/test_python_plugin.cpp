@@ -97,8 +97,8 @@ TEST(PythonPlugin, TheNumpyExamplesComputeFromTheirBuffersUnderCapture) {
 
 // @opcts.impl(tactics=...) lists tactics through the Python host's list_tactics (ABI 1.11): each
 // is a case of its own, and its run finds the tactic in ctx.tactic — the right one passes, the
-// fast but wrong one FAILs alone, the one raising TacticUnavailable is a SKIP quoting it
-// (tests/python_plugins/tactics.py).
+// fast but wrong one FAILs alone, the one raising TacticUnavailable is a SKIP quoting it; a tactics
+// function that raises makes its problem an ERROR quoting the exception (tests/python_plugins/tactics.py).
 TEST(PythonPlugin, APythonImplsTacticsAreCasesThatReachItsRun) {
   REQUIRE_PYTHON_HOST();
   const auto dir = testutil::temp_dir();
@@ -114,6 +114,15 @@ TEST(PythonPlugin, APythonImplsTacticsAreCasesThatReachItsRun) {
   EXPECT_EQ(recs.at(id + "absent").outcome, Outcome::SKIP);
   EXPECT_NE(recs.at(id + "absent").message.find("no such tactic on this machine"), std::string::npos)
       << recs.at(id + "absent").message;
+  // A tactics function that raises: the problem's one case is an ERROR quoting the exception.
+  const auto raised = sh(kOpcts + " run --arch host --tier full --reruns 0 --plugin " + kSource +
+                         "/tests/python_plugins/tactics.py --filter 'cast.pytactic_unlisted/e4m3fn_to_fp32_allcodes'" +
+                         " --results " + dir + "/raised.jsonl");
+  const auto unlisted = read_results_file(dir + "/raised.jsonl");
+  ASSERT_EQ(unlisted.size(), 1u) << raised.output;
+  EXPECT_EQ(unlisted[0].outcome, Outcome::ERROR) << unlisted[0].message;
+  EXPECT_NE(unlisted[0].message.find("ValueError: no tactics for this shape"), std::string::npos)
+      << unlisted[0].message;
 }
 
 TEST(PythonPlugin, TheNumpyExamplesPassTheHostSmokeTier) {

@@ -5,6 +5,7 @@
 // can expect it, and a tactic the machine lacks is a SKIP.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "app/builtins.hpp"
+#include "core/abi_impl.hpp"
 #include "core/arch.hpp"
 #include "core/result.hpp"
 #include "runner/catalog.hpp"
@@ -276,6 +278,39 @@ TEST(Tactics, ABuiltInImplsMalformedOrRepeatedTacticStopsThePlan) {
   EXPECT_NE(planned({"a", "B"}).find("host.test_tactics: tactic 'B' of "), std::string::npos) << planned({"a", "B"});
   EXPECT_NE(planned({"a", "b", "a"}).find("tactic 'a' of "), std::string::npos);
   EXPECT_NE(planned({"a", "b", "a"}).find(" listed twice"), std::string::npos) << planned({"a", "b", "a"});
+}
+
+// A plugin's list_tactics that fails may say why in `names` (plugin.h): the error quotes it.
+int32_t no_tactics_here(const void*, const void*, char* names, size_t size) {
+  std::snprintf(names, size, "no algorithm for this shape");
+  return -1;
+}
+int32_t no_tactics_said(const void*, const void*, char* names, size_t) {
+  names[0] = '\0';
+  return -2;
+}
+
+TEST(Tactics, APluginsFailedListQuotesTheReasonItWrote) {
+  const Family& f = *builtin_registry().family("cast");
+  const ProblemPtr p = f.parse_id("e4m3fn_to_fp32_allcodes");
+  const auto error_of = [&](opcts_list_tactics_fn list) -> std::string {
+    opcts_impl_desc d{};
+    d.struct_size = sizeof d;
+    d.family = "cast", d.name = "test.lists", d.backend = "host", d.abi_minor = 11;
+    d.list_tactics = list;
+    Registry reg;  // the impl finds its family through the registry it joins
+    register_builtins(reg);
+    reg.add(std::make_unique<AbiImpl>(d, nullptr));
+    try {
+      reg.impl("test.lists")->tactics(*p);
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of(no_tactics_here),
+            "test.lists: list_tactics on e4m3fn_to_fp32_allcodes: returned -1 (an error): no algorithm for this shape");
+  EXPECT_EQ(error_of(no_tactics_said), "test.lists: list_tactics on e4m3fn_to_fp32_allcodes: returned -2 (an error)");
 }
 
 }  // namespace

@@ -169,7 +169,8 @@ typedef uint32_t (*opcts_invariance_fn)(const void* impl_data, const void* param
  * variants), its default first: each becomes a case "<case id>/<tactic>" that run receives in
  * opcts_run_args.tactic. Writes the names into `names` separated by '\n' and NUL-terminated
  * (opcts hands OPCTS_TACTIC_NAMES_SIZE bytes) and returns how many; 0 for none (one case without
- * a tactic part), negative on an error (the impl's cases of that problem are ERRORs). A name is 1
+ * a tactic part), negative on an error (the impl's cases of that problem are ERRORs, quoting what
+ * `names` then holds, NUL-terminated, as the reason: write why there, or nothing). A name is 1
  * to 32 of a-z, 0-9 and '_', a letter first, and must depend on the problem only — never on the
  * device — so that case ids are stable: a tactic this device turns out not to offer returns
  * OPCTS_TACTIC_UNAVAILABLE from run. Called in the parent process (a probe), like supports. */

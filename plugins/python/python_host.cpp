@@ -268,14 +268,25 @@ uint32_t py_invariance(const void* impl_data, const void* params) {
 }
 
 // The impl's tactics function through _host.tactics: the names '\n'-separated, their count, or -1
-// where it raised (the case is an ERROR saying so).
+// with what it raised in `names` (the case is an ERROR quoting it).
 int32_t py_list_tactics(const void* impl_data, const void* params, char* names, size_t names_size) {
-  std::string text;
-  const bool ok = ask_host<bool>(g_tactics, impl_data, params, false, [&](PyObject* r) {
-    text = utf8(r);
-    return PyUnicode_Check(r) != 0;
-  });
-  if (!ok || text.size() + 1 > names_size) return -1;
+  const auto* impl = static_cast<const PyImpl*>(impl_data);
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject* r = PyObject_CallFunction(g_tactics, "lN", impl->index, params_bytes(params));
+  std::string text, why;
+  if (!r) why = "its tactics function raised " + take_error();
+  else if (!PyUnicode_Check(r)) why = "the Python host's tactics gave no string";
+  else text = utf8(r);
+  if (PyErr_Occurred()) why = "its tactics gave names that are not text: " + take_error();
+  Py_XDECREF(r);
+  PyGILState_Release(gil);
+  if (why.empty() && text.size() + 1 > names_size)
+    why = "its tactics' names take " + std::to_string(text.size() + 1) + " bytes, more than the " +
+          std::to_string(names_size) + " the ABI hands";
+  if (!why.empty()) {
+    copy_text(names, names_size, tail(why, 400));
+    return -1;
+  }
   copy_text(names, names_size, text);
   return text.empty() ? 0 : static_cast<int32_t>(std::count(text.begin(), text.end(), '\n') + 1);
 }

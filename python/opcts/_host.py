@@ -162,7 +162,8 @@ def invariance(index, params):
 
 def tactics(index, params):
     """The impl's tactics for the problem, '\n'-separated (plugin ABI list_tactics); what its
-    function raises goes through (the Python host answers -1: the case is an ERROR)."""
+    function raises goes through (the Python host answers -1 with it: the case is an ERROR
+    quoting it)."""
     info = opcts._IMPLS[index]
     return "\n".join(str(t) for t in info.tactics(_params.problem(info.family, params)) or ())
 

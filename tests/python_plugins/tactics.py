@@ -1,6 +1,7 @@
 """A Python impl with tactics (tests/test_python_plugin.cpp): e4m3fn codes decoded to fp32 three
 ways, listed by `tactics`: "table" (right), "flushed" (subnormal codes read as zero: a fast but
-wrong tactic) and "absent" (opcts.TacticUnavailable: a SKIP). Each reaches the run in ctx.tactic."""
+wrong tactic) and "absent" (opcts.TacticUnavailable: a SKIP). Each reaches the run in ctx.tactic.
+And an impl whose tactics function raises: its cases are ERRORs quoting the exception."""
 
 import numpy as np
 
@@ -29,3 +30,12 @@ def decode(p, t, ctx):
     if ctx.tactic == "flushed":
         y = np.where((codes & 0x78) == 0, np.float32(0), y)
     t.y.reshape(-1)[...] = y
+
+
+def no_tactics(p):
+    raise ValueError("no tactics for this shape")
+
+
+@opcts.impl("cast", name="pytactic.unlisted", backend="host", supports=supports, tactics=no_tactics)
+def unlisted(p, t, ctx):
+    t.y.reshape(-1)[...] = decode_table()[t.x.reshape(-1)]
