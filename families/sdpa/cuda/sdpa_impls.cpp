@@ -250,10 +250,6 @@ opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* a, opcts_re
   return OPCTS_OK;
 }
 
-int32_t sdpa_kernel_deterministic(const void* impl, const void* params) {
-  return sdpa_kernel_deterministic_tactic(impl, params, nullptr);
-}
-
 int32_t sdpa_kernel_deterministic_tactic(const void* impl, const void* params, const char* tactic) {
   const auto& row = *static_cast<const SdpaRow*>(impl);
   const auto& c = *static_cast<const opcts_sdpa_params*>(params);

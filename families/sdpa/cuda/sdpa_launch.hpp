@@ -155,8 +155,8 @@ int32_t sdpa_kernel_supports(const void* impl, const void* params, const opcts_a
 opcts_status sdpa_kernel_run(const void* impl, const opcts_run_args* args, opcts_report* report);
 void sdpa_kernel_prepare(const void* impl, const void* params,
                          const char* tactic);  // rows.hpp PrepareFn: cuda.math's cuBLAS handle
-int32_t sdpa_kernel_deterministic(const void* impl, const void* params);
-/// The claim for a case's tactic (rows.hpp Row::deterministic_tactic): the flash backward's
+/// The kernel rows' determinism claim for a case's tactic (rows.hpp Row::deterministic_tactic;
+/// their opcts_impl_desc.deterministic stays null, so this is the one claim): the flash backward's
 /// kernel named by cuda.flash's tactic (tc, tc2, fma; null: the one it picks) decides the key
 /// block over which dQ's atomics land (sdpa_flash_backward_deterministic).
 int32_t sdpa_kernel_deterministic_tactic(const void* impl, const void* params, const char* tactic);

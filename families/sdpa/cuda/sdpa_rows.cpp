@@ -113,8 +113,8 @@ void register_cuda_sdpa(Registry& reg) {
 
   std::vector<Row> rows;
   auto kernel_row = [&](const char* name, const SdpaRow* data, std::vector<std::string> caps) {
-    rows.push_back(row("sdpa", name, OPCTS_CUDA_ONLY(sdpa_kernel_supports), OPCTS_CUDA_ONLY(sdpa_kernel_run),
-                       OPCTS_CUDA_ONLY(sdpa_kernel_deterministic), data));
+    rows.push_back(
+        row("sdpa", name, OPCTS_CUDA_ONLY(sdpa_kernel_supports), OPCTS_CUDA_ONLY(sdpa_kernel_run), nullptr, data));
     rows.back().caps = std::move(caps);
     rows.back().prepare = OPCTS_CUDA_ONLY(sdpa_kernel_prepare);
     rows.back().deterministic_tactic = OPCTS_CUDA_ONLY(sdpa_kernel_deterministic_tactic);

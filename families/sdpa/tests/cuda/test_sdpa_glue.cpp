@@ -1,4 +1,4 @@
-// The CUDA sdpa rows' determinism claim on the CPU: sdpa_kernel_deterministic is asked with the
+// The CUDA sdpa rows' determinism claim on the CPU: sdpa_kernel_deterministic_tactic is asked with the
 // problem's ABI parameters alone (no tensors), and must name the kernel the run takes, whose key
 // block decides whether dQ's fp32 atomics can land in another order (more than two blocks a row).
 #include <gtest/gtest.h>
@@ -42,7 +42,7 @@ int32_t flash_deterministic(const char* id) {
   const ProblemPtr p = f.parse_id(id);
   const auto c = abi_struct<opcts_sdpa_params>(f.abi_params(*p));
   static constexpr cuda::SdpaRow kFlash{cuda::SdpaKernel::flash};
-  return cuda::sdpa_kernel_deterministic(&kFlash, &c);
+  return cuda::sdpa_kernel_deterministic_tactic(&kFlash, &c, nullptr);
 }
 
 // A mask tensor sends the backward to the FMA kernel (32 keys a block): Sk 77 is three blocks
