@@ -167,6 +167,25 @@ struct References {
 /// References write their bounds under it and the comparison looks them up by it.
 std::string bound_key(std::string_view output, std::string_view accumulation);
 
+/// The sub-problem an axis cuts from a case (Family::invariance_cut), or why there is none.
+struct InvarianceCut {
+  std::string why_not;  // non-empty: this problem cannot be cut along the axis (then nothing else is set)
+  ProblemPtr problem;   // the sub-problem
+  std::string what;     // "entry 0 run alone (a batch of 1)": how the message names the sub-problem
+  /// Each input of the sub-problem built from the case's: its runs. An input not listed is the
+  /// sub-problem's own (make_inputs: cu_seqlens, which follow from the sub-problem).
+  std::map<std::string, std::vector<SharedRun>> inputs;
+  /// Each output whose shared elements must hold the case's bytes: its runs. Outputs not listed
+  /// are not compared (a sum over the batch: dsinks, a broadcast dbias).
+  std::map<std::string, std::vector<SharedRun>> outputs;
+  /// No cut, for the reason given.
+  static InvarianceCut none(std::string why) {
+    InvarianceCut c;
+    c.why_not = std::move(why);
+    return c;
+  }
+};
+
 /// One operator family: owns its problem type, YAML parser, stable id, inputs, reference.
 class Family {
  public:
@@ -213,10 +232,16 @@ class Family {
   /// The classes of edge_classes() that `p` reaches (a negative case's "invalid arguments" is
   /// the caller's, from expected_error).
   virtual std::vector<std::string> edge_classes_of(const Problem&) const { return {}; }
+  /// How `axis` cuts p for the invariance contracts (core/invariance.hpp): the sub-problem, and
+  /// which of its inputs' and outputs' elements are the case's (`inputs`: the case's, which give
+  /// the tensors' shapes), or why_not. By default batch_size runs the first entry of
+  /// batch_entries alone and batch_position the batch reversed, cutting each input and output
+  /// that leads with the batch; packing has no cut (a family with two batch layouts overrides).
+  virtual InvarianceCut invariance_cut(const Problem& p, const TensorMap& inputs, InvarianceAxis axis) const;
   /// The batch of a problem for the invariance contracts (core/invariance.hpp): how many
   /// entries it has along the axis with_batch cuts (sdpa: batch entries; the GEMMs: rows of A),
-  /// or 0 with the reason in `why` where this problem's batch cannot be cut (a packed layout, a
-  /// scale layout that does not lead with the rows, a family without a batch). Nonzero only
+  /// or 0 with the reason in `why` where this problem's batch cannot be cut (a scale layout that
+  /// does not lead with the rows, a family without a batch). Nonzero only
   /// where each input either holds one slice per entry along its leading dimension or does not
   /// depend on the batch at all (the runner tells them apart by the batch of one's shapes, so an
   /// input of one slice per 128 entries would pass for one that does not depend on it).

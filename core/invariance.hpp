@@ -3,8 +3,8 @@
 // around it — what serving needs for reproducible decoding (vLLM's and FlashInfer's batch-
 // invariance tests; He et al., "Defeating Nondeterminism in LLM Inference", Thinking Machines
 // 2025). The runner builds the sub-problems from the case's own problem and inputs
-// (runner/invariance.hpp); a family says which axis of its problems is the batch
-// (Family::batch_entries, Family::with_batch).
+// (runner/invariance.hpp); a family says how each axis cuts its problems (Family::invariance_cut:
+// by default the batch of Family::batch_entries and Family::with_batch).
 #pragma once
 
 #include <cstdint>
@@ -24,10 +24,15 @@ enum class InvarianceAxis : uint32_t {
   /// An entry at another position of a batch of the same size (the batch reversed) gives the
   /// bytes it gets at its own.
   batch_position = OPCTS_INVARIANT_BATCH_POSITION,
+  /// The same sequences given in the family's other batch layout — a dense (padded) batch packed
+  /// into one token dimension with cu_seqlens, or a packed batch of equal lengths as a dense one —
+  /// give the same bytes.
+  packing = OPCTS_INVARIANT_PACKING,
 };
 
-inline constexpr Spellings<InvarianceAxis, 2> kInvarianceAxes{
-    {{InvarianceAxis::batch_size, "batch_size"}, {InvarianceAxis::batch_position, "batch_position"}}};
+inline constexpr Spellings<InvarianceAxis, 3> kInvarianceAxes{{{InvarianceAxis::batch_size, "batch_size"},
+                                                               {InvarianceAxis::batch_position, "batch_position"},
+                                                               {InvarianceAxis::packing, "packing"}}};
 
 inline std::string_view to_string(InvarianceAxis a) { return kInvarianceAxes.of(a); }
 
@@ -38,5 +43,13 @@ inline std::vector<InvarianceAxis> invariance_axes(uint32_t mask) {
     if (mask & static_cast<uint32_t>(a)) axes.push_back(a);
   return axes;
 }
+
+/// A run of elements (element order, not storage) that a sub-problem's tensor shares with the
+/// case's tensor of the same name: elements [to, to + count) of the one are [from, from + count)
+/// of the other, all of the case's batch entry `entry` (-1: a tensor that does not depend on the
+/// batch).
+struct SharedRun {
+  int64_t to = 0, from = 0, count = 0, entry = -1;
+};
 
 }  // namespace opcts

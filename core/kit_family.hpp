@@ -43,7 +43,7 @@ class KitFamily : public Family {
   /// null: no batch axis. Every input that depends on it must hold one slice per entry along its
   /// leading dimension (Family::batch_entries).
   virtual int64_t P::*batch_field() const { return nullptr; }
-  /// Why p's batch cannot be cut (a packed layout, swizzled scales), or "".
+  /// Why p's batch cannot be cut (swizzled scales, a column-major A), or "".
   virtual std::string batch_uncuttable(const P&) const { return {}; }
 };
 

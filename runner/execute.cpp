@@ -170,8 +170,8 @@ void judge_refusal(const Suite& suite, const Case& c, int device, const std::str
   std::string refusal, said;  // the failure's message, and what the impl said instead of the expected refusal
   try {
     const TensorMap inputs = c.family->make_inputs(*c.problem, case_seed(*c.family, *c.problem));
-    RunContext ctx{&suite.arch(), device};
-    ctx.tactic = c.tactic;
+    RunContext ctx;
+    ctx.arch = &suite.arch(), ctx.device = device, ctx.tactic = c.tactic;
     c.impl->run(*c.problem, inputs, ctx);
     r.raw_outcome = Outcome::FAIL;
     r.message = "accepted an invalid '" + expected + "': expected InvalidArgument naming it";
@@ -246,8 +246,8 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     }
     std::string note;                   // a check of the backend's that did not apply (RunContext::note)
     std::vector<GuardBreach> breaches;  // outputs written outside: judged with their values
-    RunContext ctx{&suite.arch(), device, &note, &breaches};
-    ctx.tactic = c.tactic;
+    RunContext ctx;
+    ctx.arch = &suite.arch(), ctx.device = device, ctx.note = &note, ctx.breaches = &breaches, ctx.tactic = c.tactic;
     CaseEvidence evidence{ref.inputs, ref.refs, {}};  // for a planted pass's blind spot
     TensorMap out = run_checked(*c.impl, *c.problem, ref.inputs, ctx, &r.device_ms, &ref.input_fingerprints);
     // --capture: the run recorded on other inputs and replayed on the case's; the first replay

@@ -1,8 +1,8 @@
 // The invariance contracts' checks (`opcts run --invariance`; core/invariance.hpp): for each
-// axis an impl declares on a case that passed, the runner builds the sub-problem from the case's
-// own problem and inputs — the batch cut to its first entry (batch_size), the batch reversed
-// (batch_position) — runs the impl on it and requires every output row it shares with the case
-// to hold the very same bytes.
+// axis an impl declares on a case that passed, the family cuts the sub-problem from the case's
+// own problem and inputs (Family::invariance_cut: the batch cut to its first entry, the batch
+// reversed, the batch in its other layout), the runner runs the impl on it and requires every
+// output element it shares with the case to hold the very same bytes.
 #pragma once
 
 #include <functional>
@@ -33,9 +33,9 @@ using SubRun = std::function<TensorMap(const Problem&, const TensorMap&)>;
 InvarianceVerdict check_invariance(const Family& family, const Impl& impl, const ArchInfo& arch, const Problem& p,
                                    const TensorMap& inputs, const TensorMap& out, const SubRun& run);
 
-/// `into` (a tensor of the sub-problem's layout: shape [entries.size(), t's trailing dims]) with
-/// its elements taken from t's entries `entries` along t's leading dimension, in that order (by
-/// element index: strides may differ). Throws std::logic_error when `into` cannot hold them.
-HostTensor take_entries(const HostTensor& t, const std::vector<int64_t>& entries, HostTensor into);
+/// `into` with the runs of `from` copied in (element order: strides may differ). Throws
+/// std::logic_error for a run outside either tensor or a dtype that differs (a family's cut is
+/// wrong).
+HostTensor copy_runs(const HostTensor& from, const std::vector<SharedRun>& runs, HostTensor into);
 
 }  // namespace opcts

@@ -60,23 +60,101 @@ scaled_mm::Problem rowwise_rows(int64_t m) {
   return {.m = m, .n = 64, .k = 256, .recipe = scaled_mm::Recipe::rowwise, .out = DType::bf16};
 }
 
-TEST(Invariance, TakeEntriesFillsTheSubProblemsLayoutByElement) {
+// Three sequences of unequal lengths, the first of rows that see up to 100 keys.
+sdpa::Problem varlen_batch() {
+  sdpa::Problem p = dense_batch();
+  p.layout = sdpa::Layout::varlen;
+  p.seqlens_q = {40, 7, 12};
+  p.seqlens_k = {100, 9, 12};
+  return p;
+}
+
+// dense_batch's three entries packed as varlen sequences of the same lengths.
+sdpa::Problem varlen_equal() {
+  sdpa::Problem p = dense_batch();
+  p.layout = sdpa::Layout::varlen;
+  p.seqlens_q = {40, 40, 40};
+  p.seqlens_k = {100, 100, 100};
+  return p;
+}
+
+TEST(Invariance, CopyRunsFillsTheSubProblemsLayoutByElement) {
   HostTensor t(DType::fp32, {3, 2});
   for (int64_t i = 0; i < 6; ++i) t.set(i, static_cast<double>(i));
   // Rows of 4 elements' storage (a leading dimension of 4), as a strided operand's batch of one has.
-  const HostTensor s = take_entries(t, {2, 0}, HostTensor(DType::fp32, {2, 2}, {4, 1}, 6));
+  const HostTensor s = copy_runs(t, {{0, 4, 2, 2}, {2, 0, 2, 0}}, HostTensor(DType::fp32, {2, 2}, {4, 1}, 6));
   EXPECT_EQ(s.strides(), (std::vector<int64_t>{4, 1}));
   EXPECT_EQ(s.get(0), 4);
   EXPECT_EQ(s.get(1), 5);
   EXPECT_EQ(s.get(2), 0);
   EXPECT_EQ(s.get(3), 1);
-  EXPECT_THROW(take_entries(t, {0}, HostTensor(DType::fp32, {2, 2})), std::logic_error);
+  EXPECT_THROW(copy_runs(t, {{0, 4, 4, 2}}, HostTensor(DType::fp32, {2, 2})), std::logic_error);
+  EXPECT_THROW(copy_runs(t, {{0, 0, 1, 0}}, HostTensor(DType::fp16, {2, 2})), std::logic_error);
 }
 
-TEST(Invariance, HostFlashHoldsBothAxesOnADenseBatch) {
-  const InvarianceVerdict v = verdict(*registry().impl("host.flash"), dense_batch());
-  EXPECT_EQ(v.failure, "");
-  EXPECT_TRUE(v.not_checked.empty()) << v.not_checked.front();
+// The packing cut's runs land each element where the other layout keeps it: bhsd's (b, h, s, x)
+// at the varlen row b·S + s, head h; lse's (b, h, s) at [h, b·S + s].
+TEST(Invariance, ThePackingCutMovesEachElementToItsTokenRow) {
+  sdpa::Problem p = dense_batch();
+  const Family& f = registry().impl("host.flash")->family_def();
+  const TensorMap in = f.make_inputs(p, 3);
+  const InvarianceCut cut = f.invariance_cut(p, in, InvarianceAxis::packing);
+  ASSERT_EQ(cut.why_not, "");
+  const auto& twin = cut.problem->as<sdpa::Problem>();
+  EXPECT_EQ(twin.layout, sdpa::Layout::varlen);
+  EXPECT_EQ(twin.seqlens_k, (std::vector<int64_t>{100, 100, 100}));
+  const HostTensor q = copy_runs(in.at("q"), cut.inputs.at("q"), HostTensor(in.at("q").dtype(), {120, 2, 32}));
+  // bhsd q [3, 2, 40, 32]: entry 2, head 1, row 5, element 7.
+  EXPECT_EQ(q.code(((2 * 40 + 5) * 2 + 1) * 32 + 7), in.at("q").code(((2 * 2 + 1) * 40 + 5) * 32 + 7));
+  EXPECT_EQ(cut.inputs.count("cu_seqlens_q"), 0u);  // the twin's own
+  HostTensor lse(DType::fp32, {3, 2, 40}), packed_lse(DType::fp32, {2, 120});
+  for (int64_t i = 0; i < lse.numel(); ++i) lse.set(i, static_cast<double>(i));
+  packed_lse = copy_runs(lse, cut.outputs.at("lse"), packed_lse);
+  EXPECT_EQ(packed_lse.get(1 * 120 + 2 * 40 + 5), (2 * 2 + 1) * 40 + 5);
+  // And back: the varlen batch of equal lengths given dense (bshd: the same element order).
+  const sdpa::Problem v = varlen_equal();
+  const InvarianceCut back = f.invariance_cut(v, f.make_inputs(v, 3), InvarianceAxis::packing);
+  ASSERT_EQ(back.why_not, "");
+  EXPECT_EQ(back.problem->as<sdpa::Problem>().layout, sdpa::Layout::bshd);
+  ASSERT_EQ(back.inputs.at("q").size(), 3u);
+  EXPECT_EQ(back.inputs.at("q")[1].from, back.inputs.at("q")[1].to);
+}
+
+TEST(Invariance, HostFlashHoldsEveryAxisOnADenseBatch) {
+  for (const sdpa::Layout layout : {sdpa::Layout::bhsd, sdpa::Layout::bshd})
+    for (const sdpa::Direction direction : {sdpa::Direction::forward, sdpa::Direction::backward}) {
+      sdpa::Problem p = dense_batch();
+      p.layout = layout, p.direction = direction;
+      const InvarianceVerdict v = verdict(*registry().impl("host.flash"), p);
+      EXPECT_EQ(v.failure, "");
+      EXPECT_TRUE(v.not_checked.empty()) << v.not_checked.front();
+    }
+}
+
+// A varlen batch is cut by its sequences (the first alone, the order reversed), padding rows and
+// all; one of equal lengths is packed back into a dense batch.
+TEST(Invariance, HostFlashHoldsEveryAxisOnAVarlenBatch) {
+  const Impl& flash = *registry().impl("host.flash");
+  for (const sdpa::Direction direction : {sdpa::Direction::forward, sdpa::Direction::backward}) {
+    sdpa::Problem p = varlen_batch();
+    p.direction = direction;
+    p.pad_k = 3;
+    InvarianceVerdict v = verdict(flash, p);
+    EXPECT_EQ(v.failure, "");
+    EXPECT_EQ(v.not_checked,
+              std::vector<std::string>{"packing: sequences of unequal lengths: a dense batch would pad them"});
+    p = varlen_equal();
+    p.direction = direction;
+    p.pad_k = 2;
+    v = verdict(flash, p);
+    EXPECT_EQ(v.failure, "");
+    EXPECT_EQ(v.not_checked,
+              std::vector<std::string>{"packing: padding rows after the keys (seqused_k): a dense batch has none"});
+    p.pad_k = 0;
+    v = verdict(flash, p);
+    EXPECT_EQ(v.failure, "");
+    EXPECT_TRUE(v.not_checked.empty()) << v.not_checked.front();
+  }
 }
 
 TEST(Invariance, BatchVariantTilesFailTheBatchSizeCheckNamingTheElement) {
@@ -86,8 +164,13 @@ TEST(Invariance, BatchVariantTilesFailTheBatchSizeCheckNamingTheElement) {
   const InvarianceVerdict v = verdict(plant, dense_batch());
   EXPECT_EQ(v.failure.rfind("--invariance batch_size: ", 0), 0u) << v.failure;
   EXPECT_NE(v.failure.find("of batch entry 0 is "), std::string::npos) << v.failure;
-  EXPECT_NE(v.failure.find("in the case's batch of 3 but"), std::string::npos) << v.failure;
+  EXPECT_NE(v.failure.find("with the entry run alone (a batch of 1)"), std::string::npos) << v.failure;
   EXPECT_TRUE(v.failed_output == "O" || v.failed_output == "lse") << v.failed_output;
+  // The same on a varlen batch: its first sequence alone.
+  ASSERT_TRUE(plant.supports(varlen_batch(), kHost).ok);
+  const InvarianceVerdict packed = verdict(plant, varlen_batch());
+  EXPECT_EQ(packed.failure.rfind("--invariance batch_size: ", 0), 0u) << packed.failure;
+  EXPECT_NE(packed.failure.find("with the sequence run alone (a batch of 1)"), std::string::npos) << packed.failure;
   // Its blind spot claims nothing where the tiles change a byte.
   const TensorMap in = plant.family_def().make_inputs(dense_batch(), 11);
   const References refs;
@@ -96,6 +179,36 @@ TEST(Invariance, BatchVariantTilesFailTheBatchSizeCheckNamingTheElement) {
   sdpa::Problem short_rows = dense_batch();
   short_rows.seq_k = 32;
   EXPECT_FALSE(plant.supports(short_rows, kHost).ok);
+  // Only sequence 0 runs alone: its rows decide.
+  sdpa::Problem short_first = varlen_batch();
+  short_first.seqlens_k = {32, 100, 12};
+  EXPECT_FALSE(plant.supports(short_first, kHost).ok);
+}
+
+// The varlen layout's own tiles: a dense batch packed, and a packed batch given dense, FAIL the
+// packing check; where no row sees more keys than the small tile there is nothing to tell apart.
+TEST(Invariance, PackedVariantTilesFailThePackingCheckNamingBothElements) {
+  const Impl& plant = *registry().impl("host.flash_packed_variant_tiles");
+  EXPECT_TRUE(plant.bug_needs_invariance());
+  sdpa::Problem bhsd = dense_batch();
+  ASSERT_TRUE(plant.supports(bhsd, kHost).ok);
+  InvarianceVerdict v = verdict(plant, bhsd);
+  EXPECT_EQ(v.failure.rfind("--invariance packing: ", 0), 0u) << v.failure;
+  EXPECT_NE(v.failure.find(" at "), std::string::npos) << v.failure;  // bhsd's element sits elsewhere packed
+  EXPECT_NE(v.failure.find("with the batch packed as 3 varlen sequences (cu_seqlens)"), std::string::npos) << v.failure;
+  const TensorMap in = plant.family_def().make_inputs(bhsd, 11);
+  EXPECT_EQ(plant.blind_spot(bhsd, CaseEvidence{in, References{}, {}}), "");
+  ASSERT_TRUE(plant.supports(varlen_equal(), kHost).ok);
+  v = verdict(plant, varlen_equal());
+  EXPECT_EQ(v.failure.rfind("--invariance packing: ", 0), 0u) << v.failure;
+  EXPECT_NE(v.failure.find("with the batch given dense (bshd)"), std::string::npos) << v.failure;
+  EXPECT_FALSE(plant.supports(varlen_batch(), kHost).ok);  // unequal lengths: no dense twin
+  sdpa::Problem short_rows = dense_batch();
+  short_rows.seq_k = 32;
+  EXPECT_FALSE(plant.supports(short_rows, kHost).ok);
+  sdpa::Problem masked = dense_batch();
+  masked.mask_tensor = sdpa::MaskTensor::boolean;
+  EXPECT_EQ(plant.supports(masked, kHost).reason, "the varlen layout takes no attn_mask");
 }
 
 // host.flash whose last batch entry's first O element is one bit off: the entry's bytes depend
@@ -124,8 +237,38 @@ TEST(Invariance, AnEntryThatDependsOnItsPositionFailsTheBatchPositionCheck) {
   reg.add(std::make_unique<PositionDependent>());
   const InvarianceVerdict v = verdict(*reg.impl("test.position_dependent"), dense_batch());
   EXPECT_EQ(v.failure.rfind("--invariance batch_position: O[2,0,0,0] of batch entry 2 ", 0), 0u) << v.failure;
-  EXPECT_NE(v.failure.find("with the batch reversed (entry 2 first)"), std::string::npos) << v.failure;
+  EXPECT_NE(v.failure.find("at O[0,0,0,0] with the batch of 3 reversed (entry 2 first)"), std::string::npos)
+      << v.failure;
   EXPECT_EQ(v.failed_output, "O");
+}
+
+// host.flash whose last varlen sequence's first O element is one bit off.
+class SequencePositionDependent final : public Impl {
+ public:
+  std::string_view family() const override { return "sdpa"; }
+  std::string_view name() const override { return "test.sequence_position_dependent"; }
+  std::string_view backend() const override { return "host"; }
+  Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
+  TensorMap run(const Problem& p, const TensorMap& in, const RunContext& ctx) const override {
+    TensorMap out = registry().impl("host.flash")->run(p, in, ctx);
+    const auto& q = p.as<sdpa::Problem>();
+    if (q.batch < 2) return out;
+    const int64_t row = sdpa::cu_seqlens(q.seqlens_q)[q.batch - 1];
+    HostTensor& o = out.at("O");
+    o.set_code(row * q.heads_q * q.head_dim_v, o.code(row * q.heads_q * q.head_dim_v) ^ 1);
+    return out;
+  }
+  std::vector<InvarianceAxis> invariant_axes(const Problem&) const override { return {InvarianceAxis::batch_position}; }
+};
+
+TEST(Invariance, ASequenceThatDependsOnItsPositionFailsTheBatchPositionCheck) {
+  Registry reg;
+  register_sdpa_family(reg);
+  reg.add(std::make_unique<SequencePositionDependent>());
+  const InvarianceVerdict v = verdict(*reg.impl("test.sequence_position_dependent"), varlen_batch());
+  EXPECT_EQ(v.failure.rfind("--invariance batch_position: O[47,0,0] of batch entry 2 ", 0), 0u) << v.failure;
+  EXPECT_NE(v.failure.find("at O[0,0,0] with the batch of 3 sequences reversed (sequence 2 first)"), std::string::npos)
+      << v.failure;
 }
 
 TEST(Invariance, HopperEmulationHoldsItsRowsAndTheNarrowStepsPlantBreaksThem) {
@@ -145,16 +288,22 @@ TEST(Invariance, ProblemsItCannotCutSayWhyTheyWereNotChecked) {
   sdpa::Problem one = dense_batch();
   one.batch = 1;
   InvarianceVerdict v = verdict(flash, one);
-  ASSERT_EQ(v.not_checked.size(), 2u);
+  ASSERT_EQ(v.not_checked.size(), 2u);  // packing moves a batch of one too
   EXPECT_EQ(v.not_checked[0], "batch_size: a batch of one entry");
   EXPECT_EQ(v.not_checked[1], "batch_position: a batch of one entry");
-  sdpa::Problem packed = dense_batch();
-  packed.layout = sdpa::Layout::varlen;
-  packed.seqlens_q = {40, 7, 12};
-  packed.seqlens_k = {100, 9, 12};
-  v = verdict(flash, packed);
-  ASSERT_FALSE(v.not_checked.empty());
-  EXPECT_NE(v.not_checked[0].find("pack their sequences"), std::string::npos) << v.not_checked[0];
+  v = verdict(flash, varlen_batch());
+  EXPECT_EQ(v.not_checked,
+            std::vector<std::string>{"packing: sequences of unequal lengths: a dense batch would pad them"});
+  sdpa::Problem paged = varlen_batch();
+  paged.layout = sdpa::Layout::paged;
+  paged.page_size = 16;
+  v = verdict(flash, paged);
+  ASSERT_EQ(v.not_checked.size(), 3u);
+  for (const std::string& n : v.not_checked) EXPECT_NE(n.find("share one KV cache"), std::string::npos) << n;
+  sdpa::Problem masked = dense_batch();
+  masked.mask_tensor = sdpa::MaskTensor::additive;
+  v = verdict(flash, masked);
+  EXPECT_EQ(v.not_checked, std::vector<std::string>{"packing: the varlen layout takes no attn_mask"});
   scaled_mm::Problem col = rowwise_rows(32);
   col.a_layout = scaled_mm::Layout::col;
   v = verdict(*registry().impl("host.emulated_hopper"), col);
@@ -191,6 +340,8 @@ TEST(Invariance, AnAbiImplDeclaresItsAxesThroughTheDescriptorsCallback) {
   p.dtype = DType::fp32;
   const Impl& impl = *reg.impl("test.batch_valued");
   EXPECT_EQ(impl.invariant_axes(p), std::vector<InvarianceAxis>{InvarianceAxis::batch_size});
+  // ABI 1.12's packing bit; bits no header defines are left out.
+  EXPECT_EQ(invariance_axes(OPCTS_INVARIANT_PACKING | 8u), std::vector<InvarianceAxis>{InvarianceAxis::packing});
   const InvarianceVerdict v = verdict(impl, p);
   EXPECT_EQ(v.failure.rfind("--invariance batch_size: O[0,0,0,0] of batch entry 0 is 3 ", 0), 0u) << v.failure;
   // A descriptor of ABI 1.9's size ends before the callback: the bytes after it are not read.

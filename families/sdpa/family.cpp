@@ -24,11 +24,13 @@ class SdpaFamily final : public KitFamily<Problem> {
     return sdpa::edge_classes_of(get(p));
   }
   // The batch entries of a dense layout: q, k, v, dO, O, lse, dQ, dK, dV and the per-batch
-  // masks, slopes and descales lead with them. A packed batch's sequences share their rows'
-  // dimension with each other (cu_seqlens), which a leading cut cannot take apart.
+  // masks, slopes and descales lead with them (the default cut). A packed batch's sequences share
+  // their rows' dimension (cu_seqlens), which invariance_cut.cpp cuts by sequence; the packing
+  // axis moves a batch between the dense and varlen layouts.
   int64_t Problem::*batch_field() const override { return &Problem::batch; }
-  std::string batch_uncuttable(const Problem& p) const override {
-    return p.packed() ? "the varlen and paged layouts pack their sequences into one token dimension" : "";
+  InvarianceCut invariance_cut(const opcts::Problem& p, const TensorMap& inputs, InvarianceAxis axis) const override {
+    if (!get(p).packed() && axis != InvarianceAxis::packing) return Family::invariance_cut(p, inputs, axis);
+    return sdpa::invariance_cut(get(p), inputs, axis);
   }
   std::string_view name() const override { return "sdpa"; }
   const kit::FieldTable<Problem>& fields() const override { return sdpa::fields(); }

@@ -463,6 +463,23 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     }
     return "no batch entry before the last has a row that sees a key: the last one's share is the whole sum";
   }
+  if (bug == PlantedBug::batch_variant_tiles || bug == PlantedBug::packed_variant_tiles) {
+    // The tiles differ only for a row of more keys than the small tile; whether its rescalings
+    // then change a byte is the case's data (the impl's blind_spot derives it). batch_size runs
+    // entry 0 alone, so its rows decide; packing moves every entry, all of one size.
+    if (p.direction != Direction::forward) return "the variant tiles are planted in the forward";
+    if (bug == PlantedBug::batch_variant_tiles && p.paged())
+      return "the paged layout's sequences share one KV cache: --invariance does not cut it";
+    if (bug == PlantedBug::batch_variant_tiles && p.batch < 2)
+      return "a batch of one entry: no smaller batch to run an entry in";
+    if (bug == PlantedBug::packed_variant_tiles)
+      if (const std::string why = packing_uncut(p); !why.empty()) return why;
+    const Problem first = p.sequence(0);
+    for (int64_t i = 0; i < first.seq_q; ++i)
+      if (first.keys_of_row(i) > kBatchVariantTile) return "";
+    return "no row of batch entry 0 sees more than " + std::to_string(kBatchVariantTile) +
+           " keys: the tiles are the same";
+  }
   if (varlen_bug && !p.varlen()) return "a varlen bug: the problem is not varlen";
   if (paged_bug && !p.paged()) return "a paged KV cache bug: the problem is not paged";
   if (bug == PlantedBug::fp8_descale_head0 && p.packed() && p.descale == Descale::per_head) {
@@ -600,15 +617,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::fp8_descale_head0: return "";
     // O·40 against O/40: every row with a key whose O is not 0 (the inputs' O is nowhere 0).
     case PlantedBug::fp8_out_scale_inverted: return "";
-    // The tiles differ only for a row of more keys than the batch of one's tile; whether its
-    // rescalings then change a byte is the case's data (the impl's blind_spot derives it).
     case PlantedBug::batch_variant_tiles:
-      if (p.direction != Direction::forward) return "the batch-variant tiles are planted in the forward";
-      if (p.packed()) return "--invariance cuts the batch of dense layouts only";
-      if (p.batch < 2) return "a batch of one entry: no smaller batch to run an entry in";
-      for (int64_t i = 0; i < p.seq_q; ++i)
-        if (p.keys_of_row(i) > kBatchVariantTile) return "";
-      return "no row sees more than " + std::to_string(kBatchVariantTile) + " keys: the tiles are the same";
+    case PlantedBug::packed_variant_tiles: break;  // above, before the packed layouts' sequences
     case PlantedBug::fp8_p_in_e4m3:
       for (int64_t i = 0; i < p.seq_q; ++i)
         if (p.keys_of_row(i) >= kPlantedPrecisionKeys) return "";

@@ -290,6 +290,15 @@ PagedGeometry paged_geometry(const Problem& p);
 /// cache of `dim` per head (NHD: [pages, page_size, Hkv, dim]; HND: [pages, Hkv, page_size, dim]).
 int64_t cache_index(const Problem& p, int64_t page, int64_t slot, int64_t h, int64_t d, int64_t dim);
 
+/// The invariance cuts of a packed problem and the packing axis of any (families/sdpa/
+/// invariance_cut.cpp; Family::invariance_cut): a varlen batch's sequence 0 alone or its sequences
+/// reversed, and p in its other batch layout (dense bhsd/bshd ↔ varlen). The dense layouts'
+/// batch_size and batch_position are the family default's.
+InvarianceCut invariance_cut(const Problem& p, const TensorMap& inputs, InvarianceAxis axis);
+/// Why the packing axis cannot cut p ("" when it can): a paged cache, a varlen batch of unequal
+/// lengths or with padding rows, a dense problem with what the varlen layout takes none of.
+std::string packing_uncut(const Problem& p);
+
 /// The plugin ABI's opcts_sdpa_params for a problem, as bytes (families/sdpa/family.cpp).
 std::vector<unsigned char> abi_params(const Problem& p);
 
@@ -395,13 +404,19 @@ enum class PlantedBug {
   fp8_p_in_e4m3,
   // FP8 output: O divided by o_scale where it is multiplied (the descale convention for a scale).
   fp8_out_scale_inverted,
-  // Forward, dense: a batch of one entry runs key tiles of 32 where a larger batch runs 64 (a
-  // tile chosen by the batch, for occupancy), so a row's online-softmax rescalings fall elsewhere
-  // and its bytes depend on the batch around it; the impl declares batch_size invariance, so only
-  // `opcts run --invariance` can see it (every result stays within the bounds).
+  // Forward, dense or varlen: a batch of one entry (one sequence) runs key tiles of 32 where a
+  // larger batch runs 64 (a tile chosen by the batch, for occupancy), so a row's online-softmax
+  // rescalings fall elsewhere and its bytes depend on the batch around it; the impl declares
+  // batch_size invariance, so only `opcts run --invariance` can see it (every result stays within
+  // the bounds).
   batch_variant_tiles,
+  // Forward: the varlen layout runs key tiles of 32 where the dense layouts run 64 (a varlen
+  // kernel of its own, tuned apart), while the impl declares packing invariance: a sequence's
+  // bytes depend on whether its batch came padded or packed. Only `opcts run --invariance` sees it.
+  packed_variant_tiles,
 };
-/// The key tile batch_variant_tiles runs a batch of one entry with.
+/// The key tile batch_variant_tiles runs a batch of one entry with, and packed_variant_tiles the
+/// varlen layout.
 inline constexpr int64_t kBatchVariantTile = 32;
 /// The host paged impl's split-KV chunk: a sequence of more keys runs in splits of this many
 /// keys, combined by their logsumexps (FlashAttention's split-KV decode); splitkv_combine_log2

@@ -45,9 +45,11 @@ extern "C" {
  * attn_mask broadcast over the queries (opcts_sdpa_params.dbias, mask_query_broadcast); 8: sdpa's
  * block-sparse masks (opcts_sdpa_params.block_mask_q, block_mask_k); 9: sdpa's fp8 attention and
  * fp8 KV caches (opcts_sdpa_params.fp8, fp8_format, descale); 10: the invariance contracts
- * (opcts_impl_desc.invariance; no new problems). An impl sets opcts_impl_desc.abi_minor to the minor it
- * handles; opcts gives it no problem that needs a later one (a SKIP naming the version). */
-#define OPCTS_PLUGIN_ABI_MINOR 11u
+ * (opcts_impl_desc.invariance; no new problems); 11: tactics (opcts_impl_desc.list_tactics,
+ * opcts_run_args.tactic); 12: the invariance axis OPCTS_INVARIANT_PACKING (no new problems). An
+ * impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts gives it no problem that needs
+ * a later one (a SKIP naming the version). */
+#define OPCTS_PLUGIN_ABI_MINOR 12u
 #define OPCTS_PLUGIN_ENTRY "opcts_plugin_init"
 
 /* ---- Status ------------------------------------------------------------------------------ */
@@ -162,8 +164,11 @@ typedef int32_t (*opcts_deterministic_fn)(const void* impl_data, const void* par
  * bitmask of OPCTS_INVARIANT_* (`opcts run --invariance` checks them: docs/cli.md).
  * OPCTS_INVARIANT_BATCH_SIZE: an entry of the batch (an sdpa batch entry; a row of A in the
  * GEMMs) gives the same bytes computed alone; OPCTS_INVARIANT_BATCH_POSITION: the same bytes at
- * another position of a batch of the same size. 0, or a NULL callback, declares none. */
-enum { OPCTS_INVARIANT_BATCH_SIZE = 1, OPCTS_INVARIANT_BATCH_POSITION = 2 };
+ * another position of a batch of the same size; OPCTS_INVARIANT_PACKING (ABI 1.12): the same
+ * sequences in the family's other batch layout give the same bytes (sdpa: a dense bhsd/bshd batch
+ * packed as varlen sequences with cu_seqlens, a varlen batch of equal lengths as a dense bshd one).
+ * 0, or a NULL callback, declares none. */
+enum { OPCTS_INVARIANT_BATCH_SIZE = 1, OPCTS_INVARIANT_BATCH_POSITION = 2, OPCTS_INVARIANT_PACKING = 4 };
 typedef uint32_t (*opcts_invariance_fn)(const void* impl_data, const void* params);
 /* ABI 1.11: the tactics the impl can run a problem with (a library's algorithms, a kernel's
  * variants), its default first: each becomes a case "<case id>/<tactic>" that run receives in

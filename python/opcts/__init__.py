@@ -114,8 +114,9 @@ def impls():
     return list(_IMPLS)
 
 
-# The invariance contracts' axes (docs/cli.md, --invariance) and their plugin ABI bits (ABI 1.10).
-INVARIANCE_AXES = {"batch_size": 1, "batch_position": 2}
+# The invariance contracts' axes (docs/cli.md, --invariance) and their plugin ABI bits (ABI 1.10;
+# packing 1.12).
+INVARIANCE_AXES = {"batch_size": 1, "batch_position": 2, "packing": 4}
 
 
 def _invariance_names(axes, where):
@@ -149,8 +150,10 @@ def impl(family, *, name, backend="host", deterministic=True, accumulation=None,
       "ABI versions"): 0 gets none of the later additions (sdpa's varlen layout is 1, its paged
       KV cache 2), which SKIP saying so.
     - `invariant`: the axes over which the outputs are the same bit for bit, a sequence of
-      "batch_size" (a batch entry computed alone) and "batch_position" (at another position of
-      the batch), or `fn(p)` returning one: what `opcts run --invariance` holds the impl to.
+      "batch_size" (a batch entry computed alone), "batch_position" (at another position of
+      the batch) and "packing" (the batch in the family's other layout: sdpa's dense batch as
+      varlen sequences, or back), or `fn(p)` returning one: what `opcts run --invariance` holds
+      the impl to.
     - `tactics`: `fn(p)` returning the tactics the impl can run p with, its default first (names
       of 1 to 32 of a-z, 0-9 and '_', a letter first, fixed by the problem alone): each is a case
       of its own, `<case id>/<tactic>`, whose run finds it in `ctx.tactic` (docs/plugins.md,

@@ -274,8 +274,11 @@ uint32_t sdpa_kernel_invariance(const void* impl, const void* params) {
   const auto& row = *static_cast<const SdpaRow*>(impl);
   const auto& c = *static_cast<const opcts_sdpa_params*>(params);
   if (row.kernel != SdpaKernel::flash || row.plant != SdpaPlant::none || backward(c)) return 0;
-  if (c.layout != OPCTS_SDPA_BHSD && c.layout != OPCTS_SDPA_BSHD) return 0;
-  return OPCTS_INVARIANT_BATCH_SIZE | OPCTS_INVARIANT_BATCH_POSITION;
+  if (c.layout != OPCTS_SDPA_BHSD && c.layout != OPCTS_SDPA_BSHD && c.layout != OPCTS_SDPA_THD) return 0;
+  // One thread block per query tile of one (sequence, head), its keys in the same tiles whatever
+  // the batch around it or its layout; fp8 runs the dense layouts only, so it has no varlen twin.
+  const uint32_t batch = OPCTS_INVARIANT_BATCH_SIZE | OPCTS_INVARIANT_BATCH_POSITION;
+  return c.fp8 != OPCTS_SDPA_FP8_NONE ? batch : batch | OPCTS_INVARIANT_PACKING;
 }
 
 }  // namespace opcts::cuda

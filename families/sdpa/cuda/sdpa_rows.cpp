@@ -136,7 +136,7 @@ void register_cuda_sdpa(Registry& reg) {
   // backward's FMA kernel. 1.9: fp8 q, k, v and fp8 KV caches in the forward (its fp8 variant over
   // 16-bit copies of the codes; dense layouts, no block mask).
   rows.back().desc.abi_minor = 9;
-  rows.back().desc.invariance = OPCTS_CUDA_ONLY(sdpa_kernel_invariance);  // its forward, dense layouts
+  rows.back().desc.invariance = OPCTS_CUDA_ONLY(sdpa_kernel_invariance);  // its forward, dense and varlen
   kernel_row("cuda.math", &kMath, {});
   // 1.7 for query-broadcast masks (its softmax reads rows through the seq stride); its supports
   // refuses dbias and everything of 1.1 to 1.6 (varlen, paged, chunks, sinks, ALiBi).

@@ -103,21 +103,39 @@ std::string precision_blind_spot(const sdpa::Problem& p, const CaseEvidence& evi
   return why.empty() ? "" : why + " (measured against host.flash on these inputs)";
 }
 
-std::string batch_tiles_blind_spot(const sdpa::Problem& p, const TensorMap& inputs) {
-  if (p.packed() || p.direction != sdpa::Direction::forward || p.batch < 1) return "";
-  DenseOptions small;
-  small.key_tile = sdpa::kBatchVariantTile;
-  const TensorMap tiled = flash_run_dense(p, inputs, Plant::none, small);
+std::string tiles_blind_spot(const sdpa::Problem& p, const TensorMap& inputs, Plant plant) {
+  if (p.paged() || p.direction != sdpa::Direction::forward || p.batch < 1) return "";
+  // The small tiles over the whole case: on a varlen case packed_variant_tiles runs them (its
+  // sequences are batches of one); on a dense one, host.flash's dense kernel with them.
+  TensorMap tiled;
+  if (p.varlen()) {
+    tiled = flash_run(p, inputs, Plant::packed_variant_tiles);
+  } else {
+    DenseOptions small;
+    small.key_tile = sdpa::kBatchVariantTile;
+    tiled = flash_run_dense(p, inputs, Plant::none, small);
+  }
   const TensorMap usual = flash_run(p, inputs, Plant::none);
+  // The elements of batch entry 0 (batch_variant_tiles) or all of them: O leads with the entry's
+  // rows in every layout, lse with them per head ([Hq, Tq]) in the varlen layout.
+  const bool entry0 = plant == Plant::batch_variant_tiles;
+  const int64_t rows0 = p.varlen() ? p.seqlens_q[0] : p.seq_q, Tq = p.total_q();
   for (const auto& [name, t] : usual) {
     const HostTensor& u = tiled.at(name);
-    const int64_t entry0 = t.numel() / p.batch;  // O and lse lead with the batch
-    for (int64_t i = 0; i < entry0; ++i)
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (entry0) {
+        const bool shared = !p.varlen()     ? i < t.numel() / p.batch
+                            : name == "lse" ? i % Tq < rows0
+                                            : i < rows0 * p.heads_q * p.head_dim_v;
+        if (!shared) continue;
+      }
       if (t.code(i) != u.code(i)) return "";
+    }
   }
-  return "the batch of one's " + std::to_string(sdpa::kBatchVariantTile) +
-         "-key tiles give batch entry 0 the same bytes as 64-key tiles on this case's inputs (every row's "
-         "running maximum settles where both tilings agree): the plant changes no byte the check compares";
+  return "the " + std::to_string(sdpa::kBatchVariantTile) + "-key tiles give " +
+         (entry0 ? "batch entry 0" : std::string("every element")) +
+         " the same bytes as 64-key tiles on this case's inputs (every row's running maximum settles where both "
+         "tilings agree): the plant changes no byte the check compares";
 }
 
 }  // namespace opcts::host_sdpa

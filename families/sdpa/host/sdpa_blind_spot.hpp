@@ -35,12 +35,13 @@ namespace opcts::host_sdpa {
 std::string precision_blind_spot(const sdpa::Problem& p, const CaseEvidence& evidence, Plant plant,
                                  const std::vector<OutputSpec>& outputs);
 
-/// Where host.flash_batch_variant_tiles's pass is no defect of --invariance: on this case's inputs
-/// the batch of one's tiles (sdpa::kBatchVariantTile keys) give batch entry 0 — the entry the
-/// batch_size check runs alone — the very bytes of host.flash's 64-key tiles in every output (each
-/// row's running maximum settled where both tilings agree). host.flash computes each entry alone,
-/// so running the whole batch with the small tiles gives entry 0 what the batch of one gives it.
+/// Where a variant-tile plant's pass is no defect of --invariance: on this case's inputs the
+/// small tiles (sdpa::kBatchVariantTile keys) give every element the check compares the very bytes
+/// of host.flash's 64-key tiles (each row's running maximum settled where both tilings agree).
+/// batch_variant_tiles: batch entry 0, which the batch_size check runs alone (host.flash computes
+/// each entry alone, so the small tiles over the whole case give entry 0 what the batch of one
+/// gives it); packed_variant_tiles: every element, the case's layout against its packing twin's.
 /// "" where a byte differs.
-std::string batch_tiles_blind_spot(const sdpa::Problem& p, const TensorMap& inputs);
+std::string tiles_blind_spot(const sdpa::Problem& p, const TensorMap& inputs, Plant plant);
 
 }  // namespace opcts::host_sdpa

@@ -474,11 +474,11 @@ class HostSdpaFlash final : public Impl {
   TensorMap run(const Problem& pp, const TensorMap& in, const RunContext&) const override {
     return host_sdpa::flash_run(pp.as<sdpa::Problem>(), in, host_sdpa::Plant::none);
   }
-  // Each (batch entry, head) runs alone with tiles that depend on nothing but its own row; dsinks
-  // and a broadcast dbias sum over the batch, and the runner compares only the rows that lead
-  // with it.
+  // Each (batch entry, head) runs alone with tiles that depend on nothing but its own row, and a
+  // varlen sequence runs as the dense batch of one it is; dsinks and a broadcast dbias sum over the
+  // batch, and the runner compares only the elements of one entry's tokens.
   std::vector<InvarianceAxis> invariant_axes(const Problem&) const override {
-    return {InvarianceAxis::batch_size, InvarianceAxis::batch_position};
+    return {InvarianceAxis::batch_size, InvarianceAxis::batch_position, InvarianceAxis::packing};
   }
 };
 

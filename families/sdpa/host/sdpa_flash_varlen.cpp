@@ -10,7 +10,9 @@
 // cu_seqlens_k[b] − 1, one key of its neighbour's included (and its dK, dV row not written
 // back); max_alignment aligns the lower-right mask and the window by max_seqlen_k −
 // max_seqlen_q (the problem's seq_k − seq_q) instead of the sequence's own lengths;
-// seqused_ignored reads each whole segment as keys.
+// seqused_ignored reads each whole segment as keys. The variant-tile plants run the forward's key
+// tiles of 32 (sdpa::kBatchVariantTile) where host.flash runs 64: packed_variant_tiles always,
+// batch_variant_tiles in a batch of one sequence.
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "families/sdpa/host/sdpa_packed.hpp"
 
@@ -50,7 +52,10 @@ TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant pl
     out.emplace("lse", HostTensor(DType::fp32, {Hq, Tq}));
   }
   const bool dense_plant = plant != Plant::varlen_key_offset && plant != Plant::varlen_max_alignment &&
-                           plant != Plant::varlen_seqused_ignored;
+                           plant != Plant::varlen_seqused_ignored && plant != Plant::batch_variant_tiles &&
+                           plant != Plant::packed_variant_tiles;
+  // The variant-tile plants' tiles follow the packed batch (each sequence runs as a batch of one).
+  const bool small_tiles = plant == Plant::packed_variant_tiles || (plant == Plant::batch_variant_tiles && B == 1);
   for (int64_t b = 0; b < B; ++b) {
     int64_t k0 = cu_k[b], lk = plant == Plant::varlen_seqused_ignored ? cu_k[b + 1] - cu_k[b] : used[b];
     const int64_t q0 = cu_q[b], lq = cu_q[b + 1] - cu_q[b];
@@ -65,6 +70,7 @@ TensorMap flash_run_varlen(const sdpa::Problem& p, const TensorMap& in, Plant pl
     add_sequence_extras(p, in, b, sin, plant == Plant::fp8_descale_head0 ? 0 : b);
     DenseOptions opt;
     opt.unrounded = unrounded;
+    if (small_tiles) opt.key_tile = sdpa::kBatchVariantTile;
     if (plant == Plant::varlen_max_alignment) opt.align = p.seq_k - p.seq_q;
     const TensorMap r = flash_run_dense(s, sin, dense_plant ? plant : Plant::none, opt);
     if (backward) {

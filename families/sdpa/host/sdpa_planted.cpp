@@ -50,6 +50,8 @@
 //   host.flash_batch_variant_tiles forward: a batch of one entry runs 32-key tiles, a larger
 //                                 batch 64, while the impl declares batch_size invariance
 //                                 (only --invariance sees it: every result is within its bounds)
+//   host.flash_packed_variant_tiles forward: the varlen layout runs 32-key tiles, the dense 64,
+//                                 while the impl declares packing invariance (only --invariance)
 #include "families/sdpa/host/sdpa_blind_spot.hpp"
 #include "families/sdpa/host/sdpa_flash.hpp"
 #include "gpu/host/host_impls.hpp"
@@ -97,6 +99,7 @@ class HostSdpaPlanted final : public Impl {
       case Plant::fp8_p_in_e4m3: return "host.flash_fp8_p_in_e4m3";
       case Plant::fp8_out_scale_inverted: return "host.flash_fp8_out_scale_inverted";
       case Plant::batch_variant_tiles: return "host.flash_batch_variant_tiles";
+      case Plant::packed_variant_tiles: return "host.flash_packed_variant_tiles";
       case Plant::none: break;
     }
     return "host.flash_planted";
@@ -113,12 +116,15 @@ class HostSdpaPlanted final : public Impl {
     return host_sdpa::flash_run(pp.as<sdpa::Problem>(), in, plant_);
   }
 
-  // The batch-variant plant claims what host.flash claims, and breaks it.
+  // The variant-tile plants claim what host.flash claims, and break it.
   std::vector<InvarianceAxis> invariant_axes(const Problem&) const override {
-    if (plant_ != Plant::batch_variant_tiles) return {};
-    return {InvarianceAxis::batch_size};
+    if (plant_ == Plant::batch_variant_tiles) return {InvarianceAxis::batch_size};
+    if (plant_ == Plant::packed_variant_tiles) return {InvarianceAxis::packing};
+    return {};
   }
-  bool bug_needs_invariance() const override { return plant_ == Plant::batch_variant_tiles; }
+  bool bug_needs_invariance() const override {
+    return plant_ == Plant::batch_variant_tiles || plant_ == Plant::packed_variant_tiles;
+  }
 
   // The precision plants' extra roundings are of the size of those a correct kernel makes: where
   // they fit within what the checks leave a correct kernel (sdpa_blind_spot.hpp).
@@ -130,7 +136,8 @@ class HostSdpaPlanted final : public Impl {
       case Plant::dbias_in_dtype:
         return host_sdpa::precision_blind_spot(pp.as<sdpa::Problem>(), evidence, plant_, family_def().outputs(pp));
       case Plant::batch_variant_tiles:
-        return host_sdpa::batch_tiles_blind_spot(pp.as<sdpa::Problem>(), evidence.inputs);
+      case Plant::packed_variant_tiles:
+        return host_sdpa::tiles_blind_spot(pp.as<sdpa::Problem>(), evidence.inputs, plant_);
       default: return "";
     }
   }
@@ -152,7 +159,7 @@ void register_host_sdpa_planted(Registry& reg) {
                   Plant::dbias_capped,         Plant::dbias_in_dtype,         Plant::block_last_dropped,
                   Plant::block_one_past,       Plant::fp8_descale_twice,      Plant::fp8_descale_swapped,
                   Plant::fp8_descale_head0,    Plant::fp8_p_in_e4m3,          Plant::fp8_out_scale_inverted,
-                  Plant::batch_variant_tiles})
+                  Plant::batch_variant_tiles,  Plant::packed_variant_tiles})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

@@ -79,6 +79,23 @@ TEST(SdpaCudaGlue, EachBackwardTacticClaimsDeterminismForItsOwnKernel) {
   EXPECT_FALSE(hip.deterministic(*p, "fma"));
 }
 
+// cuda.flash's invariance claims (measured on an H100: docs/status/sm90.md (n)): its forward on
+// the dense and varlen layouts over every axis, fp8 over the batch axes only (the kernel runs no
+// varlen fp8, so a packed twin would be declined); nothing on a backward or paged problem.
+TEST(SdpaCudaGlue, TheFlashForwardClaimsItsInvarianceAxes) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const Impl& flash = *builtin_registry().impl("cuda.flash");
+  const auto axes = [&](const char* id) { return flash.invariant_axes(*f.parse_id(id)); };
+  const std::vector<InvarianceAxis> all{InvarianceAxis::batch_size, InvarianceAxis::batch_position,
+                                        InvarianceAxis::packing};
+  EXPECT_EQ(axes("bf16_b3_hq4_hkv2_sq70_sk130_d64_causal_lr"), all);
+  EXPECT_EQ(axes("bf16_b3_hq4_hkv2_sq70r3_sk130r3_d64_causal_lr_varlen"), all);
+  EXPECT_EQ(axes("bf16_b2_hq4_hkv2_sq64_sk64_d64_nomask_fp8qkvh"),
+            (std::vector<InvarianceAxis>{InvarianceAxis::batch_size, InvarianceAxis::batch_position}));
+  EXPECT_TRUE(axes("bf16_b3_hq4_hkv2_sq70r3_sk130r3_d64_causal_lr_varlen_bwd").empty());
+  EXPECT_TRUE(axes("bf16_b4_hq4_hkv2_sq1x20x0x12_sk33x40x9x6_d64_causal_lr_paged_page16").empty());
+}
+
 // The tactics cuda.flash lists for a backward problem are the kernels its dispatch takes: tc (and
 // tc2 at D = 96 and 128) exactly where sdpa_flash_backward_takes_tc holds for the problem's
 // parameters (the kernel's own predicate, which the run checks again: a tactic it contradicts is
