@@ -28,11 +28,16 @@ enum class InvarianceAxis : uint32_t {
   /// into one token dimension with cu_seqlens, or a packed batch of equal lengths as a dense one —
   /// give the same bytes.
   packing = OPCTS_INVARIANT_PACKING,
+  /// Every tactic the impl lists for the problem (Impl::tactics) gives the case's bytes: a split
+  /// count (split-K, split-KV), tile or algorithm chosen at run time leaves the result alone. Not a
+  /// cut: the runner runs the case's own problem and inputs with the other tactics.
+  tactic = OPCTS_INVARIANT_TACTIC,
 };
 
-inline constexpr Spellings<InvarianceAxis, 3> kInvarianceAxes{{{InvarianceAxis::batch_size, "batch_size"},
+inline constexpr Spellings<InvarianceAxis, 4> kInvarianceAxes{{{InvarianceAxis::batch_size, "batch_size"},
                                                                {InvarianceAxis::batch_position, "batch_position"},
-                                                               {InvarianceAxis::packing, "packing"}}};
+                                                               {InvarianceAxis::packing, "packing"},
+                                                               {InvarianceAxis::tactic, "tactic"}}};
 
 inline std::string_view to_string(InvarianceAxis a) { return kInvarianceAxes.of(a); }
 

@@ -42,6 +42,10 @@ InvarianceCut Family::invariance_cut(const Problem& p, const TensorMap& inputs, 
     cut.why_not = "the " + std::string(name()) + " family has one batch layout";
     return cut;
   }
+  if (axis == InvarianceAxis::tactic) {
+    cut.why_not = "not a cut: the runner runs the case with the impl's other tactics";
+    return cut;
+  }
   std::string why;
   const int64_t B = batch_entries(p, why);
   if (B < 2) {

@@ -360,12 +360,17 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
         }
       }
     }
-    // The invariance contracts the impl declares: its rows of a sub-problem the runner cuts from
-    // this case (a batch of one, the batch reversed) must hold the very same bytes.
+    // The invariance contracts the impl declares: its rows of a sub-problem the family cuts from
+    // this case (a batch of one, the batch reversed, the other layout), and its outputs with its
+    // other tactics, must hold the very same bytes.
     if (ok && r.raw_outcome == Outcome::PASS && opts.invariance) {
       const InvarianceVerdict iv =
-          check_invariance(*c.family, *c.impl, suite.arch(), *c.problem, ref.inputs, out,
-                           [&](const Problem& sub, const TensorMap& in) { return run_checked(*c.impl, sub, in, ctx); });
+          check_invariance(*c.family, *c.impl, suite.arch(), *c.problem, c.tactic, ref.inputs, out,
+                           [&](const Problem& sub, const TensorMap& in, std::string_view tactic) {
+                             RunContext sub_ctx = ctx;
+                             sub_ctx.tactic = tactic;
+                             return run_checked(*c.impl, sub, in, sub_ctx);
+                           });
       if (!iv.failure.empty()) {
         r.raw_outcome = Outcome::FAIL;
         r.message = iv.failure;

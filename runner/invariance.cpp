@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "core/errors.hpp"
 #include "runner/output_bytes.hpp"
 
 namespace opcts {
@@ -33,6 +34,42 @@ std::string first_difference(InvarianceAxis axis, const InvarianceCut& cut, cons
   return "";
 }
 
+// The tactic axis: the case's own problem and inputs run with each other tactic the impl lists,
+// every output byte compared with the case's.
+void check_tactics(const Impl& impl, const Problem& p, std::string_view tactic, const TensorMap& inputs,
+                   const TensorMap& out, const SubRun& run, InvarianceVerdict& v) {
+  const std::vector<std::string> tactics = impl.tactics(p);
+  if (tactics.size() < 2) {
+    v.not_checked.push_back(std::string("tactic: the impl lists ") + (tactics.empty() ? "no tactic" : "one tactic") +
+                            " for this problem");
+    return;
+  }
+  for (const std::string& t : tactics) {
+    if (t == tactic) continue;
+    TensorMap other;
+    try {
+      other = run(p, inputs, t);
+    } catch (const TacticUnavailable& e) {
+      v.not_checked.push_back("tactic: " + t + " is not offered here (" + e.what() + ")");
+      continue;
+    }
+    for (const auto& [name, mine] : out) {
+      const auto it = other.find(name);
+      if (it == other.end() || it->second.numel() != mine.numel())
+        throw std::runtime_error("--invariance tactic: tactic " + t + " returned no output '" + name +
+                                 "' of the case's size");
+      for (int64_t i = 0; i < mine.numel(); ++i) {
+        if (mine.code(i) == it->second.code(i)) continue;
+        v.failure = "--invariance tactic: " + element_name(name, mine, i) + " is " + element_value(mine, i) +
+                    " with tactic " + std::string(tactic) + " (the case's) but " + element_value(it->second, i) +
+                    " with tactic " + t;
+        v.failed_output = name;
+        return;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 HostTensor copy_runs(const HostTensor& from, const std::vector<SharedRun>& runs, HostTensor into) {
@@ -45,10 +82,16 @@ HostTensor copy_runs(const HostTensor& from, const std::vector<SharedRun>& runs,
 }
 
 InvarianceVerdict check_invariance(const Family& family, const Impl& impl, const ArchInfo& arch, const Problem& p,
-                                   const TensorMap& inputs, const TensorMap& out, const SubRun& run) {
+                                   std::string_view tactic, const TensorMap& inputs, const TensorMap& out,
+                                   const SubRun& run) {
   InvarianceVerdict v;
   for (InvarianceAxis axis : impl.invariant_axes(p)) {
     const std::string axis_name(to_string(axis));
+    if (axis == InvarianceAxis::tactic) {
+      check_tactics(impl, p, tactic, inputs, out, run, v);
+      if (!v.failure.empty()) return v;
+      continue;
+    }
     const InvarianceCut cut = family.invariance_cut(p, inputs, axis);
     if (!cut.why_not.empty()) {
       v.not_checked.push_back(axis_name + ": " + cut.why_not);
@@ -71,7 +114,7 @@ InvarianceVerdict check_invariance(const Family& family, const Impl& impl, const
                                "', which the case or its sub-problem lacks");
       into->second = copy_runs(from->second, runs, into->second);
     }
-    const TensorMap sub_out = run(*cut.problem, sub_inputs);
+    const TensorMap sub_out = run(*cut.problem, sub_inputs, tactic);
     for (const auto& [name, runs] : cut.outputs) {
       const auto whole = out.find(name), part = sub_out.find(name);
       if (whole == out.end()) continue;  // the case's comparison already failed on it

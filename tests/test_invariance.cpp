@@ -33,14 +33,20 @@ Registry& registry() {
   return reg;
 }
 
-// The case's outputs for `impl` on `p` (seeded inputs) and the checks' verdict on them.
-InvarianceVerdict verdict(const Impl& impl, const Problem& p, uint64_t seed = 11) {
+// The case's outputs for `impl` on `p` (seeded inputs) with `tactic` and the checks' verdict on them.
+InvarianceVerdict verdict(const Impl& impl, const Problem& p, std::string_view tactic = "", uint64_t seed = 11) {
   const Family& f = impl.family_def();
   const TensorMap in = f.make_inputs(p, seed);
-  const RunContext ctx{&kHost, -1};
+  RunContext ctx;
+  ctx.arch = &kHost;
+  ctx.tactic = tactic;
   const TensorMap out = impl.run(p, in, ctx);
-  return check_invariance(f, impl, kHost, p, in, out,
-                          [&](const Problem& sub, const TensorMap& sub_in) { return impl.run(sub, sub_in, ctx); });
+  return check_invariance(f, impl, kHost, p, tactic, in, out,
+                          [&](const Problem& sub, const TensorMap& sub_in, std::string_view tactic) {
+                            RunContext sub_ctx = ctx;
+                            sub_ctx.tactic = tactic;
+                            return impl.run(sub, sub_in, sub_ctx);
+                          });
 }
 
 // A causal fp16 batch whose rows see up to 100 keys: more than one tile of either width.
@@ -211,8 +217,8 @@ TEST(Invariance, PackedVariantTilesFailThePackingCheckNamingBothElements) {
   EXPECT_EQ(plant.supports(masked, kHost).reason, "the varlen layout takes no attn_mask");
 }
 
-// host.flash whose last batch entry's first O element is one bit off: the entry's bytes depend
-// on where it sits in the batch, not on the batch's size.
+// host.flash whose last batch entry's (a varlen batch's last sequence's) first O element is one
+// bit off: the entry's bytes depend on where it sits in the batch, not on the batch's size.
 class PositionDependent final : public Impl {
  public:
   std::string_view family() const override { return "sdpa"; }
@@ -221,9 +227,12 @@ class PositionDependent final : public Impl {
   Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
   TensorMap run(const Problem& p, const TensorMap& in, const RunContext& ctx) const override {
     TensorMap out = registry().impl("host.flash")->run(p, in, ctx);
-    const int64_t B = p.as<sdpa::Problem>().batch;
+    const auto& q = p.as<sdpa::Problem>();
     HostTensor& o = out.at("O");
-    if (B >= 2) o.set_code(o.numel() / B * (B - 1), o.code(o.numel() / B * (B - 1)) ^ 1);
+    if (q.batch < 2) return out;
+    const int64_t last = q.varlen() ? sdpa::cu_seqlens(q.seqlens_q)[q.batch - 1] * q.heads_q * q.head_dim_v
+                                    : o.numel() / q.batch * (q.batch - 1);
+    o.set_code(last, o.code(last) ^ 1);
     return out;
   }
   std::vector<InvarianceAxis> invariant_axes(const Problem&) const override {
@@ -235,37 +244,14 @@ TEST(Invariance, AnEntryThatDependsOnItsPositionFailsTheBatchPositionCheck) {
   Registry reg;
   register_sdpa_family(reg);
   reg.add(std::make_unique<PositionDependent>());
-  const InvarianceVerdict v = verdict(*reg.impl("test.position_dependent"), dense_batch());
+  const Impl& impl = *reg.impl("test.position_dependent");
+  InvarianceVerdict v = verdict(impl, dense_batch());
   EXPECT_EQ(v.failure.rfind("--invariance batch_position: O[2,0,0,0] of batch entry 2 ", 0), 0u) << v.failure;
   EXPECT_NE(v.failure.find("at O[0,0,0,0] with the batch of 3 reversed (entry 2 first)"), std::string::npos)
       << v.failure;
   EXPECT_EQ(v.failed_output, "O");
-}
-
-// host.flash whose last varlen sequence's first O element is one bit off.
-class SequencePositionDependent final : public Impl {
- public:
-  std::string_view family() const override { return "sdpa"; }
-  std::string_view name() const override { return "test.sequence_position_dependent"; }
-  std::string_view backend() const override { return "host"; }
-  Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
-  TensorMap run(const Problem& p, const TensorMap& in, const RunContext& ctx) const override {
-    TensorMap out = registry().impl("host.flash")->run(p, in, ctx);
-    const auto& q = p.as<sdpa::Problem>();
-    if (q.batch < 2) return out;
-    const int64_t row = sdpa::cu_seqlens(q.seqlens_q)[q.batch - 1];
-    HostTensor& o = out.at("O");
-    o.set_code(row * q.heads_q * q.head_dim_v, o.code(row * q.heads_q * q.head_dim_v) ^ 1);
-    return out;
-  }
-  std::vector<InvarianceAxis> invariant_axes(const Problem&) const override { return {InvarianceAxis::batch_position}; }
-};
-
-TEST(Invariance, ASequenceThatDependsOnItsPositionFailsTheBatchPositionCheck) {
-  Registry reg;
-  register_sdpa_family(reg);
-  reg.add(std::make_unique<SequencePositionDependent>());
-  const InvarianceVerdict v = verdict(*reg.impl("test.sequence_position_dependent"), varlen_batch());
+  // A varlen batch: sequence 2 starts at packed row 47; reversed, it comes first.
+  v = verdict(impl, varlen_batch());
   EXPECT_EQ(v.failure.rfind("--invariance batch_position: O[47,0,0] of batch entry 2 ", 0), 0u) << v.failure;
   EXPECT_NE(v.failure.find("at O[0,0,0] with the batch of 3 sequences reversed (sequence 2 first)"), std::string::npos)
       << v.failure;
@@ -312,6 +298,62 @@ TEST(Invariance, ProblemsItCannotCutSayWhyTheyWereNotChecked) {
   EXPECT_EQ(v.failure, "");
 }
 
+// host.flash behind tactics "a" and "b" (the same arithmetic) and "gone" (listed, not offered
+// here), declaring the tactic axis.
+class SameBytesTactics final : public Impl {
+ public:
+  explicit SameBytesTactics(std::vector<std::string> tactics) : tactics_(std::move(tactics)) {}
+  std::string_view family() const override { return "sdpa"; }
+  std::string_view name() const override { return "test.same_bytes_tactics"; }
+  std::string_view backend() const override { return "host"; }
+  Support supports(const Problem&, const ArchInfo&) const override { return Support::yes(); }
+  std::vector<std::string> tactics(const Problem&) const override { return tactics_; }
+  TensorMap run(const Problem& p, const TensorMap& in, const RunContext& ctx) const override {
+    if (ctx.tactic == "gone") throw TacticUnavailable("the library offers 2 algorithms here");
+    return registry().impl("host.flash")->run(p, in, ctx);
+  }
+  std::vector<InvarianceAxis> invariant_axes(const Problem&) const override { return {InvarianceAxis::tactic}; }
+
+ private:
+  std::vector<std::string> tactics_;
+};
+
+TEST(Invariance, TacticsThatGiveTheSameBytesHoldTheTacticAxis) {
+  Registry reg;
+  register_sdpa_family(reg);
+  reg.add(std::make_unique<SameBytesTactics>(std::vector<std::string>{"a", "b", "gone"}));
+  const InvarianceVerdict v = verdict(*reg.impl("test.same_bytes_tactics"), dense_batch(), "b");
+  EXPECT_EQ(v.failure, "");
+  EXPECT_EQ(v.not_checked,
+            std::vector<std::string>{"tactic: gone is not offered here (the library offers 2 algorithms here)"});
+  Registry one;
+  register_sdpa_family(one);
+  one.add(std::make_unique<SameBytesTactics>(std::vector<std::string>{"a"}));
+  EXPECT_EQ(verdict(*one.impl("test.same_bytes_tactics"), dense_batch(), "a").not_checked,
+            std::vector<std::string>{"tactic: the impl lists one tactic for this problem"});
+}
+
+// host.emulated_split_k's split counts add their partial sums in other associations: the plant
+// that declares them invariant FAILs the tactic check, naming both tactics.
+TEST(Invariance, SplitCountsThatChangeTheBytesFailTheTacticCheck) {
+  const Impl& plant = *registry().impl("host.emulated_split_k_count_variant");
+  EXPECT_TRUE(plant.bug_needs_invariance());
+  scaled_mm::Problem p = rowwise_rows(32);
+  p.out = DType::fp32;  // a 16-bit d would round most of the partial sums' differences away
+  ASSERT_TRUE(plant.supports(p, kHost).ok);
+  EXPECT_EQ(plant.tactics(p), (std::vector<std::string>{"split_k1", "split_k2", "split_k4"}));
+  const InvarianceVerdict v = verdict(plant, p, "split_k2");
+  EXPECT_EQ(v.failure.rfind("--invariance tactic: d[", 0), 0u) << v.failure;
+  EXPECT_NE(v.failure.find(" with tactic split_k2 (the case's) but "), std::string::npos) << v.failure;
+  EXPECT_NE(v.failure.find(" with tactic split_k1"), std::string::npos) << v.failure;
+  EXPECT_EQ(v.failed_output, "d");
+  const TensorMap in = plant.family_def().make_inputs(p, 11);
+  EXPECT_EQ(plant.blind_spot(p, CaseEvidence{in, References{}, {}}), "");
+  // The family has no cut for the axis: the runner runs the case itself.
+  EXPECT_EQ(plant.family_def().invariance_cut(p, in, InvarianceAxis::tactic).why_not,
+            "not a cut: the runner runs the case with the impl's other tactics");
+}
+
 // An ABI impl: O = the batch size in every element (a result that follows the batch), lse 0.
 int32_t any(const void*, const void*, const opcts_arch*, char*, size_t) { return 1; }
 opcts_status batch_valued(const void*, const opcts_run_args* a, opcts_report*) {
@@ -340,8 +382,9 @@ TEST(Invariance, AnAbiImplDeclaresItsAxesThroughTheDescriptorsCallback) {
   p.dtype = DType::fp32;
   const Impl& impl = *reg.impl("test.batch_valued");
   EXPECT_EQ(impl.invariant_axes(p), std::vector<InvarianceAxis>{InvarianceAxis::batch_size});
-  // ABI 1.12's packing bit; bits no header defines are left out.
-  EXPECT_EQ(invariance_axes(OPCTS_INVARIANT_PACKING | 8u), std::vector<InvarianceAxis>{InvarianceAxis::packing});
+  // ABI 1.12's packing and tactic bits; bits no header defines are left out.
+  EXPECT_EQ(invariance_axes(OPCTS_INVARIANT_PACKING | OPCTS_INVARIANT_TACTIC | 16u),
+            (std::vector<InvarianceAxis>{InvarianceAxis::packing, InvarianceAxis::tactic}));
   const InvarianceVerdict v = verdict(impl, p);
   EXPECT_EQ(v.failure.rfind("--invariance batch_size: O[0,0,0,0] of batch entry 0 is 3 ", 0), 0u) << v.failure;
   // A descriptor of ABI 1.9's size ends before the callback: the bytes after it are not read.

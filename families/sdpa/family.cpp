@@ -29,8 +29,10 @@ class SdpaFamily final : public KitFamily<Problem> {
   // axis moves a batch between the dense and varlen layouts.
   int64_t Problem::*batch_field() const override { return &Problem::batch; }
   InvarianceCut invariance_cut(const opcts::Problem& p, const TensorMap& inputs, InvarianceAxis axis) const override {
-    if (!get(p).packed() && axis != InvarianceAxis::packing) return Family::invariance_cut(p, inputs, axis);
-    return sdpa::invariance_cut(get(p), inputs, axis);
+    const bool batch_axis = axis == InvarianceAxis::batch_size || axis == InvarianceAxis::batch_position;
+    if (axis == InvarianceAxis::packing || (batch_axis && get(p).packed()))
+      return sdpa::invariance_cut(get(p), inputs, axis);
+    return Family::invariance_cut(p, inputs, axis);
   }
   std::string_view name() const override { return "sdpa"; }
   const kit::FieldTable<Problem>& fields() const override { return sdpa::fields(); }

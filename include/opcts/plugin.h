@@ -46,7 +46,8 @@ extern "C" {
  * block-sparse masks (opcts_sdpa_params.block_mask_q, block_mask_k); 9: sdpa's fp8 attention and
  * fp8 KV caches (opcts_sdpa_params.fp8, fp8_format, descale); 10: the invariance contracts
  * (opcts_impl_desc.invariance; no new problems); 11: tactics (opcts_impl_desc.list_tactics,
- * opcts_run_args.tactic); 12: the invariance axis OPCTS_INVARIANT_PACKING (no new problems). An
+ * opcts_run_args.tactic); 12: the invariance axes OPCTS_INVARIANT_PACKING and _TACTIC (no new
+ * problems). An
  * impl sets opcts_impl_desc.abi_minor to the minor it handles; opcts gives it no problem that needs
  * a later one (a SKIP naming the version). */
 #define OPCTS_PLUGIN_ABI_MINOR 12u
@@ -166,9 +167,16 @@ typedef int32_t (*opcts_deterministic_fn)(const void* impl_data, const void* par
  * GEMMs) gives the same bytes computed alone; OPCTS_INVARIANT_BATCH_POSITION: the same bytes at
  * another position of a batch of the same size; OPCTS_INVARIANT_PACKING (ABI 1.12): the same
  * sequences in the family's other batch layout give the same bytes (sdpa: a dense bhsd/bshd batch
- * packed as varlen sequences with cu_seqlens, a varlen batch of equal lengths as a dense bshd one).
+ * packed as varlen sequences with cu_seqlens, a varlen batch of equal lengths as a dense bshd one);
+ * OPCTS_INVARIANT_TACTIC (ABI 1.12): every tactic list_tactics gives for the problem gives the same
+ * bytes (a split-K or split-KV count, a tile, an algorithm that leaves the result alone).
  * 0, or a NULL callback, declares none. */
-enum { OPCTS_INVARIANT_BATCH_SIZE = 1, OPCTS_INVARIANT_BATCH_POSITION = 2, OPCTS_INVARIANT_PACKING = 4 };
+enum {
+  OPCTS_INVARIANT_BATCH_SIZE = 1,
+  OPCTS_INVARIANT_BATCH_POSITION = 2,
+  OPCTS_INVARIANT_PACKING = 4,
+  OPCTS_INVARIANT_TACTIC = 8
+};
 typedef uint32_t (*opcts_invariance_fn)(const void* impl_data, const void* params);
 /* ABI 1.11: the tactics the impl can run a problem with (a library's algorithms, a kernel's
  * variants), its default first: each becomes a case "<case id>/<tactic>" that run receives in

@@ -115,8 +115,8 @@ def impls():
 
 
 # The invariance contracts' axes (docs/cli.md, --invariance) and their plugin ABI bits (ABI 1.10;
-# packing 1.12).
-INVARIANCE_AXES = {"batch_size": 1, "batch_position": 2, "packing": 4}
+# packing and tactic 1.12).
+INVARIANCE_AXES = {"batch_size": 1, "batch_position": 2, "packing": 4, "tactic": 8}
 
 
 def _invariance_names(axes, where):
@@ -151,9 +151,9 @@ def impl(family, *, name, backend="host", deterministic=True, accumulation=None,
       KV cache 2), which SKIP saying so.
     - `invariant`: the axes over which the outputs are the same bit for bit, a sequence of
       "batch_size" (a batch entry computed alone), "batch_position" (at another position of
-      the batch) and "packing" (the batch in the family's other layout: sdpa's dense batch as
-      varlen sequences, or back), or `fn(p)` returning one: what `opcts run --invariance` holds
-      the impl to.
+      the batch), "packing" (the batch in the family's other layout: sdpa's dense batch as
+      varlen sequences, or back) and "tactic" (every tactic of the problem gives the same bytes),
+      or `fn(p)` returning one: what `opcts run --invariance` holds the impl to.
     - `tactics`: `fn(p)` returning the tactics the impl can run p with, its default first (names
       of 1 to 32 of a-z, 0-9 and '_', a letter first, fixed by the problem alone): each is a case
       of its own, `<case id>/<tactic>`, whose run finds it in `ctx.tactic` (docs/plugins.md,

@@ -48,8 +48,13 @@ def test_invariance_axes_become_the_abi_bitmask():
     def forward_only(p, t):
         pass
 
+    @opcts.impl("sdpa", name="inv.all", invariant=("batch_size", "batch_position", "packing", "tactic"))
+    def every_axis(p, t):
+        pass
+
     index = {d.name: i for i, d in enumerate(opcts._IMPLS)}
     assert _host.invariance(index["inv.both"], sdpa_bytes()) == 3
+    assert _host.invariance(index["inv.all"], sdpa_bytes()) == 15  # ABI 1.12: packing 4, tactic 8
     assert _host.invariance(index["inv.forward_only"], sdpa_bytes()) == 1
     assert _host.invariance(index["inv.forward_only"], sdpa_bytes(direction=1)) == 0
 

@@ -18,6 +18,12 @@
 // slice length down would ("a fast-but-wrong tactic": only a run of that tactic shows it). It
 // lists only the tactics that leave a remainder (S in 2, 4 with U mod S != 0), so each of its
 // cases probes the bug; none where no split leaves one (a SKIP saying so).
+//
+// Planted: host.emulated_split_k_count_variant — host.emulated_split_k's own arithmetic, every
+// split count within its bound, while it declares the tactic invariance axis (the bytes the same
+// whatever the split count), which the slices' other association breaks: only `opcts run
+// --invariance` sees it, comparing a case's tactic with the others on the same inputs (a split
+// count chosen per problem size or per batch, where a batch-invariant kernel must fix it).
 #include <string>
 #include <vector>
 
@@ -48,15 +54,52 @@ int64_t splits_of(std::string_view tactic, std::string_view impl) {
   throw std::invalid_argument(std::string(impl) + ": unknown tactic '" + std::string(tactic) + "'");
 }
 
+enum class SplitPlant { none, drops_tail, count_variant };
+
 class HostScaledMmSplitK final : public Impl {
  public:
-  explicit HostScaledMmSplitK(bool drops_tail) : drops_tail_(drops_tail) {}
+  explicit HostScaledMmSplitK(SplitPlant plant) : drops_tail_(plant == SplitPlant::drops_tail), plant_(plant) {}
   std::string_view family() const override { return "scaled_mm"; }
   std::string_view name() const override {
-    return drops_tail_ ? "host.emulated_split_k_drops_tail" : "host.emulated_split_k";
+    switch (plant_) {
+      case SplitPlant::drops_tail: return "host.emulated_split_k_drops_tail";
+      case SplitPlant::count_variant: return "host.emulated_split_k_count_variant";
+      case SplitPlant::none: break;
+    }
+    return "host.emulated_split_k";
   }
   std::string_view backend() const override { return "host"; }
-  bool planted() const override { return drops_tail_; }
+  bool planted() const override { return plant_ != SplitPlant::none; }
+
+  std::vector<InvarianceAxis> invariant_axes(const opcts::Problem&) const override {
+    if (plant_ == SplitPlant::count_variant) return {InvarianceAxis::tactic};
+    return {};
+  }
+  bool bug_needs_invariance() const override { return plant_ == SplitPlant::count_variant; }
+  // Where every split count gives the very bytes of every other on this case's inputs (the
+  // partial sums' differences rounded away in d's dtype, or sums exact in fp32), the check
+  // compares equal bytes.
+  std::string blind_spot(const opcts::Problem& p, const CaseEvidence& evidence) const override {
+    if (plant_ != SplitPlant::count_variant) return "";
+    ArchInfo host;
+    host.name = host.backend = "host";
+    RunContext ctx;
+    ctx.arch = &host;
+    TensorMap first;
+    for (const std::string& t : tactics(p)) {
+      ctx.tactic = t;
+      TensorMap out = run(p, evidence.inputs, ctx);
+      if (first.empty()) {
+        first = std::move(out);
+        continue;
+      }
+      for (const auto& [name, tensor] : first)
+        for (int64_t i = 0; i < tensor.numel(); ++i)
+          if (tensor.code(i) != out.at(name).code(i)) return "";
+    }
+    return "every split count gives the same output bytes on this case's inputs: the tactic check compares equal "
+           "bytes";
+  }
 
   // Problem-only: S slices need S units; the plant lists the splits that leave a remainder. A
   // negative problem is refused before any split, so it has none.
@@ -71,11 +114,13 @@ class HostScaledMmSplitK final : public Impl {
   }
 
   Support supports(const opcts::Problem& pp, const ArchInfo&) const override {
-    if (!drops_tail_) return Support::yes();
+    if (plant_ == SplitPlant::none) return Support::yes();
     if (!pp.as<Problem>().expect_error.empty())
       return Support::no(std::string(name()) + ": planted impls run valid problems only");
-    if (tactics(pp).empty())
+    if (drops_tail_ && tactics(pp).empty())
       return Support::no(std::string(name()) + ": no split of K into 2 or 4 slices leaves a remainder to drop");
+    if (plant_ == SplitPlant::count_variant && tactics(pp).size() < 2)
+      return Support::no(std::string(name()) + ": K has one unit: no split count but 1 to compare");
     return Support::yes();
   }
 
@@ -101,6 +146,7 @@ class HostScaledMmSplitK final : public Impl {
 
  private:
   bool drops_tail_;
+  SplitPlant plant_;
 
   // One slice's fp32 sum over K units [u0, u1): per scale block, the block's fp32 code-product sum
   // times its scales (host.emulated's order); for one scale along K, the raw products' sum.
@@ -129,7 +175,8 @@ class HostScaledMmSplitK final : public Impl {
 }  // namespace
 
 void register_host_scaled_mm_split_k(Registry& reg) {
-  for (const bool drops_tail : {false, true}) reg.add(std::make_unique<HostScaledMmSplitK>(drops_tail));
+  for (const SplitPlant plant : {SplitPlant::none, SplitPlant::drops_tail, SplitPlant::count_variant})
+    reg.add(std::make_unique<HostScaledMmSplitK>(plant));
 }
 
 }  // namespace opcts
