@@ -29,7 +29,7 @@ int dispatch(CommandLine& cl, const char* argv0) {
     if (cl.sample->count("--count")) o.count = cl.sample_count;
     return cmd_sample(cl.sel, cl.sample_family, o, cl.verbose);
   }
-  if (*cl.repro) return cmd_repro(cl.repro_id, cl.sel, cl.repro_device, cl.repro_json);
+  if (*cl.repro) return cmd_repro(cl.repro_id, cl.sel, cl.repro_device, cl.repro_json, cl.rf);
   if (*cl.shrink) return cmd_shrink(cl.repro_id, cl.sel, cl.repro_device, cl.shrink_seconds);
   if (*cl.resources) return cmd_resources(cl.resources_out);
   if (*cl.manifest_lint) return cmd_manifest_lint(cl.sel);

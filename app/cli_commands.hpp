@@ -79,7 +79,10 @@ int cmd_run(const Selection& s, const RunFlags& f, const char* argv0);
 /// --catalog files), one a line, each block under `o`; with `verbose` each draw's block, index,
 /// tier and source before its id. Exit 1 when the family has no samples: block.
 int cmd_sample(const Selection& s, const std::string& family, const SampleOverride& o, bool verbose);
-int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out);
+/// `modes`: the run modes (--bitwise, --invariance, --capture) the case runs under, as a run's
+/// repro line passes them on: a failure of one is reproduced only with it.
+int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out,
+              const RunFlags& modes = {});
 /// opcts shrink: runs the failing case `id` and smaller problems in this process for at most
 /// `seconds` (runner/shrink.hpp) and prints each smaller id that fails the same way, then the
 /// smallest with its repro line. Exit 0 when it shrank, 1 when nothing smaller fails the same

@@ -91,7 +91,8 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
                    "run each case twice; deterministic impls must give identical output bytes");
   cl.run->add_flag("--invariance", cl.rf.invariance,
                    "check the axes each impl declares its outputs invariant over (a batch entry alone, the batch "
-                   "reversed): the shared rows must hold identical bytes");
+                   "reversed, the batch in its other layout, its other tactics): the shared elements must hold "
+                   "identical bytes");
   cl.run->add_flag("--capture", cl.rf.capture,
                    "record each run (a CUDA graph on the GPU; on the host, the same buffers called again) on other "
                    "inputs, copy the case's into its buffers and replay it twice: the replay is judged, and must not "
@@ -129,6 +130,9 @@ std::unique_ptr<CLI::App> make_cli(CommandLine& cl) {
   add_one_case(cl.repro, cl);
   cl.repro->add_option("--manifest", cl.sel.manifest, "manifest file");
   cl.repro->add_option("--json", cl.repro_json, "also write the result line to this file");
+  cl.repro->add_flag("--bitwise", cl.rf.bitwise, "as for run --bitwise: the determinism checks");
+  cl.repro->add_flag("--invariance", cl.rf.invariance, "as for run --invariance: the invariance checks");
+  cl.repro->add_flag("--capture", cl.rf.capture, "as for run --capture: the run recorded and replayed");
 
   cl.shrink = app->add_subcommand("shrink", "shrink a failing case to the smallest problem that fails the same way");
   add_one_case(cl.shrink, cl);

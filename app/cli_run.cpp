@@ -613,12 +613,16 @@ int cmd_resources(const std::string& out) {
   return 0;
 }
 
-int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out) {
+int cmd_repro(const std::string& id, const Selection& s, int device_flag, const std::string& json_out,
+              const RunFlags& modes) {
   const int device = resolve_device(device_flag);
   const std::string arch = resolve_arch(s.arch, device);
   // The case runs in this process, its plugin's code included: repro is for debugging it.
   SuiteOptions so{s.cases_dir, s.catalogs, arch, s.manifest};
   so.plugins = s.plugins;
+  so.bitwise = modes.bitwise, so.invariance = modes.invariance, so.capture = modes.capture;
+  ExecOptions exec;
+  exec.bitwise = modes.bitwise, exec.invariance = modes.invariance, exec.capture = modes.capture;
   Suite suite(loaded_registry_for(s.plugins), so);
   const Case c = case_from_id(suite.registry(), id);
   if (c.impl->backend() != suite.arch().backend)
@@ -634,7 +638,7 @@ int cmd_repro(const std::string& id, const Selection& s, int device_flag, const 
   ReferenceCache cache;
   ResultRecord r;
   try {
-    r = execute_case(suite, c, device, cache);
+    r = execute_case(suite, c, device, cache, exec);
   } catch (const DeviceLost& e) {
     std::printf("CRASH  device context lost: %s\n", e.what());
     return 1;

@@ -164,6 +164,13 @@ bool skip_excuses_impl(const std::string& message) {
          message.find("which only opcts run --capture shows") != std::string::npos;
 }
 
+// The run mode a planted impl's SKIP asks for ("--invariance"), or "" for another reason.
+std::string mode_asked(const std::string& message) {
+  for (const char* mode : {"--bitwise", "--invariance", "--capture"})
+    if (message.find(std::string("which only opcts run ") + mode + " shows") != std::string::npos) return mode;
+  return "";
+}
+
 void check_measured_models(const std::vector<ResultRecord>& results, GateVerdict& v) {
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<std::size_t, std::string>> groups;
   for (const auto& r : results)
@@ -184,8 +191,9 @@ void check_measured_models(const std::vector<ResultRecord>& results, GateVerdict
 void check_coverage(const std::vector<ResultRecord>& results, const Manifest* manifest, std::size_t min_run,
                     GateVerdict& v, const std::set<std::string>& planted) {
   struct Impl {
-    std::size_t ran = 0, skipped = 0, unexcused = 0;
+    std::size_t ran = 0, skipped = 0, unexcused = 0, for_mode = 0;
     std::string example;  // an unexcused SKIP's reason
+    std::string mode;     // the run mode its SKIPs ask for (a planted impl whose bug only it shows)
   };
   std::map<std::tuple<std::string, std::string, std::string>, Impl> impls;  // (arch, family, impl)
   std::size_t ran = 0;
@@ -201,6 +209,7 @@ void check_coverage(const std::vector<ResultRecord>& results, const Manifest* ma
     ++i.skipped;
     // A manifest skip of the gate's manifest excuses whatever the record's message says.
     const bool by_manifest = manifest && manifest->find(EntryKind::skip, r.id);
+    if (const std::string mode = mode_asked(r.message); !by_manifest && !mode.empty()) ++i.for_mode, i.mode = mode;
     if (!by_manifest && !skip_excuses_impl(r.message)) {
       ++i.unexcused;
       if (i.example.empty()) i.example = r.message.substr(0, 200);
@@ -212,7 +221,12 @@ void check_coverage(const std::vector<ResultRecord>& results, const Manifest* ma
                     "a selection where nothing runs tests nothing",
                     ran, ran == 1 ? "" : "s", min_run));
   for (const auto& [key, i] : impls)
-    if (i.ran == 0 && i.unexcused > 0 && planted.count(std::get<2>(key)))
+    if (i.ran == 0 && i.for_mode > 0 && planted.count(std::get<2>(key)))
+      v.run_notes.push_back(
+          fmt::format("planted impl {} ({} on {}) ran no case: {} of its {} SKIP because its bug "
+                      "shows only under opcts run {}, which this run left off",
+                      std::get<2>(key), std::get<1>(key), std::get<0>(key), i.for_mode, i.skipped, i.mode));
+    else if (i.ran == 0 && i.unexcused > 0 && planted.count(std::get<2>(key)))
       v.run_notes.push_back(
           fmt::format("planted impl {} ({} on {}) ran no case: this selection shows its bug on no "
                       "problem (e.g. '{}'); another tier may",

@@ -309,8 +309,13 @@ std::string repro_command(const Suite& suite, const std::string& id) {
   }
   std::error_code ec;
   const bool default_cases = fs::equivalent(o.cases_dir, default_cases_dir(), ec);
-  return repro_command(id, suite.arch().name, o.manifest.empty() ? "" : absolute(o.manifest), plugins,
-                       default_cases || o.cases_dir.empty() ? "" : absolute(o.cases_dir));
+  std::string cmd = repro_command(id, suite.arch().name, o.manifest.empty() ? "" : absolute(o.manifest), plugins,
+                                  default_cases || o.cases_dir.empty() ? "" : absolute(o.cases_dir));
+  // The run modes the case ran under: a failure only a mode shows is reproduced only with it.
+  if (o.bitwise) cmd += " --bitwise";
+  if (o.invariance) cmd += " --invariance";
+  if (o.capture) cmd += " --capture";
+  return cmd;
 }
 
 }  // namespace opcts

@@ -88,7 +88,8 @@ Case case_from_id(const Registry& reg, const std::string& id);
 std::string repro_command(const std::string& id, const std::string& arch, const std::string& manifest = "",
                           const std::vector<std::string>& plugins = {}, const std::string& cases_dir = "");
 /// The repro line of a case of `suite`: its manifest and plugin paths made absolute, and its
-/// cases folder where it is not the default one, so the line runs from any folder.
+/// cases folder where it is not the default one, so the line runs from any folder; the suite's
+/// run modes (--bitwise, --invariance, --capture) after them, which `opcts repro` takes too.
 std::string repro_command(const Suite& suite, const std::string& id);
 /// How a pasted repro line calls this binary: "opcts" when that is what PATH finds (or this is
 /// no binary named opcts, e.g. a test), else the binary's absolute path (quoted where it holds

@@ -333,6 +333,26 @@ TEST(CliRun, PackingAndSplitCountPlantsNeedInvarianceAndFailUnderIt) {
   }
 }
 
+// A failure only a run mode shows is reproduced with it: the repro line carries the mode, which
+// `opcts repro` takes; without it the plant's case SKIPs, saying so.
+TEST(CliRun, ARunModesReproLineCarriesTheMode) {
+  const std::string dir = testutil::temp_dir();
+  run_in(dir,
+         "--include-planted --reruns 0 --invariance --filter "
+         "'scaled_mm.host_emulated_split_k_count_variant/*_out_fp32_*'");
+  for (const ResultRecord& rec : read_results_file(dir + "/r.jsonl")) {
+    if (rec.outcome != Outcome::XFAIL) continue;
+    const size_t mode = rec.repro.find(" --invariance");
+    ASSERT_NE(mode, std::string::npos) << rec.repro;
+    const Shell again = sh(rec.repro);
+    EXPECT_NE(again.output.find("--invariance tactic: "), std::string::npos) << again.output;
+    const Shell without = sh(rec.repro.substr(0, mode));
+    EXPECT_NE(without.output.find("which only opcts run --invariance shows"), std::string::npos) << without.output;
+    return;
+  }
+  FAIL() << "no case of the split-count plant was caught";
+}
+
 // The scale plant keeps the scales it read at its first call on a pair of buffers: every plain
 // run gets buffers of its own, so only --capture (the same buffers refilled) shows it, as a
 // replay that differs from the plain run; a pass derives that the capture-time scales change no

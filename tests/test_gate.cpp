@@ -408,6 +408,13 @@ TEST(GateCoverage, AnImplThatRanNothingIsNotTestedUnlessItsSkipsAreExcused) {
   EXPECT_TRUE(p.passed()) << format_verdict(p, "sm90");
   ASSERT_EQ(p.run_notes.size(), 2u);
   EXPECT_NE(p.run_notes[0].find("planted impl cuda.b (gate on sm90) ran no case"), std::string::npos) << p.run_notes[0];
+  // A planted impl whose cases SKIP for a run mode the run left off: the note names the mode.
+  GateVerdict g = gate_as_judged(rs);
+  check_coverage(rs, nullptr, 1, g, {"cuda.g"});
+  ASSERT_EQ(g.run_notes.size(), 1u) << format_verdict(g, "sm90");
+  EXPECT_EQ(g.run_notes[0],
+            "planted impl cuda.g (gate on sm90) ran no case: 1 of its 1 SKIP because its bug shows only under opcts "
+            "run --invariance, which this run left off");
   // With the gate's manifest, its skip entry excuses whatever the record's message says.
   const auto dir = testutil::temp_dir();
   const Manifest m = Manifest::load(testutil::write(dir, "sm90.yaml", R"(arch: sm90
