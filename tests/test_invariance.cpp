@@ -66,23 +66,18 @@ scaled_mm::Problem rowwise_rows(int64_t m) {
   return {.m = m, .n = 64, .k = 256, .recipe = scaled_mm::Recipe::rowwise, .out = DType::bf16};
 }
 
+// dense_batch's three entries as varlen sequences of these lengths (the largest its 40 and 100).
+sdpa::Problem varlen_of(std::vector<int64_t> q, std::vector<int64_t> k) {
+  sdpa::Problem p = dense_batch();
+  p.layout = sdpa::Layout::varlen;
+  p.seqlens_q = std::move(q);
+  p.seqlens_k = std::move(k);
+  return p;
+}
 // Three sequences of unequal lengths, the first of rows that see up to 100 keys.
-sdpa::Problem varlen_batch() {
-  sdpa::Problem p = dense_batch();
-  p.layout = sdpa::Layout::varlen;
-  p.seqlens_q = {40, 7, 12};
-  p.seqlens_k = {100, 9, 12};
-  return p;
-}
-
-// dense_batch's three entries packed as varlen sequences of the same lengths.
-sdpa::Problem varlen_equal() {
-  sdpa::Problem p = dense_batch();
-  p.layout = sdpa::Layout::varlen;
-  p.seqlens_q = {40, 40, 40};
-  p.seqlens_k = {100, 100, 100};
-  return p;
-}
+sdpa::Problem varlen_batch() { return varlen_of({40, 7, 12}, {100, 9, 12}); }
+// dense_batch packed: three sequences of its lengths.
+sdpa::Problem varlen_equal() { return varlen_of({40, 40, 40}, {100, 100, 100}); }
 
 TEST(Invariance, CopyRunsFillsTheSubProblemsLayoutByElement) {
   HostTensor t(DType::fp32, {3, 2});
