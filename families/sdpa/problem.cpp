@@ -414,8 +414,8 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
                           bug == PlantedBug::varlen_seqused_ignored;
   const bool paged_bug = bug == PlantedBug::paged_page_offset || bug == PlantedBug::paged_tail_read ||
                          bug == PlantedBug::splitkv_combine_log2;
-  const bool sink_bug =
-      bug == PlantedBug::sink_lse_omitted || bug == PlantedBug::dsinks_last_batch || bug == PlantedBug::dsinks_in_dtype;
+  const bool sink_bug = bug == PlantedBug::sink_lse_omitted || bug == PlantedBug::sink_denominator_omitted ||
+                        bug == PlantedBug::dsinks_last_batch || bug == PlantedBug::dsinks_in_dtype;
   if (sink_bug && !p.sinks) return "a sinks bug: the problem has no sinks";
   if (bug == PlantedBug::dsinks_in_dtype && p.direction != Direction::backward) return "dsinks is a backward output";
   if (bug == PlantedBug::dsinks_in_dtype && p.dtype == DType::fp32) return "rounding to fp32 changes nothing in fp32";
@@ -426,6 +426,12 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
   if (bug == PlantedBug::amask_kv_head) {
     if (p.mask_tensor != MaskTensor::additive || !p.mask_per_head) return "needs an additive attn_mask per head";
     if (!(p.heads_q > p.heads_kv && p.heads_q >= 2)) return "without GQA every query head reads its own mask";
+  }
+  if (bug == PlantedBug::amask_transposed) {
+    if (p.mask_tensor == MaskTensor::none) return "needs an attn_mask";
+    if (!p.mask_per_query) return "a mask broadcast over the queries ([.., 1, Sk]) has no transpose to read";
+    if (p.seq_q != p.seq_k)
+      return "a transposed read is defined on a square mask (Sq = Sk); elsewhere it leaves the tensor";
   }
   const bool fp8_bug = bug == PlantedBug::fp8_descale_twice || bug == PlantedBug::fp8_descale_swapped ||
                        bug == PlantedBug::fp8_descale_head0 || bug == PlantedBug::fp8_p_in_e4m3 ||
@@ -607,8 +613,17 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
         if (alibi_plant_moves_row(p, i, bug)) return "";
       if (bug == PlantedBug::alibi_upper_left && p.seq_q == p.seq_k) return "Sq = Sk: the two diagonals are one";
       return "no row's keys change relative to each other, nor (forward) its lse";
-    case PlantedBug::sink_lse_omitted:
-      return "";  // every row with a key: lse lacks −ln(1 − P_s)
+    case PlantedBug::sink_lse_omitted: return "";  // every row with a key: lse lacks −ln(1 − P_s)
+    case PlantedBug::sink_denominator_omitted:
+      return "";  // every row with a key: O too large by 1 / (1 − P_s), and D = dO·O with it
+    // Row i reads (j, i) for each key j of its range: an element other than its own wherever j ≠ i
+    // (the inputs' masks are not symmetric: N(0, 1) values, and keys kept at random with rows
+    // i ≡ 3 (mod 8) dropped whole). Whether the case's own mask gives other bytes, the backward's
+    // one-key rows among them, is the impl's blind_spot.
+    case PlantedBug::amask_transposed:
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (p.keys_of_row(i) > 1 || (p.keys_of_row(i) == 1 && p.first_key(i) != i)) return "";
+      return "no row sees a key off the diagonal: the transposed read is the same element";
     // A descale off by a factor of 3/4 to 4/3 or more (fp8_descale) rescales a row's scores (its lse
     // moves, and its P unless it has one key) or its O: every row with a key shows it; head0 every
     // row of a (batch, KV head) after the first, whose factor differs from entry [0, 0]'s.

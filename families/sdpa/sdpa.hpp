@@ -360,6 +360,10 @@ enum class PlantedBug {
   // Sinks: lse computed without the sink (O keeps it in its denominator): the forward's lse is
   // too low, and a backward that recomputes P = exp(s − lse) from it leaves the sink out of P.
   sink_lse_omitted,
+  // Sinks: O normalised by the keys' sum alone (the sink left out of O's denominator, as a
+  // kernel that adds it for lse only does): every row with a key has O too large by
+  // 1 / (1 − P_sink); lse keeps the sink, and the backward's D = dO·O follows O.
+  sink_denominator_omitted,
   // Sinks, backward: each batch entry's (sequence's) dsink share stored over the previous
   // ones instead of added to them (a store where an atomic add was due): the last one's remains.
   dsinks_last_batch,
@@ -377,6 +381,10 @@ enum class PlantedBug {
   // Additive attn_mask per head: query head h reads the mask of head h / (Hq / Hkv), its KV
   // head's index (a bias broadcast over the wrong head axis).
   amask_kv_head,
+  // attn_mask read transposed: score (i, j) takes the mask's element (j, i), its row and column
+  // strides swapped (a square Sq = Sk mask with a row per query; elsewhere the read would leave
+  // the tensor). dbias is written where it belongs.
+  amask_transposed,
   // dbias: where it sums over an axis the mask broadcasts (batch, heads, queries), each term
   // stored over the previous instead of added to it (a store where an atomic add was due): the
   // last term remains.

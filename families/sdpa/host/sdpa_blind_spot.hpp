@@ -44,4 +44,9 @@ std::string precision_blind_spot(const sdpa::Problem& p, const CaseEvidence& evi
 /// "" where a byte differs.
 std::string tiles_blind_spot(const sdpa::Problem& p, const TensorMap& inputs, Plant plant);
 
+/// Where a plant's pass is no defect because, on this case's inputs, it changes no byte of any
+/// output against host.flash (a transposed read of a mask whose elements it swaps are equal, a
+/// one-key row whose P is 1 either way): "" where a byte differs.
+std::string unchanged_blind_spot(const sdpa::Problem& p, const TensorMap& inputs, Plant plant);
+
 }  // namespace opcts::host_sdpa

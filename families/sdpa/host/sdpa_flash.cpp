@@ -211,7 +211,9 @@ class Kernel {
   float score(int64_t b, int64_t h, int64_t i, int64_t j, const float* qi, const float* kj, float* dcap,
               float qk_scale) const {
     const int64_t mh = plant_ == Plant::amask_kv_head ? h / group : h;  // the plant reads its KV head's mask
-    if (p_.mask_tensor == sdpa::MaskTensor::boolean && mask[ms.at(b, mh, i) + j] == 0.0f) return kNegInf;
+    // The transposed plant reads element (j, i) of a square mask (Sq = Sk: supports()).
+    const int64_t me = plant_ == Plant::amask_transposed ? ms.at(b, mh, j) + i : ms.at(b, mh, i) + j;
+    if (p_.mask_tensor == sdpa::MaskTensor::boolean && mask[me] == 0.0f) return kNegInf;
     if (!block_reads(b, h, i, j)) return kNegInf;  // a skipped block: never read
     float dot = 0.0f;
     for (int64_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
@@ -223,7 +225,7 @@ class Kernel {
     }
     if (!slopes.empty())
       s -= alibi_slope(b, h) * static_cast<float>(std::abs(i + (plant_ == Plant::alibi_upper_left ? 0 : align_) - j));
-    if (p_.mask_tensor == sdpa::MaskTensor::additive) s += mask[ms.at(b, mh, i) + j];
+    if (p_.mask_tensor == sdpa::MaskTensor::additive) s += mask[me];
     return s;
   }
   // The ALiBi slope of (batch b, query head h); the alibi_kv_head plant reads its KV head's.
@@ -270,7 +272,8 @@ class Kernel {
     if (!sinks.empty() && !empty) l += std::exp(sinks[h] - m);
     // fp8: v's descale on the result (V's codes went into the products).
     const float vd = descale(v_descale, b, hk);
-    for (int64_t d = 0; d < Dv; ++d) o[d] = empty && plant_ != Plant::masked_row_nan ? 0.0f : acc[d] * vd / l;
+    const float l_o = plant_ == Plant::sink_denominator_omitted ? l_keys : l;
+    for (int64_t d = 0; d < Dv; ++d) o[d] = empty && plant_ != Plant::masked_row_nan ? 0.0f : acc[d] * vd / l_o;
     lse = empty ? kNegInf : m + std::log(plant_ == Plant::lse_plus_log2 ? 2.0f * l : l);
     if (plant_ == Plant::sink_lse_omitted && !empty) lse = m + std::log(l_keys);
     if (!sinks.empty() && empty) lse = sinks[h];  // the sink alone: O = 0 (a split-KV split's too)

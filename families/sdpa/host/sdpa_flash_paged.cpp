@@ -137,7 +137,8 @@ TensorMap flash_run_paged(const sdpa::Problem& p, const TensorMap& in, Plant pla
           const HostTensor& os = part[sp].at("O");  // [1, lq, Hq, Dv] fp32
           for (int64_t d = 0; d < Dv; ++d) acc[d] += w[sp] * static_cast<float>(os.get((i * Hq + h) * Dv + d));
         }
-        for (int64_t d = 0; d < Dv; ++d) o.set(row + d, acc[d] / l);
+        const float l_o = plant == Plant::sink_denominator_omitted ? l_keys : l;
+        for (int64_t d = 0; d < Dv; ++d) o.set(row + d, acc[d] / l_o);
         const float l_lse = plant == Plant::sink_lse_omitted ? l_keys : l;
         lse.set(h * Tq + q0 + i, m + (log2 ? std::log2(l_lse) : std::log(l_lse)));
       }

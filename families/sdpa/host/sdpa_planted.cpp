@@ -26,6 +26,8 @@
 //   host.flash_splitkv_combine_log2 paged split-KV: partials combined in base 2, not e
 //   host.flash_sink_lse_omitted   sinks: lse without the sink's term (O keeps it), so the
 //                                 backward's P = exp(s − lse) and dsinks miss it too
+//   host.flash_sink_denominator_omitted sinks: O normalised without the sink's term (lse
+//                                 keeps it)
 //   host.flash_dsinks_last_batch  sinks, backward: each batch entry's dsink share stored over
 //                                 the previous ones' (a store where an atomic add was due)
 //   host.flash_dsinks_in_dtype    sinks, backward: dsinks summed in the input dtype, rounded
@@ -34,6 +36,7 @@
 //                                 |i + Sk − Sq − j|
 //   host.flash_alibi_kv_head      ALiBi: query head h reads its KV head's slope (GQA)
 //   host.flash_amask_kv_head      attn_mask per head: query head h reads its KV head's mask
+//   host.flash_amask_transposed   attn_mask read transposed: score (i, j) takes element (j, i)
 //   host.flash_dbias_last_term    dbias: each term of a broadcast axis's sum stored over the
 //                                 previous one (a store where an atomic add was due)
 //   host.flash_dbias_in_dtype     dbias summed in the input dtype over a broadcast axis (a
@@ -83,11 +86,13 @@ class HostSdpaPlanted final : public Impl {
       case Plant::paged_tail_read: return "host.flash_paged_tail_read";
       case Plant::splitkv_combine_log2: return "host.flash_splitkv_combine_log2";
       case Plant::sink_lse_omitted: return "host.flash_sink_lse_omitted";
+      case Plant::sink_denominator_omitted: return "host.flash_sink_denominator_omitted";
       case Plant::dsinks_last_batch: return "host.flash_dsinks_last_batch";
       case Plant::dsinks_in_dtype: return "host.flash_dsinks_in_dtype";
       case Plant::alibi_upper_left: return "host.flash_alibi_upper_left";
       case Plant::alibi_kv_head: return "host.flash_alibi_kv_head";
       case Plant::amask_kv_head: return "host.flash_amask_kv_head";
+      case Plant::amask_transposed: return "host.flash_amask_transposed";
       case Plant::dbias_last_term: return "host.flash_dbias_last_term";
       case Plant::dbias_capped: return "host.flash_dbias_capped";
       case Plant::dbias_in_dtype: return "host.flash_dbias_in_dtype";
@@ -138,6 +143,8 @@ class HostSdpaPlanted final : public Impl {
       case Plant::batch_variant_tiles:
       case Plant::packed_variant_tiles:
         return host_sdpa::tiles_blind_spot(pp.as<sdpa::Problem>(), evidence.inputs, plant_);
+      case Plant::amask_transposed:
+        return host_sdpa::unchanged_blind_spot(pp.as<sdpa::Problem>(), evidence.inputs, plant_);
       default: return "";
     }
   }
@@ -159,7 +166,8 @@ void register_host_sdpa_planted(Registry& reg) {
                   Plant::dbias_capped,         Plant::dbias_in_dtype,         Plant::block_last_dropped,
                   Plant::block_one_past,       Plant::fp8_descale_twice,      Plant::fp8_descale_swapped,
                   Plant::fp8_descale_head0,    Plant::fp8_p_in_e4m3,          Plant::fp8_out_scale_inverted,
-                  Plant::batch_variant_tiles,  Plant::packed_variant_tiles})
+                  Plant::batch_variant_tiles,  Plant::packed_variant_tiles,   Plant::sink_denominator_omitted,
+                  Plant::amask_transposed})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

@@ -12,6 +12,7 @@
 #include "app/builtins.hpp"
 #include "core/errors.hpp"
 #include "core/family.hpp"
+#include "families/sdpa/host/sdpa_blind_spot.hpp"
 #include "families/sdpa/sdpa.hpp"
 #include "families/sdpa/tests/test_sdpa_util.hpp"
 #include "judge/compare.hpp"
@@ -770,6 +771,43 @@ TEST(SdpaPlanted, AttnMaskAndDbiasBugsAreCaughtWhereTheyMoveAnOutput) {
   EXPECT_FALSE(capped.supports(wide, host).ok);
 }
 
+// The transposed mask: score (i, j) reads element (j, i). Caught on square masks with a row per
+// query, additive and boolean, both directions; SKIPs where no transpose exists to read (Sq ≠ Sk,
+// a one-row mask), and where every row sees only its diagonal key (the same element). On a
+// square mask that is symmetric the plant changes no byte, which its blind spot derives.
+TEST(SdpaPlanted, TransposedMaskIsCaughtOnSquareMasks) {
+  const ArchInfo host{"host", "host"};
+  const Impl& t = *builtin_registry().impl("host.flash_amask_transposed");
+  auto fwd = make(DType::bf16, 2, 4, 2, 40, 40, 64, Mask::none);
+  fwd.mask_tensor = sdpa::MaskTensor::additive;
+  fwd.mask_per_head = true;
+  expect_caught("host.flash_amask_transposed", fwd);
+  auto boolean = make(DType::fp16, 1, 2, 2, 33, 33, 64, Mask::causal_lower_right);
+  boolean.mask_tensor = sdpa::MaskTensor::boolean;
+  expect_caught("host.flash_amask_transposed", boolean);
+  auto bwd = fwd;
+  bwd.direction = sdpa::Direction::backward;
+  bwd.dbias = true;
+  expect_caught("host.flash_amask_transposed", bwd);
+  auto wide = fwd;
+  wide.seq_k = 48;
+  EXPECT_FALSE(t.supports(wide, host).ok);
+  auto one_row = fwd;
+  one_row.mask_per_query = false;
+  EXPECT_FALSE(t.supports(one_row, host).ok);
+  auto diagonal = fwd;  // each row sees its own key alone
+  diagonal.mask = Mask::causal_upper_left, diagonal.window_left = 0;
+  EXPECT_FALSE(t.supports(diagonal, host).ok);
+  // A symmetric mask: the plant's bytes are host.flash's, and its blind spot says so.
+  TensorMap in = family().make_inputs(fwd, 7);
+  HostTensor& m = in.at("attn_mask");
+  for (int64_t bh = 0; bh < m.numel() / (40 * 40); ++bh)
+    for (int64_t i = 0; i < 40; ++i)
+      for (int64_t j = 0; j < i; ++j) m.set((bh * 40 + j) * 40 + i, m.get((bh * 40 + i) * 40 + j));
+  EXPECT_NE(host_sdpa::unchanged_blind_spot(fwd, in, sdpa::PlantedBug::amask_transposed), "");
+  EXPECT_EQ(host_sdpa::unchanged_blind_spot(fwd, family().make_inputs(fwd, 7), sdpa::PlantedBug::amask_transposed), "");
+}
+
 // The block-sparse plants: a query block's last kept key block dropped, and the key block after
 // each kept run read (NaN where no query block reads it). Each is caught where a row's range
 // reaches the block it adds or drops, in both directions; the pattern holds blocks no query
@@ -805,10 +843,12 @@ TEST(SdpaPlanted, SinkBugsAreCaughtWhereTheyChangeAnOutput) {
   fwd.sinks = true;
   expect_caught("host.flash_sink_lse_omitted", fwd);
   expect_caught("host.flash_masked_row_nan", fwd);
+  expect_caught("host.flash_sink_denominator_omitted", fwd);
   auto bwd = make(DType::fp16, 3, 4, 2, 26, 48, 64, Mask::none);
   bwd.sinks = true;
   bwd.direction = sdpa::Direction::backward;
   expect_caught("host.flash_sink_lse_omitted", bwd);
+  expect_caught("host.flash_sink_denominator_omitted", bwd);
   expect_caught("host.flash_dsinks_last_batch", bwd);
   auto varlen = make(DType::bf16, 3, 4, 2, 20, 40, 64, Mask::causal_lower_right);
   varlen.layout = sdpa::Layout::varlen;
@@ -821,6 +861,7 @@ TEST(SdpaPlanted, SinkBugsAreCaughtWhereTheyChangeAnOutput) {
   paged.seqlens_q = {1, 1, 4}, paged.seqlens_k = {600, 40, 9};  // split-KV: the sink joins the combine
   paged.seq_q = 4, paged.seq_k = 600;
   expect_caught("host.flash_sink_lse_omitted", paged);
+  expect_caught("host.flash_sink_denominator_omitted", paged);
   const Impl& lse = *builtin_registry().impl("host.flash_sink_lse_omitted");
   const Impl& last = *builtin_registry().impl("host.flash_dsinks_last_batch");
   auto unsunk = fwd;
