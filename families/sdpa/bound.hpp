@@ -231,10 +231,13 @@ inline void add_row(ErrorEnergy::Source& s, const RowForm& f, double alpha) {
 // whole trace a single direction carries, and unweighted it would set ‖C‖ for the output, the
 // limit's 2·‖C‖·t; weighted, each row counts about its effective dimensions tr C_i/N_i and
 // ‖C‖ <= 1. The weights depend on the inputs only.
+// An fp8 output (Problem::fp8_out) stores e4m3fn(O·o_scale): O's own rounding is then e4m3fn's
+// half spacing at |O_id|·o_scale, given here in O's units (÷ o_scale) like every other term; the
+// reference scales the whole form by o_scale afterwards (reference.cpp).
 template <typename T>
 RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>& qh, const RowMajor<T>& kh,
                     const RowMajor<T>& vh, const RowMajor<T>& o, DType p_round, OEnergy* energy = nullptr,
-                    RowMajor<T>* weight = nullptr) {
+                    RowMajor<T>* weight = nullptr, double o_scale = 1) {
   const T u = static_cast<T>(kAccUnit), scale = static_cast<T>(p.effective_scale());
   const T lambda = static_cast<T>(kRoundingSigmas);
   const T score_ops = static_cast<T>(p.head_dim) + static_cast<T>(score_extra_roundings(p));
@@ -303,7 +306,8 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
     const double w = static_cast<double>(grow) * grow / (static_cast<double>(f.l[i]) * f.l[i]);
     Eigen::ArrayXd h(dv);
     for (int64_t d = 0; d < dv; ++d) {
-      const double half = spacing_at(p.dtype, std::fabs(static_cast<double>(o(i, d))) + bound(i, d)) / 2;
+      const double at = (std::fabs(static_cast<double>(o(i, d))) + bound(i, d)) * o_scale;
+      const double half = spacing_at(p.o_dtype(), at) / (2 * o_scale);
       h[d] = half * half / 3;
     }
     const double n_sum = static_cast<double>(n_norm) + 3.0 * f.keys[i];

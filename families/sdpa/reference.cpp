@@ -54,15 +54,38 @@ namespace {
 
 // An fp8 output stores O·o_scale (sdpa.hpp, Problem::fp8_out): O's references and bounds in those
 // units, the output's own rounding then e4m3fn's half spacing at |O·o_scale| (the judge's). The
-// energy check, formed with the dtype's output rounding, is left out: O is judged per element.
+// energy check's form, whose output rounding o_bound took at e4m3fn's spacing in O's units,
+// scales with its errors: x → s·x takes C to s²·C (tr C by s², tr C² by s⁴, ‖C‖ by s²) and the
+// outright part by s; the weights stay. Where an element may saturate (s·(|O| + bound) reaches
+// e4m3fn's largest finite value) its error is no rounding: the check is left out there, and O
+// judged per element.
 void scale_fp8_output(const TensorMap& inputs, References& r) {
   const double s = inputs.at("o_scale").get(0);
+  const std::vector<double>&o = r.exact.at("O"), &b = r.bound.at("O");
+  bool saturates = false;
+  for (size_t i = 0; i < o.size() && !saturates; ++i)
+    saturates = !(s * (std::fabs(o[i]) + b[i]) < dtype_info(DType::e4m3fn).max_finite);
   for (auto* refs : {&r.exact, &r.lowp, &r.bound})
     for (auto& [key, values] : *refs)
       if (key == "O" || key.rfind("O@", 0) == 0)
         for (double& x : values) x *= s;
-  for (auto it = r.energy.begin(); it != r.energy.end();)
-    it = it->first.rfind("O@", 0) == 0 ? r.energy.erase(it) : std::next(it);
+  for (auto it = r.energy.begin(); it != r.energy.end();) {
+    if (it->first.rfind("O@", 0) != 0) {
+      ++it;
+      continue;
+    }
+    if (saturates) {
+      it = r.energy.erase(it);
+      continue;
+    }
+    for (ErrorEnergy::Source& src : it->second.sources) {
+      src.trace *= s * s;
+      src.trace_sq *= s * s * s * s;
+      src.spectral *= s * s;
+    }
+    it->second.fixed *= s;
+    ++it;
+  }
 }
 
 }  // namespace
@@ -78,6 +101,7 @@ References reference(const Problem& p, const TensorMap& inputs, DType p_round) {
   const std::vector<char> unseen = unseen_keys(p);
   const Strides qs = q_strides(p), ks = k_strides(p), vs = v_strides(p), os = o_strides(p);
   const detail::ToDtype to_dtype{p_round};
+  const double o_scale = p.fp8_out ? inputs.at("o_scale").get(0) : 1;  // O's energy form takes e4m3fn's spacing
 
   References r;
   for (auto* refs : {&r.exact, &r.lowp, &r.bound}) {
@@ -138,7 +162,7 @@ References reference(const Problem& p, const TensorMap& inputs, DType p_round) {
           }
           bh.middleRows(blk.r0, blk.rows) =
               detail::o_bound<float>(p, f, qb, kb, vb, o_exact.middleRows(blk.r0, blk.rows), p_round,
-                                     &energy[static_cast<size_t>(b * Hq + h)], &wb);
+                                     &energy[static_cast<size_t>(b * Hq + h)], &wb, o_scale);
           wh.middleRows(blk.r0, blk.rows) = wb;
         }
         detail::scatter(o_lp, os, b, h, oh_lp, detail::Exact{});

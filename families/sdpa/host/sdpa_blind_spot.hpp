@@ -24,7 +24,7 @@ namespace opcts::host_sdpa {
 ///     roundings than the energy does (judge/error_energy.hpp), and an exact kernel plus the
 ///     plant's change is no model of them there: the plant's rounding of the accumulator and O's
 ///     own rounding fall on one grid (a row of one tile rounds twice to it);
-///   - any other output (lse, dsinks, dbias, an fp8 O), judged per element: an exact kernel
+///   - any other output (lse, dsinks, dbias, an fp8 O that may saturate), judged per element: an exact kernel
 ///     changed as the plant changes it passes every element — RN(x_i + δ_i) within the rule's
 ///     bound of x_i, e_i + s_i/2 with e_i the larger of the reference's bound and the rule's
 ///     factor times the same-precision pipeline's error over the element's row (Family::outputs;
