@@ -15,7 +15,8 @@ EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "plugins", "python", "examples", 
 
 def test_there_are_host_and_gpu_examples():
     names = {os.path.basename(p) for p in EXAMPLES}
-    assert {"numpy_cast.py", "numpy_sdpa.py", "triton_sdpa.py", "torch_sdpa.py", "cupy_cast.py"} <= names
+    assert {"numpy_cast.py", "numpy_sdpa.py", "triton_sdpa.py", "torch_sdpa.py", "torch_flex.py",
+            "cupy_cast.py"} <= names
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
@@ -24,7 +25,8 @@ def test_every_example_compiles(path, tmp_path):
 
 
 @pytest.mark.parametrize("path", [p for p in EXAMPLES if os.path.basename(p) in
-                                  ("triton_sdpa.py", "torch_sdpa.py", "cupy_cast.py")], ids=os.path.basename)
+                                  ("triton_sdpa.py", "torch_sdpa.py", "torch_flex.py", "cupy_cast.py")],
+                         ids=os.path.basename)
 def test_gpu_examples_say_they_need_a_gpu(path):
     with open(path) as f:
         assert f.readline().startswith('"""NEEDS A GPU')
