@@ -14,6 +14,7 @@ import random
 
 import pytest
 
+import opcts
 from opcts import _params
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -224,3 +225,15 @@ def test_the_impl_declares_its_abi_minor_determinism_and_case_id_name():
     assert info.deterministic(problem()) and info.deterministic(problem(direction=1, attn_mask=2))
     assert not info.deterministic(problem(direction=1, attn_mask=2, dbias=1))  # dbias: atomic adds
     assert info.name.replace(".", "_") == "torch_flex_attention"  # sdpa.torch_flex_attention/<problem id>
+
+
+@pytest.mark.parametrize("over, arg", [
+    (dict(heads_q=3, heads_kv=2), "heads_kv"), (dict(heads_kv=0), "heads_kv"), (dict(window_left=-2), "window_left"),
+    (dict(window_right=-3), "window_right"), (dict(softcap=-1.0), "softcap"),
+    (dict(heads_q=3, heads_kv=2, softcap=-1.0), "heads_kv"),  # the contract's order
+])
+def test_run_refuses_invalid_problems_naming_the_argument(over, arg):
+    with pytest.raises(opcts.InvalidArgument) as e:
+        flex.check_arguments(problem(**over))
+    assert e.value.argument == arg
+    flex.check_arguments(problem())  # a valid one passes

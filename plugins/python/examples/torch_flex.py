@@ -229,6 +229,19 @@ def _block_mask(p, blocks, bool_mask, device):
     return create_block_mask(keep_mod(p, blocks, bool_mask), batch, heads, p.seq_q, p.seq_k, device=device)
 
 
+def check_arguments(p):
+    """Refuses a problem the contract calls invalid, naming the argument, before FlexAttention
+    sees it (create_block_mask and the kernel would run it): heads_q not a multiple of heads_kv, a
+    window bound below -1, a negative softcap, in that order."""
+    bad = [(p.heads_kv <= 0 or p.heads_q % p.heads_kv != 0, "heads_kv", "heads_q must be a multiple of heads_kv"),
+           (p.window_left < -1, "window_left", "out of range (-1 is unbounded)"),
+           (p.window_right < -1, "window_right", "out of range (-1 is unbounded)"),
+           (p.softcap < 0, "softcap", "negative (0 is off)")]
+    for failed, arg, why in bad:
+        if failed:
+            raise opcts.InvalidArgument(arg, why)
+
+
 def _bhsd(p, x):
     """A q-, k-, v- or O-shaped tensor as BHSD (bshd's a permuted view of the same memory)."""
     return x.permute(0, 2, 1, 3) if p.layout == "bshd" else x
@@ -242,11 +255,7 @@ def flex_attention(p, t, ctx):
     # short queries), so its lse is judged per key, which holds for any online softmax.
     import torch
 
-    if p.heads_kv <= 0 or p.heads_q % p.heads_kv != 0:
-        raise opcts.InvalidArgument("heads_kv", "heads_q must be a multiple of heads_kv")
-    if p.window_left < -1 or p.window_right < -1 or p.softcap < 0:
-        arg = "window_left" if p.window_left < -1 else "window_right" if p.window_right < -1 else "softcap"
-        raise opcts.InvalidArgument(arg, "out of range")
+    check_arguments(p)
     backward = p.direction == "backward"
     q, k, v = (_bhsd(p, opcts.as_torch(t[n])) for n in ("q", "k", "v"))
     with torch.cuda.stream(opcts.torch_stream(ctx)):
