@@ -37,8 +37,10 @@ std::string element_value(const HostTensor& t, int64_t i) {
 
 std::string first_bit_difference(
     const TensorMap& a, const TensorMap& b,
-    const std::function<std::string(const std::string&, const std::string&, const std::string&)>& say) {
+    const std::function<std::string(const std::string&, const std::string&, const std::string&)>& say,
+    std::string* output) {
   for (const auto& [name, x] : a) {
+    if (output) *output = name;
     const auto it = b.find(name);
     if (it == b.end()) return "output '" + name + "' is in the first but not in the second";
     const HostTensor& y = it->second;
