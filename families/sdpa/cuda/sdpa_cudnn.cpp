@@ -413,6 +413,10 @@ enum Uid : int64_t {
   kRaggedV = 17,
   kRaggedO = 18,
   kPageTable = 19,  // K's and V's (one block table for both)
+  kSinks = 20,      // fp32 [1, Hq, 1, 1] (frontend SINK_TOKEN)
+  kDSinks = 21,     // fp32 [1, Hq, 1, 1] (frontend DSINK_TOKEN)
+  kSlopes = 22,     // ALiBi's fp32 [1, Hq, 1, 1] (frontend alibi_slopes)
+  kDBias = 23,      // the mask's shape, in the dtype
 };
 
 enum class Align { top_left, bottom_right };
@@ -450,7 +454,41 @@ Band band_of(const SdpaParams& p) {
   return b;
 }
 
-std::string why_not(const SdpaParams& p, bool backward) {
+// Sinks, ALiBi and dbias as the frontend builds them (sdpa_support_surface.h, softmax.h,
+// utils/attn_score_modifiers.h alibi_mask, the composite backward's dBias reduction).
+std::string variant_why_not(const SdpaParams& p, bool backward, bool dbias, int64_t v) {
+  if (p.has_sinks) {
+    if (v < 91300) return "cuDNN " + std::to_string(v) + " < 9.13.0: the sink token needs 9.13.0 (frontend)";
+    if (is_packed(p)) return "sinks: the adapter gives cuDNN's sink token to the dense layouts only";
+    if (p.seq_q == 1) return "cuDNN (frontend support surface): decode (s_q = 1) is not supported with a sink token";
+  }
+  if (p.alibi != SdpaAlibi::none) {
+    // alibi_mask adds (j − i)·slope under a top-left causal mask (right bound 0, no bottom-right
+    // alignment): FlashAttention-2's −slope·|i + Sk − Sq − j| is that only for Sq = Sk.
+    if (p.alibi == SdpaAlibi::per_batch_head) return "ALiBi per (batch, head): cuDNN's slopes are [1, H, 1, 1]";
+    if (is_packed(p)) return "ALiBi: the adapter's ragged and paged graphs take no ALiBi bias";
+    if (p.mask == SdpaMask::none || p.window_right > 0)
+      return "cuDNN (frontend support surface): ALiBi needs a causal mask (right bound 0)";
+    if (p.seq_q != p.seq_k)
+      return "cuDNN's ALiBi is (j - i)·slope from the top-left diagonal: FlashAttention-2's lower-right distance "
+             "equals it only for seq_q == seq_k";
+  }
+  // Measured on an H100 with cuDNN 9.14.0 (2026-12-07, docs/status/sm90.md (o)): the forward with
+  // a bias of one row for every query ([.., 1, Sk], a dimension of 1) passes, the backward's dQ,
+  // dK and dV are off by up to 3.8 where the bound is 0.004-0.011 (3 of 4 smoke cases). Whether
+  // the graph or cuDNN is at fault is not settled (a stride of 0 for that row is untried), so
+  // the adapter does not build it.
+  if (backward && p.mask_kind == SdpaMaskTensor::additive && p.mask_strides.seq == 0)
+    return "a bias broadcast over the queries ([.., 1, Sk]) in the backward: its dQ, dK, dV were wrong on an "
+           "H100 with cuDNN 9.14.0 (docs/status/sm90.md, 2026-12-07 (o)); the adapter does not build it";
+  if (backward && dbias) {
+    if (v < 90500) return "cuDNN " + std::to_string(v) + " < 9.5.0: dBias needs s_q, s_kv multiples of 64 (frontend)";
+    if (p.mask_kind != SdpaMaskTensor::additive) return "dbias is the gradient of an additive mask";
+  }
+  return {};
+}
+
+std::string why_not(const SdpaParams& p, bool backward, bool dbias) {
   const int64_t v = sdpa_cudnn_version();
   if (v < 90000) return "cuDNN " + std::to_string(v) + " < 9.0: this adapter uses the cuDNN 9 backend API";
   if (v == 91000 || v == 91001) return "cuDNN 9.10.0/9.10.1 fp16/bf16 SDPA has known bugs (cudnn-frontend blocks it)";
@@ -459,6 +497,10 @@ std::string why_not(const SdpaParams& p, bool backward) {
   if (p.head_dim % 8 != 0 || p.head_dim_v % 8 != 0) return "cuDNN SDPA needs head dims (qk and v) multiples of 8";
   if (p.head_dim > 256 || p.head_dim_v > 256) return "cuDNN SDPA head dims are limited to 256 (sm90)";
   if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return "cuDNN GQA needs heads_q % heads_kv == 0";
+  if (p.chunk > 0) return "chunked-local attention: cuDNN's masks are diagonal bands, without chunks";
+  if (p.block_q > 0) return "block-sparse masks: the adapter builds no block mask";
+  if (p.fp8 != SdpaFp8::none) return "fp8 tensors: the adapter builds no fp8 SDPA graph (frontend sdpa_fp8)";
+  if (const std::string w = variant_why_not(p, backward, dbias, v); !w.empty()) return w;
   if (p.mask_kind == SdpaMaskTensor::boolean)
     return "the adapter takes additive masks only (convert a boolean mask to 0 / -inf first)";
   const bool mask_tensor = p.mask_kind == SdpaMaskTensor::additive;
@@ -613,14 +655,36 @@ Tensor padding_mask(Graph& g, const Tensor& score, const Tensor& sq, const Tenso
   return g.pwv(CUDNN_POINTWISE_BINARY_SELECT, score, &neg_inf, score, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, &m);
 }
 
+// The mask's dims: a broadcast axis (stride 0: batch, heads, or the queries of a one-row mask) is
+// a dimension of 1.
+std::vector<int64_t> bias_dims(const SdpaParams& p) {
+  return {p.mask_strides.batch == 0 ? 1 : p.batch, p.mask_strides.head == 0 ? 1 : p.heads_q,
+          p.mask_strides.seq == 0 ? 1 : p.seq_q, p.seq_k};
+}
+
 Tensor bias_tensor(Graph& g, const SdpaParams& p) {
-  const std::vector<int64_t> dims = {p.mask_strides.batch == 0 ? 1 : p.batch, p.mask_strides.head == 0 ? 1 : p.heads_q,
-                                     p.seq_q, p.seq_k};
+  const std::vector<int64_t> dims = bias_dims(p);
   std::vector<int64_t> strides = {p.mask_strides.batch, p.mask_strides.head, p.mask_strides.seq, 1};
   // A broadcast (size-1) dimension: cuDNN wants a dimension of 1, not a stride of 0.
-  if (strides[1] == 0) strides[1] = p.seq_q * p.mask_strides.seq;
+  if (strides[2] == 0) strides[2] = p.seq_k;
+  if (strides[1] == 0) strides[1] = dims[2] * strides[2];
   if (strides[0] == 0) strides[0] = dims[1] * strides[1];
   return g.tensor(io_type(p.dtype), dims, strides, false, kBias);
+}
+
+// utils/attn_score_modifiers.h alibi_mask: S + (col − row)·slope_h, the slopes fp32 [1, Hq, 1, 1].
+Tensor alibi(Graph& g, const Tensor& s, const SdpaParams& p) {
+  const Tensor row = g.pwv(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, s, CUDNN_DATA_INT32, CUDNN_DATA_INT32, nullptr, 2);
+  const Tensor col = g.pwv(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, s, CUDNN_DATA_INT32, CUDNN_DATA_INT32, nullptr, 3);
+  const Tensor d = g.pwv(CUDNN_POINTWISE_SUB, col, &row, s, CUDNN_DATA_INT32, CUDNN_DATA_INT32);
+  const Tensor slopes = g.tensor(CUDNN_DATA_FLOAT, {1, p.heads_q, 1, 1}, {p.heads_q, 1, 1, 1}, false, kSlopes);
+  const Tensor bias = g.pwv(CUDNN_POINTWISE_MUL, d, &slopes, s);
+  return g.pwv(CUDNN_POINTWISE_ADD, s, &bias, s);
+}
+
+// The sink tensor, fp32 [1, Hq, 1, 1].
+Tensor sink_tensor(Graph& g, const SdpaParams& p, int64_t uid) {
+  return g.tensor(CUDNN_DATA_FLOAT, {1, p.heads_q, 1, 1}, {p.heads_q, 1, 1, 1}, false, uid);
 }
 
 // The scores as the frontend's composite nodes build them, shared by the forward and the
@@ -646,6 +710,7 @@ Scores scores(Graph& g, const Tensor& q, const Tensor& kt, const SdpaParams& p, 
     const Tensor bias = bias_tensor(g, p);
     r.s = g.pwv(CUDNN_POINTWISE_ADD, r.s, &bias, r.s);
   }
+  if (p.alibi != SdpaAlibi::none) r.s = alibi(g, r.s, p);  // after the bias, as the frontend adds it
   return r;
 }
 
@@ -659,6 +724,9 @@ struct SdpaCudnnPlan::Impl {
   int64_t workspace_bytes = 0;
   bool backward = false;
   bool has_bias = false;
+  bool has_sinks = false;  // sinks (forward and backward: the sink tensor; backward: dsinks)
+  bool has_alibi = false;
+  bool has_dbias = false;
   bool packed = false;  // varlen or paged: per-sequence tensors computed per run, Stats padded
   bool paged = false;
   // Backward scratch tensors (frontend workspace): softmax_sum and dQ_accum, allocated per run
@@ -693,6 +761,25 @@ struct SdpaCudnnPlan::Impl {
     set(vp.d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace, "variant pack workspace");
     check(cudnnBackendFinalize(vp.d), "finalize variant pack");
     check(cudnnBackendExecute(graph->handle(), graph->plan(), vp.d), "cudnnBackendExecute");
+  }
+
+  /// The inputs a variant adds: the additive mask, the sinks, ALiBi's slopes.
+  void bind_variants(const SdpaParams& p, std::vector<int64_t>& uids, std::vector<void*>& ptrs) const {
+    if (has_bias) {
+      require(p.attn_mask != nullptr, "attn_mask", "null mask pointer");
+      uids.push_back(kBias);
+      ptrs.push_back(const_cast<void*>(p.attn_mask));
+    }
+    if (has_sinks) {
+      require(p.sinks != nullptr, "sinks", "null sinks pointer");
+      uids.push_back(kSinks);
+      ptrs.push_back(const_cast<float*>(p.sinks));
+    }
+    if (has_alibi) {
+      require(p.alibi_slopes != nullptr, "alibi_slopes", "null alibi_slopes pointer");
+      uids.push_back(kSlopes);
+      ptrs.push_back(const_cast<float*>(p.alibi_slopes));
+    }
   }
 
   /// A packed problem's per-sequence tensors, computed on the stream from p's cu_seqlens and
@@ -734,15 +821,15 @@ int64_t sdpa_cudnn_version() { return static_cast<int64_t>(cudnnGetVersion()); }
 
 void sdpa_cudnn_prepare() { device_handle(); }
 
-bool sdpa_cudnn_supports(const SdpaParams& p, bool backward, std::string* why) {
-  const std::string w = why_not(p, backward);
+bool sdpa_cudnn_supports(const SdpaParams& p, bool backward, std::string* why, bool dbias) {
+  const std::string w = why_not(p, backward, dbias);
   if (why) *why = w;
   return w.empty();
 }
 
 namespace {
-void refuse_if_unsupported(const SdpaParams& p, bool backward) {
-  const std::string w = why_not(p, backward);
+void refuse_if_unsupported(const SdpaParams& p, bool backward, bool dbias = false) {
+  const std::string w = why_not(p, backward, dbias);
   if (!w.empty()) throw SdpaCudnnRefusal(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED), "sdpa_cudnn: " + w);
 }
 
@@ -798,15 +885,25 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p, int r
   // past the lengths read as 0 (frontend: bmm1 set_padding(0.0))
   Tensor s = scores(g, q, kt, p, {len_q, len_kv, nullptr, im->packed}).s;
   im->has_bias = p.mask_kind == SdpaMaskTensor::additive;
+  im->has_alibi = p.alibi != SdpaAlibi::none;
   if (im->packed) s = padding_mask(g, s, *len_q, *len_kv);
   s = band_masks(g, s, p, len_q, len_kv);
-  // CompositeSoftmaxNode with Stats
-  const Tensor max =
+  // CompositeSoftmaxNode with Stats; with a sink token (softmax.h) the row max takes the sink
+  // too, and the sum its exp(sink − max): a row without keys gets Stats = sink, P = 0.
+  const Tensor row_max =
       g.reduction(CUDNN_REDUCE_TENSOR_MAX, s, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
+  im->has_sinks = p.has_sinks;
+  Tensor sink;
+  if (p.has_sinks) sink = sink_tensor(g, p, kSinks);
+  const Tensor max = p.has_sinks ? g.pwv(CUDNN_POINTWISE_MAX, row_max, &sink, row_max) : row_max;
   const Tensor sub = g.pwv(CUDNN_POINTWISE_SUB, s, &max, s);
   const Tensor e = g.pwv(CUDNN_POINTWISE_EXP, sub, nullptr, s);
-  const Tensor sum =
-      g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
+  Tensor sum = g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
+  if (p.has_sinks) {
+    const Tensor sub_sink = g.pwv(CUDNN_POINTWISE_SUB, sink, &max, max);
+    const Tensor exp_sink = g.pwv(CUDNN_POINTWISE_EXP, sub_sink, nullptr, max);
+    sum = g.pwv(CUDNN_POINTWISE_ADD, sum, &exp_sink, max);
+  }
   const Tensor lg = g.pwv(CUDNN_POINTWISE_LOG, sum, nullptr, sum);
   g.pw(CUDNN_POINTWISE_ADD, max, &lg, nullptr, stats);
   const Tensor prob = g.pwv(CUDNN_POINTWISE_DIV, e, &sum, s, io);  // P in the input dtype (bmm2's A type)
@@ -821,7 +918,7 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
   check_rank(rank);
   const SdpaParams& p = bp.fwd;
   validate(p);
-  refuse_if_unsupported(p, true);
+  refuse_if_unsupported(p, true, bp.dbias);
   auto im = std::make_unique<Impl>();
   im->backward = true;
   im->packed = is_packed(p);  // varlen only: why_not refuses a paged backward
@@ -870,6 +967,14 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
   Tensor t = g.pw(CUDNN_POINTWISE_MUL, d_o, &o, nullptr,
                   g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, Dv}, {Hq * Sq * Dv, Sq * Dv, Hq * Dv, 1}));
   t = g.reduction(CUDNN_REDUCE_TENSOR_ADD, t, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}));
+  im->has_sinks = p.has_sinks;
+  if (p.has_sinks) {  // dSink = reduce(exp(sink − Stats) ⊙ rowsum(dO ⊙ O)) over batch and rows (frontend)
+    const Tensor sink = sink_tensor(g, p, kSinks);
+    const Tensor sub_sink = g.pwv(CUDNN_POINTWISE_SUB, sink, &stats, t);
+    const Tensor exp_sink = g.pwv(CUDNN_POINTWISE_EXP, sub_sink, nullptr, t);
+    const Tensor per_row = g.pwv(CUDNN_POINTWISE_MUL, exp_sink, &t, t);
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, per_row, sink_tensor(g, p, kDSinks));
+  }
   const Tensor one = g.scalar_f(1.0f);
   const Tensor softmax_sum = g.pw(CUDNN_POINTWISE_MUL, t, &one, nullptr,
                                   g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}, false, kSoftmaxSum));
@@ -879,6 +984,7 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
   const Tensor &scale = sc.scale, &cap = sc.cap, &before_tanh = sc.pre_tanh;
   Tensor s = sc.s;
   im->has_bias = p.mask_kind == SdpaMaskTensor::additive;
+  im->has_alibi = p.alibi != SdpaAlibi::none;
   s = g.pwv(CUDNN_POINTWISE_SUB, s, &stats, s);
   if (sq) s = padding_mask(g, s, *sq, *skv);
   s = band_masks(g, s, p, sq, skv);
@@ -896,6 +1002,11 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
   Tensor dp = g.matmul(d_o, vt, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, Sk}), {sq, skv, nullptr});
   dp = g.pwv(CUDNN_POINTWISE_SUB, dp, &softmax_sum, dp);
   dp = g.pwv(CUDNN_POINTWISE_MUL, dp, &exp_s, dp);
+  im->has_dbias = bp.dbias;
+  if (bp.dbias) {  // dBias = reduce(dS′) over the mask's broadcast axes, before the softcap's bprop
+    const std::vector<int64_t> dims = bias_dims(p);
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, dp, g.tensor(io, dims, packed(dims), false, kDBias));
+  }
   if (p.softcap > 0) {  // Softcap::backward
     dp = g.pwv(CUDNN_POINTWISE_MUL, dp, &cap, dp);
     dp = g.pwv(CUDNN_POINTWISE_TANH_BWD, dp, &before_tanh, dp);
@@ -910,17 +1021,22 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
     g.reduction(CUDNN_REDUCE_TENSOR_ADD, full, dk);
   }
 
-  // "dS @ K => dQ" through the fp32 dQ_accum
+  // "dS @ K => dQ" through the fp32 dQ_accum; with dBias straight into dQ (the frontend's dP
+  // workspace implementation, the only one with dBias)
   const Tensor k = g.reshape(kt, g.virt(io, {B, Hk, Sk, D}, bhsd_strides(p.k_strides, Sk)));
-  const Tensor dq_accum =
-      g.matmul(ds, k, g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, D}, {Hq * Sq * D, Sq * D, D, 1}, false, kDQAccum),
-               {sq, nullptr, skv});
-  g.pw(CUDNN_POINTWISE_IDENTITY, dq_accum, nullptr, nullptr, dq);
+  if (bp.dbias) {
+    g.matmul(ds, k, dq, {sq, nullptr, skv});
+  } else {
+    const Tensor dq_accum =
+        g.matmul(ds, k, g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, D}, {Hq * Sq * D, Sq * D, D, 1}, false, kDQAccum),
+                 {sq, nullptr, skv});
+    g.pw(CUDNN_POINTWISE_IDENTITY, dq_accum, nullptr, nullptr, dq);
+  }
 
   g.finalize_plan(rank, &im->description, &im->workspace_bytes);
   im->softmax_sum_bytes = static_cast<size_t>(B * Hq * Sq) * 4;
-  im->dq_accum_bytes = static_cast<size_t>(B * Hq * Sq * D) * 4;
-  im->memset_dq_accum = version < 90600;  // the frontend memsets dQ_accum only before 9.6.0
+  im->dq_accum_bytes = bp.dbias ? 0 : static_cast<size_t>(B * Hq * Sq * D) * 4;
+  im->memset_dq_accum = !bp.dbias && version < 90600;  // the frontend memsets dQ_accum only before 9.6.0
   im->batch = B;
   if (workaround_padding) {
     std::vector<int32_t> lens(static_cast<size_t>(2 * B));
@@ -946,11 +1062,7 @@ void SdpaCudnnPlan::run(const SdpaParams& p, CUstream_st* stream) {
     stats = static_cast<float*>(scratch.alloc(static_cast<size_t>(p.batch * p.heads_q * p.seq_q) * 4, "Stats"));
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats};
   std::vector<void*> ptrs = {const_cast<void*>(p.q), const_cast<void*>(p.k), const_cast<void*>(p.v), p.o, stats};
-  if (impl_->has_bias) {
-    require(p.attn_mask != nullptr, "attn_mask", "null mask pointer");
-    uids.push_back(kBias);
-    ptrs.push_back(const_cast<void*>(p.attn_mask));
-  }
+  impl_->bind_variants(p, uids, ptrs);
   if (impl_->packed) impl_->bind_sequences(p, scratch, stream, uids, ptrs);
   void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "workspace");
   impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
@@ -968,13 +1080,13 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
   StreamScratch scratch(s);
   void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "workspace");
   void* softmax_sum = scratch.alloc(impl_->softmax_sum_bytes, "softmax_sum");
-  void* dq_accum = scratch.alloc(impl_->dq_accum_bytes, "dQ_accum");
+  void* dq_accum = impl_->dq_accum_bytes > 0 ? scratch.alloc(impl_->dq_accum_bytes, "dQ_accum") : nullptr;
   float* stats = p.lse;
   if (impl_->packed) {
     stats = static_cast<float*>(scratch.alloc(static_cast<size_t>(p.batch * p.heads_q * p.seq_q) * 4, "Stats"));
     sdpa_cudnn_lse_to_stats(p, stats, stream);
   }
-  std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSoftmaxSum, kDQAccum};
+  std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSoftmaxSum};
   std::vector<void*> ptrs = {const_cast<void*>(p.q),
                              const_cast<void*>(p.k),
                              const_cast<void*>(p.v),
@@ -984,12 +1096,21 @@ void SdpaCudnnPlan::run(const SdpaBackwardParams& bp, CUstream_st* stream) {
                              bp.d_q,
                              bp.d_k,
                              bp.d_v,
-                             softmax_sum,
-                             dq_accum};
-  if (impl_->has_bias) {
-    require(p.attn_mask != nullptr, "attn_mask", "null mask pointer");
-    uids.push_back(kBias);
-    ptrs.push_back(const_cast<void*>(p.attn_mask));
+                             softmax_sum};
+  if (impl_->dq_accum_bytes > 0) {  // none with dBias: dQ comes straight from its matmul
+    uids.push_back(kDQAccum);
+    ptrs.push_back(dq_accum);
+  }
+  impl_->bind_variants(p, uids, ptrs);
+  if (impl_->has_sinks) {
+    require(bp.d_sinks != nullptr, "dsinks", "null dsinks pointer");
+    uids.push_back(kDSinks);
+    ptrs.push_back(bp.d_sinks);
+  }
+  if (impl_->has_dbias) {
+    require(bp.d_bias != nullptr, "dbias", "null dbias pointer");
+    uids.push_back(kDBias);
+    ptrs.push_back(bp.d_bias);
   }
   if (impl_->seq_len) {
     uids.push_back(kSeqLenQ);
@@ -1045,8 +1166,11 @@ std::string plan_key(const SdpaParams& p, const SdpaBackwardParams* b, int rank)
   put(static_cast<int64_t>(p.mask_kind));
   for (const SdpaStrides& s : {p.mask_strides, p.q_strides, p.k_strides, p.v_strides, p.o_strides}) put_strides(s);
   for (int64_t v : {int64_t{p.varlen}, p.page_size, p.num_pages, p.max_pages_per_seq, int64_t{p.kv_hnd}}) put(v);
-  if (b)
+  for (int64_t v : {int64_t{p.has_sinks}, static_cast<int64_t>(p.alibi), p.chunk, p.block_q, p.block_k}) put(v);
+  if (b) {
     for (const SdpaStrides& s : {b->do_strides, b->dq_strides, b->dk_strides, b->dv_strides}) put_strides(s);
+    put(b->dbias ? 1 : 0);
+  }
   return k;
 }
 
@@ -1168,7 +1292,10 @@ void warm_up(const std::vector<std::shared_ptr<SdpaCudnnPlan>>& plans, SdpaBackw
       backward ? span(B, Hq, Sq, Dv, bp.do_strides) : 0, backward ? span(B, Hq, Sq, D, bp.dq_strides) : 0,
       backward ? span(B, Hk, Sk, D, bp.dk_strides) : 0, backward ? span(B, Hk, Sk, Dv, bp.dv_strides) : 0,
       // int32 cu_seqlens_q, cu_seqlens_k, seqused_k, block_table: two slots a value
-      packed ? 2 * (B + 1) : 0, packed ? 2 * (B + 1) : 0, packed ? 2 * B : 0, paged ? 2 * B * p.max_pages_per_seq : 0};
+      packed ? 2 * (B + 1) : 0, packed ? 2 * (B + 1) : 0, packed ? 2 * B : 0, paged ? 2 * B * p.max_pages_per_seq : 0,
+      // fp32 sinks, ALiBi slopes and dsinks [Hq]; dbias shaped as the mask
+      p.has_sinks ? 2 * Hq : 0, p.alibi != SdpaAlibi::none ? 2 * Hq : 0, backward && p.has_sinks ? 2 * Hq : 0,
+      backward && bp.dbias ? span(B, Hq, Sq, Sk, p.mask_strides) : 0};
   std::vector<size_t> bytes;
   for (int64_t e : elems) bytes.push_back(static_cast<size_t>(e) * 2);  // 16-bit elements
   run_on_zeroed_scratch(bytes, [&](const std::vector<void*>& at, cudaStream_t s) {
@@ -1183,6 +1310,10 @@ void warm_up(const std::vector<std::shared_ptr<SdpaCudnnPlan>>& plans, SdpaBackw
       p.block_table = paged ? static_cast<const int32_t*>(at[13]) : nullptr;
       p.total_q = p.total_k = 0;
     }
+    p.sinks = p.has_sinks ? static_cast<const float*>(at[14]) : nullptr;
+    p.alibi_slopes = p.alibi != SdpaAlibi::none ? static_cast<const float*>(at[15]) : nullptr;
+    bp.d_sinks = static_cast<float*>(at[16]);
+    bp.d_bias = at[17];
     for (const std::shared_ptr<SdpaCudnnPlan>& plan : plans) {
       try {
         backward ? plan->run(bp, s) : plan->run(p, s);

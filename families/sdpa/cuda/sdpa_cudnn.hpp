@@ -74,6 +74,20 @@
 //   Measured on an H200 with cuDNN 9.14.0 (2026-12-06, docs/status/sm90.md): a sequence with no
 //   key (seq_len_kv 0) gets no O rows written at all — the contract's O = 0 is not there.
 //
+// Sinks (cuDNN >= 9.13.0; frontend softmax.h with a SINK_TOKEN): the row max is MAX(reduce_max(S),
+// sink_h) and the sum adds exp(sink_h − max); the backward's dSink [1, H, 1, 1] is the reduction of
+// exp(sink − Stats) ⊙ rowsum(dO ⊙ O) over batch and rows, as the frontend builds it (its tests
+// compare it with autograd's gradient). Dense layouts and s_q > 1 only.
+// ALiBi (utils/attn_score_modifiers.h alibi_mask): S + (col − row)·slope_h with the case's slopes
+// as the [1, H, 1, 1] tensor the frontend fills itself; the frontend allows it under a top-left
+// causal mask only, where it is FlashAttention-2's −slope·|i + Sk − Sq − j| when Sq = Sk.
+// dBias (cuDNN >= 9.5.0): the reduction of dS′ = P ⊙ (dP − softmax_sum), before the softcap's bprop
+// and the scale, onto the mask's dims (broadcast axes 1); with it dQ comes straight from its
+// matmul (the frontend's dP-workspace implementation, without dQ_accum). Not yet run on a GPU:
+// the first run (2026-12-07) bound a dQ_accum the graph lacks and every case ERRORed.
+// A bias of one row for every query ([.., 1, Sk]) is built in the forward only: the backward's
+// gradients were wrong on an H100 with 9.14.0 (docs/status/sm90.md, 2026-12-07 (o)).
+//
 // Explicit masks: additive only (the SdpaParams::attn_mask in the input dtype, added after the
 // softcap like the frontend's bias). A boolean mask is refused here; the glue converts it to an
 // additive 0 / −inf mask (what PyTorch does before calling cuDNN), which is exact.
@@ -120,8 +134,9 @@ inline constexpr int kMaxCudnnEngineConfigs = 4;
 int64_t sdpa_cudnn_version();
 
 /// Whether the adapter can express the problem on the loaded cuDNN (pointers are not looked at);
-/// when not, `why` says which parameter or version gate. `backward` selects the backward graph.
-bool sdpa_cudnn_supports(const SdpaParams& p, bool backward, std::string* why);
+/// when not, `why` says which parameter or version gate. `backward` selects the backward graph,
+/// `dbias` its dBias output.
+bool sdpa_cudnn_supports(const SdpaParams& p, bool backward, std::string* why, bool dbias = false);
 
 /// A finalized cuDNN execution plan for one problem shape (pointers are bound at run time), with
 /// its workspace and the backward's fp32 scratch tensors (softmax_sum, dQ_accum) allocated.

@@ -92,11 +92,6 @@ int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arc
   } catch (const AbiValueError& e) {
     return no(e.what());  // a later version's value, or a corrupted struct
   }
-  // The adapter's graphs have no sink term (the row declares ABI 1.3, so the runner SKIPs sink
-  // problems before asking; this says why to a caller that asks anyway).
-  if (c.sinks != 0) return no("attention sinks: the cuDNN adapter's graphs have no sink term");
-  // Nor an ALiBi bias (cuDNN's alibi_mask is not wired up; the row's ABI 1.3 SKIPs it first too).
-  if (bp.fwd.alibi != SdpaAlibi::none) return no("ALiBi: the cuDNN adapter's graphs have no ALiBi bias");
   // A negative case runs, so that the adapter refuses it naming the argument.
   try {
     sdpa_check_arguments(bp.fwd);
@@ -111,7 +106,7 @@ int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arc
     return no("cuDNN descriptors take no zero-size dimension (B, Sq or Sk = 0)");
   if (arch->compute_major > 0 && arch->compute_major < 8) return no("cuDNN fp16/bf16 SDPA needs sm80+");
   std::string why;
-  if (!sdpa_cudnn_supports(bp.fwd, backward(c), &why)) return no("cuDNN " + version_text() + ": " + why);
+  if (!sdpa_cudnn_supports(bp.fwd, backward(c), &why, bp.dbias)) return no("cuDNN " + version_text() + ": " + why);
   const bool packed = bp.fwd.varlen || bp.fwd.page_size > 0;
   if (packed && arch->compute_major > 0 && arch->compute_major < 9 && sdpa_cudnn_version() < 91801)
     return no("cuDNN " + version_text() + ": ragged (THD) SDPA needs sm90+ before 9.18.1 (frontend support surface)");

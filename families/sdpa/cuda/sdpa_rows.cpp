@@ -171,7 +171,7 @@ void register_cuda_sdpa(Registry& reg) {
       OPCTS_HAVE_CUDA ? "this opcts was built without cuDNN (no cudnn_graph.h / libcudnn found)" : "";
 #endif
   cudnn.caps = {"mma_sync_bf16"};
-  cudnn.desc.abi_minor = 3;       // cuDNN's ragged (varlen, padding rows) and paged graphs
+  cudnn.desc.abi_minor = 7;  // ragged and paged graphs (1.3), sinks (1.5), ALiBi (1.6), dbias and one-row masks (1.7)
   cudnn.tactics = cudnn_tactics;  // in every build, with cuDNN or not: ids never depend on it
   add_rows(reg, {cudnn}, missing);
 }

@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "app/builtins.hpp"
+#if OPCTS_HAVE_CUDNN
+#include "families/sdpa/cuda/sdpa_cudnn.hpp"
+#endif
 #include "core/abi_impl.hpp"
 #include "core/arch.hpp"
 #include "families/sdpa/cuda/sdpa_fp8.cuh"
@@ -235,7 +238,7 @@ TEST(SdpaCudaGlue, CudnnTakesPackedLayoutsAndSkipsWhatItsGraphsCannotExpress) {
   const Family& f = *builtin_registry().family("sdpa");
   const auto* cudnn = dynamic_cast<const AbiImpl*>(builtin_registry().impl("cuda.cudnn"));
   ASSERT_NE(cudnn, nullptr);
-  EXPECT_EQ(cudnn->abi_minor(), 3u);
+  EXPECT_EQ(cudnn->abi_minor(), 7u);
   ArchInfo sm90;
   sm90.name = "sm90", sm90.backend = "cuda", sm90.caps = {"mma_sync_bf16"}, sm90.compute_major = 9;
   const auto reason = [&](const char* id) { return cudnn->supports(*f.parse_id(id), sm90).reason; };
@@ -273,7 +276,7 @@ TEST(SdpaCudaGlue, ChunksReachCudaFlashAndItsFmaBackward) {
 // "dsinks" tensors) reach cuda.flash, forward and backward (every backward kernel: P comes from the
 // forward's lse, dsinks from a pass of its own), and cuda.flash_decode's combine. cuda.math
 // (which declares 1.7 for query-broadcast masks) declines them in supports; every other CUDA row
-// (cuda.cudnn too) declares a minor below 1.5, so the runner SKIPs sink problems there before asking.
+// declares a minor below 1.5, so the runner SKIPs sink problems there before asking (cuda.cudnn: below).
 // The kernel rows the feature tests ask (sdpa_rows.cpp's) and their supports callback, the reason
 // of the last refusal in `reason`.
 constexpr cuda::SdpaRow kFlashRow{cuda::SdpaKernel::flash}, kMathRow{cuda::SdpaKernel::math},
@@ -293,13 +296,14 @@ std::string gap(const char* impl, const Problem& p) {
   return i ? i->abi_gap(p) : std::string("no impl ") + impl;
 }
 
-// Every CUDA sdpa row but cuda.flash, cuda.flash_decode and cuda.math (1.7; its supports declines
+// Every CUDA sdpa row but cuda.flash, cuda.flash_decode, cuda.math and cuda.cudnn (1.7; their supports decline
 // what it does not run, which the tests check) declares at most `minor`, so the runner SKIPs p
 // there, naming `abi` ("ABI 1.6").
 void expect_other_cuda_rows_skip(const Problem& p, uint32_t minor, const char* abi) {
   for (const Impl* i : builtin_registry().impls_of("sdpa")) {
     const std::string name(i->name());
-    if (name.rfind("cuda.", 0) != 0 || name == "cuda.flash" || name == "cuda.flash_decode" || name == "cuda.math")
+    if (name.rfind("cuda.", 0) != 0 || name == "cuda.flash" || name == "cuda.flash_decode" || name == "cuda.math" ||
+        name == "cuda.cudnn")  // 1.7: CudnnTakesSinksAlibiAndDbiasAsTheFrontendBuildsThem
       continue;
     const auto* a = dynamic_cast<const AbiImpl*>(i);
     ASSERT_NE(a, nullptr) << name;
@@ -307,6 +311,49 @@ void expect_other_cuda_rows_skip(const Problem& p, uint32_t minor, const char* a
     EXPECT_NE(i->abi_gap(p).find(abi), std::string::npos) << name << ": " << i->abi_gap(p);
   }
 }
+
+#if OPCTS_HAVE_CUDNN
+// cuda.cudnn declares 1.7 and builds the frontend's sink token (9.13.0+, dense, s_q > 1), its
+// alibi_mask (per head, top-left causal, Sq = Sk), dBias (9.5.0+) and a one-row bias in the
+// forward (not the backward: measured wrong); what its graphs cannot
+// express is a SKIP naming it (the version gates by the loaded cuDNN's number), 1.8's block masks
+// and 1.9's fp8 the runner's.
+TEST(SdpaCudaGlue, CudnnTakesSinksAlibiAndDbiasAsTheFrontendBuildsThem) {
+  const Family& f = *builtin_registry().family("sdpa");
+  const auto params = [&](const char* id) {
+    return cuda::sdpa_backward_params_of(abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id(id))));
+  };
+  const auto why = [&](const char* id, bool backward) {
+    const cuda::SdpaBackwardParams bp = params(id);
+    std::string w;
+    cuda::sdpa_cudnn_supports(bp.fwd, backward, &w, bp.dbias);
+    return w;
+  };
+  const int64_t v = cuda::sdpa_cudnn_version();
+  const std::string sink = why("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr_sink", false);
+  if (v >= 91300) EXPECT_EQ(sink, "");
+  else EXPECT_NE(sink.find("< 9.13.0"), std::string::npos) << sink;
+  if (v >= 91300) {
+    EXPECT_NE(why("bf16_b1_hq4_hkv2_sq1_sk48_d64_nomask_sink", false).find("s_q = 1"), std::string::npos);
+    EXPECT_NE(why("bf16_b2_hq2_hkv2_sq3x2_sk5x9_d64_nomask_sink_varlen", false).find("dense layouts"),
+              std::string::npos);
+  }
+  EXPECT_EQ(why("bf16_b1_hq4_hkv2_sq48_sk48_d64_causal_lr_alibi", true), "");
+  EXPECT_NE(why("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr_alibi", false).find("seq_q == seq_k"), std::string::npos);
+  EXPECT_NE(why("bf16_b1_hq4_hkv2_sq48_sk48_d64_nomask_alibi", false).find("causal"), std::string::npos);
+  EXPECT_NE(why("bf16_b2_hq4_hkv2_sq48_sk48_d64_causal_lr_alibib", false).find("[1, H, 1, 1]"), std::string::npos);
+  const std::string dbias = why("bf16_b2_hq4_hkv2_sq40_sk48_d64_nomask_amaskh_dbias_bwd", true);
+  if (v >= 90500) EXPECT_EQ(dbias, "");
+  else EXPECT_NE(dbias.find("< 9.5.0"), std::string::npos) << dbias;
+  EXPECT_NE(why("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr_chunk17", false).find("chunks"), std::string::npos);
+  // A one-row bias: the forward runs, the backward (wrong on an H100 with 9.14.0) is declined.
+  EXPECT_EQ(why("bf16_b2_hq4_hkv2_sq40_sk72_d64_nomask_amaskk", false), "");
+  EXPECT_NE(why("bf16_b2_hq4_hkv2_sq40_sk72_d64_nomask_amaskk_bwd", true).find("broadcast over the queries"),
+            std::string::npos);
+  EXPECT_NE(gap("cuda.cudnn", *f.parse_id("bf16_b2_hq4_hkv2_sq96_sk160_d64_nomask_blk16x16")).find("ABI 1.8"),
+            std::string::npos);
+}
+#endif
 
 TEST(SdpaCudaGlue, SinksReachCudaFlashAndTheDecodeKernelOnly) {
   const Family& f = *builtin_registry().family("sdpa");
