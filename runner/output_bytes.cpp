@@ -24,7 +24,10 @@ bool constant_outputs(const TensorMap& out) {
 std::string element_name(const std::string& name, const HostTensor& t, int64_t i) {
   std::string s = name + "[";
   const auto idx = t.unravel(i);
-  for (size_t k = 0; k < idx.size(); ++k) s += (k ? "," : "") + std::to_string(idx[k]);
+  for (size_t k = 0; k < idx.size(); ++k) {
+    if (k) s += ',';  // two appends, not "," + to_string(...): GCC 12 warns on that (-Wrestrict, a false positive)
+    s += std::to_string(idx[k]);
+  }
   return s + "]";
 }
 
