@@ -355,7 +355,7 @@ std::vector<Failure> unexpected_failures(const std::vector<Failure>& failures, c
 
 std::string planted_pass_text(const std::string& source, const std::string& blind_spot) {
   return "planted bug NOT caught: " + source + " passed" +
-         (blind_spot.empty() ? "" : ", in a derived blind spot of the bound: " + blind_spot);
+         (blind_spot.empty() ? "" : ", in a derived blind spot of its checks: " + blind_spot);
 }
 
 std::string unmet_expectation(Outcome raw, const std::string& message, const std::vector<Failure>& failures,

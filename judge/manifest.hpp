@@ -126,7 +126,8 @@ std::string unmet_expectation(Outcome raw, const std::string& message, const std
 
 /// What a planted impl's pass under its implied entry says (a run record's expectation, the
 /// gate's reason): "planted bug NOT caught: <source> passed", with ", in a derived blind spot of
-/// the bound: <why>" where the impl derived one (Impl::blind_spot).
+/// its checks: <why>" where the impl derived one (Impl::blind_spot) — a bound's, or a byte
+/// check's (--invariance, --bitwise) where no tolerance is involved.
 std::string planted_pass_text(const std::string& source, const std::string& blind_spot);
 
 /// What a typed FAIL entry expects, as messages say it: "dV: exceeds_bound (ratio <= 2); case:

@@ -251,7 +251,7 @@ TEST(CliRun, APlantedPassCarriesTheBlindSpotTheWorkerDerived) {
     caught += rec.outcome == Outcome::XFAIL;
     if (rec.outcome == Outcome::XPASS) {
       EXPECT_NE(rec.blind_spot.find("O's energy check: the plant moves it by"), std::string::npos) << rec.blind_spot;
-      EXPECT_NE(rec.expectation.find("in a derived blind spot of the bound: O's energy check"), std::string::npos)
+      EXPECT_NE(rec.expectation.find("in a derived blind spot of its checks: O's energy check"), std::string::npos)
           << rec.expectation;
       ++blind;
     } else {

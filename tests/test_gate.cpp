@@ -249,7 +249,7 @@ TEST(Gate, APlantedPassSaysTheBugWasNotCaught) {
   hidden.blind_spot = "the bias check's band reaches 0.005, beyond the 0.0039 slope";
   const GateVerdict w = gate({hidden}, manifest(), {});
   ASSERT_EQ(w.offending.size(), 1u);
-  EXPECT_NE(w.offending[0].why.find("in a derived blind spot of the bound: the bias check's band"), std::string::npos)
+  EXPECT_NE(w.offending[0].why.find("in a derived blind spot of its checks: the bias check's band"), std::string::npos)
       << w.offending[0].why;
 }
 
