@@ -67,7 +67,6 @@ void check_tactics(const Impl& impl, const Problem& p, std::string_view tactic, 
         },
         &v.failed_output);
     if (!v.failure.empty()) return;
-    v.failed_output.clear();
   }
 }
 

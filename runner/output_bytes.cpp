@@ -43,13 +43,17 @@ std::string first_bit_difference(
     const std::function<std::string(const std::string&, const std::string&, const std::string&)>& say,
     std::string* output) {
   for (const auto& [name, x] : a) {
-    if (output) *output = name;
+    const auto differs = [&, &name = name](std::string why) {
+      if (output) *output = name;
+      return why;
+    };
     const auto it = b.find(name);
-    if (it == b.end()) return "output '" + name + "' is in the first but not in the second";
+    if (it == b.end()) return differs("output '" + name + "' is in the first but not in the second");
     const HostTensor& y = it->second;
-    if (x.numel() != y.numel()) return "output '" + name + "' has another size in the second";
+    if (x.numel() != y.numel()) return differs("output '" + name + "' has another size in the second");
     for (int64_t i = 0; i < x.numel(); ++i)
-      if (x.code(i) != y.code(i)) return say(element_name(name, x, i), element_value(x, i), element_value(y, i));
+      if (x.code(i) != y.code(i))
+        return differs(say(element_name(name, x, i), element_value(x, i), element_value(y, i)));
   }
   return "";
 }

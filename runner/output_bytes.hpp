@@ -26,7 +26,7 @@ std::string element_value(const HostTensor& t, int64_t i);
 /// The first element whose stored bits differ between a and b (in a's order), described by
 /// `say(element_name, a's element_value, b's element_value)`; a tensor of a missing from b, or
 /// of another size there, is described plainly. "" when every tensor's bits agree. `output`, when
-/// given, receives the name of the tensor that differs.
+/// given, receives the name of the tensor that differs (left as it was when none does).
 std::string first_bit_difference(
     const TensorMap& a, const TensorMap& b,
     const std::function<std::string(const std::string&, const std::string&, const std::string&)>& say,

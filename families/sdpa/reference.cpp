@@ -63,8 +63,9 @@ void scale_fp8_output(const TensorMap& inputs, References& r) {
   const double s = inputs.at("o_scale").get(0);
   const std::vector<double>&o = r.exact.at("O"), &b = r.bound.at("O");
   bool saturates = false;
+  // A row whose bound is unbounded weighs 0 in the form (o_bound): its elements are not in it.
   for (size_t i = 0; i < o.size() && !saturates; ++i)
-    saturates = !(s * (std::fabs(o[i]) + b[i]) < dtype_info(DType::e4m3fn).max_finite);
+    saturates = std::isfinite(b[i]) && !(s * (std::fabs(o[i]) + b[i]) < dtype_info(DType::e4m3fn).max_finite);
   for (auto* refs : {&r.exact, &r.lowp, &r.bound})
     for (auto& [key, values] : *refs)
       if (key == "O" || key.rfind("O@", 0) == 0)
