@@ -111,8 +111,9 @@ TEST(CiTemplates, GithubActionsShardsMergesAndGates) {
 
 // A cases folder with the real archs and tolerances, an empty host manifest and the three
 // tiny problems of testutil::kTinyCatalog: what the templates' commands run over on the host. The
-// real tolerances name sdpa's dbias, which a rule may only name where a loaded case has it: one
-// such problem at the full tier, which the templates' smoke runs do not select.
+// real tolerances name sdpa's dbias and fp8 q, k, v, which a rule may only name where a loaded
+// case has them: one such problem each at the full tier, which the templates' smoke runs do not
+// select.
 std::string tiny_cases_dir(const std::string& dir) {
   const std::string cases = dir + "/cases";
   fs::create_directories(cases + "/manifests");
@@ -124,6 +125,10 @@ std::string tiny_cases_dir(const std::string& dir) {
                   "family: sdpa\ngrids:\n  - name: dbias\n    tier: full\n    why: the tolerances' dbias rules\n"
                   "    axes: {dtype: [bf16], heads: [2], seq: [8], head_dim: [16], attn_mask: [additive],\n"
                   "           dbias: [true], direction: [backward]}\n");
+  testutil::write(
+      cases, "sdpa_fp8.yaml",
+      "family: sdpa\ngrids:\n  - name: fp8\n    tier: full\n    why: the tolerances' fp8 rules\n"
+      "    axes: {dtype: [bf16], heads: [2], seq: [8], head_dim: [16], fp8: [{tensors: qkv, out: e4m3fn}]}\n");
   return cases;
 }
 

@@ -120,6 +120,21 @@ inline constexpr const char* kDbiasFp32Terms = "fp32_terms";
 /// λ of the modelled roundings (the file comment).
 constexpr double kRoundingSigmas = 4;
 
+/// The O model of an fp8 graph that rounds the normalised P (cuDNN's: frontend
+/// node/scaled_dot_product_flash_attention.h, softmax → AMAX → MUL scale_s → cast to Q's fp8
+/// type → matmul_fp8 with descale_s): "O@fp8_p_normalised", under fp8 qkv only. P_ij = e_ij/l_i
+/// times scale_s is rounded to the inputs' fp8 format: relative u as before, but the subnormal
+/// floor, half its spacing in code units, is least/scale_s in P's units and least·l_i/scale_s in
+/// e's, and e = 1 is no longer exact (1/l_i·scale_s need not be a code). A kernel that rounds
+/// e·scale_s relative to its running max instead has the floor least/scale_s <= least·l_i/scale_s:
+/// the model holds for both. The division e/l (one rounding per P, at most u·Σ_j P_ij·|v_jd| on O,
+/// the normalisation's floor) and the products by descale_s (2^-8: exact), descale_v and scale_o
+/// take no more fp32 roundings than the running-max pipeline's normalisation does.
+inline constexpr const char* kFp8PNormalised = "fp8_p_normalised";
+/// The scale_s such a graph is given (the cuda.cudnn adapter's): 2^8 keeps P·scale_s <= 256,
+/// below e4m3fn's 448 and e5m2's 57344, and its descale 2^-8 exact.
+inline constexpr double kFp8PScale = 256;
+
 /// b of one rounding of x to the dtype, and b² (the file comment): 0 for x = 0 and x = 1.
 template <typename T>
 struct Rounding {
@@ -130,6 +145,12 @@ struct Rounding {
   T bound(T x) const {
     const T a = std::fabs(x);
     return a == T(0) || a == T(1) ? T(0) : std::max(unit * a, least);
+  }
+  /// b of x's rounding where x is taken into the format as x·c (kFp8PNormalised: c =
+  /// scale_s/l_i): the floor is least/c and 1 is not exact.
+  T bound_scaled(T x, T c) const {
+    const T a = std::fabs(x);
+    return a == T(0) ? T(0) : std::max(unit * a, least / c);
   }
   T sq(T x) const {
     const T b = bound(x);
@@ -234,10 +255,11 @@ inline void add_row(ErrorEnergy::Source& s, const RowForm& f, double alpha) {
 // An fp8 output (Problem::fp8_out) stores e4m3fn(O·o_scale): O's own rounding is then e4m3fn's
 // half spacing at |O_id|·o_scale, given here in O's units (÷ o_scale) like every other term; the
 // reference scales the whole form by o_scale afterwards (reference.cpp).
+// p_scale > 0: P is rounded as kFp8PNormalised says, normalised and times p_scale.
 template <typename T>
 RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>& qh, const RowMajor<T>& kh,
                     const RowMajor<T>& vh, const RowMajor<T>& o, DType p_round, OEnergy* energy = nullptr,
-                    RowMajor<T>* weight = nullptr, double o_scale = 1) {
+                    RowMajor<T>* weight = nullptr, double o_scale = 1, double p_scale = 0) {
   const T u = static_cast<T>(kAccUnit), scale = static_cast<T>(p.effective_scale());
   const T lambda = static_cast<T>(kRoundingSigmas);
   const T score_ops = static_cast<T>(p.head_dim) + static_cast<T>(score_extra_roundings(p));
@@ -253,7 +275,8 @@ RowMajor<T> o_bound(const Problem& p, const ForwardHead<T>& f, const RowMajor<T>
       // x <= 1 (the series), without an expm1 per element.
       const T x = e > 0 ? u * (score_ops * scale * qk(i, j) - f.shift(i, j) + 4 + 2 * alibi_bias(f, i, j)) : T(0);
       const T eps = x <= 1 ? x + x * x : std::numeric_limits<T>::infinity();
-      const T b = rounding.bound(e) * (1 + eps);
+      const T b =
+          (p_scale > 0 ? rounding.bound_scaled(e, static_cast<T>(p_scale) / f.l[i]) : rounding.bound(e)) * (1 + eps);
       b2(i, j) = b * b;
       a(i, j) = eps * e;
     }

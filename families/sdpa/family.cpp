@@ -143,7 +143,7 @@ class SdpaFamily final : public KitFamily<Problem> {
   }
 
   // Bump when sdpa::reference or make_inputs changes: cached references are then recomputed.
-  std::string reference_version() const override { return "sdpa-ref-17"; }
+  std::string reference_version() const override { return "sdpa-ref-18"; }
 
   // Inputs and outputs in the problem's dtype (the boolean mask as bytes), lse in fp32.
   double device_bytes(const opcts::Problem& pp) const override {

@@ -34,7 +34,8 @@
 // softmax structure: "lse" per key, "lse@<structure>"), from the same-precision pipeline's own P.
 // "O@flash_fp32" repeats O's bound for the flash kernels that declare the bound's model, with
 // O's error-energy check (`energy`, bound.hpp's OEnergy summed over heads in order);
-// "O@flash_fp32_rn" likewise for those whose fp32 sums round to nearest.
+// "O@flash_fp32_rn" likewise for those whose fp32 sums round to nearest. Under fp8 qkv,
+// "O@fp8_p_normalised" is O's bound for a graph that rounds the normalised P (cuDNN's).
 #include <array>
 #include <cmath>
 #include <limits>
@@ -119,6 +120,14 @@ References reference(const Problem& p, const TensorMap& inputs, DType p_round) {
     lse_declared[s]->assign(B * Hq * Sq, 0.0);
   }
 
+  // "O@fp8_p_normalised" (bound.hpp kFp8PNormalised): P normalised, times scale_s, rounded to
+  // the inputs' fp8 format; a per-element bound without an energy check.
+  const bool fp8_normalised = p.fp8 == Fp8::qkv;
+  std::vector<double>* o_normalised = nullptr;
+  if (fp8_normalised) {
+    o_normalised = &r.bound[bound_key("O", detail::kFp8PNormalised)];
+    o_normalised->assign(B * Hq * Sq * Dv, 0.0);
+  }
   const std::vector<detail::RowBlock> blocks = detail::row_blocks(p);
   std::vector<detail::OEnergy> energy(static_cast<size_t>(B * Hq));  // per (batch, head), summed in order below
   std::vector<double> weight(B * Hq * Sq * Dv, 0.0);                 // the energy check's, in O's storage order
@@ -147,7 +156,7 @@ References reference(const Problem& p, const TensorMap& inputs, DType p_round) {
         const auto vh = detail::gather<float>(v, vs, b, hk, Sk, Dv, &unseen);
         const auto qh = detail::gather<float>(q, qs, b, h, Sq, D);
         const RowMajor<float> o_exact = oh.cast<float>();
-        RowMajor<float> oh_lp(Sq, Dv), bh(Sq, Dv), wh(Sq, Dv), wb;
+        RowMajor<float> oh_lp(Sq, Dv), bh(Sq, Dv), wh(Sq, Dv), wb, nh(Sq, Dv);
         for (const detail::RowBlock& blk : blocks) {
           const RowMajor<float> qb = qh.middleRows(blk.r0, blk.rows), kb = kh.middleRows(blk.k0, blk.keys),
                                 vb = vh.middleRows(blk.k0, blk.keys);
@@ -165,7 +174,12 @@ References reference(const Problem& p, const TensorMap& inputs, DType p_round) {
               detail::o_bound<float>(p, f, qb, kb, vb, o_exact.middleRows(blk.r0, blk.rows), p_round,
                                      &energy[static_cast<size_t>(b * Hq + h)], &wb, o_scale);
           wh.middleRows(blk.r0, blk.rows) = wb;
+          if (fp8_normalised)
+            nh.middleRows(blk.r0, blk.rows) =
+                detail::o_bound<float>(p, f, qb, kb, vb, o_exact.middleRows(blk.r0, blk.rows), p.q_dtype(), nullptr,
+                                       nullptr, o_scale, detail::kFp8PScale);
         }
+        if (fp8_normalised) detail::scatter(*o_normalised, os, b, h, nh, detail::Exact{});
         detail::scatter(o_lp, os, b, h, oh_lp, detail::Exact{});
         detail::scatter(o_bd, os, b, h, bh, detail::Exact{});
         detail::scatter(weight, os, b, h, wh, detail::Exact{});

@@ -59,7 +59,8 @@ inline std::map<std::string, OutputStats> compare_all(const std::string& impl, c
                                                       const References& r, const TensorMap& out) {
   std::map<std::string, OutputStats> stats;
   for (const auto& spec : family().outputs(p)) {
-    const Tolerance tol = tolerances().resolve("sdpa", spec.name, spec.dtype, impl, "host", "", nullptr);
+    const Tolerance tol =
+        tolerances().resolve("sdpa", spec.name, spec.dtype, impl, "host", sdpa::problem_id(p), nullptr);
     std::vector<WorstElement> worst;
     stats[spec.name] = compare_output(spec.name, out.at(spec.name),
                                       {.want = r.exact.at(spec.name),
