@@ -417,7 +417,24 @@ enum Uid : int64_t {
   kDSinks = 21,     // fp32 [1, Hq, 1, 1] (frontend DSINK_TOKEN)
   kSlopes = 22,     // ALiBi's fp32 [1, Hq, 1, 1] (frontend alibi_slopes)
   kDBias = 23,      // the mask's shape, in the dtype
+  // fp8 (frontend sdpa fp8 inputs and outputs): fp32 [1, 1, 1, 1] each
+  kDescaleQ = 24,
+  kDescaleK = 25,
+  kDescaleV = 26,
+  kDescaleS = 27,  // 1 / scale_s, the plan's constant
+  kScaleS = 28,    // kFp8PScale, the plan's constant
+  kScaleO = 29,    // the problem's o_scale
+  kAmaxS = 30,     // outputs the graph must have, to scratch
+  kAmaxO = 31,
 };
+
+// The scale_s the fp8 graph gives P before its cast (families/sdpa/bound.hpp kFp8PScale, the
+// model cases/tolerances.yaml declares for it): 2^8, its descale exact.
+constexpr float kFp8ScaleS = 256.f;
+
+cudnnDataType_t fp8_type(uint8_t format) {
+  return format == OPCTS_DL_FLOAT8_E5M2 ? CUDNN_DATA_FP8_E5M2 : CUDNN_DATA_FP8_E4M3;
+}
 
 enum class Align { top_left, bottom_right };
 
@@ -473,18 +490,41 @@ std::string variant_why_not(const SdpaParams& p, bool backward, bool dbias, int6
       return "cuDNN's ALiBi is (j - i)·slope from the top-left diagonal: FlashAttention-2's lower-right distance "
              "equals it only for seq_q == seq_k";
   }
-  // Measured on an H100 with cuDNN 9.14.0 (2026-12-07, docs/status/sm90.md (o)): the forward with
-  // a bias of one row for every query ([.., 1, Sk], a dimension of 1) passes, the backward's dQ,
-  // dK and dV are off by up to 3.8 where the bound is 0.004-0.011 (3 of 4 smoke cases). Whether
-  // the graph or cuDNN is at fault is not settled (a stride of 0 for that row is untried), so
-  // the adapter does not build it.
-  if (backward && p.mask_kind == SdpaMaskTensor::additive && p.mask_strides.seq == 0)
-    return "a bias broadcast over the queries ([.., 1, Sk]) in the backward: its dQ, dK, dV were wrong on an "
-           "H100 with cuDNN 9.14.0 (docs/status/sm90.md, 2026-12-07 (o)); the adapter does not build it";
+  // A one-row mask's dBias, reduced over the queries onto [.., 1, Sk]: measured on an H200 with
+  // cuDNN 9.14.0 (2026-12-07, docs/status/sm90.md (p)), the backward wrote outside its outputs
+  // (into the case's q, k, v and mask) and twice lost the device (illegal address), whichever
+  // layout the bias took.
+  if (backward && dbias && p.mask_strides.seq == 0)
+    return "dbias of a bias broadcast over the queries ([.., 1, Sk]): cuDNN 9.14.0 wrote outside its outputs "
+           "and lost the device on an H200 (docs/status/sm90.md, 2026-12-07 (p)); the adapter does not build it";
   if (backward && dbias) {
     if (v < 90500) return "cuDNN " + std::to_string(v) + " < 9.5.0: dBias needs s_q, s_kv multiples of 64 (frontend)";
     if (p.mask_kind != SdpaMaskTensor::additive) return "dbias is the gradient of an additive mask";
   }
+  return {};
+}
+
+// The fp8 graph as cudnn-frontend builds it for per-tensor scaling (sdpa_support_surface.h: cuDNN
+// >= 9.1.0, not 9.10.0, Hopper or newer, no bias, head dims multiples of 16 up to 256 on sm90, an
+// fp8 O before Blackwell with 9.13.0, no bottom-right causal mask before Blackwell).
+std::string fp8_why_not(const SdpaParams& p, bool backward, int64_t v) {
+  if (p.fp8 == SdpaFp8::none) return p.fp8_out ? "an fp8 output needs fp8 q, k and v (cuDNN's fp8 graph)" : "";
+  if (p.fp8 == SdpaFp8::kv) return "an fp8 KV cache under 16-bit queries: cuDNN's fp8 SDPA takes q, k and v all fp8";
+  if (backward) return "fp8 backward: the adapter builds the fp8 forward only (frontend sdpa_fp8_backward not built)";
+  if (v < 90100) return "cuDNN " + std::to_string(v) + " < 9.1.0: fp8 SDPA needs 9.1.0 (frontend)";
+  if (v == 91000) return "cuDNN 9.10.0: the frontend blocks its fp8 SDPA forward";
+  if (p.descale_per_head) return "descales per (batch, KV head): cuDNN's fp8 SDPA takes per-tensor descales";
+  if (!p.fp8_out)
+    return "a 16-bit O from fp8 inputs: cuDNN gives it on Blackwell with 9.13.0 only (frontend); the adapter "
+           "builds the fp8 O graph";
+  if (p.head_dim % 16 != 0 || p.head_dim_v % 16 != 0)
+    return "cuDNN (frontend support surface): fp8 SDPA head dims must be multiples of 16";
+  if (is_packed(p)) return "fp8: the adapter's fp8 graph is dense (no ragged or paged layout)";
+  if (p.mask_kind != SdpaMaskTensor::none) return "cuDNN (frontend support surface): SDPA FP8 does not support bias";
+  if (p.has_sinks || p.alibi != SdpaAlibi::none || p.softcap > 0)
+    return "fp8: the adapter's fp8 graph takes no sink token, ALiBi or softcap";
+  if ((is_causal(p) || has_window(p)) && band_of(p).align == Align::bottom_right)
+    return "cuDNN (frontend support surface): a bottom-right diagonal alignment with fp8 needs Blackwell";
   return {};
 }
 
@@ -499,7 +539,7 @@ std::string why_not(const SdpaParams& p, bool backward, bool dbias) {
   if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return "cuDNN GQA needs heads_q % heads_kv == 0";
   if (p.chunk > 0) return "chunked-local attention: cuDNN's masks are diagonal bands, without chunks";
   if (p.block_q > 0) return "block-sparse masks: the adapter builds no block mask";
-  if (p.fp8 != SdpaFp8::none) return "fp8 tensors: the adapter builds no fp8 SDPA graph (frontend sdpa_fp8)";
+  if (const std::string w = fp8_why_not(p, backward, v); !w.empty()) return w;
   if (const std::string w = variant_why_not(p, backward, dbias, v); !w.empty()) return w;
   if (p.mask_kind == SdpaMaskTensor::boolean)
     return "the adapter takes additive masks only (convert a boolean mask to 0 / -inf first)";
@@ -662,12 +702,16 @@ std::vector<int64_t> bias_dims(const SdpaParams& p) {
           p.mask_strides.seq == 0 ? 1 : p.seq_q, p.seq_k};
 }
 
+// The bias input: a broadcast batch or head axis is a dimension of 1; a one-row mask's query
+// axis is Sq rows at a stride of 0, as torch's expand() hands it over. Measured on an H200 with
+// cuDNN 9.14.0 (2026-12-07, docs/status/sm90.md (p)): given as a dimension of 1 the backward's
+// dQ, dK and dV were off by up to 750× their bounds, with either stride for that row; as Sq rows
+// at stride 0 they pass.
 Tensor bias_tensor(Graph& g, const SdpaParams& p) {
-  const std::vector<int64_t> dims = bias_dims(p);
+  std::vector<int64_t> dims = bias_dims(p);
   std::vector<int64_t> strides = {p.mask_strides.batch, p.mask_strides.head, p.mask_strides.seq, 1};
-  // A broadcast (size-1) dimension: cuDNN wants a dimension of 1, not a stride of 0.
-  if (strides[2] == 0) strides[2] = p.seq_k;
-  if (strides[1] == 0) strides[1] = dims[2] * strides[2];
+  if (strides[2] == 0) dims[2] = p.seq_q;  // stride 0 kept
+  if (strides[1] == 0) strides[1] = dims[2] * p.seq_k;
   if (strides[0] == 0) strides[0] = dims[1] * strides[1];
   return g.tensor(io_type(p.dtype), dims, strides, false, kBias);
 }
@@ -739,12 +783,16 @@ struct SdpaCudnnPlan::Impl {
   int32_t* seq_len = nullptr;
   int64_t batch = 0;
   bool memset_dq_accum = false;
+  // fp8: scale_s and descale_s on the device (kFp8ScaleS), constant per plan.
+  bool fp8 = false;
+  float* fp8_consts = nullptr;
 
   Impl() = default;
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   ~Impl() {
     if (seq_len) cudaFree(seq_len);
+    if (fp8_consts) cudaFree(fp8_consts);
   }
 
   void execute(std::vector<int64_t> uids, std::vector<void*> ptrs, void* workspace, CUstream_st* stream) {
@@ -864,7 +912,11 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p, int r
     len_kv = &seqs.len_kv;
   }
   auto ragged = [&](const Tensor& off) { return im->packed ? &off : nullptr; };
-  const Tensor q = g.tensor(io, {B, Hq, Sq, D}, bhsd_strides(p.q_strides, Sq), false, kQ, false, ragged(seqs.off_q));
+  // fp8 (the frontend's per-tensor fp8 graph): q, k, v codes of one fp8 type, O e4m3 codes.
+  im->fp8 = p.fp8 == SdpaFp8::qkv;
+  const cudnnDataType_t in = im->fp8 ? fp8_type(p.fp8_format) : io;
+  const cudnnDataType_t out = p.fp8_out ? CUDNN_DATA_FP8_E4M3 : io;
+  const Tensor q = g.tensor(in, {B, Hq, Sq, D}, bhsd_strides(p.q_strides, Sq), false, kQ, false, ragged(seqs.off_q));
   Tensor kt, v;
   if (im->paged) {
     // PAGED_CACHE_LOAD gathers each sequence's pages into K (as Kᵀ) and V (frontend CompositeSDPANode).
@@ -874,16 +926,22 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p, int r
                       g.virt(io, {B, Hk, D, Sk}, {D * Sk * Hk, D * Sk, 1, D}));
     v = g.paged_load(cache_container(g, p, Dv, kV), seqs.len_kv, table, g.virt(io, {B, Hk, Sk, Dv}));
   } else {
-    kt = g.tensor(io, {B, Hk, D, Sk}, transposed_strides(p.k_strides, Sk), false, kK, false, ragged(seqs.off_k));
-    v = g.tensor(io, {B, Hk, Sk, Dv}, bhsd_strides(p.v_strides, Sk), false, kV, false, ragged(seqs.off_v));
+    kt = g.tensor(in, {B, Hk, D, Sk}, transposed_strides(p.k_strides, Sk), false, kK, false, ragged(seqs.off_k));
+    v = g.tensor(in, {B, Hk, Sk, Dv}, bhsd_strides(p.v_strides, Sk), false, kV, false, ragged(seqs.off_v));
   }
-  const Tensor o = g.tensor(io, {B, Hq, Sq, Dv}, bhsd_strides(p.o_strides, Sq), false, kO, false, ragged(seqs.off_o));
+  const Tensor o = g.tensor(out, {B, Hq, Sq, Dv}, bhsd_strides(p.o_strides, Sq), false, kO, false, ragged(seqs.off_o));
   // Stats [B, Hq, Sq, 1]: padded for a packed problem too (moved to [Hq, total_q] after the run).
   const Tensor stats = g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}, false, kStats);
 
   // bmm1, attn_scale, score modifier, bias; with a padding mask, the GEMM's rows and columns
   // past the lengths read as 0 (frontend: bmm1 set_padding(0.0))
   Tensor s = scores(g, q, kt, p, {len_q, len_kv, nullptr, im->packed}).s;
+  auto unit = [&](int64_t uid) { return g.tensor(CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, uid); };
+  if (im->fp8) {  // after attn_scale, as the frontend multiplies them
+    const Tensor dq = unit(kDescaleQ), dk = unit(kDescaleK);
+    s = g.pwv(CUDNN_POINTWISE_MUL, s, &dq, s);
+    s = g.pwv(CUDNN_POINTWISE_MUL, s, &dk, s);
+  }
   im->has_bias = p.mask_kind == SdpaMaskTensor::additive;
   im->has_alibi = p.alibi != SdpaAlibi::none;
   if (im->packed) s = padding_mask(g, s, *len_q, *len_kv);
@@ -906,9 +964,27 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p, int r
   }
   const Tensor lg = g.pwv(CUDNN_POINTWISE_LOG, sum, nullptr, sum);
   g.pw(CUDNN_POINTWISE_ADD, max, &lg, nullptr, stats);
-  const Tensor prob = g.pwv(CUDNN_POINTWISE_DIV, e, &sum, s, io);  // P in the input dtype (bmm2's A type)
-  // bmm2 (frontend: m_override seq_len_q, k_override seq_len_kv)
-  g.matmul(prob, v, o, {len_q, nullptr, len_kv});
+  if (im->fp8) {
+    // softmax → AMAX (Amax_S) → MUL scale_s, cast to Q's fp8 type (bmm2's A type) → matmul_fp8:
+    // MUL descale_s, MUL descale_v, (AMAX: Amax_O) MUL scale_o → O.
+    const Tensor prob = g.pwv(CUDNN_POINTWISE_DIV, e, &sum, s);
+    g.reduction(CUDNN_REDUCE_TENSOR_AMAX, prob, unit(kAmaxS));
+    const Tensor scale_s = unit(kScaleS), descale_s = unit(kDescaleS), descale_v = unit(kDescaleV),
+                 scale_o = unit(kScaleO);
+    const Tensor p8 = g.pwv(CUDNN_POINTWISE_MUL, prob, &scale_s, s, in);
+    Tensor acc = g.matmul(p8, v, g.virt(CUDNN_DATA_FLOAT, {B, Hq, Sq, Dv}), {len_q, nullptr, len_kv});
+    acc = g.pwv(CUDNN_POINTWISE_MUL, acc, &descale_s, acc);
+    acc = g.pwv(CUDNN_POINTWISE_MUL, acc, &descale_v, acc);
+    g.pw(CUDNN_POINTWISE_MUL, acc, &scale_o, nullptr, o);
+    g.reduction(CUDNN_REDUCE_TENSOR_AMAX, acc, unit(kAmaxO));
+    const float consts[2] = {kFp8ScaleS, 1.f / kFp8ScaleS};
+    cuda_check(cudaMalloc(reinterpret_cast<void**>(&im->fp8_consts), sizeof consts), "cudaMalloc(fp8 scales)");
+    cuda_check(cudaMemcpy(im->fp8_consts, consts, sizeof consts, cudaMemcpyHostToDevice), "cudaMemcpy(fp8 scales)");
+  } else {
+    const Tensor prob = g.pwv(CUDNN_POINTWISE_DIV, e, &sum, s, io);  // P in the input dtype (bmm2's A type)
+    // bmm2 (frontend: m_override seq_len_q, k_override seq_len_kv)
+    g.matmul(prob, v, o, {len_q, nullptr, len_kv});
+  }
 
   g.finalize_plan(rank, &im->description, &im->workspace_bytes);
   return std::unique_ptr<SdpaCudnnPlan>(new SdpaCudnnPlan(std::move(im)));
@@ -1064,6 +1140,15 @@ void SdpaCudnnPlan::run(const SdpaParams& p, CUstream_st* stream) {
   std::vector<void*> ptrs = {const_cast<void*>(p.q), const_cast<void*>(p.k), const_cast<void*>(p.v), p.o, stats};
   impl_->bind_variants(p, uids, ptrs);
   if (impl_->packed) impl_->bind_sequences(p, scratch, stream, uids, ptrs);
+  if (impl_->fp8) {
+    require(p.q_descale && p.k_descale && p.v_descale, "q_descale", "null descale pointer");
+    require(p.o_scale != nullptr, "o_scale", "null o_scale pointer");
+    auto* amax = static_cast<float*>(scratch.alloc(2 * sizeof(float), "Amax_S and Amax_O"));
+    uids.insert(uids.end(), {kDescaleQ, kDescaleK, kDescaleV, kScaleS, kDescaleS, kScaleO, kAmaxS, kAmaxO});
+    ptrs.insert(ptrs.end(),
+                {const_cast<float*>(p.q_descale), const_cast<float*>(p.k_descale), const_cast<float*>(p.v_descale),
+                 impl_->fp8_consts, impl_->fp8_consts + 1, const_cast<float*>(p.o_scale), amax, amax + 1});
+  }
   void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "workspace");
   impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
   if (impl_->packed) sdpa_cudnn_stats_to_lse(p, stats, stream);
@@ -1167,6 +1252,9 @@ std::string plan_key(const SdpaParams& p, const SdpaBackwardParams* b, int rank)
   for (const SdpaStrides& s : {p.mask_strides, p.q_strides, p.k_strides, p.v_strides, p.o_strides}) put_strides(s);
   for (int64_t v : {int64_t{p.varlen}, p.page_size, p.num_pages, p.max_pages_per_seq, int64_t{p.kv_hnd}}) put(v);
   for (int64_t v : {int64_t{p.has_sinks}, static_cast<int64_t>(p.alibi), p.chunk, p.block_q, p.block_k}) put(v);
+  for (int64_t v :
+       {static_cast<int64_t>(p.fp8), int64_t{p.fp8_format}, int64_t{p.descale_per_head}, int64_t{p.fp8_out}})
+    put(v);
   if (b) {
     for (const SdpaStrides& s : {b->do_strides, b->dq_strides, b->dk_strides, b->dv_strides}) put_strides(s);
     put(b->dbias ? 1 : 0);
@@ -1295,7 +1383,9 @@ void warm_up(const std::vector<std::shared_ptr<SdpaCudnnPlan>>& plans, SdpaBackw
       packed ? 2 * (B + 1) : 0, packed ? 2 * (B + 1) : 0, packed ? 2 * B : 0, paged ? 2 * B * p.max_pages_per_seq : 0,
       // fp32 sinks, ALiBi slopes and dsinks [Hq]; dbias shaped as the mask
       p.has_sinks ? 2 * Hq : 0, p.alibi != SdpaAlibi::none ? 2 * Hq : 0, backward && p.has_sinks ? 2 * Hq : 0,
-      backward && bp.dbias ? span(B, Hq, Sq, Sk, p.mask_strides) : 0};
+      backward && bp.dbias ? span(B, Hq, Sq, Sk, p.mask_strides) : 0,
+      // fp32 q, k, v descales and o_scale, one each (the graph's are per tensor)
+      p.fp8 != SdpaFp8::none || p.fp8_out ? 8 : 0};
   std::vector<size_t> bytes;
   for (int64_t e : elems) bytes.push_back(static_cast<size_t>(e) * 2);  // 16-bit elements
   run_on_zeroed_scratch(bytes, [&](const std::vector<void*>& at, cudaStream_t s) {
@@ -1314,6 +1404,8 @@ void warm_up(const std::vector<std::shared_ptr<SdpaCudnnPlan>>& plans, SdpaBackw
     p.alibi_slopes = p.alibi != SdpaAlibi::none ? static_cast<const float*>(at[15]) : nullptr;
     bp.d_sinks = static_cast<float*>(at[16]);
     bp.d_bias = at[17];
+    const auto* scales = static_cast<const float*>(at[18]);
+    p.q_descale = scales, p.k_descale = scales + 1, p.v_descale = scales + 2, p.o_scale = scales + 3;
     for (const std::shared_ptr<SdpaCudnnPlan>& plan : plans) {
       try {
         backward ? plan->run(bp, s) : plan->run(p, s);

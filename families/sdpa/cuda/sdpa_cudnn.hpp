@@ -83,10 +83,22 @@
 // causal mask only, where it is FlashAttention-2's −slope·|i + Sk − Sq − j| when Sq = Sk.
 // dBias (cuDNN >= 9.5.0): the reduction of dS′ = P ⊙ (dP − softmax_sum), before the softcap's bprop
 // and the scale, onto the mask's dims (broadcast axes 1); with it dQ comes straight from its
-// matmul (the frontend's dP-workspace implementation, without dQ_accum). Not yet run on a GPU:
-// the first run (2026-12-07) bound a dQ_accum the graph lacks and every case ERRORed.
-// A bias of one row for every query ([.., 1, Sk]) is built in the forward only: the backward's
-// gradients were wrong on an H100 with 9.14.0 (docs/status/sm90.md, 2026-12-07 (o)).
+// matmul (the frontend's dP-workspace implementation, without dQ_accum). Measured on an H200 with
+// 9.14.0 (2026-12-07, docs/status/sm90.md (p)): the default tier's dbias cases pass.
+// A bias of one row for every query ([.., 1, Sk]) is given as Sq rows at a query stride of 0 (as
+// torch's expand() passes it): as a dimension of 1 the backward's gradients were wrong (H100 and
+// H200, 9.14.0). Its dBias (reduced over the queries) is not built: cuDNN wrote outside its
+// outputs and lost the device (docs/status/sm90.md (p)).
+//
+// FP8 (SdpaParams::fp8 qkv; the frontend's per-tensor fp8 forward, node/scaled_dot_product_flash_attention.h
+// with matmul_fp8.h): Q, K, V as FP8_E4M3 or FP8_E5M2 codes; S = Q·Kᵀ · scale · descale_q ·
+// descale_k; the softmax as above; P = DIV → AMAX (Amax_S) → MUL scale_s, cast to Q's fp8 type →
+// MATMUL P·V (fp32) · descale_s · descale_v (AMAX: Amax_O) · scale_o → O as FP8_E4M3 codes. The
+// adapter gives scale_s = 2^8 and descale_s = 2^-8 (device constants of the plan; the judged model,
+// families/sdpa/bound.hpp kFp8PNormalised), the problem's o_scale as scale_o, and the two amax
+// outputs to scratch. Gates (sdpa_support_surface.h): >= 9.1.0, not 9.10.0; per-tensor descales;
+// no bias; head dims multiples of 16; before Blackwell an fp8 O and top-left masks only. Forward
+// only (the frontend's sdpa_fp8_backward is not built), dense layouts, no sinks, ALiBi or softcap.
 //
 // Explicit masks: additive only (the SdpaParams::attn_mask in the input dtype, added after the
 // softcap like the frontend's bias). A boolean mask is refused here; the glue converts it to an

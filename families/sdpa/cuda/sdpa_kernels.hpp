@@ -165,6 +165,10 @@ struct SdpaParams {
   const float* q_descale = nullptr;
   const float* k_descale = nullptr;
   const float* v_descale = nullptr;
+  // An fp8 output (ABI 1.9; cuda.cudnn's fp8 graph only): O holds e4m3fn codes of O·o_scale
+  // (round to nearest, saturating), o_scale fp32 [1]. Set without the tensors too.
+  bool fp8_out = false;
+  const float* o_scale = nullptr;
 };
 
 /// Gradients of the forward above for a given dO. `fwd` holds the forward's inputs and its

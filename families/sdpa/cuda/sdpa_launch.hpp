@@ -91,6 +91,7 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
     k.fp8_format = c.fp8_format.code;
     k.descale_per_head = from_abi<sdpa::Descale>(c.descale, "descale") == sdpa::Descale::per_head;
   }
+  k.fp8_out = c.fp8_out != 0;
   if (paged) {
     k.page_size = c.page_size;
     k.num_pages = c.num_pages;
@@ -113,6 +114,7 @@ inline SdpaParams sdpa_params_of(const opcts_sdpa_params& c, const opcts_tensor*
       k.k_descale = static_cast<const float*>(sdpa_tensor_data(tensors, n, "k_descale"));
       k.v_descale = static_cast<const float*>(sdpa_tensor_data(tensors, n, "v_descale"));
     }
+    if (k.fp8_out) k.o_scale = static_cast<const float*>(sdpa_tensor_data(tensors, n, "o_scale"));
     if (thd) {
       k.cu_seqlens_q = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_q"));
       k.cu_seqlens_k = static_cast<const int32_t*>(sdpa_tensor_data(tensors, n, "cu_seqlens_k"));

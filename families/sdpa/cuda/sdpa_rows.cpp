@@ -34,10 +34,13 @@ std::function<std::string(const Problem&)> cannot_show(sdpa::PlantedBug bug) {
 }
 
 // Whether sdpa_cudnn_row_supports refuses a valid problem on every device and library: tensors
-// cuDNN's graphs never take (fp16 or bf16 throughout; the adapter has no fp8 graph), or a
-// zero-size dimension (cuDNN's descriptors take none).
+// cuDNN's graphs never take (fp16 or bf16 throughout, or the adapter's one fp8 graph: q, k, v fp8
+// with per-tensor descales and an e4m3 O), or a zero-size dimension (cuDNN's descriptors take none).
 bool cudnn_never_runs(const sdpa::Problem& p) {
-  const bool dtypes = (p.dtype == DType::bf16 || p.dtype == DType::fp16) && p.fp8 == sdpa::Fp8::none && !p.fp8_out;
+  const bool fp8_graph = p.fp8 == sdpa::Fp8::qkv && p.descale == sdpa::Descale::per_tensor && p.fp8_out &&
+                         p.direction == sdpa::Direction::forward;
+  const bool dtypes =
+      (p.dtype == DType::bf16 || p.dtype == DType::fp16) && ((p.fp8 == sdpa::Fp8::none && !p.fp8_out) || fp8_graph);
   return !dtypes || p.batch == 0 || p.seq_q == 0 || p.seq_k == 0;
 }
 
@@ -171,7 +174,8 @@ void register_cuda_sdpa(Registry& reg) {
       OPCTS_HAVE_CUDA ? "this opcts was built without cuDNN (no cudnn_graph.h / libcudnn found)" : "";
 #endif
   cudnn.caps = {"mma_sync_bf16"};
-  cudnn.desc.abi_minor = 7;  // ragged and paged graphs (1.3), sinks (1.5), ALiBi (1.6), dbias and one-row masks (1.7)
+  // ragged and paged graphs (1.3), sinks (1.5), ALiBi (1.6), dbias and one-row masks (1.7), fp8 (1.9)
+  cudnn.desc.abi_minor = 9;
   cudnn.tactics = cudnn_tactics;  // in every build, with cuDNN or not: ids never depend on it
   add_rows(reg, {cudnn}, missing);
 }

@@ -238,7 +238,7 @@ TEST(SdpaCudaGlue, CudnnTakesPackedLayoutsAndSkipsWhatItsGraphsCannotExpress) {
   const Family& f = *builtin_registry().family("sdpa");
   const auto* cudnn = dynamic_cast<const AbiImpl*>(builtin_registry().impl("cuda.cudnn"));
   ASSERT_NE(cudnn, nullptr);
-  EXPECT_EQ(cudnn->abi_minor(), 7u);
+  EXPECT_EQ(cudnn->abi_minor(), 9u);
   ArchInfo sm90;
   sm90.name = "sm90", sm90.backend = "cuda", sm90.caps = {"mma_sync_bf16"}, sm90.compute_major = 9;
   const auto reason = [&](const char* id) { return cudnn->supports(*f.parse_id(id), sm90).reason; };
@@ -296,14 +296,14 @@ std::string gap(const char* impl, const Problem& p) {
   return i ? i->abi_gap(p) : std::string("no impl ") + impl;
 }
 
-// Every CUDA sdpa row but cuda.flash, cuda.flash_decode, cuda.math and cuda.cudnn (1.7; their supports decline
+// Every CUDA sdpa row but cuda.flash, cuda.flash_decode, cuda.math and cuda.cudnn (1.9; their supports decline
 // what it does not run, which the tests check) declares at most `minor`, so the runner SKIPs p
 // there, naming `abi` ("ABI 1.6").
 void expect_other_cuda_rows_skip(const Problem& p, uint32_t minor, const char* abi) {
   for (const Impl* i : builtin_registry().impls_of("sdpa")) {
     const std::string name(i->name());
     if (name.rfind("cuda.", 0) != 0 || name == "cuda.flash" || name == "cuda.flash_decode" || name == "cuda.math" ||
-        name == "cuda.cudnn")  // 1.7: CudnnTakesSinksAlibiAndDbiasAsTheFrontendBuildsThem
+        name == "cuda.cudnn")  // 1.9: CudnnTakesSinksAlibiDbiasAndFp8AsTheFrontendBuildsThem
       continue;
     const auto* a = dynamic_cast<const AbiImpl*>(i);
     ASSERT_NE(a, nullptr) << name;
@@ -313,12 +313,12 @@ void expect_other_cuda_rows_skip(const Problem& p, uint32_t minor, const char* a
 }
 
 #if OPCTS_HAVE_CUDNN
-// cuda.cudnn declares 1.7 and builds the frontend's sink token (9.13.0+, dense, s_q > 1), its
-// alibi_mask (per head, top-left causal, Sq = Sk), dBias (9.5.0+) and a one-row bias in the
-// forward (not the backward: measured wrong); what its graphs cannot
-// express is a SKIP naming it (the version gates by the loaded cuDNN's number), 1.8's block masks
-// and 1.9's fp8 the runner's.
-TEST(SdpaCudaGlue, CudnnTakesSinksAlibiAndDbiasAsTheFrontendBuildsThem) {
+// cuda.cudnn declares 1.9 and builds the frontend's sink token (9.13.0+, dense, s_q > 1), its
+// alibi_mask (per head, top-left causal, Sq = Sk), dBias (9.5.0+, not of a one-row bias: measured
+// out-of-bounds writes), a one-row bias and the per-tensor fp8 forward with an e4m3 O
+// (9.1.0+, top-left masks); what its graphs cannot express is a SKIP naming it (the version
+// gates by the loaded cuDNN's number), block masks among them.
+TEST(SdpaCudaGlue, CudnnTakesSinksAlibiDbiasAndFp8AsTheFrontendBuildsThem) {
   const Family& f = *builtin_registry().family("sdpa");
   const auto params = [&](const char* id) {
     return cuda::sdpa_backward_params_of(abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id(id))));
@@ -346,12 +346,35 @@ TEST(SdpaCudaGlue, CudnnTakesSinksAlibiAndDbiasAsTheFrontendBuildsThem) {
   if (v >= 90500) EXPECT_EQ(dbias, "");
   else EXPECT_NE(dbias.find("< 9.5.0"), std::string::npos) << dbias;
   EXPECT_NE(why("bf16_b1_hq4_hkv2_sq26_sk48_d64_causal_lr_chunk17", false).find("chunks"), std::string::npos);
-  // A one-row bias: the forward runs, the backward (wrong on an H100 with 9.14.0) is declined.
+  // A one-row bias: forward and backward run; its dbias (measured out-of-bounds writes) is declined.
   EXPECT_EQ(why("bf16_b2_hq4_hkv2_sq40_sk72_d64_nomask_amaskk", false), "");
-  EXPECT_NE(why("bf16_b2_hq4_hkv2_sq40_sk72_d64_nomask_amaskk_bwd", true).find("broadcast over the queries"),
-            std::string::npos);
-  EXPECT_NE(gap("cuda.cudnn", *f.parse_id("bf16_b2_hq4_hkv2_sq96_sk160_d64_nomask_blk16x16")).find("ABI 1.8"),
-            std::string::npos);
+  EXPECT_EQ(why("bf16_b2_hq4_hkv2_sq40_sk72_d64_nomask_amaskk_bwd", true), "");
+  if (v >= 90500)
+    EXPECT_NE(why("bf16_b2_hq4_hkv2_sq48_sk48_d64_nomask_amaskbhk_dbias_bwd", true).find("broadcast over the queries"),
+              std::string::npos);
+  EXPECT_EQ(gap("cuda.cudnn", *f.parse_id("bf16_b2_hq4_hkv2_sq96_sk160_d64_nomask_blk16x16")), "");
+  EXPECT_NE(why("bf16_b2_hq4_hkv2_sq96_sk160_d64_nomask_blk16x16", false).find("block mask"), std::string::npos);
+  // fp8: q, k, v of one format with per-tensor descales and an e4m3 O, top-left masks only.
+  for (const char* id :
+       {"bf16_b2_hq4_hkv2_sq64_sk64_d64_causal_lr_fp8qkvo", "bf16_b2_hq4_hkv2_sq64_sk64_d128_nomask_fp8qkve5m2o",
+        "bf16_b2_hq4_hkv2_sq32_sk96_d64_causal_ul_fp8qkvo"}) {
+    const std::string w = why(id, false);
+    if (v >= 90100 && v != 91000) EXPECT_EQ(w, "") << id;
+    else EXPECT_NE(w, "") << id;
+    EXPECT_EQ(gap("cuda.cudnn", *f.parse_id(id)), "") << id;
+  }
+  EXPECT_NE(why("bf16_b2_hq4_hkv2_sq32_sk96_d64_causal_lr_fp8qkvo", false).find("bottom-right"), std::string::npos);
+  EXPECT_NE(why("bf16_b2_hq4_hkv2_sq64_sk64_d64_nomask_fp8qkvho", false).find("per-tensor"), std::string::npos);
+  EXPECT_NE(why("bf16_b2_hq4_hkv2_sq64_sk64_d64_nomask_fp8qkv", false).find("16-bit O"), std::string::npos);
+  EXPECT_NE(why("bf16_b2_hq8_hkv2_sq26_sk80_d64_causal_lr_fp8kv", false).find("all fp8"), std::string::npos);
+  const cuda::SdpaParams o8 = params("bf16_b2_hq4_hkv2_sq64_sk64_d64_nomask_fp8qkvo").fwd;
+  EXPECT_TRUE(o8.fp8_out);
+  float scale = 0;
+  opcts_tensor t{};
+  t.name = "o_scale", t.data = &scale;
+  const auto c =
+      abi_struct<opcts_sdpa_params>(f.abi_params(*f.parse_id("bf16_b2_hq4_hkv2_sq64_sk64_d64_nomask_fp8qkvo")));
+  EXPECT_EQ(cuda::sdpa_params_of(c, &t, 1).o_scale, &scale);
 }
 #endif
 
@@ -677,7 +700,8 @@ TEST(SdpaCudaGlue, Fp8ReachesCudaFlashsForwardOnly) {
   kvq.k_descale = kvq.v_descale = &kd;
   EXPECT_TRUE(cuda::sdpa_flash_supports(kvq, &why)) << why;  // no q_descale under an fp8 KV cache
 
-  // The row table: cuda.flash declares 1.9 and takes them; the others SKIP them on the ABI
+  // The row table: cuda.flash and cuda.cudnn declare 1.9 and take them (cudnn's supports
+  // decline these: per-head descales, a 16-bit O, fp8 KV); the others SKIP them on the ABI
   // (cuda.flash_decode 1.6, cuda.math 1.7, the rest at most 1.8).
   for (const char* id : ids) {
     const ProblemPtr p = f.parse_id(id);
