@@ -505,18 +505,19 @@ std::string variant_why_not(const SdpaParams& p, bool backward, bool dbias, int6
 }
 
 // The fp8 graph as cudnn-frontend builds it for per-tensor scaling (sdpa_support_surface.h: cuDNN
-// >= 9.1.0, not 9.10.0, Hopper or newer, no bias, head dims multiples of 16 up to 256 on sm90, an
-// fp8 O before Blackwell with 9.13.0, no bottom-right causal mask before Blackwell).
+// >= 9.1.0, not 9.10.0 (why_not refuses it for every graph), Hopper or newer (the glue's
+// supports), no bias, head dims multiples of 16 up to 256 on sm90, an fp8 O before Blackwell with
+// 9.13.0, no bottom-right causal mask before Blackwell). The adapter builds the graph every arch
+// from sm90 takes: an fp8 O, top-left masks.
 std::string fp8_why_not(const SdpaParams& p, bool backward, int64_t v) {
   if (p.fp8 == SdpaFp8::none) return p.fp8_out ? "an fp8 output needs fp8 q, k and v (cuDNN's fp8 graph)" : "";
   if (p.fp8 == SdpaFp8::kv) return "an fp8 KV cache under 16-bit queries: cuDNN's fp8 SDPA takes q, k and v all fp8";
   if (backward) return "fp8 backward: the adapter builds the fp8 forward only (frontend sdpa_fp8_backward not built)";
   if (v < 90100) return "cuDNN " + std::to_string(v) + " < 9.1.0: fp8 SDPA needs 9.1.0 (frontend)";
-  if (v == 91000) return "cuDNN 9.10.0: the frontend blocks its fp8 SDPA forward";
   if (p.descale_per_head) return "descales per (batch, KV head): cuDNN's fp8 SDPA takes per-tensor descales";
   if (!p.fp8_out)
-    return "a 16-bit O from fp8 inputs: cuDNN gives it on Blackwell with 9.13.0 only (frontend); the adapter "
-           "builds the fp8 O graph";
+    return "a 16-bit O from fp8 inputs: the adapter builds the fp8-O graph, the one cuDNN takes before Blackwell "
+           "(a 16-bit O needs Blackwell and 9.13.0: frontend)";
   if (p.head_dim % 16 != 0 || p.head_dim_v % 16 != 0)
     return "cuDNN (frontend support surface): fp8 SDPA head dims must be multiples of 16";
   if (is_packed(p)) return "fp8: the adapter's fp8 graph is dense (no ragged or paged layout)";
@@ -524,7 +525,8 @@ std::string fp8_why_not(const SdpaParams& p, bool backward, int64_t v) {
   if (p.has_sinks || p.alibi != SdpaAlibi::none || p.softcap > 0)
     return "fp8: the adapter's fp8 graph takes no sink token, ALiBi or softcap";
   if ((is_causal(p) || has_window(p)) && band_of(p).align == Align::bottom_right)
-    return "cuDNN (frontend support surface): a bottom-right diagonal alignment with fp8 needs Blackwell";
+    return "a bottom-right diagonal alignment with fp8: the adapter builds the top-left graph, the one cuDNN takes "
+           "before Blackwell (frontend support surface)";
   return {};
 }
 
@@ -695,23 +697,26 @@ Tensor padding_mask(Graph& g, const Tensor& score, const Tensor& sq, const Tenso
   return g.pwv(CUDNN_POINTWISE_BINARY_SELECT, score, &neg_inf, score, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, &m);
 }
 
-// The mask's dims: a broadcast axis (stride 0: batch, heads, or the queries of a one-row mask) is
-// a dimension of 1.
+// The mask's dims, each broadcast axis (stride 0: batch, heads, or the queries of a one-row mask)
+// a dimension of 1: the forward's bias and dBias's shape (bias_tensor says where the backward's
+// bias differs).
 std::vector<int64_t> bias_dims(const SdpaParams& p) {
   return {p.mask_strides.batch == 0 ? 1 : p.batch, p.mask_strides.head == 0 ? 1 : p.heads_q,
           p.mask_strides.seq == 0 ? 1 : p.seq_q, p.seq_k};
 }
 
-// The bias input: a broadcast batch or head axis is a dimension of 1; a one-row mask's query
-// axis is Sq rows at a stride of 0, as torch's expand() hands it over. Measured on an H200 with
-// cuDNN 9.14.0 (2026-12-07, docs/status/sm90.md (p)): given as a dimension of 1 the backward's
-// dQ, dK and dV were off by up to 750× their bounds, with either stride for that row; as Sq rows
-// at stride 0 they pass.
-Tensor bias_tensor(Graph& g, const SdpaParams& p) {
+// The bias input: a broadcast batch or head axis is a dimension of 1, as is a one-row mask's
+// query axis in the forward (measured on an H100 with cuDNN 9.14.0: 12 PASS, docs/status/sm90.md
+// (o)). In the backward graph that axis is Sq rows at a stride of 0, as torch's expand() hands
+// it over: as a dimension of 1 the gradients were wrong (H100, stride Sk: up to 3.8 where the
+// bounds were 0.004-0.011; H200, stride 0: 200-750× the bounds), as Sq rows at stride 0 they
+// passed (H200, 3 of 3; docs/status/sm90.md (p)).
+Tensor bias_tensor(Graph& g, const SdpaParams& p, bool backward) {
   std::vector<int64_t> dims = bias_dims(p);
   std::vector<int64_t> strides = {p.mask_strides.batch, p.mask_strides.head, p.mask_strides.seq, 1};
-  if (strides[2] == 0) dims[2] = p.seq_q;  // stride 0 kept
-  if (strides[1] == 0) strides[1] = dims[2] * p.seq_k;
+  if (strides[2] == 0 && backward) dims[2] = p.seq_q;  // stride 0 kept
+  else if (strides[2] == 0) strides[2] = p.seq_k;      // a dimension of 1: its stride is unread
+  if (strides[1] == 0) strides[1] = dims[2] * (strides[2] ? strides[2] : p.seq_k);
   if (strides[0] == 0) strides[0] = dims[1] * strides[1];
   return g.tensor(io_type(p.dtype), dims, strides, false, kBias);
 }
@@ -739,7 +744,7 @@ struct Scores {
   Tensor s, scale, cap, pre_tanh;
 };
 
-Scores scores(Graph& g, const Tensor& q, const Tensor& kt, const SdpaParams& p, Overrides ov) {
+Scores scores(Graph& g, const Tensor& q, const Tensor& kt, const SdpaParams& p, Overrides ov, bool backward) {
   Scores r;
   r.s = g.matmul(q, kt, g.virt(CUDNN_DATA_FLOAT, {p.batch, p.heads_q, p.seq_q, graph_seq_k(p)}), ov);
   r.scale = g.scalar_f(p.scale);
@@ -751,7 +756,7 @@ Scores scores(Graph& g, const Tensor& q, const Tensor& kt, const SdpaParams& p, 
     r.s = g.pwv(CUDNN_POINTWISE_MUL, r.s, &r.cap, r.s);
   }
   if (p.mask_kind == SdpaMaskTensor::additive) {
-    const Tensor bias = bias_tensor(g, p);
+    const Tensor bias = bias_tensor(g, p, backward);
     r.s = g.pwv(CUDNN_POINTWISE_ADD, r.s, &bias, r.s);
   }
   if (p.alibi != SdpaAlibi::none) r.s = alibi(g, r.s, p);  // after the bias, as the frontend adds it
@@ -935,7 +940,7 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p, int r
 
   // bmm1, attn_scale, score modifier, bias; with a padding mask, the GEMM's rows and columns
   // past the lengths read as 0 (frontend: bmm1 set_padding(0.0))
-  Tensor s = scores(g, q, kt, p, {len_q, len_kv, nullptr, im->packed}).s;
+  Tensor s = scores(g, q, kt, p, {len_q, len_kv, nullptr, im->packed}, false).s;
   auto unit = [&](int64_t uid) { return g.tensor(CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, uid); };
   if (im->fp8) {  // after attn_scale, as the frontend multiplies them
     const Tensor dq = unit(kDescaleQ), dk = unit(kDescaleK);
@@ -977,7 +982,8 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p, int r
     acc = g.pwv(CUDNN_POINTWISE_MUL, acc, &descale_v, acc);
     g.pw(CUDNN_POINTWISE_MUL, acc, &scale_o, nullptr, o);
     g.reduction(CUDNN_REDUCE_TENSOR_AMAX, acc, unit(kAmaxO));
-    const float consts[2] = {kFp8ScaleS, 1.f / kFp8ScaleS};
+    // Each in a 16-byte slot of its own: every tensor declares 16-byte alignment.
+    const float consts[8] = {kFp8ScaleS, 0, 0, 0, 1.f / kFp8ScaleS, 0, 0, 0};
     cuda_check(cudaMalloc(reinterpret_cast<void**>(&im->fp8_consts), sizeof consts), "cudaMalloc(fp8 scales)");
     cuda_check(cudaMemcpy(im->fp8_consts, consts, sizeof consts, cudaMemcpyHostToDevice), "cudaMemcpy(fp8 scales)");
   } else {
@@ -1056,7 +1062,7 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::backward(const SdpaBackwardParams&
                                   g.tensor(CUDNN_DATA_FLOAT, {B, Hq, Sq, 1}, {Hq * Sq, Sq, 1, 1}, false, kSoftmaxSum));
 
   // "Q @ KT => exp_softmax => dV"
-  const Scores sc = scores(g, q, kt, p, {sq, skv, nullptr});
+  const Scores sc = scores(g, q, kt, p, {sq, skv, nullptr}, true);
   const Tensor &scale = sc.scale, &cap = sc.cap, &before_tanh = sc.pre_tanh;
   Tensor s = sc.s;
   im->has_bias = p.mask_kind == SdpaMaskTensor::additive;
@@ -1143,11 +1149,11 @@ void SdpaCudnnPlan::run(const SdpaParams& p, CUstream_st* stream) {
   if (impl_->fp8) {
     require(p.q_descale && p.k_descale && p.v_descale, "q_descale", "null descale pointer");
     require(p.o_scale != nullptr, "o_scale", "null o_scale pointer");
-    auto* amax = static_cast<float*>(scratch.alloc(2 * sizeof(float), "Amax_S and Amax_O"));
+    auto* amax = static_cast<float*>(scratch.alloc(8 * sizeof(float), "Amax_S and Amax_O"));  // 16-byte slots
     uids.insert(uids.end(), {kDescaleQ, kDescaleK, kDescaleV, kScaleS, kDescaleS, kScaleO, kAmaxS, kAmaxO});
     ptrs.insert(ptrs.end(),
                 {const_cast<float*>(p.q_descale), const_cast<float*>(p.k_descale), const_cast<float*>(p.v_descale),
-                 impl_->fp8_consts, impl_->fp8_consts + 1, const_cast<float*>(p.o_scale), amax, amax + 1});
+                 impl_->fp8_consts, impl_->fp8_consts + 4, const_cast<float*>(p.o_scale), amax, amax + 4});
   }
   void* workspace = scratch.alloc(static_cast<size_t>(impl_->workspace_bytes), "workspace");
   impl_->execute(std::move(uids), std::move(ptrs), workspace, stream);
@@ -1384,8 +1390,8 @@ void warm_up(const std::vector<std::shared_ptr<SdpaCudnnPlan>>& plans, SdpaBackw
       // fp32 sinks, ALiBi slopes and dsinks [Hq]; dbias shaped as the mask
       p.has_sinks ? 2 * Hq : 0, p.alibi != SdpaAlibi::none ? 2 * Hq : 0, backward && p.has_sinks ? 2 * Hq : 0,
       backward && bp.dbias ? span(B, Hq, Sq, Sk, p.mask_strides) : 0,
-      // fp32 q, k, v descales and o_scale, one each (the graph's are per tensor)
-      p.fp8 != SdpaFp8::none || p.fp8_out ? 8 : 0};
+      // fp32 q, k, v descales and o_scale, one each in a 16-byte slot (the graph's are per tensor)
+      p.fp8 != SdpaFp8::none || p.fp8_out ? 32 : 0};
   std::vector<size_t> bytes;
   for (int64_t e : elems) bytes.push_back(static_cast<size_t>(e) * 2);  // 16-bit elements
   run_on_zeroed_scratch(bytes, [&](const std::vector<void*>& at, cudaStream_t s) {
@@ -1405,7 +1411,7 @@ void warm_up(const std::vector<std::shared_ptr<SdpaCudnnPlan>>& plans, SdpaBackw
     bp.d_sinks = static_cast<float*>(at[16]);
     bp.d_bias = at[17];
     const auto* scales = static_cast<const float*>(at[18]);
-    p.q_descale = scales, p.k_descale = scales + 1, p.v_descale = scales + 2, p.o_scale = scales + 3;
+    p.q_descale = scales, p.k_descale = scales + 4, p.v_descale = scales + 8, p.o_scale = scales + 12;
     for (const std::shared_ptr<SdpaCudnnPlan>& plan : plans) {
       try {
         backward ? plan->run(bp, s) : plan->run(p, s);

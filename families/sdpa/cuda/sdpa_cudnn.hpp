@@ -85,10 +85,11 @@
 // and the scale, onto the mask's dims (broadcast axes 1); with it dQ comes straight from its
 // matmul (the frontend's dP-workspace implementation, without dQ_accum). Measured on an H200 with
 // 9.14.0 (2026-12-07, docs/status/sm90.md (p)): the default tier's dbias cases pass.
-// A bias of one row for every query ([.., 1, Sk]) is given as Sq rows at a query stride of 0 (as
-// torch's expand() passes it): as a dimension of 1 the backward's gradients were wrong (H100 and
-// H200, 9.14.0). Its dBias (reduced over the queries) is not built: cuDNN wrote outside its
-// outputs and lost the device (docs/status/sm90.md (p)).
+// A bias of one row for every query ([.., 1, Sk]) is a dimension of 1 in the forward (passed on an
+// H100, (o)) and Sq rows at a query stride of 0 in the backward graph (as torch's expand() passes
+// it): as a dimension of 1 the backward's gradients were wrong (H100 and H200, 9.14.0); as Sq rows
+// they passed (H200, 3 of 3). Its dBias (reduced over the queries) is not built: cuDNN wrote
+// outside its outputs and lost the device (docs/status/sm90.md (p)).
 //
 // FP8 (SdpaParams::fp8 qkv; the frontend's per-tensor fp8 forward, node/scaled_dot_product_flash_attention.h
 // with matmul_fp8.h): Q, K, V as FP8_E4M3 or FP8_E5M2 codes; S = Q·Kᵀ · scale · descale_q ·

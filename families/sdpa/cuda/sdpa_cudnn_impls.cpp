@@ -105,6 +105,8 @@ int32_t sdpa_cudnn_row_supports(const void*, const void* params, const opcts_arc
   if (c.batch == 0 || c.seq_q == 0 || c.seq_k == 0)
     return no("cuDNN descriptors take no zero-size dimension (B, Sq or Sk = 0)");
   if (arch->compute_major > 0 && arch->compute_major < 8) return no("cuDNN fp16/bf16 SDPA needs sm80+");
+  if (c.fp8 != OPCTS_SDPA_FP8_NONE && arch->compute_major > 0 && arch->compute_major < 9)
+    return no("cuDNN's fp8 SDPA needs sm90+ (frontend support surface)");
   std::string why;
   if (!sdpa_cudnn_supports(bp.fwd, backward(c), &why, bp.dbias)) return no("cuDNN " + version_text() + ": " + why);
   const bool packed = bp.fwd.varlen || bp.fwd.page_size > 0;

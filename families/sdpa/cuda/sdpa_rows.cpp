@@ -35,13 +35,14 @@ std::function<std::string(const Problem&)> cannot_show(sdpa::PlantedBug bug) {
 
 // Whether sdpa_cudnn_row_supports refuses a valid problem on every device and library: tensors
 // cuDNN's graphs never take (fp16 or bf16 throughout, or the adapter's one fp8 graph: q, k, v fp8
-// with per-tensor descales and an e4m3 O), or a zero-size dimension (cuDNN's descriptors take none).
+// with per-tensor descales and an e4m3 O), chunks and block masks (no graph of the adapter's has
+// them), or a zero-size dimension (cuDNN's descriptors take none).
 bool cudnn_never_runs(const sdpa::Problem& p) {
   const bool fp8_graph = p.fp8 == sdpa::Fp8::qkv && p.descale == sdpa::Descale::per_tensor && p.fp8_out &&
                          p.direction == sdpa::Direction::forward;
   const bool dtypes =
       (p.dtype == DType::bf16 || p.dtype == DType::fp16) && ((p.fp8 == sdpa::Fp8::none && !p.fp8_out) || fp8_graph);
-  return !dtypes || p.batch == 0 || p.seq_q == 0 || p.seq_k == 0;
+  return !dtypes || p.chunk > 0 || p.block_q > 0 || p.batch == 0 || p.seq_q == 0 || p.seq_k == 0;
 }
 
 // cuda.cudnn's tactics (Row::tactics): c<i> runs the engine config of rank i among those of
