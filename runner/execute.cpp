@@ -342,6 +342,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
         r.raw_outcome = Outcome::FAIL;
         r.message = diff;
         r.failures = {{"", FailureKind::nondeterministic, 0, 0}};
+        r.worst.clear();  // the comparison's, which passed: the message names the first difference
         ok = false;
       }
     }
@@ -416,6 +417,7 @@ ResultRecord execute_case(const Suite& suite, const Case& c, int device, Referen
     r.raw_outcome = Outcome::FAIL;
     r.message = e.what();
     r.failures = {{e.output, e.kind, 0, 0}};
+    r.worst.clear();  // a breach in a rerun follows a comparison that passed: nothing of it
   } catch (const std::exception& e) {
     r.raw_outcome = Outcome::ERROR;
     r.message = e.what();

@@ -129,7 +129,10 @@ constexpr double kRoundingSigmas = 4;
 /// e·scale_s relative to its running max instead has the floor least/scale_s <= least·l_i/scale_s:
 /// the model holds for both. The division e/l (one rounding per P, at most u·Σ_j P_ij·|v_jd| on O,
 /// the normalisation's floor) and the products by descale_s (2^-8: exact), descale_v and scale_o
-/// take no more fp32 roundings than the running-max pipeline's normalisation does.
+/// take no more fp32 roundings than the running-max pipeline's normalisation does. Like every O
+/// model here it takes Q·Kᵀ and P·V summed in fp32; an fp8 MMA's adder keeps fewer bits (about
+/// 14 on sm90), which lse's floor does not hold (cases/manifests/sm90.yaml) and O's bound, whose
+/// P rounding at 2^-4 dominates, has held on the H200 (at most 0.60; docs/status/sm90.md (p)).
 inline constexpr const char* kFp8PNormalised = "fp8_p_normalised";
 /// The scale_s such a graph is given (the cuda.cudnn adapter's): 2^8 keeps P·scale_s <= 256,
 /// below e4m3fn's 448 and e5m2's 57344, and its descale 2^-8 exact.

@@ -17,7 +17,8 @@
 //     lse_i = m_i + log l_i (fp32, the lse output itself);
 //   - e rounded to the dtype once, for the P·V product (a tensor-core MMA takes P in the input
 //     dtype; FlashAttention-2 packs it so, as cuda.flash and host.flash do); under fp8 qkv to
-//     e4m3fn (Problem::p_dtype: an fp8 MMA's operand, FlashAttention 3's and cuDNN's);
+//     e4m3fn (Problem::p_dtype: an fp8 MMA's operand, FlashAttention 3's; cuDNN's graph rounds
+//     the normalised P to Q's type, bound.hpp kFp8PNormalised);
 //   - fp8 inputs dequantized, codes times descales (exact in fp32 for the catalog's descales);
 //   - O = (Σ_j RN(e_ij)·v_j) / l_i accumulated in fp32, stored before its rounding to the
 //     dtype: the ref_relative bound takes factor × this accumulation error (or the bound below,

@@ -234,8 +234,9 @@ struct Problem {
   DType q_dtype() const { return fp8 == Fp8::qkv ? fp8_format : dtype; }
   DType kv_dtype() const { return fp8 == Fp8::none ? dtype : fp8_format; }
   /// The format P takes into the P·V product in the bound's model: e4m3fn under fp8 qkv (an fp8
-  /// MMA's operand: FlashAttention 3 and cuDNN round P to e4m3 whatever the inputs' format), else
-  /// the dtype (an fp8 KV cache's V is widened to the queries' dtype, as FlashInfer does).
+  /// MMA's operand: FlashAttention 3 rounds P to e4m3 whatever the inputs' format; cuDNN's graph
+  /// casts the normalised P to Q's type instead, its own model "O@fp8_p_normalised", bound.hpp),
+  /// else the dtype (an fp8 KV cache's V is widened to the queries' dtype, as FlashInfer does).
   DType p_dtype() const { return fp8 == Fp8::qkv ? DType::e4m3fn : dtype; }
   /// The stored dtype of O: e4m3fn with fp8_out, else the dtype.
   DType o_dtype() const { return fp8_out ? DType::e4m3fn : dtype; }

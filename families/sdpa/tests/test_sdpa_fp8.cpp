@@ -208,6 +208,28 @@ TEST(SdpaFp8, CudnnsNormalisedPRoundingPassesItsModelAndFailsOneWithoutIt) {
   }
 }
 
+// Rounding::bound_scaled, the normalised model's per-P bound in e's units, against the format's
+// own rounding of e·c (c = 2^8/l) over a sweep of e and row sums l: never exceeded, attained
+// within 10% in the subnormal floor, and the running-max bound (floor least, unscaled) is exceeded
+// there once l > 2^8: the floor must grow with l, as the model says.
+TEST(SdpaFp8, TheNormalisedPsRoundingBoundHoldsAndTheFloorGrowsWithTheRowSum) {
+  for (const DType format : {DType::e4m3fn, DType::e5m2}) {
+    const sdpa::detail::Rounding<double> r(format);
+    for (const double l : {1.0, 3.0, 100.0, 4096.0, 1e5}) {
+      const double c = sdpa::detail::kFp8PScale / l;
+      double floor_ratio = 0, running_max_over = 0;
+      for (double e = 1; e > 1e-14; e *= 0.9973) {
+        const double err = std::fabs(round_to(format, e * c) / c - e), b = r.bound_scaled(e, c);
+        ASSERT_LE(err, b * (1 + 1e-12)) << name(format) << " l " << l << " e " << e;
+        if (e * c < dtype_info(format).min_normal) floor_ratio = std::max(floor_ratio, err / b);
+        running_max_over = std::max(running_max_over, err / r.bound(e));
+      }
+      EXPECT_GT(floor_ratio, 0.9) << name(format) << " l " << l;
+      if (l > sdpa::detail::kFp8PScale) EXPECT_GT(running_max_over, 1) << name(format) << " l " << l;
+    }
+  }
+}
+
 // An fp8 output holds e4m3fn codes of O·o_scale: the references are the dtype output's times the
 // scale, host.flash passes under them (e4m3fn's half spacing is the output's rounding)
 // and a scale taken as a descale (O / o_scale) fails.
