@@ -112,8 +112,11 @@ TEST(CiTemplates, GithubActionsShardsMergesAndGates) {
 // A cases folder with the real archs and tolerances, an empty host manifest and the three
 // tiny problems of testutil::kTinyCatalog: what the templates' commands run over on the host. The
 // real tolerances name sdpa's dbias and fp8 q, k, v, which a rule may only name where a loaded
-// case has them: one such problem each at the full tier, which the templates' smoke runs do not
-// select.
+// case has them: one such problem each, the dbias one at the full tier, which the templates' smoke
+// runs do not select, and the fp8 one at the smoke tier, the one problem host.normalised_p_fp8
+// (cuDNN's fp8 arithmetic) takes: an impl that runs no case of a selection fails the gate.
+// host.flash runs all four problems, host.normalised_p_fp8 one and SKIPs three: kTinyCiRecords.
+constexpr size_t kTinyCiRecords = 8;
 std::string tiny_cases_dir(const std::string& dir) {
   const std::string cases = dir + "/cases";
   fs::create_directories(cases + "/manifests");
@@ -127,7 +130,7 @@ std::string tiny_cases_dir(const std::string& dir) {
                   "           dbias: [true], direction: [backward]}\n");
   testutil::write(
       cases, "sdpa_fp8.yaml",
-      "family: sdpa\ngrids:\n  - name: fp8\n    tier: full\n    why: the tolerances' fp8 rules\n"
+      "family: sdpa\ngrids:\n  - name: fp8\n    tier: smoke\n    why: the tolerances' fp8 rules\n"
       "    axes: {dtype: [bf16], heads: [2], seq: [8], head_dim: [16], fp8: [{tensors: qkv, out: e4m3fn}]}\n");
   return cases;
 }
@@ -174,7 +177,7 @@ TEST(CiTemplates, GithubActionsCommandsRunMergeAndGateOnTheHost) {
   const std::string merge_and_gate = "GITHUB_STEP_SUMMARY=" + dir + "/step_summary.md";
   const Shell ok = run_template_commands(dir, merge_and_gate, {step("gate", "Merge"), step("gate", "Gate")});
   EXPECT_EQ(ok.status, 0) << ok.output;
-  EXPECT_EQ(read_results_file(dir + "/merged/results.jsonl").size(), 3u);
+  EXPECT_EQ(read_results_file(dir + "/merged/results.jsonl").size(), kTinyCiRecords);
   EXPECT_NE(read_file(dir + "/step_summary.md").find("PASS"), std::string::npos);
   // A shard whose reports are lost: its cases are MISSING to the gate.
   for (int i = 1; i <= std::stoi(count); ++i) {
@@ -211,7 +214,7 @@ TEST(CiTemplates, GitlabCommandsRunMergeAndGateOnTheHost) {
   }
   const Shell ok = run_template_commands(dir, "", opcts_lines("opcts-gate"));
   EXPECT_EQ(ok.status, 0) << ok.output;
-  EXPECT_EQ(read_results_file(dir + "/merged/results.jsonl").size(), 3u);
+  EXPECT_EQ(read_results_file(dir + "/merged/results.jsonl").size(), kTinyCiRecords);
 }
 
 TEST(CiTemplates, GitlabParallelShardsWithJunitReports) {
@@ -293,7 +296,7 @@ TEST(CiTemplates, SlurmArrayShardsMergesAndGates) {
     if (n && nonempty.empty()) nonempty = id;
     cases += n;
   }
-  EXPECT_EQ(cases, 3u);  // each case in exactly one task's shard
+  EXPECT_EQ(cases, kTinyCiRecords);  // each case in exactly one task's shard
   const Shell ok = sh(env + "bash slurm.sh gate");
   EXPECT_EQ(ok.status, 0) << ok.output;
   // A task whose reports are lost: its cases are MISSING to the gate.
@@ -347,7 +350,7 @@ TEST(CiTemplates, KubernetesIndexedJobShardsMergesAndGates) {
     EXPECT_NE(r.output.find("shard " + std::to_string(i + 1) + "/" + std::to_string(n)), std::string::npos) << r.output;
     cases += read_results_file(dir + "/reports/shard" + std::to_string(i) + ".jsonl").size();
   }
-  EXPECT_EQ(cases, 3u);
+  EXPECT_EQ(cases, kTinyCiRecords);
   const Shell ok = sh(env_line + "bash -c " + shell_quote(script(gate)));
   EXPECT_EQ(ok.status, 0) << ok.output;
 }

@@ -133,10 +133,8 @@ constexpr double kRoundingSigmas = 4;
 /// model here it takes Q·Kᵀ and P·V summed in fp32; an fp8 MMA's adder keeps fewer bits (about
 /// 14 on sm90), which lse's floor does not hold (cases/manifests/sm90.yaml) and O's bound, whose
 /// P rounding at 2^-4 dominates, has held on the H200 (at most 0.60; docs/status/sm90.md (p)).
+/// scale_s is sdpa.hpp's kFp8ScaleS (2^8, the cuda.cudnn adapter's).
 inline constexpr const char* kFp8PNormalised = "fp8_p_normalised";
-/// The scale_s such a graph is given (the cuda.cudnn adapter's): 2^8 keeps P·scale_s <= 256,
-/// below e4m3fn's 448 and e5m2's 57344, and its descale 2^-8 exact.
-inline constexpr double kFp8PScale = 256;
 
 /// b of one rounding of x to the dtype, and b² (the file comment): 0 for x = 0 and x = 1.
 template <typename T>

@@ -435,8 +435,10 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
   }
   const bool fp8_bug = bug == PlantedBug::fp8_descale_twice || bug == PlantedBug::fp8_descale_swapped ||
                        bug == PlantedBug::fp8_descale_head0 || bug == PlantedBug::fp8_p_in_e4m3 ||
-                       bug == PlantedBug::fp8_out_scale_inverted;
+                       bug == PlantedBug::fp8_out_scale_inverted || bug == PlantedBug::fp8_p_unscaled;
   if (fp8_bug && p.fp8 == Fp8::none) return "an fp8 bug: the problem has no fp8 tensors";
+  if (bug == PlantedBug::fp8_p_unscaled && p.fp8 != Fp8::qkv)
+    return "the normalised P is cast to Q's fp8 type: the graph needs fp8 q, k, v";
   if (bug == PlantedBug::fp8_descale_head0 && (p.descale != Descale::per_head || p.batch * p.heads_kv < 2))
     return "one descale for every (batch, KV head): entry [0, 0] is each one's";
   if (bug == PlantedBug::fp8_p_in_e4m3 && p.fp8 == Fp8::qkv) return "under fp8 qkv the model's P is e4m3 already";
@@ -638,6 +640,11 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
       for (int64_t i = 0; i < p.seq_q; ++i)
         if (p.keys_of_row(i) >= kPlantedPrecisionKeys) return "";
       return "every row sees one key: P = 1 is exact in e4m3";
+    // A row of one key has P = 1, scaled or not a code; with a sink its P = e/l < 1 moves.
+    case PlantedBug::fp8_p_unscaled:
+      for (int64_t i = 0; i < p.seq_q; ++i)
+        if (p.keys_of_row(i) >= kPlantedPrecisionKeys || (p.sinks && p.keys_of_row(i) == 1)) return "";
+      return "every row sees one key and no sink: P = 1 is exact scaled or not";
     case PlantedBug::block_last_dropped:
     case PlantedBug::block_one_past:
       if (block_plant_shows(p, bug)) return "";

@@ -178,7 +178,7 @@ References reference(const Problem& p, const TensorMap& inputs, DType p_round) {
           if (fp8_normalised)
             nh.middleRows(blk.r0, blk.rows) =
                 detail::o_bound<float>(p, f, qb, kb, vb, o_exact.middleRows(blk.r0, blk.rows), p.q_dtype(), nullptr,
-                                       nullptr, o_scale, detail::kFp8PScale);
+                                       nullptr, o_scale, kFp8ScaleS);
         }
         if (fp8_normalised) detail::scatter(*o_normalised, os, b, h, nh, detail::Exact{});
         detail::scatter(o_lp, os, b, h, oh_lp, detail::Exact{});

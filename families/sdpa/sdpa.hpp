@@ -413,6 +413,10 @@ enum class PlantedBug {
   fp8_p_in_e4m3,
   // FP8 output: O divided by o_scale where it is multiplied (the descale convention for a scale).
   fp8_out_scale_inverted,
+  // FP8 q, k, v under cuDNN's normalised P (host.normalised_p_fp8): P = e/l cast to the fp8 format
+  // without scale_s first (and O not divided by it), so every P below the format's least normal
+  // (2^-6 in e4m3fn, 2^-14 in e5m2) rounds on the subnormal grid: long rows lose their small P.
+  fp8_p_unscaled,
   // Forward, dense or varlen: a batch of one entry (one sequence) runs key tiles of 32 where a
   // larger batch runs 64 (a tile chosen by the batch, for occupancy), so a row's online-softmax
   // rescalings fall elsewhere and its bytes depend on the batch around it; the impl declares
@@ -448,6 +452,13 @@ constexpr int64_t kPlantedPrecisionKeys = 2;
 /// The fp8 output's scale (o_scale): O·40 keeps the inputs' |O| (up to about 3) well inside
 /// e4m3fn's 448, and a scale taken as a descale (O/40) is a gross error.
 constexpr double kFp8OutScale = 40;
+/// The scale_s of an fp8 graph that rounds the normalised P (cuDNN's SDPA fp8 forward, cudnn-frontend
+/// node/scaled_dot_product_flash_attention.h: softmax, MUL scale_s, cast to Q's fp8 type; its
+/// descale_s on P·V): 2^8 keeps P·scale_s <= 256, below e4m3fn's 448 and e5m2's 57344, and its
+/// descale exact. The cuda.cudnn adapter gives the graph this value (sdpa_cudnn.cpp kFp8ScaleS,
+/// which cannot include this header); O's model "O@fp8_p_normalised" (bound.hpp) and
+/// host.normalised_p_fp8 take it from here.
+constexpr double kFp8ScaleS = 256;
 /// The shape of each fp8 descale input: [1] per tensor, [B, Hkv] per (batch, KV head).
 std::vector<int64_t> descale_shape(const Problem& p);
 /// The descale of `tensor` ('q', 'k' or 'v') for batch entry b and KV head hk: a role factor

@@ -5,11 +5,13 @@
 #include "core/family.hpp"
 
 namespace opcts {
-/// host.flash and its planted variants (sdpa).
+/// host.flash and its planted variants, then host.normalised_p_fp8 and its plant (sdpa).
 void register_host_sdpa(Registry& reg);
 /// The planted host.flash variants (sdpa): window_off_by_one, gqa_modulo, drop_rowsum, masked_row_nan,
 /// pv_in_dtype, rowsum_in_dtype, lse_plus_log2.
 void register_host_sdpa_planted(Registry& reg);
+/// host.normalised_p_fp8, cuDNN's fp8 SDPA arithmetic, and its planted fp8_p_unscaled (sdpa).
+void register_host_sdpa_normalised_p(Registry& reg);
 /// host.cvt and the planted host.cvt_ties_up (cast).
 void register_host_cast(Registry& reg);
 /// host.emulated and its planted variants, then the Hopper emulation's (scaled_mm).

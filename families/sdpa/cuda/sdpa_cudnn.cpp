@@ -422,13 +422,13 @@ enum Uid : int64_t {
   kDescaleK = 25,
   kDescaleV = 26,
   kDescaleS = 27,  // 1 / scale_s, the plan's constant
-  kScaleS = 28,    // kFp8PScale, the plan's constant
+  kScaleS = 28,    // kFp8ScaleS, the plan's constant
   kScaleO = 29,    // the problem's o_scale
   kAmaxS = 30,     // outputs the graph must have, to scratch
   kAmaxO = 31,
 };
 
-// The scale_s the fp8 graph gives P before its cast (families/sdpa/bound.hpp kFp8PScale, the
+// The scale_s the fp8 graph gives P before its cast (families/sdpa/sdpa.hpp kFp8ScaleS, the
 // model cases/tolerances.yaml declares for it): 2^8, its descale exact.
 constexpr float kFp8ScaleS = 256.f;
 

@@ -47,12 +47,21 @@ double exact_kernel_with_plant(const std::vector<double>& moved, const Reference
   return worst;
 }
 
+// The run a plant is measured against and its own: fp8_p_unscaled is host.normalised_p_fp8's plant,
+// the others host.flash's.
+bool normalised_parent(Plant plant) { return plant == Plant::fp8_p_unscaled; }
+TensorMap run_as(const sdpa::Problem& p, const TensorMap& inputs, Plant parent_of, Plant run, bool unrounded) {
+  return normalised_parent(parent_of) ? flash_run_normalised_p(p, inputs, run, unrounded)
+                                      : flash_run(p, inputs, run, unrounded);
+}
+const char* parent_name(Plant plant) { return normalised_parent(plant) ? "host.normalised_p_fp8" : "host.flash"; }
+
 }  // namespace
 
 std::string precision_blind_spot(const sdpa::Problem& p, const CaseEvidence& evidence, Plant plant,
                                  const std::vector<OutputSpec>& outputs) {
-  const TensorMap correct = flash_run(p, evidence.inputs, Plant::none, true);
-  const TensorMap planted = flash_run(p, evidence.inputs, plant, true);
+  const TensorMap correct = run_as(p, evidence.inputs, plant, Plant::none, true),
+                  planted = run_as(p, evidence.inputs, plant, plant, true);
   std::string why;
   for (const OutputSpec& spec : outputs) {
     const auto c = correct.find(spec.name), g = planted.find(spec.name);
@@ -100,7 +109,7 @@ std::string precision_blind_spot(const sdpa::Problem& p, const CaseEvidence& evi
     }
     why += (why.empty() ? "" : "; ") + std::string(text);
   }
-  return why.empty() ? "" : why + " (measured against host.flash on these inputs)";
+  return why.empty() ? "" : why + " (measured against " + parent_name(plant) + " on these inputs)";
 }
 
 std::string tiles_blind_spot(const sdpa::Problem& p, const TensorMap& inputs, Plant plant) {
@@ -139,13 +148,15 @@ std::string tiles_blind_spot(const sdpa::Problem& p, const TensorMap& inputs, Pl
 }
 
 std::string unchanged_blind_spot(const sdpa::Problem& p, const TensorMap& inputs, Plant plant) {
-  const TensorMap planted = flash_run(p, inputs, plant), usual = flash_run(p, inputs, Plant::none);
+  const TensorMap planted = run_as(p, inputs, plant, plant, false),
+                  usual = run_as(p, inputs, plant, Plant::none, false);
   for (const auto& [name, t] : usual) {
     const HostTensor& u = planted.at(name);
     for (int64_t i = 0; i < t.numel(); ++i)
       if (t.code(i) != u.code(i)) return "";
   }
-  return "on this case's inputs the plant gives every output host.flash's very bytes: it changes nothing to see";
+  return "on this case's inputs the plant gives every output " + std::string(parent_name(plant)) +
+         "'s very bytes: it changes nothing to see";
 }
 
 }  // namespace opcts::host_sdpa

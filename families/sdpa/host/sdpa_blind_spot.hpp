@@ -11,6 +11,7 @@ namespace opcts::host_sdpa {
 
 /// Why the checks may not see `plant` on this case, or "" where they should have. The plant's
 /// own change to each output it moves is measured against host.flash's on the case's inputs
+/// (fp8_p_unscaled's against host.normalised_p_fp8's)
 /// (both before a forward's rounding of O to the dtype, whose flips are not the plant's), and
 /// judged under the key its rule judged the output by (CaseEvidence::judged_under):
 ///   - an output with an energy check (O under flash_fp32 / flash_fp32_rn): the change's weighted
@@ -45,7 +46,8 @@ std::string precision_blind_spot(const sdpa::Problem& p, const CaseEvidence& evi
 std::string tiles_blind_spot(const sdpa::Problem& p, const TensorMap& inputs, Plant plant);
 
 /// Where a plant's pass is no defect because, on this case's inputs, it changes no byte of any
-/// output against host.flash (a transposed read of a mask whose elements it swaps are equal, a
+/// output against host.flash (fp8_p_unscaled: against host.normalised_p_fp8, where every P is
+/// normal and P·2^8 rounds as P does) (a transposed read of a mask whose elements it swaps are equal, a
 /// one-key row whose P is 1 either way): "" where a byte differs.
 std::string unchanged_blind_spot(const sdpa::Problem& p, const TensorMap& inputs, Plant plant);
 

@@ -76,7 +76,7 @@ class Kernel {
   // opt.align: the offset of the bottom-right alignment, Sk − Sq unless a caller (a planted
   // varlen bug) says otherwise; opt.key_begin/end: the keys this run may read (a split).
   Kernel(const sdpa::Problem& p, const TensorMap& in, Plant plant, const DenseOptions& opt)
-      : p_(p), plant_(plant), unrounded_(opt.unrounded) {
+      : p_(p), plant_(plant), unrounded_(opt.unrounded), normalised_p_(opt.normalised_p) {
     tile_ = opt.key_tile                                          ? opt.key_tile
             : plant == Plant::batch_variant_tiles && p.batch == 1 ? sdpa::kBatchVariantTile
                                                                   : kTile;
@@ -236,6 +236,7 @@ class Kernel {
 
   // Forward of row i of (b, h): O (unrounded fp32, Dv values) and lse.
   void forward_row(int64_t b, int64_t h, int64_t i, float* o, float& lse) const {
+    if (normalised_p_) return forward_row_normalised(b, h, i, o, lse);
     const int64_t hk = kv_head(h);
     const float* qi = q.data() + qs.at(b, h, i);
     const int64_t first = lo(i), last = hi(i);
@@ -277,6 +278,40 @@ class Kernel {
     lse = empty ? kNegInf : m + std::log(plant_ == Plant::lse_plus_log2 ? 2.0f * l : l);
     if (plant_ == Plant::sink_lse_omitted && !empty) lse = m + std::log(l_keys);
     if (!sinks.empty() && empty) lse = sinks[h];  // the sink alone: O = 0 (a split-KV split's too)
+  }
+
+  // forward_row under cuDNN's fp8 graph (flash_run_normalised_p): the softmax's m and l over the
+  // row's keys first (a sink joins l), then P = e/l·scale_s cast to Q's fp8 type, summed with V's
+  // codes in fp32, and O = acc/scale_s·descale_v. The fp8_p_unscaled plant casts e/l itself.
+  void forward_row_normalised(int64_t b, int64_t h, int64_t i, float* o, float& lse) const {
+    const int64_t hk = kv_head(h), first = lo(i), n = std::max<int64_t>(0, hi(i) + 1 - first);
+    const float* qi = q.data() + qs.at(b, h, i);
+    const float qk_scale = score_scale(b, hk);
+    std::vector<float> s(n);
+    float m = kNegInf, l = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      s[j] = score(b, h, i, first + j, qi, k.data() + ks.at(b, hk, first + j), nullptr, qk_scale);
+      m = std::max(m, s[j]);
+    }
+    std::vector<float> acc(Dv, 0.0f);
+    if (m == kNegInf) {  // no key: O = 0, lse the sink's or -inf
+      std::fill(o, o + Dv, 0.0f);
+      lse = sinks.empty() ? kNegInf : sinks[h];
+      return;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      if (s[j] != kNegInf) l += std::exp(s[j] - m);
+    if (!sinks.empty()) l += std::exp(sinks[h] - m);
+    const float scale_s = plant_ == Plant::fp8_p_unscaled ? 1.0f : static_cast<float>(sdpa::kFp8ScaleS);
+    for (int64_t j = 0; j < n; ++j) {
+      if (s[j] == kNegInf) continue;
+      const float pr = static_cast<float>(round_to(p_.q_dtype(), std::exp(s[j] - m) / l * scale_s));
+      const float* vj = v.data() + vs.at(b, hk, first + j);
+      for (int64_t d = 0; d < Dv; ++d) acc[d] += pr * vj[d];
+    }
+    const float vd = descale(v_descale, b, hk);
+    for (int64_t d = 0; d < Dv; ++d) o[d] = acc[d] / scale_s * vd;
+    lse = m + std::log(l);
   }
 
   float rnd(float x) const { return static_cast<float>(round_to(p_.dtype, x)); }
@@ -437,7 +472,8 @@ class Kernel {
   const sdpa::Problem& p_;
   Plant plant_;
   bool unrounded_;
-  int64_t tile_;  // the forward's key tile
+  bool normalised_p_;  // DenseOptions::normalised_p
+  int64_t tile_;       // the forward's key tile
   int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_, key_begin_, key_end_, mask_rows = 0, nqb = 0, nkb = 0;
   std::vector<char> blocks;  // read_blocks
   float scale, cap;
@@ -461,6 +497,20 @@ TensorMap flash_run(const sdpa::Problem& p, const TensorMap& in, Plant plant, bo
   if (p.layout == sdpa::Layout::paged) return flash_run_paged(p, in, plant, unrounded);
   DenseOptions opt;
   opt.unrounded = unrounded;
+  return flash_run_dense(p, in, plant, opt);
+}
+
+TensorMap flash_run_normalised_p(const sdpa::Problem& p, const TensorMap& in, Plant plant, bool unrounded) {
+  check_arguments(p);
+  if (p.fp8 != sdpa::Fp8::qkv)
+    throw InvalidArgument("fp8", "cuDNN's fp8 graph takes fp8 q, k and v (fp8: {tensors: qkv})");
+  if (p.direction != sdpa::Direction::forward)
+    throw InvalidArgument("direction", "cuDNN's fp8 graph here is a forward");
+  if (p.layout != sdpa::Layout::bhsd && p.layout != sdpa::Layout::bshd)
+    throw InvalidArgument("layout", "cuDNN's fp8 graph here takes the dense layouts (bhsd, bshd)");
+  DenseOptions opt;
+  opt.unrounded = unrounded;
+  opt.normalised_p = true;
   return flash_run_dense(p, in, plant, opt);
 }
 
@@ -490,6 +540,7 @@ class HostSdpaFlash final : public Impl {
 void register_host_sdpa(Registry& reg) {
   reg.add(std::make_unique<HostSdpaFlash>());
   register_host_sdpa_planted(reg);
+  register_host_sdpa_normalised_p(reg);
 }
 
 }  // namespace opcts

@@ -27,11 +27,19 @@ struct DenseOptions {
   int64_t key_begin = 0, key_end = -1;
   bool unrounded = false;
   bool without_sinks = false;
-  int64_t key_tile = 0;  // the forward's key tile; 0: host.flash's (64), or the batch_variant_tiles plant's
+  int64_t key_tile = 0;       // the forward's key tile; 0: host.flash's (64), or the batch_variant_tiles plant's
+  bool normalised_p = false;  // the forward's P as cuDNN's fp8 graph rounds it (flash_run_normalised_p)
 };
 
 /// A dense problem (BHSD or BSHD) under `opt`; the varlen and paged runners' kernel.
 TensorMap flash_run_dense(const sdpa::Problem& p, const TensorMap& in, Plant plant, const DenseOptions& opt);
+
+/// A dense fp8-q, k, v forward (BHSD or BSHD) with cuDNN's fp8 SDPA arithmetic
+/// (host.normalised_p_fp8, sdpa_normalised_p.cpp): each row's softmax first, m and l over all its
+/// keys in fp32; then P = e/l times sdpa::kFp8ScaleS rounded to Q's fp8 type (e4m3fn or e5m2) into
+/// an fp32 P·V, O = acc / scale_s times v's descale; lse = m + log l. Throws opcts::InvalidArgument
+/// for another problem (naming the field) or a broken contract.
+TensorMap flash_run_normalised_p(const sdpa::Problem& p, const TensorMap& in, Plant plant, bool unrounded = false);
 
 /// A paged problem (sdpa_flash_paged.cpp): cu_seqlens_q, block_table and seqused_k read from the
 /// inputs (checked: InvalidArgument naming the one that is malformed or out of range), each

@@ -105,6 +105,7 @@ class HostSdpaPlanted final : public Impl {
       case Plant::fp8_out_scale_inverted: return "host.flash_fp8_out_scale_inverted";
       case Plant::batch_variant_tiles: return "host.flash_batch_variant_tiles";
       case Plant::packed_variant_tiles: return "host.flash_packed_variant_tiles";
+      case Plant::fp8_p_unscaled:  // host.normalised_p_fp8's (sdpa_normalised_p.cpp)
       case Plant::none: break;
     }
     return "host.flash_planted";
