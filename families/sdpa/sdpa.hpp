@@ -455,9 +455,10 @@ constexpr double kFp8OutScale = 40;
 /// The scale_s of an fp8 graph that rounds the normalised P (cuDNN's SDPA fp8 forward, cudnn-frontend
 /// node/scaled_dot_product_flash_attention.h: softmax, MUL scale_s, cast to Q's fp8 type; its
 /// descale_s on P·V): 2^8 keeps P·scale_s <= 256, below e4m3fn's 448 and e5m2's 57344, and its
-/// descale exact. The cuda.cudnn adapter gives the graph this value (sdpa_cudnn.cpp kFp8ScaleS,
-/// which cannot include this header); O's model "O@fp8_p_normalised" (bound.hpp) and
-/// host.normalised_p_fp8 take it from here.
+/// descale exact. The cuda.cudnn adapter gives the graph this value (sdpa_cudnn.hpp
+/// kCudnnFp8ScaleS, which cannot include this header; the glue test asserts they are equal);
+/// O's model "O@fp8_p_normalised" (bound.hpp) and host.normalised_p_fp8, which emulates the
+/// model's arithmetic, take it from here.
 constexpr double kFp8ScaleS = 256;
 /// The shape of each fp8 descale input: [1] per tensor, [B, Hkv] per (batch, KV head).
 std::vector<int64_t> descale_shape(const Problem& p);

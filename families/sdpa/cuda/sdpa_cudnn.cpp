@@ -422,15 +422,11 @@ enum Uid : int64_t {
   kDescaleK = 25,
   kDescaleV = 26,
   kDescaleS = 27,  // 1 / scale_s, the plan's constant
-  kScaleS = 28,    // kFp8ScaleS, the plan's constant
+  kScaleS = 28,    // kCudnnFp8ScaleS, the plan's constant
   kScaleO = 29,    // the problem's o_scale
   kAmaxS = 30,     // outputs the graph must have, to scratch
   kAmaxO = 31,
 };
-
-// The scale_s the fp8 graph gives P before its cast (families/sdpa/sdpa.hpp kFp8ScaleS, the
-// model cases/tolerances.yaml declares for it): 2^8, its descale exact.
-constexpr float kFp8ScaleS = 256.f;
 
 cudnnDataType_t fp8_type(uint8_t format) {
   return format == OPCTS_DL_FLOAT8_E5M2 ? CUDNN_DATA_FP8_E5M2 : CUDNN_DATA_FP8_E4M3;
@@ -788,7 +784,7 @@ struct SdpaCudnnPlan::Impl {
   int32_t* seq_len = nullptr;
   int64_t batch = 0;
   bool memset_dq_accum = false;
-  // fp8: scale_s and descale_s on the device (kFp8ScaleS), constant per plan.
+  // fp8: scale_s and descale_s on the device (kCudnnFp8ScaleS), constant per plan.
   bool fp8 = false;
   float* fp8_consts = nullptr;
 
@@ -983,7 +979,7 @@ std::unique_ptr<SdpaCudnnPlan> SdpaCudnnPlan::forward(const SdpaParams& p, int r
     g.pw(CUDNN_POINTWISE_MUL, acc, &scale_o, nullptr, o);
     g.reduction(CUDNN_REDUCE_TENSOR_AMAX, acc, unit(kAmaxO));
     // Each in a 16-byte slot of its own: every tensor declares 16-byte alignment.
-    const float consts[8] = {kFp8ScaleS, 0, 0, 0, 1.f / kFp8ScaleS, 0, 0, 0};
+    const float consts[8] = {kCudnnFp8ScaleS, 0, 0, 0, 1.f / kCudnnFp8ScaleS, 0, 0, 0};
     cuda_check(cudaMalloc(reinterpret_cast<void**>(&im->fp8_consts), sizeof consts), "cudaMalloc(fp8 scales)");
     cuda_check(cudaMemcpy(im->fp8_consts, consts, sizeof consts, cudaMemcpyHostToDevice), "cudaMemcpy(fp8 scales)");
   } else {

@@ -116,6 +116,11 @@
 
 namespace opcts::cuda {
 
+/// The scale_s the fp8 graph gives P before its cast to Q's fp8 type: 2^8, its descale exact.
+/// O's model for it (cases/tolerances.yaml, fp8_p_normalised) takes families/sdpa/sdpa.hpp's
+/// kFp8ScaleS, which this header cannot include; test_sdpa_glue.cpp asserts the two are equal.
+constexpr float kCudnnFp8ScaleS = 256.f;
+
 /// The caller's arguments are wrong (null pointer, negative size, Hq % Hkv != 0, ...);
 /// `argument` names the one at fault.
 struct SdpaCudnnArgumentError : std::invalid_argument {

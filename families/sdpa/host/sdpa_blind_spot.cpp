@@ -1,4 +1,5 @@
-// Where the checks of a case may not see a precision plant of host.flash: the derivation is in
+// Where the checks of a case may not see a precision plant of host.flash (or host.normalised_p_fp8's
+// fp8_p_unscaled, measured against that impl): the derivation is in
 // sdpa_blind_spot.hpp; the quantities are the judge's own (the energy limit the case was judged
 // by, CaseEvidence; the reference's per-element bounds).
 #include "families/sdpa/host/sdpa_blind_spot.hpp"

@@ -1,4 +1,5 @@
-// Where the checks of a case may not see a precision plant of host.flash (Impl::blind_spot).
+// Where the checks of a case may not see a precision plant of host.flash or of
+// host.normalised_p_fp8 (Impl::blind_spot).
 #pragma once
 
 #include <string>
@@ -46,9 +47,8 @@ std::string precision_blind_spot(const sdpa::Problem& p, const CaseEvidence& evi
 std::string tiles_blind_spot(const sdpa::Problem& p, const TensorMap& inputs, Plant plant);
 
 /// Where a plant's pass is no defect because, on this case's inputs, it changes no byte of any
-/// output against host.flash (fp8_p_unscaled: against host.normalised_p_fp8, where every P is
-/// normal and P·2^8 rounds as P does) (a transposed read of a mask whose elements it swaps are equal, a
-/// one-key row whose P is 1 either way): "" where a byte differs.
+/// output against host.flash (fp8_p_unscaled: against host.normalised_p_fp8) (a transposed read of a mask whose
+/// elements it swaps are equal, a one-key row whose P is 1 either way): "" where a byte differs.
 std::string unchanged_blind_spot(const sdpa::Problem& p, const TensorMap& inputs, Plant plant);
 
 }  // namespace opcts::host_sdpa

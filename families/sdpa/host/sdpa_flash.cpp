@@ -294,7 +294,7 @@ class Kernel {
       m = std::max(m, s[j]);
     }
     std::vector<float> acc(Dv, 0.0f);
-    if (m == kNegInf) {  // no key: O = 0, lse the sink's or -inf
+    if (m == kNegInf) {  // no key: l would be exp(-inf + inf) = NaN; O = 0 as in forward_row
       std::fill(o, o + Dv, 0.0f);
       lse = sinks.empty() ? kNegInf : sinks[h];
       return;
@@ -472,7 +472,7 @@ class Kernel {
   const sdpa::Problem& p_;
   Plant plant_;
   bool unrounded_;
-  bool normalised_p_;  // DenseOptions::normalised_p
+  bool normalised_p_;  // cuDNN's fp8 P: the row's softmax before P·V (forward_row_normalised)
   int64_t tile_;       // the forward's key tile
   int64_t B, Hq, Hkv, Sq, Sk, D, Dv, group, align_, key_begin_, key_end_, mask_rows = 0, nqb = 0, nkb = 0;
   std::vector<char> blocks;  // read_blocks

@@ -1,12 +1,15 @@
-// host.normalised_p_fp8: cuDNN's fp8 SDPA forward arithmetic on the host (cudnn-frontend
+// host.normalised_p_fp8: the P arithmetic of cuDNN's fp8 SDPA forward on the host (cudnn-frontend
 // node/scaled_dot_product_flash_attention.h: softmax, MUL scale_s, cast to Q's fp8 type, P·V with
 // descale_s), host.flash's kernel with flash_run_normalised_p's rows. It is the correct impl under
 // the model cuda.cudnn declares for fp8 q, k, v ("O@fp8_p_normalised", families/sdpa/bound.hpp), so
 // that model is proven on the host as host.flash proves its own: passed by this impl, failed by
 // host.normalised_p_fp8_unscaled (P cast without scale_s: the subnormal floor the model charges at
-// least·l/scale_s is least·l there). Like the model it sums Q·Kᵀ and P·V in fp32: the fp8 MMA's
-// narrower adder, which cuDNN's lse does not hold on an H200 (docs/status/sm90.md (p)), is not
-// emulated.
+// least·l/scale_s is least·l there). The model is stated for every fp8-q, k, v forward, so this impl
+// takes every dense one, variants the cuDNN graph itself declines among them (per-head descales, a
+// 16-bit O, masks, ALiBi, softcaps, sinks as host.flash adds them: to l after the keys' max); the
+// cuda.cudnn adapter's own gates decide what the GPU runs (sdpa_cudnn.hpp). Like the model it sums
+// Q·Kᵀ and P·V in fp32: the fp8 MMA's narrower adder, which cuDNN's lse does not hold on an H200
+// (docs/status/sm90.md (p)), is not emulated.
 #include <memory>
 
 #include "families/sdpa/host/sdpa_blind_spot.hpp"
@@ -19,7 +22,8 @@ namespace {
 
 using host_sdpa::Plant;
 
-// The problems cuDNN's fp8 graph takes here, "" where this one is.
+// Why this emulation does not take p (the normalised P is a model of fp8 q, k, v forwards; the
+// packed layouts' runners are host.flash's), or "".
 std::string outside_the_graph(const sdpa::Problem& p) {
   if (p.fp8 != sdpa::Fp8::qkv) return "cuDNN's fp8 graph takes fp8 q, k and v";
   if (p.direction != sdpa::Direction::forward) return "cuDNN's fp8 graph is emulated as a forward only";

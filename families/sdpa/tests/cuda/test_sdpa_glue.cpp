@@ -318,6 +318,10 @@ void expect_other_cuda_rows_skip(const Problem& p, uint32_t minor, const char* a
 // out-of-bounds writes), a one-row bias and the per-tensor fp8 forward with an e4m3 O
 // (9.1.0+, top-left masks); what its graphs cannot express is a SKIP naming it (the version
 // gates by the loaded cuDNN's number), block masks among them.
+// The scale_s cuda.cudnn gives its fp8 graph is the one O's model (and host.normalised_p_fp8)
+// takes: a change to one side alone would judge the graph under another arithmetic.
+static_assert(cuda::kCudnnFp8ScaleS == sdpa::kFp8ScaleS, "cuDNN's scale_s and the fp8_p_normalised model's differ");
+
 TEST(SdpaCudaGlue, CudnnTakesSinksAlibiDbiasAndFp8AsTheFrontendBuildsThem) {
   const Family& f = *builtin_registry().family("sdpa");
   const auto params = [&](const char* id) {
