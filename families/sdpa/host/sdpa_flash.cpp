@@ -101,7 +101,12 @@ class Kernel {
       o_scale = static_cast<float>(it->second.get(0));
       if (plant == Plant::fp8_out_scale_inverted) o_scale = 1.0f / o_scale;
     }
-    if (p.sinks && !opt.without_sinks) sinks = decode(in.at("sinks"));
+    if (p.sinks && !opt.without_sinks) {
+      const auto it = in.find("sinks");
+      if (it == in.end() || it->second.dtype() != DType::fp32 || it->second.numel() != Hq)
+        throw InvalidArgument("sinks", "must be fp32 [heads_q]: one sink logit per query head");
+      sinks = decode(it->second);
+    }
     if (p.alibi != sdpa::Alibi::none) {
       const HostTensor& s = in.at("alibi_slopes");
       const int64_t rows = p.alibi == sdpa::Alibi::per_batch_head ? B : 1;

@@ -875,6 +875,27 @@ TEST(SdpaPlanted, SinkBugsAreCaughtWhereTheyChangeAnOutput) {
 
 // A sink-only row (no key) has O = 0 and lse = the sink in both references, and the sink's share
 // of a row with keys is what the definition gives.
+// A sinks input of the wrong size or dtype (a plugin's, or a caller's) is refused naming it, in
+// both directions, where it was once read past its end.
+TEST(SdpaHostFlash, AMalformedSinksInputIsRefusedNamingIt) {
+  const ArchInfo host{"host", "host"};
+  for (auto dir : {sdpa::Direction::forward, sdpa::Direction::backward}) {
+    auto p = make(DType::bf16, 1, 4, 2, 6, 8, 16, Mask::none);
+    p.sinks = true;
+    p.direction = dir;
+    for (const auto& bad : {HostTensor(DType::fp32, {2}), HostTensor(DType::bf16, {4})}) {
+      TensorMap in = inputs_of(p);
+      in.at("sinks") = bad;
+      try {
+        builtin_registry().impl("host.flash")->run(p, in, RunContext{&host, -1});
+        ADD_FAILURE() << "host.flash took sinks of " << bad.numel() << " " << name(bad.dtype());
+      } catch (const InvalidArgument& e) {
+        EXPECT_EQ(e.argument, "sinks");
+      }
+    }
+  }
+}
+
 TEST(SdpaReference, SinkOnlyRowsAreZeroWithTheSinksLse) {
   auto p = make(DType::bf16, 1, 2, 2, 6, 4, 16, Mask::causal_lower_right);
   p.sinks = true;
