@@ -177,6 +177,10 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   const int bits = dtype_info(out_t).bits;
   const uint64_t poison = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
   const bool poison_is_nan = bits >= 16 && std::isnan(decode(out_t, poison));
+  // ref_relative into a format that saturates (e4m3fn's RN satfinite, numerics/codec.hpp): the
+  // reference stays unrounded, and an exact value past the largest finite one is stored as ±max
+  // by a correct kernel whose v lies past it too (below: `past`).
+  const bool saturates = tol.metric == Metric::ref_relative && default_overflow(out_t) == Overflow::satfinite;
   // The elements in fixed chunks, each with its own statistics, merged in chunk order: the
   // result depends on the chunk size only, not on the number of threads (the bias check's sums
   // are added in one fixed order).
@@ -186,7 +190,12 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
   for (int64_t c = 0; c < chunks; ++c) {
     ChunkStats p;  // on this thread's stack: neighbouring chunks run on other threads
     for (int64_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-      const double gi = g[i], wi = want[i];
+      const double gi = g[i];
+      double wi = want[i], past = 0;
+      if (saturates && std::isfinite(wi) && std::fabs(wi) > maxf) {
+        past = std::fabs(wi) - maxf;
+        wi = std::copysign(maxf, wi);  // what a correct kernel stores, unless its error exceeds `past`
+      }
       p.zeros += gi == 0.0;  // +0 and -0; NaN is not zero
       p.ref_zeros += zero_in(out_t, wi);
       // bounded: a reference value beyond the output's range is stored unrounded (x, not inf;
@@ -226,8 +235,15 @@ OutputStats compare_output(const std::string& name, const HostTensor& got, const
           // within e of want may round to the output dtype by half a spacing at |want| + e.
           // The accumulation error: the larger of the statistic and the reference's bound (its
           // model of what the statistic cannot show, e.g. where a row holds one rounding).
-          const double e = std::max(tol.factor * row_lp[i / row_len], bound ? (*bound)[i] : 0.0) + floor;
-          const double b = e + spacing_at(out_t, std::fabs(wi) + e) / 2;
+          const double acc = std::max(tol.factor * row_lp[i / row_len], bound ? (*bound)[i] : 0.0), e = acc + floor;
+          double b = e + spacing_at(out_t, std::fabs(wi) + e) / 2;
+          // x lies `past` beyond ±max (saturates): a correct v within acc of x converts to ±max
+          // exactly unless acc > past, when it may reach back into the range by acc − past and
+          // round there by half a spacing — the bounded metric's rule below.
+          if (past > 0) {
+            const double reach = std::max(0.0, acc - past);
+            b = reach + floor + (reach > 0 ? spacing_at(out_t, std::fabs(maxf - reach)) / 2 : 0.0);
+          }
           p.largest_bound = std::max(p.largest_bound, b);
           p.worst_ratio = std::max(p.worst_ratio, b > 0 ? err / b : (err > 0 ? INFINITY : 0.0));
           bi = b;

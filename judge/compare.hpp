@@ -66,7 +66,9 @@ struct OutputReference {
 
 /// Compares `got` (any dtype, row-major over its shape) with `ref.want` (the fp64 reference, same
 /// element order); the fields of `ref` below are its members. `lowp` is the same-precision reference before its one
-/// rounding to the output dtype (the bound adds that rounding), required for ref_relative. bounded needs either
+/// rounding to the output dtype (the bound adds that rounding), required for ref_relative. ref_relative into a format
+/// that saturates (default_overflow satfinite: e4m3fn) judges an element whose want lies `past` beyond ±max against
+/// ±max, within max(0, e − past) and half a spacing there (exactly ±max where e <= past). bounded needs either
 /// `bound`, the reference's per-element bound (References::bound), or `reduction`, its reduction statistics
 /// (References::reduction), from which the tolerance's accumulator model derives the bound. For ref_relative `bound` is
 /// optional: the reference's bound of the accumulation error where the statistic says little (a row of few roundings,

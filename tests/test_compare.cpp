@@ -86,6 +86,26 @@ TEST(CompareAllclose, AtolEpsCountsOutputDtypeRoundingsAtMaxReference) {
   EXPECT_EQ(run(tensor(DType::fp32, {2}, {512.0, 3.5}), want, t).mismatches, 1);
 }
 
+// ref_relative into e4m3fn, which saturates at 448: a want far past the range must come back as
+// ±448 exactly (one code below, 416, or a NaN fails), and one that lies past the range by less
+// than the accumulation error may come back inside it, within the error that reaches back and half
+// a spacing there. Elements inside the range keep the usual bound.
+TEST(CompareRefRelative, ASaturatingOutputMustHoldTheLargestFiniteValue) {
+  const std::vector<double> want = {1000.0, -2000.0, 450.0, 100.0}, lowp = {1000.0, -2000.0, 410.0, 100.0};
+  const auto t = tol_of(Metric::ref_relative, 0, 0, 1.0);  // acc = max|lowp − want| over the row: 40
+  EXPECT_EQ(run(tensor(DType::e4m3fn, {4}, {448, -448, 448, 100}), want, t, &lowp).mismatches, 0);
+  // 450 is 2 past the range and acc = 40: a v down to 410 is right, stored as 448 or 416 (RN).
+  EXPECT_EQ(run(tensor(DType::e4m3fn, {4}, {448, -448, 416, 100}), want, t, &lowp).mismatches, 0);
+  EXPECT_EQ(run(tensor(DType::e4m3fn, {4}, {448, -448, 384, 100}), want, t, &lowp).mismatches, 1);
+  const auto below = run(tensor(DType::e4m3fn, {4}, {416, -448, 448, 100}), want, t, &lowp);
+  EXPECT_EQ(below.mismatches, 1);  // 1000 is 552 past: only 448 is right
+  EXPECT_EQ(below.max_abs_err, 32);
+  EXPECT_EQ(run(tensor(DType::e4m3fn, {4}, {448, kNaN, 448, 100}), want, t, &lowp).mismatches, 1);
+  // Inside the range the usual bound: 40 + half of 16 (the spacing at 140).
+  EXPECT_EQ(run(tensor(DType::e4m3fn, {4}, {448, -448, 448, 144}), want, t, &lowp).mismatches, 0);
+  EXPECT_EQ(run(tensor(DType::e4m3fn, {4}, {448, -448, 448, 160}), want, t, &lowp).mismatches, 1);
+}
+
 TEST(CompareRefRelative, BoundIsFactorTimesLowpErrorPlusFloor) {
   // fp64 output: the half spacing of the output rounding is ~1e-16 here.
   const std::vector<double> want = {1.0, 2.0, 4.0};

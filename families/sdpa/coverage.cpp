@@ -22,6 +22,7 @@ std::vector<std::string> edge_classes() {
           "launch-grid limits",
           "32-bit offset overflow",
           "strides and alignment",
+          "overflow and saturation",
           "backward",
           "ragged batch",
           "empty sequence in a batch",
@@ -93,6 +94,9 @@ std::vector<std::string> edge_classes_of(const Problem& p) {
   const double scores = static_cast<double>(p.seq_q) * p.seq_k;
   if (q >= 0x1p31 || (p.mask_tensor != MaskTensor::none && scores >= 0x1p32)) out.push_back("32-bit offset overflow");
   if (p.layout == Layout::bshd || p.head_dim % 8 != 0 || p.head_dim_v % 8 != 0) out.push_back("strides and alignment");
+  // An fp8 O whose o_scale is not the default's (which keeps |O·o_scale| well inside 448): the
+  // catalog gives one only where O·o_scale passes 448 (cases/sdpa_fp8.yaml fp8_out_saturating).
+  if (p.fp8_out && p.fp8_out_scale != static_cast<int64_t>(kFp8OutScale)) out.push_back("overflow and saturation");
   if (p.direction == Direction::backward) out.push_back("backward");
   return out;
 }

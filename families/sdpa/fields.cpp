@@ -325,22 +325,22 @@ Field<Problem> block_mask_field() {
       "blk", "QxK", {"q", "k"}, &Problem::block_q, &Problem::block_k, 0, true);
 }
 
-// `fp8: {tensors: qkv | kv, format: e4m3fn | e5m2, descale: per_tensor | per_head, out: e4m3fn}`
-// (tensors required) or `none`; id fp8qkv / fp8kv, then e5m2 for that format, h for per_head, o
-// for the fp8 output.
+// `fp8: {tensors: qkv | kv, format: e4m3fn | e5m2, descale: per_tensor | per_head, out: e4m3fn,
+// out_scale: N}` (tensors required) or `none`; id fp8qkv / fp8kv, then e5m2 for that format, h for
+// per_head, o for the fp8 output and its o_scale after it where it is not kFp8OutScale (o400).
 Field<Problem> fp8_field() {
   Field<Problem> f;
   f.key = "fp8";
   f.doc =
       "none or {tensors: qkv | kv, format: e4m3fn | e5m2 (default e4m3fn), descale: per_tensor | per_head, out: "
-      "e4m3fn (O as fp8 with o_scale; default: the dtype)}";
-  f.id = "[fp8qkv|fp8kv][e5m2][h][o]";
+      "e4m3fn (O as fp8 with o_scale; default: the dtype), out_scale: o_scale, a positive integer (default 40)}";
+  f.id = "[fp8qkv|fp8kv][e5m2][h][o[N]]";
   f.read = [](Problem& p, const YAML::Node& m) {
     const YAML::Node v = m["fp8"];
     if (!v || (v.IsScalar() && v.Scalar() == "none")) return;
     const std::string form = "{tensors: qkv | kv, format: e4m3fn | e5m2, descale: per_tensor | per_head}";
     if (!v.IsMap()) throw std::invalid_argument("expected none or " + form);
-    check_subkeys(v, {"tensors", "format", "descale", "out"});
+    check_subkeys(v, {"tensors", "format", "descale", "out", "out_scale"});
     if (!v["tensors"]) throw std::invalid_argument("missing 'tensors' (qkv or kv)");
     const std::string t = kit::field_as_scalar(v["tensors"], "tensors");
     if (t != "qkv" && t != "kv") throw std::invalid_argument("tensors: expected qkv or kv, got '" + t + "'");
@@ -364,6 +364,13 @@ Field<Problem> fp8_field() {
       if (o != "e4m3fn") throw std::invalid_argument("out: expected e4m3fn, got '" + o + "'");
       p.fp8_out = true;
     }
+    if (v["out_scale"]) {
+      if (!p.fp8_out) throw std::invalid_argument("out_scale: the scale of an fp8 output (out: e4m3fn)");
+      const std::string n = kit::field_as_scalar(v["out_scale"], "out_scale");
+      if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos || std::stoll(n) < 1)
+        throw std::invalid_argument("out_scale: expected a positive integer, got '" + n + "'");
+      p.fp8_out_scale = std::stoll(n);
+    }
   };
   f.write = [](const Problem& p, std::vector<std::string>& t) {
     if (p.fp8 == Fp8::none) return;
@@ -371,6 +378,7 @@ Field<Problem> fp8_field() {
     if (p.fp8_format != DType::e4m3fn) s += name(p.fp8_format);
     if (p.descale == Descale::per_head) s += 'h';
     if (p.fp8_out) s += 'o';
+    if (p.fp8_out && p.fp8_out_scale != static_cast<int64_t>(kFp8OutScale)) s += std::to_string(p.fp8_out_scale);
     t.push_back(s);
   };
   f.scan = [](Problem& p, kit::IdReader& in) {
@@ -381,10 +389,20 @@ Field<Problem> fp8_field() {
       if (t.rfind(prefix, 0) != 0) continue;
       std::string r = t.substr(prefix.size());
       p.fp8 = k;
+      // o, or o<N> with N the o_scale (never the default's digits: one id per problem).
+      const size_t digits = r.find_last_not_of("0123456789");
+      if (digits != std::string::npos && r[digits] == 'o' && digits + 1 < r.size()) {
+        const std::string n = r.substr(digits + 1);
+        if (n.size() > 9 || n[0] == '0' || std::stoll(n) == static_cast<int64_t>(kFp8OutScale))
+          throw std::invalid_argument("token '" + t +
+                                      "': an o_scale is written oN, N without leading zeros, and the default 40 as o");
+        p.fp8_out_scale = std::stoll(n);
+        r.resize(digits + 1);
+      }
       if (!r.empty() && r.back() == 'o') p.fp8_out = true, r.pop_back();
       if (!r.empty() && r.back() == 'h') p.descale = Descale::per_head, r.pop_back();
       if (r == "e5m2") p.fp8_format = DType::e5m2;
-      else if (!r.empty()) throw std::invalid_argument("token '" + t + "': expected " + prefix + "[e5m2][h][o]");
+      else if (!r.empty()) throw std::invalid_argument("token '" + t + "': expected " + prefix + "[e5m2][h][o[N]]");
       in.take("fp8");
       return;
     }

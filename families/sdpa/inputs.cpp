@@ -218,7 +218,7 @@ void add_descales(const Problem& p, TensorMap& in) {
   }
   if (p.fp8_out) {
     HostTensor s(DType::fp32, {1});
-    s.set(0, kFp8OutScale);
+    s.set(0, static_cast<double>(p.fp8_out_scale));
     in.emplace("o_scale", std::move(s));
   }
 }

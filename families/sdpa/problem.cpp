@@ -202,6 +202,10 @@ void Problem::validate() const {
   } else if (fp8_out) {
     throw std::invalid_argument("fp8: out needs fp8 tensors");
   }
+  if (fp8_out_scale != static_cast<int64_t>(kFp8OutScale) && !fp8_out)
+    throw std::invalid_argument("fp8: out_scale is the scale of an fp8 output (out: e4m3fn)");
+  if (fp8_out_scale < 1 || fp8_out_scale > (int64_t{1} << 24))
+    throw std::invalid_argument("fp8: out_scale is an integer in [1, 2^24] (exact in the fp32 o_scale)");
   if (dbias && mask_tensor != MaskTensor::additive)
     throw std::invalid_argument("dbias: the gradient of an additive attn_mask, which the problem does not have");
   if (dbias && direction != Direction::backward)

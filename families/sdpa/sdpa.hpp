@@ -147,6 +147,10 @@ enum class Corrupt { none, block_table, seqused_k, cu_seqlens_q, cu_seqlens_k };
 inline constexpr std::array<std::string_view, 5> kCorruptNames{"none", "block_table", "seqused_k", "cu_seqlens_q",
                                                                "cu_seqlens_k"};
 
+/// The fp8 output's default scale (o_scale, Problem::fp8_out_scale): O·40 keeps the inputs' |O|
+/// (up to about 3) well inside e4m3fn's 448, and a scale taken as a descale (O/40) is a gross error.
+constexpr double kFp8OutScale = 40;
+
 struct Problem {
   DType dtype = DType::bf16;
   int64_t batch = 1;
@@ -206,6 +210,10 @@ struct Problem {
   /// FP8 with an fp8 output (cuDNN's fp8 SDPA and TransformerEngine's O with scale_o): O is stored
   /// as e4m3fn codes of O·o_scale (RN, saturating at 448), o_scale an fp32 input [1]; lse as before.
   bool fp8_out = false;
+  /// fp8_out's o_scale (an integer): kFp8OutScale, or one large enough that O·o_scale passes 448
+  /// on some elements, which a correct kernel stores as ±448 (a scale from an amax history that
+  /// the values have outgrown; the edge class "overflow and saturation" of fp8 outputs).
+  int64_t fp8_out_scale = static_cast<int64_t>(kFp8OutScale);
   bool poison_masked = false;  // NaN written into K/V rows that no query may see
   Layout layout = Layout::bhsd;
   Direction direction = Direction::forward;
@@ -449,9 +457,6 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug);
 /// roundings of the accumulator hide in the bound: that hid the blind spot instead of showing it.)
 constexpr int64_t kPlantedPrecisionKeys = 2;
 
-/// The fp8 output's scale (o_scale): O·40 keeps the inputs' |O| (up to about 3) well inside
-/// e4m3fn's 448, and a scale taken as a descale (O/40) is a gross error.
-constexpr double kFp8OutScale = 40;
 /// The scale_s of an fp8 graph that rounds the normalised P (cuDNN's SDPA fp8 forward, cudnn-frontend
 /// node/scaled_dot_product_flash_attention.h: softmax, MUL scale_s, cast to Q's fp8 type; its
 /// descale_s on P·V): 2^8 keeps P·scale_s <= 256, below e4m3fn's 448 and e5m2's 57344, and its
@@ -562,7 +567,8 @@ Strides mask_strides(const Problem& p);
 ///   fp8: q (qkv), k and v as codes RN_satfinite(48·z) of the format (z ~ N(0, 1): e4m3fn's 448 is
 ///     9σ, so saturation is rare), and "q_descale" (qkv), "k_descale", "v_descale" fp32
 ///     descale_shape(p): fp8_descale's values, each role its own so that a descale in the wrong role
-///     is a gross error; with fp8_out "o_scale", fp32 [1], kFp8OutScale.
+///     is a gross error; with fp8_out "o_scale", fp32 [1], Problem::fp8_out_scale (kFp8OutScale
+///     unless the problem says otherwise).
 /// The stored dtypes are q_dtype() and kv_dtype() (dO: the dtype).
 /// Outputs: forward "O" (dtype, o_shape) and "lse" (fp32, lse_shape); backward "dQ", "dK",
 /// "dV" (dtype, shapes of q, k, v), with sinks "dsinks" (fp32 [Hq]) and with dbias "dbias"

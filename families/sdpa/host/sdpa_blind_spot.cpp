@@ -20,9 +20,10 @@ const std::vector<double>* found(const std::map<std::string, std::vector<double>
 // The per-element form: whether an exact kernel changed as the plant changes it passes every
 // element — RN(x_i + δ_i) within e_i + s_i/2 of x_i, e_i the larger of the element's bound and
 // the rule's factor times the same-precision error over its row, s_i the output's spacing at
-// |x_i| + e_i (judge/compare.cpp's ref_relative rule). Returns the largest |RN(x_i + δ_i) − x_i|
-// ÷ that bound, or a negative number where some element fails it (or the reference lacks what
-// the bound needs).
+// |x_i| + e_i (judge/compare.cpp's ref_relative rule); in a format that saturates, an x_i past
+// ±max by `past` is ±max within max(0, e_i − past) and half a spacing there, as the judge takes
+// it. Returns the largest |RN(x_i + δ_i) − target| ÷ that bound, or a negative number where some
+// element fails it (or the reference lacks what the bound needs).
 double exact_kernel_with_plant(const std::vector<double>& moved, const References& refs, const OutputSpec& spec,
                                const JudgedUnder& judged) {
   const std::vector<double>* b = found(refs.bound, judged.key);
@@ -31,6 +32,8 @@ double exact_kernel_with_plant(const std::vector<double>& moved, const Reference
   const size_t n = moved.size(), row = static_cast<size_t>(spec.row);
   if (!b || !x || !lp || row == 0 || b->size() != n || x->size() != n || lp->size() != n) return -1;
   double worst = 0;
+  const double maxf = dtype_info(spec.dtype).max_finite;
+  const bool saturates = default_overflow(spec.dtype) == Overflow::satfinite;
   for (size_t r0 = 0; r0 < n; r0 += row) {
     const size_t r1 = std::min(n, r0 + row);
     double row_lp = 0;
@@ -38,9 +41,14 @@ double exact_kernel_with_plant(const std::vector<double>& moved, const Reference
       if (std::isfinite((*x)[i]) && std::isfinite((*lp)[i])) row_lp = std::max(row_lp, std::fabs((*lp)[i] - (*x)[i]));
     for (size_t i = r0; i < r1; ++i) {
       if (moved[i] == 0 || !std::isfinite((*x)[i])) continue;
-      const double e = std::max(judged.factor * row_lp, (*b)[i]);
-      const double bound = e + spacing_at(spec.dtype, std::fabs((*x)[i]) + e) / 2;
-      const double err = std::fabs(round_to(spec.dtype, (*x)[i] + moved[i]) - (*x)[i]);
+      const double e = std::max(judged.factor * row_lp, (*b)[i]), xi = (*x)[i];
+      const double past = saturates ? std::fabs(xi) - maxf : 0, target = past > 0 ? std::copysign(maxf, xi) : xi;
+      double bound = e + spacing_at(spec.dtype, std::fabs(xi) + e) / 2;
+      if (past > 0) {
+        const double reach = std::max(0.0, e - past);
+        bound = reach + (reach > 0 ? spacing_at(spec.dtype, std::fabs(maxf - reach)) / 2 : 0.0);
+      }
+      const double err = std::fabs(round_to(spec.dtype, xi + moved[i]) - target);
       if (!(err <= bound)) return -1;
       if (bound > 0) worst = std::max(worst, err / bound);
     }

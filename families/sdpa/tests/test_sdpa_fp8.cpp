@@ -261,6 +261,63 @@ TEST(SdpaFp8, AnFp8OutputIsOTimesItsScale) {
   EXPECT_THROW(packed.validate(), std::invalid_argument);
 }
 
+// An o_scale the values have outgrown (the catalog's fp8_out_saturating: 400 under per-head
+// descales, 4096 and 1024 under per-tensor): O·o_scale passes 448 on some elements, which
+// host.flash stores as ±448 (satfinite) and the judge takes as right; an output that overflows to
+// NaN where 448 is sure, or stops one code short (416), fails there. The id carries the scale
+// (o400); the default's digits are refused, so that one problem has one id.
+TEST(SdpaFp8, ASaturatingFp8OutputHoldsTheLargestFiniteValue) {
+  auto p = fp8(make(DType::bf16, 2, 4, 2, 26, 80, 64, Mask::causal_lower_right), Fp8::qkv);
+  p.fp8_out = true;
+  p.fp8_out_scale = 400;
+  EXPECT_EQ(sdpa::problem_id(p), "bf16_b2_hq4_hkv2_sq26_sk80_d64_causal_lr_fp8qkvho400");
+  EXPECT_EQ(sdpa::parse_problem_id(sdpa::problem_id(p)), p);
+  EXPECT_THROW(sdpa::parse_problem_id("bf16_b2_hq4_hkv2_sq26_sk80_d64_causal_lr_fp8qkvho40"), std::invalid_argument);
+  EXPECT_THROW(sdpa::parse_problem_id("bf16_b2_hq4_hkv2_sq26_sk80_d64_causal_lr_fp8qkvho0400"), std::invalid_argument);
+  const std::string shape = "{dtype: bf16, heads: 4, seq: 8, head_dim: 64, mask: none, ";
+  EXPECT_NE(parse_error(shape + "fp8: {tensors: qkv, out_scale: 400}}").find("out: e4m3fn"), std::string::npos);
+  EXPECT_NE(parse_error(shape + "fp8: {tensors: qkv, out: e4m3fn, out_scale: -3}}").find("positive integer"),
+            std::string::npos);
+  EXPECT_EQ(inputs_of(p).at("o_scale").get(0), 400.0);
+  // The catalog's fp8_out_saturating scales: per-head at 400, per-tensor (|O| about 0.1) at 4096
+  // and 1024; each fill must put some of O past 448 by more than any accumulation error.
+  auto per_tensor = p;
+  per_tensor.descale = Descale::per_tensor;
+  for (auto [q, scale] : {std::pair{p, 400}, std::pair{per_tensor, 4096}, std::pair{per_tensor, 1024}}) {
+    q.fp8_out_scale = scale;
+    const TensorMap in = inputs_of(q);
+    const References r = family().reference(q, in);
+    // Surely saturated: past 448 by more than the element's allowed accumulation error (the
+    // judge's: the larger of twice the same-precision error over its row and its bound), where
+    // only ±448 is right.
+    const double max = dtype_info(DType::e4m3fn).max_finite;
+    const std::vector<double>&x = r.exact.at("O"), &lp = r.lowp.at("O"), &b = r.bound.at("O");
+    const auto row = static_cast<size_t>(family().outputs(q)[0].row);
+    std::vector<char> sure(x.size(), 0);
+    int64_t past = 0;
+    for (size_t r0 = 0; r0 < x.size(); r0 += row) {
+      double row_lp = 0;
+      for (size_t i = r0; i < std::min(x.size(), r0 + row); ++i) row_lp = std::max(row_lp, std::fabs(lp[i] - x[i]));
+      for (size_t i = r0; i < std::min(x.size(), r0 + row); ++i)
+        past += sure[i] = std::fabs(x[i]) - max > std::max(2 * row_lp, b[i]);
+    }
+    ASSERT_GT(past, 0) << sdpa::problem_id(q) << ": the fill no longer saturates";
+    std::string why;
+    EXPECT_EQ(sdpatest::mismatches_of("host.flash", q, &why), 0) << sdpa::problem_id(q) << ": " << why;
+    const ArchInfo host{"host", "host"};
+    const TensorMap out = builtin_registry().impl("host.flash")->run(q, in, RunContext{&host, -1});
+    for (const double stored : {std::nan(""), 416.0}) {
+      TensorMap bad = out;
+      HostTensor& o = bad.at("O");
+      for (int64_t e = 0; e < o.numel(); ++e)
+        if (sure[e]) o.set(e, std::copysign(stored, o.get(e)));
+      EXPECT_EQ(sdpatest::compare_all("host.flash", q, r, bad).at("O").mismatches, past)
+          << sdpa::problem_id(q) << " " << stored;
+    }
+    expect_caught("host.flash_fp8_out_scale_inverted", q);
+  }
+}
+
 // Each fp8 plant fails where it runs, and SKIPs exactly where it cannot show: no fp8 tensor, one
 // descale for every head (head0), P already e4m3 under fp8 qkv or rows of one key (p_in_e4m3).
 TEST(SdpaFp8, PlantedBugsAreCaughtWhereTheyShow) {
