@@ -59,35 +59,36 @@ namespace {
 // energy check's form, whose output rounding o_bound took at e4m3fn's spacing in O's units,
 // scales with its errors: x → s·x takes C to s²·C (tr C by s², tr C² by s⁴, ‖C‖ by s²) and the
 // outright part by s; the weights stay. Where an element may saturate (s·(|O| + bound) reaches
-// e4m3fn's largest finite value) its error is no rounding: the check is left out there, and O
-// judged per element.
+// e4m3fn's largest finite value) its error is no rounding: its weight becomes 0, so the check
+// leaves it to the per-element comparison (which takes ±448 there, judge/compare.cpp). The form's
+// sources keep its terms: the form without them, C' = P·C·P with P the diagonal projection onto
+// the kept elements, is C's principal submatrix, whose eigenvalues interlace C's (Cauchy), so
+// tr C', tr C'² and ‖C'‖ are no larger and the limit from C is sound for the rest, and looser.
 void scale_fp8_output(const TensorMap& inputs, References& r) {
   const double s = inputs.at("o_scale").get(0);
   const std::vector<double>&o = r.exact.at("O"), &b = r.bound.at("O");
-  bool saturates = false;
+  std::vector<char> saturates(o.size(), 0);
   // A row whose bound is unbounded weighs 0 in the form (o_bound): its elements are not in it.
-  for (size_t i = 0; i < o.size() && !saturates; ++i)
-    saturates = std::isfinite(b[i]) && !(s * (std::fabs(o[i]) + b[i]) < dtype_info(DType::e4m3fn).max_finite);
+  for (size_t i = 0; i < o.size(); ++i)
+    saturates[i] = std::isfinite(b[i]) && !(s * (std::fabs(o[i]) + b[i]) < dtype_info(DType::e4m3fn).max_finite);
   for (auto* refs : {&r.exact, &r.lowp, &r.bound})
     for (auto& [key, values] : *refs)
       if (key == "O" || key.rfind("O@", 0) == 0)
         for (double& x : values) x *= s;
-  for (auto it = r.energy.begin(); it != r.energy.end();) {
-    if (it->first.rfind("O@", 0) != 0) {
-      ++it;
-      continue;
-    }
-    if (saturates) {
-      it = r.energy.erase(it);
-      continue;
-    }
+  for (auto it = r.energy.begin(); it != r.energy.end(); ++it) {
+    if (it->first.rfind("O@", 0) != 0) continue;
+    std::vector<double>& w = it->second.weight;
+    for (size_t i = 0; i < saturates.size(); ++i)
+      if (saturates[i]) {
+        if (w.empty()) w.assign(o.size(), 1.0);
+        w[i] = 0;
+      }
     for (ErrorEnergy::Source& src : it->second.sources) {
       src.trace *= s * s;
       src.trace_sq *= s * s * s * s;
       src.spectral *= s * s;
     }
     it->second.fixed *= s;
-    ++it;
   }
 }
 

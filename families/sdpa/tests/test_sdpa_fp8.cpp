@@ -264,8 +264,9 @@ TEST(SdpaFp8, AnFp8OutputIsOTimesItsScale) {
 // An o_scale the values have outgrown (the catalog's fp8_out_saturating: 400 under per-head
 // descales, 4096 and 1024 under per-tensor): O·o_scale passes 448 on some elements, which
 // host.flash stores as ±448 (satfinite) and the judge takes as right; an output that overflows to
-// NaN where 448 is sure, or stops one code short (416), fails there. The id carries the scale
-// (o400); the default's digits are refused, so that one problem has one id.
+// NaN where 448 is sure, or stops one code short (416), fails there. O's energy check keeps the
+// other elements. The id carries the scale (o400); the default's digits are refused, so that one
+// problem has one id.
 TEST(SdpaFp8, ASaturatingFp8OutputHoldsTheLargestFiniteValue) {
   auto p = fp8(make(DType::bf16, 2, 4, 2, 26, 80, 64, Mask::causal_lower_right), Fp8::qkv);
   p.fp8_out = true;
@@ -302,6 +303,12 @@ TEST(SdpaFp8, ASaturatingFp8OutputHoldsTheLargestFiniteValue) {
         past += sure[i] = std::fabs(x[i]) - max > std::max(2 * row_lp, b[i]);
     }
     ASSERT_GT(past, 0) << sdpa::problem_id(q) << ": the fill no longer saturates";
+    // The energy check stays, without the elements that may saturate (their weight 0).
+    const std::vector<double>& w = r.energy.at("O@flash_fp32_rn").weight;
+    ASSERT_EQ(w.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      if (sure[i]) ASSERT_EQ(w[i], 0.0) << sdpa::problem_id(q) << " element " << i;
+    EXPECT_GT(std::count_if(w.begin(), w.end(), [](double v) { return v > 0; }), 0) << sdpa::problem_id(q);
     std::string why;
     EXPECT_EQ(sdpatest::mismatches_of("host.flash", q, &why), 0) << sdpa::problem_id(q) << ": " << why;
     const ArchInfo host{"host", "host"};
