@@ -439,14 +439,16 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
   }
   const bool fp8_bug = bug == PlantedBug::fp8_descale_twice || bug == PlantedBug::fp8_descale_swapped ||
                        bug == PlantedBug::fp8_descale_head0 || bug == PlantedBug::fp8_p_in_e4m3 ||
-                       bug == PlantedBug::fp8_out_scale_inverted || bug == PlantedBug::fp8_p_unscaled;
+                       bug == PlantedBug::fp8_out_scale_inverted || bug == PlantedBug::fp8_p_unscaled ||
+                       bug == PlantedBug::fp8_out_nonsaturating;
   if (fp8_bug && p.fp8 == Fp8::none) return "an fp8 bug: the problem has no fp8 tensors";
   if (bug == PlantedBug::fp8_p_unscaled && p.fp8 != Fp8::qkv)
     return "the normalised P is cast to Q's fp8 type: the graph needs fp8 q, k, v";
   if (bug == PlantedBug::fp8_descale_head0 && (p.descale != Descale::per_head || p.batch * p.heads_kv < 2))
     return "one descale for every (batch, KV head): entry [0, 0] is each one's";
   if (bug == PlantedBug::fp8_p_in_e4m3 && p.fp8 == Fp8::qkv) return "under fp8 qkv the model's P is e4m3 already";
-  if (bug == PlantedBug::fp8_out_scale_inverted && !p.fp8_out) return "O is not fp8: it has no scale";
+  if ((bug == PlantedBug::fp8_out_scale_inverted || bug == PlantedBug::fp8_out_nonsaturating) && !p.fp8_out)
+    return "O is not fp8: it has no scale";
   const bool block_bug = bug == PlantedBug::block_last_dropped || bug == PlantedBug::block_one_past;
   if (block_bug && !p.block_sparse()) return "a block-sparse bug: the problem has no block mask";
   const bool dbias_bug =
@@ -638,6 +640,9 @@ std::string planted_bug_cannot_show(const Problem& p, PlantedBug bug) {
     case PlantedBug::fp8_descale_head0: return "";
     // O·40 against O/40: every row with a key whose O is not 0 (the inputs' O is nowhere 0).
     case PlantedBug::fp8_out_scale_inverted: return "";
+    // Data-dependent: it shows where some O·o_scale rounds past 448; where none does it changes no
+    // byte, which its blind spot measures (never a SKIP that could hide one).
+    case PlantedBug::fp8_out_nonsaturating: return "";
     case PlantedBug::batch_variant_tiles:
     case PlantedBug::packed_variant_tiles: break;  // above, before the packed layouts' sequences
     case PlantedBug::fp8_p_in_e4m3:

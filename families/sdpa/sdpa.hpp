@@ -421,6 +421,9 @@ enum class PlantedBug {
   fp8_p_in_e4m3,
   // FP8 output: O divided by o_scale where it is multiplied (the descale convention for a scale).
   fp8_out_scale_inverted,
+  // FP8 output: O·o_scale converted without saturation (cvt without .satfinite, OCP's
+  // nonsaturating policy): a value past 448 becomes NaN where a correct store gives ±448.
+  fp8_out_nonsaturating,
   // FP8 q, k, v under cuDNN's normalised P (host.normalised_p_fp8): P = e/l cast to the fp8 format
   // without scale_s first (and O not divided by it), so every P below the format's least normal
   // (2^-6 in e4m3fn, 2^-14 in e5m2) rounds on the subnormal grid: long rows lose their small P.

@@ -340,7 +340,13 @@ class Kernel {
         std::vector<float> row(Dv);
         float l = 0;
         forward_row(b, h, i, row.data(), l);
-        for (int64_t d = 0; d < Dv; ++d) o.set(os.at(b, h, i) + d, row[d] * o_scale);
+        for (int64_t d = 0; d < Dv; ++d) {
+          const double x = row[d] * o_scale;
+          // The plant's store: e4m3fn's nonsaturating conversion, NaN past the range.
+          o.set(os.at(b, h, i) + d, plant_ == Plant::fp8_out_nonsaturating && !unrounded_ && p_.fp8_out
+                                        ? round_to(DType::e4m3fn, x, Overflow::nonsaturating)
+                                        : x);
+        }
         lse.set(bh * Sq + i, l);
       }
     }

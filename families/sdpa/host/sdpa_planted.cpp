@@ -50,6 +50,7 @@
 //   host.flash_fp8_descale_head0  fp8, descales per (batch, KV head): entry [0, 0] read for all
 //   host.flash_fp8_p_in_e4m3      fp8 KV cache: P rounded to e4m3 for P·V where the dtype is due
 //   host.flash_fp8_out_scale_inverted fp8 output: O divided by o_scale where it is multiplied
+//   host.flash_fp8_out_nonsaturating fp8 output: O·o_scale past 448 stored as NaN, not ±448
 //   host.flash_batch_variant_tiles forward: a batch of one entry runs 32-key tiles, a larger
 //                                 batch 64, while the impl declares batch_size invariance
 //                                 (only --invariance sees it: every result is within its bounds)
@@ -103,6 +104,7 @@ class HostSdpaPlanted final : public Impl {
       case Plant::fp8_descale_head0: return "host.flash_fp8_descale_head0";
       case Plant::fp8_p_in_e4m3: return "host.flash_fp8_p_in_e4m3";
       case Plant::fp8_out_scale_inverted: return "host.flash_fp8_out_scale_inverted";
+      case Plant::fp8_out_nonsaturating: return "host.flash_fp8_out_nonsaturating";
       case Plant::batch_variant_tiles: return "host.flash_batch_variant_tiles";
       case Plant::packed_variant_tiles: return "host.flash_packed_variant_tiles";
       case Plant::fp8_p_unscaled:  // host.normalised_p_fp8's (sdpa_normalised_p.cpp)
@@ -145,6 +147,7 @@ class HostSdpaPlanted final : public Impl {
       case Plant::packed_variant_tiles:
         return host_sdpa::tiles_blind_spot(pp.as<sdpa::Problem>(), evidence.inputs, plant_);
       case Plant::amask_transposed:
+      case Plant::fp8_out_nonsaturating:
         return host_sdpa::unchanged_blind_spot(pp.as<sdpa::Problem>(), evidence.inputs, plant_);
       default: return "";
     }
@@ -168,7 +171,7 @@ void register_host_sdpa_planted(Registry& reg) {
                   Plant::block_one_past,       Plant::fp8_descale_twice,      Plant::fp8_descale_swapped,
                   Plant::fp8_descale_head0,    Plant::fp8_p_in_e4m3,          Plant::fp8_out_scale_inverted,
                   Plant::batch_variant_tiles,  Plant::packed_variant_tiles,   Plant::sink_denominator_omitted,
-                  Plant::amask_transposed})
+                  Plant::amask_transposed,     Plant::fp8_out_nonsaturating})
     reg.add(std::make_unique<HostSdpaPlanted>(p));
 }
 

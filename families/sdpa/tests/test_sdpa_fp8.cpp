@@ -322,7 +322,12 @@ TEST(SdpaFp8, ASaturatingFp8OutputHoldsTheLargestFiniteValue) {
           << sdpa::problem_id(q) << " " << stored;
     }
     expect_caught("host.flash_fp8_out_scale_inverted", q);
+    expect_caught("host.flash_fp8_out_nonsaturating", q);  // NaN where 448 is due
   }
+  // At the default scale no O·o_scale passes 448: the nonsaturating store changes no byte.
+  auto usual = p;
+  usual.fp8_out_scale = static_cast<int64_t>(sdpa::kFp8OutScale);
+  EXPECT_EQ(sdpatest::mismatches_of("host.flash_fp8_out_nonsaturating", usual), 0);
 }
 
 // Each fp8 plant fails where it runs, and SKIPs exactly where it cannot show: no fp8 tensor, one
